@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+
+	// Every client-go authentication plugin, as kubectl has them.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+)
+
+const rootLong = `Explain Kubernetes API Priority and Fairness (APF).
+
+kubectl apf tells which FlowSchema and priority level a request gets and why,
+why a request waited or was rejected with HTTP 429, and what the priority
+levels, queues and flows of every apiserver look like now.`
+
+// NewRootCommand builds the "kubectl apf" command tree.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	configFlags := genericclioptions.NewConfigFlags(true)
+
+	cmd := &cobra.Command{
+		Use:   "kubectl-apf",
+		Short: "Explain Kubernetes API Priority and Fairness",
+		Long:  rootLong,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl apf",
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// A bare "kubectl apf" prints help rather than failing.
+		Run: func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+
+	flags := cmd.PersistentFlags()
+	configFlags.AddFlags(flags)
+	addKlogVerbosity(cmd)
+
+	cmd.AddCommand(
+		NewVersionCommand(streams),
+	)
+	return cmd
+}
+
+// addKlogVerbosity exposes only klog's -v flag; the rest of klog's flags would
+// only clutter the help of a kubectl plugin.
+func addKlogVerbosity(cmd *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "true")
+	v := fs.Lookup("v")
+	cmd.PersistentFlags().AddGoFlag(v)
+	cmd.PersistentFlags().Lookup("v").Shorthand = "v"
+}
+
+// sanitizeLine makes a server-supplied string safe to print on one terminal line:
+// control characters (escape sequences among them) are replaced.
+func sanitizeLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
