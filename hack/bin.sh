@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Usage: hack/bin.sh NAME
+#
+# Prints the path of a test binary (kube-apiserver, etcd, kubectl), building it
+# first if it is not cached yet. Binaries are cached outside the clone, keyed by
+# version and by the hash of the module files they are built from, so that fresh
+# clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE to move the cache.
+set -euo pipefail
+
+name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl}
+hack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${KUBECTL_APF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-apf}
+mkdir -p "$cache/bin"
+
+kube_version=v1.37.1
+case "$name" in
+kube-apiserver | kubectl)
+	moddir=$hack
+	pkg=k8s.io/kubernetes/cmd/$name
+	version=$kube_version
+	# The same version stamps the release build sets, so /version says v1.37.1.
+	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+	;;
+etcd)
+	moddir=$hack/etcd
+	pkg=go.etcd.io/etcd/server/v3
+	version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$moddir/go.mod")
+	ldflags="-s -w"
+	;;
+*)
+	echo "hack/bin.sh: unknown binary $name" >&2
+	exit 2
+	;;
+esac
+
+key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION) | sha256sum | cut -c1-12)
+out=$cache/bin/$name-$version-$key
+if [ ! -x "$out" ]; then
+	exec 9>"$cache/bin/.$name.lock"
+	flock 9
+	if [ ! -x "$out" ]; then
+		echo "building $name $version (cached at $out; the first build takes several minutes)" >&2
+		(cd "$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+		mv "$out.tmp" "$out"
+	fi
+fi
+echo "$out"
