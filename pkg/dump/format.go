@@ -1,0 +1,148 @@
+package dump
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The Format functions render rows back in the layout of the current
+// apiserver (k8s.io/apiserver pkg/util/flowcontrol/apf_controller_debug.go),
+// with the same tabwriter settings, so a redacted bundle reads exactly like a
+// captured one. Placeholder rows and extra columns are rendered too, so that
+// Parse(Format(rows)) == rows.
+
+func writeTable(header []string, rows [][]string) []byte {
+	var buf bytes.Buffer
+	w := tabwriter.NewWriter(&buf, 8, 0, 1, ' ', 0)
+	for _, r := range append([][]string{header}, rows...) {
+		fmt.Fprint(w, strings.Join(r, ",\t"))
+		fmt.Fprint(w, "\n")
+	}
+	_ = w.Flush()
+	return buf.Bytes()
+}
+
+func extraKeys(maps ...map[string]string) []string {
+	set := map[string]bool{}
+	for _, m := range maps {
+		for k := range m {
+			set[k] = true
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func none(n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = "<none>"
+	}
+	return s
+}
+
+// FormatPriorityLevels renders rows as a dump_priority_levels body.
+func FormatPriorityLevels(rows []PriorityLevelRow) []byte {
+	header := []string{"PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing", "WaitingRequests", "ExecutingRequests"}
+	counters := len(rows) == 0 || rows[0].HasCounters
+	for _, r := range rows {
+		if r.HasCounters {
+			counters = true
+		}
+	}
+	if counters {
+		header = append(header, "DispatchedRequests", "RejectedRequests", "TimedoutRequests", "CancelledRequests")
+	}
+	var ms []map[string]string
+	for _, r := range rows {
+		ms = append(ms, r.Extra)
+	}
+	extra := extraKeys(ms...)
+	header = append(header, extra...)
+	out := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		if r.Placeholder {
+			out = append(out, append([]string{r.Name}, none(len(header)-1)...))
+			continue
+		}
+		cells := []string{r.Name, strconv.Itoa(r.ActiveQueues), strconv.FormatBool(r.IsIdle), strconv.FormatBool(r.IsQuiescing),
+			strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.ExecutingRequests)}
+		if counters {
+			cells = append(cells, strconv.Itoa(r.DispatchedRequests), strconv.Itoa(r.RejectedRequests),
+				strconv.Itoa(r.TimedoutRequests), strconv.Itoa(r.CancelledRequests))
+		}
+		for _, k := range extra {
+			cells = append(cells, r.Extra[k])
+		}
+		out = append(out, cells)
+	}
+	return writeTable(header, out)
+}
+
+// formatSS renders seat-seconds as request.SeatSeconds.String does.
+func formatSS(f float64) string { return fmt.Sprintf("%.8fss", f) }
+
+// FormatQueues renders rows as a dump_queues body.
+func FormatQueues(rows []QueueRow) []byte {
+	header := []string{"PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests", "SeatsInUse", "NextDispatchR", "InitialSeatsSum", "MaxSeatsSum", "TotalWorkSum"}
+	var ms []map[string]string
+	for _, r := range rows {
+		ms = append(ms, r.Extra)
+	}
+	extra := extraKeys(ms...)
+	header = append(header, extra...)
+	out := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		if r.Placeholder {
+			out = append(out, append([]string{r.PriorityLevel}, none(len(header)-1)...))
+			continue
+		}
+		cells := []string{r.PriorityLevel, strconv.Itoa(r.Index), strconv.Itoa(r.PendingRequests), strconv.Itoa(r.ExecutingRequests),
+			strconv.Itoa(r.SeatsInUse), formatSS(r.NextDispatchR), strconv.Itoa(r.InitialSeatsSum), strconv.Itoa(r.MaxSeatsSum), formatSS(r.TotalWorkSum)}
+		for _, k := range extra {
+			cells = append(cells, r.Extra[k])
+		}
+		out = append(out, cells)
+	}
+	return writeTable(header, out)
+}
+
+// FormatRequests renders rows as a dump_requests body; the eight detail
+// columns are included when any row has details.
+func FormatRequests(rows []RequestRow) []byte {
+	header := []string{"PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime", "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime"}
+	details := false
+	var ms []map[string]string
+	for _, r := range rows {
+		details = details || r.HasDetails
+		ms = append(ms, r.Extra)
+	}
+	if details {
+		header = append(header, "UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
+	}
+	extra := extraKeys(ms...)
+	header = append(header, extra...)
+	out := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		cells := []string{r.PriorityLevel, r.FlowSchema, strconv.Itoa(r.QueueIndex), strconv.Itoa(r.IndexInQueue), r.FlowDistinguisher,
+			r.ArriveTime.UTC().Format(time.RFC3339Nano), strconv.Itoa(r.InitialSeats), strconv.Itoa(r.FinalSeats),
+			r.AdditionalLatency.String(), r.StartTime.UTC().Format(time.RFC3339Nano)}
+		if details {
+			cells = append(cells, r.UserName, r.Verb, r.APIPath, r.Namespace, r.Name, r.APIVersion, r.Resource, r.SubResource)
+		}
+		for _, k := range extra {
+			cells = append(cells, r.Extra[k])
+		}
+		out = append(out, cells)
+	}
+	return writeTable(header, out)
+}

@@ -1,0 +1,367 @@
+package dump
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxQuotedLine bounds how much of an offending line an error quotes, so a
+// garbage body (an HTML error page, a binary blob) gives one readable line.
+const maxQuotedLine = 120
+
+var tabwriterControls = strings.NewReplacer("\t", " ", "\v", " ", "\f", " ")
+
+// table is one debug dump split into a header and rows of cells.
+//
+// The apiserver writes every dump through
+// text/tabwriter.NewWriter(w, 8, 0, 1, ' ', 0) with cells joined by ",\t"
+// (k8s.io/apiserver pkg/util/flowcontrol/apf_controller_debug.go: row,
+// tabPrint, endLine), so on the wire a cell ends with a comma followed by at
+// least one space of padding, and the last cell of a line has no comma.
+type table struct {
+	endpoint string
+	header   []string
+	// index maps a header name to its column.
+	index map[string]int
+	// offsets are the rune offsets where each header cell starts; tabwriter
+	// aligns every line of a dump to them, which lets us split a line whose
+	// values themselves contain ", " (user names and paths are not escaped).
+	offsets []int
+	rows    []tableRow
+}
+
+type tableRow struct {
+	lineNo int
+	line   string
+	cells  []string
+}
+
+// splitCells splits one dump line. A separator is a comma followed by a
+// space or by the end of the line; the padding after it is dropped.
+func splitCells(line string) []string {
+	var cells []string
+	start := 0
+	for i := 0; i < len(line); i++ {
+		if line[i] != ',' {
+			continue
+		}
+		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
+			continue
+		}
+		cells = append(cells, strings.TrimSpace(line[start:i]))
+		j := i + 1
+		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
+		start = j
+		i = j - 1
+	}
+	cells = append(cells, strings.TrimSpace(line[start:]))
+	return cells
+}
+
+// splitCommas is the fallback for a dump whose padding was stripped (for
+// example by a tool that re-joined it as plain CSV).
+func splitCommas(line string) []string {
+	cells := strings.Split(line, ",")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells
+}
+
+// headerOffsets returns the rune offset at which each cell of the header
+// line starts.
+func headerOffsets(line string) []int {
+	var offs []int
+	runeIdx := 0
+	atStart := true
+	prevSep := false
+	for _, r := range line {
+		if atStart && r != ' ' {
+			offs = append(offs, runeIdx)
+			atStart = false
+		}
+		if prevSep && r != ' ' && r != '\t' {
+			offs = append(offs, runeIdx)
+			prevSep = false
+		}
+		if r == ',' {
+			prevSep = true
+		} else if r != ' ' && r != '\t' {
+			prevSep = false
+		}
+		runeIdx++
+	}
+	return offs
+}
+
+// splitAligned splits line at the header's column offsets, for a line whose
+// values contain the separator. It reports false when the line is not
+// aligned to the header (each boundary must follow "," and padding).
+func splitAligned(line string, offs []int) ([]string, bool) {
+	runes := []rune(line)
+	if len(offs) == 0 {
+		return nil, false
+	}
+	cells := make([]string, 0, len(offs))
+	for i, off := range offs {
+		if off > len(runes) {
+			return nil, false
+		}
+		end := len(runes)
+		if i+1 < len(offs) {
+			end = offs[i+1]
+			if end > len(runes) {
+				return nil, false
+			}
+			// The cell must end with "," and at least one space of padding.
+			cell := strings.TrimRight(string(runes[off:end]), " \t")
+			if end-1 < 0 || (runes[end-1] != ' ' && runes[end-1] != '\t') || !strings.HasSuffix(cell, ",") {
+				return nil, false
+			}
+			cells = append(cells, strings.TrimSpace(strings.TrimSuffix(cell, ",")))
+			continue
+		}
+		cells = append(cells, strings.TrimSpace(string(runes[off:end])))
+	}
+	return cells, true
+}
+
+// quoteLine quotes a line for an error message, truncated sensibly.
+func quoteLine(line string) string {
+	if utf8.RuneCountInString(line) > maxQuotedLine {
+		r := []rune(line)
+		line = string(r[:maxQuotedLine]) + "..."
+	}
+	return strconv.Quote(line)
+}
+
+// parseTable splits body into a header and rows. first is the name the first
+// header column must have; it is how a dump is told from garbage such as an
+// HTML page or a JSON Status.
+func parseTable(endpoint string, body []byte, first string) (*table, error) {
+	t := &table{endpoint: endpoint, index: map[string]int{}}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	lineNo := 0
+	commaOnly := false
+	for sc.Scan() {
+		lineNo++
+		// The apiserver's tabwriter turns tabs into padding and \v, \f into
+		// cell and line breaks, so these can only come from re-formatting;
+		// treat them as padding.
+		line := tabwriterControls.Replace(strings.TrimRight(sc.Text(), "\r"))
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if !utf8.ValidString(line) {
+			return nil, fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+		}
+		if t.header == nil {
+			t.header = splitCells(line)
+			if len(t.header) == 1 && strings.Contains(line, ",") {
+				commaOnly = true
+				t.header = splitCommas(line)
+			}
+			if t.header[0] != first {
+				return nil, fmt.Errorf("%s line %d: expected a header starting with %q, got %s", endpoint, lineNo, first, quoteLine(line))
+			}
+			for i, h := range t.header {
+				// Upstream column names are CamelCase identifiers; anything
+				// else means this is not a dump header.
+				if !isColumnName(h) {
+					return nil, fmt.Errorf("%s line %d: %s is not a column name in header %s", endpoint, lineNo, strconv.Quote(h), quoteLine(line))
+				}
+				if _, dup := t.index[h]; dup {
+					return nil, fmt.Errorf("%s line %d: column %q appears twice in header %s", endpoint, lineNo, h, quoteLine(line))
+				}
+				t.index[h] = i
+			}
+			t.offsets = headerOffsets(line)
+			continue
+		}
+		var cells []string
+		if commaOnly {
+			cells = splitCommas(line)
+		} else {
+			cells = splitCells(line)
+			if len(cells) != len(t.header) {
+				if aligned, ok := splitAligned(line, t.offsets); ok && len(t.offsets) == len(t.header) {
+					cells = aligned
+				}
+			}
+		}
+		if len(cells) != len(t.header) {
+			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
+		}
+		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", endpoint, err)
+	}
+	if t.header == nil {
+		return nil, fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
+	}
+	return t, nil
+}
+
+// require checks that every named column is in the header.
+func (t *table) require(names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if _, ok := t.index[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: header lacks column(s) %s: %s", t.endpoint, strings.Join(missing, ", "), quoteLine(strings.Join(t.header, ", ")))
+	}
+	return nil
+}
+
+// extra returns the cells of columns this parser does not know, so a newer
+// apiserver's additions survive a round trip through a bundle.
+func (t *table) extra(r tableRow, known map[string]bool) map[string]string {
+	var m map[string]string
+	for i, h := range t.header {
+		if known[h] {
+			continue
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[h] = r.cells[i]
+	}
+	return m
+}
+
+// cellReader reads typed cells of one row and remembers the first error.
+type cellReader struct {
+	t   *table
+	r   tableRow
+	err error
+}
+
+func (c *cellReader) fail(col, val, what string) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col, strconv.Quote(val), what, quoteLine(c.r.line))
+	}
+}
+
+// str returns the cell of column col, or "" when the header lacks it.
+func (c *cellReader) str(col string) string {
+	i, ok := c.t.index[col]
+	if !ok {
+		return ""
+	}
+	return c.r.cells[i]
+}
+
+func (c *cellReader) has(col string) bool { _, ok := c.t.index[col]; return ok }
+
+func (c *cellReader) int(col string) int {
+	v := c.str(col)
+	if !c.has(col) {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.fail(col, v, "an integer")
+	}
+	return n
+}
+
+func (c *cellReader) bool(col string) bool {
+	v := c.str(col)
+	if !c.has(col) {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		c.fail(col, v, "true or false")
+	}
+	return b
+}
+
+func (c *cellReader) time(col string) time.Time {
+	v := c.str(col)
+	if !c.has(col) {
+		return time.Time{}
+	}
+	ts, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		c.fail(col, v, "an RFC 3339 time")
+	}
+	return ts
+}
+
+func (c *cellReader) duration(col string) time.Duration {
+	v := c.str(col)
+	if !c.has(col) {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		c.fail(col, v, "a duration")
+	}
+	return d
+}
+
+// seatSeconds parses a SeatSeconds string such as "0.00300000ss"
+// (k8s.io/apiserver pkg/util/flowcontrol/request/seat_seconds.go:
+// SeatSeconds.String) or, from 1.20-era dumps, a bare "%.4f" VirtualStart.
+func (c *cellReader) seatSeconds(col string) float64 {
+	v := c.str(col)
+	if !c.has(col) {
+		return 0
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "ss"), 64)
+	if err != nil {
+		c.fail(col, v, "a seat-seconds value")
+	}
+	return f
+}
+
+// placeholder reports whether every cell but the first is "<none>": how
+// apiservers before 1.28 rendered the exempt level (plState.queues == nil in
+// apf_controller_debug.go of v0.20 to v0.27).
+func placeholder(cells []string) bool {
+	if len(cells) < 2 {
+		return false
+	}
+	for _, c := range cells[1:] {
+		if c != "<none>" {
+			return false
+		}
+	}
+	return true
+}
+
+func knownSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func isColumnName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		default:
+			return false
+		}
+	}
+	return true
+}
