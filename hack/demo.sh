@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Usage: hack/demo.sh BIN_DIR CLUSTER_DIR
+#
+# "make demo": starts the local control plane, keeps a bounded load running in
+# the background, and opens the best live view the plugin has. Everything is
+# stopped and removed on exit, Ctrl-C included.
+set -euo pipefail
+bin=$1
+dir=$2
+plugin=$bin/kubectl-apf
+load_pid=
+
+cleanup() {
+	trap - EXIT INT TERM
+	if [ -n "$load_pid" ]; then kill "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true; fi
+	echo "stopping the local control plane..." >&2
+	"$bin/apf-devcluster" down -dir "$dir" || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$bin/apf-devcluster" up -dir "$dir" >/dev/null
+export KUBECONFIG=$PWD/$dir/kubeconfig
+echo "local control plane up; KUBECONFIG=$KUBECONFIG" >&2
+
+# Bounded background load (it stops by itself after 30 minutes).
+"$bin/apf-devcluster" load -dir "$dir" -duration 30m -quiet >"$dir/load.log" 2>&1 &
+load_pid=$!
+
+# The best view the plugin has: the live terminal UI, else a watching table,
+# else the version.
+if "$plugin" top --help 2>/dev/null | grep -q -- '--replay'; then
+	"$plugin" top
+elif "$plugin" top levels --help >/dev/null 2>&1; then
+	"$plugin" top levels --watch
+else
+	"$plugin" version
+	echo "(the live view is not built yet; the control plane stays up until Ctrl-C)" >&2
+	while sleep 3600; do :; done
+fi

@@ -1,0 +1,59 @@
+// Package e2e holds the end-to-end tests of kubectl-apf. They run against a real
+// local control plane (etcd and kube-apiserver v1.37.1 on 127.0.0.1, see
+// internal/testcluster) that TestMain starts once for the package; a test that
+// changes cluster-wide state in ways others would notice starts its own with
+// testcluster.StartT.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+)
+
+var shared *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "apf-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	start := time.Now()
+	shared, err = testcluster.Start(ctx, testcluster.Options{Dir: dir})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "local control plane up in %s at %s\n", time.Since(start).Round(time.Millisecond), shared.URL())
+	code := m.Run()
+	if code != 0 {
+		for _, a := range shared.APIServers {
+			fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", a.Name, testcluster.Tail(a.LogFile, 40))
+		}
+	}
+	_ = shared.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cluster returns the package's shared control plane.
+func cluster(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	if shared == nil {
+		t.Skip("the local control plane does not run with -short")
+	}
+	return shared
+}
