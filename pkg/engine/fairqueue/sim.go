@@ -1,0 +1,498 @@
+package fairqueue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+)
+
+// Reason is the outcome of one request: executed, or rejected with one of the
+// reasons of apiserver_flowcontrol_rejected_requests_total.
+type Reason uint8
+
+// The outcomes. The rejection reasons print as upstream's metric labels.
+const (
+	// Executed means the request was dispatched and ran.
+	Executed Reason = iota
+	// RejectedQueueFull: every seat was taken and the chosen queue already
+	// held QueueLengthLimit requests (StartRequest, queuing levels).
+	RejectedQueueFull
+	// RejectedConcurrencyLimit: a level without queues (limitResponse Reject)
+	// had no room at arrival (StartRequest Step 0).
+	RejectedConcurrencyLimit
+	// RejectedTimeOut: the request's wait limit passed while it was queued.
+	RejectedTimeOut
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"", "queue-full", "concurrency-limit", "time-out"}
+
+// String returns the metric label of a rejection reason, or "" for Executed.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// LevelConfig is the part of a priority level that a queue set needs.
+type LevelConfig struct {
+	// Name is the priority level's name.
+	Name string
+	// Exempt levels never queue nor reject (upstream DesiredNumQueues -1).
+	Exempt bool
+	// Queues is the number of queues; 0 means limitResponse type Reject.
+	Queues int
+	// HandSize is the shuffle-sharding hand size (queuing levels).
+	HandSize int
+	// QueueLengthLimit is the most requests one queue holds while every
+	// seat is taken (queuing levels).
+	QueueLengthLimit int
+	// ConcurrencyLimit is the level's current concurrency limit in seats at
+	// the start; periodic borrowing (Options.Borrow) may change it.
+	ConcurrencyLimit int
+}
+
+// Validate reports the first inconsistency of a level configuration.
+func (c LevelConfig) Validate() error {
+	if c.Exempt {
+		return nil
+	}
+	if c.ConcurrencyLimit < 0 {
+		return fmt.Errorf("priority level %q: negative concurrency limit %d", c.Name, c.ConcurrencyLimit)
+	}
+	if c.Queues < 0 {
+		return fmt.Errorf("priority level %q: negative number of queues %d", c.Name, c.Queues)
+	}
+	if c.Queues > 0 {
+		if _, err := engine.NewDealer(c.Queues, c.HandSize); err != nil {
+			return fmt.Errorf("priority level %q: invalid shuffle sharding: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// Request is one arrival for the simulator.
+type Request struct {
+	// ID is the caller's identifier, echoed in the Outcome.
+	ID int64
+	// Arrival is the time since the start of the workload. Arrivals must not
+	// decrease.
+	Arrival time.Duration
+	// Level is the index of the priority level in the []LevelConfig.
+	Level int
+	// Flow is the caller's flow index for per-flow statistics, or -1.
+	Flow int32
+	// Hash is the flow hash (engine.HashFlowID); 0 for exempt, Reject and
+	// single-queue levels, as upstream's startRequest.
+	Hash uint64
+	// InitialSeats, FinalSeats and AdditionalLatency are the work estimate.
+	InitialSeats, FinalSeats uint64
+	AdditionalLatency        time.Duration
+	// ServiceTime is how long the request executes once dispatched
+	// (httplog's apf_execution_time).
+	ServiceTime time.Duration
+	// WaitLimit is how long the request may wait in a queue counted from
+	// its arrival (see WaitLimit); 0 means Options.DefaultWaitLimit.
+	WaitLimit time.Duration
+}
+
+// Outcome is what happened to one request.
+type Outcome struct {
+	ID     int64
+	Level  int
+	Flow   int32
+	Reason Reason
+	// Arrival is the request's arrival; Start its dispatch time (executed
+	// requests) or the time of rejection.
+	Arrival, Start time.Duration
+	// Seq numbers dispatches across the whole simulation in the order they
+	// happened; -1 for rejected requests.
+	Seq int64
+}
+
+// Source yields the requests of a workload in arrival order. Next returns
+// io.EOF after the last request.
+type Source interface {
+	Next(*Request) error
+}
+
+// DemandStats is one level's seat demand over the last borrowing period,
+// computed as apf_controller.go:seatDemandStats.update does.
+type DemandStats struct {
+	HighWatermark int
+	Avg, StdDev   float64
+	Smoothed      float64
+}
+
+// BorrowFunc computes the current concurrency limit of every level from the
+// demand statistics of the period that just ended; a negative limit keeps the
+// previous one. It is what apf_controller.go:updateBorrowingLocked computes.
+type BorrowFunc func(stats []DemandStats) []int
+
+// Options tune a simulation.
+type Options struct {
+	// DefaultWaitLimit applies to requests with WaitLimit 0; zero means 15 s
+	// (the default --request-timeout of 60 s divided by 4).
+	DefaultWaitLimit time.Duration
+	// OnOutcome, if set, receives every outcome as it is decided. The pointer
+	// is only valid during the call.
+	OnOutcome func(*Outcome)
+	// Borrow, if set, is called every BorrowingPeriod of simulated time.
+	Borrow BorrowFunc
+	// BorrowingPeriod defaults to 10 s (borrowingAdjustmentPeriod).
+	BorrowingPeriod time.Duration
+	// FlowLevels optionally names, per flow index, the flow's label for the
+	// result; flows seen in requests without a label are reported by index.
+	FlowNames []string
+}
+
+// DefaultWaitLimit is the wait limit of a request without a deadline on a
+// kube-apiserver with the default --request-timeout (60 s / 4).
+const DefaultWaitLimit = 15 * time.Second
+
+// WaitLimit mirrors server/filters/priority-and-fairness.go:
+// getRequestWaitContext: a request with a deadline may wait a quarter of the
+// time from its arrival to its deadline, one without (watches) the default,
+// and never more than one minute. For non-long-running requests the deadline
+// is min(?timeout=, --request-timeout) after arrival.
+func WaitLimit(timeout time.Duration, hasDeadline bool, defaultLimit time.Duration) time.Duration {
+	limit := defaultLimit
+	if hasDeadline {
+		limit = timeout / 4
+	}
+	return min(limit, time.Minute)
+}
+
+// kinds of events, in the order they run at the same instant. Seat releases
+// come first because upstream runs them from the event clock before anything
+// the workload drives; arrivals come last.
+const (
+	evRelease uint8 = iota
+	evFinish
+	evTimeout
+	evBorrow
+	evArrival // never in the heap, the source is merged in
+)
+
+type event struct {
+	t    int64
+	seq  uint64
+	r    *request
+	gen  uint32
+	kind uint8
+}
+
+func (a *event) less(b *event) bool {
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.seq < b.seq
+}
+
+// Simulator replays a workload through the queue sets of several priority
+// levels in simulated time. It is not safe for concurrent use.
+type Simulator struct {
+	levels []*queueSet
+	events []event
+	seq    uint64
+	free   []*request
+	opts   Options
+	now    int64
+
+	dispatchSeq int64
+	outcome     Outcome
+	flows       []flowStats
+	inFlight    int
+	peakFlight  int
+	requests    int64
+	borrowStats []DemandStats
+	smoothed    []float64
+}
+
+// NewSimulator builds the queue sets of the given levels.
+func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
+	if opts.DefaultWaitLimit == 0 {
+		opts.DefaultWaitLimit = DefaultWaitLimit
+	}
+	if opts.BorrowingPeriod == 0 {
+		opts.BorrowingPeriod = 10 * time.Second
+	}
+	s := &Simulator{opts: opts}
+	for i, c := range levels {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		qs := &queueSet{sim: s, index: i, name: c.Name, concurrencyLimit: c.ConcurrencyLimit}
+		switch {
+		case c.Exempt:
+			qs.desiredNumQueues = -1
+		case c.Queues == 0:
+			qs.desiredNumQueues = 0
+		default:
+			qs.desiredNumQueues = c.Queues
+			qs.queueLengthLimit = c.QueueLengthLimit
+			qs.dealer, _ = engine.NewDealer(c.Queues, c.HandSize)
+			qs.hand = make([]int, 0, c.HandSize)
+			qs.queues = make([]queue, c.Queues)
+		}
+		qs.stats.wait.init()
+		s.levels = append(s.levels, qs)
+	}
+	s.borrowStats = make([]DemandStats, len(levels))
+	s.smoothed = make([]float64, len(levels))
+	if opts.Borrow != nil {
+		s.push(event{t: int64(opts.BorrowingPeriod), kind: evBorrow})
+	}
+	return s, nil
+}
+
+// Run replays every request of src and returns the summary. It stops at the
+// first error of the source, or at a request that names an unknown level or
+// arrives before its predecessor.
+func (s *Simulator) Run(src Source) (*Result, error) {
+	var in Request
+	for {
+		err := src.Next(&in)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading request %d: %w", s.requests+1, err)
+		}
+		if err := s.Add(&in); err != nil {
+			return nil, err
+		}
+	}
+	s.Drain()
+	return s.Result(), nil
+}
+
+// Add processes every event up to the request's arrival, then the arrival.
+func (s *Simulator) Add(in *Request) error {
+	t := int64(in.Arrival)
+	if t < s.now {
+		return fmt.Errorf("request %d arrives at %v, before the previous event at %v: sort the workload by arrival time", in.ID, in.Arrival, time.Duration(s.now))
+	}
+	if in.Level < 0 || in.Level >= len(s.levels) {
+		return fmt.Errorf("request %d names priority level index %d, but there are %d levels", in.ID, in.Level, len(s.levels))
+	}
+	s.runUntil(t, evArrival)
+	s.now = t
+	s.requests++
+	r := s.alloc()
+	r.id, r.flow, r.arrival = in.ID, in.Flow, t
+	r.service = max(int64(in.ServiceTime), 0)
+	r.initialSeats, r.finalSeats = in.InitialSeats, in.FinalSeats
+	r.additionalLatency = in.AdditionalLatency
+	wl := in.WaitLimit
+	if wl <= 0 {
+		wl = s.opts.DefaultWaitLimit
+	}
+	s.inFlight++
+	s.peakFlight = max(s.peakFlight, s.inFlight)
+	s.levels[in.Level].arrive(r, t, int64(wl), in.Hash)
+	return nil
+}
+
+// Drain runs every pending event (executions, time-outs, seat releases) to
+// completion. Borrowing stops once nothing is in flight.
+func (s *Simulator) Drain() {
+	s.runUntil(math.MaxInt64, evArrival)
+}
+
+// runUntil processes the events that precede (t, kind).
+func (s *Simulator) runUntil(t int64, kind uint8) {
+	for len(s.events) > 0 {
+		e := s.events[0]
+		if e.t > t || e.t == t && e.kind >= kind {
+			return
+		}
+		s.pop()
+		s.now = e.t
+		switch e.kind {
+		case evFinish:
+			e.r.level.finish(e.r, e.t)
+		case evRelease:
+			e.r.level.lingerEnd(e.r, e.t)
+		case evTimeout:
+			if e.r.gen == e.gen && e.r.state == stateWaiting {
+				e.r.level.timeOut(e.r, e.t)
+			}
+		case evBorrow:
+			s.borrow(e.t)
+			if s.inFlight > 0 || t != math.MaxInt64 {
+				s.push(event{t: e.t + int64(s.opts.BorrowingPeriod), kind: evBorrow})
+			}
+		}
+	}
+}
+
+func (s *Simulator) borrow(now int64) {
+	for i, qs := range s.levels {
+		obs := qs.demand.reset(now)
+		st := &s.borrowStats[i]
+		st.HighWatermark = int(math.Round(obs.max))
+		if obs.duration > 0 {
+			avg, dev := obs.avg, obs.dev
+			if math.IsNaN(dev) {
+				dev = 0
+			}
+			st.Avg, st.StdDev = avg, dev
+			env := avg + dev
+			st.Smoothed = math.Max(env, 0.977*st.Smoothed+(1-0.977)*env)
+		}
+	}
+	limits := s.opts.Borrow(s.borrowStats)
+	for i, qs := range s.levels {
+		if i < len(limits) && limits[i] >= 0 {
+			qs.setConcurrencyLimit(limits[i], now)
+		}
+	}
+}
+
+func (s *Simulator) alloc() *request {
+	if n := len(s.free); n > 0 {
+		r := s.free[n-1]
+		s.free = s.free[:n-1]
+		gen := r.gen + 1
+		*r = request{gen: gen}
+		return r
+	}
+	return &request{}
+}
+
+func (s *Simulator) recycle(r *request) {
+	r.state = stateFree
+	r.gen++
+	s.free = append(s.free, r)
+	s.inFlight--
+}
+
+func (s *Simulator) scheduleTimeout(r *request, t int64) {
+	s.push(event{t: t, kind: evTimeout, r: r, gen: r.gen})
+}
+
+func (s *Simulator) scheduleRelease(r *request, t int64) {
+	s.push(event{t: t, kind: evRelease, r: r, gen: r.gen})
+}
+
+// dispatched records a dispatch and schedules the end of execution.
+func (s *Simulator) dispatched(r *request, now int64) {
+	qs := r.level
+	o := &s.outcome
+	*o = Outcome{ID: r.id, Level: qs.index, Flow: r.flow, Reason: Executed, Arrival: time.Duration(r.arrival), Start: time.Duration(now), Seq: s.dispatchSeq}
+	s.dispatchSeq++
+	wait := now - r.arrival
+	qs.stats.dispatched++
+	qs.stats.wait.add(wait)
+	qs.stats.peakSeats = max(qs.stats.peakSeats, qs.totSeatsInUse)
+	if f := s.flow(r); f != nil {
+		f.dispatched++
+		f.wait.add(wait)
+		f.seats += r.maxSeats()
+		f.peakSeats = max(f.peakSeats, f.seats)
+	}
+	if s.opts.OnOutcome != nil {
+		s.opts.OnOutcome(o)
+	}
+	s.push(event{t: now + r.service, kind: evFinish, r: r, gen: r.gen})
+}
+
+func (s *Simulator) released(r *request) {
+	if f := s.flow(r); f != nil {
+		f.seats -= r.maxSeats()
+	}
+	s.recycle(r)
+}
+
+func (s *Simulator) reject(r *request, why Reason, now int64) {
+	qs := r.level
+	qs.stats.rejected[why]++
+	if f := s.flow(r); f != nil {
+		f.rejected[why]++
+	}
+	if s.opts.OnOutcome != nil {
+		o := &s.outcome
+		*o = Outcome{ID: r.id, Level: qs.index, Flow: r.flow, Reason: why, Arrival: time.Duration(r.arrival), Start: time.Duration(now), Seq: -1}
+		s.opts.OnOutcome(o)
+	}
+	s.recycle(r)
+}
+
+func (s *Simulator) flowWaiting(r *request, d int) {
+	if f := s.flow(r); f != nil {
+		f.waiting += d
+		f.peakWaiting = max(f.peakWaiting, f.waiting)
+	}
+}
+
+func (s *Simulator) flow(r *request) *flowStats {
+	if r.flow < 0 {
+		return nil
+	}
+	i := int(r.flow)
+	if i >= len(s.flows) {
+		n := max(i+1, 2*len(s.flows))
+		nf := make([]flowStats, n)
+		copy(nf, s.flows)
+		for j := len(s.flows); j < n; j++ {
+			nf[j].level = -1
+		}
+		s.flows = nf
+	}
+	f := &s.flows[i]
+	if f.level < 0 {
+		f.level = r.level.index
+		f.wait.init()
+	}
+	return f
+}
+
+func (s *Simulator) push(e event) {
+	e.seq = s.seq
+	s.seq++
+	s.events = append(s.events, e)
+	h := s.events
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].less(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (s *Simulator) pop() {
+	h := s.events
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = event{}
+	h = h[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].less(&h[l]) {
+			m = r
+		}
+		if !h[m].less(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	s.events = h
+}
