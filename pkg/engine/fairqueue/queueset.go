@@ -263,7 +263,7 @@ func (qs *queueSet) dispatchOne(now int64) bool {
 		qs.robinIndex = (qs.robinIndex + 1) % nq
 		q := &qs.queues[qs.robinIndex]
 		if q.head != nil {
-			if f := q.nextDispatchR + q.head.totalWork; f <= minFinish {
+			if f := q.nextDispatchR + q.head.totalWork; f < minFinish {
 				minFinish, minQueue, minIndex = f, q, qs.robinIndex
 			}
 		}
