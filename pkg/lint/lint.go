@@ -1,0 +1,445 @@
+// Package lint finds mistakes in an API Priority and Fairness configuration:
+// FlowSchemas that can never match, precedence ties, dangling and unused
+// priority levels, edited suggested objects and risky choices. It is pure: it
+// takes flowcontrol v1 objects and returns findings.
+package lint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+)
+
+// Severity ranks a finding. Errors make "kubectl apf lint" exit non-zero.
+type Severity string
+
+// The severities, from most to least serious.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Rank orders severities: error 0, warning 1, info 2.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityError:
+		return 0
+	case SeverityWarning:
+		return 1
+	}
+	return 2
+}
+
+// ParseSeverity turns a flag value into a Severity.
+func ParseSeverity(s string) (Severity, error) {
+	switch Severity(s) {
+	case SeverityError, SeverityWarning, SeverityInfo:
+		return Severity(s), nil
+	}
+	return "", fmt.Errorf("severity must be one of error, warning, info, not %q", s)
+}
+
+// Rule identifiers, stable for scripts and for --disable.
+const (
+	RuleEmptyFlowSchema         = "empty-flowschema"
+	RuleShadowedFlowSchema      = "shadowed-flowschema"
+	RulePartlyShadowed          = "partly-shadowed-flowschema"
+	RuleUndecided               = "undecided-shadowing"
+	RulePrecedenceTie           = "precedence-tie"
+	RuleDanglingPriorityLevel   = "dangling-priority-level"
+	RuleUnusedPriorityLevel     = "unused-priority-level"
+	RuleSuggestedDiffers        = "suggested-object-differs"
+	RuleExemptBeyondMasters     = "exempt-beyond-masters"
+	RuleRejectWithTraffic       = "reject-level-with-traffic"
+	RuleCrushRisk               = "shuffle-sharding-crush-risk"
+	RuleNoDistinguisherShared   = "no-distinguisher-shared-level"
+	RuleSystemIdentityFallsDown = "system-identity-falls-through"
+)
+
+// ObjectRef names an object a finding is about.
+type ObjectRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+func (o ObjectRef) String() string {
+	if o.Kind == kindPL {
+		return "prioritylevelconfiguration/" + o.Name
+	}
+	return "flowschema/" + o.Name
+}
+
+const (
+	kindFS = "FlowSchema"
+	kindPL = "PriorityLevelConfiguration"
+)
+
+func fsRef(name string) ObjectRef { return ObjectRef{Kind: kindFS, Name: name} }
+func plRef(name string) ObjectRef { return ObjectRef{Kind: kindPL, Name: name} }
+
+// Finding is one problem found in a configuration.
+type Finding struct {
+	Rule     string      `json:"rule"`
+	Severity Severity    `json:"severity"`
+	Objects  []ObjectRef `json:"objects"`
+	// Message says what is wrong.
+	Message string `json:"message"`
+	// Why says why it matters.
+	Why string `json:"why"`
+	// Fix suggests what to do.
+	Fix string `json:"fix"`
+}
+
+// Reference holds upstream's objects for the server's version: the mandatory
+// ones (imagined by the apiserver when missing) and the suggested ones (kept
+// current unless annotated apf.kubernetes.io/autoupdate-spec=false).
+type Reference struct {
+	// Version names the upstream release the objects come from, for messages.
+	Version                 string
+	MandatoryFlowSchemas    []*flowcontrolv1.FlowSchema
+	MandatoryPriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+	SuggestedFlowSchemas    []*flowcontrolv1.FlowSchema
+	SuggestedPriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+}
+
+// Options tune the checks.
+type Options struct {
+	// CrushWarn and CrushInfo are the probabilities, for a mouse flow against
+	// 4 elephants, above which a queuing level's queues and hand size are
+	// reported as a warning or as information.
+	CrushWarn, CrushInfo float64
+	// ManyClientsRule lists nothing; see risky.go for what counts as a subject
+	// shared by many clients.
+}
+
+// DefaultOptions returns the thresholds "kubectl apf lint" uses. With them the
+// suggested configuration produces no warning for crush risk: its worst level,
+// leader-election (16 queues, hand 4, P=0.19 for 4 elephants), is information.
+func DefaultOptions() Options {
+	return Options{CrushWarn: 0.5, CrushInfo: 0.01}
+}
+
+// Input is a configuration to lint.
+type Input struct {
+	FlowSchemas    []*flowcontrolv1.FlowSchema
+	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+	Reference      Reference
+}
+
+// Lint runs every check over in and returns the findings, most severe first,
+// then by rule and object names.
+func Lint(in Input, opts Options) []Finding {
+	c := newChecker(in, opts)
+	c.checkDangling()
+	c.checkShadowing()
+	c.checkPrecedenceTies()
+	c.checkUnusedLevels()
+	c.checkSuggested()
+	c.checkExempt()
+	c.checkRejectLevels()
+	c.checkCrushRisk()
+	c.checkDistinguishers()
+	c.checkSystemIdentities()
+	sort.SliceStable(c.findings, func(i, j int) bool {
+		a, b := c.findings[i], c.findings[j]
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() < b.Severity.Rank()
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		return refsKey(a.Objects) < refsKey(b.Objects)
+	})
+	return c.findings
+}
+
+func refsKey(refs []ObjectRef) string {
+	var parts []string
+	for _, r := range refs {
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// HasErrors reports whether any finding is an error.
+func HasErrors(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+type checker struct {
+	in       Input
+	opts     Options
+	pls      map[string]*flowcontrolv1.PriorityLevelConfiguration
+	ordered  []*flowcontrolv1.FlowSchema
+	reach    map[string]Reachability
+	findings []Finding
+}
+
+func newChecker(in Input, opts Options) *checker {
+	c := &checker{in: in, opts: opts, pls: map[string]*flowcontrolv1.PriorityLevelConfiguration{}, reach: map[string]Reachability{}}
+	for _, pl := range in.PriorityLevels {
+		c.pls[pl.Name] = pl
+	}
+	var exempt, catchAll *flowcontrolv1.FlowSchema
+	for _, fs := range in.Reference.MandatoryFlowSchemas {
+		switch fs.Name {
+		case flowcontrolv1.FlowSchemaNameExempt:
+			exempt = fs
+		case flowcontrolv1.FlowSchemaNameCatchAll:
+			catchAll = fs
+		}
+	}
+	// Missing mandatory priority levels are imagined by the apiserver
+	// (apf_controller.go:lockAndDigestConfigObjects), so they count as present.
+	for _, pl := range in.Reference.MandatoryPriorityLevels {
+		if _, ok := c.pls[pl.Name]; !ok {
+			c.pls[pl.Name] = pl
+		}
+	}
+	c.ordered = Ordered(in.FlowSchemas, plList(c.pls), exempt, catchAll)
+	for _, r := range Analyze(c.ordered) {
+		c.reach[r.FlowSchema] = r
+	}
+	return c
+}
+
+func plList(m map[string]*flowcontrolv1.PriorityLevelConfiguration) []*flowcontrolv1.PriorityLevelConfiguration {
+	var out []*flowcontrolv1.PriorityLevelConfiguration
+	for _, name := range sortedPLNames(m) {
+		out = append(out, m[name])
+	}
+	return out
+}
+
+func sortedPLNames(m map[string]*flowcontrolv1.PriorityLevelConfiguration) []string {
+	var names []string
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *checker) add(f Finding) { c.findings = append(c.findings, f) }
+
+// reachable reports whether a schema takes part in matching and gets some
+// request.
+func (c *checker) reachable(name string) bool {
+	r, ok := c.reach[name]
+	return ok && !r.Empty && !r.Shadowed
+}
+
+func (c *checker) checkDangling() {
+	for _, fs := range c.in.FlowSchemas {
+		name := fs.Spec.PriorityLevelConfiguration.Name
+		if _, ok := c.pls[name]; ok {
+			continue
+		}
+		c.add(Finding{
+			Rule:     RuleDanglingPriorityLevel,
+			Severity: SeverityError,
+			Objects:  []ObjectRef{fsRef(fs.Name), plRef(name)},
+			Message:  fmt.Sprintf("FlowSchema %s references priority level %q, which does not exist", fs.Name, name),
+			Why: "the apiserver ignores a FlowSchema whose priority level is missing (its status gets Dangling=True), " +
+				"so its requests fall through to the next matching FlowSchema, usually global-default or catch-all",
+			Fix: fmt.Sprintf("create PriorityLevelConfiguration %q, or point spec.priorityLevelConfiguration.name at an existing level", name),
+		})
+	}
+}
+
+func (c *checker) checkShadowing() {
+	for i, fs := range c.ordered {
+		r := c.reach[fs.Name]
+		switch {
+		case r.Empty:
+			c.add(Finding{
+				Rule:     RuleEmptyFlowSchema,
+				Severity: SeverityError,
+				Objects:  []ObjectRef{fsRef(fs.Name)},
+				Message:  fmt.Sprintf("FlowSchema %s matches no request", fs.Name),
+				Why: "a rule matches only when one of its subjects and one of its resourceRules or nonResourceRules match; " +
+					"every rule of this schema lacks one of the two (or names identities that carry neither " +
+					"system:authenticated nor system:unauthenticated)",
+				Fix: "give each rule at least one subject and at least one resource or non-resource rule, or delete the FlowSchema",
+			})
+		case r.Undecided:
+			c.add(Finding{
+				Rule:     RuleUndecided,
+				Severity: SeverityInfo,
+				Objects:  []ObjectRef{fsRef(fs.Name)},
+				Message:  fmt.Sprintf("could not decide whether FlowSchema %s is shadowed: the rules before it are too many to compare", fs.Name),
+				Why:      "the comparison is exact but bounded in work",
+				Fix:      "none needed; simplify the earlier FlowSchemas if you want a decision",
+			})
+		case r.Shadowed:
+			// The mandatory catch-all is a safety net for identities with
+			// neither system:authenticated nor system:unauthenticated; it is
+			// meant to be shadowed by global-default.
+			if fs.Name == flowcontrolv1.FlowSchemaNameCatchAll {
+				continue
+			}
+			earlier := overlappingSchemas(r)
+			refs := []ObjectRef{fsRef(fs.Name)}
+			for _, e := range earlier {
+				refs = append(refs, fsRef(e))
+			}
+			c.add(Finding{
+				Rule:     RuleShadowedFlowSchema,
+				Severity: SeverityError,
+				Objects:  refs,
+				Message: fmt.Sprintf("FlowSchema %s (precedence %d) can never match: every request it matches is matched first by %s",
+					fs.Name, fs.Spec.MatchingPrecedence, describeSchemas(c.ordered[:i], earlier)),
+				Why: "FlowSchemas are tried in order of matchingPrecedence, then name, and the first match wins; " +
+					"the priority level this schema points at never gets its requests",
+				Fix: fmt.Sprintf("give %s a matchingPrecedence lower than %s, or narrow the earlier schema's rules",
+					fs.Name, lowestPrecedence(c.ordered[:i], earlier)),
+			})
+		default:
+			// Everyone may also be in system:masters, so every schema overlaps
+			// the mandatory exempt one; saying so would only add noise.
+			var overlaps []RuleOverlap
+			for _, o := range r.Overlaps {
+				if o.Earlier != flowcontrolv1.FlowSchemaNameExempt {
+					overlaps = append(overlaps, o)
+				}
+			}
+			r.Overlaps = overlaps
+			if len(r.Overlaps) == 0 {
+				continue
+			}
+			c.add(Finding{
+				Rule:     RulePartlyShadowed,
+				Severity: SeverityInfo,
+				Objects:  overlapRefs(fs.Name, r.Overlaps),
+				Message:  fmt.Sprintf("FlowSchema %s is partly shadowed: %s", fs.Name, describeOverlaps(r.Overlaps)),
+				Why: "requests matched by both go to the earlier FlowSchema; this one only gets the rest " +
+					fmt.Sprintf("(for example %s)", r.Witness),
+				Fix: "nothing if intended (a specific schema before a general one is the usual design); otherwise narrow the rules or reorder",
+			})
+		}
+	}
+}
+
+func overlappingSchemas(r Reachability) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range r.Overlaps {
+		if !seen[o.Earlier] {
+			seen[o.Earlier] = true
+			out = append(out, o.Earlier)
+		}
+	}
+	return out
+}
+
+func overlapRefs(name string, os []RuleOverlap) []ObjectRef {
+	refs := []ObjectRef{fsRef(name)}
+	seen := map[string]bool{}
+	for _, o := range os {
+		if !seen[o.Earlier] {
+			seen[o.Earlier] = true
+			refs = append(refs, fsRef(o.Earlier))
+		}
+	}
+	return refs
+}
+
+func describeOverlaps(os []RuleOverlap) string {
+	var parts []string
+	for _, o := range os {
+		parts = append(parts, fmt.Sprintf("rule %d overlaps %s rule %d", o.Rule, o.Earlier, o.EarlierAt))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeSchemas(ordered []*flowcontrolv1.FlowSchema, names []string) string {
+	prec := map[string]int32{}
+	for _, fs := range ordered {
+		prec[fs.Name] = fs.Spec.MatchingPrecedence
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s (precedence %d)", n, prec[n]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func lowestPrecedence(ordered []*flowcontrolv1.FlowSchema, names []string) string {
+	best := int32(-1)
+	for _, fs := range ordered {
+		for _, n := range names {
+			if fs.Name == n && (best < 0 || fs.Spec.MatchingPrecedence < best) {
+				best = fs.Spec.MatchingPrecedence
+			}
+		}
+	}
+	return fmt.Sprint(best)
+}
+
+func (c *checker) checkPrecedenceTies() {
+	for i := 0; i < len(c.ordered); i++ {
+		for j := i + 1; j < len(c.ordered); j++ {
+			a, b := c.ordered[i], c.ordered[j]
+			if a.Spec.MatchingPrecedence != b.Spec.MatchingPrecedence {
+				break
+			}
+			w, ok := Intersect(a, b)
+			if !ok {
+				continue
+			}
+			c.add(Finding{
+				Rule:     RulePrecedenceTie,
+				Severity: SeverityWarning,
+				Objects:  []ObjectRef{fsRef(a.Name), fsRef(b.Name)},
+				Message: fmt.Sprintf("FlowSchemas %s and %s share matchingPrecedence %d and can match the same requests (for example %s)",
+					a.Name, b.Name, a.Spec.MatchingPrecedence, w),
+				Why: fmt.Sprintf("the tie is broken by name, so %s wins; the Kubernetes documentation advises against relying on that", a.Name),
+				Fix: fmt.Sprintf("give %s or %s a distinct matchingPrecedence", a.Name, b.Name),
+			})
+		}
+	}
+}
+
+func (c *checker) checkUnusedLevels() {
+	used := map[string]bool{}
+	usedOnlyByUnreachable := map[string][]string{}
+	for _, fs := range c.ordered {
+		name := fs.Spec.PriorityLevelConfiguration.Name
+		if c.reachable(fs.Name) || fs.Name == flowcontrolv1.FlowSchemaNameCatchAll {
+			used[name] = true
+		} else {
+			usedOnlyByUnreachable[name] = append(usedOnlyByUnreachable[name], fs.Name)
+		}
+	}
+	for _, pl := range c.in.PriorityLevels {
+		if used[pl.Name] || pl.Name == flowcontrolv1.PriorityLevelConfigurationNameExempt ||
+			pl.Name == flowcontrolv1.PriorityLevelConfigurationNameCatchAll {
+			continue
+		}
+		msg := fmt.Sprintf("priority level %s is used by no FlowSchema", pl.Name)
+		refs := []ObjectRef{plRef(pl.Name)}
+		if fss := usedOnlyByUnreachable[pl.Name]; len(fss) > 0 {
+			msg = fmt.Sprintf("priority level %s is used only by FlowSchemas that never match (%s)", pl.Name, strings.Join(fss, ", "))
+			for _, f := range fss {
+				refs = append(refs, fsRef(f))
+			}
+		}
+		c.add(Finding{
+			Rule:     RuleUnusedPriorityLevel,
+			Severity: SeverityWarning,
+			Objects:  refs,
+			Message:  msg,
+			Why: "its nominalConcurrencyShares still count in the sum every level's nominal seats are divided by, " +
+				"so it takes seats from the levels that do get traffic (less what it lends)",
+			Fix: "delete it, or route traffic to it with a FlowSchema",
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package lint
+
+import (
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+)
+
+// UpstreamVersion is the Kubernetes release whose bootstrap objects
+// UpstreamReference returns (the k8s.io/apiserver module this plugin builds
+// against).
+const UpstreamVersion = "v1.37"
+
+// UpstreamReference returns the mandatory and suggested objects of
+// k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap, deep-copied so callers may
+// change them.
+func UpstreamReference() Reference {
+	return Reference{
+		Version:                 UpstreamVersion,
+		MandatoryFlowSchemas:    copyFS(bootstrap.MandatoryFlowSchemas),
+		MandatoryPriorityLevels: copyPL(bootstrap.MandatoryPriorityLevelConfigurations),
+		SuggestedFlowSchemas:    copyFS(bootstrap.SuggestedFlowSchemas),
+		SuggestedPriorityLevels: copyPL(bootstrap.SuggestedPriorityLevelConfigurations),
+	}
+}
+
+// UpstreamDefaults returns the configuration a fresh cluster of
+// UpstreamVersion has: mandatory plus suggested objects, with API defaults
+// applied as the apiserver would.
+func UpstreamDefaults() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
+	ref := UpstreamReference()
+	fss := append(ref.MandatoryFlowSchemas, ref.SuggestedFlowSchemas...)
+	pls := append(ref.MandatoryPriorityLevels, ref.SuggestedPriorityLevels...)
+	for _, fs := range fss {
+		DefaultFlowSchema(fs)
+	}
+	for _, pl := range pls {
+		DefaultPriorityLevel(pl)
+	}
+	return fss, pls
+}
+
+func copyFS(in []*flowcontrolv1.FlowSchema) []*flowcontrolv1.FlowSchema {
+	out := make([]*flowcontrolv1.FlowSchema, len(in))
+	for i, o := range in {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
+func copyPL(in []*flowcontrolv1.PriorityLevelConfiguration) []*flowcontrolv1.PriorityLevelConfiguration {
+	out := make([]*flowcontrolv1.PriorityLevelConfiguration, len(in))
+	for i, o := range in {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
