@@ -287,6 +287,11 @@ func (c *checker) checkShadowing() {
 				continue
 			}
 			earlier := overlappingSchemas(r)
+			// Anyone may also be in system:masters; name the mandatory exempt
+			// schema only when it is the sole reason.
+			if len(earlier) > 1 {
+				earlier = without(earlier, flowcontrolv1.FlowSchemaNameExempt)
+			}
 			refs := []ObjectRef{fsRef(fs.Name)}
 			for _, e := range earlier {
 				refs = append(refs, fsRef(e))
@@ -335,6 +340,16 @@ func overlappingSchemas(r Reachability) []string {
 		if !seen[o.Earlier] {
 			seen[o.Earlier] = true
 			out = append(out, o.Earlier)
+		}
+	}
+	return out
+}
+
+func without(xs []string, x string) []string {
+	var out []string
+	for _, y := range xs {
+		if y != x {
+			out = append(out, y)
 		}
 	}
 	return out

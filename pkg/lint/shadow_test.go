@@ -97,7 +97,7 @@ func refClassify(ordered []*flowcontrolv1.FlowSchema, r Request) int {
 // Pools from which random configurations and requests are drawn. They are
 // small on purpose, so that random schemas overlap often.
 var (
-	poolUsers      = []string{"alice", "bob", "system:serviceaccount:ns1:sa1", "system:serviceaccount:ns1:sa2", "system:serviceaccount:ns2:sa1", "system:serviceaccount:ns10:x", "system:kube-proxy"}
+	poolUsers      = []string{"alice", "system:anonymous", "bob", "system:serviceaccount:ns1:sa1", "system:serviceaccount:ns1:sa2", "system:serviceaccount:ns2:sa1", "system:serviceaccount:ns10:x", "system:kube-proxy"}
 	poolGroups     = []string{"g1", "g2", "system:serviceaccounts", "system:authenticated", "system:unauthenticated"}
 	poolSANS       = []string{"ns1", "ns2", "ns"}
 	poolVerbs      = []string{"get", "list", "create", "watch", "post"}
@@ -180,11 +180,12 @@ func randomSchema(rng *rand.Rand, name string) *flowcontrolv1.FlowSchema {
 }
 
 func randomRequest(rng *rand.Rand) Request {
-	r := Request{User: pick(rng, append(poolUsers, "carol", "system:serviceaccount:ns:z", "system:serviceaccount:ns1"))}
-	if rng.IntN(2) == 0 {
-		r.Groups = append(r.Groups, "system:authenticated")
-	} else {
+	r := Request{User: pick(rng, append(poolUsers, "carol", "system:serviceaccount:ns:z", "system:serviceaccount:ns1", "system:anonymous"))}
+	// The identities the standard authenticators produce (see space.go).
+	if r.User == "system:anonymous" {
 		r.Groups = append(r.Groups, "system:unauthenticated")
+	} else {
+		r.Groups = append(r.Groups, "system:authenticated")
 	}
 	for _, g := range poolGroups[:3] {
 		if rng.IntN(3) == 0 {
@@ -240,8 +241,9 @@ func TestAnalyzeAgreesWithFirstMatch(t *testing.T) {
 				if res.Witness == nil {
 					t.Fatalf("config %d: %s reachable without witness", c, res.FlowSchema)
 				}
-				if !hasAny(res.Witness.Groups, groupAuthenticated, groupUnauthenticated) {
-					t.Fatalf("config %d: witness %v has neither authenticated group", c, res.Witness)
+				anon := res.Witness.User == "system:anonymous"
+				if hasAny(res.Witness.Groups, groupAuthenticated) == anon || hasAny(res.Witness.Groups, groupUnauthenticated) != anon {
+					t.Fatalf("config %d: witness %v is not an identity the authenticators produce", c, res.Witness)
 				}
 				if w := refClassify(ordered, *res.Witness); w != i {
 					t.Fatalf("config %d: witness %v of %s classifies to %d\n%s", c, res.Witness, res.FlowSchema, w, dumpSchemas(ordered))

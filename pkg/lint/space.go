@@ -49,6 +49,7 @@ const (
 	groupAuthenticated   = "system:authenticated"
 	groupUnauthenticated = "system:unauthenticated"
 	saUsernamePrefix     = "system:serviceaccount:"
+	userAnonymous        = "system:anonymous"
 )
 
 // bitset is a set of atom indices.
@@ -322,7 +323,7 @@ func (sp *space) full() cube {
 
 // newSpace collects every literal and prefix that the rules of fss can test.
 func newSpace(fss []*flowcontrolv1.FlowSchema) *space {
-	users, userPrefixes := map[string]bool{}, map[string]bool{}
+	users, userPrefixes := map[string]bool{userAnonymous: true}, map[string]bool{}
 	verbs, apiGroups, resources, namespaces := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	paths, pathPrefixes := map[string]bool{}, map[string]bool{"/": true}
 	groups := map[string]bool{groupAuthenticated: true, groupUnauthenticated: true}
@@ -402,14 +403,23 @@ func nonResourcePrefix(rulePath string) string {
 	return p
 }
 
-// universe returns the cubes of all requests that can really reach APF: every
-// authenticated identity carries system:authenticated and every anonymous one
-// system:unauthenticated (the authenticator chain and the impersonation filter
-// add them), so identities with neither are left out.
+// universe returns the cubes of all identities that really reach APF, as
+// the standard authentication chain builds them: the anonymous authenticator
+// gives system:anonymous the group system:unauthenticated, and
+// k8s.io/apiserver/pkg/authentication/group.AuthenticatedGroupAdder (and the
+// impersonation filter) give every other user system:authenticated. An
+// authenticator that itself hands out system:unauthenticated to a named user,
+// or a client certificate for "system:anonymous", could break this; no
+// standard setup does, and the mandatory catch-all FlowSchema exists for them.
 func (sp *space) universe() []cube {
+	anon := sp.user.where(func(u string) bool { return u == userAnonymous })
+	named := fullBitset(sp.user.size()).andNot(anon)
 	a := sp.full()
+	a[dimUser] = named
 	a[sp.groupDim[groupAuthenticated]] = bitOf(2, 1)
+	a[sp.groupDim[groupUnauthenticated]] = bitOf(2, 0)
 	b := sp.full()
+	b[dimUser] = anon
 	b[sp.groupDim[groupAuthenticated]] = bitOf(2, 0)
 	b[sp.groupDim[groupUnauthenticated]] = bitOf(2, 1)
 	return []cube{a, b}

@@ -1,0 +1,463 @@
+package lint
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Builders: small, so that each case shows only what it is about.
+
+func user(n string) flowcontrolv1.Subject {
+	return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: n}}
+}
+
+func group(n string) flowcontrolv1.Subject {
+	return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: n}}
+}
+
+func sa(ns, n string) flowcontrolv1.Subject {
+	return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindServiceAccount, ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: ns, Name: n}}
+}
+
+func res(verbs, groups, resources, namespaces []string, cluster bool) flowcontrolv1.ResourcePolicyRule {
+	return flowcontrolv1.ResourcePolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources, Namespaces: namespaces, ClusterScope: cluster}
+}
+
+func nonRes(verbs []string, urls ...string) flowcontrolv1.NonResourcePolicyRule {
+	return flowcontrolv1.NonResourcePolicyRule{Verbs: verbs, NonResourceURLs: urls}
+}
+
+var all = []string{"*"}
+
+func l(xs ...string) []string { return xs }
+
+// allRes matches every resource request.
+var allRes = res(all, all, all, all, true)
+
+type ruleB struct {
+	subjects []flowcontrolv1.Subject
+	res      []flowcontrolv1.ResourcePolicyRule
+	nonRes   []flowcontrolv1.NonResourcePolicyRule
+}
+
+func rule(subjects []flowcontrolv1.Subject, rs ...flowcontrolv1.ResourcePolicyRule) ruleB {
+	return ruleB{subjects: subjects, res: rs}
+}
+
+func (r ruleB) withNonRes(nr ...flowcontrolv1.NonResourcePolicyRule) ruleB {
+	r.nonRes = append(r.nonRes, nr...)
+	return r
+}
+
+func subjects(s ...flowcontrolv1.Subject) []flowcontrolv1.Subject { return s }
+
+func fsB(name string, prec int32, level string, rules ...ruleB) *flowcontrolv1.FlowSchema {
+	fs := &flowcontrolv1.FlowSchema{}
+	fs.Name = name
+	fs.Spec.MatchingPrecedence = prec
+	fs.Spec.PriorityLevelConfiguration.Name = level
+	fs.Spec.DistinguisherMethod = &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType}
+	for _, r := range rules {
+		fs.Spec.Rules = append(fs.Spec.Rules, flowcontrolv1.PolicyRulesWithSubjects{Subjects: r.subjects, ResourceRules: r.res, NonResourceRules: r.nonRes})
+	}
+	return fs
+}
+
+func noDistinguisher(fs *flowcontrolv1.FlowSchema) *flowcontrolv1.FlowSchema {
+	fs.Spec.DistinguisherMethod = nil
+	return fs
+}
+
+func queuing(name string, queues, hand int32) *flowcontrolv1.PriorityLevelConfiguration {
+	p := &flowcontrolv1.PriorityLevelConfiguration{}
+	p.Name = name
+	p.Spec.Type = flowcontrolv1.PriorityLevelEnablementLimited
+	p.Spec.Limited = &flowcontrolv1.LimitedPriorityLevelConfiguration{
+		NominalConcurrencyShares: ptr.To[int32](30),
+		LendablePercent:          ptr.To[int32](0),
+		LimitResponse: flowcontrolv1.LimitResponse{
+			Type:    flowcontrolv1.LimitResponseTypeQueue,
+			Queuing: &flowcontrolv1.QueuingConfiguration{Queues: queues, HandSize: hand, QueueLengthLimit: 50},
+		},
+	}
+	return p
+}
+
+func rejecting(name string) *flowcontrolv1.PriorityLevelConfiguration {
+	p := pl(name)
+	p.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](5)
+	p.Spec.Limited.LendablePercent = ptr.To[int32](0)
+	return p
+}
+
+func exemptPL(name string) *flowcontrolv1.PriorityLevelConfiguration {
+	p := &flowcontrolv1.PriorityLevelConfiguration{}
+	p.Name = name
+	p.Spec.Type = flowcontrolv1.PriorityLevelEnablementExempt
+	p.Spec.Exempt = &flowcontrolv1.ExemptPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](0), LendablePercent: ptr.To[int32](0)}
+	return p
+}
+
+// base is a small sane configuration every case extends: a general level with
+// plenty of queues and a ByUser catch-everything schema at 9900.
+func base() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
+	return []*flowcontrolv1.FlowSchema{
+			fsB("global-default", 9900, "global-default", rule(subjects(group(groupAuthenticated), group(groupUnauthenticated)), allRes).withNonRes(nonRes(all, "*"))),
+		}, []*flowcontrolv1.PriorityLevelConfiguration{
+			queuing("global-default", 128, 6), queuing("special", 128, 6),
+		}
+}
+
+type want struct {
+	rule     string
+	severity Severity
+	objects  string // comma-separated kind/name list, as refsKey renders it
+}
+
+func TestLintRules(t *testing.T) {
+	tests := []struct {
+		name   string
+		fss    []*flowcontrolv1.FlowSchema
+		pls    []*flowcontrolv1.PriorityLevelConfiguration
+		want   []want   // findings that must be present
+		absent []string // "rule flowschema/name": findings that must not exist (name is the first object)
+	}{
+		{
+			name: "schema fully shadowed by an earlier broader one",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("broad", 100, "special", rule(subjects(group(groupAuthenticated)), res(all, all, all, all, true))),
+				fsB("alice", 200, "special", rule(subjects(user("alice")), res(l("get"), l(""), l("pods"), l("default"), false))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/alice,flowschema/broad"}},
+		},
+		{
+			name: "shadowed by the union of two earlier schemas, neither enough alone",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("gets", 100, "special", rule(subjects(user("alice")), res(l("get"), l(""), l("pods"), all, false))),
+				fsB("lists", 101, "special", rule(subjects(user("alice")), res(l("list"), l(""), l("pods"), all, false))),
+				fsB("both", 200, "special", rule(subjects(user("alice")), res(l("get", "list"), l(""), l("pods"), l("a", "b"), false))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/both,flowschema/gets,flowschema/lists"}},
+		},
+		{
+			name: "exact non-resource path is not covered by its /* form (/healthz vs /healthz/*)",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("subpaths", 100, "special", ruleB{subjects: subjects(group(groupAuthenticated), group(groupUnauthenticated))}.withNonRes(nonRes(all, "/healthz/*"))),
+				fsB("exact", 200, "special", ruleB{subjects: subjects(group(groupAuthenticated), group(groupUnauthenticated))}.withNonRes(nonRes(all, "/healthz"))),
+			},
+			want:   []want{{RulePartlyShadowed, SeverityInfo, "flowschema/exact,flowschema/subpaths"}},
+			absent: []string{RuleShadowedFlowSchema},
+		},
+		{
+			name: "an exact path also covers its sub-paths (/healthz shadows /healthz/*)",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("exact", 100, "special", ruleB{subjects: subjects(group(groupAuthenticated), group(groupUnauthenticated))}.withNonRes(nonRes(all, "/healthz"))),
+				fsB("subpaths", 200, "special", ruleB{subjects: subjects(group(groupAuthenticated), group(groupUnauthenticated))}.withNonRes(nonRes(all, "/healthz/*"))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/subpaths,flowschema/exact"}},
+		},
+		{
+			name: "/apis/* does not match /apis",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("apis-star", 100, "special", ruleB{subjects: subjects(group("*"))}.withNonRes(nonRes(all, "/apis/*"))),
+				fsB("apis", 200, "special", ruleB{subjects: subjects(group("*"))}.withNonRes(nonRes(all, "/apis"))),
+			},
+			absent: []string{RuleShadowedFlowSchema},
+		},
+		{
+			name: "the path / matches every path",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("root", 100, "special", ruleB{subjects: subjects(user("*"))}.withNonRes(nonRes(all, "/"))),
+				fsB("metrics", 200, "special", ruleB{subjects: subjects(user("bob"))}.withNonRes(nonRes(l("get"), "/metrics"))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/metrics,flowschema/root"}},
+		},
+		{
+			name: "service-account subjects look only at the username, not at the system:serviceaccounts groups",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("sa-group", 100, "special", rule(subjects(group("system:serviceaccounts")), allRes)),
+				fsB("sa-ns", 200, "special", rule(subjects(sa("team", "*")), allRes)),
+			},
+			absent: []string{RuleShadowedFlowSchema},
+		},
+		{
+			name: "a namespace-wide service-account subject covers a named one",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("sa-ns", 100, "special", rule(subjects(sa("team", "*")), allRes)),
+				fsB("sa-one", 200, "special", rule(subjects(sa("team", "builder")), res(l("get"), l(""), l("pods"), l("team"), false))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/sa-one,flowschema/sa-ns"}},
+		},
+		{
+			name: "namespace kube is not a prefix match for kube-system service accounts",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("kube", 100, "special", rule(subjects(sa("kube", "*")), allRes)),
+				fsB("kube-system", 200, "special", rule(subjects(sa("kube-system", "*")), allRes)),
+			},
+			absent: []string{RuleShadowedFlowSchema, RulePartlyShadowed + " flowschema/kube-system"},
+		},
+		{
+			name: "authenticated plus unauthenticated covers every real identity",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("all-ids", 100, "special", rule(subjects(group(groupAuthenticated), group(groupUnauthenticated)), allRes)),
+				fsB("nodes", 200, "special", rule(subjects(group("system:nodes")), res(l("get"), l(""), l("nodes"), nil, true))),
+			},
+			want: []want{{RuleShadowedFlowSchema, SeverityError, "flowschema/nodes,flowschema/all-ids"}},
+		},
+		{
+			name: "namespaces * without clusterScope leaves cluster-scoped requests",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("namespaced", 100, "special", rule(subjects(user("alice")), res(all, all, all, all, false))),
+				fsB("cluster", 200, "special", rule(subjects(user("alice")), res(all, all, all, nil, true))),
+			},
+			absent: []string{RuleShadowedFlowSchema, RulePartlyShadowed + " flowschema/cluster"},
+		},
+		{
+			name: "a wildcard inside a longer list is a literal (containsString)",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("star-and-nodes", 100, "special", rule(subjects(user("alice")), res(all, all, l("*", "nodes"), all, true))),
+				fsB("pods", 200, "special", rule(subjects(user("alice")), res(all, all, l("pods"), all, true))),
+			},
+			absent: []string{RuleShadowedFlowSchema, RulePartlyShadowed + " flowschema/pods"},
+		},
+		{
+			name: "plain pods does not cover pods/status",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("pods", 100, "special", rule(subjects(user("alice")), res(all, all, l("pods"), all, true))),
+				fsB("status", 200, "special", rule(subjects(user("alice")), res(all, all, l("pods/status"), all, true))),
+			},
+			absent: []string{RuleShadowedFlowSchema, RulePartlyShadowed + " flowschema/status"},
+		},
+		{
+			name: "schema with subjects but no resource or non-resource rule matches nothing",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("hollow", 100, "special", rule(subjects(user("alice")))),
+			},
+			want: []want{{RuleEmptyFlowSchema, SeverityError, "flowschema/hollow"}},
+		},
+		{
+			name: "dangling priority level reference",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("lost", 100, "does-not-exist", rule(subjects(user("alice")), allRes)),
+			},
+			want: []want{{RuleDanglingPriorityLevel, SeverityError, "flowschema/lost,prioritylevelconfiguration/does-not-exist"}},
+		},
+		{
+			name:   "the mandatory levels are imagined when missing, so pointing at them is not dangling",
+			fss:    []*flowcontrolv1.FlowSchema{fsB("to-catch-all", 100, "catch-all", rule(subjects(user("alice")), allRes))},
+			absent: []string{RuleDanglingPriorityLevel},
+		},
+		{
+			name: "priority level no schema uses",
+			want: []want{{RuleUnusedPriorityLevel, SeverityWarning, "prioritylevelconfiguration/special"}},
+		},
+		{
+			name: "priority level used only by a shadowed schema",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("late", 9950, "special", rule(subjects(user("alice")), allRes)),
+			},
+			want: []want{{RuleUnusedPriorityLevel, SeverityWarning, "prioritylevelconfiguration/special,flowschema/late"}},
+		},
+		{
+			name: "equal precedence on overlapping schemas",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("b-team", 500, "special", rule(subjects(group("team")), allRes)),
+				fsB("a-alice", 500, "special", rule(subjects(user("alice")), allRes)),
+			},
+			want: []want{{RulePrecedenceTie, SeverityWarning, "flowschema/a-alice,flowschema/b-team"}},
+		},
+		{
+			name: "equal precedence on disjoint schemas is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("bob", 500, "special", rule(subjects(user("bob")), allRes)),
+				fsB("alice", 500, "special", rule(subjects(user("alice")), allRes)),
+			},
+			absent: []string{RulePrecedenceTie},
+		},
+		{
+			name: "exempting all authenticated users for resources is an error",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("vip", 50, "exempt", rule(subjects(group(groupAuthenticated)), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			want: []want{{RuleExemptBeyondMasters, SeverityError, "flowschema/vip,prioritylevelconfiguration/exempt"}},
+		},
+		{
+			name: "exempting one user is a warning",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("vip", 50, "exempt", rule(subjects(user("bob")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			want: []want{{RuleExemptBeyondMasters, SeverityWarning, "flowschema/vip,prioritylevelconfiguration/exempt"}},
+		},
+		{
+			name: "exempting system:masters again is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("masters", 50, "exempt", rule(subjects(group(groupMasters)), allRes)),
+			},
+			pls:    []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			absent: []string{RuleExemptBeyondMasters},
+		},
+		{
+			name: "reject level receiving real traffic",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("batch", 100, "bouncer", rule(subjects(group("batch")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{rejecting("bouncer")},
+			want: []want{{RuleRejectWithTraffic, SeverityWarning, "flowschema/batch,prioritylevelconfiguration/bouncer"}},
+		},
+		{
+			name: "queues and hand size that let 4 elephants crush a mouse",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("small", 100, "tiny", rule(subjects(group("batch")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{queuing("tiny", 8, 4)},
+			want: []want{{RuleCrushRisk, SeverityWarning, "prioritylevelconfiguration/tiny"}},
+		},
+		{
+			name: "no distinguisher on a level shared by a whole group",
+			fss: []*flowcontrolv1.FlowSchema{
+				noDistinguisher(fsB("team", 100, "special", rule(subjects(group("team")), allRes))),
+			},
+			want: []want{{RuleNoDistinguisherShared, SeverityWarning, "flowschema/team,prioritylevelconfiguration/special"}},
+		},
+		{
+			name: "no distinguisher for a single user is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				noDistinguisher(fsB("alice", 100, "special", rule(subjects(user("alice")), allRes))),
+			},
+			absent: []string{RuleNoDistinguisherShared},
+		},
+		{
+			name: "system components falling through to the fallback schema",
+			want: []want{{RuleSystemIdentityFallsDown, SeverityWarning, "flowschema/global-default"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fss, pls := base()
+			fss = append(tt.fss, fss...)
+			pls = append(pls, tt.pls...)
+			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+			for _, w := range tt.want {
+				if !hasFinding(got, w) {
+					t.Errorf("missing finding %+v; got:\n%s", w, dumpFindings(got))
+				}
+			}
+			for _, r := range tt.absent {
+				for _, f := range got {
+					if f.Rule+" "+f.Objects[0].String() == r || f.Rule == r {
+						t.Errorf("unexpected %s finding: %s", r, f.Message)
+					}
+				}
+			}
+		})
+	}
+}
+
+func hasFinding(fs []Finding, w want) bool {
+	for _, f := range fs {
+		if f.Rule == w.rule && f.Severity == w.severity && refsKey(f.Objects) == w.objects {
+			return true
+		}
+	}
+	return false
+}
+
+func dumpFindings(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(string(f.Severity) + " " + f.Rule + " [" + refsKey(f.Objects) + "] " + f.Message + "\n")
+	}
+	return b.String()
+}
+
+// TestLintUpstreamDefaults pins what the suggested configuration itself gets:
+// no error, and exactly the known weak spots.
+func TestLintUpstreamDefaults(t *testing.T) {
+	fss, pls := UpstreamDefaults()
+	got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	if HasErrors(got) {
+		t.Fatalf("the upstream defaults produce errors:\n%s", dumpFindings(got))
+	}
+	var rules []string
+	for _, f := range got {
+		if f.Severity != SeverityInfo {
+			rules = append(rules, f.Rule+" "+refsKey(f.Objects))
+		}
+	}
+	sort.Strings(rules)
+	// kube-proxy has no FlowSchema of its own upstream and lands in
+	// global-default (users.md, pain point 7).
+	wantRules := []string{RuleSystemIdentityFallsDown + " flowschema/global-default"}
+	if strings.Join(rules, "\n") != strings.Join(wantRules, "\n") {
+		t.Fatalf("warnings on the defaults:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(wantRules, "\n"))
+	}
+}
+
+func TestLintSuggestedObjects(t *testing.T) {
+	tests := []struct {
+		name       string
+		annotation string
+		edit       bool
+		wantMsg    string
+	}{
+		{name: "unchanged suggestion", edit: false},
+		{name: "opted out and edited", annotation: "false", edit: true, wantMsg: "is annotated apf.kubernetes.io/autoupdate-spec=false and differs from the v1.37 suggestion in nominalConcurrencyShares (200, suggested 100)"},
+		{name: "edited without opting out", annotation: "true", edit: true, wantMsg: "differs from the v1.37 suggestion in nominalConcurrencyShares (200, suggested 100) but is not annotated"},
+		{name: "opted out but identical", annotation: "false", edit: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fss, pls := UpstreamDefaults()
+			for _, p := range pls {
+				if p.Name != "workload-low" {
+					continue
+				}
+				if tt.annotation != "" {
+					p.Annotations = map[string]string{flowcontrolv1.AutoUpdateAnnotationKey: tt.annotation}
+				}
+				if tt.edit {
+					p.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](200)
+				}
+			}
+			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+			var msgs []string
+			for _, f := range got {
+				if f.Rule == RuleSuggestedDiffers {
+					msgs = append(msgs, f.Message)
+				}
+			}
+			if tt.wantMsg == "" {
+				if len(msgs) != 0 {
+					t.Fatalf("unexpected findings: %v", msgs)
+				}
+				return
+			}
+			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.wantMsg) {
+				t.Fatalf("got %q, want one containing %q", msgs, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestCatchAllWithRealTraffic(t *testing.T) {
+	fss, pls := UpstreamDefaults()
+	var kept []*flowcontrolv1.FlowSchema
+	for _, fs := range fss {
+		if fs.Name != "global-default" {
+			kept = append(kept, fs)
+		}
+	}
+	got := Lint(Input{FlowSchemas: kept, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	if !hasFinding(got, want{RuleRejectWithTraffic, SeverityWarning, "flowschema/catch-all,prioritylevelconfiguration/catch-all"}) {
+		t.Fatalf("without global-default, catch-all gets real traffic; findings:\n%s", dumpFindings(got))
+	}
+	if !hasFinding(got, want{RuleUnusedPriorityLevel, SeverityWarning, "prioritylevelconfiguration/global-default"}) {
+		t.Fatalf("global-default level is now unused; findings:\n%s", dumpFindings(got))
+	}
+}
