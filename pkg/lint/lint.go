@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // Severity ranks a finding. Errors make "kubectl apf lint" exit non-zero.
@@ -50,6 +52,8 @@ const (
 	RuleUndecided               = "undecided-shadowing"
 	RulePrecedenceTie           = "precedence-tie"
 	RuleDanglingPriorityLevel   = "dangling-priority-level"
+	RuleBrokenPriorityLevel     = "broken-priority-level"
+	RuleDuplicateObject         = "duplicate-object"
 	RuleUnusedPriorityLevel     = "unused-priority-level"
 	RuleSuggestedDiffers        = "suggested-object-differs"
 	RuleExemptBeyondMasters     = "exempt-beyond-masters"
@@ -177,34 +181,24 @@ func HasErrors(fs []Finding) bool {
 type checker struct {
 	in       Input
 	opts     Options
-	pls      map[string]*flowcontrolv1.PriorityLevelConfiguration
+	cfg      *engine.Config
+	pls      map[string]*flowcontrolv1.PriorityLevelConfiguration // live levels, defaulted, imagined ones included
+	inputPL  map[string]bool                                      // names of the levels given in the input
 	ordered  []*flowcontrolv1.FlowSchema
 	reach    map[string]Reachability
 	findings []Finding
 }
 
 func newChecker(in Input, opts Options) *checker {
-	c := &checker{in: in, opts: opts, pls: map[string]*flowcontrolv1.PriorityLevelConfiguration{}, reach: map[string]Reachability{}}
+	// The engine digests the objects exactly as the apiserver's config
+	// controller does: defaults, broken levels, dangling schemas, imagined
+	// mandatory objects and the matching order.
+	cfg := engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
+	c := &checker{in: in, opts: opts, cfg: cfg, pls: cfg.PriorityLevels, ordered: cfg.FlowSchemas,
+		inputPL: map[string]bool{}, reach: map[string]Reachability{}}
 	for _, pl := range in.PriorityLevels {
-		c.pls[pl.Name] = pl
+		c.inputPL[pl.Name] = true
 	}
-	var exempt, catchAll *flowcontrolv1.FlowSchema
-	for _, fs := range in.Reference.MandatoryFlowSchemas {
-		switch fs.Name {
-		case flowcontrolv1.FlowSchemaNameExempt:
-			exempt = fs
-		case flowcontrolv1.FlowSchemaNameCatchAll:
-			catchAll = fs
-		}
-	}
-	// Missing mandatory priority levels are imagined by the apiserver
-	// (apf_controller.go:lockAndDigestConfigObjects), so they count as present.
-	for _, pl := range in.Reference.MandatoryPriorityLevels {
-		if _, ok := c.pls[pl.Name]; !ok {
-			c.pls[pl.Name] = pl
-		}
-	}
-	c.ordered = Ordered(in.FlowSchemas, plList(c.pls), exempt, catchAll)
 	for _, r := range Analyze(c.ordered) {
 		c.reach[r.FlowSchema] = r
 	}
@@ -238,19 +232,40 @@ func (c *checker) reachable(name string) bool {
 }
 
 func (c *checker) checkDangling() {
-	for _, fs := range c.in.FlowSchemas {
-		name := fs.Spec.PriorityLevelConfiguration.Name
-		if _, ok := c.pls[name]; ok {
-			continue
+	for _, d := range c.cfg.Dangling {
+		why := "the apiserver ignores a FlowSchema whose priority level is missing (its status gets Dangling=True), " +
+			"so its requests fall through to the next matching FlowSchema, usually global-default or catch-all"
+		if d.PriorityLevel == flowcontrolv1.PriorityLevelConfigurationNameExempt || d.PriorityLevel == flowcontrolv1.PriorityLevelConfigurationNameCatchAll {
+			why += "; the apiserver does imagine the mandatory level " + d.PriorityLevel + ", but only after it has digested the FlowSchemas"
 		}
 		c.add(Finding{
 			Rule:     RuleDanglingPriorityLevel,
 			Severity: SeverityError,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(name)},
-			Message:  fmt.Sprintf("FlowSchema %s references priority level %q, which does not exist", fs.Name, name),
-			Why: "the apiserver ignores a FlowSchema whose priority level is missing (its status gets Dangling=True), " +
-				"so its requests fall through to the next matching FlowSchema, usually global-default or catch-all",
-			Fix: fmt.Sprintf("create PriorityLevelConfiguration %q, or point spec.priorityLevelConfiguration.name at an existing level", name),
+			Objects:  []ObjectRef{fsRef(d.Name), plRef(d.PriorityLevel)},
+			Message:  fmt.Sprintf("FlowSchema %s references priority level %q: %s", d.Name, d.PriorityLevel, d.Reason),
+			Why:      why,
+			Fix:      fmt.Sprintf("create or repair PriorityLevelConfiguration %q, or point spec.priorityLevelConfiguration.name at an existing level", d.PriorityLevel),
+		})
+	}
+	for _, b := range c.cfg.Broken {
+		c.add(Finding{
+			Rule:     RuleBrokenPriorityLevel,
+			Severity: SeverityError,
+			Objects:  []ObjectRef{plRef(b.Name)},
+			Message:  fmt.Sprintf("priority level %s is broken: %s", b.Name, b.Reason),
+			Why:      "the apiserver ignores it (\"Ignoring PriorityLevelConfiguration object ... because its spec is broken\"), so every FlowSchema pointing at it is dangling",
+			Fix:      "fix the spec: type and the limited/exempt member must agree, only the level named exempt may be Exempt, Reject has no queuing, and queues/handSize must fit shuffle sharding",
+		})
+	}
+	for _, d := range c.cfg.Duplicates {
+		kind, name, _ := strings.Cut(d, "/")
+		c.add(Finding{
+			Rule:     RuleDuplicateObject,
+			Severity: SeverityError,
+			Objects:  []ObjectRef{{Kind: kind, Name: name}},
+			Message:  fmt.Sprintf("%s %s is defined more than once", kind, name),
+			Why:      "only one object of a name can exist; the one applied last would silently replace the other",
+			Fix:      "keep a single definition",
 		})
 	}
 }

@@ -247,9 +247,28 @@ func TestLintRules(t *testing.T) {
 			want: []want{{RuleDanglingPriorityLevel, SeverityError, "flowschema/lost,prioritylevelconfiguration/does-not-exist"}},
 		},
 		{
-			name:   "the mandatory levels are imagined when missing, so pointing at them is not dangling",
-			fss:    []*flowcontrolv1.FlowSchema{fsB("to-catch-all", 100, "catch-all", rule(subjects(user("alice")), allRes))},
-			absent: []string{RuleDanglingPriorityLevel},
+			// apf_controller.go digests FlowSchemas before it imagines the
+			// missing mandatory levels, so this reference dangles.
+			name: "a schema pointing at an absent mandatory level dangles although the level is imagined later",
+			fss:  []*flowcontrolv1.FlowSchema{fsB("to-catch-all", 100, "catch-all", rule(subjects(user("alice")), allRes))},
+			want: []want{{RuleDanglingPriorityLevel, SeverityError, "flowschema/to-catch-all,prioritylevelconfiguration/catch-all"}},
+		},
+		{
+			name: "broken priority level (Exempt type on a level not named exempt)",
+			fss:  []*flowcontrolv1.FlowSchema{fsB("vip", 100, "vip", rule(subjects(user("alice")), allRes))},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("vip")},
+			want: []want{
+				{RuleBrokenPriorityLevel, SeverityError, "prioritylevelconfiguration/vip"},
+				{RuleDanglingPriorityLevel, SeverityError, "flowschema/vip,prioritylevelconfiguration/vip"},
+			},
+		},
+		{
+			name: "duplicate FlowSchema",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("twice", 100, "special", rule(subjects(user("alice")), allRes)),
+				fsB("twice", 200, "special", rule(subjects(user("bob")), allRes)),
+			},
+			want: []want{{RuleDuplicateObject, SeverityError, "flowschema/twice"}},
 		},
 		{
 			name: "priority level no schema uses",

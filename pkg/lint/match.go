@@ -1,10 +1,12 @@
 package lint
 
 import (
-	"sort"
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // Request is the part of a request that FlowSchema matching looks at
@@ -68,68 +70,6 @@ func quote(s string) string {
 	return s
 }
 
-// Matches reports whether fs matches r, exactly as
-// k8s.io/apiserver/pkg/util/flowcontrol/rule.go:matchesFlowSchema decides it.
-func Matches(fs *flowcontrolv1.FlowSchema, r Request) bool {
-	for _, rule := range fs.Spec.Rules {
-		if matchesRule(rule, r) {
-			return true
-		}
-	}
-	return false
-}
-
-func matchesRule(rule flowcontrolv1.PolicyRulesWithSubjects, r Request) bool {
-	subject := false
-	for _, s := range rule.Subjects {
-		if matchesSubject(s, r.User, r.Groups) {
-			subject = true
-			break
-		}
-	}
-	if !subject {
-		return false
-	}
-	if r.Resource {
-		for _, rr := range rule.ResourceRules {
-			if matchesResourceRule(rr, r) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, nr := range rule.NonResourceRules {
-		if containsString(r.Verb, nr.Verbs, flowcontrolv1.VerbAll) && matchNonResourceURL(nr.NonResourceURLs, r.Path) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchesSubject mirrors rule.go:matchesSubject.
-func matchesSubject(s flowcontrolv1.Subject, user string, groups []string) bool {
-	switch s.Kind {
-	case flowcontrolv1.SubjectKindUser:
-		return s.User != nil && (s.User.Name == flowcontrolv1.NameAll || s.User.Name == user)
-	case flowcontrolv1.SubjectKindGroup:
-		if s.Group == nil {
-			return false
-		}
-		if s.Group.Name == flowcontrolv1.NameAll {
-			return true
-		}
-		for _, g := range groups {
-			if g == s.Group.Name {
-				return true
-			}
-		}
-		return false
-	case flowcontrolv1.SubjectKindServiceAccount:
-		return s.ServiceAccount != nil && saMatches(*s.ServiceAccount, user)
-	}
-	return false
-}
-
 // saMatches mirrors rule.go's serviceAccountMatchesNamespace (name "*") and
 // k8s.io/apiserver/pkg/authentication/serviceaccount.MatchesUsername: only the
 // username counts, never the system:serviceaccounts groups.
@@ -138,23 +78,6 @@ func saMatches(sa flowcontrolv1.ServiceAccountSubject, user string) bool {
 		return strings.HasPrefix(user, saUsernamePrefix+sa.Namespace+":")
 	}
 	return user == saUsernamePrefix+sa.Namespace+":"+sa.Name
-}
-
-// matchesResourceRule mirrors rule.go:matchesResourcePolicyRule.
-func matchesResourceRule(rr flowcontrolv1.ResourcePolicyRule, r Request) bool {
-	res := r.ResourceName
-	if r.Subresource != "" {
-		res += "/" + r.Subresource
-	}
-	if !containsString(r.Verb, rr.Verbs, flowcontrolv1.VerbAll) ||
-		!containsString(res, rr.Resources, flowcontrolv1.ResourceAll) ||
-		!containsString(r.APIGroup, rr.APIGroups, flowcontrolv1.APIGroupAll) {
-		return false
-	}
-	if r.Namespace == "" {
-		return rr.ClusterScope
-	}
-	return containsString(r.Namespace, rr.Namespaces, flowcontrolv1.NamespaceEvery)
 }
 
 // matchNonResourceURL mirrors rule.go:matchPolicyRuleNonResourceURL: an exact
@@ -185,60 +108,19 @@ func containsString(x string, list []string, wildcard string) bool {
 	return false
 }
 
-// Ordered returns the FlowSchemas in the order the apiserver tries them, as
-// k8s.io/apiserver/pkg/util/flowcontrol/apf_controller.go:digestFlowSchemasLocked
-// builds it: schemas whose priority level does not exist are dropped, the rest
-// sorted by matchingPrecedence then name (apihelpers.FlowSchemaSequence), the
-// mandatory exempt schema prepended and catch-all appended when missing.
-// mandatoryExempt and mandatoryCatchAll are the objects to imagine.
-func Ordered(fss []*flowcontrolv1.FlowSchema, pls []*flowcontrolv1.PriorityLevelConfiguration,
-	mandatoryExempt, mandatoryCatchAll *flowcontrolv1.FlowSchema) []*flowcontrolv1.FlowSchema {
-	plNames := map[string]bool{}
-	for _, pl := range pls {
-		plNames[pl.Name] = true
+// engineRequest converts r into the engine's request model, RequestInfo
+// filled in directly as kube-apiserver's RequestInfoFactory would.
+func engineRequest(r Request) engine.Request {
+	return engine.Request{
+		Identity: engine.Identity{User: r.User, Groups: r.Groups},
+		Info: request.RequestInfo{
+			IsResourceRequest: r.Resource,
+			Path:              r.Path,
+			Verb:              r.Verb,
+			APIGroup:          r.APIGroup,
+			Resource:          r.ResourceName,
+			Subresource:       r.Subresource,
+			Namespace:         r.Namespace,
+		},
 	}
-	// The mandatory priority levels are imagined when missing
-	// (apf_controller.go:lockAndDigestConfigObjects calls imaginePL).
-	plNames[flowcontrolv1.PriorityLevelConfigurationNameExempt] = true
-	plNames[flowcontrolv1.PriorityLevelConfigurationNameCatchAll] = true
-	var out []*flowcontrolv1.FlowSchema
-	haveExempt, haveCatchAll := false, false
-	for _, fs := range fss {
-		if !plNames[fs.Spec.PriorityLevelConfiguration.Name] {
-			continue
-		}
-		out = append(out, fs)
-		haveExempt = haveExempt || fs.Name == flowcontrolv1.FlowSchemaNameExempt
-		haveCatchAll = haveCatchAll || fs.Name == flowcontrolv1.FlowSchemaNameCatchAll
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Spec.MatchingPrecedence != b.Spec.MatchingPrecedence {
-			return a.Spec.MatchingPrecedence < b.Spec.MatchingPrecedence
-		}
-		return a.Name < b.Name
-	})
-	if !haveExempt && mandatoryExempt != nil {
-		out = append([]*flowcontrolv1.FlowSchema{mandatoryExempt}, out...)
-	}
-	if !haveCatchAll && mandatoryCatchAll != nil {
-		out = append(out, mandatoryCatchAll)
-	}
-	return out
-}
-
-// Classify returns the FlowSchema an ordered list (see Ordered) assigns r to,
-// mirroring apf_controller.go:startRequest: the first match wins, and a request
-// nothing matches falls to the schema named catch-all.
-func Classify(ordered []*flowcontrolv1.FlowSchema, r Request) *flowcontrolv1.FlowSchema {
-	var catchAll *flowcontrolv1.FlowSchema
-	for _, fs := range ordered {
-		if Matches(fs, r) {
-			return fs
-		}
-		if fs.Name == flowcontrolv1.FlowSchemaNameCatchAll {
-			catchAll = fs
-		}
-	}
-	return catchAll
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 const groupMasters = "system:masters"
@@ -41,24 +42,22 @@ func (c *checker) checkSuggested() {
 		if !ok {
 			continue
 		}
-		want := s.DeepCopy()
-		DefaultFlowSchema(want)
-		if equality.Semantic.DeepEqual(want.Spec, fs.Spec) {
+		want, got := engine.DefaultFlowSchema(s), engine.DefaultFlowSchema(fs)
+		if equality.Semantic.DeepEqual(want.Spec, got.Spec) {
 			continue
 		}
-		c.suggestedFinding(fsRef(fs.Name), fs.Annotations, diffFlowSchemaSpec(want.Spec, fs.Spec), version)
+		c.suggestedFinding(fsRef(fs.Name), fs.Annotations, diffFlowSchemaSpec(want.Spec, got.Spec), version)
 	}
 	for _, pl := range c.in.PriorityLevels {
 		s, ok := sugPL[pl.Name]
 		if !ok {
 			continue
 		}
-		want := s.DeepCopy()
-		DefaultPriorityLevel(want)
-		if equality.Semantic.DeepEqual(want.Spec, pl.Spec) {
+		want, got := engine.DefaultPriorityLevel(s), engine.DefaultPriorityLevel(pl)
+		if equality.Semantic.DeepEqual(want.Spec, got.Spec) {
 			continue
 		}
-		c.suggestedFinding(plRef(pl.Name), pl.Annotations, diffPriorityLevelSpec(want.Spec, pl.Spec), version)
+		c.suggestedFinding(plRef(pl.Name), pl.Annotations, diffPriorityLevelSpec(want.Spec, got.Spec), version)
 	}
 }
 
@@ -195,9 +194,7 @@ func (c *checker) checkExempt() {
 		}
 		// upstream's own "probes" schema exempts health checks on purpose.
 		if s, ok := probes[fs.Name]; ok {
-			want := s.DeepCopy()
-			DefaultFlowSchema(want)
-			if equality.Semantic.DeepEqual(want.Spec, fs.Spec) {
+			if equality.Semantic.DeepEqual(engine.DefaultFlowSchema(s).Spec, fs.Spec) {
 				continue
 			}
 		}
@@ -284,7 +281,7 @@ func (c *checker) checkRejectLevels() {
 func (c *checker) checkCrushRisk() {
 	for _, name := range sortedPLNames(c.pls) {
 		pl := c.pls[name]
-		if !c.inInput(pl) || pl.Spec.Limited == nil || pl.Spec.Limited.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue ||
+		if !c.inputPL[name] || pl.Spec.Limited == nil || pl.Spec.Limited.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue ||
 			pl.Spec.Limited.LimitResponse.Queuing == nil {
 			continue
 		}
@@ -324,17 +321,6 @@ func (c *checker) checkCrushRisk() {
 		f.Fix = suggestQueues(queues, hand, c.opts.CrushInfo)
 		c.add(f)
 	}
-}
-
-// inInput reports whether pl is one of the linted objects (not an imagined
-// mandatory one).
-func (c *checker) inInput(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
-	for _, p := range c.in.PriorityLevels {
-		if p == pl {
-			return true
-		}
-	}
-	return false
 }
 
 // suggestQueues proposes more queues (same hand size) until the 4-elephant
@@ -427,7 +413,7 @@ func (c *checker) checkSystemIdentities() {
 		landed := map[string]bool{}
 		var examples []string
 		for _, r := range id.Requests {
-			fs := Classify(c.ordered, r)
+			fs := c.cfg.Classify(engineRequest(r)).FlowSchema
 			if fs == nil {
 				continue
 			}

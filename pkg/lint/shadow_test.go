@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // refMatch is a deliberately separate, literal transcription of
@@ -219,11 +221,22 @@ func TestAnalyzeAgreesWithFirstMatch(t *testing.T) {
 		for i := 0; i < n; i++ {
 			fss = append(fss, randomSchema(rng, fmt.Sprintf("fs%d", i)))
 		}
-		ordered := Ordered(fss, []*flowcontrolv1.PriorityLevelConfiguration{pl("pl")}, nil, nil)
+		cfg := engine.NewConfig(fss, []*flowcontrolv1.PriorityLevelConfiguration{pl("pl")})
+		// Leave out the imagined mandatory schemas: they would shadow or
+		// catch everything and hide what the random schemas do.
+		ordered := cfg.FlowSchemas[1 : len(cfg.FlowSchemas)-1]
 		got := Analyze(ordered)
 		hits := make([]int, len(ordered))
 		for s := 0; s < samples; s++ {
-			if i := refClassify(ordered, randomRequest(rng)); i >= 0 {
+			r := randomRequest(rng)
+			i := refClassify(ordered, r)
+			// The engine's classifier is the second oracle; the random pools
+			// never contain system:masters, so the imagined exempt schema
+			// never matches and the imagined catch-all takes the rest.
+			if e := engineClassify(cfg, r); e != i {
+				t.Fatalf("config %d: oracles disagree on %v: literal %d, engine %d", c, r, i, e)
+			}
+			if i >= 0 {
 				hits[i]++
 			}
 		}
@@ -256,6 +269,19 @@ func TestAnalyzeAgreesWithFirstMatch(t *testing.T) {
 	if shadowed < configs/10 || reachable < configs/2 {
 		t.Fatalf("generator too one-sided: %d shadowed, %d reachable", shadowed, reachable)
 	}
+}
+
+func engineClassify(cfg *engine.Config, r Request) int {
+	got := cfg.Classify(engineRequest(r))
+	for i, fs := range cfg.FlowSchemas {
+		if fs == got.FlowSchema {
+			if i == len(cfg.FlowSchemas)-1 {
+				return -1
+			}
+			return i - 1
+		}
+	}
+	return -2
 }
 
 func hasAny(xs []string, ys ...string) bool {

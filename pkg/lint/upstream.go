@@ -3,6 +3,8 @@ package lint
 import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // UpstreamVersion is the Kubernetes release whose bootstrap objects
@@ -30,11 +32,11 @@ func UpstreamDefaults() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityL
 	ref := UpstreamReference()
 	fss := append(ref.MandatoryFlowSchemas, ref.SuggestedFlowSchemas...)
 	pls := append(ref.MandatoryPriorityLevels, ref.SuggestedPriorityLevels...)
-	for _, fs := range fss {
-		DefaultFlowSchema(fs)
+	for i := range fss {
+		fss[i] = engine.DefaultFlowSchema(fss[i])
 	}
-	for _, pl := range pls {
-		DefaultPriorityLevel(pl)
+	for i := range pls {
+		pls[i] = engine.DefaultPriorityLevel(pls[i])
 	}
 	return fss, pls
 }
