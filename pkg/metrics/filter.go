@@ -1,0 +1,173 @@
+// Package metrics reads the API Priority and Fairness part of a
+// kube-apiserver /metrics body and computes what operators look at: rates
+// between two scrapes, histogram quantiles and seat utilisation, across the
+// metric renames of Kubernetes 1.20 to today.
+//
+// A large cluster's /metrics body is tens of megabytes, almost all of it
+// unrelated to APF, so FilterAPF skips foreign families line by line, looking
+// only at each line's metric name, and hands only the kept lines to
+// github.com/prometheus/common/expfmt.
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Names of the families outside the apiserver_flowcontrol_ subsystem whose
+// 429 samples are kept (k8s.io/apiserver pkg/endpoints/metrics/metrics.go:
+// RecordDroppedRequest and RecordRequestTermination).
+const (
+	FamilyRequestTotal      = "apiserver_request_total"
+	FamilyTerminationsTotal = "apiserver_request_terminations_total"
+	// FamilyDroppedRequests is the 1.20-era counter of APF and max-in-flight
+	// rejections, removed in later releases; every sample of it is a 429.
+	FamilyDroppedRequests = "apiserver_dropped_requests_total"
+	// FlowcontrolPrefix starts the name of every APF family
+	// (k8s.io/apiserver pkg/util/flowcontrol/metrics/metrics.go).
+	FlowcontrolPrefix = "apiserver_flowcontrol_"
+)
+
+var (
+	prefixFlowcontrol = []byte(FlowcontrolPrefix)
+	prefixApiserver   = []byte("apiserver_")
+	code429           = []byte(`code="429"`)
+)
+
+// keepFamily reports whether a family (by its HELP/TYPE name) is kept.
+func keepFamily(name []byte) bool {
+	return bytes.HasPrefix(name, prefixFlowcontrol) ||
+		string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal || string(name) == FamilyDroppedRequests
+}
+
+// keepSample reports whether a sample line is kept, given its metric name.
+func keepSample(name, line []byte) bool {
+	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests {
+		return true
+	}
+	if string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal {
+		return bytes.Contains(line, code429)
+	}
+	return false
+}
+
+// maxLine bounds one line of a /metrics body; anything longer is garbage.
+const maxLine = 1 << 20
+
+// ErrNotMetrics is wrapped by the error FilterAPF returns for a body that is
+// not in the Prometheus text format.
+var ErrNotMetrics = errors.New("not the Prometheus text format")
+
+// FilterAPF copies the lines of the APF families from r: every
+// apiserver_flowcontrol_* family, and the code="429" samples of
+// apiserver_request_total and apiserver_request_terminations_total (with
+// their HELP and TYPE lines). Other lines are skipped after looking at their
+// first bytes only, so the memory used is bounded by what is kept.
+//
+// A line that cannot start a comment or a sample is an error quoting it.
+func FilterAPF(r io.Reader) ([]byte, error) {
+	br := bufio.NewReaderSize(r, 256*1024)
+	var out bytes.Buffer
+	lineNo := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A very long line: keep reading it, deciding on its start.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxLine {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			if len(long) > maxLine {
+				return nil, fmt.Errorf("line %d is longer than %d bytes: %w", lineNo+1, maxLine, ErrNotMetrics)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			lineNo++
+			if ferr := filterLine(&out, line, lineNo); ferr != nil {
+				return nil, ferr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading metrics: %w", err)
+		}
+	}
+	// expfmt wants the last line terminated.
+	if out.Len() > 0 && out.Bytes()[out.Len()-1] != '\n' {
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), nil
+}
+
+func filterLine(out *bytes.Buffer, line []byte, lineNo int) error {
+	trimmed := bytes.TrimLeft(line, " \t")
+	if len(bytes.TrimSpace(trimmed)) == 0 {
+		return nil
+	}
+	c := trimmed[0]
+	if c == '#' {
+		rest := bytes.TrimLeft(trimmed[1:], " \t")
+		var kw []byte
+		switch {
+		case bytes.HasPrefix(rest, []byte("HELP")):
+			kw = rest[4:]
+		case bytes.HasPrefix(rest, []byte("TYPE")):
+			kw = rest[4:]
+		default:
+			return nil // a plain comment
+		}
+		kw = bytes.TrimLeft(kw, " \t")
+		if !bytes.HasPrefix(kw, prefixApiserver) {
+			return nil
+		}
+		end := bytes.IndexAny(kw, " \t\r\n")
+		if end < 0 {
+			end = len(kw)
+		}
+		if keepFamily(kw[:end]) {
+			out.Write(trimmed)
+		}
+		return nil
+	}
+	if !isNameStart(c) {
+		return fmt.Errorf("metrics line %d: %s: %w", lineNo, quote(line), ErrNotMetrics)
+	}
+	// Most lines belong to foreign families: decide on the prefix first.
+	if !bytes.HasPrefix(trimmed, prefixApiserver) {
+		return nil
+	}
+	end := bytes.IndexAny(trimmed, "{ \t")
+	if end < 0 {
+		end = len(trimmed)
+	}
+	if keepSample(trimmed[:end], trimmed) {
+		out.Write(trimmed)
+	}
+	return nil
+}
+
+func isNameStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'
+}
+
+// quote quotes a line for an error message, truncated to a readable length.
+func quote(line []byte) string {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) > 120 {
+		cut := 120
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		return strconv.Quote(string(line[:cut])) + "..."
+	}
+	return strconv.Quote(string(line))
+}

@@ -1,0 +1,165 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Family names used below (k8s.io/apiserver
+// pkg/util/flowcontrol/metrics/metrics.go). Older names are the fallbacks
+// of the renames listed in the package README of the reference notes, §8.
+const (
+	NominalLimitSeats         = FlowcontrolPrefix + "nominal_limit_seats"
+	RequestConcurrencyLimit   = FlowcontrolPrefix + "request_concurrency_limit" // deprecated 1.30, hidden since
+	CurrentLimitSeats         = FlowcontrolPrefix + "current_limit_seats"
+	LowerLimitSeats           = FlowcontrolPrefix + "lower_limit_seats"
+	UpperLimitSeats           = FlowcontrolPrefix + "upper_limit_seats"
+	CurrentExecutingSeats     = FlowcontrolPrefix + "current_executing_seats" // 1.28+
+	RequestConcurrencyInUse   = FlowcontrolPrefix + "request_concurrency_in_use"
+	CurrentExecutingRequests  = FlowcontrolPrefix + "current_executing_requests"
+	CurrentInqueueRequests    = FlowcontrolPrefix + "current_inqueue_requests"
+	CurrentInqueueSeats       = FlowcontrolPrefix + "current_inqueue_seats" // 1.29+
+	DispatchedRequestsTotal   = FlowcontrolPrefix + "dispatched_requests_total"
+	RejectedRequestsTotal     = FlowcontrolPrefix + "rejected_requests_total"
+	RequestWaitDurationSecond = FlowcontrolPrefix + "request_wait_duration_seconds"
+)
+
+// LevelStats is what "kubectl apf top levels" shows for one priority level
+// of one apiserver, computed from one scrape (gauges) or two (rates).
+type LevelStats struct {
+	Name string `json:"name"`
+	// NominalLimit is nominal_limit_seats, or request_concurrency_limit on
+	// servers older than 1.28 (same value: the nominal concurrency limit).
+	NominalLimit float64 `json:"nominalLimit"`
+	// CurrentLimit is current_limit_seats (after borrowing); NominalLimit
+	// where the server does not export it (1.20 to 1.25).
+	CurrentLimit float64 `json:"currentLimit"`
+	// SeatsInUse is current_executing_seats summed over flow schemas, or
+	// request_concurrency_in_use, or current_executing_requests on 1.20
+	// (where every request took one seat).
+	SeatsInUse float64 `json:"seatsInUse"`
+	// Utilisation is SeatsInUse / CurrentLimit; NaN when the limit is zero
+	// (exempt, or a level that lent everything), never a division by zero.
+	Utilisation     float64 `json:"utilisation"`
+	WaitingRequests float64 `json:"waitingRequests"`
+	// WaitingSeats is current_inqueue_seats (1.29+); NaN before.
+	WaitingSeats float64 `json:"waitingSeats"`
+	// HasRates is true when two scrapes gave the rates below.
+	HasRates         bool               `json:"hasRates"`
+	DispatchedPerSec float64            `json:"dispatchedPerSec"`
+	RejectedPerSec   map[string]float64 `json:"rejectedPerSec,omitempty"`
+	// WaitP99 is the 99th percentile of request_wait_duration_seconds over
+	// the interval between the scrapes (since start with one scrape), in
+	// seconds; NaN without observations.
+	WaitP99 float64 `json:"waitP99"`
+}
+
+// RejectedTotalPerSec sums the rejection rates of every reason.
+func (l LevelStats) RejectedTotalPerSec() float64 {
+	t := 0.0
+	for _, v := range l.RejectedPerSec {
+		t += v
+	}
+	return t
+}
+
+func first(s *Scrape, label string, families ...string) (map[string]float64, bool) {
+	for _, f := range families {
+		if s.Has(f) {
+			return s.SumBy(f, label), true
+		}
+	}
+	return nil, false
+}
+
+// Levels computes per-level statistics from cur, using prev (which may be
+// nil) for rates. Levels are those that appear in any limit or request
+// family, sorted by name.
+func Levels(prev, cur *Scrape) []LevelStats {
+	const pl = "priority_level"
+	nominal, _ := first(cur, pl, NominalLimitSeats, RequestConcurrencyLimit)
+	current, hasCurrent := first(cur, pl, CurrentLimitSeats)
+	inUse, _ := first(cur, pl, CurrentExecutingSeats, RequestConcurrencyInUse, CurrentExecutingRequests)
+	waiting := cur.SumBy(CurrentInqueueRequests, pl)
+	waitingSeats, hasWaitingSeats := first(cur, pl, CurrentInqueueSeats)
+
+	names := map[string]bool{}
+	for _, m := range []map[string]float64{nominal, current, inUse, waiting} {
+		for k := range m {
+			if k != "" {
+				names[k] = true
+			}
+		}
+	}
+	var interval time.Duration
+	hasRates := prev != nil && cur != nil && cur.Time.After(prev.Time)
+	if hasRates {
+		interval = cur.Time.Sub(prev.Time)
+	}
+	dispCur, dispPrev := cur.SumBy(DispatchedRequestsTotal, pl), prev.SumBy(DispatchedRequestsTotal, pl)
+	rejCur, rejPrev := cur.SumBy2(RejectedRequestsTotal, pl, "reason"), prev.SumBy2(RejectedRequestsTotal, pl, "reason")
+	for k := range dispCur {
+		if k != "" {
+			names[k] = true
+		}
+	}
+	// Quirk: request_wait_duration_seconds records in-queue time-outs with
+	// execute="true" too (apf_filter.go: Handle passes req != nil); all
+	// observations are waits, so merge both values of "execute".
+	waitCur := cur.HistogramsBy(RequestWaitDurationSecond, pl, nil)
+	waitPrev := prev.HistogramsBy(RequestWaitDurationSecond, pl, nil)
+
+	out := make([]LevelStats, 0, len(names))
+	for name := range names {
+		st := LevelStats{Name: name, NominalLimit: nominal[name], WaitingRequests: waiting[name], SeatsInUse: inUse[name],
+			WaitingSeats: math.NaN(), WaitP99: math.NaN(), Utilisation: math.NaN()}
+		st.CurrentLimit = st.NominalLimit
+		if hasCurrent {
+			st.CurrentLimit = current[name]
+		}
+		if hasWaitingSeats {
+			st.WaitingSeats = waitingSeats[name]
+		}
+		if st.CurrentLimit > 0 {
+			st.Utilisation = st.SeatsInUse / st.CurrentLimit
+		}
+		if hasRates {
+			st.HasRates = true
+			st.DispatchedPerSec = Rate(dispPrev[name], dispCur[name], interval)
+			for k, v := range rejCur {
+				if k[0] != name {
+					continue
+				}
+				if st.RejectedPerSec == nil {
+					st.RejectedPerSec = map[string]float64{}
+				}
+				st.RejectedPerSec[k[1]] = Rate(rejPrev[k], v, interval)
+			}
+		}
+		if h := waitCur[name]; h != nil {
+			if hasRates {
+				h = h.Sub(waitPrev[name])
+			}
+			st.WaitP99 = h.Quantile(0.99)
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Throttled429PerSec is the rate of HTTP 429 answers from
+// apiserver_request_total{code="429"} between two scrapes, by request kind
+// (verb); it counts every 429, APF's and others' (see the 429 triage).
+func Throttled429PerSec(prev, cur *Scrape) map[string]float64 {
+	if prev == nil || cur == nil || !cur.Time.After(prev.Time) {
+		return nil
+	}
+	c, p := cur.SumBy(FamilyRequestTotal, "verb"), prev.SumBy(FamilyRequestTotal, "verb")
+	out := map[string]float64{}
+	for k, v := range c {
+		out[k] = Rate(p[k], v, cur.Time.Sub(prev.Time))
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package metrics
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustScrape(t testing.TB, name string, at time.Time) *Scrape {
+	t.Helper()
+	s, _, err := ParseAPF(bytes.NewReader(readFixture(t, name)), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var t0 = time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+
+func TestFilterKeepsOnlyAPF(t *testing.T) {
+	s := mustScrape(t, "modern-a.txt", t0)
+	for _, f := range []string{"apiserver_request_duration_seconds", "go_goroutines"} {
+		if s.Has(f) {
+			t.Errorf("family %s was kept", f)
+		}
+	}
+	for _, f := range []string{NominalLimitSeats, RequestWaitDurationSecond, FamilyRequestTotal} {
+		if !s.Has(f) {
+			t.Errorf("family %s was dropped", f)
+		}
+	}
+	rt := s.Samples(FamilyRequestTotal)
+	if len(rt) != 1 || rt[0].Labels["code"] != "429" || rt[0].Value != 12 {
+		t.Errorf("apiserver_request_total samples = %+v, want only the code=429 one", rt)
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 || (math.IsNaN(a) && math.IsNaN(b)) }
+
+func TestLevels(t *testing.T) {
+	a := mustScrape(t, "modern-a.txt", t0)
+	b := mustScrape(t, "modern-b.txt", t0.Add(10*time.Second))
+	old := mustScrape(t, "v1.20-shape.txt", t0)
+	tests := []struct {
+		name      string
+		prev, cur *Scrape
+		level     string
+		want      LevelStats
+	}{
+		{"rates between two scrapes", a, b, "apf-load", LevelStats{NominalLimit: 1, CurrentLimit: 1, SeatsInUse: 1, Utilisation: 1,
+			WaitingRequests: 4, WaitingSeats: 6, HasRates: true, DispatchedPerSec: 6, RejectedPerSec: map[string]float64{"queue-full": 3, "time-out": 0},
+			// 100 waits in the interval, 10 under 0.1 s, 20 under 1 s: p99 is
+			// in +Inf, reported as the highest finite bound.
+			WaitP99: 1}},
+		{"zero limit gives NaN utilisation", a, b, "exempt", LevelStats{SeatsInUse: 2, Utilisation: math.NaN(), HasRates: true, WaitP99: math.NaN()}},
+		{"borrowing: current above nominal", nil, a, "global-default", LevelStats{NominalLimit: 2, CurrentLimit: 3, Utilisation: 0, WaitP99: math.NaN()}},
+		{"1.20 names: request_concurrency_limit and executing requests", nil, old, "global-default",
+			LevelStats{NominalLimit: 49, CurrentLimit: 49, SeatsInUse: 2, Utilisation: 2.0 / 49, WaitingSeats: math.NaN(), WaitP99: math.NaN()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *LevelStats
+			for _, l := range Levels(tt.prev, tt.cur) {
+				if l.Name == tt.level {
+					l := l
+					got = &l
+				}
+			}
+			if got == nil {
+				t.Fatalf("level %s missing", tt.level)
+			}
+			w := tt.want
+			if !near(got.NominalLimit, w.NominalLimit) || !near(got.CurrentLimit, w.CurrentLimit) || !near(got.SeatsInUse, w.SeatsInUse) ||
+				!near(got.Utilisation, w.Utilisation) || !near(got.WaitingRequests, w.WaitingRequests) || !near(got.WaitingSeats, w.WaitingSeats) ||
+				got.HasRates != w.HasRates || !near(got.DispatchedPerSec, w.DispatchedPerSec) || !near(got.WaitP99, w.WaitP99) {
+				t.Errorf("got %+v\nwant %+v", *got, w)
+			}
+			for k, v := range w.RejectedPerSec {
+				if !near(got.RejectedPerSec[k], v) {
+					t.Errorf("rejected[%s] = %v, want %v", k, got.RejectedPerSec[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	h := &Histogram{Buckets: []Bucket{{0.1, 50}, {1, 90}}, Count: 100}
+	tests := []struct {
+		q, want float64
+	}{
+		{0.5, 0.1},   // rank 50 at the top of the first bucket
+		{0.25, 0.05}, // interpolated from 0
+		{0.7, 0.55},  // 0.1 + 0.9*(70-50)/40
+		{0.95, 1},    // in +Inf: highest finite bound
+	}
+	for _, tt := range tests {
+		if got := h.Quantile(tt.q); !near(got, tt.want) {
+			t.Errorf("Quantile(%v) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	if got := (&Histogram{}).Quantile(0.99); !math.IsNaN(got) {
+		t.Errorf("empty histogram quantile = %v, want NaN", got)
+	}
+	// A counter reset (apiserver restart) between scrapes keeps the new counts.
+	reset := (&Histogram{Buckets: []Bucket{{1, 3}}, Count: 3}).Sub(h)
+	if reset.Count != 3 {
+		t.Errorf("Sub after reset: count %v, want 3", reset.Count)
+	}
+}
+
+func TestRate(t *testing.T) {
+	if got := Rate(10, 40, 10*time.Second); got != 3 {
+		t.Errorf("Rate = %v, want 3", got)
+	}
+	if got := Rate(100, 5, 5*time.Second); got != 1 {
+		t.Errorf("Rate across a reset = %v, want 1", got)
+	}
+	if got := Rate(1, 2, 0); !math.IsNaN(got) {
+		t.Errorf("Rate over zero interval = %v, want NaN", got)
+	}
+}
+
+func TestFilterErrors(t *testing.T) {
+	tests := []struct {
+		name, body, wantErr string
+	}{
+		{"html", "<html>\n<body>forbidden</body>\n", `metrics line 1: "<html>"`},
+		{"json", `{"kind":"Status"}`, `metrics line 1`},
+		{"too long", strings.Repeat("a", maxLine+10), "longer than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FilterAPF(strings.NewReader(tt.body))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrNotMetrics) {
+				t.Errorf("err = %v, want %q wrapping ErrNotMetrics", err, tt.wantErr)
+			}
+		})
+	}
+	// A broken APF line is caught by expfmt after filtering.
+	_, _, err := ParseAPF(strings.NewReader("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"x\" 1\n"), t0)
+	if err == nil || !strings.Contains(err.Error(), "parsing metrics") {
+		t.Errorf("err = %v, want a parse error", err)
+	}
+}
