@@ -56,7 +56,9 @@ func genBody(size int) []byte {
 		series("apiserver_flowcontrol_request_wait_duration_seconds", strings.Split("0,0.005,0.02,0.05,0.1,0.2,0.5,1,2,5,10,15,30", ","), l+`,execute="true"`)
 	})
 	header("apiserver_flowcontrol_work_estimated_seats", "histogram")
-	each(func(l string) { series("apiserver_flowcontrol_work_estimated_seats", strings.Split("1,2,4,8,16,32,64,100", ","), l) })
+	each(func(l string) {
+		series("apiserver_flowcontrol_work_estimated_seats", strings.Split("1,2,4,8,16,32,64,100", ","), l)
+	})
 
 	resources := []string{"pods", "configmaps", "secrets", "nodes", "leases", "events", "deployments", "replicasets", "services", "endpointslices", "customresourcedefinitions", "widgets.example.com"}
 	verbs := []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"}
