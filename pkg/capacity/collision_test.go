@@ -91,10 +91,10 @@ func TestCrushProbabilityClosedForms(t *testing.T) {
 
 func TestCrushProbabilityAgreesWithMarkovChain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 60; i++ {
-		queues := 1 + rng.IntN(200)
-		hand := 1 + rng.IntN(min(queues, 15))
-		elephants := rng.IntN(20)
+	for i := 0; i < 30; i++ {
+		queues := 1 + rng.IntN(130)
+		hand := 1 + rng.IntN(min(queues, 10))
+		elephants := rng.IntN(17)
 		a, err := CrushProbabilityRat(queues, hand, elephants)
 		if err != nil {
 			t.Fatal(err)
