@@ -1,0 +1,159 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// auditEvent is the subset of audit.k8s.io/v1 Event
+// (k8s.io/apiserver/pkg/apis/audit/v1/types.go) the replay needs.
+type auditEvent struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	User       struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	} `json:"user"`
+	ImpersonatedUser *struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	} `json:"impersonatedUser"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		APIVersion  string `json:"apiVersion"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+}
+
+type auditReader struct {
+	ls    *lineScanner
+	stats *Stats
+	*reorder
+}
+
+// NewAuditReader reads audit.k8s.io/v1 Events, one JSON object per line,
+// from r in arrival order. Only the ResponseComplete and Panic stages are
+// used; the other stages of the same request are skipped.
+//
+// APF classifies the impersonated identity (WithImpersonation runs before
+// WithPriorityAndFairness in DefaultBuildHandlerChain), so the
+// impersonated user wins when present.
+func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader {
+	opts.defaults()
+	if stats == nil {
+		stats = &Stats{}
+	}
+	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats}
+	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, stats: stats}
+	return a
+}
+
+func (a *auditReader) read(r *Request) (time.Time, error) {
+	for {
+		line, err := a.ls.next()
+		if err != nil {
+			return time.Time{}, err
+		}
+		a.stats.Lines++
+		if len(strings.TrimSpace(string(line))) == 0 {
+			a.stats.Skipped++
+			continue
+		}
+		var ev auditEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return time.Time{}, fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
+		}
+		if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
+			return time.Time{}, fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
+		}
+		if ev.Stage != "ResponseComplete" && ev.Stage != "Panic" {
+			a.stats.Skipped++
+			continue
+		}
+		if err := auditToRequest(&ev, r); err != nil {
+			return time.Time{}, fmt.Errorf("%s: %w", a.ls.where(), err)
+		}
+		r.Source = a.ls.where()
+		return ev.StageTimestamp, nil
+	}
+}
+
+// auditToRequest fills r from an audit event (any stage).
+func auditToRequest(ev *auditEvent, r *Request) error {
+	*r = Request{AuditID: ev.AuditID, Verb: ev.Verb, UserAgent: ev.UserAgent, Arrival: ev.RequestReceivedTimestamp}
+	if ev.RequestReceivedTimestamp.IsZero() {
+		return fmt.Errorf("audit event %s has no requestReceivedTimestamp", ev.AuditID)
+	}
+	r.User, r.Groups, r.UserKnown = ev.User.Username, ev.User.Groups, true
+	if iu := ev.ImpersonatedUser; iu != nil {
+		r.User, r.Groups = iu.Username, iu.Groups
+	}
+	r.URI = ev.RequestURI
+	if r.URI == "" {
+		r.URI = uriFromObjectRef(ev)
+	}
+	if r.URI == "" || r.URI[0] != '/' {
+		return fmt.Errorf("audit event %s: requestURI %q must be a path starting with /", ev.AuditID, r.URI)
+	}
+	r.Method = methodOf(ev.Verb)
+	if r.Method == "" {
+		return fmt.Errorf("audit event %s: unknown verb %q", ev.AuditID, ev.Verb)
+	}
+	if !ev.StageTimestamp.IsZero() && (ev.Stage == "ResponseComplete" || ev.Stage == "Panic") {
+		r.Latency = max(ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp), 0)
+	}
+	if ev.ResponseStatus != nil {
+		r.Status = ev.ResponseStatus.Code
+	}
+	return nil
+}
+
+// uriFromObjectRef rebuilds a path from objectRef when requestURI is absent.
+func uriFromObjectRef(ev *auditEvent) string {
+	o := ev.ObjectRef
+	if o == nil || o.Resource == "" {
+		return ""
+	}
+	var b strings.Builder
+	if o.APIGroup == "" {
+		b.WriteString("/api/")
+	} else {
+		b.WriteString("/apis/" + o.APIGroup + "/")
+	}
+	v := o.APIVersion
+	if v == "" {
+		v = "v1"
+	}
+	b.WriteString(v)
+	if o.Namespace != "" {
+		b.WriteString("/namespaces/" + url.PathEscape(o.Namespace))
+	}
+	b.WriteString("/" + o.Resource)
+	if o.Name != "" {
+		b.WriteString("/" + url.PathEscape(o.Name))
+	}
+	if o.Subresource != "" {
+		b.WriteString("/" + o.Subresource)
+	}
+	if ev.Verb == "watch" {
+		b.WriteString("?watch=true")
+	}
+	return b.String()
+}

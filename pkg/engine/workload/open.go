@@ -1,0 +1,317 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Format is a workload input format.
+type Format string
+
+// The formats Detect recognises.
+const (
+	FormatHTTPLog Format = "httplog"
+	FormatAudit   Format = "audit"
+	FormatJSONL   Format = "jsonl"
+)
+
+// Detect looks at the first non-blank line of r (without consuming it) and
+// returns the format and a reader that still yields all of r.
+func Detect(r io.Reader) (Format, io.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	for n := 1 << 12; ; n *= 2 {
+		buf, err := br.Peek(n)
+		if len(buf) > 0 {
+			if f, ok := detectPrefix(buf, err != nil); ok {
+				return f, br, nil
+			}
+		}
+		if err != nil {
+			if len(bytes.TrimSpace(buf)) == 0 {
+				return FormatJSONL, br, nil // empty input: any format yields nothing
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
+				return FormatHTTPLog, br, nil
+			}
+			return "", nil, fmt.Errorf("detecting the workload format: %w", err)
+		}
+		if n >= 1<<16 {
+			return FormatHTTPLog, br, nil
+		}
+	}
+}
+
+// detectPrefix decides from the first non-blank line, if it is complete.
+func detectPrefix(buf []byte, final bool) (Format, bool) {
+	rest := buf
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		var line []byte
+		if i < 0 {
+			if !final {
+				return "", false
+			}
+			line, rest = rest, nil
+		} else {
+			line, rest = rest[:i], rest[i+1:]
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if line[0] != '{' {
+			return FormatHTTPLog, true
+		}
+		switch {
+		case bytes.Contains(line, []byte(`"kind":"Event"`)) || bytes.Contains(line, []byte(`"auditID"`)) && bytes.Contains(line, []byte(`"stage"`)):
+			return FormatAudit, true
+		case bytes.Contains(line, []byte(`"msg":"HTTP"`)):
+			return FormatHTTPLog, true
+		default:
+			return FormatJSONL, true
+		}
+	}
+	return "", false
+}
+
+// NewReader detects the format of r and returns the matching reader.
+func NewReader(r io.Reader, name string, opts Options, stats *Stats) (Reader, Format, error) {
+	f, br, err := Detect(r)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	switch f {
+	case FormatAudit:
+		return NewAuditReader(br, name, opts, stats), f, nil
+	case FormatJSONL:
+		return NewJSONLReader(br, name, opts, stats), f, nil
+	default:
+		return NewHTTPLogReader(br, name, opts, stats), f, nil
+	}
+}
+
+// Files is a workload read from several files, merged in arrival order;
+// httplog files are joined to audit files by audit ID when both are given.
+type Files struct {
+	Reader
+	// Stats of every input.
+	Stats map[string]*Stats
+	// Formats of every input.
+	Formats map[string]Format
+	// Join counts how httplog lines met audit events, when both were given.
+	Join  *JoinStats
+	files []*os.File
+}
+
+// Close closes the files.
+func (f *Files) Close() error {
+	var errs []error
+	for _, fh := range f.files {
+		errs = append(errs, fh.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// OpenFiles opens the workload files, detects their formats and returns one
+// Reader over all of them. "-" reads standard input.
+func OpenFiles(paths []string, opts Options) (*Files, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
+	}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}}
+	var logs, audits, others []Reader
+	for _, p := range paths {
+		var r io.Reader = os.Stdin
+		if p != "-" {
+			fh, err := os.Open(p)
+			if err != nil {
+				fs.Close()
+				return nil, fmt.Errorf("opening workload: %w", err)
+			}
+			fs.files = append(fs.files, fh)
+			r = fh
+		}
+		st := &Stats{}
+		rd, f, err := NewReader(r, p, opts, st)
+		if err != nil {
+			fs.Close()
+			return nil, err
+		}
+		fs.Stats[p], fs.Formats[p] = st, f
+		switch f {
+		case FormatHTTPLog:
+			logs = append(logs, rd)
+		case FormatAudit:
+			audits = append(audits, rd)
+		default:
+			others = append(others, rd)
+		}
+	}
+	var all []Reader
+	switch {
+	case len(logs) > 0 && len(audits) > 0:
+		fs.Join = &JoinStats{}
+		all = append(all, Join(Merge(logs...), Merge(audits...), 0, fs.Join))
+	default:
+		all = append(all, logs...)
+		all = append(all, audits...)
+	}
+	all = append(all, others...)
+	fs.Reader = Merge(all...)
+	return fs, nil
+}
+
+// merged yields the requests of several arrival-ordered readers in arrival
+// order.
+type merged struct {
+	srcs  []Reader
+	heads []Request
+	h     []int // indices of srcs with a head, heap by arrival
+	init  bool
+}
+
+// Merge merges arrival-ordered readers into one arrival-ordered reader.
+// Ties go to the reader given first.
+func Merge(rs ...Reader) Reader {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	return &merged{srcs: rs, heads: make([]Request, len(rs))}
+}
+
+func (m *merged) Len() int { return len(m.h) }
+func (m *merged) Less(i, j int) bool {
+	a, b := m.h[i], m.h[j]
+	if !m.heads[a].Arrival.Equal(m.heads[b].Arrival) {
+		return m.heads[a].Arrival.Before(m.heads[b].Arrival)
+	}
+	return a < b
+}
+func (m *merged) Swap(i, j int) { m.h[i], m.h[j] = m.h[j], m.h[i] }
+func (m *merged) Push(x any)   { m.h = append(m.h, x.(int)) }
+func (m *merged) Pop() any {
+	x := m.h[len(m.h)-1]
+	m.h = m.h[:len(m.h)-1]
+	return x
+}
+
+func (m *merged) Next(r *Request) error {
+	if !m.init {
+		m.init = true
+		for i, s := range m.srcs {
+			if err := s.Next(&m.heads[i]); err == nil {
+				heap.Push(m, i)
+			} else if !errors.Is(err, io.EOF) {
+				return err
+			}
+		}
+	}
+	if len(m.h) == 0 {
+		return io.EOF
+	}
+	i := m.h[0]
+	*r = m.heads[i]
+	if err := m.srcs[i].Next(&m.heads[i]); err == nil {
+		heap.Fix(m, 0)
+	} else if errors.Is(err, io.EOF) {
+		heap.Pop(m)
+	} else {
+		return err
+	}
+	return nil
+}
+
+// JoinStats counts the outcome of joining httplog lines to audit events.
+type JoinStats struct {
+	// Matched httplog lines got their identity from an audit event.
+	Matched int64
+	// Unmatched httplog lines keep an unknown identity.
+	Unmatched int64
+	// AuditOnly audit events had no httplog line; they are dropped (their
+	// request is in the httplog if the server logged it at -v=3).
+	AuditOnly int64
+}
+
+type joined struct {
+	logs, audits Reader
+	slack        time.Duration
+	pending      map[string]Request
+	order        []string // audit IDs in arrival order, for eviction
+	head         Request
+	haveHead     bool
+	auditDone    bool
+	stats        *JoinStats
+}
+
+// Join adds the identity of audit events to httplog requests with the same
+// audit ID. Both inputs must be in arrival order; audit events are held for
+// slack (default 1 minute) around the httplog arrival, so memory follows
+// the requests in that window. Audit events without an httplog line are
+// dropped and counted.
+func Join(httplog, audit Reader, slack time.Duration, stats *JoinStats) Reader {
+	if slack <= 0 {
+		slack = time.Minute
+	}
+	if stats == nil {
+		stats = &JoinStats{}
+	}
+	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]Request{}, stats: stats}
+}
+
+func (j *joined) Next(r *Request) error {
+	if err := j.logs.Next(r); err != nil {
+		if errors.Is(err, io.EOF) {
+			j.stats.AuditOnly += int64(len(j.pending))
+			clear(j.pending)
+		}
+		return err
+	}
+	// read audit events up to r.Arrival+slack
+	for !j.auditDone {
+		if !j.haveHead {
+			err := j.audits.Next(&j.head)
+			if errors.Is(err, io.EOF) {
+				j.auditDone = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			j.haveHead = true
+		}
+		if j.head.Arrival.After(r.Arrival.Add(j.slack)) {
+			break
+		}
+		if j.head.AuditID != "" {
+			j.pending[j.head.AuditID] = j.head
+			j.order = append(j.order, j.head.AuditID)
+		}
+		j.haveHead = false
+	}
+	// evict events that arrived long before this request
+	for len(j.order) > 0 {
+		a, ok := j.pending[j.order[0]]
+		if ok && !a.Arrival.Before(r.Arrival.Add(-j.slack)) {
+			break
+		}
+		if ok {
+			delete(j.pending, j.order[0])
+			j.stats.AuditOnly++
+		}
+		j.order = j.order[1:]
+	}
+	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
+		delete(j.pending, r.AuditID)
+		r.User, r.Groups, r.UserKnown = a.User, a.Groups, true
+		j.stats.Matched++
+	} else {
+		j.stats.Unmatched++
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Request is one recorded request.
+type Request struct {
+	// Arrival is when the server received the request.
+	Arrival time.Time
+	// AuditID is the audit ID, if recorded.
+	AuditID string
+	// User and Groups identify the requester when UserKnown.
+	User      string
+	Groups    []string
+	UserKnown bool
+	// Method is the HTTP method (GET, POST, PUT, PATCH, DELETE, ...) and
+	// Verb the verb as recorded (httplog's LIST, WATCH, APPLY; an audit or
+	// JSONL Kubernetes verb).
+	Method string
+	Verb   string
+	// URI is the path with its query.
+	URI string
+	// UserAgent as recorded.
+	UserAgent string
+	// Latency is the whole time the server spent on the request, when
+	// recorded.
+	Latency time.Duration
+	// ServiceTime is the execution time once dispatched (apf_execution_time),
+	// valid when HasServiceTime.
+	ServiceTime    time.Duration
+	HasServiceTime bool
+	// InitialSeats, FinalSeats and AdditionalLatency are the recorded work
+	// estimate, valid when HasSeats.
+	InitialSeats, FinalSeats uint64
+	AdditionalLatency        time.Duration
+	HasSeats                 bool
+	// FlowSchema and PriorityLevel are the recorded classification (apf_fs,
+	// apf_pl), if any.
+	FlowSchema, PriorityLevel string
+	// Status is the HTTP status answered, 0 if unknown.
+	Status int
+	// Source names the input and line, for error messages.
+	Source string
+}
+
+// Reader yields requests. Next fills r and returns io.EOF at the end.
+type Reader interface {
+	Next(r *Request) error
+}
+
+// Options tune the readers.
+type Options struct {
+	// Year completes klog text timestamps, which have none (default 2000:
+	// only differences between times matter to the replay).
+	Year int
+	// Location of klog text timestamps (default UTC).
+	Location *time.Location
+	// ReorderWindow is how far back in time a completed request may have
+	// arrived and still be put in arrival order (default 2 minutes). Requests
+	// that arrived earlier than that (long watches) are clamped to the
+	// window's edge and counted in Stats.Clamped.
+	ReorderWindow time.Duration
+	// MaxLineBytes bounds one line (default 16 MiB).
+	MaxLineBytes int
+}
+
+func (o *Options) defaults() {
+	if o.Year == 0 {
+		o.Year = 2000
+	}
+	if o.Location == nil {
+		o.Location = time.UTC
+	}
+	if o.ReorderWindow == 0 {
+		o.ReorderWindow = 2 * time.Minute
+	}
+	if o.MaxLineBytes == 0 {
+		o.MaxLineBytes = 16 << 20
+	}
+}
+
+// Stats counts what a reader skipped.
+type Stats struct {
+	// Lines read, Records returned.
+	Lines, Records int64
+	// Skipped counts lines that are not requests (other log lines, audit
+	// stages other than ResponseComplete and Panic).
+	Skipped int64
+	// Clamped counts requests whose arrival fell before the re-ordering
+	// window and was moved to its edge.
+	Clamped int64
+}
+
+// lineScanner reads lines of up to max bytes.
+type lineScanner struct {
+	sc   *bufio.Scanner
+	name string
+	line int64
+}
+
+func newLineScanner(r io.Reader, name string, maxBytes int) *lineScanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxBytes)
+	return &lineScanner{sc: sc, name: name}
+}
+
+func (l *lineScanner) next() ([]byte, error) {
+	if !l.sc.Scan() {
+		if err := l.sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				return nil, fmt.Errorf("%s:%d: line longer than the limit: %w", l.name, l.line+1, err)
+			}
+			return nil, fmt.Errorf("reading %s: %w", l.name, err)
+		}
+		return nil, io.EOF
+	}
+	l.line++
+	return bytes.TrimRight(l.sc.Bytes(), "\r"), nil
+}
+
+func (l *lineScanner) where() string { return fmt.Sprintf("%s:%d", l.name, l.line) }
+
+// reorder puts requests that are logged at completion back in arrival
+// order, holding only those within the window.
+type reorder struct {
+	src     func(*Request) (completed time.Time, err error)
+	window  time.Duration
+	h       reqHeap
+	horizon time.Time // latest completion seen
+	emitted time.Time // arrival of the last request returned
+	done    bool
+	stats   *Stats
+}
+
+type reqHeap []*Request
+
+func (h reqHeap) Len() int { return len(h) }
+func (h reqHeap) Less(i, j int) bool {
+	return h[i].Arrival.Before(h[j].Arrival)
+}
+func (h reqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *reqHeap) Push(x any)   { *h = append(*h, x.(*Request)) }
+func (h *reqHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (ro *reorder) Next(out *Request) error {
+	for {
+		if ro.h.Len() > 0 && (ro.done || ro.h[0].Arrival.Before(ro.horizon.Add(-ro.window))) {
+			r := heap.Pop(&ro.h).(*Request)
+			*out = *r
+			ro.emitted = out.Arrival
+			ro.stats.Records++
+			return nil
+		}
+		if ro.done {
+			return io.EOF
+		}
+		r := new(Request)
+		completed, err := ro.src(r)
+		if errors.Is(err, io.EOF) {
+			ro.done = true
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if completed.After(ro.horizon) {
+			ro.horizon = completed
+		}
+		if !ro.emitted.IsZero() && r.Arrival.Before(ro.emitted) {
+			r.Arrival = ro.emitted
+			ro.stats.Clamped++
+		}
+		heap.Push(&ro.h, r)
+	}
+}
+
+// methodOf maps a recorded verb to the HTTP method that produces it.
+func methodOf(verb string) string {
+	switch verb {
+	case "GET", "LIST", "WATCH", "WATCHLIST", "get", "list", "watch", "proxy":
+		return "GET"
+	case "POST", "create", "CREATE":
+		return "POST"
+	case "PUT", "update", "UPDATE":
+		return "PUT"
+	case "PATCH", "APPLY", "patch":
+		return "PATCH"
+	case "DELETE", "DELETECOLLECTION", "delete", "deletecollection":
+		return "DELETE"
+	case "HEAD", "head":
+		return "HEAD"
+	case "OPTIONS", "CONNECT", "TRACE":
+		return verb
+	}
+	return ""
+}

@@ -1,0 +1,253 @@
+package workload
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testdata = "../../../testdata/workload"
+
+func readAll(t testing.TB, r Reader) ([]Request, error) {
+	t.Helper()
+	var out []Request
+	for {
+		var q Request
+		err := r.Next(&q)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, q)
+	}
+}
+
+func openTestdata(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testdata, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// summary is the part of a Request the table tests look at.
+type summary struct {
+	Arrival     time.Time
+	AuditID     string
+	Method, URI string
+	User        string
+	UserKnown   bool
+	Service     time.Duration
+	HasService  bool
+	Seats       [2]uint64
+	AddLatency  time.Duration
+	FS, PL      string
+	Status      int
+}
+
+func summarize(rs []Request) []summary {
+	var out []summary
+	for _, r := range rs {
+		out = append(out, summary{r.Arrival, r.AuditID[max(0, len(r.AuditID)-2):], r.Method, r.URI, r.User, r.UserKnown,
+			r.ServiceTime, r.HasServiceTime, [2]uint64{r.InitialSeats, r.FinalSeats}, r.AdditionalLatency, r.FlowSchema, r.PriorityLevel, r.Status})
+	}
+	return out
+}
+
+func TestHTTPLogReader(t *testing.T) {
+	st := &Stats{}
+	got, err := readAll(t, NewHTTPLogReader(openTestdata(t, "httplog-v1.37.log"), "httplog", Options{}, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// arrival = line time - latency, in arrival order: the 10 s watch first
+	want := []summary{
+		{at("2000-11-21T14:15:08.2Z"), "05", "GET", "/api/v1/pods?watch=true&timeoutSeconds=30", "", false, 1300 * time.Microsecond, true, [2]uint64{1, 0}, 0, "kube-scheduler", "workload-high", 200},
+		{at("2000-11-21T14:15:17.977828Z"), "01", "GET", "/api/v1/namespaces/default/pods?limit=500", "", false, 1900 * time.Microsecond, true, [2]uint64{1, 0}, 0, "global-default", "global-default", 200},
+		{at("2000-11-21T14:15:17.990Z"), "03", "GET", "/api/v1/namespaces/default/configmaps/cm", "", false, 0, false, [2]uint64{1, 0}, 0, "service-accounts", "workload-low", 429},
+		{at("2000-11-21T14:15:17.9911Z"), "02", "POST", "/api/v1/namespaces/default/configmaps", "", false, 3500 * time.Microsecond, true, [2]uint64{1, 2}, 5 * time.Millisecond, "service-accounts", "workload-low", 201},
+		{at("2000-11-21T14:15:18.097Z"), "04", "GET", "/api/v1/namespaces/x/pods/p", "", false, 500 * time.Microsecond, true, [2]uint64{1, 0}, 0, "catch-all", "catch-all", 404},
+	}
+	assertSummaries(t, want, summarize(got))
+	if st.Lines != 8 || st.Records != 5 || st.Skipped != 1 {
+		t.Errorf("stats %+v, want 8 lines (3 of them the trace and the multi-line value), 5 records, 1 skipped", *st)
+	}
+}
+
+func assertSummaries(t *testing.T, want, got []summary) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d requests, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("request %d:\n got  %+v\n want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestAuditReader(t *testing.T) {
+	st := &Stats{}
+	got, err := readAll(t, NewAuditReader(openTestdata(t, "audit.jsonl"), "audit", Options{}, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []summary{
+		{at("2000-11-21T14:15:17.977828Z"), "01", "GET", "/api/v1/namespaces/default/pods?limit=500", "alice", true, 0, false, [2]uint64{}, 0, "", "", 200},
+		{at("2000-11-21T14:15:17.990Z"), "03", "GET", "/api/v1/namespaces/default/configmaps/cm", "system:serviceaccount:default:loadgen", true, 0, false, [2]uint64{}, 0, "", "", 429},
+		// APF sees the impersonated user
+		{at("2000-11-21T14:15:17.9911Z"), "02", "POST", "/api/v1/namespaces/default/configmaps", "bob", true, 0, false, [2]uint64{}, 0, "", "", 201},
+		// no requestURI: rebuilt from objectRef
+		{at("2000-11-21T14:15:18.3Z"), "09", "GET", "/apis/apps/v1/namespaces/prod/deployments/web", "carol", true, 0, false, [2]uint64{}, 0, "", "", 200},
+	}
+	assertSummaries(t, want, summarize(got))
+	if got[0].Latency != 2500*time.Microsecond {
+		t.Errorf("latency %v, want 2.5ms (stageTimestamp - requestReceivedTimestamp)", got[0].Latency)
+	}
+	if st.Skipped != 1 {
+		t.Errorf("skipped %d, want 1 (the RequestReceived stage)", st.Skipped)
+	}
+}
+
+func TestOpenFilesJoinsHTTPLogAndAudit(t *testing.T) {
+	fs, err := OpenFiles([]string{filepath.Join(testdata, "httplog-v1.37.log"), filepath.Join(testdata, "audit.jsonl")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	got, err := readAll(t, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, r := range got {
+		u := r.User
+		if !r.UserKnown {
+			u = "?"
+		}
+		users = append(users, r.AuditID[len(r.AuditID)-2:]+"="+u)
+	}
+	if g, w := strings.Join(users, " "), "05=? 01=alice 03=system:serviceaccount:default:loadgen 02=bob 04=?"; g != w {
+		t.Errorf("joined identities %q, want %q", g, w)
+	}
+	if *fs.Join != (JoinStats{Matched: 3, Unmatched: 2, AuditOnly: 1}) {
+		t.Errorf("join stats %+v", *fs.Join)
+	}
+}
+
+func TestJSONLReader(t *testing.T) {
+	got, err := readAll(t, NewJSONLReader(openTestdata(t, "workload.jsonl"), "w", Options{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []summary{
+		{Epoch, "", "GET", "/api/v1/pods", "alice", true, 20 * time.Millisecond, true, [2]uint64{}, 0, "", "", 0},
+		{Epoch.Add(time.Millisecond), "", "POST", "/api/v1/namespaces/default/configmaps", "system:serviceaccount:default:builder", true, 4 * time.Millisecond, true, [2]uint64{1, 3}, 5 * time.Millisecond, "", "", 0},
+		{Epoch.Add(1500 * time.Millisecond), "", "GET", "/healthz", "", false, 100 * time.Microsecond, true, [2]uint64{}, 0, "probes", "exempt", 200},
+	}
+	assertSummaries(t, want, summarize(got))
+	if !got[1].HasSeats || got[0].HasSeats {
+		t.Errorf("HasSeats = %v, %v; want false, true", got[0].HasSeats, got[1].HasSeats)
+	}
+}
+
+func TestReaderErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		format  Format
+		input   string
+		wantErr string
+	}{
+		{"jsonl both times", FormatJSONL, `{"offset":"1s","arrival":"2026-01-01T00:00:00Z","verb":"get","path":"/x"}`, "w:1: give either arrival or offset"},
+		{"jsonl no time", FormatJSONL, `{"verb":"get","path":"/x"}`, "w:1: missing arrival"},
+		{"jsonl unknown field", FormatJSONL, `{"offset":"1s","verb":"get","path":"/x","seats":3}`, `unknown field "seats"`},
+		{"jsonl bad verb", FormatJSONL, `{"offset":"1s","verb":"fetch","path":"/x"}`, `unknown verb "fetch"`},
+		{"jsonl relative path", FormatJSONL, `{"offset":"1s","verb":"get","path":"x"}`, `path "x" must start with /`},
+		{"jsonl bad duration", FormatJSONL, `{"offset":"1 s","verb":"get","path":"/x"}`, "decoding workload record"},
+		{"jsonl out of order", FormatJSONL, "{\"offset\":\"2s\",\"verb\":\"get\",\"path\":\"/x\"}\n{\"offset\":\"1s\",\"verb\":\"get\",\"path\":\"/x\"}", "w:2: arrival 2000-01-01 00:00:01 +0000 UTC is before the previous record's"},
+		{"httplog bad latency", FormatHTTPLog, `I1121 14:15:17.980328 1 httplog.go:134] "HTTP" verb="GET" URI="/x" latency="fast" resp=200`, `w:1: latency "fast" is not a duration`},
+		{"httplog unterminated", FormatHTTPLog, `I1121 14:15:17.980328 1 httplog.go:134] "HTTP" verb="GET" URI="/x`, "unterminated quoted value of URI"},
+		{"httplog bad verb", FormatHTTPLog, `I1121 14:15:17.980328 1 httplog.go:134] "HTTP" verb="FETCH" URI="/x" resp=200`, `unknown verb "FETCH"`},
+		{"httplog bad header", FormatHTTPLog, `X1121 14:15:17.980328 1 httplog.go:134] "HTTP" verb="GET" URI="/x"`, "expected a severity letter"},
+		{"httplog unclosed multiline", FormatHTTPLog, "I1121 14:15:17.980328 1 httplog.go:134] \"HTTP\" verb=\"GET\" URI=\"/x\" addedInfo=<\n\tmore", `multi-line value not closed`},
+		{"audit not an event", FormatAudit, `{"kind":"Pod","apiVersion":"v1"}`, `kind "Pod" apiVersion "v1" is not an audit.k8s.io Event`},
+		{"audit garbage", FormatAudit, `{"kind":`, "w:1: not an audit event"},
+		{"audit no uri", FormatAudit, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-01T00:00:00Z"}`, "requestURI \"\" must be a path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Reader
+			switch tt.format {
+			case FormatJSONL:
+				r = NewJSONLReader(strings.NewReader(tt.input), "w", Options{}, nil)
+			case FormatAudit:
+				r = NewAuditReader(strings.NewReader(tt.input), "w", Options{}, nil)
+			default:
+				r = NewHTTPLogReader(strings.NewReader(tt.input), "w", Options{}, nil)
+			}
+			_, err := readAll(t, r)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name, input string
+		want        Format
+	}{
+		{"klog text", `I1121 14:15:17.980328 1 httplog.go:134] "HTTP" verb="GET"`, FormatHTTPLog},
+		{"klog json", `{"ts":1700000000000.5,"caller":"httplog/httplog.go:134","msg":"HTTP","v":3,"verb":"GET"}`, FormatHTTPLog},
+		{"audit", "\n\n" + `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"x","stage":"ResponseComplete"}`, FormatAudit},
+		{"jsonl with comment", "# comment\n" + `{"offset":"0s","verb":"get","path":"/x"}`, FormatJSONL},
+		{"empty", "", FormatJSONL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, r, err := Detect(strings.NewReader(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f != tt.want {
+				t.Errorf("format %q, want %q", f, tt.want)
+			}
+			b, _ := io.ReadAll(r)
+			if string(b) != tt.input {
+				t.Errorf("Detect consumed input: %q", b)
+			}
+		})
+	}
+}
+
+func TestHTTPLogJSONFormat(t *testing.T) {
+	in := `{"ts":1700000000123.5,"caller":"httplog/httplog.go:134","msg":"HTTP","v":3,"verb":"LIST","URI":"/api/v1/pods","latency":"3ms","userAgent":"x","audit-ID":"a","srcIP":"1.2.3.4:5","apf_pl":"global-default","apf_fs":"global-default","apf_iseats":2,"apf_fseats":0,"apf_additionalLatency":"0s","apf_execution_time":"2ms","resp":200}`
+	got, err := readAll(t, NewHTTPLogReader(strings.NewReader(in), "j", Options{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d requests", len(got))
+	}
+	wantArrival := time.UnixMilli(1700000000123).Add(500 * time.Microsecond).Add(-3 * time.Millisecond).UTC()
+	if g := got[0]; !g.Arrival.Equal(wantArrival) || g.InitialSeats != 2 || g.ServiceTime != 2*time.Millisecond || g.Method != "GET" {
+		t.Errorf("got %+v, want arrival %v, 2 seats, 2ms service, GET", g, wantArrival)
+	}
+}
