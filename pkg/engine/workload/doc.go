@@ -13,10 +13,12 @@
 //     the recorded apf_fs/apf_pl are kept. A line is written when the
 //     request completes, so the arrival is the line's time minus latency.
 //     klog text headers carry no year: Options.Year supplies it.
+//
 //   - audit events (audit.k8s.io/v1 Event, one JSON object per line, as
 //     written by --audit-log-path with the json format). Only the stages
 //     ResponseComplete and Panic are used (one per request); the arrival is
 //     requestReceivedTimestamp and the latency stageTimestamp minus it.
+//
 //   - the JSONL format of this project, one object per line:
 //
 //     {"arrival":"2026-11-21T14:15:17.980328812Z",  // RFC 3339; or

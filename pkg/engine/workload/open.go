@@ -194,7 +194,7 @@ func (m *merged) Less(i, j int) bool {
 	return a < b
 }
 func (m *merged) Swap(i, j int) { m.h[i], m.h[j] = m.h[j], m.h[i] }
-func (m *merged) Push(x any)   { m.h = append(m.h, x.(int)) }
+func (m *merged) Push(x any)    { m.h = append(m.h, x.(int)) }
 func (m *merged) Pop() any {
 	x := m.h[len(m.h)-1]
 	m.h = m.h[:len(m.h)-1]
