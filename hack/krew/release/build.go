@@ -301,4 +301,3 @@ func LoadArchives(dir string) (map[string]Archive, error) {
 	}
 	return out, nil
 }
-
