@@ -1,0 +1,110 @@
+package lint
+
+import (
+	"strings"
+	"testing"
+)
+
+const twoDocs = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: batch
+spec:
+  priorityLevelConfiguration:
+    name: batch
+  rules:
+  - subjects:
+    - kind: Group
+      group: {name: batch}
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      namespaces: ["*"]
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: batch
+spec:
+  type: Limited
+  limited:
+    limitResponse:
+      type: Queue
+      queuing: {queues: 16}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: unrelated
+`
+
+func TestParseObjects(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		fss, pls int
+		skipped  int
+		wantErr  string
+	}{
+		{name: "yaml stream with an unrelated object", in: twoDocs, fss: 1, pls: 1, skipped: 1},
+		{name: "json list", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
+		{name: "empty documents", in: "---\n---\n", fss: 0},
+		{name: "misspelt field", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {limitResponse: {type: Queue, queuing: {handsize: 4}}}}\n", wantErr: `f.yaml: document 1: PriorityLevelConfiguration has unknown field "spec.limited.limitResponse.queuing.handsize"`},
+		{name: "old api version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: FlowSchema\nmetadata: {name: x}\n", wantErr: "only flowcontrol.apiserver.k8s.io/v1 is supported"},
+		{name: "no name", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nspec: {}\n", wantErr: "FlowSchema without metadata.name"},
+		{name: "not yaml", in: "a: [", wantErr: "f.yaml: document 1:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseObjects([]byte(tt.in), "f.yaml")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.FlowSchemas) != tt.fss || len(got.PriorityLevels) != tt.pls || got.Skipped != tt.skipped {
+				t.Fatalf("got %d FlowSchemas, %d levels, %d skipped", len(got.FlowSchemas), len(got.PriorityLevels), got.Skipped)
+			}
+		})
+	}
+}
+
+func TestParseObjectsKeepsFields(t *testing.T) {
+	got, err := ParseObjects([]byte(twoDocs), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, pl := got.FlowSchemas[0], got.PriorityLevels[0]
+	if fs.Spec.Rules[0].Subjects[0].Group.Name != "batch" || fs.Spec.Rules[0].ResourceRules[0].Namespaces[0] != "*" {
+		t.Fatalf("FlowSchema decoded as %+v", fs.Spec)
+	}
+	if pl.Spec.Limited.LimitResponse.Queuing.Queues != 16 || pl.Spec.Limited.LimitResponse.Queuing.HandSize != 0 {
+		t.Fatalf("level decoded as %+v", pl.Spec.Limited.LimitResponse.Queuing)
+	}
+}
+
+func FuzzParseObjects(f *testing.F) {
+	f.Add([]byte(twoDocs))
+	f.Add([]byte(`{"kind":"List","items":[{"kind":"List","items":[]}]}`))
+	f.Add([]byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {rules: [{subjects: [{kind: User}]}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := ParseObjects(data, "fuzz")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz: ") {
+				t.Fatalf("error without its source: %v", err)
+			}
+			return
+		}
+		// Whatever parses must lint without panicking, alone and over the
+		// defaults.
+		Lint(Input{FlowSchemas: objs.FlowSchemas, PriorityLevels: objs.PriorityLevels}, DefaultOptions())
+		fss, pls := UpstreamDefaults()
+		fss, pls = Overlay(fss, pls, objs)
+		Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	})
+}
