@@ -278,3 +278,12 @@ func roundTripR(b []byte) (string, string, error) {
 type reparseError struct{ err error }
 
 func (e *reparseError) Error() string { return "re-parsing formatted rows: " + e.err.Error() }
+
+func readFixtureMetrics(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

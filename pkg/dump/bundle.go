@@ -1,0 +1,288 @@
+package dump
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// BundleFormat is the version of the bundle layout written by WriteBundle.
+const BundleFormat = 1
+
+// manifestFile is the bundle's table of contents.
+const manifestFile = "bundle.json"
+
+// maxBundleFile bounds one file read from a bundle (a tarball is untrusted
+// input: a bomb must not exhaust memory).
+const maxBundleFile = 256 << 20
+
+// Manifest describes a bundle: what was captured, from where and when.
+//
+// Layout (a directory, or the same tree in a .tar.gz):
+//
+//	bundle.json                       this manifest
+//	instance-N/version.json           /version
+//	instance-N/flowschemas.json       FlowSchemaList, converted to v1
+//	instance-N/prioritylevelconfigurations.json
+//	instance-N/dump_priority_levels.txt, dump_queues.txt, dump_requests.txt
+//	instance-N/metrics-0.txt, metrics-1.txt  APF families of /metrics
+//	instance-N/metrics-0.time, metrics-1.time  scrape times (RFC 3339)
+type Manifest struct {
+	Format      int                `json:"format"`
+	CreatedAt   time.Time          `json:"createdAt"`
+	Source      string             `json:"source"`
+	Redacted    bool               `json:"redacted"`
+	Instances   []ManifestInstance `json:"instances"`
+	Failures    []InstanceError    `json:"failures,omitempty"`
+	ToolVersion string             `json:"toolVersion,omitempty"`
+}
+
+// ManifestInstance is one instance's entry in a bundle manifest.
+type ManifestInstance struct {
+	Dir                string    `json:"dir"`
+	Instance           string    `json:"instance"`
+	CapturedAt         time.Time `json:"capturedAt"`
+	FlowcontrolVersion string    `json:"flowcontrolVersion,omitempty"`
+	Files              []string  `json:"files"`
+}
+
+// IsTarball reports whether a bundle path names a .tar.gz (or .tgz) file
+// rather than a directory.
+func IsTarball(p string) bool {
+	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
+}
+
+// BundleFiles returns the files of a bundle for capture c, by path inside
+// the bundle.
+func BundleFiles(c *Capture, m Manifest) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	m.Format = BundleFormat
+	m.Instances = nil
+	m.Failures = c.Failures
+	for i := range m.Failures {
+		m.Failures[i].Message = m.Failures[i].Error()
+	}
+	for i, s := range c.Snapshots {
+		dir := fmt.Sprintf("instance-%d", i)
+		mi := ManifestInstance{Dir: dir, Instance: s.Instance, CapturedAt: s.CapturedAt.UTC(), FlowcontrolVersion: s.FlowcontrolVersion}
+		names := make([]string, 0, len(s.Raw))
+		for name := range s.Raw {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			files[path.Join(dir, name)] = s.Raw[name]
+			mi.Files = append(mi.Files, name)
+		}
+		m.Instances = append(m.Instances, mi)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files[manifestFile] = append(b, '\n')
+	return files, nil
+}
+
+// WriteBundle writes capture c to out: a directory (created; it must not
+// exist or be empty) or, when out ends in .tar.gz, a gzipped tarball.
+func WriteBundle(out string, c *Capture, m Manifest) error {
+	files, err := BundleFiles(c, m)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if IsTarball(out) {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(gz)
+		for _, n := range names {
+			hdr := &tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), ModTime: m.CreatedAt, Typeflag: tar.TypeReg}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return fmt.Errorf("writing bundle %s: %w", out, err)
+			}
+			if _, err := tw.Write(files[n]); err != nil {
+				return fmt.Errorf("writing bundle %s: %w", out, err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			return fmt.Errorf("writing bundle %s: %w", out, err)
+		}
+		if err := gz.Close(); err != nil {
+			return fmt.Errorf("writing bundle %s: %w", out, err)
+		}
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("writing bundle: %w", err)
+		}
+		return nil
+	}
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return fmt.Errorf("bundle directory %s exists and is not empty; choose a new path", out)
+	}
+	for _, n := range names {
+		p := filepath.Join(out, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("writing bundle: %w", err)
+		}
+		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+			return fmt.Errorf("writing bundle: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadBundleFiles reads every file of a bundle directory or tarball.
+func ReadBundleFiles(p string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	if st.IsDir() {
+		root := os.DirFS(p)
+		err := fs.WalkDir(root, ".", func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if info.Size() > maxBundleFile {
+				return fmt.Errorf("%s is larger than %d bytes", name, maxBundleFile)
+			}
+			b, err := fs.ReadFile(root, name)
+			files[name] = b
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+		}
+		return files, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle %s: not a directory or a .tar.gz: %w", p, err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		b, err := io.ReadAll(io.LimitReader(tr, maxBundleFile+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading bundle %s: %s: %w", p, name, err)
+		}
+		if len(b) > maxBundleFile {
+			return nil, fmt.Errorf("reading bundle %s: %s is larger than %d bytes", p, name, maxBundleFile)
+		}
+		files[name] = b
+	}
+	return files, nil
+}
+
+// BundleSource reads snapshots from a bundle (--from); it needs no cluster.
+type BundleSource struct {
+	Path string
+}
+
+// Describe names the source.
+func (b *BundleSource) Describe() string { return "bundle " + b.Path }
+
+// Capture returns the bundle's snapshots. Parts not in opts are dropped, so
+// a command shows the same from a bundle as from the cluster.
+func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
+	files, err := ReadBundleFiles(b.Path)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := CaptureFromFiles(files, opts)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Path, err)
+	}
+	return c, nil
+}
+
+// CaptureFromFiles rebuilds a capture from bundle files.
+func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *Manifest, error) {
+	mb, ok := files[manifestFile]
+	if !ok {
+		return nil, nil, fmt.Errorf("no %s: not a kubectl-apf bundle", manifestFile)
+	}
+	var m Manifest
+	if err := json.Unmarshal(mb, &m); err != nil {
+		return nil, nil, fmt.Errorf("decoding %s: %w", manifestFile, err)
+	}
+	if m.Format != BundleFormat {
+		return nil, nil, fmt.Errorf("bundle format %d; this kubectl-apf reads format %d", m.Format, BundleFormat)
+	}
+	c := &Capture{Failures: m.Failures}
+	for i := range c.Failures {
+		c.Failures[i].Err = errors.New(c.Failures[i].Message)
+	}
+	for _, mi := range m.Instances {
+		s := &Snapshot{Instance: mi.Instance, CapturedAt: mi.CapturedAt, FlowcontrolVersion: mi.FlowcontrolVersion, Raw: map[string][]byte{}}
+		for _, name := range mi.Files {
+			b, ok := files[path.Join(mi.Dir, name)]
+			if !ok {
+				return nil, nil, fmt.Errorf("%s lists %s/%s, which is missing", manifestFile, mi.Dir, name)
+			}
+			if !wanted(name, opts.Parts) {
+				continue
+			}
+			s.Raw[name] = b
+		}
+		if err := s.parseRaw(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", mi.Dir, err)
+		}
+		c.Snapshots = append(c.Snapshots, s)
+	}
+	return c, &m, nil
+}
+
+func wanted(name string, p Parts) bool {
+	switch {
+	case name == FileVersion:
+		return p&PartVersion != 0
+	case name == FileFlowSchemas || name == FilePLCs:
+		return p&PartObjects != 0
+	case name == FilePriorityLevels:
+		return p&PartPriorityLevels != 0
+	case name == FileQueues:
+		return p&PartQueues != 0
+	case name == FileRequests:
+		return p&PartRequests != 0
+	case strings.HasPrefix(name, "metrics-"):
+		return p&PartMetrics != 0
+	}
+	return true
+}

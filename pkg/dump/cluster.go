@@ -1,0 +1,450 @@
+package dump
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// Bundle file names of the raw bodies of one snapshot.
+const (
+	FilePriorityLevels = "dump_priority_levels.txt"
+	FileQueues         = "dump_queues.txt"
+	FileRequests       = "dump_requests.txt"
+	FileFlowSchemas    = "flowschemas.json"
+	FilePLCs           = "prioritylevelconfigurations.json"
+	FileVersion        = "version.json"
+)
+
+// MetricsFile is the bundle file name of the i-th metrics scrape.
+func MetricsFile(i int) string { return fmt.Sprintf("metrics-%d.txt", i) }
+
+// flowcontrolGroup is the API group of FlowSchemas and priority levels.
+const flowcontrolGroup = "flowcontrol.apiserver.k8s.io"
+
+// flowcontrolVersions are the versions kubectl-apf reads, newest first.
+var flowcontrolVersions = []string{"v1", "v1beta3", "v1beta2", "v1beta1"}
+
+// ClusterSource reads snapshots from live apiserver instances.
+type ClusterSource struct {
+	// Config is the kubeconfig's client configuration.
+	Config *rest.Config
+	// Instances are explicit instance URLs (--apiserver-urls); each is
+	// queried with Config's credentials and the TLS server name of
+	// Config.Host. Empty means Config.Host alone, unless AllAPIServers.
+	Instances []string
+	// AllAPIServers discovers the instances from the default/kubernetes
+	// EndpointSlice (--all-apiservers).
+	AllAPIServers bool
+	// Now is the clock stamped on snapshots and scrapes (time.Now if nil).
+	Now func() time.Time
+	// Sleep waits between the two metrics scrapes (a timer if nil); tests
+	// replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Describe names the source.
+func (c *ClusterSource) Describe() string {
+	switch {
+	case c.AllAPIServers:
+		return "every apiserver behind " + c.Config.Host
+	case len(c.Instances) > 0:
+		return fmt.Sprintf("%d apiserver(s)", len(c.Instances))
+	}
+	return c.Config.Host
+}
+
+func (c *ClusterSource) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *ClusterSource) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// InstanceConfig returns a copy of base aimed at instance url, keeping the
+// credentials, and verifying TLS against the original host's name (an
+// instance's certificate is issued for the service name, not its address).
+func InstanceConfig(base *rest.Config, instance string) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	orig, err := url.Parse(base.Host)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the kubeconfig server %q: %w", base.Host, err)
+	}
+	u, err := url.Parse(instance)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("apiserver URL %q: want https://HOST:PORT", instance)
+	}
+	cfg.Host = instance
+	if cfg.TLSClientConfig.ServerName == "" && orig.Hostname() != "" {
+		cfg.TLSClientConfig.ServerName = orig.Hostname()
+	}
+	return cfg, nil
+}
+
+// DiscoverAPIServers lists the instance URLs in the default/kubernetes
+// EndpointSlice(s), the endpoints of the "kubernetes" Service that every
+// kube-apiserver keeps up to date (the endpoint reconciler of
+// k8s.io/kubernetes pkg/controlplane/reconcilers).
+func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
+	list, err := cs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+	if err != nil {
+		return nil, ExplainFetchError("the cluster", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", 0, err)
+	}
+	seen := map[string]bool{}
+	var urls []string
+	for _, es := range list.Items {
+		port := int32(443)
+		for _, p := range es.Ports {
+			if p.Port != nil && (p.Name == nil || *p.Name == "https") {
+				port = *p.Port
+			}
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				u := "https://" + net.JoinHostPort(a, strconv.Itoa(int(port)))
+				if !seen[u] {
+					seen[u] = true
+					urls = append(urls, u)
+				}
+			}
+		}
+	}
+	sort.Strings(urls)
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("the default/kubernetes EndpointSlice lists no ready apiserver; name the instances with --apiserver-urls")
+	}
+	return urls, nil
+}
+
+// Capture reads one snapshot per instance, concurrently.
+func (c *ClusterSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
+	instances := c.Instances
+	if c.AllAPIServers {
+		cs, err := kubernetes.NewForConfig(c.Config)
+		if err != nil {
+			return nil, fmt.Errorf("building a client for %s: %w", c.Config.Host, err)
+		}
+		if instances, err = DiscoverAPIServers(ctx, cs); err != nil {
+			return nil, err
+		}
+	}
+	direct := len(instances) == 0
+	if direct {
+		instances = []string{c.Config.Host}
+	}
+	snaps := make([]*Snapshot, len(instances))
+	errs := make([]error, len(instances))
+	var wg sync.WaitGroup
+	for i, inst := range instances {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := c.Config
+			if !direct {
+				var err error
+				if cfg, err = InstanceConfig(c.Config, inst); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			snaps[i], errs[i] = c.captureOne(ctx, inst, cfg, opts)
+		}()
+	}
+	wg.Wait()
+	out := &Capture{}
+	for i := range instances {
+		if errs[i] != nil {
+			out.Failures = append(out.Failures, InstanceError{Instance: instances[i], Err: errs[i], Message: errs[i].Error()})
+			continue
+		}
+		out.Snapshots = append(out.Snapshots, snaps[i])
+	}
+	if len(out.Snapshots) == 0 && len(out.Failures) == 1 {
+		// One instance: its error is the command's error.
+		return nil, out.Failures[0].Err
+	}
+	return out, nil
+}
+
+// fetcher GETs paths of one instance through client-go.
+type fetcher struct {
+	rc       rest.Interface
+	instance string
+	timeout  time.Duration
+}
+
+func (f *fetcher) get(ctx context.Context, path string, params map[string]string) ([]byte, error) {
+	req := f.rc.Get().AbsPath(path)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	body, err := req.DoRaw(ctx)
+	if err != nil {
+		return nil, ExplainFetchError(f.instance, path, f.timeout, err)
+	}
+	return body, nil
+}
+
+// NewFetcherClient returns the rest.Interface used for one instance.
+func NewFetcherClient(cfg *rest.Config) (rest.Interface, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
+	}
+	return cs.Discovery().RESTClient(), nil
+}
+
+func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *rest.Config, opts CaptureOptions) (*Snapshot, error) {
+	rc, err := NewFetcherClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &fetcher{rc: rc, instance: instance, timeout: cfg.Timeout}
+	s := &Snapshot{Instance: instance, CapturedAt: c.now(), Raw: map[string][]byte{}}
+	if opts.Parts&PartVersion != 0 {
+		body, err := f.get(ctx, "/version", nil)
+		if err != nil {
+			return nil, err
+		}
+		var v version.Info
+		if err := json.Unmarshal(body, &v); err != nil {
+			return nil, fmt.Errorf("decoding /version of %s: %w", instance, err)
+		}
+		s.ServerVersion = &v
+		s.Raw[FileVersion] = body
+	}
+	if opts.Parts&PartObjects != 0 {
+		if err := f.objects(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	dumps := []struct {
+		part   Parts
+		path   string
+		file   string
+		params map[string]string
+	}{
+		{PartPriorityLevels, PathPriorityLevels, FilePriorityLevels, nil},
+		{PartQueues, PathQueues, FileQueues, nil},
+		{PartRequests, PathRequests, FileRequests, map[string]string{"includeRequestDetails": "1"}},
+	}
+	for _, d := range dumps {
+		if opts.Parts&d.part == 0 {
+			continue
+		}
+		body, err := f.get(ctx, d.path, d.params)
+		if err != nil {
+			return nil, err
+		}
+		s.Raw[d.file] = body
+	}
+	if opts.Parts&PartMetrics != 0 {
+		if err := c.scrape(ctx, f, s, 0); err != nil {
+			return nil, err
+		}
+		if opts.MetricsInterval > 0 {
+			if err := c.sleep(ctx, opts.MetricsInterval); err != nil {
+				return nil, fmt.Errorf("waiting for the second /metrics scrape of %s: %w", instance, err)
+			}
+			if err := c.scrape(ctx, f, s, 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.parseRaw(); err != nil {
+		return nil, fmt.Errorf("%s: %w", instance, err)
+	}
+	return s, nil
+}
+
+// scrape reads /metrics as a stream through the APF filter, so memory stays
+// bounded by the kept families however large the body.
+func (c *ClusterSource) scrape(ctx context.Context, f *fetcher, s *Snapshot, i int) error {
+	rc, err := f.rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain;version=0.0.4").Stream(ctx)
+	if err != nil {
+		return ExplainFetchError(f.instance, "/metrics", f.timeout, err)
+	}
+	defer rc.Close()
+	at := c.now()
+	kept, err := metrics.FilterAPF(rc)
+	if err != nil {
+		return ExplainFetchError(f.instance, "/metrics", f.timeout, err)
+	}
+	s.Raw[MetricsFile(i)] = kept
+	s.Raw[metricsTimeKey(i)] = []byte(at.UTC().Format(time.RFC3339Nano))
+	return nil
+}
+
+func metricsTimeKey(i int) string { return fmt.Sprintf("metrics-%d.time", i) }
+
+// objects lists FlowSchemas and priority levels through the newest
+// flowcontrol version the server serves.
+func (f *fetcher) objects(ctx context.Context, s *Snapshot) error {
+	groupPath := "/apis/" + flowcontrolGroup
+	body, err := f.get(ctx, groupPath, nil)
+	if err != nil {
+		return err
+	}
+	var g metav1.APIGroup
+	if err := json.Unmarshal(body, &g); err != nil {
+		return fmt.Errorf("decoding %s of %s: %w", groupPath, f.instance, err)
+	}
+	served := map[string]bool{}
+	for _, v := range g.Versions {
+		served[v.Version] = true
+	}
+	for _, v := range flowcontrolVersions {
+		if served[v] {
+			s.FlowcontrolVersion = v
+			break
+		}
+	}
+	if s.FlowcontrolVersion == "" {
+		return fmt.Errorf("%s serves none of the flowcontrol versions %v of %s", f.instance, flowcontrolVersions, flowcontrolGroup)
+	}
+	for _, o := range []struct{ resource, file string }{{"flowschemas", FileFlowSchemas}, {"prioritylevelconfigurations", FilePLCs}} {
+		body, err := f.get(ctx, groupPath+"/"+s.FlowcontrolVersion+"/"+o.resource, nil)
+		if err != nil {
+			return err
+		}
+		conv, err := ConvertList(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", f.instance, o.resource, err)
+		}
+		s.Raw[o.file] = conv
+	}
+	return nil
+}
+
+// ConvertList turns a FlowSchemaList or PriorityLevelConfigurationList of
+// any served version into v1 JSON. The versions differ only in the
+// apiVersion and, for v1beta1 and v1beta2, in the name of
+// spec.limited.assuredConcurrencyShares (nominalConcurrencyShares since
+// v1beta3; k8s.io/kubernetes pkg/apis/flowcontrol/v1beta2/conversion.go).
+func ConvertList(body []byte) ([]byte, error) {
+	var list map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the list: %w", err)
+	}
+	list["apiVersion"] = flowcontrolGroup + "/v1"
+	items, _ := list["items"].([]any)
+	for _, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		obj["apiVersion"] = flowcontrolGroup + "/v1"
+		spec, _ := obj["spec"].(map[string]any)
+		lim, _ := spec["limited"].(map[string]any)
+		if v, ok := lim["assuredConcurrencyShares"]; ok {
+			if _, has := lim["nominalConcurrencyShares"]; !has {
+				lim["nominalConcurrencyShares"] = v
+			}
+			delete(lim, "assuredConcurrencyShares")
+		}
+	}
+	return json.Marshal(list)
+}
+
+// parseRaw fills the typed fields from Raw; a bundle read back goes through
+// here too.
+func (s *Snapshot) parseRaw() error {
+	var err error
+	if b, ok := s.Raw[FileVersion]; ok && s.ServerVersion == nil {
+		var v version.Info
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("decoding %s: %w", FileVersion, err)
+		}
+		s.ServerVersion = &v
+	}
+	if b, ok := s.Raw[FileFlowSchemas]; ok {
+		var l flowcontrolv1.FlowSchemaList
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("decoding flowschemas: %w", err)
+		}
+		s.FlowSchemas = l.Items
+	}
+	if b, ok := s.Raw[FilePLCs]; ok {
+		var l flowcontrolv1.PriorityLevelConfigurationList
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("decoding prioritylevelconfigurations: %w", err)
+		}
+		s.PriorityLevels = l.Items
+	}
+	if b, ok := s.Raw[FilePriorityLevels]; ok {
+		if s.PriorityLevelDump, err = ParsePriorityLevels(b); err != nil {
+			return err
+		}
+	}
+	if b, ok := s.Raw[FileQueues]; ok {
+		if s.QueueDump, err = ParseQueues(b); err != nil {
+			return err
+		}
+	}
+	if b, ok := s.Raw[FileRequests]; ok {
+		if s.RequestDump, err = ParseRequests(b); err != nil {
+			return err
+		}
+	}
+	s.Metrics = nil
+	for i := 0; ; i++ {
+		b, ok := s.Raw[MetricsFile(i)]
+		if !ok {
+			break
+		}
+		at := s.CapturedAt
+		if ts, ok := s.Raw[metricsTimeKey(i)]; ok {
+			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
+				at = t
+			}
+		}
+		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
+		if err != nil {
+			return fmt.Errorf("%s: %w", MetricsFile(i), err)
+		}
+		s.Metrics = append(s.Metrics, sc)
+	}
+	return nil
+}
+
+var _ io.Reader = (*bytes.Reader)(nil)
+
+func typeMetaList(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: flowcontrolGroup + "/v1", Kind: kind}
+}

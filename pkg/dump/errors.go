@@ -1,0 +1,101 @@
+package dump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// RBACHintCommand is the command that prints a ClusterRole granting what
+// kubectl-apf reads.
+const RBACHintCommand = "kubectl apf rbac"
+
+// DebugURLPattern is the nonResourceURLs entry that grants the three dumps.
+const DebugURLPattern = "/debug/api_priority_and_fairness/*"
+
+// rbacRule names the RBAC rule a GET of path needs.
+func rbacRule(path string) string {
+	switch {
+	case strings.HasPrefix(path, "/debug/api_priority_and_fairness/"):
+		return fmt.Sprintf("nonResourceURLs [%q] with verb get", DebugURLPattern)
+	case path == "/metrics":
+		return `nonResourceURLs ["/metrics"] with verb get`
+	case strings.Contains(path, "/flowschemas"):
+		return `resource flowschemas in API group flowcontrol.apiserver.k8s.io with verb list`
+	case strings.Contains(path, "/prioritylevelconfigurations"):
+		return `resource prioritylevelconfigurations in API group flowcontrol.apiserver.k8s.io with verb list`
+	case strings.Contains(path, "/endpointslices"):
+		return `resource endpointslices in API group discovery.k8s.io, namespace default, with verb list`
+	}
+	return fmt.Sprintf("nonResourceURLs [%q] with verb get", path)
+}
+
+// ExplainFetchError turns the error of a GET of path on instance into one
+// line a person can act on. timeout is the --request-timeout in force (0:
+// none), named when the request timed out.
+func ExplainFetchError(instance, path string, timeout time.Duration, err error) error {
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("GET %s on %s", path, instance)
+	var se apierrors.APIStatus
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: forbidden (403): your identity lacks the RBAC rule %s; ask an admin to bind the read-only ClusterRole printed by %q", what, rbacRule(path), RBACHintCommand)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%s: unauthorized (401): the apiserver rejected the credentials of the kubeconfig", what)
+	case apierrors.IsNotFound(err) && strings.HasPrefix(path, "/debug/api_priority_and_fairness/"):
+		return fmt.Errorf("%s: not found (404): API Priority and Fairness is disabled on this apiserver (--enable-priority-and-fairness=false) or its debug endpoints are not served there (is this a kube-apiserver, not an aggregated server or a proxy?)", what)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s: not found (404): not served by this apiserver", what)
+	case isTimeout(err):
+		hint := "raise it with --request-timeout"
+		if timeout > 0 {
+			hint = fmt.Sprintf("--request-timeout is %s; raise it", timeout)
+		}
+		return fmt.Errorf("%s: timed out (%s)", what, hint)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: truncated response: the connection closed before the body was complete", what)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%s: connection refused: nothing listens there (is the apiserver up, is the URL right?)", what)
+	case errors.As(err, &se):
+		st := se.Status()
+		return fmt.Errorf("%s: HTTP %d %s: %s", what, st.Code, st.Reason, firstLine(st.Message))
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("%s: cannot resolve %s", what, dnsErr.Name)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %s", what, firstLine(ue.Err.Error()))
+	}
+	return fmt.Errorf("%s: %s", what, firstLine(err.Error()))
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// firstLine keeps one line of a server-supplied message, bounded in length.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

@@ -1,0 +1,115 @@
+package dump
+
+import (
+	"context"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// Snapshot is the APF state of one apiserver instance at one time; see the
+// package documentation.
+type Snapshot struct {
+	Instance           string                                     `json:"instance"`
+	ServerVersion      *version.Info                              `json:"serverVersion,omitempty"`
+	CapturedAt         time.Time                                  `json:"capturedAt"`
+	FlowcontrolVersion string                                     `json:"flowcontrolVersion,omitempty"`
+	FlowSchemas        []flowcontrolv1.FlowSchema                 `json:"flowSchemas,omitempty"`
+	PriorityLevels     []flowcontrolv1.PriorityLevelConfiguration `json:"priorityLevels,omitempty"`
+	PriorityLevelDump  []PriorityLevelRow                         `json:"priorityLevelDump,omitempty"`
+	QueueDump          []QueueRow                                 `json:"queueDump,omitempty"`
+	RequestDump        []RequestRow                               `json:"requestDump,omitempty"`
+	// Metrics holds the scrapes, oldest first.
+	Metrics []*metrics.Scrape `json:"-"`
+	// Raw holds the bodies as read, by bundle file name.
+	Raw map[string][]byte `json:"-"`
+}
+
+// Parts selects what a capture reads, so a command asks only for what it
+// shows (the dumps stall admission briefly; do not read them for nothing).
+type Parts uint
+
+// The parts of a snapshot.
+const (
+	PartObjects Parts = 1 << iota
+	PartPriorityLevels
+	PartQueues
+	PartRequests
+	PartMetrics
+	PartVersion
+
+	PartAll = PartObjects | PartPriorityLevels | PartQueues | PartRequests | PartMetrics | PartVersion
+)
+
+// CaptureOptions says what to read.
+type CaptureOptions struct {
+	Parts Parts
+	// MetricsInterval, when positive, takes a second /metrics scrape this
+	// long after the first, for rates.
+	MetricsInterval time.Duration
+}
+
+// InstanceError is why one instance could not be read.
+type InstanceError struct {
+	Instance string `json:"instance"`
+	Err      error  `json:"-"`
+	// Message is Err's text, kept when a bundle is written and read back.
+	Message string `json:"error"`
+}
+
+func (e InstanceError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+// Capture is what a Source returns: the snapshots of the instances that
+// answered and the errors of those that did not.
+type Capture struct {
+	Snapshots []*Snapshot     `json:"snapshots"`
+	Failures  []InstanceError `json:"failures,omitempty"`
+}
+
+// Source is where snapshots come from: a cluster or a bundle.
+type Source interface {
+	// Capture reads one snapshot per instance.
+	Capture(ctx context.Context, opts CaptureOptions) (*Capture, error)
+	// Describe names the source for messages ("https://10.0.0.1:6443",
+	// "bundle apf.tar.gz").
+	Describe() string
+}
+
+// Names indexes the UIDs of a snapshot's configuration objects.
+type Names struct {
+	FlowSchemas    map[string]string
+	PriorityLevels map[string]string
+}
+
+// NamesByUID returns the names of the snapshot's objects by UID.
+func (s *Snapshot) NamesByUID() Names {
+	n := Names{FlowSchemas: map[string]string{}, PriorityLevels: map[string]string{}}
+	for _, fs := range s.FlowSchemas {
+		n.FlowSchemas[string(fs.UID)] = fs.Name
+	}
+	for _, pl := range s.PriorityLevels {
+		n.PriorityLevels[string(pl.UID)] = pl.Name
+	}
+	return n
+}
+
+// LatestMetrics returns the newest scrape and the one before it (nil when
+// there is only one, or none).
+func (s *Snapshot) LatestMetrics() (prev, cur *metrics.Scrape) {
+	switch n := len(s.Metrics); n {
+	case 0:
+		return nil, nil
+	case 1:
+		return nil, s.Metrics[0]
+	default:
+		return s.Metrics[n-2], s.Metrics[n-1]
+	}
+}
