@@ -162,7 +162,9 @@ func TestClusterCaptureErrors(t *testing.T) {
 		{"timeout", func(f *fakeAPIServer) { f.delay = 300 * time.Millisecond }, func(c *rest.Config) { c.Timeout = 50 * time.Millisecond },
 			"timed out (--request-timeout is 50ms; raise it)"},
 		{"truncated", func(f *fakeAPIServer) { f.truncate = PathPriorityLevels }, nil, "truncated response"},
-		{"no flowcontrol version", func(f *fakeAPIServer) { f.versions = `{"groupVersion":"flowcontrol.apiserver.k8s.io/v9","version":"v9"}` }, nil, "serves none of the flowcontrol versions"},
+		{"no flowcontrol version", func(f *fakeAPIServer) {
+			f.versions = `{"groupVersion":"flowcontrol.apiserver.k8s.io/v9","version":"v9"}`
+		}, nil, "serves none of the flowcontrol versions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
