@@ -128,7 +128,7 @@ type queueSet struct {
 	activeQueues   int
 	seatsRequested int
 
-	demand integrator
+	demand *engine.Integrator // seat demand, for periodic borrowing
 	stats  levelStats
 }
 
@@ -160,7 +160,7 @@ func (qs *queueSet) updateActive(q *queue) {
 }
 
 func (qs *queueSet) noteDemand(now int64) {
-	qs.demand.set(now, float64(qs.totSeatsInUse+qs.totSeatsWaiting))
+	qs.demand.Set(epoch.Add(time.Duration(now)), float64(qs.totSeatsInUse+qs.totSeatsWaiting))
 }
 
 // canAccommodateSeats mirrors canAccommodateSeatsLocked.

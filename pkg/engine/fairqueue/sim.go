@@ -121,18 +121,12 @@ type Source interface {
 	Next(*Request) error
 }
 
-// DemandStats is one level's seat demand over the last borrowing period,
-// computed as apf_controller.go:seatDemandStats.update does.
-type DemandStats struct {
-	HighWatermark int
-	Avg, StdDev   float64
-	Smoothed      float64
-}
-
-// BorrowFunc computes the current concurrency limit of every level from the
-// demand statistics of the period that just ended; a negative limit keeps the
-// previous one. It is what apf_controller.go:updateBorrowingLocked computes.
-type BorrowFunc func(stats []DemandStats) []int
+// BorrowFunc computes the current concurrency limit of every level (in the
+// order of the []LevelConfig) from the seat-demand statistics updated with
+// the period that just ended; a negative limit keeps the previous one. It is
+// what apf_controller.go:updateBorrowingLocked computes
+// (engine.AllocateCurrentLimits).
+type BorrowFunc func(stats []engine.SeatDemandStats) []int
 
 // Options tune a simulation.
 type Options struct {
@@ -213,9 +207,11 @@ type Simulator struct {
 	inFlight    int
 	peakFlight  int
 	requests    int64
-	borrowStats []DemandStats
-	smoothed    []float64
+	borrowStats []engine.SeatDemandStats
 }
+
+// epoch is simulated time zero for the seat-demand integrators.
+var epoch = time.Unix(0, 0)
 
 // NewSimulator builds the queue sets of the given levels.
 func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
@@ -243,11 +239,10 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 			qs.hand = make([]int, 0, c.HandSize)
 			qs.queues = make([]queue, c.Queues)
 		}
-		qs.stats.wait.init()
+		qs.demand = engine.NewIntegrator(epoch)
 		s.levels = append(s.levels, qs)
 	}
-	s.borrowStats = make([]DemandStats, len(levels))
-	s.smoothed = make([]float64, len(levels))
+	s.borrowStats = make([]engine.SeatDemandStats, len(levels))
 	if opts.Borrow != nil {
 		s.push(event{t: int64(opts.BorrowingPeriod), kind: evBorrow})
 	}
@@ -337,18 +332,7 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 
 func (s *Simulator) borrow(now int64) {
 	for i, qs := range s.levels {
-		obs := qs.demand.reset(now)
-		st := &s.borrowStats[i]
-		st.HighWatermark = int(math.Round(obs.max))
-		if obs.duration > 0 {
-			avg, dev := obs.avg, obs.dev
-			if math.IsNaN(dev) {
-				dev = 0
-			}
-			st.Avg, st.StdDev = avg, dev
-			env := avg + dev
-			st.Smoothed = math.Max(env, 0.977*st.Smoothed+(1-0.977)*env)
-		}
+		s.borrowStats[i].Update(qs.demand.Reset(epoch.Add(time.Duration(now))))
 	}
 	limits := s.opts.Borrow(s.borrowStats)
 	for i, qs := range s.levels {
@@ -451,7 +435,6 @@ func (s *Simulator) flow(r *request) *flowStats {
 	f := &s.flows[i]
 	if f.level < 0 {
 		f.level = r.level.index
-		f.wait.init()
 	}
 	return f
 }

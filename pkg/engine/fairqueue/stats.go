@@ -18,8 +18,6 @@ type histogram struct {
 const subBits = 6
 const subCount = 1 << subBits
 
-func (h *histogram) init() {}
-
 func bucketOf(v int64) int {
 	if v < subCount {
 		return int(v)
@@ -92,58 +90,6 @@ type flowStats struct {
 	peakWaiting int
 	seats       int
 	peakSeats   int
-}
-
-// integrator mirrors fairqueuing/integrator.go: the time integrals of x and
-// x^2 since the last reset, plus min and max, over simulated time.
-type integrator struct {
-	last     int64
-	x        float64
-	elapsed  float64
-	ix, ixx  float64
-	min, max float64
-}
-
-type integratorResults struct {
-	duration, avg, dev, min, max float64
-}
-
-func (ig *integrator) update(now int64) {
-	dt := time.Duration(now - ig.last).Seconds()
-	ig.last = now
-	ig.elapsed += dt
-	ig.ix += ig.x * dt
-	ig.ixx += ig.x * ig.x * dt
-}
-
-func (ig *integrator) set(now int64, x float64) {
-	ig.update(now)
-	ig.x = x
-	if x < ig.min {
-		ig.min = x
-	}
-	if x > ig.max {
-		ig.max = x
-	}
-}
-
-func (ig *integrator) reset(now int64) integratorResults {
-	ig.update(now)
-	res := integratorResults{duration: ig.elapsed, min: ig.min, max: ig.max}
-	if ig.elapsed <= 0 {
-		res.avg, res.dev = math.NaN(), math.NaN()
-	} else {
-		res.avg = ig.ix / ig.elapsed
-		variance := ig.ixx/ig.elapsed - res.avg*res.avg
-		if variance >= 0 {
-			res.dev = math.Sqrt(variance)
-		} else {
-			res.dev = math.NaN()
-		}
-	}
-	ig.elapsed, ig.ix, ig.ixx = 0, 0, 0
-	ig.min, ig.max = ig.x, ig.x
-	return res
 }
 
 // LevelResult summarises one priority level (or one flow) of a simulation.

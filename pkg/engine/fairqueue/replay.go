@@ -1,0 +1,372 @@
+package fairqueue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// ReplayConfig is one APF configuration to replay a workload against.
+type ReplayConfig struct {
+	// Config is the digested FlowSchemas and priority levels.
+	Config *engine.Config
+	// ServerConcurrencyLimit is --max-requests-inflight plus
+	// --max-mutating-requests-inflight (default 600).
+	ServerConcurrencyLimit int
+	// RequestTimeout is the server's --request-timeout (default 60 s): it
+	// sets the queue wait limits (engine.RequestWaitLimit).
+	RequestTimeout time.Duration
+	// NoBorrowing fixes every level at its nominal limit instead of running
+	// the periodic borrowing every 10 s.
+	NoBorrowing bool
+}
+
+// ReplayOptions tune how recorded requests become simulated ones.
+type ReplayOptions struct {
+	// DefaultServiceTime is the execution time of requests that record none
+	// (requests the server rejected, audit events without httplog lines
+	// use their latency instead). Default: the running mean of the recorded
+	// execution times, or 10 ms before any is seen.
+	DefaultServiceTime time.Duration
+	// OnOutcome receives every request's fate in the "before" run.
+	OnOutcome func(*workload.Request, *Outcome)
+}
+
+// Report is the result of a replay: the "before" configuration's levels at
+// the top level and, when a change was given, the "after" configuration's.
+// Its JSON is what `kubectl apf simulate -o json` prints.
+type Report struct {
+	Result
+	// After is the replay with the changed configuration, if any.
+	After *Result `json:"after,omitempty"`
+	// Workload describes what was read.
+	Workload WorkloadStats `json:"workload"`
+}
+
+// WorkloadStats counts how the recorded requests were used.
+type WorkloadStats struct {
+	// Records read from the workload.
+	Records int64 `json:"records"`
+	// UnknownIdentity records had no user (httplog without audit log):
+	// they were put in their recorded FlowSchema and priority level.
+	UnknownIdentity int64 `json:"unknownIdentity"`
+	// Bypassed records are long-running requests that kube-apiserver serves
+	// without APF (exec, logs, proxy, ...).
+	Bypassed int64 `json:"bypassed"`
+	// Skipped records could not be replayed (an unknown identity whose
+	// recorded priority level does not exist, an unparsable path); FirstSkip
+	// says why the first one was.
+	Skipped   int64  `json:"skipped"`
+	FirstSkip string `json:"firstSkip,omitempty"`
+	// EstimatedSeats records carried no work estimate and got 1 seat.
+	EstimatedSeats int64 `json:"estimatedSeats"`
+	// RecordedRejections counts the requests the server answered with 429.
+	RecordedRejections int64 `json:"recordedRejections"`
+}
+
+// run is one configuration being replayed.
+type run struct {
+	cfg     ReplayConfig
+	sim     *Simulator
+	limits  []engine.LevelLimits
+	levelIx map[string]int
+	flowIx  map[flowKey]int32
+	names   []string
+	prev    map[string]int
+	cur     []Request
+}
+
+type flowKey struct {
+	level             int
+	fs, distinguisher string
+}
+
+func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
+	if cfg.Config == nil {
+		return nil, errors.New("no APF configuration to replay against")
+	}
+	if cfg.ServerConcurrencyLimit == 0 {
+		cfg.ServerConcurrencyLimit = 600
+	}
+	if cfg.ServerConcurrencyLimit < 0 {
+		return nil, fmt.Errorf("server concurrency limit %d must be positive", cfg.ServerConcurrencyLimit)
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = time.Minute
+	}
+	ru := &run{cfg: cfg, levelIx: map[string]int{}, flowIx: map[flowKey]int32{}, prev: map[string]int{}}
+	ru.limits = cfg.Config.Limits(cfg.ServerConcurrencyLimit)
+	var initial map[string]int
+	if !cfg.NoBorrowing {
+		// the config digest ends with a borrowing pass on zero demand
+		// (apf_controller.go:digestConfigObjects → updateBorrowingLocked)
+		initial = engine.AllocateCurrentLimits(ru.limits, nil, nil, cfg.ServerConcurrencyLimit).CurrentCL
+	}
+	levels := make([]LevelConfig, len(ru.limits))
+	for i, l := range ru.limits {
+		ru.levelIx[l.Name] = i
+		lc := LevelConfig{Name: l.Name, Exempt: l.Exempt, ConcurrencyLimit: l.NominalCL}
+		if initial != nil {
+			lc.ConcurrencyLimit = initial[l.Name]
+		}
+		ru.prev[l.Name] = lc.ConcurrencyLimit
+		pl := cfg.Config.PriorityLevels[l.Name]
+		if lim := pl.Spec.Limited; lim != nil && lim.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && lim.LimitResponse.Queuing != nil {
+			q := lim.LimitResponse.Queuing
+			lc.Queues, lc.HandSize, lc.QueueLengthLimit = int(q.Queues), int(q.HandSize), int(q.QueueLengthLimit)
+		}
+		levels[i] = lc
+	}
+	opts := Options{OnOutcome: onOutcome, DefaultWaitLimit: min(cfg.RequestTimeout/4, time.Minute)}
+	if !cfg.NoBorrowing {
+		opts.Borrow = ru.borrow
+	}
+	var err error
+	ru.sim, err = NewSimulator(levels, opts)
+	return ru, err
+}
+
+func (ru *run) borrow(stats []engine.SeatDemandStats) []int {
+	m := make(map[string]engine.SeatDemandStats, len(stats))
+	for i, s := range stats {
+		m[ru.limits[i].Name] = s
+	}
+	cur := engine.AllocateCurrentLimits(ru.limits, m, ru.prev, ru.cfg.ServerConcurrencyLimit)
+	out := make([]int, len(ru.limits))
+	for i, l := range ru.limits {
+		out[i] = cur.CurrentCL[l.Name]
+		ru.prev[l.Name] = out[i]
+	}
+	return out
+}
+
+// flow returns the flow index for per-flow statistics.
+func (ru *run) flow(level int, fs, dist string) int32 {
+	k := flowKey{level, fs, dist}
+	if i, ok := ru.flowIx[k]; ok {
+		return i
+	}
+	i := int32(len(ru.names))
+	ru.flowIx[k] = i
+	name := fs
+	if dist != "" {
+		name += "/" + dist
+	}
+	ru.names = append(ru.names, name)
+	ru.sim.opts.FlowNames = ru.names
+	return i
+}
+
+// errSkip marks a record that cannot be replayed under a configuration.
+type errSkip struct{ msg string }
+
+func (e errSkip) Error() string { return e.msg }
+
+// toSim classifies a recorded request under this run's configuration.
+func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error {
+	var fsName, plName, dist string
+	var hash uint64
+	if w.UserKnown {
+		c := ru.cfg.Config.Classify(*er)
+		fsName, plName = c.FlowSchema.Name, c.PriorityLevel.Name
+		dist, hash = c.Flow.Distinguisher, c.Flow.Hash
+	} else {
+		// No identity: keep the recorded FlowSchema when this configuration
+		// still has it, and stand in for a ByUser distinguisher with the
+		// user agent, which separates clients about as well.
+		fs := findFlowSchema(ru.cfg.Config, w.FlowSchema)
+		switch {
+		case fs != nil:
+			fsName, plName = fs.Name, fs.Spec.PriorityLevelConfiguration.Name
+		case w.PriorityLevel != "":
+			fsName, plName = w.FlowSchema, w.PriorityLevel
+		default:
+			return errSkip{fmt.Sprintf("%s: no identity and no recorded priority level (give the audit log alongside the httplog)", w.Source)}
+		}
+		if fs != nil {
+			if pl := ru.cfg.Config.PriorityLevels[plName]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Queuing != nil && pl.Spec.Limited.LimitResponse.Queuing.Queues > 1 {
+				if m := fs.Spec.DistinguisherMethod; m != nil {
+					switch m.Type {
+					case flowcontrolv1.FlowDistinguisherMethodByUserType:
+						dist = "agent:" + w.UserAgent
+					case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
+						dist = er.Info.Namespace
+					}
+				}
+				hash = engine.HashFlowID(fsName, dist)
+			}
+		}
+	}
+	li, ok := ru.levelIx[plName]
+	if !ok {
+		return errSkip{fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, plName)}
+	}
+	sr.Level, sr.Hash = li, hash
+	sr.Flow = ru.flow(li, fsName, dist)
+	wl, err := engine.RequestWaitLimit(*er, ru.cfg.RequestTimeout)
+	if err != nil {
+		return errSkip{fmt.Sprintf("%s: %v", w.Source, err)}
+	}
+	sr.WaitLimit = wl
+	return nil
+}
+
+func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
+	if name == "" {
+		return nil
+	}
+	for _, fs := range c.FlowSchemas {
+		if fs.Name == name {
+			return fs
+		}
+	}
+	return nil
+}
+
+// Replay replays the workload against before and, if after is not nil,
+// against after in the same pass (the workload is read once), and returns
+// both summaries. Only the records' arrivals, identities, paths, execution
+// times and work estimates are used: what the server answered is counted in
+// WorkloadStats.RecordedRejections for comparison.
+func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts ReplayOptions) (*Report, error) {
+	// Outcomes arrive while a request is added, or later for queued
+	// requests: the records of those still queued are kept until then, so
+	// memory follows the requests in flight.
+	var (
+		w          workload.Request
+		id         int64
+		curDecided bool
+		inflight   map[int64]workload.Request
+		onOutcome  func(*Outcome)
+	)
+	if opts.OnOutcome != nil {
+		inflight = map[int64]workload.Request{}
+		onOutcome = func(o *Outcome) {
+			if o.ID == id && !curDecided {
+				curDecided = true
+				opts.OnOutcome(&w, o)
+				return
+			}
+			if rec, ok := inflight[o.ID]; ok {
+				delete(inflight, o.ID)
+				opts.OnOutcome(&rec, o)
+			}
+		}
+	}
+	runs := make([]*run, 0, 2)
+	b, err := newRun(before, onOutcome)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the replay: %w", err)
+	}
+	runs = append(runs, b)
+	if after != nil {
+		a, err := newRun(*after, nil)
+		if err != nil {
+			return nil, fmt.Errorf("preparing the replay of the changed configuration: %w", err)
+		}
+		runs = append(runs, a)
+	}
+	rep := &Report{}
+	var (
+		start   time.Time
+		meanSvc float64
+		nSvc    int64
+		simReq  Request
+		lastArr time.Duration
+	)
+	for {
+		err := src.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the workload: %w", err)
+		}
+		rep.Workload.Records++
+		if w.Status == 429 {
+			rep.Workload.RecordedRejections++
+		}
+		if start.IsZero() {
+			start = w.Arrival
+		}
+		id++
+		var er engine.Request
+		identity := engine.Identity{User: w.User, Groups: w.Groups}
+		if !w.UserKnown {
+			rep.Workload.UnknownIdentity++
+		}
+		er, err = engine.ParseRequest(w.Method, w.URI, identity)
+		if err != nil {
+			rep.Workload.skip(fmt.Sprintf("%s: %v", w.Source, err))
+			continue
+		}
+		if er.Bypass != "" {
+			rep.Workload.Bypassed++
+			continue
+		}
+		simReq = Request{ID: id, Arrival: max(w.Arrival.Sub(start), lastArr), InitialSeats: 1}
+		lastArr = simReq.Arrival
+		if w.HasSeats {
+			simReq.InitialSeats, simReq.FinalSeats, simReq.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
+		} else {
+			rep.Workload.EstimatedSeats++
+		}
+		switch {
+		case w.HasServiceTime:
+			simReq.ServiceTime = w.ServiceTime
+			nSvc++
+			meanSvc += (float64(w.ServiceTime) - meanSvc) / float64(nSvc)
+		case w.Status != 429 && w.Latency > 0:
+			simReq.ServiceTime = w.Latency
+		case opts.DefaultServiceTime > 0:
+			simReq.ServiceTime = opts.DefaultServiceTime
+		case nSvc > 0:
+			simReq.ServiceTime = time.Duration(meanSvc)
+		default:
+			simReq.ServiceTime = 10 * time.Millisecond
+		}
+		curDecided = false
+		for i, ru := range runs {
+			sr := simReq
+			if err := ru.toSim(&w, &er, &sr); err != nil {
+				var sk errSkip
+				if errors.As(err, &sk) {
+					if i == 0 {
+						rep.Workload.skip(sk.msg)
+					}
+					continue
+				}
+				return nil, err
+			}
+			if err := ru.sim.Add(&sr); err != nil {
+				return nil, err
+			}
+			if i == 0 && inflight != nil && !curDecided {
+				inflight[id] = w
+			}
+		}
+	}
+	for i, ru := range runs {
+		ru.sim.Drain()
+		res := ru.sim.Result()
+		if i == 0 {
+			rep.Result = *res
+		} else {
+			rep.After = res
+		}
+	}
+	return rep, nil
+}
+
+func (ws *WorkloadStats) skip(msg string) {
+	ws.Skipped++
+	if ws.FirstSkip == "" {
+		ws.FirstSkip = msg
+	}
+}
