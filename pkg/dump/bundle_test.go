@@ -1,0 +1,134 @@
+package dump
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func captureFake(t *testing.T) *Capture {
+	t.Helper()
+	_, srv := newFake(t)
+	now := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+	src := &ClusterSource{Config: tlsConfig(srv), Now: func() time.Time { return now },
+		Sleep: func(ctx context.Context, d time.Duration) error { now = now.Add(d); return nil }}
+	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll, MetricsInterval: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Failures = []InstanceError{{Instance: "https://10.9.9.9:6443", Message: "GET /version on https://10.9.9.9:6443: connection refused"}}
+	return c
+}
+
+func TestBundleRoundTrip(t *testing.T) {
+	for _, name := range []string{"dir", "apf.tar.gz"} {
+		t.Run(name, func(t *testing.T) {
+			c := captureFake(t)
+			out := filepath.Join(t.TempDir(), name)
+			if err := WriteBundle(out, c, Manifest{CreatedAt: c.Snapshots[0].CapturedAt, Source: "test"}); err != nil {
+				t.Fatal(err)
+			}
+			back, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Snapshots) != 1 || len(back.Failures) != 1 || back.Failures[0].Error() != c.Failures[0].Message {
+				t.Fatalf("read back %d snapshots, failures %+v", len(back.Snapshots), back.Failures)
+			}
+			a, b := c.Snapshots[0], back.Snapshots[0]
+			if a.Instance != b.Instance || !a.CapturedAt.Equal(b.CapturedAt) || a.FlowcontrolVersion != b.FlowcontrolVersion {
+				t.Errorf("header differs: %s/%s %v/%v", a.Instance, b.Instance, a.CapturedAt, b.CapturedAt)
+			}
+			if !reflect.DeepEqual(a.PriorityLevelDump, b.PriorityLevelDump) || !reflect.DeepEqual(a.QueueDump, b.QueueDump) ||
+				!reflect.DeepEqual(a.RequestDump, b.RequestDump) || !reflect.DeepEqual(a.FlowSchemas, b.FlowSchemas) {
+				t.Error("dumps or objects differ after the round trip")
+			}
+			if len(b.Metrics) != 2 || !b.Metrics[1].Time.Equal(a.Metrics[1].Time) || len(b.Metrics[0].Families) != len(a.Metrics[0].Families) {
+				t.Errorf("metrics differ: %d scrapes", len(b.Metrics))
+			}
+			// Parts not asked for are dropped, as from a cluster.
+			part, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartQueues})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := part.Snapshots[0]; len(s.QueueDump) == 0 || len(s.RequestDump) != 0 || len(s.Metrics) != 0 {
+				t.Errorf("partial read: queues %d requests %d metrics %d", len(s.QueueDump), len(s.RequestDump), len(s.Metrics))
+			}
+		})
+	}
+}
+
+func TestBundleErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.tar.gz"), []byte("not gzip"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+	tests := []struct{ path, wantErr string }{
+		{filepath.Join(dir, "missing"), "no such file"},
+		{filepath.Join(dir, "x.tar.gz"), "not a directory or a .tar.gz"},
+		{filepath.Join(dir, "empty"), "not a kubectl-apf bundle"},
+	}
+	for _, tt := range tests {
+		_, err := (&BundleSource{Path: tt.path}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: err = %v, want %q", tt.path, err, tt.wantErr)
+		}
+	}
+	c := captureFake(t)
+	out := filepath.Join(dir, "b")
+	if err := WriteBundle(out, c, Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBundle(out, c, Manifest{}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("overwriting a bundle: err = %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	c := captureFake(t)
+	r := NewRedactor([]byte("k"))
+	if err := r.RedactCapture(c); err != nil {
+		t.Fatal(err)
+	}
+	files, err := BundleFiles(c, Manifest{Redacted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"tester", "Doe, Jane", "ns1", "team-a", "load-1", `"bot"`, "/api/v1/namespaces/ns1"}
+	for name, b := range files {
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s still contains %q", name, s)
+			}
+		}
+	}
+	s := c.Snapshots[0]
+	// Consistent: the same user has the same pseudonym everywhere.
+	if s.RequestDump[0].UserName != s.RequestDump[0].FlowDistinguisher || s.RequestDump[0].UserName != r.User("tester") {
+		t.Errorf("user pseudonyms differ: %q %q", s.RequestDump[0].UserName, s.RequestDump[0].FlowDistinguisher)
+	}
+	if got, want := s.RequestDump[0].APIPath, "/api/v1/namespaces/"+r.Namespace("ns1")+"/pods"; got != want {
+		t.Errorf("path = %q, want %q", got, want)
+	}
+	// The apiserver's own paths and control-plane identities are kept.
+	if s.RequestDump[2].APIPath != "/debug/api_priority_and_fairness/dump_requests" || r.User("system:kube-scheduler") != "system:kube-scheduler" {
+		t.Error("kept values were redacted")
+	}
+	if got := r.User("system:serviceaccount:team-a:bot"); got != "system:serviceaccount:"+r.Namespace("team-a")+":"+r.Name("bot") {
+		t.Errorf("service account pseudonym = %q", got)
+	}
+	if r.Path("/apis/apps/v1/namespaces/x/deployments/web/status") != "/apis/apps/v1/namespaces/"+r.Namespace("x")+"/deployments/"+r.Name("web")+"/status" {
+		t.Errorf("path = %s", r.Path("/apis/apps/v1/namespaces/x/deployments/web/status"))
+	}
+	if NewRedactor([]byte("other")).User("tester") == r.User("tester") {
+		t.Error("pseudonyms do not depend on the key")
+	}
+	// The redacted bundle still parses.
+	if _, _, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll}); err != nil {
+		t.Fatal(err)
+	}
+}
