@@ -1,0 +1,197 @@
+package fairqueue_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+const testdata = "../../../testdata/workload"
+
+func levelByName(res *fairqueue.Result, name string) fairqueue.LevelResult {
+	for _, l := range res.Levels {
+		if l.Name == name {
+			return l
+		}
+	}
+	return fairqueue.LevelResult{Name: name + " (absent)"}
+}
+
+func TestReplayJSONLWithDefaults(t *testing.T) {
+	f, err := os.Open(filepath.Join(testdata, "workload.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fatesSeen []string
+	rep, err := fairqueue.Replay(workload.NewJSONLReader(f, "w", workload.Options{}, nil),
+		fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, nil,
+		fairqueue.ReplayOptions{OnOutcome: func(w *workload.Request, o *fairqueue.Outcome) {
+			fatesSeen = append(fatesSeen, w.URI+"="+o.Reason.String())
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice lists in global-default, the service account creates in
+	// workload-low, the anonymous /healthz keeps its recorded probes/exempt
+	for name, want := range map[string]int64{"global-default": 1, "workload-low": 1, "exempt": 1, "catch-all": 0} {
+		if got := levelByName(&rep.Result, name); got.Dispatched != want {
+			t.Errorf("%s dispatched %d, want %d", name, got.Dispatched, want)
+		}
+	}
+	if rep.Workload.Records != 3 || rep.Workload.UnknownIdentity != 1 || rep.Workload.EstimatedSeats != 2 {
+		t.Errorf("workload stats %+v", rep.Workload)
+	}
+	if len(fatesSeen) != 3 {
+		t.Errorf("OnOutcome saw %v, want 3 outcomes", fatesSeen)
+	}
+}
+
+// flood writes a JSONL workload: n requests from one user in one second, plus
+// a trickle from another user.
+func flood(n int) string {
+	var b strings.Builder
+	for i := range n {
+		user := "alice"
+		if i%10 == 0 {
+			user = "bob"
+		}
+		fmt.Fprintf(&b, `{"offset":%g,"user":%q,"groups":["system:authenticated"],"verb":"get","path":"/api/v1/namespaces/default/configmaps/c%d","serviceTime":"200ms"}`+"\n", float64(i)/float64(n), user, i)
+	}
+	return b.String()
+}
+
+func squeezedGlobalDefault() *engine.Config {
+	var pls []*flowcontrolv1.PriorityLevelConfiguration
+	for _, pl := range engine.DefaultPriorityLevels() {
+		pl = pl.DeepCopy()
+		if pl.Name == "global-default" {
+			one, zero := int32(1), int32(0)
+			pl.Spec.Limited.NominalConcurrencyShares = &one
+			pl.Spec.Limited.LendablePercent = &zero
+			pl.Spec.Limited.BorrowingLimitPercent = &zero
+			pl.Spec.Limited.LimitResponse.Queuing.QueueLengthLimit = 5
+		}
+		pls = append(pls, pl)
+	}
+	return engine.NewConfig(engine.DefaultFlowSchemas(), pls)
+}
+
+func TestReplayWhatIf(t *testing.T) {
+	rep, err := fairqueue.Replay(workload.NewJSONLReader(strings.NewReader(flood(3000)), "flood", workload.Options{}, nil),
+		fairqueue.ReplayConfig{Config: engine.DefaultConfig()},
+		&fairqueue.ReplayConfig{Config: squeezedGlobalDefault()},
+		fairqueue.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := levelByName(&rep.Result, "global-default"), levelByName(rep.After, "global-default")
+	t.Logf("before: %d dispatched, rejected %v, p99 wait %.3fs; after: %d dispatched, rejected %v, p99 wait %.3fs", before.Dispatched, before.Rejected, before.WaitP99Seconds, after.Dispatched, after.Rejected, after.WaitP99Seconds)
+	tot := func(l fairqueue.LevelResult) int64 { return l.Dispatched + sum(l.Rejected) }
+	if tot(before) != 3000 || tot(after) != 3000 {
+		t.Fatalf("every request must be accounted for: before %+v, after %+v", before, after)
+	}
+	// 3000 requests of 200 ms in 1 s need ~600 seats: the default level
+	// borrows up to its upper limit but still rejects some; one share and no
+	// borrowing (ceil(600*1/226) = 3 seats) rejects far more
+	if sum(after.Rejected) <= sum(before.Rejected) || after.Rejected["queue-full"] == 0 {
+		t.Errorf("squeezing global-default should reject more: before %v, after %v", before.Rejected, after.Rejected)
+	}
+	if len(after.Flows) != 2 || !strings.HasPrefix(after.Flows[0].Name, "global-default/alice") {
+		t.Errorf("after flows %+v, want alice then bob", after.Flows)
+	}
+	// the JSON shape the simulate command promises
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		Levels []struct {
+			Name           *string          `json:"name"`
+			Dispatched     *int64           `json:"dispatched"`
+			Rejected       map[string]int64 `json:"rejected"`
+			WaitP99Seconds *float64         `json:"waitP99Seconds"`
+		} `json:"levels"`
+		After *struct {
+			Levels []json.RawMessage `json:"levels"`
+		} `json:"after"`
+	}
+	if err := json.Unmarshal(b, &shape); err != nil {
+		t.Fatal(err)
+	}
+	if len(shape.Levels) == 0 || shape.Levels[0].Name == nil || shape.Levels[0].Dispatched == nil || shape.Levels[0].Rejected == nil || shape.Levels[0].WaitP99Seconds == nil || shape.After == nil || len(shape.After.Levels) != len(shape.Levels) {
+		t.Errorf("JSON lacks levels[].name/dispatched/rejected/waitP99Seconds or after: %s", b[:min(len(b), 400)])
+	}
+}
+
+func TestReplayHTTPLogJoinedWithAudit(t *testing.T) {
+	fs, err := workload.OpenFiles([]string{filepath.Join(testdata, "httplog-v1.37.log"), filepath.Join(testdata, "audit.jsonl")}, workload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	rep, err := fairqueue.Replay(fs, fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, nil, fairqueue.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice → global-default; the service account → workload-low; bob
+	// (impersonated, no groups) matches nothing and falls back to catch-all;
+	// the two unknown identities keep catch-all and kube-scheduler's
+	// workload-high
+	want := map[string]int64{"global-default": 1, "workload-low": 1, "catch-all": 2, "workload-high": 1}
+	for name, n := range want {
+		l := levelByName(&rep.Result, name)
+		if l.Dispatched+sum(l.Rejected) != n {
+			t.Errorf("%s: %d requests, want %d", name, l.Dispatched+sum(l.Rejected), n)
+		}
+	}
+	if rep.Workload.RecordedRejections != 1 || rep.Workload.UnknownIdentity != 2 {
+		t.Errorf("workload stats %+v", rep.Workload)
+	}
+}
+
+// TestBorrowingRaisesTheLimit runs a level at 1 seat whose borrowing pass
+// (every 10 s of simulated time) raises it to 5, and checks the demand
+// statistics the pass receives.
+func TestBorrowingRaisesTheLimit(t *testing.T) {
+	var got []engine.SeatDemandStats
+	level := fairqueue.LevelConfig{Name: "q", Queues: 1, HandSize: 1, QueueLengthLimit: 100, ConcurrencyLimit: 1}
+	var starts []time.Duration
+	sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{level}, fairqueue.Options{
+		DefaultWaitLimit: time.Minute,
+		OnOutcome:        func(o *fairqueue.Outcome) { starts = append(starts, o.Start) },
+		Borrow: func(st []engine.SeatDemandStats) []int {
+			got = append(got, st[0])
+			return []int{5}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []fairqueue.Request
+	for i := range 10 {
+		reqs = append(reqs, fairqueue.Request{ID: int64(i), InitialSeats: 1, ServiceTime: 25 * time.Second})
+	}
+	if _, err := sim.Run(&sliceSource{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	// 1 runs at 0; at 10 s the limit becomes 5 and 4 more start
+	want := "[0s 10s 10s 10s 10s 25s 35s 35s 35s 35s]"
+	if fmt.Sprint(starts) != want {
+		t.Errorf("starts %v, want %s", starts, want)
+	}
+	// first period: 1 executing + 9 waiting = 10 seats demanded throughout
+	if len(got) == 0 || got[0].HighWatermark != 10 || got[0].Avg != 10 || got[0].StdDev != 0 {
+		t.Errorf("first period stats %+v, want high watermark 10, avg 10, stddev 0", got)
+	}
+}
