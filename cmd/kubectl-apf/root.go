@@ -45,6 +45,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 	cmd.AddCommand(
 		NewVersionCommand(streams),
+		NewLintCommand(configFlags, streams),
+		NewCapacityCommand(configFlags, streams),
 	)
 	return cmd
 }
