@@ -2,6 +2,7 @@ package fairqueue
 
 import (
 	"math"
+	mbits "math/bits"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -62,6 +63,7 @@ type queue struct {
 	executing     int // requests executing (upstream requestsExecuting.Len())
 	seatsInUse    int
 	active        bool // waiting or executing, for getVirtualTimeRatioLocked
+	index         int  // position in queueSet.queues
 }
 
 func (q *queue) push(r *request) {
@@ -113,6 +115,7 @@ type queueSet struct {
 	hand             []int
 
 	queues     []queue
+	nonEmpty   []uint64 // bit i set when queue i has a request waiting
 	currentR   SeatSeconds
 	lastTime   int64
 	robinIndex int
@@ -232,6 +235,9 @@ func (qs *queueSet) arrive(r *request, now int64, waitLimit int64, hash uint64) 
 		q.nextDispatchR = qs.currentR
 	}
 	q.push(r)
+	if q.length == 1 {
+		qs.nonEmpty[q.index>>6] |= 1 << (uint(q.index) & 63)
+	}
 	r.state = stateWaiting
 	qs.totRequestsWaiting++
 	qs.totSeatsWaiting += r.maxSeats()
@@ -255,19 +261,23 @@ func (qs *queueSet) dispatchAsMuchAsPossible(now int64) {
 
 // dispatchOne mirrors dispatchLocked and findDispatchQueueToBoundLocked.
 func (qs *queueSet) dispatchOne(now int64) bool {
+	// Upstream visits every queue from robinIndex+1 round the ring and
+	// keeps the first strict minimum of nextDispatchR + head work; visiting
+	// only the non-empty queues in the same cyclic order picks the same
+	// queue, and a full turn leaves robinIndex where it was.
 	minFinish := MaxSeatSeconds
 	var minQueue *queue
 	minIndex := 0
 	nq := len(qs.queues)
-	for range nq {
-		qs.robinIndex = (qs.robinIndex + 1) % nq
-		q := &qs.queues[qs.robinIndex]
-		if q.head != nil {
-			if f := q.nextDispatchR + q.head.totalWork; f < minFinish {
-				minFinish, minQueue, minIndex = f, q, qs.robinIndex
-			}
+	start := (qs.robinIndex + 1) % nq
+	visit := func(i int) {
+		q := &qs.queues[i]
+		if f := q.nextDispatchR + q.head.totalWork; f < minFinish {
+			minFinish, minQueue, minIndex = f, q, i
 		}
 	}
+	forEachBit(qs.nonEmpty, start, nq, visit)
+	forEachBit(qs.nonEmpty, 0, start, visit)
 	if minQueue == nil {
 		return false
 	}
@@ -279,6 +289,9 @@ func (qs *queueSet) dispatchOne(now int64) bool {
 	}
 	unclipped := r.maxSeats()
 	minQueue.remove(r)
+	if minQueue.length == 0 {
+		qs.nonEmpty[minIndex>>6] &^= 1 << (uint(minIndex) & 63)
+	}
 	qs.seatsRequested -= unclipped
 	// Final seats wider than the level are clipped, stretching the latency so
 	// that the final work is preserved.
@@ -362,6 +375,9 @@ func (qs *queueSet) timeOut(r *request, now int64) {
 	qs.syncTime(now)
 	q := r.queue
 	q.remove(r)
+	if q.length == 0 {
+		qs.nonEmpty[q.index>>6] &^= 1 << (uint(q.index) & 63)
+	}
 	qs.seatsRequested -= r.maxSeats()
 	qs.updateActive(q)
 	qs.totRequestsWaiting--
@@ -379,4 +395,23 @@ func (qs *queueSet) setConcurrencyLimit(cl int, now int64) {
 	qs.syncTime(now)
 	qs.concurrencyLimit = cl
 	qs.dispatchAsMuchAsPossible(now)
+}
+
+// forEachBit calls f for every set bit i of bits with from <= i < to, in
+// increasing order.
+func forEachBit(bits []uint64, from, to int, f func(int)) {
+	for w := from >> 6; w<<6 < to; w++ {
+		word := bits[w]
+		if lo := w << 6; lo < from {
+			word &^= (1 << uint(from-lo)) - 1
+		}
+		for word != 0 {
+			i := w<<6 + mbits.TrailingZeros64(word)
+			if i >= to {
+				return
+			}
+			f(i)
+			word &= word - 1
+		}
+	}
 }
