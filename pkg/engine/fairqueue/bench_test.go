@@ -49,7 +49,7 @@ func (g *genSource) Next(q *fairqueue.Request) error {
 	r := g.r
 	if g.burst == 0 {
 		// 56 seats / 12 ms ≈ 4700 requests/s of capacity; aim at ~5000/s
-		g.t += time.Duration(r.ExpFloat64() * float64(200*time.Microsecond))
+		g.t += time.Duration(r.ExpFloat64() * float64(260*time.Microsecond))
 		if r.Intn(50) == 0 {
 			g.burst = 1 + r.Intn(40)
 		}
