@@ -275,14 +275,20 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, name := range names {
 		c, inCur := curBy[name]
 		p, inProp := proposed[name]
-		cells := levelCells(c, inCur)
-		if rep.Proposed != nil {
-			pc := levelCells(p, inProp)
+		cells, label := levelCells(c, inCur), sanitizeLine(name)
+		switch {
+		case rep.Proposed == nil:
+		case !inCur:
+			cells, label = levelCells(p, true), label+" (new)"
+		case !inProp:
+			label += " (removed)"
+		default:
+			pc := levelCells(p, true)
 			for i := range cells {
 				cells[i] = change(cells[i], pc[i])
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", sanitizeLine(name), strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -304,8 +310,7 @@ func proposedField(rep capacityReport, f func(capacity.Table) string) string {
 	return f(*rep.Proposed)
 }
 
-// change renders "a" when b is empty or equal, else "a->b"; "-" stands for
-// a level that does not exist on one side.
+// change renders "a" when b is empty or equal, else "a->b".
 func change(a, b string) string {
 	if b == "" || a == b {
 		return a

@@ -301,12 +301,7 @@ func (c *checker) checkShadowing() {
 			if fs.Name == flowcontrolv1.FlowSchemaNameCatchAll {
 				continue
 			}
-			earlier := overlappingSchemas(r)
-			// Anyone may also be in system:masters; name the mandatory exempt
-			// schema only when it is the sole reason.
-			if len(earlier) > 1 {
-				earlier = without(earlier, flowcontrolv1.FlowSchemaNameExempt)
-			}
+			earlier := r.Shadowers
 			refs := []ObjectRef{fsRef(fs.Name)}
 			for _, e := range earlier {
 				refs = append(refs, fsRef(e))
@@ -346,28 +341,6 @@ func (c *checker) checkShadowing() {
 			})
 		}
 	}
-}
-
-func overlappingSchemas(r Reachability) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, o := range r.Overlaps {
-		if !seen[o.Earlier] {
-			seen[o.Earlier] = true
-			out = append(out, o.Earlier)
-		}
-	}
-	return out
-}
-
-func without(xs []string, x string) []string {
-	var out []string
-	for _, y := range xs {
-		if y != x {
-			out = append(out, y)
-		}
-	}
-	return out
 }
 
 func overlapRefs(name string, os []RuleOverlap) []ObjectRef {

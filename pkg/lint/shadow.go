@@ -23,6 +23,10 @@ type Reachability struct {
 	Overlaps []RuleOverlap
 	// Witness is a request that reaches this schema, when it is reachable.
 	Witness *Request
+	// Shadowers is, for a shadowed schema, an irredundant set of earlier
+	// schemas that together match everything it matches (dropping any one
+	// of them would leave some request to it), in matching order.
+	Shadowers []string
 }
 
 // RuleOverlap names a rule of a schema (index into spec.rules) and a rule of an
@@ -47,6 +51,13 @@ func Analyze(ordered []*flowcontrolv1.FlowSchema) []Reachability {
 	}
 	out := make([]Reachability, len(ordered))
 	var earlier []cube
+	cubesOf := func(k int) []cube {
+		var cs []cube
+		for _, rc := range perRule[k] {
+			cs = append(cs, rc...)
+		}
+		return cs
+	}
 	for i, fs := range ordered {
 		res := Reachability{FlowSchema: fs.Name}
 		var mine []cube
@@ -71,6 +82,7 @@ func Analyze(ordered []*flowcontrolv1.FlowSchema) []Reachability {
 				res.Undecided = true
 			case len(rest) == 0:
 				res.Shadowed = true
+				res.Shadowers = minimalCover(mine, i, res.Overlaps, ordered, cubesOf)
 			default:
 				w := sp.witness(rest[0])
 				res.Witness = &w
@@ -80,6 +92,42 @@ func Analyze(ordered []*flowcontrolv1.FlowSchema) []Reachability {
 		out[i] = res
 	}
 	return out
+}
+
+// minimalCover drops, earliest first, every overlapping earlier schema that
+// the others do not need, so the broad schema that really takes the requests
+// is named rather than every schema that touches them.
+func minimalCover(mine []cube, i int, overlaps []RuleOverlap, ordered []*flowcontrolv1.FlowSchema, cubesOf func(int) []cube) []string {
+	idx := map[string]int{}
+	for k := 0; k < i; k++ {
+		idx[ordered[k].Name] = k
+	}
+	var cover []int
+	seen := map[int]bool{}
+	for _, o := range overlaps {
+		if k := idx[o.Earlier]; !seen[k] {
+			seen[k] = true
+			cover = append(cover, k)
+		}
+	}
+	for j := 0; j < len(cover); {
+		var others []cube
+		for q, k := range cover {
+			if q != j {
+				others = append(others, cubesOf(k)...)
+			}
+		}
+		if rest, ok := subtract(mine, others); ok && len(rest) == 0 {
+			cover = append(cover[:j], cover[j+1:]...)
+			continue
+		}
+		j++
+	}
+	names := make([]string, len(cover))
+	for q, k := range cover {
+		names[q] = ordered[k].Name
+	}
+	return names
 }
 
 // Intersect reports whether two schemas can match one same request (of an
