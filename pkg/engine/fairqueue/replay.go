@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -47,6 +49,48 @@ type Report struct {
 	After *Result `json:"after,omitempty"`
 	// Workload describes what was read.
 	Workload WorkloadStats `json:"workload"`
+	// Agreement compares, per level of the "before" configuration, the
+	// predicted rejections with the status the server recorded (requests
+	// without a recorded status are left out).
+	Agreement []LevelAgreement `json:"agreement,omitempty"`
+}
+
+// LevelAgreement is the confusion matrix of predicted rejections against
+// recorded 429 responses for one level. Not every 429 is APF's (a pod
+// eviction blocked by a PodDisruptionBudget answers 429 too).
+type LevelAgreement struct {
+	Level string `json:"level"`
+	// BothRejected: predicted rejected, server answered 429.
+	BothRejected int64 `json:"bothRejected"`
+	// OnlyPredicted: predicted rejected, server served it.
+	OnlyPredicted int64 `json:"onlyPredicted"`
+	// OnlyRecorded: predicted served, server answered 429.
+	OnlyRecorded int64 `json:"onlyRecorded"`
+	// BothServed: neither rejected.
+	BothServed int64 `json:"bothServed"`
+}
+
+func (a *LevelAgreement) add(predicted, recorded bool) {
+	switch {
+	case predicted && recorded:
+		a.BothRejected++
+	case predicted:
+		a.OnlyPredicted++
+	case recorded:
+		a.OnlyRecorded++
+	default:
+		a.BothServed++
+	}
+}
+
+// Fraction returns the share of requests on which prediction and record
+// agree (1 when there are none).
+func (a LevelAgreement) Fraction() float64 {
+	n := a.BothRejected + a.OnlyPredicted + a.OnlyRecorded + a.BothServed
+	if n == 0 {
+		return 1
+	}
+	return float64(a.BothRejected+a.BothServed) / float64(n)
 }
 
 // WorkloadStats counts how the recorded requests were used.
@@ -236,27 +280,42 @@ func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
 // WorkloadStats.RecordedRejections for comparison.
 func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts ReplayOptions) (*Report, error) {
 	// Outcomes arrive while a request is added, or later for queued
-	// requests: the records of those still queued are kept until then, so
-	// memory follows the requests in flight.
+	// requests: what is needed of the records of those still queued is kept
+	// until then, so memory follows the requests in flight.
 	var (
 		w          workload.Request
 		id         int64
 		curDecided bool
-		inflight   map[int64]workload.Request
-		onOutcome  func(*Outcome)
+		inflight   = map[int64]workload.Request{}
+		statuses   = map[int64]int{}
+		agree      = map[int]*LevelAgreement{}
 	)
-	if opts.OnOutcome != nil {
-		inflight = map[int64]workload.Request{}
-		onOutcome = func(o *Outcome) {
-			if o.ID == id && !curDecided {
-				curDecided = true
+	note := func(level, status int, o *Outcome) {
+		if status == 0 {
+			return
+		}
+		a := agree[level]
+		if a == nil {
+			a = &LevelAgreement{}
+			agree[level] = a
+		}
+		a.add(o.Reason != Executed, status == 429)
+	}
+	onOutcome := func(o *Outcome) {
+		if o.ID == id && !curDecided {
+			curDecided = true
+			note(o.Level, w.Status, o)
+			if opts.OnOutcome != nil {
 				opts.OnOutcome(&w, o)
-				return
 			}
-			if rec, ok := inflight[o.ID]; ok {
-				delete(inflight, o.ID)
-				opts.OnOutcome(&rec, o)
-			}
+			return
+		}
+		st := statuses[o.ID]
+		delete(statuses, o.ID)
+		note(o.Level, st, o)
+		if rec, ok := inflight[o.ID]; ok {
+			delete(inflight, o.ID)
+			opts.OnOutcome(&rec, o)
 		}
 	}
 	runs := make([]*run, 0, 2)
@@ -347,8 +406,13 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			if err := ru.sim.Add(&sr); err != nil {
 				return nil, err
 			}
-			if i == 0 && inflight != nil && !curDecided {
-				inflight[id] = w
+			if i == 0 && !curDecided {
+				if w.Status != 0 {
+					statuses[id] = w.Status
+				}
+				if opts.OnOutcome != nil {
+					inflight[id] = w
+				}
 			}
 		}
 	}
@@ -357,6 +421,11 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 		res := ru.sim.Result()
 		if i == 0 {
 			rep.Result = *res
+			for li, a := range agree {
+				a.Level = res.Levels[li].Name
+				rep.Agreement = append(rep.Agreement, *a)
+			}
+			slices.SortFunc(rep.Agreement, func(a, b LevelAgreement) int { return strings.Compare(a.Level, b.Level) })
 		} else {
 			rep.After = res
 		}
