@@ -24,7 +24,7 @@ kube-apiserver | kubectl)
 etcd)
 	moddir=$hack/etcd
 	pkg=go.etcd.io/etcd/server/v3
-	version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$moddir/go.mod")
+	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "go.etcd.io/etcd/server/v3") {print $(i+1); exit}}' "$moddir/go.mod")
 	ldflags="-s -w"
 	;;
 *)
