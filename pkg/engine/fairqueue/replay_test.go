@@ -158,6 +158,19 @@ func TestReplayHTTPLogJoinedWithAudit(t *testing.T) {
 	if rep.Workload.RecordedRejections != 1 || rep.Workload.UnknownIdentity != 2 {
 		t.Errorf("workload stats %+v", rep.Workload)
 	}
+	// five requests with a recorded status; the recorded 429 was not
+	// predicted (nothing else was running)
+	var n, onlyRecorded int64
+	for _, a := range rep.Agreement {
+		n += a.BothRejected + a.OnlyPredicted + a.OnlyRecorded + a.BothServed
+		onlyRecorded += a.OnlyRecorded
+		if a.Level == "workload-low" && (a != fairqueue.LevelAgreement{Level: "workload-low", OnlyRecorded: 1} || a.Fraction() != 0) {
+			t.Errorf("workload-low agreement %+v", a)
+		}
+	}
+	if n != 5 || onlyRecorded != 1 {
+		t.Errorf("agreement %+v: want 5 requests, 1 recorded-only rejection", rep.Agreement)
+	}
 }
 
 // TestBorrowingRaisesTheLimit runs a level at 1 seat whose borrowing pass
