@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -31,6 +32,13 @@ func (s *sliceSource) Next(r *fairqueue.Request) error {
 // runSim replays reqs through a one-level simulator and returns the
 // outcomes by request index (IDs are indices).
 func runSim(t testing.TB, level fairqueue.LevelConfig, reqs []fairqueue.Request, defWL time.Duration) []fairqueue.Outcome {
+	out, _ := runSimDemand(t, level, reqs, defWL)
+	return out
+}
+
+// runSimDemand is runSim that also returns the level's seat-demand
+// statistics at the end.
+func runSimDemand(t testing.TB, level fairqueue.LevelConfig, reqs []fairqueue.Request, defWL time.Duration) ([]fairqueue.Outcome, engine.IntegratorResults) {
 	out := make([]fairqueue.Outcome, len(reqs))
 	sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{level}, fairqueue.Options{
 		DefaultWaitLimit: defWL,
@@ -42,7 +50,7 @@ func runSim(t testing.TB, level fairqueue.LevelConfig, reqs []fairqueue.Request,
 	if _, err := sim.Run(&sliceSource{reqs: reqs}); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return out, sim.SeatDemand(0)
 }
 
 // scenario is one generated single-level workload.
@@ -168,10 +176,15 @@ func TestFidelityAgainstUpstream(t *testing.T) {
 	var tot, rejected, timedOut, executed int
 	for seed := int64(1); seed <= int64(n); seed++ {
 		sc := genScenario(rand.New(rand.NewSource(seed)))
-		want := runUpstream(sc.level, sc.reqs, sc.defWL)
-		got := runSim(t, sc.level, sc.reqs, sc.defWL)
+		want, wantDemand := runUpstreamDemand(sc.level, sc.reqs, sc.defWL)
+		got, gotDemand := runSimDemand(t, sc.level, sc.reqs, sc.defWL)
 		if diff := compare(want, got); diff != "" {
 			t.Fatalf("seed %d (%+v, %d requests): %s", seed, sc.level, len(sc.reqs), diff)
+		}
+		// the seat demand that feeds borrowing must match too
+		if !approx(wantDemand.Duration, gotDemand.Duration) || wantDemand.Max != gotDemand.Max || wantDemand.Min != gotDemand.Min ||
+			!approx(wantDemand.Average, gotDemand.Average) || !approx(wantDemand.Deviation, gotDemand.Deviation) {
+			t.Fatalf("seed %d: seat demand upstream %+v, simulator %+v", seed, wantDemand, gotDemand)
 		}
 		for _, o := range want {
 			tot++
@@ -192,3 +205,12 @@ func TestFidelityAgainstUpstream(t *testing.T) {
 }
 
 var _ = errors.New
+
+// approx compares floats to 1e-9 relative (the integrals add the same terms
+// in the same order, but upstream's clock is a time.Time).
+func approx(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}

@@ -334,6 +334,12 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 	}
 }
 
+// SeatDemand returns the seat-demand statistics of a level (seats executing
+// plus seats waiting, over simulated time) since the last borrowing pass.
+func (s *Simulator) SeatDemand(level int) engine.IntegratorResults {
+	return s.levels[level].demand.Results(epoch.Add(time.Duration(s.now)))
+}
+
 func (s *Simulator) borrow(now int64) {
 	for i, qs := range s.levels {
 		s.borrowStats[i].Update(qs.demand.Reset(epoch.Add(time.Duration(now))))

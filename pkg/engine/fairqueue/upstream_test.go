@@ -89,6 +89,13 @@ type upstreamDriver struct {
 // runUpstream replays reqs (sorted by arrival) through upstream's queueset
 // configured as level and returns one outcome per request, by index.
 func runUpstream(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultWaitLimit time.Duration) []fairqueue.Outcome {
+	out, _ := runUpstreamDemand(level, reqs, defaultWaitLimit)
+	return out
+}
+
+// runUpstreamDemand is runUpstream that also returns the seat-demand
+// integrator's results at the end (upstream feeds it from the queueset).
+func runUpstreamDemand(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultWaitLimit time.Duration) ([]fairqueue.Outcome, fq.IntegratorResults) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk, _ := eventclock.NewFake(t0, 0, rand.New(rand.NewSource(1)))
 	qCfg := fq.QueuingConfig{Name: level.Name, DesiredNumQueues: level.Queues, QueueLengthLimit: level.QueueLengthLimit, HandSize: level.HandSize}
@@ -96,7 +103,8 @@ func runUpstream(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultW
 		qCfg.DesiredNumQueues = -1
 	}
 	pair := fcmetrics.RatioedGaugePair{RequestsWaiting: noopGauge{}, RequestsExecuting: noopGauge{}}
-	qsc, err := queueset.NewQueueSetFactory(clk).BeginConstruction(qCfg, pair, noopGauge{}, noopGauge{})
+	demand := fq.NewNamedIntegrator(clk, level.Name)
+	qsc, err := queueset.NewQueueSetFactory(clk).BeginConstruction(qCfg, pair, noopGauge{}, demand)
 	if err != nil {
 		panic(err)
 	}
@@ -117,7 +125,7 @@ func runUpstream(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultW
 			c()
 		}
 	}
-	return d.outcomes
+	return d.outcomes, demand.GetResults()
 }
 
 func (d *upstreamDriver) now() time.Duration { return d.clk.Now().Sub(d.t0) }
