@@ -18,8 +18,13 @@ kube-apiserver | kubectl)
 	moddir=$hack
 	pkg=k8s.io/kubernetes/cmd/$name
 	version=$kube_version
-	# The same version stamps the release build sets, so /version says v1.37.1.
-	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+	# The same version stamps a release build sets (hack/lib/version.sh upstream),
+	# so that /version and the client's User-Agent say v1.37.1.
+	ldflags="-s -w"
+	for pkg_version in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg_version.gitVersion=$kube_version -X $pkg_version.gitMajor=1 -X $pkg_version.gitMinor=37"
+		ldflags+=" -X $pkg_version.gitTreeState=clean -X $pkg_version.buildDate=1970-01-01T00:00:00Z"
+	done
 	;;
 etcd)
 	moddir=$hack/etcd
@@ -33,13 +38,16 @@ etcd)
 	;;
 esac
 
-key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION) | sha256sum | cut -c1-12)
-out=$cache/bin/$name-$version-$key
+key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION; echo "$ldflags") | sha256sum | cut -c1-12)
+# One directory per build, the binary under its plain name (so that, for example,
+# kubectl's User-Agent says kubectl/v1.37.1).
+out=$cache/bin/$name-$version-$key/$name
 if [ ! -x "$out" ]; then
 	exec 9>"$cache/bin/.$name.lock"
 	flock 9
 	if [ ! -x "$out" ]; then
 		echo "building $name $version (cached at $out; the first build takes several minutes)" >&2
+		mkdir -p "$(dirname "$out")"
 		(cd "$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
 		mv "$out.tmp" "$out"
 	fi
