@@ -96,6 +96,9 @@ type Stats struct {
 	// Clamped counts requests whose arrival fell before the re-ordering
 	// window and was moved to its edge.
 	Clamped int64
+	// PeakHeld is the most requests held at once to restore arrival order:
+	// what the reader's memory grows with (not the input's length).
+	PeakHeld int
 }
 
 // lineScanner reads lines of up to max bytes.
@@ -184,6 +187,7 @@ func (ro *reorder) Next(out *Request) error {
 			ro.stats.Clamped++
 		}
 		heap.Push(&ro.h, r)
+		ro.stats.PeakHeld = max(ro.stats.PeakHeld, ro.h.Len())
 	}
 }
 

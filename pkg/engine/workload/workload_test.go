@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -249,5 +250,49 @@ func TestHTTPLogJSONFormat(t *testing.T) {
 	wantArrival := time.UnixMilli(1700000000123).Add(500 * time.Microsecond).Add(-3 * time.Millisecond).UTC()
 	if g := got[0]; !g.Arrival.Equal(wantArrival) || g.InitialSeats != 2 || g.ServiceTime != 2*time.Millisecond || g.Method != "GET" {
 		t.Errorf("got %+v, want arrival %v, 2 seats, 2ms service, GET", g, wantArrival)
+	}
+}
+
+// TestHTTPLogReaderStreams feeds 200,000 generated lines (1000 per second,
+// latencies up to 10 ms, so out of arrival order) through a pipe and checks
+// that they come out in arrival order while the reader holds only the
+// requests of its 1 s re-ordering window, not the input.
+func TestHTTPLogReaderStreams(t *testing.T) {
+	const n = 200_000
+	pr, pw := io.Pipe()
+	go func() {
+		base := time.Date(2000, 11, 21, 14, 0, 0, 0, time.UTC)
+		for i := range n {
+			ts := base.Add(time.Duration(i) * time.Millisecond)
+			fmt.Fprintf(pw, "I%s       1 httplog.go:134] \"HTTP\" verb=\"GET\" URI=\"/api/v1/namespaces/ns%d/pods/p\" latency=\"%dms\" userAgent=\"x\" audit-ID=\"%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=\"1ms\" resp=200\n",
+				ts.Format("0102 15:04:05.000000"), i%7, 1+i%10, i)
+		}
+		pw.Close()
+	}()
+	st := &Stats{}
+	r := NewHTTPLogReader(pr, "pipe", Options{ReorderWindow: time.Second}, st)
+	var q Request
+	var prev time.Time
+	count := 0
+	for {
+		err := r.Next(&q)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Arrival.Before(prev) {
+			t.Fatalf("record %d out of arrival order", count)
+		}
+		prev = q.Arrival
+		count++
+	}
+	if count != n {
+		t.Fatalf("read %d requests, want %d", count, n)
+	}
+	// a 1 s window at 1000 lines per second holds about 1000 requests
+	if st.PeakHeld > 1100 {
+		t.Errorf("reader held %d requests at once; it should hold only its window's", st.PeakHeld)
 	}
 }
