@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+var (
+	lintPluginOnce sync.Once
+	lintPluginPath string
+	lintPluginErr  error
+)
+
+// lintPlugin builds the plugin once for the tests of this file, so that they
+// exercise the real command line, flags and exit status.
+func lintPlugin(t *testing.T) string {
+	t.Helper()
+	lintPluginOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "apf-e2e-lint-bin-")
+		if err != nil {
+			lintPluginErr = err
+			return
+		}
+		lintPluginPath = filepath.Join(dir, "kubectl-apf")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		cmd := exec.Command(goBin, "build", "-o", lintPluginPath, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			lintPluginErr = err
+			lintPluginPath = string(out)
+		}
+	})
+	if lintPluginErr != nil {
+		t.Fatalf("building the plugin: %v\n%s", lintPluginErr, lintPluginPath)
+	}
+	return lintPluginPath
+}
+
+// runLintPlugin runs the built plugin against the cluster and returns its
+// exit code, stdout and stderr.
+func runLintPlugin(t *testing.T, c *testcluster.Cluster, args ...string) (int, []byte, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lintPlugin(t), append(args, "--kubeconfig", c.Kubeconfig)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return code, out.Bytes(), errOut.String()
+}
+
+type lintJSON struct {
+	Findings []lint.Finding `json:"findings"`
+	Errors   int            `json:"errors"`
+}
+
+// TestLintClusterDefaults: the local control plane's own configuration (the
+// upstream defaults, plus whatever other tests created) has no lint error.
+func TestLintClusterDefaults(t *testing.T) {
+	c := cluster(t)
+	code, out, errOut := runLintPlugin(t, c, "lint", "-o", "json")
+	if code != 0 {
+		t.Fatalf("lint of the fresh cluster exited %d: %s\n%s", code, errOut, out)
+	}
+	var rep lintJSON
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if rep.Errors != 0 {
+		t.Fatalf("errors on the defaults: %+v", rep.Findings)
+	}
+	// The suggested objects the server keeps are exactly the v1.37
+	// suggestions, so none is reported as differing.
+	for _, f := range rep.Findings {
+		if f.Rule == lint.RuleSuggestedDiffers {
+			t.Errorf("server-maintained suggested object reported as differing: %s", f.Message)
+		}
+	}
+}
+
+// TestLintClusterFindsAppliedMistakes applies the planted mistakes of
+// testdata/lint/broken (renamed with a prefix, and without the edit of the
+// suggested workload-low level, which would change every other test's
+// seats) and checks that lint finds each one on the live cluster, and that
+// the server itself agrees about the dangling reference.
+func TestLintClusterFindsAppliedMistakes(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	fc := c.Client(testcluster.Admin).FlowcontrolV1()
+	const prefix = "e2e-lint-"
+
+	var objs lint.Objects
+	for _, f := range []string{"levels.yaml", "flowschemas.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "lint", "broken", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := lint.ParseObjects(data, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs.Add(o)
+	}
+	ours := map[string]bool{}
+	for _, pl := range objs.PriorityLevels {
+		ours[pl.Name] = true
+	}
+	ours["batch"] = true // the missing level batch-jobs points at
+	for _, pl := range objs.PriorityLevels {
+		if pl.Name == "workload-low" {
+			continue
+		}
+		pl.Name = prefix + pl.Name
+		if _, err := fc.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s: %v", pl.Name, err)
+		}
+		name := pl.Name
+		t.Cleanup(func() {
+			_ = fc.PriorityLevelConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	for _, fs := range objs.FlowSchemas {
+		fs.Name = prefix + fs.Name
+		if ours[fs.Spec.PriorityLevelConfiguration.Name] {
+			fs.Spec.PriorityLevelConfiguration.Name = prefix + fs.Spec.PriorityLevelConfiguration.Name
+		}
+		if _, err := fc.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s: %v", fs.Name, err)
+		}
+		name := fs.Name
+		t.Cleanup(func() { _ = fc.FlowSchemas().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+
+	code, out, errOut := runLintPlugin(t, c, "lint", "-o", "json")
+	if code != 1 {
+		t.Fatalf("lint exited %d, want 1 (errors found): %s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(errOut, "lint errors found") {
+		t.Errorf("stderr %q", errOut)
+	}
+	var rep lintJSON
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	want := []string{
+		lint.RuleShadowedFlowSchema + " flowschema/" + prefix + "alice-debug",
+		lint.RuleDanglingPriorityLevel + " flowschema/" + prefix + "batch-jobs",
+		lint.RulePrecedenceTie + " flowschema/" + prefix + "ci-bots",
+		lint.RuleNoDistinguisherShared + " flowschema/" + prefix + "ci-runners",
+		lint.RuleExemptBeyondMasters + " flowschema/" + prefix + "oncall-exempt",
+		lint.RuleRejectWithTraffic + " flowschema/" + prefix + "scrapers",
+		lint.RuleUnusedPriorityLevel + " prioritylevelconfiguration/" + prefix + "reserved",
+		lint.RuleCrushRisk + " prioritylevelconfiguration/" + prefix + "tiny",
+	}
+	got := map[string]bool{}
+	for _, f := range rep.Findings {
+		got[f.Rule+" "+f.Objects[0].String()] = true
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("not found on the cluster: %s", w)
+		}
+	}
+
+	// The server's config controller marks the same FlowSchema dangling.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		fs, err := fc.FlowSchemas().Get(ctx, prefix+"batch-jobs", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dangling := false
+		for _, cond := range fs.Status.Conditions {
+			dangling = dangling || (cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == flowcontrolv1.ConditionTrue)
+		}
+		if dangling {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never marked %sbatch-jobs Dangling: %+v", prefix, fs.Status)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestCapacityMatchesServerMetrics checks "kubectl apf capacity" against the
+// apiserver's own gauges: the inferred server concurrency limit is the
+// control plane's --max-requests-inflight + --max-mutating-requests-inflight,
+// and every level's nominal, lower and upper limits equal
+// apiserver_flowcontrol_{nominal,lower,upper}_limit_seats.
+func TestCapacityMatchesServerMetrics(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	var lastErr string
+	// Other tests may change priority levels between the command's read and
+	// the scrape; retry a few times before calling it a mismatch.
+	for attempt := 0; attempt < 10; attempt++ {
+		code, out, errOut := runLintPlugin(t, c, "capacity", "-o", "json")
+		if code != 0 {
+			t.Fatalf("capacity exited %d: %s", code, errOut)
+		}
+		var rep struct {
+			ServerConcurrencySource string `json:"serverConcurrencySource"`
+			Current                 struct {
+				ServerConcurrencyLimit int `json:"serverConcurrencyLimit"`
+				Levels                 []struct {
+					Name    string `json:"name"`
+					Nominal int    `json:"nominalLimitSeats"`
+					Lower   int    `json:"lowerLimitSeats"`
+					Upper   int    `json:"upperLimitSeats"`
+				} `json:"levels"`
+			} `json:"current"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("decoding %s: %v", out, err)
+		}
+		if rep.ServerConcurrencySource != "metrics" || rep.Current.ServerConcurrencyLimit != 15 {
+			t.Fatalf("server concurrency %d from %s, want 15 (10+5) from metrics", rep.Current.ServerConcurrencyLimit, rep.ServerConcurrencySource)
+		}
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrape, err := metrics.ParseText(body, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nominal := scrape.SumBy("apiserver_flowcontrol_nominal_limit_seats", "priority_level")
+		lower := scrape.SumBy("apiserver_flowcontrol_lower_limit_seats", "priority_level")
+		upper := scrape.SumBy("apiserver_flowcontrol_upper_limit_seats", "priority_level")
+		var mismatches []string
+		for _, l := range rep.Current.Levels {
+			if float64(l.Nominal) != nominal[l.Name] || float64(l.Lower) != lower[l.Name] || float64(l.Upper) != upper[l.Name] {
+				mismatches = append(mismatches, l.Name)
+			}
+		}
+		if len(rep.Current.Levels) < 8 {
+			t.Fatalf("only %d levels", len(rep.Current.Levels))
+		}
+		if len(mismatches) == 0 {
+			return
+		}
+		lastErr = strings.Join(mismatches, ", ")
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("capacity disagrees with the server's metrics for: %s", lastErr)
+}
