@@ -2,8 +2,8 @@ package testcluster
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/csv"
+	"encoding/hex"
 	"os"
 	"strings"
 )
