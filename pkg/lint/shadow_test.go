@@ -312,3 +312,29 @@ func pl(name string) *flowcontrolv1.PriorityLevelConfiguration {
 	}
 	return p
 }
+
+// BenchmarkShadowing compares the exact decision over the upstream defaults
+// with the naive alternative it replaces: classifying sampled requests with
+// the engine (which can only ever show reachability, never prove shadowing).
+func BenchmarkShadowing(b *testing.B) {
+	fss, pls := UpstreamDefaults()
+	cfg := engine.NewConfig(fss, pls)
+	b.Run("exact/defaults", func(b *testing.B) {
+		for b.Loop() {
+			Analyze(cfg.FlowSchemas)
+		}
+	})
+	b.Run("sample-10000-requests/defaults", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		reqs := make([]engine.Request, 10000)
+		for i := range reqs {
+			reqs[i] = engineRequest(randomRequest(rng))
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			for _, r := range reqs {
+				cfg.Classify(r)
+			}
+		}
+	})
+}
