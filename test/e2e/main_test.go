@@ -10,8 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 )
@@ -56,4 +60,15 @@ func cluster(t *testing.T) *testcluster.Cluster {
 		t.Skip("the local control plane does not run with -short")
 	}
 	return shared
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
