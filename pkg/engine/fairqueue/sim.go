@@ -327,7 +327,9 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 			}
 		case evBorrow:
 			s.borrow(e.t)
-			if s.inFlight > 0 || t != math.MaxInt64 {
+			// keep borrowing while anything is pending (more arrivals, or
+			// other events when draining)
+			if t != math.MaxInt64 || len(s.events) > 0 {
 				s.push(event{t: e.t + int64(s.opts.BorrowingPeriod), kind: evBorrow})
 			}
 		}

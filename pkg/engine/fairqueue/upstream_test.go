@@ -13,6 +13,7 @@ import (
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 )
 
@@ -56,7 +57,7 @@ type msg struct {
 
 type drvEvent struct {
 	t    time.Duration
-	kind int // 1 finish, 2 timeout
+	kind int // 1 finish, 2 timeout, 3 borrowing
 	seq  int
 	idx  int
 }
@@ -64,9 +65,12 @@ type drvEvent struct {
 type upstreamDriver struct {
 	clk   *eventclock.Fake
 	t0    time.Time
-	qs    fq.QueueSet
-	level fairqueue.LevelConfig
-	reqs  []fairqueue.Request
+	qs     []fq.QueueSet
+	levels []fairqueue.LevelConfig
+	demand []fq.Integrator
+	stats  []engine.SeatDemandStats
+	borrow fairqueue.BorrowFunc
+	reqs   []fairqueue.Request
 	defWL time.Duration
 
 	msgs     chan msg
@@ -96,28 +100,39 @@ func runUpstream(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultW
 // runUpstreamDemand is runUpstream that also returns the seat-demand
 // integrator's results at the end (upstream feeds it from the queueset).
 func runUpstreamDemand(level fairqueue.LevelConfig, reqs []fairqueue.Request, defaultWaitLimit time.Duration) ([]fairqueue.Outcome, fq.IntegratorResults) {
+	out, demand := runUpstreamLevels([]fairqueue.LevelConfig{level}, reqs, defaultWaitLimit, nil)
+	return out, demand[0]
+}
+
+// runUpstreamLevels drives one upstream queueset per level on a shared fake
+// clock. With borrow set it plays the config controller's periodic
+// borrowing: every 10 s it resets each level's seat-demand integrator,
+// updates the level's demand statistics, asks borrow for the new limits
+// and applies them through BeginConfigChange/Complete, in level order.
+func runUpstreamLevels(levels []fairqueue.LevelConfig, reqs []fairqueue.Request, defaultWaitLimit time.Duration, borrow fairqueue.BorrowFunc) ([]fairqueue.Outcome, []fq.IntegratorResults) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk, _ := eventclock.NewFake(t0, 0, rand.New(rand.NewSource(1)))
-	qCfg := fq.QueuingConfig{Name: level.Name, DesiredNumQueues: level.Queues, QueueLengthLimit: level.QueueLengthLimit, HandSize: level.HandSize}
-	if level.Exempt {
-		qCfg.DesiredNumQueues = -1
-	}
-	pair := fcmetrics.RatioedGaugePair{RequestsWaiting: noopGauge{}, RequestsExecuting: noopGauge{}}
-	demand := fq.NewNamedIntegrator(clk, level.Name)
-	qsc, err := queueset.NewQueueSetFactory(clk).BeginConstruction(qCfg, pair, noopGauge{}, demand)
-	if err != nil {
-		panic(err)
-	}
-	den := max(level.ConcurrencyLimit, 1)
 	d := &upstreamDriver{
-		clk: clk, t0: t0, level: level, reqs: reqs, defWL: defaultWaitLimit,
-		qs:       qsc.Complete(fq.DispatchingConfig{ConcurrencyLimit: level.ConcurrencyLimit, ConcurrencyDenominator: den}),
+		clk: clk, t0: t0, levels: levels, reqs: reqs, defWL: defaultWaitLimit, borrow: borrow,
 		msgs:     make(chan msg, 64),
 		finishCh: make([]chan struct{}, len(reqs)),
 		cancel:   make([]context.CancelFunc, len(reqs)),
 		state:    make([]int, len(reqs)),
 		started:  map[int]bool{},
 		outcomes: make([]fairqueue.Outcome, len(reqs)),
+		stats:    make([]engine.SeatDemandStats, len(levels)),
+	}
+	for _, level := range levels {
+		demand := fq.NewNamedIntegrator(clk, level.Name)
+		qs, err := queueset.NewQueueSetFactory(clk).BeginConstruction(queuingConfig(level), fcmetrics.RatioedGaugePair{RequestsWaiting: noopGauge{}, RequestsExecuting: noopGauge{}}, noopGauge{}, demand)
+		if err != nil {
+			panic(err)
+		}
+		d.demand = append(d.demand, demand)
+		d.qs = append(d.qs, qs.Complete(fq.DispatchingConfig{ConcurrencyLimit: level.ConcurrencyLimit, ConcurrencyDenominator: max(level.ConcurrencyLimit, 1)}))
+	}
+	if borrow != nil {
+		d.push(drvEvent{t: engine.BorrowingAdjustmentPeriod, kind: 3})
 	}
 	d.run()
 	for _, c := range d.cancel {
@@ -125,7 +140,39 @@ func runUpstreamDemand(level fairqueue.LevelConfig, reqs []fairqueue.Request, de
 			c()
 		}
 	}
-	return d.outcomes, demand.GetResults()
+	var res []fq.IntegratorResults
+	for _, g := range d.demand {
+		res = append(res, g.GetResults())
+	}
+	return d.outcomes, res
+}
+
+func queuingConfig(level fairqueue.LevelConfig) fq.QueuingConfig {
+	qCfg := fq.QueuingConfig{Name: level.Name, DesiredNumQueues: level.Queues, QueueLengthLimit: level.QueueLengthLimit, HandSize: level.HandSize}
+	if level.Exempt {
+		qCfg.DesiredNumQueues = -1
+	}
+	return qCfg
+}
+
+// doBorrow is the config controller's periodic borrowing pass.
+func (d *upstreamDriver) doBorrow() {
+	for i, g := range d.demand {
+		r := g.Reset()
+		d.stats[i].Update(engine.IntegratorResults{Duration: r.Duration, Average: r.Average, Deviation: r.Deviation, Min: r.Min, Max: r.Max})
+	}
+	limits := d.borrow(d.stats)
+	for i, qs := range d.qs {
+		if limits[i] < 0 {
+			continue
+		}
+		qsc, err := qs.BeginConfigChange(queuingConfig(d.levels[i]))
+		if err != nil {
+			panic(err)
+		}
+		qsc.Complete(fq.DispatchingConfig{ConcurrencyLimit: limits[i], ConcurrencyDenominator: max(limits[i], 1)})
+		d.settle()
+	}
 }
 
 func (d *upstreamDriver) now() time.Duration { return d.clk.Now().Sub(d.t0) }
@@ -189,6 +236,12 @@ func (d *upstreamDriver) run() {
 				d.finish(e.idx)
 			case 2:
 				d.timeout(e.idx)
+			case 3:
+				d.doBorrow()
+				// like the simulator, keep borrowing while anything is pending
+				if _, ok := d.clk.GetNextTime(); ok || next < len(d.reqs) || len(d.events) > 0 {
+					d.push(drvEvent{t: e.t + engine.BorrowingAdjustmentPeriod, kind: 3})
+				}
 			}
 		}
 		d.settle()
@@ -207,12 +260,13 @@ func (d *upstreamDriver) arrive(i int) {
 			d.mu.Unlock()
 		}
 	}
-	req, _ := d.qs.StartRequest(ctx, we, r.Hash, "", "fs", i, nil, noteFn)
-	d.outcomes[i] = fairqueue.Outcome{ID: r.ID, Flow: r.Flow, Arrival: r.Arrival, Seq: -1}
+	level := d.levels[r.Level]
+	req, _ := d.qs[r.Level].StartRequest(ctx, we, r.Hash, "", "fs", i, nil, noteFn)
+	d.outcomes[i] = fairqueue.Outcome{ID: r.ID, Level: r.Level, Flow: r.Flow, Arrival: r.Arrival, Seq: -1}
 	if req == nil {
 		d.state[i] = 3
 		d.outcomes[i].Start = d.now()
-		if d.level.Queues == 0 && !d.level.Exempt {
+		if level.Queues == 0 && !level.Exempt {
 			d.outcomes[i].Reason = fairqueue.RejectedConcurrencyLimit
 		} else {
 			d.outcomes[i].Reason = fairqueue.RejectedQueueFull
@@ -221,7 +275,7 @@ func (d *upstreamDriver) arrive(i int) {
 	}
 	d.finishCh[i] = make(chan struct{})
 	d.state[i] = 1
-	queueless := d.level.Exempt || d.level.Queues == 0
+	queueless := level.Exempt || level.Queues == 0
 	if queueless {
 		d.dispatched(i)
 	} else {
