@@ -63,15 +63,15 @@ type drvEvent struct {
 }
 
 type upstreamDriver struct {
-	clk   *eventclock.Fake
-	t0    time.Time
+	clk    *eventclock.Fake
+	t0     time.Time
 	qs     []fq.QueueSet
 	levels []fairqueue.LevelConfig
 	demand []fq.Integrator
 	stats  []engine.SeatDemandStats
 	borrow fairqueue.BorrowFunc
 	reqs   []fairqueue.Request
-	defWL time.Duration
+	defWL  time.Duration
 
 	msgs     chan msg
 	mu       sync.Mutex
