@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -100,6 +101,28 @@ func TestLintClusterDefaults(t *testing.T) {
 		if f.Rule == lint.RuleSuggestedDiffers {
 			t.Errorf("server-maintained suggested object reported as differing: %s", f.Message)
 		}
+	}
+
+	// The same configuration read back from a bundle gives the same report.
+	capture, err := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(context.Background(),
+		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if err := dump.WriteBundle(bundle, capture, dump.Manifest{Source: c.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	code, fromBundle, errOut := runLintPlugin(t, c, "lint", "-o", "json", "--from", bundle)
+	if code != 0 {
+		t.Fatalf("lint --from exited %d: %s", code, errOut)
+	}
+	if !bytes.Equal(fromBundle, out) {
+		t.Errorf("lint --from the bundle differs from the live lint:\n%s\n--- live ---\n%s", fromBundle, out)
+	}
+	code, capOut, errOut := runLintPlugin(t, c, "capacity", "-o", "json", "--from", bundle)
+	if code != 0 || !bytes.Contains(capOut, []byte(`"serverConcurrencySource": "metrics"`)) || !bytes.Contains(capOut, []byte(`"serverConcurrencyLimit": 15`)) {
+		t.Errorf("capacity --from exited %d (%s); server concurrency not inferred from the bundle's metrics:\n%s", code, errOut, capOut)
 	}
 }
 
