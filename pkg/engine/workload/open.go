@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,7 +126,12 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
 	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}}
-	var logs, audits, others []Reader
+	type input struct {
+		name   string
+		format Format
+		r      io.Reader
+	}
+	var inputs []input
 	for _, p := range paths {
 		var r io.Reader = os.Stdin
 		if p != "-" {
@@ -137,20 +143,36 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			fs.files = append(fs.files, fh)
 			r = fh
 		}
-		st := &Stats{}
-		rd, f, err := NewReader(r, p, opts, st)
+		f, br, err := Detect(r)
 		if err != nil {
 			fs.Close()
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		fs.Stats[p], fs.Formats[p] = st, f
-		switch f {
+		inputs = append(inputs, input{p, f, br})
+	}
+	// klog text headers have no year: take it from the audit log when one is
+	// given, so that the two line up for the join
+	if opts.Year == 0 {
+		for _, in := range inputs {
+			if in.format == FormatAudit {
+				if y, ok := firstAuditYear(in.r.(*bufio.Reader)); ok {
+					opts.Year = y
+				}
+				break
+			}
+		}
+	}
+	var logs, audits, others []Reader
+	for _, in := range inputs {
+		st := &Stats{}
+		fs.Stats[in.name], fs.Formats[in.name] = st, in.format
+		switch in.format {
 		case FormatHTTPLog:
-			logs = append(logs, rd)
+			logs = append(logs, NewHTTPLogReader(in.r, in.name, opts, st))
 		case FormatAudit:
-			audits = append(audits, rd)
+			audits = append(audits, NewAuditReader(in.r, in.name, opts, st))
 		default:
-			others = append(others, rd)
+			others = append(others, NewJSONLReader(in.r, in.name, opts, st))
 		}
 	}
 	var all []Reader
@@ -314,4 +336,24 @@ func (j *joined) Next(r *Request) error {
 		j.stats.Unmatched++
 	}
 	return nil
+}
+
+// firstAuditYear peeks at the first audit event of br and returns the year of
+// its requestReceivedTimestamp.
+func firstAuditYear(br *bufio.Reader) (int, bool) {
+	buf, _ := br.Peek(br.Size())
+	for _, line := range bytes.Split(buf, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var ev struct {
+			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.RequestReceivedTimestamp.IsZero() {
+			return 0, false
+		}
+		return ev.RequestReceivedTimestamp.Year(), true
+	}
+	return 0, false
 }

@@ -57,8 +57,10 @@ type Reader interface {
 
 // Options tune the readers.
 type Options struct {
-	// Year completes klog text timestamps, which have none (default 2000:
-	// only differences between times matter to the replay).
+	// Year completes klog text timestamps, which have none. OpenFiles takes
+	// it from the first audit event when an audit log is given; otherwise
+	// the default is 2000 (only differences between times matter to the
+	// replay). A log that spans New Year's Eve is not supported.
 	Year int
 	// Location of klog text timestamps (default UTC).
 	Location *time.Location
