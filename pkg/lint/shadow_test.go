@@ -227,8 +227,11 @@ func TestAnalyzeAgreesWithFirstMatch(t *testing.T) {
 		ordered := cfg.FlowSchemas[1 : len(cfg.FlowSchemas)-1]
 		got := Analyze(ordered)
 		hits := make([]int, len(ordered))
-		for s := 0; s < samples; s++ {
-			r := randomRequest(rng)
+		reqs := make([]Request, samples)
+		for s := range reqs {
+			reqs[s] = randomRequest(rng)
+		}
+		for _, r := range reqs {
 			i := refClassify(ordered, r)
 			// The engine's classifier is the second oracle; the random pools
 			// never contain system:masters, so the imagined exempt schema
@@ -248,6 +251,24 @@ func TestAnalyzeAgreesWithFirstMatch(t *testing.T) {
 				shadowed++
 				if hits[i] > 0 {
 					t.Fatalf("config %d: %s declared shadowed/empty but won %d sampled requests\n%s", c, res.FlowSchema, hits[i], dumpSchemas(ordered))
+				}
+				// The named shadowers alone must take every request the
+				// schema matches.
+				byName := map[string]*flowcontrolv1.FlowSchema{}
+				for _, fs := range ordered {
+					byName[fs.Name] = fs
+				}
+				for _, r := range reqs {
+					if !refMatch(ordered[i], r) {
+						continue
+					}
+					taken := false
+					for _, sh := range res.Shadowers {
+						taken = taken || refMatch(byName[sh], r)
+					}
+					if !taken {
+						t.Fatalf("config %d: %s shadowed by %v, but none of them matches %v\n%s", c, res.FlowSchema, res.Shadowers, r, dumpSchemas(ordered))
+					}
 				}
 			default:
 				reachable++
