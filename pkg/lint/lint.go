@@ -97,14 +97,12 @@ type Finding struct {
 	Fix string `json:"fix"`
 }
 
-// Reference holds upstream's objects for the server's version: the mandatory
-// ones (imagined by the apiserver when missing) and the suggested ones (kept
-// current unless annotated apf.kubernetes.io/autoupdate-spec=false).
+// Reference holds upstream's suggested objects for the server's version: the
+// apiserver keeps them current unless they are annotated
+// apf.kubernetes.io/autoupdate-spec=false.
 type Reference struct {
 	// Version names the upstream release the objects come from, for messages.
 	Version                 string
-	MandatoryFlowSchemas    []*flowcontrolv1.FlowSchema
-	MandatoryPriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
 	SuggestedFlowSchemas    []*flowcontrolv1.FlowSchema
 	SuggestedPriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
 }
@@ -115,8 +113,6 @@ type Options struct {
 	// 4 elephants, above which a queuing level's queues and hand size are
 	// reported as a warning or as information.
 	CrushWarn, CrushInfo float64
-	// ManyClientsRule lists nothing; see risky.go for what counts as a subject
-	// shared by many clients.
 }
 
 // DefaultOptions returns the thresholds "kubectl apf lint" uses. With them the

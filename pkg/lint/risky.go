@@ -180,9 +180,9 @@ func everyone(s flowcontrolv1.Subject) bool {
 }
 
 func (c *checker) checkExempt() {
-	probes := map[string]*flowcontrolv1.FlowSchema{}
+	suggested := map[string]*flowcontrolv1.FlowSchema{}
 	for _, fs := range c.in.Reference.SuggestedFlowSchemas {
-		probes[fs.Name] = fs
+		suggested[fs.Name] = fs
 	}
 	for _, fs := range c.ordered {
 		pl := c.plOf(fs)
@@ -192,8 +192,9 @@ func (c *checker) checkExempt() {
 		if fs.Name == flowcontrolv1.FlowSchemaNameExempt {
 			continue
 		}
-		// upstream's own "probes" schema exempts health checks on purpose.
-		if s, ok := probes[fs.Name]; ok {
+		// Upstream's own "probes" schema exempts health checks on purpose;
+		// an unchanged suggestion is not the user's choice.
+		if s, ok := suggested[fs.Name]; ok {
 			if equality.Semantic.DeepEqual(engine.DefaultFlowSchema(s).Spec, fs.Spec) {
 				continue
 			}

@@ -528,8 +528,8 @@ func (sp *space) restrict(cs []cube) []cube {
 	return out
 }
 
-// errTooComplex is returned when a subtraction would need more cubes than
-// maxCubes; the answer is then "undecided" rather than a guess.
+// maxCubes bounds the cubes a subtraction may produce; beyond it the answer
+// is "undecided" rather than a guess.
 const maxCubes = 200_000
 
 // subtract removes every cube of minus from cs. ok is false if the result grew

@@ -12,26 +12,23 @@ import (
 // against).
 const UpstreamVersion = "v1.37"
 
-// UpstreamReference returns the mandatory and suggested objects of
+// UpstreamReference returns the suggested objects of
 // k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap, deep-copied so callers may
 // change them.
 func UpstreamReference() Reference {
 	return Reference{
 		Version:                 UpstreamVersion,
-		MandatoryFlowSchemas:    copyFS(bootstrap.MandatoryFlowSchemas),
-		MandatoryPriorityLevels: copyPL(bootstrap.MandatoryPriorityLevelConfigurations),
 		SuggestedFlowSchemas:    copyFS(bootstrap.SuggestedFlowSchemas),
 		SuggestedPriorityLevels: copyPL(bootstrap.SuggestedPriorityLevelConfigurations),
 	}
 }
 
 // UpstreamDefaults returns the configuration a fresh cluster of
-// UpstreamVersion has: mandatory plus suggested objects, with API defaults
-// applied as the apiserver would.
+// UpstreamVersion has: mandatory plus suggested objects (engine.DefaultFlowSchemas
+// and engine.DefaultPriorityLevels), deep-copied and with API defaults applied
+// as the apiserver would.
 func UpstreamDefaults() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
-	ref := UpstreamReference()
-	fss := append(ref.MandatoryFlowSchemas, ref.SuggestedFlowSchemas...)
-	pls := append(ref.MandatoryPriorityLevels, ref.SuggestedPriorityLevels...)
+	fss, pls := copyFS(engine.DefaultFlowSchemas()), copyPL(engine.DefaultPriorityLevels())
 	for i := range fss {
 		fss[i] = engine.DefaultFlowSchema(fss[i])
 	}
