@@ -69,6 +69,8 @@ type ObjectRef struct {
 	Name string `json:"name"`
 }
 
+// String renders the reference as kubectl names objects
+// (flowschema/NAME, prioritylevelconfiguration/NAME).
 func (o ObjectRef) String() string {
 	if o.Kind == kindPL {
 		return "prioritylevelconfiguration/" + o.Name

@@ -41,6 +41,7 @@ type typeMeta struct {
 // decoding pass.
 type rawJSON []byte
 
+// UnmarshalJSON keeps the raw bytes.
 func (r *rawJSON) UnmarshalJSON(b []byte) error {
 	*r = append((*r)[:0], b...)
 	return nil
