@@ -1,0 +1,19 @@
+// Package explain answers "what does API Priority and Fairness (APF) do with
+// this request, and why" and "why are requests being rejected with HTTP 429
+// now". It joins three things, all handed in as plain values:
+//
+//   - the configuration, digested by package engine (classification with a
+//     rule-by-rule trace, flow identity, shuffle-sharding hand, limits);
+//   - the live state of one apiserver instance (Live: the debug dumps and the
+//     APF metrics, converted by the caller from package dump's snapshot);
+//   - the request (engine.Request) or a message pasted by the user
+//     (ParseMessage), which may turn out not to be about APF at all.
+//
+// Explain builds an Explanation of one request; Explain429 builds a Triage of
+// the rejections visible in the live state. WriteText and WriteTriageText
+// render them for people; both types marshal to stable JSON for -o json.
+//
+// The package is pure: no client-go, no cobra, no terminal styling and no
+// wall clock (an imports test keeps it so). The caller fetches, this package
+// computes, the printers render.
+package explain

@@ -1,0 +1,116 @@
+package explain
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Message kinds recognised by ParseMessage.
+const (
+	// MessageClientThrottling: client-go's own rate limiter delayed the
+	// request (k8s.io/client-go/rest/request.go:tryThrottleWithInfo); the
+	// apiserver never saw it waiting.
+	MessageClientThrottling = "client-side-throttling"
+	// MessageEvictionPDB: a pod eviction refused because of a
+	// PodDisruptionBudget (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go),
+	// answered with 429 but unrelated to APF.
+	MessageEvictionPDB = "pod-disruption-budget"
+	// MessageStorageInitializing: the watch cache of the resource is
+	// (re)initializing (k8s.io/apiserver/pkg/storage/cacher/ready.go), which
+	// answers 429 with Retry-After too.
+	MessageStorageInitializing = "storage-initializing"
+	// MessageAPF429: the body APF writes with a 429
+	// (server/filters/priority-and-fairness.go:tooManyRequests).
+	MessageAPF429 = "apf-429"
+)
+
+// Message is what ParseMessage understood of a pasted message.
+type Message struct {
+	// Kind is one of the Message* constants.
+	Kind string `json:"kind"`
+	// APF is true when the message is about API Priority and Fairness.
+	APF bool `json:"apf"`
+	// Method and Path are the request named in the message, if any
+	// (Path without scheme and host, with its query).
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Delay is the client-side wait quoted by client-go.
+	Delay string `json:"delay,omitempty"`
+	// Explanation says what the message means and what to do.
+	Explanation string `json:"explanation"`
+}
+
+var (
+	// client-go v0.27+: `"Waited before sending request" delay="1.03s"
+	// reason="client-side throttling, not priority and fairness" verb="GET" URL="https://..."`.
+	reStructured = regexp.MustCompile(`delay="([^"]*)"[^\n]*?reason="([^"]*)"[^\n]*?verb="([A-Z]+)"[^\n]*?URL="([^"]*)"`)
+	// client-go before v0.27: `Waited for 1.03s due to client-side
+	// throttling, not priority and fairness, request: GET:https://...`.
+	reLegacy = regexp.MustCompile(`Waited for ([^ ]+) due to (client-side throttling[^,]*), not priority and fairness, request: ([A-Z]+):(\S+)`)
+	// Older still: `Throttling request took 1.03s, request: GET:https://...`.
+	reOldest = regexp.MustCompile(`Throttling request took ([^,]+), request: ([A-Z]+):(\S+)`)
+)
+
+// ParseMessage recognises a message pasted by the user: a client-go
+// throttling log line, a 429 error text, ... It returns an error when the
+// message is none of the known kinds, so the user learns to paste
+// something else rather than getting a guess.
+func ParseMessage(text string) (*Message, error) {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return nil, fmt.Errorf("empty message: paste a client-go log line or the text of an HTTP 429 error")
+	}
+	if m := reStructured.FindStringSubmatch(t); m != nil {
+		msg := &Message{Delay: m[1], Method: m[3]}
+		msg.Path = pathOf(m[4])
+		if strings.Contains(m[2], "client-side throttling") {
+			msg.Kind = MessageClientThrottling
+			msg.Explanation = throttlingText(msg.Delay)
+		} else {
+			// client-go waited the Retry-After of an earlier 429 before
+			// retrying: that 429 may well be APF's.
+			msg.Kind, msg.APF = MessageAPF429, true
+			msg.Explanation = fmt.Sprintf("client-go waited %s before retrying because the server asked it to (%s): an earlier response was a 429 or 5xx with Retry-After; explain the request to see its level and queues", msg.Delay, m[2])
+		}
+		return msg, nil
+	}
+	if m := reLegacy.FindStringSubmatch(t); m != nil {
+		msg := &Message{Kind: MessageClientThrottling, Delay: m[1], Method: m[3], Path: pathOf(m[4])}
+		msg.Explanation = throttlingText(msg.Delay)
+		return msg, nil
+	}
+	if m := reOldest.FindStringSubmatch(t); m != nil {
+		msg := &Message{Kind: MessageClientThrottling, Delay: m[1], Method: m[2], Path: pathOf(m[3])}
+		msg.Explanation = throttlingText(msg.Delay)
+		return msg, nil
+	}
+	low := strings.ToLower(t)
+	switch {
+	case strings.Contains(low, "disruption budget"):
+		return &Message{Kind: MessageEvictionPDB, Explanation: "this 429 comes from the Eviction API: evicting the pod would violate its PodDisruptionBudget (or the budget is not processed yet). API Priority and Fairness is not involved; wait for more pods to be ready, or check 'kubectl get pdb' for disruptionsAllowed"}, nil
+	case strings.Contains(low, "storage is (re)initializing"):
+		return &Message{Kind: MessageStorageInitializing, Explanation: "this 429 comes from the apiserver's watch cache, which is (re)initializing for the resource (after a start or a lost etcd watch); it is not API Priority and Fairness. It passes once the cache is ready; if it lasts, check the apiserver's connection to etcd"}, nil
+	case strings.Contains(low, "too many requests, please try again later"):
+		return &Message{Kind: MessageAPF429, APF: true, Explanation: "this is the body API Priority and Fairness writes with its 429: the request was rejected by its priority level (concurrency-limit, queue-full or time-out). Explain the request with its identity, or run 'kubectl apf explain 429' to see which levels reject now and why"}, nil
+	}
+	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, or the text of a 429 error")
+}
+
+func throttlingText(delay string) string {
+	return fmt.Sprintf("the client delayed the request by %s with its own rate limiter (client-go's QPS and Burst, by default 5 and 10): the apiserver never saw it waiting, and API Priority and Fairness is not involved. Raise the client's QPS/Burst (rest.Config.QPS and Burst), or make fewer requests (informers, label selectors)", delay)
+}
+
+// pathOf strips scheme and host from a URL as logged by client-go.
+func pathOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Path == "" {
+		return ""
+	}
+	p := u.EscapedPath()
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}

@@ -1,0 +1,274 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// clean makes a server- or user-supplied string safe on one terminal line.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, format, args...)
+}
+
+// WriteText renders an Explanation for people.
+func WriteText(w io.Writer, ex *Explanation) error {
+	p := &printer{w: w}
+	rv := ex.Request
+	p.f("Request\n")
+	p.f("  %s %s\n", clean(rv.Method), clean(rv.URL))
+	if rv.IsResourceRequest {
+		group := rv.APIGroup
+		if group == "" {
+			group = `"" (core)`
+		}
+		p.f("  verb %s, API group %s, version %s, resource %s", clean(rv.Verb), clean(group), clean(rv.APIVersion), clean(rsName(rv.Resource, rv.Subresource)))
+		if rv.Namespace != "" {
+			p.f(", namespace %s", clean(rv.Namespace))
+		} else {
+			p.f(", cluster-scoped")
+		}
+		if rv.Name != "" {
+			p.f(", name %s", clean(rv.Name))
+		}
+		p.f("\n")
+	} else {
+		p.f("  verb %s, non-resource path %s\n", clean(rv.Verb), clean(rv.Path))
+	}
+	if rv.User != "" {
+		p.f("  user %s, groups %s", clean(rv.User), clean(strings.Join(rv.Groups, ", ")))
+		if len(rv.ImpliedGroups) > 0 {
+			p.f(" (implied: %s)", clean(strings.Join(rv.ImpliedGroups, ", ")))
+		}
+		p.f("\n")
+	}
+	if ex.Instance != "" {
+		p.f("  live state of %s\n", clean(ex.Instance))
+	}
+
+	if ex.FlowSchema == nil {
+		p.f("\nVerdict: %s\n  %s\n", ex.Verdict.Kind, clean(ex.Verdict.Reason))
+		writeRecorded(p, ex.Recorded)
+		return p.err
+	}
+
+	p.f("\nFlowSchemas in matching order\n")
+	for _, t := range ex.Trace {
+		mark := "  -"
+		if t.Matched {
+			mark = "  ✓"
+		} else if t.Dangling {
+			mark = "  ~"
+		}
+		extra := ""
+		if t.Imagined {
+			extra = ", imagined by the server"
+		}
+		if len(t.TiedWith) > 0 {
+			extra += ", same precedence as " + strings.Join(t.TiedWith, ", ") + " (ties are ordered by name)"
+		}
+		p.f("%s %s (precedence %d, level %s%s)\n      %s\n", mark, clean(t.FlowSchema), t.Precedence, clean(t.PriorityLevel), clean(extra), clean(t.Reason))
+	}
+
+	fs, pl := ex.FlowSchema, ex.PriorityLevel
+	p.f("\nFlowSchema %s (uid %s)", clean(fs.Name), uidText(fs.UID))
+	if fs.Fallback {
+		p.f(", fallback")
+	}
+	p.f("\n")
+	p.f("Priority level %s (uid %s): %s", clean(pl.Name), uidText(pl.UID), pl.Type)
+	if pl.LimitResponse != "" {
+		p.f(", limitResponse %s", pl.LimitResponse)
+	}
+	p.f("\n")
+	if pl.Type != "Exempt" {
+		p.f("  nominal limit %d seats (of a server limit of %d), lower %d, upper %d", pl.NominalLimit, pl.ServerConcurrencyLimit, pl.LowerLimit, pl.UpperLimit)
+		if pl.CurrentLimit != nil {
+			p.f(", current %v", *pl.CurrentLimit)
+		}
+		p.f("\n")
+		if pl.Queues > 0 {
+			p.f("  %d queues, hand size %d, queue length limit %d, wait limit %v\n", pl.Queues, pl.HandSize, pl.QueueLengthLimit, pl.WaitLimit)
+		}
+	}
+	if s := ex.Seats; s != nil {
+		if s.Initial == s.Max {
+			p.f("  this request takes %d seat(s)", s.Initial)
+		} else {
+			p.f("  this request takes %d to %d seat(s)", s.Initial, s.Max)
+		}
+		if s.Note != "" {
+			p.f(": %s", s.Note)
+		}
+		p.f("\n")
+	}
+	if ex.FlowHash != "" {
+		method := ex.FlowDistinguisherMethod
+		if method == "" {
+			method = "none"
+		}
+		p.f("\nFlow: distinguisher %q (method %s), hash %s\n", clean(ex.FlowDistinguisher), method, ex.FlowHash)
+	}
+	if q := ex.Queues; q != nil {
+		p.f("Hand of queues:")
+		for _, s := range q.Hand {
+			p.f(" %d", s.Index)
+		}
+		p.f("\n")
+		if q.Live {
+			p.f("  QUEUE  WAITING  EXECUTING  WAITING-SEATS  WAITING-WORK\n")
+			for _, s := range q.Hand {
+				p.f("  %5d  %7d  %9d  %13d  %.3fss\n", s.Index, s.Waiting, s.Executing, s.WaitingSeats, s.WaitingWork)
+			}
+			p.f("  a new request goes to queue(s) %v (the least waiting work)\n", q.Candidates)
+		}
+	}
+	p.f("\nVerdict: %s", ex.Verdict.Kind)
+	if ex.Verdict.RejectReason != "" {
+		p.f(" (%s)", ex.Verdict.RejectReason)
+	}
+	p.f("\n  %s\n", clean(ex.Verdict.Reason))
+	if len(ex.Notes) > 0 {
+		p.f("\nNotes\n")
+		for _, n := range ex.Notes {
+			p.f("  - %s\n", clean(n))
+		}
+	}
+	writeRecorded(p, ex.Recorded)
+	if len(ex.Advice) > 0 {
+		p.f("\nAdvice\n")
+		for _, a := range ex.Advice {
+			p.f("  - %s\n", clean(a.Text))
+			if a.YAML != "" {
+				p.f("\n%s\n", indent(a.YAML, "    "))
+			}
+		}
+	}
+	return p.err
+}
+
+func writeRecorded(p *printer, r *Recorded) {
+	if r == nil {
+		return
+	}
+	p.f("\nCompared with the server (%s)", r.Source)
+	if r.Status != 0 {
+		p.f(", HTTP %d", r.Status)
+	}
+	p.f("\n")
+	verdict := "nothing to compare"
+	if r.Agrees != nil {
+		verdict = "AGREES"
+		if !*r.Agrees {
+			verdict = "DISAGREES"
+		}
+	}
+	p.f("  %s: %s\n", verdict, clean(r.Detail))
+}
+
+func uidText(uid string) string {
+	if uid == "" {
+		return "none: imagined by the server"
+	}
+	return clean(uid)
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WriteMessageText renders a message that ParseMessage recognised.
+func WriteMessageText(w io.Writer, m *Message) error {
+	p := &printer{w: w}
+	kind := "not API Priority and Fairness"
+	if m.APF {
+		kind = "API Priority and Fairness"
+	}
+	p.f("Message: %s (%s)\n", m.Kind, kind)
+	if m.Method != "" {
+		p.f("  request %s %s", clean(m.Method), clean(m.Path))
+		if m.Delay != "" {
+			p.f(", delayed %s", clean(m.Delay))
+		}
+		p.f("\n")
+	}
+	p.f("  %s\n", clean(m.Explanation))
+	return p.err
+}
+
+// WriteTriageText renders a Triage for people.
+func WriteTriageText(w io.Writer, t *Triage) error {
+	p := &printer{w: w}
+	for i, it := range t.Instances {
+		if i > 0 {
+			p.f("\n")
+		}
+		unit := "total since the apiserver started"
+		if it.HasRates {
+			unit = fmt.Sprintf("per second over %v", it.Interval)
+		}
+		p.f("Apiserver %s (rejections %s)\n", clean(it.Instance), unit)
+		if len(it.Levels) == 0 {
+			p.f("  no priority level is rejecting requests\n")
+		}
+		for _, l := range it.Levels {
+			reasons := make([]string, 0, len(l.Rejected))
+			for r := range l.Rejected {
+				reasons = append(reasons, r)
+			}
+			sort.Strings(reasons)
+			var parts []string
+			for _, r := range reasons {
+				parts = append(parts, fmt.Sprintf("%s %.3g", r, l.Rejected[r]))
+			}
+			p.f("\n  Level %s: rejected %s\n", clean(l.Name), strings.Join(parts, ", "))
+			p.f("    limit %v seats (nominal %d), %v in use, %d waiting", l.CurrentLimit, l.NominalLimit, l.SeatsInUse, l.Waiting)
+			if l.Queues > 0 {
+				p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", l.Queues, l.HandSize, l.QueueLengthLimit, l.WaitLimit)
+			} else if l.LimitResponse != "" {
+				p.f("; limitResponse %s", l.LimitResponse)
+			}
+			p.f("\n")
+			if len(l.Flows) > 0 {
+				p.f("    FLOWSCHEMA  DISTINGUISHER  WAITING  EXECUTING  SEATS  FULL-QUEUES-OF-HAND\n")
+				for _, f := range l.Flows {
+					p.f("    %s  %q  %d  %d  %d  %d/%d\n", clean(f.FlowSchema), clean(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand))
+				}
+			}
+			for _, c := range l.Causes {
+				p.f("    cause %s: %s\n      fix: %s\n", c.Kind, clean(c.Evidence), clean(c.Fix))
+			}
+		}
+		for _, n := range it.Notes {
+			p.f("  note: %s\n", clean(n))
+		}
+	}
+	return p.err
+}

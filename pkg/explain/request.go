@@ -1,0 +1,286 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+)
+
+// Explain classifies r against in.Config with a trace and joins the result
+// with the limits and the live state of in.Live. givenGroups are the groups
+// the user named; the identity's other groups are reported as implied (the
+// authenticator or the impersonation filter adds them).
+func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
+	if in.ServerConcurrencyLimit <= 0 {
+		in.ServerConcurrencyLimit = engine.DefaultServerConcurrencyLimit
+	}
+	if in.ServerRequestTimeout <= 0 {
+		in.ServerRequestTimeout = time.Minute
+	}
+	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}}
+	if in.Live != nil {
+		ex.Instance = in.Live.Instance
+	}
+	cls := in.Config.ClassifyWithTrace(r)
+	if cls.Bypass != "" {
+		ex.Verdict = Verdict{Kind: VerdictBypass, Reason: cls.Bypass + ": it is never queued or rejected by APF and the response carries no X-Kubernetes-PF-* headers"}
+		return ex
+	}
+	fs, pl := cls.FlowSchema, cls.PriorityLevel
+	ex.FlowSchema = &FlowSchemaView{Name: fs.Name, UID: string(fs.UID), Precedence: fs.Spec.MatchingPrecedence, Rule: cls.Rule, Fallback: cls.Fallback}
+	ex.Trace = traceEntries(in.Config, cls.Trace)
+	for _, t := range ex.Trace {
+		if t.Matched && t.Imagined {
+			ex.FlowSchema.Imagined = true
+		}
+	}
+	if cls.Flow.Computed {
+		ex.FlowDistinguisherMethod = string(cls.Flow.Method)
+		ex.FlowDistinguisher = cls.Flow.Distinguisher
+		ex.FlowHash = fmt.Sprintf("%016x", cls.Flow.Hash)
+	}
+
+	limits := levelLimits(in.Config, in.ServerConcurrencyLimit, pl.Name)
+	waitLimit, err := engine.RequestWaitLimit(r, in.ServerRequestTimeout)
+	if err != nil {
+		// A malformed ?timeout= is answered 400 before APF (request_deadline.go).
+		ex.Notes = append(ex.Notes, err.Error())
+	}
+	ex.PriorityLevel = levelView(pl, limits, in.ServerConcurrencyLimit)
+	queuing := pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue
+	if queuing {
+		ex.PriorityLevel.WaitLimit = Duration(waitLimit)
+	}
+	lm := in.Live.levelMetricsOf(pl.Name)
+	if lm.found {
+		v := lm.stats.CurrentLimit
+		ex.PriorityLevel.CurrentLimit = &v
+	}
+	ex.Seats = estimateSeats(r, limits)
+
+	if cls.Fallback {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("no FlowSchema matched: the identity is in neither %s nor %s, so the server falls back to %s and logs \"no match found\"",
+			"system:authenticated", "system:unauthenticated", fs.Name))
+	}
+	for _, d := range in.Config.Dangling {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("FlowSchema %s is dangling (%s) and the server skips it", d.Name, d.Reason))
+	}
+	if r.Info.IsResourceRequest && r.Info.Resource == "pods" && r.Info.Subresource == "eviction" {
+		ex.Notes = append(ex.Notes, "a 429 on pods/eviction usually comes from a PodDisruptionBudget (\"Cannot evict pod as it would violate the pod's disruption budget\"), not from APF: check the PodDisruptionBudgets of the pod")
+	}
+
+	if len(cls.Hand) > 0 {
+		ex.Queues = queuesView(in.Live, pl.Name, cls.Hand)
+	}
+	ex.Verdict = verdict(in, r, ex, pl, limits, lm, waitLimit)
+	ex.Advice = advise(in, r, ex, cls)
+	return ex
+}
+
+// requestView describes r; groups that the user did not give are implied.
+func requestView(r engine.Request, given []string) RequestView {
+	ri := r.Info
+	v := RequestView{
+		Method: r.Method, URL: r.URL, Verb: ri.Verb, IsResourceRequest: ri.IsResourceRequest,
+		User: r.Identity.User, Groups: append([]string(nil), r.Identity.Groups...),
+	}
+	if ri.IsResourceRequest {
+		v.APIGroup, v.APIVersion, v.Resource, v.Subresource, v.Namespace, v.Name = ri.APIGroup, ri.APIVersion, ri.Resource, ri.Subresource, ri.Namespace, ri.Name
+	} else {
+		v.Path = ri.Path
+	}
+	giv := map[string]bool{}
+	for _, g := range given {
+		giv[g] = true
+	}
+	for _, g := range r.Identity.Groups {
+		if !giv[g] {
+			v.ImpliedGroups = append(v.ImpliedGroups, g)
+		}
+	}
+	return v
+}
+
+// traceEntries flattens the engine's trace and marks precedence ties.
+func traceEntries(c *engine.Config, steps []engine.TraceStep) []TraceEntry {
+	byPrec := map[int32][]string{}
+	for _, fs := range c.FlowSchemas {
+		byPrec[fs.Spec.MatchingPrecedence] = append(byPrec[fs.Spec.MatchingPrecedence], fs.Name)
+	}
+	out := make([]TraceEntry, 0, len(steps))
+	for _, s := range steps {
+		e := TraceEntry{FlowSchema: s.FlowSchema, Precedence: s.Precedence, PriorityLevel: s.PriorityLevel,
+			Matched: s.Matched, Dangling: s.Dangling, Imagined: s.Imagined, Reason: s.Reason}
+		for _, n := range byPrec[s.Precedence] {
+			if n != s.FlowSchema {
+				e.TiedWith = append(e.TiedWith, n)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// levelLimits returns the engine's arithmetic for one level.
+func levelLimits(c *engine.Config, scl int, name string) engine.LevelLimits {
+	for _, l := range c.Limits(scl) {
+		if l.Name == name {
+			return l
+		}
+	}
+	return engine.LevelLimits{Name: name}
+}
+
+func levelView(pl *flowcontrolv1.PriorityLevelConfiguration, l engine.LevelLimits, scl int) *PriorityLevelView {
+	v := &PriorityLevelView{Name: pl.Name, UID: string(pl.UID), Type: string(pl.Spec.Type),
+		NominalLimit: l.NominalCL, LowerLimit: l.LowerCL, UpperLimit: l.UpperCL, MaxSeats: l.MaxSeats, ServerConcurrencyLimit: scl}
+	if lim := pl.Spec.Limited; lim != nil {
+		v.LimitResponse = string(lim.LimitResponse.Type)
+		if q := lim.LimitResponse.Queuing; q != nil && lim.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue {
+			v.Queues, v.HandSize, v.QueueLengthLimit = q.Queues, q.HandSize, q.QueueLengthLimit
+		}
+	}
+	return v
+}
+
+// queuesView describes the hand, with lengths from the dump when present.
+func queuesView(live *Live, level string, hand []int) *QueuesView {
+	qv := &QueuesView{Hand: make([]QueueState, 0, len(hand)), Live: live.hasDumps()}
+	rows := live.queuesOf(level)
+	work := map[int]uint64{}
+	for _, q := range hand {
+		row := rows[q]
+		qv.Hand = append(qv.Hand, QueueState{Index: q, Waiting: row.PendingRequests, Executing: row.ExecutingRequests,
+			WaitingSeats: row.MaxSeatsSum, WaitingWork: row.TotalWorkSum})
+		// SeatSeconds are fixed-point with scale 1e8 (request/seat_seconds.go).
+		work[q] = uint64(row.TotalWorkSum*1e8 + 0.5)
+	}
+	if qv.Live {
+		qv.Candidates = engine.CandidateQueues(hand, work)
+	}
+	return qv
+}
+
+// seatsInUse returns the seats executing in a level: from the metrics when
+// present, else from the executing rows of dump_requests.
+func seatsInUse(live *Live, lm levelMetrics, level string) (float64, bool) {
+	if lm.found {
+		return lm.stats.SeatsInUse, true
+	}
+	if !live.hasDumps() {
+		return 0, false
+	}
+	n := 0
+	for _, r := range live.Requests {
+		if r.PriorityLevel == level && r.Executing() {
+			n += max(r.InitialSeats, 1)
+		}
+	}
+	return float64(n), true
+}
+
+func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.PriorityLevelConfiguration, l engine.LevelLimits, lm levelMetrics, waitLimit time.Duration) Verdict {
+	seats := float64(ex.Seats.Initial)
+	if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
+		return Verdict{Kind: VerdictExempt, Reason: fmt.Sprintf("priority level %s is exempt: the request runs at once, is never queued or rejected, and only counts towards the level's seats", pl.Name)}
+	}
+	cl := float64(l.NominalCL)
+	if ex.PriorityLevel.CurrentLimit != nil {
+		cl = *ex.PriorityLevel.CurrentLimit
+	}
+	inUse, known := seatsInUse(in.Live, lm, pl.Name)
+	lim := pl.Spec.Limited
+	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue {
+		// Reject level: queueset.go:StartRequest step 0, canAccommodateSeatsLocked.
+		if !known {
+			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once while %v+%v seats fit in its limit of %v and is rejected (429, %s) otherwise", pl.Name, "in-use", seats, cl, ReasonConcurrencyLimit)}
+		}
+		if inUse == 0 || inUse+seats <= cl {
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %v seat(s) of this request fit and it runs at once", pl.Name, inUse, cl, seats)}
+		}
+		return Verdict{Kind: VerdictRejected, RejectReason: ReasonConcurrencyLimit,
+			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject) and %v of its %v seats are in use: the request would get 429 at once (%s)", pl.Name, inUse, cl, ReasonConcurrencyLimit)}
+	}
+	q := lim.LimitResponse.Queuing
+	if !known || !in.Live.hasDumps() {
+		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
+			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when all %v seats are busy and that queue already holds %d requests",
+				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, cl, q.QueueLengthLimit)}
+	}
+	waiting := 0
+	for _, row := range in.Live.queuesOf(pl.Name) {
+		waiting += row.PendingRequests
+	}
+	if waiting == 0 && inUse < cl && (inUse+seats <= cl || inUse == 0) {
+		// queueset.go: enqueue then dispatchAsMuchAsPossibleLocked, which
+		// dispatches at once while canAccommodateSeatsLocked.
+		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and %v of its %v seats are in use, so the request is dispatched at once", pl.Name, inUse, cl)}
+	}
+	cand := ex.Queues.Candidates
+	if len(cand) == 0 {
+		return Verdict{Kind: VerdictUnknown, Reason: "the hand of queues is unknown"}
+	}
+	chosen := cand[0]
+	var st QueueState
+	for _, s := range ex.Queues.Hand {
+		if s.Index == chosen {
+			st = s
+		}
+	}
+	v := Verdict{Queue: &chosen, Ahead: st.Waiting, WaitLimit: Duration(waitLimit)}
+	// queueset.go:rejectOrEnqueueToBoundLocked counts requests, not seats,
+	// and rejects only when no seat is free.
+	if inUse >= cl && int32(st.Waiting) >= q.QueueLengthLimit {
+		v.Kind, v.RejectReason = VerdictRejected, ReasonQueueFull
+		v.Reason = fmt.Sprintf("all %v seats of %s are in use and the least loaded queue of the hand (queue %d) already holds %d requests, its queue length limit: 429 (%s)", cl, pl.Name, chosen, st.Waiting, ReasonQueueFull)
+		return v
+	}
+	v.Kind = VerdictQueued
+	v.Reason = fmt.Sprintf("%d request(s) wait in %s and %v of %v seats are in use: the request joins queue %d behind %d request(s) (%d seats, %.3f seat-seconds of work)",
+		waiting, pl.Name, inUse, cl, chosen, st.Waiting, st.WaitingSeats, st.WaitingWork)
+	if w, ok := expectedWait(in.Live, lm, pl.Name, st.Waiting, cl); ok {
+		d := Duration(w)
+		v.ExpectedWait = &d
+		if w > waitLimit {
+			v.RejectReason = ReasonTimeOut
+			v.Reason += fmt.Sprintf("; the expected wait of about %v exceeds the wait limit of %v, so it will likely get 429 (%s)", w.Round(time.Millisecond), waitLimit, ReasonTimeOut)
+		} else {
+			v.Reason += fmt.Sprintf("; expected wait about %v, within the wait limit of %v", w.Round(time.Millisecond), waitLimit)
+		}
+	}
+	return v
+}
+
+// expectedWait estimates the wait in fair queuing: before this request,
+// every other queue of the level can dispatch at most as many requests as
+// are ahead of it in its own queue plus one (round-robin by virtual finish
+// time), each taking the mean execution time of the level, with the level's
+// seats shared. It needs the mean execution time from the metrics.
+func expectedWait(live *Live, lm levelMetrics, level string, ahead int, cl float64) (time.Duration, bool) {
+	if lm.meanExec <= 0 || cl <= 0 {
+		return 0, false
+	}
+	rows := live.queuesOf(level)
+	idx := make([]int, 0, len(rows))
+	for i := range rows {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	// The own queue counts min(ahead, ahead+1) = ahead; the request itself
+	// then runs once a seat frees up.
+	before := 0
+	for _, i := range idx {
+		before += min(rows[i].PendingRequests, ahead+1)
+	}
+	return time.Duration(float64(before) / cl * float64(lm.meanExec)), true
+}
+
+// describeIdentity is the one-line form of an identity.
+func describeIdentity(user string, groups []string) string {
+	return fmt.Sprintf("%s (groups %s)", user, strings.Join(groups, ", "))
+}
