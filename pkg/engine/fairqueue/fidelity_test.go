@@ -214,3 +214,17 @@ func approx(a, b float64) bool {
 	}
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// FuzzFidelity lets `go test -fuzz` search for a generated scenario on which
+// the simulator and upstream disagree; the seeds run in plain `go test`.
+func FuzzFidelity(f *testing.F) {
+	for _, seed := range []int64{0, 7, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed int64) {
+		sc := genScenario(rand.New(rand.NewSource(seed)))
+		if diff := compare(runUpstream(sc.level, sc.reqs, sc.defWL), runSim(t, sc.level, sc.reqs, sc.defWL)); diff != "" {
+			t.Fatalf("seed %d (%+v): %s", seed, sc.level, diff)
+		}
+	})
+}
