@@ -212,14 +212,14 @@ func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.Priori
 	}
 	capture, err := o.Source.Capture(ctx, dump.CaptureOptions{Parts: parts})
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %w", o.Source.Describe(), err)
+		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %w%s", o.Source.Describe(), err, offlineHint(o.Source))
 	}
 	if len(capture.Snapshots) == 0 {
 		msg := "no apiserver answered"
 		if len(capture.Failures) > 0 {
 			msg = capture.Failures[0].Error()
 		}
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %s", o.Source.Describe(), msg)
+		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %s%s", o.Source.Describe(), msg, offlineHint(o.Source))
 	}
 	snap := capture.Snapshots[0]
 	var pls []*flowcontrolv1.PriorityLevelConfiguration

@@ -172,6 +172,14 @@ func newConfigSource(configFlags *genericclioptions.ConfigFlags, from string) (d
 	return &dump.ClusterSource{Config: cfg}, nil
 }
 
+// offlineHint reminds that a cluster is not needed when reading one failed.
+func offlineHint(src dump.Source) string {
+	if _, ok := src.(*dump.ClusterSource); ok {
+		return " (--defaults or --from BUNDLE work without a cluster)"
+	}
+	return ""
+}
+
 // loadConfig builds the configuration to check: the base (upstream defaults,
 // or the first snapshot of the source) with the files applied over it. The
 // configuration objects are the same on every apiserver, so one snapshot is
@@ -186,14 +194,14 @@ func loadConfig(ctx context.Context, src dump.Source, defaults bool, files []str
 	} else {
 		capture, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion})
 		if err != nil {
-			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %w", src.Describe(), err)
+			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %w%s", src.Describe(), err, offlineHint(src))
 		}
 		if len(capture.Snapshots) == 0 {
 			msg := "no apiserver answered"
 			if len(capture.Failures) > 0 {
 				msg = capture.Failures[0].Error()
 			}
-			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %s", src.Describe(), msg)
+			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %s%s", src.Describe(), msg, offlineHint(src))
 		}
 		snap := capture.Snapshots[0]
 		for i := range snap.FlowSchemas {
