@@ -1,0 +1,675 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
+)
+
+// Intervals are the refresh intervals "+" and "-" step through. The dumps
+// take the apiserver's flow-control locks (apf_controller_debug.go), so the
+// view never polls faster than twice a second.
+var Intervals = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second,
+	10 * time.Second, 30 * time.Second, time.Minute}
+
+// DefaultInterval is the refresh interval at start.
+const DefaultInterval = 2 * time.Second
+
+// historyLen is how many refreshes the rejection sparkline remembers (four
+// minutes at the default interval).
+const historyLen = 120
+
+// FrameWriter records refreshes (record.Writer).
+type FrameWriter interface {
+	Write(f *record.Frame) error
+}
+
+// Options configures the view.
+type Options struct {
+	// Source is read at every refresh (a cluster or a bundle). Nil with
+	// Replay set.
+	Source dump.Source
+	// Replay plays a recording back instead of reading Source.
+	Replay *record.Recording
+	// Recorder, when set, receives every refresh.
+	Recorder FrameWriter
+	// Context bounds every capture; cancelled when the program ends.
+	Context context.Context
+	// Clock is the view's clock (time.Now when nil).
+	Clock func() time.Time
+	// Interval is the refresh interval at start (DefaultInterval when zero).
+	Interval time.Duration
+	// Parts says what each refresh reads (everything the view shows when
+	// zero: levels, queues, requests with details, metrics, version).
+	Parts dump.Parts
+	// Requests returns how many requests the source has sent so far, to show
+	// the view's own load on the apiserver; nil when not counted.
+	Requests func() int64
+	// Cluster names the cluster in the header (the kubeconfig context).
+	Cluster string
+	// Styles colours the view (PlainStyles when zero).
+	Styles *Styles
+	// MaxBackoff caps the delay between reconnection attempts (30 s when
+	// zero).
+	MaxBackoff time.Duration
+}
+
+// sortKeys are the orders "s" cycles through.
+var sortKeys = []string{"name", "seats", "waiting", "rejected", "dispatched", "p99"}
+
+type inputMode int
+
+const (
+	inputNone inputMode = iota
+	inputFilter
+	inputJump
+)
+
+// Model is the bubbletea model of "kubectl apf top".
+type Model struct {
+	opts   Options
+	keys   KeyMap
+	help   help.Model
+	styles Styles
+	clock  func() time.Time
+
+	width, height int
+
+	interval time.Duration
+	paused   bool
+	gen      int
+	fetching bool
+
+	// The latest refresh that succeeded, and the state of the connection.
+	last        *Refresh
+	lastAttempt time.Time
+	lastErr     error
+	failures    int
+	retryAt     time.Time
+	recordErr   error
+
+	prevSnaps map[string]*dump.Snapshot
+	views     []InstanceView
+	failed    []dump.InstanceError
+	instance  string
+
+	history map[string][]float64
+
+	cursor   string // selected level
+	offset   int    // first visible row
+	sortIdx  int
+	filter   string
+	filterRe *regexp.Regexp
+	invert   bool
+	input    inputMode
+	inputBuf string
+	status   string
+
+	drill    bool
+	showHelp bool
+
+	// Replay state.
+	frame    int
+	captures map[int]*dump.Capture
+	errs     map[int]error
+}
+
+// New returns the view's model.
+func New(opts Options) *Model {
+	m := &Model{opts: opts, clock: opts.Clock, interval: opts.Interval, prevSnaps: map[string]*dump.Snapshot{},
+		history: map[string][]float64{}, width: 80, height: 24}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	if m.interval <= 0 {
+		m.interval = DefaultInterval
+		if opts.Replay != nil && opts.Replay.Header.Interval > 0 {
+			m.interval = opts.Replay.Header.Interval
+		}
+	}
+	if m.opts.Context == nil {
+		m.opts.Context = context.Background()
+	}
+	if m.opts.Parts == 0 {
+		m.opts.Parts = dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics | dump.PartVersion
+	}
+	if m.opts.MaxBackoff <= 0 {
+		m.opts.MaxBackoff = 30 * time.Second
+	}
+	m.styles = PlainStyles()
+	if opts.Styles != nil {
+		m.styles = *opts.Styles
+	}
+	m.keys = DefaultKeyMap(opts.Replay != nil)
+	m.help = help.New()
+	m.help.Styles = m.styles.Help
+	m.help.ShortSeparator = " · "
+	if opts.Replay != nil {
+		m.captures, m.errs = map[int]*dump.Capture{}, map[int]error{}
+	}
+	return m
+}
+
+// Messages.
+type (
+	// refreshMsg carries a finished capture.
+	refreshMsg struct {
+		Refresh
+		recordErr error
+	}
+	// tickMsg asks for the next refresh; stale generations are ignored.
+	tickMsg struct{ gen int }
+	// clockMsg re-renders the header's ages once a second.
+	clockMsg struct{}
+	// frameMsg shows replay frame i.
+	frameMsg struct{ gen, i int }
+)
+
+// Init starts the first refresh (or shows the first replayed frame).
+func (m *Model) Init() tea.Cmd {
+	if m.opts.Replay != nil {
+		return tea.Batch(func() tea.Msg { return frameMsg{gen: m.gen, i: 0} }, clockTick())
+	}
+	m.fetching = true
+	return tea.Batch(m.fetch(), clockTick())
+}
+
+func clockTick() tea.Cmd {
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return clockMsg{} })
+}
+
+// fetch captures once; all I/O (the capture, the recording) happens here,
+// off the update loop.
+func (m *Model) fetch() tea.Cmd {
+	src, rec, parts, clock, count := m.opts.Source, m.opts.Recorder, m.opts.Parts, m.clock, m.opts.Requests
+	ctx := m.opts.Context
+	timeout := 10*time.Second + 2*m.interval
+	return func() tea.Msg {
+		var before int64
+		if count != nil {
+			before = count()
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		c, err := src.Capture(cctx, dump.CaptureOptions{Parts: parts})
+		cancel()
+		r := Refresh{At: clock(), Capture: c, Err: err, Requests: -1}
+		if count != nil {
+			r.Requests = count() - before
+		}
+		msg := refreshMsg{Refresh: r}
+		if rec != nil {
+			f, ferr := record.NewFrame(r.At, r.Requests, c, err)
+			if ferr == nil {
+				ferr = rec.Write(f)
+			}
+			msg.recordErr = ferr
+		}
+		return msg
+	}
+}
+
+func (m *Model) scheduleTick(d time.Duration) tea.Cmd {
+	gen := m.gen
+	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{gen: gen} })
+}
+
+// backoff is the delay before reconnection attempt n (1, 2, 4 ... times
+// the interval, capped), so a restarting apiserver is not hammered.
+func (m *Model) backoff() time.Duration {
+	d := m.interval
+	for i := 1; i < m.failures && d < m.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > m.opts.MaxBackoff {
+		d = m.opts.MaxBackoff
+	}
+	return d
+}
+
+// Update handles a message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		return m, nil
+	case clockMsg:
+		return m, clockTick()
+	case refreshMsg:
+		return m, m.onRefresh(msg)
+	case tickMsg:
+		if msg.gen != m.gen || m.paused || m.fetching || m.opts.Replay != nil {
+			return m, nil
+		}
+		m.fetching = true
+		return m, m.fetch()
+	case frameMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		m.showFrame(msg.i)
+		if m.paused || msg.i+1 >= len(m.opts.Replay.Frames) {
+			return m, nil
+		}
+		gen, next := m.gen, msg.i+1
+		return m, tea.Tick(m.interval, func(time.Time) tea.Msg { return frameMsg{gen: gen, i: next} })
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) onRefresh(msg refreshMsg) tea.Cmd {
+	m.fetching = false
+	m.lastAttempt = msg.At
+	m.recordErr = msg.recordErr
+	if msg.Err != nil {
+		m.lastErr = msg.Err
+		m.failures++
+		d := m.backoff()
+		m.retryAt = msg.At.Add(d)
+		return m.scheduleTick(d)
+	}
+	m.lastErr, m.failures = nil, 0
+	m.apply(&msg.Refresh, m.prevSnaps)
+	if m.paused {
+		return nil
+	}
+	return m.scheduleTick(m.interval)
+}
+
+// apply computes the views of a refresh; prev holds the previous snapshot
+// of each instance for rates, and is updated.
+func (m *Model) apply(r *Refresh, prev map[string]*dump.Snapshot) {
+	m.last = r
+	m.views = m.views[:0]
+	for _, s := range r.Capture.Snapshots {
+		iv := ComputeInstance(prev[s.Instance], s)
+		m.views = append(m.views, iv)
+		if prev != nil {
+			prev[s.Instance] = s
+		}
+	}
+	m.failed = r.Capture.Failures
+	if m.opts.Replay == nil {
+		for _, iv := range m.views {
+			for _, l := range iv.Levels {
+				k := iv.Instance + "\x00" + l.Name
+				h := append(m.history[k], l.RejectedTotal)
+				if len(h) > historyLen {
+					h = append(h[:0], h[len(h)-historyLen:]...)
+				}
+				m.history[k] = h
+			}
+		}
+	}
+	if m.instance == "" || m.view() == nil {
+		if len(m.views) > 0 {
+			m.instance = m.views[0].Instance
+		}
+	}
+}
+
+// view returns the selected instance's view.
+func (m *Model) view() *InstanceView {
+	for i := range m.views {
+		if m.views[i].Instance == m.instance {
+			return &m.views[i]
+		}
+	}
+	return nil
+}
+
+// replayCapture parses frame i once.
+func (m *Model) replayCapture(i int) (*dump.Capture, error) {
+	if c, ok := m.captures[i]; ok {
+		return c, m.errs[i]
+	}
+	c, err := m.opts.Replay.Frames[i].Capture()
+	m.captures[i], m.errs[i] = c, err
+	return c, err
+}
+
+// showFrame computes replay frame i against frame i-1 and rebuilds the
+// sparklines from the frames before it.
+func (m *Model) showFrame(i int) {
+	frames := m.opts.Replay.Frames
+	if len(frames) == 0 {
+		return
+	}
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(frames) {
+		i = len(frames) - 1
+	}
+	m.frame = i
+	m.history = map[string][]float64{}
+	for j := max(0, i-historyLen+1); j <= i; j++ {
+		prev := map[string]*dump.Snapshot{}
+		if j > 0 {
+			if pc, err := m.replayCapture(j - 1); err == nil {
+				for _, s := range pc.Snapshots {
+					prev[s.Instance] = s
+				}
+			}
+		}
+		c, err := m.replayCapture(j)
+		f := frames[j]
+		if err != nil {
+			if j == i {
+				m.lastErr, m.lastAttempt = err, f.At
+			}
+			continue
+		}
+		if j == i {
+			m.lastErr = nil
+			m.lastAttempt = f.At
+			m.apply(&Refresh{At: f.At, Capture: c, Requests: f.Requests}, prev)
+			for _, iv := range m.views {
+				for _, l := range iv.Levels {
+					k := iv.Instance + "\x00" + l.Name
+					m.history[k] = append(m.history[k], l.RejectedTotal)
+				}
+			}
+			continue
+		}
+		for _, s := range c.Snapshots {
+			iv := ComputeInstance(prev[s.Instance], s)
+			for _, l := range iv.Levels {
+				k := s.Instance + "\x00" + l.Name
+				m.history[k] = append(m.history[k], l.RejectedTotal)
+			}
+		}
+	}
+}
+
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(msg, m.keys.ForceQuit) {
+		return tea.Quit
+	}
+	if m.input != inputNone {
+		return m.onInputKey(msg)
+	}
+	if m.showHelp {
+		if key.Matches(msg, m.keys.Quit) {
+			return tea.Quit
+		}
+		m.showHelp = false
+		return nil
+	}
+	m.status = ""
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.Back):
+		m.drill = false
+	case key.Matches(msg, k.Enter):
+		if m.cursor != "" {
+			m.drill = true
+		}
+	case key.Matches(msg, k.Up):
+		m.move(-1)
+	case key.Matches(msg, k.Down):
+		m.move(+1)
+	case key.Matches(msg, k.Sort):
+		m.sortIdx = (m.sortIdx + 1) % len(sortKeys)
+	case key.Matches(msg, k.Filter):
+		m.input, m.inputBuf = inputFilter, m.filter
+	case key.Matches(msg, k.Jump):
+		m.input, m.inputBuf = inputJump, ""
+	case key.Matches(msg, k.Instance):
+		m.nextInstance()
+	case key.Matches(msg, k.Pause):
+		return m.togglePause()
+	case key.Matches(msg, k.Refresh):
+		if m.opts.Replay != nil || m.fetching {
+			return nil
+		}
+		m.gen++
+		m.fetching = true
+		return m.fetch()
+	case key.Matches(msg, k.Slower):
+		return m.setInterval(+1)
+	case key.Matches(msg, k.Faster):
+		return m.setInterval(-1)
+	case key.Matches(msg, k.Earlier):
+		m.paused = true
+		m.gen++
+		m.showFrame(m.frame - 1)
+	case key.Matches(msg, k.Later):
+		m.paused = true
+		m.gen++
+		m.showFrame(m.frame + 1)
+	}
+	return nil
+}
+
+func (m *Model) togglePause() tea.Cmd {
+	m.paused = !m.paused
+	m.gen++
+	if m.paused {
+		return nil
+	}
+	if m.opts.Replay != nil {
+		next := m.frame + 1
+		if next >= len(m.opts.Replay.Frames) {
+			next = 0
+		}
+		gen := m.gen
+		return func() tea.Msg { return frameMsg{gen: gen, i: next} }
+	}
+	if m.fetching {
+		return nil
+	}
+	m.fetching = true
+	return m.fetch()
+}
+
+func (m *Model) setInterval(dir int) tea.Cmd {
+	i := sort.Search(len(Intervals), func(i int) bool { return Intervals[i] >= m.interval })
+	i += dir
+	if i < 0 || i >= len(Intervals) {
+		return nil
+	}
+	m.interval = Intervals[i]
+	m.gen++
+	if m.paused || m.fetching {
+		return nil
+	}
+	if m.opts.Replay != nil {
+		gen, next := m.gen, m.frame+1
+		if next >= len(m.opts.Replay.Frames) {
+			return nil
+		}
+		return tea.Tick(m.interval, func(time.Time) tea.Msg { return frameMsg{gen: gen, i: next} })
+	}
+	return m.scheduleTick(m.interval)
+}
+
+func (m *Model) nextInstance() {
+	if len(m.views) < 2 {
+		return
+	}
+	for i := range m.views {
+		if m.views[i].Instance == m.instance {
+			m.instance = m.views[(i+1)%len(m.views)].Instance
+			return
+		}
+	}
+	m.instance = m.views[0].Instance
+}
+
+func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.input, m.inputBuf = inputNone, ""
+		return nil
+	case "enter":
+		mode, text := m.input, m.inputBuf
+		m.input, m.inputBuf = inputNone, ""
+		if mode == inputFilter {
+			m.setFilter(text)
+		} else {
+			m.jump(text)
+		}
+		return nil
+	case "backspace":
+		if r := []rune(m.inputBuf); len(r) > 0 {
+			m.inputBuf = string(r[:len(r)-1])
+		}
+		return nil
+	}
+	if msg.Text != "" {
+		m.inputBuf += msg.Text
+	}
+	return nil
+}
+
+// setFilter compiles a filter: a regular expression on level names, "!"
+// first inverts it. A bad expression keeps the previous filter and says why.
+func (m *Model) setFilter(text string) {
+	invert := strings.HasPrefix(text, "!")
+	expr := strings.TrimPrefix(text, "!")
+	if expr == "" {
+		m.filter, m.filterRe, m.invert = "", nil, false
+		return
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		var perr *syntax.Error
+		if errors.As(err, &perr) {
+			m.status = fmt.Sprintf("filter %q: %s; filter unchanged", text, perr.Code)
+		} else {
+			m.status = fmt.Sprintf("filter %q: %v; filter unchanged", text, err)
+		}
+		return
+	}
+	m.filter, m.filterRe, m.invert = text, re, invert
+	m.offset = 0
+}
+
+// jump selects the first level whose name starts with text, else the first
+// that contains it (case-insensitive), clearing a filter that hides it.
+func (m *Model) jump(text string) {
+	text = strings.ToLower(strings.TrimSpace(text))
+	if text == "" {
+		return
+	}
+	iv := m.view()
+	if iv == nil {
+		return
+	}
+	pick := ""
+	for _, l := range iv.Levels {
+		n := strings.ToLower(l.Name)
+		if strings.HasPrefix(n, text) {
+			pick = l.Name
+			break
+		}
+		if pick == "" && strings.Contains(n, text) {
+			pick = l.Name
+		}
+	}
+	if pick == "" {
+		m.status = fmt.Sprintf("no priority level matches %q", text)
+		return
+	}
+	if !m.visible(pick) {
+		m.filter, m.filterRe, m.invert = "", nil, false
+	}
+	m.cursor = pick
+}
+
+func (m *Model) visible(name string) bool {
+	if m.filterRe == nil {
+		return true
+	}
+	return m.filterRe.MatchString(name) != m.invert
+}
+
+// rows returns the selected instance's levels, filtered and sorted.
+func (m *Model) rows() []LevelRow {
+	iv := m.view()
+	if iv == nil {
+		return nil
+	}
+	rows := make([]LevelRow, 0, len(iv.Levels))
+	for _, l := range iv.Levels {
+		if m.visible(l.Name) {
+			rows = append(rows, l)
+		}
+	}
+	by := sortKeys[m.sortIdx]
+	keyOf := func(l LevelRow) float64 {
+		switch by {
+		case "seats":
+			if l.CurrentLimit > 0 {
+				return l.SeatsInUse / l.CurrentLimit
+			}
+			return nanLow(l.SeatsInUse) - 1e9
+		case "waiting":
+			return nanLow(l.WaitingRequests)
+		case "rejected":
+			return nanLow(l.RejectedTotal)
+		case "dispatched":
+			return nanLow(l.DispatchedPS)
+		case "p99":
+			return nanLow(l.WaitP99)
+		}
+		return 0
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if ki, kj := keyOf(rows[i]), keyOf(rows[j]); ki != kj {
+			return ki > kj
+		}
+		return rows[i].Name < rows[j].Name
+	})
+	return rows
+}
+
+// move moves the selection by d visible rows.
+func (m *Model) move(d int) {
+	rows := m.rows()
+	if len(rows) == 0 {
+		return
+	}
+	i := m.cursorIndex(rows)
+	i += d
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(rows) {
+		i = len(rows) - 1
+	}
+	m.cursor = rows[i].Name
+}
+
+// cursorIndex is the selected row's index in rows, selecting the first row
+// when the selected level is gone (filtered out, deleted).
+func (m *Model) cursorIndex(rows []LevelRow) int {
+	for i, r := range rows {
+		if r.Name == m.cursor {
+			return i
+		}
+	}
+	if len(rows) > 0 {
+		m.cursor = rows[0].Name
+	}
+	return 0
+}
