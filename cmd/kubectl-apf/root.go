@@ -47,6 +47,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewVersionCommand(streams),
 		NewLintCommand(configFlags, streams),
 		NewCapacityCommand(configFlags, streams),
+		NewExplainCommand(configFlags, streams),
 	)
 	return cmd
 }

@@ -92,12 +92,12 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	}
 
 	fs, pl := ex.FlowSchema, ex.PriorityLevel
-	p.f("\nFlowSchema %s (uid %s)", clean(fs.Name), uidText(fs.UID))
+	p.f("\nFlowSchema %s (uid %s)", clean(fs.Name), uidText(fs.UID, fs.Imagined))
 	if fs.Fallback {
 		p.f(", fallback")
 	}
 	p.f("\n")
-	p.f("Priority level %s (uid %s): %s", clean(pl.Name), uidText(pl.UID), pl.Type)
+	p.f("Priority level %s (uid %s): %s", clean(pl.Name), uidText(pl.UID, pl.Imagined), pl.Type)
 	if pl.LimitResponse != "" {
 		p.f(", limitResponse %s", pl.LimitResponse)
 	}
@@ -187,9 +187,12 @@ func writeRecorded(p *printer, r *Recorded) {
 	p.f("  %s: %s\n", verdict, clean(r.Detail))
 }
 
-func uidText(uid string) string {
-	if uid == "" {
+func uidText(uid string, imagined bool) string {
+	switch {
+	case imagined:
 		return "none: imagined by the server"
+	case uid == "":
+		return "none: not read from a cluster"
 	}
 	return clean(uid)
 }

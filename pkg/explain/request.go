@@ -52,6 +52,11 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		ex.Notes = append(ex.Notes, err.Error())
 	}
 	ex.PriorityLevel = levelView(pl, limits, in.ServerConcurrencyLimit)
+	for _, n := range in.Config.Imagined {
+		if n == "PriorityLevelConfiguration/"+pl.Name {
+			ex.PriorityLevel.Imagined = true
+		}
+	}
 	queuing := pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue
 	if queuing {
 		ex.PriorityLevel.WaitLimit = Duration(waitLimit)

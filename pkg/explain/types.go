@@ -114,6 +114,9 @@ type PriorityLevelView struct {
 	UID  string `json:"uid"`
 	// Type is Exempt or Limited.
 	Type string `json:"type"`
+	// Imagined is true for a mandatory level the server supplies itself
+	// (it has no UID).
+	Imagined bool `json:"imagined,omitempty"`
 	// LimitResponse is Queue or Reject for a Limited level.
 	LimitResponse string `json:"limitResponse,omitempty"`
 	// NominalLimit .. UpperLimit are in seats (engine.LevelLimits).

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+)
+
+const explain429Long = `Explain the HTTP 429 answers a cluster gives now.
+
+From two scrapes of the apiserver's metrics (--interval apart) and the debug
+dumps, for every priority level that rejects requests: the rejections per
+second by reason (concurrency-limit, queue-full, time-out), the level's
+limit, seats in use and waiting requests, the heaviest flows with how many of
+their queues are full, and the likely causes with their evidence and fix: too
+little concurrency, one elephant flow filling its hand, wide requests, time-
+outs, or a level without queues. 429s that APF did not produce (evictions
+blocked by a PodDisruptionBudget, a watch cache initializing) are counted
+apart.
+
+With --from, a bundle written by 'kubectl apf dump' is read instead.`
+
+const explain429Example = `  # Why does the cluster answer 429 now?
+  kubectl apf explain 429
+
+  # Every apiserver, over a 10 second window
+  kubectl apf explain 429 --all-apiservers --interval 10s
+
+  # From a bundle captured earlier
+  kubectl apf explain 429 --from apf-bundle.tar.gz -o json`
+
+// Explain429Options holds the flags of "kubectl apf explain 429".
+type Explain429Options struct {
+	// Sources are the shared --from, --all-apiservers and --apiserver-urls.
+	Sources *SourceOptions
+
+	Interval             time.Duration
+	ServerConcurrency    int
+	ServerRequestTimeout time.Duration
+	Output               string
+
+	genericiooptions.IOStreams
+}
+
+// NewExplain429Options returns the defaults of "kubectl apf explain 429".
+func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
+	return &Explain429Options{Sources: NewSourceOptions(configFlags), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
+}
+
+// NewExplain429Command builds "kubectl apf explain 429".
+func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewExplain429Options(configFlags, streams)
+	cmd := &cobra.Command{
+		Use:     "429",
+		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
+		Long:    explain429Long,
+		Example: explain429Example,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	o.Sources.AddFlags(f)
+	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
+	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
+	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	return cmd
+}
+
+// Complete resolves the source.
+func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
+	return o.Sources.Complete()
+}
+
+// Validate checks the flags.
+func (o *Explain429Options) Validate() error {
+	if err := o.Sources.Validate(); err != nil {
+		return err
+	}
+	if o.Interval < 0 {
+		return fmt.Errorf("--interval must not be negative, not %v", o.Interval)
+	}
+	if o.ServerConcurrency < 0 {
+		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
+	}
+	if o.ServerRequestTimeout <= 0 {
+		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
+	}
+	return nil
+}
+
+// Run captures the state and prints the triage.
+func (o *Explain429Options) Run(ctx context.Context) error {
+	st, err := loadExplainState(ctx, o.Sources.Source, false, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
+	if err != nil {
+		return err
+	}
+	for _, n := range st.notes {
+		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+	}
+	if len(st.lives) == 0 {
+		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Sources.Source.Describe())
+	}
+	scl := o.ServerConcurrency
+	if scl == 0 {
+		scl = st.inferredSCL
+	}
+	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
+	switch o.Output {
+	case "json":
+		enc := json.NewEncoder(o.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(t)
+	case "yaml":
+		b, err := yaml.Marshal(t)
+		if err != nil {
+			return fmt.Errorf("encoding YAML: %w", err)
+		}
+		_, err = o.Out.Write(b)
+		return err
+	}
+	return explain.WriteTriageText(o.Out, t)
+}
