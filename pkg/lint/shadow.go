@@ -84,7 +84,7 @@ func Analyze(ordered []*flowcontrolv1.FlowSchema) []Reachability {
 				res.Shadowed = true
 				res.Shadowers = minimalCover(mine, i, res.Overlaps, ordered, cubesOf)
 			default:
-				w := sp.witness(rest[0])
+				w := sp.witness(sp.readable(rest))
 				res.Witness = &w
 			}
 		}

@@ -552,6 +552,25 @@ func subtract(cs []cube, minus []cube) (rest []cube, ok bool) {
 	return rest, true
 }
 
+// readable picks, among cubes, the one whose witness names the most literal
+// values of the configuration (rather than "unlisted-..." stand-ins), so that
+// examples in messages look like real requests. Ties go to the first.
+func (sp *space) readable(cs []cube) cube {
+	best, bestScore := cs[0], -1
+	for _, c := range cs {
+		score := 0
+		for d, dom := range map[int]*domain{dimUser: sp.user, dimVerb: sp.verb, dimAPIGroup: sp.apiGroup, dimResource: sp.resource, dimNamespace: sp.namespace} {
+			if w := dom.witness[c[d].first()]; !strings.HasPrefix(w, "unlisted") && w != userAnonymous {
+				score++
+			}
+		}
+		if score > bestScore {
+			best, bestScore = c, score
+		}
+	}
+	return best
+}
+
 // witness turns the first atom of every dimension of c into a concrete request.
 func (sp *space) witness(c cube) Request {
 	r := Request{
