@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +26,15 @@ import (
 // the 429s the server answered, level by level.
 //
 // The load is bursts that a 1-seat queuing level and a 1-seat Reject level
-// must partly reject. Agreement cannot be perfect: the logs time arrivals to
-// the microsecond while the server admits a burst in the order its
-// goroutines reach the lock, and httplog does not record the execution time
-// of rejected requests. The test requires the rejection counts to match
-// within 25% and request-by-request agreement of 80% per level, and prints
-// the agreement (97% and 100% when it was written).
+// must partly reject. Agreement need not be perfect: the audit log times a
+// request when it is received, but filters ahead of APF (authentication
+// first) take up to milliseconds under load, and httplog does not record the
+// execution time
+// of rejected requests; the replay moves requests the server rejected at
+// once to the moment they were answered, which is when they reached APF.
+// The test requires the rejection counts to match within 25% and
+// request-by-request agreement of 80% per level, and prints the agreement
+// with and without that correction (100% and about 97% when it was written).
 func TestReplayRecordedTraffic(t *testing.T) {
 	c := testcluster.StartT(t, testcluster.Options{})
 	ctx := context.Background()
@@ -92,28 +94,37 @@ func TestReplayRecordedTraffic(t *testing.T) {
 		plPtrs = append(plPtrs, &pls.Items[i])
 	}
 	a := c.APIServers[0]
-	files, err := workload.OpenFiles([]string{a.LogFile, a.AuditLog}, workload.Options{})
-	if err != nil {
-		t.Fatal(err)
+	replay := func(keepReceived bool) (*fairqueue.Report, *workload.JoinStats) {
+		files, err := workload.OpenFiles([]string{a.LogFile, a.AuditLog}, workload.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer files.Close()
+		res, err := fairqueue.Replay(files, fairqueue.ReplayConfig{Config: engine.NewConfig(fsPtrs, plPtrs), ServerConcurrencyLimit: 15}, nil,
+			fairqueue.ReplayOptions{KeepReceivedArrival: keepReceived})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, files.Join
 	}
-	defer files.Close()
-	res, err := fairqueue.Replay(files, fairqueue.ReplayConfig{Config: engine.NewConfig(fsPtrs, plPtrs), ServerConcurrencyLimit: 15}, nil, fairqueue.ReplayOptions{})
-	if err != nil {
-		t.Fatal(err)
+	table := func(res *fairqueue.Report) string {
+		var lines []string
+		for _, ag := range res.Agreement {
+			lines = append(lines, fmt.Sprintf("%-18s recorded 429 %4d  predicted %4d  both %4d  agreement %.3f", ag.Level,
+				ag.BothRejected+ag.OnlyRecorded, ag.BothRejected+ag.OnlyPredicted, ag.BothRejected, ag.Fraction()))
+		}
+		return strings.Join(lines, "\n")
 	}
-	t.Logf("workload: %+v, join: %+v", res.Workload, *files.Join)
-	if files.Join.Matched == 0 {
+	res, join := replay(false)
+	t.Logf("workload: %+v, join: %+v", res.Workload, *join)
+	if join.Matched == 0 {
 		t.Fatal("no httplog line met its audit event")
 	}
-	sort.Slice(res.Agreement, func(i, j int) bool { return res.Agreement[i].Level < res.Agreement[j].Level })
-	var lines []string
-	for _, ag := range res.Agreement {
-		lines = append(lines, fmt.Sprintf("%-18s recorded 429 %4d  predicted %4d  both %4d  agreement %.3f", ag.Level,
-			ag.BothRejected+ag.OnlyRecorded, ag.BothRejected+ag.OnlyPredicted, ag.BothRejected, ag.Fraction()))
-	}
-	t.Logf("per level:\n%s", strings.Join(lines, "\n"))
-	if os.Getenv("KUBECTL_APF_REALITY_REPORT") != "" {
-		_ = os.WriteFile(os.Getenv("KUBECTL_APF_REALITY_REPORT"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	received, _ := replay(true)
+	report := fmt.Sprintf("rejected requests arriving when answered (default):\n%s\nevery request arriving when received:\n%s\n", table(res), table(received))
+	t.Logf("per level:\n%s", report)
+	if p := os.Getenv("KUBECTL_APF_REALITY_REPORT"); p != "" {
+		_ = os.WriteFile(p, []byte(report), 0o644)
 	}
 	for _, level := range []string{loadgen.Level, loadgen.RejectLevel} {
 		var ag fairqueue.LevelAgreement

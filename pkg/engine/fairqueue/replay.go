@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,11 @@ type ReplayOptions struct {
 	DefaultServiceTime time.Duration
 	// OnOutcome receives every request's fate in the "before" run.
 	OnOutcome func(*workload.Request, *Outcome)
+	// KeepReceivedArrival replays every request at its received time. By
+	// default a request the server rejected at once (a 429 with no
+	// execution time, answered before its wait limit) arrives when it was
+	// answered, which is when it reached APF.
+	KeepReceivedArrival bool
 }
 
 // Report is the result of a replay: the "before" configuration's levels at
@@ -279,43 +285,31 @@ func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
 // times and work estimates are used: what the server answered is counted in
 // WorkloadStats.RecordedRejections for comparison.
 func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts ReplayOptions) (*Report, error) {
-	// Outcomes arrive while a request is added, or later for queued
-	// requests: what is needed of the records of those still queued is kept
-	// until then, so memory follows the requests in flight.
-	var (
-		w          workload.Request
-		id         int64
-		curDecided bool
-		inflight   = map[int64]workload.Request{}
-		statuses   = map[int64]int{}
-		agree      = map[int]*LevelAgreement{}
-	)
-	note := func(level, status int, o *Outcome) {
-		if status == 0 {
-			return
-		}
-		a := agree[level]
-		if a == nil {
-			a = &LevelAgreement{}
-			agree[level] = a
-		}
-		a.add(o.Reason != Executed, status == 429)
+	// Outcomes come while a request is added or, for queued requests, later:
+	// what they need of the records is kept until then, so memory follows
+	// the requests in flight.
+	type held struct {
+		status int
+		rec    *workload.Request // only with opts.OnOutcome
 	}
+	inflight := map[int64]held{}
+	agree := map[int]*LevelAgreement{}
 	onOutcome := func(o *Outcome) {
-		if o.ID == id && !curDecided {
-			curDecided = true
-			note(o.Level, w.Status, o)
-			if opts.OnOutcome != nil {
-				opts.OnOutcome(&w, o)
-			}
+		h, ok := inflight[o.ID]
+		if !ok {
 			return
 		}
-		st := statuses[o.ID]
-		delete(statuses, o.ID)
-		note(o.Level, st, o)
-		if rec, ok := inflight[o.ID]; ok {
-			delete(inflight, o.ID)
-			opts.OnOutcome(&rec, o)
+		delete(inflight, o.ID)
+		if h.status != 0 {
+			a := agree[o.Level]
+			if a == nil {
+				a = &LevelAgreement{}
+				agree[o.Level] = a
+			}
+			a.add(o.Reason != Executed, h.status == 429)
+		}
+		if h.rec != nil {
+			opts.OnOutcome(h.rec, o)
 		}
 	}
 	runs := make([]*run, 0, 2)
@@ -332,13 +326,39 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 		runs = append(runs, a)
 	}
 	rep := &Report{}
+	// Requests wait in pending until no later record can arrive before them:
+	// immediately rejected ones are moved to the moment they were rejected.
+	pending := &pendingHeap{}
+	var lastAdded time.Duration
+	emit := func(p *pendingReq) error {
+		at := max(p.at, lastAdded)
+		lastAdded = at
+		for i, ru := range runs {
+			if !p.ok[i] {
+				continue
+			}
+			sr := p.reqs[i]
+			sr.Arrival = at
+			if i == 0 {
+				inflight[sr.ID] = held{status: p.status, rec: p.rec}
+			}
+			if err := ru.sim.Add(&sr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var (
+		w       workload.Request
+		id      int64
 		start   time.Time
 		meanSvc float64
 		nSvc    int64
-		simReq  Request
-		lastArr time.Duration
 	)
+	defaultWait := before.RequestTimeout
+	if defaultWait == 0 {
+		defaultWait = time.Minute
+	}
 	for {
 		err := src.Next(&w)
 		if errors.Is(err, io.EOF) {
@@ -355,12 +375,16 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			start = w.Arrival
 		}
 		id++
-		var er engine.Request
-		identity := engine.Identity{User: w.User, Groups: w.Groups}
+		received := w.Arrival.Sub(start)
+		for pending.Len() > 0 && (*pending)[0].at <= received {
+			if err := emit(heap.Pop(pending).(*pendingReq)); err != nil {
+				return nil, err
+			}
+		}
 		if !w.UserKnown {
 			rep.Workload.UnknownIdentity++
 		}
-		er, err = engine.ParseRequest(w.Method, w.URI, identity)
+		er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
 		if err != nil {
 			rep.Workload.skip(fmt.Sprintf("%s: %v", w.Source, err))
 			continue
@@ -369,51 +393,63 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			rep.Workload.Bypassed++
 			continue
 		}
-		simReq = Request{ID: id, Arrival: max(w.Arrival.Sub(start), lastArr), InitialSeats: 1}
-		lastArr = simReq.Arrival
+		p := &pendingReq{id: id, at: received, status: w.Status}
+		base := Request{ID: id, InitialSeats: 1}
 		if w.HasSeats {
-			simReq.InitialSeats, simReq.FinalSeats, simReq.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
+			base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 		} else {
 			rep.Workload.EstimatedSeats++
 		}
 		switch {
 		case w.HasServiceTime:
-			simReq.ServiceTime = w.ServiceTime
+			base.ServiceTime = w.ServiceTime
 			nSvc++
 			meanSvc += (float64(w.ServiceTime) - meanSvc) / float64(nSvc)
 		case w.Status != 429 && w.Latency > 0:
-			simReq.ServiceTime = w.Latency
+			base.ServiceTime = w.Latency
 		case opts.DefaultServiceTime > 0:
-			simReq.ServiceTime = opts.DefaultServiceTime
+			base.ServiceTime = opts.DefaultServiceTime
 		case nSvc > 0:
-			simReq.ServiceTime = time.Duration(meanSvc)
+			base.ServiceTime = time.Duration(meanSvc)
 		default:
-			simReq.ServiceTime = 10 * time.Millisecond
+			base.ServiceTime = 10 * time.Millisecond
 		}
-		curDecided = false
+		// A 429 without an execution time that came back before the wait
+		// limit was rejected on reaching APF, which is when it was answered:
+		// authentication and the other filters ahead of APF can take
+		// milliseconds under load and reorder requests received together.
+		if !opts.KeepReceivedArrival && w.Status == 429 && !w.HasServiceTime {
+			if wl, err := engine.RequestWaitLimit(er, defaultWait); err == nil && w.Latency < wl {
+				p.at += w.Latency
+			}
+		}
+		any := false
 		for i, ru := range runs {
-			sr := simReq
-			if err := ru.toSim(&w, &er, &sr); err != nil {
+			p.reqs[i] = base
+			if err := ru.toSim(&w, &er, &p.reqs[i]); err != nil {
 				var sk errSkip
-				if errors.As(err, &sk) {
-					if i == 0 {
-						rep.Workload.skip(sk.msg)
-					}
-					continue
+				if !errors.As(err, &sk) {
+					return nil, err
 				}
-				return nil, err
-			}
-			if err := ru.sim.Add(&sr); err != nil {
-				return nil, err
-			}
-			if i == 0 && !curDecided {
-				if w.Status != 0 {
-					statuses[id] = w.Status
+				if i == 0 {
+					rep.Workload.skip(sk.msg)
 				}
-				if opts.OnOutcome != nil {
-					inflight[id] = w
-				}
+				continue
 			}
+			p.ok[i], any = true, true
+		}
+		if !any {
+			continue
+		}
+		if opts.OnOutcome != nil {
+			rec := w
+			p.rec = &rec
+		}
+		heap.Push(pending, p)
+	}
+	for pending.Len() > 0 {
+		if err := emit(heap.Pop(pending).(*pendingReq)); err != nil {
+			return nil, err
 		}
 	}
 	for i, ru := range runs {
@@ -431,6 +467,35 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 		}
 	}
 	return rep, nil
+}
+
+// pendingReq is a converted record waiting for its (possibly moved) arrival.
+type pendingReq struct {
+	at     time.Duration
+	id     int64
+	reqs   [2]Request
+	ok     [2]bool
+	status int
+	rec    *workload.Request
+}
+
+type pendingHeap []*pendingReq
+
+func (h pendingHeap) Len() int { return len(h) }
+func (h pendingHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].id < h[j].id
+}
+func (h pendingHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *pendingHeap) Push(x any)   { *h = append(*h, x.(*pendingReq)) }
+func (h *pendingHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
 }
 
 func (ws *WorkloadStats) skip(msg string) {
