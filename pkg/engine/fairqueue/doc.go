@@ -22,7 +22,7 @@
 //   - final seats held for the additional latency after execution, then
 //     released with a new dispatch round (clock.EventAfterDuration);
 //   - wait limits counted from arrival (v0.29+ getRequestWaitContext in
-//     server/filters/priority-and-fairness.go; see WaitLimit), ejection
+//     server/filters/priority-and-fairness.go; engine.RequestWaitLimit), ejection
 //     with reason time-out and no dispatch round;
 //   - Reject levels (no queues: concurrency-limit at arrival) and exempt
 //     levels (never queued nor rejected);

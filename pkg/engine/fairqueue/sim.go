@@ -97,7 +97,8 @@ type Request struct {
 	// (httplog's apf_execution_time).
 	ServiceTime time.Duration
 	// WaitLimit is how long the request may wait in a queue counted from
-	// its arrival (see WaitLimit); 0 means Options.DefaultWaitLimit.
+	// its arrival (engine.RequestWaitLimit); 0 means
+	// Options.DefaultWaitLimit.
 	WaitLimit time.Duration
 }
 
@@ -140,27 +141,14 @@ type Options struct {
 	Borrow BorrowFunc
 	// BorrowingPeriod defaults to 10 s (borrowingAdjustmentPeriod).
 	BorrowingPeriod time.Duration
-	// FlowLevels optionally names, per flow index, the flow's label for the
-	// result; flows seen in requests without a label are reported by index.
+	// FlowNames optionally names, per flow index, the flow in the result;
+	// flows without a name are reported as flow-INDEX.
 	FlowNames []string
 }
 
 // DefaultWaitLimit is the wait limit of a request without a deadline on a
 // kube-apiserver with the default --request-timeout (60 s / 4).
 const DefaultWaitLimit = 15 * time.Second
-
-// WaitLimit mirrors server/filters/priority-and-fairness.go:
-// getRequestWaitContext: a request with a deadline may wait a quarter of the
-// time from its arrival to its deadline, one without (watches) the default,
-// and never more than one minute. For non-long-running requests the deadline
-// is min(?timeout=, --request-timeout) after arrival.
-func WaitLimit(timeout time.Duration, hasDeadline bool, defaultLimit time.Duration) time.Duration {
-	limit := defaultLimit
-	if hasDeadline {
-		limit = timeout / 4
-	}
-	return min(limit, time.Minute)
-}
 
 // kinds of events, in the order they run at the same instant. Seat releases
 // come first because upstream runs them from the event clock before anything

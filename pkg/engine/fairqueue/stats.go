@@ -103,7 +103,8 @@ type LevelResult struct {
 	WaitP50Seconds float64          `json:"waitP50Seconds"`
 	WaitP99Seconds float64          `json:"waitP99Seconds"`
 	WaitMaxSeconds float64          `json:"waitMaxSeconds"`
-	// PeakQueueLength is the most requests waiting at once.
+	// PeakQueueLength is the most requests waiting at once (in all the
+	// level's queues; for a flow, in its queues).
 	PeakQueueLength int `json:"peakQueueLength"`
 	// PeakSeatsInUse is the most seats occupied at once.
 	PeakSeatsInUse int `json:"peakSeatsInUse"`
