@@ -48,6 +48,10 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewLintCommand(configFlags, streams),
 		NewCapacityCommand(configFlags, streams),
 		NewExplainCommand(configFlags, streams),
+		NewDumpCommand(configFlags, streams),
+		NewTopCommand(configFlags, streams),
+		NewWhoisCommand(configFlags, streams),
+		NewRBACCommand(streams),
 	)
 	return cmd
 }

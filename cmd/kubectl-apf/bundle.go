@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+)
+
+const bundleLong = `Capture the APF state of the apiservers into an offline bundle.
+
+A bundle holds, per apiserver instance: the FlowSchemas and priority levels,
+the three debug dumps, two /metrics scrapes (APF families only) a few seconds
+apart for rates, the server version and the capture times. Every read-only
+command reads it back with --from and then needs no cluster.
+
+--redact replaces user names, namespaces, object names and request paths with
+stable pseudonyms (a keyed hash: the same value gets the same pseudonym
+throughout the bundle), so a bundle can be shared with a vendor or attached to
+an issue.`
+
+const bundleExample = `  # Capture every apiserver instance into a tarball
+  kubectl apf dump bundle --all-apiservers -o apf-$(date +%Y%m%d-%H%M).tar.gz
+
+  # Capture into a directory, redacted
+  kubectl apf dump bundle -o ./apf-bundle --redact
+
+  # Redact an existing bundle
+  kubectl apf dump bundle --from apf.tar.gz --redact -o apf-redacted.tar.gz`
+
+// BundleOptions holds the flags of "kubectl apf dump bundle".
+type BundleOptions struct {
+	Out             string
+	Redact          bool
+	RedactKey       string
+	MetricsInterval time.Duration
+	*SourceOptions
+
+	// Clock stamps the manifest (time.Now when nil).
+	Clock func() time.Time
+	genericiooptions.IOStreams
+}
+
+// NewBundleOptions returns the defaults of "kubectl apf dump bundle".
+func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
+	return &BundleOptions{MetricsInterval: 5 * time.Second, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+}
+
+// NewBundleCommand builds "kubectl apf dump bundle".
+func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewBundleOptions(configFlags, streams)
+	cmd := &cobra.Command{
+		Use:     "bundle -o DIR|FILE.tar.gz",
+		Short:   "Capture objects, dumps and metrics of every apiserver into an offline bundle",
+		Long:    bundleLong,
+		Example: bundleExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Out, "output", "o", o.Out, "Where to write the bundle: a new directory, or a file ending in .tar.gz.")
+	fs.BoolVar(&o.Redact, "redact", o.Redact, "Replace user names, namespaces, object names and request paths with stable pseudonyms.")
+	fs.StringVar(&o.RedactKey, "redact-key", o.RedactKey, "Key of the pseudonyms; the same key gives the same pseudonyms across bundles (default: a random key per bundle).")
+	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates.")
+	o.SourceOptions.AddFlags(fs)
+	return cmd
+}
+
+// Complete builds the source.
+func (o *BundleOptions) Complete(_ *cobra.Command, _ []string) error {
+	return o.SourceOptions.Complete()
+}
+
+// Validate checks the flags.
+func (o *BundleOptions) Validate() error {
+	if o.Out == "" {
+		return fmt.Errorf("--output is required: a new directory or a FILE.tar.gz")
+	}
+	if o.MetricsInterval < 0 {
+		return fmt.Errorf("--metrics-interval must not be negative")
+	}
+	if o.RedactKey != "" && !o.Redact {
+		return fmt.Errorf("--redact-key needs --redact")
+	}
+	return o.SourceOptions.Validate()
+}
+
+// Run captures and writes the bundle.
+func (o *BundleOptions) Run(ctx context.Context) error {
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval})
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if o.Clock != nil {
+		now = o.Clock
+	}
+	if o.Redact {
+		key := []byte(o.RedactKey)
+		if len(key) == 0 {
+			key = make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				return fmt.Errorf("making a redaction key: %w", err)
+			}
+		}
+		if err := dump.NewRedactor(key).RedactCapture(c); err != nil {
+			return err
+		}
+	}
+	m := dump.Manifest{CreatedAt: now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
+	if err := dump.WriteBundle(o.Out, c, m); err != nil {
+		return err
+	}
+	for _, f := range c.Failures {
+		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitizeLine(f.Instance), sanitizeLine(f.Error()))
+	}
+	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", o.Out, len(c.Snapshots))
+	return nil
+}

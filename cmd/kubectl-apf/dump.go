@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+)
+
+const dumpLong = `Show the API Priority and Fairness debug dumps of the apiservers as tables.
+
+The dumps (/debug/api_priority_and_fairness/dump_*) describe one apiserver
+instance each; with --all-apiservers or --apiserver-urls every instance is
+queried directly and shown with a merged view. Every column layout from
+Kubernetes 1.20 on is understood.`
+
+// NewDumpCommand builds "kubectl apf dump" and its subcommands.
+func NewDumpCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dump",
+		Short: "Show the APF debug dumps: priority levels, queues, requests; capture bundles",
+		Long:  dumpLong,
+		Run:   func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
+	}
+	cmd.AddCommand(
+		newDumpKindCommand(configFlags, streams, dumpLevels),
+		newDumpKindCommand(configFlags, streams, dumpQueues),
+		newDumpKindCommand(configFlags, streams, dumpRequests),
+		NewBundleCommand(configFlags, streams),
+	)
+	return cmd
+}
+
+type dumpKind string
+
+const (
+	dumpLevels   dumpKind = "levels"
+	dumpQueues   dumpKind = "queues"
+	dumpRequests dumpKind = "requests"
+)
+
+// DumpOptions holds the flags of "kubectl apf dump levels|queues|requests".
+type DumpOptions struct {
+	Kind      dumpKind
+	Output    string
+	NoHeaders bool
+	Level     string
+	All       bool
+	*SourceOptions
+
+	format render.Format
+	genericiooptions.IOStreams
+}
+
+// NewDumpOptions returns the defaults of a dump subcommand.
+func NewDumpOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *DumpOptions {
+	return &DumpOptions{Kind: kind, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+}
+
+var dumpHelp = map[dumpKind]struct{ short, example string }{
+	dumpLevels: {"Show every priority level: queues in use, waiting and executing requests, dispatched and rejected counts", `  # Show the priority levels of the apiserver of the current context
+  kubectl apf dump levels
+
+  # Of every apiserver instance, with a merged view
+  kubectl apf dump levels --all-apiservers
+
+  # From a bundle, as JSON
+  kubectl apf dump levels --from apf-bundle.tar.gz -o json`},
+	dumpQueues: {"Show the queues holding requests (all queues with --all)", `  # Show the non-empty queues
+  kubectl apf dump queues
+
+  # Show every queue of one level, with the fair-queuing sums
+  kubectl apf dump queues --level workload-low --all -o wide`},
+	dumpRequests: {"Show the requests waiting in queues or executing, with user, verb and path", `  # Show the waiting and executing requests
+  kubectl apf dump requests
+
+  # Only one level's, with every detail
+  kubectl apf dump requests --level global-default -o wide`},
+}
+
+func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *cobra.Command {
+	o := NewDumpOptions(configFlags, streams, kind)
+	cmd := &cobra.Command{
+		Use:     string(kind),
+		Short:   dumpHelp[kind].short,
+		Example: dumpHelp[kind].example,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
+	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	fs.StringVar(&o.Level, "level", o.Level, "Show only this priority level.")
+	if kind == dumpQueues {
+		fs.BoolVar(&o.All, "all", o.All, "Show every queue, empty ones included.")
+	}
+	o.SourceOptions.AddFlags(fs)
+	return cmd
+}
+
+// Complete turns the flags into typed values and builds the source.
+func (o *DumpOptions) Complete(_ *cobra.Command, _ []string) error {
+	var err error
+	if o.format, err = render.ParseFormat(o.Output); err != nil {
+		return err
+	}
+	return o.SourceOptions.Complete()
+}
+
+// Validate checks the flags.
+func (o *DumpOptions) Validate() error {
+	return o.SourceOptions.Validate()
+}
+
+// Run captures the dump and prints it.
+func (o *DumpOptions) Run(ctx context.Context) error {
+	parts := dump.PartObjects
+	switch o.Kind {
+	case dumpLevels:
+		parts |= dump.PartPriorityLevels
+	case dumpQueues:
+		parts |= dump.PartQueues
+	case dumpRequests:
+		parts |= dump.PartRequests
+	}
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts})
+	if err != nil {
+		return err
+	}
+	render.PrintFailures(o.ErrOut, c.Failures)
+	ro := render.Options{Format: o.format, NoHeaders: o.NoHeaders}
+	switch o.Kind {
+	case dumpLevels:
+		return render.PrintLevels(o.Out, ro, c.Snapshots, o.Level)
+	case dumpQueues:
+		return render.PrintQueues(o.Out, ro, c.Snapshots, o.Level, o.All)
+	default:
+		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
+	}
+}
+
+// captureOrFail captures from src and fails when no instance answered.
+func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOptions) (*dump.Capture, error) {
+	c, err := src.Capture(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Snapshots) == 0 {
+		msg := "no apiserver instance answered"
+		for _, f := range c.Failures {
+			msg += "; " + f.Instance + ": " + f.Error()
+		}
+		return nil, fmt.Errorf("reading %s: %s", src.Describe(), msg)
+	}
+	return c, nil
+}

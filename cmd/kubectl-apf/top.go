@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// NewTopCommand builds "kubectl apf top" and its subcommands.
+func NewTopCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "Show the busiest priority levels and flows",
+		Run:   func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
+	}
+	cmd.AddCommand(newTopKindCommand(configFlags, streams, "levels"), newTopKindCommand(configFlags, streams, "flows"))
+	return cmd
+}
+
+// TopOptions holds the flags of "kubectl apf top levels|flows".
+type TopOptions struct {
+	Kind       string
+	Output     string
+	NoHeaders  bool
+	Level      string
+	SortBy     string
+	Limit      int
+	Watch      bool
+	Interval   time.Duration
+	RateWindow time.Duration
+	*SourceOptions
+
+	format render.Format
+	// Sleep waits between --watch iterations (a timer when nil); tests
+	// replace it, and stop the loop by returning an error.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock stamps --watch headers (time.Now when nil).
+	Clock func() time.Time
+	genericiooptions.IOStreams
+}
+
+// NewTopOptions returns the defaults of a top subcommand.
+func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
+	return &TopOptions{Kind: kind, SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
+		SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+}
+
+const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
+and utilisation, waiting requests and seats, dispatched and rejected requests
+per second (by reason) and the 99th percentile of the queue wait.
+
+Rates and the wait percentile come from two /metrics scrapes --rate-window
+apart (from a bundle: the two scrapes it holds). Levels are sorted by
+utilisation, busiest first; with several apiservers, per-instance rows are
+followed by merged rows.`
+
+const topFlowsLong = `Show the heaviest flows in the request dump: for each priority level,
+FlowSchema and flow distinguisher (user or namespace), the waiting and
+executing requests and seats. The dump is a snapshot: short requests seldom
+show, so run it while the problem happens, or use --watch.`
+
+func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *cobra.Command {
+	o := NewTopOptions(configFlags, streams, kind)
+	cmd := &cobra.Command{
+		Use:  kind,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
+	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	fs.StringVar(&o.Level, "level", o.Level, "Show only this priority level.")
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Print again every --interval until interrupted.")
+	fs.DurationVar(&o.Interval, "interval", o.Interval, "Time between two prints with --watch.")
+	if kind == "levels" {
+		cmd.Short = "Show per priority level limits, seats in use, waiting, dispatch and rejection rates, wait p99"
+		cmd.Long = topLevelsLong
+		cmd.Example = `  # Show the priority levels, busiest first
+  kubectl apf top levels
+
+  # Of every apiserver, sorted by rejections, refreshed every 10s
+  kubectl apf top levels --all-apiservers --sort-by rejected --watch --interval 10s`
+		fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort by one of: "+strings.Join(render.TopSortKeys, ", ")+".")
+		fs.DurationVar(&o.RateWindow, "rate-window", o.RateWindow, "Time between the two /metrics scrapes that give rates (0: no rates).")
+	} else {
+		cmd.Short = "Show the heaviest flows (user or namespace) in the request dump, with level and waiting seats"
+		cmd.Long = topFlowsLong
+		cmd.Example = `  # Show the 20 heaviest flows
+  kubectl apf top flows
+
+  # Of one level, every flow, with the queues each uses
+  kubectl apf top flows --level workload-low --limit 0 -o wide`
+		fs.IntVar(&o.Limit, "limit", o.Limit, "Show at most this many flows (0: all).")
+	}
+	o.SourceOptions.AddFlags(fs)
+	return cmd
+}
+
+// Complete turns the flags into typed values and builds the source.
+func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
+	var err error
+	if o.format, err = render.ParseFormat(o.Output); err != nil {
+		return err
+	}
+	return o.SourceOptions.Complete()
+}
+
+// Validate checks the flags.
+func (o *TopOptions) Validate() error {
+	if o.Kind == "levels" && !slices.Contains(render.TopSortKeys, o.SortBy) {
+		return fmt.Errorf("--sort-by must be one of %s, not %q", strings.Join(render.TopSortKeys, ", "), o.SortBy)
+	}
+	if o.Limit < 0 {
+		return fmt.Errorf("--limit must not be negative")
+	}
+	if o.Watch && o.Interval <= 0 {
+		return fmt.Errorf("--interval must be positive")
+	}
+	if o.RateWindow < 0 {
+		return fmt.Errorf("--rate-window must not be negative")
+	}
+	if o.Watch && o.From != "" {
+		return fmt.Errorf("--watch needs a cluster; a bundle (--from) does not change")
+	}
+	return o.SourceOptions.Validate()
+}
+
+func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {
+	if o.Sleep != nil {
+		return o.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Run prints once, or every --interval with --watch. In watch mode the
+// rates of each print come from this scrape and the previous print's, so
+// the apiserver is scraped once per interval.
+func (o *TopOptions) Run(ctx context.Context) error {
+	opts := dump.CaptureOptions{Parts: dump.PartRequests}
+	if o.Kind == "levels" {
+		// Two scrapes for the first print; later prints of --watch take
+		// one and pair it with the previous print's.
+		opts = dump.CaptureOptions{Parts: dump.PartMetrics, MetricsInterval: o.RateWindow}
+	}
+	prev := map[string]*metrics.Scrape{}
+	for i := 0; ; i++ {
+		if i == 1 {
+			opts.MetricsInterval = 0
+		}
+		c, err := captureOrFail(ctx, o.Source, opts)
+		if err != nil {
+			return err
+		}
+		if o.Watch {
+			for _, s := range c.Snapshots {
+				if len(s.Metrics) > 0 {
+					cur := s.Metrics[len(s.Metrics)-1]
+					if p := prev[s.Instance]; p != nil {
+						s.Metrics = []*metrics.Scrape{p, cur}
+					}
+					prev[s.Instance] = cur
+				}
+			}
+			now := time.Now
+			if o.Clock != nil {
+				now = o.Clock
+			}
+			if i > 0 {
+				fmt.Fprintln(o.Out)
+			}
+			fmt.Fprintf(o.Out, "# %s  %s\n", now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
+		}
+		render.PrintFailures(o.ErrOut, c.Failures)
+		ro := render.Options{Format: o.format, NoHeaders: o.NoHeaders}
+		if o.Kind == "levels" {
+			err = render.PrintTopLevels(o.Out, ro, c.Snapshots, o.Level, o.SortBy)
+		} else {
+			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
+		}
+		if err != nil || !o.Watch {
+			return err
+		}
+		if err := o.sleep(ctx, o.Interval); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: a normal end of --watch
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+)
+
+const whoisLong = `Name the FlowSchema and priority level behind the UIDs of the
+X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID response
+headers, which carry UIDs, not names.
+
+Give UIDs as arguments, or paste header lines: arguments are read as text, and
+"-" reads standard input, so the output of kubectl -v=8 can be piped in.`
+
+const whoisExample = `  # Resolve two UIDs
+  kubectl apf whois 4d1b6a7c-0b1e-4c55-9d3a-0f8f2a9c1e01 9e8d7c6b-5a49-4837-a261-5f4e3d2c1b0a
+
+  # Which FlowSchema and priority level did this request get?
+  kubectl get pods -v=8 2>&1 | grep -i x-kubernetes-pf | kubectl apf whois -
+
+  # Against a bundle
+  kubectl apf whois --from apf.tar.gz 4d1b6a7c-0b1e-4c55-9d3a-0f8f2a9c1e01`
+
+// WhoisOptions holds the flags of "kubectl apf whois".
+type WhoisOptions struct {
+	Output    string
+	NoHeaders bool
+	*SourceOptions
+
+	refs   []dump.UIDRef
+	format render.Format
+	genericiooptions.IOStreams
+}
+
+// NewWhoisOptions returns the defaults of "kubectl apf whois".
+func NewWhoisOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WhoisOptions {
+	return &WhoisOptions{SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+}
+
+// NewWhoisCommand builds "kubectl apf whois".
+func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewWhoisOptions(configFlags, streams)
+	cmd := &cobra.Command{
+		Use:     "whois UID|HEADER-LINE... | -",
+		Short:   "Name the FlowSchema and priority level of X-Kubernetes-PF-*-UID values",
+		Long:    whoisLong,
+		Example: whoisExample,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	o.SourceOptions.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Complete reads the UIDs from the arguments (or standard input for "-").
+func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
+	var err error
+	if o.format, err = render.ParseFormat(o.Output); err != nil {
+		return err
+	}
+	var text []string
+	for _, a := range args {
+		if a == "-" {
+			b, err := io.ReadAll(io.LimitReader(o.In, 16<<20))
+			if err != nil {
+				return fmt.Errorf("reading standard input: %w", err)
+			}
+			text = append(text, string(b))
+			continue
+		}
+		text = append(text, a)
+	}
+	if o.refs, err = dump.ParseUIDRefs(strings.Join(text, "\n")); err != nil {
+		return err
+	}
+	if len(o.refs) == 0 {
+		return fmt.Errorf("no UID found in the input")
+	}
+	return o.SourceOptions.Complete()
+}
+
+// Validate checks the flags.
+func (o *WhoisOptions) Validate() error {
+	return o.SourceOptions.Validate()
+}
+
+// Run lists the objects (the same on every instance: one is asked) and
+// resolves the UIDs.
+func (o *WhoisOptions) Run(ctx context.Context) error {
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartObjects})
+	if err != nil {
+		return err
+	}
+	res := dump.Resolve(c.Snapshots[0], o.refs)
+	return render.PrintWhois(o.Out, render.Options{Format: o.format, NoHeaders: o.NoHeaders}, res)
+}

@@ -1,0 +1,294 @@
+package render
+
+import (
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+)
+
+// AllInstances labels the merged rows of a multi-instance view.
+const AllInstances = "(all)"
+
+// LevelRow is one printed row of "kubectl apf dump levels".
+type LevelRow struct {
+	Instance string `json:"instance"`
+	dump.PriorityLevelRow
+	Type string `json:"type,omitempty"`
+	UID  string `json:"uid,omitempty"`
+}
+
+// LevelRows flattens the level dumps of the snapshots, with the level's
+// type and UID from the configuration objects and, for several instances,
+// merged rows summing every instance.
+func LevelRows(snaps []*dump.Snapshot, level string) []LevelRow {
+	var out []LevelRow
+	merged := map[string]*LevelRow{}
+	var order []string
+	for _, s := range snaps {
+		types, uids := map[string]string{}, map[string]string{}
+		for _, pl := range s.PriorityLevels {
+			types[pl.Name], uids[pl.Name] = string(pl.Spec.Type), string(pl.UID)
+		}
+		for _, r := range s.PriorityLevelDump {
+			if level != "" && r.Name != level {
+				continue
+			}
+			out = append(out, LevelRow{Instance: s.Instance, PriorityLevelRow: r, Type: types[r.Name], UID: uids[r.Name]})
+			m := merged[r.Name]
+			if m == nil {
+				m = &LevelRow{Instance: AllInstances, PriorityLevelRow: dump.PriorityLevelRow{Name: r.Name, IsIdle: true, HasCounters: true, Placeholder: true},
+					Type: types[r.Name], UID: uids[r.Name]}
+				merged[r.Name] = m
+				order = append(order, r.Name)
+			}
+			m.Placeholder = m.Placeholder && r.Placeholder
+			m.HasCounters = m.HasCounters && r.HasCounters
+			m.ActiveQueues += r.ActiveQueues
+			m.IsIdle = m.IsIdle && (r.IsIdle || r.Placeholder)
+			m.IsQuiescing = m.IsQuiescing || r.IsQuiescing
+			m.WaitingRequests += r.WaitingRequests
+			m.ExecutingRequests += r.ExecutingRequests
+			m.DispatchedRequests += r.DispatchedRequests
+			m.RejectedRequests += r.RejectedRequests
+			m.TimedoutRequests += r.TimedoutRequests
+			m.CancelledRequests += r.CancelledRequests
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Instance < out[j].Instance
+	})
+	if len(snaps) > 1 {
+		sort.Strings(order)
+		for _, n := range order {
+			out = append(out, *merged[n])
+		}
+	}
+	return out
+}
+
+func boolStr(b bool) string { return strconv.FormatBool(b) }
+
+// PrintLevels prints "kubectl apf dump levels".
+func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
+	rows := LevelRows(snaps, level)
+	if o.Format == FormatJSON || o.Format == FormatYAML {
+		return writeData(w, o.Format, rows)
+	}
+	multi := len(snaps) > 1
+	t := &table{}
+	if multi {
+		t.header = append(t.header, "INSTANCE")
+	}
+	t.header = append(t.header, "NAME", "TYPE", "ACTIVE-QUEUES", "IDLE", "WAITING", "EXECUTING", "DISPATCHED", "REJECTED", "TIMEDOUT", "CANCELLED")
+	if o.Format == FormatWide {
+		t.header = append(t.header, "QUIESCING", "UID")
+	}
+	for _, r := range rows {
+		var cells []string
+		if multi {
+			cells = append(cells, r.Instance)
+		}
+		counter := func(v int) string {
+			if !r.HasCounters || r.Placeholder {
+				return "-"
+			}
+			return strconv.Itoa(v)
+		}
+		typ := r.Type
+		if typ == "" {
+			typ = "-"
+		}
+		if r.Placeholder {
+			cells = append(cells, r.Name, typ, "-", "-", "-", "-", "-", "-", "-", "-")
+		} else {
+			cells = append(cells, r.Name, typ, strconv.Itoa(r.ActiveQueues), boolStr(r.IsIdle), strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.ExecutingRequests),
+				counter(r.DispatchedRequests), counter(r.RejectedRequests), counter(r.TimedoutRequests), counter(r.CancelledRequests))
+		}
+		if o.Format == FormatWide {
+			uid := r.UID
+			if uid == "" {
+				uid = "-"
+			}
+			cells = append(cells, boolStr(r.IsQuiescing), uid)
+		}
+		t.add(cells...)
+	}
+	return t.write(w, o.NoHeaders)
+}
+
+// QueueRow is one printed row of "kubectl apf dump queues".
+type QueueRow struct {
+	Instance string `json:"instance"`
+	dump.QueueRow
+}
+
+// QueueRows flattens the queue dumps, sorted by level and index; all=false
+// keeps only queues with waiting or executing requests.
+func QueueRows(snaps []*dump.Snapshot, level string, all bool) []QueueRow {
+	var out []QueueRow
+	for _, s := range snaps {
+		for _, q := range s.QueueDump {
+			if q.Placeholder || (level != "" && q.PriorityLevel != level) {
+				continue
+			}
+			if !all && q.PendingRequests == 0 && q.ExecutingRequests == 0 {
+				continue
+			}
+			out = append(out, QueueRow{Instance: s.Instance, QueueRow: q})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.PriorityLevel != b.PriorityLevel {
+			return a.PriorityLevel < b.PriorityLevel
+		}
+		if a.Instance != b.Instance {
+			return a.Instance < b.Instance
+		}
+		return a.Index < b.Index
+	})
+	return out
+}
+
+// PrintQueues prints "kubectl apf dump queues".
+func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, all bool) error {
+	rows := QueueRows(snaps, level, all)
+	if o.Format == FormatJSON || o.Format == FormatYAML {
+		return writeData(w, o.Format, rows)
+	}
+	multi := len(snaps) > 1
+	t := &table{}
+	if multi {
+		t.header = append(t.header, "INSTANCE")
+	}
+	t.header = append(t.header, "LEVEL", "QUEUE", "WAITING", "EXECUTING", "SEATS-IN-USE", "WAITING-SEATS")
+	if o.Format == FormatWide {
+		t.header = append(t.header, "MAX-SEATS-SUM", "NEXT-DISPATCH-R", "TOTAL-WORK")
+	}
+	for _, q := range rows {
+		var cells []string
+		if multi {
+			cells = append(cells, q.Instance)
+		}
+		seats := func(v int) string {
+			if !q.HasSeats {
+				return "-"
+			}
+			return strconv.Itoa(v)
+		}
+		cells = append(cells, q.PriorityLevel, strconv.Itoa(q.Index), strconv.Itoa(q.PendingRequests), strconv.Itoa(q.ExecutingRequests),
+			seats(q.SeatsInUse), seats(q.InitialSeatsSum))
+		if o.Format == FormatWide {
+			cells = append(cells, seats(q.MaxSeatsSum), strconv.FormatFloat(q.NextDispatchR, 'f', 6, 64)+"ss", strconv.FormatFloat(q.TotalWorkSum, 'f', 6, 64)+"ss")
+		}
+		t.add(cells...)
+	}
+	return t.write(w, o.NoHeaders)
+}
+
+// RequestRow is one printed row of "kubectl apf dump requests".
+type RequestRow struct {
+	Instance string `json:"instance"`
+	dump.RequestRow
+	State string `json:"state"`
+	// Age is how long the request had been waiting or executing when the
+	// dump was taken (capture time minus arrival).
+	Age time.Duration `json:"age"`
+}
+
+// RequestRows flattens the request dumps: waiting requests first (by
+// level, queue and position), then executing ones.
+func RequestRows(snaps []*dump.Snapshot, level string) []RequestRow {
+	var out []RequestRow
+	for _, s := range snaps {
+		for _, r := range s.RequestDump {
+			if level != "" && r.PriorityLevel != level {
+				continue
+			}
+			state := "waiting"
+			if r.Executing() {
+				state = "executing"
+			}
+			age := s.CapturedAt.Sub(r.ArriveTime)
+			if age < 0 || s.CapturedAt.IsZero() {
+				age = 0
+			}
+			out = append(out, RequestRow{Instance: s.Instance, RequestRow: r, State: state, Age: age})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.State != b.State {
+			return a.State == "waiting"
+		}
+		if a.PriorityLevel != b.PriorityLevel {
+			return a.PriorityLevel < b.PriorityLevel
+		}
+		if a.Instance != b.Instance {
+			return a.Instance < b.Instance
+		}
+		if a.QueueIndex != b.QueueIndex {
+			return a.QueueIndex < b.QueueIndex
+		}
+		if a.IndexInQueue != b.IndexInQueue {
+			return a.IndexInQueue < b.IndexInQueue
+		}
+		return a.ArriveTime.Before(b.ArriveTime)
+	})
+	return out
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// PrintRequests prints "kubectl apf dump requests".
+func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
+	rows := RequestRows(snaps, level)
+	if o.Format == FormatJSON || o.Format == FormatYAML {
+		return writeData(w, o.Format, rows)
+	}
+	multi := len(snaps) > 1
+	t := &table{}
+	if multi {
+		t.header = append(t.header, "INSTANCE")
+	}
+	t.header = append(t.header, "LEVEL", "FLOWSCHEMA", "STATE", "QUEUE", "POSITION", "FLOW", "SEATS", "AGE", "USER", "VERB", "PATH")
+	if o.Format == FormatWide {
+		t.header = append(t.header, "NAMESPACE", "RESOURCE", "NAME", "API-VERSION", "FINAL-SEATS", "ADDITIONAL-LATENCY", "ARRIVED")
+	}
+	for _, r := range rows {
+		var cells []string
+		if multi {
+			cells = append(cells, r.Instance)
+		}
+		q, pos := strconv.Itoa(r.QueueIndex), strconv.Itoa(r.IndexInQueue)
+		if r.QueueIndex < 0 {
+			q = "-"
+		}
+		if r.IndexInQueue < 0 {
+			pos = "-"
+		}
+		cells = append(cells, r.PriorityLevel, r.FlowSchema, r.State, q, pos, dash(r.FlowDistinguisher), strconv.Itoa(r.Seats()),
+			r.Age.Round(time.Millisecond).String(), dash(r.UserName), dash(r.Verb), dash(r.APIPath))
+		if o.Format == FormatWide {
+			res := r.Resource
+			if r.SubResource != "" {
+				res += "/" + r.SubResource
+			}
+			cells = append(cells, dash(r.Namespace), dash(res), dash(r.Name), dash(r.APIVersion), strconv.Itoa(r.FinalSeats),
+				r.AdditionalLatency.String(), r.ArriveTime.UTC().Format(time.RFC3339Nano))
+		}
+		t.add(cells...)
+	}
+	return t.write(w, o.NoHeaders)
+}

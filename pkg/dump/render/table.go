@@ -1,0 +1,137 @@
+// Package render prints snapshots (package dump) and APF statistics
+// (package metrics) as tables, JSON or YAML. Printers take a result and an
+// io.Writer and do no I/O of their own; every server-supplied string is
+// escaped before it reaches a terminal.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Format is an output format: table, wide, json or yaml.
+type Format string
+
+// The output formats.
+const (
+	FormatTable Format = "table"
+	FormatWide  Format = "wide"
+	FormatJSON  Format = "json"
+	FormatYAML  Format = "yaml"
+)
+
+// ParseFormat checks an -o value; "" means table.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case "":
+		return FormatTable, nil
+	case FormatTable, FormatWide, FormatJSON, FormatYAML:
+		return f, nil
+	}
+	return "", fmt.Errorf("--output must be one of table, wide, json, yaml; not %q", s)
+}
+
+// Options shape every printer.
+type Options struct {
+	Format    Format
+	NoHeaders bool
+}
+
+// table is rows of cells under a header, printed as kubectl prints.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer, noHeaders bool) error {
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	if !noHeaders {
+		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	}
+	for _, r := range t.rows {
+		for i := range r {
+			r[i] = Sanitize(r[i])
+		}
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// Sanitize makes a server-supplied string safe on one terminal line and in
+// one table cell: control characters (escape sequences among them) and tabs
+// are replaced.
+func Sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// writeData prints v as JSON or YAML.
+func writeData(w io.Writer, f Format, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if f == FormatYAML {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// num formats a number for a table: integers plainly, others with up to
+// two decimals, NaN (no data, or a zero denominator) as "-".
+func num(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "-"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64)
+}
+
+// pct formats a ratio as a percentage.
+func pct(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(f*100, 'f', 0, 64) + "%"
+}
+
+// seconds formats a duration in seconds for a table.
+func seconds(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "-"
+	}
+	if f < 1 {
+		return strconv.FormatFloat(f*1000, 'f', 0, 64) + "ms"
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64) + "s"
+}
+
+// jsonFloat is a float that marshals NaN as null (JSON has no NaN).
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}

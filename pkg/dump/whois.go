@@ -1,0 +1,116 @@
+package dump
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Header names of the classification response headers
+// (k8s.io/api/flowcontrol/v1 types.go: ResponseHeaderMatchedFlowSchemaUID,
+// ResponseHeaderMatchedPriorityLevelConfigurationUID).
+const (
+	HeaderFlowSchemaUID    = "X-Kubernetes-PF-FlowSchema-UID"
+	HeaderPriorityLevelUID = "X-Kubernetes-PF-PriorityLevel-UID"
+)
+
+// UID kinds of a UIDRef.
+const (
+	KindFlowSchema    = "FlowSchema"
+	KindPriorityLevel = "PriorityLevelConfiguration"
+)
+
+// UIDRef is one UID to resolve: from a header line (Kind known) or given
+// bare (Kind empty: either kind).
+type UIDRef struct {
+	Kind string `json:"kind,omitempty"`
+	UID  string `json:"uid"`
+}
+
+var (
+	// A header as curl, kubectl -v=8 or a browser prints it: the name,
+	// optionally quoted, then ":" or "=", then the value, optionally quoted.
+	headerRE = regexp.MustCompile(`(?i)x-kubernetes-pf-(flowschema|prioritylevel)-uid["'\]]?\s*[:=]\s*(?:\[\s*)?["']?([0-9a-z-]*)`)
+	uidRE    = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// ParseUIDRefs extracts the UIDs of pasted text: header lines (such as the
+// output of "kubectl get pods -v=8 2>&1 | grep -i x-kubernetes-pf") and bare
+// UIDs, in order, without duplicates. When the text holds any header line,
+// its other lines are ignored (they are the rest of a pasted log). An empty header value is kept: it
+// means the apiserver used a mandatory object it imagined (no API object,
+// hence no UID; apf_controller.go: imaginePL). A word that is neither is an
+// error quoting it.
+func ParseUIDRefs(text string) ([]UIDRef, error) {
+	var out []UIDRef
+	seen := map[UIDRef]bool{}
+	add := func(r UIDRef) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	// Pasted log output carries other lines too: when any header is present,
+	// lines without one are context, not input.
+	pasted := headerRE.MatchString(text)
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if ms := headerRE.FindAllStringSubmatch(line, -1); len(ms) > 0 {
+			for _, m := range ms {
+				kind := KindFlowSchema
+				if strings.EqualFold(m[1], "prioritylevel") {
+					kind = KindPriorityLevel
+				}
+				if m[2] != "" && !uidRE.MatchString(m[2]) {
+					return nil, fmt.Errorf("line %d: %q is not a UID: %s", n+1, m[2], quoteLine(line))
+				}
+				add(UIDRef{Kind: kind, UID: strings.ToLower(m[2])})
+			}
+			continue
+		}
+		if pasted {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '"' || r == '\'' }) {
+			if !uidRE.MatchString(w) {
+				return nil, fmt.Errorf("line %d: %q is neither a UID nor an X-Kubernetes-PF-*-UID header: %s", n+1, w, quoteLine(line))
+			}
+			add(UIDRef{UID: strings.ToLower(w)})
+		}
+	}
+	return out, nil
+}
+
+// Resolution is what a UID names in one snapshot.
+type Resolution struct {
+	UIDRef
+	// Kind and Name of the object with that UID; empty when none.
+	FoundKind string `json:"foundKind,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Note explains an empty UID or a UID not found.
+	Note string `json:"note,omitempty"`
+}
+
+// Resolve looks refs up in the snapshot's objects.
+func Resolve(s *Snapshot, refs []UIDRef) []Resolution {
+	names := s.NamesByUID()
+	out := make([]Resolution, 0, len(refs))
+	for _, r := range refs {
+		res := Resolution{UIDRef: r}
+		switch {
+		case r.UID == "":
+			res.Note = "empty UID: the apiserver used a mandatory object (exempt or catch-all) it imagined because the API object is missing"
+		case r.Kind != KindPriorityLevel && names.FlowSchemas[r.UID] != "":
+			res.FoundKind, res.Name = KindFlowSchema, names.FlowSchemas[r.UID]
+		case r.Kind != KindFlowSchema && names.PriorityLevels[r.UID] != "":
+			res.FoundKind, res.Name = KindPriorityLevel, names.PriorityLevels[r.UID]
+		default:
+			res.Note = "no such object now: it was deleted (and perhaps recreated with a new UID) since the request, or the UID is from another cluster"
+		}
+		out = append(out, res)
+	}
+	return out
+}
