@@ -1,0 +1,175 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var t0 = time.Date(2026, 11, 21, 14, 15, 19, 0, time.UTC)
+
+func fixture(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{"..", "..", "..", "testdata"}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func scrape(t *testing.T, name string, at time.Time) *metrics.Scrape {
+	t.Helper()
+	s, err := metrics.ParseText(fixture(t, "metrics", name), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// snapshots builds two instances from the fixtures: a current one and a
+// 1.20-era one, so every printer shows its multi-instance and merged view
+// and the columns old layouts lack.
+func snapshots(t *testing.T) []*dump.Snapshot {
+	t.Helper()
+	a := &dump.Snapshot{Instance: "https://127.0.0.1:6443", CapturedAt: t0,
+		PriorityLevels: []flowcontrolv1.PriorityLevelConfiguration{
+			{ObjectMeta: metav1.ObjectMeta{Name: "catch-all", UID: "c0c0c0c0-0000-0000-0000-000000000001"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "exempt", UID: "e0e0e0e0-0000-0000-0000-000000000002"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt}},
+		},
+		Metrics: []*metrics.Scrape{scrape(t, "modern-a.txt", t0.Add(-10*time.Second)), scrape(t, "modern-b.txt", t0)},
+	}
+	b := &dump.Snapshot{Instance: "https://127.0.0.1:6444", CapturedAt: t0.Add(time.Second),
+		Metrics: []*metrics.Scrape{scrape(t, "v1.20-shape.txt", t0)}}
+	var err error
+	if a.PriorityLevelDump, err = dump.ParsePriorityLevels(fixture(t, "dump", "v1.27-layout", dump.FilePriorityLevels)); err != nil {
+		t.Fatal(err)
+	}
+	if a.QueueDump, err = dump.ParseQueues(fixture(t, "dump", "v1.26-layout", dump.FileQueues)); err != nil {
+		t.Fatal(err)
+	}
+	if a.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "v1.28-layout", dump.FileRequests)); err != nil {
+		t.Fatal(err)
+	}
+	if b.PriorityLevelDump, err = dump.ParsePriorityLevels(fixture(t, "dump", "v1.20-layout", dump.FilePriorityLevels)); err != nil {
+		t.Fatal(err)
+	}
+	if b.QueueDump, err = dump.ParseQueues(fixture(t, "dump", "v1.20-layout", dump.FileQueues)); err != nil {
+		t.Fatal(err)
+	}
+	if b.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "v1.20-layout", dump.FileRequests)); err != nil {
+		t.Fatal(err)
+	}
+	return []*dump.Snapshot{a, b}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "testdata", "dump", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (review, then go test -update):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestPrintersGolden(t *testing.T) {
+	all := snapshots(t)
+	one := all[:1]
+	tests := []struct {
+		name  string
+		print func(*bytes.Buffer) error
+	}{
+		{"levels.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatTable}, one, "") }},
+		{"levels-wide.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatWide}, one, "") }},
+		{"levels-multi.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatTable}, all, "") }},
+		{"levels-level.json", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatJSON}, one, "catch-all") }},
+		{"levels.yaml", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatYAML}, one, "") }},
+		{"queues.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Options{Format: FormatTable}, all, "", false) }},
+		{"queues-all-wide.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Options{Format: FormatWide}, all, "", true) }},
+		{"queues-noheaders.txt", func(b *bytes.Buffer) error {
+			return PrintQueues(b, Options{Format: FormatTable, NoHeaders: true}, one, "global-default", false)
+		}},
+		{"requests.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatTable}, one, "") }},
+		{"requests-wide-multi.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatWide}, all, "") }},
+		{"requests.json", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatJSON}, one, "tiny") }},
+		{"top-levels.txt", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatTable}, one, "", "utilisation") }},
+		{"top-levels-multi-by-name.txt", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatTable}, all, "", "name") }},
+		{"top-levels.json", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatJSON}, one, "apf-load", "rejected") }},
+		{"top-flows.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatTable}, all, "", 0) }},
+		{"top-flows-wide-limit.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatWide}, all, "", 2) }},
+		{"top-flows.yaml", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatYAML}, one, "", 0) }},
+		{"whois.txt", func(b *bytes.Buffer) error {
+			return PrintWhois(b, Options{Format: FormatTable}, dump.Resolve(one[0], []dump.UIDRef{
+				{Kind: dump.KindPriorityLevel, UID: "c0c0c0c0-0000-0000-0000-000000000001"}, {UID: "e0e0e0e0-0000-0000-0000-000000000002"},
+				{Kind: dump.KindFlowSchema, UID: "deadbeef-0000-0000-0000-000000000000"}, {Kind: dump.KindFlowSchema}}))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tt.print(&b); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name, b.Bytes())
+		})
+	}
+}
+
+// TestTopLevelsValues checks the numbers behind the top table, computed by
+// hand from the fixtures (modern-a then modern-b, 10 s apart).
+func TestTopLevelsValues(t *testing.T) {
+	rows := TopLevelRows(snapshots(t)[:1], "apf-load", "utilisation")
+	if len(rows) != 1 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	r := rows[0]
+	if r.DispatchedPerS != 6 || r.RejectedPerS["queue-full"] != 3 || r.Utilisation != 1 || r.WaitingSeats != 6 {
+		t.Errorf("row = %+v", r)
+	}
+	// Merged rows sum the instances and recompute utilisation.
+	var merged *TopLevelRow
+	for _, r := range TopLevelRows(snapshots(t), "global-default", "name") {
+		if r.Instance == AllInstances {
+			r := r
+			merged = &r
+		}
+	}
+	if merged == nil || merged.NominalLimit != 2+49 || merged.SeatsInUse != 0+2 || math.Abs(float64(merged.Utilisation)-2.0/(3+49)) > 1e-9 {
+		t.Errorf("merged = %+v", merged)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	var b bytes.Buffer
+	s := &dump.Snapshot{Instance: "x", RequestDump: []dump.RequestRow{{PriorityLevel: "pl", FlowSchema: "fs", UserName: "evil\x1b[31mred\x07", HasDetails: true}}}
+	if err := PrintRequests(&b, Options{Format: FormatTable}, []*dump.Snapshot{s}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "evil?[31mred?") {
+		t.Errorf("escape sequences reached the output: %q", b.String())
+	}
+}
