@@ -116,9 +116,13 @@ func TestPrintersGolden(t *testing.T) {
 		{"requests.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatTable}, one, "") }},
 		{"requests-wide-multi.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatWide}, all, "") }},
 		{"requests.json", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatJSON}, one, "tiny") }},
-		{"top-levels.txt", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatTable}, one, "", "utilisation") }},
+		{"top-levels.txt", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, Options{Format: FormatTable}, one, "", "utilisation")
+		}},
 		{"top-levels-multi-by-name.txt", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatTable}, all, "", "name") }},
-		{"top-levels.json", func(b *bytes.Buffer) error { return PrintTopLevels(b, Options{Format: FormatJSON}, one, "apf-load", "rejected") }},
+		{"top-levels.json", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, Options{Format: FormatJSON}, one, "apf-load", "rejected")
+		}},
 		{"top-flows.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatTable}, all, "", 0) }},
 		{"top-flows-wide-limit.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatWide}, all, "", 2) }},
 		{"top-flows.yaml", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatYAML}, one, "", 0) }},
