@@ -167,15 +167,15 @@ func ParseRequest(verbOrMethod, pathWithQuery string, id Identity) (Request, err
 	if verbOrMethod == "" {
 		return Request{}, fmt.Errorf("empty verb: give a Kubernetes verb (get, list, watch, create, ...) or an HTTP method (GET, POST, ...)")
 	}
+	if u, err := url.Parse(pathWithQuery); err == nil && u.Scheme != "" && u.Host != "" {
+		return Request{}, fmt.Errorf("%q is a full URL: give only its path and query, e.g. %q", pathWithQuery, u.RequestURI())
+	}
 	if pathWithQuery == "" || pathWithQuery[0] != '/' {
 		return Request{}, fmt.Errorf("path %q must start with /", pathWithQuery)
 	}
 	u, err := url.ParseRequestURI(pathWithQuery)
 	if err != nil {
 		return Request{}, fmt.Errorf("parsing path %q: %w", pathWithQuery, err)
-	}
-	if u.Host != "" || u.Scheme != "" {
-		return Request{}, fmt.Errorf("path %q must be a path, not a full URL", pathWithQuery)
 	}
 	method, verb := verbOrMethod, ""
 	if !httpMethods.Has(method) {

@@ -94,8 +94,8 @@ func TestReplayRecordedTraffic(t *testing.T) {
 		plPtrs = append(plPtrs, &pls.Items[i])
 	}
 	a := c.APIServers[0]
-	replay := func(keepReceived bool) (*fairqueue.Report, *workload.JoinStats) {
-		files, err := workload.OpenFiles([]string{a.LogFile, a.AuditLog}, workload.Options{})
+	replay := func(keepReceived bool, paths ...string) (*fairqueue.Report, *workload.JoinStats) {
+		files, err := workload.OpenFiles(paths, workload.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,13 +115,17 @@ func TestReplayRecordedTraffic(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	res, join := replay(false)
+	res, join := replay(false, a.LogFile, a.AuditLog)
 	t.Logf("workload: %+v, join: %+v", res.Workload, *join)
 	if join.Matched == 0 {
 		t.Fatal("no httplog line met its audit event")
 	}
-	received, _ := replay(true)
-	report := fmt.Sprintf("rejected requests arriving when answered (default):\n%s\nevery request arriving when received:\n%s\n", table(res), table(received))
+	received, _ := replay(true, a.LogFile, a.AuditLog)
+	// without the audit log the users are unknown: the recorded FlowSchema
+	// is kept and the user agent stands in for the user
+	logOnly, _ := replay(false, a.LogFile)
+	report := fmt.Sprintf("httplog joined with audit log, rejected requests arriving when answered (default):\n%s\n"+
+		"same, every request arriving when received:\n%s\nhttplog alone (identities unknown):\n%s\n", table(res), table(received), table(logOnly))
 	t.Logf("per level:\n%s", report)
 	if p := os.Getenv("KUBECTL_APF_REALITY_REPORT"); p != "" {
 		_ = os.WriteFile(p, []byte(report), 0o644)

@@ -229,7 +229,8 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 	} else {
 		// No identity: keep the recorded FlowSchema when this configuration
 		// still has it, and stand in for a ByUser distinguisher with the
-		// user agent, which separates clients about as well.
+		// user agent and the client's address and port (one connection per
+		// client is the common case: client-go multiplexes on HTTP/2).
 		fs := findFlowSchema(ru.cfg.Config, w.FlowSchema)
 		switch {
 		case fs != nil:
@@ -244,7 +245,7 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 				if m := fs.Spec.DistinguisherMethod; m != nil {
 					switch m.Type {
 					case flowcontrolv1.FlowDistinguisherMethodByUserType:
-						dist = "agent:" + w.UserAgent
+						dist = "client:" + w.UserAgent + "@" + w.SourceIP
 					case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
 						dist = er.Info.Namespace
 					}

@@ -26,7 +26,8 @@ type auditEvent struct {
 		Username string   `json:"username"`
 		Groups   []string `json:"groups"`
 	} `json:"impersonatedUser"`
-	UserAgent string `json:"userAgent"`
+	UserAgent string   `json:"userAgent"`
+	SourceIPs []string `json:"sourceIPs"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Namespace   string `json:"namespace"`
@@ -102,6 +103,9 @@ func auditToRequest(ev *auditEvent, r *Request) error {
 		return fmt.Errorf("audit event %s has no requestReceivedTimestamp", ev.AuditID)
 	}
 	r.User, r.Groups, r.UserKnown = ev.User.Username, ev.User.Groups, true
+	if len(ev.SourceIPs) > 0 {
+		r.SourceIP = ev.SourceIPs[0]
+	}
 	if iu := ev.ImpersonatedUser; iu != nil {
 		r.User, r.Groups = iu.Username, iu.Groups
 	}

@@ -247,6 +247,7 @@ func (h *httpLogReader) fill(r *Request, ts time.Time) error {
 	}
 	r.Arrival = ts.Add(-r.Latency)
 	r.UserAgent = kv["userAgent"]
+	r.SourceIP = kv["srcIP"]
 	r.AuditID = kv["audit-ID"]
 	r.FlowSchema, r.PriorityLevel = kv["apf_fs"], kv["apf_pl"]
 	if v, ok := kv["resp"]; ok {

@@ -29,6 +29,9 @@ type Request struct {
 	URI string
 	// UserAgent as recorded.
 	UserAgent string
+	// SourceIP is the client address as recorded: httplog's srcIP (with the
+	// port of the connection), or the audit event's first sourceIPs entry.
+	SourceIP string
 	// Latency is the whole time the server spent on the request, when
 	// recorded.
 	Latency time.Duration
