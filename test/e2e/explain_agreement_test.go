@@ -417,4 +417,3 @@ func TestExplainBinaryAgreesWithServer(t *testing.T) {
 		})
 	}
 }
-
