@@ -122,7 +122,9 @@ func TestReplayRecordedTraffic(t *testing.T) {
 	}
 	received, _ := replay(true, a.LogFile, a.AuditLog)
 	// without the audit log the users are unknown: the recorded FlowSchema
-	// is kept and the user agent stands in for the user
+	// is kept and the user agent and client address stand in for the user.
+	// Here every load user shares one HTTP/2 connection and user agent, so
+	// all collapse into one flow and the prediction rejects too much.
 	logOnly, _ := replay(false, a.LogFile)
 	report := fmt.Sprintf("httplog joined with audit log, rejected requests arriving when answered (default):\n%s\n"+
 		"same, every request arriving when received:\n%s\nhttplog alone (identities unknown):\n%s\n", table(res), table(received), table(logOnly))

@@ -86,6 +86,9 @@ func TestHTTPLogReader(t *testing.T) {
 		{at("2000-11-21T14:15:18.097Z"), "04", "GET", "/api/v1/namespaces/x/pods/p", "", false, 500 * time.Microsecond, true, [2]uint64{1, 0}, 0, "catch-all", "catch-all", 404},
 	}
 	assertSummaries(t, want, summarize(got))
+	if got[1].SourceIP != "127.0.0.1:53422" || got[1].UserAgent != "kubectl/v1.37.1 (linux/amd64) kubernetes/abcdef" {
+		t.Errorf("srcIP %q, userAgent %q", got[1].SourceIP, got[1].UserAgent)
+	}
 	if st.Lines != 8 || st.Records != 5 || st.Skipped != 1 {
 		t.Errorf("stats %+v, want 8 lines (3 of them the trace and the multi-line value), 5 records, 1 skipped", *st)
 	}
@@ -118,6 +121,9 @@ func TestAuditReader(t *testing.T) {
 		{at("2000-11-21T14:15:18.3Z"), "09", "GET", "/apis/apps/v1/namespaces/prod/deployments/web", "carol", true, 0, false, [2]uint64{}, 0, "", "", 200},
 	}
 	assertSummaries(t, want, summarize(got))
+	if got[0].SourceIP != "127.0.0.1" {
+		t.Errorf("source IP %q, want the first of sourceIPs", got[0].SourceIP)
+	}
 	if got[0].Latency != 2500*time.Microsecond {
 		t.Errorf("latency %v, want 2.5ms (stageTimestamp - requestReceivedTimestamp)", got[0].Latency)
 	}
