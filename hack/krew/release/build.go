@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Platform is one GOOS/GOARCH a release is built for.
@@ -92,7 +94,11 @@ type Config struct {
 	Platforms []Platform
 	// Go is the go command; "go" when empty.
 	Go string
-	// Log receives one line per step; nil for none.
+	// Jobs is how many platforms build at once; 0 means the number of CPUs, at
+	// most 4.
+	Jobs int
+	// Log receives one line per step; nil for none. It may be called from
+	// several goroutines at once.
 	Log func(format string, args ...any)
 }
 
@@ -151,32 +157,36 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer os.RemoveAll(binDir)
 
+	// Cross-compiles run a few at a time: linking is mostly single-threaded,
+	// so this uses the cores a sequential loop would leave idle.
+	jobs := cfg.Jobs
+	if jobs <= 0 {
+		jobs = min(runtime.NumCPU(), 4)
+	}
+	type built struct {
+		name, sum string
+		err       error
+	}
+	results := make([]built, len(platforms))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, p := range platforms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name, sum, err := buildPlatform(ctx, cfg, p, binDir, license, completion)
+			results[i] = built{name, sum, err}
+		}()
+	}
+	wg.Wait()
 	res := &Result{Archives: map[string]string{}}
-	for _, p := range platforms {
-		bin := filepath.Join(binDir, p.OS+"_"+p.Arch, p.Binary())
-		cfg.Log("building %s", p)
-		if err := goBuild(ctx, cfg, p, bin); err != nil {
-			return nil, err
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
 		}
-		body, err := os.ReadFile(bin)
-		if err != nil {
-			return nil, fmt.Errorf("reading the %s binary: %w", p, err)
-		}
-		var buf bytes.Buffer
-		err = WriteArchive(&buf, []ArchiveFile{
-			{Name: p.Binary(), Mode: 0o755, Body: body},
-			{Name: "LICENSE", Mode: 0o644, Body: license},
-			{Name: CompletionScript, Mode: 0o755, Body: completion},
-		}, cfg.Stamp.Date)
-		if err != nil {
-			return nil, fmt.Errorf("packing the %s archive: %w", p, err)
-		}
-		name := ArchiveName(cfg.Stamp.Version, p)
-		if err := os.WriteFile(filepath.Join(cfg.OutDir, name), buf.Bytes(), 0o644); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", name, err)
-		}
-		sum := sha256.Sum256(buf.Bytes())
-		res.Archives[name] = hex.EncodeToString(sum[:])
+		res.Archives[r.name] = r.sum
 	}
 
 	if err := os.WriteFile(filepath.Join(cfg.OutDir, SumsFile), FormatSums(res.Archives), 0o644); err != nil {
@@ -202,6 +212,35 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("writing %s: %w", ManifestFile, err)
 	}
 	return res, nil
+}
+
+// buildPlatform compiles and packs one platform, returning the archive's name
+// and sha256.
+func buildPlatform(ctx context.Context, cfg Config, p Platform, binDir string, license, completion []byte) (string, string, error) {
+	bin := filepath.Join(binDir, p.OS+"_"+p.Arch, p.Binary())
+	cfg.Log("building %s", p)
+	if err := goBuild(ctx, cfg, p, bin); err != nil {
+		return "", "", err
+	}
+	body, err := os.ReadFile(bin)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the %s binary: %w", p, err)
+	}
+	var buf bytes.Buffer
+	err = WriteArchive(&buf, []ArchiveFile{
+		{Name: p.Binary(), Mode: 0o755, Body: body},
+		{Name: "LICENSE", Mode: 0o644, Body: license},
+		{Name: CompletionScript, Mode: 0o755, Body: completion},
+	}, cfg.Stamp.Date)
+	if err != nil {
+		return "", "", fmt.Errorf("packing the %s archive: %w", p, err)
+	}
+	name := ArchiveName(cfg.Stamp.Version, p)
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, name), buf.Bytes(), 0o644); err != nil {
+		return "", "", fmt.Errorf("writing %s: %w", name, err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return name, hex.EncodeToString(sum[:]), nil
 }
 
 func goBuild(ctx context.Context, cfg Config, p Platform, out string) error {
