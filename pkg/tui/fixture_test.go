@@ -83,7 +83,9 @@ func (f fixture) snapshot() *dump.Snapshot {
 	var queues []dump.QueueRow
 	var reqs []dump.RequestRow
 	var m0, m1 strings.Builder
-	gauge := func(b *strings.Builder, name string) { fmt.Fprintf(b, "# TYPE %s%s gauge\n", metrics.FlowcontrolPrefix, name) }
+	gauge := func(b *strings.Builder, name string) {
+		fmt.Fprintf(b, "# TYPE %s%s gauge\n", metrics.FlowcontrolPrefix, name)
+	}
 	for _, scrape := range []*strings.Builder{&m0, &m1} {
 		gauge(scrape, "nominal_limit_seats")
 		for _, l := range f.levels {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -85,8 +85,10 @@ func padLeft(s string, w int) string {
 
 func clean(s string) string { return render.Sanitize(s) }
 
-// connState is the header's state word.
-func (m *Model) connState() (string, bool) {
+// connState is the header's state word and, when something is wrong, a
+// line of detail (retry first, so a narrow terminal cuts the error text, not
+// what the view is doing about it).
+func (m *Model) connState() (state, detail string, bad bool) {
 	now := m.clock()
 	switch {
 	case m.opts.Replay != nil:
@@ -96,29 +98,29 @@ func (m *Model) connState() (string, bool) {
 			st += " (paused)"
 		}
 		if m.lastErr != nil {
-			st += " frame error: " + clean(m.lastErr.Error())
-			return st, true
+			return st, "this refresh failed when recorded: " + clean(firstLine(m.lastErr.Error())), true
 		}
-		return st, false
+		return st, "", false
 	case m.lastErr != nil:
-		st := fmt.Sprintf("DISCONNECTED: %s", clean(firstLine(m.lastErr.Error())))
+		var d []string
 		if m.fetching {
-			st += fmt.Sprintf(" · reconnecting (attempt %d)", m.failures+1)
-		} else if wait := m.retryAt.Sub(now); !m.paused {
-			st += fmt.Sprintf(" · retry %d in %s", m.failures+1, roundDur(max(wait, 0)))
+			d = append(d, fmt.Sprintf("reconnecting (attempt %d)", m.failures+1))
+		} else if !m.paused {
+			d = append(d, fmt.Sprintf("retry %d in %s", m.failures+1, roundDur(max(m.retryAt.Sub(now), 0))))
 		}
 		if m.last != nil {
-			st += " · showing data from " + roundDur(now.Sub(m.last.At)) + " ago"
+			d = append(d, "showing data from "+roundDur(now.Sub(m.last.At))+" ago")
 		}
-		return st, true
+		d = append(d, clean(firstLine(m.lastErr.Error())))
+		return "DISCONNECTED", strings.Join(d, " · "), true
 	case m.last == nil:
-		return "connecting…", false
+		return "connecting…", "", false
 	case m.paused:
-		return "PAUSED", false
+		return "PAUSED", "", false
 	case now.Sub(m.last.At) > 3*m.interval+5*time.Second:
-		return "STALE: no refresh for " + roundDur(now.Sub(m.last.At)), true
+		return "STALE", "no refresh for " + roundDur(now.Sub(m.last.At)), true
 	}
-	return "live", false
+	return "live", "", false
 }
 
 func firstLine(s string) string {
@@ -175,16 +177,18 @@ func (m *Model) headerLines(w int) []string {
 			parts = append(parts, fmt.Sprintf("load %d req/refresh", m.last.Requests))
 		}
 	}
-	state, bad := m.connState()
+	state, detail, bad := m.connState()
 	if bad {
-		state = "! " + state
-		state = st.paint(st.Error, state)
+		state = st.paint(st.Error, "! "+state)
 	} else {
 		state = "● " + state
 	}
 	parts = append(parts, state)
 	l2 := strings.Join(parts, " · ")
 	lines := []string{l1, l2}
+	if detail != "" {
+		lines = append(lines, st.paint(st.Error, "! "+detail))
+	}
 	if m.recordErr != nil {
 		lines = append(lines, st.paint(st.Warn, "! recording: "+clean(m.recordErr.Error())))
 	}

@@ -94,30 +94,45 @@ func NewFrame(at time.Time, requests int64, c *dump.Capture, captureErr error) (
 
 // Writer appends frames to a recording.
 type Writer struct {
-	f  io.Closer
+	f  io.Closer // nil for NewWriter
 	gz *gzip.Writer
 	bw *bufio.Writer
 	// enc writes to gz or bw.
 	enc *json.Encoder
 }
 
-// Create starts a recording at path (truncating an existing file).
+// Create starts a recording at path (truncating an existing file),
+// gzip-compressed when path ends in ".gz".
 func Create(path string, h Header) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating the recording: %w", err)
 	}
-	w := &Writer{f: f, bw: bufio.NewWriter(f)}
-	var out io.Writer = w.bw
-	if strings.HasSuffix(path, ".gz") {
-		w.gz = gzip.NewWriter(w.bw)
-		out = w.gz
-	}
-	w.enc = json.NewEncoder(out)
-	h.Format, h.Version = Magic, Version
-	if err := w.write(h); err != nil {
+	w, err := newWriter(f, f, strings.HasSuffix(path, ".gz"), h)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("writing the recording %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// NewWriter starts an uncompressed recording on out; Close does not close
+// out.
+func NewWriter(out io.Writer, h Header) (*Writer, error) {
+	return newWriter(out, nil, false, h)
+}
+
+func newWriter(out io.Writer, c io.Closer, compress bool, h Header) (*Writer, error) {
+	w := &Writer{f: c, bw: bufio.NewWriter(out)}
+	var enc io.Writer = w.bw
+	if compress {
+		w.gz = gzip.NewWriter(w.bw)
+		enc = w.gz
+	}
+	w.enc = json.NewEncoder(enc)
+	h.Format, h.Version = Magic, Version
+	if err := w.write(h); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -148,7 +163,10 @@ func (w *Writer) Close() error {
 	if w.gz != nil {
 		errs = append(errs, w.gz.Close())
 	}
-	errs = append(errs, w.bw.Flush(), w.f.Close())
+	errs = append(errs, w.bw.Flush())
+	if w.f != nil {
+		errs = append(errs, w.f.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closing the recording: %w", err)
 	}
