@@ -2,7 +2,6 @@ package fairqueue
 
 import (
 	"math"
-	mbits "math/bits"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -115,7 +114,7 @@ type queueSet struct {
 	hand             []int
 
 	queues     []queue
-	nonEmpty   []uint64 // bit i set when queue i has a request waiting
+	finishes   finishTree // head finish time per queue, for dispatch
 	currentR   SeatSeconds
 	lastTime   int64
 	robinIndex int
@@ -235,9 +234,6 @@ func (qs *queueSet) arrive(r *request, now int64, waitLimit int64, hash uint64) 
 		q.nextDispatchR = qs.currentR
 	}
 	q.push(r)
-	if q.length == 1 {
-		qs.nonEmpty[q.index>>6] |= 1 << (uint(q.index) & 63)
-	}
 	r.state = stateWaiting
 	qs.totRequestsWaiting++
 	qs.totSeatsWaiting += r.maxSeats()
@@ -262,25 +258,21 @@ func (qs *queueSet) dispatchAsMuchAsPossible(now int64) {
 // dispatchOne mirrors dispatchLocked and findDispatchQueueToBoundLocked.
 func (qs *queueSet) dispatchOne(now int64) bool {
 	// Upstream visits every queue from robinIndex+1 round the ring and
-	// keeps the first strict minimum of nextDispatchR + head work; visiting
-	// only the non-empty queues in the same cyclic order picks the same
-	// queue, and a full turn leaves robinIndex where it was.
-	minFinish := MaxSeatSeconds
-	var minQueue *queue
-	minIndex := 0
+	// keeps the first strict minimum of nextDispatchR + head work: that is
+	// the leftmost minimum of [robinIndex+1, n) unless [0, robinIndex+1)
+	// holds a strictly smaller one. A full turn leaves robinIndex as it was.
 	nq := len(qs.queues)
 	start := (qs.robinIndex + 1) % nq
-	visit := func(i int) {
-		q := &qs.queues[i]
-		if f := q.nextDispatchR + q.head.totalWork; f < minFinish {
-			minFinish, minQueue, minIndex = f, q, i
-		}
+	v1, i1 := qs.finishes.leftmostMin(start, nq)
+	v2, i2 := qs.finishes.leftmostMin(0, start)
+	minIndex := i1
+	if v2 < v1 {
+		minIndex = i2
 	}
-	forEachBit(qs.nonEmpty, start, nq, visit)
-	forEachBit(qs.nonEmpty, 0, start, visit)
-	if minQueue == nil {
+	if minIndex < 0 {
 		return false
 	}
+	minQueue := &qs.queues[minIndex]
 	r := minQueue.head
 	// Head-of-line blocking across the whole level: if the fairest head does
 	// not fit, nothing is dispatched until seats free up.
@@ -289,9 +281,6 @@ func (qs *queueSet) dispatchOne(now int64) bool {
 	}
 	unclipped := r.maxSeats()
 	minQueue.remove(r)
-	if minQueue.length == 0 {
-		qs.nonEmpty[minIndex>>6] &^= 1 << (uint(minIndex) & 63)
-	}
 	qs.seatsRequested -= unclipped
 	// Final seats wider than the level are clipped, stretching the latency so
 	// that the final work is preserved.
@@ -322,13 +311,17 @@ func (qs *queueSet) dispatchOne(now int64) bool {
 }
 
 // boundNextDispatch mirrors boundNextDispatchLocked (the anti-windup hack).
+// Upstream calls it after every change of a queue's head or next dispatch
+// reading, so it is also where the dispatch tree learns of them.
 func (qs *queueSet) boundNextDispatch(q *queue) {
 	if q.head == nil {
+		qs.finishes.set(q.index, MaxSeatSeconds)
 		return
 	}
 	if q.nextDispatchR < q.head.arrivalR {
 		q.nextDispatchR = q.head.arrivalR
 	}
+	qs.finishes.set(q.index, q.nextDispatchR+q.head.totalWork)
 }
 
 // finish mirrors finishRequestAndDispatchAsMuchAsPossible.
@@ -375,9 +368,6 @@ func (qs *queueSet) timeOut(r *request, now int64) {
 	qs.syncTime(now)
 	q := r.queue
 	q.remove(r)
-	if q.length == 0 {
-		qs.nonEmpty[q.index>>6] &^= 1 << (uint(q.index) & 63)
-	}
 	qs.seatsRequested -= r.maxSeats()
 	qs.updateActive(q)
 	qs.totRequestsWaiting--
@@ -395,23 +385,4 @@ func (qs *queueSet) setConcurrencyLimit(cl int, now int64) {
 	qs.syncTime(now)
 	qs.concurrencyLimit = cl
 	qs.dispatchAsMuchAsPossible(now)
-}
-
-// forEachBit calls f for every set bit i of bits with from <= i < to, in
-// increasing order.
-func forEachBit(bits []uint64, from, to int, f func(int)) {
-	for w := from >> 6; w<<6 < to; w++ {
-		word := bits[w]
-		if lo := w << 6; lo < from {
-			word &^= (1 << uint(from-lo)) - 1
-		}
-		for word != 0 {
-			i := w<<6 + mbits.TrailingZeros64(word)
-			if i >= to {
-				return
-			}
-			f(i)
-			word &= word - 1
-		}
-	}
 }

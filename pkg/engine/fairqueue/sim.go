@@ -226,7 +226,7 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 			qs.dealer, _ = engine.NewDealer(c.Queues, c.HandSize)
 			qs.hand = make([]int, 0, c.HandSize)
 			qs.queues = make([]queue, c.Queues)
-			qs.nonEmpty = make([]uint64, (c.Queues+63)/64)
+			qs.finishes = newFinishTree(c.Queues)
 			for i := range qs.queues {
 				qs.queues[i].index = i
 			}
