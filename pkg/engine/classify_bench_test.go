@@ -87,7 +87,9 @@ func BenchmarkClassify(b *testing.B) {
 			}
 			ctx := context.Background()
 			var fsName string
-			note := func(fs *flowcontrolv1.FlowSchema, _ *flowcontrolv1.PriorityLevelConfiguration, _ string) { fsName = fs.Name }
+			note := func(fs *flowcontrolv1.FlowSchema, _ *flowcontrolv1.PriorityLevelConfiguration, _ string) {
+				fsName = fs.Name
+			}
 			we := func() fcrequest.WorkEstimate { return fcrequest.WorkEstimate{InitialSeats: 1} }
 			i := 0
 			b.ResetTimer()
