@@ -55,6 +55,10 @@ func genPriorityLevels(r *rand.Rand) []*flowcontrolv1.PriorityLevelConfiguration
 			e.Spec.Exempt.LendablePercent = i32(int32(r.IntN(101)))
 		}
 		out = append(out, e)
+	} else if r.IntN(2) == 0 {
+		// A Limited level named exempt: broken ("non-alignment between name
+		// and type"), so the server imagines the real one.
+		out = append(out, genLimitedPL(r, "exempt"))
 	}
 	if r.IntN(5) != 0 {
 		out = append(out, fcboot.MandatoryPriorityLevelConfigurationCatchAll.DeepCopy())
