@@ -247,11 +247,6 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 		s.ServerVersion = &v
 		s.Raw[FileVersion] = body
 	}
-	if opts.Parts&PartObjects != 0 {
-		if err := f.objects(ctx, s); err != nil {
-			return nil, err
-		}
-	}
 	dumps := []struct {
 		part   Parts
 		path   string
@@ -283,6 +278,13 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 			if err := c.scrape(ctx, f, s, 1); err != nil {
 				return nil, err
 			}
+		}
+	}
+	// The objects come last: a 403 on the dumps or /metrics, which is
+	// what an identity without the role usually meets, names that rule.
+	if opts.Parts&PartObjects != 0 {
+		if err := f.objects(ctx, s); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.parseRaw(); err != nil {

@@ -40,7 +40,8 @@ type LevelStats struct {
 	// (where every request took one seat).
 	SeatsInUse float64 `json:"seatsInUse"`
 	// Utilisation is SeatsInUse / CurrentLimit; NaN when the limit is zero
-	// (exempt, or a level that lent everything), never a division by zero.
+	// (a level that lent everything), never a division by zero, and for
+	// exempt, which is never limited.
 	Utilisation     float64 `json:"utilisation"`
 	WaitingRequests float64 `json:"waitingRequests"`
 	// WaitingSeats is current_inqueue_seats (1.29+); NaN before.
@@ -121,7 +122,11 @@ func Levels(prev, cur *Scrape) []LevelStats {
 		if hasWaitingSeats {
 			st.WaitingSeats = waitingSeats[name]
 		}
-		if st.CurrentLimit > 0 {
+		// Exempt requests are never limited, so a ratio to exempt's limit
+		// means nothing (1.37 exports current_limit_seats 1 for it, and
+		// seats in use above it). Only the level named "exempt" can have
+		// type Exempt (ValidatePriorityLevelConfigurationSpec).
+		if st.CurrentLimit > 0 && name != "exempt" {
 			st.Utilisation = st.SeatsInUse / st.CurrentLimit
 		}
 		if hasRates {

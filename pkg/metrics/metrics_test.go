@@ -157,3 +157,38 @@ func TestFilterErrors(t *testing.T) {
 		t.Errorf("err = %v, want a parse error", err)
 	}
 }
+
+// TestRealCaptures computes the level statistics of scrapes captured from
+// kube-apiserver v1.37.1: the renamed families are absent (hidden since
+// 1.30/1.31), the new ones give the numbers.
+func TestRealCaptures(t *testing.T) {
+	idle := mustScrape(t, "v1.37.1-idle.txt", t0)
+	load := mustScrape(t, "v1.37.1-load.txt", t0.Add(30*time.Second))
+	for _, gone := range []string{RequestConcurrencyLimit, RequestConcurrencyInUse} {
+		if load.Has(gone) {
+			t.Errorf("%s is exported by 1.37", gone)
+		}
+	}
+	byName := map[string]LevelStats{}
+	for _, l := range Levels(idle, load) {
+		byName[l.Name] = l
+	}
+	// apf-load is the load generator's one-seat level (internal/loadgen).
+	l, ok := byName["apf-load"]
+	if !ok || l.NominalLimit != 1 || l.CurrentLimit != 1 || !l.HasRates || l.RejectedPerSec["queue-full"] <= 0 {
+		t.Errorf("apf-load = %+v", l)
+	}
+	// exempt has a nominal limit of 0 (nominalConcurrencyShares 0).
+	if e := byName["exempt"]; e.NominalLimit != 0 {
+		t.Errorf("exempt = %+v", e)
+	}
+	// The limits of the limited levels add up to the server's concurrency
+	// limit (max-requests-inflight + max-mutating-requests-inflight).
+	sum := 0.0
+	for _, l := range byName {
+		sum += l.NominalLimit
+	}
+	if sum < 10 {
+		t.Errorf("nominal limits sum to %v", sum)
+	}
+}

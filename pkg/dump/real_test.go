@@ -1,0 +1,90 @@
+package dump
+
+import (
+	"testing"
+)
+
+// TestRealCaptures parses the dumps captured from kube-apiserver v1.37.1
+// (idle, and with the load generator queueing apf-load) and checks the
+// invariants upstream's dump code guarantees within one body
+// (apf_controller_debug.go).
+func TestRealCaptures(t *testing.T) {
+	for _, dir := range []string{"v1.37.1-idle", "v1.37.1-load"} {
+		t.Run(dir, func(t *testing.T) {
+			pls, err := ParsePriorityLevels(readFixture(t, dir, FilePriorityLevels))
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]bool{}
+			for i, r := range pls {
+				names[r.Name] = true
+				// Sorted by name since 1.27; exempt is a real row since 1.28.
+				if i > 0 && pls[i-1].Name >= r.Name {
+					t.Errorf("levels not sorted: %s then %s", pls[i-1].Name, r.Name)
+				}
+				if r.Placeholder || !r.HasCounters {
+					t.Errorf("%s: a 1.37 row has counters and no <none>", r.Name)
+				}
+				if r.IsIdle != (r.WaitingRequests == 0 && r.ExecutingRequests == 0) {
+					t.Errorf("%s: IsIdle=%v with %d waiting, %d executing", r.Name, r.IsIdle, r.WaitingRequests, r.ExecutingRequests)
+				}
+				if r.ActiveQueues > r.WaitingRequests {
+					t.Errorf("%s: %d active queues for %d waiting requests", r.Name, r.ActiveQueues, r.WaitingRequests)
+				}
+			}
+			for _, want := range []string{"exempt", "catch-all", "global-default", "workload-low"} {
+				if !names[want] {
+					t.Errorf("level %s missing", want)
+				}
+			}
+			qs, err := ParseQueues(readFixture(t, dir, FileQueues))
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := map[string]int{}
+			for _, q := range qs {
+				if q.PriorityLevel == "exempt" || q.PriorityLevel == "catch-all" {
+					t.Errorf("queueless level %s has a queue row", q.PriorityLevel)
+				}
+				if q.Index != next[q.PriorityLevel] {
+					t.Errorf("%s: queue %d after %d", q.PriorityLevel, q.Index, next[q.PriorityLevel]-1)
+				}
+				next[q.PriorityLevel] = q.Index + 1
+				if q.SeatsInUse < q.ExecutingRequests || q.InitialSeatsSum < q.PendingRequests {
+					t.Errorf("%s/%d: seats below requests: %+v", q.PriorityLevel, q.Index, q)
+				}
+			}
+			reqs, err := ParseRequests(readFixture(t, dir, FileRequests))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The dump request itself is always executing in exempt.
+			self := false
+			pos := map[[2]interface{}]int{}
+			for _, r := range reqs {
+				if !r.HasDetails {
+					t.Fatalf("no details: %+v", r)
+				}
+				if r.PriorityLevel == "exempt" && r.APIPath == PathRequests && r.Executing() && r.QueueIndex == -1 {
+					self = true
+				}
+				if r.Executing() == r.StartTime.IsZero() {
+					t.Errorf("start time %v for executing=%v", r.StartTime, r.Executing())
+				}
+				if !r.Executing() {
+					k := [2]interface{}{r.PriorityLevel, r.QueueIndex}
+					if r.IndexInQueue != pos[k] {
+						t.Errorf("%s queue %d: position %d after %d", r.PriorityLevel, r.QueueIndex, r.IndexInQueue, pos[k]-1)
+					}
+					pos[k] = r.IndexInQueue + 1
+				}
+			}
+			if !self {
+				t.Error("the dump_requests request itself is not in the dump")
+			}
+			if dir == "v1.37.1-load" && len(pos) == 0 {
+				t.Error("the load capture has no waiting request")
+			}
+		})
+	}
+}
