@@ -247,7 +247,9 @@ func TestBundleReadBackGivesSameOutput(t *testing.T) {
 		args  []string
 		print func(*bytes.Buffer) error
 	}{
-		{[]string{"dump", "levels"}, func(b *bytes.Buffer) error { return render.PrintLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "") }},
+		{[]string{"dump", "levels"}, func(b *bytes.Buffer) error {
+			return render.PrintLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "")
+		}},
 		{[]string{"dump", "queues", "--all"}, func(b *bytes.Buffer) error {
 			return render.PrintQueues(b, render.Options{Format: render.FormatTable}, live.Snapshots, "", true)
 		}},
