@@ -479,11 +479,13 @@ func (o *ExplainRequestOptions) probe(ctx context.Context, r engine.Request, ex 
 		return fmt.Errorf("--probe: sending %s %s to %s: %w", method, r.URL, cfg.Host, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	fsUID := resp.Header.Get(dump.HeaderFlowSchemaUID)
 	plUID := resp.Header.Get(dump.HeaderPriorityLevelUID)
 	_, present := resp.Header[http.CanonicalHeaderKey(dump.HeaderFlowSchemaUID)]
-	if resp.StatusCode == http.StatusForbidden && !present {
+	// A refused impersonation is answered by WithImpersonation, before APF,
+	// with "... cannot impersonate resource ...".
+	if resp.StatusCode == http.StatusForbidden && !present && strings.Contains(string(body), "cannot impersonate") {
 		return fmt.Errorf("--probe: the server refused to impersonate %q (403): the kubeconfig's user needs RBAC verb impersonate on users and groups", r.Identity.User)
 	}
 	ex.CompareUIDs(fsUID, plUID, present, resp.StatusCode, names)
