@@ -52,6 +52,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewTopCommand(configFlags, streams),
 		NewWhoisCommand(configFlags, streams),
 		NewRBACCommand(streams),
+		NewSimulateCommand(configFlags, streams),
 	)
 	return cmd
 }

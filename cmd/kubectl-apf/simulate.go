@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+)
+
+const simulateLong = `Replay recorded API traffic through API Priority and Fairness' queues.
+
+The workload is read from kube-apiserver httplog lines (-v=3), audit events
+(audit.k8s.io/v1 JSON lines) or kubectl-apf's own JSONL format; give the
+httplog and the audit log together so every request gets its user (they are
+joined by audit ID). The files are streamed: memory follows the requests in
+flight, not the length of the files.
+
+Every request is classified with the configuration of the cluster, of a bundle
+(--from) or of the upstream defaults (--defaults), and replayed through a
+simulation of the apiserver's queue sets: virtual-time fair queuing, shuffle
+sharding, queue length limits, seats and additional latency, wait limits,
+Reject and exempt levels, and the borrowing between levels every 10 seconds.
+
+For each priority level, and its busiest flows, the table shows the requests
+dispatched, rejected by reason (queue-full, concurrency-limit, time-out), the
+queue wait (p50, p99, max), and the peak queue length and seats in use.
+
+With -f or --set the workload is replayed a second time with the changed
+configuration and each cell shows "before->after". When the workload records
+what the server answered, the predicted rejections are compared with the
+recorded 429s, level by level.`
+
+const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
+  kubectl apf simulate --workload kube-apiserver.log --workload audit.log
+
+  # What would a longer queue on global-default have done to the same traffic?
+  kubectl apf simulate --workload kube-apiserver.log --workload audit.log --set global-default.queueLengthLimit=100
+
+  # Try a configuration repository against a bundle, offline
+  kubectl apf simulate --from bundle.tar.gz -f deploy/apf/ --workload traffic.jsonl
+
+  # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON
+  kubectl apf simulate --defaults --server-concurrency 15 --workload burst.jsonl -o json`
+
+// SimulateOptions holds the flags of "kubectl apf simulate".
+type SimulateOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+
+	Workloads            []string
+	Files                []string
+	Recursive            bool
+	Defaults             bool
+	From                 string
+	Sets                 []string
+	ServerConcurrency    int
+	ServerRequestTimeout time.Duration
+	NoBorrowing          bool
+	MaxFlows             int
+	Output               string
+
+	settings []capacity.Setting
+	// Source reads the cluster or the bundle; set by Complete unless a test
+	// injected one.
+	Source dump.Source
+
+	genericiooptions.IOStreams
+}
+
+// NewSimulateOptions returns the defaults of "kubectl apf simulate".
+func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
+	return &SimulateOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, MaxFlows: 5, Output: "table", IOStreams: streams}
+}
+
+// NewSimulateCommand builds "kubectl apf simulate".
+func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewSimulateOptions(configFlags, streams)
+	cmd := &cobra.Command{
+		Use:     "simulate --workload FILE...",
+		Short:   "Replay recorded traffic through APF's queues, before and after a configuration change",
+		Long:    simulateLong,
+		Example: simulateExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
+	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
+	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
+	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
+	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
+	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json.")
+	return cmd
+}
+
+// Complete parses --set and resolves the configuration source.
+func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
+	for _, s := range o.Sets {
+		set, err := capacity.ParseSetting(s)
+		if err != nil {
+			return err
+		}
+		o.settings = append(o.settings, set)
+	}
+	if o.Output == "" {
+		o.Output = "table"
+	}
+	if o.Source == nil && !o.Defaults {
+		src, err := newConfigSource(o.configFlags, o.From)
+		if err != nil {
+			return err
+		}
+		o.Source = src
+	}
+	return nil
+}
+
+// Validate checks the flags; it is pure.
+func (o *SimulateOptions) Validate() error {
+	if len(o.Workloads) == 0 {
+		return fmt.Errorf("no workload given: pass --workload FILE (httplog lines, audit events or JSONL; give the apiserver's log and audit log together to join them)")
+	}
+	stdin := 0
+	for _, w := range o.Workloads {
+		if w == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return fmt.Errorf("--workload -: standard input can be read only once")
+	}
+	for _, f := range o.Files {
+		if f == "-" && stdin > 0 {
+			return fmt.Errorf("-f - and --workload - both read standard input; give one of them a file")
+		}
+	}
+	if o.Defaults && o.From != "" {
+		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	}
+	if o.ServerConcurrency < 0 {
+		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
+	}
+	if o.ServerRequestTimeout <= 0 {
+		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	}
+	if o.MaxFlows < 0 {
+		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
+	}
+	switch o.Output {
+	case "table", "json":
+	default:
+		return fmt.Errorf("--output must be table or json, not %q", o.Output)
+	}
+	return nil
+}
+
+// simulateReport is what "-o json" prints: the replay's report (levels,
+// after, workload, agreement) and where the server concurrency limit came
+// from.
+type simulateReport struct {
+	*fairqueue.Report
+	ServerConcurrencyLimit int `json:"serverConcurrencyLimit"`
+	// ServerConcurrencySource is flag, metrics or default.
+	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	// Join counts how httplog lines met audit events, when both were given.
+	Join *workload.JoinStats `json:"join,omitempty"`
+}
+
+// Run loads the configurations, replays the workload and prints the report.
+func (o *SimulateOptions) Run(ctx context.Context) error {
+	before, after, scl, sclFrom, notes, err := o.loadConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	files, err := workload.OpenFiles(o.Workloads, workload.Options{})
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	rc := func(c *engine.Config) fairqueue.ReplayConfig {
+		return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: scl, RequestTimeout: o.ServerRequestTimeout, NoBorrowing: o.NoBorrowing}
+	}
+	var afterRC *fairqueue.ReplayConfig
+	if after != nil {
+		a := rc(after)
+		afterRC = &a
+	}
+	rep, err := fairqueue.Replay(files, rc(before), afterRC, fairqueue.ReplayOptions{})
+	if err != nil {
+		return err
+	}
+	notes = append(notes, workloadNotes(rep, files)...)
+	for _, n := range notes {
+		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+	}
+	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
+	if o.Output == "json" {
+		enc := json.NewEncoder(o.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	return printSimulation(o.Out, out, o.MaxFlows)
+}
+
+// loadConfigs returns the base configuration and, when -f or --set change
+// it, the changed one, with the server concurrency limit and where it came
+// from. It reuses lint's loader for the objects and capacity's for the
+// limit inferred from the metrics.
+func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, notes []string, err error) {
+	in, notes, err := loadConfig(ctx, o.Source, o.Defaults, nil, false, o.In)
+	if err != nil {
+		return nil, nil, 0, "", nil, err
+	}
+	// lint's loader also notes version differences of the suggested objects,
+	// which do not matter to a replay
+	notes = nil
+	scl, from = o.ServerConcurrency, "flag"
+	if scl == 0 {
+		inferred := 0
+		if !o.Defaults {
+			co := &CapacityOptions{Source: o.Source}
+			_, inferred, notes, err = co.loadBase(ctx)
+			if err != nil {
+				return nil, nil, 0, "", nil, err
+			}
+		}
+		if inferred > 0 {
+			scl, from = inferred, "metrics"
+		} else {
+			scl, from = engine.DefaultServerConcurrencyLimit, "default"
+			notes = append(notes, fmt.Sprintf("note: server concurrency limit unknown; assuming %d seats (give --server-concurrency)", scl))
+		}
+	}
+	before = engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
+	if len(o.Files) == 0 && len(o.settings) == 0 {
+		return before, nil, scl, from, notes, nil
+	}
+	fss, pls := in.FlowSchemas, in.PriorityLevels
+	if len(o.Files) > 0 {
+		objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
+		if err != nil {
+			return nil, nil, 0, "", nil, err
+		}
+		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
+			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
+		}
+		fss, pls = lint.Overlay(fss, pls, objs)
+	}
+	pls, err = capacity.Apply(pls, o.settings)
+	if err != nil {
+		return nil, nil, 0, "", nil, err
+	}
+	after = engine.NewConfig(fss, pls)
+	for _, b := range after.Broken {
+		notes = append(notes, fmt.Sprintf("note: the changed configuration's priority level %s is broken and ignored, as the apiserver would: %s", b.Name, b.Reason))
+	}
+	for _, d := range after.Dangling {
+		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s is dangling (%s %s) and ignored, as the apiserver would", d.Name, d.Reason, d.PriorityLevel))
+	}
+	return before, after, scl, from, notes, nil
+}
+
+// workloadNotes says, on stderr, what of the workload could not be used as
+// recorded.
+func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
+	var notes []string
+	ws := rep.Workload
+	if ws.Records == 0 {
+		notes = append(notes, "note: the workload holds no request")
+	}
+	if ws.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(int(ws.Skipped), "record", "records"), ws.FirstSkip))
+	}
+	if ws.UnknownIdentity > 0 {
+		hint := "give the audit log alongside the httplog to join them by audit ID"
+		if j := files.Join; j != nil {
+			hint = fmt.Sprintf("%d httplog lines found no audit event", j.Unmatched)
+		}
+		notes = append(notes, fmt.Sprintf("note: %d %s without a user kept their recorded FlowSchema (%s)", ws.UnknownIdentity, plural(int(ws.UnknownIdentity), "request", "requests"), hint))
+	}
+	return notes
+}

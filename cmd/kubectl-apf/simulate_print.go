@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+)
+
+// simulateReasons are the rejection reasons, in the order of the columns;
+// they are the reason labels of apiserver_flowcontrol_rejected_requests_total.
+var simulateReasons = []string{"queue-full", "concurrency-limit", "time-out"}
+
+// printSimulation renders the report as a header, one table row per level
+// that saw requests (with its busiest maxFlows flows indented below it) and,
+// when the workload recorded the server's answers, the comparison of
+// predicted rejections with recorded 429s. With a changed configuration
+// every cell is "before->after".
+func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
+	ws := rep.Workload
+	fmt.Fprintf(w, "Workload: %d %s replayed, %s of simulated time", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(rep.SimulatedSeconds))
+	if extra := ws.Records - rep.Requests; extra > 0 {
+		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s)\n", rep.ServerConcurrencyLimit, rep.ServerConcurrencySource)
+	if rep.After != nil {
+		fmt.Fprintln(w, "Cells show before->after the change.")
+	}
+	fmt.Fprintln(w)
+
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL / FLOW\tDISPATCHED\tQUEUE-FULL\tCONCURRENCY-LIMIT\tTIME-OUT\tWAIT-P50\tWAIT-P99\tWAIT-MAX\tPEAK-QUEUE\tPEAK-SEATS")
+	afterBy := map[string]*fairqueue.LevelResult{}
+	var names []string
+	seen := map[string]bool{}
+	beforeBy := map[string]*fairqueue.LevelResult{}
+	for i := range rep.Levels {
+		l := &rep.Levels[i]
+		beforeBy[l.Name], seen[l.Name] = l, true
+		names = append(names, l.Name)
+	}
+	if rep.After != nil {
+		for i := range rep.After.Levels {
+			l := &rep.After.Levels[i]
+			afterBy[l.Name] = l
+			if !seen[l.Name] {
+				names = append(names, l.Name)
+			}
+		}
+	}
+	idle := 0
+	for _, name := range names {
+		b, a := beforeBy[name], afterBy[name]
+		if levelTotal(b) == 0 && levelTotal(a) == 0 {
+			idle++
+			continue
+		}
+		label := sanitizeLine(name)
+		switch {
+		case rep.After == nil:
+		case b == nil:
+			label += " (new)"
+		case a == nil:
+			label += " (removed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(resultCells(b, a, rep.After != nil), "\t"))
+		for _, f := range pickFlows(b, a, maxFlows) {
+			fb, fa := findFlow(b, f), findFlow(a, f)
+			fmt.Fprintf(tw, "  %s\t%s\n", sanitizeLine(f), strings.Join(resultCells(fb, fa, rep.After != nil), "\t"))
+		}
+		if more := flowCount(b, a) - min(maxFlows, flowCount(b, a)); more > 0 && maxFlows > 0 {
+			fmt.Fprintf(tw, "  (%d more %s)\t\t\t\t\t\t\t\t\t\n", more, plural(more, "flow", "flows"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// the "more flows" rows carry empty cells to keep the columns aligned:
+	// drop the padding they leave at the end of the line
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if line != "" {
+			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+		}
+	}
+	if idle > 0 {
+		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, plural(idle, "level", "levels"))
+	}
+	return printAgreement(w, rep)
+}
+
+// printAgreement compares, for the levels where either side rejected
+// something, the predicted rejections of the base configuration with the
+// 429s the server recorded.
+func printAgreement(w io.Writer, rep simulateReport) error {
+	var rows []fairqueue.LevelAgreement
+	for _, a := range rep.Agreement {
+		if a.BothRejected+a.OnlyPredicted+a.OnlyRecorded > 0 {
+			rows = append(rows, a)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nRecorded answers (%d 429s in the workload) against the prediction of the current configuration:\n", rep.Workload.RecordedRejections)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED\tBOTH\tAGREEMENT")
+	for _, a := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\n", sanitizeLine(a.Level), a.BothRejected+a.OnlyRecorded, a.BothRejected+a.OnlyPredicted, a.BothRejected, 100*a.Fraction())
+	}
+	return tw.Flush()
+}
+
+// levelTotal is the number of requests a level (or flow) saw; 0 for nil.
+func levelTotal(l *fairqueue.LevelResult) int64 {
+	if l == nil {
+		return 0
+	}
+	n := l.Dispatched
+	for _, v := range l.Rejected {
+		n += v
+	}
+	return n
+}
+
+// resultCells renders the columns after the name; with compare, each is
+// "before->after" when they differ (a missing side counts zero requests and
+// its waits are "n/a").
+func resultCells(b, a *fairqueue.LevelResult, compare bool) []string {
+	bc := oneSideCells(b)
+	if !compare {
+		return bc
+	}
+	ac := oneSideCells(a)
+	for i := range bc {
+		bc[i] = change(bc[i], ac[i])
+	}
+	return bc
+}
+
+func oneSideCells(l *fairqueue.LevelResult) []string {
+	if l == nil {
+		// the level or flow does not exist on this side: no request, and
+		// no wait to speak of
+		return []string{"0", "0", "0", "0", "n/a", "n/a", "n/a", "0", "0"}
+	}
+	cells := make([]string, 9)
+	cells[0] = fmt.Sprint(l.Dispatched)
+	for i, r := range simulateReasons {
+		cells[1+i] = fmt.Sprint(l.Rejected[r])
+	}
+	cells[4] = fmtSeconds(l.WaitP50Seconds)
+	cells[5] = fmtSeconds(l.WaitP99Seconds)
+	cells[6] = fmtSeconds(l.WaitMaxSeconds)
+	cells[7] = fmt.Sprint(l.PeakQueueLength)
+	cells[8] = fmt.Sprint(l.PeakSeatsInUse)
+	return cells
+}
+
+// pickFlows names the flows to show under a level: the busiest max of the
+// base run (flows come busiest first), then those of the changed run that
+// were not among them, up to max in all.
+func pickFlows(b, a *fairqueue.LevelResult, max int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range []*fairqueue.LevelResult{b, a} {
+		if l == nil {
+			continue
+		}
+		for _, f := range l.Flows {
+			if len(out) >= max {
+				return out
+			}
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				out = append(out, f.Name)
+			}
+		}
+	}
+	return out
+}
+
+// flowCount is the number of distinct flows of a level in either run.
+func flowCount(b, a *fairqueue.LevelResult) int {
+	seen := map[string]bool{}
+	for _, l := range []*fairqueue.LevelResult{b, a} {
+		if l != nil {
+			for _, f := range l.Flows {
+				seen[f.Name] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+func findFlow(l *fairqueue.LevelResult, name string) *fairqueue.LevelResult {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Flows {
+		if l.Flows[i].Name == name {
+			return &l.Flows[i]
+		}
+	}
+	return nil
+}
+
+// fmtSeconds renders a duration in seconds with three significant digits
+// ("0s", "850µs", "12.3ms", "1.5s"), so that columns stay narrow and a
+// golden file does not change with the histogram's sub-microsecond detail.
+func fmtSeconds(s float64) string {
+	d := time.Duration(math.Round(s * 1e9))
+	if d <= 0 {
+		return "0s"
+	}
+	unit := time.Duration(1)
+	for x := d; x >= 1000; x /= 10 {
+		unit *= 10
+	}
+	return d.Round(unit).String()
+}
