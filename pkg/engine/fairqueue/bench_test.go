@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,12 +132,12 @@ func BenchmarkReplay(b *testing.B) {
 	if diff := compare(runUpstream(benchLevel, prefix, 15*time.Second), runSim(b, benchLevel, prefix, 15*time.Second)); diff != "" {
 		b.Fatalf("simulator and upstream disagree on the benchmark workload: %s", diff)
 	}
-	var simDur, upDur time.Duration
+	var simDur, upDur, simCPU, upCPU time.Duration
 	var simPeak, upPeak uint64
 	var dispatched int64
 	for b.Loop() {
 		simPeak = max(simPeak, peakHeap(func() {
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{benchLevel}, fairqueue.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -147,20 +148,55 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			dispatched = res.Levels[0].Dispatched
 			simDur += time.Since(start)
+			simCPU += cpuTime() - cpu0
 		}))
 		reqs := materialize(*benchUpstreamN)
 		upPeak = max(upPeak, peakHeap(func() {
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			runUpstream(benchLevel, reqs, 15*time.Second)
 			upDur += time.Since(start)
+			upCPU += cpuTime() - cpu0
 		}))
 	}
 	simPer := float64(simDur.Nanoseconds()) / float64(b.N) / float64(*benchN)
 	upPer := float64(upDur.Nanoseconds()) / float64(b.N) / float64(*benchUpstreamN)
+	simCPUPer := float64(simCPU.Nanoseconds()) / float64(b.N) / float64(*benchN)
+	upCPUPer := float64(upCPU.Nanoseconds()) / float64(b.N) / float64(*benchUpstreamN)
 	b.ReportMetric(simPer, "sim-ns/req")
 	b.ReportMetric(upPer, "upstream-ns/req")
 	b.ReportMetric(upPer/simPer, "speedup")
+	// CPU time (all threads, GC included) is steadier than wall time on a
+	// busy machine
+	b.ReportMetric(simCPUPer, "sim-cpu-ns/req")
+	b.ReportMetric(upCPUPer, "upstream-cpu-ns/req")
+	b.ReportMetric(upCPUPer/simCPUPer, "cpu-speedup")
 	b.ReportMetric(float64(simPeak)/(1<<20), "sim-peak-MiB")
 	b.ReportMetric(float64(upPeak)/(1<<20), "upstream-peak-MiB")
 	b.ReportMetric(float64(dispatched)/float64(*benchN), "dispatched-frac")
+}
+
+// cpuTime is the CPU time this process has used (user plus system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSimulator replays 100,000 generated requests per iteration
+// through the simulator alone (ns/op is per request).
+func BenchmarkSimulator(b *testing.B) {
+	const n = 100_000
+	b.ReportAllocs()
+	for b.Loop() {
+		sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{benchLevel}, fairqueue.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sim.Run(newGenSource(n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/req")
 }
