@@ -24,7 +24,7 @@ func NewTopCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
 		Run:   func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
 	}
 	cmd.AddCommand(newTopKindCommand(configFlags, streams, "levels"), newTopKindCommand(configFlags, streams, "flows"))
-	return cmd
+	return withTopTUI(cmd, configFlags, streams) // the live view (top_tui.go)
 }
 
 // TopOptions holds the flags of "kubectl apf top levels|flows".
