@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files")
+
+// staticSource is a Source of fixed snapshots built from the repository's
+// fixtures; each Capture advances its clock by step and returns one new
+// metrics scrape (the fixtures alternate), like a live cluster.
+type staticSource struct {
+	t     *testing.T
+	now   time.Time
+	step  time.Duration
+	calls int
+	fail  error
+}
+
+func (s *staticSource) Describe() string { return "static" }
+
+func (s *staticSource) Capture(_ context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	s.calls++
+	read := func(parts ...string) []byte {
+		b, err := os.ReadFile(filepath.Join(append([]string{"..", "..", "testdata"}, parts...)...))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return b
+	}
+	snap := &dump.Snapshot{Instance: "https://127.0.0.1:6443", CapturedAt: s.now,
+		FlowSchemas: []flowcontrolv1.FlowSchema{{ObjectMeta: metav1.ObjectMeta{Name: "apf-load", UID: "11111111-1111-1111-1111-111111111111"}}},
+		PriorityLevels: []flowcontrolv1.PriorityLevelConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "apf-load", UID: "22222222-2222-2222-2222-222222222222"},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited}}},
+		Raw: map[string][]byte{}}
+	var err error
+	if opts.Parts&dump.PartPriorityLevels != 0 {
+		snap.Raw[dump.FilePriorityLevels] = read("dump", "v1.37.1-load", dump.FilePriorityLevels)
+		snap.PriorityLevelDump, err = dump.ParsePriorityLevels(snap.Raw[dump.FilePriorityLevels])
+	}
+	if opts.Parts&dump.PartRequests != 0 && err == nil {
+		snap.Raw[dump.FileRequests] = read("dump", "v1.37.1-load", dump.FileRequests)
+		snap.RequestDump, err = dump.ParseRequests(snap.Raw[dump.FileRequests])
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if opts.Parts&dump.PartMetrics != 0 {
+		names := []string{"modern-a.txt", "modern-b.txt"}
+		n := 1
+		if opts.MetricsInterval > 0 {
+			n = 2
+		}
+		for i := 0; i < n; i++ {
+			sc, err := metrics.ParseText(read("metrics", names[(s.calls+i+1)%2]), s.now)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			snap.Metrics = append(snap.Metrics, sc)
+			s.now = s.now.Add(opts.MetricsInterval)
+		}
+	}
+	s.now = s.now.Add(s.step)
+	return &dump.Capture{Snapshots: []*dump.Snapshot{snap}, Failures: []dump.InstanceError{{Instance: "https://127.0.0.1:6444", Message: "connection refused"}}}, nil
+}
+
+func testStreams(in string) (genericiooptions.IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	out, errb := &bytes.Buffer{}, &bytes.Buffer{}
+	return genericiooptions.IOStreams{In: strings.NewReader(in), Out: out, ErrOut: errb}, out, errb
+}
+
+func TestSourceOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       SourceOptions
+		wantErr string
+	}{
+		{"default", SourceOptions{}, ""},
+		{"urls", SourceOptions{APIServerURLs: []string{"https://10.0.0.1:6443", "https://10.0.0.2:6443"}}, ""},
+		{"from and all", SourceOptions{From: "b", AllAPIServers: true}, "mutually exclusive"},
+		{"all and urls", SourceOptions{AllAPIServers: true, APIServerURLs: []string{"https://a:1"}}, "mutually exclusive"},
+		{"bad url", SourceOptions{APIServerURLs: []string{"10.0.0.1:6443"}}, `--apiserver-urls: "10.0.0.1:6443" is not a URL`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestCommandLineErrors runs the real command tree: bad flags and an
+// unreadable bundle give one "error: ..." line and exit status 1.
+func TestCommandLineErrors(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"dump", "levels", "-o", "xml"}, "error: --output must be one of table, wide, json, yaml; not \"xml\""},
+		{[]string{"dump", "levels", "--from", "/nonexistent/b.tar.gz"}, "error: reading bundle: stat /nonexistent/b.tar.gz: no such file or directory"},
+		{[]string{"top", "levels", "--sort-by", "size", "--from", "x"}, "error: --sort-by must be one of utilisation, name, waiting, rejected, dispatched"},
+		{[]string{"top", "flows", "--watch", "--from", "x"}, "error: --watch needs a cluster"},
+		{[]string{"dump", "bundle", "--from", "x"}, "error: --output is required"},
+		{[]string{"whois", "nope"}, `error: line 1: "nope" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
+		{[]string{"rbac", "--serviceaccount", "x"}, `error: --serviceaccount: "x" is not NAMESPACE:NAME`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			streams, out, errb := testStreams("")
+			if code := run(tt.args, streams); code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if out.Len() != 0 || !strings.HasPrefix(errb.String(), tt.wantErr) || strings.Count(errb.String(), "\n") != 1 {
+				t.Errorf("stdout %q\nstderr %q\nwant one line starting %q", out, errb, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTopWatch(t *testing.T) {
+	streams, out, errb := testStreams("")
+	o := NewTopOptions(genericclioptions.NewConfigFlags(false), streams, "levels")
+	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC), step: 10 * time.Second}
+	o.Source, o.Watch, o.Output, o.Level = src, true, "json", "apf-load"
+	o.Clock = func() time.Time { return src.now }
+	sleeps := 0
+	stop := errors.New("stop")
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		if d != o.Interval {
+			t.Errorf("slept %v, want --interval %v", d, o.Interval)
+		}
+		if sleeps++; sleeps == 3 {
+			return stop
+		}
+		return nil
+	}
+	if err := o.Complete(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); !errors.Is(err, stop) {
+		t.Fatalf("err = %v", err)
+	}
+	if src.calls != 3 || strings.Count(out.String(), "# 2026-11-21T") != 3 {
+		t.Errorf("%d captures, output:\n%s", src.calls, out)
+	}
+	// Every print has rates: the first from its two scrapes, later ones
+	// from this scrape and the previous print's.
+	if n := strings.Count(out.String(), `"hasRates": true`); n != 3 {
+		t.Errorf("%d prints with rates, want 3:\n%s", n, out)
+	}
+	if !strings.Contains(errb.String(), "warning: apiserver https://127.0.0.1:6444 could not be read: connection refused") {
+		t.Errorf("stderr = %q", errb)
+	}
+}
+
+func TestWhoisFromStdin(t *testing.T) {
+	streams, out, _ := testStreams("< X-Kubernetes-PF-FlowSchema-UID: 11111111-1111-1111-1111-111111111111\n< X-Kubernetes-PF-PriorityLevel-UID: 22222222-2222-2222-2222-222222222222\n")
+	o := NewWhoisOptions(genericclioptions.NewConfigFlags(false), streams)
+	o.Source = &staticSource{t: t}
+	if err := o.Complete(nil, []string{"-"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if strings.Count(got, "apf-load") != 2 || !strings.Contains(got, "FlowSchema") || !strings.Contains(got, "PriorityLevelConfiguration") {
+		t.Errorf("whois output:\n%s", got)
+	}
+}
+
+func TestBundleCommandRoundTrip(t *testing.T) {
+	streams, _, errb := testStreams("")
+	o := NewBundleOptions(genericclioptions.NewConfigFlags(false), streams)
+	o.Source = &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
+	o.Out = filepath.Join(t.TempDir(), "b.tar.gz")
+	o.Redact, o.RedactKey = true, "k"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "warning: apiserver https://127.0.0.1:6444 is not in the bundle") {
+		t.Errorf("stderr = %q", errb)
+	}
+	// Read back through the real command line.
+	streams2, out, errb2 := testStreams("")
+	if code := run([]string{"dump", "requests", "--from", o.Out, "--level", "apf-load"}, streams2); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb2)
+	}
+	if !strings.Contains(out.String(), "waiting") || strings.Contains(out.String(), "load-2") || !strings.Contains(out.String(), "user-") {
+		t.Errorf("redacted requests from the bundle:\n%s", out)
+	}
+}
+
+func TestRBACManifest(t *testing.T) {
+	streams, out, _ := testStreams("")
+	if code := run([]string{"rbac", "--group", "sre", "--serviceaccount", "monitoring:prometheus"}, streams); code != 0 {
+		t.Fatal("rbac failed")
+	}
+	golden := filepath.Join("..", "..", "testdata", "dump", "golden", "rbac.yaml")
+	if *updateGolden {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("rbac output differs from %s (go test -update):\n%s", golden, out)
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	if len(docs) != 2 || yaml.UnmarshalStrict([]byte(docs[0]), &role) != nil || yaml.UnmarshalStrict([]byte(docs[1]), &binding) != nil {
+		t.Fatalf("not a ClusterRole and a ClusterRoleBinding:\n%s", out)
+	}
+	urls := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Errorf("the role grants %q", v)
+			}
+		}
+		for _, u := range r.NonResourceURLs {
+			urls[u] = true
+		}
+	}
+	if !urls[dump.DebugURLPattern] || !urls["/metrics"] {
+		t.Errorf("non-resource URLs = %v", urls)
+	}
+	if len(binding.Subjects) != 2 || binding.Subjects[1].Namespace != "monitoring" || binding.RoleRef.Name != role.Name {
+		t.Errorf("binding = %+v", binding)
+	}
+}
