@@ -247,8 +247,12 @@ func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Dur
 			}
 			lt.Causes = append(lt.Causes, e)
 		} else {
+			ev := fmt.Sprintf("%s; %d requests wait across %d flows: the level is saturated by many clients rather than one", share(lt.SeatsInUse), lt.Waiting, len(lt.Flows))
+			if lt.Waiting == 0 {
+				ev = fmt.Sprintf("%s and no request waits in the dump: the rejections come in bursts that fill the %d-seat level and its queues of %d faster than they drain", share(lt.SeatsInUse), l.NominalCL, lt.QueueLengthLimit)
+			}
 			lt.Causes = append(lt.Causes, Cause{Kind: CauseTooLittleConcurreny,
-				Evidence: fmt.Sprintf("%s; %d requests wait across %d flows: the level is saturated by many clients rather than one", share(lt.SeatsInUse), lt.Waiting, len(lt.Flows)),
+				Evidence: ev,
 				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit of %d for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, lt.QueueLengthLimit, name)})
 		}
 	}
