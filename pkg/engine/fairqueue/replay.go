@@ -114,6 +114,9 @@ type WorkloadStats struct {
 	// says why the first one was.
 	Skipped   int64  `json:"skipped"`
 	FirstSkip string `json:"firstSkip,omitempty"`
+	// SkippedAfter counts the records the changed configuration could not
+	// replay (its priority levels differ), if a change was given.
+	SkippedAfter int64 `json:"skippedAfter,omitempty"`
 	// EstimatedSeats records carried no work estimate and got 1 seat.
 	EstimatedSeats int64 `json:"estimatedSeats"`
 	// RecordedRejections counts the requests the server answered with 429.
@@ -434,6 +437,8 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 				}
 				if i == 0 {
 					rep.Workload.skip(sk.msg)
+				} else {
+					rep.Workload.SkippedAfter++
 				}
 				continue
 			}

@@ -273,12 +273,14 @@ type joined struct {
 
 // Join adds the identity of audit events to httplog requests with the same
 // audit ID. Both inputs must be in arrival order; audit events are held for
-// slack (default 1 minute) around the httplog arrival, so memory follows
-// the requests in that window. Audit events without an httplog line are
-// dropped and counted.
+// slack (default 10 s) around the httplog arrival, so memory follows the
+// requests in that window: the two arrivals of one request differ by the
+// time between the audit filter and the logging filter, microseconds to
+// milliseconds. Audit events without an httplog line are dropped and
+// counted.
 func Join(httplog, audit Reader, slack time.Duration, stats *JoinStats) Reader {
 	if slack <= 0 {
-		slack = time.Minute
+		slack = 10 * time.Second
 	}
 	if stats == nil {
 		stats = &JoinStats{}
