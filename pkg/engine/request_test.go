@@ -195,3 +195,32 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseIdentity: any text gives an identity or a lowercase error, never
+// a panic; every parsed identity is authenticated or anonymous, and service
+// accounts carry their namespace groups.
+func FuzzParseIdentity(f *testing.F) {
+	for _, s := range []string{"alice", "system:serviceaccount:ns:sa", "serviceaccount::x", "system:serviceaccount:a:b:c", "anonymous", "", "system:anonymous"} {
+		f.Add(s, "devs")
+	}
+	f.Fuzz(func(t *testing.T, s, group string) {
+		var groups []string
+		if group != "" {
+			groups = []string{group}
+		}
+		id, err := ParseIdentity(s, groups...)
+		if err != nil {
+			if strings.ToLower(err.Error()[:1]) != err.Error()[:1] {
+				t.Fatalf("capitalised error %q", err)
+			}
+			return
+		}
+		last := id.Groups[len(id.Groups)-1]
+		if last != "system:authenticated" && !(id.User == "system:anonymous" && last == "system:unauthenticated") {
+			t.Fatalf("identity %+v is neither authenticated nor anonymous", id)
+		}
+		if strings.HasPrefix(id.User, "system:serviceaccount:") && !slices.Contains(id.Groups, "system:serviceaccounts") {
+			t.Fatalf("service account %+v lacks system:serviceaccounts", id)
+		}
+	})
+}
