@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
+)
+
+// writeTestBundle writes a bundle of the repository's v1.37.1 load capture.
+func writeTestBundle(t *testing.T) string {
+	t.Helper()
+	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
+	c, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The source parses its scrapes without keeping their bodies: put them
+	// in the bundle too, with their times.
+	s := c.Snapshots[0]
+	for i, name := range []string{"modern-a.txt", "modern-b.txt"} {
+		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Raw[dump.MetricsFile(i)] = body
+		s.Raw[fmt.Sprintf("metrics-%d.time", i)] = []byte(src.now.Add(time.Duration(i) * 2 * time.Second).Format(time.RFC3339Nano))
+	}
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := dump.WriteBundle(p, c, dump.Manifest{CreatedAt: src.now}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A bare "top" whose stdout is not a terminal prints the levels table, with
+// the source flags it was given.
+func TestTopPipedPrintsTables(t *testing.T) {
+	b := writeTestBundle(t)
+	streams, out, errb := testStreams("")
+	if code := run([]string{"top", "--from", b}, streams); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	got := out.String()
+	if !strings.Contains(got, "LEVEL") || !strings.Contains(got, "apf-load") || strings.Contains(got, "\x1b") {
+		t.Errorf("piped top printed:\n%q", got)
+	}
+	// The same as "top levels".
+	streams2, out2, _ := testStreams("")
+	run([]string{"top", "levels", "--from", b}, streams2)
+	if got != out2.String() {
+		t.Errorf("piped top differs from top levels:\n%s\n---\n%s", got, out2)
+	}
+}
+
+func TestTopTUIFlagErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"interval too short", []string{"top", "--record", "x", "--interval", "100ms"}, "--interval 100ms: want between 500ms and 1m0s"},
+		{"replay and record", []string{"top", "--replay", "a", "--record", "b"}, "--replay plays a recording back: it cannot be combined with --record"},
+		{"replay and from", []string{"top", "--replay", "a", "--from", "b"}, "cannot be combined with --record, --from"},
+		{"no terminal", []string{"top", "--replay", "a"}, "the live view needs a terminal"},
+		{"unknown subcommand", []string{"top", "queues", "--record", "x"}, `unknown command "queues" for "kubectl apf top"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, _, errb := testStreams("")
+			if code := run(tt.args, streams); code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if !strings.HasPrefix(errb.String(), "error: ") || !strings.Contains(errb.String(), tt.wantErr) || strings.Count(errb.String(), "\n") != 1 {
+				t.Errorf("stderr = %q, want one line with %q", errb, tt.wantErr)
+			}
+		})
+	}
+}
+
+// slowKeys is a terminal's input: nothing for a while, then the keys.
+type slowKeys struct {
+	delay time.Duration
+	keys  string
+	sent  bool
+}
+
+func (s *slowKeys) Read(p []byte) (int, error) {
+	if s.sent {
+		// Block like an idle terminal until the program stops reading.
+		time.Sleep(time.Hour)
+		return 0, io.EOF
+	}
+	time.Sleep(s.delay)
+	s.sent = true
+	return copy(p, s.keys), nil
+}
+
+// runView runs the live view with injected input and a fixed size.
+func runView(t *testing.T, o *TopTUIOptions, keys string, delay time.Duration) string {
+	t.Helper()
+	var out bytes.Buffer
+	o.Out = &out
+	o.Force = true
+	o.programOptions = []tea.ProgramOption{tea.WithInput(&slowKeys{delay: delay, keys: keys}), tea.WithWindowSize(120, 30), tea.WithoutSignals()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the view did not quit on q")
+	}
+	return out.String()
+}
+
+// The view over a bundle, recorded, then replayed: both quit on q and leave
+// the alternate screen.
+func TestTopTUIRecordReplay(t *testing.T) {
+	b := writeTestBundle(t)
+	rec := filepath.Join(t.TempDir(), "top.jsonl.gz")
+	streams, _, _ := testStreams("")
+	o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+	o.From, o.Record, o.Interval = b, rec, 500*time.Millisecond
+	if err := o.SourceOptions.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	out := runView(t, o, "q", 1500*time.Millisecond)
+	if !strings.Contains(out, "\x1b[?1049h") || !strings.Contains(out, "\x1b[?1049l") {
+		t.Errorf("the view did not enter and leave the alternate screen")
+	}
+	r, err := record.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Frames) < 2 {
+		t.Fatalf("%d frames recorded in 1.5 s at 500ms, want at least 2", len(r.Frames))
+	}
+	if _, err := r.Frames[0].Capture(); err != nil {
+		t.Fatal(err)
+	}
+
+	o2 := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+	o2.Replay = rec
+	out = runView(t, o2, "q", 500*time.Millisecond)
+	if !strings.Contains(out, "REPLAY") || !strings.Contains(out, "\x1b[?1049l") {
+		t.Errorf("the replay did not show or did not leave the alternate screen")
+	}
+}
