@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -246,8 +248,12 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 		if inferred > 0 {
 			scl, from = inferred, "metrics"
 		} else {
+			// kube-apiserver's own default (400+200); only worth a note
+			// when a cluster or bundle was asked and did not tell
 			scl, from = engine.DefaultServerConcurrencyLimit, "default"
-			notes = append(notes, fmt.Sprintf("note: server concurrency limit unknown; assuming %d seats (give --server-concurrency)", scl))
+			if !o.Defaults {
+				notes = append(notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d seats (give --server-concurrency)", scl))
+			}
 		}
 	}
 	before = engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
@@ -285,7 +291,21 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	var notes []string
 	ws := rep.Workload
 	if ws.Records == 0 {
-		notes = append(notes, "note: the workload holds no request")
+		var lines, skipped int64
+		for _, st := range files.Stats {
+			lines += st.Lines
+			skipped += st.Skipped
+		}
+		msg := "note: the workload holds no request"
+		if skipped > 0 {
+			msg += fmt.Sprintf(": none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
+		}
+		notes = append(notes, msg)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
+		if st := files.Stats[name]; st.Clamped > 0 {
+			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(int(st.Clamped), "request", "requests"), plural(int(st.Clamped), "was", "were")))
+		}
 	}
 	if ws.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(int(ws.Skipped), "record", "records"), ws.FirstSkip))

@@ -108,7 +108,8 @@ func printAgreement(w io.Writer, rep simulateReport) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nRecorded answers (%d 429s in the workload) against the prediction of the current configuration:\n", rep.Workload.RecordedRejections)
+	n := int(rep.Workload.RecordedRejections)
+	fmt.Fprintf(w, "\nRecorded 429 answers (%d in the workload) against the rejections predicted with the current configuration:\n", n)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED\tBOTH\tAGREEMENT")
 	for _, a := range rows {
