@@ -392,4 +392,6 @@ func TestTwoAPIServers(t *testing.T) {
 	if strings.Count(top, "exempt") != 3 {
 		t.Errorf("top levels should show exempt for two instances and merged:\n%s", top)
 	}
+
+	testAllAPIServersInNetns(t, c, second)
 }
