@@ -191,7 +191,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 			return fmt.Errorf("--from-message: %w", err)
 		}
 		o.message = m
-		if m.Method != "" && o.verb == "" {
+		if m.Method != "" && m.Path != "" && o.verb == "" {
 			o.verb, o.path = m.Method, m.Path
 		}
 	}

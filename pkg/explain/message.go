@@ -105,7 +105,8 @@ func throttlingText(delay string) string {
 // pathOf strips scheme and host from a URL as logged by client-go.
 func pathOf(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Path == "" {
+	if err != nil || !strings.HasPrefix(u.Path, "/") {
+		// Not a URL client-go would log (found by FuzzParseMessage).
 		return ""
 	}
 	p := u.EscapedPath()

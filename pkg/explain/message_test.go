@@ -1,0 +1,84 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMessage(t *testing.T) {
+	tests := []struct {
+		name       string
+		text       string
+		wantKind   string
+		wantAPF    bool
+		wantMethod string
+		wantPath   string
+		wantErr    string
+	}{
+		{name: "client-go structured log", text: `I1121 10:00:00.000000 1 request.go:685] "Waited before sending request" delay="1.034s" reason="client-side throttling, not priority and fairness" verb="GET" URL="https://10.0.0.1:443/api/v1/namespaces/default/pods?limit=500"`,
+			wantKind: MessageClientThrottling, wantMethod: "GET", wantPath: "/api/v1/namespaces/default/pods?limit=500"},
+		{name: "client-go legacy log", text: `I0101 request.go:601] Waited for 1.195s due to client-side throttling, not priority and fairness, request: GET:https://api.example:6443/apis/apps/v1/deployments`,
+			wantKind: MessageClientThrottling, wantMethod: "GET", wantPath: "/apis/apps/v1/deployments"},
+		{name: "oldest client-go", text: `Throttling request took 1.5s, request: PUT:https://h/api/v1/namespaces/x/configmaps/y`,
+			wantKind: MessageClientThrottling, wantMethod: "PUT", wantPath: "/api/v1/namespaces/x/configmaps/y"},
+		{name: "retry-after wait is about the server", text: `"Waited before sending request" delay="2s" reason="retries: 1, retry-after: 2s - retry-reason: due to retryable error, error: Too many requests" verb="LIST" URL="https://h/api/v1/pods"`,
+			wantKind: MessageAPF429, wantAPF: true},
+		{name: "PDB eviction", text: `error when evicting pods/"web-0" -n "prod" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`,
+			wantKind: MessageEvictionPDB},
+		{name: "watch cache", text: `Error from server (TooManyRequests): storage is (re)initializing`, wantKind: MessageStorageInitializing},
+		{name: "APF body", text: `Error from server (TooManyRequests): the server has received too many requests and has asked us to try again later (get pods) Too many requests, please try again later.`,
+			wantKind: MessageAPF429, wantAPF: true},
+		{name: "empty", text: "  ", wantErr: "empty message"},
+		{name: "unknown", text: "connection refused", wantErr: "unrecognised message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseMessage(tt.text)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != tt.wantKind || m.APF != tt.wantAPF || m.Explanation == "" {
+				t.Errorf("got %+v, want kind %s apf %v", m, tt.wantKind, tt.wantAPF)
+			}
+			if tt.wantMethod != "" && (m.Method != tt.wantMethod || m.Path != tt.wantPath) {
+				t.Errorf("request %s %s, want %s %s", m.Method, m.Path, tt.wantMethod, tt.wantPath)
+			}
+		})
+	}
+}
+
+// FuzzParseMessage: any text gives a message or an error, never a panic,
+// and a recognised request path is a path.
+func FuzzParseMessage(f *testing.F) {
+	for _, s := range []string{
+		`"Waited before sending request" delay="1s" reason="client-side throttling, not priority and fairness" verb="GET" URL="https://h/api/v1/pods"`,
+		`Waited for 1.1s due to client-side throttling, not priority and fairness, request: GET:https://h/api`,
+		`Throttling request took 1s, request: GET:%zz`,
+		`Cannot evict pod as it would violate the pod's disruption budget.`,
+		`Too many requests, please try again later.`,
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMessage(s)
+		if err != nil {
+			if m != nil {
+				t.Fatalf("message and error both set")
+			}
+			return
+		}
+		if m.Kind == "" || m.Explanation == "" {
+			t.Fatalf("incomplete message %+v", m)
+		}
+		if m.Path != "" && !strings.HasPrefix(m.Path, "/") {
+			t.Fatalf("path %q does not start with /", m.Path)
+		}
+	})
+}
