@@ -213,3 +213,29 @@ func sum(m map[string]int64) int64 {
 	}
 	return n
 }
+
+// TestSeatDemandDriftFromClippedFinalSeats pins an upstream quirk the
+// borrowing input inherits: a queued request whose final seats exceed the
+// limit is added to totSeatsWaiting with its full width but subtracted with
+// the clipped one (queueset.go:dispatchLocked runs after
+// findDispatchQueueToBoundLocked clipped FinalSeats), so the level's seat
+// demand stays 3 seats too high for ever after.
+func TestSeatDemandDriftFromClippedFinalSeats(t *testing.T) {
+	level := fairqueue.LevelConfig{Name: "q", Queues: 1, HandSize: 1, QueueLengthLimit: 10, ConcurrencyLimit: 2}
+	reqs := []fairqueue.Request{
+		{ID: 0, Arrival: 0, ServiceTime: 100 * ms, InitialSeats: 1},
+		// queued behind request 0, then dispatched with final seats clipped 5 → 2
+		{ID: 1, Arrival: 10 * ms, ServiceTime: 100 * ms, InitialSeats: 1, FinalSeats: 5, AdditionalLatency: 10 * ms},
+		// long after everything finished
+		{ID: 2, Arrival: 100 * time.Second, ServiceTime: ms, InitialSeats: 1},
+	}
+	_, up := runUpstreamDemand(level, reqs, 15*time.Second)
+	_, sim := runSimDemand(t, level, reqs, 15*time.Second)
+	if !approx(up.Average, sim.Average) || up.Max != sim.Max {
+		t.Fatalf("seat demand: upstream %+v, simulator %+v", up, sim)
+	}
+	// idle for ~99.8 of the 100 s, at a demand of 3 seats
+	if sim.Average < 2.9 || sim.Average > 3.1 {
+		t.Errorf("average demand %.3f; the drift of 3 seats should dominate it", sim.Average)
+	}
+}
