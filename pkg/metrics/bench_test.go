@@ -205,6 +205,14 @@ func FuzzFilterAPF(f *testing.F) {
 	// Whatever the fast path keeps must be exactly what a full parse keeps,
 	// whenever the full parse succeeds.
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The fast path rejects the quoted-name syntax of UTF-8 metric
+		// names (a line starting with "{"), which kube-apiserver never
+		// emits and which expfmt handles inconsistently (it panics on some).
+		for _, l := range bytes.Split(body, []byte("\n")) {
+			if t := bytes.TrimLeft(l, " \t"); len(t) > 0 && t[0] == '{' {
+				return
+			}
+		}
 		want, err := fullAPF(body)
 		if err != nil {
 			return

@@ -69,7 +69,9 @@ var ErrNotMetrics = errors.New("not the Prometheus text format")
 // their HELP and TYPE lines). Other lines are skipped after looking at their
 // first bytes only, so the memory used is bounded by what is kept.
 //
-// A line that cannot start a comment or a sample is an error quoting it.
+// A line that cannot start a comment or a sample is an error quoting it;
+// so is the quoted-name syntax of UTF-8 metric names (a line starting with
+// "{"), which kube-apiserver does not emit.
 func FilterAPF(r io.Reader) ([]byte, error) {
 	br := bufio.NewReaderSize(r, 256*1024)
 	var out bytes.Buffer
