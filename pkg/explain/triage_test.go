@@ -1,0 +1,155 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// rejectedText is rejected_requests_total for a level and reasons, and
+// apiserver_request_total{code="429"} with extra non-APF 429s.
+func rejectedText(level string, byReason map[string]int, other429 int) string {
+	var b strings.Builder
+	b.WriteString("# TYPE apiserver_flowcontrol_rejected_requests_total counter\n")
+	total := other429
+	for r, n := range byReason {
+		fmt.Fprintf(&b, "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"x\",priority_level=%q,reason=%q} %d\n", level, r, n)
+		total += n
+	}
+	b.WriteString("# TYPE apiserver_request_total counter\n")
+	fmt.Fprintf(&b, "apiserver_request_total{code=\"429\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"} %d\n", total)
+	fmt.Fprintf(&b, "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"cluster\",subresource=\"\",verb=\"LIST\",version=\"v1\"} %d\n", 1000)
+	return b.String()
+}
+
+func twoScrapes(t testing.TB, level string, limit, inUse float64, prev, cur map[string]int, otherPrev, otherCur int) *Live {
+	p := scrape(t, t0, levelMetricsText(level, limit, inUse, 10, time.Second)+rejectedText(level, prev, otherPrev))
+	c := scrape(t, t0.Add(10*time.Second), levelMetricsText(level, limit, inUse, 20, time.Second)+rejectedText(level, cur, otherCur))
+	return &Live{Instance: "https://apiserver-1", Prev: p, Cur: c, Levels: map[string]LevelRow{}}
+}
+
+// TestExplain429Causes checks the causes named for hand-built states.
+func TestExplain429Causes(t *testing.T) {
+	cfg := smallConfig()
+	// Flow u of fs-q: its hand, to fill it.
+	hand := Explain(Input{Config: cfg}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("u")), nil).Queues.Hand
+	waiting := func(fs, d string, n, seats int) []RequestRow {
+		var out []RequestRow
+		for i := 0; i < n; i++ {
+			out = append(out, RequestRow{PriorityLevel: "q", FlowSchema: fs, FlowDistinguisher: d, QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: seats})
+		}
+		return out
+	}
+	tests := []struct {
+		name       string
+		level      string
+		prev, cur  map[string]int
+		queues     []QueueRow
+		requests   []RequestRow
+		wantKinds  []string
+		wantRate   float64
+		wantOther  float64
+		wantLevels int
+	}{
+		{name: "elephant flow fills its hand", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
+			queues: []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}},
+			requests: append(waiting("fs-q", "u", 4, 1), RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
+			wantKinds: []string{CauseElephantFlow}, wantRate: 5, wantLevels: 1},
+		{name: "many small flows: too little concurrency, with wide requests", level: "q", prev: map[string]int{}, cur: map[string]int{"queue-full": 20},
+			queues: []QueueRow{{PriorityLevel: "q", Index: 0, PendingRequests: 1}, {PriorityLevel: "q", Index: 1, PendingRequests: 1}, {PriorityLevel: "q", Index: 2, PendingRequests: 1}},
+			requests: []RequestRow{
+				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "a", QueueIndex: 0, InitialSeats: 5},
+				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "b", QueueIndex: 1, InitialSeats: 1},
+				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "c", QueueIndex: 2, InitialSeats: 1},
+			},
+			wantKinds: []string{CauseTooLittleConcurreny, CauseWideRequests}, wantRate: 2, wantLevels: 1},
+		{name: "time-outs", level: "q", prev: map[string]int{"time-out": 0}, cur: map[string]int{"time-out": 30},
+			wantKinds: []string{CauseTimeOuts}, wantRate: 3, wantLevels: 1},
+		{name: "reject level", level: "r", prev: map[string]int{"concurrency-limit": 5}, cur: map[string]int{"concurrency-limit": 15},
+			wantKinds: []string{CauseNoQueues}, wantRate: 1, wantLevels: 1},
+		{name: "no APF rejection, evictions blocked", level: "q", prev: map[string]int{"queue-full": 3}, cur: map[string]int{"queue-full": 3}, wantOther: 2,
+			wantLevels: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := 0
+			if tt.wantOther > 0 {
+				other = int(tt.wantOther * 10)
+			}
+			live := twoScrapes(t, tt.level, 4, 4, tt.prev, tt.cur, 7, 7+other)
+			live.Queues, live.Requests = tt.queues, tt.requests
+			tr := Explain429(cfg, 100, time.Minute, []*Live{live})
+			it := tr.Instances[0]
+			if !it.HasRates || time.Duration(it.Interval) != 10*time.Second {
+				t.Fatalf("rates %v over %v", it.HasRates, it.Interval)
+			}
+			if len(it.Levels) != tt.wantLevels {
+				t.Fatalf("levels %+v, want %d", it.Levels, tt.wantLevels)
+			}
+			if it.Other429 != tt.wantOther {
+				t.Errorf("other 429/s %v, want %v (notes %q)", it.Other429, tt.wantOther, it.Notes)
+			}
+			if tt.wantLevels == 0 {
+				if tt.wantOther > 0 && !strings.Contains(strings.Join(it.Notes, " "), "PodDisruptionBudget") {
+					t.Errorf("the non-APF 429s are not explained: %q", it.Notes)
+				}
+				return
+			}
+			l := it.Levels[0]
+			sum := 0.0
+			for _, v := range l.Rejected {
+				sum += v
+			}
+			if l.Name != tt.level || sum != tt.wantRate {
+				t.Errorf("level %s rejected %v/s, want %s %v/s", l.Name, l.Rejected, tt.level, tt.wantRate)
+			}
+			var kinds []string
+			for _, c := range l.Causes {
+				kinds = append(kinds, c.Kind)
+				if c.Evidence == "" || c.Fix == "" {
+					t.Errorf("cause without evidence or fix: %+v", c)
+				}
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(tt.wantKinds) {
+				t.Errorf("causes %v, want %v: %+v", kinds, tt.wantKinds, l.Causes)
+			}
+		})
+	}
+}
+
+// TestExplain429ElephantHand: the heaviest flow's hand is the one the
+// server deals (engine.Dealer over HashFlowID) and its full queues counted.
+func TestExplain429ElephantHand(t *testing.T) {
+	cfg := smallConfig()
+	hand := Explain(Input{Config: cfg}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("u")), nil).Queues.Hand
+	live := twoScrapes(t, "q", 4, 4, map[string]int{}, map[string]int{"queue-full": 10}, 0, 10)
+	live.Queues = []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1}}
+	live.Requests = []RequestRow{{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 0, InitialSeats: 1},
+		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 1, InitialSeats: 1},
+		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[1].Index, IndexInQueue: 0, InitialSeats: 1}}
+	f := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0].Levels[0].Flows[0]
+	if f.Distinguisher != "u" || f.Waiting != 3 || len(f.Hand) != 2 || f.Hand[0] != hand[0].Index || f.Hand[1] != hand[1].Index || f.Full != 1 {
+		t.Errorf("flow %+v; want u, 3 waiting, hand [%d %d], 1 full", f, hand[0].Index, hand[1].Index)
+	}
+}
+
+// TestExplain429WithoutRates: one scrape gives totals since start, and no
+// metrics at all falls back to the dump's counters.
+func TestExplain429WithoutRates(t *testing.T) {
+	cfg := smallConfig()
+	live := &Live{Instance: "a", Cur: scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+rejectedText("q", map[string]int{"queue-full": 42}, 0))}
+	it := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+	if it.HasRates || len(it.Levels) != 1 || it.Levels[0].Rejected["queue-full"] != 42 {
+		t.Errorf("totals: %+v", it)
+	}
+	live = &Live{Instance: "b", Levels: map[string]LevelRow{"q": {Name: "q", RejectedRequests: 9}, "r": {Name: "r"}}}
+	it = Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+	if len(it.Levels) != 1 || it.Levels[0].Rejected["any"] != 9 || len(it.Notes) == 0 {
+		t.Errorf("dump counters: %+v", it)
+	}
+}
