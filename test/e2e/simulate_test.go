@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+)
+
+// simulateLevel is the part of a level in "kubectl apf simulate -o json"
+// that the test reads.
+type simulateLevel struct {
+	Name       string           `json:"name"`
+	Dispatched int64            `json:"dispatched"`
+	Rejected   map[string]int64 `json:"rejected"`
+}
+
+func (l simulateLevel) rejected() int64 {
+	var n int64
+	for _, v := range l.Rejected {
+		n += v
+	}
+	return n
+}
+
+type simulateAgreement struct {
+	Level         string `json:"level"`
+	BothRejected  int64  `json:"bothRejected"`
+	OnlyPredicted int64  `json:"onlyPredicted"`
+	OnlyRecorded  int64  `json:"onlyRecorded"`
+	BothServed    int64  `json:"bothServed"`
+}
+
+type simulateOutput struct {
+	Levels []simulateLevel `json:"levels"`
+	After  *struct {
+		Levels []simulateLevel `json:"levels"`
+	} `json:"after"`
+	Workload struct {
+		Records            int64 `json:"records"`
+		UnknownIdentity    int64 `json:"unknownIdentity"`
+		RecordedRejections int64 `json:"recordedRejections"`
+	} `json:"workload"`
+	Agreement               []simulateAgreement `json:"agreement"`
+	ServerConcurrencyLimit  int                 `json:"serverConcurrencyLimit"`
+	ServerConcurrencySource string              `json:"serverConcurrencySource"`
+}
+
+func simLevel(ls []simulateLevel, name string) simulateLevel {
+	for _, l := range ls {
+		if l.Name == name {
+			return l
+		}
+	}
+	return simulateLevel{Name: name}
+}
+
+// TestSimulateReplaysRecordedLoad drives a fresh local control plane into
+// queue-full and concurrency-limit 429s with the load generator, then runs
+// the built "kubectl apf simulate" against that cluster's configuration
+// (the server concurrency limit inferred from its metrics) with the
+// apiserver's own httplog and audit log as the workload. The predicted
+// rejections per level are compared with the 429s the load generator
+// received and with apiserver_flowcontrol_rejected_requests_total; a longer
+// queue given with --set must reject fewer. The test starts its own cluster
+// so that the logs hold only this traffic under this configuration.
+func TestSimulateReplaysRecordedLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the local control plane does not run with -short")
+	}
+	const inflight, mutating = 10, 5
+	c := testcluster.StartT(t, testcluster.Options{MaxRequestsInflight: inflight, MaxMutatingRequestsInflight: mutating})
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
+	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := loadgen.Names(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flows []*rest.Config
+	for i := 1; i <= testcluster.NumLoadUsers; i++ {
+		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
+	}
+	// wait until the server has digested the new levels
+	for attempt := 0; ; attempt++ {
+		rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows[:1], Burst: 1, Rounds: 1, Duration: time.Minute, Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.ByPriority[loadgen.Level] > 0 {
+			break
+		}
+		if attempt == 50 {
+			t.Fatalf("the server never classified load into %s", loadgen.Level)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 4, Duration: time.Minute, Pause: 300 * time.Millisecond, Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	rep.Print(&buf)
+	t.Logf("load report:\n%s", buf.String())
+	if rep.Rejected() == 0 {
+		t.Fatal("the load got no 429: nothing to compare")
+	}
+	server := map[string]float64{
+		loadgen.Level:       rejectedRequests(t, c, loadgen.Level, "queue-full") + rejectedRequests(t, c, loadgen.Level, "time-out"),
+		loadgen.RejectLevel: rejectedRequests(t, c, loadgen.RejectLevel, "concurrency-limit"),
+	}
+	if total := server[loadgen.Level] + server[loadgen.RejectLevel]; int(total) != rep.Rejected() {
+		t.Logf("note: the server counted %v APF rejections, the load generator received %d 429s", total, rep.Rejected())
+	}
+	time.Sleep(time.Second) // let the audit backend flush its last batch
+
+	a := c.APIServers[0]
+	simulate := func(extra ...string) simulateOutput {
+		t.Helper()
+		args := append([]string{"simulate", "--workload", a.LogFile, "--workload", a.AuditLog, "-o", "json"}, extra...)
+		code, out, errOut := runLintPlugin(t, c, args...)
+		if code != 0 {
+			t.Fatalf("kubectl apf %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+		if errOut != "" {
+			t.Logf("kubectl apf simulate diagnostics:\n%s", errOut)
+		}
+		var got simulateOutput
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("simulate -o json: %v\n%s", err, out)
+		}
+		return got
+	}
+	got := simulate()
+	if got.ServerConcurrencyLimit != inflight+mutating || got.ServerConcurrencySource != "metrics" {
+		t.Errorf("server concurrency limit %d from %s, want the cluster's %d from its metrics", got.ServerConcurrencyLimit, got.ServerConcurrencySource, inflight+mutating)
+	}
+	if got.Workload.RecordedRejections < int64(rep.Rejected()) {
+		t.Errorf("the workload holds %d recorded 429s, the load generator received %d", got.Workload.RecordedRejections, rep.Rejected())
+	}
+	var report []string
+	for _, level := range []string{loadgen.Level, loadgen.RejectLevel} {
+		predicted := simLevel(got.Levels, level).rejected()
+		var ag simulateAgreement
+		for _, x := range got.Agreement {
+			if x.Level == level {
+				ag = x
+			}
+		}
+		n := ag.BothRejected + ag.OnlyPredicted + ag.OnlyRecorded + ag.BothServed
+		agreement := 1.0
+		if n > 0 {
+			agreement = float64(ag.BothRejected+ag.BothServed) / float64(n)
+		}
+		line := fmt.Sprintf("%-16s server 429s (metric) %4.0f  recorded in the log %4d  predicted %4d  request-by-request agreement %.1f%% of %d",
+			level, server[level], ag.BothRejected+ag.OnlyRecorded, predicted, 100*agreement, n)
+		report = append(report, line)
+		if server[level] == 0 {
+			t.Errorf("%s: the server rejected nothing", level)
+			continue
+		}
+		if d := (float64(predicted) - server[level]) / server[level]; d > 0.25 || d < -0.25 {
+			t.Errorf("%s: predicted %d rejections, the server rejected %v", level, predicted, server[level])
+		}
+		if agreement < 0.8 {
+			t.Errorf("%s: prediction and server agree on only %.1f%% of the requests", level, 100*agreement)
+		}
+	}
+
+	// a queue 50 long instead of 3: the same traffic is rejected less
+	longer := simulate("--set", loadgen.Level+".queueLengthLimit=50")
+	if longer.After == nil {
+		t.Fatal("--set gave no after run")
+	}
+	before, after := simLevel(longer.Levels, loadgen.Level), simLevel(longer.After.Levels, loadgen.Level)
+	report = append(report, fmt.Sprintf("--set %s.queueLengthLimit=50: %s rejections %d -> %d (%v -> %v)", loadgen.Level, loadgen.Level, before.rejected(), after.rejected(), before.Rejected, after.Rejected))
+	if before.rejected() != simLevel(got.Levels, loadgen.Level).rejected() {
+		t.Errorf("the before run of --set predicted %d rejections, the plain run %d", before.rejected(), simLevel(got.Levels, loadgen.Level).rejected())
+	}
+	if after.Rejected["queue-full"] >= before.Rejected["queue-full"] {
+		t.Errorf("queueLengthLimit 50 rejects %v, queueLengthLimit 3 %v: want fewer queue-full", after.Rejected, before.Rejected)
+	}
+	if after.Dispatched <= before.Dispatched {
+		t.Errorf("queueLengthLimit 50 dispatches %d, queueLengthLimit 3 %d: want more", after.Dispatched, before.Dispatched)
+	}
+	t.Logf("simulate against the server:\n%s", strings.Join(report, "\n"))
+
+	// the table names the levels and puts the recorded 429s next to the
+	// prediction
+	code, table, errOut := runLintPlugin(t, c, "simulate", "--workload", a.LogFile, "--workload", a.AuditLog, "--set", loadgen.Level+".queueLengthLimit=50", "--max-flows", "3")
+	if code != 0 {
+		t.Fatalf("kubectl apf simulate (table): exit %d\n%s", code, errOut)
+	}
+	t.Logf("kubectl apf simulate --set %s.queueLengthLimit=50:\n%s", loadgen.Level, table)
+	for _, want := range []string{loadgen.Level + " ", loadgen.RejectLevel + " ", "Recorded 429 answers", fmt.Sprintf("%d->0", before.Rejected["queue-full"])} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("the table does not show %q", want)
+		}
+	}
+}
