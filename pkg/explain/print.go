@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 )
 
 // clean makes a server- or user-supplied string safe on one terminal line.
@@ -23,6 +24,16 @@ func clean(s string) string {
 type printer struct {
 	w   io.Writer
 	err error
+}
+
+// Write lets a tabwriter write through the printer, keeping the first error.
+func (p *printer) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.w.Write(b)
+	p.err = err
+	return n, err
 }
 
 func (p *printer) f(format string, args ...any) {
@@ -137,10 +148,12 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		}
 		p.f("\n")
 		if q.Live {
-			p.f("  QUEUE  WAITING  EXECUTING  WAITING-SEATS  WAITING-WORK\n")
+			tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "  QUEUE\tWAITING\tEXECUTING\tWAITING-SEATS\tWAITING-WORK\t\n")
 			for _, s := range q.Hand {
-				p.f("  %5d  %7d  %9d  %13d  %.3fss\n", s.Index, s.Waiting, s.Executing, s.WaitingSeats, s.WaitingWork)
+				fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%.3fss\t\n", s.Index, s.Waiting, s.Executing, s.WaitingSeats, s.WaitingWork)
 			}
+			_ = tw.Flush()
 			p.f("  a new request goes to queue(s) %v (the least waiting work)\n", q.Candidates)
 		}
 	}
@@ -260,10 +273,12 @@ func WriteTriageText(w io.Writer, t *Triage) error {
 			}
 			p.f("\n")
 			if len(l.Flows) > 0 {
-				p.f("    FLOWSCHEMA  DISTINGUISHER  WAITING  EXECUTING  SEATS  FULL-QUEUES-OF-HAND\n")
+				tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
+				fmt.Fprintf(tw, "    FLOWSCHEMA\tDISTINGUISHER\tWAITING\tEXECUTING\tSEATS\tFULL QUEUES OF ITS HAND\n")
 				for _, f := range l.Flows {
-					p.f("    %s  %q  %d  %d  %d  %d/%d\n", clean(f.FlowSchema), clean(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand))
+					fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%d of %d %v\n", clean(f.FlowSchema), clean(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand), f.Hand)
 				}
+				_ = tw.Flush()
 			}
 			for _, c := range l.Causes {
 				p.f("    cause %s: %s\n      fix: %s\n", c.Kind, clean(c.Evidence), clean(c.Fix))

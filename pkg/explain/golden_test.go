@@ -1,0 +1,115 @@
+package explain
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/explain")
+
+// goldenDir is the repository's testdata/explain.
+var goldenDir = filepath.Join("..", "..", "testdata", "explain")
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(goldenDir, name)
+	if *update {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run go test ./pkg/explain -update to create it): %v", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output (review, then rewrite with -update):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+// TestGoldenText freezes the human output. Everything that varies is fixed:
+// the live state is hand-built, the instance name and times are constants,
+// map iteration never reaches the output.
+func TestGoldenText(t *testing.T) {
+	defaults := defaultsConfig(t)
+	small := smallConfig()
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	u := engine.NewUserIdentity("u")
+	hand := Explain(Input{Config: small}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", u), nil).Queues.Hand
+	agree := func(ex *Explanation) *Explanation {
+		ex.CompareNames("httplog", "system-nodes", "system", 200)
+		return ex
+	}
+	disagree := func(ex *Explanation) *Explanation {
+		ex.CompareUIDs("uid-fs-other", "uid-pl-q", true, 403, map[string]string{"uid-fs-other": "other", "uid-pl-q": "q"})
+		return ex
+	}
+	tests := []struct {
+		name string
+		ex   *Explanation
+	}{
+		{"request-node-configmap-defaults.txt", agree(Explain(Input{Config: defaults}, mustRequest(t, "GET", "/api/v1/namespaces/default/configmaps/app", engine.NewUserIdentity("system:node:n1", "system:nodes")), []string{"system:nodes"}))},
+		{"request-service-account-list.txt", Explain(Input{Config: defaults}, mustRequest(t, "list", "/api/v1/endpoints", engine.NewServiceAccountIdentity("kube-system", "coredns")), nil)},
+		{"request-nonresource-healthz.txt", Explain(Input{Config: defaults}, mustRequest(t, "get", "/healthz", engine.NewUserIdentity("alice")), nil)},
+		{"request-bypass-exec.txt", Explain(Input{Config: defaults}, mustRequest(t, "create", "/api/v1/namespaces/default/pods/web/exec", engine.NewUserIdentity("alice")), nil)},
+		{"request-fallback-catch-all.txt", Explain(Input{Config: defaults}, mustRequest(t, "get", "/api/v1/namespaces/default/pods/web", engine.Identity{User: "odd", Groups: []string{"weird"}}), []string{"weird"})},
+		{"request-queued.txt", Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveQ(t, at, 4, 4, 2*time.Second,
+			QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
+			QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.006})}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", u), nil)},
+		{"request-rejected-queue-full.txt", disagree(Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveQ(t, at, 4, 4, time.Second,
+			QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
+			QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006})}, mustRequest(t, "list", "/api/v1/namespaces/d/events", u), nil))},
+		{"request-rejected-reject-level.txt", Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveR(t, at, 2, 2)}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteText(&buf, tt.ex); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tt.name, buf.Bytes())
+		})
+	}
+	t.Run("request-queued.json", func(t *testing.T) {
+		b, err := json.MarshalIndent(tests[5].ex, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "request-queued.json", append(b, '\n'))
+	})
+	t.Run("message-client-throttling.txt", func(t *testing.T) {
+		m, err := ParseMessage(`"Waited before sending request" delay="1.034s" reason="client-side throttling, not priority and fairness" verb="GET" URL="https://10.0.0.1:443/api/v1/pods?limit=500"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := WriteMessageText(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "message-client-throttling.txt", buf.Bytes())
+	})
+	t.Run("triage.txt", func(t *testing.T) {
+		live := twoScrapes(t, "q", 4, 4, map[string]int{"queue-full": 10}, map[string]int{"queue-full": 60, "time-out": 5}, 0, 70)
+		live.Queues = []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}}
+		for i := 0; i < 4; i++ {
+			live.Requests = append(live.Requests, RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: 1 + i})
+		}
+		idle := &Live{Instance: "https://apiserver-2", Levels: map[string]LevelRow{"q": {Name: "q"}}}
+		var buf bytes.Buffer
+		if err := WriteTriageText(&buf, Explain429(small, 100, time.Minute, []*Live{live, idle})); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "triage.txt", buf.Bytes())
+	})
+}
