@@ -193,7 +193,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := workload.OpenFiles(o.Workloads, workload.Options{})
+	files, err := o.openWorkload()
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
-	rep, err := fairqueue.Replay(files, rc(before), afterRC, fairqueue.ReplayOptions{})
+	rep, err := fairqueue.Replay(&cancellableReader{ctx: ctx, r: files.Reader}, rc(before), afterRC, fairqueue.ReplayOptions{})
 	if err != nil {
 		return err
 	}
@@ -318,4 +318,38 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 		notes = append(notes, fmt.Sprintf("note: %d %s without a user kept their recorded FlowSchema (%s)", ws.UnknownIdentity, plural(int(ws.UnknownIdentity), "request", "requests"), hint))
 	}
 	return notes
+}
+
+// openWorkload opens the --workload files. A lone "-" reads the command's
+// input stream (o.In, which tests replace) rather than the process's
+// standard input that workload.OpenFiles reads.
+func (o *SimulateOptions) openWorkload() (*workload.Files, error) {
+	if len(o.Workloads) != 1 || o.Workloads[0] != "-" || o.In == nil {
+		return workload.OpenFiles(o.Workloads, workload.Options{})
+	}
+	st := &workload.Stats{}
+	r, f, err := workload.NewReader(o.In, "stdin", workload.Options{}, st)
+	if err != nil {
+		return nil, err
+	}
+	return &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}, nil
+}
+
+// cancellableReader stops a replay when the command's context is cancelled
+// (SIGINT): the replay itself takes no context, and a workload of millions
+// of requests takes seconds to read.
+type cancellableReader struct {
+	ctx context.Context
+	r   workload.Reader
+	n   int
+}
+
+func (c *cancellableReader) Next(r *workload.Request) error {
+	// checking the context costs a lock; every 4096 records is often enough
+	if c.n++; c.n&4095 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted: %w", err)
+		}
+	}
+	return c.r.Next(r)
 }

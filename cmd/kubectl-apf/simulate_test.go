@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 func simulateFixture(name string) string {
@@ -324,5 +327,52 @@ func TestFmtSeconds(t *testing.T) {
 		if got := fmtSeconds(tt.in); got != tt.want {
 			t.Errorf("fmtSeconds(%v) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestSimulateStdin checks that "--workload -" reads the command's input
+// and gives the same report as the file.
+func TestSimulateStdin(t *testing.T) {
+	burst := simulateFixture("burst.jsonl")
+	data, err := os.ReadFile(burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"simulate", "--defaults", "--server-concurrency", "15", "--set", "global-default.queueLengthLimit=5"}
+	code, fromFile, errOut := runPlugin(append(args, "--workload", burst)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	streams, in, out, errBuf := genericiooptions.NewTestIOStreams()
+	in.Write(data)
+	if code := run(append(args, "--workload", "-"), streams); code != 0 {
+		t.Fatalf("exit %d: %s", code, errBuf)
+	}
+	if out.String() != fromFile {
+		t.Errorf("stdin gives\n%s\nthe file gives\n%s", out, fromFile)
+	}
+}
+
+// TestSimulateInterrupted checks that a cancelled context (SIGINT) stops a
+// long replay with an error instead of reading on.
+func TestSimulateInterrupted(t *testing.T) {
+	wl := (&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "1ms", 10000).write(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	o := NewSimulateOptions(nil, streams)
+	o.Defaults, o.Workloads = true, []string{wl}
+	if err := o.Complete(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("Run with a cancelled context = %v, want interrupted", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed a partial report:\n%s", out)
 	}
 }
