@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+var explainTestdata = filepath.Join("..", "..", "testdata", "explain")
+
+const nodeLogLine = `I1121 15:17:04.048113   31424 httplog.go:135] "HTTP" verb="GET" URI="/api/v1/namespaces/default/configmaps/app" latency="818.375µs" userAgent="kubelet/v1.37.1" contentType="application/json" audit-ID="8d0f2f73-e45e-4990-86e9-a5e6822217b0" srcIP="127.0.0.1:36978" apf_pl="system" apf_fs="system-nodes" apf_iseats=1 apf_fseats=0 apf_additionalLatency="0s" apf_execution_time="125.887µs" resp=200`
+
+func TestExplainRequestGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+	}{
+		{"service account", []string{"--defaults", "--service-account", "kube-system/coredns", "list", "/api/v1/endpoints"}, "explain/cmd-service-account.golden"},
+		{"a FlowSchema tried with -f", []string{"--defaults", "-f", filepath.Join(explainTestdata, "isolate-alice.yaml"), "--user-name", "alice", "list", "/api/v1/namespaces/default/events"}, "explain/cmd-file-overlay.golden"},
+		{"client-side throttling is not APF", []string{"--from-message", `Waited for 1.195s due to client-side throttling, not priority and fairness, request: GET:https://api.example:6443/apis/apps/v1/deployments`}, "explain/cmd-throttling.golden"},
+		{"httplog line replayed", []string{"--defaults", "--from-log", nodeLogLine, "--user-name", "system:node:n1", "--group", "system:nodes"}, "explain/cmd-from-log.golden"},
+		{"audit event with impersonation", []string{"--defaults", "--from-audit", filepath.Join(explainTestdata, "audit.jsonl"), "--audit-id", "22222222-2222-2222-2222-222222222222"}, "explain/cmd-from-audit.golden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPlugin(append([]string{"explain", "request"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			checkGolden(t, tt.golden, []byte(out))
+		})
+	}
+}
+
+// TestExplainRequestJSON checks the identity and classification that reach
+// the JSON from each input.
+func TestExplainRequestJSON(t *testing.T) {
+	tests := []struct {
+		name             string
+		args             []string
+		wantUser, wantFS string
+		wantAgrees       *bool
+	}{
+		{"audit: the service account and its groups", []string{"--from-audit", filepath.Join(explainTestdata, "audit.jsonl"), "--audit-id", "11111111-1111-1111-1111-111111111111"},
+			"system:serviceaccount:kube-system:coredns", "kube-system-service-accounts", nil},
+		{"audit: the last request by default, impersonated user", []string{"--from-audit", filepath.Join(explainTestdata, "audit.jsonl")}, "bob", "global-default", nil},
+		{"log line agrees", []string{"--from-log", nodeLogLine, "--user-name", "system:node:n1", "--group", "system:nodes"}, "system:node:n1", "system-nodes", ptrBool(true)},
+		{"log line with the wrong identity disagrees", []string{"--from-log", nodeLogLine, "--user-name", "alice"}, "alice", "global-default", ptrBool(false)},
+		{"-f overlay wins", []string{"-f", filepath.Join(explainTestdata, "isolate-alice.yaml"), "--user-name", "alice", "list", "/api/v1/namespaces/x/events"}, "alice", "list-events-alice", nil},
+		{"anonymous", []string{"--anonymous", "get", "/version"}, "system:anonymous", "global-default", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPlugin(append([]string{"explain", "request", "--defaults", "-o", "json"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var ex explain.Explanation
+			if err := json.Unmarshal([]byte(out), &ex); err != nil {
+				t.Fatal(err)
+			}
+			if ex.Request.User != tt.wantUser || ex.FlowSchema == nil || ex.FlowSchema.Name != tt.wantFS {
+				t.Errorf("user %q, FlowSchema %+v; want %s, %s", ex.Request.User, ex.FlowSchema, tt.wantUser, tt.wantFS)
+			}
+			if tt.wantAgrees != nil && (ex.Recorded == nil || ex.Recorded.Agrees == nil || *ex.Recorded.Agrees != *tt.wantAgrees) {
+				t.Errorf("recorded %+v, want agrees=%v", ex.Recorded, *tt.wantAgrees)
+			}
+		})
+	}
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+func TestExplainRequestFlagErrors(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--defaults", "list", "/api/v1/pods"}, "give the identity"},
+		{[]string{"--defaults", "--user-name", "a", "--anonymous", "list", "/api/v1/pods"}, "give one"},
+		{[]string{"--defaults", "--anonymous", "--group", "g", "get", "/version"}, "--anonymous requests carry only group"},
+		{[]string{"--defaults", "--service-account", "coredns", "get", "/version"}, "want NAMESPACE/NAME"},
+		{[]string{"--defaults", "--group", "g", "get", "/version"}, "--group needs --user-name"},
+		{[]string{"--defaults", "--user-name", "a", "list"}, "give both VERB_OR_METHOD and PATH"},
+		{[]string{"--defaults", "--user-name", "a", "fetch", "/api/v1/pods"}, "unknown verb or method"},
+		{[]string{"--defaults", "--user-name", "a", "get", "/api/v1/pods"}, `verb "get" contradicts path`},
+		{[]string{"--defaults", "--user-name", "a", "list", "https://h/api/v1/pods"}, "is a full URL"},
+		{[]string{"--defaults", "--user-name", "a", "-o", "wide", "get", "/version"}, "--output must be"},
+		{[]string{"--defaults", "--from", "x.tgz", "--user-name", "a", "get", "/version"}, "--defaults and --from"},
+		{[]string{"--defaults", "--probe", "--user-name", "a", "get", "/version"}, "--probe sends the request to the cluster"},
+		{[]string{"--defaults", "--audit-id", "x", "--user-name", "a", "get", "/version"}, "--audit-id selects a record"},
+		{[]string{"--defaults", "--from-log", nodeLogLine}, "carries no user"},
+		{[]string{"--defaults", "--from-log", `I1121 "HTTP" but not a request line`, "--user-name", "a"}, "no kube-apiserver httplog"},
+		{[]string{"--defaults", "--from-audit", filepath.Join(explainTestdata, "audit.jsonl"), "--audit-id", "nope"}, `no request with audit ID "nope"`},
+		{[]string{"--defaults", "--from-audit", filepath.Join(explainTestdata, "missing.jsonl")}, "--from-audit: reading"},
+		{[]string{"--defaults", "--from-message", "connection refused"}, "--from-message: unrecognised message"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, errOut := runPlugin(append([]string{"explain", "request"}, tt.args...)...)
+			if code == 0 || !strings.Contains(errOut, tt.wantErr) || strings.Count(errOut, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q, want one line containing %q", code, errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestProbeAllowed(t *testing.T) {
+	for _, tt := range []struct {
+		verb, path string
+		ok         bool
+	}{
+		{"get", "/api/v1/namespaces/d/pods/p", true},
+		{"list", "/api/v1/pods", true},
+		{"GET", "/healthz", true},
+		{"create", "/api/v1/namespaces/d/configmaps", false},
+		{"PATCH", "/api/v1/nodes/n1", false},
+		{"deletecollection", "/api/v1/namespaces/d/pods", false},
+		{"GET", "/api/v1/pods?watch=1", false},
+		{"watch", "/api/v1/pods", false},
+	} {
+		if err := probeAllowed(tt.verb, tt.path); (err == nil) != tt.ok {
+			t.Errorf("%s %s: %v, want allowed=%v", tt.verb, tt.path, err, tt.ok)
+		}
+	}
+}
+
+// fakeSource returns fixed snapshots.
+type fakeSource struct{ snaps []*dump.Snapshot }
+
+func (f *fakeSource) Capture(context.Context, dump.CaptureOptions) (*dump.Capture, error) {
+	return &dump.Capture{Snapshots: f.snaps}, nil
+}
+func (f *fakeSource) Describe() string { return "fake" }
+
+// TestExplain429Command runs the command over a fake source: two scrapes
+// with rejections in the defaults' workload-low.
+func TestExplain429Command(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	fss, pls := engine.DefaultFlowSchemas(), engine.DefaultPriorityLevels()
+	snap := &dump.Snapshot{Instance: "https://apiserver-1", CapturedAt: at, PriorityLevelDump: []dump.PriorityLevelRow{{Name: "workload-low"}}}
+	for _, fs := range fss {
+		snap.FlowSchemas = append(snap.FlowSchemas, *fs)
+	}
+	for _, pl := range pls {
+		snap.PriorityLevels = append(snap.PriorityLevels, *pl)
+	}
+	text := func(n int) string {
+		return "# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"workload-low\"} 245\n" +
+			"# TYPE apiserver_flowcontrol_rejected_requests_total counter\napiserver_flowcontrol_rejected_requests_total{flow_schema=\"service-accounts\",priority_level=\"workload-low\",reason=\"queue-full\"} " + itoa(n) + "\n"
+	}
+	for i, n := range []int{10, 30} {
+		s, err := metrics.ParseText([]byte(text(n)), at.Add(time.Duration(i)*5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Metrics = append(snap.Metrics, s)
+	}
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewExplain429Options(genericclioptions.NewConfigFlags(true), streams)
+	o.Sources.Source = &fakeSource{snaps: []*dump.Snapshot{snap}}
+	o.Output = "json"
+	if err := o.Complete(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("%v (%s)", err, errOut)
+	}
+	var tr explain.Triage
+	if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Instances) != 1 || len(tr.Instances[0].Levels) != 1 {
+		t.Fatalf("triage %s", out)
+	}
+	l := tr.Instances[0].Levels[0]
+	if l.Name != "workload-low" || l.Rejected["queue-full"] != 4 || len(l.Causes) == 0 {
+		t.Errorf("level %+v; want workload-low at 4 queue-full/s with a cause", l)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
