@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 )
 
 // simulateLevel is the part of a level in "kubectl apf simulate -o json"
@@ -124,10 +128,13 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	}
 	time.Sleep(time.Second) // let the audit backend flush its last batch
 
+	// the plugin's own requests land in the logs too: replay a copy taken
+	// now, so that every run below reads the same workload
 	a := c.APIServers[0]
-	simulate := func(extra ...string) simulateOutput {
+	logFile, auditLog := copyFile(t, a.LogFile), copyFile(t, a.AuditLog)
+	simulate := func(extra ...string) (simulateOutput, []byte) {
 		t.Helper()
-		args := append([]string{"simulate", "--workload", a.LogFile, "--workload", a.AuditLog, "-o", "json"}, extra...)
+		args := append([]string{"simulate", "--workload", logFile, "--workload", auditLog, "-o", "json"}, extra...)
 		code, out, errOut := runLintPlugin(t, c, args...)
 		if code != 0 {
 			t.Fatalf("kubectl apf %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
@@ -139,9 +146,9 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("simulate -o json: %v\n%s", err, out)
 		}
-		return got
+		return got, out
 	}
-	got := simulate()
+	got, raw := simulate()
 	if got.ServerConcurrencyLimit != inflight+mutating || got.ServerConcurrencySource != "metrics" {
 		t.Errorf("server concurrency limit %d from %s, want the cluster's %d from its metrics", got.ServerConcurrencyLimit, got.ServerConcurrencySource, inflight+mutating)
 	}
@@ -178,7 +185,7 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	}
 
 	// a queue 50 long instead of 3: the same traffic is rejected less
-	longer := simulate("--set", loadgen.Level+".queueLengthLimit=50")
+	longer, _ := simulate("--set", loadgen.Level+".queueLengthLimit=50")
 	if longer.After == nil {
 		t.Fatal("--set gave no after run")
 	}
@@ -195,9 +202,24 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	}
 	t.Logf("simulate against the server:\n%s", strings.Join(report, "\n"))
 
+	// a bundle of the same cluster gives the same replay, the server
+	// concurrency limit read from the bundle's metrics
+	capture, err := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx,
+		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if err := dump.WriteBundle(bundle, capture, dump.Manifest{Source: c.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, fromBundle := simulate("--from", bundle); !bytes.Equal(fromBundle, raw) {
+		t.Errorf("simulate --from the bundle differs from the live simulate:\n%s\n--- live ---\n%s", fromBundle, raw)
+	}
+
 	// the table names the levels and puts the recorded 429s next to the
 	// prediction
-	code, table, errOut := runLintPlugin(t, c, "simulate", "--workload", a.LogFile, "--workload", a.AuditLog, "--set", loadgen.Level+".queueLengthLimit=50", "--max-flows", "3")
+	code, table, errOut := runLintPlugin(t, c, "simulate", "--workload", logFile, "--workload", auditLog, "--set", loadgen.Level+".queueLengthLimit=50", "--max-flows", "3")
 	if code != 0 {
 		t.Fatalf("kubectl apf simulate (table): exit %d\n%s", code, errOut)
 	}
@@ -207,4 +229,17 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 			t.Errorf("the table does not show %q", want)
 		}
 	}
+}
+
+func copyFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
