@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -64,6 +66,14 @@ type LevelRow struct {
 	// Rejecting is true when the level rejected requests during the last
 	// interval: its row stands out.
 	Rejecting bool
+	// Exempt is true for the exempt level: its QueueSet ignores limits and
+	// its current limit only sets metric denominators (the config
+	// controller gives it max(minCL, high watermark), apf_controller.go:
+	// updateBorrowingLocked), so it neither lends nor borrows and has no
+	// limit to fill. Validation ties the Exempt type to the name "exempt"
+	// (k8s.io/kubernetes pkg/apis/flowcontrol/validation:
+	// ValidatePriorityLevelConfigurationSpec).
+	Exempt bool
 }
 
 // QueueCell is one queue of the selected level in the heat map.
@@ -112,7 +122,7 @@ func ComputeInstance(prev, cur *dump.Snapshot) InstanceView {
 		if r == nil {
 			r = &LevelRow{Name: name, SeatsInUse: math.NaN(), CurrentLimit: math.NaN(), NominalLimit: math.NaN(),
 				WaitingRequests: math.NaN(), WaitingSeats: math.NaN(), WaitP99: math.NaN(), DispatchedPS: math.NaN(),
-				RejectedTotal: math.NaN(), RejectedTotalCount: -1}
+				RejectedTotal: math.NaN(), RejectedTotalCount: -1, Exempt: name == flowcontrolv1.PriorityLevelConfigurationNameExempt}
 			byName[name] = r
 		}
 		return r
@@ -122,7 +132,9 @@ func ComputeInstance(prev, cur *dump.Snapshot) InstanceView {
 			r := row(l.Name)
 			r.SeatsInUse, r.CurrentLimit, r.NominalLimit = l.SeatsInUse, l.CurrentLimit, l.NominalLimit
 			r.WaitingRequests, r.WaitingSeats, r.WaitP99 = l.WaitingRequests, l.WaitingSeats, l.WaitP99
-			if d := l.CurrentLimit - l.NominalLimit; d > 0 {
+			if d := l.CurrentLimit - l.NominalLimit; r.Exempt {
+				// Not borrowing: see LevelRow.Exempt.
+			} else if d > 0 {
 				r.Borrowed = d
 			} else {
 				r.Lent = -d

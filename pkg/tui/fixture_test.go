@@ -208,7 +208,9 @@ func (f fixture) snapshot() *dump.Snapshot {
 func idleFixture() fixture {
 	return fixture{levels: []levelSpec{
 		{name: "catch-all", nominal: 1, current: 1},
-		{name: "exempt", nominal: 0, current: 0, dispatched: 4},
+		// The exempt level gets a current limit from its demand
+		// (updateBorrowingLocked) without borrowing anything.
+		{name: "exempt", nominal: 0, current: 2, dispatched: 4},
 		{name: "global-default", nominal: 1, current: 1, queues: 128, dispatched: 0.5},
 		{name: "leader-election", nominal: 1, current: 1, queues: 16, dispatched: 1},
 		{name: "node-high", nominal: 3, current: 3, queues: 64},

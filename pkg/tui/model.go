@@ -619,7 +619,7 @@ func (m *Model) rows() []LevelRow {
 	keyOf := func(l LevelRow) float64 {
 		switch by {
 		case "seats":
-			if l.CurrentLimit > 0 {
+			if l.CurrentLimit > 0 && !l.Exempt {
 				return l.SeatsInUse / l.CurrentLimit
 			}
 			return nanLow(l.SeatsInUse) - 1e9

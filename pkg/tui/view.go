@@ -402,8 +402,12 @@ func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
 		mark += " "
 	}
 	use := num(l.SeatsInUse) + "/" + num(l.CurrentLimit)
+	bar := m.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
 	lend := "0"
 	switch {
+	case l.Exempt:
+		// No limit applies (LevelRow.Exempt).
+		use, lend, bar = num(l.SeatsInUse)+"/-", "-", padRight("exempt", cols[2].width)
 	case l.Borrowed > 0:
 		lend = "+" + num(l.Borrowed)
 	case l.Lent > 0:
@@ -415,7 +419,7 @@ func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
 	if !math.IsNaN(l.WaitingSeats) && l.WaitingSeats != l.WaitingRequests {
 		wait += "/" + num(l.WaitingSeats)
 	}
-	cells := []string{mark, clean(l.Name), m.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width), use, num(l.NominalLimit), lend, wait,
+	cells := []string{mark, clean(l.Name), bar, use, num(l.NominalLimit), lend, wait,
 		rate(l.DispatchedPS, l.HasRates)}
 	if wide {
 		cells = append(cells, rejectedCell(l, true), sparkline(m.history[m.instance+"\x00"+l.Name], cols[9].width))
@@ -433,10 +437,10 @@ func (m *Model) levelLines(w, body int) []string {
 	var seats, limit, waiting, rejected float64
 	rejKnown := false
 	for _, l := range iv.Levels {
-		if !math.IsNaN(l.SeatsInUse) {
+		if !math.IsNaN(l.SeatsInUse) && !l.Exempt {
 			seats += l.SeatsInUse
 		}
-		if !math.IsNaN(l.CurrentLimit) {
+		if !math.IsNaN(l.CurrentLimit) && !l.Exempt {
 			limit += l.CurrentLimit
 		}
 		if !math.IsNaN(l.WaitingRequests) {
