@@ -352,3 +352,19 @@ func TestReplay(t *testing.T) {
 		t.Error("a frame tick of an older generation moved the replay")
 	}
 }
+
+// Over a bundle the view says when it was captured, never "live" or STALE.
+func TestBundleState(t *testing.T) {
+	dir := t.TempDir()
+	if err := dump.WriteBundle(dir+"/b", idleFixture().capture(t), dump.Manifest{CreatedAt: fixtureAt}); err != nil {
+		t.Fatal(err)
+	}
+	now := fixtureAt.Add(time.Hour)
+	m := New(Options{Source: &dump.BundleSource{Path: dir + "/b"}, Clock: func() time.Time { return now }})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	m.Update(m.fetch()())
+	frame := content(m)
+	if !strings.Contains(frame, "● bundle captured 2026-11-21 12:00:00Z") || strings.Contains(frame, "STALE") || !strings.Contains(frame, "workload-low") {
+		t.Errorf("bundle frame:\n%s", frame)
+	}
+}

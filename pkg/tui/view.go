@@ -117,10 +117,21 @@ func (m *Model) connState() (state, detail string, bad bool) {
 		return "connecting…", "", false
 	case m.paused:
 		return "PAUSED", "", false
+	case m.isBundle():
+		// A bundle does not change: say when it was captured instead.
+		if iv := m.view(); iv != nil && iv.Snapshot != nil {
+			return "bundle captured " + iv.Snapshot.CapturedAt.UTC().Format("2006-01-02 15:04:05Z"), "", false
+		}
+		return "bundle", "", false
 	case now.Sub(m.last.At) > 3*m.interval+5*time.Second:
 		return "STALE", "no refresh for " + roundDur(now.Sub(m.last.At)), true
 	}
 	return "live", "", false
+}
+
+func (m *Model) isBundle() bool {
+	_, ok := m.opts.Source.(*dump.BundleSource)
+	return ok
 }
 
 func firstLine(s string) string {
