@@ -70,6 +70,7 @@ func TestExplain429UnderLoad(t *testing.T) {
 	code, out, errOut := runLintPlugin(t, c, "explain", "429", "--interval", "3s", "-o", "json")
 	// While the load still runs: a request of a loaded flow.
 	ex := runExplain(t, c, "--user-name", testcluster.LoadUserName(1), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
+	_, human, _ := runLintPlugin(t, c, "explain", "request", "--user-name", testcluster.LoadUserName(2), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
 	_, text, _ := runLintPlugin(t, c, "explain", "429", "--interval", "0")
 	stop()
 	wg.Wait()
@@ -137,6 +138,12 @@ func TestExplain429UnderLoad(t *testing.T) {
 		t.Logf("verdict under load: %+v", ex.Verdict)
 	}
 	t.Logf("explain request under load: %s: %s", ex.Verdict.Kind, ex.Verdict.Reason)
+	t.Logf("explain request under load (human):\n%s", human)
+	for _, want := range []string{"live state of " + c.URL(), "Hand of queues:", "WAITING-WORK", "Verdict: ", "FlowSchema " + loadgen.FlowSchema + " (uid "} {
+		if !strings.Contains(string(human), want) {
+			t.Errorf("the human output under load lacks %q", want)
+		}
+	}
 	t.Logf("explain 429 (totals since start):\n%s", text)
 	if !strings.Contains(string(text), loadgen.Level) {
 		t.Errorf("the human output does not name %s:\n%s", loadgen.Level, text)
