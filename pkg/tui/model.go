@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
@@ -299,7 +300,11 @@ func (m *Model) apply(r *Refresh, prev map[string]*dump.Snapshot) {
 		iv := ComputeInstance(prev[s.Instance], s)
 		m.views = append(m.views, iv)
 		if prev != nil {
-			prev[s.Instance] = s
+			// Rates need only the newest scrape: keep that, not the whole
+			// snapshot and its bodies (ComputeInstance reads nothing else).
+			if _, last := s.LatestMetrics(); last != nil {
+				prev[s.Instance] = &dump.Snapshot{Instance: s.Instance, Metrics: []*metrics.Scrape{last}}
+			}
 		}
 	}
 	m.failed = r.Capture.Failures

@@ -368,3 +368,35 @@ func TestBundleState(t *testing.T) {
 		t.Errorf("bundle frame:\n%s", frame)
 	}
 }
+
+// A live refresh reads /metrics once: rates come from the previous
+// refresh's scrape, kept (alone) across refreshes.
+func TestRatesAcrossRefreshes(t *testing.T) {
+	only := func(keep int) *dump.Capture {
+		c := rejectingFixture().capture(t)
+		s := c.Snapshots[0]
+		s.Metrics = s.Metrics[keep : keep+1]
+		return c
+	}
+	m := New(Options{Clock: func() time.Time { return fixtureAt }})
+	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: only(0)}})
+	if l := rowOf(m, "apf-load"); l.HasRates {
+		t.Fatalf("rates from a single scrape: %+v", l)
+	}
+	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: only(1)}})
+	if l := rowOf(m, "apf-load"); !l.HasRates || l.RejectedTotal != 7 || l.DispatchedPS != 3 {
+		t.Errorf("apf-load after two one-scrape refreshes: rates %v rejected %v/s dispatched %v/s; want 7 and 3", l.HasRates, l.RejectedTotal, l.DispatchedPS)
+	}
+	if prev := m.prevSnaps["https://127.0.0.1:6443"]; prev == nil || prev.Raw != nil || len(prev.Metrics) != 1 {
+		t.Errorf("the previous refresh is kept whole, not as its scrape: %+v", prev)
+	}
+}
+
+func rowOf(m *Model, level string) LevelRow {
+	for _, l := range m.view().Levels {
+		if l.Name == level {
+			return l
+		}
+	}
+	return LevelRow{}
+}
