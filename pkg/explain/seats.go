@@ -36,7 +36,7 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 		}
 		note := fmt.Sprintf("a LIST takes ceil(bytes/100kB) seats, between 1 and %d in this level: the objects returned (capped by ?limit) times their average size; served from the watch cache the bytes count at most 1MB (10 seats)", m)
 		if m == 1 {
-			note = "a LIST takes ceil(bytes/100kB) seats, but this level caps every request at 1 seat (its nominal limit divided by the hand size)"
+			note = "a LIST takes ceil(bytes/100kB) seats, but this level caps every request at 1 seat (max seats = max(1, min(ceil(15% of its nominal limit), nominal limit / hand size)))"
 		}
 		if u, err := url.ParseRequestURI(r.URL); err == nil && u.Query().Get("limit") == "" {
 			note += "; this LIST has no ?limit, so it reads every object"
