@@ -247,6 +247,7 @@ type countingTransport struct {
 	n  *atomic.Int64
 }
 
+// RoundTrip counts r and sends it on.
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	return t.rt.RoundTrip(r)
