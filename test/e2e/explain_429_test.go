@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 )
 
@@ -71,6 +73,8 @@ func TestExplain429UnderLoad(t *testing.T) {
 	// While the load still runs: a request of a loaded flow.
 	ex := runExplain(t, c, "--user-name", testcluster.LoadUserName(1), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
 	_, human, _ := runLintPlugin(t, c, "explain", "request", "--user-name", testcluster.LoadUserName(2), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
+	// A bundle captured under load, for the offline path.
+	capture, capErr := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: 2 * time.Second})
 	_, text, _ := runLintPlugin(t, c, "explain", "429", "--interval", "0")
 	stop()
 	wg.Wait()
@@ -147,5 +151,29 @@ func TestExplain429UnderLoad(t *testing.T) {
 	t.Logf("explain 429 (totals since start):\n%s", text)
 	if !strings.Contains(string(text), loadgen.Level) {
 		t.Errorf("the human output does not name %s:\n%s", loadgen.Level, text)
+	}
+
+	// Offline: the same triage from the bundle, after the load stopped.
+	if capErr != nil {
+		t.Fatal(capErr)
+	}
+	bundle := filepath.Join(t.TempDir(), "apf.tar.gz")
+	if err := dump.WriteBundle(bundle, capture, dump.Manifest{Format: dump.BundleFormat, CreatedAt: time.Now().UTC(), Source: c.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runLintPlugin(t, c, "explain", "429", "--from", bundle, "-o", "json")
+	if code != 0 {
+		t.Fatalf("explain 429 --from: exit %d\n%s", code, errOut)
+	}
+	var off explain.Triage
+	if err := json.Unmarshal(out, &off); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range off.Instances[0].Levels {
+		found = found || (l.Name == loadgen.Level && l.Rejected[explain.ReasonQueueFull] > 0)
+	}
+	if !off.Instances[0].HasRates || !found {
+		t.Errorf("explain 429 --from BUNDLE: want rates and queue-full rejections in %s: %s", loadgen.Level, out)
 	}
 }
