@@ -35,8 +35,9 @@ sharding, queue length limits, seats and additional latency, wait limits,
 Reject and exempt levels, and the borrowing between levels every 10 seconds.
 
 For each priority level, and its busiest flows, the table shows the requests
-dispatched, rejected by reason (queue-full, concurrency-limit, time-out), the
-queue wait (p50, p99, max), and the peak queue length and seats in use.
+dispatched, rejected by reason (queue-full, concurrency-limit, time-out), how
+long the dispatched ones waited in their queues (p50, p99, max), and the peak
+queue length and seats in use.
 
 With -f or --set the workload is replayed a second time with the changed
 configuration and each cell shows "before->after". When the workload records

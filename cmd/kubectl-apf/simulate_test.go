@@ -29,6 +29,7 @@ func TestSimulateGolden(t *testing.T) {
 		{name: "new level from a file", args: append(append([]string{}, base...), "-f", team), golden: "simulate/team-level.golden"},
 		{name: "shorter queues, two flows a level", args: append(append([]string{}, base...), "--set", "global-default.queueLengthLimit=5", "--max-flows", "2"), golden: "simulate/set-queue-length.golden"},
 		{name: "no flows, no borrowing", args: append(append([]string{}, base...), "--max-flows", "0", "--no-borrowing"), golden: "simulate/no-borrowing.golden"},
+		{name: "recorded answers", args: []string{"simulate", "--defaults", "--no-borrowing", "--server-concurrency", "49", "--workload", simulateFixture("recorded.jsonl")}, golden: "simulate/recorded.golden"},
 		{name: "json with a change", args: append(append([]string{}, base...), "--set", "global-default.queueLengthLimit=5", "-o", "json"), golden: "simulate/set-queue-length.json.golden"},
 	}
 	for _, tt := range tests {
