@@ -200,7 +200,6 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	if after.Dispatched <= before.Dispatched {
 		t.Errorf("queueLengthLimit 50 dispatches %d, queueLengthLimit 3 %d: want more", after.Dispatched, before.Dispatched)
 	}
-	t.Logf("simulate against the server:\n%s", strings.Join(report, "\n"))
 
 	// a bundle of the same cluster gives the same replay, the server
 	// concurrency limit read from the bundle's metrics
@@ -216,6 +215,24 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	if _, fromBundle := simulate("--from", bundle); !bytes.Equal(fromBundle, raw) {
 		t.Errorf("simulate --from the bundle differs from the live simulate:\n%s\n--- live ---\n%s", fromBundle, raw)
 	}
+
+	// the httplog alone has no users: the recorded FlowSchemas are kept,
+	// and the command says so on stderr
+	code, logOnly, errOut := runLintPlugin(t, c, "simulate", "--workload", logFile, "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "without a user kept their recorded FlowSchema") {
+		t.Errorf("simulate with the httplog alone: exit %d, stderr %q", code, errOut)
+	}
+	var lo simulateOutput
+	if err := json.Unmarshal(logOnly, &lo); err != nil {
+		t.Fatal(err)
+	}
+	if lo.Workload.UnknownIdentity == 0 || lo.Workload.Records != got.Workload.Records {
+		t.Errorf("httplog alone: %+v, with the audit log: %+v", lo.Workload, got.Workload)
+	}
+	report = append(report, fmt.Sprintf("httplog alone: %s predicted %d rejections, %s %d",
+		loadgen.Level, simLevel(lo.Levels, loadgen.Level).rejected(), loadgen.RejectLevel, simLevel(lo.Levels, loadgen.RejectLevel).rejected()))
+
+	t.Logf("simulate against the server:\n%s", strings.Join(report, "\n"))
 
 	// the table names the levels and puts the recorded 429s next to the
 	// prediction
