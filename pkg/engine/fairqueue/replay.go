@@ -33,8 +33,8 @@ type ReplayConfig struct {
 // ReplayOptions tune how recorded requests become simulated ones.
 type ReplayOptions struct {
 	// DefaultServiceTime is the execution time of requests that record none
-	// (requests the server rejected, audit events without httplog lines
-	// use their latency instead). Default: the running mean of the recorded
+	// and were rejected, or are watches (other audit events without httplog
+	// lines use their latency). Default: the running mean of the recorded
 	// execution times, or 10 ms before any is seen.
 	DefaultServiceTime time.Duration
 	// OnOutcome receives every request's fate in the "before" run.
@@ -409,7 +409,10 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			base.ServiceTime = w.ServiceTime
 			nSvc++
 			meanSvc += (float64(w.ServiceTime) - meanSvc) / float64(nSvc)
-		case w.Status != 429 && w.Latency > 0:
+		case w.Status != 429 && w.Latency > 0 && er.Info.Verb != "watch":
+			// an upper bound: the latency includes the wait in the queue.
+			// A watch's latency is its whole life, while APF only holds
+			// its seats until it is initialised.
 			base.ServiceTime = w.Latency
 		case opts.DefaultServiceTime > 0:
 			base.ServiceTime = opts.DefaultServiceTime

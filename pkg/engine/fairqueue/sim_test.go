@@ -134,6 +134,7 @@ func TestSimulatorErrors(t *testing.T) {
 		{"bad shuffle sharding", []fairqueue.LevelConfig{{Name: "q", Queues: 4, HandSize: 5, ConcurrencyLimit: 1}}, nil, `priority level "q": invalid shuffle sharding: handSize 5 is greater than deckSize 4`},
 		{"negative limit", []fairqueue.LevelConfig{{Name: "q", ConcurrencyLimit: -1}}, nil, `priority level "q": negative concurrency limit -1`},
 		{"unknown level", []fairqueue.LevelConfig{{Name: "q", ConcurrencyLimit: 1}}, []fairqueue.Request{{Level: 3}}, "request 0 names priority level index 3, but there are 1 levels"},
+		{"service time out of range", []fairqueue.LevelConfig{{Name: "q", ConcurrencyLimit: 1}}, []fairqueue.Request{{ID: 7, ServiceTime: 1 << 62}}, "request 7: service time 1281023h53m38.427387904s is out of range (0 to 320255h58m24.606846976s)"},
 		{"out of order", []fairqueue.LevelConfig{{Name: "q", ConcurrencyLimit: 1}}, []fairqueue.Request{{Arrival: time.Second, ID: 1}, {Arrival: 0, ID: 2}}, "request 2 arrives at 0s, before the previous event at 1s: sort the workload by arrival time"},
 	}
 	for _, tt := range tests {
