@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -111,7 +112,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json, yaml.")
 	return cmd
 }
 
@@ -169,9 +170,9 @@ func (o *SimulateOptions) Validate() error {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
 	switch o.Output {
-	case "table", "json":
+	case "table", "json", "yaml":
 	default:
-		return fmt.Errorf("--output must be table or json, not %q", o.Output)
+		return fmt.Errorf("--output must be table, json or yaml, not %q", o.Output)
 	}
 	return nil
 }
@@ -216,10 +217,18 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
-	if o.Output == "json" {
+	switch o.Output {
+	case "json":
 		enc := json.NewEncoder(o.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
+	case "yaml":
+		b, err := yaml.Marshal(out)
+		if err != nil {
+			return fmt.Errorf("encoding the report as YAML: %w", err)
+		}
+		_, err = o.Out.Write(b)
+		return err
 	}
 	return printSimulation(o.Out, out, o.MaxFlows)
 }

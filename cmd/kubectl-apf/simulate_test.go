@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 )
 
 func simulateFixture(name string) string {
@@ -298,7 +300,7 @@ func TestSimulateErrors(t *testing.T) {
 		{"--set on a missing level", []string{"--workload", burst, "--set", "nope.queues=1"}, `no priority level named "nope"`},
 		{"--set a queue field of a reject level", []string{"--workload", burst, "--set", "catch-all.queues=4"}, "--set catch-all.queues"},
 		{"missing -f file", []string{"--workload", burst, "-f", filepath.Join(dir, "nope.yaml")}, "-f " + filepath.Join(dir, "nope.yaml")},
-		{"bad output", []string{"--workload", burst, "-o", "yaml"}, "--output must be table or json"},
+		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be table, json or yaml"},
 		{"negative concurrency", []string{"--workload", burst, "--server-concurrency", "-1"}, "--server-concurrency must be positive"},
 		{"stdin twice", []string{"--workload", "-", "-f", "-"}, "both read standard input"},
 		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},
@@ -375,5 +377,35 @@ func TestSimulateInterrupted(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("printed a partial report:\n%s", out)
+	}
+}
+
+// TestSimulateYAML checks that -o yaml carries the same report as -o json.
+func TestSimulateYAML(t *testing.T) {
+	args := []string{"simulate", "--defaults", "--server-concurrency", "15", "--workload", simulateFixture("burst.jsonl"), "--set", "global-default.queueLengthLimit=5"}
+	code, j, errOut := runPlugin(append(args, "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, y, errOut := runPlugin(append(args, "-o", "yaml")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	fromYAML, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatalf("-o yaml is not YAML: %v", err)
+	}
+	var a, b any
+	if err := json.Unmarshal([]byte(j), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(fromYAML, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("-o yaml differs from -o json:\n%s", y)
+	}
+	if !strings.Contains(y, "after:") || !strings.Contains(y, "waitP99Seconds:") {
+		t.Errorf("-o yaml lacks after or waitP99Seconds:\n%s", y)
 	}
 }
