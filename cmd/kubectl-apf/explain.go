@@ -106,10 +106,12 @@ type ExplainRequestOptions struct {
 	ServiceAccount string
 	Anonymous      bool
 
-	Files     []string
-	Recursive bool
-	Defaults  bool
-	From      string
+	Files         []string
+	Recursive     bool
+	Defaults      bool
+	From          string
+	AllAPIServers bool
+	APIServerURLs []string
 
 	FromLog     string
 	FromAudit   string
@@ -167,6 +169,8 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.ServiceAccount, "service-account", "", "Service account NAMESPACE/NAME making the request; its groups are implied.")
 	f.BoolVar(&o.Anonymous, "anonymous", false, "The request is anonymous (system:anonymous in system:unauthenticated).")
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	f.BoolVar(&o.AllAPIServers, "all-apiservers", false, "Give the verdict on every apiserver instance listed in the default/kubernetes EndpointSlice (each has its own queues).")
+	f.StringSliceVar(&o.APIServerURLs, "apiserver-urls", nil, "Give the verdict on these apiserver instances (comma-separated https://HOST:PORT).")
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
@@ -233,6 +237,12 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 		src, err := newConfigSource(o.configFlags, o.From)
 		if err != nil {
 			return err
+		}
+		if cs, ok := src.(*dump.ClusterSource); ok {
+			cs.AllAPIServers = o.AllAPIServers
+			for _, u := range o.APIServerURLs {
+				cs.Instances = append(cs.Instances, strings.TrimRight(u, "/"))
+			}
 		}
 		o.Source = src
 	}
@@ -309,6 +319,17 @@ func recordedIdentity(r *workload.Request) engine.Identity {
 func (o *ExplainRequestOptions) Validate() error {
 	if o.Defaults && o.From != "" {
 		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	}
+	if (o.AllAPIServers || len(o.APIServerURLs) > 0) && (o.Defaults || o.From != "") {
+		return fmt.Errorf("--all-apiservers and --apiserver-urls read live apiservers: drop --defaults or --from")
+	}
+	if o.AllAPIServers && len(o.APIServerURLs) > 0 {
+		return fmt.Errorf("--all-apiservers and --apiserver-urls both choose the apiservers; give one")
+	}
+	for _, u := range o.APIServerURLs {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
+		}
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -393,10 +414,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if in.ServerConcurrencyLimit == 0 {
 		in.ServerConcurrencyLimit = st.inferredSCL
 	}
-	if len(st.lives) > 0 {
-		in.Live = st.lives[0]
-	}
-	ex := explain.Explain(in, r, o.givenGroups)
+	ex := explain.ExplainOnEach(in, st.lives, r, o.givenGroups)
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
 	}

@@ -347,3 +347,21 @@ func TestExplainJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainOnEach: each apiserver has its own queues; the verdict of
+// every one is reported.
+func TestExplainOnEach(t *testing.T) {
+	cfg := smallConfig()
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	rv := mustRequest(t, "get", "/api/v1/namespaces/default/pods/a", engine.NewUserIdentity("v"))
+	a, b := liveR(t, at, 4, 0), liveR(t, at, 4, 4)
+	a.Instance, b.Instance = "https://a", "https://b"
+	ex := ExplainOnEach(Input{Config: cfg}, []*Live{a, b}, rv, nil)
+	if len(ex.Instances) != 2 || ex.Instances[0].Instance != "https://a" || ex.Instances[0].Verdict.Kind != VerdictRuns ||
+		ex.Instances[1].Verdict.Kind != VerdictRejected || ex.Verdict.Kind != VerdictRuns || ex.Instance != "https://a" {
+		t.Errorf("per-instance verdicts %+v, first %+v", ex.Instances, ex.Verdict)
+	}
+	if one := ExplainOnEach(Input{Config: cfg}, []*Live{b}, rv, nil); len(one.Instances) != 0 || one.Verdict.Kind != VerdictRejected {
+		t.Errorf("one apiserver: %+v", one)
+	}
+}

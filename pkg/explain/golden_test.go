@@ -72,6 +72,12 @@ func TestGoldenText(t *testing.T) {
 			QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006})}, mustRequest(t, "list", "/api/v1/namespaces/d/events", u), nil))},
 		{"request-rejected-reject-level.txt", Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveR(t, at, 2, 2)}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)},
 	}
+	la, lb := liveR(t, at, 2, 0), liveR(t, at, 2, 2)
+	la.Instance, lb.Instance = "https://apiserver-1", "https://apiserver-2"
+	tests = append(tests, struct {
+		name string
+		ex   *Explanation
+	}{"request-two-apiservers.txt", ExplainOnEach(Input{Config: small, ServerConcurrencyLimit: 100}, []*Live{la, lb}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -162,6 +162,16 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		p.f(" (%s)", ex.Verdict.RejectReason)
 	}
 	p.f("\n  %s\n", clean(ex.Verdict.Reason))
+	if len(ex.Instances) > 1 {
+		p.f("\nOn each apiserver\n")
+		for _, iv := range ex.Instances {
+			kind := iv.Verdict.Kind
+			if iv.Verdict.RejectReason != "" {
+				kind += " (" + iv.Verdict.RejectReason + ")"
+			}
+			p.f("  %s: %s\n      %s\n", clean(iv.Instance), kind, clean(iv.Verdict.Reason))
+		}
+	}
 	if len(ex.Notes) > 0 {
 		p.f("\nNotes\n")
 		for _, n := range ex.Notes {

@@ -87,6 +87,27 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	return ex
 }
 
+// ExplainOnEach explains r with the live state of each apiserver in lives:
+// the explanation of the first, with the verdict of every one in Instances
+// (a request can run at once on one apiserver and be rejected on another).
+func ExplainOnEach(in Input, lives []*Live, r engine.Request, givenGroups []string) *Explanation {
+	if len(lives) == 0 {
+		return Explain(in, r, givenGroups)
+	}
+	var first *Explanation
+	for _, l := range lives {
+		in.Live = l
+		ex := Explain(in, r, givenGroups)
+		if first == nil {
+			first = ex
+		}
+		if len(lives) > 1 {
+			first.Instances = append(first.Instances, InstanceVerdict{Instance: l.Instance, Verdict: ex.Verdict, Queues: ex.Queues})
+		}
+	}
+	return first
+}
+
 // requestView describes r; groups that the user did not give are implied.
 func requestView(r engine.Request, given []string) RequestView {
 	ri := r.Info

@@ -71,6 +71,17 @@ type Explanation struct {
 	Recorded *Recorded `json:"recorded,omitempty"`
 	// Instance names the apiserver whose live state was used.
 	Instance string `json:"instance,omitempty"`
+	// Instances holds the verdict on every apiserver read, when more than
+	// one was (each has its own limits, queues and load; the configuration
+	// is shared). Verdict and Queues above are those of the first.
+	Instances []InstanceVerdict `json:"instances,omitempty"`
+}
+
+// InstanceVerdict is the fate of the request on one apiserver.
+type InstanceVerdict struct {
+	Instance string      `json:"instance"`
+	Verdict  Verdict     `json:"verdict"`
+	Queues   *QueuesView `json:"queues,omitempty"`
 }
 
 // RequestView is the request as kube-apiserver's RequestInfoFactory sees it.

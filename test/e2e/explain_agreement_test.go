@@ -346,6 +346,12 @@ type explainJSON struct {
 		Reason       string `json:"reason"`
 		RejectReason string `json:"rejectReason"`
 	} `json:"verdict"`
+	Instances []struct {
+		Instance string `json:"instance"`
+		Verdict  struct {
+			Kind string `json:"kind"`
+		} `json:"verdict"`
+	} `json:"instances"`
 	Recorded *struct {
 		Source        string `json:"source"`
 		FlowSchema    string `json:"flowSchema"`
@@ -416,4 +422,22 @@ func TestExplainBinaryAgreesWithServer(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a verdict on each apiserver", func(t *testing.T) {
+		a2, err := c.AddAPIServer(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls := c.APIServers[0].URL + "," + a2.URL
+		ex := runExplain(t, c, "--apiserver-urls", urls, "--user-name", "alice", "--group", "dev", "list", "/api/v1/namespaces/default/configmaps")
+		if len(ex.Instances) != 2 || ex.Instances[0].Instance != c.APIServers[0].URL || ex.Instances[1].Instance != a2.URL {
+			t.Fatalf("instances %+v, want %s and %s", ex.Instances, c.APIServers[0].URL, a2.URL)
+		}
+		for _, iv := range ex.Instances {
+			// An idle test cluster: the request runs at once everywhere.
+			if iv.Verdict.Kind != explain.VerdictRuns {
+				t.Errorf("%s: verdict %s, want runs on an idle apiserver", iv.Instance, iv.Verdict.Kind)
+			}
+		}
+	})
 }
