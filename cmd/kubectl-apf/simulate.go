@@ -290,7 +290,7 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 		notes = append(notes, fmt.Sprintf("note: the changed configuration's priority level %s is broken and ignored, as the apiserver would: %s", b.Name, b.Reason))
 	}
 	for _, d := range after.Dangling {
-		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s is dangling (%s %s) and ignored, as the apiserver would", d.Name, d.Reason, d.PriorityLevel))
+		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
 	}
 	return before, after, scl, from, notes, nil
 }

@@ -409,3 +409,45 @@ func TestSimulateYAML(t *testing.T) {
 		t.Errorf("-o yaml lacks after or waitP99Seconds:\n%s", y)
 	}
 }
+
+// TestSimulateBrokenChange checks that a change the apiserver would ignore
+// is replayed as the apiserver would run it, and said so on stderr: a hand
+// larger than the deck breaks global-default, its FlowSchema dangles, and
+// its requests fall through to catch-all.
+func TestSimulateBrokenChange(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(broken, []byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: global-default}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 20
+    limitResponse:
+      type: Queue
+      queuing: {queues: 4, handSize: 10, queueLengthLimit: 5}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPlugin("simulate", "--defaults", "--workload", simulateFixture("burst.jsonl"), "-f", broken, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"priority level global-default is broken and ignored", "FlowSchema global-default refers to priority level global-default"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	var rep simJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// burst.jsonl sends 101 requests from alice, bob and carol, all
+	// global-default's under the defaults
+	if g := findLevel(rep.After.Levels, "global-default"); g != nil {
+		t.Errorf("the broken level is still replayed: %+v", *g)
+	}
+	if c := findLevel(rep.After.Levels, "catch-all"); c == nil || c.Dispatched+c.Rejected["concurrency-limit"] != 101 {
+		t.Errorf("catch-all after the change: %+v, want the 101 requests of global-default", c)
+	}
+}
