@@ -104,9 +104,11 @@ type Request struct {
 
 // Outcome is what happened to one request.
 type Outcome struct {
-	ID     int64
-	Level  int
-	Flow   int32
+	// ID, Level and Flow are the request's.
+	ID    int64
+	Level int
+	Flow  int32
+	// Reason is Executed or why the request was rejected.
 	Reason Reason
 	// Arrival is the request's arrival; Start its dispatch time (executed
 	// requests) or the time of rejection.

@@ -99,10 +99,13 @@ type LevelResult struct {
 	Dispatched int64  `json:"dispatched"`
 	// Rejected counts rejections by reason (queue-full, concurrency-limit,
 	// time-out); reasons that did not occur are absent.
-	Rejected       map[string]int64 `json:"rejected"`
-	WaitP50Seconds float64          `json:"waitP50Seconds"`
-	WaitP99Seconds float64          `json:"waitP99Seconds"`
-	WaitMaxSeconds float64          `json:"waitMaxSeconds"`
+	Rejected map[string]int64 `json:"rejected"`
+	// WaitP50Seconds, WaitP99Seconds and WaitMaxSeconds describe the time
+	// dispatched requests waited in a queue; the quantiles are exact to
+	// within 1.6% (log-linear histogram), the maximum exactly.
+	WaitP50Seconds float64 `json:"waitP50Seconds"`
+	WaitP99Seconds float64 `json:"waitP99Seconds"`
+	WaitMaxSeconds float64 `json:"waitMaxSeconds"`
 	// PeakQueueLength is the most requests waiting at once (in all the
 	// level's queues; for a flow, in its queues).
 	PeakQueueLength int `json:"peakQueueLength"`
