@@ -63,7 +63,9 @@ throttling, PodDisruptionBudget evictions) are recognised.
 
 Configuration and live state come from the cluster, from a bundle (--from) or
 from the upstream defaults (--defaults); -f applies FlowSchemas and
-PriorityLevelConfigurations on top, to try a change before applying it.
+PriorityLevelConfigurations on top, to try a change before applying it. Each
+apiserver has its own queues: --all-apiservers or --apiserver-urls gives the
+verdict on each.
 
 Instead of VERB PATH: --from-log takes a kube-apiserver httplog line (or a file
 of them) and says whether the replay agrees with its apf_fs/apf_pl;
@@ -232,6 +234,9 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	}
 	o.identity, o.givenGroups = id, given
 
+	if err := o.validateSourceFlags(); err != nil {
+		return err
+	}
 	needSource := !o.Defaults && !(o.message != nil && !o.message.APF)
 	if o.Source == nil && needSource {
 		src, err := newConfigSource(o.configFlags, o.From)
@@ -320,16 +325,8 @@ func (o *ExplainRequestOptions) Validate() error {
 	if o.Defaults && o.From != "" {
 		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
-	if (o.AllAPIServers || len(o.APIServerURLs) > 0) && (o.Defaults || o.From != "") {
-		return fmt.Errorf("--all-apiservers and --apiserver-urls read live apiservers: drop --defaults or --from")
-	}
-	if o.AllAPIServers && len(o.APIServerURLs) > 0 {
-		return fmt.Errorf("--all-apiservers and --apiserver-urls both choose the apiservers; give one")
-	}
-	for _, u := range o.APIServerURLs {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
-		}
+	if err := o.validateSourceFlags(); err != nil {
+		return err
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -366,6 +363,23 @@ func (o *ExplainRequestOptions) Validate() error {
 		}
 		if err := probeAllowed(o.verb, o.path); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validateSourceFlags checks the flags that choose the apiservers; Complete
+// calls it too, before reading the kubeconfig.
+func (o *ExplainRequestOptions) validateSourceFlags() error {
+	if (o.AllAPIServers || len(o.APIServerURLs) > 0) && (o.Defaults || o.From != "") {
+		return fmt.Errorf("--all-apiservers and --apiserver-urls read live apiservers: drop --defaults or --from")
+	}
+	if o.AllAPIServers && len(o.APIServerURLs) > 0 {
+		return fmt.Errorf("--all-apiservers and --apiserver-urls both choose the apiservers; give one")
+	}
+	for _, u := range o.APIServerURLs {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
 		}
 	}
 	return nil

@@ -106,6 +106,8 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 		{[]string{"--defaults", "--from-audit", filepath.Join(explainTestdata, "audit.jsonl"), "--audit-id", "nope"}, `no request with audit ID "nope"`},
 		{[]string{"--defaults", "--from-audit", filepath.Join(explainTestdata, "missing.jsonl")}, "--from-audit: reading"},
 		{[]string{"--defaults", "--from-message", "connection refused"}, "--from-message: unrecognised message"},
+		{[]string{"--defaults", "--all-apiservers", "--user-name", "a", "get", "/version"}, "drop --defaults or --from"},
+		{[]string{"--apiserver-urls", "10.0.0.1:6443", "--user-name", "a", "get", "/version"}, "is not a URL like"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
