@@ -251,7 +251,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 		}
 		o.Source = src
 	}
-	if o.Probe && o.ProbeConfig == nil {
+	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
 		cfg, err := o.configFlags.ToRESTConfig()
 		if err != nil {
 			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
