@@ -27,7 +27,17 @@ The workload is read from kube-apiserver httplog lines (-v=3), audit events
 (audit.k8s.io/v1 JSON lines) or kubectl-apf's own JSONL format; give the
 httplog and the audit log together so every request gets its user (they are
 joined by audit ID). The files are streamed: memory follows the requests in
-flight, not the length of the files.
+flight, not the length of the files. The JSONL format has one request a line:
+
+  {"offset":"1.5s","user":"alice","groups":["dev","system:authenticated"],
+   "verb":"list","path":"/api/v1/namespaces/dev/pods","serviceTime":"20ms"}
+
+The groups are those the apiserver sees (system:authenticated included, or
+the request falls through to catch-all). "arrival" (RFC 3339) may replace
+"offset"; optional are "initialSeats", "finalSeats", "additionalLatency" (the
+work estimate; 1 seat when absent), "flowSchema" and "priorityLevel" (used
+when there is no user) and "status" (what the server answered, compared with
+the prediction).
 
 Every request is classified with the configuration of the cluster, of a bundle
 (--from) or of the upstream defaults (--defaults), and replayed through a
