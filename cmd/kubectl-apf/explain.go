@@ -434,6 +434,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	}
 	if o.recorded != nil && o.FromLog != "" {
 		ex.CompareNames("httplog", o.recorded.FlowSchema, o.recorded.PriorityLevel, o.recorded.Status)
+		if o.recorded.HasSeats {
+			ex.CompareSeats(o.recorded.InitialSeats)
+		}
 	} else if o.recorded != nil {
 		ex.Recorded = &explain.Recorded{Source: "audit", Status: o.recorded.Status,
 			Detail: "audit events do not record the classification; use --probe to compare with the server"}

@@ -365,3 +365,42 @@ func TestExplainOnEach(t *testing.T) {
 		t.Errorf("one apiserver: %+v", one)
 	}
 }
+
+// TestCompareRecorded: agreement with a log line, disagreement, a
+// bypassing request without apf_* fields, and seats outside the range.
+func TestCompareRecorded(t *testing.T) {
+	cfg := defaultsConfig(t)
+	node := mustRequest(t, "get", "/api/v1/namespaces/d/configmaps/c", engine.NewUserIdentity("system:node:n1", "system:nodes"))
+	for _, tt := range []struct {
+		name           string
+		r              engine.Request
+		fs, pl         string
+		seats          uint64
+		wantAgrees     *bool
+		wantSeatsNote  bool
+		wantDetailPart string
+	}{
+		{"agrees", node, "system-nodes", "system", 1, ptrTo(true), false, "agrees"},
+		{"disagrees", node, "global-default", "global-default", 1, ptrTo(false), false, "disagrees"},
+		{"seats outside the range", node, "system-nodes", "system", 7, ptrTo(true), true, "agrees"},
+		{"bypass records nothing", mustRequest(t, "get", "/api/v1/namespaces/d/pods/p/log", engine.NewUserIdentity("a")), "", "", 0, ptrTo(true), false, "bypasses APF"},
+		{"no apf fields on a classified request", node, "", "", 0, nil, false, "nothing to compare"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := Explain(Input{Config: cfg}, tt.r, nil)
+			ex.CompareNames("httplog", tt.fs, tt.pl, 200)
+			if tt.seats > 0 {
+				ex.CompareSeats(tt.seats)
+			}
+			rec := ex.Recorded
+			if (rec.Agrees == nil) != (tt.wantAgrees == nil) || (rec.Agrees != nil && *rec.Agrees != *tt.wantAgrees) || !strings.Contains(rec.Detail, tt.wantDetailPart) {
+				t.Errorf("recorded %+v (agrees %v), want agrees %v and %q", rec, rec.Agrees, tt.wantAgrees, tt.wantDetailPart)
+			}
+			if got := strings.Contains(strings.Join(ex.Notes, "\n"), "outside the replay's range"); got != tt.wantSeatsNote {
+				t.Errorf("seats note %v, want %v: %q", got, tt.wantSeatsNote, ex.Notes)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -208,6 +208,9 @@ func writeRecorded(p *printer, r *Recorded) {
 		}
 	}
 	p.f("  %s: %s\n", verdict, clean(r.Detail))
+	if r.InitialSeats != nil {
+		p.f("  the server estimated %d seat(s)\n", *r.InitialSeats)
+	}
 }
 
 func uidText(uid string, imagined bool) string {

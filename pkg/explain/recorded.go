@@ -72,3 +72,15 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// CompareSeats records the server's seat estimate (httplog apf_iseats) and
+// notes when it falls outside the replay's range.
+func (ex *Explanation) CompareSeats(initialSeats uint64) {
+	if ex.Recorded == nil {
+		return
+	}
+	ex.Recorded.InitialSeats = &initialSeats
+	if s := ex.Seats; s != nil && (initialSeats < s.Initial || initialSeats > s.Max) {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d seat(s), outside the replay's range %d..%d", initialSeats, s.Initial, s.Max))
+	}
+}

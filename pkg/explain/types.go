@@ -238,6 +238,9 @@ type Recorded struct {
 	PriorityLevelUID string `json:"priorityLevelUID,omitempty"`
 	// Status is the HTTP status recorded or answered, 0 if unknown.
 	Status int `json:"status,omitempty"`
+	// InitialSeats is the seats the server estimated (httplog apf_iseats),
+	// when recorded.
+	InitialSeats *uint64 `json:"initialSeats,omitempty"`
 	// Agrees is set when there was something to compare: true when the
 	// replay's FlowSchema and priority level equal the recorded ones.
 	Agrees *bool `json:"agrees,omitempty"`

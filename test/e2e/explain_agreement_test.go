@@ -358,7 +358,12 @@ type explainJSON struct {
 		PriorityLevel string `json:"priorityLevel"`
 		Agrees        *bool  `json:"agrees"`
 		Detail        string `json:"detail"`
+		InitialSeats  *int   `json:"initialSeats"`
 	} `json:"recorded"`
+	Seats *struct {
+		Initial int `json:"initial"`
+		Max     int `json:"max"`
+	} `json:"seats"`
 }
 
 func runExplain(t *testing.T, c *testcluster.Cluster, args ...string) explainJSON {

@@ -209,4 +209,8 @@ func checkRecorded(t *testing.T, what string, ex explainJSON, source, wantFS, wa
 	if ex.Recorded.Agrees == nil || !*ex.Recorded.Agrees {
 		t.Errorf("%s: the replay disagrees: %s", what, ex.Recorded.Detail)
 	}
+	// The server's seat estimate (apf_iseats) lies in the replay's range.
+	if ex.Recorded.InitialSeats == nil || ex.Seats == nil || *ex.Recorded.InitialSeats < ex.Seats.Initial || *ex.Recorded.InitialSeats > ex.Seats.Max {
+		t.Errorf("%s: server seats %v outside the replay's range %+v", what, ex.Recorded.InitialSeats, ex.Seats)
+	}
 }
