@@ -83,9 +83,6 @@ func TestKrewInstallThroughKubectl(t *testing.T) {
 	if !strings.Contains(errOut, "Installed plugin: apf") || !strings.Contains(errOut, "/debug/api_priority_and_fairness/*") {
 		t.Errorf("krew's install output lacks the success line or the RBAC caveats:\n%s", errOut)
 	}
-	if list := s.must(t, "kubectl", "krew", "list"); !strings.Contains(list, "apf") {
-		t.Errorf("kubectl krew list does not show apf:\n%s", list)
-	}
 	if list := s.must(t, "kubectl", "plugin", "list", "--name-only"); !strings.Contains(list, "kubectl-apf\n") {
 		t.Errorf("kubectl plugin list does not show kubectl-apf:\n%s", list)
 	}
@@ -93,6 +90,7 @@ func TestKrewInstallThroughKubectl(t *testing.T) {
 	// The version dist stamped is the one kubectl runs.
 	var v struct{ Version, Commit, BuildDate, Platform string }
 	out := s.must(t, "kubectl", "apf", "version", "-o", "json")
+	t.Logf("kubectl apf version -o json:\n%s", out)
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("kubectl apf version -o json: %v\n%s", err, out)
 	}
@@ -112,16 +110,20 @@ func TestKrewInstallThroughKubectl(t *testing.T) {
 	store := filepath.Join(s.krewRoot, "store", "apf", p.Spec.Version)
 	s.link(t, filepath.Join(store, release.CompletionScript), release.CompletionScript)
 	comp := s.must(t, "kubectl", "__complete", "apf", "vers")
+	t.Logf("kubectl __complete apf vers:\n%s", comp)
 	if !strings.Contains(comp, "version") {
 		t.Errorf("kubectl __complete apf vers = %q, want the version command", comp)
 	}
 
-	// krew uninstall checks that an index exists (root.go checkIndex: a git
-	// clone under KREW_ROOT/index) even though it never reads it; an empty
-	// local repository stands in for `kubectl krew update`, which would clone
-	// krew-index from GitHub.
+	// krew list and uninstall check that an index exists (root.go checkIndex:
+	// a git clone under KREW_ROOT/index) even though they never read it; an
+	// empty local repository stands in for `kubectl krew update`, which would
+	// clone krew-index from GitHub. Install, above, ran without any.
 	indexDir := filepath.Join(s.krewRoot, "index", "default")
 	s.must(t, "git", "init", "--quiet", indexDir)
+	if list := s.must(t, "kubectl", "krew", "list"); !strings.Contains(list, "apf") {
+		t.Errorf("kubectl krew list does not show apf:\n%s", list)
+	}
 	_, errOut, err = s.run(t, "kubectl", "krew", "uninstall", "apf")
 	if err != nil || !strings.Contains(errOut, "Uninstalled plugin: apf") {
 		t.Fatalf("kubectl krew uninstall apf: %v\n%s", err, errOut)

@@ -167,6 +167,10 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 		name, sum string
 		err       error
 	}
+	// The first failure cancels the other builds: they would fail the same way
+	// (most failures are compile errors) after minutes of work.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	results := make([]built, len(platforms))
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
@@ -176,11 +180,21 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				results[i] = built{err: context.Cause(ctx)}
+				return
+			}
 			name, sum, err := buildPlatform(ctx, cfg, p, binDir, license, completion)
+			if err != nil {
+				cancel(err)
+			}
 			results[i] = built{name, sum, err}
 		}()
 	}
 	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
 	res := &Result{Archives: map[string]string{}}
 	for _, r := range results {
 		if r.err != nil {
