@@ -6,6 +6,12 @@ module github.com/kubectl-apf/kubectl-apf/hack/krew
 go 1.26.0
 
 require (
+	k8s.io/apimachinery v0.27.3
+	sigs.k8s.io/krew v0.4.4
+	sigs.k8s.io/yaml v1.3.0
+)
+
+require (
 	github.com/fatih/color v1.15.0 // indirect
 	github.com/go-logr/logr v1.2.4 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
@@ -25,14 +31,11 @@ require (
 	golang.org/x/text v0.11.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	k8s.io/apimachinery v0.27.3 // indirect
 	k8s.io/client-go v11.0.0+incompatible // indirect
 	k8s.io/klog/v2 v2.100.1 // indirect
 	k8s.io/utils v0.0.0-20230711102312-30195339c3c7 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
-	sigs.k8s.io/krew v0.4.4 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.3.0 // indirect
-	sigs.k8s.io/yaml v1.3.0 // indirect
 )
 
 tool (
