@@ -427,6 +427,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	in := explain.Input{Config: engine.NewConfig(fss, pls), ServerConcurrencyLimit: o.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}
 	if in.ServerConcurrencyLimit == 0 {
 		in.ServerConcurrencyLimit = st.inferredSCL
+		if in.ServerConcurrencyLimit == 0 && !o.Defaults {
+			fmt.Fprintf(o.ErrOut, "note: could not infer the server concurrency limit from the metrics; assuming %d (give --server-concurrency)\n", engine.DefaultServerConcurrencyLimit)
+		}
 	}
 	ex := explain.ExplainOnEach(in, st.lives, r, o.givenGroups)
 	if o.message != nil {

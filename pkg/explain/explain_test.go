@@ -404,3 +404,28 @@ func TestCompareRecorded(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestDanglingNote: a dangling schema is noted only when it sorts before
+// the winner (the server skips it there).
+func TestDanglingNote(t *testing.T) {
+	fss, pls := lint.UpstreamDefaults()
+	dangling := func(name string, prec int32) *flowcontrolv1.FlowSchema {
+		return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flowcontrolv1.FlowSchemaSpec{MatchingPrecedence: prec,
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "missing"},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: "system:authenticated"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}}}}}
+	}
+	cfg := engine.NewConfig(append(fss, dangling("early", 50), dangling("late", 9950)), pls)
+	ex := Explain(Input{Config: cfg}, mustRequest(t, "get", "/version", engine.NewUserIdentity("alice")), nil)
+	notes := strings.Join(ex.Notes, "\n")
+	if !strings.Contains(notes, "FlowSchema early") || strings.Contains(notes, "FlowSchema late") {
+		t.Errorf("notes %q: want early (before global-default) and not late", ex.Notes)
+	}
+	found := false
+	for _, e := range ex.Trace {
+		found = found || (e.FlowSchema == "early" && e.Dangling && !e.Matched)
+	}
+	if !found {
+		t.Errorf("the trace does not show the skipped dangling schema: %+v", ex.Trace)
+	}
+}

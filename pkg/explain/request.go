@@ -72,8 +72,13 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("no FlowSchema matched: the identity is in neither %s nor %s, so the server falls back to %s and logs \"no match found\"",
 			"system:authenticated", "system:unauthenticated", fs.Name))
 	}
+	// Only the dangling schemas evaluated before the winner matter here.
 	for _, d := range in.Config.Dangling {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("FlowSchema %s is dangling (%s) and the server skips it", d.Name, d.Reason))
+		for _, st := range cls.Trace {
+			if st.Dangling && st.FlowSchema == d.Name {
+				ex.Notes = append(ex.Notes, fmt.Sprintf("FlowSchema %s comes before the winner but is dangling (%s): the server skips it", d.Name, d.Reason))
+			}
+		}
 	}
 	if r.Info.IsResourceRequest && r.Info.Resource == "pods" && r.Info.Subresource == "eviction" {
 		ex.Notes = append(ex.Notes, "a 429 on pods/eviction usually comes from a PodDisruptionBudget (\"Cannot evict pod as it would violate the pod's disruption budget\"), not from APF: check the PodDisruptionBudgets of the pod")
@@ -224,7 +229,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue {
 		// Reject level: queueset.go:StartRequest step 0, canAccommodateSeatsLocked.
 		if !known {
-			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once while %v+%v seats fit in its limit of %v and is rejected (429, %s) otherwise", pl.Name, "in-use", seats, cl, ReasonConcurrencyLimit)}
+			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once if its %v seat(s) fit beside those in use (limit %v), and gets 429 (%s) at once otherwise", pl.Name, seats, cl, ReasonConcurrencyLimit)}
 		}
 		if inUse == 0 || inUse+seats <= cl {
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %v seat(s) of this request fit and it runs at once", pl.Name, inUse, cl, seats)}
