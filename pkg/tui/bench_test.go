@@ -174,7 +174,7 @@ func BenchmarkRefreshMemory(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		return float64(ms.HeapAlloc) / (1 << 20)
 	}
-	var start float64
+	var start, half float64
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -188,9 +188,13 @@ func BenchmarkRefreshMemory(b *testing.B) {
 		if i == 100 {
 			start = heap()
 		}
+		if i == b.N/2 {
+			half = heap()
+		}
 	}
 	if i >= 100 {
 		b.ReportMetric(start, "heapMB@100")
+		b.ReportMetric(half, "heapMB@half")
 		b.ReportMetric(heap(), "heapMB@end")
 	}
 	// The model must be live when the heap is measured.
