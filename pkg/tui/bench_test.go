@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // largeFixture is the large state: 12 levels of 128 queues, 10,000
@@ -199,4 +201,34 @@ func BenchmarkRefreshMemory(b *testing.B) {
 	}
 	// The model must be live when the heap is measured.
 	runtime.KeepAlive(m)
+}
+
+// BenchmarkParseParts splits the parse of the large state by body, to show
+// where a refresh's time goes (the parsers are package dump's and
+// package metrics').
+func BenchmarkParseParts(b *testing.B) {
+	files := largeFixture(0).files(b)
+	parts := []struct {
+		name  string
+		parse func([]byte) error
+	}{
+		{"requests", func(body []byte) error { _, err := dump.ParseRequests(body); return err }},
+		{"queues", func(body []byte) error { _, err := dump.ParseQueues(body); return err }},
+		{"levels", func(body []byte) error { _, err := dump.ParsePriorityLevels(body); return err }},
+		{"metrics", func(body []byte) error { _, _, err := metrics.ParseAPF(bytes.NewReader(body), fixtureAt); return err }},
+	}
+	file := map[string]string{"requests": dump.FileRequests, "queues": dump.FileQueues, "levels": dump.FilePriorityLevels, "metrics": dump.MetricsFile(1)}
+	for _, p := range parts {
+		body := files["instance-0/"+file[p.name]]
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				if err := p.parse(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
