@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,79 @@ func TestRealCaptures(t *testing.T) {
 			}
 			if dir == "v1.37.1-load" && len(pos) == 0 {
 				t.Error("the load capture has no waiting request")
+			}
+		})
+	}
+}
+
+// TestOlderReleases parses the dumps produced by the flowcontrol code of
+// k8s.io/apiserver v0.20.0, v0.26.0 and v0.27.0 run in-process (see
+// testdata/dump/inprocess-capture): eight service-account requests held in
+// workload-low (executing up to its limit, waiting beyond), one exempt
+// request executing. Before 1.28 only waiting requests are dumped.
+func TestOlderReleases(t *testing.T) {
+	tests := []struct {
+		dir          string
+		counters     bool // dump_priority_levels has the four counters (1.27+)
+		seats        bool // dump_queues has seats (1.26+)
+		requestSeats bool // dump_requests has InitialSeats (1.26+)
+	}{
+		{"v1.20.0-inprocess", false, false, false},
+		{"v1.26.0-inprocess", false, true, true},
+		{"v1.27.0-inprocess", true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			pls, err := ParsePriorityLevels(readFixture(t, tt.dir, FilePriorityLevels))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exempt, low *PriorityLevelRow
+			for i := range pls {
+				switch pls[i].Name {
+				case "exempt":
+					exempt = &pls[i]
+				case "workload-low":
+					low = &pls[i]
+				}
+				if pls[i].HasCounters != tt.counters {
+					t.Errorf("%s: HasCounters = %v", pls[i].Name, pls[i].HasCounters)
+				}
+			}
+			if exempt == nil || !exempt.Placeholder {
+				t.Errorf("exempt is not a <none> row: %+v", exempt)
+			}
+			if low == nil || low.WaitingRequests+low.ExecutingRequests != 8 || low.WaitingRequests == 0 || low.IsIdle || low.ActiveQueues == 0 {
+				t.Fatalf("workload-low = %+v, want 8 requests, some waiting", low)
+			}
+			qs, err := ParseQueues(readFixture(t, tt.dir, FileQueues))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending := 0
+			for _, q := range qs {
+				if q.HasSeats != tt.seats {
+					t.Fatalf("queue HasSeats = %v", q.HasSeats)
+				}
+				if q.PriorityLevel == "workload-low" {
+					pending += q.PendingRequests
+				}
+			}
+			if pending != low.WaitingRequests {
+				t.Errorf("workload-low queues hold %d requests, the level %d", pending, low.WaitingRequests)
+			}
+			reqs, err := ParseRequests(readFixture(t, tt.dir, FileRequests))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reqs) != low.WaitingRequests {
+				t.Fatalf("%d requests dumped, want the %d waiting ones", len(reqs), low.WaitingRequests)
+			}
+			for _, r := range reqs {
+				if r.Executing() || r.PriorityLevel != "workload-low" || r.FlowSchema != "service-accounts" || !strings.HasPrefix(r.UserName, "system:serviceaccount:team-") ||
+					r.FlowDistinguisher != r.UserName || r.Verb != "list" || (r.InitialSeats == 1) != tt.requestSeats || r.Seats() != 1 {
+					t.Errorf("request = %+v", r)
+				}
 			}
 		})
 	}
