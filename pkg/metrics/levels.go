@@ -7,8 +7,11 @@ import (
 )
 
 // Family names used below (k8s.io/apiserver
-// pkg/util/flowcontrol/metrics/metrics.go). Older names are the fallbacks
-// of the renames listed in the package README of the reference notes, §8.
+// pkg/util/flowcontrol/metrics/metrics.go). The older names are fallbacks
+// for older servers: request_concurrency_limit (deprecated in 1.30 for
+// nominal_limit_seats) and request_concurrency_in_use (deprecated in 1.31 for
+// current_executing_seats) are hidden by default since and no longer exist in
+// the v0.37 source at all.
 const (
 	NominalLimitSeats         = FlowcontrolPrefix + "nominal_limit_seats"
 	RequestConcurrencyLimit   = FlowcontrolPrefix + "request_concurrency_limit" // deprecated 1.30, hidden since

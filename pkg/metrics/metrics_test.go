@@ -192,3 +192,15 @@ func TestRealCaptures(t *testing.T) {
 		t.Errorf("nominal limits sum to %v", sum)
 	}
 }
+
+func TestThrottled429PerSec(t *testing.T) {
+	a := mustScrape(t, "modern-a.txt", t0)
+	b := mustScrape(t, "modern-b.txt", t0.Add(10*time.Second))
+	// 12 then 42 LIST 429s, 10 s apart.
+	if got := Throttled429PerSec(a, b); len(got) != 1 || got["LIST"] != 3 {
+		t.Errorf("429/s = %v, want LIST: 3", got)
+	}
+	if got := Throttled429PerSec(nil, b); got != nil {
+		t.Errorf("one scrape gave rates %v", got)
+	}
+}
