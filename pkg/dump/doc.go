@@ -33,6 +33,20 @@
 // BundleSource reads a bundle written by WriteBundle. Commands and the live
 // view take a Source, so tests inject either, or an httptest.Server.
 //
+// # Bundles and redaction
+//
+// WriteBundle stores a Capture as a directory or a .tar.gz (layout in
+// Manifest); BundleSource reads it back through the same parsers, so a
+// command prints the same from a bundle as from the live capture it was
+// made of. Redactor replaces user names, namespaces, object names and
+// request paths with keyed-hash pseudonyms before a bundle is written.
+//
+// # Other pieces
+//
+// ParseUIDRefs and Resolve name the UIDs of the X-Kubernetes-PF-*-UID
+// response headers ("kubectl apf whois"). Package render prints snapshots as
+// tables, JSON or YAML.
+//
 // # Errors
 //
 // Fetch errors are translated into one actionable line each (see
