@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -31,34 +32,41 @@ import (
 var captureFixtures = flag.String("capture-fixtures", "", "write real captures into this testdata directory")
 
 var (
-	dumpPluginOnce sync.Once
-	dumpPluginPath string
-	dumpPluginErr  error
+	dumpPluginMu    sync.Mutex
+	dumpPluginPaths = map[string]string{}
 )
 
-// dumpPlugin builds the plugin once, so the tests run the real command line.
+// dumpPlugin builds the plugin (once per top-level test, from the build
+// cache after the first time) so the tests run the real command line; the
+// binary is removed when the test ends.
 func dumpPlugin(t *testing.T) string {
 	t.Helper()
-	dumpPluginOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apf-e2e-dump-bin-")
-		if err != nil {
-			dumpPluginErr = err
-			return
-		}
-		dumpPluginPath = filepath.Join(dir, "kubectl-apf")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		out, err := exec.Command(goBin, "build", "-o", dumpPluginPath, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf").CombinedOutput()
-		if err != nil {
-			dumpPluginErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if dumpPluginErr != nil {
-		t.Fatalf("building the plugin: %v", dumpPluginErr)
+	key := strings.Split(t.Name(), "/")[0]
+	dumpPluginMu.Lock()
+	defer dumpPluginMu.Unlock()
+	if p, ok := dumpPluginPaths[key]; ok {
+		return p
 	}
-	return dumpPluginPath
+	dir, err := os.MkdirTemp("", "apf-e2e-dump-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		dumpPluginMu.Lock()
+		delete(dumpPluginPaths, key)
+		dumpPluginMu.Unlock()
+		os.RemoveAll(dir)
+	})
+	p := filepath.Join(dir, "kubectl-apf")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	if out, err := exec.Command(goBin, "build", "-o", p, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf").CombinedOutput(); err != nil {
+		t.Fatalf("building the plugin: %v\n%s", err, out)
+	}
+	dumpPluginPaths[key] = p
+	return p
 }
 
 // apf runs the plugin and returns its exit code, stdout and stderr.
@@ -191,6 +199,36 @@ func TestDumpTopWhoisUnderLoad(t *testing.T) {
 	if strings.Count(who, loadgen.FlowSchema) < 1 || !strings.Contains(who, "FlowSchema") || !strings.Contains(who, "PriorityLevelConfiguration") {
 		t.Errorf("whois did not name the objects:\n%s", who)
 	}
+	assertPluginOnlyRead(t, c)
+}
+
+// assertPluginOnlyRead reads the apiserver's audit log: every request the
+// plugin sent (its user agent starts with "kubectl-apf/") is a read.
+func assertPluginOnlyRead(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	b, err := os.ReadFile(c.APIServers[0].AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var ev struct {
+			Verb       string `json:"verb"`
+			UserAgent  string `json:"userAgent"`
+			RequestURI string `json:"requestURI"`
+		}
+		if json.Unmarshal(line, &ev) != nil || !strings.HasPrefix(ev.UserAgent, "kubectl-apf/") {
+			continue
+		}
+		n++
+		if ev.Verb != "get" && ev.Verb != "list" && ev.Verb != "watch" {
+			t.Errorf("the plugin sent %s %s", ev.Verb, ev.RequestURI)
+		}
+	}
+	if n == 0 {
+		t.Error("no request of the plugin in the audit log")
+	}
+	t.Logf("%d requests of the plugin in the audit log, all reads", n)
 }
 
 // writeCapture stores a real capture as test fixtures.
