@@ -25,7 +25,13 @@ func NewDumpCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Use:   "dump",
 		Short: "Show the APF debug dumps: priority levels, queues, requests; capture bundles",
 		Long:  dumpLong,
-		Run:   func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
+		Example: `  # The priority levels of every apiserver instance
+  kubectl apf dump levels --all-apiservers
+
+  # Capture everything into a bundle, then read it anywhere
+  kubectl apf dump bundle -o apf.tar.gz
+  kubectl apf dump requests --from apf.tar.gz`,
+		Run: func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
 	}
 	cmd.AddCommand(
 		newDumpKindCommand(configFlags, streams, dumpLevels),

@@ -21,7 +21,15 @@ func NewTopCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
 	cmd := &cobra.Command{
 		Use:   "top",
 		Short: "Show the busiest priority levels and flows",
-		Run:   func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
+		Long: `Show the busiest priority levels (from /metrics) and flows (from the
+request dump) of every apiserver instance asked, as a table or, with --watch,
+as a table printed again every --interval.`,
+		Example: `  # The priority levels, busiest first
+  kubectl apf top levels
+
+  # The heaviest flows, every 2 seconds
+  kubectl apf top flows --watch --interval 2s`,
+		Run: func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
 	}
 	cmd.AddCommand(newTopKindCommand(configFlags, streams, "levels"), newTopKindCommand(configFlags, streams, "flows"))
 	return withTopTUI(cmd, configFlags, streams) // the live view (top_tui.go)
