@@ -7,6 +7,7 @@ import (
 	"debug/pe"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -92,6 +93,36 @@ func TestDistArchives(t *testing.T) {
 				t.Errorf("entries %v, want %v in this order", names, want)
 			}
 		})
+	}
+}
+
+// TestDistArchivesExtractWithTar extracts the linux/amd64 archive with the
+// system's tar, as the README tells users to, and checks that the files and
+// their permissions survive.
+func TestDistArchivesExtractWithTar(t *testing.T) {
+	tarBin, err := exec.LookPath("tar")
+	if err != nil {
+		t.Skip("no tar on PATH")
+	}
+	dir, archives, data := loadRelease(t)
+	p, err := release.DecodeManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := release.ArchiveName(p.Spec.Version, release.Platform{OS: "linux", Arch: "amd64"})
+	out := t.TempDir()
+	if b, err := exec.Command(tarBin, "-xzf", filepath.Join(dir, name), "-C", out).CombinedOutput(); err != nil {
+		t.Fatalf("tar -xzf %s: %v\n%s", name, err, b)
+	}
+	for _, e := range archives[name].Entries {
+		fi, err := os.Stat(filepath.Join(out, e.Name))
+		if err != nil {
+			t.Errorf("tar did not extract %s: %v", e.Name, err)
+			continue
+		}
+		if fi.Size() != int64(len(e.Body)) || fi.Mode().Perm()&0o111 != e.Mode.Perm()&0o111 {
+			t.Errorf("%s extracted as %v, %d bytes; archive has %v, %d bytes", e.Name, fi.Mode(), fi.Size(), e.Mode, len(e.Body))
+		}
 	}
 }
 
