@@ -48,7 +48,7 @@ func TestExplainProbe(t *testing.T) {
 		args   []string
 		wantFS string
 	}{
-		{"user with a group", []string{"--user-name", "alice", "--group", "dev", "list", "/api/v1/namespaces/default/configmaps"}, "global-default"},
+		{"user with a group", []string{"--user-name", "alice", "--group", "dev", "list", "/api/v1/namespaces/default/secrets"}, "global-default"},
 		{"service account", []string{"--service-account", "kube-system/coredns", "list", "/api/v1/endpoints"}, "kube-system-service-accounts"},
 		{"node", []string{"--user-name", "system:node:n1", "--group", "system:nodes", "GET", "/api/v1/namespaces/default/configmaps/app"}, "system-nodes"},
 		{"controller manager", []string{"--user-name", "system:kube-controller-manager", "get", "/api/v1/namespaces/kube-system/configmaps/x"}, "kube-controller-manager"},
