@@ -136,7 +136,7 @@ func TestExplainFromLogAndAudit(t *testing.T) {
 		path  string
 	}{
 		{"alice", func(p string) (string, string) { _, f, l, _ := sendAs(t, c.RESTConfig("alice"), "GET", p); return f, l },
-			[]string{"--user-name", "alice", "--group", "dev"}, "/api/v1/namespaces/default/configmaps/from-log-%d"},
+			[]string{"--user-name", "alice", "--group", "dev"}, "/api/v1/namespaces/default/secrets/from-log-%d"},
 		{"node", func(p string) (string, string) {
 			_, f, l, _ := sendAs(t, c.RESTConfig("system:node:n2"), "GET", p)
 			return f, l
