@@ -248,13 +248,12 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 // from. It reuses lint's loader for the objects and capacity's for the
 // limit inferred from the metrics.
 func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, notes []string, err error) {
-	in, notes, err := loadConfig(ctx, o.Source, o.Defaults, nil, false, o.In)
+	// lint's loader also notes version differences of the suggested objects,
+	// which do not matter to a replay
+	in, _, err := loadConfig(ctx, o.Source, o.Defaults, nil, false, o.In)
 	if err != nil {
 		return nil, nil, 0, "", nil, err
 	}
-	// lint's loader also notes version differences of the suggested objects,
-	// which do not matter to a replay
-	notes = nil
 	scl, from = o.ServerConcurrency, "flag"
 	if scl == 0 {
 		inferred := 0

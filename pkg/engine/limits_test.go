@@ -9,14 +9,6 @@ import (
 	"time"
 )
 
-func limitsByName(ls []LevelLimits) map[string]LevelLimits {
-	m := map[string]LevelLimits{}
-	for _, l := range ls {
-		m[l.Name] = l
-	}
-	return m
-}
-
 // TestIdleBorrowingDefaults checks the reference's startup numbers (§4.3):
 // idle levels are scaled up by 602/258 from their lower limits.
 func TestIdleBorrowingDefaults(t *testing.T) {

@@ -81,11 +81,6 @@ func ParseIdentity(s string, groups ...string) (Identity, error) {
 	}
 }
 
-// userInfo adapts an Identity to user.Info for upstream helpers.
-func (id Identity) userInfo() user.Info {
-	return &user.DefaultInfo{Name: id.User, Groups: id.Groups}
-}
-
 // Request is one request as APF sees it: the identity and the RequestInfo
 // kube-apiserver derives from the method and URL.
 type Request struct {

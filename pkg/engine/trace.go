@@ -223,7 +223,7 @@ func explainResource(ri *request.RequestInfo, pr *flowcontrolv1.ResourcePolicyRu
 	case ClauseAPIGroup:
 		return fmt.Sprintf("apiGroup %q not in apiGroups %s", ri.APIGroup, quoteList(pr.APIGroups))
 	case ClauseClusterScope:
-		return fmt.Sprintf("the request is cluster-scoped (no namespace) and clusterScope is false")
+		return "the request is cluster-scoped (no namespace) and clusterScope is false"
 	case ClauseNamespace:
 		msg := fmt.Sprintf("namespace %q not in namespaces %s", ri.Namespace, quoteList(pr.Namespaces))
 		if ri.Resource == "namespaces" && ri.Name != "" {

@@ -203,14 +203,6 @@ func newChecker(in Input, opts Options) *checker {
 	return c
 }
 
-func plList(m map[string]*flowcontrolv1.PriorityLevelConfiguration) []*flowcontrolv1.PriorityLevelConfiguration {
-	var out []*flowcontrolv1.PriorityLevelConfiguration
-	for _, name := range sortedPLNames(m) {
-		out = append(out, m[name])
-	}
-	return out
-}
-
 func sortedPLNames(m map[string]*flowcontrolv1.PriorityLevelConfiguration) []string {
 	var names []string
 	for n := range m {

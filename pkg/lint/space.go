@@ -66,7 +66,6 @@ func fullBitset(n int) bitset {
 }
 
 func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
-func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 func (b bitset) clone() bitset  { return append(bitset(nil), b...) }
 func (b bitset) empty() bool {
 	for _, w := range b {
@@ -109,15 +108,6 @@ func (b bitset) intersects(o bitset) bool {
 		}
 	}
 	return false
-}
-
-func (b bitset) subsetOf(o bitset) bool {
-	for i := range b {
-		if b[i]&^o[i] != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // cube is a product set of requests: one atom set per dimension.
@@ -199,9 +189,7 @@ func (d *domain) where(pred func(string) bool) bitset {
 // equalityDomain has one atom per literal plus one for "anything else".
 func equalityDomain(literals map[string]bool, otherHint string) *domain {
 	d := &domain{}
-	for _, l := range sortedKeys(literals) {
-		d.witness = append(d.witness, l)
-	}
+	d.witness = append(d.witness, sortedKeys(literals)...)
 	d.witness = append(d.witness, freshString(otherHint, func(s string) bool { return literals[s] }))
 	return d
 }
@@ -211,9 +199,7 @@ func equalityDomain(literals map[string]bool, otherHint string) *domain {
 // one of the prefixes, one for everything else.
 func prefixDomain(exacts, prefixes map[string]bool, otherHint string, withOther bool) *domain {
 	d := &domain{}
-	for _, e := range sortedKeys(exacts) {
-		d.witness = append(d.witness, e)
-	}
+	d.witness = append(d.witness, sortedKeys(exacts)...)
 	ps := sortedKeys(prefixes)
 	// taken reports whether s is an exact or has a prefix longer than p.
 	taken := func(p string) func(string) bool {

@@ -132,7 +132,6 @@ type run struct {
 	flowIx  map[flowKey]int32
 	names   []string
 	prev    map[string]int
-	cur     []Request
 }
 
 type flowKey struct {
