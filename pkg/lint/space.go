@@ -65,8 +65,8 @@ func fullBitset(n int) bitset {
 	return b
 }
 
-func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
-func (b bitset) clone() bitset  { return append(bitset(nil), b...) }
+func (b bitset) set(i int)     { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bitset) clone() bitset { return append(bitset(nil), b...) }
 func (b bitset) empty() bool {
 	for _, w := range b {
 		if w != 0 {
