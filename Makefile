@@ -6,7 +6,8 @@ SHELL := bash
 BIN        ?= bin
 CLUSTER    ?= .cluster
 GO         ?= go
-VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# Like make dist: a v-prefixed tag as it is, else v0.0.0-<commit>.
+VERSION    ?= $(shell (git describe --tags --always --dirty 2>/dev/null || echo dev) | sed 's/^\([^v]\)/v0.0.0-\1/')
 COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
