@@ -3,7 +3,6 @@ package explain
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -309,9 +308,4 @@ func expectedWait(live *Live, lm levelMetrics, level string, ahead int, cl float
 		before += min(rows[i].PendingRequests, ahead+1)
 	}
 	return time.Duration(float64(before) / cl * float64(lm.meanExec)), true
-}
-
-// describeIdentity is the one-line form of an identity.
-func describeIdentity(user string, groups []string) string {
-	return fmt.Sprintf("%s (groups %s)", user, strings.Join(groups, ", "))
 }
