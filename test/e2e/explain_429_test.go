@@ -59,9 +59,11 @@ func TestExplain429UnderLoad(t *testing.T) {
 		}
 	}
 
-	// Build the plugin before the load starts, so the load outlasts every
-	// command below.
-	lintPlugin(t)
+	// Build the plugin (a first run builds it) before the load starts, so
+	// the load outlasts every command below.
+	if code, _, errOut := runLintPlugin(t, c, "version"); code != 0 {
+		t.Fatalf("kubectl apf version: exit %d: %s", code, errOut)
+	}
 	loadCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var rep *loadgen.Report
