@@ -26,10 +26,8 @@ func TestCompletionThroughKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-apf"), "./cmd/kubectl-apf")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, out)
+	if err := os.Symlink(pluginBinary(t), filepath.Join(dir, "kubectl-apf")); err != nil {
+		t.Fatal(err)
 	}
 	script, err := os.ReadFile(filepath.Join(root, "kubectl_complete-apf"))
 	if err != nil {

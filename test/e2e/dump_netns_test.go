@@ -92,7 +92,7 @@ func testAllAPIServersInNetns(t *testing.T, c *testcluster.Cluster, second *test
 		if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command("ip", "netns", "exec", ns, dumpPlugin(t), "dump", "levels", "--kubeconfig", kcPath, "--all-apiservers", "--level", "exempt").CombinedOutput()
+		out, err := exec.Command("ip", "netns", "exec", ns, pluginBinary(t), "dump", "levels", "--kubeconfig", kcPath, "--all-apiservers", "--level", "exempt").CombinedOutput()
 		if err != nil {
 			t.Fatalf("dump levels --all-apiservers: %v\n%s", err, out)
 		}

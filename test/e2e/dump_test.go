@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,50 +29,12 @@ import (
 // DIR/metrics: that is how testdata/dump/v1.37.1-* are made.
 var captureFixtures = flag.String("capture-fixtures", "", "write real captures into this testdata directory")
 
-var (
-	dumpPluginMu    sync.Mutex
-	dumpPluginPaths = map[string]string{}
-)
-
-// dumpPlugin builds the plugin (once per top-level test, from the build
-// cache after the first time) so the tests run the real command line; the
-// binary is removed when the test ends.
-func dumpPlugin(t *testing.T) string {
-	t.Helper()
-	key := strings.Split(t.Name(), "/")[0]
-	dumpPluginMu.Lock()
-	defer dumpPluginMu.Unlock()
-	if p, ok := dumpPluginPaths[key]; ok {
-		return p
-	}
-	dir, err := os.MkdirTemp("", "apf-e2e-dump-bin-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		dumpPluginMu.Lock()
-		delete(dumpPluginPaths, key)
-		dumpPluginMu.Unlock()
-		os.RemoveAll(dir)
-	})
-	p := filepath.Join(dir, "kubectl-apf")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	if out, err := exec.Command(goBin, "build", "-o", p, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf").CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, out)
-	}
-	dumpPluginPaths[key] = p
-	return p
-}
-
 // apf runs the plugin and returns its exit code, stdout and stderr.
 func apf(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, dumpPlugin(t), args...)
+	cmd := exec.CommandContext(ctx, pluginBinary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

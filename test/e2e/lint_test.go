@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,47 +20,13 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
-var (
-	lintPluginOnce sync.Once
-	lintPluginPath string
-	lintPluginErr  error
-)
-
-// lintPlugin builds the plugin once for the tests of this file, so that they
-// exercise the real command line, flags and exit status.
-func lintPlugin(t *testing.T) string {
-	t.Helper()
-	lintPluginOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apf-e2e-lint-bin-")
-		if err != nil {
-			lintPluginErr = err
-			return
-		}
-		lintPluginPath = filepath.Join(dir, "kubectl-apf")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		cmd := exec.Command(goBin, "build", "-o", lintPluginPath, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			lintPluginErr = err
-			lintPluginPath = string(out)
-		}
-	})
-	if lintPluginErr != nil {
-		t.Fatalf("building the plugin: %v\n%s", lintPluginErr, lintPluginPath)
-	}
-	return lintPluginPath
-}
-
 // runLintPlugin runs the built plugin against the cluster and returns its
 // exit code, stdout and stderr.
 func runLintPlugin(t *testing.T, c *testcluster.Cluster, args ...string) (int, []byte, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, lintPlugin(t), append(args, "--kubeconfig", c.Kubeconfig)...)
+	cmd := exec.CommandContext(ctx, pluginBinary(t), append(args, "--kubeconfig", c.Kubeconfig)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -10,7 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +28,11 @@ var shared *testcluster.Cluster
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
-		os.Exit(m.Run())
+		code := m.Run()
+		if pluginDir != "" {
+			os.RemoveAll(pluginDir)
+		}
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "apf-e2e-")
 	if err != nil {
@@ -43,6 +50,9 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Fprintf(os.Stderr, "local control plane up in %s at %s\n", time.Since(start).Round(time.Millisecond), shared.URL())
 	code := m.Run()
+	if pluginDir != "" {
+		os.RemoveAll(pluginDir)
+	}
 	if code != 0 {
 		for _, a := range shared.APIServers {
 			fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", a.Name, testcluster.Tail(a.LogFile, 40))
@@ -71,4 +81,32 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+var (
+	pluginOnce sync.Once
+	pluginPath string
+	pluginErr  error
+	pluginDir  string
+)
+
+// pluginBinary builds the plugin once for the whole package, so that tests run
+// the real command line, flags and exit status. TestMain removes it.
+func pluginBinary(t *testing.T) string {
+	t.Helper()
+	pluginOnce.Do(func() {
+		pluginDir, pluginErr = os.MkdirTemp("", "apf-e2e-bin-")
+		if pluginErr != nil {
+			return
+		}
+		pluginPath = filepath.Join(pluginDir, "kubectl-apf")
+		out, err := exec.Command("go", "build", "-o", pluginPath, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf").CombinedOutput()
+		if err != nil {
+			pluginErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if pluginErr != nil {
+		t.Fatalf("building the plugin: %v", pluginErr)
+	}
+	return pluginPath
 }
