@@ -176,7 +176,8 @@ func BenchmarkRefreshMemory(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		return float64(ms.HeapAlloc) / (1 << 20)
 	}
-	var start, half float64
+	// b.N is not known inside a b.Loop loop: sample at fixed counts.
+	samples := map[int]float64{}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -187,18 +188,16 @@ func BenchmarkRefreshMemory(b *testing.B) {
 		m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt.Add(time.Duration(i) * time.Second), Capture: c, Requests: 5}})
 		_ = m.Render()
 		i++
-		if i == 100 {
-			start = heap()
-		}
-		if i == b.N/2 {
-			half = heap()
+		if i == 100 || i == 1000 || i == 5000 {
+			samples[i] = heap()
 		}
 	}
-	if i >= 100 {
-		b.ReportMetric(start, "heapMB@100")
-		b.ReportMetric(half, "heapMB@half")
-		b.ReportMetric(heap(), "heapMB@end")
+	for _, n := range []int{100, 1000, 5000} {
+		if h, ok := samples[n]; ok {
+			b.ReportMetric(h, fmt.Sprintf("heapMB@%d", n))
+		}
 	}
+	b.ReportMetric(heap(), "heapMB@end")
 	// The model must be live when the heap is measured.
 	runtime.KeepAlive(m)
 }
