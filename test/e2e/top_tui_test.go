@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,39 +49,6 @@ func requireTmux(t *testing.T) string {
 	t.Fatalf("the live view's e2e tests drive the real binary in tmux, which is not installed: " +
 		"install it (apt-get install -y tmux, brew install tmux), or run the tests as root with CI=true to let them install it")
 	return ""
-}
-
-var (
-	topBinOnce sync.Once
-	topBinPath string
-	topBinErr  error
-)
-
-// topBinary builds the plugin once for the package's live-view tests.
-func topBinary(t *testing.T) string {
-	t.Helper()
-	topBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apf-top-e2e-")
-		if err != nil {
-			topBinErr = err
-			return
-		}
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			topBinErr = err
-			return
-		}
-		topBinPath = filepath.Join(dir, "kubectl-apf")
-		build := exec.Command("go", "build", "-o", topBinPath, "./cmd/kubectl-apf")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			topBinErr = fmt.Errorf("building the plugin: %v\n%s", err, out)
-		}
-	})
-	if topBinErr != nil {
-		t.Fatal(topBinErr)
-	}
-	return topBinPath
 }
 
 // tmuxTerm is one tmux server (a private socket) running a shell in a
@@ -215,7 +181,7 @@ func levelRow(screen, level string) (fields []string, rejecting bool) {
 func TestTopLiveUnderLoad(t *testing.T) {
 	c := cluster(t)
 	tm := newTmux(t)
-	bin := topBinary(t)
+	bin := pluginBinary(t)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := c.WriteKubeconfig(kc); err != nil {
 		t.Fatal(err)
@@ -280,7 +246,7 @@ func TestTopLiveUnderLoad(t *testing.T) {
 // a control plane of its own.
 func TestTopSurvivesAPIServerRestart(t *testing.T) {
 	tm := newTmux(t)
-	bin := topBinary(t)
+	bin := pluginBinary(t)
 	c := testcluster.StartT(t, testcluster.Options{})
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := c.WriteKubeconfig(kc); err != nil {
