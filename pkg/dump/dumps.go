@@ -121,10 +121,11 @@ func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
 		return nil, err
 	}
 	_, hasCounters := t.index["DispatchedRequests"]
+	unknown := t.unknownColumns(plColumns)
 	out := make([]PriorityLevelRow, 0, len(t.rows))
 	for _, r := range t.rows {
 		c := &cellReader{t: t, r: r}
-		row := PriorityLevelRow{Name: c.str("PriorityLevelName"), HasCounters: hasCounters, Extra: t.extra(r, plColumns)}
+		row := PriorityLevelRow{Name: c.str("PriorityLevelName"), HasCounters: hasCounters, Extra: t.extra(r, unknown)}
 		if row.Name == "" {
 			return nil, fmt.Errorf("dump_priority_levels line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
 		}
@@ -164,10 +165,11 @@ func ParseQueues(body []byte) ([]QueueRow, error) {
 		return nil, err
 	}
 	_, hasSeats := t.index["SeatsInUse"]
+	unknown := t.unknownColumns(queueColumns)
 	out := make([]QueueRow, 0, len(t.rows))
 	for _, r := range t.rows {
 		c := &cellReader{t: t, r: r}
-		row := QueueRow{PriorityLevel: c.str("PriorityLevelName"), HasSeats: hasSeats, Extra: t.extra(r, queueColumns)}
+		row := QueueRow{PriorityLevel: c.str("PriorityLevelName"), HasSeats: hasSeats, Extra: t.extra(r, unknown)}
 		if row.PriorityLevel == "" {
 			return nil, fmt.Errorf("dump_queues line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
 		}
@@ -213,6 +215,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 		return nil, err
 	}
 	_, hasDetails := t.index["UserName"]
+	unknown := t.unknownColumns(requestColumns)
 	out := make([]RequestRow, 0, len(t.rows))
 	for _, r := range t.rows {
 		c := &cellReader{t: t, r: r}
@@ -236,7 +239,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			APIVersion:        c.str("APIVersion"),
 			Resource:          c.str("Resource"),
 			SubResource:       c.str("SubResource"),
-			Extra:             t.extra(r, requestColumns),
+			Extra:             t.extra(r, unknown),
 		}
 		if c.err != nil {
 			return nil, c.err

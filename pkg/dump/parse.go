@@ -225,18 +225,28 @@ func (t *table) require(names ...string) error {
 	return nil
 }
 
-// extra returns the cells of columns this parser does not know, so a newer
-// apiserver's additions survive a round trip through a bundle.
-func (t *table) extra(r tableRow, known map[string]bool) map[string]string {
-	var m map[string]string
+// unknownColumns lists the columns of the header this parser does not know.
+// Computed once per table, it keeps the per-row work of extra to nothing in
+// the common case of a layout with no extra columns.
+func (t *table) unknownColumns(known map[string]bool) []int {
+	var idx []int
 	for i, h := range t.header {
-		if known[h] {
-			continue
+		if !known[h] {
+			idx = append(idx, i)
 		}
-		if m == nil {
-			m = map[string]string{}
-		}
-		m[h] = r.cells[i]
+	}
+	return idx
+}
+
+// extra returns the cells of the columns unknownColumns found, so a newer
+// apiserver's additions survive a round trip through a bundle.
+func (t *table) extra(r tableRow, unknown []int) map[string]string {
+	if len(unknown) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(unknown))
+	for _, i := range unknown {
+		m[t.header[i]] = r.cells[i]
 	}
 	return m
 }
@@ -254,20 +264,26 @@ func (c *cellReader) fail(col, val, what string) {
 	}
 }
 
-// str returns the cell of column col, or "" when the header lacks it.
-func (c *cellReader) str(col string) string {
+// cell returns the cell of column col and whether the header has it.
+func (c *cellReader) cell(col string) (string, bool) {
 	i, ok := c.t.index[col]
 	if !ok {
-		return ""
+		return "", false
 	}
-	return c.r.cells[i]
+	return c.r.cells[i], true
+}
+
+// str returns the cell of column col, or "" when the header lacks it.
+func (c *cellReader) str(col string) string {
+	v, _ := c.cell(col)
+	return v
 }
 
 func (c *cellReader) has(col string) bool { _, ok := c.t.index[col]; return ok }
 
 func (c *cellReader) int(col string) int {
-	v := c.str(col)
-	if !c.has(col) {
+	v, ok := c.cell(col)
+	if !ok {
 		return 0
 	}
 	n, err := strconv.Atoi(v)
@@ -278,8 +294,8 @@ func (c *cellReader) int(col string) int {
 }
 
 func (c *cellReader) bool(col string) bool {
-	v := c.str(col)
-	if !c.has(col) {
+	v, ok := c.cell(col)
+	if !ok {
 		return false
 	}
 	b, err := strconv.ParseBool(v)
@@ -290,8 +306,8 @@ func (c *cellReader) bool(col string) bool {
 }
 
 func (c *cellReader) time(col string) time.Time {
-	v := c.str(col)
-	if !c.has(col) {
+	v, ok := c.cell(col)
+	if !ok {
 		return time.Time{}
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
@@ -302,8 +318,8 @@ func (c *cellReader) time(col string) time.Time {
 }
 
 func (c *cellReader) duration(col string) time.Duration {
-	v := c.str(col)
-	if !c.has(col) {
+	v, ok := c.cell(col)
+	if !ok {
 		return 0
 	}
 	d, err := time.ParseDuration(v)
@@ -317,8 +333,8 @@ func (c *cellReader) duration(col string) time.Duration {
 // (k8s.io/apiserver pkg/util/flowcontrol/request/seat_seconds.go:
 // SeatSeconds.String) or, from 1.20-era dumps, a bare "%.4f" VirtualStart.
 func (c *cellReader) seatSeconds(col string) float64 {
-	v := c.str(col)
-	if !c.has(col) {
+	v, ok := c.cell(col)
+	if !ok {
 		return 0
 	}
 	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "ss"), 64)
