@@ -61,15 +61,7 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 		Long:    bundleLong,
 		Example: bundleExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Out, "output", "o", o.Out, "Where to write the bundle: a new directory, or a file ending in .tar.gz.")

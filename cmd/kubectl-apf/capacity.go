@@ -81,15 +81,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Long:    capacityLong,
 		Example: capacityExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")

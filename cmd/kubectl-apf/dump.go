@@ -96,15 +96,7 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Short:   dumpHelp[kind].short,
 		Example: dumpHelp[kind].example,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")

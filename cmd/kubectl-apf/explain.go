@@ -155,15 +155,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 		Long:    explainRequestLong,
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.UserName, "user-name", "", "User name of the request (system:serviceaccount:NS:NAME and system:anonymous are understood).")

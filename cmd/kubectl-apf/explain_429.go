@@ -66,15 +66,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		Long:    explain429Long,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	o.Sources.AddFlags(f)

@@ -79,15 +79,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Long:    lintLong,
 		Example: lintExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"strings"
 
@@ -80,4 +81,26 @@ func sanitizeLine(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// commandOptions is the shape of every command's options, as in kubectl:
+// Complete turns flags and arguments into typed values, Validate checks them
+// without I/O, Run does the work.
+type commandOptions interface {
+	Complete(cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runOptions is the RunE of a command whose options follow commandOptions.
+func runOptions(o commandOptions) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }

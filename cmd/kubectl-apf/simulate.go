@@ -105,15 +105,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Long:    simulateLong,
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)

@@ -82,15 +82,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 	cmd := &cobra.Command{
 		Use:  kind,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
