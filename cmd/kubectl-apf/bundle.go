@@ -61,7 +61,7 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 		Long:    bundleLong,
 		Example: bundleExample,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Out, "output", "o", o.Out, "Where to write the bundle: a new directory, or a file ending in .tar.gz.")

@@ -81,7 +81,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Long:    capacityLong,
 		Example: capacityExample,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")

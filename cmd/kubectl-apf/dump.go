@@ -96,7 +96,7 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Short:   dumpHelp[kind].short,
 		Example: dumpHelp[kind].example,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")

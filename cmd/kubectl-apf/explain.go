@@ -155,7 +155,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 		Long:    explainRequestLong,
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(2),
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.UserName, "user-name", "", "User name of the request (system:serviceaccount:NS:NAME and system:anonymous are understood).")

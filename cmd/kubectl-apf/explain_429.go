@@ -66,7 +66,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		Long:    explain429Long,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
 	o.Sources.AddFlags(f)

@@ -79,7 +79,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Long:    lintLong,
 		Example: lintExample,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")

@@ -105,7 +105,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Long:    simulateLong,
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)

@@ -55,7 +55,7 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 		Long:    whoisLong,
 		Example: whoisExample,
 		Args:    cobra.MinimumNArgs(1),
-		RunE: runOptions(o),
+		RunE:    runOptions(o),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
