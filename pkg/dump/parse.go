@@ -1,8 +1,6 @@
 package dump
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,9 +40,11 @@ type tableRow struct {
 }
 
 // splitCells splits one dump line. A separator is a comma followed by a
-// space or by the end of the line; the padding after it is dropped.
-func splitCells(line string) []string {
-	var cells []string
+// space or by the end of the line; the padding after it is dropped. width is
+// the expected number of cells (the header's), so that one allocation holds
+// them.
+func splitCells(line string, width int) []string {
+	cells := make([]string, 0, width)
 	start := 0
 	for i := 0; i < len(line); i++ {
 		if line[i] != ',' {
@@ -147,16 +147,19 @@ func quoteLine(line string) string {
 // HTML page or a JSON Status.
 func parseTable(endpoint string, body []byte, first string) (*table, error) {
 	t := &table{endpoint: endpoint, index: map[string]int{}}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	// One string for the whole body: every line and cell is a substring of it,
+	// so a row costs no copy of its text.
+	text := string(body)
 	lineNo := 0
 	commaOnly := false
-	for sc.Scan() {
+	for len(text) > 0 {
+		var raw string
+		raw, text, _ = strings.Cut(text, "\n")
 		lineNo++
 		// The apiserver's tabwriter turns tabs into padding and \v, \f into
 		// cell and line breaks, so these can only come from re-formatting;
 		// treat them as padding.
-		line := tabwriterControls.Replace(strings.TrimRight(sc.Text(), "\r"))
+		line := tabwriterControls.Replace(strings.TrimRight(raw, "\r"))
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -164,7 +167,7 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 			return nil, fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
 		}
 		if t.header == nil {
-			t.header = splitCells(line)
+			t.header = splitCells(line, 16)
 			if len(t.header) == 1 && strings.Contains(line, ",") {
 				commaOnly = true
 				t.header = splitCommas(line)
@@ -190,7 +193,7 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 		if commaOnly {
 			cells = splitCommas(line)
 		} else {
-			cells = splitCells(line)
+			cells = splitCells(line, len(t.header))
 			if len(cells) != len(t.header) {
 				if aligned, ok := splitAligned(line, t.offsets); ok && len(t.offsets) == len(t.header) {
 					cells = aligned
@@ -201,9 +204,6 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
 		}
 		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", endpoint, err)
 	}
 	if t.header == nil {
 		return nil, fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
