@@ -398,3 +398,28 @@ func printCounts(w io.Writer, title string, m map[string]int) {
 	}
 	fmt.Fprintf(w, "  %-30s %s\n", title+":", strings.Join(parts, " "))
 }
+
+// WaitForLevel waits until the apiserver has digested the objects Setup
+// created: a request from flow is answered with the load level's headers. The
+// server's configuration controller works asynchronously, so the first
+// requests after Setup may still land elsewhere.
+func WaitForLevel(ctx context.Context, flow *rest.Config, names map[string]string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		rep, err := Run(ctx, Options{Flows: []*rest.Config{flow}, Burst: 1, Rounds: 1, Duration: time.Minute, Names: names})
+		if err != nil {
+			return err
+		}
+		if rep.ByPriority[Level] > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server did not classify load into %s within %s", Level, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -149,16 +149,12 @@ func TestLoadGeneratorGetsQueueFull429(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
 	}
-	var rep *loadgen.Report
-	// The new level may take a moment to be digested; a few rounds suffice.
-	for attempt := 0; attempt < 10; attempt++ {
-		rep, err = loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.ByPriority[loadgen.Level] > 0 && rep.Rejected() > 0 {
-			break
-		}
+	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
+	if err != nil {
+		t.Fatal(err)
 	}
 	var buf strings.Builder
 	rep.Print(&buf)

@@ -51,19 +51,8 @@ func TestReplayRecordedTraffic(t *testing.T) {
 	for i := 1; i <= testcluster.NumLoadUsers; i++ {
 		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
 	}
-	// wait until the server has digested the new levels
-	for attempt := 0; ; attempt++ {
-		rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows[:1], Burst: 1, Rounds: 1, Duration: time.Minute, Names: names})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.ByPriority[loadgen.Level] > 0 {
-			break
-		}
-		if attempt == 50 {
-			t.Fatalf("the server never classified load into %s", loadgen.Level)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 6, Duration: 2 * time.Minute, Pause: 300 * time.Millisecond, Names: names})
 	if err != nil {
