@@ -137,8 +137,13 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 				}
 			}
 		}
-		total429 := metrics.Rate(count429(live.Prev), count429(live.Cur), live.Cur.Time.Sub(live.Prev.Time))
-		it.Other429 = math.Max(0, total429-apfTotal)
+		// Subtract counts, not rates: the counters are whole numbers, and the
+		// difference of two rates leaves floating-point dust (1e-15/s) where
+		// every 429 came from APF.
+		interval := live.Cur.Time.Sub(live.Prev.Time)
+		all429 := metrics.Rate(count429(live.Prev), count429(live.Cur), interval) * interval.Seconds()
+		apf429 := metrics.Rate(countRejected(live.Prev), countRejected(live.Cur), interval) * interval.Seconds()
+		it.Other429 = math.Max(0, math.Round(all429-apf429)) / interval.Seconds()
 	case live.Cur != nil:
 		for k, v := range live.Cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
 			if v > 0 {
@@ -361,6 +366,15 @@ func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
 
 // count429 sums apiserver_request_total{code="429"}, which counts APF's
 // rejections (epmetrics.RecordDroppedRequest) and every other 429.
+// countRejected sums apiserver_flowcontrol_rejected_requests_total.
+func countRejected(s *metrics.Scrape) float64 {
+	t := 0.0
+	for _, v := range s.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
+		t += v
+	}
+	return t
+}
+
 func count429(s *metrics.Scrape) float64 {
 	t := 0.0
 	for _, smp := range s.Samples(metrics.FamilyRequestTotal) {

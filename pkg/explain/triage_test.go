@@ -153,3 +153,44 @@ func TestExplain429WithoutRates(t *testing.T) {
 		t.Errorf("dump counters: %+v", it)
 	}
 }
+
+// TestExplain429NoDustFromRates: when every 429 came from APF, the non-APF
+// rate is exactly zero and no note is printed, whatever the counts and the
+// interval (a difference of rates left 3.55e-15/s on a live cluster with two
+// rejecting levels).
+func TestExplain429NoDustFromRates(t *testing.T) {
+	cfg := smallConfig()
+	text := func(q, r map[string]int) string {
+		var b strings.Builder
+		b.WriteString("# TYPE apiserver_flowcontrol_rejected_requests_total counter\n")
+		total := 0
+		for level, byReason := range map[string]map[string]int{"q": q, "r": r} {
+			for reason, n := range byReason {
+				fmt.Fprintf(&b, "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"x\",priority_level=%q,reason=%q} %d\n", level, reason, n)
+				total += n
+			}
+		}
+		b.WriteString("# TYPE apiserver_request_total counter\n")
+		fmt.Fprintf(&b, "apiserver_request_total{code=\"429\",component=\"apiserver\",verb=\"LIST\"} %d\n", total)
+		return b.String()
+	}
+	dust := 0
+	for i := 1; i <= 200; i++ {
+		interval := 5*time.Second + time.Duration(i)*34357631
+		prevQ, prevR := map[string]int{"queue-full": 100 * i, "time-out": i}, map[string]int{"concurrency-limit": 7 * i}
+		curQ, curR := map[string]int{"queue-full": 100*i + 13*i + 7, "time-out": 2 * i}, map[string]int{"concurrency-limit": 7*i + 3*i + 1}
+		p := scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+text(prevQ, prevR))
+		c := scrape(t, t0.Add(interval), levelMetricsText("q", 4, 4, 20, time.Second)+text(curQ, curR))
+		live := &Live{Instance: "https://apiserver-1", Prev: p, Cur: c, Levels: map[string]LevelRow{}}
+		it := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+		if it.Other429 != 0 || len(it.Notes) != 0 {
+			dust++
+			if dust <= 3 {
+				t.Errorf("case %d (interval %s): other 429/s = %v, notes %q; want 0 and none", i, interval, it.Other429, it.Notes)
+			}
+		}
+	}
+	if dust > 0 {
+		t.Errorf("%d of 200 cases reported non-APF 429s that did not exist", dust)
+	}
+}
