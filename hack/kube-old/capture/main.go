@@ -70,13 +70,20 @@ func main() {
 
 type user struct{ name, group, token string }
 
-func run(apiserverBin, etcdBin, fcVersion, out, name, work string) error {
+func run(apiserverBin, etcdBin, fcVersion, out, name, work string) (err error) {
 	if work == "" {
 		d, err := os.MkdirTemp("", "kube-old-")
 		if err != nil {
 			return err
 		}
 		work = d
+		// Registered first, so it runs after the processes are stopped; the
+		// logs stay for a failed run.
+		defer func() {
+			if err == nil {
+				_ = os.RemoveAll(work)
+			}
+		}()
 	}
 	log.Printf("work directory %s", work)
 	caPEM, err := writePKI(work)
