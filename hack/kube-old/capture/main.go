@@ -59,18 +59,19 @@ func main() {
 	out := flag.String("out", "", "directory that receives NAME-idle/ and NAME-load/")
 	name := flag.String("name", "", "fixture name prefix, e.g. v1.27.4")
 	work := flag.String("work", "", "work directory (default: a new temporary one)")
+	hold := flag.Duration("hold", 0, "keep the server running this long after the captures, with an admin kubeconfig in the work directory (to try the plugin against it)")
 	flag.Parse()
 	if *apiserver == "" || *etcd == "" || *out == "" || *name == "" {
 		log.Fatal("capture: -apiserver, -etcd, -out and -name are required")
 	}
-	if err := run(*apiserver, *etcd, *fcVersion, *out, *name, *work); err != nil {
+	if err := run(*apiserver, *etcd, *fcVersion, *out, *name, *work, *hold); err != nil {
 		log.Fatalf("capture: %v", err)
 	}
 }
 
 type user struct{ name, group, token string }
 
-func run(apiserverBin, etcdBin, fcVersion, out, name, work string) (err error) {
+func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Duration) (err error) {
 	if work == "" {
 		d, err := os.MkdirTemp("", "kube-old-")
 		if err != nil {
@@ -237,6 +238,17 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work string) (err error) {
 	log.Printf("load: %d responses, %d of them 429", sent.Load(), throttled.Load())
 	if !captured {
 		return errors.New("no dump showed waiting apf-load requests")
+	}
+	if hold > 0 {
+		kc := filepath.Join(work, "kubeconfig")
+		cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: old\n  cluster:\n    server: %s\n    certificate-authority: %s\n"+
+			"users:\n- name: admin\n  user:\n    token: %s\ncontexts:\n- name: old\n  context:\n    cluster: old\n    user: admin\ncurrent-context: old\n",
+			base, filepath.Join(work, "ca.crt"), admin)
+		if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+			return err
+		}
+		log.Printf("holding the server for %s; kubeconfig %s", hold, kc)
+		time.Sleep(hold)
 	}
 	return nil
 }
