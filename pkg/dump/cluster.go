@@ -373,6 +373,14 @@ func ConvertList(body []byte) ([]byte, error) {
 		}
 		obj["apiVersion"] = flowcontrolGroup + "/v1"
 		spec, _ := obj["spec"].(map[string]any)
+		// Before 1.28 the exempt level had no spec.exempt: it neither had
+		// shares nor lent seats. Today's servers require the field for an
+		// Exempt level (apf_controller.go:queueSetCompleterForPL) and default
+		// both values to 0 (pkg/apis/flowcontrol/v1/defaults.go), which is the
+		// same behaviour; without it the engine would call the level broken.
+		if spec != nil && spec["type"] == "Exempt" && spec["exempt"] == nil {
+			spec["exempt"] = map[string]any{"nominalConcurrencyShares": 0, "lendablePercent": 0}
+		}
 		lim, _ := spec["limited"].(map[string]any)
 		if v, ok := lim["assuredConcurrencyShares"]; ok {
 			if _, has := lim["nominalConcurrencyShares"]; !has {
