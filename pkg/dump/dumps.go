@@ -21,7 +21,8 @@ const (
 type PriorityLevelRow struct {
 	Name string `json:"name"`
 	// Placeholder is true for a pre-1.28 "<none>" row (a level with no
-	// QueueSet: exempt); every other field is then zero.
+	// QueueSet: exempt); every other field is then zero, but for HasCounters,
+	// which describes the layout.
 	Placeholder  bool `json:"placeholder,omitempty"`
 	ActiveQueues int  `json:"activeQueues"`
 	IsIdle       bool `json:"isIdle"`
@@ -43,8 +44,9 @@ type PriorityLevelRow struct {
 // QueueRow is one row of dump_queues: one queue of one priority level.
 //
 // Layouts: 5 columns in 1.20 (VirtualStart in virtual seconds), 9 columns
-// since 1.26 (seats and SeatSeconds sums). Levels without queues (exempt and
-// Reject levels) have no rows since 1.28, a "<none>" row before.
+// since 1.26 (seats and SeatSeconds sums). Reject levels have no rows in any
+// version; the exempt level has none since 1.28, and a "<none>" row before
+// (it had no QueueSet; seen on real 1.26.15 and 1.27.4 servers).
 type QueueRow struct {
 	PriorityLevel     string `json:"priorityLevel"`
 	Placeholder       bool   `json:"placeholder,omitempty"`
