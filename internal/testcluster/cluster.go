@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -91,7 +92,28 @@ const stateFile = "state.json"
 // Start starts etcd and one kube-apiserver and waits until the apiserver is ready
 // and has created its default APF configuration. On error everything started is
 // stopped again.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	// Ports are picked free but only taken when etcd and kube-apiserver bind
+	// them, so a process started by a parallel test can take one first: then
+	// the new process exits at once, and a second try with fresh ports works.
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var c *Cluster
+		if c, err = start(ctx, opts); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, errExitedEarly) || attempt == 3 {
+			return nil, err
+		}
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "start-up attempt %d failed, trying again with other ports: %v\n", attempt, err)
+		}
+		_ = os.RemoveAll(filepath.Join(opts.Dir, "etcd"))
+	}
+	return nil, err
+}
+
+func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("testcluster: Options.Dir is required")
 	}
@@ -106,7 +128,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	c = &Cluster{Dir: dir, opts: opts, Users: defaultUsers()}
+	c := &Cluster{Dir: dir, opts: opts, Users: defaultUsers()}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -473,6 +495,9 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// errExitedEarly is a process's exit before it became ready.
+var errExitedEarly = errors.New("exited during start-up")
+
 // waitFor polls check until it succeeds, the process exits, or timeout.
 func waitFor(ctx context.Context, timeout time.Duration, p *Process, check func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -480,7 +505,7 @@ func waitFor(ctx context.Context, timeout time.Duration, p *Process, check func(
 	var last error
 	for {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("%s exited during start-up (%v); its log is %s:\n%s", p.Name, err, p.LogFile, Tail(p.LogFile, 30))
+			return fmt.Errorf("%s %w (%v); its log is %s:\n%s", p.Name, errExitedEarly, err, p.LogFile, Tail(p.LogFile, 30))
 		}
 		if last = check(); last == nil {
 			return nil
@@ -506,13 +531,22 @@ func Tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// freePort returns a port on 127.0.0.1 that nothing listens on. It is drawn
+// below the kernel's ephemeral range (32768 and up by default), from which the
+// port of every outgoing connection is taken: a port from that range can be
+// taken by a client connection (many are open under load) before the server
+// binds it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for i := 0; i < 100; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free port on 127.0.0.1 between 20000 and 32000")
 }
 
 // Binary returns the path of a control-plane binary: $KUBE_APISERVER_BIN or
