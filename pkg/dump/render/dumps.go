@@ -81,11 +81,7 @@ func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) e
 		return writeData(w, o.Format, rows)
 	}
 	multi := len(snaps) > 1
-	t := &table{}
-	if multi {
-		t.header = append(t.header, "INSTANCE")
-	}
-	t.header = append(t.header, "NAME", "TYPE", "ACTIVE-QUEUES", "IDLE", "WAITING", "EXECUTING", "DISPATCHED", "REJECTED", "TIMEDOUT", "CANCELLED")
+	t := newTable(multi, "NAME", "TYPE", "ACTIVE-QUEUES", "IDLE", "WAITING", "EXECUTING", "DISPATCHED", "REJECTED", "TIMEDOUT", "CANCELLED")
 	if o.Format == FormatWide {
 		t.header = append(t.header, "QUIESCING", "UID")
 	}
@@ -163,11 +159,7 @@ func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, a
 		return writeData(w, o.Format, rows)
 	}
 	multi := len(snaps) > 1
-	t := &table{}
-	if multi {
-		t.header = append(t.header, "INSTANCE")
-	}
-	t.header = append(t.header, "LEVEL", "QUEUE", "WAITING", "EXECUTING", "SEATS-IN-USE", "WAITING-SEATS")
+	t := newTable(multi, "LEVEL", "QUEUE", "WAITING", "EXECUTING", "SEATS-IN-USE", "WAITING-SEATS")
 	if o.Format == FormatWide {
 		t.header = append(t.header, "MAX-SEATS-SUM", "NEXT-DISPATCH-R", "TOTAL-WORK")
 	}
@@ -258,11 +250,7 @@ func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string)
 		return writeData(w, o.Format, rows)
 	}
 	multi := len(snaps) > 1
-	t := &table{}
-	if multi {
-		t.header = append(t.header, "INSTANCE")
-	}
-	t.header = append(t.header, "LEVEL", "FLOWSCHEMA", "STATE", "QUEUE", "POSITION", "FLOW", "SEATS", "AGE", "USER", "VERB", "PATH")
+	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "STATE", "QUEUE", "POSITION", "FLOW", "SEATS", "AGE", "USER", "VERB", "PATH")
 	if o.Format == FormatWide {
 		t.header = append(t.header, "NAMESPACE", "RESOURCE", "NAME", "API-VERSION", "FINAL-SEATS", "ADDITIONAL-LATENCY", "ARRIVED")
 	}

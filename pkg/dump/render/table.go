@@ -50,6 +50,17 @@ type table struct {
 	rows   [][]string
 }
 
+// newTable starts a table with the given columns, after an INSTANCE column
+// when the rows come from several apiservers.
+func newTable(multi bool, cols ...string) *table {
+	t := &table{}
+	if multi {
+		t.header = append(t.header, "INSTANCE")
+	}
+	t.header = append(t.header, cols...)
+	return t
+}
+
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 func (t *table) write(w io.Writer, noHeaders bool) error {

@@ -163,11 +163,7 @@ func PrintTopLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level, sortB
 		return writeData(w, o.Format, rows)
 	}
 	multi := len(snaps) > 1
-	t := &table{}
-	if multi {
-		t.header = append(t.header, "INSTANCE")
-	}
-	t.header = append(t.header, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
+	t := newTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
 	for _, r := range rows {
 		var cells []string
 		if multi {
@@ -267,11 +263,7 @@ func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string,
 		return writeData(w, o.Format, rows)
 	}
 	multi := len(snaps) > 1
-	t := &table{}
-	if multi {
-		t.header = append(t.header, "INSTANCE")
-	}
-	t.header = append(t.header, "LEVEL", "FLOWSCHEMA", "FLOW", "WAITING", "WAITING-SEATS", "EXECUTING", "EXECUTING-SEATS")
+	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "FLOW", "WAITING", "WAITING-SEATS", "EXECUTING", "EXECUTING-SEATS")
 	if o.Format == FormatWide {
 		t.header = append(t.header, "QUEUES")
 	}
