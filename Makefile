@@ -36,6 +36,10 @@ unit: ## Unit tests only (no control plane).
 e2e: binaries ## End-to-end tests on the local control plane.
 	$(GO) test $(TEST_FLAGS) ./test/e2e/...
 
+.PHONY: test-versions
+test-versions: binaries ## The version e2e against real kube-apiservers 1.29, 1.31, 1.33, 1.35 (built by hack/kube-old; not in make test). CAPTURE=1 rewrites their fixtures.
+	hack/test-versions.sh $(RELEASES)
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

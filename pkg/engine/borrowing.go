@@ -106,6 +106,9 @@ type SeatDemandStats struct {
 	Avg, StdDev float64
 	// HighWatermark is round(max) of the last period (an int since v0.31).
 	HighWatermark int
+	// Max is the unrounded high watermark, which releases up to 1.30 use
+	// (Release.ExemptInBorrowingPool).
+	Max float64
 	// Smoothed is max(envelope, 0.977*smoothed + 0.023*envelope) with
 	// envelope = avg + stdDev.
 	Smoothed float64
@@ -116,6 +119,7 @@ type SeatDemandStats struct {
 // the high watermark; a NaN deviation counts as 0.
 func (s *SeatDemandStats) Update(obs IntegratorResults) {
 	s.HighWatermark = int(math.Round(obs.Max))
+	s.Max = obs.Max
 	if obs.Duration <= 0 {
 		return
 	}
@@ -138,6 +142,9 @@ const (
 	// BranchFairShare: the fair-share solve (computeConcurrencyAllocation)
 	// over the nominal limit sum.
 	BranchFairShare = "fair-share"
+	// BranchFairShareWithExempt: releases up to 1.30 always solve the fair
+	// share, with exempt levels among the items.
+	BranchFairShareWithExempt = "fair-share-with-exempt"
 )
 
 // CurrentLimits is the result of one borrowing pass.
@@ -173,6 +180,18 @@ type CurrentLimits struct {
 // fair-share branch distributes the whole nominal sum, not what is left
 // after exempt's reservation, exactly as upstream.
 func AllocateCurrentLimits(levels []LevelLimits, stats map[string]SeatDemandStats, previous map[string]int, serverConcurrencyLimit int) CurrentLimits {
+	return AllocateCurrentLimitsFor(NewestRelease, levels, stats, previous, serverConcurrencyLimit)
+}
+
+// AllocateCurrentLimitsFor is AllocateCurrentLimits as release rel does it:
+// up to 1.30 (Release.ExemptInBorrowingPool) every level, exempt included,
+// is an item of one fair-share solve over the nominal limit sum, with lower
+// bound max(lower, min(nominal, unrounded high watermark)) (k8s.io/apiserver
+// v0.30 apf_controller.go:updateBorrowingLocked).
+func AllocateCurrentLimitsFor(rel Release, levels []LevelLimits, stats map[string]SeatDemandStats, previous map[string]int, serverConcurrencyLimit int) CurrentLimits {
+	if rel.ExemptInBorrowingPool() {
+		return allocateCurrentLimits130(levels, stats, previous, serverConcurrencyLimit)
+	}
 	out := CurrentLimits{
 		CurrentCL:              map[string]int{},
 		Target:                 map[string]float64{},
@@ -240,6 +259,11 @@ func AllocateCurrentLimits(levels []LevelLimits, stats map[string]SeatDemandStat
 		}
 		out.CurrentCL[l.Name] = cl
 	}
+	out.setDenominators(serverConcurrencyLimit)
+	return out
+}
+
+func (out *CurrentLimits) setDenominators(serverConcurrencyLimit int) {
 	for name, cl := range out.CurrentCL {
 		d := cl
 		if d <= 0 {
@@ -247,6 +271,41 @@ func AllocateCurrentLimits(levels []LevelLimits, stats map[string]SeatDemandStat
 		}
 		out.ConcurrencyDenominator[name] = d
 	}
+}
+
+// allocateCurrentLimits130 is updateBorrowingLocked of k8s.io/apiserver
+// v0.29 and v0.30.
+func allocateCurrentLimits130(levels []LevelLimits, stats map[string]SeatDemandStats, previous map[string]int, serverConcurrencyLimit int) CurrentLimits {
+	out := CurrentLimits{
+		CurrentCL:              map[string]int{},
+		Target:                 map[string]float64{},
+		ConcurrencyDenominator: map[string]int{},
+		Branch:                 BranchFairShareWithExempt,
+	}
+	nominalSum := 0
+	for _, l := range levels {
+		nominalSum += l.NominalCL
+	}
+	items := make([]AllocItem, 0, len(levels))
+	for _, l := range levels {
+		s := stats[l.Name]
+		m := math.Max(float64(l.LowerCL), math.Min(float64(l.NominalCL), s.Max))
+		items = append(items, AllocItem{Lower: m, Upper: float64(l.UpperCL), Target: math.Max(m, s.Smoothed)})
+		out.Target[l.Name] = items[len(items)-1].Target
+	}
+	allocs, fairFrac, err := ComputeConcurrencyAllocation(nominalSum, items)
+	if err != nil {
+		out.Err = fmt.Errorf("deriving current limits: %w", err)
+		allocs = make([]float64, len(items))
+		for i, l := range levels {
+			allocs[i] = float64(previous[l.Name])
+		}
+	}
+	out.FairFrac = fairFrac
+	for i, l := range levels {
+		out.CurrentCL[l.Name] = int(math.Round(allocs[i]))
+	}
+	out.setDenominators(serverConcurrencyLimit)
 	return out
 }
 

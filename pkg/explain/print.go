@@ -77,6 +77,13 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	if ex.Instance != "" {
 		p.f("  live state of %s\n", clean(ex.Instance))
 	}
+	if ex.Release != "" {
+		p.f("  replaying Kubernetes %s", clean(ex.Release))
+		if ex.ReleaseFrom != "" {
+			p.f(" (%s)", clean(ex.ReleaseFrom))
+		}
+		p.f("\n")
+	}
 
 	if ex.FlowSchema == nil {
 		p.f("\nVerdict: %s\n  %s\n", ex.Verdict.Kind, clean(ex.Verdict.Reason))

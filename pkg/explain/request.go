@@ -21,7 +21,10 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	if in.ServerRequestTimeout <= 0 {
 		in.ServerRequestTimeout = time.Minute
 	}
-	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}}
+	if in.Release.IsZero() {
+		in.Release = engine.NewestRelease
+	}
+	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}, Release: in.Release.String(), ReleaseFrom: in.ReleaseFrom}
 	if in.Live != nil {
 		ex.Instance = in.Live.Instance
 	}
@@ -65,7 +68,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		v := lm.stats.CurrentLimit
 		ex.PriorityLevel.CurrentLimit = &v
 	}
-	ex.Seats = estimateSeats(r, limits)
+	ex.Seats = estimateSeats(in.Release, r, limits)
 
 	if cls.Fallback {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("no FlowSchema matched: the identity is in neither %s nor %s, so the server falls back to %s and logs \"no match found\"",

@@ -7,18 +7,13 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
-// Caps of the work estimator (request/config.go:DefaultWorkEstimatorConfig,
-// v0.34+ with SizeBasedListCostEstimate on by default).
-const (
-	maximumListSeatsLimit     = 100
-	maximumMutatingSeatsLimit = 10
-)
-
 // estimateSeats mirrors the dispatch of width.go:(*workEstimator).estimate
-// as far as the request alone allows: the LIST estimate needs the object
-// count and size of the resource, the mutating one the number of watchers,
-// which only the apiserver knows, so the answer is a range.
-func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
+// of release rel as far as the request alone allows: the LIST estimate needs
+// the object count (and, from 1.34, size) of the resource, the mutating one
+// the number of watchers, which only the apiserver knows, so the answer is a
+// range. The caps and the WATCH rule follow the release
+// (engine.Release.MaxListSeats, LegacyWatchEstimatedAsList).
+func estimateSeats(rel engine.Release, r engine.Request, l engine.LevelLimits) *Seats {
 	capTo := func(limit uint64) uint64 {
 		// list/mutating_work_estimator.go: maxSeats = GetMaxSeats(pl), or the
 		// global limit when 0 or larger.
@@ -30,26 +25,36 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 	ri := r.Info
 	switch ri.Verb {
 	case "list":
-		m := capTo(maximumListSeatsLimit)
+		m := capTo(rel.MaxListSeats())
 		if ri.Name != "" {
 			return &Seats{Initial: 1, Max: 1, Note: "a LIST of one named object takes 1 seat"}
 		}
 		note := fmt.Sprintf("a LIST takes ceil(bytes/100kB) seats, between 1 and %d in this level: the objects returned (capped by ?limit) times their average size; served from the watch cache the bytes count at most 1MB (10 seats)", m)
+		if !rel.SizeBasedListEstimate() {
+			note = fmt.Sprintf("a LIST takes ceil(objects/100) seats in %s, between 1 and %d in this level: the objects stored (from etcd without a selector, twice those returned)", rel, m)
+		}
 		if m == 1 {
-			note = "a LIST takes ceil(bytes/100kB) seats, but this level caps every request at 1 seat (max seats = max(1, min(ceil(15% of its nominal limit), nominal limit / hand size)))"
+			note = "a LIST takes more than 1 seat only when large, but this level caps every request at 1 seat (max seats = max(1, min(ceil(15% of its nominal limit), nominal limit / hand size)))"
 		}
 		if u, err := url.ParseRequestURI(r.URL); err == nil && u.Query().Get("limit") == "" {
 			note += "; this LIST has no ?limit, so it reads every object"
 		}
 		return &Seats{Initial: 1, Max: m, Note: note}
 	case "watch":
-		m := capTo(maximumListSeatsLimit)
+		m := capTo(rel.MaxListSeats())
 		u, _ := url.ParseRequestURI(r.URL)
 		if u != nil {
 			q := u.Query()
 			rv := q.Get("resourceVersion")
-			if q.Get("sendInitialEvents") == "true" || rv == "" || rv == "0" {
+			initial := q.Get("sendInitialEvents") == "true"
+			legacy := rv == "" || rv == "0"
+			switch {
+			case rel.LegacyWatchEstimatedAsList() && (initial || legacy):
 				return &Seats{Initial: 1, Max: m, Note: "a WATCH with initial events (sendInitialEvents=true or resourceVersion \"\"/\"0\") is estimated like a LIST; it holds its seats only until the watch is initialized"}
+			case initial:
+				return &Seats{Initial: 1, Max: m, Note: "a WATCH with sendInitialEvents=true is estimated like a LIST; it holds its seats only until the watch is initialized"}
+			case legacy:
+				return &Seats{Initial: 1, Max: 1, Note: fmt.Sprintf("in %s only a WATCH with sendInitialEvents=true is estimated like a LIST; this one takes 1 seat, only until it is initialized", rel)}
 			}
 		}
 		return &Seats{Initial: 1, Max: 1, Note: "a WATCH from a given resourceVersion takes 1 seat, only until it is initialized"}
@@ -57,7 +62,7 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 		if ri.Resource == "serviceaccounts" && ri.Subresource == "token" {
 			return &Seats{Initial: 1, Max: 1, Note: "serviceaccounts/token is exempt from the mutating estimate"}
 		}
-		m := capTo(maximumMutatingSeatsLimit)
+		m := capTo(rel.MaxMutatingSeats())
 		return &Seats{Initial: 1, Max: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
 	}
 	return &Seats{Initial: 1, Max: 1}

@@ -40,6 +40,10 @@ const (
 type Explanation struct {
 	// Request is the request as the apiserver sees it.
 	Request RequestView `json:"request"`
+	// Release is the Kubernetes release replayed ("1.31"), ReleaseFrom
+	// where it came from.
+	Release     string `json:"release"`
+	ReleaseFrom string `json:"releaseFrom,omitempty"`
 	// FlowSchema is the FlowSchema that matched.
 	FlowSchema *FlowSchemaView `json:"flowSchema,omitempty"`
 	// PriorityLevel is its priority level with its limits.
@@ -280,4 +284,9 @@ type Input struct {
 	ServerRequestTimeout time.Duration
 	// Live is the state of one apiserver instance, nil when unknown.
 	Live *Live
+	// Release is the Kubernetes release whose behaviour is replayed (the
+	// server's, from /version or a bundle, or --kube-version); zero means
+	// engine.NewestRelease. ReleaseFrom says where it came from.
+	Release     engine.Release
+	ReleaseFrom string
 }

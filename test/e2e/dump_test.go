@@ -26,7 +26,9 @@ import (
 
 // -capture-fixtures DIR writes the raw dumps and APF metrics captured from
 // the local control plane (idle, then under load) into DIR/dump and
-// DIR/metrics: that is how testdata/dump/v1.37.1-* are made.
+// DIR/metrics, named by the server's /version: that is how
+// testdata/dump/v1.37.1-* are made, and (make test-versions CAPTURE=1) those
+// of the older releases.
 var captureFixtures = flag.String("capture-fixtures", "", "write real captures into this testdata directory")
 
 // apf runs the plugin and returns its exit code, stdout and stderr.
@@ -99,7 +101,7 @@ func TestDumpTopWhoisUnderLoad(t *testing.T) {
 	c := cluster(t)
 	kc := kubeconfig(t, c)
 	if *captureFixtures != "" {
-		writeCapture(t, c, "v1.37.1-idle")
+		writeCapture(t, c, serverVersion(t, c)+"-idle")
 	}
 	stop := startLoad(t, c)
 	defer stop()
@@ -118,7 +120,7 @@ func TestDumpTopWhoisUnderLoad(t *testing.T) {
 		t.Errorf("no waiting apf-load request from a load user in:\n%s", requests)
 	}
 	if *captureFixtures != "" {
-		writeCapture(t, c, "v1.37.1-load")
+		writeCapture(t, c, serverVersion(t, c)+"-load")
 	}
 
 	levels := mustApf(t, "dump", "levels", "--kubeconfig", kc)

@@ -28,6 +28,9 @@ type ReplayConfig struct {
 	// NoBorrowing fixes every level at its nominal limit instead of running
 	// the periodic borrowing every 10 s.
 	NoBorrowing bool
+	// Release is the Kubernetes release whose borrowing pass is replayed
+	// (engine.AllocateCurrentLimitsFor); zero means engine.NewestRelease.
+	Release engine.Release
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -139,6 +142,13 @@ type flowKey struct {
 	fs, distinguisher string
 }
 
+func (cfg ReplayConfig) release() engine.Release {
+	if cfg.Release.IsZero() {
+		return engine.NewestRelease
+	}
+	return cfg.Release
+}
+
 func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
 	if cfg.Config == nil {
 		return nil, errors.New("no APF configuration to replay against")
@@ -158,7 +168,7 @@ func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
 	if !cfg.NoBorrowing {
 		// the config digest ends with a borrowing pass on zero demand
 		// (apf_controller.go:digestConfigObjects → updateBorrowingLocked)
-		initial = engine.AllocateCurrentLimits(ru.limits, nil, nil, cfg.ServerConcurrencyLimit).CurrentCL
+		initial = engine.AllocateCurrentLimitsFor(cfg.release(), ru.limits, nil, nil, cfg.ServerConcurrencyLimit).CurrentCL
 	}
 	levels := make([]LevelConfig, len(ru.limits))
 	for i, l := range ru.limits {
@@ -189,7 +199,7 @@ func (ru *run) borrow(stats []engine.SeatDemandStats) []int {
 	for i, s := range stats {
 		m[ru.limits[i].Name] = s
 	}
-	cur := engine.AllocateCurrentLimits(ru.limits, m, ru.prev, ru.cfg.ServerConcurrencyLimit)
+	cur := engine.AllocateCurrentLimitsFor(ru.cfg.release(), ru.limits, m, ru.prev, ru.cfg.ServerConcurrencyLimit)
 	out := make([]int, len(ru.limits))
 	for i, l := range ru.limits {
 		out[i] = cur.CurrentCL[l.Name]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Usage: hack/test-versions.sh [v1.29 v1.31 ...]   (make test-versions)
+#
+# Runs the version e2e of test/e2e against a real kube-apiserver of each older
+# release, built (or found in the cache) by hack/kube-old/build.sh: explain
+# checked against the X-Kubernetes-PF-* headers, dump/top/explain 429 under
+# load, lint and capacity on the release's defaults, a simulate recording and
+# its replay. With CAPTURE=1 the tests also write their real captures (dumps,
+# /metrics idle and under load, the release's default objects) into testdata/,
+# named by the server's /version. Releases are built one at a time.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+releases=("$@")
+[ ${#releases[@]} -gt 0 ] || releases=(v1.29 v1.31 v1.33 v1.35)
+tests=${VERSION_TESTS:-'^(TestCaptureReleaseDefaults|TestPFHeadersNameExpectedObjects|TestExplainAgreesWithServerHeaders|TestExplainBinaryAgreesWithServer|TestDumpTopWhoisUnderLoad|TestExplain429UnderLoad|TestSimulateReplaysRecordedLoad|TestLintClusterDefaults|TestCapacityMatchesServerMetrics)$'}
+capture=()
+[ "${CAPTURE:-}" = 1 ] && capture=(-capture-fixtures "$root/testdata")
+etcd=$(hack/bin.sh etcd)
+status=0
+for rel in "${releases[@]}"; do
+	bin=$(hack/kube-old/build.sh "$rel")
+	echo "=== $rel: $bin"
+	start=$(date +%s)
+	if KUBE_APISERVER_BIN=$bin ETCD_BIN=$etcd go test -count=1 -timeout 30m ./test/e2e -run "$tests" -v "${capture[@]}" \
+		> >(tee "${TMPDIR:-/tmp}/kubectl-apf-test-versions-$rel.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|agreement:|replayed|wrote ') ; then
+		echo "=== $rel: PASS in $(($(date +%s) - start))s"
+	else
+		echo "=== $rel: FAIL in $(($(date +%s) - start))s (full log: ${TMPDIR:-/tmp}/kubectl-apf-test-versions-$rel.log)"
+		status=1
+	fi
+done
+exit $status
