@@ -112,6 +112,14 @@ func (r Release) SizeBasedListEstimate() bool { return r.Minor >= 34 }
 // supported release (request/config.go).
 func (r Release) MaxMutatingSeats() uint64 { return 10 }
 
+// WatchEstimatedAsList is true where the WatchList feature is on by
+// default, 1.32 and from 1.34: the work estimator sends a WATCH to the LIST
+// estimator (which gives 1 seat unless initial events are sent); where it is
+// off, every WATCH takes 1 seat (request/width.go:(*workEstimator).estimate;
+// the gate's defaults in pkg/features/kube_features.go: beta on in 1.32, off
+// again in 1.33, on from 1.34).
+func (r Release) WatchEstimatedAsList() bool { return r.Minor == 32 || r.Minor >= 34 }
+
 // LegacyWatchEstimatedAsList is true from 1.35: a WATCH with
 // resourceVersion "" or "0" (which sends initial events) is estimated like a
 // LIST; before, only sendInitialEvents=true was, and any other WATCH took 1

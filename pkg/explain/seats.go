@@ -43,6 +43,9 @@ func estimateSeats(rel engine.Release, r engine.Request, l engine.LevelLimits) *
 	case "watch":
 		m := capTo(rel.MaxListSeats())
 		u, _ := url.ParseRequestURI(r.URL)
+		if !rel.WatchEstimatedAsList() {
+			return &Seats{Initial: 1, Max: 1, Note: fmt.Sprintf("in %s (WatchList off by default) every WATCH takes 1 seat, only until it is initialized", rel)}
+		}
 		if u != nil {
 			q := u.Query()
 			rv := q.Get("resourceVersion")

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,37 +160,61 @@ func TestFilterErrors(t *testing.T) {
 }
 
 // TestRealCaptures computes the level statistics of scrapes captured from
-// kube-apiserver v1.37.1: the renamed families are absent (hidden since
-// 1.30/1.31), the new ones give the numbers.
+// real kube-apiservers 1.29 to 1.37 (testdata/metrics/VERSION-{idle,load}.txt,
+// written by the e2e with -capture-fixtures): the deprecated families are
+// exported exactly in the releases upstream shows them in
+// (pkg/util/flowcontrol/metrics/metrics.go: request_concurrency_limit
+// deprecated in 1.30, so hidden from 1.31; request_concurrency_in_use
+// deprecated in 1.31, hidden from 1.32; both removed in 1.37), and the
+// statistics come out the same whichever families a release has.
 func TestRealCaptures(t *testing.T) {
-	idle := mustScrape(t, "v1.37.1-idle.txt", t0)
-	load := mustScrape(t, "v1.37.1-load.txt", t0.Add(30*time.Second))
-	for _, gone := range []string{RequestConcurrencyLimit, RequestConcurrencyInUse} {
-		if load.Has(gone) {
-			t.Errorf("%s is exported by 1.37", gone)
-		}
+	idles, _ := filepath.Glob("../../testdata/metrics/v1.*-idle.txt")
+	if len(idles) < 5 {
+		t.Fatalf("only %d real idle captures: %v", len(idles), idles)
 	}
-	byName := map[string]LevelStats{}
-	for _, l := range Levels(idle, load) {
-		byName[l.Name] = l
-	}
-	// apf-load is the load generator's one-seat level (internal/loadgen).
-	l, ok := byName["apf-load"]
-	if !ok || l.NominalLimit != 1 || l.CurrentLimit != 1 || !l.HasRates || l.RejectedPerSec["queue-full"] <= 0 {
-		t.Errorf("apf-load = %+v", l)
-	}
-	// exempt has a nominal limit of 0 (nominalConcurrencyShares 0).
-	if e := byName["exempt"]; e.NominalLimit != 0 {
-		t.Errorf("exempt = %+v", e)
-	}
-	// The limits of the limited levels add up to the server's concurrency
-	// limit (max-requests-inflight + max-mutating-requests-inflight).
-	sum := 0.0
-	for _, l := range byName {
-		sum += l.NominalLimit
-	}
-	if sum < 10 {
-		t.Errorf("nominal limits sum to %v", sum)
+	for _, idleFile := range idles {
+		version := strings.TrimSuffix(filepath.Base(idleFile), "-idle.txt")
+		t.Run(version, func(t *testing.T) {
+			var minor int
+			if _, err := fmt.Sscanf(version, "v1.%d.", &minor); err != nil {
+				t.Fatal(err)
+			}
+			idle := mustScrape(t, version+"-idle.txt", t0)
+			load := mustScrape(t, version+"-load.txt", t0.Add(30*time.Second))
+			for family, shown := range map[string]bool{RequestConcurrencyLimit: minor <= 30, RequestConcurrencyInUse: minor <= 31} {
+				if load.Has(family) != shown {
+					t.Errorf("%s exported = %v, want %v in 1.%d", family, load.Has(family), shown, minor)
+				}
+			}
+			for _, family := range []string{NominalLimitSeats, CurrentExecutingSeats} {
+				if !load.Has(family) {
+					t.Errorf("%s is missing", family)
+				}
+			}
+			byName := map[string]LevelStats{}
+			for _, l := range Levels(idle, load) {
+				byName[l.Name] = l
+			}
+			// apf-load is the load generator's one-seat level (internal/loadgen).
+			l, ok := byName["apf-load"]
+			if !ok || l.NominalLimit != 1 || l.CurrentLimit != 1 || !l.HasRates || l.RejectedPerSec["queue-full"] <= 0 {
+				t.Errorf("apf-load = %+v", l)
+			}
+			// exempt has a nominal limit of 0 (nominalConcurrencyShares 0).
+			if e := byName["exempt"]; e.NominalLimit != 0 {
+				t.Errorf("exempt = %+v", e)
+			}
+			// The limits of the limited levels add up to the server's
+			// concurrency limit (max-requests-inflight +
+			// max-mutating-requests-inflight = 15 in the test cluster).
+			sum := 0.0
+			for _, l := range byName {
+				sum += l.NominalLimit
+			}
+			if sum < 15 {
+				t.Errorf("nominal limits sum to %v", sum)
+			}
+		})
 	}
 }
 

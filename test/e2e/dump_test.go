@@ -34,9 +34,12 @@ var captureFixtures = flag.String("capture-fixtures", "", "write real captures i
 // apf runs the plugin and returns its exit code, stdout and stderr.
 func apf(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	// Built (once) before the clock starts: on a busy machine the build
+	// alone can take longer than the run's limit.
+	bin := pluginBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pluginBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -24,9 +24,10 @@ import (
 // exit code, stdout and stderr.
 func runLintPlugin(t *testing.T, c *testcluster.Cluster, args ...string) (int, []byte, string) {
 	t.Helper()
+	bin := pluginBinary(t) // built before the clock starts, as in apf
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pluginBinary(t), append(args, "--kubeconfig", c.Kubeconfig)...)
+	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", c.Kubeconfig)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
