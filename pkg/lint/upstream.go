@@ -16,11 +16,36 @@ const UpstreamVersion = "v1.37"
 // k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap, deep-copied so callers may
 // change them.
 func UpstreamReference() Reference {
-	return Reference{
-		Version:                 UpstreamVersion,
-		SuggestedFlowSchemas:    copyFS(bootstrap.SuggestedFlowSchemas),
-		SuggestedPriorityLevels: copyPL(bootstrap.SuggestedPriorityLevelConfigurations),
+	return ReferenceFor(engine.NewestRelease)
+}
+
+// ReferenceFor returns the suggested objects a kube-apiserver of release rel
+// maintains (engine.Release.DefaultFlowSchemas without the mandatory ones),
+// deep-copied so callers may change them.
+func ReferenceFor(rel engine.Release) Reference {
+	if rel.IsZero() {
+		rel = engine.NewestRelease
 	}
+	mandatoryFS := map[string]bool{}
+	for _, fs := range bootstrap.MandatoryFlowSchemas {
+		mandatoryFS[fs.Name] = true
+	}
+	mandatoryPL := map[string]bool{}
+	for _, pl := range bootstrap.MandatoryPriorityLevelConfigurations {
+		mandatoryPL[pl.Name] = true
+	}
+	ref := Reference{Version: "v" + rel.String()}
+	for _, fs := range rel.DefaultFlowSchemas() {
+		if !mandatoryFS[fs.Name] {
+			ref.SuggestedFlowSchemas = append(ref.SuggestedFlowSchemas, fs.DeepCopy())
+		}
+	}
+	for _, pl := range rel.DefaultPriorityLevels() {
+		if !mandatoryPL[pl.Name] {
+			ref.SuggestedPriorityLevels = append(ref.SuggestedPriorityLevels, pl.DeepCopy())
+		}
+	}
+	return ref
 }
 
 // UpstreamDefaults returns the configuration a fresh cluster of
@@ -28,7 +53,16 @@ func UpstreamReference() Reference {
 // and engine.DefaultPriorityLevels), deep-copied and with API defaults applied
 // as the apiserver would.
 func UpstreamDefaults() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
-	fss, pls := copyFS(engine.DefaultFlowSchemas()), copyPL(engine.DefaultPriorityLevels())
+	return DefaultsFor(engine.NewestRelease)
+}
+
+// DefaultsFor is UpstreamDefaults for release rel (engine.Release's default
+// objects).
+func DefaultsFor(rel engine.Release) ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
+	if rel.IsZero() {
+		rel = engine.NewestRelease
+	}
+	fss, pls := copyFS(rel.DefaultFlowSchemas()), copyPL(rel.DefaultPriorityLevels())
 	for i := range fss {
 		fss[i] = engine.DefaultFlowSchema(fss[i])
 	}
