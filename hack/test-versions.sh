@@ -5,7 +5,8 @@
 # release, built (or found in the cache) by hack/kube-old/build.sh: explain
 # checked against the X-Kubernetes-PF-* headers, dump/top/explain 429 under
 # load, lint and capacity on the release's defaults, a simulate recording and
-# its replay. With CAPTURE=1 the tests also write their real captures (dumps,
+# its replay; then pkg/engine's TestReleaseDifferential against hack/apf-oracle
+# for every k8s.io/apiserver release from v0.29 to v0.37. With CAPTURE=1 the tests also write their real captures (dumps,
 # /metrics idle and under load, the release's default objects) into testdata/,
 # named by the server's /version. Releases are built one at a time.
 set -euo pipefail
@@ -31,4 +32,13 @@ for rel in "${releases[@]}"; do
 		status=1
 	fi
 done
+# The engine against each k8s.io/apiserver release's own code (hack/apf-oracle,
+# built once per release and cached): ORACLE_RELEASES=29,31 narrows it, 0 skips.
+oracles=${ORACLE_RELEASES:-all}
+if [ "$oracles" != 0 ]; then
+	echo "=== differential: k8s.io/apiserver releases $oracles"
+	if ! go test -count=1 -timeout 60m ./pkg/engine -run '^TestReleaseDifferential$' -v -releases "$oracles" | grep -E '^(\s*--- |PASS|FAIL|ok )|identical to the engine|engine_test|release_diff_test'; then
+		status=1
+	fi
+fi
 exit $status
