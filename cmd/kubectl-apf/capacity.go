@@ -53,6 +53,7 @@ type CapacityOptions struct {
 	Files                []string
 	Recursive            bool
 	Defaults             bool
+	KubeVersion          string
 	From                 string
 	Sets                 []string
 	ServerConcurrency    int
@@ -60,6 +61,7 @@ type CapacityOptions struct {
 	Output               string
 
 	settings []capacity.Setting
+	release  releaseInfo
 	// Source reads the cluster or the bundle; set by Complete unless a test
 	// injected one.
 	Source dump.Source
@@ -84,6 +86,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		RunE:    runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	addKubeVersionFlag(cmd, &o.KubeVersion)
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
@@ -112,6 +115,9 @@ func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *CapacityOptions) Validate() error {
+	if err := validateKubeVersion(o.KubeVersion); err != nil {
+		return err
+	}
 	if o.Defaults && o.From != "" {
 		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
@@ -134,6 +140,8 @@ type capacityReport struct {
 	// ServerConcurrencySource says where the limit came from: flag,
 	// metrics or default.
 	ServerConcurrencySource string          `json:"serverConcurrencySource"`
+	Release                 string          `json:"release"`
+	ReleaseFrom             string          `json:"releaseFrom"`
 	Current                 capacity.Table  `json:"current"`
 	Proposed                *capacity.Table `json:"proposed,omitempty"`
 }
@@ -158,7 +166,9 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, n)
 	}
-	rep := capacityReport{ServerConcurrencySource: from}
+	// The limit arithmetic is the same in every release the engine knows
+	// (apf_controller.go); the release only picks --defaults' objects.
+	rep := capacityReport{ServerConcurrencySource: from, Release: o.release.Release.String(), ReleaseFrom: o.release.From}
 	rep.Current, err = capacity.Compute(basePL, scl, o.ServerRequestTimeout)
 	if err != nil {
 		return err
@@ -195,7 +205,12 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 // unknown).
 func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.PriorityLevelConfiguration, int, []string, error) {
 	if o.Defaults {
-		_, pls := lint.UpstreamDefaults()
+		rel, from, _, err := resolveRelease(o.KubeVersion, nil)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		o.release = releaseInfo{rel, from}
+		_, pls := lint.DefaultsFor(rel)
 		return pls, 0, nil, nil
 	}
 	parts := dump.PartObjects | dump.PartVersion
@@ -214,6 +229,11 @@ func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.Priori
 		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %s%s", o.Source.Describe(), msg, offlineHint(o.Source))
 	}
 	snap := capture.Snapshots[0]
+	rel, from, _, err := resolveRelease(o.KubeVersion, capture.Snapshots)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	o.release = releaseInfo{rel, from}
 	var pls []*flowcontrolv1.PriorityLevelConfiguration
 	for i := range snap.PriorityLevels {
 		pls = append(pls, &snap.PriorityLevels[i])
@@ -240,6 +260,7 @@ func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.Priori
 
 func printCapacity(w io.Writer, rep capacityReport) error {
 	cur := rep.Current
+	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, rep.ReleaseFrom)
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t capacity.Table) string { return fmt.Sprint(t.NominalSum) })))
 	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))

@@ -111,6 +111,7 @@ type ExplainRequestOptions struct {
 	Files         []string
 	Recursive     bool
 	Defaults      bool
+	KubeVersion   string
 	From          string
 	AllAPIServers bool
 	APIServerURLs []string
@@ -163,6 +164,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.ServiceAccount, "service-account", "", "Service account NAMESPACE/NAME making the request; its groups are implied.")
 	f.BoolVar(&o.Anonymous, "anonymous", false, "The request is anonymous (system:anonymous in system:unauthenticated).")
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	addKubeVersionFlag(cmd, &o.KubeVersion)
 	f.BoolVar(&o.AllAPIServers, "all-apiservers", false, "Give the verdict on every apiserver instance listed in the default/kubernetes EndpointSlice (each has its own queues).")
 	f.StringSliceVar(&o.APIServerURLs, "apiserver-urls", nil, "Give the verdict on these apiserver instances (comma-separated https://HOST:PORT).")
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
@@ -314,6 +316,9 @@ func recordedIdentity(r *workload.Request) engine.Identity {
 
 // Validate checks the flags.
 func (o *ExplainRequestOptions) Validate() error {
+	if err := validateKubeVersion(o.KubeVersion); err != nil {
+		return err
+	}
 	if o.Defaults && o.From != "" {
 		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
@@ -401,7 +406,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	parts := dump.PartObjects | dump.PartVersion | dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics
-	st, err := loadExplainState(ctx, o.Source, o.Defaults, dump.CaptureOptions{Parts: parts})
+	st, err := loadExplainState(ctx, o.Source, o.Defaults, o.KubeVersion, dump.CaptureOptions{Parts: parts})
 	if err != nil {
 		return err
 	}
@@ -416,7 +421,8 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		}
 		fss, pls = lint.Overlay(fss, pls, objs)
 	}
-	in := explain.Input{Config: engine.NewConfig(fss, pls), ServerConcurrencyLimit: o.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}
+	in := explain.Input{Config: engine.NewConfig(fss, pls), ServerConcurrencyLimit: o.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout,
+		Release: st.release, ReleaseFrom: st.releaseFrom}
 	if in.ServerConcurrencyLimit == 0 {
 		in.ServerConcurrencyLimit = st.inferredSCL
 		if in.ServerConcurrencyLimit == 0 && !o.Defaults {

@@ -106,7 +106,7 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
-	st, err := loadExplainState(ctx, o.Sources.Source, false, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
+	st, err := loadExplainState(ctx, o.Sources.Source, false, "", dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
 	if err != nil {
 		return err
 	}

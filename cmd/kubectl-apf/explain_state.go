@@ -24,16 +24,25 @@ type explainState struct {
 	// metrics of the first snapshot, 0 when unknown.
 	inferredSCL int
 	notes       []string
+	// release is the Kubernetes release replayed, releaseFrom where it
+	// came from (resolveRelease).
+	release     engine.Release
+	releaseFrom string
 }
 
 // loadExplainState reads the configuration (and the live state unless
 // configOnly) from src, or takes the upstream defaults; a failure to read
 // the live state falls back to the configuration alone with a note, since
 // the classification needs only the objects.
-func loadExplainState(ctx context.Context, src dump.Source, defaults bool, opts dump.CaptureOptions) (*explainState, error) {
+func loadExplainState(ctx context.Context, src dump.Source, defaults bool, kubeVersion string, opts dump.CaptureOptions) (*explainState, error) {
 	st := &explainState{}
 	if defaults {
-		st.fss, st.pls = lint.UpstreamDefaults()
+		rel, from, _, err := resolveRelease(kubeVersion, nil)
+		if err != nil {
+			return nil, err
+		}
+		st.release, st.releaseFrom = rel, from
+		st.fss, st.pls = lint.DefaultsFor(rel)
 		return st, nil
 	}
 	capture, err := src.Capture(ctx, opts)
@@ -55,6 +64,14 @@ func loadExplainState(ctx context.Context, src dump.Source, defaults bool, opts 
 		st.notes = append(st.notes, "note: "+f.Error())
 	}
 	st.snaps = capture.Snapshots
+	rel, from, note, err := resolveRelease(kubeVersion, st.snaps)
+	if err != nil {
+		return nil, err
+	}
+	st.release, st.releaseFrom = rel, from
+	if note != "" {
+		st.notes = append(st.notes, note)
+	}
 	snap := capture.Snapshots[0]
 	for i := range snap.FlowSchemas {
 		st.fss = append(st.fss, &snap.FlowSchemas[i])

@@ -53,6 +53,7 @@ type LintOptions struct {
 	Files       []string
 	Recursive   bool
 	Defaults    bool
+	KubeVersion string
 	From        string
 	Output      string
 	MinSeverity string
@@ -82,6 +83,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		RunE:    runOptions(o),
 	}
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	addKubeVersionFlag(cmd, &o.KubeVersion)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
 	cmd.Flags().StringVar(&o.MinSeverity, "min-severity", o.MinSeverity, "Least severe findings to show: error, warning or info.")
 	return cmd
@@ -92,7 +94,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 func addConfigInputFlags(cmd *cobra.Command, files *[]string, recursive, defaults *bool, from *string) {
 	cmd.Flags().StringSliceVarP(files, "filename", "f", nil, "Files or directories of FlowSchemas and PriorityLevelConfigurations applied over the base configuration ('-' reads stdin).")
 	cmd.Flags().BoolVarP(recursive, "recursive", "R", false, "Read the directories given with -f recursively.")
-	cmd.Flags().BoolVar(defaults, "defaults", false, "Use the upstream default configuration ("+lint.UpstreamVersion+") as the base instead of the cluster.")
+	cmd.Flags().BoolVar(defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+lint.UpstreamVersion+") as the base instead of the cluster.")
 	cmd.Flags().StringVar(from, "from", "", "Read the base configuration from a bundle written by 'kubectl apf dump' instead of the cluster.")
 }
 
@@ -115,6 +117,9 @@ func (o *LintOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *LintOptions) Validate() error {
+	if err := validateKubeVersion(o.KubeVersion); err != nil {
+		return err
+	}
 	if o.Defaults && o.From != "" {
 		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
@@ -129,7 +134,7 @@ func (o *LintOptions) Validate() error {
 // Run lints and prints the findings; it returns an exitCodeError when there
 // are errors.
 func (o *LintOptions) Run(ctx context.Context) error {
-	in, notes, err := loadConfig(ctx, o.Source, o.Defaults, o.Files, o.Recursive, o.In)
+	in, rel, notes, err := loadConfig(ctx, o.Source, o.Defaults, o.KubeVersion, o.Files, o.Recursive, o.In)
 	if err != nil {
 		return err
 	}
@@ -139,10 +144,11 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	findings := lint.Lint(in, lint.DefaultOptions())
 	shown, hidden := filterFindings(findings, o.minSeverity)
 	if o.Output == "json" {
-		if err := printFindingsJSON(o.Out, shown); err != nil {
+		if err := printFindingsJSON(o.Out, shown, rel); err != nil {
 			return err
 		}
 	} else {
+		fmt.Fprintf(o.Out, "Replaying Kubernetes %s (%s): suggested objects compared with that release's\n\n", rel.Release, rel.From)
 		printFindings(o.Out, shown, hidden, o.minSeverity)
 	}
 	if n := countSeverity(findings, lint.SeverityError); n > 0 {
@@ -176,25 +182,24 @@ func offlineHint(src dump.Source) string {
 // or the first snapshot of the source) with the files applied over it. The
 // configuration objects are the same on every apiserver, so one snapshot is
 // enough. Notes are diagnostics for stderr.
-func loadConfig(ctx context.Context, src dump.Source, defaults bool, files []string, recursive bool, stdin io.Reader) (lint.Input, []string, error) {
+func loadConfig(ctx context.Context, src dump.Source, defaults bool, kubeVersion string, files []string, recursive bool, stdin io.Reader) (lint.Input, releaseInfo, []string, error) {
 	var notes []string
-	ref := lint.UpstreamReference()
 	var fss []*flowcontrolv1.FlowSchema
 	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	if defaults {
-		fss, pls = lint.UpstreamDefaults()
-	} else {
+	var snaps []*dump.Snapshot
+	if !defaults {
 		capture, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion})
 		if err != nil {
-			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %w%s", src.Describe(), err, offlineHint(src))
+			return lint.Input{}, releaseInfo{}, nil, fmt.Errorf("reading the configuration from %s: %w%s", src.Describe(), err, offlineHint(src))
 		}
 		if len(capture.Snapshots) == 0 {
 			msg := "no apiserver answered"
 			if len(capture.Failures) > 0 {
 				msg = capture.Failures[0].Error()
 			}
-			return lint.Input{}, nil, fmt.Errorf("reading the configuration from %s: %s%s", src.Describe(), msg, offlineHint(src))
+			return lint.Input{}, releaseInfo{}, nil, fmt.Errorf("reading the configuration from %s: %s%s", src.Describe(), msg, offlineHint(src))
 		}
+		snaps = capture.Snapshots
 		snap := capture.Snapshots[0]
 		for i := range snap.FlowSchemas {
 			fss = append(fss, &snap.FlowSchemas[i])
@@ -202,35 +207,29 @@ func loadConfig(ctx context.Context, src dump.Source, defaults bool, files []str
 		for i := range snap.PriorityLevels {
 			pls = append(pls, &snap.PriorityLevels[i])
 		}
-		if v := snap.ServerVersion; v != nil && !sameMinor(v.GitVersion, lint.UpstreamVersion) {
-			notes = append(notes, fmt.Sprintf("note: the server runs %s; suggested objects are compared with %s's suggestions, which may differ",
-				sanitizeLine(v.GitVersion), lint.UpstreamVersion))
-		}
 	}
+	rel, from, note, err := resolveRelease(kubeVersion, snaps)
+	if err != nil {
+		return lint.Input{}, releaseInfo{}, nil, err
+	}
+	if note != "" {
+		notes = append(notes, note)
+	}
+	if defaults {
+		fss, pls = lint.DefaultsFor(rel)
+	}
+	ref := lint.ReferenceFor(rel)
 	if len(files) > 0 {
 		objs, err := readObjectFiles(files, recursive, stdin)
 		if err != nil {
-			return lint.Input{}, nil, err
+			return lint.Input{}, releaseInfo{}, nil, err
 		}
 		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
 			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
 		}
 		fss, pls = lint.Overlay(fss, pls, objs)
 	}
-	return lint.Input{FlowSchemas: fss, PriorityLevels: pls, Reference: ref}, notes, nil
-}
-
-// sameMinor reports whether two versions such as "v1.37.1" and "v1.37" have
-// the same major.minor.
-func sameMinor(a, b string) bool {
-	mm := func(s string) string {
-		parts := strings.SplitN(strings.TrimPrefix(s, "v"), ".", 3)
-		if len(parts) < 2 {
-			return s
-		}
-		return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
-	}
-	return mm(a) == mm(b)
+	return lint.Input{FlowSchemas: fss, PriorityLevels: pls, Reference: ref}, releaseInfo{rel, from}, notes, nil
 }
 
 // readObjectFiles reads -f arguments: files, directories (their .yaml, .yml
@@ -331,14 +330,18 @@ func plural(n int, one, many string) string {
 
 // lintReport is what "-o json" prints.
 type lintReport struct {
-	Findings []lint.Finding `json:"findings"`
-	Errors   int            `json:"errors"`
-	Warnings int            `json:"warnings"`
-	Info     int            `json:"info"`
+	// Release is the Kubernetes release whose suggested objects were
+	// compared, ReleaseFrom where it came from.
+	Release     string         `json:"release"`
+	ReleaseFrom string         `json:"releaseFrom"`
+	Findings    []lint.Finding `json:"findings"`
+	Errors      int            `json:"errors"`
+	Warnings    int            `json:"warnings"`
+	Info        int            `json:"info"`
 }
 
-func printFindingsJSON(w io.Writer, fs []lint.Finding) error {
-	r := lintReport{Findings: fs, Errors: countSeverity(fs, lint.SeverityError),
+func printFindingsJSON(w io.Writer, fs []lint.Finding, rel releaseInfo) error {
+	r := lintReport{Release: rel.Release.String(), ReleaseFrom: rel.From, Findings: fs, Errors: countSeverity(fs, lint.SeverityError),
 		Warnings: countSeverity(fs, lint.SeverityWarning), Info: countSeverity(fs, lint.SeverityInfo)}
 	if r.Findings == nil {
 		r.Findings = []lint.Finding{}

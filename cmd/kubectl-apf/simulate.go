@@ -75,6 +75,7 @@ type SimulateOptions struct {
 	Files                []string
 	Recursive            bool
 	Defaults             bool
+	KubeVersion          string
 	From                 string
 	Sets                 []string
 	ServerConcurrency    int
@@ -109,6 +110,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	}
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	addKubeVersionFlag(cmd, &o.KubeVersion)
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
@@ -142,6 +144,9 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags; it is pure.
 func (o *SimulateOptions) Validate() error {
+	if err := validateKubeVersion(o.KubeVersion); err != nil {
+		return err
+	}
 	if len(o.Workloads) == 0 {
 		return fmt.Errorf("no workload given: pass --workload FILE (httplog lines, audit events or JSONL; give the apiserver's log and audit log together to join them)")
 	}
@@ -189,11 +194,15 @@ type simulateReport struct {
 	ServerConcurrencySource string `json:"serverConcurrencySource"`
 	// Join counts how httplog lines met audit events, when both were given.
 	Join *workload.JoinStats `json:"join,omitempty"`
+	// Release is the Kubernetes release whose APF was replayed,
+	// ReleaseFrom where it came from.
+	Release     string `json:"release"`
+	ReleaseFrom string `json:"releaseFrom"`
 }
 
 // Run loads the configurations, replays the workload and prints the report.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	before, after, scl, sclFrom, notes, err := o.loadConfigs(ctx)
+	before, after, scl, sclFrom, rel, notes, err := o.loadConfigs(ctx)
 	if err != nil {
 		return err
 	}
@@ -203,7 +212,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	defer files.Close()
 	rc := func(c *engine.Config) fairqueue.ReplayConfig {
-		return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: scl, RequestTimeout: o.ServerRequestTimeout, NoBorrowing: o.NoBorrowing}
+		return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: scl, RequestTimeout: o.ServerRequestTimeout, NoBorrowing: o.NoBorrowing, Release: rel.Release}
 	}
 	var afterRC *fairqueue.ReplayConfig
 	if after != nil {
@@ -218,7 +227,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
 	}
-	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
+	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join, Release: rel.Release.String(), ReleaseFrom: rel.From}
 	switch o.Output {
 	case "json":
 		enc := json.NewEncoder(o.Out)
@@ -239,22 +248,22 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 // it, the changed one, with the server concurrency limit and where it came
 // from. It reuses lint's loader for the objects and capacity's for the
 // limit inferred from the metrics.
-func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, notes []string, err error) {
-	// lint's loader also notes version differences of the suggested objects,
-	// which do not matter to a replay
-	in, _, err := loadConfig(ctx, o.Source, o.Defaults, nil, false, o.In)
+func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, rel releaseInfo, notes []string, err error) {
+	in, rel, notes, err := loadConfig(ctx, o.Source, o.Defaults, o.KubeVersion, nil, false, o.In)
 	if err != nil {
-		return nil, nil, 0, "", nil, err
+		return nil, nil, 0, "", rel, nil, err
 	}
 	scl, from = o.ServerConcurrency, "flag"
 	if scl == 0 {
 		inferred := 0
 		if !o.Defaults {
 			co := &CapacityOptions{Source: o.Source}
-			_, inferred, notes, err = co.loadBase(ctx)
+			var more []string
+			_, inferred, more, err = co.loadBase(ctx)
 			if err != nil {
-				return nil, nil, 0, "", nil, err
+				return nil, nil, 0, "", rel, nil, err
 			}
+			notes = append(notes, more...)
 		}
 		if inferred > 0 {
 			scl, from = inferred, "metrics"
@@ -269,13 +278,13 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 	}
 	before = engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
 	if len(o.Files) == 0 && len(o.settings) == 0 {
-		return before, nil, scl, from, notes, nil
+		return before, nil, scl, from, rel, notes, nil
 	}
 	fss, pls := in.FlowSchemas, in.PriorityLevels
 	if len(o.Files) > 0 {
 		objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
 		if err != nil {
-			return nil, nil, 0, "", nil, err
+			return nil, nil, 0, "", rel, nil, err
 		}
 		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
 			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
@@ -284,7 +293,7 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 	}
 	pls, err = capacity.Apply(pls, o.settings)
 	if err != nil {
-		return nil, nil, 0, "", nil, err
+		return nil, nil, 0, "", rel, nil, err
 	}
 	after = engine.NewConfig(fss, pls)
 	for _, b := range after.Broken {
@@ -293,7 +302,7 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 	for _, d := range after.Dangling {
 		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
 	}
-	return before, after, scl, from, notes, nil
+	return before, after, scl, from, rel, notes, nil
 }
 
 // workloadNotes says, on stderr, what of the workload could not be used as

@@ -28,6 +28,7 @@ func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, rep.ReleaseFrom)
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s)\n", rep.ServerConcurrencyLimit, rep.ServerConcurrencySource)
 	if rep.After != nil {
 		fmt.Fprintln(w, "Cells show before->after the change.")

@@ -74,13 +74,13 @@ type oracleOutput struct {
 type estimateKind int
 
 const (
-	estListStorage    estimateKind = iota // a large LIST from etcd: the LIST cap
-	estListEmpty                          // a LIST of an empty resource: 1 seat
-	estWatchLegacy                        // a large WATCH with resourceVersion ""
-	estWatchInitial                       // a large WATCH with sendInitialEvents=true
-	estWatchFromRV                        // a WATCH from a resourceVersion: 1 seat
-	estMutatingWatched                    // a write with a million watchers
-	estGet                                // a GET: 1 seat
+	estListStorage     estimateKind = iota // a large LIST from etcd: the LIST cap
+	estListEmpty                           // a LIST of an empty resource: 1 seat
+	estWatchLegacy                         // a large WATCH with resourceVersion ""
+	estWatchInitial                        // a large WATCH with sendInitialEvents=true
+	estWatchFromRV                         // a WATCH from a resourceVersion: 1 seat
+	estMutatingWatched                     // a write with a million watchers
+	estGet                                 // a GET: 1 seat
 )
 
 var estimateURLs = map[estimateKind]struct{ method, url string }{
