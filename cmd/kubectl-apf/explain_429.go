@@ -121,6 +121,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 		scl = st.inferredSCL
 	}
 	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
+	t.Release, t.ReleaseFrom = st.release.String(), st.releaseFrom
 	switch o.Output {
 	case "json":
 		enc := json.NewEncoder(o.Out)

@@ -262,6 +262,9 @@ func WriteMessageText(w io.Writer, m *Message) error {
 // WriteTriageText renders a Triage for people.
 func WriteTriageText(w io.Writer, t *Triage) error {
 	p := &printer{w: w}
+	if t.Release != "" {
+		p.f("Replaying Kubernetes %s (%s)\n\n", clean(t.Release), clean(t.ReleaseFrom))
+	}
 	for i, it := range t.Instances {
 		if i > 0 {
 			p.f("\n")

@@ -24,7 +24,11 @@ const (
 
 // Triage is the answer of "kubectl apf explain 429".
 type Triage struct {
-	Instances []InstanceTriage `json:"instances"`
+	// Release is the Kubernetes release replayed ("1.31"), ReleaseFrom
+	// where it came from; set by the caller.
+	Release     string           `json:"release,omitempty"`
+	ReleaseFrom string           `json:"releaseFrom,omitempty"`
+	Instances   []InstanceTriage `json:"instances"`
 }
 
 // InstanceTriage is the triage of one apiserver instance.
