@@ -321,8 +321,10 @@ func keys(m map[string]bool) []string {
 
 // explainJSON is the part of "-o json" the e2e tests read.
 type explainJSON struct {
-	Request    map[string]any `json:"request"`
-	FlowSchema *struct {
+	Request     map[string]any `json:"request"`
+	Release     string         `json:"release"`
+	ReleaseFrom string         `json:"releaseFrom"`
+	FlowSchema  *struct {
 		Name string `json:"name"`
 		UID  string `json:"uid"`
 	} `json:"flowSchema"`
@@ -411,6 +413,10 @@ func TestExplainBinaryAgreesWithServer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := runExplain(t, c, append(tc.flags, tc.verb, tc.path)...)
+			// The engine replays the server's own release, read from /version.
+			if sv := serverVersion(t, c); ex.ReleaseFrom != "server "+sv || !strings.HasPrefix(sv, "v"+ex.Release+".") {
+				t.Errorf("explain replayed %s (%s), the server is %s", ex.Release, ex.ReleaseFrom, sv)
+			}
 			_, fsUID, plUID, _ := sendAs(t, tc.cfg, tc.method, tc.path)
 			if ex.FlowSchema == nil || ex.PriorityLevel == nil {
 				t.Fatalf("no flowSchema/priorityLevel in the output: %+v", ex)
