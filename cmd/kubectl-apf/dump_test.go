@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -255,7 +256,7 @@ func TestRBACManifest(t *testing.T) {
 			urls[u] = true
 		}
 	}
-	if !urls[dump.DebugURLPattern] || !urls["/metrics"] {
+	if !urls[fetch.DebugURLPattern] || !urls["/metrics"] {
 		t.Errorf("non-resource URLs = %v", urls)
 	}
 	if len(binding.Subjects) != 2 || binding.Subjects[1].Namespace != "monitoring" || binding.RoleRef.Name != role.Name {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
@@ -235,7 +236,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 		if err != nil {
 			return err
 		}
-		if cs, ok := src.(*dump.ClusterSource); ok {
+		if cs, ok := src.(*fetch.ClusterSource); ok {
 			cs.AllAPIServers = o.AllAPIServers
 			for _, u := range o.APIServerURLs {
 				cs.Instances = append(cs.Instances, strings.TrimRight(u, "/"))

@@ -8,16 +8,16 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
 // explainState is the configuration and live state the explain commands
 // work on.
 type explainState struct {
-	fss   []*flowcontrolv1.FlowSchema
-	pls   []*flowcontrolv1.PriorityLevelConfiguration
-	lives []*explain.Live
+	fss []*flowcontrolv1.FlowSchema
+	pls []*flowcontrolv1.PriorityLevelConfiguration
+	// lives are the snapshots with live state (dumps or metrics).
+	lives []*dump.Snapshot
 	// snaps are the snapshots read (nil with --defaults).
 	snaps []*dump.Snapshot
 	// inferredSCL is the server concurrency limit inferred from the
@@ -64,7 +64,7 @@ func loadExplainState(ctx context.Context, src dump.Source, defaults bool, opts 
 	}
 	for _, s := range capture.Snapshots {
 		if s.PriorityLevelDump != nil || s.Metrics != nil {
-			st.lives = append(st.lives, liveFromSnapshot(s))
+			st.lives = append(st.lives, s)
 		}
 	}
 	if _, cur := snap.LatestMetrics(); cur != nil {
@@ -81,38 +81,6 @@ func loadExplainState(ctx context.Context, src dump.Source, defaults bool, opts 
 		}
 	}
 	return st, nil
-}
-
-// liveFromSnapshot converts package dump's snapshot into the plain state
-// package explain reads (explain stays free of client libraries, which
-// package dump needs).
-func liveFromSnapshot(s *dump.Snapshot) *explain.Live {
-	l := &explain.Live{Instance: s.Instance, At: s.CapturedAt}
-	if s.PriorityLevelDump != nil {
-		l.Levels = map[string]explain.LevelRow{}
-		for _, r := range s.PriorityLevelDump {
-			if r.Placeholder {
-				continue
-			}
-			l.Levels[r.Name] = explain.LevelRow{Name: r.Name, ActiveQueues: r.ActiveQueues, WaitingRequests: r.WaitingRequests,
-				ExecutingRequests: r.ExecutingRequests, DispatchedRequests: r.DispatchedRequests, RejectedRequests: r.RejectedRequests,
-				TimedoutRequests: r.TimedoutRequests, CancelledRequests: r.CancelledRequests}
-		}
-	}
-	for _, q := range s.QueueDump {
-		if q.Placeholder {
-			continue
-		}
-		l.Queues = append(l.Queues, explain.QueueRow{PriorityLevel: q.PriorityLevel, Index: q.Index, PendingRequests: q.PendingRequests,
-			ExecutingRequests: q.ExecutingRequests, SeatsInUse: q.SeatsInUse, MaxSeatsSum: q.MaxSeatsSum, TotalWorkSum: q.TotalWorkSum})
-	}
-	for _, r := range s.RequestDump {
-		l.Requests = append(l.Requests, explain.RequestRow{PriorityLevel: r.PriorityLevel, FlowSchema: r.FlowSchema, QueueIndex: r.QueueIndex,
-			IndexInQueue: r.IndexInQueue, FlowDistinguisher: r.FlowDistinguisher, ArriveTime: r.ArriveTime, InitialSeats: r.InitialSeats,
-			FinalSeats: r.FinalSeats, UserName: r.UserName, Verb: r.Verb, Path: r.APIPath})
-	}
-	l.Prev, l.Cur = s.LatestMetrics()
-	return l
 }
 
 // namesByUID maps the UIDs of the configuration objects to their names.

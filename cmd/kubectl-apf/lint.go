@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
@@ -161,12 +162,12 @@ func newConfigSource(configFlags *genericclioptions.ConfigFlags, from string) (d
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w (use --defaults or --from to work without a cluster)", err)
 	}
-	return &dump.ClusterSource{Config: cfg}, nil
+	return &fetch.ClusterSource{Config: cfg}, nil
 }
 
 // offlineHint reminds that a cluster is not needed when reading one failed.
 func offlineHint(src dump.Source) string {
-	if _, ok := src.(*dump.ClusterSource); ok {
+	if _, ok := src.(*fetch.ClusterSource); ok {
 		return " (--defaults or --from BUNDLE work without a cluster)"
 	}
 	return ""

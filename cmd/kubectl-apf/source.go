@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // SourceOptions are the flags that say where APF state comes from, shared
@@ -25,8 +26,8 @@ type SourceOptions struct {
 
 	// Source is set by Complete unless a test injected one.
 	Source dump.Source
-	// Now is the clock of live captures (time.Now when nil).
-	Now func() time.Time
+	// Clock stamps live captures (the real clock when nil).
+	Clock clock.Clock
 }
 
 // NewSourceOptions returns SourceOptions reading the kubeconfig of
@@ -79,7 +80,7 @@ func (o *SourceOptions) Complete() error {
 	for _, u := range o.APIServerURLs {
 		urls = append(urls, strings.TrimRight(u, "/"))
 	}
-	o.Source = &dump.ClusterSource{Config: cfg, Instances: urls, AllAPIServers: o.AllAPIServers, Now: o.Now}
+	o.Source = &fetch.ClusterSource{Config: cfg, Instances: urls, AllAPIServers: o.AllAPIServers, Clock: o.Clock}
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -164,7 +164,7 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.SourceOptions.Complete(); err != nil {
 		return err
 	}
-	if cs, ok := o.Source.(*dump.ClusterSource); ok {
+	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
 		// Count the view's own requests: the header shows its load on the
 		// apiserver (users' pain point 8: monitoring tools load it too).
 		cfg := *cs.Config
@@ -218,7 +218,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		opts.Cluster = "replay of " + o.Replay
 	} else {
 		opts.Source = o.Source
-		if _, ok := o.Source.(*dump.ClusterSource); ok {
+		if _, ok := o.Source.(*fetch.ClusterSource); ok {
 			opts.Requests = o.requests.Load
 		}
 		if o.Record != "" {
