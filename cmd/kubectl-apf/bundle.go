@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const bundleLong = `Capture the APF state of the apiservers into an offline bundle.
@@ -40,7 +41,7 @@ type BundleOptions struct {
 	Redact          bool
 	RedactKey       string
 	MetricsInterval time.Duration
-	*SourceOptions
+	*state.Options
 
 	// Clock stamps the manifest (time.Now when nil).
 	Clock func() time.Time
@@ -49,7 +50,7 @@ type BundleOptions struct {
 
 // NewBundleOptions returns the defaults of "kubectl apf dump bundle".
 func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
-	return &BundleOptions{MetricsInterval: 5 * time.Second, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	return &BundleOptions{MetricsInterval: 5 * time.Second, Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewBundleCommand builds "kubectl apf dump bundle".
@@ -68,13 +69,13 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	fs.BoolVar(&o.Redact, "redact", o.Redact, "Replace user names, namespaces, object names and request paths with stable pseudonyms.")
 	fs.StringVar(&o.RedactKey, "redact-key", o.RedactKey, "Key of the pseudonyms; the same key gives the same pseudonyms across bundles (default: a random key per bundle).")
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates.")
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
 // Complete builds the source.
 func (o *BundleOptions) Complete(_ *cobra.Command, _ []string) error {
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
@@ -88,7 +89,7 @@ func (o *BundleOptions) Validate() error {
 	if o.RedactKey != "" && !o.Redact {
 		return fmt.Errorf("--redact-key needs --redact")
 	}
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
 }
 
 // Run captures and writes the bundle.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const dumpLong = `Show the API Priority and Fairness debug dumps of the apiservers as tables.
@@ -57,7 +58,7 @@ type DumpOptions struct {
 	NoHeaders bool
 	Level     string
 	All       bool
-	*SourceOptions
+	*state.Options
 
 	format render.Format
 	genericiooptions.IOStreams
@@ -65,7 +66,7 @@ type DumpOptions struct {
 
 // NewDumpOptions returns the defaults of a dump subcommand.
 func NewDumpOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *DumpOptions {
-	return &DumpOptions{Kind: kind, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	return &DumpOptions{Kind: kind, Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 var dumpHelp = map[dumpKind]struct{ short, example string }{
@@ -105,7 +106,7 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	if kind == dumpQueues {
 		fs.BoolVar(&o.All, "all", o.All, "Show every queue, empty ones included.")
 	}
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
@@ -115,12 +116,12 @@ func (o *DumpOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.format, err = render.ParseFormat(o.Output); err != nil {
 		return err
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *DumpOptions) Validate() error {
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
 }
 
 // Run captures the dump and prints it.

@@ -91,28 +91,6 @@ func testStreams(in string) (genericiooptions.IOStreams, *bytes.Buffer, *bytes.B
 	return genericiooptions.IOStreams{In: strings.NewReader(in), Out: out, ErrOut: errb}, out, errb
 }
 
-func TestSourceOptionsValidate(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       SourceOptions
-		wantErr string
-	}{
-		{"default", SourceOptions{}, ""},
-		{"urls", SourceOptions{APIServerURLs: []string{"https://10.0.0.1:6443", "https://10.0.0.2:6443"}}, ""},
-		{"from and all", SourceOptions{From: "b", AllAPIServers: true}, "mutually exclusive"},
-		{"all and urls", SourceOptions{AllAPIServers: true, APIServerURLs: []string{"https://a:1"}}, "mutually exclusive"},
-		{"bad url", SourceOptions{APIServerURLs: []string{"10.0.0.1:6443"}}, `--apiserver-urls: "10.0.0.1:6443" is not a URL`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.o.Validate()
-			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Errorf("err = %v, want %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestCommandLineErrors runs the real command tree: bad flags and an
 // unreadable bundle give one "error: ..." line and exit status 1.
 func TestCommandLineErrors(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const explain429Long = `Explain the HTTP 429 answers a cluster gives now.
@@ -41,8 +41,8 @@ const explain429Example = `  # Why does the cluster answer 429 now?
 
 // Explain429Options holds the flags of "kubectl apf explain 429".
 type Explain429Options struct {
-	// Sources are the shared --from, --all-apiservers and --apiserver-urls.
-	Sources *SourceOptions
+	// Options are the state flags: --from, --all-apiservers, --apiserver-urls.
+	*state.Options
 
 	Interval             time.Duration
 	ServerConcurrency    int
@@ -54,7 +54,7 @@ type Explain429Options struct {
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Sources: NewSourceOptions(configFlags), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewExplain429Command builds "kubectl apf explain 429".
@@ -69,7 +69,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
-	o.Sources.AddFlags(f)
+	o.Options.AddFlags(f)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
@@ -79,12 +79,12 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 
 // Complete resolves the source.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
-	return o.Sources.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
-	if err := o.Sources.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
 	if o.Interval < 0 {
@@ -106,21 +106,17 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
-	st, err := loadExplainState(ctx, o.Sources.Source, false, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency})
 	if err != nil {
 		return err
 	}
-	for _, n := range st.notes {
+	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
 	}
-	if len(st.lives) == 0 {
-		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Sources.Source.Describe())
+	if len(st.Live) == 0 {
+		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())
 	}
-	scl := o.ServerConcurrency
-	if scl == 0 {
-		scl = st.inferredSCL
-	}
-	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
+	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
 	switch o.Output {
 	case "json":
 		enc := json.NewEncoder(o.Out)

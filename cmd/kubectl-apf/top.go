@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // NewTopCommand builds "kubectl apf top" and its subcommands.
@@ -46,7 +47,7 @@ type TopOptions struct {
 	Watch      bool
 	Interval   time.Duration
 	RateWindow time.Duration
-	*SourceOptions
+	*state.Options
 
 	format render.Format
 	// Sleep waits between --watch iterations (a timer when nil); tests
@@ -60,7 +61,7 @@ type TopOptions struct {
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
 	return &TopOptions{Kind: kind, SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
-		SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+		Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
@@ -110,7 +111,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
   kubectl apf top flows --level workload-low --limit 0 -o wide`
 		fs.IntVar(&o.Limit, "limit", o.Limit, "Show at most this many flows (0: all).")
 	}
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
@@ -120,7 +121,7 @@ func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.format, err = render.ParseFormat(o.Output); err != nil {
 		return err
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
@@ -140,7 +141,7 @@ func (o *TopOptions) Validate() error {
 	if o.Watch && o.From != "" {
 		return fmt.Errorf("--watch needs a cluster; a bundle (--from) does not change")
 	}
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
 }
 
 func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {

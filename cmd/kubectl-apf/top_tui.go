@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -50,7 +51,7 @@ const topTUIExample = `
 
 // TopTUIOptions holds the flags of the live view of "kubectl apf top".
 type TopTUIOptions struct {
-	*SourceOptions
+	*state.Options
 	Interval time.Duration
 	Record   string
 	Replay   string
@@ -69,7 +70,7 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{SourceOptions: NewSourceOptions(configFlags), Interval: tui.DefaultInterval, IOStreams: streams}
+	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, IOStreams: streams}
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -85,7 +86,7 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	o := NewTopTUIOptions(configFlags, streams)
 	fs := cmd.Flags()
 	if fs.Lookup("from") == nil && cmd.PersistentFlags().Lookup("from") == nil {
-		o.SourceOptions.AddFlags(fs)
+		o.Options.AddFlags(fs)
 	}
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
@@ -158,10 +159,10 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Replay != "" {
 		return nil
 	}
-	if err := o.SourceOptions.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if err := o.SourceOptions.Complete(); err != nil {
+	if err := o.Options.Complete(); err != nil {
 		return err
 	}
 	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
@@ -191,10 +192,10 @@ func (o *TopTUIOptions) Validate() error {
 // Run opens the view until q or ctrl-c, restoring the terminal.
 func (o *TopTUIOptions) Run(ctx context.Context) error {
 	opts := tui.Options{Context: ctx, Interval: o.Interval}
-	if o.configFlags != nil && o.configFlags.Context != nil && *o.configFlags.Context != "" {
-		opts.Cluster = *o.configFlags.Context
-	} else if o.configFlags != nil {
-		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+	if o.ConfigFlags() != nil && o.ConfigFlags().Context != nil && *o.ConfigFlags().Context != "" {
+		opts.Cluster = *o.ConfigFlags().Context
+	} else if o.ConfigFlags() != nil {
+		if raw, err := o.ConfigFlags().ToRawKubeConfigLoader().RawConfig(); err == nil {
 			opts.Cluster = raw.CurrentContext
 		}
 	}

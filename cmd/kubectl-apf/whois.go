@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const whoisLong = `Name the FlowSchema and priority level behind the UIDs of the
@@ -34,7 +35,7 @@ const whoisExample = `  # Resolve two UIDs
 type WhoisOptions struct {
 	Output    string
 	NoHeaders bool
-	*SourceOptions
+	*state.Options
 
 	refs   []dump.UIDRef
 	format render.Format
@@ -43,7 +44,7 @@ type WhoisOptions struct {
 
 // NewWhoisOptions returns the defaults of "kubectl apf whois".
 func NewWhoisOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WhoisOptions {
-	return &WhoisOptions{SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	return &WhoisOptions{Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewWhoisCommand builds "kubectl apf whois".
@@ -59,7 +60,7 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
-	o.SourceOptions.AddFlags(cmd.Flags())
+	o.Options.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -87,12 +88,12 @@ func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
 	if len(o.refs) == 0 {
 		return fmt.Errorf("no UID found in the input")
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *WhoisOptions) Validate() error {
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
 }
 
 // Run lists the objects (the same on every instance: one is asked) and
