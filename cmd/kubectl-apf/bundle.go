@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -119,7 +120,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, f := range c.Failures {
-		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitizeLine(f.Instance), sanitizeLine(f.Error()))
+		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", o.Out, len(c.Snapshots))
 	return nil

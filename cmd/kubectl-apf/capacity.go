@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -185,7 +186,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, name := range names {
 		c, inCur := curBy[name]
 		p, inProp := proposed[name]
-		cells, label := levelCells(c, inCur), sanitizeLine(name)
+		cells, label := levelCells(c, inCur), sanitize.Line(name)
 		switch {
 		case rep.Proposed == nil:
 		case !inCur:
@@ -206,7 +207,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, t := range []*capacity.Table{&rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
-				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitizeLine(ig))
+				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -368,7 +369,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}
 	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -111,7 +112,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 		return err
 	}
 	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	if len(st.Live) == 0 {
 		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -110,7 +111,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	var notes []string
 	if v := st.ServerVersion; v != "" && !sameMinor(v, lint.UpstreamVersion) {
 		notes = append(notes, fmt.Sprintf("note: the server runs %s; suggested objects are compared with %s's suggestions, which may differ",
-			sanitizeLine(v), lint.UpstreamVersion))
+			sanitize.Line(v), lint.UpstreamVersion))
 	}
 	for _, n := range append(notes, st.Notes...) {
 		fmt.Fprintln(o.ErrOut, n)
@@ -203,10 +204,10 @@ func printFindings(w io.Writer, fs []lint.Finding, hidden int, min lint.Severity
 		for _, o := range f.Objects {
 			objs = append(objs, o.String())
 		}
-		fmt.Fprintf(w, "%-7s %s  %s\n", strings.ToUpper(string(f.Severity)), f.Rule, sanitizeLine(strings.Join(objs, " ")))
-		fmt.Fprintf(w, "        %s\n", sanitizeLine(f.Message))
-		fmt.Fprintf(w, "        why: %s\n", sanitizeLine(f.Why))
-		fmt.Fprintf(w, "        fix: %s\n", sanitizeLine(f.Fix))
+		fmt.Fprintf(w, "%-7s %s  %s\n", strings.ToUpper(string(f.Severity)), f.Rule, sanitize.Line(strings.Join(objs, " ")))
+		fmt.Fprintf(w, "        %s\n", sanitize.Line(f.Message))
+		fmt.Fprintf(w, "        why: %s\n", sanitize.Line(f.Why))
+		fmt.Fprintf(w, "        fix: %s\n", sanitize.Line(f.Fix))
 	}
 	if len(fs) > 0 {
 		fmt.Fprintln(w)

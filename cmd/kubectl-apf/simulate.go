@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
@@ -202,7 +203,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	notes = append(notes, workloadNotes(rep, files)...)
 	for _, n := range notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
 	switch o.Output {

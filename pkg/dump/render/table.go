@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
 // Format is an output format: table, wide, json or yaml.
@@ -78,16 +80,8 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 }
 
 // Sanitize makes a server-supplied string safe on one terminal line and in
-// one table cell: control characters (escape sequences among them) and tabs
-// are replaced.
-func Sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// one table cell (sanitize.Line).
+func Sanitize(s string) string { return sanitize.Line(s) }
 
 // writeData prints v as JSON or YAML.
 func writeData(w io.Writer, f Format, v any) error {
