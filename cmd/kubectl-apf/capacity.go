@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -52,7 +52,8 @@ type CapacityOptions struct {
 	Sets                 []string
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	settings []capacity.Setting
 
@@ -61,7 +62,7 @@ type CapacityOptions struct {
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -79,7 +80,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -106,12 +107,7 @@ func (o *CapacityOptions) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json":
-	default:
-		return fmt.Errorf("--output must be '' or json, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // capacityReport is what "-o json" prints.
@@ -149,12 +145,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		}
 		rep.Proposed = &p
 	}
-	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return printCapacity(o.Out, rep)
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return printCapacity(w, rep) })
 }
 
 func printCapacity(w io.Writer, rep capacityReport) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,13 +15,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -120,7 +119,8 @@ type ExplainRequestOptions struct {
 
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	// ProbeConfig is the client configuration --probe sends with; set by
 	// Complete from the kubeconfig unless a test injected one.
@@ -137,7 +137,7 @@ type ExplainRequestOptions struct {
 
 // NewExplainRequestOptions returns the defaults of "kubectl apf explain request".
 func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainRequestOptions {
-	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewExplainRequestCommand builds "kubectl apf explain request".
@@ -164,7 +164,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit (a quarter of it, at most 1m).")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	o.Flags.AddFlags(f)
 	return cmd
 }
 
@@ -300,10 +300,8 @@ func (o *ExplainRequestOptions) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
+	if err := o.Flags.Validate(); err != nil {
+		return err
 	}
 	if o.ServerConcurrency < 0 {
 		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
@@ -394,20 +392,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 }
 
 func (o *ExplainRequestOptions) print(v any, text func(io.Writer) error) error {
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return text(o.Out)
+	return printObject(o.Out, o.Flags, v, text)
 }
 
 // probe sends r impersonating its identity and records the server's

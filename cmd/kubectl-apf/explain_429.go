@@ -2,18 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -48,14 +48,15 @@ type Explain429Options struct {
 	Interval             time.Duration
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	genericiooptions.IOStreams
 }
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewExplain429Command builds "kubectl apf explain 429".
@@ -74,7 +75,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	o.Flags.AddFlags(f)
 	return cmd
 }
 
@@ -97,12 +98,7 @@ func (o *Explain429Options) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // Run captures the state and prints the triage.
@@ -118,18 +114,5 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())
 	}
 	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	case "yaml":
-		b, err := yaml.Marshal(t)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return explain.WriteTriageText(o.Out, t)
+	return printObject(o.Out, o.Flags, t, func(w io.Writer) error { return explain.WriteTriageText(w, t) })
 }

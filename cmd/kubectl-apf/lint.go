@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -48,7 +48,8 @@ type LintOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
 	*state.Options
 
-	Output      string
+	// Flags are -o.
+	*output.Flags
 	MinSeverity string
 
 	minSeverity lint.Severity
@@ -58,7 +59,7 @@ type LintOptions struct {
 
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
-	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), MinSeverity: string(lint.SeverityWarning), IOStreams: streams}
+	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), MinSeverity: string(lint.SeverityWarning), IOStreams: streams}
 }
 
 // NewLintCommand builds "kubectl apf lint".
@@ -73,7 +74,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		RunE:    runOptions(o),
 	}
 	o.Options.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.Flags.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.MinSeverity, "min-severity", o.MinSeverity, "Least severe findings to show: error, warning or info.")
 	return cmd
 }
@@ -93,12 +94,7 @@ func (o *LintOptions) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	switch o.Output {
-	case "", "json":
-	default:
-		return fmt.Errorf("--output must be '' or json, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // Run lints and prints the findings; it returns an exitCodeError when there
@@ -119,12 +115,12 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: lint.UpstreamReference()}
 	findings := lint.Lint(in, lint.DefaultOptions())
 	shown, hidden := filterFindings(findings, o.minSeverity)
-	if o.Output == "json" {
-		if err := printFindingsJSON(o.Out, shown); err != nil {
-			return err
-		}
-	} else {
-		printFindings(o.Out, shown, hidden, o.minSeverity)
+	err = printObject(o.Out, o.Flags, newLintReport(shown), func(w io.Writer) error {
+		printFindings(w, shown, hidden, o.minSeverity)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if n := countSeverity(findings, lint.SeverityError); n > 0 {
 		return &exitCodeError{code: 1, err: fmt.Errorf("%d lint %s found", n, plural(n, "error", "errors"))}
@@ -181,15 +177,13 @@ type lintReport struct {
 	Info     int            `json:"info"`
 }
 
-func printFindingsJSON(w io.Writer, fs []lint.Finding) error {
+func newLintReport(fs []lint.Finding) lintReport {
 	r := lintReport{Findings: fs, Errors: countSeverity(fs, lint.SeverityError),
 		Warnings: countSeverity(fs, lint.SeverityWarning), Info: countSeverity(fs, lint.SeverityInfo)}
 	if r.Findings == nil {
 		r.Findings = []lint.Finding{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return r
 }
 
 // printFindings renders one block per finding: severity, rule and objects on

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -78,7 +78,8 @@ type SimulateOptions struct {
 	ServerRequestTimeout time.Duration
 	NoBorrowing          bool
 	MaxFlows             int
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	settings []capacity.Setting
 
@@ -87,7 +88,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Output: "table", IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -108,7 +109,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json, yaml.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -120,9 +121,6 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		o.settings = append(o.settings, set)
-	}
-	if o.Output == "" {
-		o.Output = "table"
 	}
 	return o.Options.Complete()
 }
@@ -158,12 +156,7 @@ func (o *SimulateOptions) Validate() error {
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
-	switch o.Output {
-	case "table", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be table, json or yaml, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // simulateReport is what "-o json" prints: the replay's report (levels,
@@ -206,20 +199,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	case "yaml":
-		b, err := yaml.Marshal(out)
-		if err != nil {
-			return fmt.Errorf("encoding the report as YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return printSimulation(o.Out, out, o.MaxFlows)
+	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
 }
 
 // loadConfigs returns the base configuration and, when -f or --set change

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -38,9 +39,9 @@ as a table printed again every --interval.`,
 
 // TopOptions holds the flags of "kubectl apf top levels|flows".
 type TopOptions struct {
-	Kind       string
-	Output     string
-	NoHeaders  bool
+	Kind string
+	// Flags are -o and --no-headers.
+	*output.Flags
 	Level      string
 	SortBy     string
 	Limit      int
@@ -49,7 +50,6 @@ type TopOptions struct {
 	RateWindow time.Duration
 	*state.Options
 
-	format render.Format
 	// Sleep waits between --watch iterations (a timer when nil); tests
 	// replace it, and stop the loop by returning an error.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -60,8 +60,12 @@ type TopOptions struct {
 
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
-	return &TopOptions{Kind: kind, SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
+	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
 		Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	if kind == "levels" {
+		o.Name = output.PriorityLevelName
+	}
+	return o
 }
 
 const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
@@ -86,8 +90,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
-	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	o.Flags.AddFlags(fs)
 	fs.StringVar(&o.Level, "level", o.Level, "Show only this priority level.")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Print again every --interval until interrupted.")
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Time between two prints with --watch.")
@@ -117,8 +120,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 
 // Complete turns the flags into typed values and builds the source.
 func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
-	var err error
-	if o.format, err = render.ParseFormat(o.Output); err != nil {
+	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
 	return o.Options.Complete()
@@ -126,6 +128,9 @@ func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *TopOptions) Validate() error {
+	if err := o.Flags.Validate(); err != nil {
+		return err
+	}
 	if o.Kind == "levels" && !slices.Contains(render.TopSortKeys, o.SortBy) {
 		return fmt.Errorf("--sort-by must be one of %s, not %q", strings.Join(render.TopSortKeys, ", "), o.SortBy)
 	}
@@ -197,7 +202,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "# %s  %s\n", now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
-		ro := render.Options{Format: o.format, NoHeaders: o.NoHeaders}
+		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
 			err = render.PrintTopLevels(o.Out, ro, c.Snapshots, o.Level, o.SortBy)
 		} else {

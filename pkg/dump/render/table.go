@@ -44,6 +44,20 @@ func ParseFormat(s string) (Format, error) {
 type Options struct {
 	Format    Format
 	NoHeaders bool
+	// Data prints the rows in a format other than table, wide, json and
+	// yaml (package output: jsonpath, go-template, custom-columns, name).
+	Data func(w io.Writer, rows any) error
+}
+
+// isData reports whether the rows are printed as data, not as a table.
+func (o Options) isData() bool { return o.Format != FormatTable && o.Format != FormatWide }
+
+// writeData prints the rows as JSON, YAML or through o.Data.
+func (o Options) writeData(w io.Writer, rows any) error {
+	if o.Format == FormatJSON || o.Format == FormatYAML || o.Data == nil {
+		return writeData(w, o.Format, rows)
+	}
+	return o.Data(w, rows)
 }
 
 // table is rows of cells under a header, printed as kubectl prints.
