@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/fixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 )
 
@@ -265,20 +264,6 @@ func TestDiscoverAPIServers(t *testing.T) {
 	}
 }
 
-func readFixture(t testing.TB, dir, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "dump", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func readFixture(t testing.TB, dir, name string) []byte { return fixture.Read(t, "dump", dir, name) }
 
-func readFixtureMetrics(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func readFixtureMetrics(t testing.TB, name string) []byte { return fixture.Read(t, "metrics", name) }

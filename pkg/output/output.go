@@ -175,22 +175,19 @@ func (f *Flags) print(w io.Writer, obj map[string]any) error {
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	switch kind {
-	case "jsonpath":
-		p, err := printers.NewJSONPathPrinter(arg)
+	case "jsonpath", "go-template":
+		var p printers.ResourcePrinter
+		var err error
+		if kind == "jsonpath" {
+			p, err = printers.NewJSONPathPrinter(arg)
+		} else {
+			p, err = printers.NewGoTemplatePrinter([]byte(arg))
+		}
+		if err == nil {
+			err = p.PrintObj(u, w)
+		}
 		if err != nil {
-			return fmt.Errorf("--output jsonpath: %s", firstLine(err.Error()))
-		}
-		if err := p.PrintObj(u, w); err != nil {
-			return fmt.Errorf("--output jsonpath: %s", firstLine(err.Error()))
-		}
-		return nil
-	case "go-template":
-		p, err := printers.NewGoTemplatePrinter([]byte(arg))
-		if err != nil {
-			return fmt.Errorf("--output go-template: %s", firstLine(err.Error()))
-		}
-		if err := p.PrintObj(u, w); err != nil {
-			return fmt.Errorf("--output go-template: %s", firstLine(err.Error()))
+			return fmt.Errorf("--output %s: %s", kind, firstLine(err.Error()))
 		}
 		return nil
 	case "custom-columns":
