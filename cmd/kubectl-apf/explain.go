@@ -170,6 +170,40 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 
 // Complete turns the flags and arguments into an identity and a request.
 func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.completeRequest(args); err != nil {
+		return err
+	}
+	id, given, err := o.identityFromFlags()
+	if err != nil {
+		return err
+	}
+	if id == nil && o.recorded != nil && o.recorded.UserKnown {
+		rid := recordedIdentity(o.recorded)
+		id, given = &rid, o.recorded.Groups
+	}
+	o.identity, o.givenGroups = id, given
+
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.message == nil || o.message.APF {
+		if err := o.Options.Complete(); err != nil {
+			return err
+		}
+	}
+	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
+		cfg, err := o.configFlags.ToRESTConfig()
+		if err != nil {
+			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
+		}
+		o.ProbeConfig = cfg
+	}
+	return nil
+}
+
+// completeRequest reads the request from the arguments, --from-message,
+// --from-log and --from-audit.
+func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	if len(args) == 2 {
 		o.verb, o.path = args[0], args[1]
 	} else if len(args) == 1 {
@@ -207,31 +241,6 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	}
 	if o.recorded != nil && o.verb == "" {
 		o.verb, o.path = o.recorded.Method, o.recorded.URI
-	}
-	id, given, err := o.identityFromFlags()
-	if err != nil {
-		return err
-	}
-	if id == nil && o.recorded != nil && o.recorded.UserKnown {
-		rid := recordedIdentity(o.recorded)
-		id, given = &rid, o.recorded.Groups
-	}
-	o.identity, o.givenGroups = id, given
-
-	if err := o.Options.Validate(); err != nil {
-		return err
-	}
-	if o.message == nil || o.message.APF {
-		if err := o.Options.Complete(); err != nil {
-			return err
-		}
-	}
-	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
-		cfg, err := o.configFlags.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
-		}
-		o.ProbeConfig = cfg
 	}
 	return nil
 }
