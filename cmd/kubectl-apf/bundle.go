@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -44,8 +45,6 @@ type BundleOptions struct {
 	MetricsInterval time.Duration
 	*state.Options
 
-	// Clock stamps the manifest (time.Now when nil).
-	Clock func() time.Time
 	genericiooptions.IOStreams
 }
 
@@ -99,9 +98,10 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now
+	// state.Options.Clock, the clock of the capture, stamps the manifest too.
+	var clk clock.PassiveClock = clock.RealClock{}
 	if o.Clock != nil {
-		now = o.Clock
+		clk = o.Clock
 	}
 	if o.Redact {
 		key := []byte(o.RedactKey)
@@ -115,7 +115,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m := dump.Manifest{CreatedAt: now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
+	m := dump.Manifest{CreatedAt: clk.Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
 	if err := dump.WriteBundle(o.Out, c, m); err != nil {
 		return err
 	}

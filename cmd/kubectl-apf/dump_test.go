@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -124,26 +125,39 @@ func TestTopWatch(t *testing.T) {
 	o := NewTopOptions(genericclioptions.NewConfigFlags(false), streams, "levels")
 	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC), step: 10 * time.Second}
 	o.Source, o.Watch, o.Output, o.Level = src, true, "json", "apf-load"
-	o.Clock = func() time.Time { return src.now }
-	sleeps := 0
-	stop := errors.New("stop")
-	o.Sleep = func(ctx context.Context, d time.Duration) error {
-		if d != o.Interval {
-			t.Errorf("slept %v, want --interval %v", d, o.Interval)
+	clk := clocktesting.NewFakeClock(src.now)
+	o.Clock = clk
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Let two --interval sleeps pass, checking that each lasts exactly
+	// --interval, and interrupt the third.
+	go func() {
+		for sleeps := 1; ctx.Err() == nil; sleeps++ {
+			for !clk.HasWaiters() {
+				if ctx.Err() != nil {
+					return
+				}
+				runtime.Gosched()
+			}
+			if sleeps == 3 {
+				cancel()
+				return
+			}
+			clk.Step(o.Interval - time.Nanosecond)
+			if !clk.HasWaiters() {
+				t.Errorf("sleep %d ended before --interval %v", sleeps, o.Interval)
+			}
+			clk.Step(time.Nanosecond)
 		}
-		if sleeps++; sleeps == 3 {
-			return stop
-		}
-		return nil
-	}
+	}()
 	if err := o.Complete(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Run(context.Background()); !errors.Is(err, stop) {
-		t.Fatalf("err = %v", err)
+	if err := o.Run(ctx); err != nil {
+		t.Fatalf("err = %v, want nil: an interrupted --watch ends normally", err)
 	}
 	if src.calls != 3 || strings.Count(out.String(), "# 2026-11-21T") != 3 {
 		t.Errorf("%d captures, output:\n%s", src.calls, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
@@ -50,11 +51,6 @@ type TopOptions struct {
 	RateWindow time.Duration
 	*state.Options
 
-	// Sleep waits between --watch iterations (a timer when nil); tests
-	// replace it, and stop the loop by returning an error.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Clock stamps --watch headers (time.Now when nil).
-	Clock func() time.Time
 	genericiooptions.IOStreams
 }
 
@@ -149,16 +145,21 @@ func (o *TopOptions) Validate() error {
 	return o.Options.Validate()
 }
 
-func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {
-	if o.Sleep != nil {
-		return o.Sleep(ctx, d)
+// clock is the clock of --watch (state.Options.Clock, which tests set).
+func (o *TopOptions) clock() clock.Clock {
+	if o.Clock != nil {
+		return o.Clock
 	}
-	t := time.NewTimer(d)
+	return clock.RealClock{}
+}
+
+func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {
+	t := o.clock().NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -192,14 +193,10 @@ func (o *TopOptions) Run(ctx context.Context) error {
 					prev[s.Instance] = cur
 				}
 			}
-			now := time.Now
-			if o.Clock != nil {
-				now = o.Clock
-			}
 			if i > 0 {
 				fmt.Fprintln(o.Out)
 			}
-			fmt.Fprintf(o.Out, "# %s  %s\n", now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
+			fmt.Fprintf(o.Out, "# %s  %s\n", o.clock().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
 		ro := renderOptions(o.Flags)

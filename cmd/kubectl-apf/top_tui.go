@@ -223,7 +223,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 			opts.Requests = o.requests.Load
 		}
 		if o.Record != "" {
-			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: time.Now().UTC(), Interval: o.Interval})
+			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.now().UTC(), Interval: o.Interval})
 			if err != nil {
 				return fmt.Errorf("--record: %w", err)
 			}
@@ -252,4 +252,12 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	return t.rt.RoundTrip(r)
+}
+
+// now reads state.Options.Clock (the real clock when nil).
+func (o *TopTUIOptions) now() time.Time {
+	if o.Clock != nil {
+		return o.Clock.Now()
+	}
+	return time.Now()
 }

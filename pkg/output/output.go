@@ -128,7 +128,7 @@ func (f *Flags) Validate() error {
 		return f.bad()
 	}
 	if !hasArg || arg == "" {
-		return fmt.Errorf("--output %s needs a template: -o %s=...", kind, kind)
+		return fmt.Errorf("--output %s needs a template: -o %s=TEMPLATE", kind, kind)
 	}
 	return nil
 }
