@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,14 +9,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const capacityLong = `Show the seat arithmetic of every priority level.
@@ -48,30 +46,23 @@ const capacityExample = `  # Seat table of the cluster's priority levels
 
 // CapacityOptions holds the flags of "kubectl apf capacity".
 type CapacityOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	// Options are the state flags: --from, --defaults, -f, -R.
+	*state.Options
 
-	Files                []string
-	Recursive            bool
-	Defaults             bool
-	KubeVersion          string
-	From                 string
 	Sets                 []string
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	settings []capacity.Setting
-	release  releaseInfo
-	// Source reads the cluster or the bundle; set by Complete unless a test
-	// injected one.
-	Source dump.Source
 
 	genericiooptions.IOStreams
 }
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -85,12 +76,11 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
-	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
-	addKubeVersionFlag(cmd, &o.KubeVersion)
+	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -103,23 +93,13 @@ func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
 		}
 		o.settings = append(o.settings, set)
 	}
-	if o.Source == nil && !o.Defaults {
-		src, err := newConfigSource(o.configFlags, o.From)
-		if err != nil {
-			return err
-		}
-		o.Source = src
-	}
-	return nil
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *CapacityOptions) Validate() error {
-	if err := validateKubeVersion(o.KubeVersion); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
-	}
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
 	if o.ServerConcurrency < 0 {
 		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
@@ -127,62 +107,40 @@ func (o *CapacityOptions) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json":
-	default:
-		return fmt.Errorf("--output must be '' or json, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // capacityReport is what "-o json" prints.
 type capacityReport struct {
 	// ServerConcurrencySource says where the limit came from: flag,
 	// metrics or default.
-	ServerConcurrencySource string          `json:"serverConcurrencySource"`
-	Release                 string          `json:"release"`
-	ReleaseFrom             string          `json:"releaseFrom"`
-	Current                 capacity.Table  `json:"current"`
-	Proposed                *capacity.Table `json:"proposed,omitempty"`
+	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	// Release is the Kubernetes release replayed (the limit arithmetic is
+	// the same in every release the engine knows; the release picks
+	// --defaults' objects), ReleaseFrom where it came from.
+	Release     string          `json:"release"`
+	ReleaseFrom string          `json:"releaseFrom"`
+	Current     capacity.Table  `json:"current"`
+	Proposed    *capacity.Table `json:"proposed,omitempty"`
 }
 
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
-	basePL, inferred, notes, err := o.loadBase(ctx)
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
-	scl, from := o.ServerConcurrency, "flag"
-	switch {
-	case scl > 0:
-	case inferred > 0:
-		scl, from = inferred, "metrics"
-	default:
-		scl, from = engine.DefaultServerConcurrencyLimit, "default"
-		if !o.Defaults {
-			notes = append(notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d (give --server-concurrency)", scl))
-		}
-	}
-	for _, n := range notes {
+	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, n)
 	}
-	// The limit arithmetic is the same in every release the engine knows
-	// (apf_controller.go); the release only picks --defaults' objects.
-	rep := capacityReport{ServerConcurrencySource: from, Release: o.release.Release.String(), ReleaseFrom: o.release.From}
-	rep.Current, err = capacity.Compute(basePL, scl, o.ServerRequestTimeout)
+	scl := st.ServerConcurrency
+	rep := capacityReport{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
+	rep.Current, err = capacity.Compute(st.BasePriorityLevels, scl, o.ServerRequestTimeout)
 	if err != nil {
 		return err
 	}
 	if len(o.Files) > 0 || len(o.settings) > 0 {
-		proposedPL := basePL
-		if len(o.Files) > 0 {
-			objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
-			if err != nil {
-				return err
-			}
-			_, proposedPL = lint.Overlay(nil, basePL, objs)
-		}
-		proposedPL, err = capacity.Apply(proposedPL, o.settings)
+		proposedPL, err := capacity.Apply(st.PriorityLevels, o.settings)
 		if err != nil {
 			return err
 		}
@@ -192,75 +150,12 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		}
 		rep.Proposed = &p
 	}
-	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return printCapacity(o.Out, rep)
-}
-
-// loadBase returns the current priority levels and, from a cluster or
-// bundle, the server concurrency limit inferred from the metrics (0 when
-// unknown).
-func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.PriorityLevelConfiguration, int, []string, error) {
-	if o.Defaults {
-		rel, from, _, err := resolveRelease(o.KubeVersion, nil)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		o.release = releaseInfo{rel, from}
-		_, pls := lint.DefaultsFor(rel)
-		return pls, 0, nil, nil
-	}
-	parts := dump.PartObjects | dump.PartVersion
-	if o.ServerConcurrency == 0 {
-		parts |= dump.PartMetrics
-	}
-	capture, err := o.Source.Capture(ctx, dump.CaptureOptions{Parts: parts})
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %w%s", o.Source.Describe(), err, offlineHint(o.Source))
-	}
-	if len(capture.Snapshots) == 0 {
-		msg := "no apiserver answered"
-		if len(capture.Failures) > 0 {
-			msg = capture.Failures[0].Error()
-		}
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %s%s", o.Source.Describe(), msg, offlineHint(o.Source))
-	}
-	snap := capture.Snapshots[0]
-	rel, from, _, err := resolveRelease(o.KubeVersion, capture.Snapshots)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	o.release = releaseInfo{rel, from}
-	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range snap.PriorityLevels {
-		pls = append(pls, &snap.PriorityLevels[i])
-	}
-	var notes []string
-	inferred := 0
-	if _, cur := snap.LatestMetrics(); cur != nil {
-		// Only a level without borrowingLimitPercent reveals the limit
-		// (upper - nominal); exempt never has one.
-		nominal := cur.SumBy("apiserver_flowcontrol_nominal_limit_seats", "priority_level")
-		upper := cur.SumBy("apiserver_flowcontrol_upper_limit_seats", "priority_level")
-		if n, ok := nominal[flowcontrolv1.PriorityLevelConfigurationNameExempt]; ok {
-			if u, ok := upper[flowcontrolv1.PriorityLevelConfigurationNameExempt]; ok {
-				if v, err := engine.InferServerConcurrencyLimit(n, u); err == nil {
-					inferred = v
-				} else {
-					notes = append(notes, "note: "+err.Error())
-				}
-			}
-		}
-	}
-	return pls, inferred, notes, nil
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return printCapacity(w, rep) })
 }
 
 func printCapacity(w io.Writer, rep capacityReport) error {
 	cur := rep.Current
-	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, rep.ReleaseFrom)
+	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t capacity.Table) string { return fmt.Sprint(t.NominalSum) })))
 	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))
@@ -288,7 +183,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, name := range names {
 		c, inCur := curBy[name]
 		p, inProp := proposed[name]
-		cells, label := levelCells(c, inCur), sanitizeLine(name)
+		cells, label := levelCells(c, inCur), sanitize.Line(name)
 		switch {
 		case rep.Proposed == nil:
 		case !inCur:
@@ -309,7 +204,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, t := range []*capacity.Table{&rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
-				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitizeLine(ig))
+				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package explain
 import (
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -283,7 +284,7 @@ type Input struct {
 	// default), which sets the wait limit.
 	ServerRequestTimeout time.Duration
 	// Live is the state of one apiserver instance, nil when unknown.
-	Live *Live
+	Live *dump.Snapshot
 	// Release is the Kubernetes release whose behaviour is replayed (the
 	// server's, from /version or a bundle, or --kube-version); zero means
 	// engine.NewestRelease. ReleaseFrom says where it came from.
