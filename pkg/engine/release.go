@@ -104,6 +104,13 @@ func (r Release) MaxListSeats() uint64 {
 	return 100
 }
 
+// MaxCachedListSeats caps a LIST or WATCH served from the watch cache, as
+// every WATCH is: 10 seats in every supported release (up to 1.33 the LIST
+// cap itself; from 1.34 the bytes of a cached list count at most
+// cacheWithStreamingMaxMemoryUsage = 1MB, at 100kB a seat:
+// list_work_estimator.go:seatsBasedOnObjectSize).
+func (r Release) MaxCachedListSeats() uint64 { return min(r.MaxListSeats(), 10) }
+
 // SizeBasedListEstimate is true from 1.34: a LIST takes ceil(bytes/100kB)
 // seats; before, ceil(objects/100) (list_work_estimator.go).
 func (r Release) SizeBasedListEstimate() bool { return r.Minor >= 34 }

@@ -107,11 +107,11 @@ func wantSeats(rel Release, kind estimateKind, levelMax uint64) (initial, final 
 		return capTo(rel.MaxListSeats()), 0
 	case estWatchLegacy:
 		if rel.WatchEstimatedAsList() && rel.LegacyWatchEstimatedAsList() {
-			return capTo(rel.MaxListSeats()), 0
+			return capTo(rel.MaxCachedListSeats()), 0
 		}
 	case estWatchInitial:
 		if rel.WatchEstimatedAsList() {
-			return capTo(rel.MaxListSeats()), 0
+			return capTo(rel.MaxCachedListSeats()), 0
 		}
 	case estMutatingWatched:
 		return 1, capTo(rel.MaxMutatingSeats())
@@ -302,7 +302,7 @@ func genOracleInput() (oracleInput, [][]Request) {
 			if len(pls) > 0 && r.IntN(8) > 0 {
 				level = pick(r, pls).Name
 			}
-			e := oracleEstimate{URL: u.url, Info: req.Info, Level: level, Objects: 1_000_000, AvgSize: 10_000, Watchers: 1_000_000}
+			e := oracleEstimate{URL: u.url, Info: req.Info, Level: level, Objects: 1_000_000, AvgSize: 1_000_000, Watchers: 1_000_000}
 			if kind == estListEmpty {
 				e.Objects = 0
 			}

@@ -41,7 +41,8 @@ func estimateSeats(rel engine.Release, r engine.Request, l engine.LevelLimits) *
 		}
 		return &Seats{Initial: 1, Max: m, Note: note}
 	case "watch":
-		m := capTo(rel.MaxListSeats())
+		// a WATCH is always served from the watch cache
+		m := capTo(rel.MaxCachedListSeats())
 		u, _ := url.ParseRequestURI(r.URL)
 		if !rel.WatchEstimatedAsList() {
 			return &Seats{Initial: 1, Max: 1, Note: fmt.Sprintf("in %s (WatchList off by default) every WATCH takes 1 seat, only until it is initialized", rel)}
