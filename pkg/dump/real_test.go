@@ -25,7 +25,7 @@ func realCaptures(t *testing.T) []string {
 			out = append(out, filepath.Base(d))
 		}
 	}
-	if len(out) < 8 {
+	if len(out) < 10 {
 		t.Fatalf("only %d real captures of 1.28+ servers: %v", len(out), out)
 	}
 	return out

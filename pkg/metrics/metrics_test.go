@@ -169,7 +169,7 @@ func TestFilterErrors(t *testing.T) {
 // statistics come out the same whichever families a release has.
 func TestRealCaptures(t *testing.T) {
 	idles, _ := filepath.Glob("../../testdata/metrics/v1.*-idle.txt")
-	if len(idles) < 4 {
+	if len(idles) < 5 {
 		t.Fatalf("only %d real idle captures: %v", len(idles), idles)
 	}
 	for _, idleFile := range idles {
