@@ -40,6 +40,12 @@ e2e: binaries ## End-to-end tests on the local control plane.
 test-versions: binaries ## The version e2e against real kube-apiservers 1.29, 1.31, 1.33, 1.35 (built by hack/kube-old; not in make test). CAPTURE=1 rewrites their fixtures.
 	hack/test-versions.sh $(RELEASES)
 
+.PHONY: golden
+golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
+	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/golden") { print $$1; break } }'); \
+	$(GO) test -count=1 $$pkgs -update
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
