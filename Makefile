@@ -19,9 +19,11 @@ build: ## Build bin/kubectl-apf.
 	cp kubectl_complete-apf $(BIN)/ 2>/dev/null || true
 
 .PHONY: binaries
-binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1 and etcd for the local control plane.
+binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus and promtool for the tests and the demo.
 	hack/bin.sh kube-apiserver >/dev/null
 	hack/bin.sh etcd >/dev/null
+	hack/bin.sh prometheus >/dev/null
+	hack/bin.sh promtool >/dev/null
 
 .PHONY: test
 test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane, release tests.
