@@ -27,9 +27,10 @@ type IncidentOptions struct {
 	// ScrapeInterval is the store's scrape interval of the apiservers: the
 	// start and end of an incident are found to about this precision.
 	ScrapeInterval time.Duration
-	// Gap merges bursts of one level separated by at most this many steps
-	// without rejections (1 when zero).
-	Gap int
+	// MergeGap merges the bursts of one level less than this apart (the
+	// larger of two steps and a minute when zero): a level that rejects in
+	// waves, as a client retrying with back-off makes it, is one incident.
+	MergeGap time.Duration
 	// MaxIncidents details at most this many incidents, the largest first
 	// (10 when zero); the others are only counted.
 	MaxIncidents int
@@ -161,15 +162,15 @@ const (
 
 // FindIncidents looks for the bursts of APF rejections in the window, and
 // details the largest: counts by FlowSchema, reason and instance, the
-// level's state around them and a diagnosis. It asks 1 query for the
+// level's state around them and a diagnosis. It asks 2 queries for the
 // window and 3 per detailed incident.
 func FindIncidents(ctx context.Context, q Querier, o IncidentOptions) (*Report, error) {
 	w := o.Window
 	if w.Step <= 0 || !w.End.After(w.Start) {
 		return nil, fmt.Errorf("the window must have a positive length and step (--since, --step)")
 	}
-	if o.Gap <= 0 {
-		o.Gap = 1
+	if o.MergeGap <= 0 {
+		o.MergeGap = max(2*w.Step, time.Minute)
 	}
 	if o.MaxIncidents <= 0 {
 		o.MaxIncidents = 10
@@ -191,21 +192,45 @@ func FindIncidents(ctx context.Context, q Querier, o IncidentOptions) (*Report, 
 	var bursts []levelBurst
 	for _, s := range parts["rejected"] {
 		lvl := s.Labels[LabelLevel]
-		for _, b := range Bursts(s, w.Step, o.Gap) {
-			rep.Rejected[lvl] += b.Count
+		for _, b := range Bursts(s, w.Step, o.MergeGap) {
 			bursts = append(bursts, levelBurst{lvl, b})
 		}
 	}
+	// The per-step counts draw the timelines; increase() over a range of a
+	// few samples extrapolates to the range's ends (up to twice the true
+	// count over two samples), so the totals come from one evaluation over
+	// the whole window.
 	apf := sum(parts["rejected"])
 	all := sum(parts["all429"])
 	rep.Other429Series = Series{Labels: map[string]string{}}
 	for _, p := range all.Points {
-		rep.All429 += p.V
 		o := math.Max(0, math.Round(p.V-valueOr0(apf.at(p.T))))
-		rep.Other429 += o
 		rep.Other429Series.Points = append(rep.Other429Series.Points, Point{T: p.T, V: o})
 	}
-	rep.Other429Bursts = Bursts(rep.Other429Series, w.Step, o.Gap)
+	rep.Other429Bursts = Bursts(rep.Other429Series, w.Step, o.MergeGap)
+	var tt Tagged
+	tt.Add("rejected", total.Count(familyRejected, []string{LabelLevel}, w.Duration()))
+	tt.Add("all429", total.Count(metrics.FamilyRequestTotal, nil, w.Duration(), `code="429"`))
+	if ans, err = q.QueryRange(ctx, tt.String(), w.End, w.End, w.Step); err != nil {
+		return nil, fmt.Errorf("querying the rejections: %w", err)
+	}
+	apfTotal := 0.0
+	for _, s := range ans {
+		if len(s.Points) == 0 || math.IsNaN(s.Points[0].V) {
+			continue
+		}
+		v := math.Round(s.Points[0].V)
+		switch s.Labels[LabelSeries] {
+		case "rejected":
+			if v > 0 {
+				rep.Rejected[s.Labels[LabelLevel]] += v
+				apfTotal += v
+			}
+		case "all429":
+			rep.All429 += v
+		}
+	}
+	rep.Other429 = math.Max(0, rep.All429-apfTotal)
 
 	sort.SliceStable(bursts, func(i, j int) bool { return bursts[i].Count > bursts[j].Count })
 	if len(bursts) > o.MaxIncidents {
@@ -241,9 +266,9 @@ func valueOr0(v float64) float64 {
 }
 
 // Bursts finds the runs of s's points above zero, each point counting what
-// happened in the step before it; runs separated by at most gap empty
-// steps are one burst. A burst starts a step before its first point.
-func Bursts(s Series, step time.Duration, gap int) []Burst {
+// happened in the step before it; runs whose points are at most gap apart
+// are one burst. A burst starts a step before its first point.
+func Bursts(s Series, step, gap time.Duration) []Burst {
 	var out []Burst
 	var cur *Burst
 	var last time.Time
@@ -251,7 +276,7 @@ func Bursts(s Series, step time.Duration, gap int) []Burst {
 		if math.IsNaN(p.V) || p.V <= 0 {
 			continue
 		}
-		if cur != nil && p.T.Sub(last) <= time.Duration(gap+1)*step {
+		if cur != nil && p.T.Sub(last) <= max(gap, step) {
 			cur.End, cur.Count = p.T, cur.Count+p.V
 		} else {
 			out = append(out, Burst{Start: p.T.Add(-step), End: p.T, Count: p.V})

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"sort"
 	"strings"
@@ -10,8 +11,38 @@ import (
 
 // Point is one value of a series at one time.
 type Point struct {
-	T time.Time `json:"t"`
-	V float64   `json:"v"`
+	T time.Time
+	V float64
+}
+
+// MarshalJSON writes {"t": RFC 3339, "v": value}, with null for NaN (a
+// quantile without observations).
+func (p Point) MarshalJSON() ([]byte, error) {
+	v, err := Float(p.V).MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.T.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(`{"t":` + string(t) + `,"v":` + string(v) + `}`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		T time.Time `json:"t"`
+		V *float64  `json:"v"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	p.T, p.V = raw.T, math.NaN()
+	if raw.V != nil {
+		p.V = *raw.V
+	}
+	return nil
 }
 
 // Series is one answer series of a range query: its labels and points,
