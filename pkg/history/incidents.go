@@ -209,8 +209,8 @@ func FindIncidents(ctx context.Context, q Querier, o IncidentOptions) (*Report, 
 	}
 	rep.Other429Bursts = Bursts(rep.Other429Series, w.Step, o.MergeGap)
 	var tt Tagged
-	tt.Add("rejected", total.Count(familyRejected, []string{LabelLevel}, w.Duration()))
-	tt.Add("all429", total.Count(metrics.FamilyRequestTotal, nil, w.Duration(), `code="429"`))
+	tt.Add("rejected", total.ExactCount(familyRejected, []string{LabelLevel}, w.Duration()))
+	tt.Add("all429", total.ExactCount(metrics.FamilyRequestTotal, nil, w.Duration(), `code="429"`))
 	if ans, err = q.QueryRange(ctx, tt.String(), w.End, w.End, w.Step); err != nil {
 		return nil, fmt.Errorf("querying the rejections: %w", err)
 	}
@@ -319,10 +319,10 @@ func detail(ctx context.Context, q Querier, o IncidentOptions, b levelBurst) (*I
 	r := inc.End.Sub(inc.Start) + 2*fine + o.ScrapeInterval
 	at := inc.End.Add(fine)
 	var t Tagged
-	t.Add("schema", total.Count(familyRejected, []string{LabelSchema, LabelReason}, r, lvl))
+	t.Add("schema", total.ExactCount(familyRejected, []string{LabelSchema, LabelReason}, r, lvl))
 	per := o.Query
 	per.PerInstance = true
-	t.Add("instance", per.Count(familyRejected, nil, r, lvl))
+	t.Add("instance", per.ExactCount(familyRejected, nil, r, lvl))
 	ans, err = q.QueryRange(ctx, t.String(), at, at, step)
 	if err != nil {
 		return nil, fmt.Errorf("querying the rejections of %s by FlowSchema: %w", b.level, err)

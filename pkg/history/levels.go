@@ -223,8 +223,8 @@ func LevelsOverWindow(ctx context.Context, q Querier, query Query, w Window) ([]
 	t.Add("seatsavg", AvgOver(seats, d, w.Step))
 	t.Add("seatsmax", MaxOver(seats, d, w.Step))
 	t.Add("waitmax", MaxOver(query.Gauge(metrics.CurrentInqueueRequests, l), d, w.Step))
-	t.Add("dispatched", query.Count(familyDispatched, l, d))
-	t.Add("rejected", query.Count(familyRejected, []string{LabelLevel, LabelReason}, d))
+	t.Add("dispatched", query.ExactCount(familyDispatched, l, d))
+	t.Add("rejected", query.ExactCount(familyRejected, []string{LabelLevel, LabelReason}, d))
 	t.Add("waitp99", query.Quantile(0.99, metrics.RequestWaitDurationSecond, l, d))
 	ans, err := q.QueryRange(ctx, t.String(), w.End, w.End, w.Step)
 	if err != nil {

@@ -147,17 +147,36 @@ func (q Query) Gauge(family string, labels []string, extra ...string) string {
 }
 
 // Count is how many times a counter family grew over the r before each
-// evaluation time, summed by labels. increase() misses what a series
-// counted before its first sample, and APF creates a rejected_requests_total
-// series at its first rejection: so a series that did not exist r earlier
-// adds its first sample in the range (min_over_time of a counter that did
-// not reset), which is what it counted since it was created.
+// evaluation time, summed by labels: increase(), extrapolated to the ends
+// of the range as rate() is, for timelines of short ranges. increase()
+// misses what a series counted before its first sample, and APF creates a
+// rejected_requests_total series at its first rejection: so a series that
+// did not exist r earlier adds its first sample in the range (min_over_time
+// of a counter), which is what it counted since it was created.
 func (q Query) Count(family string, labels []string, r time.Duration, extra ...string) string {
 	s := q.sel(family, extra...)
 	d := promDuration(r)
 	inc := "increase(" + s + "[" + d + "])"
+	return q.by(labels...) + q.withBorn(inc, s, d)
+}
+
+// ExactCount is Count without the extrapolation, for totals over a range
+// that holds whole bursts: the last sample minus the first for a series
+// that did not reset in the range (max_over_time - min_over_time of a
+// counter), increase() for one that did.
+func (q Query) ExactCount(family string, labels []string, r time.Duration, extra ...string) string {
+	s := q.sel(family, extra...)
+	d := promDuration(r)
+	rng := s + "[" + d + "]"
+	exact := "((max_over_time(" + rng + ") - min_over_time(" + rng + ")) unless resets(" + rng + ") > 0)"
+	return q.by(labels...) + q.withBorn("("+exact+" or increase("+rng+"))", s, d)
+}
+
+// withBorn adds to inc, per series, the first sample in the range of the
+// series that did not exist the range's length earlier.
+func (q Query) withBorn(inc, s, d string) string {
 	born := "(min_over_time(" + s + "[" + d + "]) unless " + s + " offset " + d + ")"
-	return q.by(labels...) + "((" + inc + " + " + born + ") or " + inc + " or " + born + ")"
+	return "((" + inc + " + " + born + ") or " + inc + " or " + born + ")"
 }
 
 // Quantile is the phi-quantile of a histogram family over the r before each
