@@ -178,7 +178,8 @@ func (o *HistoryOptions) Complete(perInstance bool) error {
 	if err != nil {
 		return fmt.Errorf("--prometheus-selector: %w", err)
 	}
-	o.Query = history.Query{Selector: sel, InstanceLabel: o.InstanceLabel, PerInstance: perInstance}
+	o.Query = history.Query{Selector: sel, InstanceLabel: o.InstanceLabel, PerInstance: perInstance,
+		Lookback: max(10*time.Minute, 4*o.ScrapeInterval)}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now

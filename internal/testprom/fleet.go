@@ -135,10 +135,12 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 		}
 		return false
 	}
-	gauge := func(name string, newNames bool, v func(level string, i int, t time.Time) float64) {
+	// gauge writes a family of every instance (both), of the new ones only
+	// (newNames), or of the old ones only.
+	gauge := func(name string, newNames, both bool, v func(level string, i int, t time.Time) float64) {
 		o.family(p+name, "gauge")
 		for i := 0; i < f.Instances; i++ {
-			if old(i) == newNames {
+			if !both && old(i) == newNames {
 				continue
 			}
 			for _, l := range f.Levels {
@@ -153,14 +155,14 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 		}
 		return 2
 	}
-	gauge("nominal_limit_seats", true, ten)
-	gauge("request_concurrency_limit", false, ten)
-	gauge("current_limit_seats", true, ten)
-	gauge("lower_limit_seats", true, func(string, int, time.Time) float64 { return 5 })
-	gauge("upper_limit_seats", true, func(string, int, time.Time) float64 { return 20 })
-	gauge("current_executing_seats", true, seats)
-	gauge("request_concurrency_in_use", false, seats)
-	gauge("current_inqueue_requests", true, func(l string, i int, t time.Time) float64 {
+	gauge("nominal_limit_seats", true, false, ten)
+	gauge("request_concurrency_limit", false, false, ten)
+	gauge("current_limit_seats", true, false, ten)
+	gauge("lower_limit_seats", true, false, func(string, int, time.Time) float64 { return 5 })
+	gauge("upper_limit_seats", true, false, func(string, int, time.Time) float64 { return 20 })
+	gauge("current_executing_seats", true, false, seats)
+	gauge("request_concurrency_in_use", false, false, seats)
+	gauge("current_inqueue_requests", true, true, func(l string, i int, t time.Time) float64 {
 		if busy(l, i, t) {
 			return 50
 		}

@@ -152,7 +152,7 @@ func start(ctx context.Context, o Options, bin, cfgFile string) (*Prometheus, er
 		"--config.file=" + cfgFile,
 		"--storage.tsdb.path=" + filepath.Join(o.Dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
-		"--storage.tsdb.retention.time=400d",
+		"--storage.tsdb.retention.time=3650d",
 		"--log.level=warn",
 	}
 	if o.LookbackDelta > 0 {

@@ -35,9 +35,16 @@ const (
 var renamed = map[string][]string{
 	metrics.NominalLimitSeats:     {metrics.RequestConcurrencyLimit},
 	metrics.CurrentExecutingSeats: {metrics.RequestConcurrencyInUse, metrics.CurrentExecutingRequests},
-	// current_inqueue_seats (1.29+) has no older name; a request took one
-	// seat in the queue before work estimation (1.22), and the request count
-	// is the best stand-in the older servers give.
+	// Servers without borrowing (before 1.26) export no current, lower or
+	// upper limit: all three were the nominal limit (pkg/metrics: Levels
+	// falls back the same way for one scrape).
+	metrics.CurrentLimitSeats: {metrics.NominalLimitSeats, metrics.RequestConcurrencyLimit},
+	familyLowerLimit:          {metrics.NominalLimitSeats, metrics.RequestConcurrencyLimit},
+	familyUpperLimit:          {metrics.NominalLimitSeats, metrics.RequestConcurrencyLimit},
+	// current_inqueue_seats (1.29+) has no older name; the waiting requests
+	// are the best stand-in the older servers give (one seat each unless
+	// their work estimate said more).
+	metrics.CurrentInqueueSeats: {metrics.CurrentInqueueRequests},
 }
 
 // Query builds the PromQL of one store: the selector of the apiserver series
@@ -50,6 +57,11 @@ type Query struct {
 	InstanceLabel string
 	// PerInstance keeps the instance label in every answer.
 	PerInstance bool
+	// Lookback is how far before a range a counter's series must have no
+	// sample to count as created in the range (10 m when zero; at least a
+	// few scrape intervals). A failed scrape marks every series of the
+	// target stale, so "no sample at the range's start" is not enough.
+	Lookback time.Duration
 }
 
 // ParseSelector checks a list of label matchers (name="v", name!="v",
@@ -173,9 +185,13 @@ func (q Query) ExactCount(family string, labels []string, r time.Duration, extra
 }
 
 // withBorn adds to inc, per series, the first sample in the range of the
-// series that did not exist the range's length earlier.
+// series that had no sample in the Lookback before the range.
 func (q Query) withBorn(inc, s, d string) string {
-	born := "(min_over_time(" + s + "[" + d + "]) unless " + s + " offset " + d + ")"
+	lb := q.Lookback
+	if lb <= 0 {
+		lb = 10 * time.Minute
+	}
+	born := "(min_over_time(" + s + "[" + d + "]) unless max_over_time(" + s + "[" + promDuration(lb) + "] offset " + d + "))"
 	return "((" + inc + " + " + born + ") or " + inc + " or " + born + ")"
 }
 

@@ -149,7 +149,7 @@ func WriteReport(w io.Writer, o Options, rep *history.Report) error {
 		b.WriteString("\n")
 		b.WriteString(o.paint(func(s *Styles) lipgloss.Style { return s.Title }, "429s not from APF"))
 		fmt.Fprintf(&b, " (apiserver_request_total{code=\"429\"} minus APF's rejections): %s\n", num(rep.Other429))
-		fmt.Fprintf(&b, "  %s\n", Sparkline(rep.Other429Series.Points, rep.Start, rep.End, width-4, math.NaN(), false))
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(Sparkline(rep.Other429Series.Points, rep.Start, rep.End, width-4, math.NaN(), false), " "))
 		for _, bu := range rep.Other429Bursts {
 			fmt.Fprintf(&b, "  %s → %s  %s\n", stamp(bu.Start), stamp(bu.End), num(bu.Count))
 		}
