@@ -17,6 +17,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
@@ -32,7 +34,12 @@ probability that a small flow is crushed by 1, 4 and 16 heavy flows.
 The server concurrency limit (--max-requests-inflight plus
 --max-mutating-requests-inflight) is inferred from the apiserver's metrics
 unless --server-concurrency gives it. With -f or --set, the proposed
-configuration is shown next to the current one (current -> proposed).`
+configuration is shown next to the current one (current -> proposed).
+
+With --prometheus, the seats the levels used over a window of the past
+(--since, 24h by default) follow the table: mean and peak seats in use
+against the current limit's range, peak waiting requests, rejections by
+reason and the queue wait p99, from a Prometheus-compatible store.` + historyHelp
 
 const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity
@@ -44,7 +51,10 @@ const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity --defaults -f deploy/apf/ --server-concurrency 1200
 
   # As JSON
-  kubectl apf capacity -o json`
+  kubectl apf capacity -o json
+
+  # With the seats used over the last week, from Prometheus
+  kubectl apf capacity --prometheus http://prometheus:9090 --since 7d`
 
 // CapacityOptions holds the flags of "kubectl apf capacity".
 type CapacityOptions struct {
@@ -63,13 +73,15 @@ type CapacityOptions struct {
 	// Source reads the cluster or the bundle; set by Complete unless a test
 	// injected one.
 	Source dump.Source
+	// History adds the seats used over a window, from a store.
+	History *HistoryOptions
 
 	genericiooptions.IOStreams
 }
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &CapacityOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, History: NewHistoryOptions(configFlags, 24*time.Hour), IOStreams: streams}
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -88,11 +100,18 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.History.AddFlags(cmd.Flags())
 	return cmd
 }
 
 // Complete parses --set and resolves the source.
 func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
+	if err := o.History.Validate(); err != nil {
+		return err
+	}
+	if err := o.History.Complete(false); err != nil {
+		return err
+	}
 	for _, s := range o.Sets {
 		set, err := capacity.ParseSetting(s)
 		if err != nil {
@@ -136,6 +155,8 @@ type capacityReport struct {
 	ServerConcurrencySource string          `json:"serverConcurrencySource"`
 	Current                 capacity.Table  `json:"current"`
 	Proposed                *capacity.Table `json:"proposed,omitempty"`
+	// Observed is what the levels used over the window of --prometheus.
+	Observed []history.LevelWindow `json:"observed,omitempty"`
 }
 
 // Run computes and prints the tables.
@@ -182,12 +203,28 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		}
 		rep.Proposed = &p
 	}
+	if o.History.Enabled() {
+		if !o.History.IsWindow() {
+			return fmt.Errorf("capacity --prometheus looks at a window: give --since (and --until), not --at")
+		}
+		if rep.Observed, err = history.LevelsOverWindow(ctx, o.History.Querier, o.History.Query, o.History.Window); err != nil {
+			return err
+		}
+	}
 	if o.Output == "json" {
 		enc := json.NewEncoder(o.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return printCapacity(o.Out, rep)
+	if err := printCapacity(o.Out, rep); err != nil {
+		return err
+	}
+	if o.History.Enabled() {
+		w := o.History.Window
+		fmt.Fprintf(o.Out, "\nSeats used from %s to %s, summed over the apiservers:\n", w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
+		return historyrender.WriteLevelWindows(o.Out, rep.Observed, false)
+	}
+	return nil
 }
 
 // loadBase returns the current priority levels and, from a cluster or

@@ -98,6 +98,12 @@ func TestHistoryCommands(t *testing.T) {
 		golden(t, "top-levels-at.txt", at...)
 		golden(t, "top-levels-at-per-instance.txt", append(at, "--all-apiservers")...)
 	})
+	t.Run("capacity", func(t *testing.T) {
+		out := golden(t, "capacity.txt", append([]string{"capacity", "--defaults", "--server-concurrency", "600", "--since", "2h"}, store...)...)
+		if !strings.Contains(out, "Seats used from 2026-11-01T00:00:00Z to 2026-11-01T02:00:00Z") {
+			t.Errorf("capacity --prometheus lacks the observed seats:\n%s", out)
+		}
+	})
 	t.Run("live view over the window", func(t *testing.T) {
 		streams, _, _ := testStreams("")
 		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
