@@ -38,6 +38,10 @@ unit: ## Unit tests only (no control plane).
 e2e: binaries ## End-to-end tests on the local control plane.
 	$(GO) test $(TEST_FLAGS) ./test/e2e/...
 
+.PHONY: bench-history
+bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers x 30 days in a real Prometheus against a naive raw fetch (minutes; not part of make test).
+	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

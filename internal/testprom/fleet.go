@@ -254,7 +254,7 @@ func (f *Fleet) CreateBlocks(ctx context.Context, dir, dataDir string) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", path, dataDir)
+	cmd := exec.CommandContext(ctx, promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=1000h", path, dataDir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("promtool tsdb create-blocks-from openmetrics: %w\n%s", err, lastLines(string(out), 20))
