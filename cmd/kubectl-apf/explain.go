@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -445,20 +443,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 }
 
 func (o *ExplainRequestOptions) print(v any, text func(io.Writer) error) error {
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return text(o.Out)
+	return writeOutput(o.Out, o.Output, v, func() error { return text(o.Out) })
 }
 
 // probe sends r impersonating its identity and records the server's

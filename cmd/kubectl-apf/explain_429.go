@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -161,20 +159,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 		scl = st.inferredSCL
 	}
 	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	case "yaml":
-		b, err := yaml.Marshal(t)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return explain.WriteTriageText(o.Out, t)
+	return writeOutput(o.Out, o.Output, t, func() error { return explain.WriteTriageText(o.Out, t) })
 }
 
 // runHistory finds the incidents of the window in the store.

@@ -86,8 +86,7 @@ func (f *Fleet) Rejected(level string, from, to time.Time) float64 {
 }
 
 type om struct {
-	w   *bufio.Writer
-	err error
+	w *bufio.Writer
 }
 
 func (o *om) family(name, typ string) {

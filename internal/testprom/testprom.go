@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -142,7 +140,7 @@ func Start(ctx context.Context, o Options) (*Prometheus, error) {
 var errExited = errors.New("exited during start-up")
 
 func start(ctx context.Context, o Options, bin, cfgFile string) (*Prometheus, error) {
-	port, err := freePort()
+	port, err := testcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -258,17 +256,4 @@ func (p *Prometheus) Stop() error {
 		<-p.done
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	for i := 0; i < 100; i++ {
-		port := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free port on 127.0.0.1 between 20000 and 32000")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -58,18 +57,6 @@ type Querier interface {
 	// QueryRange evaluates expr at start, start+step, ... up to end (a
 	// single evaluation when start equals end) and returns the series.
 	QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error)
-}
-
-// key joins the values of labels, for maps keyed by several labels.
-func key(l map[string]string, labels ...string) string {
-	var b strings.Builder
-	for i, n := range labels {
-		if i > 0 {
-			b.WriteByte(0)
-		}
-		b.WriteString(l[n])
-	}
-	return b.String()
 }
 
 // split partitions tagged answers by LabelSeries.

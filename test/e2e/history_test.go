@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
@@ -19,6 +21,28 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
+
+// setupLoad creates the load levels on c and returns the names of the
+// configuration objects and the load's flows: six identities in the queuing
+// level, then one in the Reject level.
+func setupLoad(t *testing.T, c *testcluster.Cluster) (map[string]string, []*rest.Config) {
+	t.Helper()
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	rejectUser := testcluster.LoadUserName(8)
+	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := loadgen.Names(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flows []*rest.Config
+	for i := 1; i <= 6; i++ {
+		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
+	}
+	return names, append(flows, c.RESTConfig(rejectUser))
+}
 
 // counterWatch scrapes the apiserver's /metrics every 250 ms and keeps,
 // per priority level, the rejected_requests_total sum and when it first
@@ -87,20 +111,7 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	const scrape = time.Second
 	prom := testprom.StartT(t, testprom.Options{Targets: testprom.TargetsOf(c), ScrapeInterval: scrape})
 	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	rejectUser := testcluster.LoadUserName(8)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	flows = append(flows, c.RESTConfig(rejectUser))
+	names, flows := setupLoad(t, c)
 	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +298,25 @@ func TestHistoryFromPrometheus(t *testing.T) {
 		}
 		if l := byName[loadgen.Level]; l.SeatsInUse != 1 {
 			t.Errorf("%s: %v seats in use at the time; its one seat was busy throughout", loadgen.Level, l.SeatsInUse)
+		}
+	})
+
+	t.Run("through the service proxy", func(t *testing.T) {
+		// A Service with no endpoints (the apiserver refuses loopback
+		// endpoints): the query reaches the apiserver's service proxy, as a
+		// GET with the kubeconfig's identity, and its answer is reported.
+		admin := c.Client(testcluster.Admin)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: "default"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9090}}}}
+		if _, err := admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runLintPlugin(t, c, "explain", "429", "--since", "1m", "--prometheus-service", "default/prometheus:9090")
+		if code == 0 || !strings.Contains(errOut, "service default/prometheus:9090 (through the apiserver)") || !strings.Contains(errOut, "no endpoints available") {
+			t.Errorf("exit %d: %s; want the proxy's answer that the service has no endpoints", code, errOut)
+		}
+		if strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("want one line: %q", errOut)
 		}
 	})
 
