@@ -104,6 +104,29 @@ func TestHistoryCommands(t *testing.T) {
 			t.Errorf("capacity --prometheus lacks the observed seats:\n%s", out)
 		}
 	})
+	t.Run("live view over the store", func(t *testing.T) {
+		streams, _, _ := testStreams("")
+		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+		o.History.URL, o.History.ScrapeInterval, o.Interval = prom.URL, 15*time.Second, 500*time.Millisecond
+		if err := o.History.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		o.History.Now = func() time.Time { return f.End.Add(time.Hour) }
+		if err := o.History.Complete(true); err != nil {
+			t.Fatal(err)
+		}
+		// The store's "now" is during the incident.
+		o.Source = &storeSource{o: o.History, now: func() time.Time { return f.Start.Add(37 * time.Minute) }}
+		out := runView(t, o, "q", 1500*time.Millisecond)
+		for _, want := range []string{"workload-low", "apiserver-0:6443"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the live view over the store does not show %q", want)
+			}
+		}
+		if strings.Contains(out, "REPLAY") {
+			t.Errorf("the live view over the store says REPLAY")
+		}
+	})
 	t.Run("live view over the window", func(t *testing.T) {
 		streams, _, _ := testStreams("")
 		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
