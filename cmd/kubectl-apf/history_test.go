@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 )
 
 func TestHistoryFlagErrors(t *testing.T) {
@@ -89,7 +91,29 @@ func TestHistoryCommands(t *testing.T) {
 	}
 	t.Run("explain 429", func(t *testing.T) {
 		golden(t, "explain-429.txt", append([]string{"explain", "429", "--since", "2h"}, store...)...)
-		golden(t, "explain-429.json", append([]string{"explain", "429", "--since", "2h", "-o", "json"}, store...)...)
+		// The JSON holds the counts and the series (checked here rather than
+		// as a golden file of a thousand points).
+		streams, out, errb := testStreams("")
+		if code := run(append([]string{"explain", "429", "--since", "2h", "-o", "json"}, store...), streams); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb)
+		}
+		var rep history.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		truth := f.Rejected("workload-low", f.Start, f.End)
+		if len(rep.Incidents) != 1 {
+			t.Fatalf("%d incidents, want 1: %+v", len(rep.Incidents), rep.Incidents)
+		}
+		if rep.Incidents[0].Level != "workload-low" || rep.Incidents[0].Rejected != truth ||
+			len(rep.Incidents[0].FlowSchemas) != 2 || rep.Incidents[0].FlowSchemas[0].FlowSchema != "fs-a" {
+			t.Errorf("incidents: %+v; want one of workload-low with %v rejections by fs-a and fs-b", rep.Incidents, truth)
+		}
+		for _, name := range []string{history.StateRejected, history.StateSeats, history.StateCurrent, history.StateWaiting, history.StateWaitP99} {
+			if s := rep.Incidents[0].State.Series[name]; len(s.Points) < 30 {
+				t.Errorf("series %s has %d points, want the 41 of 00:25 to 00:45 every 30s", name, len(s.Points))
+			}
+		}
 	})
 	t.Run("top levels", func(t *testing.T) {
 		golden(t, "top-levels-since.txt", append([]string{"top", "levels", "--since", "2h"}, store...)...)
