@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -333,12 +334,38 @@ func (c *Client) explain(err error) error {
 		case ae.Type == v1.ErrClient && strings.Contains(ae.Msg, "404"):
 			return fmt.Errorf("%s has no Prometheus query API (404): give the base URL the /api/v1/query_range path hangs off", c.where)
 		}
-		return fmt.Errorf("%s: %s: %s", c.where, ae.Type, strings.TrimSpace(ae.Msg))
+		msg := strings.TrimSpace(ae.Msg)
+		if d := detail(ae.Detail); d != "" {
+			msg += ": " + d
+		}
+		return fmt.Errorf("%s: %s", c.where, msg)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s did not answer in time: narrow --since or raise --prometheus-timeout", c.where)
 	}
 	return fmt.Errorf("querying %s: %w", c.where, err)
+}
+
+// detail is the gist of an error body: a Kubernetes Status's message (the
+// service proxy answers with one), else its first line, shortened.
+func detail(body string) string {
+	var st struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(body), &st) == nil && st.Kind == "Status" && st.Message != "" {
+		body = st.Message
+	}
+	body, _, _ = strings.Cut(strings.TrimSpace(body), "\n")
+	if len(body) > 200 {
+		body = body[:200] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, body)
 }
 
 // FromMatrix converts the client's matrix to history series.
