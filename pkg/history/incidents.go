@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
@@ -237,12 +238,30 @@ func FindIncidents(ctx context.Context, q Querier, o IncidentOptions) (*Report, 
 		rep.Undetailed = len(bursts) - o.MaxIncidents
 		bursts = bursts[:o.MaxIncidents]
 	}
-	for _, b := range bursts {
-		inc, err := detail(ctx, q, o, b)
+	// The incidents are independent: detail a few at once, as a store
+	// answers queries in parallel.
+	rep.Incidents = make([]Incident, len(bursts))
+	errs := make([]error, len(bursts))
+	sem := make(chan struct{}, detailParallel)
+	var wg sync.WaitGroup
+	for i, b := range bursts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			inc, err := detail(ctx, q, o, b)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rep.Incidents[i] = *inc
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, err // the first: the others are likely the same
 		}
-		rep.Incidents = append(rep.Incidents, *inc)
 	}
 	sort.SliceStable(rep.Incidents, func(i, j int) bool {
 		if !rep.Incidents[i].Start.Equal(rep.Incidents[j].Start) {
@@ -252,6 +271,9 @@ func FindIncidents(ctx context.Context, q Querier, o IncidentOptions) (*Report, 
 	})
 	return rep, nil
 }
+
+// detailParallel is how many incidents are detailed at once.
+const detailParallel = 4
 
 type levelBurst struct {
 	level string
