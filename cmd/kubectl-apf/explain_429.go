@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const explain429Long = `Explain the HTTP 429 answers a cluster gives now.
@@ -55,13 +58,14 @@ const explain429Example = `  # Why does the cluster answer 429 now?
 
 // Explain429Options holds the flags of "kubectl apf explain 429".
 type Explain429Options struct {
-	// Sources are the shared --from, --all-apiservers and --apiserver-urls.
-	Sources *SourceOptions
+	// Options are the state flags: --from, --all-apiservers, --apiserver-urls.
+	*state.Options
 
 	Interval             time.Duration
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 	// History reads a Prometheus-compatible store instead (--prometheus).
 	History      *HistoryOptions
 	MaxIncidents int
@@ -71,7 +75,7 @@ type Explain429Options struct {
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Sources: NewSourceOptions(configFlags), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute,
+	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute,
 		History: NewHistoryOptions(configFlags, time.Hour), MaxIncidents: 10, IOStreams: streams}
 }
 
@@ -87,11 +91,11 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
-	o.Sources.AddFlags(f)
+	o.Options.AddFlags(f)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	o.Flags.AddFlags(f)
 	o.History.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	return cmd
@@ -103,20 +107,20 @@ func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 		if err := o.History.Validate(); err != nil {
 			return err
 		}
-		return o.History.Complete(o.Sources.AllAPIServers)
+		return o.History.Complete(o.AllAPIServers)
 	}
-	return o.Sources.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
-	if err := o.Sources.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
 	if err := o.History.Validate(); err != nil {
 		return err
 	}
-	if o.History.Enabled() && (o.Sources.From != "" || len(o.Sources.APIServerURLs) > 0) {
+	if o.History.Enabled() && (o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
 	}
 	if o.MaxIncidents <= 0 {
@@ -131,12 +135,7 @@ func (o *Explain429Options) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // Run captures the state and prints the triage.
@@ -144,22 +143,18 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	if o.History.Enabled() {
 		return o.runHistory(ctx)
 	}
-	st, err := loadExplainState(ctx, o.Sources.Source, false, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency})
 	if err != nil {
 		return err
 	}
-	for _, n := range st.notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	if len(st.lives) == 0 {
-		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Sources.Source.Describe())
+	if len(st.Live) == 0 {
+		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())
 	}
-	scl := o.ServerConcurrency
-	if scl == 0 {
-		scl = st.inferredSCL
-	}
-	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
-	return writeOutput(o.Out, o.Output, t, func() error { return explain.WriteTriageText(o.Out, t) })
+	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
+	return printObject(o.Out, o.Flags, t, func(w io.Writer) error { return explain.WriteTriageText(w, t) })
 }
 
 // runHistory finds the incidents of the window in the store.
@@ -171,12 +166,12 @@ func (o *Explain429Options) runHistory(ctx context.Context) error {
 	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: h.Window,
 		ScrapeInterval: h.ScrapeInterval, MaxIncidents: o.MaxIncidents, WaitLimit: min(o.ServerRequestTimeout/4, time.Minute)})
 	for _, w := range h.warnings() {
-		fmt.Fprintln(o.ErrOut, "warning from the store: "+sanitizeLine(w))
+		fmt.Fprintln(o.ErrOut, "warning from the store: "+sanitize.Line(w))
 	}
 	if err != nil {
 		return err
 	}
-	return writeOutput(o.Out, o.Output, rep, func() error {
-		return historyrender.WriteReport(o.Out, historyrender.Options{Width: terminalWidth(o.Out)}, rep)
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
+		return historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep)
 	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"golang.org/x/term"
-	"sigs.k8s.io/yaml"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -322,24 +320,6 @@ func (o *HistoryOptions) warnings() []string {
 		return nil
 	}
 	return o.Client.Stats.Warnings()
-}
-
-// writeOutput prints v as JSON or YAML, or calls text.
-func writeOutput(w io.Writer, format string, v any, text func() error) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	return text()
 }
 
 // terminalWidth is the width of w when it is a terminal, else 100.

@@ -15,7 +15,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
-	dumprender "github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 )
@@ -50,7 +50,7 @@ func (o Options) paint(st func(*Styles) lipgloss.Style, s string) string {
 }
 
 // Sanitize makes a store-supplied string safe on one terminal line.
-func Sanitize(s string) string { return dumprender.Sanitize(s) }
+func Sanitize(s string) string { return sanitize.Line(s) }
 
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
