@@ -24,12 +24,15 @@ import (
 
 // setupLoad creates the load levels on c and returns the names of the
 // configuration objects and the load's flows: six identities in the queuing
-// level, then one in the Reject level.
-func setupLoad(t *testing.T, c *testcluster.Cluster) (map[string]string, []*rest.Config) {
+// level, then, with reject, one in the Reject level.
+func setupLoad(t *testing.T, c *testcluster.Cluster, reject bool) (map[string]string, []*rest.Config) {
 	t.Helper()
 	ctx := context.Background()
 	admin := c.Client(testcluster.Admin)
-	rejectUser := testcluster.LoadUserName(8)
+	var rejectUser string
+	if reject {
+		rejectUser = testcluster.LoadUserName(8)
+	}
 	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +44,10 @@ func setupLoad(t *testing.T, c *testcluster.Cluster) (map[string]string, []*rest
 	for i := 1; i <= 6; i++ {
 		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
 	}
-	return names, append(flows, c.RESTConfig(rejectUser))
+	if reject {
+		flows = append(flows, c.RESTConfig(rejectUser))
+	}
+	return names, flows
 }
 
 // counterWatch scrapes the apiserver's /metrics every 250 ms and keeps,
@@ -111,7 +117,7 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	const scrape = time.Second
 	prom := testprom.StartT(t, testprom.Options{Targets: testprom.TargetsOf(c), ScrapeInterval: scrape})
 	ctx := context.Background()
-	names, flows := setupLoad(t, c)
+	names, flows := setupLoad(t, c, true)
 	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
 		t.Fatal(err)
 	}
