@@ -42,6 +42,12 @@ e2e: binaries ## End-to-end tests on the local control plane.
 bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers x 30 days in a real Prometheus against a naive raw fetch (minutes; not part of make test).
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
+.PHONY: golden
+golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
+	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/golden") { print $$1; break } }'); \
+	$(GO) test -count=1 $$pkgs -update
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
