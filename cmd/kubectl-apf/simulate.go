@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
@@ -82,6 +83,9 @@ type SimulateOptions struct {
 	NoBorrowing          bool
 	MaxFlows             int
 	Output               string
+	// Calibrate derives the seat hold time of every level from the
+	// recording and estimates what an audit log alone lacks.
+	Calibrate bool
 
 	settings []capacity.Setting
 	// Source reads the cluster or the bundle; set by Complete unless a test
@@ -93,7 +97,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, MaxFlows: 5, Output: "table", IOStreams: streams}
+	return &SimulateOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, MaxFlows: 5, Output: "table", Calibrate: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -115,6 +119,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json, yaml.")
+	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
 
@@ -189,6 +194,12 @@ type simulateReport struct {
 	ServerConcurrencySource string `json:"serverConcurrencySource"`
 	// Join counts how httplog lines met audit events, when both were given.
 	Join *workload.JoinStats `json:"join,omitempty"`
+	// Calibration is what was inferred from the recording (absent with
+	// --calibrate=false); Fit how the replay of the recorded configuration
+	// reproduced the recorded 429s; Warnings say where the result is weak.
+	Calibration *calibrate.Result    `json:"calibration,omitempty"`
+	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
+	Warnings    []string             `json:"warnings,omitempty"`
 }
 
 // Run loads the configurations, replays the workload and prints the report.
@@ -210,7 +221,20 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
-	rep, err := fairqueue.Replay(&cancellableReader{ctx: ctx, r: files.Reader}, rc(before), afterRC, fairqueue.ReplayOptions{})
+	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
+	var cal *calibrate.Result
+	if o.Calibrate {
+		var calNotes []string
+		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before)); err != nil {
+			return err
+		}
+		notes = append(notes, calNotes...)
+		if cal != nil {
+			src = cal.Apply(src)
+		}
+	}
+	fit := calibrate.NewFit(0)
+	rep, err := fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 	if err != nil {
 		return err
 	}
@@ -218,7 +242,8 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
 	}
-	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
+	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join,
+		Calibration: cal, Fit: fit.Result(rep.Levels), Warnings: calibrate.Regime(before, after, scl, rep, cal)}
 	switch o.Output {
 	case "json":
 		enc := json.NewEncoder(o.Out)

@@ -397,7 +397,7 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			continue
 		}
 		p := &pendingReq{id: id, at: received, status: w.Status}
-		base := Request{ID: id, InitialSeats: 1}
+		base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
 		if w.HasSeats {
 			base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 		} else {
