@@ -221,11 +221,22 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
+	var counts engine.ObjectCounts
+	if o.Calibrate && o.Source != nil {
+		var err error
+		if counts, err = objectCounts(ctx, o.Source); err != nil {
+			notes = append(notes, "note: no object counts: "+err.Error())
+		}
+	}
+	if o.Calibrate && afterRC != nil {
+		// the change may move requests to levels with another seat cap
+		afterRC.Work = calibrate.Work(before, after, scl, counts)
+	}
 	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
 	var cal *calibrate.Result
 	if o.Calibrate {
 		var calNotes []string
-		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before)); err != nil {
+		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before), counts); err != nil {
 			return err
 		}
 		notes = append(notes, calNotes...)

@@ -25,19 +25,13 @@ const fixedPointIterations = 8
 // once more (and, for an audit log alone, once per fixed-point iteration
 // twice). It returns nil, with a note, when the workload cannot be read
 // twice (standard input).
-func (o *SimulateOptions) calibrateWorkload(ctx context.Context, recorded fairqueue.ReplayConfig) (*calibrate.Result, []string, error) {
+func (o *SimulateOptions) calibrateWorkload(ctx context.Context, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, []string, error) {
 	if slices.Contains(o.Workloads, "-") {
-		return nil, []string{"note: a workload read from standard input is replayed uncalibrated: it can be read only once"}, nil
+		// standard input can be read only once: replayed as recorded
+		return nil, nil, nil
 	}
 	var notes []string
-	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout}
-	if o.Source != nil {
-		counts, err := objectCounts(ctx, o.Source)
-		if err != nil {
-			notes = append(notes, "note: no object counts: "+err.Error())
-		}
-		opts.Counts = counts
-	}
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts}
 	var opened []*workload.Files
 	defer func() {
 		for _, f := range opened {
@@ -88,11 +82,12 @@ func objectCounts(ctx context.Context, src dump.Source) (engine.ObjectCounts, er
 // recorded run and the warnings.
 func printCalibration(w io.Writer, rep simulateReport) error {
 	cal := rep.Calibration
-	if cal == nil {
-		fmt.Fprintln(w, "\nCalibration: off (seats held for the recorded execution times).")
+	if !calibrationFound(cal) {
+		// a synthetic workload (no latencies, no audit annotations) holds no
+		// evidence: nothing to show
 		return nil
 	}
-	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue (server-wide %v; a wait above %v counts as queued, from the %s)\n",
+	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue: %v server-wide; a wait above %v counts as queued (%s)\n",
 		fmtDuration(time.Duration(cal.ServerOverhead)), fmtDuration(time.Duration(cal.Threshold)), cal.ThresholdFrom)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50")
@@ -156,6 +151,24 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		fmt.Fprintln(w, sanitizeLine(x))
 	}
 	return nil
+}
+
+// calibrationFound reports whether a calibration rests on any evidence or
+// estimated anything beyond the 1 seat a replay assumes anyway.
+func calibrationFound(cal *calibrate.Result) bool {
+	if cal == nil {
+		return false
+	}
+	e := cal.Estimated
+	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {
+		return true
+	}
+	for _, l := range cal.Levels {
+		if l.Source == "saturated" || l.Annotated > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // fmtDuration renders a duration with three significant digits.

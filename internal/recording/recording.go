@@ -31,6 +31,10 @@ const (
 	BundleFile   = "bundle.tar.gz"
 	WhatIfFile   = "whatif.yaml"
 	ResultFile   = "recording.json"
+	// WhatIfHTTPLogFile and WhatIfAuditLogFile are the logs of the re-run
+	// on the changed configuration.
+	WhatIfHTTPLogFile  = "whatif-apiserver.log.gz"
+	WhatIfAuditLogFile = "whatif-audit.log.gz"
 )
 
 // Run is what one run of a plan got.
@@ -57,6 +61,10 @@ type Result struct {
 	Seed     uint64 `json:"seed"`
 	Burners  int    `json:"burners"`
 	Recorded Run    `json:"recorded"`
+	// Repeat is the same plan sent again on the same configuration: how
+	// far two runs of one seeded load differ on this machine, the floor of
+	// any prediction's error.
+	Repeat *Run `json:"repeat,omitempty"`
 	// WhatIf is the re-run of the same plan on the changed configuration.
 	WhatIf      *Run   `json:"whatIf,omitempty"`
 	WhatIfAbout string `json:"whatIfAbout"`
@@ -293,14 +301,22 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 		return nil, err
 	}
 	if whatIf {
+		if res.Repeat, err = s.RunLoad(ctx); err != nil {
+			return nil, err
+		}
 		if err := s.ApplyChange(ctx); err != nil {
 			return nil, err
 		}
-		run, err := s.RunLoad(ctx)
-		if err != nil {
+		logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
+		if res.WhatIf, err = s.RunLoad(ctx); err != nil {
 			return nil, err
 		}
-		res.WhatIf = run
+		if err := gzipTail(a.LogFile, logFrom, filepath.Join(out, WhatIfHTTPLogFile)); err != nil {
+			return nil, err
+		}
+		if err := gzipTail(a.AuditLog, auditFrom, filepath.Join(out, WhatIfAuditLogFile)); err != nil {
+			return nil, err
+		}
 	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {

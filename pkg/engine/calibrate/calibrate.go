@@ -16,9 +16,12 @@
 //   - saturated time: while any request of the level waits in a queue, all
 //     of its seats are held, and every dispatch is of a waiting request.
 //     Over the union of the waiting intervals (arrival + τ to dispatch) of
-//     length T, a level of C seats whose waiting requests took S seats in
-//     all held C·T seat-seconds; what their recorded execution times do not
-//     cover is the per-dispatch overhead: (C·T − Σ seats·execution) / S. The
+//     length T in N spans, a level of C seats whose waiting requests took S
+//     seats in all held C·T seat-seconds, so a seat is held for
+//     C·T / (S + N·(C−1)/2) per dispatch (the second term for the requests
+//     already running when a span starts and still running when it ends);
+//     what their recorded execution times do not cover is the per-dispatch
+//     overhead. The
 //     threshold τ separates a queue wait from the time the filters ahead of
 //     APF take; it is read from requests that never queue (the exempt
 //     level);
@@ -294,15 +297,15 @@ func (o *observer) finish(opts Options) *Result {
 	lag, from := time.Duration(0), ""
 	switch {
 	case o.lag.n >= 20:
-		lag, from = o.lag.quantile(0.9), "p90 of latency − execution of exempt requests"
+		lag, from = o.lag.quantile(0.9), "90th percentile of latency − execution of exempt requests"
 	case o.lag.n >= 5:
 		lag, from = o.lag.quantile(1), "largest latency − execution of the few exempt requests"
 	case o.lagAll.n >= 20:
 		// most requests of a saturated level queue: the fastest tenth
 		// stands for those dispatched on arrival
-		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution (no exempt requests)"
+		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution: too few exempt requests"
 	default:
-		lag, from = 0, "default (too few requests with an execution time)"
+		lag, from = 0, "too few requests with an execution time"
 	}
 	for i, t := range thresholds {
 		if t >= lag {
@@ -354,8 +357,16 @@ func (o *observer) finish(opts Options) *Result {
 		case lv.Dispatches < minEvidence:
 			lv.Source, lv.Why = "server", "too few dispatches from a queue"
 		default:
+			// C·T counts, besides the holds of the waiting requests, the
+			// C requests running when a span starts (whose holds lie
+			// mostly inside it) less the C running when it ends (the
+			// last just dispatched, the others half done on average):
+			// (C−1)/2 holds per span more than the dispatches counted
 			c := float64(lim.NominalCL)
-			over := (c*float64(sp.total) - la.seatExec[ti]) / float64(lv.Seats)
+			den := float64(lv.Seats) + float64(sp.n)*(c-1)/2
+			hold := c * float64(sp.total) / den
+			mean := la.seatExec[ti] / float64(lv.Seats)
+			over := hold - mean
 			over = max(over, 0)
 			lv.Source = "saturated"
 			lv.Overhead = Duration(over)
@@ -492,7 +503,8 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	switch {
 	case w.HasServiceTime:
 		x.exec, x.hasExec = w.ServiceTime, true
-		x.wait, x.hasWait = max(w.Latency-w.ServiceTime, 0), true
+		// a synthetic record has no latency: its wait is unknown
+		x.wait, x.hasWait = max(w.Latency-w.ServiceTime, 0), w.Latency > 0
 		p.sawExec = true
 	case x.rejected || er.Info.Verb == "watch":
 		// a 429 never executed; a watch holds its seats only until it is

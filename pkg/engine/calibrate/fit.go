@@ -191,3 +191,61 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 	}
 	return out
 }
+
+// maximumMutatingSeats is upstream's MaximumMutatingSeatsLimit.
+const maximumMutatingSeats = 10
+
+// Work returns a fairqueue.ReplayConfig.Work for the changed
+// configuration after of a workload recorded under before. A request whose
+// level's seat cap (engine.MaxSeats) is not the one it had under before
+// is sized again: the seats of a LIST or WATCH are estimated from the
+// object counts with the new cap; without counts, recorded seats above the
+// new cap are cut to it, as upstream's estimators clamp them. Final seats
+// of writes above the cap are cut and their additional latency stretched
+// to keep the same work (mutating_work_estimator.go). Requests whose cap
+// did not change keep their recorded estimate.
+func Work(before, after *engine.Config, scl int, counts engine.ObjectCounts) func(*workload.Request, *engine.Request, string, *fairqueue.Request) {
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	caps := func(c *engine.Config) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, l := range c.Limits(scl) {
+			m[l.Name] = engine.MaxSeats(c.PriorityLevels[l.Name], l.NominalCL)
+		}
+		return m
+	}
+	beforeCaps, afterCaps := caps(before), caps(after)
+	return func(w *workload.Request, er *engine.Request, level string, sr *fairqueue.Request) {
+		old := w.PriorityLevel
+		if w.UserKnown {
+			old = before.Classify(*er).PriorityLevel.Name
+		}
+		maxSeats := afterCaps[level]
+		if bc, ok := beforeCaps[old]; ok && bc == maxSeats {
+			return
+		}
+		switch er.Info.Verb {
+		case "list", "watch":
+			if counts != nil {
+				if s, ok := engine.ListSeats(*er, counts, maxSeats); ok {
+					sr.InitialSeats = s
+					return
+				}
+			}
+			if maxSeats > 0 && sr.InitialSeats > maxSeats {
+				sr.InitialSeats = maxSeats
+			}
+		case "create", "update", "patch", "delete":
+			ms := maxSeats
+			if ms == 0 || ms > maximumMutatingSeats {
+				ms = maximumMutatingSeats
+			}
+			if sr.FinalSeats > ms {
+				work := time.Duration(sr.FinalSeats) * sr.AdditionalLatency
+				sr.FinalSeats = ms
+				sr.AdditionalLatency = work / time.Duration(ms)
+			}
+		}
+	}
+}
