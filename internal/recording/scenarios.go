@@ -107,8 +107,8 @@ const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 // borrowing and lists.
 func Scenarios() []Scenario {
 	return []Scenario{{
-		Name:  "quiet",
-		About: "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of LISTs; no extra CPU load",
+		Name:     "quiet",
+		About:    "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of LISTs; no extra CPU load",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
 		Flows: []Flow{
 			{User: 1, Level: loadgen.Level, Rate: 1.2, Burst: 6},
@@ -121,8 +121,8 @@ func Scenarios() []Scenario {
 		WhatIf: Change{About: "apf-load's queues 10 long instead of 3",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 10)}},
 	}, {
-		Name:  "starved",
-		About: "the issue's level (1 seat, 4 queues, hand 2, length 2) under many concurrent clients while busy-looping processes take the CPUs",
+		Name:     "starved",
+		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under many concurrent clients while busy-looping processes take the CPUs",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 2)},
 		Flows: []Flow{
@@ -139,8 +139,8 @@ func Scenarios() []Scenario {
 		WhatIf: Change{About: "apf-load with 16 queues 6 long",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 16, 2, 6)}},
 	}, {
-		Name:  "borrowing",
-		About: "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server",
+		Name:     "borrowing",
+		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server",
 		Inflight: 20, Mutating: 10,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
 			queuingLevel("apf-borrow-a", 5, 0, 300, 8, 2, 4),
@@ -162,8 +162,8 @@ func Scenarios() []Scenario {
 		WhatIf: Change{About: "apf-borrow-a with 15 shares instead of 5",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-a", 15, 0, 300, 8, 2, 4)}},
 	}, {
-		Name:  "lists",
-		About: "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server",
+		Name:     "lists",
+		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server",
 		Inflight: 60, Mutating: 30,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
 			queuingLevel("apf-list", 100, 0, 0, 4, 2, 2),

@@ -164,4 +164,3 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 	}
 	return res, nil
 }
-
