@@ -69,11 +69,7 @@ func objectCounts(ctx context.Context, src dump.Source) (engine.ObjectCounts, er
 	}
 	out := engine.ObjectCounts{}
 	for k, c := range oc {
-		st := engine.ObjectStats{Count: int64(c.Count)}
-		if c.Count > 0 && c.Bytes > 0 {
-			st.AvgSize = int64(c.Bytes) / int64(c.Count)
-		}
-		out[k] = st
+		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
 	}
 	return out, nil
 }

@@ -81,7 +81,7 @@ type Session struct {
 
 // Start starts a control plane in dir and sets the scenario up on it.
 func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer) (*Session, error) {
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, MaxRequestsInflight: sc.Inflight, MaxMutatingRequestsInflight: sc.Mutating, Progress: progress})
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, MaxRequestsInflight: sc.Inflight, MaxMutatingRequestsInflight: sc.Mutating, Progress: progress, ExtraAPIServerArgs: sc.ExtraArgs})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,41 @@ func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress i
 		_ = c.Stop()
 		return nil, err
 	}
+	if sc.WaitForCounts {
+		if err := s.waitForCounts(ctx); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// waitForCounts waits until /metrics counts the load's ConfigMaps with
+// their size.
+func (s *Session) waitForCounts(ctx context.Context) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		body, err := s.metrics(ctx)
+		if err != nil {
+			return err
+		}
+		var count, size float64
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, `apiserver_resource_objects{group="",resource="configmaps"} `); ok {
+				fmt.Sscan(v, &count)
+			}
+			if v, ok := strings.CutPrefix(line, `apiserver_resource_size_estimate_bytes{group="",resource="configmaps"} `); ok {
+				fmt.Sscan(v, &size)
+			}
+		}
+		if count >= 100 && size > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the apiserver counted %v configmaps of %v bytes after 3 minutes", count, size)
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // Stop stops the control plane.
@@ -208,29 +242,35 @@ func (s *Session) ApplyChange(ctx context.Context) error {
 	return s.waitForLevels(ctx, &ch)
 }
 
-// serverRejected reads apiserver_flowcontrol_rejected_requests_total per
-// priority level.
-func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error) {
+// metrics returns the apiserver's /metrics body.
+func (s *Session) metrics(ctx context.Context) (string, error) {
 	cfg := s.Cluster.RESTConfig(testcluster.Admin)
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	resp, err := (&http.Client{Transport: rt, Timeout: time.Minute}).Do(req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// serverRejected reads apiserver_flowcontrol_rejected_requests_total per
+// priority level.
+func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error) {
+	body, err := s.metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{") {
 			continue
 		}
@@ -353,6 +393,20 @@ func ChangeYAML(ch Change) ([]byte, error) {
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// Size is a file's size (0 when it cannot be read): where the lines
+// written after now start.
+func Size(p string) int64 { return size(p) }
+
+// CopyTail copies src from byte offset from to dst, uncompressed.
+func CopyTail(src string, from int64, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	from = min(from, int64(len(data)))
+	return os.WriteFile(dst, data[from:], 0o644)
 }
 
 func size(p string) int64 {

@@ -55,7 +55,14 @@ type Scenario struct {
 	// Burners is how many busy-looping processes share the machine's CPUs
 	// with the apiserver during the load.
 	Burners int
-	WhatIf  Change
+	// WaitForCounts waits, before the load, until the apiserver's object
+	// count tracker has counted the load's ConfigMaps (it polls etcd once
+	// a minute by default; the scenario shortens that): until then it
+	// sizes every LIST of them at 1 seat.
+	WaitForCounts bool
+	// ExtraArgs are added to kube-apiserver's command line.
+	ExtraArgs []string
+	WhatIf    Change
 }
 
 func queuingLevel(name string, shares, lendable, borrowing int32, queues, hand, qlen int32) *flowcontrolv1.PriorityLevelConfiguration {
@@ -122,20 +129,21 @@ func Scenarios() []Scenario {
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 10)}},
 	}, {
 		Name:     "starved",
-		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under many concurrent clients while busy-looping processes take the CPUs",
+		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under bursts of cheap GETs from many clients while busy-looping processes take the CPUs",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 2)},
 		Flows: []Flow{
-			{User: 1, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 2, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 3, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 4, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 5, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 6, Level: loadgen.Level, Rate: 2, Burst: 8},
-			{User: 8, Level: loadgen.RejectLevel, Rate: 1.5, Burst: 4},
+			{User: 1, Level: loadgen.Level, Path: cms + "/load-001", Rate: 3, Burst: 10},
+			{User: 2, Level: loadgen.Level, Path: cms + "/load-002", Rate: 3, Burst: 10},
+			{User: 3, Level: loadgen.Level, Path: cms + "/load-003", Rate: 3, Burst: 10},
+			{User: 4, Level: loadgen.Level, Path: cms + "/load-004", Rate: 3, Burst: 10},
+			{User: 5, Level: loadgen.Level, Path: cms + "/load-005", Rate: 3, Burst: 10},
+			{User: 6, Level: loadgen.Level, Path: cms + "/load-006", Rate: 3, Burst: 10},
+			{User: 7, Level: loadgen.Level, Path: cms + "/load-007", Rate: 3, Burst: 10},
+			{User: 8, Level: loadgen.RejectLevel, Path: cms + "/load-008", Rate: 2, Burst: 6},
 		},
 		Duration: 40 * time.Second,
-		Burners:  6,
+		Burners:  8,
 		WhatIf: Change{About: "apf-load with 16 queues 6 long",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 16, 2, 6)}},
 	}, {
@@ -165,6 +173,8 @@ func Scenarios() []Scenario {
 		Name:     "lists",
 		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server",
 		Inflight: 60, Mutating: 30,
+		WaitForCounts: true,
+		ExtraArgs:     []string{"--etcd-count-metric-poll-period=5s"},
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
 			queuingLevel("apf-list", 100, 0, 0, 4, 2, 2),
 		},

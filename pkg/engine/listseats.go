@@ -4,8 +4,6 @@ import (
 	"math"
 	"net/url"
 	"strconv"
-
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
 // ObjectStats is what an apiserver's object count tracker knows of one
@@ -23,32 +21,17 @@ type ObjectCounts map[string]ObjectStats
 
 // Upstream constants of request/list_work_estimator.go and config.go.
 const (
-	listBytesPerSeat          = 100_000
-	listCacheMaxMemory        = 1_000_000
-	listMaxObjectSize         = 1_500_000
-	maximumListSeatsLimit     = 100
-	priorityLevelMaxSeatsFrac = 0.15
+	listBytesPerSeat      = 100_000
+	listCacheMaxMemory    = 1_000_000
+	listMaxObjectSize     = 1_500_000
+	maximumListSeatsLimit = 100
 )
-
-// MaxSeats is the most seats upstream's work estimator gives a request of
-// the level (apf_controller.go:digestConfigObjects: max(1, min(ceil(0.15 ×
-// nominalCL), nominalCL / handSize)) for queuing levels); 0 for the others,
-// for which the estimator uses its global limits.
-func MaxSeats(pl *flowcontrolv1.PriorityLevelConfiguration, nominalCL int) uint64 {
-	if pl == nil || pl.Spec.Limited == nil || pl.Spec.Limited.LimitResponse.Queuing == nil {
-		return 0
-	}
-	hand := pl.Spec.Limited.LimitResponse.Queuing.HandSize
-	if hand <= 0 {
-		return 0
-	}
-	return uint64(math.Max(1, math.Min(math.Ceil(float64(nominalCL)*priorityLevelMaxSeatsFrac), float64(int32(nominalCL)/hand))))
-}
 
 // ListSeats is the initial seats upstream's size-based LIST work estimator
 // (request/list_work_estimator.go:(*listWorkEstimator).estimate with
 // SizeBasedListCostEstimate, the default since 1.34) gives a list or watch,
-// from the resource's object count. ok is false when counts has no entry
+// from the resource's object count; maxSeats is the level's cap
+// (LevelLimits.MaxSeats; 0 for the global limit). ok is false when counts has no entry
 // for the resource: the caller then does not know the figure (upstream
 // itself gives 1 seat to a resource its tracker does not know, but a
 // missing entry here usually means the counts were not captured).

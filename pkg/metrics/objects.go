@@ -45,3 +45,12 @@ func ObjectCounts(s *Scrape) map[string]ObjectCount {
 	}
 	return out
 }
+
+// AverageSize is the average object size in bytes the tracker used (its
+// total is count × average, both integers), 0 when unknown.
+func (c ObjectCount) AverageSize() int64 {
+	if c.Count <= 0 || c.Bytes <= 0 {
+		return 0
+	}
+	return int64(c.Bytes) / int64(c.Count)
+}

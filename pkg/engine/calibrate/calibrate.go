@@ -45,8 +45,6 @@ import (
 	"slices"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -541,11 +539,7 @@ func (p *preparer) estimateSeats(w *workload.Request, er engine.Request, lim eng
 	switch er.Info.Verb {
 	case "list", "watch":
 		if p.opts.Counts != nil {
-			var pl *flowcontrolv1.PriorityLevelConfiguration
-			if p.opts.Config != nil {
-				pl = p.opts.Config.PriorityLevels[lim.Name]
-			}
-			if s, ok := engine.ListSeats(er, p.opts.Counts, engine.MaxSeats(pl, lim.NominalCL)); ok {
+			if s, ok := engine.ListSeats(er, p.opts.Counts, lim.MaxSeats); ok {
 				w.InitialSeats, w.HasSeats = s, true
 				p.est.SeatsFromObjectCounts++
 				return

@@ -197,8 +197,8 @@ const maximumMutatingSeats = 10
 
 // Work returns a fairqueue.ReplayConfig.Work for the changed
 // configuration after of a workload recorded under before. A request whose
-// level's seat cap (engine.MaxSeats) is not the one it had under before
-// is sized again: the seats of a LIST or WATCH are estimated from the
+// level's seat cap is not the one it had under before
+// (engine.LevelLimits.MaxSeats) is sized again: the seats of a LIST or WATCH are estimated from the
 // object counts with the new cap; without counts, recorded seats above the
 // new cap are cut to it, as upstream's estimators clamp them. Final seats
 // of writes above the cap are cut and their additional latency stretched
@@ -211,7 +211,7 @@ func Work(before, after *engine.Config, scl int, counts engine.ObjectCounts) fun
 	caps := func(c *engine.Config) map[string]uint64 {
 		m := map[string]uint64{}
 		for _, l := range c.Limits(scl) {
-			m[l.Name] = engine.MaxSeats(c.PriorityLevels[l.Name], l.NominalCL)
+			m[l.Name] = l.MaxSeats
 		}
 		return m
 	}
