@@ -104,6 +104,18 @@ type Level struct {
 	// LatencyMinusExecutionP50 is the median of httplog latency minus
 	// apf_execution_time over the level's executed requests.
 	LatencyMinusExecutionP50 Duration `json:"latencyMinusExecutionP50,omitempty"`
+	// Windows are the overheads of the time windows (Window long) with
+	// enough evidence of their own; requests arriving in the others get
+	// the level's figure.
+	Windows []WindowOverhead `json:"windows,omitempty"`
+}
+
+// WindowOverhead is the overhead inferred from one time window.
+type WindowOverhead struct {
+	Start    Duration `json:"start"`
+	Overhead Duration `json:"overhead"`
+	// Seats dispatched from a queue in the window.
+	Seats int64 `json:"seats"`
 }
 
 // Estimated counts the fields that were not recorded but estimated.
@@ -145,8 +157,51 @@ type Result struct {
 	Levels    []Level   `json:"levels"`
 	Estimated Estimated `json:"estimated"`
 
-	overhead map[string]time.Duration
-	prep     *preparer
+	overhead      map[string]time.Duration
+	windows       map[string]map[int64]time.Duration
+	serverWindows map[int64]time.Duration
+	prep          *preparer
+}
+
+// OverheadAt returns the overhead applied to a request of level arriving
+// at offset at (since the workload's start): the figure of its time window
+// when the window holds enough evidence, else the level's.
+func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
+	if r == nil || !r.Enabled {
+		return 0
+	}
+	k := int64(at / Window)
+	if w, ok := r.windows[level][k]; ok {
+		return w
+	}
+	if o, ok := r.overhead[level]; ok && r.sourceOf(level) != "server" {
+		return o
+	}
+	if w, ok := r.serverWindows[k]; ok {
+		return w
+	}
+	return r.Overhead(level)
+}
+
+func (r *Result) sourceOf(level string) string {
+	for _, l := range r.Levels {
+		if l.Level == level {
+			return l.Source
+		}
+	}
+	return "server"
+}
+
+// overheadOf is the per-dispatch overhead of a level of c seats whose
+// waiting requests, S seats in all with Σ seats·execution seatExec, were
+// dispatched over saturated time t in n spans. C·T counts, besides the
+// holds of the waiting requests, the C requests running when a span starts
+// (whose holds lie mostly inside it) less the C running when it ends (the
+// last just dispatched, the others half done on average): (C−1)/2 holds per
+// span more than the dispatches counted.
+func overheadOf(c float64, t time.Duration, n int, seats int64, seatExec float64) float64 {
+	hold := c * float64(t) / (float64(seats) + float64(n)*(c-1)/2)
+	return max(hold-seatExec/float64(seats), 0)
 }
 
 // Overhead returns the overhead applied to a request of level.
@@ -167,15 +222,46 @@ const nThresholds = 9
 var thresholds = [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
 	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
 
-// minEvidence is the fewest waiting dispatches a level's own figure rests on.
-const minEvidence = 20
+// minEvidence is the fewest waiting dispatches a level's own figure rests
+// on, and minWindowEvidence those of one time window.
+const (
+	minEvidence       = 20
+	minWindowEvidence = 10
+)
 
-// span is an online union of intervals whose starts come in order.
+// Window is the length of the time windows over which the overhead is
+// also inferred: a busy machine's load changes during a recording (other
+// work starts and stops), and with it the overhead.
+const Window = 10 * time.Second
+
+// winAcc is the evidence of one level in one time window.
+type winAcc struct {
+	t        time.Duration // saturated time in the window
+	n        int           // spans starting in it
+	seats    int64         // of dispatches from a queue in it
+	seatExec float64
+}
+
+// span is an online union of intervals whose starts come in order; each
+// closed span's time is also spread over the windows it overlaps.
 type span struct {
 	start, end time.Duration
 	open       bool
 	total      time.Duration
 	n          int
+	win        map[int64]*winAcc
+}
+
+func (s *span) window(k int64) *winAcc {
+	if s.win == nil {
+		s.win = map[int64]*winAcc{}
+	}
+	w := s.win[k]
+	if w == nil {
+		w = &winAcc{}
+		s.win[k] = w
+	}
+	return w
 }
 
 func (s *span) add(a, b time.Duration) {
@@ -195,6 +281,13 @@ func (s *span) close() {
 		s.total += s.end - s.start
 		s.n++
 		s.open = false
+		s.window(int64(s.start / Window)).n++
+		for t := s.start; t < s.end; {
+			k := int64(t / Window)
+			next := min(time.Duration(k+1)*Window, s.end)
+			s.window(k).t += next - t
+			t = next
+		}
 	}
 }
 
@@ -283,13 +376,16 @@ func (o *observer) add(x *obs) {
 			la.dispatches[i]++
 			la.seats[i] += int64(x.seats)
 			la.seatExec[i] += float64(x.seats) * float64(x.exec)
+			w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
+			w.seats += int64(x.seats)
+			w.seatExec += float64(x.seats) * float64(x.exec)
 		}
 	}
 }
 
 // finish turns the evidence into a Result.
 func (o *observer) finish(opts Options) *Result {
-	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}}
+	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
 	// τ: above the lag of requests that never queue
 	ti := len(thresholds) - 1
 	lag, from := time.Duration(0), ""
@@ -323,6 +419,7 @@ func (o *observer) finish(opts Options) *Result {
 		}
 	}
 	var sumSeats, sumOver float64
+	serverWin := map[int64][2]float64{}
 	names := make([]string, 0, len(o.levels))
 	for n := range o.levels {
 		names = append(names, n)
@@ -355,22 +452,29 @@ func (o *observer) finish(opts Options) *Result {
 		case lv.Dispatches < minEvidence:
 			lv.Source, lv.Why = "server", "too few dispatches from a queue"
 		default:
-			// C·T counts, besides the holds of the waiting requests, the
-			// C requests running when a span starts (whose holds lie
-			// mostly inside it) less the C running when it ends (the
-			// last just dispatched, the others half done on average):
-			// (C−1)/2 holds per span more than the dispatches counted
 			c := float64(lim.NominalCL)
-			den := float64(lv.Seats) + float64(sp.n)*(c-1)/2
-			hold := c * float64(sp.total) / den
-			mean := la.seatExec[ti] / float64(lv.Seats)
-			over := hold - mean
-			over = max(over, 0)
+			over := overheadOf(c, sp.total, sp.n, lv.Seats, la.seatExec[ti])
 			lv.Source = "saturated"
 			lv.Overhead = Duration(over)
 			res.overhead[n] = time.Duration(over)
 			sumSeats += float64(lv.Seats)
 			sumOver += over * float64(lv.Seats)
+			for k, w := range sp.win {
+				if w.seats < minWindowEvidence {
+					continue
+				}
+				wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
+				lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * Window), Overhead: Duration(wo), Seats: w.seats})
+				if res.windows[n] == nil {
+					res.windows[n] = map[int64]time.Duration{}
+				}
+				res.windows[n][k] = time.Duration(wo)
+				sw := serverWin[k]
+				sw[0] += wo * float64(w.seats)
+				sw[1] += float64(w.seats)
+				serverWin[k] = sw
+			}
+			slices.SortFunc(lv.Windows, func(a, b WindowOverhead) int { return int(a.Start - b.Start) })
 		}
 		if lv.Seats > 0 && lv.Source == "saturated" {
 			lv.HoldTime = lv.MeanExecution + lv.Overhead
@@ -379,6 +483,10 @@ func (o *observer) finish(opts Options) *Result {
 	}
 	if sumSeats > 0 {
 		res.ServerOverhead = Duration(sumOver / sumSeats)
+	}
+	res.serverWindows = map[int64]time.Duration{}
+	for k, sw := range serverWin {
+		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
 	}
 	for i := range res.Levels {
 		lv := &res.Levels[i]
@@ -443,7 +551,9 @@ type preparer struct {
 	sawExec   bool
 }
 
-func (p *preparer) overhead(level string) time.Duration { return p.overheads.Overhead(level) }
+func (p *preparer) overhead(level string, at time.Duration) time.Duration {
+	return p.overheads.OverheadAt(level, at)
+}
 
 func newPreparer(opts Options, est *Estimated) *preparer {
 	p := &preparer{opts: opts, limits: map[string]engine.LevelLimits{}, est: est}
@@ -520,7 +630,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		// replay of the previous iteration gave it (none before the first)
 		var wait time.Duration
 		if p.waits != nil && idx < len(p.waits) && p.waits[idx] > 0 {
-			wait = p.waits[idx] + p.overhead(level)
+			wait = p.waits[idx] + p.overhead(level, x.arrival)
 		}
 		wait = min(wait, w.Latency)
 		x.wait, x.hasWait = wait, p.waits != nil

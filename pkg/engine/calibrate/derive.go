@@ -81,7 +81,7 @@ func (a *applied) Next(w *workload.Request) error {
 				a.r.Estimated.ExecutionFromReplay++
 			}
 		}
-		w.QueuedOverhead = a.r.Overhead(a.x.level)
+		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
 	}
 	a.idx++
 	return nil
