@@ -281,7 +281,7 @@ func (s *span) close() {
 		s.total += s.end - s.start
 		s.n++
 		s.open = false
-		s.window(int64(s.start / Window)).n++
+		s.window(int64(s.start/Window)).n++
 		for t := s.start; t < s.end; {
 			k := int64(t / Window)
 			next := min(time.Duration(k+1)*Window, s.end)
