@@ -59,6 +59,31 @@ func writeSyntheticWorkload(tb testing.TB, n int) string {
 	return p
 }
 
+// readAll reads the workload files as the replay does (joined, merged) and
+// checks that they hold n requests: the floor any replay pays.
+func readAll(b *testing.B, n int, paths ...string) {
+	files, err := workload.OpenFiles(paths, workload.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer files.Close()
+	var r workload.Request
+	got := 0
+	for {
+		err := files.Next(&r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		got++
+	}
+	if got != n {
+		b.Fatalf("read %d requests, want %d", got, n)
+	}
+}
+
 // BenchmarkSimulate compares, in one run, the whole command on 100,000
 // requests (one configuration, and before/after a change) with only reading
 // and parsing the same workload, the floor any replay pays: the difference
@@ -70,26 +95,7 @@ func BenchmarkSimulate(b *testing.B) {
 	wl := writeSyntheticWorkload(b, n)
 	b.Run("read-only", func(b *testing.B) {
 		for b.Loop() {
-			files, err := workload.OpenFiles([]string{wl}, workload.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var r workload.Request
-			got := 0
-			for {
-				err := files.Next(&r)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				got++
-			}
-			files.Close()
-			if got != n {
-				b.Fatalf("read %d requests, want %d", got, n)
-			}
+			readAll(b, n, wl)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/request")
 	})
@@ -200,28 +206,6 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 	for _, n := range []int{100_000, 500_000} {
 		b.Run(fmt.Sprintf("lines=%d", 2*n), func(b *testing.B) {
 			httplog, audit := writeRecordedWorkload(b, n)
-			read := func() {
-				files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer files.Close()
-				var r workload.Request
-				got := 0
-				for {
-					err := files.Next(&r)
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					got++
-				}
-				if got != n {
-					b.Fatalf("read %d requests, want %d", got, n)
-				}
-			}
 			sim := func(extra ...string) {
 				args := append([]string{"simulate", "--defaults", "--server-concurrency", "600", "-w", httplog, "-w", audit, "-o", "json"}, extra...)
 				if code := run(args, genericiooptions.NewTestIOStreamsDiscard()); code != 0 {
@@ -233,7 +217,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			for b.Loop() {
 				runtime.GC()
 				t0 := time.Now()
-				read()
+				readAll(b, n, httplog, audit)
 				t1 := time.Now()
 				sim("--calibrate=false")
 				t2 := time.Now()

@@ -240,6 +240,24 @@ type Report struct {
 	FirstError  error
 }
 
+// add counts one response.
+func (r *Report) add(res Result) {
+	r.Sent++
+	if res.Err != nil {
+		r.Errors++
+		if r.FirstError == nil {
+			r.FirstError = res.Err
+		}
+		return
+	}
+	r.ByStatus[res.Status]++
+	if res.RetryAfter != "" {
+		r.RetryAfter[res.RetryAfter]++
+	}
+	r.ByPriority[res.Priority]++
+	r.ByFlowSched[res.FlowSchema]++
+}
+
 // Rejected is the number of 429 responses.
 func (r *Report) Rejected() int { return r.ByStatus[http.StatusTooManyRequests] }
 
@@ -317,20 +335,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		wg.Wait()
 		close(results)
 		for r := range results {
-			rep.Sent++
-			if r.Err != nil {
-				rep.Errors++
-				if rep.FirstError == nil {
-					rep.FirstError = r.Err
-				}
-				continue
-			}
-			rep.ByStatus[r.Status]++
-			if r.RetryAfter != "" {
-				rep.RetryAfter[r.RetryAfter]++
-			}
-			rep.ByPriority[r.Priority]++
-			rep.ByFlowSched[r.FlowSchema]++
+			rep.add(r)
 		}
 		rep.Rounds++
 		select {

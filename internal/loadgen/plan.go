@@ -117,25 +117,12 @@ func RunPlan(ctx context.Context, o PlanOptions) (*PlanReport, error) {
 			r := send(ctx, clients[s.Flow], urls[s.Flow], s.Flow, o.Names)
 			mu.Lock()
 			defer mu.Unlock()
-			rep.Sent++
+			rep.add(r)
 			if late {
 				rep.Late++
 			}
-			if r.Err != nil {
-				rep.Errors++
-				if rep.FirstError == nil {
-					rep.FirstError = r.Err
-				}
-				return
-			}
-			rep.ByStatus[r.Status]++
-			rep.ByPriority[r.Priority]++
-			rep.ByFlowSched[r.FlowSchema]++
-			if r.Status == http.StatusTooManyRequests {
+			if r.Err == nil && r.Status == http.StatusTooManyRequests {
 				rep.RejectedByPriority[r.Priority]++
-			}
-			if r.RetryAfter != "" {
-				rep.RetryAfter[r.RetryAfter]++
 			}
 		}()
 	}

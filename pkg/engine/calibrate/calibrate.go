@@ -334,8 +334,6 @@ type observer struct {
 	levels map[string]*levelAcc
 	lag    quantiles // latency − execution of exempt requests
 	lagAll quantiles // of every executed request with an execution time
-	any    bool
-	execs  int64
 }
 
 func newObserver() *observer { return &observer{levels: map[string]*levelAcc{}} }
@@ -349,9 +347,6 @@ func (o *observer) add(x *obs) {
 	la.requests++
 	if x.rejected {
 		la.rejected++
-	}
-	if x.hasExec {
-		o.execs++
 	}
 	if x.annotated {
 		la.annotated++
