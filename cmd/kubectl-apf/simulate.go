@@ -54,7 +54,23 @@ queue length and seats in use.
 With -f or --set the workload is replayed a second time with the changed
 configuration and each cell shows "before->after". When the workload records
 what the server answered, the predicted rejections are compared with the
-recorded 429s, level by level.`
+recorded 429s, level by level and per 5-second window, with a verdict of the
+reproduction's quality.
+
+The replay is calibrated from the recording itself (--calibrate=false turns
+this off): upstream counts a request's seats from the dispatch decision, but
+its execution time starts only once the waiting goroutine runs, which on a
+CPU-starved server can take far longer than the execution. For every level,
+and every 10-second window, the seat hold time is read from the level's
+dispatch throughput while requests waited in its queues, and the difference
+from the recorded execution times is added to every request dispatched from
+a queue, in the replay of the change too. An audit log alone records no
+execution time: it is estimated from the latency annotations of slow
+requests (apiserver.latency.k8s.io/apf-queue-wait) and, for the others, from
+the queue wait the replay itself gives them, iterated to a fixed point; LISTs
+get the seats the server's object counts give them (from the cluster's or
+the bundle's metrics). The result says which fields were estimated, and
+warns when a change takes a level far from the recorded regime.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
