@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -95,7 +96,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		if l.HoldTime > 0 {
 			hold = fmtDuration(time.Duration(l.HoldTime))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", sanitizeLine(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
 			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)))
 	}
 	if err := tw.Flush(); err != nil {
@@ -137,14 +138,14 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 				}
 				ws = append(ws, fmt.Sprintf("%v %d/%d", time.Duration(x.Start), x.Recorded, x.Predicted))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitizeLine(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, f.Quality, strings.Join(ws, ", "))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, f.Quality, strings.Join(ws, ", "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	for _, x := range rep.Warnings {
-		fmt.Fprintln(w, sanitizeLine(x))
+		fmt.Fprintln(w, sanitize.Line(x))
 	}
 	return nil
 }

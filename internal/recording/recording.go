@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // Files of a recording directory.
@@ -323,7 +324,7 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	if err := gzipTail(a.AuditLog, auditFrom, filepath.Join(out, AuditLogFile)); err != nil {
 		return nil, err
 	}
-	capture, err := (&dump.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
+	capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
 		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -67,14 +68,18 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 // seatsFromCounts gives the one figure upstream's LIST estimator would,
 // when the apiserver's metrics carry the object count of the resource
 // (apiserver_resource_objects, apiserver_resource_size_estimate_bytes).
-func seatsFromCounts(s *Seats, r engine.Request, l engine.LevelLimits, live *Live) *Seats {
-	if live == nil || live.Cur == nil || s == nil || s.Initial == s.Max {
+func seatsFromCounts(s *Seats, r engine.Request, l engine.LevelLimits, live *dump.Snapshot) *Seats {
+	if live == nil || s == nil || s.Initial == s.Max {
+		return s
+	}
+	_, cur := live.LatestMetrics()
+	if cur == nil {
 		return s
 	}
 	if v := r.Info.Verb; v != "list" && v != "watch" {
 		return s
 	}
-	oc := metrics.ObjectCounts(live.Cur)
+	oc := metrics.ObjectCounts(cur)
 	if oc == nil {
 		return s
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // TestSimulateWhatIfMatchesRerun is the test that says whether a what-if can
@@ -65,7 +66,7 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if err := recording.CopyTail(a.AuditLog, auditFrom, auditFile); err != nil {
 				t.Fatal(err)
 			}
-			capture, err := (&dump.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
+			capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
 				dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 			if err != nil {
 				t.Fatal(err)
