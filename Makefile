@@ -44,6 +44,12 @@ e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded
 record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; busy machines make different recordings).
 	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 
+.PHONY: golden
+golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
+	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/golden") { print $$1; break } }'); \
+	$(GO) test -count=1 $$pkgs -update
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
