@@ -28,6 +28,10 @@ type ReplayConfig struct {
 	// NoBorrowing fixes every level at its nominal limit instead of running
 	// the periodic borrowing every 10 s.
 	NoBorrowing bool
+	// Work, when set, re-estimates a request's seats for the level this
+	// configuration gives it: a changed configuration can move a request
+	// to a level whose seat cap differs from the one it was recorded in.
+	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -397,7 +401,7 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			continue
 		}
 		p := &pendingReq{id: id, at: received, status: w.Status}
-		base := Request{ID: id, InitialSeats: 1}
+		base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
 		if w.HasSeats {
 			base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 		} else {
@@ -443,6 +447,9 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 					rep.Workload.SkippedAfter++
 				}
 				continue
+			}
+			if ru.cfg.Work != nil {
+				ru.cfg.Work(&w, &er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
 			}
 			p.ok[i], any = true, true
 		}
