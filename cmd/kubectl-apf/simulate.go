@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,9 @@ The workload is read from kube-apiserver httplog lines (-v=3), audit events
 (audit.k8s.io/v1 JSON lines) or kubectl-apf's own JSONL format; give the
 httplog and the audit log together so every request gets its user (they are
 joined by audit ID). The files are streamed: memory follows the requests in
-flight, not the length of the files. The JSONL format has one request a line:
+flight and the number of clients, not the length of the files. Lines that
+cannot be read as requests (other components' lines in the same log, lines cut
+short) are skipped and counted; --strict fails on the first one instead. The JSONL format has one request a line:
 
   {"offset":"1.5s","user":"alice","groups":["dev","system:authenticated"],
    "verb":"list","path":"/api/v1/namespaces/dev/pods","serviceTime":"20ms"}
@@ -81,6 +84,7 @@ type SimulateOptions struct {
 	ServerRequestTimeout time.Duration
 	NoBorrowing          bool
 	MaxFlows             int
+	Strict               bool
 	Output               string
 
 	settings []capacity.Setting
@@ -114,6 +118,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json, yaml.")
 	return cmd
 }
@@ -218,6 +223,9 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
 	}
+	if rep.Workload.Records == 0 {
+		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
 	switch o.Output {
 	case "json":
@@ -301,17 +309,11 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	var notes []string
 	ws := rep.Workload
-	if ws.Records == 0 {
-		var lines, skipped int64
-		for _, st := range files.Stats {
-			lines += st.Lines
-			skipped += st.Skipped
+	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
+		if st := files.Stats[name]; st.Malformed > 0 {
+			notes = append(notes, fmt.Sprintf("note: %s: skipped %d %s that could not be read as a request (--strict refuses them): %s",
+				name, st.Malformed, plural(int(st.Malformed), "line", "lines"), strings.Join(st.FirstMalformed, "; ")))
 		}
-		msg := "note: the workload holds no request"
-		if skipped > 0 {
-			msg += fmt.Sprintf(": none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
-		}
-		notes = append(notes, msg)
 	}
 	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
 		if st := files.Stats[name]; st.Clamped > 0 {
@@ -331,15 +333,33 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	return notes
 }
 
+// emptyWorkloadReason says why a workload yielded no request.
+func emptyWorkloadReason(files *workload.Files) string {
+	var lines, skipped, malformed int64
+	for _, st := range files.Stats {
+		lines += st.Lines
+		skipped += st.Skipped
+		malformed += st.Malformed
+	}
+	switch {
+	case lines == 0:
+		return "it is empty"
+	case malformed > 0:
+		return fmt.Sprintf("of its %d %s, %d could not be read as requests and the others are not requests", lines, plural(int(lines), "line", "lines"), malformed)
+	}
+	return fmt.Sprintf("none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
+}
+
 // openWorkload opens the --workload files. A lone "-" reads the command's
 // input stream (o.In, which tests replace) rather than the process's
 // standard input that workload.OpenFiles reads.
 func (o *SimulateOptions) openWorkload() (*workload.Files, error) {
+	opts := workload.Options{Lenient: !o.Strict}
 	if len(o.Workloads) != 1 || o.Workloads[0] != "-" || o.In == nil {
-		return workload.OpenFiles(o.Workloads, workload.Options{})
+		return workload.OpenFiles(o.Workloads, opts)
 	}
 	st := &workload.Stats{}
-	r, f, err := workload.NewReader(o.In, "stdin", workload.Options{}, st)
+	r, f, err := workload.NewReader(o.In, "stdin", opts, st)
 	if err != nil {
 		return nil, err
 	}

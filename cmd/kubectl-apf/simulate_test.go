@@ -293,7 +293,7 @@ func TestSimulateErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"missing workload file", []string{"--workload", filepath.Join(dir, "nope.log")}, "opening workload: open " + filepath.Join(dir, "nope.log") + ": no such file or directory"},
-		{"unreadable workload line", []string{"--workload", badLine}, `bad.jsonl:2: unknown verb "fly"`},
+		{"unreadable workload line with --strict", []string{"--workload", badLine, "--strict"}, `bad.jsonl:2: unknown verb "fly"`},
 		{"no workload", nil, "no workload given: pass --workload FILE"},
 		{"malformed --set", []string{"--workload", burst, "--set", "global-default.queues"}, `--set "global-default.queues": want LEVEL.FIELD=VALUE`},
 		{"unknown --set field", []string{"--workload", burst, "--set", "global-default.colour=1"}, `unknown field "colour"`},
