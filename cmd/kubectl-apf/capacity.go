@@ -170,6 +170,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			printNotes(o.ErrOut, objs.Converted)
 			_, proposedPL = lint.Overlay(nil, basePL, objs)
 		}
 		proposedPL, err = capacity.Apply(proposedPL, o.settings)

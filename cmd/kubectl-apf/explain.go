@@ -225,7 +225,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	if err := o.validateSourceFlags(); err != nil {
 		return err
 	}
-	needSource := !o.Defaults && !(o.message != nil && !o.message.APF)
+	needSource := !o.Defaults && !o.messageOnly()
 	if o.Source == nil && needSource {
 		src, err := newConfigSource(o.configFlags, o.From)
 		if err != nil {
@@ -330,11 +330,8 @@ func (o *ExplainRequestOptions) Validate() error {
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
 	}
-	if o.message != nil && !o.message.APF {
+	if o.messageOnly() {
 		return nil
-	}
-	if o.verb == "" && o.message != nil {
-		return fmt.Errorf("--from-message: %s", explain.MessageNeedsRequest(o.message))
 	}
 	if o.verb == "" {
 		return fmt.Errorf("give the request as VERB_OR_METHOD PATH (e.g. 'list /api/v1/pods'), or --from-log, --from-audit or --from-message")
@@ -357,6 +354,12 @@ func (o *ExplainRequestOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// messageOnly is true when the explanation is the pasted message's alone:
+// it is not about APF, or it names no request to classify and none was given.
+func (o *ExplainRequestOptions) messageOnly() bool {
+	return o.message != nil && (!o.message.APF || o.verb == "")
 }
 
 // validateSourceFlags checks the flags that choose the apiservers; Complete
@@ -392,7 +395,12 @@ func probeAllowed(verb, path string) error {
 
 // Run explains the request and prints the explanation.
 func (o *ExplainRequestOptions) Run(ctx context.Context) error {
-	if o.message != nil && !o.message.APF {
+	if o.messageOnly() {
+		if o.message.APF {
+			// about APF, but naming no request to classify: say what the
+			// message means, and what to add for the request's level
+			fmt.Fprintf(o.ErrOut, "note: %s\n", explain.MessageNeedsRequest(o.message))
+		}
 		return o.print(o.message, func(w io.Writer) error { return explain.WriteMessageText(w, o.message) })
 	}
 	r, err := engine.ParseRequest(o.verb, o.path, *o.identity)
@@ -413,6 +421,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		printNotes(o.ErrOut, objs.Converted)
 		fss, pls = lint.Overlay(fss, pls, objs)
 	}
 	in := explain.Input{Config: engine.NewConfig(fss, pls), ServerConcurrencyLimit: o.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}

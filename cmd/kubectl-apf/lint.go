@@ -212,9 +212,7 @@ func loadConfig(ctx context.Context, src dump.Source, defaults bool, files []str
 		if err != nil {
 			return lint.Input{}, nil, err
 		}
-		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
-			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
-		}
+		notes = append(notes, objs.Converted...)
 		fss, pls = lint.Overlay(fss, pls, objs)
 	}
 	return lint.Input{FlowSchemas: fss, PriorityLevels: pls, Reference: ref}, notes, nil
@@ -238,33 +236,36 @@ func sameMinor(a, b string) bool {
 func readObjectFiles(args []string, recursive bool, stdin io.Reader) (lint.Objects, error) {
 	var out lint.Objects
 	for _, arg := range args {
+		var objs lint.Objects
 		if arg == "-" {
 			data, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
 			if err != nil {
 				return lint.Objects{}, fmt.Errorf("reading stdin: %w", err)
 			}
-			objs, err := lint.ParseObjects(data, "stdin")
+			if objs, err = lint.ParseObjects(data, "stdin"); err != nil {
+				return lint.Objects{}, err
+			}
+		} else {
+			paths, err := expandPath(arg, recursive)
 			if err != nil {
 				return lint.Objects{}, err
 			}
-			out.Add(objs)
-			continue
+			for _, p := range paths {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return lint.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
+				}
+				fo, err := lint.ParseObjects(data, p)
+				if err != nil {
+					return lint.Objects{}, err
+				}
+				objs.Add(fo)
+			}
 		}
-		paths, err := expandPath(arg, recursive)
-		if err != nil {
+		if err := lint.RequireObjects(arg, objs); err != nil {
 			return lint.Objects{}, err
 		}
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return lint.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
-			}
-			objs, err := lint.ParseObjects(data, p)
-			if err != nil {
-				return lint.Objects{}, err
-			}
-			out.Add(objs)
-		}
+		out.Add(objs)
 	}
 	return out, nil
 }
@@ -374,4 +375,12 @@ func printFindings(w io.Writer, fs []lint.Finding, hidden int, min lint.Severity
 		summary += fmt.Sprintf(" (%d less severe than %s not shown: --min-severity=info shows them)", hidden, min)
 	}
 	fmt.Fprintln(w, summary)
+}
+
+// printNotes writes diagnostics to stderr, one a line, made safe for a
+// terminal.
+func printNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(w, sanitizeLine(n))
+	}
 }

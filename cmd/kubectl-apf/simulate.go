@@ -285,9 +285,7 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 		if err != nil {
 			return nil, nil, 0, "", nil, err
 		}
-		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
-			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
-		}
+		notes = append(notes, objs.Converted...)
 		fss, pls = lint.Overlay(fss, pls, objs)
 	}
 	pls, err = capacity.Apply(pls, o.settings)

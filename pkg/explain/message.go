@@ -148,5 +148,5 @@ func MessageNeedsRequest(m *Message) string {
 	if m.Method != "" && m.Resource != "" {
 		what = fmt.Sprintf("the message is about API Priority and Fairness and names %s %s, but not the request's path", m.Method, m.Resource)
 	}
-	return what + ": add VERB_OR_METHOD PATH and the identity (e.g. 'list /api/v1/namespaces/NS/pods --user-name NAME'), or run 'kubectl apf explain 429' to see which levels reject now and why"
+	return what + ": add VERB_OR_METHOD PATH and the identity (e.g. 'list /api/v1/namespaces/NS/pods --user-name NAME') for its FlowSchema, level and queues, or run 'kubectl apf explain 429' to see which levels reject now and why"
 }

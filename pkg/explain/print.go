@@ -257,7 +257,11 @@ func WriteMessageText(w io.Writer, m *Message) error {
 	}
 	p.f("Message: %s (%s)\n", m.Kind, kind)
 	if m.Method != "" {
-		p.f("  request %s %s", clean(m.Method), clean(m.Path))
+		target := m.Path
+		if target == "" {
+			target = m.Resource
+		}
+		p.f("  request %s %s", clean(m.Method), clean(target))
 		if m.Delay != "" {
 			p.f(", delayed %s", clean(m.Delay))
 		}
