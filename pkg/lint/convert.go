@@ -85,7 +85,9 @@ func convertToV1(raw []byte, kind, version string) (any, error) {
 		return nil, err
 	}
 	m["apiVersion"] = flowcontrolGroup + "/v1"
-	if md, ok := m["metadata"].(map[string]any); ok {
+	// only the v1beta3 conversion drops the annotation; the server refuses
+	// it on an object of any other version
+	if md, ok := m["metadata"].(map[string]any); ok && version == "v1beta3" {
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, flowcontrolv1beta3.PriorityLevelPreserveZeroConcurrencySharesKey)
 			if len(ann) == 0 {
