@@ -318,6 +318,10 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(int(st.Clamped), "request", "requests"), plural(int(st.Clamped), "was", "were")))
 		}
 	}
+	if j := files.Join; j != nil && j.AuditOnly > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d audit %s had no httplog line with %s audit ID and %s not replayed (the httplog is the record of what the server served)",
+			j.AuditOnly, plural(int(j.AuditOnly), "event", "events"), plural(int(j.AuditOnly), "its", "their"), plural(int(j.AuditOnly), "was", "were")))
+	}
 	if ws.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(int(ws.Skipped), "record", "records"), ws.FirstSkip))
 	}
@@ -340,6 +344,8 @@ func emptyWorkloadReason(files *workload.Files) string {
 		malformed += st.Malformed
 	}
 	switch {
+	case files.Join != nil && files.Join.AuditOnly > 0:
+		return fmt.Sprintf("its %d audit %s found no httplog line with the same audit ID", files.Join.AuditOnly, plural(int(files.Join.AuditOnly), "event", "events"))
 	case lines == 0:
 		return "it is empty"
 	case malformed > 0:
