@@ -219,12 +219,12 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if rep.Workload.Records == 0 {
+		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+	}
 	notes = append(notes, workloadNotes(rep, files)...)
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
-	}
-	if rep.Workload.Records == 0 {
-		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
 	switch o.Output {
