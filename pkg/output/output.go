@@ -94,9 +94,9 @@ func (f *Flags) formats() []string {
 	return out
 }
 
-// Own returns the -o value when the command prints it itself. '' and table
+// Own returns the -o value when the command prints it itself. ” and table
 // both name a command's human format, whichever it calls it, so that every
-// command takes the same -o values (a report has no table, a table no '').
+// command takes the same -o values (a report has no table, a table no ”).
 func (f *Flags) Own() (string, bool) {
 	if (f.Output == "" || f.Output == "table") && len(f.own) > 0 && (f.own[0] == "" || f.own[0] == "table") {
 		return f.own[0], true
