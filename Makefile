@@ -28,6 +28,7 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 .PHONY: test
 test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane, release tests.
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
 
 .PHONY: unit

@@ -40,7 +40,9 @@ func (o *SimulateOptions) calibrateWorkload(ctx context.Context, recorded fairqu
 		}
 	}()
 	open := func() (workload.Reader, error) {
-		f, err := workload.OpenFiles(o.Workloads, workload.Options{})
+		// the same reading as the replay's (openWorkload): lines the replay
+		// skips are skipped here too, and --strict refuses them in both
+		f, err := workload.OpenFiles(o.Workloads, o.workloadOptions())
 		if err != nil {
 			return nil, err
 		}

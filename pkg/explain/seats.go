@@ -60,7 +60,7 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 			return &Seats{Initial: 1, Max: 1, Note: "serviceaccounts/token is exempt from the mutating estimate"}
 		}
 		m := capTo(maximumMutatingSeatsLimit)
-		return &Seats{Initial: 1, Max: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
+		return &Seats{Initial: 1, Max: m, MaxFinal: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
 	}
 	return &Seats{Initial: 1, Max: 1}
 }

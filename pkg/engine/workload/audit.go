@@ -78,8 +78,9 @@ func latencyAnnotations(ann map[string]string, r *Request) {
 }
 
 type auditReader struct {
-	ls    *lineScanner
-	stats *Stats
+	ls      *lineScanner
+	stats   *Stats
+	lenient bool
 	*reorder
 }
 
@@ -95,7 +96,7 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	if stats == nil {
 		stats = &Stats{}
 	}
-	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats}
+	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient}
 	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, stats: stats}
 	return a
 }
@@ -112,18 +113,25 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			continue
 		}
 		var ev auditEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return time.Time{}, fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
-		}
-		if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
-			return time.Time{}, fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
-		}
-		if ev.Stage != "ResponseComplete" && ev.Stage != "Panic" {
+		var bad error
+		switch err := json.Unmarshal(line, &ev); {
+		case err != nil:
+			bad = fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
+		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
+			bad = fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
+		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
 			a.stats.Skipped++
 			continue
+		default:
+			if err := auditToRequest(&ev, r); err != nil {
+				bad = fmt.Errorf("%s: %w", a.ls.where(), err)
+			}
 		}
-		if err := auditToRequest(&ev, r); err != nil {
-			return time.Time{}, fmt.Errorf("%s: %w", a.ls.where(), err)
+		if bad != nil {
+			if err := a.stats.malformed(a.lenient, bad); err != nil {
+				return time.Time{}, err
+			}
+			continue
 		}
 		r.Source = a.ls.where()
 		return ev.StageTimestamp, nil

@@ -91,6 +91,11 @@ type Options struct {
 	ReorderWindow time.Duration
 	// MaxLineBytes bounds one line (default 16 MiB).
 	MaxLineBytes int
+	// Lenient skips a line that cannot be read as a request (malformed, or
+	// cut short before the fields its format promises) instead of failing:
+	// it is counted in Stats.Malformed, with the first few in
+	// Stats.FirstMalformed. Real logs interleave other components' lines.
+	Lenient bool
 }
 
 func (o *Options) defaults() {
@@ -121,6 +126,28 @@ type Stats struct {
 	// PeakHeld is the most requests held at once to restore arrival order:
 	// what the reader's memory grows with (not the input's length).
 	PeakHeld int
+	// Malformed counts the lines skipped because they could not be read as
+	// a request (only with Options.Lenient; otherwise the first is an
+	// error). FirstMalformed holds the first MaxFirstMalformed of them,
+	// as "file:line: reason".
+	Malformed      int64
+	FirstMalformed []string
+}
+
+// MaxFirstMalformed is how many malformed lines Stats keeps for a report.
+const MaxFirstMalformed = 5
+
+// malformed handles a line that is not a readable request: with lenient it
+// is counted and nil is returned (the caller reads on), otherwise err is.
+func (s *Stats) malformed(lenient bool, err error) error {
+	if !lenient {
+		return err
+	}
+	s.Malformed++
+	if len(s.FirstMalformed) < MaxFirstMalformed {
+		s.FirstMalformed = append(s.FirstMalformed, err.Error())
+	}
+	return nil
 }
 
 // lineScanner reads lines of up to max bytes.
