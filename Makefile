@@ -36,6 +36,14 @@ unit: ## Unit tests only (no control plane).
 e2e: binaries ## End-to-end tests on the local control plane.
 	$(GO) test $(TEST_FLAGS) ./test/e2e/...
 
+.PHONY: e2e-whatif
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (long, machine-dependent; not in make test).
+	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
+
+.PHONY: record-simulate
+record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; busy machines make different recordings).
+	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
+
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
 	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \

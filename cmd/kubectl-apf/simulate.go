@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -53,7 +54,23 @@ queue length and seats in use.
 With -f or --set the workload is replayed a second time with the changed
 configuration and each cell shows "before->after". When the workload records
 what the server answered, the predicted rejections are compared with the
-recorded 429s, level by level.`
+recorded 429s, level by level and per 5-second window, with a verdict of the
+reproduction's quality.
+
+The replay is calibrated from the recording itself (--calibrate=false turns
+this off): upstream counts a request's seats from the dispatch decision, but
+its execution time starts only once the waiting goroutine runs, which on a
+CPU-starved server can take far longer than the execution. For every level,
+and every 10-second window, the seat hold time is read from the level's
+dispatch throughput while requests waited in its queues, and the difference
+from the recorded execution times is added to every request dispatched from
+a queue, in the replay of the change too. An audit log alone records no
+execution time: it is estimated from the latency annotations of slow
+requests (apiserver.latency.k8s.io/apf-queue-wait) and, for the others, from
+the queue wait the replay itself gives them, iterated to a fixed point; LISTs
+get the seats the server's object counts give them (from the cluster's or
+the bundle's metrics). The result says which fields were estimated, and
+warns when a change takes a level far from the recorded regime.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
@@ -80,6 +97,9 @@ type SimulateOptions struct {
 	MaxFlows             int
 	// Flags are -o.
 	*output.Flags
+	// Calibrate derives the seat hold time of every level from the
+	// recording and estimates what an audit log alone lacks.
+	Calibrate bool
 
 	settings []capacity.Setting
 
@@ -88,7 +108,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -110,6 +130,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	o.Flags.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
 
@@ -169,6 +190,12 @@ type simulateReport struct {
 	ServerConcurrencySource string `json:"serverConcurrencySource"`
 	// Join counts how httplog lines met audit events, when both were given.
 	Join *workload.JoinStats `json:"join,omitempty"`
+	// Calibration is what was inferred from the recording (absent with
+	// --calibrate=false); Fit how the replay of the recorded configuration
+	// reproduced the recorded 429s; Warnings say where the result is weak.
+	Calibration *calibrate.Result    `json:"calibration,omitempty"`
+	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
+	Warnings    []string             `json:"warnings,omitempty"`
 }
 
 // Run loads the configurations, replays the workload and prints the report.
@@ -190,7 +217,31 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
-	rep, err := fairqueue.Replay(&cancellableReader{ctx: ctx, r: files.Reader}, rc(before), afterRC, fairqueue.ReplayOptions{})
+	var counts engine.ObjectCounts
+	if o.Calibrate && o.Source != nil {
+		var err error
+		if counts, err = objectCounts(ctx, o.Source); err != nil {
+			notes = append(notes, "note: no object counts: "+err.Error())
+		}
+	}
+	if o.Calibrate && afterRC != nil {
+		// the change may move requests to levels with another seat cap
+		afterRC.Work = calibrate.Work(before, after, scl, counts)
+	}
+	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
+	var cal *calibrate.Result
+	if o.Calibrate {
+		var calNotes []string
+		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before), counts); err != nil {
+			return err
+		}
+		notes = append(notes, calNotes...)
+		if cal != nil {
+			src = cal.Apply(src)
+		}
+	}
+	fit := calibrate.NewFit(0)
+	rep, err := fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 	if err != nil {
 		return err
 	}
@@ -198,7 +249,8 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
+	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join,
+		Calibration: cal, Fit: fit.Result(rep.Levels), Warnings: calibrate.Regime(before, after, scl, rep, cal)}
 	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
 }
 

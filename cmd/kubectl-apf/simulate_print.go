@@ -93,7 +93,10 @@ func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 	if idle > 0 {
 		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, plural(idle, "level", "levels"))
 	}
-	return printAgreement(w, rep)
+	if err := printAgreement(w, rep); err != nil {
+		return err
+	}
+	return printCalibration(w, rep)
 }
 
 // printAgreement compares, for the levels where either side rejected

@@ -28,6 +28,10 @@ type ReplayConfig struct {
 	// NoBorrowing fixes every level at its nominal limit instead of running
 	// the periodic borrowing every 10 s.
 	NoBorrowing bool
+	// Work, when set, re-estimates a request's seats for the level this
+	// configuration gives it: a changed configuration can move a request
+	// to a level whose seat cap differs from the one it was recorded in.
+	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -421,7 +425,7 @@ func (rp *replayer) add(w *workload.Request) error {
 		return nil
 	}
 	p := &pendingReq{id: id, at: received, status: w.Status}
-	base := Request{ID: id, InitialSeats: 1}
+	base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
 	if w.HasSeats {
 		base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 	} else {
@@ -487,6 +491,9 @@ func (rp *replayer) classify(w *workload.Request, er *engine.Request, p *pending
 				rp.rep.Workload.SkippedAfter++
 			}
 			continue
+		}
+		if ru.cfg.Work != nil {
+			ru.cfg.Work(w, er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
 		}
 		p.ok[i], any = true, true
 	}

@@ -39,8 +39,42 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time         `json:"stageTimestamp"`
+	Annotations              map[string]string `json:"annotations"`
+}
+
+// The latency annotations of audit events
+// (k8s.io/apiserver pkg/endpoints/request/webhook_duration.go:
+// AuditAnnotationsFromLatencyTrackers, filters/audit.go).
+const (
+	annotationQueueWait      = "apiserver.latency.k8s.io/apf-queue-wait"
+	annotationAuthentication = "apiserver.latency.k8s.io/authentication"
+	annotationImpersonation  = "apiserver.latency.k8s.io/impersonation"
+	annotationTotal          = "apiserver.latency.k8s.io/total"
+)
+
+// latencyAnnotations fills r's queue wait and pre-APF time from the
+// event's latency annotations, when the apiserver wrote them. A value that
+// is not a Go duration is ignored.
+func latencyAnnotations(ann map[string]string, r *Request) {
+	total, ok := ann[annotationTotal]
+	if !ok {
+		return
+	}
+	d, err := time.ParseDuration(total)
+	if err != nil {
+		return
+	}
+	r.TotalLatency, r.HasLatencyAnnotations = d, true
+	for _, k := range []string{annotationAuthentication, annotationImpersonation} {
+		if d, err := time.ParseDuration(ann[k]); err == nil && d > 0 {
+			r.PreAPF += d
+		}
+	}
+	if d, err := time.ParseDuration(ann[annotationQueueWait]); err == nil && d >= 0 {
+		r.QueueWait, r.HasQueueWait = d, true
+	}
 }
 
 type auditReader struct {
@@ -126,6 +160,7 @@ func auditToRequest(ev *auditEvent, r *Request) error {
 	if ev.ResponseStatus != nil {
 		r.Status = ev.ResponseStatus.Code
 	}
+	latencyAnnotations(ev.Annotations, r)
 	return nil
 }
 

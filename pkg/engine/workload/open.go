@@ -333,6 +333,8 @@ func (j *joined) Next(r *Request) error {
 	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
 		delete(j.pending, r.AuditID)
 		r.User, r.Groups, r.UserKnown = a.User, a.Groups, true
+		r.QueueWait, r.HasQueueWait = a.QueueWait, a.HasQueueWait
+		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.PreAPF, a.TotalLatency, a.HasLatencyAnnotations
 		j.stats.Matched++
 	} else {
 		j.stats.Unmatched++

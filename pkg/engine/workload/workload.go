@@ -49,6 +49,23 @@ type Request struct {
 	FlowSchema, PriorityLevel string
 	// Status is the HTTP status answered, 0 if unknown.
 	Status int
+	// QueueWait is the audit annotation apiserver.latency.k8s.io/apf-queue-wait
+	// (the time in an APF queue until the request's handler ran), valid when
+	// HasQueueWait. The apiserver annotates only requests slower than 500 ms
+	// (endpoints/filters/audit.go:writeLatencyToAnnotation).
+	QueueWait    time.Duration
+	HasQueueWait bool
+	// PreAPF is the time the filters ahead of APF recorded in the same
+	// annotations (apiserver.latency.k8s.io/authentication and
+	// .../impersonation), valid when HasLatencyAnnotations; TotalLatency is
+	// .../total.
+	PreAPF                time.Duration
+	TotalLatency          time.Duration
+	HasLatencyAnnotations bool
+	// QueuedOverhead is not read from any input: a calibration (package
+	// calibrate) sets it to the extra time the recorded server held a seat
+	// for a request dispatched from a queue.
+	QueuedOverhead time.Duration
 	// Source names the input and line, for error messages.
 	Source string
 }
