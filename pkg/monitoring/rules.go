@@ -260,9 +260,9 @@ func Rules(opts Options) RuleFile {
 	waitAt := opts.WaitNearLimit.Threshold * opts.WaitLimit.Seconds()
 	alerts := []Rule{
 		{
-			Alert: AlertRejected,
-			Expr:  "sum " + opts.clusterBy(labelLevel) + " (" + RecRejected + sfx + `{reason!~"time-out|cancelled"}) > ` + num(opts.Rejected.Threshold),
-			For:   dur(opts.Rejected.For),
+			Alert:  AlertRejected,
+			Expr:   "sum " + opts.clusterBy(labelLevel) + " (" + RecRejected + sfx + `{reason!~"time-out|cancelled"}) > ` + num(opts.Rejected.Threshold),
+			For:    dur(opts.Rejected.For),
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: map[string]string{
 				"summary": "API Priority and Fairness keeps rejecting requests of a priority level.",
@@ -272,9 +272,9 @@ func Rules(opts Options) RuleFile {
 			},
 		},
 		{
-			Alert: AlertTimedOut,
-			Expr:  "sum " + opts.clusterBy(labelLevel) + " (" + RecRejected + sfx + "{" + leftQueue + "}) > " + num(opts.TimedOut.Threshold),
-			For:   dur(opts.TimedOut.For),
+			Alert:  AlertTimedOut,
+			Expr:   "sum " + opts.clusterBy(labelLevel) + " (" + RecRejected + sfx + "{" + leftQueue + "}) > " + num(opts.TimedOut.Threshold),
+			For:    dur(opts.TimedOut.For),
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: map[string]string{
 				"summary": "Requests of a priority level time out in their queues.",
@@ -284,9 +284,9 @@ func Rules(opts Options) RuleFile {
 			},
 		},
 		{
-			Alert: AlertWaitNearLimit,
-			Expr:  RecWaitQuantile + sfx + `{quantile="0.99"} > ` + num(waitAt),
-			For:   dur(opts.WaitNearLimit.For),
+			Alert:  AlertWaitNearLimit,
+			Expr:   RecWaitQuantile + sfx + `{quantile="0.99"} > ` + num(waitAt),
+			For:    dur(opts.WaitNearLimit.For),
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: map[string]string{
 				"summary": "Requests wait in a priority level's queues for nearly as long as they may.",
