@@ -140,18 +140,21 @@ the instance label and priority_level.`,
 	o.addFlags(fs)
 	fs.DurationVar(&o.RateWindow, "rate-window", o.RateWindow, "Window of the rates in the recording rules.")
 	a := &o.alerts
-	fs.Float64Var(&a.Rejected.Threshold, "rejected-rate", a.Rejected.Threshold, "Alert when a level rejects more requests per second than this (queue-full, concurrency-limit)...")
-	fs.DurationVar(&a.Rejected.For, "rejected-for", a.Rejected.For, "...for this long.")
-	fs.Float64Var(&a.TimedOut.Threshold, "timeout-rate", a.TimedOut.Threshold, "Alert when more requests per second than this time out in a level's queues...")
-	fs.DurationVar(&a.TimedOut.For, "timeout-for", a.TimedOut.For, "...for this long.")
-	fs.Float64Var(&a.WaitNearLimit.Threshold, "wait-ratio", a.WaitNearLimit.Threshold, "Alert when a level's p99 queue wait on an instance exceeds this fraction of --wait-limit...")
-	fs.DurationVar(&a.WaitNearLimit.For, "wait-for", a.WaitNearLimit.For, "...for this long.")
-	fs.Float64Var(&a.Saturated.Threshold, "saturation", a.Saturated.Threshold, "Alert when a level keeps this fraction of its seats busy on average and cannot borrow more...")
-	fs.DurationVar(&a.Saturated.For, "saturation-for", a.Saturated.For, "...for this long.")
-	fs.Float64Var(&a.CatchAll.Threshold, "catch-all-rate", a.CatchAll.Threshold, "Alert when more requests per second than this match the catch-all FlowSchema...")
-	fs.DurationVar(&a.CatchAll.For, "catch-all-for", a.CatchAll.For, "...for this long.")
-	fs.Float64Var(&a.GlobalDefault.Threshold, "global-default-share", a.GlobalDefault.Threshold, "Alert when more than this fraction of a cluster's requests match the global-default FlowSchema...")
-	fs.DurationVar(&a.GlobalDefault.For, "global-default-for", a.GlobalDefault.For, "...for this long.")
+	for _, f := range []struct {
+		threshold, duration string
+		alert               *monitoring.Alert
+		when                string
+	}{
+		{"rejected-rate", "rejected-for", &a.Rejected, "a level rejects more requests per second than this (queue-full, concurrency-limit)"},
+		{"timeout-rate", "timeout-for", &a.TimedOut, "more requests per second than this time out in a level's queues"},
+		{"wait-ratio", "wait-for", &a.WaitNearLimit, "a level's p99 queue wait on an instance exceeds this fraction of --wait-limit"},
+		{"saturation", "saturation-for", &a.Saturated, "a level keeps this fraction of its seats busy on average and cannot borrow more"},
+		{"catch-all-rate", "catch-all-for", &a.CatchAll, "more requests per second than this match the catch-all FlowSchema"},
+		{"global-default-share", "global-default-for", &a.GlobalDefault, "more than this fraction of a cluster's requests match the global-default FlowSchema"},
+	} {
+		fs.Float64Var(&f.alert.Threshold, f.threshold, f.alert.Threshold, "Alert when "+f.when+" for --"+f.duration+".")
+		fs.DurationVar(&f.alert.For, f.duration, f.alert.For, "How long the condition of --"+f.threshold+" must hold.")
+	}
 	fs.DurationVar(&a.Disagreement.For, "disagreement-for", a.Disagreement.For, "Alert when apiservers disagree about a level's limits for this long.")
 	fs.StringVarP(&o.Output, "output", "o", "", "Output format: '' (a rule file) or prometheusrule (a prometheus-operator PrometheusRule).")
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the PrometheusRule (-o prometheusrule).")

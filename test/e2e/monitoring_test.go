@@ -17,7 +17,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
@@ -69,21 +68,7 @@ func TestMonitoringDashboardRowsMatchServerLevels(t *testing.T) {
 func TestMonitoringRulesOnRealSeries(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	names, flows := setUpLoad(t, c, true)
 	before := scrapeAPF(t, c)
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
 	if err != nil {
