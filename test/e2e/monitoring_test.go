@@ -10,15 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/promunit"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/monitoring"
@@ -90,7 +89,8 @@ func TestMonitoringRulesOnRealSeries(t *testing.T) {
 	const steps = 20
 	var in strings.Builder
 	fmt.Fprintf(&in, "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n")
-	nSeries := writeSeries(&in, before, after, steps, `cluster="e2e", instance="apiserver-0"`)
+	const extra = `cluster="e2e", instance="apiserver-0"`
+	nSeries := promunit.WriteSeries(&in, before, after, steps, extra)
 
 	// Expectations from the same scrape, read by pkg/metrics.
 	const pl = "priority_level"
@@ -100,16 +100,7 @@ func TestMonitoringRulesOnRealSeries(t *testing.T) {
 	}
 	fmt.Fprintf(&in, "    promql_expr_test:\n")
 	expect := func(expr string, values map[string]float64) {
-		fmt.Fprintf(&in, "      - expr: '%s'\n        eval_time: %dm\n        exp_samples:\n", expr, steps-1)
-		keys := make([]string, 0, len(values))
-		for k := range values {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&in, "          - labels: '{cluster=\"e2e\", instance=\"apiserver-0\", priority_level=%q}'\n            value: %s\n",
-				k, strconv.FormatFloat(values[k], 'g', -1, 64))
-		}
+		promunit.ExpectSamples(&in, expr, steps-1, extra, pl, values)
 	}
 	// Aggregating drops the recorded name, so that the expected samples
 	// are the labels alone.
@@ -192,73 +183,3 @@ func scrapeAPF(t *testing.T, c *testcluster.Cluster) *metrics.Scrape {
 	}
 	return s
 }
-
-// writeSeries writes promtool input series for every flowcontrol sample of
-// after: counters (and histogram buckets, sums and counts) rise linearly
-// from their value in before (0 when absent) to the one in after and on at
-// the same pace; gauges keep after's value. It returns the number of series.
-func writeSeries(w *strings.Builder, before, after *metrics.Scrape, steps int, extra string) int {
-	n := 0
-	line := func(name string, labels []string, from, to float64, counter bool) {
-		d := 0.0
-		if counter {
-			d = to - from
-		} else {
-			from = to
-		}
-		ls := append([]string{extra}, labels...)
-		fmt.Fprintf(w, "      - series: '%s{%s}'\n        values: '%s+%sx%d'\n", name, strings.Join(ls, ", "),
-			strconv.FormatFloat(from, 'g', -1, 64), strconv.FormatFloat(d, 'g', -1, 64), steps-1)
-		n++
-	}
-	names := make([]string, 0, len(after.Families))
-	for name := range after.Families {
-		if strings.HasPrefix(name, metrics.FlowcontrolPrefix) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		fam := after.Families[name]
-		prev := map[string]*dto.Metric{}
-		if pf := before.Families[name]; pf != nil {
-			for _, m := range pf.GetMetric() {
-				prev[labelKey(m)] = m
-			}
-		}
-		for _, m := range fam.GetMetric() {
-			labels := labelPairs(m)
-			p := prev[labelKey(m)]
-			switch fam.GetType() {
-			case dto.MetricType_COUNTER:
-				line(name, labels, p.GetCounter().GetValue(), m.GetCounter().GetValue(), true)
-			case dto.MetricType_GAUGE:
-				line(name, labels, 0, m.GetGauge().GetValue(), false)
-			case dto.MetricType_HISTOGRAM:
-				h, ph := m.GetHistogram(), p.GetHistogram()
-				pb := map[float64]uint64{}
-				for _, b := range ph.GetBucket() {
-					pb[b.GetUpperBound()] = b.GetCumulativeCount()
-				}
-				for _, b := range h.GetBucket() {
-					le := strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)
-					line(name+"_bucket", append(labels, fmt.Sprintf("le=%q", le)), float64(pb[b.GetUpperBound()]), float64(b.GetCumulativeCount()), true)
-				}
-				line(name+"_bucket", append(labels, `le="+Inf"`), float64(ph.GetSampleCount()), float64(h.GetSampleCount()), true)
-				line(name+"_sum", labels, ph.GetSampleSum(), h.GetSampleSum(), true)
-				line(name+"_count", labels, float64(ph.GetSampleCount()), float64(h.GetSampleCount()), true)
-			}
-		}
-	}
-	return n
-}
-
-func labelPairs(m *dto.Metric) []string {
-	var out []string
-	for _, l := range m.GetLabel() {
-		out = append(out, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-	}
-	return out
-}
-
-func labelKey(m *dto.Metric) string { return strings.Join(labelPairs(m), ",") }
