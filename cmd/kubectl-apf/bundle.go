@@ -9,8 +9,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const bundleLong = `Capture the APF state of the apiservers into an offline bundle.
@@ -40,16 +43,14 @@ type BundleOptions struct {
 	Redact          bool
 	RedactKey       string
 	MetricsInterval time.Duration
-	*SourceOptions
+	*state.Options
 
-	// Clock stamps the manifest (time.Now when nil).
-	Clock func() time.Time
 	genericiooptions.IOStreams
 }
 
 // NewBundleOptions returns the defaults of "kubectl apf dump bundle".
 func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
-	return &BundleOptions{MetricsInterval: 5 * time.Second, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	return &BundleOptions{MetricsInterval: 5 * time.Second, Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewBundleCommand builds "kubectl apf dump bundle".
@@ -68,13 +69,13 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	fs.BoolVar(&o.Redact, "redact", o.Redact, "Replace user names, namespaces, object names and request paths with stable pseudonyms.")
 	fs.StringVar(&o.RedactKey, "redact-key", o.RedactKey, "Key of the pseudonyms; the same key gives the same pseudonyms across bundles (default: a random key per bundle).")
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates.")
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
 // Complete builds the source.
 func (o *BundleOptions) Complete(_ *cobra.Command, _ []string) error {
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
@@ -88,7 +89,7 @@ func (o *BundleOptions) Validate() error {
 	if o.RedactKey != "" && !o.Redact {
 		return fmt.Errorf("--redact-key needs --redact")
 	}
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
 }
 
 // Run captures and writes the bundle.
@@ -97,9 +98,10 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now
+	// state.Options.Clock, the clock of the capture, stamps the manifest too.
+	var clk clock.PassiveClock = clock.RealClock{}
 	if o.Clock != nil {
-		now = o.Clock
+		clk = o.Clock
 	}
 	if o.Redact {
 		key := []byte(o.RedactKey)
@@ -113,12 +115,12 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m := dump.Manifest{CreatedAt: now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
+	m := dump.Manifest{CreatedAt: clk.Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
 	if err := dump.WriteBundle(o.Out, c, m); err != nil {
 		return err
 	}
 	for _, f := range c.Failures {
-		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitizeLine(f.Instance), sanitizeLine(f.Error()))
+		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", o.Out, len(c.Snapshots))
 	return nil

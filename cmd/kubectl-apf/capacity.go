@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,14 +9,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const capacityLong = `Show the seat arithmetic of every priority level.
@@ -48,28 +46,23 @@ const capacityExample = `  # Seat table of the cluster's priority levels
 
 // CapacityOptions holds the flags of "kubectl apf capacity".
 type CapacityOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	// Options are the state flags: --from, --defaults, -f, -R.
+	*state.Options
 
-	Files                []string
-	Recursive            bool
-	Defaults             bool
-	From                 string
 	Sets                 []string
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	settings []capacity.Setting
-	// Source reads the cluster or the bundle; set by Complete unless a test
-	// injected one.
-	Source dump.Source
 
 	genericiooptions.IOStreams
 }
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -83,11 +76,11 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
-	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -100,20 +93,13 @@ func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
 		}
 		o.settings = append(o.settings, set)
 	}
-	if o.Source == nil && !o.Defaults {
-		src, err := newConfigSource(o.configFlags, o.From)
-		if err != nil {
-			return err
-		}
-		o.Source = src
-	}
-	return nil
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *CapacityOptions) Validate() error {
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	if err := o.Options.Validate(); err != nil {
+		return err
 	}
 	if o.ServerConcurrency < 0 {
 		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
@@ -121,12 +107,7 @@ func (o *CapacityOptions) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json":
-	default:
-		return fmt.Errorf("--output must be '' or json, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // capacityReport is what "-o json" prints.
@@ -140,39 +121,21 @@ type capacityReport struct {
 
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
-	basePL, inferred, notes, err := o.loadBase(ctx)
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
-	scl, from := o.ServerConcurrency, "flag"
-	switch {
-	case scl > 0:
-	case inferred > 0:
-		scl, from = inferred, "metrics"
-	default:
-		scl, from = engine.DefaultServerConcurrencyLimit, "default"
-		if !o.Defaults {
-			notes = append(notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d (give --server-concurrency)", scl))
-		}
-	}
-	for _, n := range notes {
+	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, n)
 	}
-	rep := capacityReport{ServerConcurrencySource: from}
-	rep.Current, err = capacity.Compute(basePL, scl, o.ServerRequestTimeout)
+	scl := st.ServerConcurrency
+	rep := capacityReport{ServerConcurrencySource: st.ServerConcurrencySource}
+	rep.Current, err = capacity.Compute(st.BasePriorityLevels, scl, o.ServerRequestTimeout)
 	if err != nil {
 		return err
 	}
 	if len(o.Files) > 0 || len(o.settings) > 0 {
-		proposedPL := basePL
-		if len(o.Files) > 0 {
-			objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
-			if err != nil {
-				return err
-			}
-			_, proposedPL = lint.Overlay(nil, basePL, objs)
-		}
-		proposedPL, err = capacity.Apply(proposedPL, o.settings)
+		proposedPL, err := capacity.Apply(st.PriorityLevels, o.settings)
 		if err != nil {
 			return err
 		}
@@ -182,60 +145,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		}
 		rep.Proposed = &p
 	}
-	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return printCapacity(o.Out, rep)
-}
-
-// loadBase returns the current priority levels and, from a cluster or
-// bundle, the server concurrency limit inferred from the metrics (0 when
-// unknown).
-func (o *CapacityOptions) loadBase(ctx context.Context) ([]*flowcontrolv1.PriorityLevelConfiguration, int, []string, error) {
-	if o.Defaults {
-		_, pls := lint.UpstreamDefaults()
-		return pls, 0, nil, nil
-	}
-	parts := dump.PartObjects | dump.PartVersion
-	if o.ServerConcurrency == 0 {
-		parts |= dump.PartMetrics
-	}
-	capture, err := o.Source.Capture(ctx, dump.CaptureOptions{Parts: parts})
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %w%s", o.Source.Describe(), err, offlineHint(o.Source))
-	}
-	if len(capture.Snapshots) == 0 {
-		msg := "no apiserver answered"
-		if len(capture.Failures) > 0 {
-			msg = capture.Failures[0].Error()
-		}
-		return nil, 0, nil, fmt.Errorf("reading the configuration from %s: %s%s", o.Source.Describe(), msg, offlineHint(o.Source))
-	}
-	snap := capture.Snapshots[0]
-	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range snap.PriorityLevels {
-		pls = append(pls, &snap.PriorityLevels[i])
-	}
-	var notes []string
-	inferred := 0
-	if _, cur := snap.LatestMetrics(); cur != nil {
-		// Only a level without borrowingLimitPercent reveals the limit
-		// (upper - nominal); exempt never has one.
-		nominal := cur.SumBy("apiserver_flowcontrol_nominal_limit_seats", "priority_level")
-		upper := cur.SumBy("apiserver_flowcontrol_upper_limit_seats", "priority_level")
-		if n, ok := nominal[flowcontrolv1.PriorityLevelConfigurationNameExempt]; ok {
-			if u, ok := upper[flowcontrolv1.PriorityLevelConfigurationNameExempt]; ok {
-				if v, err := engine.InferServerConcurrencyLimit(n, u); err == nil {
-					inferred = v
-				} else {
-					notes = append(notes, "note: "+err.Error())
-				}
-			}
-		}
-	}
-	return pls, inferred, notes, nil
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return printCapacity(w, rep) })
 }
 
 func printCapacity(w io.Writer, rep capacityReport) error {
@@ -267,7 +177,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, name := range names {
 		c, inCur := curBy[name]
 		p, inProp := proposed[name]
-		cells, label := levelCells(c, inCur), sanitizeLine(name)
+		cells, label := levelCells(c, inCur), sanitize.Line(name)
 		switch {
 		case rep.Proposed == nil:
 		case !inCur:
@@ -288,7 +198,7 @@ func printCapacity(w io.Writer, rep capacityReport) error {
 	for _, t := range []*capacity.Table{&rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
-				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitizeLine(ig))
+				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const dumpLong = `Show the API Priority and Fairness debug dumps of the apiservers as tables.
@@ -52,20 +54,23 @@ const (
 
 // DumpOptions holds the flags of "kubectl apf dump levels|queues|requests".
 type DumpOptions struct {
-	Kind      dumpKind
-	Output    string
-	NoHeaders bool
-	Level     string
-	All       bool
-	*SourceOptions
+	Kind dumpKind
+	// PrintFlags are -o and --no-headers.
+	*output.Flags
+	Level string
+	All   bool
+	*state.Options
 
-	format render.Format
 	genericiooptions.IOStreams
 }
 
 // NewDumpOptions returns the defaults of a dump subcommand.
 func NewDumpOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *DumpOptions {
-	return &DumpOptions{Kind: kind, SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	o := &DumpOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	if kind == dumpLevels {
+		o.Name = output.PriorityLevelName
+	}
+	return o
 }
 
 var dumpHelp = map[dumpKind]struct{ short, example string }{
@@ -99,28 +104,29 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
-	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	o.Flags.AddFlags(fs)
 	fs.StringVar(&o.Level, "level", o.Level, "Show only this priority level.")
 	if kind == dumpQueues {
 		fs.BoolVar(&o.All, "all", o.All, "Show every queue, empty ones included.")
 	}
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
 // Complete turns the flags into typed values and builds the source.
 func (o *DumpOptions) Complete(_ *cobra.Command, _ []string) error {
-	var err error
-	if o.format, err = render.ParseFormat(o.Output); err != nil {
+	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *DumpOptions) Validate() error {
-	return o.SourceOptions.Validate()
+	if err := o.Flags.Validate(); err != nil {
+		return err
+	}
+	return o.Options.Validate()
 }
 
 // Run captures the dump and prints it.
@@ -139,7 +145,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 		return err
 	}
 	render.PrintFailures(o.ErrOut, c.Failures)
-	ro := render.Options{Format: o.format, NoHeaders: o.NoHeaders}
+	ro := renderOptions(o.Flags)
 	switch o.Kind {
 	case dumpLevels:
 		return render.PrintLevels(o.Out, ro, c.Snapshots, o.Level)
@@ -148,6 +154,16 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	default:
 		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
 	}
+}
+
+// renderOptions are the render options of -o: table, wide, json and yaml
+// by package render, the other formats by package output.
+func renderOptions(f *output.Flags) render.Options {
+	own, ok := f.Own()
+	if !ok {
+		return render.Options{Format: render.Format(f.Output), NoHeaders: f.NoHeaders, Data: f.Print}
+	}
+	return render.Options{Format: render.Format(own), NoHeaders: f.NoHeaders}
 }
 
 // captureOrFail captures from src and fails when no instance answered.

@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -90,28 +92,6 @@ func testStreams(in string) (genericiooptions.IOStreams, *bytes.Buffer, *bytes.B
 	return genericiooptions.IOStreams{In: strings.NewReader(in), Out: out, ErrOut: errb}, out, errb
 }
 
-func TestSourceOptionsValidate(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       SourceOptions
-		wantErr string
-	}{
-		{"default", SourceOptions{}, ""},
-		{"urls", SourceOptions{APIServerURLs: []string{"https://10.0.0.1:6443", "https://10.0.0.2:6443"}}, ""},
-		{"from and all", SourceOptions{From: "b", AllAPIServers: true}, "mutually exclusive"},
-		{"all and urls", SourceOptions{AllAPIServers: true, APIServerURLs: []string{"https://a:1"}}, "mutually exclusive"},
-		{"bad url", SourceOptions{APIServerURLs: []string{"10.0.0.1:6443"}}, `--apiserver-urls: "10.0.0.1:6443" is not a URL`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.o.Validate()
-			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Errorf("err = %v, want %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestCommandLineErrors runs the real command tree: bad flags and an
 // unreadable bundle give one "error: ..." line and exit status 1.
 func TestCommandLineErrors(t *testing.T) {
@@ -119,7 +99,7 @@ func TestCommandLineErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{[]string{"dump", "levels", "-o", "xml"}, "error: --output must be one of table, wide, json, yaml; not \"xml\""},
+		{[]string{"dump", "levels", "-o", "xml"}, "error: --output must be one of table, wide, json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=..., custom-columns=..., name; not \"xml\""},
 		{[]string{"dump", "levels", "--from", "/nonexistent/b.tar.gz"}, "error: reading bundle: stat /nonexistent/b.tar.gz: no such file or directory"},
 		{[]string{"top", "levels", "--sort-by", "size", "--from", "x"}, "error: --sort-by must be one of utilisation, name, waiting, rejected, dispatched"},
 		{[]string{"top", "flows", "--watch", "--from", "x"}, "error: --watch needs a cluster"},
@@ -145,26 +125,39 @@ func TestTopWatch(t *testing.T) {
 	o := NewTopOptions(genericclioptions.NewConfigFlags(false), streams, "levels")
 	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC), step: 10 * time.Second}
 	o.Source, o.Watch, o.Output, o.Level = src, true, "json", "apf-load"
-	o.Clock = func() time.Time { return src.now }
-	sleeps := 0
-	stop := errors.New("stop")
-	o.Sleep = func(ctx context.Context, d time.Duration) error {
-		if d != o.Interval {
-			t.Errorf("slept %v, want --interval %v", d, o.Interval)
+	clk := clocktesting.NewFakeClock(src.now)
+	o.Clock = clk
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Let two --interval sleeps pass, checking that each lasts exactly
+	// --interval, and interrupt the third.
+	go func() {
+		for sleeps := 1; ctx.Err() == nil; sleeps++ {
+			for !clk.HasWaiters() {
+				if ctx.Err() != nil {
+					return
+				}
+				runtime.Gosched()
+			}
+			if sleeps == 3 {
+				cancel()
+				return
+			}
+			clk.Step(o.Interval - time.Nanosecond)
+			if !clk.HasWaiters() {
+				t.Errorf("sleep %d ended before --interval %v", sleeps, o.Interval)
+			}
+			clk.Step(time.Nanosecond)
 		}
-		if sleeps++; sleeps == 3 {
-			return stop
-		}
-		return nil
-	}
+	}()
 	if err := o.Complete(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Run(context.Background()); !errors.Is(err, stop) {
-		t.Fatalf("err = %v", err)
+	if err := o.Run(ctx); err != nil {
+		t.Fatalf("err = %v, want nil: an interrupted --watch ends normally", err)
 	}
 	if src.calls != 3 || strings.Count(out.String(), "# 2026-11-21T") != 3 {
 		t.Errorf("%d captures, output:\n%s", src.calls, out)
@@ -255,7 +248,7 @@ func TestRBACManifest(t *testing.T) {
 			urls[u] = true
 		}
 	}
-	if !urls[dump.DebugURLPattern] || !urls["/metrics"] {
+	if !urls[fetch.DebugURLPattern] || !urls["/metrics"] {
 		t.Errorf("non-resource URLs = %v", urls)
 	}
 	if len(binding.Subjects) != 2 || binding.Subjects[1].Namespace != "monitoring" || binding.RoleRef.Name != role.Name {

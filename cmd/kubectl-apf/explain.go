@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,13 +15,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // NewExplainCommand builds "kubectl apf explain" and its subcommands.
@@ -101,19 +101,15 @@ const explainRequestExample = `  # How does CoreDNS's endpoint LIST fare?
 
 // ExplainRequestOptions holds the flags of "kubectl apf explain request".
 type ExplainRequestOptions struct {
+	// Options are the state flags: --from, --defaults, -f, -R,
+	// --all-apiservers, --apiserver-urls.
+	*state.Options
 	configFlags *genericclioptions.ConfigFlags
 
 	UserName       string
 	Groups         []string
 	ServiceAccount string
 	Anonymous      bool
-
-	Files         []string
-	Recursive     bool
-	Defaults      bool
-	From          string
-	AllAPIServers bool
-	APIServerURLs []string
 
 	FromLog     string
 	FromAudit   string
@@ -123,11 +119,9 @@ type ExplainRequestOptions struct {
 
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
-	// Source reads the cluster or the bundle; set by Complete unless a test
-	// injected one.
-	Source dump.Source
 	// ProbeConfig is the client configuration --probe sends with; set by
 	// Complete from the kubeconfig unless a test injected one.
 	ProbeConfig *rest.Config
@@ -143,7 +137,7 @@ type ExplainRequestOptions struct {
 
 // NewExplainRequestOptions returns the defaults of "kubectl apf explain request".
 func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainRequestOptions {
-	return &ExplainRequestOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewExplainRequestCommand builds "kubectl apf explain request".
@@ -162,9 +156,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringArrayVar(&o.Groups, "group", nil, "A group of the user (repeatable); system:authenticated is implied.")
 	f.StringVar(&o.ServiceAccount, "service-account", "", "Service account NAMESPACE/NAME making the request; its groups are implied.")
 	f.BoolVar(&o.Anonymous, "anonymous", false, "The request is anonymous (system:anonymous in system:unauthenticated).")
-	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
-	f.BoolVar(&o.AllAPIServers, "all-apiservers", false, "Give the verdict on every apiserver instance listed in the default/kubernetes EndpointSlice (each has its own queues).")
-	f.StringSliceVar(&o.APIServerURLs, "apiserver-urls", nil, "Give the verdict on these apiserver instances (comma-separated https://HOST:PORT).")
+	o.Options.AddFlags(f)
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
@@ -172,12 +164,46 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit (a quarter of it, at most 1m).")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	o.Flags.AddFlags(f)
 	return cmd
 }
 
 // Complete turns the flags and arguments into an identity and a request.
 func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.completeRequest(args); err != nil {
+		return err
+	}
+	id, given, err := o.identityFromFlags()
+	if err != nil {
+		return err
+	}
+	if id == nil && o.recorded != nil && o.recorded.UserKnown {
+		rid := recordedIdentity(o.recorded)
+		id, given = &rid, o.recorded.Groups
+	}
+	o.identity, o.givenGroups = id, given
+
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.message == nil || o.message.APF {
+		if err := o.Options.Complete(); err != nil {
+			return err
+		}
+	}
+	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
+		cfg, err := o.configFlags.ToRESTConfig()
+		if err != nil {
+			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
+		}
+		o.ProbeConfig = cfg
+	}
+	return nil
+}
+
+// completeRequest reads the request from the arguments, --from-message,
+// --from-log and --from-audit.
+func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	if len(args) == 2 {
 		o.verb, o.path = args[0], args[1]
 	} else if len(args) == 1 {
@@ -215,40 +241,6 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	}
 	if o.recorded != nil && o.verb == "" {
 		o.verb, o.path = o.recorded.Method, o.recorded.URI
-	}
-	id, given, err := o.identityFromFlags()
-	if err != nil {
-		return err
-	}
-	if id == nil && o.recorded != nil && o.recorded.UserKnown {
-		rid := recordedIdentity(o.recorded)
-		id, given = &rid, o.recorded.Groups
-	}
-	o.identity, o.givenGroups = id, given
-
-	if err := o.validateSourceFlags(); err != nil {
-		return err
-	}
-	needSource := !o.Defaults && !(o.message != nil && !o.message.APF)
-	if o.Source == nil && needSource {
-		src, err := newConfigSource(o.configFlags, o.From)
-		if err != nil {
-			return err
-		}
-		if cs, ok := src.(*dump.ClusterSource); ok {
-			cs.AllAPIServers = o.AllAPIServers
-			for _, u := range o.APIServerURLs {
-				cs.Instances = append(cs.Instances, strings.TrimRight(u, "/"))
-			}
-		}
-		o.Source = src
-	}
-	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
-		cfg, err := o.configFlags.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
-		}
-		o.ProbeConfig = cfg
 	}
 	return nil
 }
@@ -314,16 +306,11 @@ func recordedIdentity(r *workload.Request) engine.Identity {
 
 // Validate checks the flags.
 func (o *ExplainRequestOptions) Validate() error {
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
-	}
-	if err := o.validateSourceFlags(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
+	if err := o.Flags.Validate(); err != nil {
+		return err
 	}
 	if o.ServerConcurrency < 0 {
 		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
@@ -360,23 +347,6 @@ func (o *ExplainRequestOptions) Validate() error {
 	return nil
 }
 
-// validateSourceFlags checks the flags that choose the apiservers; Complete
-// calls it too, before reading the kubeconfig.
-func (o *ExplainRequestOptions) validateSourceFlags() error {
-	if (o.AllAPIServers || len(o.APIServerURLs) > 0) && (o.Defaults || o.From != "") {
-		return fmt.Errorf("--all-apiservers and --apiserver-urls read live apiservers: drop --defaults or --from")
-	}
-	if o.AllAPIServers && len(o.APIServerURLs) > 0 {
-		return fmt.Errorf("--all-apiservers and --apiserver-urls both choose the apiservers; give one")
-	}
-	for _, u := range o.APIServerURLs {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
-		}
-	}
-	return nil
-}
-
 // probeAllowed refuses every request that could change the cluster.
 func probeAllowed(verb, path string) error {
 	switch verb {
@@ -400,30 +370,16 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	parts := dump.PartObjects | dump.PartVersion | dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics
-	st, err := loadExplainState(ctx, o.Source, o.Defaults, dump.CaptureOptions{Parts: parts})
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
+		ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
-	for _, n := range st.notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	fss, pls := st.fss, st.pls
-	if len(o.Files) > 0 {
-		objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
-		if err != nil {
-			return err
-		}
-		fss, pls = lint.Overlay(fss, pls, objs)
-	}
-	in := explain.Input{Config: engine.NewConfig(fss, pls), ServerConcurrencyLimit: o.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}
-	if in.ServerConcurrencyLimit == 0 {
-		in.ServerConcurrencyLimit = st.inferredSCL
-		if in.ServerConcurrencyLimit == 0 && !o.Defaults {
-			fmt.Fprintf(o.ErrOut, "note: could not infer the server concurrency limit from the metrics; assuming %d (give --server-concurrency)\n", engine.DefaultServerConcurrencyLimit)
-		}
-	}
-	ex := explain.ExplainOnEach(in, st.lives, r, o.givenGroups)
+	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout}
+	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
 	}
@@ -437,7 +393,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 			Detail: "audit events do not record the classification; use --probe to compare with the server"}
 	}
 	if o.Probe {
-		if err := o.probe(ctx, r, ex, namesByUID(st.fss, st.pls)); err != nil {
+		if err := o.probe(ctx, r, ex, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels)); err != nil {
 			return err
 		}
 	}
@@ -445,20 +401,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 }
 
 func (o *ExplainRequestOptions) print(v any, text func(io.Writer) error) error {
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return text(o.Out)
+	return printObject(o.Out, o.Flags, v, text)
 }
 
 // probe sends r impersonating its identity and records the server's

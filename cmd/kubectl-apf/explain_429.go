@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const explain429Long = `Explain the HTTP 429 answers a cluster gives now.
@@ -41,20 +42,21 @@ const explain429Example = `  # Why does the cluster answer 429 now?
 
 // Explain429Options holds the flags of "kubectl apf explain 429".
 type Explain429Options struct {
-	// Sources are the shared --from, --all-apiservers and --apiserver-urls.
-	Sources *SourceOptions
+	// Options are the state flags: --from, --all-apiservers, --apiserver-urls.
+	*state.Options
 
 	Interval             time.Duration
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	genericiooptions.IOStreams
 }
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Sources: NewSourceOptions(configFlags), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
 }
 
 // NewExplain429Command builds "kubectl apf explain 429".
@@ -69,22 +71,22 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
-	o.Sources.AddFlags(f)
+	o.Options.AddFlags(f)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json, yaml.")
+	o.Flags.AddFlags(f)
 	return cmd
 }
 
 // Complete resolves the source.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
-	return o.Sources.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
-	if err := o.Sources.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
 	if o.Interval < 0 {
@@ -96,43 +98,21 @@ func (o *Explain429Options) Validate() error {
 	if o.ServerRequestTimeout <= 0 {
 		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be '', json or yaml, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
-	st, err := loadExplainState(ctx, o.Sources.Source, false, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.Interval})
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency})
 	if err != nil {
 		return err
 	}
-	for _, n := range st.notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	if len(st.lives) == 0 {
-		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Sources.Source.Describe())
+	if len(st.Live) == 0 {
+		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())
 	}
-	scl := o.ServerConcurrency
-	if scl == 0 {
-		scl = st.inferredSCL
-	}
-	t := explain.Explain429(engine.NewConfig(st.fss, st.pls), scl, o.ServerRequestTimeout, st.lives)
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	case "yaml":
-		b, err := yaml.Marshal(t)
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return explain.WriteTriageText(o.Out, t)
+	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
+	return printObject(o.Out, o.Flags, t, func(w io.Writer) error { return explain.WriteTriageText(w, t) })
 }

@@ -172,7 +172,7 @@ func TestExplain429Command(t *testing.T) {
 	}
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewExplain429Options(genericclioptions.NewConfigFlags(true), streams)
-	o.Sources.Source = &fakeSource{snaps: []*dump.Snapshot{snap}}
+	o.Source = &fakeSource{snaps: []*dump.Snapshot{snap}}
 	o.Output = "json"
 	if err := o.Complete(nil, nil); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
 func main() {
@@ -43,7 +45,7 @@ func printError(w io.Writer, err error) {
 	if errors.As(err, &exit) && exit.silent {
 		return
 	}
-	fmt.Fprintf(w, "error: %s\n", sanitizeLine(err.Error()))
+	fmt.Fprintf(w, "error: %s\n", sanitize.Line(err.Error()))
 }
 
 // exitCodeError carries a specific exit status (for example lint findings) out of

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // RBACOptions holds the flags of "kubectl apf rbac".
@@ -84,7 +84,7 @@ rules:
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list"]
-`, o.Name, dump.DebugURLPattern)
+`, o.Name, fetch.DebugURLPattern)
 	if len(o.Users)+len(o.Groups)+len(o.ServiceAccounts) == 0 {
 		return b.String()
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -68,20 +67,6 @@ func addKlogVerbosity(cmd *cobra.Command) {
 	v := fs.Lookup("v")
 	cmd.PersistentFlags().AddGoFlag(v)
 	cmd.PersistentFlags().Lookup("v").Shorthand = "v"
-}
-
-// sanitizeLine makes a server-supplied string safe to print on one terminal line:
-// control characters (escape sequences among them) are replaced.
-func sanitizeLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
 }
 
 // commandOptions is the shape of every command's options, as in kubectl:

@@ -75,14 +75,14 @@ func TestVersion(t *testing.T) {
 }
 
 func TestErrorsArePrintedOnceWithExitCode1(t *testing.T) {
-	code, out, errOut := runArgs(t, "version", "-o", "yaml")
+	code, out, errOut := runArgs(t, "version", "-o", "xml")
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
 	if out != "" {
 		t.Errorf("stdout = %q, want nothing", out)
 	}
-	if errOut != "error: --output must be '' or json, not \"yaml\"\n" {
+	if errOut != "error: --output must be one of '', json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...; not \"xml\"\n" {
 		t.Errorf("stderr = %q", errOut)
 	}
 	code, _, errOut = runArgs(t, "no-such-command")

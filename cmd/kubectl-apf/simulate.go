@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const simulateLong = `Replay recorded API traffic through API Priority and Fairness' queues.
@@ -69,31 +69,26 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 
 // SimulateOptions holds the flags of "kubectl apf simulate".
 type SimulateOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	// Options are the state flags: --from, --defaults, -f, -R.
+	*state.Options
 
 	Workloads            []string
-	Files                []string
-	Recursive            bool
-	Defaults             bool
-	From                 string
 	Sets                 []string
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
 	NoBorrowing          bool
 	MaxFlows             int
-	Output               string
+	// Flags are -o.
+	*output.Flags
 
 	settings []capacity.Setting
-	// Source reads the cluster or the bundle; set by Complete unless a test
-	// injected one.
-	Source dump.Source
 
 	genericiooptions.IOStreams
 }
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{configFlags: configFlags, ServerRequestTimeout: time.Minute, MaxFlows: 5, Output: "table", IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -108,13 +103,13 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		RunE:    runOptions(o),
 	}
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
-	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: one of table, json, yaml.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -127,17 +122,7 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 		}
 		o.settings = append(o.settings, set)
 	}
-	if o.Output == "" {
-		o.Output = "table"
-	}
-	if o.Source == nil && !o.Defaults {
-		src, err := newConfigSource(o.configFlags, o.From)
-		if err != nil {
-			return err
-		}
-		o.Source = src
-	}
-	return nil
+	return o.Options.Complete()
 }
 
 // Validate checks the flags; it is pure.
@@ -159,8 +144,8 @@ func (o *SimulateOptions) Validate() error {
 			return fmt.Errorf("-f - and --workload - both read standard input; give one of them a file")
 		}
 	}
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	if err := o.Options.Validate(); err != nil {
+		return err
 	}
 	if o.ServerConcurrency < 0 {
 		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
@@ -171,12 +156,7 @@ func (o *SimulateOptions) Validate() error {
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
-	switch o.Output {
-	case "table", "json", "yaml":
-	default:
-		return fmt.Errorf("--output must be table, json or yaml, not %q", o.Output)
-	}
-	return nil
+	return o.Flags.Validate()
 }
 
 // simulateReport is what "-o json" prints: the replay's report (levels,
@@ -216,84 +196,37 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	notes = append(notes, workloadNotes(rep, files)...)
 	for _, n := range notes {
-		fmt.Fprintln(o.ErrOut, sanitizeLine(n))
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join}
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	case "yaml":
-		b, err := yaml.Marshal(out)
-		if err != nil {
-			return fmt.Errorf("encoding the report as YAML: %w", err)
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return printSimulation(o.Out, out, o.MaxFlows)
+	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
 }
 
 // loadConfigs returns the base configuration and, when -f or --set change
 // it, the changed one, with the server concurrency limit and where it came
-// from. It reuses lint's loader for the objects and capacity's for the
-// limit inferred from the metrics.
+// from, from one capture.
 func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, notes []string, err error) {
-	// lint's loader also notes version differences of the suggested objects,
-	// which do not matter to a replay
-	in, _, err := loadConfig(ctx, o.Source, o.Defaults, nil, false, o.In)
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return nil, nil, 0, "", nil, err
 	}
-	scl, from = o.ServerConcurrency, "flag"
-	if scl == 0 {
-		inferred := 0
-		if !o.Defaults {
-			co := &CapacityOptions{Source: o.Source}
-			_, inferred, notes, err = co.loadBase(ctx)
-			if err != nil {
-				return nil, nil, 0, "", nil, err
-			}
-		}
-		if inferred > 0 {
-			scl, from = inferred, "metrics"
-		} else {
-			// kube-apiserver's own default (400+200); only worth a note
-			// when a cluster or bundle was asked and did not tell
-			scl, from = engine.DefaultServerConcurrencyLimit, "default"
-			if !o.Defaults {
-				notes = append(notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d seats (give --server-concurrency)", scl))
-			}
-		}
-	}
-	before = engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
+	notes = st.Notes
+	before = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels)
 	if len(o.Files) == 0 && len(o.settings) == 0 {
-		return before, nil, scl, from, notes, nil
+		return before, nil, st.ServerConcurrency, st.ServerConcurrencySource, notes, nil
 	}
-	fss, pls := in.FlowSchemas, in.PriorityLevels
-	if len(o.Files) > 0 {
-		objs, err := readObjectFiles(o.Files, o.Recursive, o.In)
-		if err != nil {
-			return nil, nil, 0, "", nil, err
-		}
-		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
-			notes = append(notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
-		}
-		fss, pls = lint.Overlay(fss, pls, objs)
-	}
-	pls, err = capacity.Apply(pls, o.settings)
+	pls, err := capacity.Apply(st.PriorityLevels, o.settings)
 	if err != nil {
 		return nil, nil, 0, "", nil, err
 	}
-	after = engine.NewConfig(fss, pls)
+	after = engine.NewConfig(st.FlowSchemas, pls)
 	for _, b := range after.Broken {
 		notes = append(notes, fmt.Sprintf("note: the changed configuration's priority level %s is broken and ignored, as the apiserver would: %s", b.Name, b.Reason))
 	}
 	for _, d := range after.Dangling {
 		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
 	}
-	return before, after, scl, from, notes, nil
+	return before, after, st.ServerConcurrency, st.ServerConcurrencySource, notes, nil
 }
 
 // workloadNotes says, on stderr, what of the workload could not be used as

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 )
 
@@ -62,7 +63,7 @@ func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 			idle++
 			continue
 		}
-		label := sanitizeLine(name)
+		label := sanitize.Line(name)
 		switch {
 		case rep.After == nil:
 		case b == nil:
@@ -73,7 +74,7 @@ func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(resultCells(b, a, rep.After != nil), "\t"))
 		for _, f := range pickFlows(b, a, maxFlows) {
 			fb, fa := findFlow(b, f), findFlow(a, f)
-			fmt.Fprintf(tw, "  %s\t%s\n", sanitizeLine(f), strings.Join(resultCells(fb, fa, rep.After != nil), "\t"))
+			fmt.Fprintf(tw, "  %s\t%s\n", sanitize.Line(f), strings.Join(resultCells(fb, fa, rep.After != nil), "\t"))
 		}
 		if more := flowCount(b, a) - min(maxFlows, flowCount(b, a)); more > 0 && maxFlows > 0 {
 			fmt.Fprintf(tw, "  (%d more %s)\t\t\t\t\t\t\t\t\t\n", more, plural(more, "flow", "flows"))
@@ -113,7 +114,7 @@ func printAgreement(w io.Writer, rep simulateReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED\tBOTH\tAGREEMENT")
 	for _, a := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\n", sanitizeLine(a.Level), a.BothRejected+a.OnlyRecorded, a.BothRejected+a.OnlyPredicted, a.BothRejected, 100*a.Fraction())
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\n", sanitize.Line(a.Level), a.BothRejected+a.OnlyRecorded, a.BothRejected+a.OnlyPredicted, a.BothRejected, 100*a.Fraction())
 	}
 	return tw.Flush()
 }

@@ -300,7 +300,7 @@ func TestSimulateErrors(t *testing.T) {
 		{"--set on a missing level", []string{"--workload", burst, "--set", "nope.queues=1"}, `no priority level named "nope"`},
 		{"--set a queue field of a reject level", []string{"--workload", burst, "--set", "catch-all.queues=4"}, "--set catch-all.queues"},
 		{"missing -f file", []string{"--workload", burst, "-f", filepath.Join(dir, "nope.yaml")}, "-f " + filepath.Join(dir, "nope.yaml")},
-		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be table, json or yaml"},
+		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be one of table, json, yaml, jsonpath=..."},
 		{"negative concurrency", []string{"--workload", burst, "--server-concurrency", "-1"}, "--server-concurrency must be positive"},
 		{"stdin twice", []string{"--workload", "-", "-f", "-"}, "both read standard input"},
 		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},

@@ -10,10 +10,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // NewTopCommand builds "kubectl apf top" and its subcommands.
@@ -37,30 +40,28 @@ as a table printed again every --interval.`,
 
 // TopOptions holds the flags of "kubectl apf top levels|flows".
 type TopOptions struct {
-	Kind       string
-	Output     string
-	NoHeaders  bool
+	Kind string
+	// Flags are -o and --no-headers.
+	*output.Flags
 	Level      string
 	SortBy     string
 	Limit      int
 	Watch      bool
 	Interval   time.Duration
 	RateWindow time.Duration
-	*SourceOptions
+	*state.Options
 
-	format render.Format
-	// Sleep waits between --watch iterations (a timer when nil); tests
-	// replace it, and stop the loop by returning an error.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Clock stamps --watch headers (time.Now when nil).
-	Clock func() time.Time
 	genericiooptions.IOStreams
 }
 
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
-	return &TopOptions{Kind: kind, SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
-		SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
+		Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	if kind == "levels" {
+		o.Name = output.PriorityLevelName
+	}
+	return o
 }
 
 const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
@@ -85,8 +86,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide, json or yaml.")
-	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
+	o.Flags.AddFlags(fs)
 	fs.StringVar(&o.Level, "level", o.Level, "Show only this priority level.")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Print again every --interval until interrupted.")
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Time between two prints with --watch.")
@@ -110,21 +110,23 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
   kubectl apf top flows --level workload-low --limit 0 -o wide`
 		fs.IntVar(&o.Limit, "limit", o.Limit, "Show at most this many flows (0: all).")
 	}
-	o.SourceOptions.AddFlags(fs)
+	o.Options.AddFlags(fs)
 	return cmd
 }
 
 // Complete turns the flags into typed values and builds the source.
 func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
-	var err error
-	if o.format, err = render.ParseFormat(o.Output); err != nil {
+	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *TopOptions) Validate() error {
+	if err := o.Flags.Validate(); err != nil {
+		return err
+	}
 	if o.Kind == "levels" && !slices.Contains(render.TopSortKeys, o.SortBy) {
 		return fmt.Errorf("--sort-by must be one of %s, not %q", strings.Join(render.TopSortKeys, ", "), o.SortBy)
 	}
@@ -140,19 +142,24 @@ func (o *TopOptions) Validate() error {
 	if o.Watch && o.From != "" {
 		return fmt.Errorf("--watch needs a cluster; a bundle (--from) does not change")
 	}
-	return o.SourceOptions.Validate()
+	return o.Options.Validate()
+}
+
+// clock is the clock of --watch (state.Options.Clock, which tests set).
+func (o *TopOptions) clock() clock.Clock {
+	if o.Clock != nil {
+		return o.Clock
+	}
+	return clock.RealClock{}
 }
 
 func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {
-	if o.Sleep != nil {
-		return o.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
+	t := o.clock().NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -186,17 +193,13 @@ func (o *TopOptions) Run(ctx context.Context) error {
 					prev[s.Instance] = cur
 				}
 			}
-			now := time.Now
-			if o.Clock != nil {
-				now = o.Clock
-			}
 			if i > 0 {
 				fmt.Fprintln(o.Out)
 			}
-			fmt.Fprintf(o.Out, "# %s  %s\n", now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
+			fmt.Fprintf(o.Out, "# %s  %s\n", o.clock().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
-		ro := render.Options{Format: o.format, NoHeaders: o.NoHeaders}
+		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
 			err = render.PrintTopLevels(o.Out, ro, c.Snapshots, o.Level, o.SortBy)
 		} else {

@@ -15,7 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -50,7 +51,7 @@ const topTUIExample = `
 
 // TopTUIOptions holds the flags of the live view of "kubectl apf top".
 type TopTUIOptions struct {
-	*SourceOptions
+	*state.Options
 	Interval time.Duration
 	Record   string
 	Replay   string
@@ -69,7 +70,7 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{SourceOptions: NewSourceOptions(configFlags), Interval: tui.DefaultInterval, IOStreams: streams}
+	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, IOStreams: streams}
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -85,7 +86,7 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	o := NewTopTUIOptions(configFlags, streams)
 	fs := cmd.Flags()
 	if fs.Lookup("from") == nil && cmd.PersistentFlags().Lookup("from") == nil {
-		o.SourceOptions.AddFlags(fs)
+		o.Options.AddFlags(fs)
 	}
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
@@ -158,13 +159,13 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Replay != "" {
 		return nil
 	}
-	if err := o.SourceOptions.Validate(); err != nil {
+	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if err := o.SourceOptions.Complete(); err != nil {
+	if err := o.Options.Complete(); err != nil {
 		return err
 	}
-	if cs, ok := o.Source.(*dump.ClusterSource); ok {
+	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
 		// Count the view's own requests: the header shows its load on the
 		// apiserver (users' pain point 8: monitoring tools load it too).
 		cfg := *cs.Config
@@ -191,10 +192,10 @@ func (o *TopTUIOptions) Validate() error {
 // Run opens the view until q or ctrl-c, restoring the terminal.
 func (o *TopTUIOptions) Run(ctx context.Context) error {
 	opts := tui.Options{Context: ctx, Interval: o.Interval}
-	if o.configFlags != nil && o.configFlags.Context != nil && *o.configFlags.Context != "" {
-		opts.Cluster = *o.configFlags.Context
-	} else if o.configFlags != nil {
-		if raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+	if o.ConfigFlags() != nil && o.ConfigFlags().Context != nil && *o.ConfigFlags().Context != "" {
+		opts.Cluster = *o.ConfigFlags().Context
+	} else if o.ConfigFlags() != nil {
+		if raw, err := o.ConfigFlags().ToRawKubeConfigLoader().RawConfig(); err == nil {
 			opts.Cluster = raw.CurrentContext
 		}
 	}
@@ -218,11 +219,11 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		opts.Cluster = "replay of " + o.Replay
 	} else {
 		opts.Source = o.Source
-		if _, ok := o.Source.(*dump.ClusterSource); ok {
+		if _, ok := o.Source.(*fetch.ClusterSource); ok {
 			opts.Requests = o.requests.Load
 		}
 		if o.Record != "" {
-			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: time.Now().UTC(), Interval: o.Interval})
+			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.now().UTC(), Interval: o.Interval})
 			if err != nil {
 				return fmt.Errorf("--record: %w", err)
 			}
@@ -251,4 +252,12 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	return t.rt.RoundTrip(r)
+}
+
+// now reads state.Options.Clock (the real clock when nil).
+func (o *TopTUIOptions) now() time.Time {
+	if o.Clock != nil {
+		return o.Clock.Now()
+	}
+	return time.Now()
 }

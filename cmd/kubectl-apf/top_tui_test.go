@@ -136,7 +136,7 @@ func TestTopTUIRecordReplay(t *testing.T) {
 	streams, _, _ := testStreams("")
 	o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
 	o.From, o.Record, o.Interval = b, rec, 500*time.Millisecond
-	if err := o.SourceOptions.Complete(); err != nil {
+	if err := o.Options.Complete(); err != nil {
 		t.Fatal(err)
 	}
 	out := runView(t, o, "q", 1500*time.Millisecond)

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.commit=... -X main.buildDate=...".
@@ -37,13 +39,14 @@ func currentVersion() VersionInfo {
 
 // VersionOptions holds the flags of "kubectl apf version".
 type VersionOptions struct {
-	Output string
+	// Flags are -o.
+	*output.Flags
 	genericiooptions.IOStreams
 }
 
 // NewVersionCommand builds "kubectl apf version".
 func NewVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VersionOptions{IOStreams: streams}
+	o := &VersionOptions{Flags: output.NewFlags(false, "", "json", "yaml"), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of kubectl-apf",
@@ -60,27 +63,18 @@ func NewVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			return o.Run()
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: one of '', json.")
+	o.Flags.AddFlags(cmd.Flags())
 	return cmd
 }
 
 // Validate checks the flags.
-func (o *VersionOptions) Validate() error {
-	switch o.Output {
-	case "", "json":
-		return nil
-	}
-	return fmt.Errorf("--output must be '' or json, not %q", o.Output)
-}
+func (o *VersionOptions) Validate() error { return o.Flags.Validate() }
 
 // Run prints the version.
 func (o *VersionOptions) Run() error {
 	v := currentVersion()
-	if o.Output == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	_, err := fmt.Fprintf(o.Out, "kubectl-apf %s (commit %s, built %s, %s, %s)\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
-	return err
+	return printObject(o.Out, o.Flags, v, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "kubectl-apf %s (commit %s, built %s, %s, %s)\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
+		return err
+	})
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const whoisLong = `Name the FlowSchema and priority level behind the UIDs of the
@@ -32,18 +34,17 @@ const whoisExample = `  # Resolve two UIDs
 
 // WhoisOptions holds the flags of "kubectl apf whois".
 type WhoisOptions struct {
-	Output    string
-	NoHeaders bool
-	*SourceOptions
+	// Flags are -o and --no-headers.
+	*output.Flags
+	*state.Options
 
-	refs   []dump.UIDRef
-	format render.Format
+	refs []dump.UIDRef
 	genericiooptions.IOStreams
 }
 
 // NewWhoisOptions returns the defaults of "kubectl apf whois".
 func NewWhoisOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WhoisOptions {
-	return &WhoisOptions{SourceOptions: NewSourceOptions(configFlags), IOStreams: streams}
+	return &WhoisOptions{Flags: output.NewFlags(true, "table", "json", "yaml"), Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewWhoisCommand builds "kubectl apf whois".
@@ -57,18 +58,17 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 		Args:    cobra.MinimumNArgs(1),
 		RunE:    runOptions(o),
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Do not print the table header.")
-	o.SourceOptions.AddFlags(cmd.Flags())
+	o.Flags.AddFlags(cmd.Flags())
+	o.Options.AddFlags(cmd.Flags())
 	return cmd
 }
 
 // Complete reads the UIDs from the arguments (or standard input for "-").
 func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
-	var err error
-	if o.format, err = render.ParseFormat(o.Output); err != nil {
+	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
+	var err error
 	var text []string
 	for _, a := range args {
 		if a == "-" {
@@ -87,12 +87,15 @@ func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
 	if len(o.refs) == 0 {
 		return fmt.Errorf("no UID found in the input")
 	}
-	return o.SourceOptions.Complete()
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *WhoisOptions) Validate() error {
-	return o.SourceOptions.Validate()
+	if err := o.Flags.Validate(); err != nil {
+		return err
+	}
+	return o.Options.Validate()
 }
 
 // Run lists the objects (the same on every instance: one is asked) and
@@ -103,5 +106,5 @@ func (o *WhoisOptions) Run(ctx context.Context) error {
 		return err
 	}
 	res := dump.Resolve(c.Snapshots[0], o.refs)
-	return render.PrintWhois(o.Out, render.Options{Format: o.format, NoHeaders: o.NoHeaders}, res)
+	return render.PrintWhois(o.Out, renderOptions(o.Flags), res)
 }

@@ -1,5 +1,5 @@
 // Package purity checks, from tests, that the compute packages (pkg/engine,
-// pkg/explain, pkg/lint, pkg/capacity) stay pure (STYLE.md: fetch → compute →
+// pkg/explain, pkg/lint, pkg/capacity) stay pure (docs/architecture.md: fetch → compute →
 // render): no client libraries, no CLI or terminal UI, no k8s.io/kubernetes,
 // and no wall clock.
 package purity

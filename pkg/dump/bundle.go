@@ -261,7 +261,7 @@ func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *
 			}
 			s.Raw[name] = b
 		}
-		if err := s.parseRaw(); err != nil {
+		if err := s.ParseRaw(); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", mi.Dir, err)
 		}
 		c.Snapshots = append(c.Snapshots, s)

@@ -11,16 +11,32 @@ import (
 	"time"
 )
 
+// captureFake is what a live capture of the test fixtures returns: the
+// bodies as an apiserver serves them, through ParseRaw (package fetch tests
+// a capture of the same fixtures over HTTP).
 func captureFake(t *testing.T) *Capture {
 	t.Helper()
-	_, srv := newFake(t)
-	now := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
-	src := &ClusterSource{Config: tlsConfig(srv), Now: func() time.Time { return now },
-		Sleep: func(ctx context.Context, d time.Duration) error { now = now.Add(d); return nil }}
-	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll, MetricsInterval: 3 * time.Second})
+	at := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+	plcs, err := ConvertList(readFixture(t, "objects", "prioritylevelconfigurations-v1beta2.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &Snapshot{Instance: "https://127.0.0.1:6443", CapturedAt: at, FlowcontrolVersion: "v1", Raw: map[string][]byte{
+		FileVersion:        []byte(`{"major":"1","minor":"37","gitVersion":"v1.37.1"}`),
+		FilePriorityLevels: readFixture(t, "v1.27-layout", FilePriorityLevels),
+		FileQueues:         readFixture(t, "v1.26-layout", FileQueues),
+		FileRequests:       readFixture(t, "v1.28-layout", FileRequests),
+		FileFlowSchemas:    readFixture(t, "objects", "flowschemas.json"),
+		FilePLCs:           plcs,
+		MetricsFile(0):     readFixtureMetrics(t, "modern-a.txt"),
+		MetricsTimeKey(0):  []byte(at.Format(time.RFC3339Nano)),
+		MetricsFile(1):     readFixtureMetrics(t, "modern-a.txt"),
+		MetricsTimeKey(1):  []byte(at.Add(3 * time.Second).Format(time.RFC3339Nano)),
+	}}
+	if err := s.ParseRaw(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Capture{Snapshots: []*Snapshot{s}}
 	c.Failures = []InstanceError{{Instance: "https://10.9.9.9:6443", Message: "GET /version on https://10.9.9.9:6443: connection refused"}}
 	return c
 }

@@ -1,7 +1,7 @@
-// Package dump reads the API Priority and Fairness (APF) state of
-// kube-apiserver instances, from a live cluster or from an offline bundle,
-// and returns it as plain Go values. It never writes to a cluster: every
-// request it sends is a GET.
+// Package dump holds the API Priority and Fairness (APF) state of
+// kube-apiserver instances as plain Go values, and parses, stores, reads back
+// and redacts it. It is pure: it does no network I/O and does not import
+// client-go (package fetch reads a live cluster into these types).
 //
 // # The snapshot
 //
@@ -27,11 +27,12 @@
 // # Sources
 //
 // A Source returns a Capture: one Snapshot per reachable instance and one
-// InstanceError per instance that could not be read. ClusterSource talks to a
-// cluster (the kubeconfig's server, an explicit list of instance URLs, or
-// every instance listed in the default/kubernetes EndpointSlice);
-// BundleSource reads a bundle written by WriteBundle. Commands and the live
-// view take a Source, so tests inject either, or an httptest.Server.
+// InstanceError per instance that could not be read. fetch.ClusterSource
+// talks to a cluster (the kubeconfig's server, an explicit list of instance
+// URLs, or every instance listed in the default/kubernetes EndpointSlice);
+// BundleSource reads a bundle written by WriteBundle. Both fill Raw and call
+// Snapshot.ParseRaw, so they go through the same parsers. Commands and the
+// live view take a Source, so tests inject either.
 //
 // # Bundles and redaction
 //
@@ -46,11 +47,4 @@
 // ParseUIDRefs and Resolve name the UIDs of the X-Kubernetes-PF-*-UID
 // response headers ("kubectl apf whois"). Package render prints snapshots as
 // tables, JSON or YAML.
-//
-// # Errors
-//
-// Fetch errors are translated into one actionable line each (see
-// ExplainFetchError): a 403 names the missing RBAC rule, a 404 says APF is
-// off or not served there, a timeout names the instance and
-// --request-timeout, a refused connection or a truncated body says so.
 package dump

@@ -6,16 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/fixture"
 )
 
-func readFixture(t testing.TB, dir, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "dump", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func readFixture(t testing.TB, dir, name string) []byte { return fixture.Read(t, "dump", dir, name) }
 
 func mustTime(s string) time.Time {
 	ts, err := time.Parse(time.RFC3339Nano, s)
@@ -279,11 +274,4 @@ type reparseError struct{ err error }
 
 func (e *reparseError) Error() string { return "re-parsing formatted rows: " + e.err.Error() }
 
-func readFixtureMetrics(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func readFixtureMetrics(t testing.TB, name string) []byte { return fixture.Read(t, "metrics", name) }

@@ -19,7 +19,7 @@ func TestImports(t *testing.T) {
 }
 
 // TestNoWallClock keeps the wall clock out of the compute layer: time is
-// always passed in (STYLE.md: no time.Now in pkg/engine).
+// always passed in (docs/architecture.md: no time.Now in the compute packages).
 func TestNoWallClock(t *testing.T) {
 	purity.CheckNoWallClock(t, enginePackages)
 }

@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // BenchmarkExplain measures a full explanation (trace, limits, seats,
@@ -18,12 +20,12 @@ func BenchmarkExplain(b *testing.B) {
 	r := mustRequest(b, "list", "/api/v1/namespaces/default/events", engine.NewServiceAccountIdentity("team-a", "operator"))
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	hand := Explain(Input{Config: cfg}, r, nil).Queues.Hand
-	var rows []QueueRow
+	var rows []dump.QueueRow
 	for i, q := range hand {
-		rows = append(rows, QueueRow{PriorityLevel: "workload-low", Index: q.Index, PendingRequests: i, MaxSeatsSum: i, TotalWorkSum: float64(i) * 0.003})
+		rows = append(rows, dump.QueueRow{PriorityLevel: "workload-low", Index: q.Index, PendingRequests: i, MaxSeatsSum: i, TotalWorkSum: float64(i) * 0.003})
 	}
-	live := &Live{Instance: "a", Levels: map[string]LevelRow{"workload-low": {Name: "workload-low"}}, Queues: rows,
-		Cur: scrape(b, at, levelMetricsText("workload-low", 245, 245, 100, 50*time.Millisecond))}
+	live := &dump.Snapshot{Instance: "a", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "workload-low"}}, QueueDump: rows,
+		Metrics: []*metrics.Scrape{scrape(b, at, levelMetricsText("workload-low", 245, 245, 100, 50*time.Millisecond))}}
 	b.Run("engine.ClassifyWithTrace", func(b *testing.B) {
 		for b.Loop() {
 			_ = cfg.ClassifyWithTrace(r)

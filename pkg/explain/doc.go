@@ -4,8 +4,9 @@
 //
 //   - the configuration, digested by package engine (classification with a
 //     rule-by-rule trace, flow identity, shuffle-sharding hand, limits);
-//   - the live state of one apiserver instance (Live: the debug dumps and the
-//     APF metrics, converted by the caller from package dump's snapshot);
+//   - the live state of one apiserver instance (a dump.Snapshot: the debug
+//     dumps and the APF metrics; package dump is pure, so this one stays
+//     free of client libraries);
 //   - the request (engine.Request) or a message pasted by the user
 //     (ParseMessage), which may turn out not to be about APF at all.
 //

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
@@ -208,7 +209,7 @@ func TestExplainVerdictWithLiveState(t *testing.T) {
 	tests := []struct {
 		name       string
 		r          engine.Request
-		live       *Live
+		live       *dump.Snapshot
 		wantKind   string
 		wantReason string
 		wantQueue  int
@@ -217,32 +218,32 @@ func TestExplainVerdictWithLiveState(t *testing.T) {
 		{name: "idle level runs", r: ru, live: liveQ(t, at, 4, 0, time.Second), wantKind: VerdictRuns},
 		{name: "seats busy, queues short: queued in the lighter queue of the hand", r: ru,
 			live: liveQ(t, at, 4, 4, time.Second,
-				QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, ExecutingRequests: 2, SeatsInUse: 2, MaxSeatsSum: 1, TotalWorkSum: 0.003},
-				QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 0, ExecutingRequests: 2, SeatsInUse: 2}),
+				dump.QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, ExecutingRequests: 2, SeatsInUse: 2, MaxSeatsSum: 1, TotalWorkSum: 0.003},
+				dump.QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 0, ExecutingRequests: 2, SeatsInUse: 2}),
 			// Ahead 0 in h1; h0 may dispatch min(1, 1) first: 1 request of 1s on 4 seats.
 			wantKind: VerdictQueued, wantQueue: h1, wantWait: 250 * time.Millisecond},
 		{name: "behind others: expected wait from the fair share", r: ru,
 			live: liveQ(t, at, 4, 4, 2*time.Second,
-				QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
-				QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.006},
-				QueueRow{PriorityLevel: "q", Index: other, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006}),
+				dump.QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
+				dump.QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.006},
+				dump.QueueRow{PriorityLevel: "q", Index: other, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006}),
 			// Ahead 1 in h0; each other queue dispatches min(pending, 2):
 			// 1 + 1 + 2 = 4 requests of 2s on 4 seats = 2s.
 			wantKind: VerdictQueued, wantQueue: h0, wantWait: 2 * time.Second},
 		{name: "long expected wait risks time-out", r: ru,
 			live: liveQ(t, at, 4, 4, 40*time.Second,
-				QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
-				QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003}),
+				dump.QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
+				dump.QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003}),
 			wantKind: VerdictQueued, wantReason: ReasonTimeOut, wantQueue: h0, wantWait: 20 * time.Second},
 		{name: "seats busy and both queues of the hand full: queue-full", r: ru,
 			live: liveQ(t, at, 4, 4, time.Second,
-				QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
-				QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 3, MaxSeatsSum: 3, TotalWorkSum: 0.009}),
+				dump.QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
+				dump.QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 3, MaxSeatsSum: 3, TotalWorkSum: 0.009}),
 			wantKind: VerdictRejected, wantReason: ReasonQueueFull, wantQueue: h0},
 		{name: "a free seat: full queues still accept (rejectOrEnqueueToBoundLocked)", r: ru,
 			live: liveQ(t, at, 4, 3, time.Second,
-				QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
-				QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 3, MaxSeatsSum: 3, TotalWorkSum: 0.009}),
+				dump.QueueRow{PriorityLevel: "q", Index: h0, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
+				dump.QueueRow{PriorityLevel: "q", Index: h1, PendingRequests: 3, MaxSeatsSum: 3, TotalWorkSum: 0.009}),
 			// 2 ahead in h0, h1 dispatches min(3, 3): 5 requests of 1s on 4 seats.
 			wantKind: VerdictQueued, wantQueue: h0, wantWait: 1250 * time.Millisecond},
 		{name: "reject level with room runs", r: rv, live: liveR(t, at, 4, 3), wantKind: VerdictRuns},
@@ -270,14 +271,14 @@ func TestExplainVerdictWithLiveState(t *testing.T) {
 	}
 }
 
-func liveQ(t testing.TB, at time.Time, limit, inUse float64, meanExec time.Duration, queues ...QueueRow) *Live {
-	return &Live{Instance: "https://apiserver-1", At: at, Levels: map[string]LevelRow{"q": {Name: "q"}}, Queues: queues,
-		Cur: scrape(t, at, levelMetricsText("q", limit, inUse, 10, meanExec))}
+func liveQ(t testing.TB, at time.Time, limit, inUse float64, meanExec time.Duration, queues ...dump.QueueRow) *dump.Snapshot {
+	return &dump.Snapshot{Instance: "https://apiserver-1", CapturedAt: at, PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q"}}, QueueDump: queues,
+		Metrics: []*metrics.Scrape{scrape(t, at, levelMetricsText("q", limit, inUse, 10, meanExec))}}
 }
 
-func liveR(t testing.TB, at time.Time, limit, inUse float64) *Live {
-	return &Live{Instance: "https://apiserver-1", At: at, Levels: map[string]LevelRow{"r": {Name: "r"}},
-		Cur: scrape(t, at, levelMetricsText("r", limit, inUse, 10, time.Second))}
+func liveR(t testing.TB, at time.Time, limit, inUse float64) *dump.Snapshot {
+	return &dump.Snapshot{Instance: "https://apiserver-1", CapturedAt: at, PriorityLevelDump: []dump.PriorityLevelRow{{Name: "r"}},
+		Metrics: []*metrics.Scrape{scrape(t, at, levelMetricsText("r", limit, inUse, 10, time.Second))}}
 }
 
 // TestExplainJSONShape checks the stable -o json fields of issue 6.
@@ -356,12 +357,12 @@ func TestExplainOnEach(t *testing.T) {
 	rv := mustRequest(t, "get", "/api/v1/namespaces/default/pods/a", engine.NewUserIdentity("v"))
 	a, b := liveR(t, at, 4, 0), liveR(t, at, 4, 4)
 	a.Instance, b.Instance = "https://a", "https://b"
-	ex := ExplainOnEach(Input{Config: cfg}, []*Live{a, b}, rv, nil)
+	ex := ExplainOnEach(Input{Config: cfg}, []*dump.Snapshot{a, b}, rv, nil)
 	if len(ex.Instances) != 2 || ex.Instances[0].Instance != "https://a" || ex.Instances[0].Verdict.Kind != VerdictRuns ||
 		ex.Instances[1].Verdict.Kind != VerdictRejected || ex.Verdict.Kind != VerdictRuns || ex.Instance != "https://a" {
 		t.Errorf("per-instance verdicts %+v, first %+v", ex.Instances, ex.Verdict)
 	}
-	if one := ExplainOnEach(Input{Config: cfg}, []*Live{b}, rv, nil); len(one.Instances) != 0 || one.Verdict.Kind != VerdictRejected {
+	if one := ExplainOnEach(Input{Config: cfg}, []*dump.Snapshot{b}, rv, nil); len(one.Instances) != 0 || one.Verdict.Kind != VerdictRejected {
 		t.Errorf("one apiserver: %+v", one)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -65,11 +66,11 @@ func TestGoldenText(t *testing.T) {
 		{"request-bypass-exec.txt", Explain(Input{Config: defaults}, mustRequest(t, "create", "/api/v1/namespaces/default/pods/web/exec", engine.NewUserIdentity("alice")), nil)},
 		{"request-fallback-catch-all.txt", Explain(Input{Config: defaults}, mustRequest(t, "get", "/api/v1/namespaces/default/pods/web", engine.Identity{User: "odd", Groups: []string{"weird"}}), []string{"weird"})},
 		{"request-queued.txt", Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveQ(t, at, 4, 4, 2*time.Second,
-			QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
-			QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.006})}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", u), nil)},
+			dump.QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.003},
+			dump.QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1, MaxSeatsSum: 1, TotalWorkSum: 0.006})}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", u), nil)},
 		{"request-rejected-queue-full.txt", disagree(Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveQ(t, at, 4, 4, time.Second,
-			QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
-			QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006})}, mustRequest(t, "list", "/api/v1/namespaces/d/events", u), nil))},
+			dump.QueueRow{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006},
+			dump.QueueRow{PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2, MaxSeatsSum: 2, TotalWorkSum: 0.006})}, mustRequest(t, "list", "/api/v1/namespaces/d/events", u), nil))},
 		{"request-rejected-reject-level.txt", Explain(Input{Config: small, ServerConcurrencyLimit: 100, Live: liveR(t, at, 2, 2)}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)},
 	}
 	la, lb := liveR(t, at, 2, 0), liveR(t, at, 2, 2)
@@ -77,7 +78,7 @@ func TestGoldenText(t *testing.T) {
 	tests = append(tests, struct {
 		name string
 		ex   *Explanation
-	}{"request-two-apiservers.txt", ExplainOnEach(Input{Config: small, ServerConcurrencyLimit: 100}, []*Live{la, lb}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)})
+	}{"request-two-apiservers.txt", ExplainOnEach(Input{Config: small, ServerConcurrencyLimit: 100}, []*dump.Snapshot{la, lb}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -107,13 +108,13 @@ func TestGoldenText(t *testing.T) {
 	})
 	t.Run("triage.txt", func(t *testing.T) {
 		live := twoScrapes(t, "q", 4, 4, map[string]int{"queue-full": 10}, map[string]int{"queue-full": 60, "time-out": 5}, 0, 70)
-		live.Queues = []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}}
+		live.QueueDump = []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}}
 		for i := 0; i < 4; i++ {
-			live.Requests = append(live.Requests, RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: 1 + i})
+			live.RequestDump = append(live.RequestDump, dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: 1 + i})
 		}
-		idle := &Live{Instance: "https://apiserver-2", Levels: map[string]LevelRow{"q": {Name: "q"}}}
+		idle := &dump.Snapshot{Instance: "https://apiserver-2", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q"}}}
 		var buf bytes.Buffer
-		if err := WriteTriageText(&buf, Explain429(small, 100, time.Minute, []*Live{live, idle})); err != nil {
+		if err := WriteTriageText(&buf, Explain429(small, 100, time.Minute, []*dump.Snapshot{live, idle})); err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "triage.txt", buf.Bytes())

@@ -6,20 +6,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
-// clean makes a server- or user-supplied string safe on one terminal line.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// clean makes a server-supplied string safe on one terminal line.
+func clean(s string) string { return sanitize.Line(s) }
 
 type printer struct {
 	w   io.Writer

@@ -7,6 +7,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -60,7 +61,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	if queuing {
 		ex.PriorityLevel.WaitLimit = Duration(waitLimit)
 	}
-	lm := in.Live.levelMetricsOf(pl.Name)
+	lm := levelMetricsOf(in.Live, pl.Name)
 	if lm.found {
 		v := lm.stats.CurrentLimit
 		ex.PriorityLevel.CurrentLimit = &v
@@ -94,7 +95,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 // ExplainOnEach explains r with the live state of each apiserver in lives:
 // the explanation of the first, with the verdict of every one in Instances
 // (a request can run at once on one apiserver and be rejected on another).
-func ExplainOnEach(in Input, lives []*Live, r engine.Request, givenGroups []string) *Explanation {
+func ExplainOnEach(in Input, lives []*dump.Snapshot, r engine.Request, givenGroups []string) *Explanation {
 	if len(lives) == 0 {
 		return Explain(in, r, givenGroups)
 	}
@@ -179,9 +180,9 @@ func levelView(pl *flowcontrolv1.PriorityLevelConfiguration, l engine.LevelLimit
 }
 
 // queuesView describes the hand, with lengths from the dump when present.
-func queuesView(live *Live, level string, hand []int) *QueuesView {
-	qv := &QueuesView{Hand: make([]QueueState, 0, len(hand)), Live: live.hasDumps()}
-	rows := live.queuesOf(level)
+func queuesView(live *dump.Snapshot, level string, hand []int) *QueuesView {
+	qv := &QueuesView{Hand: make([]QueueState, 0, len(hand)), Live: hasDumps(live)}
+	rows := queuesOf(live, level)
 	work := map[int]uint64{}
 	for _, q := range hand {
 		row := rows[q]
@@ -198,15 +199,15 @@ func queuesView(live *Live, level string, hand []int) *QueuesView {
 
 // seatsInUse returns the seats executing in a level: from the metrics when
 // present, else from the executing rows of dump_requests.
-func seatsInUse(live *Live, lm levelMetrics, level string) (float64, bool) {
+func seatsInUse(live *dump.Snapshot, lm levelMetrics, level string) (float64, bool) {
 	if lm.found {
 		return lm.stats.SeatsInUse, true
 	}
-	if !live.hasDumps() {
+	if !hasDumps(live) {
 		return 0, false
 	}
 	n := 0
-	for _, r := range live.Requests {
+	for _, r := range live.RequestDump {
 		if r.PriorityLevel == level && r.Executing() {
 			n += max(r.InitialSeats, 1)
 		}
@@ -237,13 +238,13 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject) and %v of its %v seats are in use: the request would get 429 at once (%s)", pl.Name, inUse, cl, ReasonConcurrencyLimit)}
 	}
 	q := lim.LimitResponse.Queuing
-	if !known || !in.Live.hasDumps() {
+	if !known || !hasDumps(in.Live) {
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
 			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when all %v seats are busy and that queue already holds %d requests",
 				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, cl, q.QueueLengthLimit)}
 	}
 	waiting := 0
-	for _, row := range in.Live.queuesOf(pl.Name) {
+	for _, row := range queuesOf(in.Live, pl.Name) {
 		waiting += row.PendingRequests
 	}
 	if waiting == 0 && inUse < cl && (inUse+seats <= cl || inUse == 0) {
@@ -291,11 +292,11 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 // are ahead of it in its own queue plus one (round-robin by virtual finish
 // time), each taking the mean execution time of the level, with the level's
 // seats shared. It needs the mean execution time from the metrics.
-func expectedWait(live *Live, lm levelMetrics, level string, ahead int, cl float64) (time.Duration, bool) {
+func expectedWait(live *dump.Snapshot, lm levelMetrics, level string, ahead int, cl float64) (time.Duration, bool) {
 	if lm.meanExec <= 0 || cl <= 0 {
 		return 0, false
 	}
-	rows := live.queuesOf(level)
+	rows := queuesOf(live, level)
 	idx := make([]int, 0, len(rows))
 	for i := range rows {
 		idx = append(idx, i)

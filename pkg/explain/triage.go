@@ -8,6 +8,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -87,7 +88,7 @@ type Cause struct {
 
 // Explain429 triages the rejections visible in each instance's live state
 // against the configuration.
-func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives []*Live) *Triage {
+func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives []*dump.Snapshot) *Triage {
 	if scl <= 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
@@ -105,17 +106,18 @@ func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives [
 	return t
 }
 
-func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requestTimeout time.Duration, live *Live) InstanceTriage {
+func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot) InstanceTriage {
 	it := InstanceTriage{Instance: live.Instance, Levels: []LevelTriage{}}
-	if live.Cur == nil {
+	prev, cur := live.LatestMetrics()
+	if cur == nil {
 		it.Notes = append(it.Notes, "no metrics were read: rejections are counted from dump_priority_levels only (totals since the apiserver started)")
 	}
 	var stats []metrics.LevelStats
-	if live.Cur != nil {
-		stats = metrics.Levels(live.Prev, live.Cur)
+	if cur != nil {
+		stats = metrics.Levels(prev, cur)
 		it.HasRates = len(stats) > 0 && stats[0].HasRates
 		if it.HasRates {
-			it.Interval = Duration(live.Cur.Time.Sub(live.Prev.Time))
+			it.Interval = Duration(cur.Time.Sub(prev.Time))
 		}
 	}
 	byName := map[string]metrics.LevelStats{}
@@ -140,12 +142,12 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 		// Subtract counts, not rates: the counters are whole numbers, and the
 		// difference of two rates leaves floating-point dust (1e-15/s) where
 		// every 429 came from APF.
-		interval := live.Cur.Time.Sub(live.Prev.Time)
-		all429 := metrics.Rate(count429(live.Prev), count429(live.Cur), interval) * interval.Seconds()
-		apf429 := metrics.Rate(countRejected(live.Prev), countRejected(live.Cur), interval) * interval.Seconds()
+		interval := cur.Time.Sub(prev.Time)
+		all429 := metrics.Rate(count429(prev), count429(cur), interval) * interval.Seconds()
+		apf429 := metrics.Rate(countRejected(prev), countRejected(cur), interval) * interval.Seconds()
 		it.Other429 = math.Max(0, math.Round(all429-apf429)) / interval.Seconds()
-	case live.Cur != nil:
-		for k, v := range live.Cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
+	case cur != nil:
+		for k, v := range cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
 			if v > 0 {
 				if rejectedBy[k[0]] == nil {
 					rejectedBy[k[0]] = map[string]float64{}
@@ -154,11 +156,11 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 				apfTotal += v
 			}
 		}
-		it.Other429 = math.Max(0, count429(live.Cur)-apfTotal)
+		it.Other429 = math.Max(0, count429(cur)-apfTotal)
 	default:
-		for name, row := range live.Levels {
-			if row.RejectedRequests > 0 {
-				rejectedBy[name] = map[string]float64{"any": float64(row.RejectedRequests)}
+		for _, row := range live.PriorityLevelDump {
+			if !row.Placeholder && row.RejectedRequests > 0 {
+				rejectedBy[row.Name] = map[string]float64{"any": float64(row.RejectedRequests)}
 			}
 		}
 	}
@@ -193,7 +195,7 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 	return it
 }
 
-func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Duration, live *Live, name string, st metrics.LevelStats, rejected map[string]float64) LevelTriage {
+func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot, name string, st metrics.LevelStats, rejected map[string]float64) LevelTriage {
 	lt := LevelTriage{Name: name, Rejected: rejected, NominalLimit: l.NominalCL, CurrentLimit: st.CurrentLimit, SeatsInUse: st.SeatsInUse, Causes: []Cause{}}
 	if st.Name == "" {
 		lt.CurrentLimit = float64(l.NominalCL)
@@ -213,7 +215,7 @@ func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Dur
 	}
 	// The default wait limit; a request with a shorter ?timeout= has less.
 	lt.WaitLimit = Duration(min(requestTimeout/4, time.Minute))
-	rows := live.queuesOf(name)
+	rows := queuesOf(live, name)
 	full := map[int]bool{}
 	for i, r := range rows {
 		lt.Waiting += r.PendingRequests
@@ -277,10 +279,10 @@ func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Dur
 }
 
 // flowLoads groups the dumped requests of a level by flow, heaviest first.
-func flowLoads(c *engine.Config, live *Live, level string, full map[int]bool) []FlowLoad {
+func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int]bool) []FlowLoad {
 	type key struct{ fs, d string }
 	m := map[key]*FlowLoad{}
-	for _, r := range live.Requests {
+	for _, r := range live.RequestDump {
 		if r.PriorityLevel != level {
 			continue
 		}
@@ -337,9 +339,9 @@ func flowLoads(c *engine.Config, live *Live, level string, full map[int]bool) []
 }
 
 // wideRequests describes requests of several seats in the dump, "" if none.
-func wideRequests(live *Live, level string) string {
+func wideRequests(live *dump.Snapshot, level string) string {
 	n, wide, maxSeats := 0, 0, 0
-	for _, r := range live.Requests {
+	for _, r := range live.RequestDump {
 		if r.PriorityLevel != level {
 			continue
 		}

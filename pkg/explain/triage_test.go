@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -27,10 +29,10 @@ func rejectedText(level string, byReason map[string]int, other429 int) string {
 	return b.String()
 }
 
-func twoScrapes(t testing.TB, level string, limit, inUse float64, prev, cur map[string]int, otherPrev, otherCur int) *Live {
+func twoScrapes(t testing.TB, level string, limit, inUse float64, prev, cur map[string]int, otherPrev, otherCur int) *dump.Snapshot {
 	p := scrape(t, t0, levelMetricsText(level, limit, inUse, 10, time.Second)+rejectedText(level, prev, otherPrev))
 	c := scrape(t, t0.Add(10*time.Second), levelMetricsText(level, limit, inUse, 20, time.Second)+rejectedText(level, cur, otherCur))
-	return &Live{Instance: "https://apiserver-1", Prev: p, Cur: c, Levels: map[string]LevelRow{}}
+	return &dump.Snapshot{Instance: "https://apiserver-1", Metrics: []*metrics.Scrape{p, c}, PriorityLevelDump: []dump.PriorityLevelRow{}}
 }
 
 // TestExplain429Causes checks the causes named for hand-built states.
@@ -38,10 +40,10 @@ func TestExplain429Causes(t *testing.T) {
 	cfg := smallConfig()
 	// Flow u of fs-q: its hand, to fill it.
 	hand := Explain(Input{Config: cfg}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("u")), nil).Queues.Hand
-	waiting := func(fs, d string, n, seats int) []RequestRow {
-		var out []RequestRow
+	waiting := func(fs, d string, n, seats int) []dump.RequestRow {
+		var out []dump.RequestRow
 		for i := 0; i < n; i++ {
-			out = append(out, RequestRow{PriorityLevel: "q", FlowSchema: fs, FlowDistinguisher: d, QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: seats})
+			out = append(out, dump.RequestRow{PriorityLevel: "q", FlowSchema: fs, FlowDistinguisher: d, QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: seats})
 		}
 		return out
 	}
@@ -49,20 +51,20 @@ func TestExplain429Causes(t *testing.T) {
 		name       string
 		level      string
 		prev, cur  map[string]int
-		queues     []QueueRow
-		requests   []RequestRow
+		queues     []dump.QueueRow
+		requests   []dump.RequestRow
 		wantKinds  []string
 		wantRate   float64
 		wantOther  float64
 		wantLevels int
 	}{
 		{name: "elephant flow fills its hand", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
-			queues:    []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}},
-			requests:  append(waiting("fs-q", "u", 4, 1), RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
+			queues:    []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}},
+			requests:  append(waiting("fs-q", "u", 4, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
 			wantKinds: []string{CauseElephantFlow}, wantRate: 5, wantLevels: 1},
 		{name: "many small flows: too little concurrency, with wide requests", level: "q", prev: map[string]int{}, cur: map[string]int{"queue-full": 20},
-			queues: []QueueRow{{PriorityLevel: "q", Index: 0, PendingRequests: 1}, {PriorityLevel: "q", Index: 1, PendingRequests: 1}, {PriorityLevel: "q", Index: 2, PendingRequests: 1}},
-			requests: []RequestRow{
+			queues: []dump.QueueRow{{PriorityLevel: "q", Index: 0, PendingRequests: 1}, {PriorityLevel: "q", Index: 1, PendingRequests: 1}, {PriorityLevel: "q", Index: 2, PendingRequests: 1}},
+			requests: []dump.RequestRow{
 				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "a", QueueIndex: 0, InitialSeats: 5},
 				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "b", QueueIndex: 1, InitialSeats: 1},
 				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "c", QueueIndex: 2, InitialSeats: 1},
@@ -82,8 +84,8 @@ func TestExplain429Causes(t *testing.T) {
 				other = int(tt.wantOther * 10)
 			}
 			live := twoScrapes(t, tt.level, 4, 4, tt.prev, tt.cur, 7, 7+other)
-			live.Queues, live.Requests = tt.queues, tt.requests
-			tr := Explain429(cfg, 100, time.Minute, []*Live{live})
+			live.QueueDump, live.RequestDump = tt.queues, tt.requests
+			tr := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
 			it := tr.Instances[0]
 			if !it.HasRates || time.Duration(it.Interval) != 10*time.Second {
 				t.Fatalf("rates %v over %v", it.HasRates, it.Interval)
@@ -128,11 +130,11 @@ func TestExplain429ElephantHand(t *testing.T) {
 	cfg := smallConfig()
 	hand := Explain(Input{Config: cfg}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("u")), nil).Queues.Hand
 	live := twoScrapes(t, "q", 4, 4, map[string]int{}, map[string]int{"queue-full": 10}, 0, 10)
-	live.Queues = []QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1}}
-	live.Requests = []RequestRow{{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 0, InitialSeats: 1},
+	live.QueueDump = []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1}}
+	live.RequestDump = []dump.RequestRow{{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 0, InitialSeats: 1},
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 1, InitialSeats: 1},
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[1].Index, IndexInQueue: 0, InitialSeats: 1}}
-	f := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0].Levels[0].Flows[0]
+	f := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0].Levels[0].Flows[0]
 	if f.Distinguisher != "u" || f.Waiting != 3 || len(f.Hand) != 2 || f.Hand[0] != hand[0].Index || f.Hand[1] != hand[1].Index || f.Full != 1 {
 		t.Errorf("flow %+v; want u, 3 waiting, hand [%d %d], 1 full", f, hand[0].Index, hand[1].Index)
 	}
@@ -142,13 +144,13 @@ func TestExplain429ElephantHand(t *testing.T) {
 // metrics at all falls back to the dump's counters.
 func TestExplain429WithoutRates(t *testing.T) {
 	cfg := smallConfig()
-	live := &Live{Instance: "a", Cur: scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+rejectedText("q", map[string]int{"queue-full": 42}, 0))}
-	it := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+	live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+rejectedText("q", map[string]int{"queue-full": 42}, 0))}}
+	it := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
 	if it.HasRates || len(it.Levels) != 1 || it.Levels[0].Rejected["queue-full"] != 42 {
 		t.Errorf("totals: %+v", it)
 	}
-	live = &Live{Instance: "b", Levels: map[string]LevelRow{"q": {Name: "q", RejectedRequests: 9}, "r": {Name: "r"}}}
-	it = Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+	live = &dump.Snapshot{Instance: "b", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", RejectedRequests: 9}, {Name: "r"}}}
+	it = Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
 	if len(it.Levels) != 1 || it.Levels[0].Rejected["any"] != 9 || len(it.Notes) == 0 {
 		t.Errorf("dump counters: %+v", it)
 	}
@@ -181,8 +183,8 @@ func TestExplain429NoDustFromRates(t *testing.T) {
 		curQ, curR := map[string]int{"queue-full": 100*i + 13*i + 7, "time-out": 2 * i}, map[string]int{"concurrency-limit": 7*i + 3*i + 1}
 		p := scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+text(prevQ, prevR))
 		c := scrape(t, t0.Add(interval), levelMetricsText("q", 4, 4, 20, time.Second)+text(curQ, curR))
-		live := &Live{Instance: "https://apiserver-1", Prev: p, Cur: c, Levels: map[string]LevelRow{}}
-		it := Explain429(cfg, 100, time.Minute, []*Live{live}).Instances[0]
+		live := &dump.Snapshot{Instance: "https://apiserver-1", Metrics: []*metrics.Scrape{p, c}, PriorityLevelDump: []dump.PriorityLevelRow{}}
+		it := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
 		if it.Other429 != 0 || len(it.Notes) != 0 {
 			dust++
 			if dust <= 3 {

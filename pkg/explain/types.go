@@ -3,6 +3,7 @@ package explain
 import (
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -279,5 +280,5 @@ type Input struct {
 	// default), which sets the wait limit.
 	ServerRequestTimeout time.Duration
 	// Live is the state of one apiserver instance, nil when unknown.
-	Live *Live
+	Live *dump.Snapshot
 }

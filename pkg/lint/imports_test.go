@@ -7,7 +7,7 @@ import (
 )
 
 // TestImports keeps pkg/lint and pkg/capacity pure compute packages
-// (STYLE.md: fetch, compute, render): no client libraries, no CLI, no
+// (docs/architecture.md: fetch, compute, render): no client libraries, no CLI, no
 // kubernetes/kubernetes.
 func TestImports(t *testing.T) {
 	for _, pkg := range []string{"github.com/kubectl-apf/kubectl-apf/pkg/lint", "github.com/kubectl-apf/kubectl-apf/pkg/capacity"} {

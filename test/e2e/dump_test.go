@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // -capture-fixtures DIR writes the raw dumps and APF metrics captured from
@@ -182,7 +183,7 @@ func assertPluginOnlyRead(t *testing.T, c *testcluster.Cluster) {
 // writeCapture stores a real capture as test fixtures.
 func writeCapture(t *testing.T, c *testcluster.Cluster, name string) {
 	t.Helper()
-	src := &dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
 	cap, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func TestBundleReadBackGivesSameOutput(t *testing.T) {
 	stop := startLoad(t, c)
 	defer stop()
 
-	src := &dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
 	var live *dump.Capture
 	for i := 0; i < 40; i++ {
 		var err error

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // TestExplain429UnderLoad drives the load generator's levels into real
@@ -90,7 +91,7 @@ func TestExplain429UnderLoad(t *testing.T) {
 	ex := runExplain(t, c, "--user-name", testcluster.LoadUserName(1), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
 	_, human, _ := runLintPlugin(t, c, "explain", "request", "--user-name", testcluster.LoadUserName(2), "--group", testcluster.LoadGroup, "list", "/api/v1/namespaces/"+loadgen.Namespace+"/configmaps")
 	// A bundle captured under load, for the offline path.
-	capture, capErr := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: 2 * time.Second})
+	capture, capErr := (&fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: 2 * time.Second})
 	_, text, _ := runLintPlugin(t, c, "explain", "429", "--interval", "0")
 	stop()
 	wg.Wait()

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // Objects of the explain tests: precedence ties, ByUser and ByNamespace,
@@ -218,7 +219,7 @@ func sendAs(t *testing.T, cfg *rest.Config, method, path string) (status int, fs
 // readClusterConfig reads the FlowSchemas and levels the plugin would read.
 func readClusterConfig(t *testing.T, c *testcluster.Cluster) ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
 	t.Helper()
-	src := &dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
 	capture, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartObjects})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -68,7 +69,7 @@ func TestLintClusterDefaults(t *testing.T) {
 	}
 
 	// The same configuration read back from a bundle gives the same report.
-	capture, err := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(context.Background(),
+	capture, err := (&fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(context.Background(),
 		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // simulateLevel is the part of a level in "kubectl apf simulate -o json"
@@ -192,7 +193,7 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 
 	// a bundle of the same cluster gives the same replay, the server
 	// concurrency limit read from the bundle's metrics
-	capture, err := (&dump.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx,
+	capture, err := (&fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}).Capture(ctx,
 		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 	if err != nil {
 		t.Fatal(err)

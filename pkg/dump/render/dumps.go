@@ -77,8 +77,8 @@ func boolStr(b bool) string { return strconv.FormatBool(b) }
 // PrintLevels prints "kubectl apf dump levels".
 func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
 	rows := LevelRows(snaps, level)
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, rows)
+	if o.isData() {
+		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
 	t := newTable(multi, "NAME", "TYPE", "ACTIVE-QUEUES", "IDLE", "WAITING", "EXECUTING", "DISPATCHED", "REJECTED", "TIMEDOUT", "CANCELLED")
@@ -155,8 +155,8 @@ func QueueRows(snaps []*dump.Snapshot, level string, all bool) []QueueRow {
 // PrintQueues prints "kubectl apf dump queues".
 func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, all bool) error {
 	rows := QueueRows(snaps, level, all)
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, rows)
+	if o.isData() {
+		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
 	t := newTable(multi, "LEVEL", "QUEUE", "WAITING", "EXECUTING", "SEATS-IN-USE", "WAITING-SEATS")
@@ -246,8 +246,8 @@ func dash(s string) string {
 // PrintRequests prints "kubectl apf dump requests".
 func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
 	rows := RequestRows(snaps, level)
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, rows)
+	if o.isData() {
+		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
 	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "STATE", "QUEUE", "POSITION", "FLOW", "SEATS", "AGE", "USER", "VERB", "PATH")

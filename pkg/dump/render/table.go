@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
 // Format is an output format: table, wide, json or yaml.
@@ -42,6 +44,20 @@ func ParseFormat(s string) (Format, error) {
 type Options struct {
 	Format    Format
 	NoHeaders bool
+	// Data prints the rows in a format other than table, wide, json and
+	// yaml (package output: jsonpath, go-template, custom-columns, name).
+	Data func(w io.Writer, rows any) error
+}
+
+// isData reports whether the rows are printed as data, not as a table.
+func (o Options) isData() bool { return o.Format != FormatTable && o.Format != FormatWide }
+
+// writeData prints the rows as JSON, YAML or through o.Data.
+func (o Options) writeData(w io.Writer, rows any) error {
+	if o.Format == FormatJSON || o.Format == FormatYAML || o.Data == nil {
+		return writeData(w, o.Format, rows)
+	}
+	return o.Data(w, rows)
 }
 
 // table is rows of cells under a header, printed as kubectl prints.
@@ -78,16 +94,8 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 }
 
 // Sanitize makes a server-supplied string safe on one terminal line and in
-// one table cell: control characters (escape sequences among them) and tabs
-// are replaced.
-func Sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// one table cell (sanitize.Line).
+func Sanitize(s string) string { return sanitize.Line(s) }
 
 // writeData prints v as JSON or YAML.
 func writeData(w io.Writer, f Format, v any) error {

@@ -159,8 +159,8 @@ func rejectedCell(r TopLevelRow) string {
 // PrintTopLevels prints "kubectl apf top levels".
 func PrintTopLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level, sortBy string) error {
 	rows := TopLevelRows(snaps, level, sortBy)
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, rows)
+	if o.isData() {
+		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
 	t := newTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
@@ -259,8 +259,8 @@ func FlowRows(snaps []*dump.Snapshot, level string, limit int) []FlowRow {
 // PrintTopFlows prints "kubectl apf top flows".
 func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string, limit int) error {
 	rows := FlowRows(snaps, level, limit)
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, rows)
+	if o.isData() {
+		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
 	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "FLOW", "WAITING", "WAITING-SEATS", "EXECUTING", "EXECUTING-SEATS")
@@ -296,8 +296,8 @@ func PrintFailures(w io.Writer, failures []dump.InstanceError) {
 
 // PrintWhois prints "kubectl apf whois".
 func PrintWhois(w io.Writer, o Options, res []dump.Resolution) error {
-	if o.Format == FormatJSON || o.Format == FormatYAML {
-		return writeData(w, o.Format, res)
+	if o.isData() {
+		return o.writeData(w, res)
 	}
 	t := &table{header: []string{"UID", "HEADER", "KIND", "NAME", "NOTE"}}
 	for _, r := range res {

@@ -1,10 +1,11 @@
-package dump
+package fetch
 
 import (
 	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,16 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/fixture"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 )
-
-const testFlowSchemas = `{"kind":"FlowSchemaList","apiVersion":"flowcontrol.apiserver.k8s.io/v1","items":[
-{"metadata":{"name":"apf-load","uid":"11111111-1111-1111-1111-111111111111"},"spec":{"priorityLevelConfiguration":{"name":"apf-load"},"matchingPrecedence":500,"distinguisherMethod":{"type":"ByUser"},
- "rules":[{"subjects":[{"kind":"User","user":{"name":"load-1"}},{"kind":"ServiceAccount","serviceAccount":{"namespace":"team-a","name":"bot"}}],"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"namespaces":["team-a"]}]}]}},
-{"metadata":{"name":"exempt","uid":"22222222-2222-2222-2222-222222222222"},"spec":{"priorityLevelConfiguration":{"name":"exempt"},"matchingPrecedence":1}}]}`
-
-const testPLsV1beta2 = `{"kind":"PriorityLevelConfigurationList","apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","items":[
-{"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","kind":"PriorityLevelConfiguration","metadata":{"name":"apf-load","uid":"33333333-3333-3333-3333-333333333333"},"spec":{"type":"Limited","limited":{"assuredConcurrencyShares":7,"limitResponse":{"type":"Reject"}}}}]}`
 
 // fakeAPIServer serves the read-only endpoints kubectl-apf uses, from
 // fixtures, and records every request's method.
@@ -79,18 +76,18 @@ func (f *fakeAPIServer) body(r *http.Request) ([]byte, string) {
 		}
 		return []byte(`{"kind":"APIGroup","apiVersion":"v1","name":"flowcontrol.apiserver.k8s.io","versions":[` + vs + `]}`), "application/json"
 	case strings.HasSuffix(p, "/flowschemas"):
-		return []byte(testFlowSchemas), "application/json"
+		return readFixture(f.t, "objects", "flowschemas.json"), "application/json"
 	case strings.HasSuffix(p, "/prioritylevelconfigurations"):
-		return []byte(testPLsV1beta2), "application/json"
-	case p == PathPriorityLevels:
-		return readFixture(f.t, "v1.27-layout", FilePriorityLevels), "text/plain"
-	case p == PathQueues:
-		return readFixture(f.t, "v1.26-layout", FileQueues), "text/plain"
-	case p == PathRequests:
+		return readFixture(f.t, "objects", "prioritylevelconfigurations-v1beta2.json"), "application/json"
+	case p == dump.PathPriorityLevels:
+		return readFixture(f.t, "v1.27-layout", dump.FilePriorityLevels), "text/plain"
+	case p == dump.PathQueues:
+		return readFixture(f.t, "v1.26-layout", dump.FileQueues), "text/plain"
+	case p == dump.PathRequests:
 		if r.URL.Query().Get("includeRequestDetails") == "" {
 			f.t.Errorf("dump_requests fetched without includeRequestDetails")
 		}
-		return readFixture(f.t, "v1.28-layout", FileRequests), "text/plain"
+		return readFixture(f.t, "v1.28-layout", dump.FileRequests), "text/plain"
 	case p == "/metrics":
 		b := readFixtureMetrics(f.t, "modern-a.txt")
 		return b, "text/plain; version=0.0.4"
@@ -112,10 +109,21 @@ func tlsConfig(srv *httptest.Server) *rest.Config {
 func TestClusterCapture(t *testing.T) {
 	f, srv := newFake(t)
 	at := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
-	now := at
-	src := &ClusterSource{Config: tlsConfig(srv), Now: func() time.Time { return now },
-		Sleep: func(ctx context.Context, d time.Duration) error { now = now.Add(d); return nil }}
-	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll, MetricsInterval: 5 * time.Second})
+	clk := clocktesting.NewFakeClock(at)
+	src := &ClusterSource{Config: tlsConfig(srv), Clock: clk}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Step the fake clock once the capture waits for its second scrape.
+	go func() {
+		for ctx.Err() == nil {
+			if clk.HasWaiters() {
+				clk.Step(5 * time.Second)
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	c, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +162,14 @@ func TestClusterCaptureErrors(t *testing.T) {
 		cfg     func(cfg *rest.Config)
 		wantErr string
 	}{
-		{"forbidden dump names the rule", func(f *fakeAPIServer) { f.status[PathQueues] = 403 }, nil,
+		{"forbidden dump names the rule", func(f *fakeAPIServer) { f.status[dump.PathQueues] = 403 }, nil,
 			`forbidden (403): your identity lacks the RBAC rule nonResourceURLs ["/debug/api_priority_and_fairness/*"] with verb get; ask an admin to bind the read-only ClusterRole printed by "kubectl apf rbac"`},
 		{"forbidden metrics", func(f *fakeAPIServer) { f.status["/metrics"] = 403 }, nil, `nonResourceURLs ["/metrics"] with verb get`},
-		{"apf off", func(f *fakeAPIServer) { f.status[PathPriorityLevels] = 404 }, nil, "API Priority and Fairness is disabled on this apiserver"},
+		{"apf off", func(f *fakeAPIServer) { f.status[dump.PathPriorityLevels] = 404 }, nil, "API Priority and Fairness is disabled on this apiserver"},
 		{"unauthorized", func(f *fakeAPIServer) { f.status["/version"] = 401 }, nil, "unauthorized (401)"},
 		{"timeout", func(f *fakeAPIServer) { f.delay = 300 * time.Millisecond }, func(c *rest.Config) { c.Timeout = 50 * time.Millisecond },
 			"timed out (--request-timeout is 50ms; raise it)"},
-		{"truncated", func(f *fakeAPIServer) { f.truncate = PathPriorityLevels }, nil, "truncated response"},
+		{"truncated", func(f *fakeAPIServer) { f.truncate = dump.PathPriorityLevels }, nil, "truncated response"},
 		{"no flowcontrol version", func(f *fakeAPIServer) {
 			f.versions = `{"groupVersion":"flowcontrol.apiserver.k8s.io/v9","version":"v9"}`
 		}, nil, "serves none of the flowcontrol versions"},
@@ -174,7 +182,7 @@ func TestClusterCaptureErrors(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(cfg)
 			}
-			_, err := (&ClusterSource{Config: cfg}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			_, err := (&ClusterSource{Config: cfg}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tt.wantErr)
 			}
@@ -192,7 +200,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	_, err = (&ClusterSource{Config: &rest.Config{Host: "https://" + addr}}).Capture(context.Background(), CaptureOptions{Parts: PartVersion})
+	_, err = (&ClusterSource{Config: &rest.Config{Host: "https://" + addr}}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartVersion})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("err = %v", err)
 	}
@@ -203,7 +211,7 @@ func TestExplicitInstancesOneDown(t *testing.T) {
 	_, b := newFake(t)
 	b.Close()
 	src := &ClusterSource{Config: tlsConfig(a), Instances: []string{a.URL, b.URL}}
-	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartPriorityLevels})
+	c, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartPriorityLevels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,3 +263,7 @@ func TestDiscoverAPIServers(t *testing.T) {
 		t.Errorf("empty slice: err = %v", err)
 	}
 }
+
+func readFixture(t testing.TB, dir, name string) []byte { return fixture.Read(t, "dump", dir, name) }
+
+func readFixtureMetrics(t testing.TB, name string) []byte { return fixture.Read(t, "metrics", name) }

@@ -1,11 +1,9 @@
-package dump
+package fetch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"sort"
@@ -14,30 +12,15 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
-
-// Bundle file names of the raw bodies of one snapshot.
-const (
-	FilePriorityLevels = "dump_priority_levels.txt"
-	FileQueues         = "dump_queues.txt"
-	FileRequests       = "dump_requests.txt"
-	FileFlowSchemas    = "flowschemas.json"
-	FilePLCs           = "prioritylevelconfigurations.json"
-	FileVersion        = "version.json"
-)
-
-// MetricsFile is the bundle file name of the i-th metrics scrape.
-func MetricsFile(i int) string { return fmt.Sprintf("metrics-%d.txt", i) }
-
-// flowcontrolGroup is the API group of FlowSchemas and priority levels.
-const flowcontrolGroup = "flowcontrol.apiserver.k8s.io"
 
 // flowcontrolVersions are the versions kubectl-apf reads, newest first.
 var flowcontrolVersions = []string{"v1", "v1beta3", "v1beta2", "v1beta1"}
@@ -53,11 +36,9 @@ type ClusterSource struct {
 	// AllAPIServers discovers the instances from the default/kubernetes
 	// EndpointSlice (--all-apiservers).
 	AllAPIServers bool
-	// Now is the clock stamped on snapshots and scrapes (time.Now if nil).
-	Now func() time.Time
-	// Sleep waits between the two metrics scrapes (a timer if nil); tests
-	// replace it.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock stamps snapshots and scrapes and times the wait between the two
+	// metrics scrapes (the real clock if nil; tests inject a fake one).
+	Clock clock.Clock
 }
 
 // Describe names the source.
@@ -71,23 +52,22 @@ func (c *ClusterSource) Describe() string {
 	return c.Config.Host
 }
 
-func (c *ClusterSource) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+func (c *ClusterSource) clock() clock.Clock {
+	if c.Clock != nil {
+		return c.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
+func (c *ClusterSource) now() time.Time { return c.clock().Now() }
+
 func (c *ClusterSource) sleep(ctx context.Context, d time.Duration) error {
-	if c.Sleep != nil {
-		return c.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
+	t := c.clock().NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }
@@ -151,7 +131,7 @@ func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string,
 }
 
 // Capture reads one snapshot per instance, concurrently.
-func (c *ClusterSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
+func (c *ClusterSource) Capture(ctx context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
 	instances := c.Instances
 	if c.AllAPIServers {
 		cs, err := kubernetes.NewForConfig(c.Config)
@@ -166,7 +146,7 @@ func (c *ClusterSource) Capture(ctx context.Context, opts CaptureOptions) (*Capt
 	if direct {
 		instances = []string{c.Config.Host}
 	}
-	snaps := make([]*Snapshot, len(instances))
+	snaps := make([]*dump.Snapshot, len(instances))
 	errs := make([]error, len(instances))
 	var wg sync.WaitGroup
 	for i, inst := range instances {
@@ -185,10 +165,10 @@ func (c *ClusterSource) Capture(ctx context.Context, opts CaptureOptions) (*Capt
 		}()
 	}
 	wg.Wait()
-	out := &Capture{}
+	out := &dump.Capture{}
 	for i := range instances {
 		if errs[i] != nil {
-			out.Failures = append(out.Failures, InstanceError{Instance: instances[i], Err: errs[i], Message: errs[i].Error()})
+			out.Failures = append(out.Failures, dump.InstanceError{Instance: instances[i], Err: errs[i], Message: errs[i].Error()})
 			continue
 		}
 		out.Snapshots = append(out.Snapshots, snaps[i])
@@ -228,14 +208,14 @@ func NewFetcherClient(cfg *rest.Config) (rest.Interface, error) {
 	return cs.Discovery().RESTClient(), nil
 }
 
-func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *rest.Config, opts CaptureOptions) (*Snapshot, error) {
+func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *rest.Config, opts dump.CaptureOptions) (*dump.Snapshot, error) {
 	rc, err := NewFetcherClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	f := &fetcher{rc: rc, instance: instance, timeout: cfg.Timeout}
-	s := &Snapshot{Instance: instance, CapturedAt: c.now(), Raw: map[string][]byte{}}
-	if opts.Parts&PartVersion != 0 {
+	s := &dump.Snapshot{Instance: instance, CapturedAt: c.now(), Raw: map[string][]byte{}}
+	if opts.Parts&dump.PartVersion != 0 {
 		body, err := f.get(ctx, "/version", nil)
 		if err != nil {
 			return nil, err
@@ -245,17 +225,17 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 			return nil, fmt.Errorf("decoding /version of %s: %w", instance, err)
 		}
 		s.ServerVersion = &v
-		s.Raw[FileVersion] = body
+		s.Raw[dump.FileVersion] = body
 	}
 	dumps := []struct {
-		part   Parts
+		part   dump.Parts
 		path   string
 		file   string
 		params map[string]string
 	}{
-		{PartPriorityLevels, PathPriorityLevels, FilePriorityLevels, nil},
-		{PartQueues, PathQueues, FileQueues, nil},
-		{PartRequests, PathRequests, FileRequests, map[string]string{"includeRequestDetails": "1"}},
+		{dump.PartPriorityLevels, dump.PathPriorityLevels, dump.FilePriorityLevels, nil},
+		{dump.PartQueues, dump.PathQueues, dump.FileQueues, nil},
+		{dump.PartRequests, dump.PathRequests, dump.FileRequests, map[string]string{"includeRequestDetails": "1"}},
 	}
 	for _, d := range dumps {
 		if opts.Parts&d.part == 0 {
@@ -267,7 +247,7 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 		}
 		s.Raw[d.file] = body
 	}
-	if opts.Parts&PartMetrics != 0 {
+	if opts.Parts&dump.PartMetrics != 0 {
 		if err := c.scrape(ctx, f, s, 0); err != nil {
 			return nil, err
 		}
@@ -282,12 +262,12 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 	}
 	// The objects come last: a 403 on the dumps or /metrics, which is
 	// what an identity without the role usually meets, names that rule.
-	if opts.Parts&PartObjects != 0 {
+	if opts.Parts&dump.PartObjects != 0 {
 		if err := f.objects(ctx, s); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.parseRaw(); err != nil {
+	if err := s.ParseRaw(); err != nil {
 		return nil, fmt.Errorf("%s: %w", instance, err)
 	}
 	return s, nil
@@ -295,7 +275,7 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 
 // scrape reads /metrics as a stream through the APF filter, so memory stays
 // bounded by the kept families however large the body.
-func (c *ClusterSource) scrape(ctx context.Context, f *fetcher, s *Snapshot, i int) error {
+func (c *ClusterSource) scrape(ctx context.Context, f *fetcher, s *dump.Snapshot, i int) error {
 	rc, err := f.rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain;version=0.0.4").Stream(ctx)
 	if err != nil {
 		return ExplainFetchError(f.instance, "/metrics", f.timeout, err)
@@ -306,17 +286,15 @@ func (c *ClusterSource) scrape(ctx context.Context, f *fetcher, s *Snapshot, i i
 	if err != nil {
 		return ExplainFetchError(f.instance, "/metrics", f.timeout, err)
 	}
-	s.Raw[MetricsFile(i)] = kept
-	s.Raw[metricsTimeKey(i)] = []byte(at.UTC().Format(time.RFC3339Nano))
+	s.Raw[dump.MetricsFile(i)] = kept
+	s.Raw[dump.MetricsTimeKey(i)] = []byte(at.UTC().Format(time.RFC3339Nano))
 	return nil
 }
 
-func metricsTimeKey(i int) string { return fmt.Sprintf("metrics-%d.time", i) }
-
 // objects lists FlowSchemas and priority levels through the newest
 // flowcontrol version the server serves.
-func (f *fetcher) objects(ctx context.Context, s *Snapshot) error {
-	groupPath := "/apis/" + flowcontrolGroup
+func (f *fetcher) objects(ctx context.Context, s *dump.Snapshot) error {
+	groupPath := "/apis/" + dump.FlowcontrolGroup
 	body, err := f.get(ctx, groupPath, nil)
 	if err != nil {
 		return err
@@ -336,125 +314,18 @@ func (f *fetcher) objects(ctx context.Context, s *Snapshot) error {
 		}
 	}
 	if s.FlowcontrolVersion == "" {
-		return fmt.Errorf("%s serves none of the flowcontrol versions %v of %s", f.instance, flowcontrolVersions, flowcontrolGroup)
+		return fmt.Errorf("%s serves none of the flowcontrol versions %v of %s", f.instance, flowcontrolVersions, dump.FlowcontrolGroup)
 	}
-	for _, o := range []struct{ resource, file string }{{"flowschemas", FileFlowSchemas}, {"prioritylevelconfigurations", FilePLCs}} {
+	for _, o := range []struct{ resource, file string }{{"flowschemas", dump.FileFlowSchemas}, {"prioritylevelconfigurations", dump.FilePLCs}} {
 		body, err := f.get(ctx, groupPath+"/"+s.FlowcontrolVersion+"/"+o.resource, nil)
 		if err != nil {
 			return err
 		}
-		conv, err := ConvertList(body)
+		conv, err := dump.ConvertList(body)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", f.instance, o.resource, err)
 		}
 		s.Raw[o.file] = conv
 	}
 	return nil
-}
-
-// ConvertList turns a FlowSchemaList or PriorityLevelConfigurationList of
-// any served version into v1 JSON. The versions differ only in the
-// apiVersion and, for v1beta1 and v1beta2, in the name of
-// spec.limited.assuredConcurrencyShares (nominalConcurrencyShares since
-// v1beta3; k8s.io/kubernetes pkg/apis/flowcontrol/v1beta2/conversion.go).
-func ConvertList(body []byte) ([]byte, error) {
-	var list map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&list); err != nil {
-		return nil, fmt.Errorf("decoding the list: %w", err)
-	}
-	list["apiVersion"] = flowcontrolGroup + "/v1"
-	items, _ := list["items"].([]any)
-	for _, it := range items {
-		obj, ok := it.(map[string]any)
-		if !ok {
-			continue
-		}
-		obj["apiVersion"] = flowcontrolGroup + "/v1"
-		spec, _ := obj["spec"].(map[string]any)
-		// Before 1.28 the exempt level had no spec.exempt: it neither had
-		// shares nor lent seats. Today's servers require the field for an
-		// Exempt level (apf_controller.go:queueSetCompleterForPL) and default
-		// both values to 0 (pkg/apis/flowcontrol/v1/defaults.go), which is the
-		// same behaviour; without it the engine would call the level broken.
-		if spec != nil && spec["type"] == "Exempt" && spec["exempt"] == nil {
-			spec["exempt"] = map[string]any{"nominalConcurrencyShares": 0, "lendablePercent": 0}
-		}
-		lim, _ := spec["limited"].(map[string]any)
-		if v, ok := lim["assuredConcurrencyShares"]; ok {
-			if _, has := lim["nominalConcurrencyShares"]; !has {
-				lim["nominalConcurrencyShares"] = v
-			}
-			delete(lim, "assuredConcurrencyShares")
-		}
-	}
-	return json.Marshal(list)
-}
-
-// parseRaw fills the typed fields from Raw; a bundle read back goes through
-// here too.
-func (s *Snapshot) parseRaw() error {
-	var err error
-	if b, ok := s.Raw[FileVersion]; ok && s.ServerVersion == nil {
-		var v version.Info
-		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("decoding %s: %w", FileVersion, err)
-		}
-		s.ServerVersion = &v
-	}
-	if b, ok := s.Raw[FileFlowSchemas]; ok {
-		var l flowcontrolv1.FlowSchemaList
-		if err := json.Unmarshal(b, &l); err != nil {
-			return fmt.Errorf("decoding flowschemas: %w", err)
-		}
-		s.FlowSchemas = l.Items
-	}
-	if b, ok := s.Raw[FilePLCs]; ok {
-		var l flowcontrolv1.PriorityLevelConfigurationList
-		if err := json.Unmarshal(b, &l); err != nil {
-			return fmt.Errorf("decoding prioritylevelconfigurations: %w", err)
-		}
-		s.PriorityLevels = l.Items
-	}
-	if b, ok := s.Raw[FilePriorityLevels]; ok {
-		if s.PriorityLevelDump, err = ParsePriorityLevels(b); err != nil {
-			return err
-		}
-	}
-	if b, ok := s.Raw[FileQueues]; ok {
-		if s.QueueDump, err = ParseQueues(b); err != nil {
-			return err
-		}
-	}
-	if b, ok := s.Raw[FileRequests]; ok {
-		if s.RequestDump, err = ParseRequests(b); err != nil {
-			return err
-		}
-	}
-	s.Metrics = nil
-	for i := 0; ; i++ {
-		b, ok := s.Raw[MetricsFile(i)]
-		if !ok {
-			break
-		}
-		at := s.CapturedAt
-		if ts, ok := s.Raw[metricsTimeKey(i)]; ok {
-			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
-				at = t
-			}
-		}
-		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
-		if err != nil {
-			return fmt.Errorf("%s: %w", MetricsFile(i), err)
-		}
-		s.Metrics = append(s.Metrics, sc)
-	}
-	return nil
-}
-
-var _ io.Reader = (*bytes.Reader)(nil)
-
-func typeMetaList(kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: flowcontrolGroup + "/v1", Kind: kind}
 }

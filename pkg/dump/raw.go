@@ -1,0 +1,138 @@
+package dump
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// Bundle file names of the raw bodies of one snapshot.
+const (
+	FilePriorityLevels = "dump_priority_levels.txt"
+	FileQueues         = "dump_queues.txt"
+	FileRequests       = "dump_requests.txt"
+	FileFlowSchemas    = "flowschemas.json"
+	FilePLCs           = "prioritylevelconfigurations.json"
+	FileVersion        = "version.json"
+)
+
+// MetricsFile is the bundle file name of the i-th metrics scrape.
+func MetricsFile(i int) string { return fmt.Sprintf("metrics-%d.txt", i) }
+
+// FlowcontrolGroup is the API group of FlowSchemas and priority levels.
+const FlowcontrolGroup = "flowcontrol.apiserver.k8s.io"
+
+// MetricsTimeKey is the Raw key of the time the i-th metrics scrape was read.
+func MetricsTimeKey(i int) string { return fmt.Sprintf("metrics-%d.time", i) }
+
+// ConvertList turns a FlowSchemaList or PriorityLevelConfigurationList of
+// any served version into v1 JSON. The versions differ only in the
+// apiVersion and, for v1beta1 and v1beta2, in the name of
+// spec.limited.assuredConcurrencyShares (nominalConcurrencyShares since
+// v1beta3; k8s.io/kubernetes pkg/apis/flowcontrol/v1beta2/conversion.go).
+func ConvertList(body []byte) ([]byte, error) {
+	var list map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the list: %w", err)
+	}
+	list["apiVersion"] = FlowcontrolGroup + "/v1"
+	items, _ := list["items"].([]any)
+	for _, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		obj["apiVersion"] = FlowcontrolGroup + "/v1"
+		spec, _ := obj["spec"].(map[string]any)
+		// Before 1.28 the exempt level had no spec.exempt: it neither had
+		// shares nor lent seats. Today's servers require the field for an
+		// Exempt level (apf_controller.go:queueSetCompleterForPL) and default
+		// both values to 0 (pkg/apis/flowcontrol/v1/defaults.go), which is the
+		// same behaviour; without it the engine would call the level broken.
+		if spec != nil && spec["type"] == "Exempt" && spec["exempt"] == nil {
+			spec["exempt"] = map[string]any{"nominalConcurrencyShares": 0, "lendablePercent": 0}
+		}
+		lim, _ := spec["limited"].(map[string]any)
+		if v, ok := lim["assuredConcurrencyShares"]; ok {
+			if _, has := lim["nominalConcurrencyShares"]; !has {
+				lim["nominalConcurrencyShares"] = v
+			}
+			delete(lim, "assuredConcurrencyShares")
+		}
+	}
+	return json.Marshal(list)
+}
+
+// ParseRaw fills the typed fields from Raw. A live capture and a bundle read
+// back both go through here, so they print the same.
+func (s *Snapshot) ParseRaw() error {
+	var err error
+	if b, ok := s.Raw[FileVersion]; ok && s.ServerVersion == nil {
+		var v version.Info
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("decoding %s: %w", FileVersion, err)
+		}
+		s.ServerVersion = &v
+	}
+	if b, ok := s.Raw[FileFlowSchemas]; ok {
+		var l flowcontrolv1.FlowSchemaList
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("decoding flowschemas: %w", err)
+		}
+		s.FlowSchemas = l.Items
+	}
+	if b, ok := s.Raw[FilePLCs]; ok {
+		var l flowcontrolv1.PriorityLevelConfigurationList
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("decoding prioritylevelconfigurations: %w", err)
+		}
+		s.PriorityLevels = l.Items
+	}
+	if b, ok := s.Raw[FilePriorityLevels]; ok {
+		if s.PriorityLevelDump, err = ParsePriorityLevels(b); err != nil {
+			return err
+		}
+	}
+	if b, ok := s.Raw[FileQueues]; ok {
+		if s.QueueDump, err = ParseQueues(b); err != nil {
+			return err
+		}
+	}
+	if b, ok := s.Raw[FileRequests]; ok {
+		if s.RequestDump, err = ParseRequests(b); err != nil {
+			return err
+		}
+	}
+	s.Metrics = nil
+	for i := 0; ; i++ {
+		b, ok := s.Raw[MetricsFile(i)]
+		if !ok {
+			break
+		}
+		at := s.CapturedAt
+		if ts, ok := s.Raw[MetricsTimeKey(i)]; ok {
+			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
+				at = t
+			}
+		}
+		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
+		if err != nil {
+			return fmt.Errorf("%s: %w", MetricsFile(i), err)
+		}
+		s.Metrics = append(s.Metrics, sc)
+	}
+	return nil
+}
+
+func typeMetaList(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: FlowcontrolGroup + "/v1", Kind: kind}
+}

@@ -1,0 +1,274 @@
+// Package output is the one -o flag group of every command, in the way of
+// kubectl's genericclioptions.PrintFlags. A command prints its own formats
+// (table, wide, text, json, yaml: unchanged byte for byte); the others come
+// from k8s.io/cli-runtime's printers over the same JSON the command writes
+// for -o json:
+//
+//   - jsonpath=TEMPLATE and jsonpath-file=FILE (printers.JSONPathPrinter);
+//   - go-template=TEMPLATE and go-template-file=FILE (printers.GoTemplatePrinter);
+//   - for lists of records, custom-columns=HEADER:.field,... and name.
+//
+// A list is given to the templates as kubectl gives one, {"kind": "List",
+// "items": [...]}, so "-o jsonpath={.items[*].name}" reads as it does with
+// kubectl. Everything printed is made safe for a terminal (sanitize.Text).
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+)
+
+// PriorityLevelName is -o name of a record whose "name" or "level" is a
+// priority level, as kubectl prints the object's name.
+func PriorityLevelName(item map[string]any) string {
+	n, ok := item["name"].(string)
+	if !ok {
+		n, _ = item["level"].(string)
+	}
+	return "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/" + n
+}
+
+// Flags is the -o group of one command.
+type Flags struct {
+	// Output is the -o value.
+	Output string
+	// NoHeaders drops the header of tables and custom columns.
+	NoHeaders bool
+
+	own  []string
+	list bool
+	// Name returns the name of one record for -o name; nil: no -o name.
+	Name func(item map[string]any) string
+}
+
+// NewFlags returns the group of a command that prints the formats own
+// itself; own[0] is the default ("" for a text report). list says the
+// output is a list of records (custom-columns and, with Name, name).
+func NewFlags(list bool, own ...string) *Flags {
+	f := &Flags{own: own, list: list}
+	if len(own) > 0 {
+		f.Output = own[0]
+	}
+	return f
+}
+
+// AddFlags registers -o (and --no-headers for lists).
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.Output, "output", "o", f.Output, "Output format: one of "+strings.Join(f.formats(), ", ")+".")
+	if f.list {
+		fs.BoolVar(&f.NoHeaders, "no-headers", f.NoHeaders, "Do not print the table header.")
+	}
+}
+
+// formats lists the accepted -o values for messages and help.
+func (f *Flags) formats() []string {
+	var out []string
+	for _, o := range f.own {
+		if o == "" {
+			o = "''"
+		}
+		out = append(out, o)
+	}
+	out = append(out, "jsonpath=...", "jsonpath-file=...", "go-template=...", "go-template-file=...")
+	if f.list {
+		out = append(out, "custom-columns=...")
+		if f.Name != nil {
+			out = append(out, "name")
+		}
+	}
+	return out
+}
+
+// Own returns the -o value when the command prints it itself.
+func (f *Flags) Own() (string, bool) {
+	if f.Output == "" && len(f.own) > 0 {
+		return f.own[0], true
+	}
+	for _, o := range f.own {
+		if f.Output == o {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// Validate checks -o.
+func (f *Flags) Validate() error {
+	if _, ok := f.Own(); ok {
+		return nil
+	}
+	kind, arg, hasArg := strings.Cut(f.Output, "=")
+	switch kind {
+	case "jsonpath", "jsonpath-file", "go-template", "go-template-file":
+	case "custom-columns":
+		if !f.list {
+			return f.bad()
+		}
+		if _, err := parseColumns(arg); err != nil {
+			return err
+		}
+	case "name":
+		if f.Name == nil || hasArg {
+			return f.bad()
+		}
+		return nil
+	default:
+		return f.bad()
+	}
+	if !hasArg || arg == "" {
+		return fmt.Errorf("--output %s needs a template: -o %s=TEMPLATE", kind, kind)
+	}
+	return nil
+}
+
+func (f *Flags) bad() error {
+	return fmt.Errorf("--output must be one of %s; not %q", strings.Join(f.formats(), ", "), f.Output)
+}
+
+// Print prints v (what -o json prints) in a format the command does not
+// print itself.
+func (f *Flags) Print(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var data any
+	if err := json.Unmarshal(b, &data); err != nil {
+		return err
+	}
+	obj, ok := data.(map[string]any)
+	if !ok {
+		items, _ := data.([]any)
+		if items == nil {
+			items = []any{}
+		}
+		obj = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+	}
+	var buf bytes.Buffer
+	if err := f.print(&buf, obj); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, sanitize.Text(buf.String()))
+	return err
+}
+
+func (f *Flags) print(w io.Writer, obj map[string]any) error {
+	kind, arg, _ := strings.Cut(f.Output, "=")
+	if strings.HasSuffix(kind, "-file") {
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return fmt.Errorf("--output %s: %w", kind, err)
+		}
+		kind, arg = strings.TrimSuffix(kind, "-file"), string(b)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	switch kind {
+	case "jsonpath", "go-template":
+		var p printers.ResourcePrinter
+		var err error
+		if kind == "jsonpath" {
+			p, err = printers.NewJSONPathPrinter(arg)
+		} else {
+			p, err = printers.NewGoTemplatePrinter([]byte(arg))
+		}
+		if err == nil {
+			err = p.PrintObj(u, w)
+		}
+		if err != nil {
+			return fmt.Errorf("--output %s: %s", kind, firstLine(err.Error()))
+		}
+		return nil
+	case "custom-columns":
+		cols, err := parseColumns(arg)
+		if err != nil {
+			return err
+		}
+		return printColumns(w, cols, items(obj), f.NoHeaders)
+	case "name":
+		for _, it := range items(obj) {
+			if m, ok := it.(map[string]any); ok {
+				fmt.Fprintln(w, f.Name(m))
+			}
+		}
+		return nil
+	}
+	return f.bad()
+}
+
+func items(obj map[string]any) []any {
+	it, _ := obj["items"].([]any)
+	return it
+}
+
+type column struct {
+	header string
+	path   *jsonpath.JSONPath
+}
+
+// parseColumns parses HEADER:.field,HEADER:{.field} as kubectl's
+// custom-columns does.
+func parseColumns(spec string) ([]column, error) {
+	if spec == "" {
+		return nil, fmt.Errorf("--output custom-columns needs columns: -o custom-columns=NAME:.name,WAITING:.waitingRequests")
+	}
+	var cols []column
+	for _, part := range strings.Split(spec, ",") {
+		h, expr, ok := strings.Cut(part, ":")
+		if !ok || h == "" || expr == "" {
+			return nil, fmt.Errorf("--output custom-columns: %q is not HEADER:.field", part)
+		}
+		if !strings.HasPrefix(expr, "{") {
+			expr = "{" + expr + "}"
+		}
+		p := jsonpath.New(h).AllowMissingKeys(true)
+		if err := p.Parse(expr); err != nil {
+			return nil, fmt.Errorf("--output custom-columns: column %s: %s", h, firstLine(err.Error()))
+		}
+		cols = append(cols, column{header: h, path: p})
+	}
+	return cols, nil
+}
+
+func printColumns(w io.Writer, cols []column, items []any, noHeaders bool) error {
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	if !noHeaders {
+		hs := make([]string, len(cols))
+		for i, c := range cols {
+			hs[i] = c.header
+		}
+		fmt.Fprintln(tw, strings.Join(hs, "\t"))
+	}
+	for _, it := range items {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			var b bytes.Buffer
+			if err := c.path.Execute(&b, it); err != nil {
+				return fmt.Errorf("--output custom-columns: column %s: %s", c.header, firstLine(err.Error()))
+			}
+			cells[i] = b.String()
+			if cells[i] == "" {
+				cells[i] = "<none>"
+			}
+			cells[i] = sanitize.Line(cells[i])
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

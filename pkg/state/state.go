@@ -1,0 +1,319 @@
+// Package state is the one way every command loads APF state: one flag
+// group (--from, --all-apiservers, --apiserver-urls, and for the commands
+// that read a configuration --defaults, -f and -R) and one call, Load, that
+// returns the configuration with the -f overlays applied, the snapshots per
+// instance, the server concurrency limit with where it came from, and notes
+// for stderr.
+//
+// It is glue: it builds the source (package fetch for a cluster, a
+// dump.BundleSource for --from), reads files, and hands plain values to the
+// compute packages. History sources (a Prometheus server) join as flags of
+// this group and as another dump.Source.
+package state
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/clock"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+)
+
+// Inputs selects the flags of the group a command takes beyond --from.
+type Inputs uint
+
+const (
+	// Instances: --all-apiservers and --apiserver-urls (per-instance state).
+	Instances Inputs = 1 << iota
+	// Config: --defaults, -f and -R (a configuration to work on).
+	Config
+)
+
+// Options is the flag group. Embed it in a command's options.
+type Options struct {
+	configFlags *genericclioptions.ConfigFlags
+	inputs      Inputs
+
+	From          string
+	AllAPIServers bool
+	APIServerURLs []string
+	Defaults      bool
+	Files         []string
+	Recursive     bool
+
+	// Source is set by Complete unless a test injected one; nil with
+	// --defaults.
+	Source dump.Source
+	// Clock stamps live captures (the real clock when nil).
+	Clock clock.Clock
+}
+
+// NewOptions returns the group reading the kubeconfig of configFlags, with
+// the flags of inputs.
+func NewOptions(configFlags *genericclioptions.ConfigFlags, inputs Inputs) *Options {
+	return &Options{configFlags: configFlags, inputs: inputs}
+}
+
+// ConfigFlags returns the kubeconfig flags the group reads (nil in tests).
+func (o *Options) ConfigFlags() *genericclioptions.ConfigFlags { return o.configFlags }
+
+// AddFlags registers the group's flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.From, "from", o.From, "Read a bundle (directory or .tar.gz written by \"kubectl apf dump bundle\") instead of the cluster.")
+	if o.inputs&Instances != 0 {
+		fs.BoolVar(&o.AllAPIServers, "all-apiservers", o.AllAPIServers, "Query every apiserver instance listed in the default/kubernetes EndpointSlice, each directly (each has its own queues).")
+		fs.StringSliceVar(&o.APIServerURLs, "apiserver-urls", o.APIServerURLs, "Query these apiserver instances (comma-separated https://HOST:PORT), each directly with the kubeconfig's credentials.")
+	}
+	if o.inputs&Config != 0 {
+		fs.StringSliceVarP(&o.Files, "filename", "f", nil, "Files or directories of FlowSchemas and PriorityLevelConfigurations applied over the base configuration ('-' reads stdin).")
+		fs.BoolVarP(&o.Recursive, "recursive", "R", false, "Read the directories given with -f recursively.")
+		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration ("+lint.UpstreamVersion+") as the base instead of the cluster.")
+	}
+}
+
+// Validate checks the group's flags; its messages name the flags.
+func (o *Options) Validate() error {
+	if o.Defaults && o.From != "" {
+		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	}
+	live := o.AllAPIServers || len(o.APIServerURLs) > 0
+	if live && o.Defaults {
+		return fmt.Errorf("--all-apiservers and --apiserver-urls read live apiservers: drop --defaults or --from")
+	}
+	n := 0
+	for _, set := range []bool{o.From != "", o.AllAPIServers, len(o.APIServerURLs) > 0} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("--from, --all-apiservers and --apiserver-urls are mutually exclusive")
+	}
+	for _, u := range o.APIServerURLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
+		}
+	}
+	return nil
+}
+
+// Complete builds the Source, unless a test injected one or --defaults
+// needs none.
+func (o *Options) Complete() error {
+	if o.Source != nil || o.Defaults {
+		return nil
+	}
+	if o.From != "" {
+		o.Source = &dump.BundleSource{Path: o.From}
+		return nil
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+	}
+	urls := make([]string, 0, len(o.APIServerURLs))
+	for _, u := range o.APIServerURLs {
+		urls = append(urls, strings.TrimRight(u, "/"))
+	}
+	o.Source = &fetch.ClusterSource{Config: cfg, Instances: urls, AllAPIServers: o.AllAPIServers, Clock: o.Clock}
+	return nil
+}
+
+// offline names the flags that need no cluster.
+func (o *Options) offline() string {
+	if o.inputs&Config != 0 {
+		return "--defaults or --from"
+	}
+	return "--from BUNDLE"
+}
+
+// IsLive reports whether the source is a cluster (not a bundle, not the
+// defaults).
+func (o *Options) IsLive() bool {
+	_, ok := o.Source.(*fetch.ClusterSource)
+	return ok
+}
+
+// Request says what a command needs from Load.
+type Request struct {
+	// Parts and MetricsInterval are what to capture. The objects are always
+	// read.
+	Parts           dump.Parts
+	MetricsInterval time.Duration
+	// ConfigOnlyFallback: when the live parts cannot be read, read the
+	// objects alone and say so in a note, instead of failing.
+	ConfigOnlyFallback bool
+	// ServerConcurrency is the --server-concurrency flag (0: infer it from
+	// the metrics when InferConcurrency, else take the default).
+	ServerConcurrency int
+	InferConcurrency  bool
+	// Stdin is what -f - reads.
+	Stdin io.Reader
+}
+
+// Where the server concurrency limit came from.
+const (
+	SourceFlag    = "flag"
+	SourceMetrics = "metrics"
+	SourceDefault = "default"
+)
+
+// State is what Load returns.
+type State struct {
+	// BaseFlowSchemas and BasePriorityLevels are the configuration read
+	// (or the defaults), before -f.
+	BaseFlowSchemas    []*flowcontrolv1.FlowSchema
+	BasePriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+	// FlowSchemas and PriorityLevels have the -f files applied.
+	FlowSchemas    []*flowcontrolv1.FlowSchema
+	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+	// Overlay is what -f held (empty without -f).
+	Overlay lint.Objects
+	// Snapshots are the instances that answered (nil with --defaults).
+	Snapshots []*dump.Snapshot
+	// Live are the snapshots with live state (dumps or metrics).
+	Live []*dump.Snapshot
+	// ServerVersion is the first snapshot's version, nil when unknown.
+	ServerVersion string
+	// ServerConcurrency is the server concurrency limit: the flag, else
+	// inferred from the metrics, else engine.DefaultServerConcurrencyLimit;
+	// ServerConcurrencySource says which (SourceFlag, SourceMetrics,
+	// SourceDefault). InferredConcurrency is what the metrics gave (0:
+	// nothing).
+	ServerConcurrency       int
+	ServerConcurrencySource string
+	InferredConcurrency     int
+	// Notes are diagnostics for stderr, "note: ..." each.
+	Notes []string
+}
+
+// Config returns the engine's view of the configuration with -f applied.
+func (s *State) Config() *engine.Config { return engine.NewConfig(s.FlowSchemas, s.PriorityLevels) }
+
+// Load reads the base configuration (the defaults, or the first snapshot of
+// the source: the objects are the same on every apiserver), the live parts
+// asked for, and applies -f.
+func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
+	st := &State{}
+	if o.Defaults {
+		st.BaseFlowSchemas, st.BasePriorityLevels = lint.UpstreamDefaults()
+	} else if err := o.capture(ctx, req, st); err != nil {
+		return nil, err
+	}
+	st.FlowSchemas, st.PriorityLevels = st.BaseFlowSchemas, st.BasePriorityLevels
+	if len(o.Files) > 0 {
+		objs, err := ReadObjectFiles(o.Files, o.Recursive, req.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
+			st.Notes = append(st.Notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
+		}
+		st.Overlay = objs
+		st.FlowSchemas, st.PriorityLevels = lint.Overlay(st.BaseFlowSchemas, st.BasePriorityLevels, objs)
+	}
+	st.ServerConcurrency, st.ServerConcurrencySource = req.ServerConcurrency, SourceFlag
+	switch {
+	case req.ServerConcurrency > 0:
+	case st.InferredConcurrency > 0:
+		st.ServerConcurrency, st.ServerConcurrencySource = st.InferredConcurrency, SourceMetrics
+	default:
+		st.ServerConcurrency, st.ServerConcurrencySource = engine.DefaultServerConcurrencyLimit, SourceDefault
+		if req.InferConcurrency && !o.Defaults {
+			st.Notes = append(st.Notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d seats (give --server-concurrency)", st.ServerConcurrency))
+		}
+	}
+	return st, nil
+}
+
+// capture reads the source into st.
+func (o *Options) capture(ctx context.Context, req Request, st *State) error {
+	src := o.Source
+	configOnly := dump.PartObjects | dump.PartVersion
+	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval}
+	if req.ServerConcurrency == 0 && req.InferConcurrency {
+		opts.Parts |= dump.PartMetrics
+	}
+	capture, err := src.Capture(ctx, opts)
+	if err != nil && req.ConfigOnlyFallback && opts.Parts != configOnly {
+		st.Notes = append(st.Notes, fmt.Sprintf("note: live state unavailable (%v); explaining from the configuration alone", err))
+		capture, err = src.Capture(ctx, dump.CaptureOptions{Parts: configOnly})
+	}
+	if err != nil {
+		return fmt.Errorf("reading the configuration from %s: %w%s", src.Describe(), err, o.offlineHint())
+	}
+	if len(capture.Snapshots) == 0 {
+		msg := "no apiserver answered"
+		if len(capture.Failures) > 0 {
+			msg = capture.Failures[0].Error()
+		}
+		return fmt.Errorf("reading the configuration from %s: %s%s", src.Describe(), msg, o.offlineHint())
+	}
+	for _, f := range capture.Failures {
+		st.Notes = append(st.Notes, "note: "+f.Error())
+	}
+	st.Snapshots = capture.Snapshots
+	snap := capture.Snapshots[0]
+	for i := range snap.FlowSchemas {
+		st.BaseFlowSchemas = append(st.BaseFlowSchemas, &snap.FlowSchemas[i])
+	}
+	for i := range snap.PriorityLevels {
+		st.BasePriorityLevels = append(st.BasePriorityLevels, &snap.PriorityLevels[i])
+	}
+	if snap.ServerVersion != nil {
+		st.ServerVersion = snap.ServerVersion.GitVersion
+	}
+	for _, s := range capture.Snapshots {
+		if s.PriorityLevelDump != nil || s.Metrics != nil {
+			st.Live = append(st.Live, s)
+		}
+	}
+	n, err := InferServerConcurrency(snap)
+	if err != nil {
+		st.Notes = append(st.Notes, "note: "+err.Error())
+	}
+	st.InferredConcurrency = n
+	return nil
+}
+
+// offlineHint reminds that a cluster is not needed when reading one failed.
+func (o *Options) offlineHint() string {
+	switch {
+	case !o.IsLive():
+		return ""
+	case o.inputs&Config != 0:
+		return " (--defaults or --from BUNDLE work without a cluster)"
+	}
+	return " (--from BUNDLE works without a cluster)"
+}
+
+// InferServerConcurrency returns the server concurrency limit the newest
+// scrape of s reveals, 0 when it has none. Only a level without
+// borrowingLimitPercent reveals it (upper - nominal), and exempt never has
+// one (engine.InferServerConcurrencyLimit).
+func InferServerConcurrency(s *dump.Snapshot) (int, error) {
+	_, cur := s.LatestMetrics()
+	if cur == nil {
+		return 0, nil
+	}
+	nominal := cur.SumBy("apiserver_flowcontrol_nominal_limit_seats", "priority_level")
+	upper := cur.SumBy("apiserver_flowcontrol_upper_limit_seats", "priority_level")
+	n, ok1 := nominal[flowcontrolv1.PriorityLevelConfigurationNameExempt]
+	u, ok2 := upper[flowcontrolv1.PriorityLevelConfigurationNameExempt]
+	if !ok1 || !ok2 {
+		return 0, nil
+	}
+	return engine.InferServerConcurrencyLimit(n, u)
+}
