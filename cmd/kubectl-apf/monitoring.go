@@ -11,8 +11,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/monitoring"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const monitoringLong = `Print monitoring as code for API Priority and Fairness.
@@ -104,8 +105,9 @@ type MonitoringRulesOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	MonitoringOptions
 
+	// Flags are -o.
+	*output.Flags
 	RateWindow time.Duration
-	Output     string
 	Name       string
 	Labels     map[string]string
 	alerts     monitoring.Options
@@ -118,7 +120,7 @@ type MonitoringRulesOptions struct {
 func NewMonitoringRulesOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MonitoringRulesOptions {
 	d := monitoring.DefaultOptions()
 	return &MonitoringRulesOptions{configFlags: configFlags, MonitoringOptions: newMonitoringOptions(), RateWindow: d.RateWindow,
-		Name: "kubectl-apf", alerts: d, IOStreams: streams}
+		Flags: output.NewFlags(false, "", "json", "prometheusrule"), Name: "kubectl-apf", alerts: d, IOStreams: streams}
 }
 
 // NewMonitoringRulesCommand builds "kubectl apf monitoring rules".
@@ -156,7 +158,7 @@ the instance label and priority_level.`,
 		fs.DurationVar(&f.alert.For, f.duration, f.alert.For, "How long the condition of --"+f.threshold+" must hold.")
 	}
 	fs.DurationVar(&a.Disagreement.For, "disagreement-for", a.Disagreement.For, "Alert when apiservers disagree about a level's limits for this long.")
-	fs.StringVarP(&o.Output, "output", "o", "", "Output format: '' (a rule file) or prometheusrule (a prometheus-operator PrometheusRule).")
+	o.Flags.AddFlags(fs)
 	fs.StringVar(&o.Name, "name", o.Name, "Name of the PrometheusRule (-o prometheusrule).")
 	fs.StringToStringVar(&o.Labels, "labels", nil, "Labels of the PrometheusRule, as the operator's ruleSelector wants them (-o prometheusrule).")
 	return cmd
@@ -183,10 +185,8 @@ func (o *MonitoringRulesOptions) Validate() error {
 			"the catch-all ", "--catch-all-rate/--catch-all-for: the ", "the global-default ", "--global-default-share/--global-default-for: the ",
 			"the disagreement ", "--disagreement-for: the ").Replace(err.Error()))
 	}
-	switch o.Output {
-	case "", "yaml", "prometheusrule":
-	default:
-		return fmt.Errorf("--output must be '' or prometheusrule, not %q", o.Output)
+	if err := o.Flags.Validate(); err != nil {
+		return err
 	}
 	if o.Output != "prometheusrule" && (len(o.Labels) > 0 || o.namespace != "") {
 		return fmt.Errorf("--labels and --namespace only apply to -o prometheusrule")
@@ -194,35 +194,35 @@ func (o *MonitoringRulesOptions) Validate() error {
 	return nil
 }
 
-// Run prints the rules.
+// Run prints the rules: a rule file (YAML, or JSON with -o json), or a
+// PrometheusRule.
 func (o *MonitoringRulesOptions) Run(_ context.Context) error {
-	var v any = monitoring.Rules(o.opts)
-	if o.Output == "prometheusrule" {
-		v = monitoring.NewPrometheusRule(o.Name, o.namespace, o.Labels, v.(monitoring.RuleFile))
-	}
-	b, err := monitoring.MarshalYAML(v)
-	if err != nil {
+	f := monitoring.Rules(o.opts)
+	if own, ok := o.Own(); ok && own != "json" {
+		var v any = f
+		if own == "prometheusrule" {
+			v = monitoring.NewPrometheusRule(o.Name, o.namespace, o.Labels, f)
+		}
+		b, err := monitoring.MarshalYAML(v)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(b)
 		return err
 	}
-	_, err = o.Out.Write(b)
-	return err
+	return printObject(o.Out, o.Flags, f, nil)
 }
 
 // MonitoringDashboardOptions holds the flags of "kubectl apf monitoring dashboard".
 type MonitoringDashboardOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	// Options are the state flags: --from, --defaults, -f, -R.
+	*state.Options
+	// Flags are -o.
+	*output.Flags
 	MonitoringOptions
 
-	Files     []string
-	Recursive bool
-	Defaults  bool
-	From      string
-	Title     string
-	UID       string
-
-	// Source reads the cluster or the bundle; set by Complete unless a test
-	// injected one.
-	Source dump.Source
+	Title string
+	UID   string
 
 	genericiooptions.IOStreams
 }
@@ -230,7 +230,8 @@ type MonitoringDashboardOptions struct {
 // NewMonitoringDashboardOptions returns the defaults of "kubectl apf monitoring dashboard".
 func NewMonitoringDashboardOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MonitoringDashboardOptions {
 	d := monitoring.DefaultDashboardOptions()
-	return &MonitoringDashboardOptions{configFlags: configFlags, MonitoringOptions: newMonitoringOptions(), Title: d.Title, UID: d.UID, IOStreams: streams}
+	return &MonitoringDashboardOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "json"),
+		MonitoringOptions: newMonitoringOptions(), Title: d.Title, UID: d.UID, IOStreams: streams}
 }
 
 // NewMonitoringDashboardCommand builds "kubectl apf monitoring dashboard".
@@ -249,7 +250,8 @@ is imported with Grafana's "Import dashboard" or provisioned from a file.`,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
-	addConfigInputFlags(cmd, &o.Files, &o.Recursive, &o.Defaults, &o.From)
+	o.Options.AddFlags(cmd.Flags())
+	o.Flags.AddFlags(cmd.Flags())
 	o.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Title, "title", o.Title, "Title of the dashboard.")
 	cmd.Flags().StringVar(&o.UID, "uid", o.UID, "UID of the dashboard (Grafana replaces a dashboard of the same UID on import).")
@@ -261,20 +263,16 @@ func (o *MonitoringDashboardOptions) Complete(_ *cobra.Command, _ []string) erro
 	if err := o.complete(monitoring.DefaultOptions()); err != nil {
 		return err
 	}
-	if o.Source == nil && !o.Defaults {
-		src, err := newConfigSource(o.configFlags, o.From)
-		if err != nil {
-			return err
-		}
-		o.Source = src
-	}
-	return nil
+	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *MonitoringDashboardOptions) Validate() error {
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if err := o.Flags.Validate(); err != nil {
+		return err
 	}
 	if strings.TrimSpace(o.UID) == "" || len(o.UID) > 40 {
 		return fmt.Errorf("--uid must have 1 to 40 characters (Grafana's limit), not %q", o.UID)
@@ -284,19 +282,20 @@ func (o *MonitoringDashboardOptions) Validate() error {
 
 // Run reads the configuration and prints the dashboard.
 func (o *MonitoringDashboardOptions) Run(ctx context.Context) error {
-	in, notes, err := loadConfig(ctx, o.Source, o.Defaults, o.Files, o.Recursive, o.In)
+	st, err := o.Load(ctx, state.Request{Stdin: o.In})
 	if err != nil {
 		return err
 	}
-	for _, n := range notes {
-		if !strings.Contains(n, "suggested objects") {
-			fmt.Fprintln(o.ErrOut, n)
-		}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, n)
 	}
-	if len(in.PriorityLevels) == 0 {
+	if len(st.PriorityLevels) == 0 {
 		return fmt.Errorf("the configuration has no PriorityLevelConfiguration to make rows of")
 	}
-	d := monitoring.NewDashboard(in.PriorityLevels, o.opts, monitoring.DashboardOptions{Title: o.Title, UID: o.UID})
+	d := monitoring.NewDashboard(st.PriorityLevels, o.opts, monitoring.DashboardOptions{Title: o.Title, UID: o.UID})
+	if _, ok := o.Own(); !ok {
+		return o.Print(o.Out, d)
+	}
 	b, err := monitoring.MarshalDashboard(d)
 	if err != nil {
 		return err

@@ -69,7 +69,8 @@ func TestMonitoringFlagErrors(t *testing.T) {
 		{[]string{"monitoring", "rules", "--saturation", "1.5"}, "--saturation"},
 		{[]string{"monitoring", "rules", "--rate-window", "0s"}, "--rate-window"},
 		{[]string{"monitoring", "rules", "--instance-label", "my-instance"}, "--instance-label"},
-		{[]string{"monitoring", "rules", "-o", "json"}, "--output"},
+		{[]string{"monitoring", "rules", "-o", "wide"}, "--output"},
+		{[]string{"monitoring", "dashboard", "--defaults", "-o", "yaml"}, "--output"},
 		{[]string{"monitoring", "rules", "--labels", "a=b"}, "-o prometheusrule"},
 		{[]string{"monitoring", "dashboard", "--defaults", "--from", "x.tar.gz"}, "--defaults and --from"},
 		{[]string{"monitoring", "dashboard", "--defaults", "--uid", ""}, "--uid"},
@@ -108,4 +109,21 @@ func TestMonitoringDashboardFiles(t *testing.T) {
 		}
 	}
 	t.Logf("rows:\n%s", rows)
+}
+
+// TestMonitoringOutputTemplates: -o jsonpath reads the same JSON as -o json.
+func TestMonitoringOutputTemplates(t *testing.T) {
+	code, out, errOut := runPlugin("monitoring", "rules", "-o", "jsonpath={.groups[1].rules[*].alert}")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := strings.Join([]string{monitoring.AlertRejected, monitoring.AlertTimedOut, monitoring.AlertWaitNearLimit, monitoring.AlertSaturated,
+		monitoring.AlertCatchAll, monitoring.AlertGlobalDefault, monitoring.AlertDisagreement}, " ")
+	if strings.TrimSpace(out) != want {
+		t.Errorf("alerts %q, want %q", out, want)
+	}
+	code, out, errOut = runPlugin("monitoring", "dashboard", "--defaults", "-o", "jsonpath={.templating.list[*].name}")
+	if code != 0 || strings.TrimSpace(out) != "datasource cluster instance" {
+		t.Fatalf("exit %d, variables %q: %s", code, out, errOut)
+	}
 }
