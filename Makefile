@@ -38,6 +38,12 @@ unit: ## Unit tests only (no control plane).
 e2e: binaries ## End-to-end tests on the local control plane.
 	$(GO) test $(TEST_FLAGS) ./test/e2e/...
 
+.PHONY: golden
+golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
+	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/golden") { print $$1; break } }'); \
+	$(GO) test -count=1 $$pkgs -update
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

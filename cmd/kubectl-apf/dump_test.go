@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,8 +22,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files")
 
 // staticSource is a Source of fixed snapshots built from the repository's
 // fixtures; each Capture advances its clock by step and returns one new
@@ -218,19 +215,7 @@ func TestRBACManifest(t *testing.T) {
 	if code := run([]string{"rbac", "--group", "sre", "--serviceaccount", "monitoring:prometheus"}, streams); code != 0 {
 		t.Fatal("rbac failed")
 	}
-	golden := filepath.Join("..", "..", "testdata", "dump", "golden", "rbac.yaml")
-	if *updateGolden {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("rbac output differs from %s (go test -update):\n%s", golden, out)
-	}
+	checkGolden(t, filepath.Join("dump", "golden", "rbac.yaml"), out.Bytes())
 	docs := strings.Split(out.String(), "\n---\n")
 	var role rbacv1.ClusterRole
 	var binding rbacv1.ClusterRoleBinding

@@ -1,51 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/golden"
 )
 
-// The -update flag rewrites golden files instead of comparing. It is declared
-// only if no other test file of this package has declared it already.
-var _ = func() bool {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-	return true
-}()
-
-func goldenEnabled() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// checkGolden compares got with testdata/<name>, or rewrites it with -update.
+// checkGolden compares got with testdata/<name> (internal/golden: go test
+// -update rewrites it).
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("..", "..", "testdata", name)
-	if goldenEnabled() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update rewrites it after review):\n--- got ---\n%s", path, got)
-	}
+	golden.Assert(t, filepath.Join("..", "..", "testdata", name), got)
 }
 
 // runPlugin runs the plugin in-process and returns its exit code and output.

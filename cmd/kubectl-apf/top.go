@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
@@ -153,17 +154,6 @@ func (o *TopOptions) clock() clock.Clock {
 	return clock.RealClock{}
 }
 
-func (o *TopOptions) sleep(ctx context.Context, d time.Duration) error {
-	t := o.clock().NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
-}
-
 // Run prints once, or every --interval with --watch. In watch mode the
 // rates of each print come from this scrape and the previous print's, so
 // the apiserver is scraped once per interval.
@@ -208,7 +198,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if err != nil || !o.Watch {
 			return err
 		}
-		if err := o.sleep(ctx, o.Interval); err != nil {
+		if err := clockutil.Sleep(ctx, o.clock(), o.Interval); err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted: a normal end of --watch
 			}

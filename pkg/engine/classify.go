@@ -172,16 +172,23 @@ func matchesSubject(id *Identity, s *flowcontrolv1.Subject) bool {
 		}
 		return false
 	case flowcontrolv1.SubjectKindServiceAccount:
-		if s.ServiceAccount == nil {
-			return false
-		}
-		if s.ServiceAccount.Name == flowcontrolv1.NameAll {
-			return serviceAccountMatchesNamespace(s.ServiceAccount.Namespace, id.User)
-		}
-		return serviceaccount.MatchesUsername(s.ServiceAccount.Namespace, s.ServiceAccount.Name, id.User)
+		return s.ServiceAccount != nil && MatchesServiceAccount(s.ServiceAccount, id.User)
 	default:
 		return false
 	}
+}
+
+// MatchesServiceAccount reports whether the user name is the service
+// account sa names, as rule.go:matchesSubject decides it for a
+// ServiceAccount subject: name "*" through
+// rule.go:serviceAccountMatchesNamespace, any other name through
+// k8s.io/apiserver/pkg/authentication/serviceaccount.MatchesUsername. Only
+// the user name counts, never the system:serviceaccounts groups.
+func MatchesServiceAccount(sa *flowcontrolv1.ServiceAccountSubject, user string) bool {
+	if sa.Name == flowcontrolv1.NameAll {
+		return serviceAccountMatchesNamespace(sa.Namespace, user)
+	}
+	return serviceaccount.MatchesUsername(sa.Namespace, sa.Name, user)
 }
 
 // serviceAccountMatchesNamespace mirrors rule.go:serviceAccountMatchesNamespace:
@@ -218,13 +225,13 @@ const (
 // resourceRuleFailure mirrors rule.go:matchesResourcePolicyRule and returns
 // the first failing clause, or ClauseNone.
 func resourceRuleFailure(ri *request.RequestInfo, pr *flowcontrolv1.ResourcePolicyRule) Clause {
-	if !containsString(ri.Verb, pr.Verbs, flowcontrolv1.VerbAll) {
+	if !ContainsString(ri.Verb, pr.Verbs, flowcontrolv1.VerbAll) {
 		return ClauseVerb
 	}
-	if !containsString(rsJoin(ri.Resource, ri.Subresource), pr.Resources, flowcontrolv1.ResourceAll) {
+	if !ContainsString(rsJoin(ri.Resource, ri.Subresource), pr.Resources, flowcontrolv1.ResourceAll) {
 		return ClauseResource
 	}
-	if !containsString(ri.APIGroup, pr.APIGroups, flowcontrolv1.APIGroupAll) {
+	if !ContainsString(ri.APIGroup, pr.APIGroups, flowcontrolv1.APIGroupAll) {
 		return ClauseAPIGroup
 	}
 	if len(ri.Namespace) == 0 {
@@ -233,7 +240,7 @@ func resourceRuleFailure(ri *request.RequestInfo, pr *flowcontrolv1.ResourcePoli
 		}
 		return ClauseClusterScope
 	}
-	if !containsString(ri.Namespace, pr.Namespaces, flowcontrolv1.NamespaceEvery) {
+	if !ContainsString(ri.Namespace, pr.Namespaces, flowcontrolv1.NamespaceEvery) {
 		return ClauseNamespace
 	}
 	return ClauseNone
@@ -241,33 +248,40 @@ func resourceRuleFailure(ri *request.RequestInfo, pr *flowcontrolv1.ResourcePoli
 
 // nonResourceRuleFailure mirrors rule.go:matchesNonResourcePolicyRule.
 func nonResourceRuleFailure(ri *request.RequestInfo, pr *flowcontrolv1.NonResourcePolicyRule) Clause {
-	if !containsString(ri.Verb, pr.Verbs, flowcontrolv1.VerbAll) {
+	if !ContainsString(ri.Verb, pr.Verbs, flowcontrolv1.VerbAll) {
 		return ClauseVerb
 	}
-	if matchingNonResourceURL(pr.NonResourceURLs, ri.Path) < 0 {
+	if MatchingNonResourceURL(pr.NonResourceURLs, ri.Path) < 0 {
 		return ClauseNonResourceURL
 	}
 	return ClauseNone
 }
 
-// matchingNonResourceURL mirrors rule.go:matchPolicyRuleNonResourceURL and
+// MatchingNonResourceURL mirrors rule.go:matchPolicyRuleNonResourceURL and
 // returns the index of the first matching URL pattern or -1. Every pattern
 // is a prefix: "/healthz" matches "/healthz/etcd", "/apis/*" does not match
 // "/apis", and "/" matches everything.
-func matchingNonResourceURL(patterns []string, path string) int {
+func MatchingNonResourceURL(patterns []string, path string) int {
 	for i, p := range patterns {
 		if p == flowcontrolv1.NonResourceAll || p == path {
 			return i
 		}
-		prefix := strings.TrimSuffix(p, "*")
-		if !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		if strings.HasPrefix(path, prefix) {
+		if strings.HasPrefix(path, NonResourceURLPrefix(p)) {
 			return i
 		}
 	}
 	return -1
+}
+
+// NonResourceURLPrefix is the prefix that rule.go:matchPolicyRuleNonResourceURL
+// derives from a rule's URL pattern: one trailing '*' stripped, then a '/'
+// ensured.
+func NonResourceURLPrefix(pattern string) string {
+	prefix := strings.TrimSuffix(pattern, "*")
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return prefix
 }
 
 func rsJoin(resource, subresource string) string {
@@ -277,9 +291,9 @@ func rsJoin(resource, subresource string) string {
 	return resource
 }
 
-// containsString mirrors rule.go:containsString: the wildcard is special only
+// ContainsString mirrors rule.go:containsString: the wildcard is special only
 // when it is the whole list (validation keeps it alone).
-func containsString(x string, list []string, wildcard string) bool {
+func ContainsString(x string, list []string, wildcard string) bool {
 	if len(list) == 1 && list[0] == wildcard {
 		return true
 	}

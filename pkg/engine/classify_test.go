@@ -244,7 +244,7 @@ func TestNonResourceURLSemantics(t *testing.T) {
 		{"/", "/anything/at/all", true}, {"/metrics/", "/metrics", false}, {"*", "/x", true},
 	}
 	for _, tt := range tests {
-		if got := matchingNonResourceURL([]string{tt.rule}, tt.path) >= 0; got != tt.want {
+		if got := MatchingNonResourceURL([]string{tt.rule}, tt.path) >= 0; got != tt.want {
 			t.Errorf("rule %q path %q: %v, want %v", tt.rule, tt.path, got, tt.want)
 		}
 	}

@@ -216,7 +216,7 @@ func explainResource(ri *request.RequestInfo, pr *flowcontrolv1.ResourcePolicyRu
 		return fmt.Sprintf("verb %q not in verbs %s", ri.Verb, quoteList(pr.Verbs))
 	case ClauseResource:
 		msg := fmt.Sprintf("resource %q not in resources %s", res, quoteList(pr.Resources))
-		if ri.Subresource != "" && containsString(ri.Resource, pr.Resources, "") {
+		if ri.Subresource != "" && ContainsString(ri.Resource, pr.Resources, "") {
 			msg += fmt.Sprintf(" (a subresource must be listed as %q)", res)
 		}
 		return msg
@@ -251,7 +251,7 @@ func explainNonResource(ri *request.RequestInfo, pr *flowcontrolv1.NonResourcePo
 	case ClauseNonResourceURL:
 		return fmt.Sprintf("path %q matches none of nonResourceURLs %s (each URL also matches its sub-paths; a trailing /* does not match the bare prefix)", ri.Path, quoteList(pr.NonResourceURLs))
 	}
-	i := matchingNonResourceURL(pr.NonResourceURLs, ri.Path)
+	i := MatchingNonResourceURL(pr.NonResourceURLs, ri.Path)
 	return fmt.Sprintf("verb %q, path %q matches %q", ri.Verb, ri.Path, pr.NonResourceURLs[i])
 }
 

@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/engine")
+	"github.com/kubectl-apf/kubectl-apf/internal/golden"
+)
 
 // goldenTrace is the part of a classification a golden file pins.
 type goldenTrace struct {
@@ -54,21 +51,7 @@ func TestTraceGolden(t *testing.T) {
 			}
 			got = append(got, '\n')
 			path := filepath.Join("..", "..", "testdata", "engine", "trace", tt.name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("reading golden file (run with -update to create it): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("trace differs from %s (rerun with -update and review the diff):\n%s", path, got)
-			}
+			golden.Assert(t, path, got)
 		})
 	}
 }

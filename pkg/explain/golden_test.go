@@ -3,40 +3,23 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/explain")
-
 // goldenDir is the repository's testdata/explain.
 var goldenDir = filepath.Join("..", "..", "testdata", "explain")
 
+// checkGolden compares got with testdata/explain/<name> (internal/golden: go
+// test ./pkg/explain -update rewrites it).
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(goldenDir, name)
-	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run go test ./pkg/explain -update to create it): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (review, then rewrite with -update):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join(goldenDir, name), got)
 }
 
 // TestGoldenText freezes the human output. Everything that varies is fixed:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -60,17 +61,6 @@ func (c *ClusterSource) clock() clock.Clock {
 }
 
 func (c *ClusterSource) now() time.Time { return c.clock().Now() }
-
-func (c *ClusterSource) sleep(ctx context.Context, d time.Duration) error {
-	t := c.clock().NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
-}
 
 // InstanceConfig returns a copy of base aimed at instance url, keeping the
 // credentials, and verifying TLS against the original host's name (an
@@ -252,7 +242,7 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 			return nil, err
 		}
 		if opts.MetricsInterval > 0 {
-			if err := c.sleep(ctx, opts.MetricsInterval); err != nil {
+			if err := clockutil.Sleep(ctx, c.clock(), opts.MetricsInterval); err != nil {
 				return nil, fmt.Errorf("waiting for the second /metrics scrape of %s: %w", instance, err)
 			}
 			if err := c.scrape(ctx, f, s, 1); err != nil {

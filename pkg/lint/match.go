@@ -3,7 +3,6 @@ package lint
 import (
 	"strings"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -68,44 +67,6 @@ func quote(s string) string {
 		return `""`
 	}
 	return s
-}
-
-// saMatches mirrors rule.go's serviceAccountMatchesNamespace (name "*") and
-// k8s.io/apiserver/pkg/authentication/serviceaccount.MatchesUsername: only the
-// username counts, never the system:serviceaccounts groups.
-func saMatches(sa flowcontrolv1.ServiceAccountSubject, user string) bool {
-	if sa.Name == flowcontrolv1.NameAll {
-		return strings.HasPrefix(user, saUsernamePrefix+sa.Namespace+":")
-	}
-	return user == saUsernamePrefix+sa.Namespace+":"+sa.Name
-}
-
-// matchNonResourceURL mirrors rule.go:matchPolicyRuleNonResourceURL: an exact
-// path also matches everything below it, "/apis/*" does not match "/apis".
-func matchNonResourceURL(urls []string, path string) bool {
-	for _, u := range urls {
-		if u == flowcontrolv1.NonResourceAll || u == path {
-			return true
-		}
-		if strings.HasPrefix(path, nonResourcePrefix(u)) {
-			return true
-		}
-	}
-	return false
-}
-
-// containsString mirrors rule.go:containsString: the wildcard is special only
-// when it is the whole list.
-func containsString(x string, list []string, wildcard string) bool {
-	if len(list) == 1 && list[0] == wildcard {
-		return true
-	}
-	for _, y := range list {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // engineRequest converts r into the engine's request model, RequestInfo

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // This file decides FlowSchema subsumption from the rules themselves. Every
@@ -350,7 +352,7 @@ func newSpace(fss []*flowcontrolv1.FlowSchema) *space {
 						continue
 					}
 					paths[p] = true
-					pathPrefixes[nonResourcePrefix(p)] = true
+					pathPrefixes[engine.NonResourceURLPrefix(p)] = true
 				}
 			}
 		}
@@ -377,16 +379,6 @@ func newSpace(fss []*flowcontrolv1.FlowSchema) *space {
 		sp.groupDim[g] = dimGroups + i
 	}
 	return sp
-}
-
-// nonResourcePrefix is the prefix that matchPolicyRuleNonResourceURL derives
-// from a rule path: one trailing '*' stripped, then a '/' ensured.
-func nonResourcePrefix(rulePath string) string {
-	p := strings.TrimSuffix(rulePath, "*")
-	if !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p
 }
 
 // universe returns the cubes of all identities that really reach APF, as
@@ -441,7 +433,7 @@ func (sp *space) subjectCube(s flowcontrolv1.Subject) (cube, bool) {
 			return nil, false
 		}
 		sa := *s.ServiceAccount
-		c[dimUser] = sp.user.where(func(u string) bool { return saMatches(sa, u) })
+		c[dimUser] = sp.user.where(func(u string) bool { return engine.MatchesServiceAccount(&sa, u) })
 	default:
 		return nil, false
 	}
@@ -453,14 +445,14 @@ func (sp *space) subjectCube(s flowcontrolv1.Subject) (cube, bool) {
 func (sp *space) resourceCube(rr flowcontrolv1.ResourcePolicyRule) cube {
 	c := sp.full()
 	c[dimKind] = bitOf(2, kindResource)
-	c[dimVerb] = sp.verb.where(func(v string) bool { return containsString(v, rr.Verbs, flowcontrolv1.VerbAll) })
-	c[dimAPIGroup] = sp.apiGroup.where(func(g string) bool { return containsString(g, rr.APIGroups, flowcontrolv1.APIGroupAll) })
-	c[dimResource] = sp.resource.where(func(r string) bool { return containsString(r, rr.Resources, flowcontrolv1.ResourceAll) })
+	c[dimVerb] = sp.verb.where(func(v string) bool { return engine.ContainsString(v, rr.Verbs, flowcontrolv1.VerbAll) })
+	c[dimAPIGroup] = sp.apiGroup.where(func(g string) bool { return engine.ContainsString(g, rr.APIGroups, flowcontrolv1.APIGroupAll) })
+	c[dimResource] = sp.resource.where(func(r string) bool { return engine.ContainsString(r, rr.Resources, flowcontrolv1.ResourceAll) })
 	c[dimNamespace] = sp.namespace.where(func(ns string) bool {
 		if ns == "" {
 			return rr.ClusterScope
 		}
-		return containsString(ns, rr.Namespaces, flowcontrolv1.NamespaceEvery)
+		return engine.ContainsString(ns, rr.Namespaces, flowcontrolv1.NamespaceEvery)
 	})
 	return c
 }
@@ -470,8 +462,8 @@ func (sp *space) resourceCube(rr flowcontrolv1.ResourcePolicyRule) cube {
 func (sp *space) nonResourceCube(nr flowcontrolv1.NonResourcePolicyRule) cube {
 	c := sp.full()
 	c[dimKind] = bitOf(2, kindNonResource)
-	c[dimVerb] = sp.verb.where(func(v string) bool { return containsString(v, nr.Verbs, flowcontrolv1.VerbAll) })
-	c[dimPath] = sp.path.where(func(p string) bool { return matchNonResourceURL(nr.NonResourceURLs, p) })
+	c[dimVerb] = sp.verb.where(func(v string) bool { return engine.ContainsString(v, nr.Verbs, flowcontrolv1.VerbAll) })
+	c[dimPath] = sp.path.where(func(p string) bool { return engine.MatchingNonResourceURL(nr.NonResourceURLs, p) >= 0 })
 	return c
 }
 

@@ -2,7 +2,6 @@ package monitoring
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,27 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/golden"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (go test -update rewrites it; review the diff):\n%s", path, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), got)
 }
 
 // promtool returns the real promtool ($PROMTOOL_BIN, or the cached build of

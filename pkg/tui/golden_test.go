@@ -1,9 +1,6 @@
 package tui
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,41 +8,15 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/golden"
 )
 
-var _ = func() bool {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-	return true
-}()
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// checkGolden compares got with testdata/frames/<name>, or rewrites it with
-// -update.
+// checkGolden compares got with testdata/frames/<name> (internal/golden: go
+// test ./pkg/tui -update rewrites it).
 func checkGolden(t *testing.T, name string, got string) {
 	t.Helper()
-	p := filepath.Join("testdata", "frames", name)
-	if updating() {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/tui -update to create it)", err)
-	}
-	if !bytes.Equal(want, []byte(got)) {
-		t.Errorf("frame %s differs from the golden file (go test ./pkg/tui -update rewrites it; review the diff)\n--- got:\n%s\n--- want:\n%s", name, got, want)
-	}
+	golden.AssertString(t, filepath.Join("testdata", "frames", name), got)
 }
 
 // fixedModel returns a model showing fixture f at a fixed clock and size,

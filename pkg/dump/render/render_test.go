@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,11 +12,10 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	goldenfile "github.com/kubectl-apf/kubectl-apf/internal/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 var t0 = time.Date(2026, 11, 21, 14, 15, 19, 0, time.UTC)
 
@@ -75,25 +73,11 @@ func snapshots(t *testing.T) []*dump.Snapshot {
 	return []*dump.Snapshot{a, b}
 }
 
+// golden compares got with testdata/dump/golden/<name> (internal/golden: go
+// test ./pkg/dump/render -update rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "testdata", "dump", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (review, then go test -update):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Assert(t, filepath.Join("..", "..", "..", "testdata", "dump", "golden", name), got)
 }
 
 func TestPrintersGolden(t *testing.T) {
