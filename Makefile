@@ -28,6 +28,7 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 .PHONY: test
 test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane, release tests.
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
 
 .PHONY: unit
@@ -37,6 +38,14 @@ unit: ## Unit tests only (no control plane).
 .PHONY: e2e
 e2e: binaries ## End-to-end tests on the local control plane.
 	$(GO) test $(TEST_FLAGS) ./test/e2e/...
+
+.PHONY: e2e-whatif
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (long, machine-dependent; not in make test).
+	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
+
+.PHONY: record-simulate
+record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; busy machines make different recordings).
+	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Caps of the work estimator (request/config.go:DefaultWorkEstimatorConfig,
@@ -58,7 +60,41 @@ func estimateSeats(r engine.Request, l engine.LevelLimits) *Seats {
 			return &Seats{Initial: 1, Max: 1, Note: "serviceaccounts/token is exempt from the mutating estimate"}
 		}
 		m := capTo(maximumMutatingSeatsLimit)
-		return &Seats{Initial: 1, Max: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
+		return &Seats{Initial: 1, Max: m, MaxFinal: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
 	}
 	return &Seats{Initial: 1, Max: 1}
+}
+
+// seatsFromCounts gives the one figure upstream's LIST estimator would,
+// when the apiserver's metrics carry the object count of the resource
+// (apiserver_resource_objects, apiserver_resource_size_estimate_bytes).
+func seatsFromCounts(s *Seats, r engine.Request, l engine.LevelLimits, live *dump.Snapshot) *Seats {
+	if live == nil || s == nil || s.Initial == s.Max {
+		return s
+	}
+	_, cur := live.LatestMetrics()
+	if cur == nil {
+		return s
+	}
+	if v := r.Info.Verb; v != "list" && v != "watch" {
+		return s
+	}
+	oc := metrics.ObjectCounts(cur)
+	if oc == nil {
+		return s
+	}
+	counts := engine.ObjectCounts{}
+	for k, c := range oc {
+		counts[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
+	}
+	n, ok := engine.ListSeats(r, counts, l.MaxSeats)
+	if !ok {
+		return s
+	}
+	key := r.Info.Resource
+	if r.Info.APIGroup != "" {
+		key += "." + r.Info.APIGroup
+	}
+	c := counts[key]
+	return &Seats{Initial: n, Max: n, Note: fmt.Sprintf("%s: %d objects of %d bytes on average (the apiserver's object count), so %d seat(s), as its LIST estimator computes; a consistent read is taken to come from the watch cache", key, c.Count, c.AvgSize, n)}
 }

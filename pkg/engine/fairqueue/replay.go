@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +29,10 @@ type ReplayConfig struct {
 	// NoBorrowing fixes every level at its nominal limit instead of running
 	// the periodic borrowing every 10 s.
 	NoBorrowing bool
+	// Work, when set, re-estimates a request's seats for the level this
+	// configuration gives it: a changed configuration can move a request
+	// to a level whose seat cap differs from the one it was recorded in.
+	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -89,8 +94,22 @@ func (a *LevelAgreement) add(predicted, recorded bool) {
 	}
 }
 
+// Rejections returns how many of the recorded 429s were predicted, and how
+// many there were.
+func (a LevelAgreement) Rejections() (predicted, recorded int64) {
+	return a.BothRejected, a.BothRejected + a.OnlyRecorded
+}
+
+// Dispatches returns how many of the requests the server served were
+// predicted to be served, and how many it served.
+func (a LevelAgreement) Dispatches() (predicted, recorded int64) {
+	return a.BothServed, a.BothServed + a.OnlyPredicted
+}
+
 // Fraction returns the share of requests on which prediction and record
-// agree (1 when there are none).
+// agree (1 when there are none). With few 429s among many served requests
+// it is high even when no 429 was predicted: Rejections and Dispatches say
+// how each kind fared.
 func (a LevelAgreement) Fraction() float64 {
 	n := a.BothRejected + a.OnlyPredicted + a.OnlyRecorded + a.BothServed
 	if n == 0 {
@@ -121,6 +140,10 @@ type WorkloadStats struct {
 	EstimatedSeats int64 `json:"estimatedSeats"`
 	// RecordedRejections counts the requests the server answered with 429.
 	RecordedRejections int64 `json:"recordedRejections"`
+	// ArrivalSpanSeconds is the time from the first record's arrival to the
+	// last one's: how long the recorded traffic lasted (the simulation runs
+	// on until the last request finishes and the borrowing settles).
+	ArrivalSpanSeconds float64 `json:"arrivalSpanSeconds"`
 }
 
 // run is one configuration being replayed.
@@ -231,8 +254,10 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 	} else {
 		// No identity: keep the recorded FlowSchema when this configuration
 		// still has it, and stand in for a ByUser distinguisher with the
-		// user agent and the client's address and port (one connection per
-		// client is the common case: client-go multiplexes on HTTP/2).
+		// user agent and the client's host. Not its port: a client that
+		// opens a connection per request would otherwise count as a new
+		// flow each time, and the per-flow state would grow with the
+		// requests rather than the clients.
 		fs := findFlowSchema(ru.cfg.Config, w.FlowSchema)
 		switch {
 		case fs != nil:
@@ -247,7 +272,7 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 				if m := fs.Spec.DistinguisherMethod; m != nil {
 					switch m.Type {
 					case flowcontrolv1.FlowDistinguisherMethodByUserType:
-						dist = "client:" + w.UserAgent + "@" + w.SourceIP
+						dist = "client:" + w.UserAgent + "@" + hostOf(w.SourceIP)
 					case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
 						dist = er.Info.Namespace
 					}
@@ -268,6 +293,15 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 	}
 	sr.WaitLimit = wl
 	return nil
+}
+
+// hostOf strips the port from a recorded client address ("10.0.0.5:53422",
+// "[::1]:6443"); an address without one is returned as it is.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
@@ -379,6 +413,7 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 		}
 		id++
 		received := w.Arrival.Sub(start)
+		rep.Workload.ArrivalSpanSeconds = max(rep.Workload.ArrivalSpanSeconds, received.Seconds())
 		for pending.Len() > 0 && (*pending)[0].at <= received {
 			if err := emit(heap.Pop(pending).(*pendingReq)); err != nil {
 				return nil, err
@@ -397,7 +432,7 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 			continue
 		}
 		p := &pendingReq{id: id, at: received, status: w.Status}
-		base := Request{ID: id, InitialSeats: 1}
+		base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
 		if w.HasSeats {
 			base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 		} else {
@@ -443,6 +478,9 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 					rep.Workload.SkippedAfter++
 				}
 				continue
+			}
+			if ru.cfg.Work != nil {
+				ru.cfg.Work(&w, &er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
 			}
 			p.ok[i], any = true, true
 		}
