@@ -61,8 +61,8 @@ func mustApf(t *testing.T, args ...string) string {
 // background until the returned stop is called.
 func startLoad(t *testing.T, c *testcluster.Cluster) (stop func()) {
 	t.Helper()
+	names, flows := setUpLoad(t, c, loadSetup{})
 	ctx, cancel := context.WithCancel(context.Background())
-	names, flows := setupLoad(t, c, false)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

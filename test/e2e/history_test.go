@@ -22,34 +22,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
-// setupLoad creates the load levels on c and returns the names of the
-// configuration objects and the load's flows: six identities in the queuing
-// level, then, with reject, one in the Reject level.
-func setupLoad(t *testing.T, c *testcluster.Cluster, reject bool) (map[string]string, []*rest.Config) {
-	t.Helper()
-	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	var rejectUser string
-	if reject {
-		rejectUser = testcluster.LoadUserName(8)
-	}
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	if reject {
-		flows = append(flows, c.RESTConfig(rejectUser))
-	}
-	return names, flows
-}
-
 // counterWatch scrapes the apiserver's /metrics every 250 ms and keeps,
 // per priority level, the rejected_requests_total sum and when it first
 // and last changed: the truth the store's answers are held against.
@@ -117,7 +89,7 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	const scrape = time.Second
 	prom := testprom.StartT(t, testprom.Options{Targets: testprom.TargetsOf(c), ScrapeInterval: scrape})
 	ctx := context.Background()
-	names, flows := setupLoad(t, c, true)
+	names, flows := setUpLoad(t, c, loadSetup{reject: true})
 	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
 		t.Fatal(err)
 	}
