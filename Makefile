@@ -19,13 +19,16 @@ build: ## Build bin/kubectl-apf.
 	cp kubectl_complete-apf $(BIN)/ 2>/dev/null || true
 
 .PHONY: binaries
-binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1 and etcd for the local control plane.
+binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus and promtool for the tests and the demo.
 	hack/bin.sh kube-apiserver >/dev/null
 	hack/bin.sh etcd >/dev/null
+	hack/bin.sh prometheus >/dev/null
+	hack/bin.sh promtool >/dev/null
 
 .PHONY: test
 test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane, release tests.
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
 
 .PHONY: unit
@@ -39,6 +42,17 @@ e2e: binaries ## End-to-end tests on the local control plane.
 .PHONY: test-versions
 test-versions: binaries ## The version e2e against real kube-apiservers 1.29, 1.31, 1.33, 1.35 (built by hack/kube-old; not in make test). CAPTURE=1 rewrites their fixtures.
 	hack/test-versions.sh $(RELEASES)
+.PHONY: bench-history
+bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers x 30 days in a real Prometheus against a naive raw fetch (minutes; not part of make test).
+	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
+
+.PHONY: e2e-whatif
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (long, machine-dependent; not in make test).
+	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
+
+.PHONY: record-simulate
+record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; busy machines make different recordings).
+	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.

@@ -7,7 +7,7 @@
 # clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE to move the cache.
 set -euo pipefail
 
-name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl}
+name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool}
 hack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KUBECTL_APF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-apf}
 mkdir -p "$cache/bin"
@@ -32,13 +32,22 @@ etcd)
 	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "go.etcd.io/etcd/server/v3") {print $(i+1); exit}}' "$moddir/go.mod")
 	ldflags="-s -w"
 	;;
+prometheus | promtool)
+	# Built from the Prometheus Go module without service discovery (the tests
+	# scrape static loopback targets), which keeps the build small.
+	moddir=$hack/prometheus
+	pkg=github.com/prometheus/prometheus/cmd/$name
+	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "github.com/prometheus/prometheus") {print $(i+1); exit}}' "$moddir/go.mod")
+	ldflags="-s -w -X github.com/prometheus/common/version.Version=${version#v}"
+	tags=remove_all_sd
+	;;
 *)
 	echo "hack/bin.sh: unknown binary $name" >&2
 	exit 2
 	;;
 esac
 
-key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION; echo "$ldflags") | sha256sum | cut -c1-12)
+key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION; echo "$ldflags${tags:+ tags=$tags}") | sha256sum | cut -c1-12)
 # One directory per build, the binary under its plain name (so that, for example,
 # kubectl's User-Agent says kubectl/v1.37.1).
 out=$cache/bin/$name-$version-$key/$name
@@ -48,7 +57,7 @@ if [ ! -x "$out" ]; then
 	if [ ! -x "$out" ]; then
 		echo "building $name $version (cached at $out; the first build takes several minutes)" >&2
 		mkdir -p "$(dirname "$out")"
-		(cd "$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+		(cd "$moddir" && CGO_ENABLED=0 go build -trimpath -tags "${tags:-}" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
 		mv "$out.tmp" "$out"
 	fi
 fi

@@ -22,6 +22,14 @@ trap 'exit 130' INT TERM
 "$bin/apf-devcluster" up -dir "$dir" >/dev/null
 export KUBECONFIG=$PWD/$dir/kubeconfig
 echo "local control plane up; KUBECONFIG=$KUBECONFIG" >&2
+# "up" also started Prometheus, scraping the apiserver every second.
+prom=$(cat "$dir/prometheus-url" 2>/dev/null || true)
+if [ -n "$prom" ]; then
+	echo "Prometheus at $prom; in another terminal, with the KUBECONFIG above:" >&2
+	echo "  $plugin top --prometheus $prom --scrape-interval 1s --since 10m     # step through the last 10 minutes (left/right)" >&2
+	echo "  $plugin explain 429 --prometheus $prom --scrape-interval 1s --since 10m" >&2
+	sleep 3
+fi
 
 # Bounded background load (it stops by itself after 30 minutes).
 "$bin/apf-devcluster" load -dir "$dir" -duration 30m -quiet >"$dir/load.log" 2>&1 &

@@ -14,6 +14,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -30,7 +32,12 @@ probability that a small flow is crushed by 1, 4 and 16 heavy flows.
 The server concurrency limit (--max-requests-inflight plus
 --max-mutating-requests-inflight) is inferred from the apiserver's metrics
 unless --server-concurrency gives it. With -f or --set, the proposed
-configuration is shown next to the current one (current -> proposed).`
+configuration is shown next to the current one (current -> proposed).
+
+With --prometheus, the seats the levels used over a window of the past
+(--since, 24h by default) follow the table: mean and peak seats in use
+against the current limit's range, peak waiting requests, rejections by
+reason and the queue wait p99, from a Prometheus-compatible store.` + historyHelp
 
 const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity
@@ -42,7 +49,10 @@ const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity --defaults -f deploy/apf/ --server-concurrency 1200
 
   # As JSON
-  kubectl apf capacity -o json`
+  kubectl apf capacity -o json
+
+  # With the seats used over the last week, from Prometheus
+  kubectl apf capacity --prometheus http://prometheus:9090 --since 7d`
 
 // CapacityOptions holds the flags of "kubectl apf capacity".
 type CapacityOptions struct {
@@ -55,6 +65,9 @@ type CapacityOptions struct {
 	// Flags are -o.
 	*output.Flags
 
+	// History adds the seats used over a window, from a store.
+	History *HistoryOptions
+
 	settings []capacity.Setting
 
 	genericiooptions.IOStreams
@@ -62,7 +75,8 @@ type CapacityOptions struct {
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute,
+		History: NewHistoryOptions(configFlags, 24*time.Hour), IOStreams: streams}
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -81,6 +95,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
 	o.Flags.AddFlags(cmd.Flags())
+	o.History.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -92,6 +107,12 @@ func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		o.settings = append(o.settings, set)
+	}
+	if err := o.History.Validate(); err != nil {
+		return err
+	}
+	if err := o.History.Complete(false); err != nil {
+		return err
 	}
 	return o.Options.Complete()
 }
@@ -122,6 +143,8 @@ type capacityReport struct {
 	ReleaseFrom string          `json:"releaseFrom"`
 	Current     capacity.Table  `json:"current"`
 	Proposed    *capacity.Table `json:"proposed,omitempty"`
+	// Observed is what the levels used over the window of --prometheus.
+	Observed []history.LevelWindow `json:"observed,omitempty"`
 }
 
 // Run computes and prints the tables.
@@ -150,7 +173,22 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		}
 		rep.Proposed = &p
 	}
-	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return printCapacity(w, rep) })
+	if o.History.Enabled() {
+		if !o.History.IsWindow() {
+			return fmt.Errorf("capacity --prometheus looks at a window: give --since (and --until), not --at")
+		}
+		if rep.Observed, err = history.LevelsOverWindow(ctx, o.History.Querier, o.History.Query, o.History.Window); err != nil {
+			return err
+		}
+	}
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
+		if err := printCapacity(w, rep); err != nil || !o.History.Enabled() {
+			return err
+		}
+		win := o.History.Window
+		fmt.Fprintf(w, "\nSeats used from %s to %s, summed over the apiservers:\n", win.Start.UTC().Format(time.RFC3339), win.End.UTC().Format(time.RFC3339))
+		return historyrender.WriteLevelWindows(w, rep.Observed, false)
+	})
 }
 
 func printCapacity(w io.Writer, rep capacityReport) error {

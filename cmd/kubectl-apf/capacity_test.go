@@ -68,7 +68,7 @@ func TestCapacityFlagErrors(t *testing.T) {
 		{[]string{"capacity", "--defaults", "--set", "workload-low.colour=1"}, `unknown field "colour"`},
 		{[]string{"capacity", "--defaults", "--set", "nope.queues=1"}, `no priority level named "nope"`},
 		{[]string{"capacity", "--defaults", "--server-concurrency", "-5"}, "--server-concurrency must be positive"},
-		{[]string{"capacity", "--defaults", "-o", "wide"}, "--output must be one of '', json, yaml, jsonpath=..."},
+		{[]string{"capacity", "--defaults", "-o", "wide"}, "--output must be one of '' (or table), json, yaml, jsonpath=..."},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -186,7 +187,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if o.message == nil || o.message.APF {
+	if !o.messageOnly() {
 		if err := o.Options.Complete(); err != nil {
 			return err
 		}
@@ -209,35 +210,30 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	} else if len(args) == 1 {
 		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web'")
 	}
+	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) == 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "",
+		FromMessage: o.FromMessage != "", IdentityFlags: o.UserName != "" || o.ServiceAccount != "" || o.Anonymous || len(o.Groups) > 0,
+		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
+		return err
+	}
 	if o.FromMessage != "" {
 		m, err := explain.ParseMessage(o.FromMessage)
 		if err != nil {
 			return fmt.Errorf("--from-message: %w", err)
 		}
 		o.message = m
-		if m.Method != "" && m.Path != "" && o.verb == "" {
+		if m.Method != "" && m.Path != "" {
+			if o.verb != "" && (!strings.EqualFold(o.verb, m.Method) || o.path != m.Path) {
+				return fmt.Errorf("--from-message names %s %s, the arguments %s %s: give one request", m.Method, m.Path, o.verb, o.path)
+			}
 			o.verb, o.path = m.Method, m.Path
 		}
 	}
-	if o.FromLog != "" {
-		r, err := readOneRecord(o.FromLog, o.AuditID, true, o.In)
+	if o.FromLog != "" || o.FromAudit != "" {
+		r, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, o.In)
 		if err != nil {
-			return fmt.Errorf("--from-log: %w", err)
+			return err
 		}
 		o.recorded = r
-	}
-	if o.FromAudit != "" {
-		r, err := readOneRecord(o.FromAudit, o.AuditID, false, o.In)
-		if err != nil {
-			return fmt.Errorf("--from-audit: %w", err)
-		}
-		if o.recorded != nil {
-			// httplog and audit of the same request: the log line has the
-			// classification, the audit event the identity.
-			o.recorded.User, o.recorded.Groups, o.recorded.UserKnown = r.User, r.Groups, r.UserKnown
-		} else {
-			o.recorded = r
-		}
 	}
 	if o.recorded != nil && o.verb == "" {
 		o.verb, o.path = o.recorded.Method, o.recorded.URI
@@ -321,7 +317,7 @@ func (o *ExplainRequestOptions) Validate() error {
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
 	}
-	if o.message != nil && !o.message.APF {
+	if o.messageOnly() {
 		return nil
 	}
 	if o.verb == "" {
@@ -347,6 +343,12 @@ func (o *ExplainRequestOptions) Validate() error {
 	return nil
 }
 
+// messageOnly is true when the explanation is the pasted message's alone:
+// it is not about APF, or it names no request to classify and none was given.
+func (o *ExplainRequestOptions) messageOnly() bool {
+	return o.message != nil && (!o.message.APF || o.verb == "")
+}
+
 // probeAllowed refuses every request that could change the cluster.
 func probeAllowed(verb, path string) error {
 	switch verb {
@@ -363,7 +365,12 @@ func probeAllowed(verb, path string) error {
 
 // Run explains the request and prints the explanation.
 func (o *ExplainRequestOptions) Run(ctx context.Context) error {
-	if o.message != nil && !o.message.APF {
+	if o.messageOnly() {
+		if o.message.APF {
+			// about APF, but naming no request to classify: say what the
+			// message means, and what to add for the request's level
+			fmt.Fprintf(o.ErrOut, "note: %s\n", explain.MessageNeedsRequest(o.message))
+		}
 		return o.print(o.message, func(w io.Writer) error { return explain.WriteMessageText(w, o.message) })
 	}
 	r, err := engine.ParseRequest(o.verb, o.path, *o.identity)
@@ -386,9 +393,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	}
 	if o.recorded != nil && o.FromLog != "" {
 		ex.CompareNames("httplog", o.recorded.FlowSchema, o.recorded.PriorityLevel, o.recorded.Status)
-		if o.recorded.HasSeats {
-			ex.CompareSeats(o.recorded.InitialSeats)
-		}
+		rw := o.recorded
+		ex.CompareWork(explain.RecordedWork{HasSeats: rw.HasSeats, InitialSeats: rw.InitialSeats, FinalSeats: rw.FinalSeats, AdditionalLatency: rw.AdditionalLatency,
+			HasExecution: rw.HasServiceTime, ExecutionTime: rw.ServiceTime, Latency: rw.Latency})
 	} else if o.recorded != nil {
 		ex.Recorded = &explain.Recorded{Source: "audit", Status: o.recorded.Status,
 			Detail: "audit events do not record the classification; use --probe to compare with the server"}
@@ -466,59 +473,75 @@ func (o *ExplainRequestOptions) probe(ctx context.Context, r engine.Request, ex 
 	return nil
 }
 
-// readOneRecord reads the request of --from-log or --from-audit: value is
-// a file name, "-" for stdin, or (for --from-log) the line itself. The
-// record with the audit ID, or the last one, is returned.
-func readOneRecord(value, auditID string, httplog bool, stdin io.Reader) (*workload.Request, error) {
+// readRecorded reads the request of --from-log and/or --from-audit: each
+// value is a file name, "-" for stdin, or (for --from-log) the line itself.
+// With both, the log line is joined to the audit event of the same audit ID
+// (workload.PickJoined), never to another one.
+func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (*workload.Request, error) {
+	var logRd, auditRd workload.Reader
+	var logName, auditName string
+	if fromLog != "" {
+		rd, name, closeFn, err := openRecordReader(fromLog, true, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("--from-log: %w", err)
+		}
+		defer closeFn()
+		logRd, logName = rd, name
+	}
+	if fromAudit != "" {
+		rd, name, closeFn, err := openRecordReader(fromAudit, false, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("--from-audit: %w", err)
+		}
+		defer closeFn()
+		auditRd, auditName = rd, name
+	}
+	if logRd != nil && auditRd != nil {
+		r, err := workload.PickJoined(logRd, auditRd, auditID)
+		if err != nil {
+			return nil, fmt.Errorf("--from-log %s with --from-audit %s: %w", logName, auditName, err)
+		}
+		return r, nil
+	}
+	flag, rd, name, kind := "--from-log", logRd, logName, "kube-apiserver httplog (\"HTTP\" lines, -v=3)"
+	if rd == nil {
+		flag, rd, name, kind = "--from-audit", auditRd, auditName, "audit event (ResponseComplete stage)"
+	}
+	r, _, err := workload.Pick(rd, auditID)
+	if errors.Is(err, workload.ErrNoRecord) {
+		if auditID != "" {
+			return nil, fmt.Errorf("%s: no request %s", flag, strings.TrimPrefix(err.Error(), workload.ErrNoRecord.Error()+" "))
+		}
+		return nil, fmt.Errorf("%s: no %s request found in %s", flag, kind, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return r, nil
+}
+
+// openRecordReader opens one value of --from-log or --from-audit.
+func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Reader, string, func(), error) {
 	var in io.Reader
-	name := value
+	name, closeFn := value, func() {}
 	switch {
 	case value == "-":
 		in, name = stdin, "stdin"
 	default:
 		if f, err := os.Open(value); err == nil {
-			defer f.Close()
-			in = f
+			in, closeFn = f, func() { f.Close() }
 		} else if httplog && strings.Contains(value, "\"HTTP\"") {
 			in, name = strings.NewReader(value), "the line given"
 		} else {
-			return nil, fmt.Errorf("reading %s: %w", value, err)
+			return nil, "", nil, fmt.Errorf("reading %s: %w", value, err)
 		}
 	}
-	var rd workload.Reader
 	// Arrival order does not matter here (one record is kept), so the
 	// smallest re-ordering window keeps the reader's memory at one record
 	// however long the file is.
 	opts := workload.Options{ReorderWindow: time.Nanosecond}
 	if httplog {
-		rd = workload.NewHTTPLogReader(in, name, opts, nil)
-	} else {
-		rd = workload.NewAuditReader(in, name, opts, nil)
+		return workload.NewHTTPLogReader(in, name, opts, nil), name, closeFn, nil
 	}
-	var found *workload.Request
-	for {
-		var r workload.Request
-		err := rd.Next(&r)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if auditID == "" || r.AuditID == auditID {
-			rc := r
-			found = &rc
-		}
-	}
-	if found == nil {
-		if auditID != "" {
-			return nil, fmt.Errorf("no request with audit ID %q in %s", auditID, name)
-		}
-		kind := "kube-apiserver httplog (\"HTTP\" lines, -v=3)"
-		if !httplog {
-			kind = "audit event (ResponseComplete stage)"
-		}
-		return nil, fmt.Errorf("no %s request found in %s", kind, name)
-	}
-	return found, nil
+	return workload.NewAuditReader(in, name, opts, nil), name, closeFn, nil
 }

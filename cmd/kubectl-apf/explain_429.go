@@ -13,6 +13,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -29,7 +31,15 @@ outs, or a level without queues. 429s that APF did not produce (evictions
 blocked by a PodDisruptionBudget, a watch cache initializing) are counted
 apart.
 
-With --from, a bundle written by 'kubectl apf dump' is read instead.`
+With --from, a bundle written by 'kubectl apf dump' is read instead.
+
+With --prometheus, the incidents of a window in the past (--since, 1h by
+default): when each burst of 429s started and ended (to about one scrape
+interval), its priority level, FlowSchemas, reasons and apiserver instances,
+a timeline of the level around it (seats in use against the current limit
+and demand, waiting requests, the queue wait p99 and queue lengths), and
+what it points to: one flow flooding its queues, or the whole level short of
+seats. JSON output holds the series.` + historyHelp
 
 const explain429Example = `  # Why does the cluster answer 429 now?
   kubectl apf explain 429
@@ -38,7 +48,13 @@ const explain429Example = `  # Why does the cluster answer 429 now?
   kubectl apf explain 429 --all-apiservers --interval 10s
 
   # From a bundle captured earlier
-  kubectl apf explain 429 --from apf-bundle.tar.gz -o json`
+  kubectl apf explain 429 --from apf-bundle.tar.gz -o json
+
+  # The incidents of the last day, from Prometheus
+  kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 24h
+
+  # Through the apiserver's service proxy, one cluster of a Thanos store
+  kubectl apf explain 429 --prometheus-service monitoring/thanos-query:9090 --prometheus-selector 'cluster="prod"' --since 7d`
 
 // Explain429Options holds the flags of "kubectl apf explain 429".
 type Explain429Options struct {
@@ -50,13 +66,17 @@ type Explain429Options struct {
 	ServerRequestTimeout time.Duration
 	// Flags are -o.
 	*output.Flags
+	// History reads a Prometheus-compatible store instead (--prometheus).
+	History      *HistoryOptions
+	MaxIncidents int
 
 	genericiooptions.IOStreams
 }
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute,
+		History: NewHistoryOptions(configFlags, time.Hour), MaxIncidents: 10, IOStreams: streams}
 }
 
 // NewExplain429Command builds "kubectl apf explain 429".
@@ -76,11 +96,19 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
 	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
 	o.Flags.AddFlags(f)
+	o.History.AddFlags(f)
+	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	return cmd
 }
 
 // Complete resolves the source.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
+	if o.History.Enabled() {
+		if err := o.History.Validate(); err != nil {
+			return err
+		}
+		return o.History.Complete(o.AllAPIServers)
+	}
 	return o.Options.Complete()
 }
 
@@ -88,6 +116,15 @@ func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 func (o *Explain429Options) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
+	}
+	if err := o.History.Validate(); err != nil {
+		return err
+	}
+	if o.History.Enabled() && (o.From != "" || len(o.APIServerURLs) > 0) {
+		return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
+	}
+	if o.MaxIncidents <= 0 {
+		return fmt.Errorf("--max-incidents must be positive, not %d", o.MaxIncidents)
 	}
 	if o.Interval < 0 {
 		return fmt.Errorf("--interval must not be negative, not %v", o.Interval)
@@ -103,6 +140,9 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
+	if o.History.Enabled() {
+		return o.runHistory(ctx)
+	}
 	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency})
 	if err != nil {
 		return err
@@ -116,4 +156,23 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
 	t.Release, t.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	return printObject(o.Out, o.Flags, t, func(w io.Writer) error { return explain.WriteTriageText(w, t) })
+}
+
+// runHistory finds the incidents of the window in the store.
+func (o *Explain429Options) runHistory(ctx context.Context) error {
+	h := o.History
+	if !h.IsWindow() {
+		return fmt.Errorf("explain 429 --prometheus looks at a window: give --since (and --until), not --at")
+	}
+	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: h.Window,
+		ScrapeInterval: h.ScrapeInterval, MaxIncidents: o.MaxIncidents, WaitLimit: min(o.ServerRequestTimeout/4, time.Minute)})
+	for _, w := range h.warnings() {
+		fmt.Fprintln(o.ErrOut, "warning from the store: "+sanitize.Line(w))
+	}
+	if err != nil {
+		return err
+	}
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
+		return historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep)
+	})
 }

@@ -97,7 +97,7 @@ func TestLintFlagErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{[]string{"lint", "--defaults", "-o", "xml"}, "--output must be one of '', json, yaml, jsonpath=..."},
+		{[]string{"lint", "--defaults", "-o", "xml"}, "--output must be one of '' (or table), json, yaml, jsonpath=..."},
 		{[]string{"lint", "--defaults", "--min-severity", "loud"}, "--min-severity: severity must be one of error, warning, info"},
 		{[]string{"lint", "--defaults", "--from", "x.tar.gz"}, "--defaults and --from both name the base configuration"},
 		{[]string{"lint", "--defaults", "-f", "does-not-exist"}, "-f does-not-exist:"},

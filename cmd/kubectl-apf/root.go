@@ -53,6 +53,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewWhoisCommand(configFlags, streams),
 		NewRBACCommand(streams),
 		NewSimulateCommand(configFlags, streams),
+		NewMonitoringCommand(configFlags, streams),
 	)
 	return cmd
 }

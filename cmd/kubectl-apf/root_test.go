@@ -82,7 +82,7 @@ func TestErrorsArePrintedOnceWithExitCode1(t *testing.T) {
 	if out != "" {
 		t.Errorf("stdout = %q, want nothing", out)
 	}
-	if errOut != "error: --output must be one of '', json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...; not \"xml\"\n" {
+	if errOut != "error: --output must be one of '' (or table), json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...; not \"xml\"\n" {
 		t.Errorf("stderr = %q", errOut)
 	}
 	code, _, errOut = runArgs(t, "no-such-command")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -27,7 +29,9 @@ The workload is read from kube-apiserver httplog lines (-v=3), audit events
 (audit.k8s.io/v1 JSON lines) or kubectl-apf's own JSONL format; give the
 httplog and the audit log together so every request gets its user (they are
 joined by audit ID). The files are streamed: memory follows the requests in
-flight, not the length of the files. The JSONL format has one request a line:
+flight and the number of clients, not the length of the files. Lines that
+cannot be read as requests (other components' lines in the same log, lines cut
+short) are skipped and counted; --strict fails on the first one instead. The JSONL format has one request a line:
 
   {"offset":"1.5s","user":"alice","groups":["dev","system:authenticated"],
    "verb":"list","path":"/api/v1/namespaces/dev/pods","serviceTime":"20ms"}
@@ -53,7 +57,23 @@ queue length and seats in use.
 With -f or --set the workload is replayed a second time with the changed
 configuration and each cell shows "before->after". When the workload records
 what the server answered, the predicted rejections are compared with the
-recorded 429s, level by level.`
+recorded 429s, level by level and per 5-second window, with a verdict of the
+reproduction's quality.
+
+The replay is calibrated from the recording itself (--calibrate=false turns
+this off): upstream counts a request's seats from the dispatch decision, but
+its execution time starts only once the waiting goroutine runs, which on a
+CPU-starved server can take far longer than the execution. For every level,
+and every 10-second window, the seat hold time is read from the level's
+dispatch throughput while requests waited in its queues, and the difference
+from the recorded execution times is added to every request dispatched from
+a queue, in the replay of the change too. An audit log alone records no
+execution time: it is estimated from the latency annotations of slow
+requests (apiserver.latency.k8s.io/apf-queue-wait) and, for the others, from
+the queue wait the replay itself gives them, iterated to a fixed point; LISTs
+get the seats the server's object counts give them (from the cluster's or
+the bundle's metrics). The result says which fields were estimated, and
+warns when a change takes a level far from the recorded regime.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
@@ -78,8 +98,12 @@ type SimulateOptions struct {
 	ServerRequestTimeout time.Duration
 	NoBorrowing          bool
 	MaxFlows             int
+	Strict               bool
 	// Flags are -o.
 	*output.Flags
+	// Calibrate derives the seat hold time of every level from the
+	// recording and estimates what an audit log alone lacks.
+	Calibrate bool
 
 	settings []capacity.Setting
 
@@ -88,7 +112,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -109,7 +133,9 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	o.Flags.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
 
@@ -173,6 +199,12 @@ type simulateReport struct {
 	// ReleaseFrom where it came from.
 	Release     string `json:"release"`
 	ReleaseFrom string `json:"releaseFrom"`
+	// Calibration is what was inferred from the recording (absent with
+	// --calibrate=false); Fit how the replay of the recorded configuration
+	// reproduced the recorded 429s; Warnings say where the result is weak.
+	Calibration *calibrate.Result    `json:"calibration,omitempty"`
+	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
+	Warnings    []string             `json:"warnings,omitempty"`
 }
 
 // Run loads the configurations, replays the workload and prints the report.
@@ -194,15 +226,44 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
-	rep, err := fairqueue.Replay(&cancellableReader{ctx: ctx, r: files.Reader}, rc(before), afterRC, fairqueue.ReplayOptions{})
+	var counts engine.ObjectCounts
+	if o.Calibrate && o.Source != nil {
+		var err error
+		if counts, err = objectCounts(ctx, o.Source); err != nil {
+			notes = append(notes, "note: no object counts: "+err.Error())
+		}
+	}
+	if o.Calibrate && afterRC != nil {
+		// the change may move requests to levels with another seat cap
+		afterRC.Work = calibrate.Work(rel.Release, before, after, scl, counts)
+	}
+	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
+	var cal *calibrate.Result
+	if o.Calibrate {
+		var calNotes []string
+		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before), counts); err != nil {
+			return err
+		}
+		notes = append(notes, calNotes...)
+		if cal != nil {
+			src = cal.Apply(src)
+		}
+	}
+	fit := calibrate.NewFit(0)
+	rep, err := fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 	if err != nil {
 		return err
+	}
+	if rep.Workload.Records == 0 {
+		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
 	}
 	notes = append(notes, workloadNotes(rep, files)...)
 	for _, n := range notes {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join, Release: rel.Release.String(), ReleaseFrom: sanitize.Line(rel.From)}
+	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join,
+		Release: rel.Release.String(), ReleaseFrom: sanitize.Line(rel.From),
+		Calibration: cal, Fit: fit.Result(rep.Levels), Warnings: calibrate.Regime(before, after, scl, rep, cal)}
 	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
 }
 
@@ -239,22 +300,20 @@ func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engin
 func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	var notes []string
 	ws := rep.Workload
-	if ws.Records == 0 {
-		var lines, skipped int64
-		for _, st := range files.Stats {
-			lines += st.Lines
-			skipped += st.Skipped
+	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
+		if st := files.Stats[name]; st.Malformed > 0 {
+			notes = append(notes, fmt.Sprintf("note: %s: skipped %d %s that could not be read as a request (--strict refuses them): %s",
+				name, st.Malformed, plural(int(st.Malformed), "line", "lines"), strings.Join(st.FirstMalformed, "; ")))
 		}
-		msg := "note: the workload holds no request"
-		if skipped > 0 {
-			msg += fmt.Sprintf(": none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
-		}
-		notes = append(notes, msg)
 	}
 	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
 		if st := files.Stats[name]; st.Clamped > 0 {
 			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(int(st.Clamped), "request", "requests"), plural(int(st.Clamped), "was", "were")))
 		}
+	}
+	if j := files.Join; j != nil && j.AuditOnly > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d audit %s had no httplog line with %s audit ID and %s not replayed (the httplog is the record of what the server served)",
+			j.AuditOnly, plural(int(j.AuditOnly), "event", "events"), plural(int(j.AuditOnly), "its", "their"), plural(int(j.AuditOnly), "was", "were")))
 	}
 	if ws.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(int(ws.Skipped), "record", "records"), ws.FirstSkip))
@@ -269,19 +328,44 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	return notes
 }
 
+// emptyWorkloadReason says why a workload yielded no request.
+func emptyWorkloadReason(files *workload.Files) string {
+	var lines, skipped, malformed int64
+	for _, st := range files.Stats {
+		lines += st.Lines
+		skipped += st.Skipped
+		malformed += st.Malformed
+	}
+	switch {
+	case files.Join != nil && files.Join.AuditOnly > 0:
+		return fmt.Sprintf("its %d audit %s found no httplog line with the same audit ID", files.Join.AuditOnly, plural(int(files.Join.AuditOnly), "event", "events"))
+	case lines == 0:
+		return "it is empty"
+	case malformed > 0:
+		return fmt.Sprintf("of its %d %s, %d could not be read as requests and the others are not requests", lines, plural(int(lines), "line", "lines"), malformed)
+	}
+	return fmt.Sprintf("none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
+}
+
 // openWorkload opens the --workload files. A lone "-" reads the command's
 // input stream (o.In, which tests replace) rather than the process's
 // standard input that workload.OpenFiles reads.
 func (o *SimulateOptions) openWorkload() (*workload.Files, error) {
+	opts := o.workloadOptions()
 	if len(o.Workloads) != 1 || o.Workloads[0] != "-" || o.In == nil {
-		return workload.OpenFiles(o.Workloads, workload.Options{})
+		return workload.OpenFiles(o.Workloads, opts)
 	}
 	st := &workload.Stats{}
-	r, f, err := workload.NewReader(o.In, "stdin", workload.Options{}, st)
+	r, f, err := workload.NewReader(o.In, "stdin", opts, st)
 	if err != nil {
 		return nil, err
 	}
 	return &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}, nil
+}
+
+// workloadOptions is how every pass reads the --workload files.
+func (o *SimulateOptions) workloadOptions() workload.Options {
+	return workload.Options{Lenient: !o.Strict}
 }
 
 // cancellableReader stops a replay when the command's context is cancelled

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -57,6 +59,31 @@ func writeSyntheticWorkload(tb testing.TB, n int) string {
 	return p
 }
 
+// readAll reads the workload files as the replay does (joined, merged) and
+// checks that they hold n requests: the floor any replay pays.
+func readAll(b *testing.B, n int, paths ...string) {
+	files, err := workload.OpenFiles(paths, workload.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer files.Close()
+	var r workload.Request
+	got := 0
+	for {
+		err := files.Next(&r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		got++
+	}
+	if got != n {
+		b.Fatalf("read %d requests, want %d", got, n)
+	}
+}
+
 // BenchmarkSimulate compares, in one run, the whole command on 100,000
 // requests (one configuration, and before/after a change) with only reading
 // and parsing the same workload, the floor any replay pays: the difference
@@ -68,26 +95,7 @@ func BenchmarkSimulate(b *testing.B) {
 	wl := writeSyntheticWorkload(b, n)
 	b.Run("read-only", func(b *testing.B) {
 		for b.Loop() {
-			files, err := workload.OpenFiles([]string{wl}, workload.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var r workload.Request
-			got := 0
-			for {
-				err := files.Next(&r)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				got++
-			}
-			files.Close()
-			if got != n {
-				b.Fatalf("read %d requests, want %d", got, n)
-			}
+			readAll(b, n, wl)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/request")
 	})
@@ -106,6 +114,129 @@ func BenchmarkSimulate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/request")
+		})
+	}
+}
+
+// writeRecordedWorkload writes n requests as the two files a recorded
+// overload leaves: kube-apiserver httplog lines (klog text, -v=3, with the
+// apf_* keys) and Metadata-level audit events with the same audit IDs, so
+// 2n lines in all. Arrivals are Poisson at 2000/s from 200 users; execution
+// times exponential of mean 5 ms; a tenth of the requests waited up to
+// 50 ms in a queue first.
+func writeRecordedWorkload(tb testing.TB, n int) (httplog, audit string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	httplog, audit = filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "audit.log")
+	hf, err := os.Create(httplog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	af, err := os.Create(audit)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hw, aw := bufio.NewWriterSize(hf, 1<<20), bufio.NewWriterSize(af, 1<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	start := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	at := time.Duration(0)
+	for i := range n {
+		at += time.Duration(rng.ExpFloat64() / 2000 * float64(time.Second))
+		u := rng.IntN(200)
+		exec := time.Duration(rng.ExpFloat64() * float64(5*time.Millisecond))
+		var wait time.Duration
+		if rng.IntN(10) == 0 {
+			wait = time.Duration(rng.IntN(50)) * time.Millisecond
+		}
+		latency := wait + exec + 100*time.Microsecond
+		arrival, done := start.Add(at), start.Add(at+latency)
+		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+		uri := fmt.Sprintf("/api/v1/namespaces/ns%d/configmaps", u%10)
+		fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"application/json\" audit-ID=%q srcIP=\"127.0.0.1:%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=%q resp=200\n",
+			done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, 30000+u, exec.String())
+		fmt.Fprintf(aw, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":%q,"verb":"list","user":{"username":"user-%d","groups":["dev","system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"bench/1.0","objectRef":{"resource":"configmaps","namespace":"ns%d","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n",
+			id, uri, u, u%10, arrival.Format(time.RFC3339Nano), done.Format(time.RFC3339Nano))
+	}
+	for _, c := range []io.Closer{closerFunc(hw.Flush), hf, closerFunc(aw.Flush), af} {
+		if err := c.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return httplog, audit
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// peakHeap samples the heap in use every 5 ms until stop is called and
+// returns the largest value seen.
+func peakHeap() (stop func() uint64) {
+	done := make(chan struct{})
+	result := make(chan uint64)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-result }
+}
+
+// BenchmarkSimulateRecorded replays a recorded httplog + audit log of
+// 100,000 and 500,000 requests (200,000 and 1,000,000 lines) and compares,
+// in one run, a plain read of the same files (joined, as the replay reads
+// them), the replay without calibration and the calibrated replay (which
+// reads the files once more). It reports the seconds of each, the ratios
+// calibrated/read and calibrated/uncalibrated, and the peak heap of the
+// calibrated replay, which must not grow with the input.
+//
+//	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
+func BenchmarkSimulateRecorded(b *testing.B) {
+	for _, n := range []int{100_000, 500_000} {
+		b.Run(fmt.Sprintf("lines=%d", 2*n), func(b *testing.B) {
+			httplog, audit := writeRecordedWorkload(b, n)
+			sim := func(extra ...string) {
+				args := append([]string{"simulate", "--defaults", "--server-concurrency", "600", "-w", httplog, "-w", audit, "-o", "json"}, extra...)
+				if code := run(args, genericiooptions.NewTestIOStreamsDiscard()); code != 0 {
+					b.Fatalf("exit %d", code)
+				}
+			}
+			var tRead, tPlain, tCal time.Duration
+			var peak uint64
+			for b.Loop() {
+				runtime.GC()
+				t0 := time.Now()
+				readAll(b, n, httplog, audit)
+				t1 := time.Now()
+				sim("--calibrate=false")
+				t2 := time.Now()
+				runtime.GC()
+				stop := peakHeap()
+				t3 := time.Now()
+				sim()
+				tCal += time.Since(t3)
+				peak = max(peak, stop())
+				tRead += t1.Sub(t0)
+				tPlain += t2.Sub(t1)
+			}
+			k := float64(b.N)
+			b.ReportMetric(tRead.Seconds()/k, "s-read")
+			b.ReportMetric(tPlain.Seconds()/k, "s-uncalibrated")
+			b.ReportMetric(tCal.Seconds()/k, "s-calibrated")
+			b.ReportMetric(float64(tCal)/float64(tRead), "calibrated/read")
+			b.ReportMetric(float64(tCal)/float64(tPlain), "calibrated/uncalibrated")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		})
 	}
 }

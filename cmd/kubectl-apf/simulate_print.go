@@ -24,7 +24,7 @@ var simulateReasons = []string{"queue-full", "concurrency-limit", "time-out"}
 // every cell is "before->after".
 func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 	ws := rep.Workload
-	fmt.Fprintf(w, "Workload: %d %s replayed, %s of simulated time", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(rep.SimulatedSeconds))
+	fmt.Fprintf(w, "Workload: %d %s replayed, arriving over %s", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(ws.ArrivalSpanSeconds))
 	if extra := ws.Records - rep.Requests; extra > 0 {
 		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
 	}
@@ -94,8 +94,21 @@ func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
 	if idle > 0 {
 		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, plural(idle, "level", "levels"))
 	}
-	return printAgreement(w, rep)
+	fmt.Fprint(w, simulateLegend)
+	if err := printAgreement(w, rep); err != nil {
+		return err
+	}
+	return printCalibration(w, rep)
 }
+
+// simulateLegend says what the columns count. PEAK-QUEUE counts a request
+// from the moment it joins a queue, as upstream's queueset does even when it
+// dispatches it at once: a peak of 1 with no wait is such a request.
+const simulateLegend = `
+DISPATCHED: requests that ran; QUEUE-FULL, CONCURRENCY-LIMIT, TIME-OUT: requests rejected for that reason.
+WAIT-*: time the dispatched requests spent queued. PEAK-QUEUE: most requests in the queues at once,
+counting those dispatched the moment they were queued (so 1 with no wait). PEAK-SEATS: most seats in use at once.
+`
 
 // printAgreement compares, for the levels where either side rejected
 // something, the predicted rejections of the base configuration with the
@@ -113,11 +126,17 @@ func printAgreement(w io.Writer, rep simulateReport) error {
 	n := int(rep.Workload.RecordedRejections)
 	fmt.Fprintf(w, "\nRecorded 429 answers (%d in the workload) against the rejections predicted with the current configuration:\n", n)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED\tBOTH\tAGREEMENT")
+	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED-429\t429-PREDICTED\tSERVED-PREDICTED")
 	for _, a := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\n", sanitize.Line(a.Level), a.BothRejected+a.OnlyRecorded, a.BothRejected+a.OnlyPredicted, a.BothRejected, 100*a.Fraction())
+		rp, rr := a.Rejections()
+		dp, dr := a.Dispatches()
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", sanitize.Line(a.Level), rr, a.BothRejected+a.OnlyPredicted, ratio(rp, rr), ratio(dp, dr))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "429-PREDICTED: recorded 429s the replay also rejected; SERVED-PREDICTED: recorded successes the replay also served.")
+	return nil
 }
 
 // levelTotal is the number of requests a level (or flow) saw; 0 for nil.
@@ -227,4 +246,12 @@ func fmtSeconds(s float64) string {
 		unit *= 10
 	}
 	return d.Round(unit).String()
+}
+
+// ratio renders "n/d (p%)", or "-" when there is nothing to count.
+func ratio(n, d int64) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d (%.1f%%)", n, d, 100*float64(n)/float64(d))
 }

@@ -293,14 +293,14 @@ func TestSimulateErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"missing workload file", []string{"--workload", filepath.Join(dir, "nope.log")}, "opening workload: open " + filepath.Join(dir, "nope.log") + ": no such file or directory"},
-		{"unreadable workload line", []string{"--workload", badLine}, `bad.jsonl:2: unknown verb "fly"`},
+		{"unreadable workload line with --strict", []string{"--workload", badLine, "--strict"}, `bad.jsonl:2: unknown verb "fly"`},
 		{"no workload", nil, "no workload given: pass --workload FILE"},
 		{"malformed --set", []string{"--workload", burst, "--set", "global-default.queues"}, `--set "global-default.queues": want LEVEL.FIELD=VALUE`},
 		{"unknown --set field", []string{"--workload", burst, "--set", "global-default.colour=1"}, `unknown field "colour"`},
 		{"--set on a missing level", []string{"--workload", burst, "--set", "nope.queues=1"}, `no priority level named "nope"`},
 		{"--set a queue field of a reject level", []string{"--workload", burst, "--set", "catch-all.queues=4"}, "--set catch-all.queues"},
 		{"missing -f file", []string{"--workload", burst, "-f", filepath.Join(dir, "nope.yaml")}, "-f " + filepath.Join(dir, "nope.yaml")},
-		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be one of table, json, yaml, jsonpath=..."},
+		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be one of table (or ''), json, yaml, jsonpath=..."},
 		{"negative concurrency", []string{"--workload", burst, "--server-concurrency", "-1"}, "--server-concurrency must be positive"},
 		{"stdin twice", []string{"--workload", "-", "-f", "-"}, "both read standard input"},
 		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},
@@ -414,7 +414,10 @@ func TestSimulateYAML(t *testing.T) {
 // is replayed as the apiserver would run it, and said so on stderr: a hand
 // larger than the deck breaks global-default, its FlowSchema dangles, and
 // its requests fall through to catch-all.
-func TestSimulateBrokenChange(t *testing.T) {
+// TestSimulateInvalidChange: a level kube-apiserver would refuse to create
+// (hand larger than its queues) is refused by -f, as the server would, not
+// replayed as a change nobody could apply.
+func TestSimulateInvalidChange(t *testing.T) {
 	broken := filepath.Join(t.TempDir(), "broken.yaml")
 	if err := os.WriteFile(broken, []byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: PriorityLevelConfiguration
@@ -429,25 +432,9 @@ spec:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runPlugin("simulate", "--defaults", "--workload", simulateFixture("burst.jsonl"), "-f", broken, "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{"priority level global-default is broken and ignored", "FlowSchema global-default refers to priority level global-default"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errOut)
-		}
-	}
-	var rep simJSON
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	// burst.jsonl sends 101 requests from alice, bob and carol, all
-	// global-default's under the defaults
-	if g := findLevel(rep.After.Levels, "global-default"); g != nil {
-		t.Errorf("the broken level is still replayed: %+v", *g)
-	}
-	if c := findLevel(rep.After.Levels, "catch-all"); c == nil || c.Dispatched+c.Rejected["concurrency-limit"] != 101 {
-		t.Errorf("catch-all after the change: %+v, want the 101 requests of global-default", c)
+	code, _, errOut := runPlugin("simulate", "--defaults", "--workload", simulateFixture("burst.jsonl"), "-f", broken, "-o", "json")
+	want := "PriorityLevelConfiguration global-default is invalid (kube-apiserver would reject it): spec.limited.limitResponse.queuing.handSize: Invalid value: 10: should not be greater than queues (4)"
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -51,6 +54,8 @@ type TopOptions struct {
 	Interval   time.Duration
 	RateWindow time.Duration
 	*state.Options
+	// History reads a Prometheus-compatible store instead (levels only).
+	History *HistoryOptions
 
 	genericiooptions.IOStreams
 }
@@ -58,7 +63,7 @@ type TopOptions struct {
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
 	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
-		Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+		Options: state.NewOptions(configFlags, state.Instances), History: NewHistoryOptions(configFlags, 0), IOStreams: streams}
 	if kind == "levels" {
 		o.Name = output.PriorityLevelName
 	}
@@ -72,7 +77,12 @@ per second (by reason) and the 99th percentile of the queue wait.
 Rates and the wait percentile come from two /metrics scrapes --rate-window
 apart (from a bundle: the two scrapes it holds). Levels are sorted by
 utilisation, busiest first; with several apiservers, per-instance rows are
-followed by merged rows.`
+followed by merged rows.
+
+With --prometheus and --at, the table as it was at that moment (rates over
+--step before it); with --since, each level over the window: its limits,
+mean and peak seats in use, peak waiting requests, the requests dispatched
+and rejected (by reason) and the queue wait p99.` + historyHelp
 
 const topFlowsLong = `Show the heaviest flows in the request dump: for each priority level,
 FlowSchema and flow distinguisher (user or namespace), the waiting and
@@ -98,9 +108,14 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
   kubectl apf top levels
 
   # Of every apiserver, sorted by rejections, refreshed every 10s
-  kubectl apf top levels --all-apiservers --sort-by rejected --watch --interval 10s`
+  kubectl apf top levels --all-apiservers --sort-by rejected --watch --interval 10s
+
+  # The table as it was at 03:10, and over the night, from Prometheus
+  kubectl apf top levels --prometheus http://prometheus:9090 --at 2026-11-23T03:10:00Z
+  kubectl apf top levels --prometheus http://prometheus:9090 --since 8h --until "2h ago"`
 		fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort by one of: "+strings.Join(render.TopSortKeys, ", ")+".")
 		fs.DurationVar(&o.RateWindow, "rate-window", o.RateWindow, "Time between the two /metrics scrapes that give rates (0: no rates).")
+		o.History.AddFlags(fs)
 	} else {
 		cmd.Short = "Show the heaviest flows (user or namespace) in the request dump, with level and waiting seats"
 		cmd.Long = topFlowsLong
@@ -119,6 +134,12 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
 	if err := o.Flags.Validate(); err != nil {
 		return err
+	}
+	if o.History.Enabled() {
+		if err := o.History.Validate(); err != nil {
+			return err
+		}
+		return o.History.Complete(o.AllAPIServers)
 	}
 	return o.Options.Complete()
 }
@@ -143,6 +164,12 @@ func (o *TopOptions) Validate() error {
 	if o.Watch && o.From != "" {
 		return fmt.Errorf("--watch needs a cluster; a bundle (--from) does not change")
 	}
+	if err := o.History.Validate(); err != nil {
+		return err
+	}
+	if o.History.Enabled() && (o.Watch || o.From != "" || len(o.APIServerURLs) > 0) {
+		return fmt.Errorf("--prometheus reads the store: --watch, --from and --apiserver-urls do not apply (the live view \"kubectl apf top --prometheus\" follows it)")
+	}
 	return o.Options.Validate()
 }
 
@@ -158,6 +185,9 @@ func (o *TopOptions) clock() clock.Clock {
 // rates of each print come from this scrape and the previous print's, so
 // the apiserver is scraped once per interval.
 func (o *TopOptions) Run(ctx context.Context) error {
+	if o.History.Enabled() {
+		return o.runHistory(ctx)
+	}
 	opts := dump.CaptureOptions{Parts: dump.PartRequests}
 	if o.Kind == "levels" {
 		// Two scrapes for the first print; later prints of --watch take
@@ -205,4 +235,38 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// runHistory prints the level table from the store: at one moment in the
+// form of the live table, or over a window.
+func (o *TopOptions) runHistory(ctx context.Context) error {
+	h := o.History
+	defer func() {
+		for _, w := range h.warnings() {
+			fmt.Fprintln(o.ErrOut, "warning from the store: "+render.Sanitize(w))
+		}
+	}()
+	if h.IsWindow() {
+		rows, err := history.LevelsOverWindow(ctx, h.Querier, h.Query, h.Window)
+		if err != nil {
+			return err
+		}
+		if o.Level != "" {
+			rows = slices.DeleteFunc(rows, func(r history.LevelWindow) bool { return r.Name != o.Level })
+		}
+		if len(rows) == 0 {
+			return fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
+				h.Window.Start.UTC().Format(time.RFC3339), h.Window.End.UTC().Format(time.RFC3339))
+		}
+		return printObject(o.Out, o.Flags, rows, func(w io.Writer) error { return historyrender.WriteLevelWindows(w, rows, o.NoHeaders) })
+	}
+	at := h.Window.End
+	_, caps, err := h.Capture(ctx, at, at, h.rateWindow())
+	if err != nil {
+		return err
+	}
+	if len(caps) == 0 {
+		return fmt.Errorf("%s holds no APF series at %s matching the selector", h.Describe(), at.UTC().Format(time.RFC3339))
+	}
+	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), caps[0].Snapshots, o.Level, o.SortBy)
 }

@@ -36,7 +36,12 @@ The view reads the three debug dumps and /metrics at every refresh (about
 five requests per apiserver; the header shows the count), survives the
 apiserver restarting (it reconnects with backoff), and --record FILE keeps
 every refresh so that --replay FILE can step through a burst afterwards
-(left/right).`
+(left/right).
+
+With --prometheus (or --prometheus-service), the view reads the level table
+from a Prometheus-compatible store instead: live, refreshed every --interval,
+or with --since (and --until) over a window of the past, one frame per
+--step, which left and right step through as with --replay.`
 
 const topTUIExample = `
   # Watch APF live (tab switches between apiservers)
@@ -47,7 +52,10 @@ const topTUIExample = `
   kubectl apf top --replay apf-top.jsonl.gz
 
   # The live view over a bundle
-  kubectl apf top --from apf-bundle.tar.gz`
+  kubectl apf top --from apf-bundle.tar.gz
+
+  # Step through the last hour as Prometheus saw it
+  kubectl apf top --prometheus http://prometheus:9090 --since 1h`
 
 // TopTUIOptions holds the flags of the live view of "kubectl apf top".
 type TopTUIOptions struct {
@@ -55,6 +63,8 @@ type TopTUIOptions struct {
 	Interval time.Duration
 	Record   string
 	Replay   string
+	// History reads a Prometheus-compatible store instead.
+	History *HistoryOptions
 	// Force opens the view even when stdout is not a terminal (tests).
 	Force bool
 
@@ -70,7 +80,7 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, IOStreams: streams}
+	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, History: NewHistoryOptions(configFlags, 0), IOStreams: streams}
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -91,6 +101,7 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
 	fs.StringVar(&o.Replay, "replay", o.Replay, "Play back a recording made with --record (left/right move through time).")
+	o.History.AddFlags(fs)
 	if cmd.Long == "" {
 		cmd.Long = cmd.Short + "."
 	}
@@ -159,6 +170,16 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Replay != "" {
 		return nil
 	}
+	if o.History.Enabled() {
+		if err := o.History.Validate(); err != nil {
+			return err
+		}
+		if err := o.History.Complete(o.AllAPIServers); err != nil {
+			return err
+		}
+		o.Source = &storeSource{o: o.History, now: o.now}
+		return nil
+	}
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
@@ -183,6 +204,9 @@ func (o *TopTUIOptions) Validate() error {
 	if o.Replay != "" && (o.Record != "" || o.From != "" || o.AllAPIServers || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--replay plays a recording back: it cannot be combined with --record, --from, --all-apiservers or --apiserver-urls")
 	}
+	if o.History.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
+		return fmt.Errorf("--prometheus reads the store: --replay, --from and --apiserver-urls do not apply")
+	}
 	if !o.Force && !o.isTerminal() {
 		return fmt.Errorf("the live view needs a terminal; pipe \"kubectl apf top levels\" or \"kubectl apf top flows\" for tables")
 	}
@@ -203,7 +227,17 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		st := tui.ColorStyles()
 		opts.Styles = &st
 	}
-	if o.Replay != "" {
+	if o.History.Enabled() && o.History.IsWindow() {
+		rec, err := o.historyRecording(ctx)
+		if err != nil {
+			return err
+		}
+		opts.Replay = rec
+		opts.Cluster = "history from " + o.History.Describe()
+		if !o.intervalSet {
+			opts.Interval = time.Second
+		}
+	} else if o.Replay != "" {
 		rec, err := record.ReadFile(o.Replay)
 		if err != nil {
 			return err
@@ -260,4 +294,27 @@ func (o *TopTUIOptions) now() time.Time {
 		return o.Clock.Now()
 	}
 	return time.Now()
+}
+
+// historyRecording reads the window from the store as a recording, one
+// frame per step, for the view to step through.
+func (o *TopTUIOptions) historyRecording(ctx context.Context) (*record.Recording, error) {
+	w := o.History.Window
+	times, caps, err := o.History.Capture(ctx, w.Start, w.End, w.Step)
+	if err != nil {
+		return nil, err
+	}
+	if len(caps) == 0 {
+		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", o.History.Describe(),
+			w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
+	}
+	rec := &record.Recording{Header: record.Header{Source: o.History.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
+	for i, c := range caps {
+		f, err := record.NewFrame(times[i], -1, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		rec.Frames = append(rec.Frames, f)
+	}
+	return rec, nil
 }

@@ -61,7 +61,6 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 	if o.ConfigMapBytes == 0 {
 		o.ConfigMapBytes = 32 << 10
 	}
-	fc := admin.FlowcontrolV1()
 	pls := []*flowcontrolv1.PriorityLevelConfiguration{{
 		ObjectMeta: metav1.ObjectMeta{Name: Level},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
@@ -117,6 +116,43 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 		rej.Spec.Rules[0].Subjects = []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: o.RejectUser}}}
 		fss = append(fss, rej)
 	}
+	if err := Apply(ctx, admin, pls, fss); err != nil {
+		return err
+	}
+
+	core := admin.CoreV1()
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", Namespace, err)
+	}
+	payload := strings.Repeat("x", o.ConfigMapBytes)
+	for i := 0; i < o.ConfigMaps; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%03d", i)}, Data: map[string]string{"payload": payload}}
+		if _, err := core.ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("configmap %s: %w", cm.Name, err)
+		}
+	}
+	rb := admin.RbacV1()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}},
+	}
+	if _, err := rb.Roles(Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("role: %w", err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: "rbac.authorization.k8s.io", Name: Group}},
+	}
+	if _, err := rb.RoleBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("role binding: %w", err)
+	}
+	return nil
+}
+
+// Apply creates or updates priority levels and FlowSchemas (their specs).
+func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1.PriorityLevelConfiguration, fss []*flowcontrolv1.FlowSchema) error {
+	fc := admin.FlowcontrolV1()
 	for _, pl := range pls {
 		if err := apply(ctx, pl.Name, func() error {
 			_, err := fc.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{})
@@ -148,34 +184,6 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 		}); err != nil {
 			return fmt.Errorf("flow schema %s: %w", fs.Name, err)
 		}
-	}
-
-	core := admin.CoreV1()
-	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", Namespace, err)
-	}
-	payload := strings.Repeat("x", o.ConfigMapBytes)
-	for i := 0; i < o.ConfigMaps; i++ {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%03d", i)}, Data: map[string]string{"payload": payload}}
-		if _, err := core.ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("configmap %s: %w", cm.Name, err)
-		}
-	}
-	rb := admin.RbacV1()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
-		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}},
-	}
-	if _, err := rb.Roles(Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("role: %w", err)
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: "rbac.authorization.k8s.io", Name: Group}},
-	}
-	if _, err := rb.RoleBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("role binding: %w", err)
 	}
 	return nil
 }
@@ -230,6 +238,24 @@ type Report struct {
 	ByPriority  map[string]int
 	ByFlowSched map[string]int
 	FirstError  error
+}
+
+// add counts one response.
+func (r *Report) add(res Result) {
+	r.Sent++
+	if res.Err != nil {
+		r.Errors++
+		if r.FirstError == nil {
+			r.FirstError = res.Err
+		}
+		return
+	}
+	r.ByStatus[res.Status]++
+	if res.RetryAfter != "" {
+		r.RetryAfter[res.RetryAfter]++
+	}
+	r.ByPriority[res.Priority]++
+	r.ByFlowSched[res.FlowSchema]++
 }
 
 // Rejected is the number of 429 responses.
@@ -309,20 +335,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		wg.Wait()
 		close(results)
 		for r := range results {
-			rep.Sent++
-			if r.Err != nil {
-				rep.Errors++
-				if rep.FirstError == nil {
-					rep.FirstError = r.Err
-				}
-				continue
-			}
-			rep.ByStatus[r.Status]++
-			if r.RetryAfter != "" {
-				rep.RetryAfter[r.RetryAfter]++
-			}
-			rep.ByPriority[r.Priority]++
-			rep.ByFlowSched[r.FlowSchema]++
+			rep.add(r)
 		}
 		rep.Rounds++
 		select {

@@ -179,11 +179,11 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 // AddAPIServer starts another kube-apiserver on a free port, sharing the
 // cluster's etcd, and waits until it is ready. The first one is the primary.
 func (c *Cluster) AddAPIServer(ctx context.Context) (*APIServer, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -531,12 +531,12 @@ func Tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// freePort returns a port on 127.0.0.1 that nothing listens on. It is drawn
+// FreePort returns a port on 127.0.0.1 that nothing listens on. It is drawn
 // below the kernel's ephemeral range (32768 and up by default), from which the
 // port of every outgoing connection is taken: a port from that range can be
 // taken by a client connection (many are open under load) before the server
 // binds it.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	for i := 0; i < 100; i++ {
 		port := 20000 + rand.IntN(12000)
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))

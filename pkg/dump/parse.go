@@ -151,7 +151,7 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 	// so a row costs no copy of its text.
 	text := string(body)
 	lineNo := 0
-	commaOnly := false
+	commaOnly, trailingComma := false, false
 	for len(text) > 0 {
 		var raw string
 		raw, text, _ = strings.Cut(text, "\n")
@@ -165,6 +165,15 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 		}
 		if !utf8.ValidString(line) {
 			return nil, fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+		}
+		// The layout of Kubernetes' documentation ends every line, header
+		// included, with a comma; no column is ever empty at the end of a
+		// header, so one trailing comma there means "drop it on every line".
+		if t.header == nil && strings.HasSuffix(strings.TrimRight(line, " "), ",") {
+			trailingComma = true
+		}
+		if trailingComma {
+			line = strings.TrimSuffix(strings.TrimRight(line, " "), ",")
 		}
 		if t.header == nil {
 			t.header = splitCells(line, 16)

@@ -391,7 +391,7 @@ func TestCompareRecorded(t *testing.T) {
 			ex := Explain(Input{Config: cfg}, tt.r, nil)
 			ex.CompareNames("httplog", tt.fs, tt.pl, 200)
 			if tt.seats > 0 {
-				ex.CompareSeats(tt.seats)
+				ex.CompareWork(RecordedWork{HasSeats: true, InitialSeats: tt.seats})
 			}
 			rec := ex.Recorded
 			if (rec.Agrees == nil) != (tt.wantAgrees == nil) || (rec.Agrees != nil && *rec.Agrees != *tt.wantAgrees) || !strings.Contains(rec.Detail, tt.wantDetailPart) {

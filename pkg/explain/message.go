@@ -36,6 +36,10 @@ type Message struct {
 	// (Path without scheme and host, with its query).
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// Resource is the resource a client-go error names, as "pods",
+	// "deployments.apps" or "pods web" (with the object's name), when the
+	// message does not give the path.
+	Resource string `json:"resource,omitempty"`
 	// Delay is the client-side wait quoted by client-go.
 	Delay string `json:"delay,omitempty"`
 	// Explanation says what the message means and what to do.
@@ -51,6 +55,13 @@ var (
 	reLegacy = regexp.MustCompile(`Waited for ([^ ]+) due to (client-side throttling[^,]*), not priority and fairness, request: ([A-Z]+):(\S+)`)
 	// Older still: `Throttling request took 1.03s, request: GET:https://...`.
 	reOldest = regexp.MustCompile(`Throttling request took ([^,]+), request: ([A-Z]+):(\S+)`)
+	// client-go's text for a 429 whose body is not a Status
+	// (k8s.io/apimachinery pkg/api/errors/errors.go:NewGenericServerResponse),
+	// as kubectl prints it: `Error from server (TooManyRequests): the server
+	// has received too many requests and has asked us to try again later
+	// (get pods)`. The suffix is the HTTP method in lower case and the
+	// resource, with the object's name if any.
+	reGeneric429 = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
 )
 
 // ParseMessage recognises a message pasted by the user: a client-go
@@ -86,6 +97,20 @@ func ParseMessage(text string) (*Message, error) {
 		msg.Explanation = throttlingText(msg.Delay)
 		return msg, nil
 	}
+	if m := reGeneric429.FindStringSubmatch(t); m != nil {
+		// APF answers its rejections with a plain-text body
+		// (priority-and-fairness.go:tooManyRequests), which client-go cannot
+		// decode as a Status and so replaces with this text; the watch
+		// cache's and the Eviction API's 429s carry a Status with their own
+		// message.
+		msg := &Message{Kind: MessageAPF429, APF: true, Method: strings.ToUpper(m[1]), Resource: strings.TrimSpace(m[2] + " " + m[3])}
+		req := "the request"
+		if msg.Method != "" {
+			req = fmt.Sprintf("the %s request on %s", msg.Method, msg.Resource)
+		}
+		msg.Explanation = fmt.Sprintf("this is how client-go and kubectl report a 429 whose body is plain text, which is what API Priority and Fairness answers when it rejects a request (concurrency-limit, queue-full or time-out): %s was rejected by its priority level. Explain the request with its path and identity, or run 'kubectl apf explain 429' to see which levels reject now and why", req)
+		return msg, nil
+	}
 	low := strings.ToLower(t)
 	switch {
 	case strings.Contains(low, "disruption budget"):
@@ -114,4 +139,14 @@ func pathOf(raw string) string {
 		p += "?" + u.RawQuery
 	}
 	return p
+}
+
+// MessageNeedsRequest says what to add when an APF message does not name the
+// whole request (its path and identity), which the explanation needs.
+func MessageNeedsRequest(m *Message) string {
+	what := "the message is about API Priority and Fairness but does not name the request"
+	if m.Method != "" && m.Resource != "" {
+		what = fmt.Sprintf("the message is about API Priority and Fairness and names %s %s, but not the request's path", m.Method, m.Resource)
+	}
+	return what + ": add VERB_OR_METHOD PATH and the identity (e.g. 'list /api/v1/namespaces/NS/pods --user-name NAME') for its FlowSchema, level and queues, or run 'kubectl apf explain 429' to see which levels reject now and why"
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
@@ -208,7 +209,21 @@ func writeRecorded(p *printer, r *Recorded) {
 	}
 	p.f("  %s: %s\n", verdict, clean(r.Detail))
 	if r.InitialSeats != nil {
-		p.f("  the server estimated %d seat(s)\n", *r.InitialSeats)
+		p.f("  the server estimated %d seat(s)", *r.InitialSeats)
+		if r.FinalSeats != nil && r.AdditionalLatency != nil {
+			p.f(", then %d final seat(s) for %v", *r.FinalSeats, time.Duration(*r.AdditionalLatency))
+		}
+		p.f("\n")
+	}
+	if r.Latency != nil || r.ExecutionTime != nil {
+		var parts []string
+		if r.Latency != nil {
+			parts = append(parts, fmt.Sprintf("latency %v", time.Duration(*r.Latency)))
+		}
+		if r.ExecutionTime != nil {
+			parts = append(parts, fmt.Sprintf("execution %v", time.Duration(*r.ExecutionTime)))
+		}
+		p.f("  the server took %s\n", strings.Join(parts, ", "))
 	}
 }
 
@@ -241,7 +256,11 @@ func WriteMessageText(w io.Writer, m *Message) error {
 	}
 	p.f("Message: %s (%s)\n", m.Kind, kind)
 	if m.Method != "" {
-		p.f("  request %s %s", clean(m.Method), clean(m.Path))
+		target := m.Path
+		if target == "" {
+			target = m.Resource
+		}
+		p.f("  request %s %s", clean(m.Method), clean(target))
 		if m.Delay != "" {
 			p.f(", delayed %s", clean(m.Delay))
 		}

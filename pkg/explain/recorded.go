@@ -1,6 +1,9 @@
 package explain
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // CompareNames records what the server logged (httplog apf_fs and apf_pl,
 // or an audit or JSONL record) next to the replay. Empty names mean "not
@@ -73,14 +76,55 @@ func orUnknown(s string) string {
 	return s
 }
 
-// CompareSeats records the server's seat estimate (httplog apf_iseats) and
-// notes when it falls outside the replay's range.
-func (ex *Explanation) CompareSeats(initialSeats uint64) {
-	if ex.Recorded == nil {
+// RecordedWork is what an httplog line records of a request's work and
+// time: apf_iseats, apf_fseats and apf_additionalLatency (HasSeats),
+// apf_execution_time (HasExecution) and latency.
+type RecordedWork struct {
+	HasSeats                 bool
+	InitialSeats, FinalSeats uint64
+	AdditionalLatency        time.Duration
+	HasExecution             bool
+	ExecutionTime            time.Duration
+	Latency                  time.Duration
+}
+
+// CompareWork records the server's work estimate and times next to the
+// replay, and notes every figure the replay's estimate cannot produce: seats
+// outside its range, final seats or additional latency on a request that has
+// none (only writes do, for their watchers), an execution time longer than
+// the whole latency.
+func (ex *Explanation) CompareWork(w RecordedWork) {
+	rec := ex.Recorded
+	if rec == nil {
 		return
 	}
-	ex.Recorded.InitialSeats = &initialSeats
-	if s := ex.Seats; s != nil && (initialSeats < s.Initial || initialSeats > s.Max) {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d seat(s), outside the replay's range %d..%d", initialSeats, s.Initial, s.Max))
+	if w.Latency > 0 {
+		l := Duration(w.Latency)
+		rec.Latency = &l
+	}
+	if w.HasExecution {
+		e := Duration(w.ExecutionTime)
+		rec.ExecutionTime = &e
+		if w.Latency > 0 && w.ExecutionTime > w.Latency {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("the server recorded an execution time (%v) longer than the request's whole latency (%v): the line is not consistent", w.ExecutionTime, w.Latency))
+		}
+	}
+	if !w.HasSeats {
+		return
+	}
+	i, f, a := w.InitialSeats, w.FinalSeats, Duration(w.AdditionalLatency)
+	rec.InitialSeats, rec.FinalSeats, rec.AdditionalLatency = &i, &f, &a
+	s := ex.Seats
+	if s == nil {
+		return
+	}
+	if i < s.Initial || i > s.Max {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d initial seat(s), outside the replay's range %d..%d", i, s.Initial, s.Max))
+	}
+	if f > s.MaxFinal {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d final seat(s), above the replay's maximum of %d for this request and level", f, s.MaxFinal))
+	}
+	if f == 0 && w.AdditionalLatency > 0 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server recorded an additional latency of %v with no final seats: the estimator gives one only with final seats", w.AdditionalLatency))
 	}
 }

@@ -69,7 +69,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		v := lm.stats.CurrentLimit
 		ex.PriorityLevel.CurrentLimit = &v
 	}
-	ex.Seats = estimateSeats(in.Release, r, limits)
+	ex.Seats = seatsFromCounts(estimateSeats(in.Release, r, limits), in.Release, r, limits, in.Live)
 
 	if cls.Fallback {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("no FlowSchema matched: the identity is in neither %s nor %s, so the server falls back to %s and logs \"no match found\"",

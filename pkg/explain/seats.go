@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // estimateSeats mirrors the dispatch of width.go:(*workEstimator).estimate
@@ -67,7 +69,46 @@ func estimateSeats(rel engine.Release, r engine.Request, l engine.LevelLimits) *
 			return &Seats{Initial: 1, Max: 1, Note: "serviceaccounts/token is exempt from the mutating estimate"}
 		}
 		m := capTo(rel.MaxMutatingSeats())
-		return &Seats{Initial: 1, Max: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
+		return &Seats{Initial: 1, Max: m, MaxFinal: m, Note: fmt.Sprintf("a write takes 1 seat, then up to %d final seats for 5ms per 10 watchers of the object when it has 10 or more", m)}
 	}
 	return &Seats{Initial: 1, Max: 1}
+}
+
+// seatsFromCounts gives the one figure upstream's LIST estimator would,
+// when the apiserver's metrics carry the object count of the resource
+// (apiserver_resource_objects, apiserver_resource_size_estimate_bytes), with
+// the estimator of release rel (engine.ListSeats).
+func seatsFromCounts(s *Seats, rel engine.Release, r engine.Request, l engine.LevelLimits, live *dump.Snapshot) *Seats {
+	if live == nil || s == nil || s.Initial == s.Max {
+		return s
+	}
+	_, cur := live.LatestMetrics()
+	if cur == nil {
+		return s
+	}
+	if v := r.Info.Verb; v != "list" && v != "watch" {
+		return s
+	}
+	oc := metrics.ObjectCounts(cur)
+	if oc == nil {
+		return s
+	}
+	counts := engine.ObjectCounts{}
+	for k, c := range oc {
+		counts[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
+	}
+	n, ok := engine.ListSeats(rel, r, counts, l.MaxSeats)
+	if !ok {
+		return s
+	}
+	key := r.Info.Resource
+	if r.Info.APIGroup != "" {
+		key += "." + r.Info.APIGroup
+	}
+	c := counts[key]
+	note := fmt.Sprintf("%s: %d objects of %d bytes on average (the apiserver's object count), so %d seat(s), as the LIST estimator of %s computes", key, c.Count, c.AvgSize, n, rel)
+	if rel.IsZero() || rel.Minor >= 31 {
+		note += "; a consistent read is taken to come from the watch cache"
+	}
+	return &Seats{Initial: n, Max: n, Note: note}
 }

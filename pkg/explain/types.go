@@ -177,6 +177,10 @@ type Seats struct {
 	// Max is the most it can be for this verb and level (a LIST depends on
 	// the number and size of the objects, a write on the watchers).
 	Max uint64 `json:"max"`
+	// MaxFinal is the most final seats (held for the additional latency
+	// after a write, for its watch events) it can take: 0 for every request
+	// but writes.
+	MaxFinal uint64 `json:"maxFinal"`
 	// Note says what the estimate depends on.
 	Note string `json:"note,omitempty"`
 }
@@ -246,6 +250,14 @@ type Recorded struct {
 	// InitialSeats is the seats the server estimated (httplog apf_iseats),
 	// when recorded.
 	InitialSeats *uint64 `json:"initialSeats,omitempty"`
+	// FinalSeats and AdditionalLatency are the rest of the server's work
+	// estimate (apf_fseats, apf_additionalLatency), when recorded.
+	FinalSeats        *uint64   `json:"finalSeats,omitempty"`
+	AdditionalLatency *Duration `json:"additionalLatency,omitempty"`
+	// ExecutionTime (apf_execution_time) and Latency are the times the
+	// server recorded, when it did.
+	ExecutionTime *Duration `json:"executionTime,omitempty"`
+	Latency       *Duration `json:"latency,omitempty"`
 	// Agrees is set when there was something to compare: true when the
 	// replay's FlowSchema and priority level equal the recorded ones.
 	Agrees *bool `json:"agrees,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -20,13 +21,20 @@ type Objects struct {
 	// Skipped counts documents of other kinds (a configuration repository
 	// usually holds more than APF objects).
 	Skipped int
+	// Converted says which objects were read from a beta version and
+	// converted to v1, one line each, for the user to know.
+	Converted []string
 }
+
+// Len is the number of APF objects.
+func (o Objects) Len() int { return len(o.FlowSchemas) + len(o.PriorityLevels) }
 
 // Add appends o2's objects to o.
 func (o *Objects) Add(o2 Objects) {
 	o.FlowSchemas = append(o.FlowSchemas, o2.FlowSchemas...)
 	o.PriorityLevels = append(o.PriorityLevels, o2.PriorityLevels...)
 	o.Skipped += o2.Skipped
+	o.Converted = append(o.Converted, o2.Converted...)
 }
 
 const flowcontrolGroup = "flowcontrol.apiserver.k8s.io"
@@ -50,8 +58,12 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 // ParseObjects reads FlowSchemas and PriorityLevelConfigurations from a YAML
 // or JSON stream (several documents, and List kinds, allowed). Documents of
 // other kinds are skipped and counted. Unknown fields are errors, so a
-// misspelt field is caught rather than silently defaulted. source names the
-// input in error messages.
+// misspelt field is caught rather than silently defaulted. Objects of
+// flowcontrol v1beta1, v1beta2 and v1beta3 are converted to v1 as the server
+// does (and listed in Converted). Every object is checked with
+// kube-apiserver's validation: one the server would reject is an error, not
+// a configuration to reason about. source names the input in error
+// messages.
 func ParseObjects(data []byte, source string) (Objects, error) {
 	var out Objects
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -67,13 +79,13 @@ func ParseObjects(data []byte, source string) (Objects, error) {
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			continue
 		}
-		if err := parseDocument(raw, &out, 0); err != nil {
+		if err := parseDocument(raw, &out, 0, source); err != nil {
 			return Objects{}, fmt.Errorf("%s: document %d: %w", source, doc, err)
 		}
 	}
 }
 
-func parseDocument(raw []byte, out *Objects, depth int) error {
+func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 	if depth > 4 {
 		return fmt.Errorf("lists nested too deeply")
 	}
@@ -87,7 +99,7 @@ func parseDocument(raw []byte, out *Objects, depth int) error {
 	}
 	if strings.HasSuffix(tm.Kind, "List") {
 		for i, item := range tm.Items {
-			if err := parseDocument(item, out, depth+1); err != nil {
+			if err := parseDocument(item, out, depth+1, source); err != nil {
 				return fmt.Errorf("%s item %d: %w", tm.Kind, i, err)
 			}
 		}
@@ -101,31 +113,66 @@ func parseDocument(raw []byte, out *Objects, depth int) error {
 		out.Skipped++
 		return nil
 	}
-	if version != "v1" {
-		return fmt.Errorf("%s uses apiVersion %s; only %s/v1 is supported (convert it: the fields are the same from v1beta3 on)",
-			tm.Kind, tm.APIVersion, flowcontrolGroup)
-	}
-	switch tm.Kind {
-	case "FlowSchema":
-		fs := &flowcontrolv1.FlowSchema{}
-		if err := strictDecode(raw, fs); err != nil {
-			return fmt.Errorf("FlowSchema %w", err)
+	var obj any
+	switch version {
+	case "v1":
+		if tm.Kind == "FlowSchema" {
+			obj = &flowcontrolv1.FlowSchema{}
+		} else {
+			obj = &flowcontrolv1.PriorityLevelConfiguration{}
 		}
-		if fs.Name == "" {
+		if err := strictDecode(raw, obj); err != nil {
+			return fmt.Errorf("%s %w", tm.Kind, err)
+		}
+	default:
+		var err error
+		if obj, err = convertToV1(raw, tm.Kind, version); err != nil {
+			return fmt.Errorf("%s uses apiVersion %s, which this plugin does not read (%s/%v): %w", tm.Kind, tm.APIVersion, flowcontrolGroup, servedVersions, err)
+		}
+	}
+	sharesField := ""
+	if version == "v1beta1" || version == "v1beta2" {
+		sharesField = "assuredConcurrencyShares"
+	}
+	var name string
+	var errs field.ErrorList
+	switch o := obj.(type) {
+	case *flowcontrolv1.FlowSchema:
+		if o.Name == "" {
 			return fmt.Errorf("FlowSchema without metadata.name")
 		}
-		out.FlowSchemas = append(out.FlowSchemas, fs)
-	default:
-		pl := &flowcontrolv1.PriorityLevelConfiguration{}
-		if err := strictDecode(raw, pl); err != nil {
-			return fmt.Errorf("PriorityLevelConfiguration %w", err)
+		name, errs = o.Name, ValidateFlowSchema(o)
+		if len(errs) == 0 {
+			out.FlowSchemas = append(out.FlowSchemas, o)
 		}
-		if pl.Name == "" {
+	case *flowcontrolv1.PriorityLevelConfiguration:
+		if o.Name == "" {
 			return fmt.Errorf("PriorityLevelConfiguration without metadata.name")
 		}
-		out.PriorityLevels = append(out.PriorityLevels, pl)
+		name, errs = o.Name, ValidatePriorityLevel(o, sharesField)
+		if len(errs) == 0 {
+			out.PriorityLevels = append(out.PriorityLevels, o)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s %s is invalid (kube-apiserver would reject it): %s", tm.Kind, name, errs.ToAggregate().Error())
+	}
+	if version != "v1" {
+		out.Converted = append(out.Converted, fmt.Sprintf("note: %s: %s %s converted from %s to %s/v1 as kube-apiserver does%s",
+			source, tm.Kind, name, tm.APIVersion, flowcontrolGroup, sharesNote(version, tm.Kind)))
 	}
 	return nil
+}
+
+func sharesNote(version, kind string) string {
+	if kind != "PriorityLevelConfiguration" {
+		return ""
+	}
+	switch version {
+	case "v1beta1", "v1beta2":
+		return " (assuredConcurrencyShares is nominalConcurrencyShares in v1)"
+	}
+	return ""
 }
 
 // strictDecode decodes like the API server: field names are case-sensitive,
@@ -176,4 +223,17 @@ func Overlay(baseFS []*flowcontrolv1.FlowSchema, basePL []*flowcontrolv1.Priorit
 		pls = append(pls, pl)
 	}
 	return fss, pls
+}
+
+// RequireObjects is the one rule for an -f argument (a file, a directory or
+// stdin) that holds no FlowSchema or PriorityLevelConfiguration: it is an
+// error, in every command, rather than a silently empty change.
+func RequireObjects(source string, o Objects) error {
+	if o.Len() > 0 {
+		return nil
+	}
+	if o.Skipped > 0 {
+		return fmt.Errorf("-f %s holds no FlowSchema or PriorityLevelConfiguration (%d other %s): nothing to apply", source, o.Skipped, map[bool]string{true: "object", false: "objects"}[o.Skipped == 1])
+	}
+	return fmt.Errorf("-f %s holds no FlowSchema or PriorityLevelConfiguration: nothing to apply", source)
 }

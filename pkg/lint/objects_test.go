@@ -51,7 +51,9 @@ func TestParseObjects(t *testing.T) {
 		{name: "json list", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
 		{name: "empty documents", in: "---\n---\n", fss: 0},
 		{name: "misspelt field", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {limitResponse: {type: Queue, queuing: {handsize: 4}}}}\n", wantErr: `f.yaml: document 1: PriorityLevelConfiguration has unknown field "spec.limited.limitResponse.queuing.handsize"`},
-		{name: "old api version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: FlowSchema\nmetadata: {name: x}\n", wantErr: "only flowcontrol.apiserver.k8s.io/v1 is supported"},
+		{name: "unknown api version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: FlowSchema\nmetadata: {name: x}\n", wantErr: "which this plugin does not read"},
+		{name: "field of another version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {nominalConcurrencyShares: 5, limitResponse: {type: Reject}}}\n", wantErr: `unknown field "spec.limited.nominalConcurrencyShares"`},
+		{name: "invalid as the server says", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {priorityLevelConfiguration: {name: p}, rules: [{subjects: [{kind: User, user: {name: a}}], resourceRules: [{verbs: [frobnicate], apiGroups: ['*'], resources: ['*'], clusterScope: true}]}]}\n", wantErr: "FlowSchema x is invalid (kube-apiserver would reject it): spec.rules[0].resourceRules[0].verbs: Unsupported value"},
 		{name: "no name", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nspec: {}\n", wantErr: "FlowSchema without metadata.name"},
 		{name: "not yaml", in: "a: [", wantErr: "f.yaml: document 1:"},
 	}

@@ -31,6 +31,13 @@ const (
 	// FlowcontrolPrefix starts the name of every APF family
 	// (k8s.io/apiserver pkg/util/flowcontrol/metrics/metrics.go).
 	FlowcontrolPrefix = "apiserver_flowcontrol_"
+	// FamilyResourceObjects, FamilyStorageObjects and FamilyResourceSizeBytes
+	// are the object counts and total sizes per resource that upstream's LIST
+	// work estimator reads (k8s.io/apiserver pkg/storage/etcd3/metrics;
+	// apiserver_storage_objects is the older, deprecated name of the count).
+	FamilyResourceObjects   = "apiserver_resource_objects"
+	FamilyStorageObjects    = "apiserver_storage_objects"
+	FamilyResourceSizeBytes = "apiserver_resource_size_estimate_bytes"
 )
 
 var (
@@ -42,12 +49,23 @@ var (
 // keepFamily reports whether a family (by its HELP/TYPE name) is kept.
 func keepFamily(name []byte) bool {
 	return bytes.HasPrefix(name, prefixFlowcontrol) ||
-		string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal || string(name) == FamilyDroppedRequests
+		string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal || string(name) == FamilyDroppedRequests ||
+		isObjectCountFamily(name)
+}
+
+// isObjectCountFamily reports whether name is one of the families the LIST
+// work estimator's inputs are read from: every sample of them is kept.
+func isObjectCountFamily(name []byte) bool {
+	switch string(name) {
+	case FamilyResourceObjects, FamilyStorageObjects, FamilyResourceSizeBytes:
+		return true
+	}
+	return false
 }
 
 // keepSample reports whether a sample line is kept, given its metric name.
 func keepSample(name, line []byte) bool {
-	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests {
+	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests || isObjectCountFamily(name) {
 		return true
 	}
 	if string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal {
@@ -64,7 +82,8 @@ const maxLine = 1 << 20
 var ErrNotMetrics = errors.New("not the Prometheus text format")
 
 // FilterAPF copies the lines of the APF families from r: every
-// apiserver_flowcontrol_* family, and the code="429" samples of
+// apiserver_flowcontrol_* family, the object counts and sizes per resource
+// that size LISTs in seats, and the code="429" samples of
 // apiserver_request_total and apiserver_request_terminations_total (with
 // their HELP and TYPE lines). Other lines are skipped after looking at their
 // first bytes only, so the memory used is bounded by what is kept.

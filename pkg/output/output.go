@@ -76,8 +76,11 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 func (f *Flags) formats() []string {
 	var out []string
 	for _, o := range f.own {
-		if o == "" {
-			o = "''"
+		switch o {
+		case "":
+			o = "'' (or table)"
+		case "table":
+			o = "table (or '')"
 		}
 		out = append(out, o)
 	}
@@ -91,8 +94,13 @@ func (f *Flags) formats() []string {
 	return out
 }
 
-// Own returns the -o value when the command prints it itself.
+// Own returns the -o value when the command prints it itself. ” and table
+// both name a command's human format, whichever it calls it, so that every
+// command takes the same -o values (a report has no table, a table no ”).
 func (f *Flags) Own() (string, bool) {
+	if (f.Output == "" || f.Output == "table") && len(f.own) > 0 && (f.own[0] == "" || f.own[0] == "table") {
+		return f.own[0], true
+	}
 	if f.Output == "" && len(f.own) > 0 {
 		return f.own[0], true
 	}

@@ -72,7 +72,7 @@ func TestBadOutput(t *testing.T) {
 		output  string
 		wantErr string
 	}{
-		{false, "wide", `--output must be one of '', json, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...; not "wide"`},
+		{false, "wide", `--output must be one of '' (or table), json, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...; not "wide"`},
 		{false, "custom-columns=A:.a", "--output must be one of"},
 		{false, "name", "--output must be one of"},
 		{true, "name", "--output must be one of"}, // no Name function
@@ -95,6 +95,22 @@ func TestBadOutput(t *testing.T) {
 		err := f.Print(&bytes.Buffer{}, rows)
 		if err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("-o %s: err = %q, want one line", o, err)
+		}
+	}
+}
+
+// TestHumanFormatNames: ” and table name the human format of every
+// command, reports (”) and tables alike (issue 17: -o table failed on
+// explain and capacity, -o ” on simulate).
+func TestHumanFormatNames(t *testing.T) {
+	for _, own := range [][]string{{"", "json", "yaml"}, {"table", "json", "yaml"}, {"table", "wide", "json", "yaml"}} {
+		for _, o := range []string{"", "table"} {
+			f := NewFlags(false, own...)
+			f.Output = o
+			got, ok := f.Own()
+			if err := f.Validate(); err != nil || !ok || got != own[0] {
+				t.Errorf("own %q, -o %q: Own() = %q, %v; Validate() = %v; want %q", own, o, got, ok, err, own[0])
+			}
 		}
 	}
 }

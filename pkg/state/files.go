@@ -12,37 +12,43 @@ import (
 )
 
 // ReadObjectFiles reads -f arguments: files, directories (their .yaml, .yml
-// and .json files, sorted; recursively with -R) or "-" for stdin.
+// and .json files, sorted; recursively with -R) or "-" for stdin. Beta
+// objects are converted to v1 (listed in Converted) and every object is
+// validated as kube-apiserver would (lint.ParseObjects); an argument that
+// holds no APF object is an error (lint.RequireObjects).
 func ReadObjectFiles(args []string, recursive bool, stdin io.Reader) (lint.Objects, error) {
 	var out lint.Objects
 	for _, arg := range args {
+		var objs lint.Objects
 		if arg == "-" {
 			data, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
 			if err != nil {
 				return lint.Objects{}, fmt.Errorf("reading stdin: %w", err)
 			}
-			objs, err := lint.ParseObjects(data, "stdin")
+			if objs, err = lint.ParseObjects(data, "stdin"); err != nil {
+				return lint.Objects{}, err
+			}
+		} else {
+			paths, err := expandPath(arg, recursive)
 			if err != nil {
 				return lint.Objects{}, err
 			}
-			out.Add(objs)
-			continue
+			for _, p := range paths {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return lint.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
+				}
+				fo, err := lint.ParseObjects(data, p)
+				if err != nil {
+					return lint.Objects{}, err
+				}
+				objs.Add(fo)
+			}
 		}
-		paths, err := expandPath(arg, recursive)
-		if err != nil {
+		if err := lint.RequireObjects(arg, objs); err != nil {
 			return lint.Objects{}, err
 		}
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return lint.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
-			}
-			objs, err := lint.ParseObjects(data, p)
-			if err != nil {
-				return lint.Objects{}, err
-			}
-			out.Add(objs)
-		}
+		out.Add(objs)
 	}
 	return out, nil
 }

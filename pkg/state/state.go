@@ -244,9 +244,7 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(objs.FlowSchemas)+len(objs.PriorityLevels) == 0 {
-			st.Notes = append(st.Notes, "note: the files given with -f hold no FlowSchema or PriorityLevelConfiguration")
-		}
+		st.Notes = append(st.Notes, objs.Converted...)
 		st.Overlay = objs
 		st.FlowSchemas, st.PriorityLevels = lint.Overlay(st.BaseFlowSchemas, st.BasePriorityLevels, objs)
 	}

@@ -15,7 +15,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
@@ -67,19 +66,8 @@ func mustApf(t *testing.T, args ...string) string {
 // background until the returned stop is called.
 func startLoad(t *testing.T, c *testcluster.Cluster) (stop func()) {
 	t.Helper()
+	names, flows := setUpLoad(t, c, loadSetup{})
 	ctx, cancel := context.WithCancel(context.Background())
-	admin := c.Client(testcluster.Admin)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

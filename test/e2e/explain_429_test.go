@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -31,20 +29,7 @@ func TestExplain429UnderLoad(t *testing.T) {
 	}
 	c := testcluster.StartT(t, testcluster.Options{})
 	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	rejectUser := testcluster.LoadUserName(8)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	flows = append(flows, c.RESTConfig(rejectUser))
+	names, flows := setUpLoad(t, c, loadSetup{reject: true})
 	// Let the server digest the new levels before loading them.
 	warm, err := loadgen.Run(ctx, loadgen.Options{Flows: flows[:1], Burst: 1, Rounds: 1, Duration: 10 * time.Second, Names: names})
 	if err != nil {

@@ -137,21 +137,7 @@ func TestPFHeadersNameExpectedObjects(t *testing.T) {
 func TestLoadGeneratorGetsQueueFull429(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	names, flows := setUpLoad(t, c, loadSetup{wait: true})
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Command apf-devcluster runs the local control plane outside of tests, for
 // "make cluster-up", "make cluster-down" and "make demo":
 //
-//	apf-devcluster up   [-dir DIR]          start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig
+//	apf-devcluster up   [-dir DIR]          start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig,
+//	                                        and Prometheus scraping the apiserver every second (-prometheus=false: not)
 //	apf-devcluster down [-dir DIR]          stop them and remove DIR
 //	apf-devcluster load [-dir DIR] [flags]  send bounded bursts that make APF queue and reject
 //
@@ -10,11 +11,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
 )
 
 func main() {
@@ -54,12 +58,14 @@ func up(ctx context.Context, args []string) error {
 	dir := fs.String("dir", ".cluster", "directory for the control plane's data, logs and kubeconfig")
 	inflight := fs.Int("max-requests-inflight", 10, "kube-apiserver --max-requests-inflight")
 	mutating := fs.Int("max-mutating-requests-inflight", 5, "kube-apiserver --max-mutating-requests-inflight")
+	withProm := fs.Bool("prometheus", true, "also start Prometheus on 127.0.0.1, scraping the apiserver every second; its URL goes to DIR/prometheus-url")
 	_ = fs.Parse(args)
 	if c, err := testcluster.Load(*dir); err == nil {
 		if done := c.APIServers[0].Proc.PID; done != 0 && syscall.Kill(done, 0) == nil {
 			fmt.Printf("the local control plane is already running at %s\nexport KUBECONFIG=%s\n", c.URL(), c.Kubeconfig)
 			return nil
 		}
+		_ = stopPrometheus(*dir)
 		_ = testcluster.StopDir(*dir)
 	}
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
@@ -75,13 +81,53 @@ func up(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "local control plane up in %s; logs in %s\n", time.Since(start).Round(time.Millisecond), c.Dir)
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig)
+	if *withProm {
+		pdir := filepath.Join(*dir, "prometheus")
+		if err := os.MkdirAll(pdir, 0o700); err != nil {
+			return err
+		}
+		p, err := testprom.Start(ctx, testprom.Options{Dir: pdir, Targets: testprom.TargetsOf(c), ScrapeInterval: time.Second, Detach: true})
+		if err != nil {
+			return err
+		}
+		state, _ := json.Marshal(p)
+		if err := os.WriteFile(filepath.Join(*dir, promState), state, 0o600); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*dir, "prometheus-url"), []byte(p.URL+"\n"), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "Prometheus up at %s, scraping the apiserver every second\n", p.URL)
+	}
 	return nil
+}
+
+// promState holds the detached Prometheus's state in the control plane's
+// directory.
+const promState = "prometheus.json"
+
+func stopPrometheus(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, promState))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var p testprom.Prometheus
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("reading %s: %w", promState, err)
+	}
+	return p.Stop()
 }
 
 func down(args []string) error {
 	fs := flag.NewFlagSet("down", flag.ExitOnError)
 	dir := fs.String("dir", ".cluster", "directory of the control plane")
 	_ = fs.Parse(args)
+	if err := stopPrometheus(*dir); err != nil {
+		return err
+	}
 	return testcluster.StopDir(*dir)
 }
 

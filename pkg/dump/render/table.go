@@ -37,7 +37,7 @@ func ParseFormat(s string) (Format, error) {
 	case FormatTable, FormatWide, FormatJSON, FormatYAML:
 		return f, nil
 	}
-	return "", fmt.Errorf("--output must be one of table, wide, json, yaml; not %q", s)
+	return "", fmt.Errorf("--output must be one of table (or ''), wide, json, yaml; not %q", s)
 }
 
 // Options shape every printer.

@@ -23,6 +23,8 @@ type request struct {
 	arrival int64 // ns since the start of the simulation
 	start   int64
 	service int64
+	// queuedOverhead is added to service when dispatched from a queue
+	queuedOverhead int64
 
 	initialSeats, finalSeats uint64
 	additionalLatency        time.Duration

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,10 @@ type ReplayConfig struct {
 	// Release is the Kubernetes release whose borrowing pass is replayed
 	// (engine.AllocateCurrentLimitsFor); zero means engine.NewestRelease.
 	Release engine.Release
+	// Work, when set, re-estimates a request's seats for the level this
+	// configuration gives it: a changed configuration can move a request
+	// to a level whose seat cap differs from the one it was recorded in.
+	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -92,8 +97,22 @@ func (a *LevelAgreement) add(predicted, recorded bool) {
 	}
 }
 
+// Rejections returns how many of the recorded 429s were predicted, and how
+// many there were.
+func (a LevelAgreement) Rejections() (predicted, recorded int64) {
+	return a.BothRejected, a.BothRejected + a.OnlyRecorded
+}
+
+// Dispatches returns how many of the requests the server served were
+// predicted to be served, and how many it served.
+func (a LevelAgreement) Dispatches() (predicted, recorded int64) {
+	return a.BothServed, a.BothServed + a.OnlyPredicted
+}
+
 // Fraction returns the share of requests on which prediction and record
-// agree (1 when there are none).
+// agree (1 when there are none). With few 429s among many served requests
+// it is high even when no 429 was predicted: Rejections and Dispatches say
+// how each kind fared.
 func (a LevelAgreement) Fraction() float64 {
 	n := a.BothRejected + a.OnlyPredicted + a.OnlyRecorded + a.BothServed
 	if n == 0 {
@@ -124,6 +143,10 @@ type WorkloadStats struct {
 	EstimatedSeats int64 `json:"estimatedSeats"`
 	// RecordedRejections counts the requests the server answered with 429.
 	RecordedRejections int64 `json:"recordedRejections"`
+	// ArrivalSpanSeconds is the time from the first record's arrival to the
+	// last one's: how long the recorded traffic lasted (the simulation runs
+	// on until the last request finishes and the borrowing settles).
+	ArrivalSpanSeconds float64 `json:"arrivalSpanSeconds"`
 }
 
 // run is one configuration being replayed.
@@ -241,8 +264,10 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 	} else {
 		// No identity: keep the recorded FlowSchema when this configuration
 		// still has it, and stand in for a ByUser distinguisher with the
-		// user agent and the client's address and port (one connection per
-		// client is the common case: client-go multiplexes on HTTP/2).
+		// user agent and the client's host. Not its port: a client that
+		// opens a connection per request would otherwise count as a new
+		// flow each time, and the per-flow state would grow with the
+		// requests rather than the clients.
 		fs := findFlowSchema(ru.cfg.Config, w.FlowSchema)
 		switch {
 		case fs != nil:
@@ -257,7 +282,7 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 				if m := fs.Spec.DistinguisherMethod; m != nil {
 					switch m.Type {
 					case flowcontrolv1.FlowDistinguisherMethodByUserType:
-						dist = "client:" + w.UserAgent + "@" + w.SourceIP
+						dist = "client:" + w.UserAgent + "@" + hostOf(w.SourceIP)
 					case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
 						dist = er.Info.Namespace
 					}
@@ -280,6 +305,15 @@ func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error
 	return nil
 }
 
+// hostOf strips the port from a recorded client address ("10.0.0.5:53422",
+// "[::1]:6443"); an address without one is returned as it is.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
 func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
 	if name == "" {
 		return nil
@@ -297,36 +331,68 @@ func findFlowSchema(c *engine.Config, name string) *flowcontrolv1.FlowSchema {
 // both summaries. Only the records' arrivals, identities, paths, execution
 // times and work estimates are used: what the server answered is counted in
 // WorkloadStats.RecordedRejections for comparison.
+//
+// The steps are the replayer's methods: newReplayer prepares the runs, add
+// reads and classifies one record (advance first dispatches what no later
+// record can precede, emit hands a request to every run), and finish
+// dispatches the rest, drains the runs and builds the report.
 func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts ReplayOptions) (*Report, error) {
-	// Outcomes come while a request is added or, for queued requests, later:
-	// what they need of the records is kept until then, so memory follows
-	// the requests in flight.
-	type held struct {
-		status int
-		rec    *workload.Request // only with opts.OnOutcome
+	rp, err := newReplayer(before, after, opts)
+	if err != nil {
+		return nil, err
 	}
-	inflight := map[int64]held{}
-	agree := map[int]*LevelAgreement{}
-	onOutcome := func(o *Outcome) {
-		h, ok := inflight[o.ID]
-		if !ok {
-			return
+	var w workload.Request
+	for {
+		err := src.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		delete(inflight, o.ID)
-		if h.status != 0 {
-			a := agree[o.Level]
-			if a == nil {
-				a = &LevelAgreement{}
-				agree[o.Level] = a
-			}
-			a.add(o.Reason != Executed, h.status == 429)
+		if err != nil {
+			return nil, fmt.Errorf("reading the workload: %w", err)
 		}
-		if h.rec != nil {
-			opts.OnOutcome(h.rec, o)
+		if err := rp.add(&w); err != nil {
+			return nil, err
 		}
+	}
+	return rp.finish()
+}
+
+// held is what an outcome needs of its record. Outcomes come while a request
+// is added or, for queued requests, later: it is kept until then, so memory
+// follows the requests in flight.
+type held struct {
+	status int
+	rec    *workload.Request // only with opts.OnOutcome
+}
+
+// replayer is one pass of Replay over a workload.
+type replayer struct {
+	opts     ReplayOptions
+	runs     []*run
+	rep      *Report
+	inflight map[int64]held
+	agree    map[int]*LevelAgreement
+	// Requests wait in pending until no later record can arrive before them:
+	// immediately rejected ones are moved to the moment they were rejected.
+	pending   *pendingHeap
+	lastAdded time.Duration
+
+	id          int64
+	start       time.Time
+	meanSvc     float64
+	nSvc        int64
+	defaultWait time.Duration
+}
+
+// newReplayer prepares the runs of before and, if not nil, after.
+func newReplayer(before ReplayConfig, after *ReplayConfig, opts ReplayOptions) (*replayer, error) {
+	rp := &replayer{
+		opts:     opts,
+		inflight: map[int64]held{},
+		agree:    map[int]*LevelAgreement{},
 	}
 	runs := make([]*run, 0, 2)
-	b, err := newRun(before, onOutcome)
+	b, err := newRun(before, rp.onOutcome)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the replay: %w", err)
 	}
@@ -338,144 +404,190 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 		}
 		runs = append(runs, a)
 	}
-	rep := &Report{}
-	// Requests wait in pending until no later record can arrive before them:
-	// immediately rejected ones are moved to the moment they were rejected.
-	pending := &pendingHeap{}
-	var lastAdded time.Duration
-	emit := func(p *pendingReq) error {
-		at := max(p.at, lastAdded)
-		lastAdded = at
-		for i, ru := range runs {
-			if !p.ok[i] {
-				continue
-			}
-			sr := p.reqs[i]
-			sr.Arrival = at
-			if i == 0 {
-				inflight[sr.ID] = held{status: p.status, rec: p.rec}
-			}
-			if err := ru.sim.Add(&sr); err != nil {
-				return err
-			}
+	rp.runs = runs
+	rp.rep = &Report{}
+	rp.pending = &pendingHeap{}
+	rp.defaultWait = before.RequestTimeout
+	if rp.defaultWait == 0 {
+		rp.defaultWait = time.Minute
+	}
+	return rp, nil
+}
+
+// onOutcome receives the "before" run's outcomes: it counts the agreement
+// with the recorded status and passes the outcome on to opts.OnOutcome.
+func (rp *replayer) onOutcome(o *Outcome) {
+	h, ok := rp.inflight[o.ID]
+	if !ok {
+		return
+	}
+	delete(rp.inflight, o.ID)
+	if h.status != 0 {
+		a := rp.agree[o.Level]
+		if a == nil {
+			a = &LevelAgreement{}
+			rp.agree[o.Level] = a
 		}
+		a.add(o.Reason != Executed, h.status == 429)
+	}
+	if h.rec != nil {
+		rp.opts.OnOutcome(h.rec, o)
+	}
+}
+
+// add reads one record: it advances time to its reception, classifies it
+// under every run and leaves it pending until its arrival.
+func (rp *replayer) add(w *workload.Request) error {
+	rep := rp.rep
+	rep.Workload.Records++
+	if w.Status == 429 {
+		rep.Workload.RecordedRejections++
+	}
+	if rp.start.IsZero() {
+		rp.start = w.Arrival
+	}
+	rp.id++
+	id := rp.id
+	received := w.Arrival.Sub(rp.start)
+	rep.Workload.ArrivalSpanSeconds = max(rep.Workload.ArrivalSpanSeconds, received.Seconds())
+	if err := rp.advance(received); err != nil {
+		return err
+	}
+	if !w.UserKnown {
+		rep.Workload.UnknownIdentity++
+	}
+	er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+	if err != nil {
+		rep.Workload.skip(fmt.Sprintf("%s: %v", w.Source, err))
 		return nil
 	}
-	var (
-		w       workload.Request
-		id      int64
-		start   time.Time
-		meanSvc float64
-		nSvc    int64
-	)
-	defaultWait := before.RequestTimeout
-	if defaultWait == 0 {
-		defaultWait = time.Minute
+	if er.Bypass != "" {
+		rep.Workload.Bypassed++
+		return nil
 	}
-	for {
-		err := src.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the workload: %w", err)
-		}
-		rep.Workload.Records++
-		if w.Status == 429 {
-			rep.Workload.RecordedRejections++
-		}
-		if start.IsZero() {
-			start = w.Arrival
-		}
-		id++
-		received := w.Arrival.Sub(start)
-		for pending.Len() > 0 && (*pending)[0].at <= received {
-			if err := emit(heap.Pop(pending).(*pendingReq)); err != nil {
-				return nil, err
-			}
-		}
-		if !w.UserKnown {
-			rep.Workload.UnknownIdentity++
-		}
-		er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
-		if err != nil {
-			rep.Workload.skip(fmt.Sprintf("%s: %v", w.Source, err))
-			continue
-		}
-		if er.Bypass != "" {
-			rep.Workload.Bypassed++
-			continue
-		}
-		p := &pendingReq{id: id, at: received, status: w.Status}
-		base := Request{ID: id, InitialSeats: 1}
-		if w.HasSeats {
-			base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
-		} else {
-			rep.Workload.EstimatedSeats++
-		}
-		switch {
-		case w.HasServiceTime:
-			base.ServiceTime = w.ServiceTime
-			nSvc++
-			meanSvc += (float64(w.ServiceTime) - meanSvc) / float64(nSvc)
-		case w.Status != 429 && w.Latency > 0 && er.Info.Verb != "watch":
-			// an upper bound: the latency includes the wait in the queue.
-			// A watch's latency is its whole life, while APF only holds
-			// its seats until it is initialised.
-			base.ServiceTime = w.Latency
-		case opts.DefaultServiceTime > 0:
-			base.ServiceTime = opts.DefaultServiceTime
-		case nSvc > 0:
-			base.ServiceTime = time.Duration(meanSvc)
-		default:
-			base.ServiceTime = 10 * time.Millisecond
-		}
-		// A 429 without an execution time that came back before the wait
-		// limit was rejected on reaching APF, which is when it was answered:
-		// authentication and the other filters ahead of APF can take
-		// milliseconds under load and reorder requests received together.
-		if !opts.KeepReceivedArrival && w.Status == 429 && !w.HasServiceTime {
-			if wl, err := engine.RequestWaitLimit(er, defaultWait); err == nil && w.Latency < wl {
-				p.at += w.Latency
-			}
-		}
-		any := false
-		for i, ru := range runs {
-			p.reqs[i] = base
-			if err := ru.toSim(&w, &er, &p.reqs[i]); err != nil {
-				var sk errSkip
-				if !errors.As(err, &sk) {
-					return nil, err
-				}
-				if i == 0 {
-					rep.Workload.skip(sk.msg)
-				} else {
-					rep.Workload.SkippedAfter++
-				}
-				continue
-			}
-			p.ok[i], any = true, true
-		}
-		if !any {
-			continue
-		}
-		if opts.OnOutcome != nil {
-			rec := w
-			p.rec = &rec
-		}
-		heap.Push(pending, p)
+	p := &pendingReq{id: id, at: received, status: w.Status}
+	base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
+	if w.HasSeats {
+		base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
+	} else {
+		rep.Workload.EstimatedSeats++
 	}
-	for pending.Len() > 0 {
-		if err := emit(heap.Pop(pending).(*pendingReq)); err != nil {
+	base.ServiceTime = rp.serviceTime(w, &er)
+	// A 429 without an execution time that came back before the wait
+	// limit was rejected on reaching APF, which is when it was answered:
+	// authentication and the other filters ahead of APF can take
+	// milliseconds under load and reorder requests received together.
+	if !rp.opts.KeepReceivedArrival && w.Status == 429 && !w.HasServiceTime {
+		if wl, err := engine.RequestWaitLimit(er, rp.defaultWait); err == nil && w.Latency < wl {
+			p.at += w.Latency
+		}
+	}
+	any, err := rp.classify(w, &er, p, base)
+	if err != nil || !any {
+		return err
+	}
+	if rp.opts.OnOutcome != nil {
+		rec := *w
+		p.rec = &rec
+	}
+	heap.Push(rp.pending, p)
+	return nil
+}
+
+// serviceTime is the execution time a record's request is replayed with.
+func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Duration {
+	switch {
+	case w.HasServiceTime:
+		rp.nSvc++
+		rp.meanSvc += (float64(w.ServiceTime) - rp.meanSvc) / float64(rp.nSvc)
+		return w.ServiceTime
+	case w.Status != 429 && w.Latency > 0 && er.Info.Verb != "watch":
+		// an upper bound: the latency includes the wait in the queue.
+		// A watch's latency is its whole life, while APF only holds
+		// its seats until it is initialised.
+		return w.Latency
+	case rp.opts.DefaultServiceTime > 0:
+		return rp.opts.DefaultServiceTime
+	case rp.nSvc > 0:
+		return time.Duration(rp.meanSvc)
+	default:
+		return 10 * time.Millisecond
+	}
+}
+
+// classify converts the record into p's request for every run, counting the
+// runs that cannot replay it; it reports whether any run can.
+func (rp *replayer) classify(w *workload.Request, er *engine.Request, p *pendingReq, base Request) (bool, error) {
+	any := false
+	for i, ru := range rp.runs {
+		p.reqs[i] = base
+		if err := ru.toSim(w, er, &p.reqs[i]); err != nil {
+			var sk errSkip
+			if !errors.As(err, &sk) {
+				return false, err
+			}
+			if i == 0 {
+				rp.rep.Workload.skip(sk.msg)
+			} else {
+				rp.rep.Workload.SkippedAfter++
+			}
+			continue
+		}
+		if ru.cfg.Work != nil {
+			ru.cfg.Work(w, er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
+		}
+		p.ok[i], any = true, true
+	}
+	return any, nil
+}
+
+// advance dispatches the pending requests that arrive by received, when no
+// later record can come before them. Time moves on (and the runs borrow
+// seats) as the simulators are given these arrivals.
+func (rp *replayer) advance(received time.Duration) error {
+	for rp.pending.Len() > 0 && (*rp.pending)[0].at <= received {
+		if err := rp.emit(heap.Pop(rp.pending).(*pendingReq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit dispatches one pending request to every run that can replay it.
+func (rp *replayer) emit(p *pendingReq) error {
+	at := max(p.at, rp.lastAdded)
+	rp.lastAdded = at
+	for i, ru := range rp.runs {
+		if !p.ok[i] {
+			continue
+		}
+		sr := p.reqs[i]
+		sr.Arrival = at
+		if i == 0 {
+			rp.inflight[sr.ID] = held{status: p.status, rec: p.rec}
+		}
+		if err := ru.sim.Add(&sr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish dispatches the requests still pending, drains every run and
+// reports the results with the agreement per level.
+func (rp *replayer) finish() (*Report, error) {
+	for rp.pending.Len() > 0 {
+		if err := rp.emit(heap.Pop(rp.pending).(*pendingReq)); err != nil {
 			return nil, err
 		}
 	}
-	for i, ru := range runs {
+	rep := rp.rep
+	for i, ru := range rp.runs {
 		ru.sim.Drain()
 		res := ru.sim.Result()
 		if i == 0 {
 			rep.Result = *res
-			for li, a := range agree {
+			for li, a := range rp.agree {
 				a.Level = res.Levels[li].Name
 				rep.Agreement = append(rep.Agreement, *a)
 			}

@@ -100,6 +100,14 @@ type Request struct {
 	// its arrival (engine.RequestWaitLimit); 0 means
 	// Options.DefaultWaitLimit.
 	WaitLimit time.Duration
+	// QueuedOverhead lengthens the seat hold of a request dispatched after
+	// waiting in a queue: upstream's queue set decides the dispatch and
+	// counts the seats at once, but the waiting goroutine must then be
+	// woken and scheduled before apf_execution_time starts, which on a
+	// CPU-starved server takes far longer than the execution itself. A
+	// request dispatched on arrival runs in its own goroutine and pays
+	// nothing. Zero unless calibrated (package calibrate).
+	QueuedOverhead time.Duration
 }
 
 // Outcome is what happened to one request.
@@ -288,7 +296,7 @@ func (s *Simulator) Add(in *Request) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"arrival", in.Arrival}, {"service time", in.ServiceTime}, {"additional latency", in.AdditionalLatency}, {"wait limit", in.WaitLimit}} {
+	}{{"arrival", in.Arrival}, {"service time", in.ServiceTime}, {"additional latency", in.AdditionalLatency}, {"wait limit", in.WaitLimit}, {"queued overhead", in.QueuedOverhead}} {
 		if d.v < 0 || d.v > maxDuration {
 			return fmt.Errorf("request %d: %s %v is out of range (0 to %v)", in.ID, d.name, d.v, maxDuration)
 		}
@@ -303,6 +311,7 @@ func (s *Simulator) Add(in *Request) error {
 	r := s.alloc()
 	r.id, r.flow, r.arrival = in.ID, in.Flow, t
 	r.service = max(int64(in.ServiceTime), 0)
+	r.queuedOverhead = int64(in.QueuedOverhead)
 	r.initialSeats, r.finalSeats = in.InitialSeats, in.FinalSeats
 	r.additionalLatency = in.AdditionalLatency
 	wl := in.WaitLimit
@@ -444,7 +453,11 @@ func (s *Simulator) dispatched(r *request, now int64) {
 	if s.opts.OnOutcome != nil {
 		s.opts.OnOutcome(o)
 	}
-	s.push(event{t: now + r.service, kind: evFinish, r: r, gen: r.gen})
+	hold := r.service
+	if now > r.arrival {
+		hold += r.queuedOverhead
+	}
+	s.push(event{t: now + hold, kind: evFinish, r: r, gen: r.gen})
 }
 
 func (s *Simulator) released(r *request) {

@@ -39,13 +39,48 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time         `json:"stageTimestamp"`
+	Annotations              map[string]string `json:"annotations"`
+}
+
+// The latency annotations of audit events
+// (k8s.io/apiserver pkg/endpoints/request/webhook_duration.go:
+// AuditAnnotationsFromLatencyTrackers, filters/audit.go).
+const (
+	annotationQueueWait      = "apiserver.latency.k8s.io/apf-queue-wait"
+	annotationAuthentication = "apiserver.latency.k8s.io/authentication"
+	annotationImpersonation  = "apiserver.latency.k8s.io/impersonation"
+	annotationTotal          = "apiserver.latency.k8s.io/total"
+)
+
+// latencyAnnotations fills r's queue wait and pre-APF time from the
+// event's latency annotations, when the apiserver wrote them. A value that
+// is not a Go duration is ignored.
+func latencyAnnotations(ann map[string]string, r *Request) {
+	total, ok := ann[annotationTotal]
+	if !ok {
+		return
+	}
+	d, err := time.ParseDuration(total)
+	if err != nil {
+		return
+	}
+	r.TotalLatency, r.HasLatencyAnnotations = d, true
+	for _, k := range []string{annotationAuthentication, annotationImpersonation} {
+		if d, err := time.ParseDuration(ann[k]); err == nil && d > 0 {
+			r.PreAPF += d
+		}
+	}
+	if d, err := time.ParseDuration(ann[annotationQueueWait]); err == nil && d >= 0 {
+		r.QueueWait, r.HasQueueWait = d, true
+	}
 }
 
 type auditReader struct {
-	ls    *lineScanner
-	stats *Stats
+	ls      *lineScanner
+	stats   *Stats
+	lenient bool
 	*reorder
 }
 
@@ -61,7 +96,7 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	if stats == nil {
 		stats = &Stats{}
 	}
-	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats}
+	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient}
 	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, stats: stats}
 	return a
 }
@@ -78,18 +113,25 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			continue
 		}
 		var ev auditEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return time.Time{}, fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
-		}
-		if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
-			return time.Time{}, fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
-		}
-		if ev.Stage != "ResponseComplete" && ev.Stage != "Panic" {
+		var bad error
+		switch err := json.Unmarshal(line, &ev); {
+		case err != nil:
+			bad = fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
+		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
+			bad = fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
+		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
 			a.stats.Skipped++
 			continue
+		default:
+			if err := auditToRequest(&ev, r); err != nil {
+				bad = fmt.Errorf("%s: %w", a.ls.where(), err)
+			}
 		}
-		if err := auditToRequest(&ev, r); err != nil {
-			return time.Time{}, fmt.Errorf("%s: %w", a.ls.where(), err)
+		if bad != nil {
+			if err := a.stats.malformed(a.lenient, bad); err != nil {
+				return time.Time{}, err
+			}
+			continue
 		}
 		r.Source = a.ls.where()
 		return ev.StageTimestamp, nil
@@ -126,6 +168,7 @@ func auditToRequest(ev *auditEvent, r *Request) error {
 	if ev.ResponseStatus != nil {
 		r.Status = ev.ResponseStatus.Code
 	}
+	latencyAnnotations(ev.Annotations, r)
 	return nil
 }
 

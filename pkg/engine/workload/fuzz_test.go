@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,81 @@ func FuzzDetect(f *testing.F) {
 		}
 		if b.String() != s {
 			t.Fatalf("Detect lost input: read %q from %q", b.String(), s)
+		}
+	})
+}
+
+// auditUsers reads every audit event of b and returns, by audit ID, the
+// users of the events with that ID.
+func auditUsers(b []byte) map[string][]string {
+	users := map[string][]string{}
+	rd := NewAuditReader(bytes.NewReader(b), "audit", Options{Lenient: true}, nil)
+	for {
+		var r Request
+		if rd.Next(&r) != nil {
+			return users
+		}
+		users[r.AuditID] = append(users[r.AuditID], r.User)
+	}
+}
+
+func addJoinSeeds(f *testing.F) {
+	logs, err := os.ReadFile(filepath.Join(testdata, "httplog-v1.37.log"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	audits, err := os.ReadFile(filepath.Join(testdata, "audit.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(logs, audits, "")
+	f.Add(logs, audits, "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a000001")
+	f.Add(logs, audits, "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a000003")
+	f.Add(logs, []byte{}, "")
+	lines := bytes.Split(logs, []byte("\n"))
+	events := bytes.Split(audits, []byte("\n"))
+	// a log line and an audit event of different requests
+	f.Add(lines[0], events[len(events)-2], "")
+}
+
+// FuzzPickJoined: explain's join of one httplog line with its audit event
+// pairs a line only with an event of the same, non-empty audit ID, and takes
+// that event's user.
+func FuzzPickJoined(f *testing.F) {
+	addJoinSeeds(f)
+	f.Fuzz(func(t *testing.T, logs, audits []byte, auditID string) {
+		r, err := PickJoined(NewHTTPLogReader(bytes.NewReader(logs), "log", Options{}, nil), NewAuditReader(bytes.NewReader(audits), "audit", Options{}, nil), auditID)
+		if err != nil {
+			return
+		}
+		if r.AuditID == "" || (auditID != "" && r.AuditID != auditID) {
+			t.Fatalf("joined a request with audit ID %q (asked %q)", r.AuditID, auditID)
+		}
+		users, ok := auditUsers(audits)[r.AuditID]
+		if !ok || !slices.Contains(users, r.User) || !r.UserKnown {
+			t.Fatalf("request %s got user %q, but the audit events of that ID have %q", r.AuditID, r.User, users)
+		}
+	})
+}
+
+// FuzzJoin: simulate's streaming join gives an httplog request the user of
+// an audit event with its own audit ID, or none.
+func FuzzJoin(f *testing.F) {
+	addJoinSeeds(f)
+	f.Fuzz(func(t *testing.T, logs, audits []byte, _ string) {
+		users := auditUsers(audits)
+		j := Join(NewHTTPLogReader(bytes.NewReader(logs), "log", Options{Lenient: true}, nil), NewAuditReader(bytes.NewReader(audits), "audit", Options{Lenient: true}, nil), 0, nil)
+		for {
+			var r Request
+			if j.Next(&r) != nil {
+				return
+			}
+			if !r.UserKnown {
+				continue
+			}
+			if u, ok := users[r.AuditID]; r.AuditID == "" || !ok || !slices.Contains(u, r.User) {
+				t.Fatalf("request %q joined to user %q; the audit events of that ID have %q", r.AuditID, r.User, u)
+			}
 		}
 	})
 }

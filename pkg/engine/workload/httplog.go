@@ -39,45 +39,80 @@ var httpMarker = []byte(`] "HTTP" `)
 // read returns the next request in log order and its completion time.
 func (h *httpLogReader) read(r *Request) (time.Time, error) {
 	for {
-		line, err := h.ls.next()
+		ts, ok, err := h.readLine(r)
 		if err != nil {
-			return time.Time{}, err
+			var le lineError
+			if !errors.As(err, &le) {
+				return time.Time{}, err
+			}
+			if err := h.stats.malformed(h.opts.Lenient, err); err != nil {
+				return time.Time{}, err
+			}
+			continue
 		}
-		h.stats.Lines++
-		if i := bytes.Index(line, httpMarker); i >= 0 {
-			ts, err := parseKlogHeader(line[:i], h.opts)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("%s: %w", h.ls.where(), err)
-			}
-			rest := line[i+len(httpMarker):]
-			if bytes.HasSuffix(rest, []byte("=<")) {
-				// a multi-line value (addedInfo) follows: klog indents its lines
-				// with a tab and closes it with a line " >"
-				if err := h.skipMultiline(); err != nil {
-					return time.Time{}, err
-				}
-			}
-			if err := parseKV(rest, h.kv); err != nil {
-				return time.Time{}, fmt.Errorf("%s: %w", h.ls.where(), err)
-			}
-			return ts, h.fill(r, ts)
+		if ok {
+			return ts, nil
 		}
-		if len(line) > 0 && line[0] == '{' && bytes.Contains(line, []byte(`"msg":"HTTP"`)) {
-			ts, err := h.parseJSONLine(line)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("%s: %w", h.ls.where(), err)
-			}
-			return ts, h.fill(r, ts)
-		}
-		h.stats.Skipped++
 	}
+}
+
+// lineError is a line that is not a readable request; the reader fails on it,
+// or skips it when lenient.
+type lineError struct{ error }
+
+func (e lineError) Unwrap() error { return e.error }
+
+// readLine reads one line; ok is false for a line that is not a request.
+func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
+	line, err := h.ls.next()
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	h.stats.Lines++
+	bad := func(err error) (time.Time, bool, error) {
+		return time.Time{}, false, lineError{fmt.Errorf("%s: %w", h.ls.where(), err)}
+	}
+	if i := bytes.Index(line, httpMarker); i >= 0 {
+		where := h.ls.where()
+		ts, err := parseKlogHeader(line[:i], h.opts)
+		if err != nil {
+			return bad(err)
+		}
+		rest := line[i+len(httpMarker):]
+		if bytes.HasSuffix(rest, []byte("=<")) {
+			// a multi-line value (addedInfo) follows: klog indents its lines
+			// with a tab and closes it with a line " >"
+			if err := h.skipMultiline(); err != nil {
+				return time.Time{}, false, err
+			}
+		}
+		if err := parseKV(rest, h.kv); err != nil {
+			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, err)}
+		}
+		if err := h.fill(r, ts, where); err != nil {
+			return time.Time{}, false, lineError{err}
+		}
+		return ts, true, nil
+	}
+	if len(line) > 0 && line[0] == '{' && bytes.Contains(line, []byte(`"msg":"HTTP"`)) {
+		ts, err := h.parseJSONLine(line)
+		if err != nil {
+			return bad(err)
+		}
+		if err := h.fill(r, ts, h.ls.where()); err != nil {
+			return time.Time{}, false, lineError{err}
+		}
+		return ts, true, nil
+	}
+	h.stats.Skipped++
+	return time.Time{}, false, nil
 }
 
 func (h *httpLogReader) skipMultiline() error {
 	for {
 		line, err := h.ls.next()
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: multi-line value not closed by a line \" >\"", h.ls.where())
+			return lineError{fmt.Errorf("%s: multi-line value not closed by a line \" >\"", h.ls.where())}
 		}
 		if err != nil {
 			return err
@@ -229,21 +264,24 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 
 // fill builds a Request from the parsed key/values of a line that
 // completed at ts.
-func (h *httpLogReader) fill(r *Request, ts time.Time) error {
+func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	kv := h.kv
-	*r = Request{Source: h.ls.where()}
+	if err := complete(kv); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	*r = Request{Source: where}
 	r.Verb = kv["verb"]
 	r.Method = methodOf(r.Verb)
 	if r.Method == "" {
-		return fmt.Errorf("%s: unknown verb %q", h.ls.where(), r.Verb)
+		return fmt.Errorf("%s: unknown verb %q", where, r.Verb)
 	}
 	r.URI = kv["URI"]
 	if r.URI == "" || r.URI[0] != '/' {
-		return fmt.Errorf("%s: URI %q must be a path starting with /", h.ls.where(), r.URI)
+		return fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI)
 	}
 	var err error
 	if r.Latency, err = durationKV(kv, "latency"); err != nil {
-		return fmt.Errorf("%s: %w", h.ls.where(), err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	r.Arrival = ts.Add(-r.Latency)
 	r.UserAgent = kv["userAgent"]
@@ -252,26 +290,53 @@ func (h *httpLogReader) fill(r *Request, ts time.Time) error {
 	r.FlowSchema, r.PriorityLevel = kv["apf_fs"], kv["apf_pl"]
 	if v, ok := kv["resp"]; ok {
 		if r.Status, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s: resp %q is not a status code", h.ls.where(), v)
+			return fmt.Errorf("%s: resp %q is not a status code", where, v)
 		}
 	}
 	if _, ok := kv["apf_execution_time"]; ok {
 		if r.ServiceTime, err = durationKV(kv, "apf_execution_time"); err != nil {
-			return fmt.Errorf("%s: %w", h.ls.where(), err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		r.HasServiceTime = true
 	}
 	if _, ok := kv["apf_iseats"]; ok {
 		if r.InitialSeats, err = seatsKV(kv, "apf_iseats"); err != nil {
-			return fmt.Errorf("%s: %w", h.ls.where(), err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		if r.FinalSeats, err = seatsKV(kv, "apf_fseats"); err != nil {
-			return fmt.Errorf("%s: %w", h.ls.where(), err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		if r.AdditionalLatency, err = durationKV(kv, "apf_additionalLatency"); err != nil {
-			return fmt.Errorf("%s: %w", h.ls.where(), err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		r.HasSeats = true
+	}
+	return nil
+}
+
+// complete checks that a line has the fields kube-apiserver always writes
+// together (httplog.go:respLogger.Log ends every line with resp= or
+// hijacked=; priority-and-fairness.go adds apf_pl with apf_fs, and
+// apf_iseats with apf_fseats and apf_additionalLatency): a line missing one
+// was cut short, and what it does carry cannot be trusted.
+func complete(kv map[string]string) error {
+	_, resp := kv["resp"]
+	_, hijacked := kv["hijacked"]
+	if !resp && !hijacked {
+		return fmt.Errorf("httplog line without resp= (cut short?)")
+	}
+	for _, group := range [][]string{{"apf_pl", "apf_fs"}, {"apf_iseats", "apf_fseats", "apf_additionalLatency"}} {
+		var have, missing []string
+		for _, k := range group {
+			if _, ok := kv[k]; ok {
+				have = append(have, k)
+			} else {
+				missing = append(missing, k)
+			}
+		}
+		if len(have) > 0 && len(missing) > 0 {
+			return fmt.Errorf("httplog line with %s but without %s (cut short?)", strings.Join(have, ", "), strings.Join(missing, ", "))
+		}
 	}
 	return nil
 }

@@ -60,9 +60,10 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type jsonlReader struct {
-	ls    *lineScanner
-	stats *Stats
-	last  time.Time
+	ls      *lineScanner
+	stats   *Stats
+	last    time.Time
+	lenient bool
 }
 
 // NewJSONLReader reads the project's JSONL workload format from r. Records
@@ -72,7 +73,7 @@ func NewJSONLReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	if stats == nil {
 		stats = &Stats{}
 	}
-	return &jsonlReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats}
+	return &jsonlReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient}
 }
 
 func (j *jsonlReader) Next(r *Request) error {
@@ -88,7 +89,10 @@ func (j *jsonlReader) Next(r *Request) error {
 			continue
 		}
 		if err := j.parse(line, r); err != nil {
-			return fmt.Errorf("%s: %w", j.ls.where(), err)
+			if err := j.stats.malformed(j.lenient, fmt.Errorf("%s: %w", j.ls.where(), err)); err != nil {
+				return err
+			}
+			continue
 		}
 		j.stats.Records++
 		return nil

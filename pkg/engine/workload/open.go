@@ -293,6 +293,23 @@ func (j *joined) Next(r *Request) error {
 		if errors.Is(err, io.EOF) {
 			j.stats.AuditOnly += int64(len(j.pending))
 			clear(j.pending)
+			// the audit events after the last httplog line have none either:
+			// count them too, so that none is dropped unreported
+			if j.haveHead {
+				j.stats.AuditOnly++
+				j.haveHead = false
+			}
+			for !j.auditDone {
+				var a Request
+				switch err := j.audits.Next(&a); {
+				case errors.Is(err, io.EOF):
+					j.auditDone = true
+				case err != nil:
+					return err
+				default:
+					j.stats.AuditOnly++
+				}
+			}
 		}
 		return err
 	}
@@ -333,6 +350,8 @@ func (j *joined) Next(r *Request) error {
 	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
 		delete(j.pending, r.AuditID)
 		r.User, r.Groups, r.UserKnown = a.User, a.Groups, true
+		r.QueueWait, r.HasQueueWait = a.QueueWait, a.HasQueueWait
+		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.PreAPF, a.TotalLatency, a.HasLatencyAnnotations
 		j.stats.Matched++
 	} else {
 		j.stats.Unmatched++

@@ -49,6 +49,23 @@ type Request struct {
 	FlowSchema, PriorityLevel string
 	// Status is the HTTP status answered, 0 if unknown.
 	Status int
+	// QueueWait is the audit annotation apiserver.latency.k8s.io/apf-queue-wait
+	// (the time in an APF queue until the request's handler ran), valid when
+	// HasQueueWait. The apiserver annotates only requests slower than 500 ms
+	// (endpoints/filters/audit.go:writeLatencyToAnnotation).
+	QueueWait    time.Duration
+	HasQueueWait bool
+	// PreAPF is the time the filters ahead of APF recorded in the same
+	// annotations (apiserver.latency.k8s.io/authentication and
+	// .../impersonation), valid when HasLatencyAnnotations; TotalLatency is
+	// .../total.
+	PreAPF                time.Duration
+	TotalLatency          time.Duration
+	HasLatencyAnnotations bool
+	// QueuedOverhead is not read from any input: a calibration (package
+	// calibrate) sets it to the extra time the recorded server held a seat
+	// for a request dispatched from a queue.
+	QueuedOverhead time.Duration
 	// Source names the input and line, for error messages.
 	Source string
 }
@@ -74,6 +91,11 @@ type Options struct {
 	ReorderWindow time.Duration
 	// MaxLineBytes bounds one line (default 16 MiB).
 	MaxLineBytes int
+	// Lenient skips a line that cannot be read as a request (malformed, or
+	// cut short before the fields its format promises) instead of failing:
+	// it is counted in Stats.Malformed, with the first few in
+	// Stats.FirstMalformed. Real logs interleave other components' lines.
+	Lenient bool
 }
 
 func (o *Options) defaults() {
@@ -104,6 +126,28 @@ type Stats struct {
 	// PeakHeld is the most requests held at once to restore arrival order:
 	// what the reader's memory grows with (not the input's length).
 	PeakHeld int
+	// Malformed counts the lines skipped because they could not be read as
+	// a request (only with Options.Lenient; otherwise the first is an
+	// error). FirstMalformed holds the first MaxFirstMalformed of them,
+	// as "file:line: reason".
+	Malformed      int64
+	FirstMalformed []string
+}
+
+// MaxFirstMalformed is how many malformed lines Stats keeps for a report.
+const MaxFirstMalformed = 5
+
+// malformed handles a line that is not a readable request: with lenient it
+// is counted and nil is returned (the caller reads on), otherwise err is.
+func (s *Stats) malformed(lenient bool, err error) error {
+	if !lenient {
+		return err
+	}
+	s.Malformed++
+	if len(s.FirstMalformed) < MaxFirstMalformed {
+		s.FirstMalformed = append(s.FirstMalformed, err.Error())
+	}
+	return nil
 }
 
 // lineScanner reads lines of up to max bytes.

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+)
+
+func TestHistoryFlagErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"since without a store", []string{"explain", "429", "--since", "1h"}, "--since reads the past from a store: give --prometheus URL"},
+		{"at without a store", []string{"top", "levels", "--at", "-1h"}, "--at reads the past from a store"},
+		{"at and since", []string{"top", "levels", "--prometheus", "http://127.0.0.1:1", "--at", "-1h", "--since", "1h"}, "--at is one moment"},
+		{"bad since", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--since", "1y"}, `unknown unit "y"`},
+		{"bad at", []string{"top", "levels", "--prometheus", "http://127.0.0.1:1", "--at", "yesterday"}, "--at: time \"yesterday\" is neither RFC 3339"},
+		{"future", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--until", "2999-01-01T00:00:00Z"}, "in the future"},
+		{"bad URL", []string{"explain", "429", "--prometheus", "prometheus:9090"}, `--prometheus "prometheus:9090" is not a URL`},
+		{"bad selector", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--prometheus-selector", "cluster=prod"}, "--prometheus-selector: selector: the value of cluster must be in double quotes"},
+		{"bad header", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--prometheus-header", "X-Scope-OrgID"}, "want NAME=VALUE"},
+		{"bad service", []string{"explain", "429", "--prometheus-service", "prometheus:9090"}, "want NAMESPACE/NAME:PORT"},
+		{"both", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--prometheus-service", "m/p:9090"}, "mutually exclusive"},
+		{"token file", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--prometheus-token-file", "/nonexistent/token"}, "--prometheus-token-file: open /nonexistent/token"},
+		{"explain at", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--at", "-1h"}, "give --since (and --until), not --at"},
+		{"watch", []string{"top", "levels", "--prometheus", "http://127.0.0.1:1", "--watch"}, "--watch, --from and --apiserver-urls do not apply"},
+		{"unreachable", []string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--since", "1h"}, "querying http://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, _, errb := testStreams("")
+			code := run(tt.args, streams)
+			if code == 0 || !strings.Contains(errb.String(), tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want an error with %q", code, errb, tt.wantErr)
+			}
+			if strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 || strings.Contains(errb.String(), "goroutine") {
+				t.Errorf("want one line, got %q", errb)
+			}
+		})
+	}
+}
+
+// historyFleet is a store of two apiservers (one older than 1.28) with one
+// incident in workload-low, at fixed times, so that the output is golden.
+func historyFleet(t *testing.T) (*testprom.Prometheus, *testprom.Fleet) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Prometheus and promtool")
+	}
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	f := &testprom.Fleet{
+		Instances: 2, OldNames: func(i int) bool { return i == 1 },
+		Levels: []string{"workload-low", "global-default"},
+		Start:  start, End: start.Add(2 * time.Hour), Interval: 15 * time.Second,
+		Incidents: []testprom.Incident{
+			{Level: "workload-low", FlowSchema: "fs-a", Reason: "queue-full", Instances: []int{0},
+				Start: start.Add(30*time.Minute + 7*time.Second), End: start.Add(40 * time.Minute), PerSecond: 10},
+			{Level: "workload-low", FlowSchema: "fs-b", Reason: "time-out", Instances: []int{1},
+				Start: start.Add(35*time.Minute + time.Second), End: start.Add(38 * time.Minute), PerSecond: 2},
+		},
+		Other429: []testprom.Incident{{Instances: []int{0}, Start: start.Add(80 * time.Minute), End: start.Add(85 * time.Minute), PerSecond: 3}},
+	}
+	dir := t.TempDir()
+	if _, err := f.CreateBlocks(context.Background(), dir, filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	return testprom.StartT(t, testprom.Options{Dir: dir}), f
+}
+
+func TestHistoryCommands(t *testing.T) {
+	prom, f := historyFleet(t)
+	store := []string{"--prometheus", prom.URL, "--scrape-interval", "15s", "--until", f.End.Format(time.RFC3339)}
+	golden := func(t *testing.T, name string, args ...string) string {
+		t.Helper()
+		streams, out, errb := testStreams("")
+		if code := run(args, streams); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb)
+		}
+		checkGolden(t, filepath.Join("history", name), out.Bytes())
+		return out.String()
+	}
+	t.Run("explain 429", func(t *testing.T) {
+		golden(t, "explain-429.txt", append([]string{"explain", "429", "--since", "2h"}, store...)...)
+		// The JSON holds the counts and the series (checked here rather than
+		// as a golden file of a thousand points).
+		streams, out, errb := testStreams("")
+		if code := run(append([]string{"explain", "429", "--since", "2h", "-o", "json"}, store...), streams); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb)
+		}
+		var rep history.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		truth := f.Rejected("workload-low", f.Start, f.End)
+		if len(rep.Incidents) != 1 {
+			t.Fatalf("%d incidents, want 1: %+v", len(rep.Incidents), rep.Incidents)
+		}
+		if rep.Incidents[0].Level != "workload-low" || rep.Incidents[0].Rejected != truth ||
+			len(rep.Incidents[0].FlowSchemas) != 2 || rep.Incidents[0].FlowSchemas[0].FlowSchema != "fs-a" {
+			t.Errorf("incidents: %+v; want one of workload-low with %v rejections by fs-a and fs-b", rep.Incidents, truth)
+		}
+		for _, name := range []string{history.StateRejected, history.StateSeats, history.StateCurrent, history.StateWaiting, history.StateWaitP99} {
+			if s := rep.Incidents[0].State.Series[name]; len(s.Points) < 30 {
+				t.Errorf("series %s has %d points, want the 41 of 00:25 to 00:45 every 30s", name, len(s.Points))
+			}
+		}
+	})
+	t.Run("top levels", func(t *testing.T) {
+		golden(t, "top-levels-since.txt", append([]string{"top", "levels", "--since", "2h"}, store...)...)
+		golden(t, "top-levels-since-per-instance.json", append([]string{"top", "levels", "--since", "2h", "--all-apiservers", "-o", "json"}, store...)...)
+		at := []string{"top", "levels", "--prometheus", prom.URL, "--scrape-interval", "15s", "--step", "2m", "--at", f.Start.Add(37*time.Minute + 30*time.Second).Format(time.RFC3339)}
+		golden(t, "top-levels-at.txt", at...)
+		golden(t, "top-levels-at-per-instance.txt", append(at, "--all-apiservers")...)
+	})
+	t.Run("capacity", func(t *testing.T) {
+		out := golden(t, "capacity.txt", append([]string{"capacity", "--defaults", "--server-concurrency", "600", "--since", "2h"}, store...)...)
+		if !strings.Contains(out, "Seats used from 2026-11-01T00:00:00Z to 2026-11-01T02:00:00Z") {
+			t.Errorf("capacity --prometheus lacks the observed seats:\n%s", out)
+		}
+	})
+	t.Run("live view over the store", func(t *testing.T) {
+		streams, _, _ := testStreams("")
+		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+		o.History.URL, o.History.ScrapeInterval, o.Interval = prom.URL, 15*time.Second, 500*time.Millisecond
+		if err := o.History.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		o.History.Now = func() time.Time { return f.End.Add(time.Hour) }
+		if err := o.History.Complete(true); err != nil {
+			t.Fatal(err)
+		}
+		// The store's "now" is during the incident.
+		o.Source = &storeSource{o: o.History, now: func() time.Time { return f.Start.Add(37 * time.Minute) }}
+		out := runView(t, o, "q", 1500*time.Millisecond)
+		for _, want := range []string{"workload-low", "apiserver-0:6443"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the live view over the store does not show %q", want)
+			}
+		}
+		if strings.Contains(out, "REPLAY") {
+			t.Errorf("the live view over the store says REPLAY")
+		}
+	})
+	t.Run("live view over the window", func(t *testing.T) {
+		streams, _, _ := testStreams("")
+		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+		o.History.URL, o.History.ScrapeInterval, o.History.Until, o.History.Step = prom.URL, 15*time.Second, f.End.Format(time.RFC3339), 5*time.Minute
+		if err := o.History.Since.Set("2h"); err != nil {
+			t.Fatal(err)
+		}
+		o.History.Now = func() time.Time { return f.End.Add(time.Hour) }
+		if err := o.History.Complete(false); err != nil {
+			t.Fatal(err)
+		}
+		o.Source = &storeSource{o: o.History, now: time.Now}
+		// Pause, step back twice, quit.
+		out := runView(t, o, " \x1b[D\x1b[Dq", 1500*time.Millisecond)
+		for _, want := range []string{"REPLAY", "workload-low", "history from http://127.0.0.1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the view over the window does not show %q", want)
+			}
+		}
+	})
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// fixedPointIterations bounds the audit-only fixed point.
+const fixedPointIterations = 8
+
+// calibrateWorkload derives the calibration of the workload against the
+// recorded configuration (package calibrate), reading the workload files
+// once more (and, for an audit log alone, once per fixed-point iteration
+// twice). It returns nil, with a note, when the workload cannot be read
+// twice (standard input).
+func (o *SimulateOptions) calibrateWorkload(ctx context.Context, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, []string, error) {
+	if slices.Contains(o.Workloads, "-") {
+		// standard input can be read only once: replayed as recorded
+		return nil, nil, nil
+	}
+	var notes []string
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release}
+	var opened []*workload.Files
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	open := func() (workload.Reader, error) {
+		// the same reading as the replay's (openWorkload): lines the replay
+		// skips are skipped here too, and --strict refuses them in both
+		f, err := workload.OpenFiles(o.Workloads, o.workloadOptions())
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, f)
+		return &cancellableReader{ctx: ctx, r: f.Reader}, nil
+	}
+	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, fixedPointIterations)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cal, notes, nil
+}
+
+// objectCounts reads the object counts of the source's latest metrics.
+func objectCounts(ctx context.Context, src dump.Source) (engine.ObjectCounts, error) {
+	capture, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartMetrics})
+	if err != nil {
+		return nil, err
+	}
+	if len(capture.Snapshots) == 0 {
+		return nil, fmt.Errorf("%s gave no metrics", src.Describe())
+	}
+	_, cur := capture.Snapshots[0].LatestMetrics()
+	oc := metrics.ObjectCounts(cur)
+	if oc == nil {
+		return nil, fmt.Errorf("the metrics of %s have neither %s nor %s: LISTs that record no seats get 1", src.Describe(), metrics.FamilyResourceObjects, metrics.FamilyStorageObjects)
+	}
+	out := engine.ObjectCounts{}
+	for k, c := range oc {
+		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
+	}
+	return out, nil
+}
+
+// printCalibration renders what the calibration inferred, the fit of the
+// recorded run and the warnings.
+func printCalibration(w io.Writer, rep simulateReport) error {
+	cal := rep.Calibration
+	if !calibrationFound(cal) {
+		// a synthetic workload (no latencies, no audit annotations) holds no
+		// evidence: nothing to show
+		return nil
+	}
+	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue: %v server-wide; a wait above %v counts as queued (%s)\n",
+		fmtDuration(time.Duration(cal.ServerOverhead)), fmtDuration(time.Duration(cal.Threshold)), cal.ThresholdFrom)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50")
+	for _, l := range cal.Levels {
+		if l.Source == "none" {
+			continue
+		}
+		hold := "-"
+		if l.HoldTime > 0 {
+			hold = fmtDuration(time.Duration(l.HoldTime))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
+			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	e := cal.Estimated
+	var est []string
+	if n := e.ExecutionFromAnnotations; n > 0 {
+		est = append(est, fmt.Sprintf("%d execution times from latency − apf-queue-wait annotations", n))
+	}
+	if n := e.ExecutionFromReplay; n > 0 {
+		est = append(est, fmt.Sprintf("%d execution times from latency − the replay's own queue wait (%d fixed-point iterations, last mean change %v)", n, e.FixedPointIterations, fmtDuration(time.Duration(e.FixedPointChange))))
+	}
+	if n := e.SeatsFromObjectCounts; n > 0 {
+		est = append(est, fmt.Sprintf("%d LIST/WATCH seats from object counts", n))
+	}
+	if n := e.SeatsAssumedOne; n > 0 {
+		est = append(est, fmt.Sprintf("%d seats assumed 1", n))
+	}
+	if n := e.WritesWithoutWatchCount; n > 0 {
+		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))
+	}
+	if len(est) > 0 {
+		fmt.Fprintf(w, "Estimated, not recorded: %s.\n", strings.Join(est, "; "))
+	}
+	if len(rep.Fit) > 0 {
+		fmt.Fprintln(w, "\nReproduction of the recording, per level (recorded vs predicted 429s):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LEVEL\tREQUESTS\tRECORDED-429\tPREDICTED\tRATIO\tAGREEMENT\tQUALITY\tWINDOWS (start recorded/predicted)")
+		for _, f := range rep.Fit {
+			if f.Recorded+f.Predicted == 0 {
+				continue
+			}
+			var ws []string
+			for i, x := range f.Windows {
+				if i == 6 {
+					ws = append(ws, fmt.Sprintf("+%d more", len(f.Windows)-i))
+					break
+				}
+				ws = append(ws, fmt.Sprintf("%v %d/%d", time.Duration(x.Start), x.Recorded, x.Predicted))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, f.Quality, strings.Join(ws, ", "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, x := range rep.Warnings {
+		fmt.Fprintln(w, sanitize.Line(x))
+	}
+	return nil
+}
+
+// calibrationFound reports whether a calibration rests on any evidence or
+// estimated anything beyond the 1 seat a replay assumes anyway.
+func calibrationFound(cal *calibrate.Result) bool {
+	if cal == nil {
+		return false
+	}
+	e := cal.Estimated
+	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {
+		return true
+	}
+	for _, l := range cal.Levels {
+		if l.Source == "saturated" || l.Annotated > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fmtDuration renders a duration with three significant digits.
+func fmtDuration(d time.Duration) string { return fmtSeconds(d.Seconds()) }

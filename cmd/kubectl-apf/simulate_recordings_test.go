@@ -1,0 +1,337 @@
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// recordedFit is the part of "simulate -o json" the recordings test reads.
+type recordedFit struct {
+	Levels []simLevel `json:"levels"`
+	After  *struct {
+		Levels []simLevel `json:"levels"`
+	} `json:"after"`
+	Fit []struct {
+		Level     string  `json:"level"`
+		Requests  int64   `json:"requests"`
+		Recorded  int64   `json:"recorded"`
+		Predicted int64   `json:"predicted"`
+		Agreement float64 `json:"agreement"`
+		Quality   string  `json:"quality"`
+	} `json:"fit"`
+	Calibration *struct {
+		ServerOverhead string `json:"serverOverhead"`
+		Levels         []struct {
+			Level      string `json:"level"`
+			Overhead   string `json:"overhead"`
+			Source     string `json:"source"`
+			Dispatches int64  `json:"dispatches"`
+		} `json:"levels"`
+	} `json:"calibration"`
+	Warnings []string `json:"warnings"`
+}
+
+func (r recordedFit) rejected(after bool, level string) int64 {
+	ls := r.Levels
+	if after {
+		ls = r.After.Levels
+	}
+	for _, l := range ls {
+		if l.Name == level {
+			var n int64
+			for _, v := range l.Rejected {
+				n += v
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// recordingDirs lists the recordings under testdata/simulate/recordings.
+func recordingDirs(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(simulateFixture("recordings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, simulateFixture(filepath.Join("recordings", e.Name())))
+		}
+	}
+	return dirs
+}
+
+func gunzipTo(t *testing.T, src, dst string) string {
+	t.Helper()
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestSimulateRecordings replays each overload recorded on the local control
+// plane (testdata/simulate/recordings, written by "make record-simulate":
+// the apiserver's httplog and audit log of a seeded load, and a bundle of its
+// configuration and metrics) against the bundle, from the httplog joined to
+// the audit log and from the audit log alone, calibrated and not. Per level
+// with recorded 429s it compares the predicted rejections with the recorded
+// ones; and it predicts the scenario's what-if change from the recording
+// and compares it with the 429s the same seeded load got when it was re-run
+// on the changed configuration (recording.json).
+//
+// The figures are logged whatever they are (-v, or
+// KUBECTL_APF_RECORDINGS_REPORT=FILE). The test fails when a calibrated
+// prediction of the recorded run leaves 0.75–1.25 of the recorded 429s (the
+// issue's band; levels with fewer than 20 recorded 429s are judged by their
+// request-by-request agreement instead), except for the known deviations
+// listed below, which must stay within 0.5–2. The what-if figures are
+// logged next to a repeat of the unchanged run with the same seed, whose
+// difference from the recorded run is the noise of the machine the
+// recording was made on; the what-if is asserted by the e2e test
+// TestSimulateWhatIfMatchesRerun ("make e2e-whatif").
+func TestSimulateRecordings(t *testing.T) {
+	dirs := recordingDirs(t)
+	if len(dirs) == 0 {
+		t.Fatal("no recordings under testdata/simulate/recordings")
+	}
+	var report []string
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			var rec recording.Result
+			b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &rec); err != nil {
+				t.Fatal(err)
+			}
+			tmp := t.TempDir()
+			logFile := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
+			auditFile := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+			bundle := filepath.Join(dir, recording.BundleFile)
+			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; %d busy-looping processes; %d requests sent, %d late): %s",
+				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.Burners, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
+			sim := func(args ...string) recordedFit {
+				t.Helper()
+				args = append([]string{"simulate", "--from", bundle, "-o", "json"}, args...)
+				code, out, errOut := runPlugin(args...)
+				if code != 0 {
+					t.Fatalf("kubectl apf %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+				}
+				var r recordedFit
+				if err := json.Unmarshal([]byte(out), &r); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			for _, mode := range []struct {
+				name  string
+				files []string
+			}{
+				{"httplog+audit", []string{"-w", logFile, "-w", auditFile}},
+				{"audit only", []string{"-w", auditFile}},
+			} {
+				cal := sim(mode.files...)
+				raw := sim(append(mode.files, "--calibrate=false")...)
+				for _, f := range cal.Fit {
+					if f.Recorded == 0 && f.Predicted == 0 {
+						continue
+					}
+					var rawPred int64
+					for _, g := range raw.Fit {
+						if g.Level == f.Level {
+							rawPred = g.Predicted
+						}
+					}
+					ratio := float64(f.Predicted) / float64(max(f.Recorded, 1))
+					over := ""
+					for _, l := range cal.Calibration.Levels {
+						if l.Level == f.Level {
+							over = fmt.Sprintf("overhead %s (%s, %d queued dispatches)", l.Overhead, l.Source, l.Dispatches)
+						}
+					}
+					report = append(report, fmt.Sprintf("  %-13s %-16s recorded %5d  predicted %5d (ratio %.2f, agreement %.1f%%, %s)  uncalibrated %5d  %s",
+						mode.name, f.Level, f.Recorded, f.Predicted, ratio, 100*f.Agreement, f.Quality, rawPred, over))
+					if why, ok := knownDeviations[name+"/"+mode.name+"/"+f.Level]; ok {
+						report = append(report, "    known deviation: "+why)
+						if ratio < 0.5 || ratio > 2 {
+							t.Errorf("%s, %s: predicted %d rejections, the server answered %d 429s: worse than the known deviation", mode.name, f.Level, f.Predicted, f.Recorded)
+						}
+						continue
+					}
+					switch {
+					case f.Recorded >= 20 && (ratio < 0.75 || ratio > 1.25):
+						t.Errorf("%s, %s: predicted %d rejections, the server answered %d 429s", mode.name, f.Level, f.Predicted, f.Recorded)
+					case f.Recorded < 20 && f.Agreement < 0.9:
+						t.Errorf("%s, %s: %d recorded 429s, %d predicted, agreement only %.1f%%", mode.name, f.Level, f.Recorded, f.Predicted, 100*f.Agreement)
+					}
+				}
+			}
+			if rec.WhatIf == nil {
+				return
+			}
+			if rec.Repeat != nil {
+				var rep []string
+				for _, l := range slices.Sorted(maps.Keys(rec.Repeat.Rejected429)) {
+					rep = append(rep, fmt.Sprintf("%s %d (recorded %d)", l, rec.Repeat.Rejected429[l], rec.Recorded.Rejected429[l]))
+				}
+				report = append(report, fmt.Sprintf("  the same load again on the same configuration (load average %s): %s", rec.Repeat.LoadBefore, strings.Join(rep, ", ")))
+			}
+			wi := sim("-w", logFile, "-w", auditFile, "-f", filepath.Join(dir, recording.WhatIfFile))
+			if wi.After == nil {
+				t.Fatal("-f gave no after run")
+			}
+			report = append(report, fmt.Sprintf("  what-if: %s", rec.WhatIfAbout))
+			for _, w := range wi.Warnings {
+				report = append(report, "    "+w)
+			}
+			var levels []string
+			for l := range rec.WhatIf.Rejected429 {
+				levels = append(levels, l)
+			}
+			for l := range rec.Recorded.Rejected429 {
+				if !slices.Contains(levels, l) {
+					levels = append(levels, l)
+				}
+			}
+			slices.Sort(levels)
+			for _, l := range levels {
+				real, pred := int64(rec.WhatIf.Rejected429[l]), wi.rejected(true, l)
+				ratio := float64(pred) / float64(max(real, 1))
+				report = append(report, fmt.Sprintf("    %-16s re-run got %5d 429s (recorded run %5d)  predicted %5d (ratio %.2f)", l, real, rec.Recorded.Rejected429[l], pred, ratio))
+			}
+		})
+	}
+	t.Logf("recordings:\n%s", strings.Join(report, "\n"))
+	if p := os.Getenv("KUBECTL_APF_RECORDINGS_REPORT"); p != "" {
+		_ = os.WriteFile(p, []byte(strings.Join(report, "\n")+"\n"), 0o644)
+	}
+}
+
+// TestListSeatsMatchTheServer sizes every LIST of the recordings from the
+// object counts kept in the recording's bundle (engine.ListSeats, the
+// estimate given to LISTs an audit log records without seats) and compares
+// it with the seats the server itself logged for that request (httplog
+// apf_iseats): the "lists" recording has LISTs of 2, 4 and 5 seats.
+func TestListSeatsMatchTheServer(t *testing.T) {
+	dirs := recordingDirs(t)
+	var total, agree int
+	bySeats := map[uint64]int{}
+	for _, dir := range dirs {
+		bundle := filepath.Join(dir, recording.BundleFile)
+		capture, err := (&dump.BundleSource{Path: bundle}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartObjects | dump.PartMetrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := capture.Snapshots[0]
+		counts, err := objectCounts(context.Background(), &dump.BundleSource{Path: bundle})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		var fss []*flowcontrolv1.FlowSchema
+		for i := range snap.FlowSchemas {
+			fss = append(fss, &snap.FlowSchemas[i])
+		}
+		var pls []*flowcontrolv1.PriorityLevelConfiguration
+		for i := range snap.PriorityLevels {
+			pls = append(pls, &snap.PriorityLevels[i])
+		}
+		limits := map[string]engine.LevelLimits{}
+		for _, l := range engine.NewConfig(fss, pls).Limits(scls[filepath.Base(dir)]) {
+			limits[l.Name] = l
+		}
+		tmp := t.TempDir()
+		files, err := workload.OpenFiles([]string{gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "a.log"))}, workload.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w workload.Request
+		for {
+			err := files.Next(&w)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.HasSeats || w.Status == 429 {
+				continue
+			}
+			er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{})
+			if err != nil || er.Info.Verb != "list" {
+				continue
+			}
+			got, ok := engine.ListSeats(engine.NewestRelease, er, counts, limits[w.PriorityLevel].MaxSeats)
+			if !ok {
+				continue
+			}
+			total++
+			bySeats[w.InitialSeats]++
+			if got == w.InitialSeats {
+				agree++
+			} else if total-agree <= 5 {
+				t.Logf("%s: %s in %s: estimated %d seats, the server logged %d", w.Source, w.URI, w.PriorityLevel, got, w.InitialSeats)
+			}
+		}
+		files.Close()
+	}
+	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v)", agree, total, bySeats)
+	if total == 0 || agree != total {
+		t.Errorf("estimated seats agree on %d of %d LISTs", agree, total)
+	}
+	if len(bySeats) < 3 {
+		t.Errorf("the recordings hold LISTs of only %d different sizes: %v", len(bySeats), bySeats)
+	}
+}
+
+// knownDeviations are the levels whose calibrated prediction of the
+// recorded run is known to leave 0.75–1.25, keyed by
+// recording/mode/level, with the reason.
+var knownDeviations = map[string]string{
+	"borrowing/httplog+audit/apf-borrow-a": "the excess is in the first 10 s: the replay's borrowing adjustments run every 10 s from the workload's start, the server's from its own start, whose phase the recording does not show",
+}
+
+// scls are the recordings' server concurrency limits (their scenarios'
+// max-requests-inflight + max-mutating-requests-inflight).
+var scls = func() map[string]int {
+	m := map[string]int{}
+	for _, s := range recording.Scenarios() {
+		m[s.Name] = s.Inflight + s.Mutating
+	}
+	return m
+}()

@@ -1,0 +1,42 @@
+// Command apf-record records an overload of the local control plane for the
+// simulate fixtures (see package internal/recording):
+//
+//	apf-record -scenario NAME [-seed N] [-whatif] -out DIR
+//
+// "make record-simulate" records every scenario into
+// testdata/simulate/recordings.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+)
+
+func main() {
+	name := flag.String("scenario", "", "scenario to record: quiet, starved, borrowing or lists")
+	seed := flag.Uint64("seed", 1, "seed of the load plan")
+	out := flag.String("out", "", "directory to write the recording to")
+	whatIf := flag.Bool("whatif", true, "also re-run the same plan on the scenario's changed configuration")
+	flag.Parse()
+	sc, ok := recording.ByName(*name)
+	if !ok || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: apf-record -scenario quiet|starved|borrowing|lists [-seed N] [-whatif] -out DIR")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := recording.Record(ctx, sc, *seed, *out, *whatIf, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "apf-record: %v\n", err)
+		os.Exit(1)
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(b))
+}

@@ -1,0 +1,205 @@
+// Package recording records overloads of the local control plane for the
+// simulate fixtures under testdata/simulate/recordings and for the what-if
+// e2e test: it starts a control plane, applies a scenario's priority levels
+// and FlowSchemas, runs a seeded open-loop load (loadgen.RunPlan), and keeps
+// the apiserver's httplog, its audit log and a bundle of its configuration
+// and metrics. A scenario also names a changed configuration: Rerun applies
+// it and sends the same plan again, which is what a what-if prediction made
+// from the recording is checked against.
+package recording
+
+import (
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+)
+
+// Flow is one load identity of a scenario.
+type Flow struct {
+	// User is the load user's number (testcluster.LoadUserName).
+	User int
+	// Level is the priority level the scenario routes the user to.
+	Level string
+	Path  string
+	Rate  float64
+	Burst int
+}
+
+// Change is a configuration change applied on top of a scenario.
+type Change struct {
+	About   string
+	Levels  []*flowcontrolv1.PriorityLevelConfiguration
+	Schemas []*flowcontrolv1.FlowSchema
+}
+
+// Scenario is one recorded overload.
+type Scenario struct {
+	Name  string
+	About string
+	// Inflight and Mutating are kube-apiserver's max-requests-inflight and
+	// max-mutating-requests-inflight.
+	Inflight, Mutating int
+	// RejectUser, when not zero, is routed to loadgen's Reject level.
+	RejectUser int
+	// Levels and Schemas are applied after loadgen.Setup.
+	Levels  []*flowcontrolv1.PriorityLevelConfiguration
+	Schemas []*flowcontrolv1.FlowSchema
+	Flows   []Flow
+	// Duration of the load.
+	Duration time.Duration
+	// Burners is how many busy-looping processes share the machine's CPUs
+	// with the apiserver during the load.
+	Burners int
+	// WaitForCounts waits, before the load, until the apiserver's object
+	// count tracker has counted the load's ConfigMaps (it polls etcd once
+	// a minute by default; the scenario shortens that): until then it
+	// sizes every LIST of them at 1 seat.
+	WaitForCounts bool
+	// ExtraArgs are added to kube-apiserver's command line.
+	ExtraArgs []string
+	WhatIf    Change
+}
+
+func queuingLevel(name string, shares, lendable, borrowing int32, queues, hand, qlen int32) *flowcontrolv1.PriorityLevelConfiguration {
+	return &flowcontrolv1.PriorityLevelConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "PriorityLevelConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To(shares),
+				LendablePercent:          ptr.To(lendable),
+				BorrowingLimitPercent:    ptr.To(borrowing),
+				LimitResponse: flowcontrolv1.LimitResponse{
+					Type:    flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: queues, HandSize: hand, QueueLengthLimit: qlen},
+				},
+			},
+		},
+	}
+}
+
+// userSchema routes the named load users to level, by user.
+func userSchema(name, level string, precedence int32, users ...int) *flowcontrolv1.FlowSchema {
+	var subjects []flowcontrolv1.Subject
+	for _, u := range users {
+		subjects = append(subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: testcluster.LoadUserName(u)}})
+	}
+	return &flowcontrolv1.FlowSchema{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "FlowSchema"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level},
+			MatchingPrecedence:         precedence,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: subjects,
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					Namespaces: []string{"*"}, ClusterScope: true,
+				}},
+			}},
+		},
+	}
+}
+
+const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
+
+// Scenarios returns the recorded overloads, by name: quiet, starved,
+// borrowing and lists.
+func Scenarios() []Scenario {
+	return []Scenario{{
+		Name:     "quiet",
+		About:    "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of LISTs; no extra CPU load",
+		Inflight: 10, Mutating: 5, RejectUser: 8,
+		Flows: []Flow{
+			{User: 1, Level: loadgen.Level, Rate: 1.2, Burst: 6},
+			{User: 2, Level: loadgen.Level, Rate: 1.2, Burst: 6},
+			{User: 3, Level: loadgen.Level, Rate: 1.2, Burst: 6},
+			{User: 4, Level: loadgen.Level, Rate: 1.2, Burst: 6},
+			{User: 8, Level: loadgen.RejectLevel, Rate: 1, Burst: 4},
+		},
+		Duration: 40 * time.Second,
+		WhatIf: Change{About: "apf-load's queues 10 long instead of 3",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 10)}},
+	}, {
+		Name:     "starved",
+		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under bursts of cheap GETs from many clients while busy-looping processes take the CPUs",
+		Inflight: 10, Mutating: 5, RejectUser: 8,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 2)},
+		Flows: []Flow{
+			{User: 1, Level: loadgen.Level, Path: cms + "/load-001", Rate: 3, Burst: 10},
+			{User: 2, Level: loadgen.Level, Path: cms + "/load-002", Rate: 3, Burst: 10},
+			{User: 3, Level: loadgen.Level, Path: cms + "/load-003", Rate: 3, Burst: 10},
+			{User: 4, Level: loadgen.Level, Path: cms + "/load-004", Rate: 3, Burst: 10},
+			{User: 5, Level: loadgen.Level, Path: cms + "/load-005", Rate: 3, Burst: 10},
+			{User: 6, Level: loadgen.Level, Path: cms + "/load-006", Rate: 3, Burst: 10},
+			{User: 7, Level: loadgen.Level, Path: cms + "/load-007", Rate: 3, Burst: 10},
+			{User: 8, Level: loadgen.RejectLevel, Path: cms + "/load-008", Rate: 2, Burst: 6},
+		},
+		Duration: 40 * time.Second,
+		Burners:  8,
+		WhatIf: Change{About: "apf-load with 16 queues 6 long",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 16, 2, 6)}},
+	}, {
+		Name:     "borrowing",
+		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server",
+		Inflight: 20, Mutating: 10,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
+			queuingLevel("apf-borrow-a", 5, 0, 300, 8, 2, 4),
+			queuingLevel("apf-borrow-b", 10, 50, 100, 8, 2, 4),
+		},
+		Schemas: []*flowcontrolv1.FlowSchema{
+			userSchema("apf-borrow-a", "apf-borrow-a", 300, 1, 2, 3),
+			userSchema("apf-borrow-b", "apf-borrow-b", 300, 4, 5, 6),
+		},
+		Flows: []Flow{
+			{User: 1, Level: "apf-borrow-a", Rate: 1.5, Burst: 8},
+			{User: 2, Level: "apf-borrow-a", Rate: 1.5, Burst: 8},
+			{User: 3, Level: "apf-borrow-a", Rate: 1.5, Burst: 8},
+			{User: 4, Level: "apf-borrow-b", Rate: 1.5, Burst: 10},
+			{User: 5, Level: "apf-borrow-b", Rate: 1.5, Burst: 10},
+			{User: 6, Level: "apf-borrow-b", Rate: 1.5, Burst: 10},
+		},
+		Duration: 60 * time.Second,
+		WhatIf: Change{About: "apf-borrow-a with 15 shares instead of 5",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-a", 15, 0, 300, 8, 2, 4)}},
+	}, {
+		Name:     "lists",
+		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server",
+		Inflight: 60, Mutating: 30,
+		WaitForCounts: true,
+		ExtraArgs:     []string{"--etcd-count-metric-poll-period=5s"},
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
+			queuingLevel("apf-list", 100, 0, 0, 4, 2, 2),
+		},
+		Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-list", "apf-list", 300, 1, 2, 3, 4, 5, 6)},
+		Flows: []Flow{
+			{User: 1, Level: "apf-list", Path: cms, Rate: 1.5, Burst: 16},
+			{User: 2, Level: "apf-list", Path: cms, Rate: 1.5, Burst: 16},
+			{User: 3, Level: "apf-list", Path: cms + "?limit=10", Rate: 1.5, Burst: 12},
+			{User: 4, Level: "apf-list", Path: cms + "?limit=10", Rate: 1.5, Burst: 12},
+			{User: 5, Level: "apf-list", Path: cms + "?limit=4", Rate: 2, Burst: 12},
+			{User: 6, Level: "apf-list", Path: cms + "?limit=4", Rate: 2, Burst: 12},
+		},
+		Duration: 40 * time.Second,
+		WhatIf: Change{About: "a FlowSchema that isolates the heaviest user (load-1) on a level of its own",
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 30, 0, 0, 4, 2, 4)},
+			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-heavy", "apf-heavy", 200, 1)}},
+	}}
+}
+
+// ByName returns the scenario called name.
+func ByName(name string) (Scenario, bool) {
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}

@@ -1,0 +1,660 @@
+// Package calibrate derives, from a recorded workload alone, how long the
+// recorded apiserver really held a seat per dispatch, and prepares the
+// workload's requests for the fair-queuing replay (package fairqueue)
+// accordingly. It is a stage of its own between reading the workload and
+// replaying it: Derive reads the workload once, Apply wraps the second
+// reading.
+//
+// Why: upstream's queue set counts a dispatched request's seats from the
+// dispatch decision, but apf_execution_time starts only when the waiting
+// goroutine has been woken and scheduled. On a CPU-starved server that gap
+// (scheduling, GC pauses) dwarfs the execution, and a replay that holds
+// seats for apf_execution_time alone dispatches far too many requests.
+//
+// The evidence, per priority level:
+//
+//   - saturated time: while any request of the level waits in a queue, all
+//     of its seats are held, and every dispatch is of a waiting request.
+//     Over the union of the waiting intervals (arrival + τ to dispatch) of
+//     length T in N spans, a level of C seats whose waiting requests took S
+//     seats in all held C·T seat-seconds, so a seat is held for
+//     C·T / (S + N·(C−1)/2) per dispatch (the second term for the requests
+//     already running when a span starts and still running when it ends);
+//     what their recorded execution times do not cover is the per-dispatch
+//     overhead. The
+//     threshold τ separates a queue wait from the time the filters ahead of
+//     APF take; it is read from requests that never queue (the exempt
+//     level);
+//   - the dispatch time of each request: httplog's latency minus
+//     apf_execution_time, or the audit annotation
+//     apiserver.latency.k8s.io/apf-queue-wait (with .../authentication, the
+//     time before APF) written on requests slower than 500 ms;
+//   - for a level without saturated time of its own, or whose limit moves
+//     with borrowing, the server-wide figure (the seat-weighted mean of the
+//     levels with evidence): the overhead is the server's, not the level's.
+//
+// An audit log alone records neither the execution time nor, for requests
+// faster than 500 ms, the queue wait: those are estimated, the queue wait
+// from the replay itself by iterating to a fixed point (DeriveAuditOnly),
+// and the result says how many fields were estimated and how.
+package calibrate
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// Duration is a time.Duration that encodes as a Go duration string in JSON.
+type Duration time.Duration
+
+// MarshalJSON encodes d as "1.5ms".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Options describe the recorded server.
+type Options struct {
+	// Config is the configuration the workload was recorded under.
+	Config *engine.Config
+	// ServerConcurrencyLimit of the recorded server (default 600).
+	ServerConcurrencyLimit int
+	// RequestTimeout of the recorded server (default 1 minute).
+	RequestTimeout time.Duration
+	// Counts are the object counts per resource, for the seats of LISTs
+	// that record none; nil when unknown.
+	Counts engine.ObjectCounts
+	// Release is the recorded server's release, whose LIST estimator sizes
+	// LISTs from Counts (engine.ListSeats); zero means engine.NewestRelease.
+	Release engine.Release
+	// Disabled derives nothing: Apply then only fills the estimated
+	// fields of audit-only records.
+	Disabled bool
+}
+
+// Level is what was inferred for one priority level.
+type Level struct {
+	Level string `json:"level"`
+	// Overhead is the extra seat hold per dispatch from a queue.
+	Overhead Duration `json:"overhead"`
+	// Source is "saturated" (the level's own saturated time), "server"
+	// (the server-wide figure), "none" (exempt) or "disabled".
+	Source string `json:"source"`
+	// Why explains a Source other than saturated.
+	Why string `json:"why,omitempty"`
+	// ConcurrencyLimit is the seats the evidence assumes.
+	ConcurrencyLimit int `json:"concurrencyLimit"`
+	// SaturatedTime is the length of the union of waiting intervals, in
+	// SaturatedSpans separate spans.
+	SaturatedTime  Duration `json:"saturatedTime"`
+	SaturatedSpans int      `json:"saturatedSpans"`
+	// Dispatches (and their Seats) of requests that waited.
+	Dispatches int64 `json:"dispatches"`
+	Seats      int64 `json:"seats"`
+	// MeanExecution of those dispatches, and the seat hold time inferred
+	// for them (MeanExecution + Overhead).
+	MeanExecution Duration `json:"meanExecution"`
+	HoldTime      Duration `json:"holdTime"`
+	// Requests of the level in the workload, Rejected the recorded 429s.
+	Requests int64 `json:"requests"`
+	Rejected int64 `json:"rejected"`
+	// Annotated requests carried apf-queue-wait; QueueWaitP50 is their
+	// median.
+	Annotated    int64    `json:"annotated"`
+	QueueWaitP50 Duration `json:"queueWaitP50,omitempty"`
+	// LatencyMinusExecutionP50 is the median of httplog latency minus
+	// apf_execution_time over the level's executed requests.
+	LatencyMinusExecutionP50 Duration `json:"latencyMinusExecutionP50,omitempty"`
+	// Windows are the overheads of the time windows (Window long) with
+	// enough evidence of their own; requests arriving in the others get
+	// the level's figure.
+	Windows []WindowOverhead `json:"windows,omitempty"`
+}
+
+// WindowOverhead is the overhead inferred from one time window.
+type WindowOverhead struct {
+	Start    Duration `json:"start"`
+	Overhead Duration `json:"overhead"`
+	// Seats dispatched from a queue in the window.
+	Seats int64 `json:"seats"`
+}
+
+// Estimated counts the fields that were not recorded but estimated.
+type Estimated struct {
+	// ExecutionFromAnnotations: audit-only requests whose execution time is
+	// latency − apf-queue-wait − authentication.
+	ExecutionFromAnnotations int64 `json:"executionFromAnnotations"`
+	// ExecutionFromReplay: audit-only requests whose execution time is
+	// latency − the queue wait the replay gave them (fixed point).
+	ExecutionFromReplay int64 `json:"executionFromReplay"`
+	// SeatsFromObjectCounts: LISTs and WATCHes sized from object counts.
+	SeatsFromObjectCounts int64 `json:"seatsFromObjectCounts"`
+	// SeatsAssumedOne: requests without a recorded estimate given 1 seat
+	// (no object count, or a write whose watch count is not exposed).
+	SeatsAssumedOne int64 `json:"seatsAssumedOne"`
+	// WritesWithoutWatchCount: writes whose final seats and additional
+	// latency (from the number of watchers) could not be known: the
+	// apiserver does not export its watch counts.
+	WritesWithoutWatchCount int64 `json:"writesWithoutWatchCount"`
+	// FixedPointIterations and FixedPointChange (the largest change of a
+	// level's mean estimated queue wait in the last iteration), for
+	// audit-only workloads.
+	FixedPointIterations int      `json:"fixedPointIterations,omitempty"`
+	FixedPointChange     Duration `json:"fixedPointChange,omitempty"`
+}
+
+// Result is a calibration: per-level overheads with their evidence.
+type Result struct {
+	Enabled bool `json:"enabled"`
+	// Threshold τ: a request whose dispatch came later than this after its
+	// arrival waited in a queue. ThresholdFrom says what it was read from.
+	Threshold     Duration `json:"threshold"`
+	ThresholdFrom string   `json:"thresholdFrom"`
+	// ServerOverhead is the seat-weighted mean over the levels with
+	// evidence of their own.
+	ServerOverhead Duration `json:"serverOverhead"`
+	// AuditOnly is true when no record had an execution time.
+	AuditOnly bool      `json:"auditOnly"`
+	Levels    []Level   `json:"levels"`
+	Estimated Estimated `json:"estimated"`
+
+	overhead      map[string]time.Duration
+	windows       map[string]map[int64]time.Duration
+	serverWindows map[int64]time.Duration
+	prep          *preparer
+}
+
+// OverheadAt returns the overhead applied to a request of level arriving
+// at offset at (since the workload's start): the figure of its time window
+// when the window holds enough evidence, else the level's.
+func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
+	if r == nil || !r.Enabled {
+		return 0
+	}
+	k := int64(at / Window)
+	if w, ok := r.windows[level][k]; ok {
+		return w
+	}
+	if o, ok := r.overhead[level]; ok && r.sourceOf(level) != "server" {
+		return o
+	}
+	if w, ok := r.serverWindows[k]; ok {
+		return w
+	}
+	return r.Overhead(level)
+}
+
+func (r *Result) sourceOf(level string) string {
+	for _, l := range r.Levels {
+		if l.Level == level {
+			return l.Source
+		}
+	}
+	return "server"
+}
+
+// overheadOf is the per-dispatch overhead of a level of c seats whose
+// waiting requests, S seats in all with Σ seats·execution seatExec, were
+// dispatched over saturated time t in n spans. C·T counts, besides the
+// holds of the waiting requests, the C requests running when a span starts
+// (whose holds lie mostly inside it) less the C running when it ends (the
+// last just dispatched, the others half done on average): (C−1)/2 holds per
+// span more than the dispatches counted.
+func overheadOf(c float64, t time.Duration, n int, seats int64, seatExec float64) float64 {
+	hold := c * float64(t) / (float64(seats) + float64(n)*(c-1)/2)
+	return max(hold-seatExec/float64(seats), 0)
+}
+
+// Overhead returns the overhead applied to a request of level.
+func (r *Result) Overhead(level string) time.Duration {
+	if r == nil || !r.Enabled {
+		return 0
+	}
+	if o, ok := r.overhead[level]; ok {
+		return o
+	}
+	return time.Duration(r.ServerOverhead)
+}
+
+// nThresholds candidate thresholds τ; the smallest above the non-queued
+// lag is used
+const nThresholds = 9
+
+var thresholds = [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+
+// minEvidence is the fewest waiting dispatches a level's own figure rests
+// on, and minWindowEvidence those of one time window.
+const (
+	minEvidence       = 20
+	minWindowEvidence = 10
+)
+
+// Window is the length of the time windows over which the overhead is
+// also inferred: a busy machine's load changes during a recording (other
+// work starts and stops), and with it the overhead.
+const Window = 10 * time.Second
+
+// winAcc is the evidence of one level in one time window.
+type winAcc struct {
+	t        time.Duration // saturated time in the window
+	n        int           // spans starting in it
+	seats    int64         // of dispatches from a queue in it
+	seatExec float64
+}
+
+// span is an online union of intervals whose starts come in order; each
+// closed span's time is also spread over the windows it overlaps.
+type span struct {
+	start, end time.Duration
+	open       bool
+	total      time.Duration
+	n          int
+	win        map[int64]*winAcc
+}
+
+func (s *span) window(k int64) *winAcc {
+	if s.win == nil {
+		s.win = map[int64]*winAcc{}
+	}
+	w := s.win[k]
+	if w == nil {
+		w = &winAcc{}
+		s.win[k] = w
+	}
+	return w
+}
+
+func (s *span) add(a, b time.Duration) {
+	if b <= a {
+		return
+	}
+	if s.open && a <= s.end {
+		s.end = max(s.end, b)
+		return
+	}
+	s.close()
+	s.start, s.end, s.open = a, b, true
+}
+
+func (s *span) close() {
+	if s.open {
+		s.total += s.end - s.start
+		s.n++
+		s.open = false
+		s.window(int64(s.start/Window)).n++
+		for t := s.start; t < s.end; {
+			k := int64(t / Window)
+			next := min(time.Duration(k+1)*Window, s.end)
+			s.window(k).t += next - t
+			t = next
+		}
+	}
+}
+
+type levelAcc struct {
+	name               string
+	spans              [nThresholds]span
+	seats, dispatches  [nThresholds]int64
+	seatExec           [nThresholds]float64 // Σ seats × execution, ns
+	requests, rejected int64
+	annotated          int64
+	qwait, lme         quantiles
+}
+
+// obs is one recorded request reduced to what calibration needs.
+type obs struct {
+	level    string
+	arrival  time.Duration // since the workload's start
+	latency  time.Duration
+	exec     time.Duration
+	hasExec  bool
+	wait     time.Duration // dispatch − arrival, when known
+	hasWait  bool
+	seats    uint64
+	rejected bool
+	timedOut bool
+	exempt   bool
+	// annotated: the request carried the apf-queue-wait annotation annWait
+	annotated bool
+	annWait   time.Duration
+	// execFrom says how exec was estimated (audit-only records)
+	execFrom uint8
+	// index of the record in the workload (0-based)
+	index int
+}
+
+const (
+	fromRecord uint8 = iota
+	fromAnnotations
+	fromReplay
+)
+
+// observer accumulates the evidence of one pass.
+type observer struct {
+	levels map[string]*levelAcc
+	lag    quantiles // latency − execution of exempt requests
+	lagAll quantiles // of every executed request with an execution time
+}
+
+func newObserver() *observer { return &observer{levels: map[string]*levelAcc{}} }
+
+func (o *observer) add(x *obs) {
+	la := o.levels[x.level]
+	if la == nil {
+		la = &levelAcc{name: x.level}
+		o.levels[x.level] = la
+	}
+	la.requests++
+	if x.rejected {
+		la.rejected++
+	}
+	if x.annotated {
+		la.annotated++
+		la.qwait.add(x.annWait)
+	}
+	if !x.rejected && x.hasExec && x.hasWait {
+		if x.exempt {
+			o.lag.add(x.wait)
+		}
+		o.lagAll.add(x.wait)
+		la.lme.add(x.wait)
+	}
+	if x.exempt {
+		return
+	}
+	for i, tau := range thresholds {
+		switch {
+		case x.timedOut:
+			la.spans[i].add(x.arrival+tau, x.arrival+x.latency)
+		case !x.rejected && x.hasWait && x.wait > tau:
+			la.spans[i].add(x.arrival+tau, x.arrival+x.wait)
+			la.dispatches[i]++
+			la.seats[i] += int64(x.seats)
+			la.seatExec[i] += float64(x.seats) * float64(x.exec)
+			w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
+			w.seats += int64(x.seats)
+			w.seatExec += float64(x.seats) * float64(x.exec)
+		}
+	}
+}
+
+// finish turns the evidence into a Result.
+func (o *observer) finish(opts Options) *Result {
+	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
+	// τ: above the lag of requests that never queue
+	ti := len(thresholds) - 1
+	lag, from := time.Duration(0), ""
+	switch {
+	case o.lag.n >= 20:
+		lag, from = o.lag.quantile(0.9), "90th percentile of latency − execution of exempt requests"
+	case o.lag.n >= 5:
+		lag, from = o.lag.quantile(1), "largest latency − execution of the few exempt requests"
+	case o.lagAll.n >= 20:
+		// most requests of a saturated level queue: the fastest tenth
+		// stands for those dispatched on arrival
+		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution: too few exempt requests"
+	default:
+		lag, from = 0, "too few requests with an execution time"
+	}
+	for i, t := range thresholds {
+		if t >= lag {
+			ti = i
+			break
+		}
+	}
+	res.Threshold, res.ThresholdFrom = Duration(thresholds[ti]), from
+	scl := opts.ServerConcurrencyLimit
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	limits := map[string]engine.LevelLimits{}
+	if opts.Config != nil {
+		for _, l := range opts.Config.Limits(scl) {
+			limits[l.Name] = l
+		}
+	}
+	var sumSeats, sumOver float64
+	serverWin := map[int64][2]float64{}
+	names := make([]string, 0, len(o.levels))
+	for n := range o.levels {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		la := o.levels[n]
+		la.spans[ti].close()
+		lv := Level{Level: n, Requests: la.requests, Rejected: la.rejected, Annotated: la.annotated,
+			QueueWaitP50: Duration(la.qwait.quantile(0.5)), LatencyMinusExecutionP50: Duration(la.lme.quantile(0.5))}
+		lim, known := limits[n]
+		sp := la.spans[ti]
+		lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
+		lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
+		lv.ConcurrencyLimit = lim.NominalCL
+		if lv.Seats > 0 {
+			lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
+		}
+		switch {
+		case !res.Enabled:
+			lv.Source = "disabled"
+		case known && lim.Exempt:
+			lv.Source, lv.Why = "none", "exempt: never queued"
+		case !known:
+			lv.Source, lv.Why = "server", "not in the configuration"
+		case !lim.Queuing:
+			lv.Source, lv.Why = "server", "no queues: its requests are dispatched on arrival or rejected, never woken"
+		case lim.LendableCL > 0 || lim.BorrowingCL > 0:
+			lv.Source, lv.Why = "server", "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
+		case lv.Dispatches < minEvidence:
+			lv.Source, lv.Why = "server", "too few dispatches from a queue"
+		default:
+			c := float64(lim.NominalCL)
+			over := overheadOf(c, sp.total, sp.n, lv.Seats, la.seatExec[ti])
+			lv.Source = "saturated"
+			lv.Overhead = Duration(over)
+			res.overhead[n] = time.Duration(over)
+			sumSeats += float64(lv.Seats)
+			sumOver += over * float64(lv.Seats)
+			for k, w := range sp.win {
+				if w.seats < minWindowEvidence {
+					continue
+				}
+				wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
+				lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * Window), Overhead: Duration(wo), Seats: w.seats})
+				if res.windows[n] == nil {
+					res.windows[n] = map[int64]time.Duration{}
+				}
+				res.windows[n][k] = time.Duration(wo)
+				sw := serverWin[k]
+				sw[0] += wo * float64(w.seats)
+				sw[1] += float64(w.seats)
+				serverWin[k] = sw
+			}
+			slices.SortFunc(lv.Windows, func(a, b WindowOverhead) int { return int(a.Start - b.Start) })
+		}
+		if lv.Seats > 0 && lv.Source == "saturated" {
+			lv.HoldTime = lv.MeanExecution + lv.Overhead
+		}
+		res.Levels = append(res.Levels, lv)
+	}
+	if sumSeats > 0 {
+		res.ServerOverhead = Duration(sumOver / sumSeats)
+	}
+	res.serverWindows = map[int64]time.Duration{}
+	for k, sw := range serverWin {
+		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
+	}
+	for i := range res.Levels {
+		lv := &res.Levels[i]
+		switch lv.Source {
+		case "server":
+			lv.Overhead = res.ServerOverhead
+			res.overhead[lv.Level] = time.Duration(res.ServerOverhead)
+		case "none":
+			res.overhead[lv.Level] = 0
+		}
+	}
+	return res
+}
+
+// quantiles is a log-bucketed histogram of durations (about 9% relative
+// error), so memory stays constant.
+type quantiles struct {
+	b [96]int64
+	n int64
+}
+
+func (q *quantiles) add(d time.Duration) {
+	i := 0
+	if d > 1000 {
+		i = min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, len(q.b)-1)
+	}
+	q.b[i]++
+	q.n++
+}
+
+func (q *quantiles) quantile(p float64) time.Duration {
+	if q.n == 0 {
+		return 0
+	}
+	want := int64(math.Ceil(p * float64(q.n)))
+	var c int64
+	for i, v := range q.b {
+		c += v
+		if c >= want {
+			if i == 0 {
+				return time.Microsecond
+			}
+			return time.Duration(1000 * math.Pow(1.2, float64(i)))
+		}
+	}
+	return 0
+}
+
+// preparer turns workload records into obs and fills their estimated
+// fields; it is shared by Derive and Apply so that both see the same
+// levels, seats and execution times.
+type preparer struct {
+	opts   Options
+	limits map[string]engine.LevelLimits
+	start  time.Time
+	est    *Estimated
+	// waits are the queue waits the previous replay gave each record (by
+	// index), for the fixed point of audit-only workloads; overheads the
+	// previous iteration's calibration
+	waits     []time.Duration
+	overheads *Result
+	sawExec   bool
+}
+
+func (p *preparer) overhead(level string, at time.Duration) time.Duration {
+	return p.overheads.OverheadAt(level, at)
+}
+
+func newPreparer(opts Options, est *Estimated) *preparer {
+	p := &preparer{opts: opts, limits: map[string]engine.LevelLimits{}, est: est}
+	scl := opts.ServerConcurrencyLimit
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	if opts.Config != nil {
+		for _, l := range opts.Config.Limits(scl) {
+			p.limits[l.Name] = l
+		}
+	}
+	return p
+}
+
+func (p *preparer) waitLimit(er engine.Request) time.Duration {
+	rt := p.opts.RequestTimeout
+	if rt == 0 {
+		rt = time.Minute
+	}
+	wl, err := engine.RequestWaitLimit(er, rt)
+	if err != nil {
+		return min(rt/4, time.Minute)
+	}
+	return wl
+}
+
+// prepare fills x from w and completes w's unrecorded seats. ok is false
+// for a record the replay skips too (unparsable, bypassing APF, no level).
+func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Request, ok bool) {
+	if p.start.IsZero() {
+		p.start = w.Arrival
+	}
+	er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+	if err != nil || er.Bypass != "" {
+		return er, false
+	}
+	level := w.PriorityLevel
+	if w.UserKnown && (level == "" || p.opts.Config != nil) && p.opts.Config != nil {
+		level = p.opts.Config.Classify(er).PriorityLevel.Name
+	}
+	if level == "" {
+		return er, false
+	}
+	lim := p.limits[level]
+	*x = obs{index: idx, level: level, arrival: w.Arrival.Sub(p.start), latency: w.Latency, exempt: lim.Exempt, rejected: w.Status == 429}
+	if !w.HasSeats && p.est != nil {
+		p.estimateSeats(w, er, lim)
+	}
+	x.seats = max(w.InitialSeats, 1)
+	x.annotated, x.annWait = w.HasQueueWait, w.QueueWait
+	if x.rejected && !w.HasServiceTime && w.Latency >= p.waitLimit(er) {
+		x.timedOut = true
+	}
+	switch {
+	case w.HasServiceTime:
+		x.exec, x.hasExec = w.ServiceTime, true
+		// a synthetic record has no latency: its wait is unknown
+		x.wait, x.hasWait = max(w.Latency-w.ServiceTime, 0), w.Latency > 0
+		p.sawExec = true
+	case x.rejected || er.Info.Verb == "watch":
+		// a 429 never executed; a watch holds its seats only until it is
+		// initialised, which its latency (its whole life) does not tell
+	case w.HasQueueWait || w.HasLatencyAnnotations:
+		// annotated (slower than 500 ms): the queue wait is recorded, and
+		// is zero when the annotation is absent (dispatched on arrival)
+		x.wait, x.hasWait = w.PreAPF, true
+		if w.HasQueueWait {
+			x.wait += w.QueueWait
+		}
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, minExecution), true, fromAnnotations
+	default:
+		// audit-only and faster than 500 ms: the queue wait is what the
+		// replay of the previous iteration gave it (none before the first)
+		var wait time.Duration
+		if p.waits != nil && idx < len(p.waits) && p.waits[idx] > 0 {
+			wait = p.waits[idx] + p.overhead(level, x.arrival)
+		}
+		wait = min(wait, w.Latency)
+		x.wait, x.hasWait = wait, p.waits != nil
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, minExecution), true, fromReplay
+	}
+	return er, true
+}
+
+// minExecution bounds estimated execution times from below.
+const minExecution = 100 * time.Microsecond
+
+// estimateSeats sizes a request that records no work estimate the way the
+// server would have, where the inputs are known.
+func (p *preparer) estimateSeats(w *workload.Request, er engine.Request, lim engine.LevelLimits) {
+	w.InitialSeats, w.FinalSeats, w.AdditionalLatency = 1, 0, 0
+	switch er.Info.Verb {
+	case "list", "watch":
+		if p.opts.Counts != nil {
+			if s, ok := engine.ListSeats(p.opts.Release, er, p.opts.Counts, lim.MaxSeats); ok {
+				w.InitialSeats, w.HasSeats = s, true
+				p.est.SeatsFromObjectCounts++
+				return
+			}
+		}
+	case "create", "update", "patch", "delete":
+		p.est.WritesWithoutWatchCount++
+	}
+	p.est.SeatsAssumedOne++
+}

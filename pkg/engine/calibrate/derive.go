@@ -1,0 +1,166 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// Derive reads the workload once and infers the per-level overheads. The
+// reader must yield the same records, in the same order, as the one later
+// given to Apply.
+func Derive(src workload.Reader, opts Options) (*Result, error) {
+	return derive(src, opts, nil, nil)
+}
+
+func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Result) (*Result, error) {
+	p := newPreparer(opts, &Estimated{})
+	p.waits, p.overheads = waits, prev
+	o := newObserver()
+	var (
+		w   workload.Request
+		x   obs
+		idx int
+	)
+	for {
+		err := src.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the workload for calibration: %w", err)
+		}
+		if _, ok := p.prepare(idx, &w, &x); ok {
+			o.add(&x)
+		}
+		idx++
+	}
+	res := o.finish(opts)
+	res.AuditOnly = idx > 0 && !p.sawExec
+	res.prep = newPreparer(opts, &res.Estimated)
+	res.prep.waits = waits
+	return res, nil
+}
+
+// Apply returns a reader that yields src's records prepared for the
+// replay: the overhead of their level in QueuedOverhead, and the estimated
+// execution time and seats of records that carry none. src must yield the
+// records Derive read. The counts of Estimated are those of the last Apply.
+func (r *Result) Apply(src workload.Reader) workload.Reader {
+	fp, fc := r.Estimated.FixedPointIterations, r.Estimated.FixedPointChange
+	r.Estimated = Estimated{FixedPointIterations: fp, FixedPointChange: fc}
+	p := newPreparer(r.prep.opts, &r.Estimated)
+	p.waits, p.overheads = r.prep.waits, r
+	return &applied{src: src, p: p, r: r}
+}
+
+type applied struct {
+	src workload.Reader
+	p   *preparer
+	r   *Result
+	idx int
+	x   obs
+}
+
+func (a *applied) Next(w *workload.Request) error {
+	if err := a.src.Next(w); err != nil {
+		return err
+	}
+	if _, ok := a.p.prepare(a.idx, w, &a.x); ok {
+		if !w.HasServiceTime && a.x.hasExec {
+			w.ServiceTime, w.HasServiceTime = a.x.exec, true
+			switch a.x.execFrom {
+			case fromAnnotations:
+				a.r.Estimated.ExecutionFromAnnotations++
+			case fromReplay:
+				a.r.Estimated.ExecutionFromReplay++
+			}
+		}
+		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
+	}
+	a.idx++
+	return nil
+}
+
+// DeriveAuditOnly is Derive for a workload that may have no execution
+// times (an audit log alone): it then iterates to a fixed point in which
+// every request not annotated with its queue wait is given the wait the
+// replay of the recorded configuration gives it, its execution time being
+// its latency minus that wait, and the overheads are derived again from
+// those waits. open must return a fresh reader of the same workload at
+// every call. The fixed point keeps one duration per record in memory.
+func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
+	src, err := open()
+	if err != nil {
+		return nil, err
+	}
+	res, err := Derive(src, opts)
+	if err != nil || !res.AuditOnly {
+		return res, err
+	}
+	var (
+		waits    []time.Duration
+		prevMean map[int]float64
+	)
+	for it := 1; it <= maxIter; it++ {
+		src, err := open()
+		if err != nil {
+			return nil, err
+		}
+		next := make([]time.Duration, len(waits))
+		sum, cnt := map[int]float64{}, map[int]float64{}
+		_, err = fairqueue.Replay(res.Apply(src), recorded, nil, fairqueue.ReplayOptions{OnOutcome: func(_ *workload.Request, o *fairqueue.Outcome) {
+			i := int(o.ID - 1)
+			for i >= len(next) {
+				next = append(next, 0)
+			}
+			if o.Reason == fairqueue.Executed {
+				next[i] = o.Start - o.Arrival
+				sum[o.Level] += float64(next[i])
+				cnt[o.Level]++
+			}
+		}})
+		if err != nil {
+			return nil, fmt.Errorf("calibrating: replay %d: %w", it, err)
+		}
+		// damped, so that a queue the first guess overfills does not
+		// swing the estimate back and forth
+		for i := range next {
+			if i < len(waits) {
+				next[i] = (waits[i] + next[i]) / 2
+			}
+		}
+		waits = next
+		// convergence: the largest change of a level's mean queue wait
+		mean, change, rel := map[int]float64{}, 0.0, 0.0
+		for l, n := range cnt {
+			mean[l] = sum[l] / n
+			if prevMean != nil {
+				d := math.Abs(mean[l] - prevMean[l])
+				change = max(change, d)
+				rel = max(rel, d/max(mean[l], float64(time.Millisecond)))
+			}
+		}
+		if src, err = open(); err != nil {
+			return nil, err
+		}
+		nres, err := derive(src, opts, waits, res)
+		if err != nil {
+			return nil, err
+		}
+		res = nres
+		res.Estimated.FixedPointIterations = it
+		res.Estimated.FixedPointChange = Duration(change)
+		// converged when no level's mean wait moved by more than 1 ms or 2%
+		if prevMean != nil && (change < float64(time.Millisecond) || rel < 0.02) {
+			break
+		}
+		prevMean = mean
+	}
+	return res, nil
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+)
+
+// TestSimulateWhatIfMatchesRerun is the test that says whether a what-if can
+// be trusted. For each recorded scenario (internal/recording: a quiet
+// machine, a CPU-starved server, levels lending and borrowing, LISTs of
+// several seats) on a fresh control plane: send the seeded load, keep the
+// apiserver's httplog and audit log and a bundle, predict with "kubectl apf
+// simulate -f CHANGE" what the scenario's changed configuration would do,
+// apply the change to the server, send the same load with the same seed,
+// and compare the 429s the clients got per level with the prediction. A
+// level with 20 or more 429s on either side must be predicted within
+// 0.75–1.25; below that, within 10 requests.
+//
+// Each scenario takes two to four minutes and their outcome depends on how
+// busy the machine is, so the test runs only with KUBECTL_APF_WHATIF=1
+// ("make e2e-whatif"), not in "make test"; KUBECTL_APF_WHATIF_SCENARIOS
+// (comma-separated names) picks scenarios.
+func TestSimulateWhatIfMatchesRerun(t *testing.T) {
+	if os.Getenv("KUBECTL_APF_WHATIF") == "" {
+		t.Skip("set KUBECTL_APF_WHATIF=1 (make e2e-whatif) to re-run loads on changed configurations")
+	}
+	if testing.Short() {
+		t.Skip("the local control plane does not run with -short")
+	}
+	pick := os.Getenv("KUBECTL_APF_WHATIF_SCENARIOS")
+	var report []string
+	for _, sc := range recording.Scenarios() {
+		if pick != "" && !slices.Contains(strings.Split(pick, ","), sc.Name) {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := recording.Start(ctx, sc, 1, t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			a := s.Cluster.APIServers[0]
+			logFrom, auditFrom := recording.Size(a.LogFile), recording.Size(a.AuditLog)
+			rec, err := s.RunLoad(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			logFile, auditFile := filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "audit.log")
+			if err := recording.CopyTail(a.LogFile, logFrom, logFile); err != nil {
+				t.Fatal(err)
+			}
+			if err := recording.CopyTail(a.AuditLog, auditFrom, auditFile); err != nil {
+				t.Fatal(err)
+			}
+			capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
+				dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bundle := filepath.Join(dir, "bundle")
+			if err := dump.WriteBundle(bundle, capture, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
+				t.Fatal(err)
+			}
+			change, err := recording.ChangeYAML(sc.WhatIf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changeFile := filepath.Join(dir, "change.yaml")
+			if err := os.WriteFile(changeFile, change, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runLintPlugin(t, s.Cluster, "simulate", "--from", bundle, "-w", logFile, "-w", auditFile, "-f", changeFile, "-o", "json")
+			if code != 0 {
+				t.Fatalf("simulate: exit %d: %s", code, errOut)
+			}
+			var pred simulateOutput
+			if err := json.Unmarshal(out, &pred); err != nil {
+				t.Fatal(err)
+			}
+			if pred.After == nil {
+				t.Fatal("-f gave no after run")
+			}
+			if err := s.ApplyChange(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second)
+			rerun, err := s.RunLoad(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report = append(report, fmt.Sprintf("== %s (load average %s, then %s): %s", sc.Name, rec.LoadBefore, rerun.LoadBefore, sc.WhatIf.About))
+			levels := map[string]bool{}
+			for l := range rec.Rejected429 {
+				levels[l] = true
+			}
+			for l := range rerun.Rejected429 {
+				levels[l] = true
+			}
+			for _, l := range pred.After.Levels {
+				if l.rejected() > 0 {
+					levels[l.Name] = true
+				}
+			}
+			for _, l := range slicesSorted(levels) {
+				real, p := int64(rerun.Rejected429[l]), simLevel(pred.After.Levels, l).rejected()
+				ratio := float64(p) / float64(max(real, 1))
+				report = append(report, fmt.Sprintf("  %-16s recorded run %5d 429s, predicted after the change %5d, the re-run got %5d (ratio %.2f)", l, rec.Rejected429[l], p, real, ratio))
+				switch {
+				case max(real, p) >= 20 && (ratio < 0.75 || ratio > 1.25):
+					t.Errorf("%s: predicted %d rejections after the change, the re-run got %d", l, p, real)
+				case max(real, p) < 20 && (p-real > 10 || real-p > 10):
+					t.Errorf("%s: predicted %d rejections after the change, the re-run got %d", l, p, real)
+				}
+			}
+		})
+	}
+	t.Logf("what-if against re-runs:\n%s", strings.Join(report, "\n"))
+	if p := os.Getenv("KUBECTL_APF_WHATIF_REPORT"); p != "" {
+		_ = os.WriteFile(p, []byte(strings.Join(report, "\n")+"\n"), 0o644)
+	}
+}
+
+func slicesSorted(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
