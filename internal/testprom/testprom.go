@@ -111,6 +111,13 @@ func Start(ctx context.Context, o Options) (*Prometheus, error) {
 	if o.Dir == "" {
 		return nil, errors.New("testprom: Options.Dir is empty")
 	}
+	// Prometheus runs in o.Dir, so a relative directory (apf-devcluster's
+	// default .cluster) would be looked up again below itself.
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Dir = dir
 	bin, err := testcluster.Binary("prometheus")
 	if err != nil {
 		return nil, err
