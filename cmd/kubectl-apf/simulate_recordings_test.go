@@ -144,8 +144,8 @@ func TestSimulateRecordings(t *testing.T) {
 			logFile := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
 			auditFile := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
 			bundle := filepath.Join(dir, recording.BundleFile)
-			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; %d busy-looping processes; %d requests sent, %d late): %s",
-				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.Burners, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
+			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; kube-apiserver held to %.1f CPU; %d requests sent, %d late): %s",
+				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.APIServerCPUs, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
 			sim := func(args ...string) recordedFit {
 				t.Helper()
 				args = append([]string{"simulate", "--from", bundle, "-o", "json"}, args...)

@@ -36,6 +36,9 @@ type PlanOptions struct {
 	Flows    []PlanFlow
 	// Names resolves PF header UIDs to object names (see Names).
 	Names map[string]string
+	// Start, when set, is the plan's time zero (RunPlan waits for it);
+	// zero means when RunPlan is called.
+	Start time.Time
 }
 
 // Shot is one planned request.
@@ -102,6 +105,14 @@ func RunPlan(ctx context.Context, o PlanOptions) (*PlanReport, error) {
 		wg sync.WaitGroup
 	)
 	start := time.Now()
+	if !o.Start.IsZero() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Until(o.Start)):
+		}
+		start = o.Start
+	}
 	for _, s := range shots {
 		if d := time.Until(start.Add(s.At)); d > 0 {
 			select {

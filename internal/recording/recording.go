@@ -9,10 +9,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -53,6 +51,14 @@ type Run struct {
 	// ServerRejected is apiserver_flowcontrol_rejected_requests_total per
 	// level over the run.
 	ServerRejected map[string]float64 `json:"serverRejected"`
+	// BorrowingPhase is when the first planned request was sent, after the
+	// server's last borrowing adjustment (see alignToBorrowing).
+	BorrowingPhase string `json:"borrowingPhase,omitempty"`
+	// Throttled is the share of CFS periods of the run in which
+	// kube-apiserver's cgroup used up its CPU quota, and ThrottledTime the
+	// time it was held back in all.
+	Throttled     float64 `json:"throttled,omitempty"`
+	ThrottledTime string  `json:"throttledTime,omitempty"`
 }
 
 // Result is a recording's recording.json.
@@ -60,8 +66,9 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	About    string `json:"about"`
 	Seed     uint64 `json:"seed"`
-	Burners  int    `json:"burners"`
-	Recorded Run    `json:"recorded"`
+	// APIServerCPUs is kube-apiserver's CPU quota.
+	APIServerCPUs float64 `json:"apiserverCPUs"`
+	Recorded      Run     `json:"recorded"`
 	// Repeat is the same plan sent again on the same configuration: how
 	// far two runs of one seeded load differ on this machine, the floor of
 	// any prediction's error.
@@ -78,35 +85,50 @@ type Session struct {
 	Cluster  *testcluster.Cluster
 	names    map[string]string
 	progress io.Writer
+	// clients is the cgroup of this process (the load generator).
+	clients *testcluster.CPUGroup
 }
 
-// Start starts a control plane in dir and sets the scenario up on it.
+// Start starts a control plane in dir and sets the scenario up on it. It
+// needs the cgroup v1 cpu controller (see testcluster.CPU): without it, it
+// fails with an error wrapping testcluster.ErrNoCgroups, for callers to
+// skip on.
 func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer) (*Session, error) {
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, MaxRequestsInflight: sc.Inflight, MaxMutatingRequestsInflight: sc.Mutating, Progress: progress, ExtraAPIServerArgs: sc.ExtraArgs})
+	cpu := sc.CPU
+	clients, err := testcluster.NewCPUGroup("load", cpu.Shares, 0, 0)
 	if err != nil {
+		return nil, fmt.Errorf("recordings pin the control plane's CPU with cgroups: %w", err)
+	}
+	if err := clients.Add(os.Getpid()); err != nil {
+		_ = clients.Remove()
 		return nil, err
 	}
-	s := &Session{Scenario: sc, Seed: seed, Cluster: c, progress: progress}
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, MaxRequestsInflight: sc.Inflight, MaxMutatingRequestsInflight: sc.Mutating, Progress: progress, ExtraAPIServerArgs: sc.ExtraArgs, CPU: &cpu})
+	if err != nil {
+		_ = clients.Remove()
+		return nil, err
+	}
+	s := &Session{Scenario: sc, Seed: seed, Cluster: c, progress: progress, clients: clients}
 	admin := c.Client(testcluster.Admin)
 	so := loadgen.SetupOptions{}
 	if sc.RejectUser != 0 {
 		so.RejectUser = testcluster.LoadUserName(sc.RejectUser)
 	}
 	if err := loadgen.Setup(ctx, admin, so); err != nil {
-		_ = c.Stop()
+		_ = s.Stop()
 		return nil, err
 	}
 	if err := loadgen.Apply(ctx, admin, sc.Levels, sc.Schemas); err != nil {
-		_ = c.Stop()
+		_ = s.Stop()
 		return nil, err
 	}
 	if err := s.waitForLevels(ctx, nil); err != nil {
-		_ = c.Stop()
+		_ = s.Stop()
 		return nil, err
 	}
 	if sc.WaitForCounts {
 		if err := s.waitForCounts(ctx); err != nil {
-			_ = c.Stop()
+			_ = s.Stop()
 			return nil, err
 		}
 	}
@@ -141,8 +163,12 @@ func (s *Session) waitForCounts(ctx context.Context) error {
 	}
 }
 
-// Stop stops the control plane.
-func (s *Session) Stop() error { return s.Cluster.Stop() }
+// Stop stops the control plane and moves this process out of its cgroup.
+func (s *Session) Stop() error {
+	err := s.Cluster.Stop()
+	_ = s.clients.Remove()
+	return err
+}
 
 // waitForLevels waits until every flow's request is answered by the level
 // the scenario (or the change, for the users it moves) routes it to.
@@ -201,22 +227,28 @@ func (s *Session) Plan() loadgen.PlanOptions {
 	return p
 }
 
-// RunLoad runs the plan once, with the scenario's CPU burners.
+// RunLoad runs the plan once, its first request just after one of the
+// server's borrowing adjustments (see alignToBorrowing).
 func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	before, err := s.serverRejected(ctx)
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{Started: time.Now().UTC(), LoadBefore: loadavg()}
-	stop, err := startBurners(s.Scenario.Burners)
-	if err != nil {
+	plan := s.Plan()
+	if plan.Start, err = s.alignToBorrowing(plan); err != nil {
 		return nil, err
 	}
-	rep, err := loadgen.RunPlan(ctx, s.Plan())
-	stop()
+	run := &Run{Started: plan.Start.UTC(), LoadBefore: loadavg()}
+	g := s.Cluster.APIServers[0].Proc.CPUGroup()
+	p0, t0, ns0 := g.Throttled()
+	rep, err := loadgen.RunPlan(ctx, plan)
 	run.LoadAfter = loadavg()
 	if err != nil {
 		return nil, err
+	}
+	if p1, t1, ns1 := g.Throttled(); p1 > p0 {
+		run.Throttled = float64(t1-t0) / float64(p1-p0)
+		run.ThrottledTime = time.Duration(ns1 - ns0).Round(time.Millisecond).String()
 	}
 	run.Sent, run.Late, run.Errors, run.Rejected429 = rep.Sent, rep.Late, rep.Errors, rep.RejectedByPriority
 	time.Sleep(1500 * time.Millisecond) // let the audit backend flush its last batch
@@ -309,7 +341,7 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	defer s.Stop()
 	a := s.Cluster.APIServers[0]
 	logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
-	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, Burners: sc.Burners, WhatIfAbout: sc.WhatIf.About}
+	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, APIServerCPUs: sc.CPU.APIServer, WhatIfAbout: sc.WhatIf.About}
 	run, err := s.RunLoad(ctx)
 	if err != nil {
 		return nil, err
@@ -453,24 +485,62 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// startBurners starts n busy-looping shell processes and returns what stops
-// them (each by its own process group).
-func startBurners(n int) (func(), error) {
-	var cmds []*exec.Cmd
-	stop := func() {
-		for _, c := range cmds {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			_ = c.Wait()
+// apfRebalancing is the line kube-apiserver logs (apf_controller.go, Run)
+// right before it starts its borrowing adjustments: the first runs at once,
+// then every 10 s (wait.Until, the period counted from the end of one run).
+const apfRebalancing = "Running API Priority and Fairness periodic rebalancing process"
+
+// alignToBorrowing returns when to start the plan so that its first
+// request reaches the server 20 ms after one of its borrowing adjustments,
+// at least a second from now. The server adjusts the levels' limits every
+// 10 s from its own start, and a replay of the recording every 10 s from the
+// first request's arrival: the two agree only when the load starts in that
+// phase, and two runs of one plan see the same limits at the same offsets
+// only then. The phase is read from the time kube-apiserver logged when it
+// started adjusting; the adjustments drift later by the time each takes
+// (microseconds, more when the server is throttled), which the recordings
+// accept.
+func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, error) {
+	a := s.Cluster.APIServers[0]
+	since, err := rebalancingStart(a.LogFile)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var first time.Duration
+	if shots := plan.Shots(); len(shots) > 0 {
+		first = shots[0].At
+	}
+	const period = 10 * time.Second
+	want := time.Now().Add(time.Second + first) // the first request's arrival, at the earliest
+	k := (want.Sub(since) + period - 1) / period
+	return since.Add(k*period + 20*time.Millisecond - first), nil
+}
+
+// rebalancingStart reads when kube-apiserver started its borrowing
+// adjustments from its log (klog's header: Lmmdd hh:mm:ss.uuuuuu, local
+// time, no year).
+func rebalancingStart(logFile string) (time.Time, error) {
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var last string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, apfRebalancing) {
+			last = line
 		}
 	}
-	for range n {
-		c := exec.Command("sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			stop()
-			return nil, fmt.Errorf("starting a CPU burner: %w", err)
-		}
-		cmds = append(cmds, c)
+	if len(last) < 21 {
+		return time.Time{}, fmt.Errorf("%s has no line %q: cannot tell when the server adjusts borrowing", logFile, apfRebalancing)
 	}
-	return stop, nil
+	t, err := time.ParseInLocation("0102 15:04:05.000000", last[1:21], time.Local)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the time of %q in %s: %w", apfRebalancing, logFile, err)
+	}
+	now := time.Now()
+	t = t.AddDate(now.Year(), 0, 0)
+	if t.After(now.Add(time.Hour)) { // logged on the 31st of December
+		t = t.AddDate(-1, 0, 0)
+	}
+	return t, nil
 }

@@ -52,9 +52,10 @@ type Scenario struct {
 	Flows   []Flow
 	// Duration of the load.
 	Duration time.Duration
-	// Burners is how many busy-looping processes share the machine's CPUs
-	// with the apiserver during the load.
-	Burners int
+	// CPU pins kube-apiserver's CPU quota (and gives the control plane and
+	// the load generator a large cgroup weight), so that two runs of the
+	// same plan meet the same server whatever else the machine runs.
+	CPU testcluster.CPU
 	// WaitForCounts waits, before the load, until the apiserver's object
 	// count tracker has counted the load's ConfigMaps (it polls etcd once
 	// a minute by default; the scenario shortens that): until then it
@@ -143,7 +144,7 @@ func Scenarios() []Scenario {
 			{User: 8, Level: loadgen.RejectLevel, Path: cms + "/load-008", Rate: 2, Burst: 6},
 		},
 		Duration: 40 * time.Second,
-		Burners:  8,
+		CPU:      testcluster.CPU{APIServer: 0.3},
 		WhatIf: Change{About: "apf-load with 16 queues 6 long",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 16, 2, 6)}},
 	}, {

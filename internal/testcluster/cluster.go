@@ -48,6 +48,10 @@ type Options struct {
 	Detach bool
 	// Progress, when set, receives one line per step.
 	Progress io.Writer
+	// CPU, when set, puts kube-apiserver and etcd into cgroups of their own
+	// with fixed CPU quotas and a large weight (see CPU); Start fails with
+	// an error wrapping ErrNoCgroups when that cannot be done.
+	CPU *CPU
 }
 
 // Cluster is a running local control plane.
@@ -82,9 +86,10 @@ type Process struct {
 	PID     int    `json:"pid"`
 	LogFile string `json:"logFile"`
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	cmd   *exec.Cmd
+	done  chan struct{}
+	err   error
+	group *CPUGroup
 }
 
 const stateFile = "state.json"
@@ -206,6 +211,14 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if cpu := c.opts.CPU; cpu != nil {
+		if c.Etcd.group, err = NewCPUGroup("etcd", cpu.Shares, cpu.Etcd, cpu.Period); err != nil {
+			return err
+		}
+		if err := c.Etcd.group.Add(c.Etcd.PID); err != nil {
+			return err
+		}
+	}
 	return waitFor(ctx, 60*time.Second, c.Etcd, func() error {
 		resp, err := http.Get(c.EtcdURL + "/health")
 		if err != nil {
@@ -285,6 +298,14 @@ func (c *Cluster) startAPIServer(ctx context.Context, a *APIServer) error {
 	a.Proc, err = c.startProcess(a.Name, bin, a.Args, a.LogFile)
 	if err != nil {
 		return err
+	}
+	if cpu := c.opts.CPU; cpu != nil {
+		if a.Proc.group, err = NewCPUGroup(a.Name, cpu.Shares, cpu.APIServer, cpu.Period); err != nil {
+			return err
+		}
+		if err := a.Proc.group.Add(a.Proc.PID); err != nil {
+			return err
+		}
 	}
 	admin := c.RESTConfigFor(a, Admin)
 	rt, err := rest.TransportFor(admin)
@@ -472,11 +493,22 @@ func (p *Process) exited() (bool, error) {
 	}
 }
 
-// Stop ends the process: SIGTERM, then SIGKILL after 15 seconds.
+// CPUGroup is the cgroup the process runs in when Options.CPU was set,
+// else nil.
+func (p *Process) CPUGroup() *CPUGroup { return p.group }
+
+// Stop ends the process: SIGTERM, then SIGKILL after 15 seconds. Its cgroup,
+// if any, is removed.
 func (p *Process) Stop() error {
 	if p == nil || p.PID == 0 {
 		return nil
 	}
+	defer func() {
+		if p.group != nil {
+			_ = p.group.Remove()
+			p.group = nil
+		}
+	}()
 	if done, _ := p.exited(); done {
 		return nil
 	}
