@@ -51,9 +51,10 @@ type Run struct {
 	// ServerRejected is apiserver_flowcontrol_rejected_requests_total per
 	// level over the run.
 	ServerRejected map[string]float64 `json:"serverRejected"`
-	// BorrowingPhase is when the first planned request was sent, after the
-	// server's last borrowing adjustment (see alignToBorrowing).
-	BorrowingPhase string `json:"borrowingPhase,omitempty"`
+	// Adjustment is the server's borrowing adjustment the first planned
+	// request follows by 20 ms (see alignToBorrowing), counted from the
+	// adjustments' start as kube-apiserver logged it.
+	Adjustment int `json:"adjustment"`
 	// Throttled is the share of CFS periods of the run in which
 	// kube-apiserver's cgroup used up its CPU quota, and ThrottledTime the
 	// time it was held back in all.
@@ -235,10 +236,11 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 		return nil, err
 	}
 	plan := s.Plan()
-	if plan.Start, err = s.alignToBorrowing(plan); err != nil {
+	var adj int
+	if plan.Start, adj, err = s.alignToBorrowing(plan); err != nil {
 		return nil, err
 	}
-	run := &Run{Started: plan.Start.UTC(), LoadBefore: loadavg()}
+	run := &Run{Started: plan.Start.UTC(), Adjustment: adj, LoadBefore: loadavg()}
 	g := s.Cluster.APIServers[0].Proc.CPUGroup()
 	p0, t0, ns0 := g.Throttled()
 	rep, err := loadgen.RunPlan(ctx, plan)
@@ -500,11 +502,11 @@ const apfRebalancing = "Running API Priority and Fairness periodic rebalancing p
 // started adjusting; the adjustments drift later by the time each takes
 // (microseconds, more when the server is throttled), which the recordings
 // accept.
-func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, error) {
+func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, int, error) {
 	a := s.Cluster.APIServers[0]
 	since, err := rebalancingStart(a.LogFile)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	var first time.Duration
 	if shots := plan.Shots(); len(shots) > 0 {
@@ -513,7 +515,7 @@ func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, error) 
 	const period = 10 * time.Second
 	want := time.Now().Add(time.Second + first) // the first request's arrival, at the earliest
 	k := (want.Sub(since) + period - 1) / period
-	return since.Add(k*period + 20*time.Millisecond - first), nil
+	return since.Add(k*period + 20*time.Millisecond - first), int(k), nil
 }
 
 // rebalancingStart reads when kube-apiserver started its borrowing
