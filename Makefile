@@ -47,11 +47,11 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
 .PHONY: e2e-whatif
-e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (long, machine-dependent; not in make test).
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (about 12 minutes; needs root and the cgroup v1 cpu controller; not in make test).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: record-simulate
-record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; busy machines make different recordings).
+record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU).
 	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden

@@ -116,7 +116,7 @@ const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 func Scenarios() []Scenario {
 	return []Scenario{{
 		Name:     "quiet",
-		About:    "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of LISTs; no extra CPU load",
+		About:    "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of whole LISTs, on a kube-apiserver held to 1 CPU",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
 		Flows: []Flow{
 			{User: 1, Level: loadgen.Level, Rate: 2.5, Burst: 6},
@@ -150,7 +150,7 @@ func Scenarios() []Scenario {
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 4)}},
 	}, {
 		Name:     "borrowing",
-		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server",
+		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server, under bursts of LISTs larger than their seats and queues",
 		Inflight: 20, Mutating: 10,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
 			queuingLevel("apf-borrow-a", 5, 0, 300, 8, 2, 4),
@@ -168,13 +168,13 @@ func Scenarios() []Scenario {
 			{User: 5, Level: "apf-borrow-b", Path: cms + "?limit=30", Rate: 2, Burst: 28},
 			{User: 6, Level: "apf-borrow-b", Path: cms + "?limit=30", Rate: 2, Burst: 28},
 		},
-		Duration: 60 * time.Second,
+		Duration: 30 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
 		WhatIf: Change{About: "apf-borrow-a with 15 shares instead of 5",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-a", 15, 0, 300, 8, 2, 4)}},
 	}, {
 		Name:     "lists",
-		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server",
+		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server where they share a 30-seat level",
 		Inflight: 60, Mutating: 30,
 		WaitForCounts: true,
 		ExtraArgs:     []string{"--etcd-count-metric-poll-period=5s"},
@@ -192,8 +192,8 @@ func Scenarios() []Scenario {
 		},
 		Duration: 40 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
-		WhatIf: Change{About: "a FlowSchema that isolates the heaviest user (load-1) on a level of its own",
-			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 30, 0, 0, 4, 2, 4)},
+		WhatIf: Change{About: "a FlowSchema that isolates the heaviest user (load-1) on a small level of its own (5 shares)",
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 5, 0, 0, 4, 2, 4)},
 			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-heavy", "apf-heavy", 200, 1)}},
 	}}
 }

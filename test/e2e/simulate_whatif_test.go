@@ -29,10 +29,14 @@ import (
 // level with 20 or more 429s on either side must be predicted within
 // 0.75–1.25; below that, within 10 requests.
 //
-// Each scenario takes two to four minutes and their outcome depends on how
-// busy the machine is, so the test runs only with KUBECTL_APF_WHATIF=1
-// ("make e2e-whatif"), not in "make test"; KUBECTL_APF_WHATIF_SCENARIOS
-// (comma-separated names) picks scenarios.
+// Each scenario pins kube-apiserver's CPU with a cgroup quota and gives the
+// control plane and the load generator a large cgroup weight (see
+// testcluster.CPU), so that the re-run meets the server the recorded run
+// met whatever else the machine runs; without a writable cgroup v1 cpu
+// controller the test skips. A scenario takes two to three minutes, so the
+// test runs only with KUBECTL_APF_WHATIF=1 ("make e2e-whatif"), not in
+// "make test"; KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names) picks
+// scenarios.
 func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	if os.Getenv("KUBECTL_APF_WHATIF") == "" {
 		t.Skip("set KUBECTL_APF_WHATIF=1 (make e2e-whatif) to re-run loads on changed configurations")
