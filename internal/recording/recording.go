@@ -512,10 +512,19 @@ func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, int, er
 	if shots := plan.Shots(); len(shots) > 0 {
 		first = shots[0].At
 	}
+	start, k := alignedStart(since, time.Now(), first)
+	return start, k, nil
+}
+
+// alignedStart returns the start of a plan whose first request leaves at
+// offset first, so that it reaches the server 20 ms after the k-th
+// borrowing adjustment since the adjustments began at since, and at least
+// a second after now.
+func alignedStart(since, now time.Time, first time.Duration) (time.Time, int) {
 	const period = 10 * time.Second
-	want := time.Now().Add(time.Second + first) // the first request's arrival, at the earliest
+	want := now.Add(time.Second + first) // the first request's arrival, at the earliest
 	k := (want.Sub(since) + period - 1) / period
-	return since.Add(k*period + 20*time.Millisecond - first), int(k), nil
+	return since.Add(k*period + 20*time.Millisecond - first), int(k)
 }
 
 // rebalancingStart reads when kube-apiserver started its borrowing

@@ -1,0 +1,54 @@
+package recording
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestRebalancingStart(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "kube-apiserver.log")
+	body := "I0314 09:26:53.589793   12345 apf_controller.go:377] \"Starting API Priority and Fairness config controller\"\n" +
+		"I0314 09:26:53.689793   12345 apf_controller.go:385] \"" + apfRebalancing + "\"\n"
+	if err := os.WriteFile(log, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rebalancingStart(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Month() != time.March || got.Day() != 14 || got.Hour() != 9 || got.Minute() != 26 || got.Second() != 53 || got.Nanosecond() != 689793000 {
+		t.Errorf("got %s, want March 14 09:26:53.689793", got)
+	}
+	if err := os.WriteFile(log, []byte("I0314 09:26:53.589793   12345 other.go:1] \"nothing\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebalancingStart(log); err == nil {
+		t.Error("a log without the rebalancing line gave no error")
+	}
+}
+
+func TestAlignedStart(t *testing.T) {
+	since := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now   time.Duration // after since
+		first time.Duration
+		want  time.Duration // the first request's arrival after since
+		k     int
+	}{
+		{now: 0, first: 0, want: 10*time.Second + 20*time.Millisecond, k: 1},
+		{now: 8500 * time.Millisecond, first: 300 * time.Millisecond, want: 10*time.Second + 20*time.Millisecond, k: 1},
+		{now: 8800 * time.Millisecond, first: 300 * time.Millisecond, want: 20*time.Second + 20*time.Millisecond, k: 2},
+		{now: 95 * time.Second, first: 2 * time.Second, want: 100*time.Second + 20*time.Millisecond, k: 10},
+	} {
+		start, k := alignedStart(since, since.Add(c.now), c.first)
+		if got := start.Add(c.first).Sub(since); got != c.want || k != c.k {
+			t.Errorf("now %s, first %s: first request at %s after adjustment %d, want %s after %d", c.now, c.first, got, k, c.want, c.k)
+		}
+		if start.Before(since.Add(c.now)) {
+			t.Errorf("now %s, first %s: start %s is in the past", c.now, c.first, start.Sub(since))
+		}
+	}
+}
