@@ -555,3 +555,15 @@ func rebalancingStart(logFile string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// WhatIfAgrees is the rule a level's predicted 429s are held to against
+// the 429s a re-run of the same plan got: within 0.75–1.25 of them when
+// either side has 20 or more, else within 10 requests (small counts are
+// dominated by noise).
+func WhatIfAgrees(predicted, real int64) bool {
+	if max(predicted, real) >= 20 {
+		ratio := float64(predicted) / float64(max(real, 1))
+		return ratio >= 0.75 && ratio <= 1.25
+	}
+	return predicted-real <= 10 && real-predicted <= 10
+}

@@ -52,3 +52,17 @@ func TestAlignedStart(t *testing.T) {
 		}
 	}
 }
+
+func TestWhatIfAgrees(t *testing.T) {
+	for _, c := range []struct {
+		pred, real int64
+		want       bool
+	}{
+		{100, 100, true}, {125, 100, true}, {126, 100, false}, {75, 100, true}, {74, 100, false},
+		{20, 0, false}, {0, 20, false}, {10, 0, true}, {19, 8, false}, {18, 8, true}, {0, 0, true},
+	} {
+		if got := WhatIfAgrees(c.pred, c.real); got != c.want {
+			t.Errorf("WhatIfAgrees(%d, %d) = %v, want %v", c.pred, c.real, got, c.want)
+		}
+	}
+}
