@@ -69,6 +69,9 @@ type Result struct {
 	Seed     uint64 `json:"seed"`
 	// APIServerCPUs is kube-apiserver's CPU quota.
 	APIServerCPUs float64 `json:"apiserverCPUs"`
+	// PhaseOffset is how much later than 20 ms after a borrowing adjustment
+	// every run started (apf-record -phase-offset); empty for the fixtures.
+	PhaseOffset string `json:"phaseOffset,omitempty"`
 	Recorded      Run     `json:"recorded"`
 	// Repeat is the same plan sent again on the same configuration: how
 	// far two runs of one seeded load differ on this machine, the floor of
@@ -88,6 +91,10 @@ type Session struct {
 	progress io.Writer
 	// clients is the cgroup of this process (the load generator).
 	clients *testcluster.CPUGroup
+	// PhaseOffset delays every run by this much after the borrowing
+	// adjustment it is aligned to (zero: 20 ms after it, the replay's
+	// phase); for checking how much the phase matters.
+	PhaseOffset time.Duration
 }
 
 // Start starts a control plane in dir and sets the scenario up on it. It
@@ -330,7 +337,7 @@ func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error
 // objects, version and metrics, the change as YAML and recording.json. With
 // whatIf, the change is then applied and the same plan sent again; its
 // figures go to recording.json.
-func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bool, progress io.Writer) (*Result, error) {
+func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bool, phaseOffset time.Duration, progress io.Writer) (*Result, error) {
 	tmp, err := os.MkdirTemp("", "apf-record-")
 	if err != nil {
 		return nil, err
@@ -341,9 +348,13 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 		return nil, err
 	}
 	defer s.Stop()
+	s.PhaseOffset = phaseOffset
 	a := s.Cluster.APIServers[0]
 	logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
 	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, APIServerCPUs: sc.CPU.APIServer, WhatIfAbout: sc.WhatIf.About}
+	if phaseOffset != 0 {
+		res.PhaseOffset = phaseOffset.String()
+	}
 	run, err := s.RunLoad(ctx)
 	if err != nil {
 		return nil, err
@@ -513,7 +524,7 @@ func (s *Session) alignToBorrowing(plan loadgen.PlanOptions) (time.Time, int, er
 		first = shots[0].At
 	}
 	start, k := alignedStart(since, time.Now(), first)
-	return start, k, nil
+	return start.Add(s.PhaseOffset), k, nil
 }
 
 // alignedStart returns the start of a plan whose first request leaves at

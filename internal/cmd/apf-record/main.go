@@ -1,7 +1,7 @@
 // Command apf-record records an overload of the local control plane for the
 // simulate fixtures (see package internal/recording):
 //
-//	apf-record -scenario NAME [-seed N] [-whatif] -out DIR
+//	apf-record -scenario NAME [-seed N] [-whatif] [-phase-offset D] -out DIR
 //
 // "make record-simulate" records every scenario into
 // testdata/simulate/recordings.
@@ -24,6 +24,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the load plan")
 	out := flag.String("out", "", "directory to write the recording to")
 	whatIf := flag.Bool("whatif", true, "also re-run the same plan on the scenario's changed configuration")
+	phase := flag.Duration("phase-offset", 0, "start every run this much later than 20 ms after a borrowing adjustment of the server (the phase a replay assumes); to check how much the phase matters")
 	flag.Parse()
 	sc, ok := recording.ByName(*name)
 	if !ok || *out == "" {
@@ -32,7 +33,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := recording.Record(ctx, sc, *seed, *out, *whatIf, os.Stderr)
+	res, err := recording.Record(ctx, sc, *seed, *out, *whatIf, *phase, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "apf-record: %v\n", err)
 		os.Exit(1)
