@@ -72,7 +72,7 @@ type Result struct {
 	// PhaseOffset is how much later than 20 ms after a borrowing adjustment
 	// every run started (apf-record -phase-offset); empty for the fixtures.
 	PhaseOffset string `json:"phaseOffset,omitempty"`
-	Recorded      Run     `json:"recorded"`
+	Recorded    Run    `json:"recorded"`
 	// Repeat is the same plan sent again on the same configuration: how
 	// far two runs of one seeded load differ on this machine, the floor of
 	// any prediction's error.
