@@ -128,7 +128,7 @@ func Scenarios() []Scenario {
 		Duration: 40 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
 		WhatIf: Change{About: "apf-load's queues 4 long instead of 3",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 4)}},
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 4)}},
 	}, {
 		Name:     "starved",
 		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under bursts of small LISTs from many clients, on a kube-apiserver held to 0.2 CPU",
@@ -146,8 +146,8 @@ func Scenarios() []Scenario {
 		},
 		Duration: 40 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 0.2},
-		WhatIf: Change{About: "apf-load with 8 queues 4 long",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 4)}},
+		WhatIf: Change{About: "apf-load with queues 4 long instead of 2",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 4)}},
 	}, {
 		Name:     "borrowing",
 		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server, under bursts of LISTs larger than their seats and queues",
