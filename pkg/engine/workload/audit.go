@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -81,6 +82,7 @@ type auditReader struct {
 	ls      *lineScanner
 	stats   *Stats
 	lenient bool
+	in      *interner
 	*reorder
 }
 
@@ -96,7 +98,7 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	if stats == nil {
 		stats = &Stats{}
 	}
-	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient}
+	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
 	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, stats: stats}
 	return a
 }
@@ -108,13 +110,13 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			return time.Time{}, err
 		}
 		a.stats.Lines++
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			a.stats.Skipped++
 			continue
 		}
 		var ev auditEvent
 		var bad error
-		switch err := json.Unmarshal(line, &ev); {
+		switch err := decodeAuditEvent(line, &ev, a.in); {
 		case err != nil:
 			bad = fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
@@ -136,6 +138,17 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 		r.Source = a.ls.where()
 		return ev.StageTimestamp, nil
 	}
+}
+
+// decodeAuditEvent decodes one line: by scanAuditEvent, or by
+// encoding/json where the scan gives up (and for the error of a line that
+// is not an event).
+func decodeAuditEvent(line []byte, ev *auditEvent, in *interner) error {
+	if scanAuditEvent(line, ev, in) {
+		return nil
+	}
+	*ev = auditEvent{}
+	return json.Unmarshal(line, ev)
 }
 
 // auditToRequest fills r from an audit event (any stage).

@@ -2,6 +2,8 @@ package workload
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,4 +159,54 @@ func FuzzJoin(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzAuditScan checks the fast audit event scanner against encoding/json:
+// whenever the scan accepts a line, encoding/json accepts it too and both
+// give the same request (or the same refusal of it).
+func FuzzAuditScan(f *testing.F) {
+	addFileLines(f, "audit.jsonl")
+	for _, s := range []string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","requestURI":"/x","verb":"get","user":{"username":"u","groups":["g","h"],"extra":{"k":["v\"\u00e9"]}},"impersonatedUser":{"username":"i"},"sourceIPs":["1.2.3.4","5.6.7.8"],"responseStatus":{"metadata":{},"code":429,"message":"x"},"requestReceivedTimestamp":"2026-11-23T15:24:45.343674Z","stageTimestamp":"2026-11-23T15:24:45.380561+01:00","annotations":{"apiserver.latency.k8s.io/total":"1.5s","apiserver.latency.k8s.io/apf-queue-wait":"600ms","apiserver.latency.k8s.io/authentication":"2ms","x":"y"}}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"watch","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"n","name":"p","apiGroup":"apps","apiVersion":"v1","subresource":"status","uid":"x"},"responseStatus":{"code":-0},"requestReceivedTimestamp":"2026-11-23T15:24:45Z","stageTimestamp":null}`,
+		`{"Kind":"Event","kind":"Event","AUDITID":"b","responseStatus":{"code":2.5e2},"user":null,"impersonatedUser":null,"objectRef":null,"annotations":null,"sourceIPs":[]}`,
+		`{"kind":"Event","x":[1,-2.5e+3,true,false,null,{"a":[]},"\ud800"],"y":{}} `,
+		`{"kind":"Event","kind":"Event"}`,
+		`{"kind":"Event","user":{"username":"a","username":"b"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast auditEvent
+		if !scanAuditEvent(b, &fast, newInterner()) {
+			return
+		}
+		var slow auditEvent
+		if err := json.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("the scan accepted %q, encoding/json did not: %v", b, err)
+		}
+		fast.Annotations, slow.Annotations = latencyOnly(fast.Annotations), latencyOnly(slow.Annotations)
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nscan %+v\njson %+v", b, fast, slow)
+		}
+		var rf, rs Request
+		ef, es := auditToRequest(&fast, &rf), auditToRequest(&slow, &rs)
+		if (ef == nil) != (es == nil) || !reflect.DeepEqual(rf, rs) {
+			t.Fatalf("%q: scan gives %+v, %v; json %+v, %v", b, rf, ef, rs, es)
+		}
+	})
+}
+
+// latencyOnly keeps the annotations the reader uses.
+func latencyOnly(m map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{annotationQueueWait, annotationAuthentication, annotationImpersonation, annotationTotal} {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }

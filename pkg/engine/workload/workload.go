@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -177,7 +178,7 @@ func (l *lineScanner) next() ([]byte, error) {
 	return bytes.TrimRight(l.sc.Bytes(), "\r"), nil
 }
 
-func (l *lineScanner) where() string { return fmt.Sprintf("%s:%d", l.name, l.line) }
+func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l.line, 10) }
 
 // reorder puts requests that are logged at completion back in arrival
 // order, holding only those within the window.
