@@ -3,12 +3,15 @@ package workload
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // checkStream reads everything and checks the invariants every reader
@@ -210,3 +213,134 @@ func latencyOnly(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// FuzzHTTPLogFastPaths checks the httplog reader's fast parsers of klog
+// headers and durations against the standard library's.
+func FuzzHTTPLogFastPaths(f *testing.F) {
+	for _, s := range []string{"I1121 14:15:17.977828     727 httplog.go:135", "x W0229 23:59:59 1 a.go:1", "E1301 1:2:3.4 1 a",
+		"I0101 00:00:00.1234567890 1 a", "36.994839ms", "0s", "1.s", ".5h", "1m30s", "9223372036.854775807s", "1µs", "-1s", "100000000000000000000ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		opts := Options{}
+		opts.defaults()
+		if got, ok := parseKlogHeaderFast([]byte(s), opts); ok {
+			want, err := parseKlogHeaderSlow([]byte(s), opts)
+			if err != nil || !got.Equal(want) {
+				t.Fatalf("%q: fast path gave %v, the slow one %v, %v", s, got, want, err)
+			}
+		}
+		got, gerr := parseDuration([]byte(s))
+		want, werr := time.ParseDuration(s)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: parseDuration gave %v, %v; time.ParseDuration %v, %v", s, got, gerr, want, werr)
+		}
+	})
+}
+
+// FuzzParseKV checks parseKV against a map-building reference: the same
+// lines are refused and the same values kept.
+func FuzzParseKV(f *testing.F) {
+	f.Add(`verb="LIST" URI="/api/v1/x?a=b" latency="3.5ms" userAgent="a\"b" srcIP="[::1]:5" apf_iseats=1 resp=200 statusStack=["a b",{"c":"]"}] x=<`)
+	f.Add(`verb="GET" URI="/é" verb="PUT" bad key=1`)
+	f.Add(`a="\q" resp=`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var kv kvs
+		err := parseKV([]byte(s), &kv)
+		m := map[string]string{}
+		werr := parseKVMap([]byte(s), m)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("%q: parseKV %v, reference %v", s, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		for k, name := range keyNames {
+			v, ok := m[name]
+			if ok != kv.has[k] || v != kv.str(k) {
+				t.Fatalf("%q: %s is %q (%v), reference %q (%v)", s, name, kv.str(k), kv.has[k], v, ok)
+			}
+		}
+	})
+}
+
+// parseKVMap is the map-building parseKV the reader had: the reference of FuzzParseKV. It parses klog's key=value pairs: strconv-quoted strings, bare
+// tokens, and JSON arrays or objects.
+func parseKVMap(b []byte, kv map[string]string) error {
+	clear(kv)
+	i := 0
+	for {
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		if i >= len(b) {
+			return nil
+		}
+		eq := bytes.IndexByte(b[i:], '=')
+		if eq <= 0 {
+			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
+		}
+		key := string(b[i : i+eq])
+		if bytes.ContainsAny([]byte(key), " \"") {
+			return fmt.Errorf("malformed key %q", abbrev([]byte(key)))
+		}
+		i += eq + 1
+		if i >= len(b) {
+			kv[key] = ""
+			return nil
+		}
+		switch b[i] {
+		case '"':
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(b) {
+				return fmt.Errorf("unterminated quoted value of %s", key)
+			}
+			v, err := strconv.Unquote(string(b[i : j+1]))
+			if err != nil {
+				return fmt.Errorf("quoted value of %s: %w", key, err)
+			}
+			kv[key] = v
+			i = j + 1
+		case '[', '{':
+			j, depth, inStr := i, 0, false
+			for ; j < len(b); j++ {
+				c := b[j]
+				switch {
+				case inStr && c == '\\':
+					j++
+				case c == '"':
+					inStr = !inStr
+				case !inStr && (c == '[' || c == '{'):
+					depth++
+				case !inStr && (c == ']' || c == '}'):
+					depth--
+				}
+				if depth == 0 && !inStr {
+					break
+				}
+			}
+			if j >= len(b) {
+				return fmt.Errorf("unterminated value of %s", key)
+			}
+			kv[key] = string(b[i : j+1])
+			i = j + 1
+		case '<':
+			kv[key] = "" // multi-line value, skipped by the caller
+			i++
+		default:
+			j := bytes.IndexByte(b[i:], ' ')
+			if j < 0 {
+				j = len(b) - i
+			}
+			kv[key] = string(b[i : i+j])
+			i += j
+		}
+	}
+}
+
