@@ -3,7 +3,6 @@ package workload
 import (
 	"bufio"
 	"bytes"
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -181,38 +180,22 @@ func (l *lineScanner) next() ([]byte, error) {
 func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l.line, 10) }
 
 // reorder puts requests that are logged at completion back in arrival
-// order, holding only those within the window.
+// order, holding only those within the window. Requests of equal arrival
+// keep the order of the log.
 type reorder struct {
 	src     func(*Request) (completed time.Time, err error)
 	window  time.Duration
-	h       reqHeap
+	q       arrivalQueue
 	horizon time.Time // latest completion seen
 	emitted time.Time // arrival of the last request returned
 	done    bool
 	stats   *Stats
 }
 
-type reqHeap []*Request
-
-func (h reqHeap) Len() int { return len(h) }
-func (h reqHeap) Less(i, j int) bool {
-	return h[i].Arrival.Before(h[j].Arrival)
-}
-func (h reqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *reqHeap) Push(x any)   { *h = append(*h, x.(*Request)) }
-func (h *reqHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
-}
-
 func (ro *reorder) Next(out *Request) error {
 	for {
-		if ro.h.Len() > 0 && (ro.done || ro.h[0].Arrival.Before(ro.horizon.Add(-ro.window))) {
-			r := heap.Pop(&ro.h).(*Request)
-			*out = *r
+		if ro.q.len() > 0 && (ro.done || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
+			ro.q.pop(out)
 			ro.emitted = out.Arrival
 			ro.stats.Records++
 			return nil
@@ -220,7 +203,7 @@ func (ro *reorder) Next(out *Request) error {
 		if ro.done {
 			return io.EOF
 		}
-		r := new(Request)
+		r := ro.q.next()
 		completed, err := ro.src(r)
 		if errors.Is(err, io.EOF) {
 			ro.done = true
@@ -236,9 +219,74 @@ func (ro *reorder) Next(out *Request) error {
 			r.Arrival = ro.emitted
 			ro.stats.Clamped++
 		}
-		heap.Push(&ro.h, r)
-		ro.stats.PeakHeld = max(ro.stats.PeakHeld, ro.h.Len())
+		ro.q.push()
+		ro.stats.PeakHeld = max(ro.stats.PeakHeld, ro.q.len())
 	}
+}
+
+// arrivalQueue holds requests sorted by arrival, stable: a ring of slots
+// whose order is kept by insertion. Requests are logged at completion, so
+// a new one usually belongs at or near the back (a binary search finds its
+// place and the few later ones move up); the slots are reused, so holding
+// requests allocates only when the window grows.
+type arrivalQueue struct {
+	slots []*Request // ring storage; slots[(head+i)%len] is the i-th
+	head  int
+	n     int
+}
+
+func (q *arrivalQueue) len() int { return q.n }
+
+func (q *arrivalQueue) at(i int) *Request { return q.slots[(q.head+i)%len(q.slots)] }
+
+func (q *arrivalQueue) first() time.Time { return q.at(0).Arrival }
+
+// next returns the slot to read the next request into; push then inserts
+// it in order.
+func (q *arrivalQueue) next() *Request {
+	if q.n == len(q.slots) {
+		grown := make([]*Request, max(2*len(q.slots), 64))
+		for i := range q.n {
+			grown[i] = q.at(i)
+		}
+		q.slots, q.head = grown, 0
+	}
+	i := (q.head + q.n) % len(q.slots)
+	if q.slots[i] == nil {
+		q.slots[i] = new(Request)
+	}
+	return q.slots[i]
+}
+
+func (q *arrivalQueue) push() {
+	r := q.at(q.n)
+	// the first position whose arrival is after r's
+	lo, hi := 0, q.n
+	if hi > 0 && !r.Arrival.Before(q.at(hi-1).Arrival) {
+		lo = hi
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.Arrival.Before(q.at(m).Arrival) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	for i := q.n; i > lo; i-- {
+		q.slots[(q.head+i)%len(q.slots)] = q.at(i - 1)
+	}
+	q.slots[(q.head+lo)%len(q.slots)] = r
+	q.n++
+}
+
+// pop copies the first request to out; its slot is reused.
+func (q *arrivalQueue) pop(out *Request) {
+	r := q.slots[q.head]
+	*out = *r
+	*r = Request{}
+	q.head = (q.head + 1) % len(q.slots)
+	q.n--
 }
 
 // methodOf maps a recorded verb to the HTTP method that produces it.
