@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -343,4 +343,3 @@ func parseKVMap(b []byte, kv map[string]string) error {
 		}
 	}
 }
-

@@ -89,6 +89,13 @@ type Options struct {
 	// that arrived earlier than that (long watches) are clamped to the
 	// window's edge and counted in Stats.Clamped.
 	ReorderWindow time.Duration
+	// MaxHeld bounds the requests held to restore arrival order (default
+	// 65,536), so that memory does not grow with the request rate either:
+	// when more requests than that completed within ReorderWindow, the
+	// window is as long as the last MaxHeld requests span (at 2,000
+	// requests a second, 33 s), and requests that arrived before it are
+	// clamped to its edge like those before ReorderWindow.
+	MaxHeld int
 	// MaxLineBytes bounds one line (default 16 MiB).
 	MaxLineBytes int
 	// Lenient skips a line that cannot be read as a request (malformed, or
@@ -108,10 +115,16 @@ func (o *Options) defaults() {
 	if o.ReorderWindow == 0 {
 		o.ReorderWindow = 2 * time.Minute
 	}
+	if o.MaxHeld <= 0 {
+		o.MaxHeld = DefaultMaxHeld
+	}
 	if o.MaxLineBytes == 0 {
 		o.MaxLineBytes = 16 << 20
 	}
 }
+
+// DefaultMaxHeld is the default of Options.MaxHeld.
+const DefaultMaxHeld = 1 << 16
 
 // Stats counts what a reader skipped.
 type Stats struct {
@@ -121,7 +134,8 @@ type Stats struct {
 	// stages other than ResponseComplete and Panic).
 	Skipped int64
 	// Clamped counts requests whose arrival fell before the re-ordering
-	// window and was moved to its edge.
+	// window (ReorderWindow, or the span of the last MaxHeld requests) and
+	// was moved to its edge.
 	Clamped int64
 	// PeakHeld is the most requests held at once to restore arrival order:
 	// what the reader's memory grows with (not the input's length).
@@ -185,6 +199,7 @@ func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l
 type reorder struct {
 	src     func(*Request) (completed time.Time, err error)
 	window  time.Duration
+	maxHeld int
 	q       arrivalQueue
 	horizon time.Time // latest completion seen
 	emitted time.Time // arrival of the last request returned
@@ -194,7 +209,7 @@ type reorder struct {
 
 func (ro *reorder) Next(out *Request) error {
 	for {
-		if ro.q.len() > 0 && (ro.done || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
+		if ro.q.len() > 0 && (ro.done || ro.q.len() > ro.maxHeld || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
 			ro.q.pop(out)
 			ro.emitted = out.Arrival
 			ro.stats.Records++
