@@ -241,8 +241,13 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	var cal *calibrate.Result
 	if o.Calibrate {
 		var calNotes []string
-		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before), counts); err != nil {
+		var tape *workload.Tape
+		if cal, tape, calNotes, err = o.calibrateWorkload(ctx, src, rc(before), counts); err != nil {
 			return err
+		}
+		if tape != nil {
+			defer tape.Close()
+			src = &cancellableReader{ctx: ctx, r: tape.Reader()}
 		}
 		notes = append(notes, calNotes...)
 		if cal != nil {

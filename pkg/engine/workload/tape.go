@@ -30,7 +30,8 @@ type Tape struct {
 	// Dir is where the temporary file goes (default os.TempDir()).
 	Dir string
 
-	mem      []byte
+	mem      [][]byte // chunks of tapeChunk bytes
+	memBytes int
 	spill    *os.File
 	spillW   *bufio.Writer
 	spilled  int64
@@ -56,7 +57,11 @@ func NewTape() *Tape {
 func (t *Tape) Len() int64 { return t.n }
 
 // Bytes returns the size of the records (in memory and spilled).
-func (t *Tape) Bytes() int64 { return int64(len(t.mem)) + t.spilled }
+func (t *Tape) Bytes() int64 { return int64(t.memBytes) + t.spilled }
+
+// tapeChunk is the size of the tape's chunks of memory: the tape grows by
+// chunks, not by copying what it holds.
+const tapeChunk = 1 << 20
 
 // Close removes the temporary file, if any.
 func (t *Tape) Close() error {
@@ -102,13 +107,17 @@ func (t *Tape) Reader() Reader {
 	if t.err != nil {
 		return errReader{t.err}
 	}
-	var src io.Reader = bytes.NewReader(t.mem)
+	srcs := make([]io.Reader, 0, len(t.mem)+1)
+	for _, c := range t.mem {
+		srcs = append(srcs, bytes.NewReader(c))
+	}
 	if t.spill != nil {
 		if err := t.spillW.Flush(); err != nil {
 			return errReader{fmt.Errorf("writing the workload's temporary copy: %w", err)}
 		}
-		src = io.MultiReader(src, bufio.NewReaderSize(io.NewSectionReader(t.spill, 0, t.spilled), 1<<16))
+		srcs = append(srcs, io.NewSectionReader(t.spill, 0, t.spilled))
 	}
+	src := io.MultiReader(srcs...)
 	return &tapeReader{t: t, left: t.n, dec: decoder{br: bufio.NewReaderSize(src, 1<<16)}}
 }
 
@@ -179,8 +188,13 @@ func (t *Tape) append(r *Request) error {
 	if limit <= 0 {
 		limit = 64 << 20
 	}
-	if t.spill == nil && len(t.mem)+len(b) <= limit {
-		t.mem = append(t.mem, b...)
+	if t.spill == nil && t.memBytes+len(b) <= limit {
+		if n := len(t.mem); n == 0 || len(t.mem[n-1])+len(b) > cap(t.mem[n-1]) {
+			t.mem = append(t.mem, make([]byte, 0, max(tapeChunk, len(b))))
+		}
+		c := &t.mem[len(t.mem)-1]
+		*c = append(*c, b...)
+		t.memBytes += len(b)
 		return nil
 	}
 	if t.spill == nil {

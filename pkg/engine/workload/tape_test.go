@@ -117,7 +117,7 @@ func FuzzTape(f *testing.F) {
 		sameRequests(t, rs, readTape(t, tape.Reader()))
 		// a corrupt tape: the records' bytes replaced by junk
 		tape.Close()
-		tape.spill, tape.spilled, tape.mem = nil, 0, junk
+		tape.spill, tape.spilled, tape.mem = nil, 0, [][]byte{junk}
 		r := tape.Reader()
 		for {
 			var q Request
