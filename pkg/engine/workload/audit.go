@@ -99,7 +99,7 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 		stats = &Stats{}
 	}
 	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
-	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, maxHeld: opts.MaxHeld, stats: stats}
+	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return a
 }
 

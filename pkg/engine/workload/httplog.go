@@ -32,7 +32,7 @@ func NewHTTPLogReader(r io.Reader, name string, opts Options, stats *Stats) Read
 		stats = &Stats{}
 	}
 	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), opts: opts, stats: stats, in: newInterner()}
-	h.reorder = &reorder{src: h.read, window: opts.ReorderWindow, maxHeld: opts.MaxHeld, stats: stats}
+	h.reorder = &reorder{src: h.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return h
 }
 

@@ -199,7 +199,6 @@ func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l
 type reorder struct {
 	src     func(*Request) (completed time.Time, err error)
 	window  time.Duration
-	maxHeld int
 	q       arrivalQueue
 	horizon time.Time // latest completion seen
 	emitted time.Time // arrival of the last request returned
@@ -209,7 +208,7 @@ type reorder struct {
 
 func (ro *reorder) Next(out *Request) error {
 	for {
-		if ro.q.len() > 0 && (ro.done || ro.q.len() > ro.maxHeld || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
+		if ro.q.len() > 0 && (ro.done || ro.q.len() > ro.q.maxHeld || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
 			ro.q.pop(out)
 			ro.emitted = out.Arrival
 			ro.stats.Records++
@@ -245,9 +244,10 @@ func (ro *reorder) Next(out *Request) error {
 // place and the few later ones move up); the slots are reused, so holding
 // requests allocates only when the window grows.
 type arrivalQueue struct {
-	slots []*Request // ring storage; slots[(head+i)%len] is the i-th
-	head  int
-	n     int
+	slots   []*Request // ring storage; slots[(head+i)%len] is the i-th
+	head    int
+	n       int
+	maxHeld int
 }
 
 func (q *arrivalQueue) len() int { return q.n }
@@ -260,7 +260,9 @@ func (q *arrivalQueue) first() time.Time { return q.at(0).Arrival }
 // it in order.
 func (q *arrivalQueue) next() *Request {
 	if q.n == len(q.slots) {
-		grown := make([]*Request, max(2*len(q.slots), 64))
+		// the queue holds at most maxHeld+1 requests: the ring need not
+		// be larger (every slot gets a request of its own)
+		grown := make([]*Request, min(max(2*len(q.slots), 64), max(q.maxHeld+1, len(q.slots)+1)))
 		for i := range q.n {
 			grown[i] = q.at(i)
 		}
