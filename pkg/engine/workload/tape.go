@@ -21,12 +21,12 @@ import (
 // client addresses, levels, file names) are stored once; audit IDs that are
 // UUIDs take 16 bytes. A request takes about 60 bytes plus its path.
 //
-// The first MemoryLimit bytes stay in memory (about 150,000 requests by
+// The first MemoryLimit bytes stay in memory (about 75,000 requests by
 // default); the rest go to a temporary file, so that memory does not grow
 // with the input.
 type Tape struct {
 	// MemoryLimit is how many bytes of records are kept in memory before
-	// the tape spills to a temporary file (default 16 MiB).
+	// the tape spills to a temporary file (default 8 MiB).
 	MemoryLimit int
 	// Dir is where the temporary file goes (default os.TempDir()).
 	Dir string
@@ -187,7 +187,7 @@ func (t *Tape) append(r *Request) error {
 	t.n++
 	limit := t.MemoryLimit
 	if limit <= 0 {
-		limit = 16 << 20
+		limit = 8 << 20
 	}
 	if t.spill == nil && t.memBytes+len(b) <= limit {
 		if n := len(t.mem); n == 0 || len(t.mem[n-1])+len(b) > cap(t.mem[n-1]) {
