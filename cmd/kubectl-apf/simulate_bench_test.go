@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,31 +199,56 @@ func peakHeap() (stop func() uint64) {
 	return func() uint64 { close(done); return <-result }
 }
 
-// BenchmarkSimulateRecorded replays a recorded httplog + audit log of
-// 100,000 and 500,000 requests (200,000 and 1,000,000 lines) and compares,
-// in one run, a plain read of the same files (joined, as the replay reads
-// them), the replay without calibration and the calibrated replay (which
-// reads the files once more). It reports the seconds of each, the ratios
-// calibrated/read and calibrated/uncalibrated, and the peak heap of the
-// calibrated replay, which must not grow with the input.
+// BenchmarkSimulateRecorded replays a recorded workload and compares, in
+// one run, a plain read of the same files (joined, as the replay reads
+// them), the replay without calibration and the calibrated replay. The
+// files are read once either way: the calibrated replay keeps the requests
+// on a tape (workload.Tape) for its later passes. It reports the seconds of
+// each, the ratios calibrated/read and calibrated/uncalibrated, the peak
+// heap of the calibrated replay, which must not grow with the input, and
+// the seconds one reading of the tape takes (the input cost of every pass
+// after the first).
+//
+// The cases are an httplog + audit log of 100,000 and 500,000 requests
+// (200,000 and 1,000,000 lines), and the audit log alone of 100,000
+// requests, whose calibration iterates to a fixed point (it reports the
+// iterations; each replays the tape twice).
 //
 //	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
 func BenchmarkSimulateRecorded(b *testing.B) {
-	for _, n := range []int{100_000, 500_000} {
-		b.Run(fmt.Sprintf("lines=%d", 2*n), func(b *testing.B) {
-			httplog, audit := writeRecordedWorkload(b, n)
+	for _, bc := range []struct {
+		n         int
+		auditOnly bool
+	}{{100_000, false}, {500_000, false}, {100_000, true}} {
+		name := fmt.Sprintf("lines=%d", 2*bc.n)
+		if bc.auditOnly {
+			name = fmt.Sprintf("audit-only/lines=%d", bc.n)
+		}
+		b.Run(name, func(b *testing.B) {
+			httplog, audit := writeRecordedWorkload(b, bc.n)
+			files := []string{httplog, audit}
+			if bc.auditOnly {
+				files = []string{audit}
+			}
+			var out bytes.Buffer
 			sim := func(extra ...string) {
-				args := append([]string{"simulate", "--defaults", "--server-concurrency", "600", "-w", httplog, "-w", audit, "-o", "json"}, extra...)
-				if code := run(args, genericiooptions.NewTestIOStreamsDiscard()); code != 0 {
+				args := []string{"simulate", "--defaults", "--server-concurrency", "600", "-o", "json"}
+				for _, f := range files {
+					args = append(args, "-w", f)
+				}
+				out.Reset()
+				streams := genericiooptions.NewTestIOStreamsDiscard()
+				streams.Out = &out
+				if code := run(append(args, extra...), streams); code != 0 {
 					b.Fatalf("exit %d", code)
 				}
 			}
-			var tRead, tPlain, tCal time.Duration
+			var tRead, tPlain, tCal, tTape time.Duration
 			var peak uint64
 			for b.Loop() {
 				runtime.GC()
 				t0 := time.Now()
-				readAll(b, n, httplog, audit)
+				readAll(b, bc.n, files...)
 				t1 := time.Now()
 				sim("--calibrate=false")
 				t2 := time.Now()
@@ -233,14 +260,63 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				peak = max(peak, stop())
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
+				tTape += tapeRead(b, bc.n, files...)
+			}
+			var rep struct {
+				Calibration struct {
+					Estimated struct {
+						FixedPointIterations int `json:"fixedPointIterations"`
+					} `json:"estimated"`
+				} `json:"calibration"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				b.Fatal(err)
 			}
 			k := float64(b.N)
 			b.ReportMetric(tRead.Seconds()/k, "s-read")
 			b.ReportMetric(tPlain.Seconds()/k, "s-uncalibrated")
 			b.ReportMetric(tCal.Seconds()/k, "s-calibrated")
+			b.ReportMetric(tTape.Seconds()/k, "s-tape-read")
 			b.ReportMetric(float64(tCal)/float64(tRead), "calibrated/read")
 			b.ReportMetric(float64(tCal)/float64(tPlain), "calibrated/uncalibrated")
+			b.ReportMetric(float64(tTape)/float64(tRead), "tape-read/read")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			if bc.auditOnly {
+				b.ReportMetric(float64(rep.Calibration.Estimated.FixedPointIterations), "fixed-point-iterations")
+			}
 		})
 	}
+}
+
+// tapeRead records the workload files on a tape and returns how long one
+// reading of the tape takes.
+func tapeRead(b *testing.B, n int, paths ...string) time.Duration {
+	files, err := workload.OpenFiles(paths, workload.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer files.Close()
+	tape := workload.NewTape()
+	defer tape.Close()
+	count := func(r workload.Reader) {
+		var q workload.Request
+		got := 0
+		for {
+			err := r.Next(&q)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			got++
+		}
+		if got != n {
+			b.Fatalf("read %d requests, want %d", got, n)
+		}
+	}
+	count(tape.Record(files.Reader))
+	t0 := time.Now()
+	count(tape.Reader())
+	return time.Since(t0)
 }
