@@ -172,31 +172,35 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// peakHeap samples the heap in use (live and unswept objects, and the
-// free space of their spans: runtime.MemStats.HeapInuse) every 5 ms until
-// stop is called and returns the largest value seen. It reads
+// peakHeap samples the heap every 5 ms until stop is called and returns
+// the largest heap in use (live and unswept objects, and the free space of
+// their spans: runtime.MemStats.HeapInuse) and the largest live heap (as
+// of the last garbage collection) seen. The first depends on when the
+// collector ran, the second is what the replay holds. It reads
 // runtime/metrics, which, unlike runtime.ReadMemStats, does not stop the
 // world, so the sampling does not slow what it measures.
-func peakHeap() (stop func() uint64) {
+func peakHeap() (stop func() (inuse, live uint64)) {
 	done := make(chan struct{})
-	result := make(chan uint64)
+	type peaks struct{ inuse, live uint64 }
+	result := make(chan peaks)
 	go func() {
-		var peak uint64
-		samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+		var p peaks
+		samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/gc/heap/live:bytes"}}
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
 			metrics.Read(samples)
-			peak = max(peak, samples[0].Value.Uint64()+samples[1].Value.Uint64())
+			p.inuse = max(p.inuse, samples[0].Value.Uint64()+samples[1].Value.Uint64())
+			p.live = max(p.live, samples[2].Value.Uint64())
 			select {
 			case <-done:
-				result <- peak
+				result <- p
 				return
 			case <-t.C:
 			}
 		}
 	}()
-	return func() uint64 { close(done); return <-result }
+	return func() (uint64, uint64) { close(done); p := <-result; return p.inuse, p.live }
 }
 
 // BenchmarkSimulateRecorded replays a recorded workload and compares, in
@@ -205,7 +209,8 @@ func peakHeap() (stop func() uint64) {
 // files are read once either way: the calibrated replay keeps the requests
 // on a tape (workload.Tape) for its later passes. It reports the seconds of
 // each, the ratios calibrated/read and calibrated/uncalibrated, the peak
-// heap of the calibrated replay, which must not grow with the input, and
+// heap in use and the peak live heap of the calibrated replay, which must
+// not grow with the input, and
 // the seconds one reading of the tape takes (the input cost of every pass
 // after the first).
 //
@@ -244,7 +249,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				}
 			}
 			var tRead, tPlain, tCal, tTape time.Duration
-			var peak uint64
+			var peak, live uint64
 			for b.Loop() {
 				runtime.GC()
 				t0 := time.Now()
@@ -257,7 +262,8 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				t3 := time.Now()
 				sim()
 				tCal += time.Since(t3)
-				peak = max(peak, stop())
+				inuse, l := stop()
+				peak, live = max(peak, inuse), max(live, l)
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
 				tTape += tapeRead(b, bc.n, files...)
@@ -281,6 +287,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			b.ReportMetric(float64(tCal)/float64(tPlain), "calibrated/uncalibrated")
 			b.ReportMetric(float64(tTape)/float64(tRead), "tape-read/read")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
 			if bc.auditOnly {
 				b.ReportMetric(float64(rep.Calibration.Estimated.FixedPointIterations), "fixed-point-iterations")
 			}
