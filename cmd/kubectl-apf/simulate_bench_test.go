@@ -70,10 +70,15 @@ func readAll(b *testing.B, n int, paths ...string) {
 		b.Fatal(err)
 	}
 	defer files.Close()
-	var r workload.Request
+	readN(b, files.Reader, n)
+}
+
+// readN reads r to its end and checks that it holds n requests.
+func readN(b *testing.B, r workload.Reader, n int) {
+	var q workload.Request
 	got := 0
 	for {
-		err := files.Next(&r)
+		err := r.Next(&q)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -305,25 +310,8 @@ func tapeRead(b *testing.B, n int, paths ...string) time.Duration {
 	defer files.Close()
 	tape := workload.NewTape()
 	defer tape.Close()
-	count := func(r workload.Reader) {
-		var q workload.Request
-		got := 0
-		for {
-			err := r.Next(&q)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			got++
-		}
-		if got != n {
-			b.Fatalf("read %d requests, want %d", got, n)
-		}
-	}
-	count(tape.Record(files.Reader))
+	readN(b, tape.Record(files.Reader), n)
 	t0 := time.Now()
-	count(tape.Reader())
+	readN(b, tape.Reader(), n)
 	return time.Since(t0)
 }

@@ -13,36 +13,39 @@ import (
 // auditEvent is the subset of audit.k8s.io/v1 Event
 // (k8s.io/apiserver/pkg/apis/audit/v1/types.go) the replay needs.
 type auditEvent struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	RequestURI string `json:"requestURI"`
-	Verb       string `json:"verb"`
-	User       struct {
-		Username string   `json:"username"`
-		Groups   []string `json:"groups"`
-	} `json:"user"`
-	ImpersonatedUser *struct {
-		Username string   `json:"username"`
-		Groups   []string `json:"groups"`
-	} `json:"impersonatedUser"`
-	UserAgent string   `json:"userAgent"`
-	SourceIPs []string `json:"sourceIPs"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		APIVersion  string `json:"apiVersion"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
+	Kind                     string            `json:"kind"`
+	APIVersion               string            `json:"apiVersion"`
+	AuditID                  string            `json:"auditID"`
+	Stage                    string            `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     auditUser         `json:"user"`
+	ImpersonatedUser         *auditUser        `json:"impersonatedUser"`
+	UserAgent                string            `json:"userAgent"`
+	SourceIPs                []string          `json:"sourceIPs"`
+	ObjectRef                *auditObjectRef   `json:"objectRef"`
+	ResponseStatus           *auditStatus      `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time         `json:"stageTimestamp"`
 	Annotations              map[string]string `json:"annotations"`
+}
+
+type auditUser struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+}
+
+type auditObjectRef struct {
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	APIGroup    string `json:"apiGroup"`
+	APIVersion  string `json:"apiVersion"`
+	Subresource string `json:"subresource"`
+}
+
+type auditStatus struct {
+	Code int `json:"code"`
 }
 
 // The latency annotations of audit events

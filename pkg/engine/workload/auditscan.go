@@ -17,42 +17,23 @@ import (
 func scanAuditEvent(line []byte, ev *auditEvent, in *interner) bool {
 	s := jscan{b: line}
 	*ev = auditEvent{}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		f := auditField(key)
-		if f < 0 {
-			return s.skipValue(0)
-		}
-		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
-			return false
-		}
-		seen |= 1 << f
+	// the string fields; the IDs and paths, unique, are not interned
+	strs := [...]*string{fKind: &ev.Kind, fAPIVersion: &ev.APIVersion, fAuditID: &ev.AuditID, fStage: &ev.Stage,
+		fRequestURI: &ev.RequestURI, fVerb: &ev.Verb, fUserAgent: &ev.UserAgent}
+	ok := s.members(auditFieldNames[:], 0, func(f int) bool {
 		switch f {
-		case fKind:
-			return s.str(&ev.Kind, in)
-		case fAPIVersion:
-			return s.str(&ev.APIVersion, in)
-		case fAuditID:
-			return s.str(&ev.AuditID, nil)
-		case fStage:
-			return s.str(&ev.Stage, in)
-		case fRequestURI:
-			return s.str(&ev.RequestURI, nil)
-		case fVerb:
-			return s.str(&ev.Verb, in)
+		case fAuditID, fRequestURI:
+			return s.str(strs[f], nil)
+		case fKind, fAPIVersion, fStage, fVerb, fUserAgent:
+			return s.str(strs[f], in)
 		case fUser:
 			return s.user(&ev.User.Username, &ev.User.Groups, in, false)
 		case fImpersonatedUser:
 			if s.null() {
 				return true
 			}
-			ev.ImpersonatedUser = &struct {
-				Username string   `json:"username"`
-				Groups   []string `json:"groups"`
-			}{}
+			ev.ImpersonatedUser = &auditUser{}
 			return s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
-		case fUserAgent:
-			return s.str(&ev.UserAgent, in)
 		case fSourceIPs:
 			return s.strings(&ev.SourceIPs, in)
 		case fObjectRef:
@@ -100,11 +81,28 @@ const (
 var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "requestURI", "verb", "user", "impersonatedUser",
 	"userAgent", "sourceIPs", "objectRef", "responseStatus", "requestReceivedTimestamp", "stageTimestamp", "annotations"}
 
-// auditField returns the field key names, -1 for none.
-func auditField(key []byte) int {
-	return fieldOf(key, auditFieldNames[:])
+// members scans an object whose keys of interest are names: fn is called
+// with the index of each such key, the scanner at its value, which fn must
+// consume; other keys' values are skipped (checked, at depth). A key that
+// matches a name only when case is ignored, or comes twice, makes it give
+// up, as encoding/json would decode it into the same field.
+func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		f := fieldOf(key, names)
+		if f < 0 {
+			return s.skipValue(depth)
+		}
+		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
+			return false
+		}
+		seen |= 1 << f
+		return fn(f)
+	})
 }
 
+// fieldOf returns the index of key in names, -1 for none, or
+// fieldUnknownFolded.
 func fieldOf(key []byte, names []string) int {
 	for i, n := range names {
 		if string(key) == n {
@@ -281,16 +279,7 @@ func (s *jscan) user(name *string, groups *[]string, in *interner, pointer bool)
 	if !pointer && s.null() {
 		return true
 	}
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		f := fieldOf(key, userFieldNames[:])
-		if f < 0 {
-			return s.skipValue(1)
-		}
-		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
-			return false
-		}
-		seen |= 1 << f
+	return s.members(userFieldNames[:], 1, func(f int) bool {
 		if f == 0 {
 			return s.str(name, in)
 		}
@@ -306,28 +295,10 @@ func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
 	if s.null() {
 		return true
 	}
-	ev.ObjectRef = &struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		APIVersion  string `json:"apiVersion"`
-		Subresource string `json:"subresource"`
-	}{}
-	o := ev.ObjectRef
+	o := &auditObjectRef{}
+	ev.ObjectRef = o
 	dst := [...]*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource}
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		f := fieldOf(key, objectRefFieldNames[:])
-		if f < 0 {
-			return s.skipValue(1)
-		}
-		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
-			return false
-		}
-		seen |= 1 << f
-		return s.str(dst[f], in)
-	})
+	return s.members(objectRefFieldNames[:], 1, func(f int) bool { return s.str(dst[f], in) })
 }
 
 var responseStatusFieldNames = [...]string{"code"}
@@ -336,19 +307,8 @@ func (s *jscan) responseStatus(ev *auditEvent) bool {
 	if s.null() {
 		return true
 	}
-	ev.ResponseStatus = &struct {
-		Code int `json:"code"`
-	}{}
-	var seen bool
-	return s.object(func(key []byte) bool {
-		f := fieldOf(key, responseStatusFieldNames[:])
-		if f < 0 {
-			return s.skipValue(1)
-		}
-		if f == fieldUnknownFolded || seen {
-			return false
-		}
-		seen = true
+	ev.ResponseStatus = &auditStatus{}
+	return s.members(responseStatusFieldNames[:], 1, func(int) bool {
 		if s.null() {
 			return true
 		}

@@ -219,16 +219,19 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// str returns the id of s in the string table.
-func (t *Tape) str(s string) uint64 {
-	if id, ok := t.strs[s]; ok {
+// tableID returns the id of key in a table of values, adding v.
+func tableID[K comparable, V any](ids map[K]uint64, tab *[]V, key K, v V) uint64 {
+	if id, ok := ids[key]; ok {
 		return id
 	}
-	id := uint64(len(t.strTab))
-	t.strs[s] = id
-	t.strTab = append(t.strTab, s)
+	id := uint64(len(*tab))
+	ids[key] = id
+	*tab = append(*tab, v)
 	return id
 }
+
+// str returns the id of s in the string table.
+func (t *Tape) str(s string) uint64 { return tableID(t.strs, &t.strTab, s, s) }
 
 func (t *Tape) list(l []string) uint64 {
 	// the readers intern their group lists: the same backing array is
@@ -253,25 +256,10 @@ type listPtr struct {
 }
 
 func (t *Tape) listByValue(l []string) uint64 {
-	key := strings.Join(l, "\x00") + "\x00" + strconv.Itoa(len(l))
-	if id, ok := t.lists[key]; ok {
-		return id
-	}
-	id := uint64(len(t.listTab))
-	t.lists[key] = id
-	t.listTab = append(t.listTab, l)
-	return id
+	return tableID(t.lists, &t.listTab, strings.Join(l, "\x00")+"\x00"+strconv.Itoa(len(l)), l)
 }
 
-func (t *Tape) loc(l *time.Location) uint64 {
-	if id, ok := t.locs[l]; ok {
-		return id
-	}
-	id := uint64(len(t.locTab))
-	t.locs[l] = id
-	t.locTab = append(t.locTab, l)
-	return id
-}
+func (t *Tape) loc(l *time.Location) uint64 { return tableID(t.locs, &t.locTab, l, l) }
 
 // packUUID packs a lowercase canonical UUID into 16 bytes.
 func packUUID(s string) ([16]byte, bool) {

@@ -32,18 +32,11 @@ func sameRequests(t *testing.T, a, b []Request) {
 
 func readTape(t *testing.T, r Reader) []Request {
 	t.Helper()
-	var out []Request
-	for {
-		var q Request
-		err := r.Next(&q)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, q)
+	rs, err := readAll(t, r)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return rs
 }
 
 // TestTapeReplaysTheWorkload records the joined test workload on a tape,
