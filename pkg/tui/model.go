@@ -153,6 +153,7 @@ type Model struct {
 	pastLoaded  time.Time
 	pastErr     error
 	loadingPast bool
+	pastGen     int
 	wantPast    bool
 	inPast      bool
 	// seed is the rejection sparkline of each store instance and level
@@ -214,6 +215,8 @@ type (
 	clockMsg struct{}
 	// frameMsg shows replay frame i.
 	frameMsg struct{ gen, i int }
+	// pastTickMsg reads the past again; stale generations are ignored.
+	pastTickMsg struct{ gen int }
 	// pastMsg carries the store's recent past, read at time at.
 	pastMsg struct {
 		past *Past
@@ -309,8 +312,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case refreshMsg:
 		return m, m.onRefresh(msg)
 	case pastMsg:
-		m.onPast(msg)
-		return m, nil
+		return m, m.onPast(msg)
+	case pastTickMsg:
+		if msg.gen != m.pastGen {
+			return m, nil
+		}
+		return m, m.loadPast()
 	case tickMsg:
 		if msg.gen != m.gen || m.paused || m.fetching || m.opts.Replay != nil {
 			return m, nil
@@ -820,10 +827,24 @@ func (m *Model) leavePast() {
 	}
 }
 
+// The view reads the past again after pastRetry while no read has
+// succeeded (a store that has just started scraping), then every
+// pastRefresh, so that the last incident stays current.
+const (
+	pastRetry   = 10 * time.Second
+	pastRefresh = time.Minute
+)
+
 // onPast takes the store's recent past: it seeds the sparklines, and keeps
-// the moment shown when the past was being looked at.
-func (m *Model) onPast(msg pastMsg) {
+// the moment shown when the past was being looked at. It schedules the
+// next read.
+func (m *Model) onPast(msg pastMsg) tea.Cmd {
 	m.loadingPast = false
+	m.pastGen++
+	gen := m.pastGen
+	next := func(d time.Duration) tea.Cmd {
+		return tea.Tick(d, func(time.Time) tea.Msg { return pastTickMsg{gen: gen} })
+	}
 	want := m.wantPast
 	m.wantPast = false
 	if want {
@@ -834,7 +855,10 @@ func (m *Model) onPast(msg pastMsg) {
 	}
 	if msg.err != nil {
 		m.pastErr = msg.err
-		return
+		if m.past == nil {
+			return next(pastRetry)
+		}
+		return next(pastRefresh)
 	}
 	var at time.Time
 	if m.inPast {
@@ -855,6 +879,7 @@ func (m *Model) onPast(msg pastMsg) {
 	case want:
 		m.enterPast()
 	}
+	return next(pastRefresh)
 }
 
 // seedFromPast computes the rejection sparkline of each store instance and

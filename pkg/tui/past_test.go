@@ -99,7 +99,18 @@ func TestLiveViewPastLateOrFailing(t *testing.T) {
 		}})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: idleFixture().capture(t)}})
-	m.Update(m.loadPast()())
+	// A failed read is tried again after a while, until one succeeds.
+	if _, retry := m.Update(m.loadPast()()); retry == nil {
+		t.Error("a failed first read of the past is not tried again")
+	}
+	if _, stale := m.Update(pastTickMsg{gen: m.pastGen - 1}); stale != nil {
+		t.Error("a tick of an older read read the past again")
+	}
+	_, again := m.Update(pastTickMsg{gen: m.pastGen})
+	if again == nil {
+		t.Fatal("the retry does not read the past")
+	}
+	m.Update(again())
 	if frame := content(m); !strings.Contains(frame, "! history from the store: querying http://prom:9090: connection refused") || !strings.Contains(frame, "● live") {
 		t.Fatalf("a failing store:\n%s", frame)
 	}
@@ -111,10 +122,13 @@ func TestLiveViewPastLateOrFailing(t *testing.T) {
 	if cmd == nil || m.inPast || !strings.Contains(content(m), "reading the recent past from the store") {
 		t.Fatalf("left without a past does not ask the store again:\n%s", content(m))
 	}
-	m.Update(cmd())
-	if !m.inPast || m.frame != 2 || strings.Contains(content(m), "! history") {
+	if _, refresh := m.Update(cmd()); refresh == nil {
+		t.Error("after a read, the past is not read again later")
+	}
+	if !m.inPast || m.frame != 2 || strings.Contains(content(m), "! history") || !strings.Contains(content(m), "a store holds no queues") {
 		t.Errorf("the past read after left is not shown (frame %d):\n%s", m.frame, content(m))
 	}
+
 	// The first live refresh came before the past: the seed stops there,
 	// so the sparkline after returning holds the store's frames before it.
 	press(m, "right")

@@ -547,6 +547,10 @@ func heat(v, hi float64) rune {
 func (m *Model) queueLines(w int, iv *InstanceView, l LevelRow) []string {
 	qs := Queues(iv.Snapshot, l.Name)
 	title := "── queues of " + clean(l.Name) + " "
+	if m.inPast {
+		// The store keeps the metrics, not the queue dump.
+		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
+	}
 	if len(qs) == 0 {
 		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
 	}
