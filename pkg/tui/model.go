@@ -784,24 +784,21 @@ func (m *Model) pastStep() time.Duration {
 }
 
 // stepPast moves d frames through the store's past: left from the live
-// view shows its last frame (reading the past again when it is older than
-// a step), right from its last frame returns to live.
+// view shows its last frame (once read again, when the past held is older
+// than a step, so that it follows the live view), right from its last
+// frame returns to live.
 func (m *Model) stepPast(d int) tea.Cmd {
 	if !m.inPast {
 		if d > 0 {
 			return nil
 		}
-		var cmd tea.Cmd
 		if m.past == nil || m.clock().Sub(m.pastLoaded) > m.pastStep() {
-			cmd = m.loadPast()
-		}
-		if m.past == nil {
 			m.wantPast = true
 			m.status = "reading the recent past from the store…"
-			return cmd
+			return m.loadPast()
 		}
 		m.enterPast()
-		return cmd
+		return nil
 	}
 	if d > 0 && m.frame+1 >= len(m.past.Recording.Frames) {
 		m.leavePast()
@@ -857,6 +854,10 @@ func (m *Model) onPast(msg pastMsg) tea.Cmd {
 		m.pastErr = msg.err
 		if m.past == nil {
 			return next(pastRetry)
+		}
+		if want && !m.inPast {
+			// The past read before is better than none.
+			m.enterPast()
 		}
 		return next(pastRefresh)
 	}

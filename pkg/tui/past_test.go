@@ -34,7 +34,8 @@ func storePast(t *testing.T) *Past {
 func TestLiveViewStepsThroughThePast(t *testing.T) {
 	past := storePast(t)
 	loads := 0
-	m := New(Options{Source: &fakeSource{}, Clock: func() time.Time { return fixtureAt }, Cluster: "apf-local",
+	now := fixtureAt
+	m := New(Options{Source: &fakeSource{}, Clock: func() time.Time { return now }, Cluster: "apf-local",
 		Past: func(ctx context.Context) (*Past, error) { loads++; return past, nil }})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	m.Update(m.loadPast()())
@@ -82,6 +83,17 @@ func TestLiveViewStepsThroughThePast(t *testing.T) {
 	}
 	if h := m.sparkData("workload-low"); len(h) != 5 || h[4] != 0.75 {
 		t.Errorf("live sparkline after the past = %v, want 5 points ending at 0.75", h)
+	}
+	// Later, left reads the past again and shows its last frame once it
+	// has come, not the older past held.
+	now = fixtureAt.Add(time.Minute)
+	cmd := press(m, "left")
+	if cmd == nil || m.inPast || !strings.Contains(content(m), "reading the recent past from the store") {
+		t.Fatalf("left with an old past does not read it again:\n%s", content(m))
+	}
+	m.Update(cmd())
+	if loads != 2 || !m.inPast || m.frame != 2 {
+		t.Errorf("after the second read (%d reads) frame %d shown, in the past %v; want the last", loads, m.frame, m.inPast)
 	}
 }
 
