@@ -199,9 +199,10 @@ func TestHistoryCommands(t *testing.T) {
 		if want := "workload-low 00:30:"; !strings.HasPrefix(past.Incident, want) || !strings.Contains(past.Incident, "(queue-full, FlowSchema fs-a)") {
 			t.Errorf("incident line %q, want it to start %q and name fs-a's queue-full", past.Incident, want)
 		}
-		// Live from the repository's load capture; left twice, then quit.
+		// Live from the repository's load capture; left twice, then quit
+		// a while later (left waits for the past when it has not come).
 		o.Source = &staticSource{t: t, now: f.Start.Add(40 * time.Minute)}
-		out := runView(t, o, "\x1b[D\x1b[Dq", 1500*time.Millisecond)
+		out := runViewKeys(t, o, &slowKeys{delay: 1500 * time.Millisecond, keys: "\x1b[D\x1b[D", next: &slowKeys{delay: 2 * time.Second, keys: "q"}})
 		// The two steps may draw once (30/31) or twice (31/31, then only
 		// the digit that changed).
 		if !regexp.MustCompile(`◀ HISTORY 3[01]/31 from the store · → back to live`).MatchString(out) {
