@@ -67,10 +67,11 @@ type Options struct {
 	// zero).
 	MaxBackoff time.Duration
 	// Past, with Source, reads the recent past from a store: at start, so
-	// that the sparklines hold history from the first frame, and again
-	// when left steps back from the live view and the past it holds is
-	// older than a step. Left and right step through its frames (the level
-	// table as the store saw it); right from the last returns to live.
+	// that the sparklines hold history from the first frame, every minute
+	// after (every 10 s until a read succeeds), and when left steps back
+	// from the live view and the past it holds is older than a step. Left
+	// and right step through its frames (the level table as the store saw
+	// it); right from the last returns to live.
 	Past func(ctx context.Context) (*Past, error)
 }
 
