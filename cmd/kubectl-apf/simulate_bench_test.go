@@ -17,6 +17,9 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -217,7 +220,8 @@ func peakHeap() (stop func() (inuse, live uint64)) {
 // heap in use and the peak live heap of the calibrated replay, which must
 // not grow with the input, and
 // the seconds one reading of the tape takes (the input cost of every pass
-// after the first).
+// after the first). The calibration alone is also timed as it is and as it
+// was before the tape, opening and parsing the files for every pass.
 //
 // The cases are an httplog + audit log of 100,000 and 500,000 requests
 // (200,000 and 1,000,000 lines), and the audit log alone of 100,000
@@ -253,7 +257,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 					b.Fatalf("exit %d", code)
 				}
 			}
-			var tRead, tPlain, tCal, tTape time.Duration
+			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles time.Duration
 			var peak, live uint64
 			for b.Loop() {
 				runtime.GC()
@@ -272,6 +276,8 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
 				tTape += tapeRead(b, bc.n, files...)
+				tDeriveTape += calibrationTime(b, false, files...)
+				tDeriveFiles += calibrationTime(b, true, files...)
 			}
 			var rep struct {
 				Calibration struct {
@@ -291,6 +297,9 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			b.ReportMetric(float64(tCal)/float64(tRead), "calibrated/read")
 			b.ReportMetric(float64(tCal)/float64(tPlain), "calibrated/uncalibrated")
 			b.ReportMetric(float64(tTape)/float64(tRead), "tape-read/read")
+			b.ReportMetric(tDeriveTape.Seconds()/k, "s-calibration")
+			b.ReportMetric(tDeriveFiles.Seconds()/k, "s-calibration-rereading")
+			b.ReportMetric(float64(tDeriveTape)/float64(tDeriveFiles), "calibration/rereading")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
 			if bc.auditOnly {
@@ -298,6 +307,43 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			}
 		})
 	}
+}
+
+// calibrationTime returns how long the calibration of the workload files
+// against the upstream defaults takes (calibrate.DeriveAuditOnly, which
+// for an audit log alone iterates to a fixed point): from a tape recorded
+// in its first pass, as simulate calibrates, or, with reread, opening and
+// parsing the files again for every pass, as it did before the tape.
+func calibrationTime(b *testing.B, reread bool, paths ...string) time.Duration {
+	rc := fairqueue.ReplayConfig{Config: engine.DefaultConfig(), ServerConcurrencyLimit: 600, RequestTimeout: time.Minute}
+	opts := calibrate.Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit, RequestTimeout: rc.RequestTimeout}
+	tape := workload.NewTape()
+	defer tape.Close()
+	var opened []*workload.Files
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	open := func() (workload.Reader, error) {
+		if !reread && len(opened) > 0 {
+			return tape.Reader(), nil
+		}
+		f, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, f)
+		if !reread {
+			return tape.Record(f.Reader), nil
+		}
+		return f.Reader, nil
+	}
+	t0 := time.Now()
+	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, fixedPointIterations); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
 }
 
 // tapeRead records the workload files on a tape and returns how long one
