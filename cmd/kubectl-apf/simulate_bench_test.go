@@ -226,7 +226,7 @@ func peakHeap() (stop func() (inuse, live uint64)) {
 // The cases are an httplog + audit log of 100,000 and 500,000 requests
 // (200,000 and 1,000,000 lines), and the audit log alone of 100,000
 // requests, whose calibration iterates to a fixed point (it reports the
-// iterations; each replays the tape twice).
+// iterations, and the seconds of one: it replays the tape twice).
 //
 //	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
 func BenchmarkSimulateRecorded(b *testing.B) {
@@ -257,7 +257,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 					b.Fatalf("exit %d", code)
 				}
 			}
-			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles time.Duration
+			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles, tIter time.Duration
 			var peak, live uint64
 			for b.Loop() {
 				runtime.GC()
@@ -276,7 +276,9 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
 				tTape += tapeRead(b, bc.n, files...)
-				tDeriveTape += calibrationTime(b, false, files...)
+				total, first := calibrationTimes(b, false, files...)
+				tDeriveTape += total
+				tIter += total - first
 				tDeriveFiles += calibrationTime(b, true, files...)
 			}
 			var rep struct {
@@ -303,7 +305,12 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
 			if bc.auditOnly {
-				b.ReportMetric(float64(rep.Calibration.Estimated.FixedPointIterations), "fixed-point-iterations")
+				iters := rep.Calibration.Estimated.FixedPointIterations
+				b.ReportMetric(float64(iters), "fixed-point-iterations")
+				if iters > 0 {
+					b.ReportMetric(tIter.Seconds()/k/float64(iters), "s-per-iteration")
+					b.ReportMetric(float64(tIter)/float64(iters)/float64(tRead), "iteration/read")
+				}
 			}
 		})
 	}
@@ -315,6 +322,13 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 // in its first pass, as simulate calibrates, or, with reread, opening and
 // parsing the files again for every pass, as it did before the tape.
 func calibrationTime(b *testing.B, reread bool, paths ...string) time.Duration {
+	d, _ := calibrationTimes(b, reread, paths...)
+	return d
+}
+
+// calibrationTimes is calibrationTime, with the time of its first pass,
+// which reads the files: the rest is the fixed point's iterations.
+func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first time.Duration) {
 	rc := fairqueue.ReplayConfig{Config: engine.DefaultConfig(), ServerConcurrencyLimit: 600, RequestTimeout: time.Minute}
 	opts := calibrate.Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit, RequestTimeout: rc.RequestTimeout}
 	tape := workload.NewTape()
@@ -325,7 +339,11 @@ func calibrationTime(b *testing.B, reread bool, paths ...string) time.Duration {
 			f.Close()
 		}
 	}()
+	var t0, t1 time.Time
 	open := func() (workload.Reader, error) {
+		if t1.IsZero() && len(opened) > 0 {
+			t1 = time.Now()
+		}
 		if !reread && len(opened) > 0 {
 			return tape.Reader(), nil
 		}
@@ -339,11 +357,15 @@ func calibrationTime(b *testing.B, reread bool, paths ...string) time.Duration {
 		}
 		return f.Reader, nil
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, fixedPointIterations); err != nil {
 		b.Fatal(err)
 	}
-	return time.Since(t0)
+	total = time.Since(t0)
+	if t1.IsZero() {
+		return total, total
+	}
+	return total, t1.Sub(t0)
 }
 
 // tapeRead records the workload files on a tape and returns how long one
