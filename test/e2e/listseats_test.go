@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// TestListSeatsAgreeWithServer sizes LISTs of the load's 100 ConfigMaps of
+// 32 KiB with the LIST estimator of the server's release (engine.ListSeats,
+// from the object counts and sizes in the server's /metrics) and compares
+// each with the seats the server logged for it (httplog apf_iseats). The
+// LISTs are the admin's, whose exempt level caps them only at the release's
+// LIST cap, with the queries whose seats differ between releases: consistent
+// reads, resourceVersion 0, ?limit, selectors, exact resourceVersions. The
+// server counts objects every second (--etcd-count-metric-poll-period; the
+// default is a minute), and the LISTs are sent once /metrics shows the
+// ConfigMaps counted, so that the estimator and the test see one count.
+func TestListSeatsAgreeWithServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the local control plane does not run with -short")
+	}
+	const inflight, mutating = 10, 5
+	c := testcluster.StartT(t, testcluster.Options{MaxRequestsInflight: inflight, MaxMutatingRequestsInflight: mutating,
+		ExtraAPIServerArgs: []string{"--etcd-count-metric-poll-period=1s"}})
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	counted := func() (*dump.Snapshot, engine.ObjectCounts) {
+		t.Helper()
+		capture, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := capture.Snapshots[0]
+		_, cur := snap.LatestMetrics()
+		counts := engine.ObjectCounts{}
+		for k, n := range metrics.ObjectCounts(cur) {
+			counts[k] = engine.ObjectStats{Count: int64(n.Count), AvgSize: n.AverageSize()}
+		}
+		return snap, counts
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, counts := counted(); counts["configmaps"].Count >= 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server's /metrics did not count the load's 100 ConfigMaps within 30s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	cms, err := admin.CoreV1().ConfigMaps(loadgen.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := cms.ResourceVersion
+	for _, q := range []map[string]string{
+		{}, {"resourceVersion": "0"}, {"limit": "50"}, {"limit": "50", "resourceVersion": "0"},
+		{"labelSelector": "a=b"}, {"labelSelector": "a=b", "resourceVersion": "0"},
+		{"fieldSelector": "metadata.name=load-001"},
+		{"resourceVersion": rv, "resourceVersionMatch": "Exact"}, {"limit": "50", "resourceVersion": rv},
+		{"resourceVersion": rv, "resourceVersionMatch": "NotOlderThan"},
+	} {
+		req := admin.CoreV1().RESTClient().Get().Namespace(loadgen.Namespace).Resource("configmaps")
+		for k, v := range q {
+			req = req.Param(k, v)
+		}
+		if err := req.Do(ctx).Error(); err != nil {
+			t.Fatalf("LIST configmaps %v: %v", q, err)
+		}
+	}
+	snap, counts := counted()
+	time.Sleep(time.Second) // let the apiserver write its last log lines
+	if snap.ServerVersion == nil {
+		t.Fatal("the capture has no /version")
+	}
+	rel, _, err := engine.ReleaseForServer(snap.ServerVersion.GitVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fss []*flowcontrolv1.FlowSchema
+	for i := range snap.FlowSchemas {
+		fss = append(fss, &snap.FlowSchemas[i])
+	}
+	var pls []*flowcontrolv1.PriorityLevelConfiguration
+	for i := range snap.PriorityLevels {
+		pls = append(pls, &snap.PriorityLevels[i])
+	}
+	limits := map[string]engine.LevelLimits{}
+	for _, l := range engine.NewConfig(fss, pls).Limits(inflight + mutating) {
+		limits[l.Name] = l
+	}
+	files, err := workload.OpenFiles([]string{copyFile(t, c.APIServers[0].LogFile)}, workload.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	total, agree, wide := 0, 0, 0
+	bySeats := map[string]int{}
+	var w workload.Request
+	for {
+		err := files.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !w.HasSeats || w.Status == 429 {
+			continue
+		}
+		er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{})
+		if err != nil || er.Info.Verb != "list" {
+			continue
+		}
+		got, ok := engine.ListSeats(rel, er, counts, limits[w.PriorityLevel].MaxSeats)
+		if !ok {
+			continue
+		}
+		total++
+		if w.InitialSeats > 1 {
+			wide++
+		}
+		if er.Info.Resource == "configmaps" {
+			bySeats[fmt.Sprintf("%s %d/%d", w.URI, got, w.InitialSeats)]++
+		}
+		if got == w.InitialSeats {
+			agree++
+		} else {
+			t.Errorf("%s in %s: the engine replaying %s says %d seats, the server logged %d", w.URI, w.PriorityLevel, rel, got, w.InitialSeats)
+		}
+	}
+	t.Logf("LIST seats from object counts (engine replaying %s; configmaps %+v): agree with the server's apf_iseats on %d of %d LISTs, %d of them above 1 seat; the ConfigMap LISTs (engine/server seats): %v",
+		rel, counts["configmaps"], agree, total, wide, bySeats)
+	if total == 0 || wide == 0 {
+		t.Errorf("%d LISTs compared, %d of them above 1 seat: nothing release-dependent seen", total, wide)
+	}
+}
