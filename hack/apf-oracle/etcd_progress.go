@@ -15,7 +15,9 @@ import (
 // be sized as a read from etcd, as it is only on a server whose etcd lacks
 // the feature (v0.31 on: list_work_estimator.go:shouldListFromStorage, and
 // from v0.33 storage/cacher/delegator's ConsistentReadSupported).
-type progressNotifyEtcd struct{ etcdfeature.FeatureSupportChecker }
+type progressNotifyEtcd struct {
+	etcdfeature.FeatureSupportChecker
+}
 
 func (progressNotifyEtcd) Supports(f storage.Feature) bool { return f == storage.RequestWatchProgress }
 
