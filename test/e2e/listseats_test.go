@@ -2,20 +2,16 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"testing"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -96,61 +92,16 @@ func TestListSeatsAgreeWithServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fss []*flowcontrolv1.FlowSchema
-	for i := range snap.FlowSchemas {
-		fss = append(fss, &snap.FlowSchemas[i])
-	}
-	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range snap.PriorityLevels {
-		pls = append(pls, &snap.PriorityLevels[i])
-	}
-	limits := map[string]engine.LevelLimits{}
-	for _, l := range engine.NewConfig(fss, pls).Limits(inflight + mutating) {
-		limits[l.Name] = l
-	}
-	files, err := workload.OpenFiles([]string{copyFile(t, c.APIServers[0].LogFile)}, workload.Options{})
+	res, err := recording.CompareListSeats(copyFile(t, c.APIServers[0].LogFile), rel, counts, recording.LevelLimits(snap, inflight+mutating))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer files.Close()
-	total, agree, wide := 0, 0, 0
-	bySeats := map[string]int{}
-	var w workload.Request
-	for {
-		err := files.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !w.HasSeats || w.Status == 429 {
-			continue
-		}
-		er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{})
-		if err != nil || er.Info.Verb != "list" {
-			continue
-		}
-		got, ok := engine.ListSeats(rel, er, counts, limits[w.PriorityLevel].MaxSeats)
-		if !ok {
-			continue
-		}
-		total++
-		if w.InitialSeats > 1 {
-			wide++
-		}
-		if er.Info.Resource == "configmaps" {
-			bySeats[fmt.Sprintf("%s %d/%d", w.URI, got, w.InitialSeats)]++
-		}
-		if got == w.InitialSeats {
-			agree++
-		} else {
-			t.Errorf("%s in %s: the engine replaying %s says %d seats, the server logged %d", w.URI, w.PriorityLevel, rel, got, w.InitialSeats)
-		}
+	for _, d := range res.Disagreements {
+		t.Error(d)
 	}
-	t.Logf("LIST seats from object counts (engine replaying %s; configmaps %+v): agree with the server's apf_iseats on %d of %d LISTs, %d of them above 1 seat; the ConfigMap LISTs (engine/server seats): %v",
-		rel, counts["configmaps"], agree, total, wide, bySeats)
-	if total == 0 || wide == 0 {
-		t.Errorf("%d LISTs compared, %d of them above 1 seat: nothing release-dependent seen", total, wide)
+	t.Logf("LIST seats from object counts (engine replaying %s; configmaps %+v): agree with the server's apf_iseats on %d of %d LISTs (server's seats: %v)",
+		rel, counts["configmaps"], res.Agree, res.Total, res.ByServerSeats)
+	if res.Total == 0 || res.Wide == 0 {
+		t.Errorf("%d LISTs compared, %d of them above 1 seat: nothing release-dependent seen", res.Total, res.Wide)
 	}
 }
