@@ -22,6 +22,8 @@ type ListSeatsResult struct {
 	ByServerSeats map[uint64]int
 	// Disagreements describe the LISTs whose seats differ.
 	Disagreements []string
+	// Seats is, per compared LIST, its URI and level with the server's seats.
+	Seats []string
 }
 
 // LevelLimits are the limits of the levels of snap's objects at the given
@@ -75,6 +77,7 @@ func CompareListSeats(httplog string, rel engine.Release, counts engine.ObjectCo
 		}
 		res.Total++
 		res.ByServerSeats[w.InitialSeats]++
+		res.Seats = append(res.Seats, fmt.Sprintf("%s in %s: %d", w.URI, w.PriorityLevel, w.InitialSeats))
 		if w.InitialSeats > 1 {
 			res.Wide++
 		}
