@@ -497,12 +497,7 @@ func (s *jscan) number() bool {
 		return false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digitsFrom(b, i+1); i < 0 {
 			return false
 		}
 	}
@@ -511,16 +506,25 @@ func (s *jscan) number() bool {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digitsFrom(b, i); i < 0 {
 			return false
 		}
 	}
 	s.i = i
 	return true
+}
+
+// digitsFrom returns the end of the run of digits at b[i:], -1 if there
+// is none.
+func digitsFrom(b []byte, i int) int {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
 }
 
 // maxInterned bounds an interner: past it, values are allocated afresh.
