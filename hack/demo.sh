@@ -24,10 +24,15 @@ export KUBECONFIG=$PWD/$dir/kubeconfig
 echo "local control plane up; KUBECONFIG=$KUBECONFIG" >&2
 # "up" also started Prometheus, scraping the apiserver every second.
 prom=$(cat "$dir/prometheus-url" 2>/dev/null || true)
+history=()
 if [ -n "$prom" ]; then
-	echo "Prometheus at $prom; in another terminal, with the KUBECONFIG above:" >&2
-	echo "  $plugin top --prometheus $prom --scrape-interval 1s --since 10m     # step through the last 10 minutes (left/right)" >&2
+	# The live view reads the cluster and, behind it, Prometheus's last 30
+	# minutes: left steps back through them, right returns to live.
+	history=(--prometheus "$prom" --scrape-interval 1s --step 2s)
+	echo "Prometheus at $prom; the live view steps back through its history with left/right." >&2
+	echo "In another terminal, with the KUBECONFIG above:" >&2
 	echo "  $plugin explain 429 --prometheus $prom --scrape-interval 1s --since 10m" >&2
+	echo "  $plugin top --prometheus $prom --scrape-interval 1s --since 10m     # a window of the past only" >&2
 	sleep 3
 fi
 
@@ -37,4 +42,4 @@ load_pid=$!
 
 # The live terminal UI. No "--help | grep" probe: under pipefail a grep that
 # exits first kills the plugin with SIGPIPE and the probe fails at random.
-"$plugin" top
+"$plugin" top "${history[@]}"

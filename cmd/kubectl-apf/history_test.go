@@ -3,14 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 )
 
@@ -149,6 +154,64 @@ func TestHistoryCommands(t *testing.T) {
 		}
 		if strings.Contains(out, "REPLAY") {
 			t.Errorf("the live view over the store says REPLAY")
+		}
+	})
+	t.Run("live view with the store's past", func(t *testing.T) {
+		// With a cluster in the kubeconfig (never contacted here), a bare
+		// --prometheus reads the cluster live with the store's past behind.
+		kc := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
+			"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		newOpts := func(kubeconfig string) *TopTUIOptions {
+			streams, _, _ := testStreams("")
+			cf := genericclioptions.NewConfigFlags(false)
+			cf.KubeConfig = &kubeconfig
+			o := NewTopTUIOptions(cf, streams)
+			o.Interval = 500 * time.Millisecond
+			o.History.URL, o.History.ScrapeInterval, o.History.Step = prom.URL, 15*time.Second, time.Minute
+			cmd := &cobra.Command{}
+			cmd.Flags().Duration("interval", 0, "")
+			if err := o.Complete(cmd, nil); err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		if o := newOpts(filepath.Join(t.TempDir(), "none")); o.livePast {
+			t.Error("without a cluster the view does not fall back to the store's table")
+		} else if _, ok := o.Source.(*storeSource); !ok {
+			t.Errorf("without a cluster the source is %T, want the store", o.Source)
+		}
+		o := newOpts(kc)
+		if _, ok := o.Source.(*fetch.ClusterSource); !ok || !o.livePast {
+			t.Fatalf("--prometheus without a time flag reads %T (live past %v), want the cluster with the store's past", o.Source, o.livePast)
+		}
+		// The store's last 30 minutes end at 00:40, the incident's end.
+		o.Clock = clocktesting.NewFakeClock(f.Start.Add(40 * time.Minute))
+		past, err := o.recentPast(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(past.Recording.Frames); n != 31 || !past.Recording.Frames[n-1].At.Equal(f.Start.Add(40*time.Minute)) {
+			t.Errorf("%d frames, the last at %s; want 31, one a minute to 00:40", n, past.Recording.Frames[n-1].At)
+		}
+		if want := "workload-low 00:30:"; !strings.HasPrefix(past.Incident, want) || !strings.Contains(past.Incident, "(queue-full, FlowSchema fs-a)") {
+			t.Errorf("incident line %q, want it to start %q and name fs-a's queue-full", past.Incident, want)
+		}
+		// Live from the repository's load capture; left twice, then quit
+		// a while later (left waits for the past when it has not come).
+		o.Source = &staticSource{t: t, now: f.Start.Add(40 * time.Minute)}
+		out := runViewKeys(t, o, &slowKeys{delay: 1500 * time.Millisecond, keys: "\x1b[D\x1b[D", next: &slowKeys{delay: 2 * time.Second, keys: "q"}})
+		// The two steps may draw once (30/31) or twice (31/31, then only
+		// the digit that changed).
+		if !regexp.MustCompile(`◀ HISTORY 3[01]/31 from the store · → back to live`).MatchString(out) {
+			t.Errorf("left does not show the store's frames:\n%q", out)
+		}
+		for _, want := range []string{"apf-load", "last incident in the store: workload-low"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the live view with the store's past does not show %q:\n%q", want, out)
+			}
 		}
 	})
 	t.Run("live view over the window", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/monitoring"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -63,11 +64,11 @@ func (o *MonitoringOptions) addFlags(fs *pflag.FlagSet) {
 
 // complete parses the shared flags into o.opts, over defaults.
 func (o *MonitoringOptions) complete(defaults monitoring.Options) error {
-	sel, err := monitoring.ParseSelector(o.Selector)
+	ms, err := history.ParseMatchers(o.Selector)
 	if err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
-	defaults.Selector, defaults.ClusterLabel, defaults.InstanceLabel, defaults.WaitLimit = sel, o.ClusterLabel, o.InstanceLabel, o.WaitLimit
+	defaults.Selector, defaults.ClusterLabel, defaults.InstanceLabel, defaults.WaitLimit = strings.Join(ms, ", "), o.ClusterLabel, o.InstanceLabel, o.WaitLimit
 	o.opts = defaults
 	return nil
 }

@@ -28,8 +28,11 @@ const simulateLong = `Replay recorded API traffic through API Priority and Fairn
 The workload is read from kube-apiserver httplog lines (-v=3), audit events
 (audit.k8s.io/v1 JSON lines) or kubectl-apf's own JSONL format; give the
 httplog and the audit log together so every request gets its user (they are
-joined by audit ID). The files are streamed: memory follows the requests in
-flight and the number of clients, not the length of the files. Lines that
+joined by audit ID). The files are read once and streamed: memory follows
+the requests in flight and the number of clients, not the length of the
+files (requests logged at completion are put back in arrival order within 2
+minutes, or the last 65,536 requests when that is less; the calibration's
+later passes read a compact copy that spills to a temporary file). Lines that
 cannot be read as requests (other components' lines in the same log, lines cut
 short) are skipped and counted; --strict fails on the first one instead. The JSONL format has one request a line:
 
@@ -241,8 +244,13 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	var cal *calibrate.Result
 	if o.Calibrate {
 		var calNotes []string
-		if cal, calNotes, err = o.calibrateWorkload(ctx, rc(before), counts); err != nil {
+		var tape *workload.Tape
+		if cal, tape, calNotes, err = o.calibrateWorkload(ctx, src, rc(before), counts); err != nil {
 			return err
+		}
+		if tape != nil {
+			defer tape.Close()
+			src = &cancellableReader{ctx: ctx, r: tape.Reader()}
 		}
 		notes = append(notes, calNotes...)
 		if cal != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -67,10 +73,15 @@ func readAll(b *testing.B, n int, paths ...string) {
 		b.Fatal(err)
 	}
 	defer files.Close()
-	var r workload.Request
+	readN(b, files.Reader, n)
+}
+
+// readN reads r to its end and checks that it holds n requests.
+func readN(b *testing.B, r workload.Reader, n int) {
+	var q workload.Request
 	got := 0
 	for {
-		err := files.Next(&r)
+		err := r.Next(&q)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -169,55 +180,89 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// peakHeap samples the heap in use every 5 ms until stop is called and
-// returns the largest value seen.
-func peakHeap() (stop func() uint64) {
+// peakHeap samples the heap every 5 ms until stop is called and returns
+// the largest heap in use (live and unswept objects, and the free space of
+// their spans: runtime.MemStats.HeapInuse) and the largest live heap (as
+// of the last garbage collection) seen. The first depends on when the
+// collector ran, the second is what the replay holds. It reads
+// runtime/metrics, which, unlike runtime.ReadMemStats, does not stop the
+// world, so the sampling does not slow what it measures.
+func peakHeap() (stop func() (inuse, live uint64)) {
 	done := make(chan struct{})
-	result := make(chan uint64)
+	type peaks struct{ inuse, live uint64 }
+	result := make(chan peaks)
 	go func() {
-		var peak uint64
-		var ms runtime.MemStats
+		var p peaks
+		samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/gc/heap/live:bytes"}}
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
+			metrics.Read(samples)
+			p.inuse = max(p.inuse, samples[0].Value.Uint64()+samples[1].Value.Uint64())
+			p.live = max(p.live, samples[2].Value.Uint64())
 			select {
 			case <-done:
-				result <- peak
+				result <- p
 				return
 			case <-t.C:
 			}
 		}
 	}()
-	return func() uint64 { close(done); return <-result }
+	return func() (uint64, uint64) { close(done); p := <-result; return p.inuse, p.live }
 }
 
-// BenchmarkSimulateRecorded replays a recorded httplog + audit log of
-// 100,000 and 500,000 requests (200,000 and 1,000,000 lines) and compares,
-// in one run, a plain read of the same files (joined, as the replay reads
-// them), the replay without calibration and the calibrated replay (which
-// reads the files once more). It reports the seconds of each, the ratios
-// calibrated/read and calibrated/uncalibrated, and the peak heap of the
-// calibrated replay, which must not grow with the input.
+// BenchmarkSimulateRecorded replays a recorded workload and compares, in
+// one run, a plain read of the same files (joined, as the replay reads
+// them), the replay without calibration and the calibrated replay. The
+// files are read once either way: the calibrated replay keeps the requests
+// on a tape (workload.Tape) for its later passes. It reports the seconds of
+// each, the ratios calibrated/read and calibrated/uncalibrated, the peak
+// heap in use and the peak live heap of the calibrated replay, which must
+// not grow with the input, and
+// the seconds one reading of the tape takes (the input cost of every pass
+// after the first). The calibration alone is also timed as it is and as it
+// was before the tape, opening and parsing the files for every pass.
+//
+// The cases are an httplog + audit log of 100,000 and 500,000 requests
+// (200,000 and 1,000,000 lines), and the audit log alone of 100,000
+// requests, whose calibration iterates to a fixed point (it reports the
+// iterations, and the seconds of one: it replays the tape twice).
 //
 //	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
 func BenchmarkSimulateRecorded(b *testing.B) {
-	for _, n := range []int{100_000, 500_000} {
-		b.Run(fmt.Sprintf("lines=%d", 2*n), func(b *testing.B) {
-			httplog, audit := writeRecordedWorkload(b, n)
+	for _, bc := range []struct {
+		n         int
+		auditOnly bool
+	}{{100_000, false}, {500_000, false}, {100_000, true}} {
+		name := fmt.Sprintf("lines=%d", 2*bc.n)
+		if bc.auditOnly {
+			name = fmt.Sprintf("audit-only/lines=%d", bc.n)
+		}
+		b.Run(name, func(b *testing.B) {
+			httplog, audit := writeRecordedWorkload(b, bc.n)
+			files := []string{httplog, audit}
+			if bc.auditOnly {
+				files = []string{audit}
+			}
+			var out bytes.Buffer
 			sim := func(extra ...string) {
-				args := append([]string{"simulate", "--defaults", "--server-concurrency", "600", "-w", httplog, "-w", audit, "-o", "json"}, extra...)
-				if code := run(args, genericiooptions.NewTestIOStreamsDiscard()); code != 0 {
+				args := []string{"simulate", "--defaults", "--server-concurrency", "600", "-o", "json"}
+				for _, f := range files {
+					args = append(args, "-w", f)
+				}
+				out.Reset()
+				streams := genericiooptions.NewTestIOStreamsDiscard()
+				streams.Out = &out
+				if code := run(append(args, extra...), streams); code != 0 {
 					b.Fatalf("exit %d", code)
 				}
 			}
-			var tRead, tPlain, tCal time.Duration
-			var peak uint64
+			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles, tIter time.Duration
+			var peak, live uint64
 			for b.Loop() {
 				runtime.GC()
 				t0 := time.Now()
-				readAll(b, n, httplog, audit)
+				readAll(b, bc.n, files...)
 				t1 := time.Now()
 				sim("--calibrate=false")
 				t2 := time.Now()
@@ -226,17 +271,115 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				t3 := time.Now()
 				sim()
 				tCal += time.Since(t3)
-				peak = max(peak, stop())
+				inuse, l := stop()
+				peak, live = max(peak, inuse), max(live, l)
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
+				tTape += tapeRead(b, bc.n, files...)
+				total, first := calibrationTimes(b, false, files...)
+				tDeriveTape += total
+				tIter += total - first
+				tDeriveFiles += calibrationTime(b, true, files...)
+			}
+			var rep struct {
+				Calibration struct {
+					Estimated struct {
+						FixedPointIterations int `json:"fixedPointIterations"`
+					} `json:"estimated"`
+				} `json:"calibration"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				b.Fatal(err)
 			}
 			k := float64(b.N)
 			b.ReportMetric(tRead.Seconds()/k, "s-read")
 			b.ReportMetric(tPlain.Seconds()/k, "s-uncalibrated")
 			b.ReportMetric(tCal.Seconds()/k, "s-calibrated")
+			b.ReportMetric(tTape.Seconds()/k, "s-tape-read")
 			b.ReportMetric(float64(tCal)/float64(tRead), "calibrated/read")
 			b.ReportMetric(float64(tCal)/float64(tPlain), "calibrated/uncalibrated")
+			b.ReportMetric(float64(tTape)/float64(tRead), "tape-read/read")
+			b.ReportMetric(tDeriveTape.Seconds()/k, "s-calibration")
+			b.ReportMetric(tDeriveFiles.Seconds()/k, "s-calibration-rereading")
+			b.ReportMetric(float64(tDeriveTape)/float64(tDeriveFiles), "calibration/rereading")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
+			if bc.auditOnly {
+				iters := rep.Calibration.Estimated.FixedPointIterations
+				b.ReportMetric(float64(iters), "fixed-point-iterations")
+				if iters > 0 {
+					b.ReportMetric(tIter.Seconds()/k/float64(iters), "s-per-iteration")
+					b.ReportMetric(float64(tIter)/float64(iters)/float64(tRead), "iteration/read")
+				}
+			}
 		})
 	}
+}
+
+// calibrationTime returns how long the calibration of the workload files
+// against the upstream defaults takes (calibrate.DeriveAuditOnly, which
+// for an audit log alone iterates to a fixed point): from a tape recorded
+// in its first pass, as simulate calibrates, or, with reread, opening and
+// parsing the files again for every pass, as it did before the tape.
+func calibrationTime(b *testing.B, reread bool, paths ...string) time.Duration {
+	d, _ := calibrationTimes(b, reread, paths...)
+	return d
+}
+
+// calibrationTimes is calibrationTime, with the time of its first pass,
+// which reads the files: the rest is the fixed point's iterations.
+func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first time.Duration) {
+	rc := fairqueue.ReplayConfig{Config: engine.DefaultConfig(), ServerConcurrencyLimit: 600, RequestTimeout: time.Minute}
+	opts := calibrate.Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit, RequestTimeout: rc.RequestTimeout}
+	tape := workload.NewTape()
+	defer tape.Close()
+	var opened []*workload.Files
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	var t0, t1 time.Time
+	open := func() (workload.Reader, error) {
+		if t1.IsZero() && len(opened) > 0 {
+			t1 = time.Now()
+		}
+		if !reread && len(opened) > 0 {
+			return tape.Reader(), nil
+		}
+		f, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, f)
+		if !reread {
+			return tape.Record(f.Reader), nil
+		}
+		return f.Reader, nil
+	}
+	t0 = time.Now()
+	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, fixedPointIterations); err != nil {
+		b.Fatal(err)
+	}
+	total = time.Since(t0)
+	if t1.IsZero() {
+		return total, total
+	}
+	return total, t1.Sub(t0)
+}
+
+// tapeRead records the workload files on a tape and returns how long one
+// reading of the tape takes.
+func tapeRead(b *testing.B, n int, paths ...string) time.Duration {
+	files, err := workload.OpenFiles(paths, workload.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer files.Close()
+	tape := workload.NewTape()
+	defer tape.Close()
+	readN(b, tape.Record(files.Reader), n)
+	t0 := time.Now()
+	readN(b, tape.Reader(), n)
+	return time.Since(t0)
 }

@@ -22,38 +22,33 @@ import (
 const fixedPointIterations = 8
 
 // calibrateWorkload derives the calibration of the workload against the
-// recorded configuration (package calibrate), reading the workload files
-// once more (and, for an audit log alone, once per fixed-point iteration
-// twice). It returns nil, with a note, when the workload cannot be read
-// twice (standard input).
-func (o *SimulateOptions) calibrateWorkload(ctx context.Context, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, []string, error) {
+// recorded configuration (package calibrate). It reads src, the workload
+// files, once: the calibration's pass reads them and keeps the requests on a
+// tape, from which the fixed point of an audit log alone and the replay
+// then read them. It returns the tape (nil, as the calibration, when the
+// workload is standard input, which is replayed as recorded).
+func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, *workload.Tape, []string, error) {
 	if slices.Contains(o.Workloads, "-") {
-		// standard input can be read only once: replayed as recorded
-		return nil, nil, nil
+		// standard input: replayed as recorded
+		return nil, nil, nil, nil
 	}
 	var notes []string
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release}
-	var opened []*workload.Files
-	defer func() {
-		for _, f := range opened {
-			f.Close()
-		}
-	}()
+	tape := workload.NewTape()
+	first := true
 	open := func() (workload.Reader, error) {
-		// the same reading as the replay's (openWorkload): lines the replay
-		// skips are skipped here too, and --strict refuses them in both
-		f, err := workload.OpenFiles(o.Workloads, o.workloadOptions())
-		if err != nil {
-			return nil, err
+		if first {
+			first = false
+			return tape.Record(src), nil
 		}
-		opened = append(opened, f)
-		return &cancellableReader{ctx: ctx, r: f.Reader}, nil
+		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
 	}
 	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, fixedPointIterations)
 	if err != nil {
-		return nil, nil, err
+		tape.Close()
+		return nil, nil, nil, err
 	}
-	return cal, notes, nil
+	return cal, tape, notes, nil
 }
 
 // objectCounts reads the object counts of the source's latest metrics.

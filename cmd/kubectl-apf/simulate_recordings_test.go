@@ -4,7 +4,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -14,12 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
 // recordedFit is the part of "simulate -o json" the recordings test reads.
@@ -263,57 +259,24 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap := capture.Snapshots[0]
 		counts, err := objectCounts(context.Background(), &dump.BundleSource{Path: bundle})
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		var fss []*flowcontrolv1.FlowSchema
-		for i := range snap.FlowSchemas {
-			fss = append(fss, &snap.FlowSchemas[i])
-		}
-		var pls []*flowcontrolv1.PriorityLevelConfiguration
-		for i := range snap.PriorityLevels {
-			pls = append(pls, &snap.PriorityLevels[i])
-		}
-		limits := map[string]engine.LevelLimits{}
-		for _, l := range engine.NewConfig(fss, pls).Limits(scls[filepath.Base(dir)]) {
-			limits[l.Name] = l
-		}
-		tmp := t.TempDir()
-		files, err := workload.OpenFiles([]string{gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "a.log"))}, workload.Options{})
+		limits := recording.LevelLimits(capture.Snapshots[0], scls[filepath.Base(dir)])
+		res, err := recording.CompareListSeats(gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(t.TempDir(), "a.log")), engine.NewestRelease, counts, limits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w workload.Request
-		for {
-			err := files.Next(&w)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !w.HasSeats || w.Status == 429 {
-				continue
-			}
-			er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{})
-			if err != nil || er.Info.Verb != "list" {
-				continue
-			}
-			got, ok := engine.ListSeats(engine.NewestRelease, er, counts, limits[w.PriorityLevel].MaxSeats)
-			if !ok {
-				continue
-			}
-			total++
-			bySeats[w.InitialSeats]++
-			if got == w.InitialSeats {
-				agree++
-			} else if total-agree <= 5 {
-				t.Logf("%s: %s in %s: estimated %d seats, the server logged %d", w.Source, w.URI, w.PriorityLevel, got, w.InitialSeats)
+		total, agree = total+res.Total, agree+res.Agree
+		for s, n := range res.ByServerSeats {
+			bySeats[s] += n
+		}
+		for i, d := range res.Disagreements {
+			if i < 5 {
+				t.Log(d)
 			}
 		}
-		files.Close()
 	}
 	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v)", agree, total, bySeats)
 	if total == 0 || agree != total {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
@@ -38,10 +39,15 @@ apiserver restarting (it reconnects with backoff), and --record FILE keeps
 every refresh so that --replay FILE can step through a burst afterwards
 (left/right).
 
-With --prometheus (or --prometheus-service), the view reads the level table
-from a Prometheus-compatible store instead: live, refreshed every --interval,
-or with --since (and --until) over a window of the past, one frame per
---step, which left and right step through as with --replay.`
+With --prometheus (or --prometheus-service) and no time flag, the view reads
+the cluster live as above and the store's last 30 minutes behind it: the
+sparklines start with the store's history, left steps back through the
+level table as the store saw it, one frame per --step (the header says
+HISTORY), and right past the last frame returns to live; the header names
+the last incident of 429s the store holds. When the kubeconfig names no
+cluster, the store's level table is shown live instead. With --since (and
+--until) the view steps through that window of the store, one frame per
+--step, as with --replay.`
 
 const topTUIExample = `
   # Watch APF live (tab switches between apiservers)
@@ -53,6 +59,9 @@ const topTUIExample = `
 
   # The live view over a bundle
   kubectl apf top --from apf-bundle.tar.gz
+
+  # Live, with the last 30 minutes of Prometheus behind it (left/right)
+  kubectl apf top --prometheus http://prometheus:9090
 
   # Step through the last hour as Prometheus saw it
   kubectl apf top --prometheus http://prometheus:9090 --since 1h`
@@ -75,6 +84,8 @@ type TopTUIOptions struct {
 	requests   atomic.Int64
 	// intervalSet is true when --interval was given.
 	intervalSet bool
+	// livePast: the cluster live, the store's recent past behind it.
+	livePast bool
 	genericiooptions.IOStreams
 }
 
@@ -177,9 +188,19 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 		if err := o.History.Complete(o.AllAPIServers); err != nil {
 			return err
 		}
-		o.Source = &storeSource{o: o.History, now: o.now}
+		if o.History.Since.set || o.History.At != "" || o.History.Until != "" || o.completeCluster() != nil {
+			// A window, a moment, or no cluster to read: the store alone.
+			o.Source = &storeSource{o: o.History, now: o.now}
+			return nil
+		}
+		o.livePast = true
 		return nil
 	}
+	return o.completeCluster()
+}
+
+// completeCluster builds the cluster source, counting its requests.
+func (o *TopTUIOptions) completeCluster() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
@@ -228,7 +249,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		opts.Styles = &st
 	}
 	if o.History.Enabled() && o.History.IsWindow() {
-		rec, err := o.historyRecording(ctx)
+		rec, err := o.History.recording(ctx, o.History.Window)
 		if err != nil {
 			return err
 		}
@@ -255,6 +276,9 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		opts.Source = o.Source
 		if _, ok := o.Source.(*fetch.ClusterSource); ok {
 			opts.Requests = o.requests.Load
+		}
+		if o.livePast {
+			opts.Past = o.recentPast
 		}
 		if o.Record != "" {
 			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.now().UTC(), Interval: o.Interval})
@@ -296,19 +320,65 @@ func (o *TopTUIOptions) now() time.Time {
 	return time.Now()
 }
 
-// historyRecording reads the window from the store as a recording, one
-// frame per step, for the view to step through.
-func (o *TopTUIOptions) historyRecording(ctx context.Context) (*record.Recording, error) {
-	w := o.History.Window
-	times, caps, err := o.History.Capture(ctx, w.Start, w.End, w.Step)
+// pastWindow is how far back the live view's history from a store goes.
+const pastWindow = 30 * time.Minute
+
+// recentPast reads the store's last pastWindow for the live view: the
+// level table one frame per step, and a line about the last incident.
+func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
+	h := o.History
+	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.now())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := h.recording(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: w, ScrapeInterval: h.ScrapeInterval})
+	if err != nil {
+		return nil, err
+	}
+	return &tui.Past{Recording: rec, Incident: lastIncident(rep)}, nil
+}
+
+// lastIncident is one line about the incident of rep that ended last
+// (among the detailed ones), "" when there is none.
+func lastIncident(rep *history.Report) string {
+	if len(rep.Incidents) == 0 {
+		return ""
+	}
+	last := rep.Incidents[0]
+	for _, inc := range rep.Incidents[1:] {
+		if inc.End.After(last.End) {
+			last = inc
+		}
+	}
+	line := fmt.Sprintf("%s %s–%s, %.0f rejected", last.Level, last.Start.UTC().Format("15:04:05"), last.End.UTC().Format("15:04:05Z"), last.Rejected)
+	if len(last.FlowSchemas) > 0 {
+		line += fmt.Sprintf(" (%s, FlowSchema %s)", last.FlowSchemas[0].Reason, last.FlowSchemas[0].FlowSchema)
+	}
+	if last.Diagnosis.Kind != "" {
+		line += ": " + last.Diagnosis.Kind
+	}
+	if rep.Undetailed > 0 {
+		line += fmt.Sprintf(" (of the %d largest of %d)", len(rep.Incidents), len(rep.Incidents)+rep.Undetailed)
+	}
+	return line
+}
+
+// recording reads window w from the store as a recording, one frame per
+// step, for the view to step through.
+func (h *HistoryOptions) recording(ctx context.Context, w history.Window) (*record.Recording, error) {
+	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
 	if err != nil {
 		return nil, err
 	}
 	if len(caps) == 0 {
-		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", o.History.Describe(),
+		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
 			w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
 	}
-	rec := &record.Recording{Header: record.Header{Source: o.History.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
+	rec := &record.Recording{Header: record.Header{Source: h.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
 	for i, c := range caps {
 		f, err := record.NewFrame(times[i], -1, c, nil)
 		if err != nil {

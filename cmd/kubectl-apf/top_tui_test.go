@@ -89,14 +89,19 @@ func TestTopTUIFlagErrors(t *testing.T) {
 	}
 }
 
-// slowKeys is a terminal's input: nothing for a while, then the keys.
+// slowKeys is a terminal's input: nothing for a while, then the keys, then
+// next's.
 type slowKeys struct {
 	delay time.Duration
 	keys  string
 	sent  bool
+	next  *slowKeys
 }
 
 func (s *slowKeys) Read(p []byte) (int, error) {
+	if s.sent && s.next != nil {
+		return s.next.Read(p)
+	}
 	if s.sent {
 		// Block like an idle terminal until the program stops reading.
 		time.Sleep(time.Hour)
@@ -110,10 +115,16 @@ func (s *slowKeys) Read(p []byte) (int, error) {
 // runView runs the live view with injected input and a fixed size.
 func runView(t *testing.T, o *TopTUIOptions, keys string, delay time.Duration) string {
 	t.Helper()
+	return runViewKeys(t, o, &slowKeys{delay: delay, keys: keys})
+}
+
+// runViewKeys runs the live view with the keys of in.
+func runViewKeys(t *testing.T, o *TopTUIOptions, in *slowKeys) string {
+	t.Helper()
 	var out bytes.Buffer
 	o.Out = &out
 	o.Force = true
-	o.programOptions = []tea.ProgramOption{tea.WithInput(&slowKeys{delay: delay, keys: keys}), tea.WithWindowSize(120, 30), tea.WithoutSignals()}
+	o.programOptions = []tea.ProgramOption{tea.WithInput(in), tea.WithWindowSize(120, 30), tea.WithoutSignals()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := o.Validate(); err != nil {

@@ -12,8 +12,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mod=$here/releases/$rel.mod
 [ -f "$mod" ] || { echo "hack/apf-oracle/build.sh: no module file for $rel in $here/releases" >&2; exit 2; }
 minor=${rel#v0.}
+# apf_etcdfeature: the release has storage/feature (v0.31 on), apf_stats: its
+# estimator reads storage.Stats (v0.34 on).
 tags=
-[ "$minor" -ge 34 ] && tags=apf_stats
+[ "$minor" -ge 31 ] && tags=apf_etcdfeature
+[ "$minor" -ge 34 ] && tags+=,apf_stats
 cache=${KUBECTL_APF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-apf}
 key=$( (cat "$mod" "${mod%.mod}.sum" "$here"/*.go; go env GOVERSION; echo "$tags") | sha256sum | cut -c1-12)
 out=$cache/bin/apf-oracle-$rel-$key/apf-oracle

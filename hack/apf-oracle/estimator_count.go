@@ -11,7 +11,10 @@ import (
 // and watchers (v0.29 to v0.33: an object-count getter).
 func newEstimator(e EstimateCase, maxSeats func(string) uint64) fcrequest.WorkEstimatorFunc {
 	count := func(string) (int64, error) {
-		if e.Objects < 0 {
+		switch {
+		case e.Objects == ObjectsStale:
+			return 0, fcrequest.ObjectCountStaleErr
+		case e.Objects < 0:
 			return 0, fcrequest.ObjectCountNotFoundErr
 		}
 		return e.Objects, nil

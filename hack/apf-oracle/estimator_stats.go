@@ -12,7 +12,10 @@ import (
 // average size and watchers (v0.34 on: a storage.Stats getter).
 func newEstimator(e EstimateCase, maxSeats func(string) uint64) fcrequest.WorkEstimatorFunc {
 	stats := func(string) (storage.Stats, error) {
-		if e.Objects < 0 {
+		switch {
+		case e.Objects == ObjectsStale:
+			return storage.Stats{}, fcrequest.ObjectCountStaleErr
+		case e.Objects < 0:
 			return storage.Stats{}, fcrequest.ObjectCountNotFoundErr
 		}
 		return storage.Stats{ObjectCount: e.Objects, EstimatedAverageObjectSizeBytes: e.AvgSize}, nil

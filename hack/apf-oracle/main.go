@@ -64,9 +64,14 @@ type RequestCase struct {
 	Groups []string            `json:"groups"`
 }
 
-// EstimateCase is one request to estimate in a level: Objects < 0 means
-// the object count is unknown (ObjectCountNotFoundErr).
+// EstimateCase is one request to estimate in a level, with the object count
+// and average size the estimator's getter returns for its resource and the
+// number of watchers its watch counter returns. Objects ObjectsStale makes
+// the getter fail with ObjectCountStaleErr (the tracker's count went stale),
+// any other negative count with ObjectCountNotFoundErr (a resource the
+// tracker does not know).
 type EstimateCase struct {
+	Method   string              `json:"method"`
 	URL      string              `json:"url"`
 	Info     request.RequestInfo `json:"info"`
 	Level    string              `json:"level"`
@@ -74,6 +79,9 @@ type EstimateCase struct {
 	AvgSize  int64               `json:"avgSize"`
 	Watchers int                 `json:"watchers"`
 }
+
+// ObjectsStale is the EstimateCase.Objects of a stale count.
+const ObjectsStale = -2
 
 // Output is what the oracle writes.
 type Output struct {
@@ -158,7 +166,11 @@ func runConfig(c ConfigCase) (ConfigResult, error) {
 		if err != nil {
 			return res, err
 		}
-		hr := (&http.Request{Method: http.MethodGet, URL: pu, RequestURI: e.URL}).WithContext(ctx)
+		method := e.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		hr := (&http.Request{Method: method, URL: pu, RequestURI: e.URL}).WithContext(ctx)
 		we := est(hr, "fs", e.Level)
 		res.Estimates = append(res.Estimates, EstimateResult{Initial: we.InitialSeats, Final: we.FinalSeats, AdditionalNs: int64(we.AdditionalLatency)})
 	}

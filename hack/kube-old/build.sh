@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: hack/kube-old/build.sh v1.27|v1.26
+# Usage: hack/kube-old/build.sh v1.MINOR   (a module directory here: v1.26 to v1.35)
 #
 # Prints the path of the kube-apiserver of an older release, building it first
 # from the release's module in this directory (k8s.io/kubernetes with every
@@ -8,7 +8,7 @@
 # committed.
 set -euo pipefail
 
-rel=${1:?usage: hack/kube-old/build.sh v1.27|v1.26}
+rel=${1:?usage: hack/kube-old/build.sh v1.MINOR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 moddir=$here/$rel
 [ -f "$moddir/go.mod" ] || { echo "hack/kube-old/build.sh: no module for $rel in $here" >&2; exit 2; }

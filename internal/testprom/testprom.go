@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +30,9 @@ type Target struct {
 	// Token authenticates the scrapes; CAFile verifies the server.
 	Token  string
 	CAFile string
+	// ServerName is the name the server's certificate is checked against
+	// when Address is not one of its names (a forwarded address).
+	ServerName string
 }
 
 // Options configures a Prometheus.
@@ -45,6 +50,10 @@ type Options struct {
 	// (Prometheus's default of 5 m when zero); stores of sparse samples,
 	// like the scale benchmark's, need more.
 	LookbackDelta time.Duration
+	// Netns runs Prometheus inside this network namespace (ip netns
+	// exec), listening on ListenHost, an address of the namespace
+	// (127.0.0.1 when empty).
+	Netns, ListenHost string
 	// Detach leaves Prometheus running after this process exits (for the
 	// demo); Stop ends it.
 	Detach bool
@@ -94,6 +103,9 @@ func config(o Options) (string, error) {
 		// One job per target keeps each one's credentials; they share the
 		// job label.
 		fmt.Fprintf(&b, "- job_name: apiserver-%d\n  scheme: https\n  authorization:\n    credentials_file: %s\n  tls_config:\n    ca_file: %s\n", i, tok, t.CAFile)
+		if t.ServerName != "" {
+			fmt.Fprintf(&b, "    server_name: %q\n", t.ServerName)
+		}
 		fmt.Fprintf(&b, "  static_configs:\n  - targets: [%q]\n    labels:\n      job: apiserver\n", t.Address)
 		b.WriteString("  honor_labels: false\n  relabel_configs:\n  - target_label: job\n    replacement: apiserver\n")
 	}
@@ -151,12 +163,16 @@ func start(ctx context.Context, o Options, bin, cfgFile string) (*Prometheus, er
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Dir: o.Dir, LogFile: filepath.Join(o.Dir, "prometheus.log"),
+	host := "127.0.0.1"
+	if o.ListenHost != "" {
+		host = o.ListenHost
+	}
+	p := &Prometheus{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)), Dir: o.Dir, LogFile: filepath.Join(o.Dir, "prometheus.log"),
 		ScrapeInterval: o.ScrapeInterval, done: make(chan struct{})}
 	args := []string{
 		"--config.file=" + cfgFile,
 		"--storage.tsdb.path=" + filepath.Join(o.Dir, "data"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+		"--web.listen-address=" + net.JoinHostPort(host, strconv.Itoa(port)),
 		"--storage.tsdb.retention.time=3650d",
 		"--log.level=warn",
 	}
@@ -169,6 +185,10 @@ func start(ctx context.Context, o Options, bin, cfgFile string) (*Prometheus, er
 	}
 	defer log.Close()
 	cmd := exec.Command(bin, args...)
+	if o.Netns != "" {
+		// ip execs Prometheus after entering the namespace: same process.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", o.Netns, bin}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, o.Dir
 	if o.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

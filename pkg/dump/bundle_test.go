@@ -25,7 +25,7 @@ func captureFake(t *testing.T) *Capture {
 		FileVersion:        []byte(`{"major":"1","minor":"37","gitVersion":"v1.37.1"}`),
 		FilePriorityLevels: readFixture(t, "v1.27-layout", FilePriorityLevels),
 		FileQueues:         readFixture(t, "v1.26-layout", FileQueues),
-		FileRequests:       readFixture(t, "v1.28-layout", FileRequests),
+		FileRequests:       readFixture(t, "synthetic-requests", FileRequests),
 		FileFlowSchemas:    readFixture(t, "objects", "flowschemas.json"),
 		FilePLCs:           plcs,
 		MetricsFile(0):     readFixtureMetrics(t, "modern-a.txt"),

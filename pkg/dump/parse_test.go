@@ -131,21 +131,37 @@ func TestParseRequestsLayouts(t *testing.T) {
 		}
 	})
 	t.Run("1.28 executing and queueless rows, comma in a user name", func(t *testing.T) {
-		rows, err := ParseRequests(readFixture(t, "v1.28-layout", "dump_requests.txt"))
+		// a real kube-apiserver v1.28.15 under load (hack/kube-old), the
+		// first release with the StartTime column; values read off the file
+		rows, err := ParseRequests(readFixture(t, "v1.28.15-load", "dump_requests.txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 3 {
+		if len(rows) != 19 {
 			t.Fatalf("got %d rows", len(rows))
 		}
-		if rows[0].Executing() || !rows[0].StartTime.IsZero() {
-			t.Errorf("row 0 should be waiting: %+v", rows[0])
+		if r := rows[0]; r.Executing() || !r.StartTime.IsZero() || r.UserName != "load-1" || r.QueueIndex != 0 || r.IndexInQueue != 0 {
+			t.Errorf("row 0 should be load-1 waiting first in queue 0: %+v", r)
 		}
-		if r := rows[1]; !r.Executing() || r.UserName != "CN=Doe, Jane" || r.Verb != "create" || r.AdditionalLatency != 250*time.Millisecond || r.FinalSeats != 1 {
+		if r := rows[8]; !r.Executing() || r.QueueIndex != 2 || !r.StartTime.Equal(mustTime("2026-11-23T17:52:02.28747442Z")) || r.UserName != "load-6" {
+			t.Errorf("row 8 should be load-6 executing from queue 2: %+v", r)
+		}
+		if r := rows[12]; r.UserName != "CN=Doe, Jane" || r.FlowDistinguisher != "CN=Doe, Jane" || r.Verb != "list" || r.QueueIndex != 5 || r.Resource != "configmaps" {
+			t.Errorf("row 12 = %+v", r)
+		}
+		if r := rows[18]; r.QueueIndex != -1 || !r.Executing() || r.Namespace != "" || r.SubResource != "" || r.APIPath != "/debug/api_priority_and_fairness/dump_requests" || r.UserName != "admin" {
+			t.Errorf("row 18 = %+v", r)
+		}
+	})
+	t.Run("1.28 layout, a write's final seats and additional latency", func(t *testing.T) {
+		// the capture has no write held for its watchers: one row in its
+		// layout, written by hand
+		rows, err := ParseRequests(readFixture(t, "synthetic-requests", "dump_requests.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rows[1]; !r.Executing() || r.UserName != "CN=Doe, Jane" || r.Verb != "create" || r.AdditionalLatency != 250*time.Millisecond || r.FinalSeats != 1 || r.InitialSeats != 3 {
 			t.Errorf("row 1 = %+v", r)
-		}
-		if r := rows[2]; r.QueueIndex != -1 || r.Namespace != "" || r.SubResource != "" || r.APIPath != "/debug/api_priority_and_fairness/dump_requests" {
-			t.Errorf("row 2 = %+v", r)
 		}
 	})
 }

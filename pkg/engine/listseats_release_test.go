@@ -13,6 +13,7 @@ func TestListSeatsByRelease(t *testing.T) {
 	counts := ObjectCounts{
 		"pods":    {Count: 300, AvgSize: 10_000},
 		"secrets": {Count: 5000, AvgSize: 1000},
+		"events":  {Count: -1},
 	}
 	r29, r31, r33, r34, r35 := Release{Minor: 29}, Release{Minor: 31}, Release{Minor: 33}, Release{Minor: 34}, Release{Minor: 35}
 	for _, tc := range []struct {
@@ -48,6 +49,17 @@ func TestListSeatsByRelease(t *testing.T) {
 		{r34, "GET", "/api/v1/pods?watch=true&resourceVersion=0", 1},
 		{r35, "GET", "/api/v1/pods?watch=true&resourceVersion=0", 10},
 		{r35, "GET", "/api/v1/pods?watch=true&resourceVersion=7", 1},
+		// sendInitialEvents=1 reads as true, as every value but 0 and false
+		{r34, "GET", "/api/v1/pods?watch=true&sendInitialEvents=1&resourceVersion=7", 10},
+		// a ?limit that does not parse: the cap, even for 300 pods
+		{r33, "GET", "/api/v1/pods?limit=abc", 10},
+		// a stale count: the cap up to 1.33; from 1.34 a billion 1.5MB objects
+		{r33, "GET", "/api/v1/events?limit=50&resourceVersion=5", 10},
+		{r34, "GET", "/api/v1/events?limit=50&resourceVersion=5", 100},
+		// a continue token with resourceVersionMatch=NotOlderThan: from etcd
+		// in 1.31 (2 × 300 objects), from the watch cache from 1.33 (300)
+		{r31, "GET", "/api/v1/pods?continue=x&resourceVersionMatch=NotOlderThan", 6},
+		{r33, "GET", "/api/v1/pods?continue=x&resourceVersionMatch=NotOlderThan", 3},
 	} {
 		r, err := ParseRequest(tc.verb, tc.path, Identity{User: "u"})
 		if err != nil {

@@ -111,6 +111,13 @@ func (r Release) MaxListSeats() uint64 {
 // list_work_estimator.go:seatsBasedOnObjectSize).
 func (r Release) MaxCachedListSeats() uint64 { return min(r.MaxListSeats(), 10) }
 
+// ConsistentListFromCache is true from 1.31, where the feature is on by
+// default: a LIST without a resourceVersion is served from the watch cache
+// when etcd supports progress notify, and a ?limit no longer sends a LIST
+// with resourceVersion "" to etcd; up to 1.30 both did
+// (list_work_estimator.go:shouldListFromStorage; pkg/features).
+func (r Release) ConsistentListFromCache() bool { return r.Minor >= 31 }
+
 // SizeBasedListEstimate is true from 1.34: a LIST takes ceil(bytes/100kB)
 // seats; before, ceil(objects/100) (list_work_estimator.go).
 func (r Release) SizeBasedListEstimate() bool { return r.Minor >= 34 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -46,6 +48,7 @@ type oracleRequest struct {
 }
 
 type oracleEstimate struct {
+	Method   string              `json:"method"`
 	URL      string              `json:"url"`
 	Info     request.RequestInfo `json:"info"`
 	Level    string              `json:"level"`
@@ -70,53 +73,170 @@ type oracleOutput struct {
 	} `json:"configs"`
 }
 
-// estimateKind says what the engine's Release predicts for an estimate case.
-type estimateKind int
-
-const (
-	estListStorage     estimateKind = iota // a large LIST from etcd: the LIST cap
-	estListEmpty                           // a LIST of an empty resource: 1 seat
-	estWatchLegacy                         // a large WATCH with resourceVersion ""
-	estWatchInitial                        // a large WATCH with sendInitialEvents=true
-	estWatchFromRV                         // a WATCH from a resourceVersion: 1 seat
-	estMutatingWatched                     // a write with a million watchers
-	estGet                                 // a GET: 1 seat
+// The work-estimate grid. Every LIST and WATCH URL meets every object count
+// and average size, every other request every watcher count, in every level
+// of estimateGridLevels and in a level the controller does not know (whose
+// cap is the estimator's global one).
+var (
+	estimateGridURLs = []struct{ method, url string }{
+		// LISTs: consistent reads, resourceVersion "0", legacy exact match,
+		// continuations, resourceVersionMatch, selectors, a named object,
+		// a group's resource, queries the apiserver cannot read
+		{"GET", "/api/v1/namespaces/ns/configmaps"},
+		{"GET", "/api/v1/configmaps"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?resourceVersion=0"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=500"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=500&resourceVersion=0"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=50&resourceVersion=12345"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=500&continue=abc"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?resourceVersion=12345&resourceVersionMatch=Exact"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?resourceVersion=12345&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=500&resourceVersion=12345&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?continue=abc&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?resourceVersionMatch=Other&resourceVersion=1"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&limit=500"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dx&resourceVersion=12345&resourceVersionMatch=Exact"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.namespace%3Dns&limit=100&continue=abc"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dx"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dx&limit=abc"},
+		{"GET", "/apis/apps/v1/deployments?limit=7&resourceVersion=0"},
+		{"GET", "/apis/apps/v1/namespaces/ns/deployments?limit=7"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=abc"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?limit=-5&timeoutSeconds=30"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?timeoutSeconds=x"},
+		// WATCHes: legacy ones (resourceVersion "" or "0"), from a
+		// resourceVersion, with initial events (also spelled 1 or empty, which
+		// the apiserver reads as true), a named one, the legacy /watch/ path
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=0"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=12345"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&sendInitialEvents=true&resourceVersion=12345&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=1&sendInitialEvents=1&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&sendInitialEvents=&resourceVersion=7"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&sendInitialEvents=false&resourceVersion=0"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&labelSelector=app%3Dx&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&fieldSelector=metadata.name%3Dx&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"},
+		{"GET", "/api/v1/watch/namespaces/ns/configmaps"},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true&limit=abc&resourceVersion=5"},
+		// writes, and requests the estimator gives 1 seat
+		{"PUT", "/api/v1/namespaces/ns/configmaps/x"},
+		{"POST", "/api/v1/namespaces/ns/configmaps"},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/x/status"},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps/x"},
+		{"POST", "/api/v1/namespaces/ns/serviceaccounts/default/token"},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps"},
+		{"GET", "/api/v1/namespaces/ns/configmaps/x"},
+	}
+	// object counts: unknown, stale, empty, one, around 50, 100, 200, 500
+	// and 1000 (the 1.29-1.33 divisor is 100 objects, a LIST from etcd
+	// without a selector costs twice its ?limit) and large
+	estimateGridObjects = []int64{-1, objectsStale, 0, 1, 49, 50, 51, 99, 100, 101, 199, 200, 201, 499, 500, 501, 999, 1000, 1001, 5000, 100_000, 1_000_000_000}
+	// average object sizes, for 1.34 on (100kB a seat, a cached LIST counts
+	// at most 1MB): unknown, tiny, around 1000 (so object counts around 100
+	// cross seat boundaries), 33kB, 100kB, 1MB, the 1.5MB upstream assumes
+	// for an unknown size, and larger
+	estimateGridSizes = []int64{0, 1, 999, 1000, 1001, 33_000, 100_000, 1_000_000, 1_500_000, 2_000_000}
+	// watchers of a written object: up to and around 10 a seat, and many
+	estimateGridWatchers = []int{0, 1, 9, 10, 11, 19, 20, 21, 33, 99, 100, 101, 1000, 1_000_000}
 )
 
-var estimateURLs = map[estimateKind]struct{ method, url string }{
-	estListStorage:     {"GET", "/api/v1/namespaces/ns/configmaps?limit=500&continue=abc"},
-	estListEmpty:       {"GET", "/api/v1/namespaces/ns/configmaps?limit=500&continue=abc"},
-	estWatchLegacy:     {"GET", "/api/v1/namespaces/ns/configmaps?watch=true"},
-	estWatchInitial:    {"GET", "/api/v1/namespaces/ns/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"},
-	estWatchFromRV:     {"GET", "/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=12345"},
-	estMutatingWatched: {"PUT", "/api/v1/namespaces/ns/configmaps/x"},
-	estGet:             {"GET", "/api/v1/namespaces/ns/configmaps/x"},
+// objectsStale is the oracle's Objects of a stale count (ObjectsStale in
+// hack/apf-oracle/main.go).
+const objectsStale = -2
+
+// estimateGridLevels is a configuration whose levels' max seats are 1, 5,
+// 10, 45, 90 and 300 (at a server limit of 3000, nominal = shares):
+// max(1, min(ceil(15% of nominal), nominal / hand size)); ComputeLimits adds
+// the mandatory exempt level, as the controller does.
+func estimateGridLevels() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration, int) {
+	var pls []*flowcontrolv1.PriorityLevelConfiguration
+	var fss []*flowcontrolv1.FlowSchema
+	for i, l := range []struct {
+		name                 string
+		shares, queues, hand int32
+	}{{"one", 2, 1, 1}, {"five", 40, 64, 8}, {"ten", 64, 64, 6}, {"wide", 300, 16, 1}, {"catch-all", 594, 64, 6}, {"huge", 2000, 1, 1}} {
+		pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: l.name, UID: types.UID("uid-" + l.name)}}
+		pl.Spec.Type = flowcontrolv1.PriorityLevelEnablementLimited
+		pl.Spec.Limited = &flowcontrolv1.LimitedPriorityLevelConfiguration{
+			NominalConcurrencyShares: i32(l.shares),
+			LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+				Queuing: &flowcontrolv1.QueuingConfiguration{Queues: l.queues, HandSize: l.hand, QueueLengthLimit: 50}},
+		}
+		pls = append(pls, pl)
+		fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "to-" + l.name, UID: types.UID("uid-to-" + l.name)}}
+		fs.Spec.MatchingPrecedence = int32(100 + i)
+		fs.Spec.PriorityLevelConfiguration.Name = l.name
+		fss = append(fss, fs)
+	}
+	return fss, pls, 3000
 }
 
-// wantSeats is what the engine's Release says the estimator gives for kind
-// in a level with the given max seats (0: none).
-func wantSeats(rel Release, kind estimateKind, levelMax uint64) (initial, final uint64) {
-	capTo := func(limit uint64) uint64 {
-		if levelMax == 0 || levelMax > limit {
-			return limit
+// genEstimates is the grid of work estimates in the given levels plus one
+// the controller does not know; with r, a sample of n of them instead.
+func genEstimates(levels []string, r *rand.Rand, n int) []oracleEstimate {
+	levels = append(slices.Clone(levels), "absent")
+	var out []oracleEstimate
+	infos := map[string]request.RequestInfo{}
+	add := func(method, u, level string, objects, size int64, watchers int) {
+		info, ok := infos[method+" "+u]
+		if !ok {
+			req, err := ParseRequest(method, u, NewUserIdentity("oracle"))
+			if err != nil {
+				panic(fmt.Sprintf("%s %s: %v", method, u, err))
+			}
+			info = req.Info
+			infos[method+" "+u] = info
 		}
-		return levelMax
+		out = append(out, oracleEstimate{Method: method, URL: u, Info: info, Level: level, Objects: objects, AvgSize: size, Watchers: watchers})
 	}
-	switch kind {
-	case estListStorage:
-		return capTo(rel.MaxListSeats()), 0
-	case estWatchLegacy:
-		if rel.WatchEstimatedAsList() && rel.LegacyWatchEstimatedAsList() {
-			return capTo(rel.MaxCachedListSeats()), 0
+	if r != nil {
+		for len(out) < n {
+			g := pick(r, estimateGridURLs)
+			add(g.method, g.url, pick(r, levels), pick(r, estimateGridObjects), pick(r, estimateGridSizes), pick(r, estimateGridWatchers))
 		}
-	case estWatchInitial:
-		if rel.WatchEstimatedAsList() {
-			return capTo(rel.MaxCachedListSeats()), 0
-		}
-	case estMutatingWatched:
-		return 1, capTo(rel.MaxMutatingSeats())
+		return out
 	}
-	return 1, 0
+	for _, level := range levels {
+		for _, g := range estimateGridURLs {
+			if g.method == "GET" && !strings.Contains(g.url, "/configmaps/x") {
+				for _, objects := range estimateGridObjects {
+					for _, size := range estimateGridSizes {
+						add(g.method, g.url, level, objects, size, 0)
+					}
+				}
+				continue
+			}
+			for _, w := range estimateGridWatchers {
+				add(g.method, g.url, level, 100, 1000, w)
+			}
+		}
+	}
+	return out
+}
+
+// engineEstimate is what the engine replaying rel estimates for e in a level
+// with the given max seats (0: none).
+func engineEstimate(rel Release, e oracleEstimate, maxSeats uint64) WorkEstimate {
+	key := e.Info.Resource
+	if e.Info.APIGroup != "" {
+		key += "." + e.Info.APIGroup
+	}
+	counts := ObjectCounts{}
+	switch {
+	case e.Objects == objectsStale:
+		counts[key] = ObjectStats{Count: -1}
+	case e.Objects >= 0:
+		counts[key] = ObjectStats{Count: e.Objects, AvgSize: e.AvgSize}
+	}
+	w, ok := EstimateWork(rel, Request{Method: e.Method, URL: e.URL, Info: e.Info}, counts, e.Watchers, maxSeats)
+	if !ok {
+		// no count for the resource: upstream's tracker does not know it,
+		// and the estimator gives it 1 seat
+		w = WorkEstimate{InitialSeats: 1}
+	}
+	return w
 }
 
 // TestReleaseDifferential runs generated configurations, requests and work
@@ -124,8 +244,15 @@ func wantSeats(rel Release, kind estimateKind, levelMax uint64) (initial, final 
 // release (hack/apf-oracle, built against the release) and through the
 // engine replaying that release, and requires the same FlowSchema, level,
 // UIDs, distinguisher, hash and hand, the same nominal, lower, upper and
-// current limits, max seats and seat_fair_frac, and the estimator's seats for
-// large LISTs and WATCHes and for writes with many watchers.
+// current limits, max seats and seat_fair_frac, and the same work estimate
+// (EstimateWork: initial and final seats, additional latency) for the
+// estimate grid (estimateGridURLs × object counts × sizes or watchers, in
+// levels of max seats 1 to 300 and without one) and a sample of it in every
+// generated configuration. The oracle's estimator is the release's own
+// (request.NewWorkEstimator with its DefaultWorkEstimatorConfig and the
+// release's default feature gates), fed the case's count by its object-count
+// (v0.29-v0.33) or storage-stats (v0.34 on) getter, with etcd reporting
+// progress notify support as a real server's does.
 func TestReleaseDifferential(t *testing.T) {
 	if testing.Short() || *releasesFlag == "" {
 		t.Skip("set -releases (or APF_ORACLE_RELEASES) to 29,31,... or all; make test-versions does")
@@ -187,7 +314,7 @@ func compareRelease(t *testing.T, rel Release, in oracleInput, reqs [][]Request,
 	if len(out.Configs) != len(in.Configs) {
 		t.Fatalf("the oracle answered %d configurations of %d", len(out.Configs), len(in.Configs))
 	}
-	classified, levels, estimates := 0, 0, 0
+	classified, levels, estimates, listSeats, wideLists, wideWrites := 0, 0, 0, 0, 0, 0
 	branches := map[string]int{}
 	for c, ic := range in.Configs {
 		oc := out.Configs[c]
@@ -232,17 +359,26 @@ func compareRelease(t *testing.T, rel Release, in oracleInput, reqs [][]Request,
 			t.Fatalf("config %d: seat_fair_frac engine %v, upstream %v", c, cur.FairFrac, ff)
 		}
 		for i, e := range ic.Estimates {
-			kind := estimateKind(i % len(estimateURLs))
-			wi, wf := wantSeats(rel, kind, maxSeats[e.Level])
-			if g := oc.Estimates[i]; g.Initial != wi || g.Final != wf {
-				t.Fatalf("config %d, level %s (max seats %d), %s %s with %d objects, %d watchers: upstream %d initial, %d final seats; the engine's release %s says %d, %d",
-					c, e.Level, maxSeats[e.Level], estimateURLs[kind].method, e.URL, e.Objects, e.Watchers, g.Initial, g.Final, rel, wi, wf)
+			want := engineEstimate(rel, e, maxSeats[e.Level])
+			g := oc.Estimates[i]
+			if g.Initial != want.InitialSeats || g.Final != want.FinalSeats || g.AdditionalNs != int64(want.AdditionalLatency) {
+				t.Fatalf("config %d, level %s (max seats %d), %s %s with %d objects of %d bytes, %d watchers: upstream %d initial, %d final seats, %dns; the engine replaying %s says %d, %d, %dns",
+					c, e.Level, maxSeats[e.Level], e.Method, e.URL, e.Objects, e.AvgSize, e.Watchers, g.Initial, g.Final, g.AdditionalNs, rel,
+					want.InitialSeats, want.FinalSeats, int64(want.AdditionalLatency))
 			}
 			estimates++
+			if e.Info.Verb == "list" || e.Info.Verb == "watch" {
+				listSeats++
+				if g.Initial > 1 {
+					wideLists++
+				}
+			} else if g.Final > 0 {
+				wideWrites++
+			}
 		}
 	}
-	t.Logf("k8s.io/apiserver v0.%d: %d classifications, %d levels' limits (borrowing branches %v) and %d work estimates identical to the engine replaying %s",
-		rel.Minor, classified, levels, branches, estimates, rel)
+	t.Logf("k8s.io/apiserver v0.%d: %d classifications, %d levels' limits (borrowing branches %v) and %d work estimates (%d of LISTs and WATCHes from object counts, %d of them above 1 seat; %d writes with final seats) identical to the engine replaying %s",
+		rel.Minor, classified, levels, branches, estimates, listSeats, wideLists, wideWrites, rel)
 }
 
 // countDisagreements counts the current limits and estimates where the
@@ -261,8 +397,8 @@ func countDisagreements(rel Release, in oracleInput, out oracleOutput) string {
 			}
 		}
 		for i, e := range ic.Estimates {
-			wi, wf := wantSeats(rel, estimateKind(i%len(estimateURLs)), maxSeats[e.Level])
-			if g := oc.Estimates[i]; g.Initial != wi || g.Final != wf {
+			w, g := engineEstimate(rel, e, maxSeats[e.Level]), oc.Estimates[i]
+			if g.Initial != w.InitialSeats || g.Final != w.FinalSeats || g.AdditionalNs != int64(w.AdditionalLatency) {
 				estimates++
 			}
 		}
@@ -291,25 +427,37 @@ func genOracleInput() (oracleInput, [][]Request) {
 			rs = append(rs, req)
 			oc.Requests = append(oc.Requests, oracleRequest{Info: req.Info, User: req.Identity.User, Groups: req.Identity.Groups})
 		}
-		for i := 0; i < 3*len(estimateURLs); i++ {
-			kind := estimateKind(i % len(estimateURLs))
-			u := estimateURLs[kind]
-			req, err := ParseRequest(u.method, u.url, NewUserIdentity("oracle"))
-			if err != nil {
-				panic(err)
-			}
-			level := "absent" // a level the controller does not know: the global caps apply
-			if len(pls) > 0 && r.IntN(8) > 0 {
-				level = pick(r, pls).Name
-			}
-			e := oracleEstimate{URL: u.url, Info: req.Info, Level: level, Objects: 1_000_000, AvgSize: 1_000_000, Watchers: 1_000_000}
-			if kind == estListEmpty {
-				e.Objects = 0
-			}
-			oc.Estimates = append(oc.Estimates, e)
+		var names []string
+		for _, pl := range pls {
+			names = append(names, pl.Name)
 		}
+		oc.Estimates = genEstimates(names, r, 40)
 		in.Configs = append(in.Configs, oc)
 		reqs = append(reqs, rs)
 	}
+	// the whole grid in levels of known max seats
+	fss, pls, serverCL := estimateGridLevels()
+	var names []string
+	for _, pl := range pls {
+		names = append(names, pl.Name)
+	}
+	in.Configs = append(in.Configs, oracleConfig{FlowSchemas: fss, PriorityLevels: pls, ServerCL: serverCL, Estimates: genEstimates(names, nil, 0)})
+	reqs = append(reqs, nil)
 	return in, reqs
+}
+
+// TestEstimateGridLevels checks that the levels of the estimate grid have
+// the max seats its comment promises, so that the grid meets caps of 1, of
+// fewer than 10, of 10 (the 1.29-1.33 cap), between 10 and 100 (the LIST cap
+// from 1.34), and above 100.
+func TestEstimateGridLevels(t *testing.T) {
+	_, pls, serverCL := estimateGridLevels()
+	got := map[string]uint64{}
+	for _, l := range ComputeLimits(pls, serverCL) {
+		got[l.Name] = l.MaxSeats
+	}
+	want := map[string]uint64{"exempt": 0, "one": 1, "five": 5, "ten": 10, "wide": 45, "catch-all": 90, "huge": 300}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("max seats %v, want %v", got, want)
+	}
 }

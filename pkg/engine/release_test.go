@@ -134,7 +134,13 @@ func TestBorrowingMatchesRealServers(t *testing.T) {
 		version = version[:strings.LastIndex(version, "-")]
 		rel, err := ParseRelease(version)
 		if err != nil {
-			continue // 1.26/1.27 have no such gauges
+			// 1.28 serves no flowcontrol v1, so the engine does not replay
+			// it, but its borrowing pass is 1.29's (apf_controller.go:
+			// updateBorrowingLocked is the same in v0.28.15 and v0.29.15);
+			// 1.26/1.27 have no such gauges
+			if rel, err = parseMinor(version); err != nil || rel.Minor != 28 {
+				continue
+			}
 		}
 		fams := readFamilies(t, f)
 		gauge := func(name string) map[string]float64 {

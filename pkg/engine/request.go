@@ -238,3 +238,45 @@ func timeoutParam(rawURL string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// RequestCache memoizes ParseRequest by verb or method and path, whose
+// result (but for the identity) depends on nothing else: a replay parses
+// the same paths again and again (clients poll the same objects), and the
+// replays of a calibration parse every request of the workload several
+// times. It holds at most MaxCachedRequests paths; past that it starts
+// afresh. The zero value is ready to use; it is not safe for concurrent
+// use.
+type RequestCache struct {
+	m map[requestKey]cachedRequest
+}
+
+// MaxCachedRequests bounds a RequestCache.
+const MaxCachedRequests = 1 << 14
+
+type requestKey struct{ verbOrMethod, path string }
+
+type cachedRequest struct {
+	r   Request
+	err error
+}
+
+// Parse is ParseRequest. The requests it returns share their parsed
+// request info (Info.Parts) with other requests of the same path: callers
+// must not modify it.
+func (c *RequestCache) Parse(verbOrMethod, pathWithQuery string, id Identity) (Request, error) {
+	k := requestKey{verbOrMethod, pathWithQuery}
+	e, ok := c.m[k]
+	if !ok {
+		e.r, e.err = ParseRequest(verbOrMethod, pathWithQuery, Identity{})
+		if c.m == nil || len(c.m) >= MaxCachedRequests {
+			c.m = make(map[requestKey]cachedRequest)
+		}
+		c.m[k] = e
+	}
+	if e.err != nil {
+		return Request{}, e.err
+	}
+	r := e.r
+	r.Identity = id
+	return r, nil
+}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -223,4 +225,33 @@ func FuzzParseIdentity(f *testing.F) {
 			t.Fatalf("service account %+v lacks system:serviceaccounts", id)
 		}
 	})
+}
+
+// TestRequestCache checks that the cache gives what ParseRequest gives,
+// errors included, with each caller's identity, however often a path comes
+// back and after the cache starts afresh.
+func TestRequestCache(t *testing.T) {
+	var c RequestCache
+	inputs := [][2]string{
+		{"GET", "/api/v1/namespaces/ns/pods"}, {"list", "/api/v1/namespaces/ns/pods?limit=5"}, {"watch", "/api/v1/pods"},
+		{"GET", "/healthz"}, {"POST", "/apis/apps/v1/namespaces/a/deployments"}, {"get", "/api/v1/namespaces/ns/pods"},
+		{"GET", "relative"}, {"FETCH", "/x"}, {"GET", "/api/v1/namespaces/ns/pods/p/exec"},
+	}
+	for round := range 3 {
+		for i, in := range inputs {
+			id := Identity{User: fmt.Sprintf("u%d-%d", round, i), Groups: []string{"system:authenticated"}}
+			want, werr := ParseRequest(in[0], in[1], id)
+			got, err := c.Parse(in[0], in[1], id)
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+				t.Fatalf("%v: error %v, ParseRequest's %v", in, err, werr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v: %+v, ParseRequest's %+v", in, got, want)
+			}
+		}
+		// fill the cache so that the next round starts afresh
+		for j := len(c.m); j < MaxCachedRequests; j++ {
+			c.m[requestKey{"GET", fmt.Sprintf("/filler/%d", j)}] = cachedRequest{}
+		}
+	}
 }

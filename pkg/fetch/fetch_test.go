@@ -87,7 +87,7 @@ func (f *fakeAPIServer) body(r *http.Request) ([]byte, string) {
 		if r.URL.Query().Get("includeRequestDetails") == "" {
 			f.t.Errorf("dump_requests fetched without includeRequestDetails")
 		}
-		return readFixture(f.t, "v1.28-layout", dump.FileRequests), "text/plain"
+		return readFixture(f.t, "synthetic-requests", dump.FileRequests), "text/plain"
 	case p == "/metrics":
 		b := readFixtureMetrics(f.t, "modern-a.txt")
 		return b, "text/plain; version=0.0.4"

@@ -127,6 +127,17 @@ func TestParseSelector(t *testing.T) {
 		{in: `="x"`, wantErr: "want label matchers"},
 		{in: `a="x" or up`, wantErr: "separated by commas"},
 		{in: `a="unterminated`, wantErr: "not a quoted string"},
+		// The rule files and dashboards of "monitoring" take these too.
+		{in: "", want: ""},
+		{in: ` { job = "apiserver" , cluster=~"prod-.*", } `, want: `job="apiserver",cluster=~"prod-.*"`},
+		{in: "job=\"apiserver\",\tenv=\"x\"", want: `job="apiserver",env="x"`},
+		{in: `a!="x\"y", b!~"\\d"`, want: `a!="x\"y",b!~"\\d"`},
+		{in: `job="apiserver" env="x"`, wantErr: "separated by commas"},
+		{in: `{job="apiserver"`, wantErr: "must close with }"},
+		{in: `__name__="up"`, wantErr: "the metric names are chosen by kubectl apf"},
+		{in: `job='apiserver'`, wantErr: "double quotes"},
+		{in: `job="a\qb"`, wantErr: "not a quoted string"},
+		{in: `1job="x"`, wantErr: "want label matchers"},
 	}
 	for _, tt := range tests {
 		got, err := ParseSelector(tt.in)
@@ -143,9 +154,11 @@ func TestParseSelector(t *testing.T) {
 }
 
 // FuzzParseSelector: whatever is accepted comes back in a form that is
-// accepted again unchanged, and cannot close the selector's braces.
+// accepted again unchanged (so it goes into every query, rule and dashboard
+// as is), and cannot close the selector's braces.
 func FuzzParseSelector(f *testing.F) {
-	for _, s := range []string{`cluster="prod"`, `{a=~"x",b!="y\"}"}`, `a="x"} or vector(1) or {b="`, "a=\"\\u00e9\""} {
+	for _, s := range []string{`cluster="prod"`, `{a=~"x",b!="y\"}"}`, `a="x"} or vector(1) or {b="`, "a=\"\\u00e9\"",
+		`{a=~"x", b!="y\"z",}`, `a="\\"`, `{`, `a="`, ","} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -66,11 +66,23 @@ type Query struct {
 
 // ParseSelector checks a list of label matchers (name="v", name!="v",
 // name=~"re", name!~"re", comma-separated, with or without the braces) and
-// returns it normalised without braces.
+// returns it normalised without braces, the matchers joined by ",".
 func ParseSelector(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-		s = strings.TrimSpace(s[1 : len(s)-1])
+	ms, err := ParseMatchers(s)
+	return strings.Join(ms, ","), err
+}
+
+// ParseMatchers is ParseSelector's list of normalised matchers. Values are
+// double-quoted strings with PromQL's (Go's) escapes; __name__ is refused,
+// since the plugin chooses the metric names.
+func ParseMatchers(sel string) ([]string, error) {
+	const space = " \t\n\r"
+	s := strings.Trim(sel, space)
+	if strings.HasPrefix(s, "{") {
+		if !strings.HasSuffix(s, "}") {
+			return nil, fmt.Errorf("selector %q: a selector that opens with { must close with }", sel)
+		}
+		s = strings.Trim(s[1:len(s)-1], space)
 	}
 	var out []string
 	for s != "" {
@@ -79,10 +91,13 @@ func ParseSelector(s string) (string, error) {
 			i++
 		}
 		if i == 0 {
-			return "", fmt.Errorf("selector %q: want label matchers like cluster=\"prod\",job=\"apiserver\"", s)
+			return nil, fmt.Errorf("selector %q: want label matchers like cluster=\"prod\",job=\"apiserver\"", s)
 		}
 		name := s[:i]
-		s = strings.TrimLeft(s[i:], " ")
+		if name == "__name__" {
+			return nil, fmt.Errorf("selector: the metric names are chosen by kubectl apf; match other labels only")
+		}
+		s = strings.TrimLeft(s[i:], space)
 		var op string
 		for _, o := range []string{"=~", "!~", "!=", "="} {
 			if strings.HasPrefix(s, o) {
@@ -91,26 +106,26 @@ func ParseSelector(s string) (string, error) {
 			}
 		}
 		if op == "" {
-			return "", fmt.Errorf("selector: label %s needs =, !=, =~ or !~ and a quoted value", name)
+			return nil, fmt.Errorf("selector: label %s needs =, !=, =~ or !~ and a quoted value", name)
 		}
-		s = strings.TrimLeft(s[len(op):], " ")
+		s = strings.TrimLeft(s[len(op):], space)
 		if s == "" || s[0] != '"' {
-			return "", fmt.Errorf("selector: the value of %s must be in double quotes", name)
+			return nil, fmt.Errorf("selector: the value of %s must be in double quotes", name)
 		}
 		prefix, err := strconv.QuotedPrefix(s)
 		if err != nil {
-			return "", fmt.Errorf("selector: the value of %s is not a quoted string", name)
+			return nil, fmt.Errorf("selector: the value of %s is not a quoted string", name)
 		}
-		s = strings.TrimLeft(s[len(prefix):], " ")
+		s = strings.TrimLeft(s[len(prefix):], space)
 		if s != "" {
 			if s[0] != ',' {
-				return "", fmt.Errorf("selector: matchers must be separated by commas, at %q", s)
+				return nil, fmt.Errorf("selector: matchers must be separated by commas, at %q", s)
 			}
-			s = strings.TrimLeft(s[1:], " ")
+			s = strings.TrimLeft(s[1:], space)
 		}
 		out = append(out, name+op+prefix)
 	}
-	return strings.Join(out, ","), nil
+	return out, nil
 }
 
 // sel is the series selector of family with extra matchers.

@@ -199,51 +199,7 @@ func escape(s string) string {
 
 var (
 	labelNameRe = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	// matcherRe is one label matcher of a selector: name, operator and a
-	// double-quoted value whose only escapes are \\, \", \n and \t.
-	matcherRe = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\[\\"nt])*)"\s*`)
 )
-
-// ParseSelector checks a selector given on the command line, such as
-// job="apiserver" or {job="apiserver", cluster=~"prod-.*"}, and returns its
-// matchers joined with ", " (without braces), ready to be put into every
-// series selector. Only double-quoted values are accepted.
-func ParseSelector(s string) (string, error) {
-	in := strings.TrimSpace(s)
-	if strings.HasPrefix(in, "{") {
-		if !strings.HasSuffix(in, "}") {
-			return "", fmt.Errorf("selector %q: a selector that opens with { must close with }", s)
-		}
-		in = strings.TrimSpace(in[1 : len(in)-1])
-	}
-	var out []string
-	for in != "" {
-		m := matcherRe.FindStringSubmatch(in)
-		if m == nil {
-			return "", fmt.Errorf("selector %q: expected label matchers like job=\"apiserver\" at %q", s, truncate(in, 40))
-		}
-		if m[1] == "__name__" {
-			return "", fmt.Errorf("selector %q: the metric names are chosen by kubectl apf; match other labels only", s)
-		}
-		out = append(out, m[1]+m[2]+`"`+m[3]+`"`)
-		in = in[len(m[0]):]
-		if in == "" {
-			break
-		}
-		if in[0] != ',' {
-			return "", fmt.Errorf("selector %q: expected \",\" between matchers at %q", s, truncate(in, 40))
-		}
-		in = strings.TrimSpace(in[1:])
-	}
-	return strings.Join(out, ", "), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
 
 // ValidLabelName reports whether s can name a Prometheus label.
 func ValidLabelName(s string) bool { return labelNameRe.MatchString(s) }

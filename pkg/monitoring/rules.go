@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -23,7 +24,7 @@ type Alert struct {
 // alerts fire.
 type Options struct {
 	// Selector is put into every series selector: label matchers without
-	// braces (ParseSelector), "" for none.
+	// braces (history.ParseMatchers, joined by ", "), "" for none.
 	Selector string
 	// ClusterLabel names the label that tells clusters apart in a store
 	// holding several ("" when there is none). A missing label is harmless:
@@ -91,7 +92,7 @@ func (o Options) Validate() error {
 	if o.ClusterLabel == o.InstanceLabel {
 		return fmt.Errorf("the cluster and instance labels are both %q", o.InstanceLabel)
 	}
-	if _, err := ParseSelector(o.Selector); err != nil {
+	if _, err := history.ParseMatchers(o.Selector); err != nil {
 		return err
 	}
 	if err := promDuration("rate window", o.RateWindow, time.Second); err != nil {

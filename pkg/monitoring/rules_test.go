@@ -157,7 +157,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad cluster label", mod: func(o *Options) { o.ClusterLabel = "k8s-cluster" }, wantErr: `cluster label "k8s-cluster"`},
 		{name: "bad instance label", mod: func(o *Options) { o.InstanceLabel = "" }, wantErr: "instance label"},
 		{name: "same labels", mod: func(o *Options) { o.ClusterLabel = "instance" }, wantErr: "both"},
-		{name: "bad selector", mod: func(o *Options) { o.Selector = "job=apiserver" }, wantErr: "expected label matchers"},
+		{name: "bad selector", mod: func(o *Options) { o.Selector = "job=apiserver" }, wantErr: "the value of job must be in double quotes"},
 		{name: "sub-second window", mod: func(o *Options) { o.RateWindow = 1500 * time.Millisecond }, wantErr: "rate window"},
 		{name: "zero wait limit", mod: func(o *Options) { o.WaitLimit = 0 }, wantErr: "wait limit"},
 		{name: "negative rate", mod: func(o *Options) { o.Rejected.Threshold = -1 }, wantErr: "rejected threshold"},
@@ -180,54 +180,4 @@ func TestOptionsValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestParseSelector(t *testing.T) {
-	tests := []struct {
-		in, want, wantErr string
-	}{
-		{in: "", want: ""},
-		{in: `job="apiserver"`, want: `job="apiserver"`},
-		{in: ` { job = "apiserver" , cluster=~"prod-.*", } `, want: `job="apiserver", cluster=~"prod-.*"`},
-		{in: `a!="x\"y", b!~"\\d"`, want: `a!="x\"y", b!~"\\d"`},
-		{in: `job=apiserver`, wantErr: "expected label matchers"},
-		{in: `job="apiserver" env="x"`, wantErr: `expected ","`},
-		{in: `{job="apiserver"`, wantErr: "must close"},
-		{in: `__name__="up"`, wantErr: "metric names"},
-		{in: `job='apiserver'`, wantErr: "expected label matchers"},
-		{in: `job="a\qb"`, wantErr: "expected label matchers"},
-		{in: `1job="x"`, wantErr: "expected label matchers"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseSelector(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseSelector(%q) = %q, %v; want an error containing %q", tt.in, got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("ParseSelector(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-			}
-		})
-	}
-}
-
-// FuzzParseSelector: no panic, and what is accepted is a fixed point (the
-// normalised form parses to itself), so it is put into every rule as is.
-func FuzzParseSelector(f *testing.F) {
-	for _, s := range []string{`job="apiserver"`, `{a=~"x", b!="y\"z",}`, `a="\\"`, `{`, `a="`, ","} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseSelector(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseSelector(got)
-		if err != nil || again != got {
-			t.Fatalf("ParseSelector(%q) = %q, which parses to %q, %v", s, got, again, err)
-		}
-	})
 }

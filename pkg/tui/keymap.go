@@ -23,6 +23,9 @@ type KeyMap struct {
 	Quit          key.Binding
 	ForceQuit     key.Binding
 	replayEnabled bool
+	// historyEnabled: left and right step through a store's past from
+	// the live view.
+	historyEnabled bool
 }
 
 // DefaultKeyMap returns the bindings; replay enables left/right.
@@ -52,6 +55,16 @@ func DefaultKeyMap(replay bool) KeyMap {
 	return k
 }
 
+// withHistory enables left and right in the live view, for a store's past.
+func (k KeyMap) withHistory() KeyMap {
+	k.historyEnabled = true
+	k.Earlier.SetEnabled(true)
+	k.Later.SetEnabled(true)
+	k.Earlier.SetHelp("←/h", "earlier frame (the store's past)")
+	k.Later.SetHelp("→/l", "later frame, then live")
+	return k
+}
+
 // ShortHelp is the footer line (bubbles/help KeyMap): the same bindings
 // with one-word descriptions.
 func (k KeyMap) ShortHelp() []key.Binding {
@@ -65,6 +78,9 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.replayEnabled {
 		b = append(b, short(k.Earlier, "←/→", "step"))
 	} else {
+		if k.historyEnabled {
+			b = append(b, short(k.Earlier, "←/→", "history"))
+		}
 		b = append(b, short(k.Refresh, "r", "refresh"), short(k.Slower, "+/-", "interval"))
 	}
 	return append(b, short(k.Instance, "tab", "apiserver"))

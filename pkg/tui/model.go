@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"regexp/syntax"
 	"sort"
@@ -65,6 +66,23 @@ type Options struct {
 	// MaxBackoff caps the delay between reconnection attempts (30 s when
 	// zero).
 	MaxBackoff time.Duration
+	// Past, with Source, reads the recent past from a store: at start, so
+	// that the sparklines hold history from the first frame, every minute
+	// after (every 10 s until a read succeeds), and when left steps back
+	// from the live view and the past it holds is older than a step. Left
+	// and right step through its frames (the level table as the store saw
+	// it); right from the last returns to live.
+	Past func(ctx context.Context) (*Past, error)
+}
+
+// Past is a store's recent past for the live view.
+type Past struct {
+	// Recording holds the frames, one per step (Header.Interval), oldest
+	// first.
+	Recording *record.Recording
+	// Incident is one line about the last burst of rejections in it, ""
+	// when there was none.
+	Incident string
 }
 
 // sortKeys are the orders "s" cycles through.
@@ -121,16 +139,35 @@ type Model struct {
 	drill    bool
 	showHelp bool
 
-	// Replay state.
+	// Replay state (also of the past's frames).
 	frame    int
 	captures map[int]*dump.Capture
 	errs     map[int]error
+
+	// The live state, kept while the past is shown, and the past.
+	liveLast    *Refresh
+	liveViews   []InstanceView
+	liveFailed  []dump.InstanceError
+	liveHistory map[string][]float64
+	firstLive   time.Time
+	past        *Past
+	pastLoaded  time.Time
+	pastErr     error
+	loadingPast bool
+	pastGen     int
+	wantPast    bool
+	inPast      bool
+	// seed is the rejection sparkline of each store instance and level
+	// before the first live refresh; seedInstances the store's instances.
+	seed          map[string][]float64
+	seedInstances []string
 }
 
 // New returns the view's model.
 func New(opts Options) *Model {
 	m := &Model{opts: opts, clock: opts.Clock, interval: opts.Interval, prevSnaps: map[string]*dump.Snapshot{},
 		history: map[string][]float64{}, width: 80, height: 24}
+	m.liveHistory = m.history
 	if m.clock == nil {
 		m.clock = time.Now
 	}
@@ -154,6 +191,9 @@ func New(opts Options) *Model {
 		m.styles = *opts.Styles
 	}
 	m.keys = DefaultKeyMap(opts.Replay != nil)
+	if opts.Replay == nil && opts.Past != nil {
+		m.keys = m.keys.withHistory()
+	}
 	m.help = help.New()
 	m.help.Styles = m.styles.Help
 	m.help.ShortSeparator = " · "
@@ -176,6 +216,14 @@ type (
 	clockMsg struct{}
 	// frameMsg shows replay frame i.
 	frameMsg struct{ gen, i int }
+	// pastTickMsg reads the past again; stale generations are ignored.
+	pastTickMsg struct{ gen int }
+	// pastMsg carries the store's recent past, read at time at.
+	pastMsg struct {
+		past *Past
+		err  error
+		at   time.Time
+	}
 )
 
 // Init starts the first refresh (or shows the first replayed frame).
@@ -184,7 +232,21 @@ func (m *Model) Init() tea.Cmd {
 		return tea.Batch(func() tea.Msg { return frameMsg{gen: m.gen, i: 0} }, clockTick())
 	}
 	m.fetching = true
-	return tea.Batch(m.fetch(), clockTick())
+	return tea.Batch(m.fetch(), clockTick(), m.loadPast())
+}
+
+// loadPast reads the store's recent past, off the update loop; nil when
+// there is no store or a read is under way.
+func (m *Model) loadPast() tea.Cmd {
+	if m.opts.Past == nil || m.loadingPast {
+		return nil
+	}
+	m.loadingPast = true
+	past, ctx, clock := m.opts.Past, m.opts.Context, m.clock
+	return func() tea.Msg {
+		p, err := past(ctx)
+		return pastMsg{past: p, err: err, at: clock()}
+	}
 }
 
 func clockTick() tea.Cmd {
@@ -250,6 +312,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, clockTick()
 	case refreshMsg:
 		return m, m.onRefresh(msg)
+	case pastMsg:
+		return m, m.onPast(msg)
+	case pastTickMsg:
+		if msg.gen != m.pastGen {
+			return m, nil
+		}
+		return m, m.loadPast()
 	case tickMsg:
 		if msg.gen != m.gen || m.paused || m.fetching || m.opts.Replay != nil {
 			return m, nil
@@ -284,7 +353,7 @@ func (m *Model) onRefresh(msg refreshMsg) tea.Cmd {
 		return m.scheduleTick(d)
 	}
 	m.lastErr, m.failures = nil, 0
-	m.apply(&msg.Refresh, m.prevSnaps)
+	m.apply(&msg.Refresh, m.prevSnaps, true)
 	if m.paused {
 		return nil
 	}
@@ -292,13 +361,14 @@ func (m *Model) onRefresh(msg refreshMsg) tea.Cmd {
 }
 
 // apply computes the views of a refresh; prev holds the previous snapshot
-// of each instance for rates, and is updated.
-func (m *Model) apply(r *Refresh, prev map[string]*dump.Snapshot) {
-	m.last = r
-	m.views = m.views[:0]
+// of each instance for rates, and is updated. A live refresh (not a frame
+// of a recording or of the past) adds to the live sparklines, and is kept
+// without being shown while the past is.
+func (m *Model) apply(r *Refresh, prev map[string]*dump.Snapshot, live bool) {
+	views := make([]InstanceView, 0, len(r.Capture.Snapshots))
 	for _, s := range r.Capture.Snapshots {
 		iv := ComputeInstance(prev[s.Instance], s)
-		m.views = append(m.views, iv)
+		views = append(views, iv)
 		if prev != nil {
 			// Rates need only the newest scrape: keep that, not the whole
 			// snapshot and its bodies (ComputeInstance reads nothing else).
@@ -307,19 +377,26 @@ func (m *Model) apply(r *Refresh, prev map[string]*dump.Snapshot) {
 			}
 		}
 	}
-	m.failed = r.Capture.Failures
-	if m.opts.Replay == nil {
-		for _, iv := range m.views {
+	if live {
+		if m.firstLive.IsZero() {
+			m.firstLive = r.At
+		}
+		for _, iv := range views {
 			for _, l := range iv.Levels {
 				k := iv.Instance + "\x00" + l.Name
-				h := append(m.history[k], l.RejectedTotal)
+				h := append(m.liveHistory[k], l.RejectedTotal)
 				if len(h) > historyLen {
 					h = append(h[:0], h[len(h)-historyLen:]...)
 				}
-				m.history[k] = h
+				m.liveHistory[k] = h
 			}
 		}
+		m.liveLast, m.liveViews, m.liveFailed = r, views, r.Capture.Failures
+		if m.inPast {
+			return
+		}
 	}
+	m.last, m.views, m.failed = r, views, r.Capture.Failures
 	if m.instance == "" || m.view() == nil {
 		if len(m.views) > 0 {
 			m.instance = m.views[0].Instance
@@ -342,7 +419,7 @@ func (m *Model) replayCapture(i int) (*dump.Capture, error) {
 	if c, ok := m.captures[i]; ok {
 		return c, m.errs[i]
 	}
-	c, err := m.opts.Replay.Frames[i].Capture()
+	c, err := m.rec().Frames[i].Capture()
 	m.captures[i], m.errs[i] = c, err
 	return c, err
 }
@@ -350,7 +427,7 @@ func (m *Model) replayCapture(i int) (*dump.Capture, error) {
 // showFrame computes replay frame i against frame i-1 and rebuilds the
 // sparklines from the frames before it.
 func (m *Model) showFrame(i int) {
-	frames := m.opts.Replay.Frames
+	frames := m.rec().Frames
 	if len(frames) == 0 {
 		return
 	}
@@ -373,16 +450,21 @@ func (m *Model) showFrame(i int) {
 		}
 		c, err := m.replayCapture(j)
 		f := frames[j]
+		// A recording's failed refreshes show; the store's frames have
+		// none, and the live connection state stays the live view's.
+		replay := m.opts.Replay != nil
 		if err != nil {
-			if j == i {
+			if j == i && replay {
 				m.lastErr, m.lastAttempt = err, f.At
 			}
 			continue
 		}
 		if j == i {
-			m.lastErr = nil
-			m.lastAttempt = f.At
-			m.apply(&Refresh{At: f.At, Capture: c, Requests: f.Requests}, prev)
+			if replay {
+				m.lastErr = nil
+				m.lastAttempt = f.At
+			}
+			m.apply(&Refresh{At: f.At, Capture: c, Requests: f.Requests}, prev, false)
 			for _, iv := range m.views {
 				for _, l := range iv.Levels {
 					k := iv.Instance + "\x00" + l.Name
@@ -453,6 +535,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.setInterval(+1)
 	case key.Matches(msg, k.Faster):
 		return m.setInterval(-1)
+	case key.Matches(msg, k.Earlier) && m.opts.Replay == nil:
+		return m.stepPast(-1)
+	case key.Matches(msg, k.Later) && m.opts.Replay == nil:
+		return m.stepPast(+1)
 	case key.Matches(msg, k.Earlier):
 		m.paused = true
 		m.gen++
@@ -677,4 +763,190 @@ func (m *Model) cursorIndex(rows []LevelRow) int {
 		m.cursor = rows[0].Name
 	}
 	return 0
+}
+
+// rec is the recording whose frames are shown: the replay, or the past.
+func (m *Model) rec() *record.Recording {
+	if m.opts.Replay != nil {
+		return m.opts.Replay
+	}
+	if m.past != nil {
+		return m.past.Recording
+	}
+	return &record.Recording{}
+}
+
+// pastStep is how old the past may be before left reads it again.
+func (m *Model) pastStep() time.Duration {
+	if m.past != nil && m.past.Recording.Header.Interval > 5*time.Second {
+		return m.past.Recording.Header.Interval
+	}
+	return 5 * time.Second
+}
+
+// stepPast moves d frames through the store's past: left from the live
+// view shows its last frame (once read again, when the past held is older
+// than a step, so that it follows the live view), right from its last
+// frame returns to live.
+func (m *Model) stepPast(d int) tea.Cmd {
+	if !m.inPast {
+		if d > 0 {
+			return nil
+		}
+		if m.past == nil || m.clock().Sub(m.pastLoaded) > m.pastStep() {
+			m.wantPast = true
+			m.status = "reading the recent past from the store…"
+			return m.loadPast()
+		}
+		m.enterPast()
+		return nil
+	}
+	if d > 0 && m.frame+1 >= len(m.past.Recording.Frames) {
+		m.leavePast()
+		return nil
+	}
+	m.showFrame(m.frame + d)
+	return nil
+}
+
+// enterPast shows the past's last frame.
+func (m *Model) enterPast() {
+	m.inPast = true
+	m.showFrame(len(m.past.Recording.Frames) - 1)
+}
+
+// leavePast shows the live view again, with what it read meanwhile.
+func (m *Model) leavePast() {
+	m.inPast = false
+	m.history = m.liveHistory
+	m.last, m.views, m.failed = m.liveLast, m.liveViews, m.liveFailed
+	if m.view() == nil && len(m.views) > 0 {
+		m.instance = m.views[0].Instance
+	}
+}
+
+// The view reads the past again after pastRetry while no read has
+// succeeded (a store that has just started scraping), then every
+// pastRefresh, so that the last incident stays current.
+const (
+	pastRetry   = 10 * time.Second
+	pastRefresh = time.Minute
+)
+
+// onPast takes the store's recent past: it seeds the sparklines, and keeps
+// the moment shown when the past was being looked at. It schedules the
+// next read.
+func (m *Model) onPast(msg pastMsg) tea.Cmd {
+	m.loadingPast = false
+	m.pastGen++
+	gen := m.pastGen
+	next := func(d time.Duration) tea.Cmd {
+		return tea.Tick(d, func(time.Time) tea.Msg { return pastTickMsg{gen: gen} })
+	}
+	want := m.wantPast
+	m.wantPast = false
+	if want {
+		m.status = ""
+	}
+	if msg.err == nil && (msg.past == nil || msg.past.Recording == nil || len(msg.past.Recording.Frames) == 0) {
+		msg.err = errors.New("the store holds no frames of the recent past")
+	}
+	if msg.err != nil {
+		m.pastErr = msg.err
+		if m.past == nil {
+			return next(pastRetry)
+		}
+		if want && !m.inPast {
+			// The past read before is better than none.
+			m.enterPast()
+		}
+		return next(pastRefresh)
+	}
+	var at time.Time
+	if m.inPast {
+		at = m.past.Recording.Frames[m.frame].At
+	}
+	m.past, m.pastLoaded, m.pastErr = msg.past, msg.at, nil
+	m.captures, m.errs = map[int]*dump.Capture{}, map[int]error{}
+	m.seedFromPast()
+	switch {
+	case m.inPast:
+		i := 0
+		for j, f := range m.past.Recording.Frames {
+			if !f.At.After(at) {
+				i = j
+			}
+		}
+		m.showFrame(i)
+	case want:
+		m.enterPast()
+	}
+	return next(pastRefresh)
+}
+
+// seedFromPast computes the rejection sparkline of each store instance and
+// level from the past's frames before the first live refresh.
+func (m *Model) seedFromPast() {
+	m.seed, m.seedInstances = map[string][]float64{}, nil
+	frames := m.past.Recording.Frames
+	seen := map[string]bool{}
+	var prev map[string]*dump.Snapshot
+	for j := range frames {
+		if !m.firstLive.IsZero() && !frames[j].At.Before(m.firstLive) {
+			break
+		}
+		c, err := m.replayCapture(j)
+		if err != nil {
+			prev = nil
+			continue
+		}
+		cur := map[string]*dump.Snapshot{}
+		for _, s := range c.Snapshots {
+			iv := ComputeInstance(prev[s.Instance], s)
+			for _, l := range iv.Levels {
+				k := s.Instance + "\x00" + l.Name
+				m.seed[k] = append(m.seed[k], l.RejectedTotal)
+			}
+			cur[s.Instance] = s
+			if !seen[s.Instance] {
+				seen[s.Instance] = true
+				m.seedInstances = append(m.seedInstances, s.Instance)
+			}
+		}
+		prev = cur
+	}
+	for k, h := range m.seed {
+		if len(h) > historyLen {
+			m.seed[k] = h[len(h)-historyLen:]
+		}
+	}
+}
+
+// sparkData is the rejection sparkline of a level of the selected
+// instance: in the live view, the store's past before the live refreshes.
+func (m *Model) sparkData(level string) []float64 {
+	h := m.history[m.instance+"\x00"+level]
+	if m.inPast || m.opts.Replay != nil || len(m.seed) == 0 {
+		return h
+	}
+	s, ok := m.seed[m.instance+"\x00"+level]
+	if !ok {
+		// The store names an instance by host:port (or merges them all);
+		// the live view by URL.
+		host := m.instance
+		if u, err := url.Parse(m.instance); err == nil && u.Host != "" {
+			host = u.Host
+		}
+		if s, ok = m.seed[host+"\x00"+level]; !ok && len(m.seedInstances) == 1 {
+			s = m.seed[m.seedInstances[0]+"\x00"+level]
+		}
+	}
+	if len(s) == 0 {
+		return h
+	}
+	out := append(append(make([]float64, 0, len(s)+len(h)), s...), h...)
+	if len(out) > historyLen {
+		out = out[len(out)-historyLen:]
+	}
+	return out
 }

@@ -91,6 +91,8 @@ func clean(s string) string { return render.Sanitize(s) }
 func (m *Model) connState() (state, detail string, bad bool) {
 	now := m.clock()
 	switch {
+	case m.inPast:
+		return fmt.Sprintf("HISTORY %d/%d from the store · → back to live", m.frame+1, len(m.rec().Frames)), "", false
 	case m.opts.Replay != nil:
 		n := len(m.opts.Replay.Frames)
 		st := fmt.Sprintf("REPLAY %d/%d", min(m.frame+1, n), n)
@@ -173,13 +175,18 @@ func (m *Model) headerLines(w int) []string {
 		}
 	}
 	var parts []string
-	if m.opts.Replay != nil {
+	switch {
+	case m.inPast:
+		parts = append(parts, "step "+m.rec().Header.Interval.String())
+	case m.opts.Replay != nil:
 		parts = append(parts, "step "+m.interval.String())
-	} else {
+	default:
 		parts = append(parts, "every "+m.interval.String())
 	}
 	if m.last != nil {
-		if m.opts.Replay != nil {
+		if m.inPast {
+			parts = append(parts, "at "+m.last.At.UTC().Format("15:04:05")+" ("+roundDur(max(m.clock().Sub(m.last.At), 0))+" ago)")
+		} else if m.opts.Replay != nil {
 			parts = append(parts, "at "+m.last.At.UTC().Format("15:04:05"))
 		} else {
 			parts = append(parts, "updated "+roundDur(m.clock().Sub(m.last.At))+" ago")
@@ -189,9 +196,12 @@ func (m *Model) headerLines(w int) []string {
 		}
 	}
 	state, detail, bad := m.connState()
-	if bad {
+	switch {
+	case bad:
 		state = st.paint(st.Error, "! "+state)
-	} else {
+	case m.inPast:
+		state = st.paint(st.Warn, "◀ "+state)
+	default:
 		state = "● " + state
 	}
 	parts = append(parts, state)
@@ -199,6 +209,12 @@ func (m *Model) headerLines(w int) []string {
 	lines := []string{l1, l2}
 	if detail != "" {
 		lines = append(lines, st.paint(st.Error, "! "+detail))
+	}
+	if m.past != nil && m.past.Incident != "" {
+		lines = append(lines, "last incident in the store: "+clean(m.past.Incident))
+	}
+	if m.pastErr != nil {
+		lines = append(lines, st.paint(st.Warn, "! history from the store: "+clean(firstLine(m.pastErr.Error()))))
 	}
 	if m.recordErr != nil {
 		lines = append(lines, st.paint(st.Warn, "! recording: "+clean(m.recordErr.Error())))
@@ -433,7 +449,7 @@ func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
 	cells := []string{mark, clean(l.Name), bar, use, num(l.NominalLimit), lend, wait,
 		rate(l.DispatchedPS, l.HasRates)}
 	if wide {
-		cells = append(cells, rejectedCell(l, true), sparkline(m.history[m.instance+"\x00"+l.Name], cols[9].width))
+		cells = append(cells, rejectedCell(l, true), sparkline(m.sparkData(l.Name), cols[9].width))
 	} else {
 		cells = append(cells, rejectedCell(l, false))
 	}
@@ -531,6 +547,10 @@ func heat(v, hi float64) rune {
 func (m *Model) queueLines(w int, iv *InstanceView, l LevelRow) []string {
 	qs := Queues(iv.Snapshot, l.Name)
 	title := "── queues of " + clean(l.Name) + " "
+	if m.inPast {
+		// The store keeps the metrics, not the queue dump.
+		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
+	}
 	if len(qs) == 0 {
 		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
 	}

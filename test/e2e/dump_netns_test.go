@@ -3,15 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,8 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
@@ -42,17 +36,10 @@ import (
 func testAllAPIServersInNetns(t *testing.T, c *testcluster.Cluster, second *testcluster.APIServer) {
 	t.Helper()
 	t.Run("all-apiservers-from-endpointslices", func(t *testing.T) {
-		ns := fmt.Sprintf("apf-e2e-%d", os.Getpid())
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Skipf("cannot create a network namespace (%v: %s); --all-apiservers discovery is covered by the fake-client unit test", err, strings.TrimSpace(string(out)))
-		}
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		ns := newNetns(t, "--all-apiservers discovery is covered by the fake-client unit test")
 		addrs := []string{"10.231.0.1", "10.231.0.2"}
-		for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", addrs[0] + "/32", "dev", "lo"}, {"addr", "add", addrs[1] + "/32", "dev", "lo"}} {
-			if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
-				t.Fatalf("ip -n %s %v: %v: %s", ns, args, err, out)
-			}
-		}
+		ipIn(t, ns, "addr", "add", addrs[0]+"/32", "dev", "lo")
+		ipIn(t, ns, "addr", "add", addrs[1]+"/32", "dev", "lo")
 		instances := []*testcluster.APIServer{c.APIServers[0], second}
 		var urls []string
 		for i, a := range instances {
@@ -103,56 +90,4 @@ func testAllAPIServersInNetns(t *testing.T, c *testcluster.Cluster, second *test
 			}
 		}
 	})
-}
-
-// listenInNetns opens a TCP listener inside the named network namespace.
-// Only the calling OS thread enters the namespace, and only while the socket
-// is created; the socket stays in the namespace afterwards.
-func listenInNetns(ns, addr string) (net.Listener, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		return nil, err
-	}
-	defer orig.Close()
-	target, err := os.Open(filepath.Join("/var/run/netns", ns))
-	if err != nil {
-		return nil, err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("entering netns %s: %w", ns, err)
-	}
-	l, lerr := net.Listen("tcp", addr)
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread cannot go back: leave it locked so that it dies with
-		// this goroutine instead of serving others in the wrong namespace.
-		runtime.LockOSThread()
-		return nil, fmt.Errorf("leaving netns %s: %w", ns, err)
-	}
-	return l, lerr
-}
-
-// forward copies every connection accepted on l to and from target.
-func forward(l net.Listener, target string) {
-	for {
-		in, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer in.Close()
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				return
-			}
-			defer out.Close()
-			var wg sync.WaitGroup
-			wg.Add(2)
-			go func() { defer wg.Done(); _, _ = io.Copy(out, in); out.(*net.TCPConn).CloseWrite() }()
-			go func() { defer wg.Done(); _, _ = io.Copy(in, out); in.(*net.TCPConn).CloseWrite() }()
-			wg.Wait()
-		}()
-	}
 }

@@ -283,9 +283,10 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	})
 
 	t.Run("through the service proxy", func(t *testing.T) {
-		// A Service with no endpoints (the apiserver refuses loopback
-		// endpoints): the query reaches the apiserver's service proxy, as a
-		// GET with the kubeconfig's identity, and its answer is reported.
+		// A Service with no endpoints: the query reaches the apiserver's
+		// service proxy, as a GET with the kubeconfig's identity, and its
+		// answer is reported in one line. TestHistoryThroughServiceProxy
+		// reads a store through a Service that has one.
 		admin := c.Client(testcluster.Admin)
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: "default"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9090}}}}

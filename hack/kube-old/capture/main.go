@@ -59,19 +59,20 @@ func main() {
 	out := flag.String("out", "", "directory that receives NAME-idle/ and NAME-load/")
 	name := flag.String("name", "", "fixture name prefix, e.g. v1.27.4")
 	work := flag.String("work", "", "work directory (default: a new temporary one)")
+	metricsDir := flag.String("metrics", "", "directory that also receives NAME-idle.txt and NAME-load.txt, the APF part of /metrics taken with the dumps")
 	hold := flag.Duration("hold", 0, "keep the server running this long after the captures, with an admin kubeconfig in the work directory (to try the plugin against it)")
 	flag.Parse()
 	if *apiserver == "" || *etcd == "" || *out == "" || *name == "" {
 		log.Fatal("capture: -apiserver, -etcd, -out and -name are required")
 	}
-	if err := run(*apiserver, *etcd, *fcVersion, *out, *name, *work, *hold); err != nil {
+	if err := run(*apiserver, *etcd, *fcVersion, *out, *name, *work, *metricsDir, *hold); err != nil {
 		log.Fatalf("capture: %v", err)
 	}
 }
 
 type user struct{ name, group, token string }
 
-func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Duration) (err error) {
+func run(apiserverBin, etcdBin, fcVersion, out, name, work, metricsDir string, hold time.Duration) (err error) {
 	if work == "" {
 		d, err := os.MkdirTemp("", "kube-old-")
 		if err != nil {
@@ -95,6 +96,9 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Dur
 	for i := 1; i <= numLoadUsers; i++ {
 		users = append(users, user{fmt.Sprintf("load-%d", i), loadGroup, ""})
 	}
+	// A load user whose name holds a comma, as X.509 subjects do: the dumps
+	// print it unquoted in their comma-separated rows.
+	users = append(users, user{"CN=Doe, Jane", loadGroup, ""})
 	var tokens strings.Builder
 	for i := range users {
 		b := make([]byte, 16)
@@ -102,7 +106,7 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Dur
 			return err
 		}
 		users[i].token = hex.EncodeToString(b)
-		fmt.Fprintf(&tokens, "%s,%s,%s,\"%s\"\n", users[i].token, users[i].name, users[i].name, users[i].group)
+		fmt.Fprintf(&tokens, "%s,\"%s\",\"%s\",\"%s\"\n", users[i].token, users[i].name, users[i].name, users[i].group)
 	}
 	if err := os.WriteFile(filepath.Join(work, "tokens.csv"), []byte(tokens.String()), 0o600); err != nil {
 		return err
@@ -168,6 +172,9 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Dur
 	if err := capture(hc, base, admin, filepath.Join(out, name+"-idle")); err != nil {
 		return err
 	}
+	if err := captureMetrics(hc, base, admin, metricsDir, name+"-idle"); err != nil {
+		return err
+	}
 
 	if err := setup(hc, base, fcBase, admin); err != nil {
 		return err
@@ -226,7 +233,11 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work string, hold time.Dur
 		}
 		if bytes.Count(dumps[2], []byte("\n"+loadLevel+",")) >= 3 && bytes.Contains(dumps[1], []byte("\n"+loadLevel+",")) {
 			captured = true
-			if err := write(filepath.Join(out, name+"-load"), dumps); err != nil {
+			err := write(filepath.Join(out, name+"-load"), dumps)
+			if err == nil {
+				err = captureMetrics(hc, base, admin, metricsDir, name+"-load")
+			}
+			if err != nil {
 				stopLoad()
 				wg.Wait()
 				return err
@@ -316,6 +327,58 @@ func write(dir string, d [3][]byte) error {
 	}
 	log.Printf("wrote %s", dir)
 	return nil
+}
+
+// captureMetrics writes the APF part of /metrics to dir/name.txt (nothing
+// when dir is empty).
+func captureMetrics(hc *http.Client, base, admin, dir, name string) error {
+	if dir == "" {
+		return nil
+	}
+	b, err := get(hc, base+"/metrics", admin)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, name+".txt")
+	if err := os.WriteFile(p, filterAPF(b), 0o644); err != nil {
+		return err
+	}
+	log.Printf("wrote %s", p)
+	return nil
+}
+
+// filterAPF keeps the lines pkg/metrics.FilterAPF keeps (this program uses
+// the standard library only): the apiserver_flowcontrol_ families, the
+// object counts and sizes the LIST estimator reads, and the 429 samples of
+// apiserver_request_total and apiserver_request_terminations_total, each
+// family with its HELP and TYPE lines.
+func filterAPF(body []byte) []byte {
+	kept := func(name string) bool {
+		switch name {
+		case "apiserver_request_total", "apiserver_request_terminations_total", "apiserver_dropped_requests_total",
+			"apiserver_resource_objects", "apiserver_storage_objects", "apiserver_resource_size_estimate_bytes":
+			return true
+		}
+		return strings.HasPrefix(name, "apiserver_flowcontrol_")
+	}
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(string(body), "\n") {
+		var name string
+		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
+			name, _, _ = strings.Cut(rest, " ")
+		} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, _, _ = strings.Cut(rest, " ")
+		} else if line != "" && line[0] != '#' {
+			name = line[:strings.IndexAny(line+" ", "{ ")]
+			if (name == "apiserver_request_total" || name == "apiserver_request_terminations_total") && !strings.Contains(line, `code="429"`) {
+				continue
+			}
+		}
+		if name != "" && kept(name) {
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes()
 }
 
 func get(hc *http.Client, url, token string) ([]byte, error) {

@@ -58,7 +58,7 @@ func snapshots(t *testing.T) []*dump.Snapshot {
 	if a.QueueDump, err = dump.ParseQueues(fixture(t, "dump", "v1.26-layout", dump.FileQueues)); err != nil {
 		t.Fatal(err)
 	}
-	if a.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "v1.28-layout", dump.FileRequests)); err != nil {
+	if a.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "synthetic-requests", dump.FileRequests)); err != nil {
 		t.Fatal(err)
 	}
 	if b.PriorityLevelDump, err = dump.ParsePriorityLevels(fixture(t, "dump", "v1.20-layout", dump.FilePriorityLevels)); err != nil {

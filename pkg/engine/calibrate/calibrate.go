@@ -547,6 +547,7 @@ type preparer struct {
 	waits     []time.Duration
 	overheads *Result
 	sawExec   bool
+	parsed    engine.RequestCache
 }
 
 func (p *preparer) overhead(level string, at time.Duration) time.Duration {
@@ -585,7 +586,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	if p.start.IsZero() {
 		p.start = w.Arrival
 	}
-	er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+	er, err := p.parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
 	if err != nil || er.Bypass != "" {
 		return er, false
 	}

@@ -377,6 +377,7 @@ type replayer struct {
 	pending   *pendingHeap
 	lastAdded time.Duration
 
+	parsed      engine.RequestCache
 	id          int64
 	start       time.Time
 	meanSvc     float64
@@ -456,7 +457,7 @@ func (rp *replayer) add(w *workload.Request) error {
 	if !w.UserKnown {
 		rep.Workload.UnknownIdentity++
 	}
-	er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+	er, err := rp.parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
 	if err != nil {
 		rep.Workload.skip(fmt.Sprintf("%s: %v", w.Source, err))
 		return nil

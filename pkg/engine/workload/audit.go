@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,36 +13,39 @@ import (
 // auditEvent is the subset of audit.k8s.io/v1 Event
 // (k8s.io/apiserver/pkg/apis/audit/v1/types.go) the replay needs.
 type auditEvent struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	RequestURI string `json:"requestURI"`
-	Verb       string `json:"verb"`
-	User       struct {
-		Username string   `json:"username"`
-		Groups   []string `json:"groups"`
-	} `json:"user"`
-	ImpersonatedUser *struct {
-		Username string   `json:"username"`
-		Groups   []string `json:"groups"`
-	} `json:"impersonatedUser"`
-	UserAgent string   `json:"userAgent"`
-	SourceIPs []string `json:"sourceIPs"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		APIVersion  string `json:"apiVersion"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
+	Kind                     string            `json:"kind"`
+	APIVersion               string            `json:"apiVersion"`
+	AuditID                  string            `json:"auditID"`
+	Stage                    string            `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     auditUser         `json:"user"`
+	ImpersonatedUser         *auditUser        `json:"impersonatedUser"`
+	UserAgent                string            `json:"userAgent"`
+	SourceIPs                []string          `json:"sourceIPs"`
+	ObjectRef                *auditObjectRef   `json:"objectRef"`
+	ResponseStatus           *auditStatus      `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time         `json:"stageTimestamp"`
 	Annotations              map[string]string `json:"annotations"`
+}
+
+type auditUser struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+}
+
+type auditObjectRef struct {
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	APIGroup    string `json:"apiGroup"`
+	APIVersion  string `json:"apiVersion"`
+	Subresource string `json:"subresource"`
+}
+
+type auditStatus struct {
+	Code int `json:"code"`
 }
 
 // The latency annotations of audit events
@@ -81,6 +85,7 @@ type auditReader struct {
 	ls      *lineScanner
 	stats   *Stats
 	lenient bool
+	in      *interner
 	*reorder
 }
 
@@ -96,8 +101,8 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	if stats == nil {
 		stats = &Stats{}
 	}
-	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient}
-	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, stats: stats}
+	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
+	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return a
 }
 
@@ -108,13 +113,13 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			return time.Time{}, err
 		}
 		a.stats.Lines++
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			a.stats.Skipped++
 			continue
 		}
 		var ev auditEvent
 		var bad error
-		switch err := json.Unmarshal(line, &ev); {
+		switch err := decodeAuditEvent(line, &ev, a.in); {
 		case err != nil:
 			bad = fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
@@ -136,6 +141,17 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 		r.Source = a.ls.where()
 		return ev.StageTimestamp, nil
 	}
+}
+
+// decodeAuditEvent decodes one line: by scanAuditEvent, or by
+// encoding/json where the scan gives up (and for the error of a line that
+// is not an event).
+func decodeAuditEvent(line []byte, ev *auditEvent, in *interner) error {
+	if scanAuditEvent(line, ev, in) {
+		return nil
+	}
+	*ev = auditEvent{}
+	return json.Unmarshal(line, ev)
 }
 
 // auditToRequest fills r from an audit event (any stage).

@@ -2,11 +2,16 @@ package workload
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkStream reads everything and checks the invariants every reader
@@ -157,4 +162,184 @@ func FuzzJoin(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzAuditScan checks the fast audit event scanner against encoding/json:
+// whenever the scan accepts a line, encoding/json accepts it too and both
+// give the same request (or the same refusal of it).
+func FuzzAuditScan(f *testing.F) {
+	addFileLines(f, "audit.jsonl")
+	for _, s := range []string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","requestURI":"/x","verb":"get","user":{"username":"u","groups":["g","h"],"extra":{"k":["v\"\u00e9"]}},"impersonatedUser":{"username":"i"},"sourceIPs":["1.2.3.4","5.6.7.8"],"responseStatus":{"metadata":{},"code":429,"message":"x"},"requestReceivedTimestamp":"2026-11-23T15:24:45.343674Z","stageTimestamp":"2026-11-23T15:24:45.380561+01:00","annotations":{"apiserver.latency.k8s.io/total":"1.5s","apiserver.latency.k8s.io/apf-queue-wait":"600ms","apiserver.latency.k8s.io/authentication":"2ms","x":"y"}}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"watch","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"n","name":"p","apiGroup":"apps","apiVersion":"v1","subresource":"status","uid":"x"},"responseStatus":{"code":-0},"requestReceivedTimestamp":"2026-11-23T15:24:45Z","stageTimestamp":null}`,
+		`{"Kind":"Event","kind":"Event","AUDITID":"b","responseStatus":{"code":2.5e2},"user":null,"impersonatedUser":null,"objectRef":null,"annotations":null,"sourceIPs":[]}`,
+		`{"kind":"Event","x":[1,-2.5e+3,true,false,null,{"a":[]},"\ud800"],"y":{}} `,
+		`{"kind":"Event","kind":"Event"}`,
+		`{"kind":"Event","user":{"username":"a","username":"b"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast auditEvent
+		if !scanAuditEvent(b, &fast, newInterner()) {
+			return
+		}
+		var slow auditEvent
+		if err := json.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("the scan accepted %q, encoding/json did not: %v", b, err)
+		}
+		fast.Annotations, slow.Annotations = latencyOnly(fast.Annotations), latencyOnly(slow.Annotations)
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nscan %+v\njson %+v", b, fast, slow)
+		}
+		var rf, rs Request
+		ef, es := auditToRequest(&fast, &rf), auditToRequest(&slow, &rs)
+		if (ef == nil) != (es == nil) || !reflect.DeepEqual(rf, rs) {
+			t.Fatalf("%q: scan gives %+v, %v; json %+v, %v", b, rf, ef, rs, es)
+		}
+	})
+}
+
+// latencyOnly keeps the annotations the reader uses.
+func latencyOnly(m map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{annotationQueueWait, annotationAuthentication, annotationImpersonation, annotationTotal} {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// FuzzHTTPLogFastPaths checks the httplog reader's fast parsers of klog
+// headers and durations against the standard library's.
+func FuzzHTTPLogFastPaths(f *testing.F) {
+	for _, s := range []string{"I1121 14:15:17.977828     727 httplog.go:135", "x W0229 23:59:59 1 a.go:1", "E1301 1:2:3.4 1 a",
+		"I0101 00:00:00.1234567890 1 a", "36.994839ms", "0s", "1.s", ".5h", "1m30s", "9223372036.854775807s", "1µs", "-1s", "100000000000000000000ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		opts := Options{}
+		opts.defaults()
+		if got, ok := parseKlogHeaderFast([]byte(s), opts); ok {
+			want, err := parseKlogHeaderSlow([]byte(s), opts)
+			if err != nil || !got.Equal(want) {
+				t.Fatalf("%q: fast path gave %v, the slow one %v, %v", s, got, want, err)
+			}
+		}
+		got, gerr := parseDuration([]byte(s))
+		want, werr := time.ParseDuration(s)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: parseDuration gave %v, %v; time.ParseDuration %v, %v", s, got, gerr, want, werr)
+		}
+	})
+}
+
+// FuzzParseKV checks parseKV against a map-building reference: the same
+// lines are refused and the same values kept.
+func FuzzParseKV(f *testing.F) {
+	f.Add(`verb="LIST" URI="/api/v1/x?a=b" latency="3.5ms" userAgent="a\"b" srcIP="[::1]:5" apf_iseats=1 resp=200 statusStack=["a b",{"c":"]"}] x=<`)
+	f.Add(`verb="GET" URI="/é" verb="PUT" bad key=1`)
+	f.Add(`a="\q" resp=`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var kv kvs
+		err := parseKV([]byte(s), &kv)
+		m := map[string]string{}
+		werr := parseKVMap([]byte(s), m)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("%q: parseKV %v, reference %v", s, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		for k, name := range keyNames {
+			v, ok := m[name]
+			if ok != kv.has[k] || v != kv.str(k) {
+				t.Fatalf("%q: %s is %q (%v), reference %q (%v)", s, name, kv.str(k), kv.has[k], v, ok)
+			}
+		}
+	})
+}
+
+// parseKVMap is the map-building parseKV the reader had: the reference of FuzzParseKV. It parses klog's key=value pairs: strconv-quoted strings, bare
+// tokens, and JSON arrays or objects.
+func parseKVMap(b []byte, kv map[string]string) error {
+	clear(kv)
+	i := 0
+	for {
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		if i >= len(b) {
+			return nil
+		}
+		eq := bytes.IndexByte(b[i:], '=')
+		if eq <= 0 {
+			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
+		}
+		key := string(b[i : i+eq])
+		if bytes.ContainsAny([]byte(key), " \"") {
+			return fmt.Errorf("malformed key %q", abbrev([]byte(key)))
+		}
+		i += eq + 1
+		if i >= len(b) {
+			kv[key] = ""
+			return nil
+		}
+		switch b[i] {
+		case '"':
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(b) {
+				return fmt.Errorf("unterminated quoted value of %s", key)
+			}
+			v, err := strconv.Unquote(string(b[i : j+1]))
+			if err != nil {
+				return fmt.Errorf("quoted value of %s: %w", key, err)
+			}
+			kv[key] = v
+			i = j + 1
+		case '[', '{':
+			j, depth, inStr := i, 0, false
+			for ; j < len(b); j++ {
+				c := b[j]
+				switch {
+				case inStr && c == '\\':
+					j++
+				case c == '"':
+					inStr = !inStr
+				case !inStr && (c == '[' || c == '{'):
+					depth++
+				case !inStr && (c == ']' || c == '}'):
+					depth--
+				}
+				if depth == 0 && !inStr {
+					break
+				}
+			}
+			if j >= len(b) {
+				return fmt.Errorf("unterminated value of %s", key)
+			}
+			kv[key] = string(b[i : j+1])
+			i = j + 1
+		case '<':
+			kv[key] = "" // multi-line value, skipped by the caller
+			i++
+		default:
+			j := bytes.IndexByte(b[i:], ' ')
+			if j < 0 {
+				j = len(b) - i
+			}
+			kv[key] = string(b[i : i+j])
+			i += j
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // httpLogReader parses kube-apiserver httplog "HTTP" lines.
@@ -16,7 +17,8 @@ type httpLogReader struct {
 	ls    *lineScanner
 	opts  Options
 	stats *Stats
-	kv    map[string]string
+	kv    kvs
+	in    *interner
 	*reorder
 }
 
@@ -29,8 +31,8 @@ func NewHTTPLogReader(r io.Reader, name string, opts Options, stats *Stats) Read
 	if stats == nil {
 		stats = &Stats{}
 	}
-	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), opts: opts, stats: stats, kv: map[string]string{}}
-	h.reorder = &reorder{src: h.read, window: opts.ReorderWindow, stats: stats}
+	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), opts: opts, stats: stats, in: newInterner()}
+	h.reorder = &reorder{src: h.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return h
 }
 
@@ -86,7 +88,7 @@ func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
 				return time.Time{}, false, err
 			}
 		}
-		if err := parseKV(rest, h.kv); err != nil {
+		if err := parseKV(rest, &h.kv); err != nil {
 			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, err)}
 		}
 		if err := h.fill(r, ts, where); err != nil {
@@ -127,6 +129,13 @@ func (h *httpLogReader) skipMultiline() error {
 // parseKlogHeader finds "Lmmdd hh:mm:ss.uuuuuu threadid file:line" at the
 // end of prefix (whatever precedes it is ignored).
 func parseKlogHeader(prefix []byte, opts Options) (time.Time, error) {
+	if t, ok := parseKlogHeaderFast(prefix, opts); ok {
+		return t, nil
+	}
+	return parseKlogHeaderSlow(prefix, opts)
+}
+
+func parseKlogHeaderSlow(prefix []byte, opts Options) (time.Time, error) {
 	// walk back over "file:line", the thread id and the time
 	s := string(prefix)
 	fields := strings.Fields(s)
@@ -150,10 +159,143 @@ func parseKlogHeader(prefix []byte, opts Options) (time.Time, error) {
 	return time.Date(opts.Year, time.Month(month), day, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), opts.Location), nil
 }
 
+// parseKlogHeaderFast is parseKlogHeader for a well-formed header
+// ("I1121 14:15:17.977828 727 file.go:135"), without copies; ok is false
+// for anything parseKlogHeader must look at (and perhaps refuse).
+func parseKlogHeaderFast(prefix []byte, opts Options) (time.Time, bool) {
+	// the last four space-separated fields
+	var f [4][]byte
+	end := len(prefix)
+	for n := 3; n >= 0; n-- {
+		for end > 0 && isSpace(prefix[end-1]) {
+			end--
+		}
+		start := end
+		for start > 0 && !isSpace(prefix[start-1]) {
+			start--
+		}
+		if start == end {
+			return time.Time{}, false
+		}
+		f[n], end = prefix[start:end], start
+	}
+	for _, c := range prefix[end:] {
+		if c >= utf8.RuneSelf {
+			return time.Time{}, false
+		}
+	}
+	date, clock := f[0], f[1]
+	if len(date) != 5 || (date[0] != 'I' && date[0] != 'W' && date[0] != 'E' && date[0] != 'F') {
+		return time.Time{}, false
+	}
+	month, ok1 := digits(date[1:3])
+	day, ok2 := digits(date[3:5])
+	if !ok1 || !ok2 || month < 1 || month > 12 || day < 1 || day > 31 {
+		return time.Time{}, false
+	}
+	// hh:mm:ss with an optional fraction of 1 to 9 digits
+	if len(clock) < 8 || clock[2] != ':' || clock[5] != ':' {
+		return time.Time{}, false
+	}
+	hh, ok1 := digits(clock[0:2])
+	mm, ok2 := digits(clock[3:5])
+	ss, ok3 := digits(clock[6:8])
+	if !ok1 || !ok2 || !ok3 || hh > 23 || mm > 59 || ss > 59 {
+		return time.Time{}, false
+	}
+	ns := 0
+	if frac := clock[8:]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		v, ok := digits(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			v *= 10
+		}
+		ns = v
+	}
+	return time.Date(opts.Year, time.Month(month), day, hh, mm, ss, ns, opts.Location), true
+}
+
+// isSpace is what strings.Fields splits at, for ASCII; a byte above ASCII
+// makes parseKlogHeaderFast give up, as it might start a Unicode space.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// digits parses a short run of ASCII digits.
+func digits(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// The keys of an httplog line the reader uses.
+const (
+	kVerb = iota
+	kURI
+	kLatency
+	kUserAgent
+	kSrcIP
+	kAuditID
+	kFS
+	kPL
+	kResp
+	kHijacked
+	kExecutionTime
+	kISeats
+	kFSeats
+	kAdditionalLatency
+	nKeys
+)
+
+var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "srcIP", "audit-ID", "apf_fs", "apf_pl", "resp", "hijacked",
+	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency"}
+
+func keyOf(k []byte) int {
+	for i, n := range keyNames {
+		if string(k) == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// kvs holds the values of the keys the reader uses, the last of each: a
+// value is a slice of the line, or the unquoted copy of a quoted value
+// with escapes, valid until the next line is read.
+type kvs struct {
+	v   [nKeys][]byte
+	has [nKeys]bool
+}
+
+func (kv *kvs) reset() { *kv = kvs{} }
+
+func (kv *kvs) set(k int, v []byte) {
+	if k >= 0 {
+		kv.v[k], kv.has[k] = v, true
+	}
+}
+
+// str returns a value as a string, "" when absent.
+func (kv *kvs) str(k int) string { return string(kv.v[k]) }
+
 // parseKV parses klog's key=value pairs: strconv-quoted strings, bare
-// tokens, and JSON arrays or objects.
-func parseKV(b []byte, kv map[string]string) error {
-	clear(kv)
+// tokens, and JSON arrays or objects. Only the keys the reader uses are
+// kept, but every value is checked.
+func parseKV(b []byte, kv *kvs) error {
+	kv.reset()
 	i := 0
 	for {
 		for i < len(b) && b[i] == ' ' {
@@ -166,32 +308,42 @@ func parseKV(b []byte, kv map[string]string) error {
 		if eq <= 0 {
 			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
 		}
-		key := string(b[i : i+eq])
-		if bytes.ContainsAny([]byte(key), " \"") {
-			return fmt.Errorf("malformed key %q", abbrev([]byte(key)))
+		key := b[i : i+eq]
+		if bytes.ContainsAny(key, " \"") {
+			return fmt.Errorf("malformed key %q", abbrev(key))
 		}
+		k := keyOf(key)
 		i += eq + 1
 		if i >= len(b) {
-			kv[key] = ""
+			kv.set(k, nil)
 			return nil
 		}
 		switch b[i] {
 		case '"':
-			j := i + 1
+			j, plain := i+1, true
 			for j < len(b) && b[j] != '"' {
 				if b[j] == '\\' {
 					j++
+					plain = false
+				} else if b[j] >= utf8.RuneSelf || b[j] == '\n' {
+					plain = false
 				}
 				j++
 			}
 			if j >= len(b) {
 				return fmt.Errorf("unterminated quoted value of %s", key)
 			}
-			v, err := strconv.Unquote(string(b[i : j+1]))
-			if err != nil {
-				return fmt.Errorf("quoted value of %s: %w", key, err)
+			if plain {
+				// what strconv.Unquote returns for a quoted ASCII string
+				// without escapes or newlines
+				kv.set(k, b[i+1:j])
+			} else {
+				v, err := strconv.Unquote(string(b[i : j+1]))
+				if err != nil {
+					return fmt.Errorf("quoted value of %s: %w", key, err)
+				}
+				kv.set(k, []byte(v))
 			}
-			kv[key] = v
 			i = j + 1
 		case '[', '{':
 			j, depth, inStr := i, 0, false
@@ -214,17 +366,17 @@ func parseKV(b []byte, kv map[string]string) error {
 			if j >= len(b) {
 				return fmt.Errorf("unterminated value of %s", key)
 			}
-			kv[key] = string(b[i : j+1])
+			kv.set(k, b[i:j+1])
 			i = j + 1
 		case '<':
-			kv[key] = "" // multi-line value, skipped by the caller
+			kv.set(k, nil) // multi-line value, skipped by the caller
 			i++
 		default:
 			j := bytes.IndexByte(b[i:], ' ')
 			if j < 0 {
 				j = len(b) - i
 			}
-			kv[key] = string(b[i : i+j])
+			kv.set(k, b[i:i+j])
 			i += j
 		}
 	}
@@ -242,15 +394,15 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return time.Time{}, fmt.Errorf("klog JSON line: %w", err)
 	}
-	clear(h.kv)
+	h.kv.reset()
 	for k, v := range m {
 		switch v := v.(type) {
 		case string:
-			h.kv[k] = v
+			h.kv.set(keyOf([]byte(k)), []byte(v))
 		case float64:
-			h.kv[k] = strconv.FormatFloat(v, 'f', -1, 64)
+			h.kv.set(keyOf([]byte(k)), strconv.AppendFloat(nil, v, 'f', -1, 64))
 		case bool:
-			h.kv[k] = strconv.FormatBool(v)
+			h.kv.set(keyOf([]byte(k)), strconv.AppendBool(nil, v))
 		}
 	}
 	ts, ok := m["ts"].(float64)
@@ -265,48 +417,48 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 // fill builds a Request from the parsed key/values of a line that
 // completed at ts.
 func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
-	kv := h.kv
+	kv := &h.kv
 	if err := complete(kv); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	*r = Request{Source: where}
-	r.Verb = kv["verb"]
+	r.Verb = h.in.get(kv.v[kVerb])
 	r.Method = methodOf(r.Verb)
 	if r.Method == "" {
 		return fmt.Errorf("%s: unknown verb %q", where, r.Verb)
 	}
-	r.URI = kv["URI"]
+	r.URI = kv.str(kURI)
 	if r.URI == "" || r.URI[0] != '/' {
 		return fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI)
 	}
 	var err error
-	if r.Latency, err = durationKV(kv, "latency"); err != nil {
+	if r.Latency, err = durationKV(kv, kLatency); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	r.Arrival = ts.Add(-r.Latency)
-	r.UserAgent = kv["userAgent"]
-	r.SourceIP = kv["srcIP"]
-	r.AuditID = kv["audit-ID"]
-	r.FlowSchema, r.PriorityLevel = kv["apf_fs"], kv["apf_pl"]
-	if v, ok := kv["resp"]; ok {
-		if r.Status, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s: resp %q is not a status code", where, v)
+	r.UserAgent = h.in.get(kv.v[kUserAgent])
+	r.SourceIP = h.in.get(kv.v[kSrcIP])
+	r.AuditID = kv.str(kAuditID)
+	r.FlowSchema, r.PriorityLevel = h.in.get(kv.v[kFS]), h.in.get(kv.v[kPL])
+	if kv.has[kResp] {
+		if r.Status, err = atoi(kv.v[kResp]); err != nil {
+			return fmt.Errorf("%s: resp %q is not a status code", where, kv.v[kResp])
 		}
 	}
-	if _, ok := kv["apf_execution_time"]; ok {
-		if r.ServiceTime, err = durationKV(kv, "apf_execution_time"); err != nil {
+	if kv.has[kExecutionTime] {
+		if r.ServiceTime, err = durationKV(kv, kExecutionTime); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		r.HasServiceTime = true
 	}
-	if _, ok := kv["apf_iseats"]; ok {
-		if r.InitialSeats, err = seatsKV(kv, "apf_iseats"); err != nil {
+	if kv.has[kISeats] {
+		if r.InitialSeats, err = seatsKV(kv, kISeats); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if r.FinalSeats, err = seatsKV(kv, "apf_fseats"); err != nil {
+		if r.FinalSeats, err = seatsKV(kv, kFSeats); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if r.AdditionalLatency, err = durationKV(kv, "apf_additionalLatency"); err != nil {
+		if r.AdditionalLatency, err = durationKV(kv, kAdditionalLatency); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		r.HasSeats = true
@@ -314,56 +466,140 @@ func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	return nil
 }
 
+// atoi is strconv.Atoi without a copy for the common case of a few digits.
+func atoi(b []byte) (int, error) {
+	if n := len(b); n > 0 && n <= 9 {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return strconv.Atoi(string(b))
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, nil
+	}
+	return strconv.Atoi(string(b))
+}
+
 // complete checks that a line has the fields kube-apiserver always writes
 // together (httplog.go:respLogger.Log ends every line with resp= or
 // hijacked=; priority-and-fairness.go adds apf_pl with apf_fs, and
 // apf_iseats with apf_fseats and apf_additionalLatency): a line missing one
 // was cut short, and what it does carry cannot be trusted.
-func complete(kv map[string]string) error {
-	_, resp := kv["resp"]
-	_, hijacked := kv["hijacked"]
-	if !resp && !hijacked {
+func complete(kv *kvs) error {
+	if !kv.has[kResp] && !kv.has[kHijacked] {
 		return fmt.Errorf("httplog line without resp= (cut short?)")
 	}
-	for _, group := range [][]string{{"apf_pl", "apf_fs"}, {"apf_iseats", "apf_fseats", "apf_additionalLatency"}} {
-		var have, missing []string
+	for _, group := range [][]int{{kPL, kFS}, {kISeats, kFSeats, kAdditionalLatency}} {
+		n := 0
 		for _, k := range group {
-			if _, ok := kv[k]; ok {
-				have = append(have, k)
-			} else {
-				missing = append(missing, k)
+			if kv.has[k] {
+				n++
 			}
 		}
-		if len(have) > 0 && len(missing) > 0 {
-			return fmt.Errorf("httplog line with %s but without %s (cut short?)", strings.Join(have, ", "), strings.Join(missing, ", "))
+		if n == 0 || n == len(group) {
+			continue
 		}
+		var have, missing []string
+		for _, k := range group {
+			if kv.has[k] {
+				have = append(have, keyNames[k])
+			} else {
+				missing = append(missing, keyNames[k])
+			}
+		}
+		return fmt.Errorf("httplog line with %s but without %s (cut short?)", strings.Join(have, ", "), strings.Join(missing, ", "))
 	}
 	return nil
 }
 
-func durationKV(kv map[string]string, key string) (time.Duration, error) {
-	v, ok := kv[key]
-	if !ok {
+func durationKV(kv *kvs, key int) (time.Duration, error) {
+	if !kv.has[key] {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	v := kv.v[key]
+	d, err := parseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a duration: %w", key, v, err)
+		return 0, fmt.Errorf("%s %q is not a duration: %w", keyNames[key], v, err)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%s %q is negative", key, v)
+		return 0, fmt.Errorf("%s %q is negative", keyNames[key], v)
 	}
 	return d, nil
 }
 
-func seatsKV(kv map[string]string, key string) (uint64, error) {
-	v, ok := kv[key]
-	if !ok {
+func seatsKV(kv *kvs, key int) (uint64, error) {
+	if !kv.has[key] {
 		return 0, nil
 	}
-	n, err := strconv.ParseUint(v, 10, 32)
+	v := kv.v[key]
+	if n := len(v); n > 0 && n <= 9 {
+		var x uint64
+		for _, c := range v {
+			if c < '0' || c > '9' {
+				x = 1 << 63
+				break
+			}
+			x = x*10 + uint64(c-'0')
+		}
+		if x <= 1<<32-1 {
+			return x, nil
+		}
+	}
+	n, err := strconv.ParseUint(string(v), 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a seat count: %w", key, v, err)
+		return 0, fmt.Errorf("%s %q is not a seat count: %w", keyNames[key], v, err)
 	}
 	return n, nil
+}
+
+// parseDuration is time.ParseDuration for a number with one unit
+// ("36.994839ms", "0s"), computed as time.ParseDuration does, without a
+// copy of b; anything else goes to time.ParseDuration.
+func parseDuration(b []byte) (time.Duration, error) {
+	i, v := 0, uint64(0)
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' && i < 15 {
+		v = v*10 + uint64(b[i]-'0')
+		i++
+	}
+	pre := i > 0
+	var f uint64
+	scale := 1.0
+	post := false
+	if i < len(b) && b[i] == '.' {
+		i++
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-j < 15 {
+			f = f*10 + uint64(b[i]-'0')
+			scale *= 10
+			i++
+		}
+		post = i > j
+	}
+	var unit uint64
+	switch string(b[i:]) {
+	case "ns":
+		unit = uint64(time.Nanosecond)
+	case "us":
+		unit = uint64(time.Microsecond)
+	case "ms":
+		unit = uint64(time.Millisecond)
+	case "s":
+		unit = uint64(time.Second)
+	case "m":
+		unit = uint64(time.Minute)
+	case "h":
+		unit = uint64(time.Hour)
+	}
+	if unit == 0 || !pre && !post || v > 1<<63/unit {
+		return time.ParseDuration(string(b))
+	}
+	v *= unit
+	if f > 0 {
+		v += uint64(float64(f) * (float64(unit) / scale))
+	}
+	if v > 1<<63-1 {
+		return time.ParseDuration(string(b))
+	}
+	return time.Duration(v), nil
 }

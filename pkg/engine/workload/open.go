@@ -263,12 +263,21 @@ type JoinStats struct {
 type joined struct {
 	logs, audits Reader
 	slack        time.Duration
-	pending      map[string]Request
+	pending      map[string]identity
 	order        []string // audit IDs in arrival order, for eviction
 	head         Request
 	haveHead     bool
 	auditDone    bool
 	stats        *JoinStats
+}
+
+// identity is what a join takes from an audit event.
+type identity struct {
+	arrival                    time.Time
+	user                       string
+	groups                     []string
+	queueWait, preAPF, total   time.Duration
+	hasQueueWait, hasLatencies bool
 }
 
 // Join adds the identity of audit events to httplog requests with the same
@@ -285,7 +294,7 @@ func Join(httplog, audit Reader, slack time.Duration, stats *JoinStats) Reader {
 	if stats == nil {
 		stats = &JoinStats{}
 	}
-	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]Request{}, stats: stats}
+	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]identity{}, stats: stats}
 }
 
 func (j *joined) Next(r *Request) error {
@@ -329,16 +338,17 @@ func (j *joined) Next(r *Request) error {
 		if j.head.Arrival.After(r.Arrival.Add(j.slack)) {
 			break
 		}
-		if j.head.AuditID != "" {
-			j.pending[j.head.AuditID] = j.head
-			j.order = append(j.order, j.head.AuditID)
+		if a := &j.head; a.AuditID != "" {
+			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, groups: a.Groups,
+				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
+			j.order = append(j.order, a.AuditID)
 		}
 		j.haveHead = false
 	}
 	// evict events that arrived long before this request
 	for len(j.order) > 0 {
 		a, ok := j.pending[j.order[0]]
-		if ok && !a.Arrival.Before(r.Arrival.Add(-j.slack)) {
+		if ok && !a.arrival.Before(r.Arrival.Add(-j.slack)) {
 			break
 		}
 		if ok {
@@ -349,9 +359,9 @@ func (j *joined) Next(r *Request) error {
 	}
 	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
 		delete(j.pending, r.AuditID)
-		r.User, r.Groups, r.UserKnown = a.User, a.Groups, true
-		r.QueueWait, r.HasQueueWait = a.QueueWait, a.HasQueueWait
-		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.PreAPF, a.TotalLatency, a.HasLatencyAnnotations
+		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
+		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
+		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
 		j.stats.Matched++
 	} else {
 		j.stats.Unmatched++

@@ -3,10 +3,10 @@ package workload
 import (
 	"bufio"
 	"bytes"
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -89,6 +89,13 @@ type Options struct {
 	// that arrived earlier than that (long watches) are clamped to the
 	// window's edge and counted in Stats.Clamped.
 	ReorderWindow time.Duration
+	// MaxHeld bounds the requests held to restore arrival order (default
+	// 65,536), so that memory does not grow with the request rate either:
+	// when more requests than that completed within ReorderWindow, the
+	// window is as long as the last MaxHeld requests span (at 2,000
+	// requests a second, 33 s), and requests that arrived before it are
+	// clamped to its edge like those before ReorderWindow.
+	MaxHeld int
 	// MaxLineBytes bounds one line (default 16 MiB).
 	MaxLineBytes int
 	// Lenient skips a line that cannot be read as a request (malformed, or
@@ -108,10 +115,16 @@ func (o *Options) defaults() {
 	if o.ReorderWindow == 0 {
 		o.ReorderWindow = 2 * time.Minute
 	}
+	if o.MaxHeld <= 0 {
+		o.MaxHeld = DefaultMaxHeld
+	}
 	if o.MaxLineBytes == 0 {
 		o.MaxLineBytes = 16 << 20
 	}
 }
+
+// DefaultMaxHeld is the default of Options.MaxHeld.
+const DefaultMaxHeld = 1 << 16
 
 // Stats counts what a reader skipped.
 type Stats struct {
@@ -121,7 +134,8 @@ type Stats struct {
 	// stages other than ResponseComplete and Panic).
 	Skipped int64
 	// Clamped counts requests whose arrival fell before the re-ordering
-	// window and was moved to its edge.
+	// window (ReorderWindow, or the span of the last MaxHeld requests) and
+	// was moved to its edge.
 	Clamped int64
 	// PeakHeld is the most requests held at once to restore arrival order:
 	// what the reader's memory grows with (not the input's length).
@@ -177,41 +191,25 @@ func (l *lineScanner) next() ([]byte, error) {
 	return bytes.TrimRight(l.sc.Bytes(), "\r"), nil
 }
 
-func (l *lineScanner) where() string { return fmt.Sprintf("%s:%d", l.name, l.line) }
+func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l.line, 10) }
 
 // reorder puts requests that are logged at completion back in arrival
-// order, holding only those within the window.
+// order, holding only those within the window. Requests of equal arrival
+// keep the order of the log.
 type reorder struct {
 	src     func(*Request) (completed time.Time, err error)
 	window  time.Duration
-	h       reqHeap
+	q       arrivalQueue
 	horizon time.Time // latest completion seen
 	emitted time.Time // arrival of the last request returned
 	done    bool
 	stats   *Stats
 }
 
-type reqHeap []*Request
-
-func (h reqHeap) Len() int { return len(h) }
-func (h reqHeap) Less(i, j int) bool {
-	return h[i].Arrival.Before(h[j].Arrival)
-}
-func (h reqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *reqHeap) Push(x any)   { *h = append(*h, x.(*Request)) }
-func (h *reqHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
-}
-
 func (ro *reorder) Next(out *Request) error {
 	for {
-		if ro.h.Len() > 0 && (ro.done || ro.h[0].Arrival.Before(ro.horizon.Add(-ro.window))) {
-			r := heap.Pop(&ro.h).(*Request)
-			*out = *r
+		if ro.q.len() > 0 && (ro.done || ro.q.len() > ro.q.maxHeld || ro.q.first().Before(ro.horizon.Add(-ro.window))) {
+			ro.q.pop(out)
 			ro.emitted = out.Arrival
 			ro.stats.Records++
 			return nil
@@ -219,7 +217,7 @@ func (ro *reorder) Next(out *Request) error {
 		if ro.done {
 			return io.EOF
 		}
-		r := new(Request)
+		r := ro.q.next()
 		completed, err := ro.src(r)
 		if errors.Is(err, io.EOF) {
 			ro.done = true
@@ -235,9 +233,77 @@ func (ro *reorder) Next(out *Request) error {
 			r.Arrival = ro.emitted
 			ro.stats.Clamped++
 		}
-		heap.Push(&ro.h, r)
-		ro.stats.PeakHeld = max(ro.stats.PeakHeld, ro.h.Len())
+		ro.q.push()
+		ro.stats.PeakHeld = max(ro.stats.PeakHeld, ro.q.len())
 	}
+}
+
+// arrivalQueue holds requests sorted by arrival, stable: a ring of slots
+// whose order is kept by insertion. Requests are logged at completion, so
+// a new one usually belongs at or near the back (a binary search finds its
+// place and the few later ones move up); the slots are reused, so holding
+// requests allocates only when the window grows.
+type arrivalQueue struct {
+	slots   []*Request // ring storage; slots[(head+i)%len] is the i-th
+	head    int
+	n       int
+	maxHeld int
+}
+
+func (q *arrivalQueue) len() int { return q.n }
+
+func (q *arrivalQueue) at(i int) *Request { return q.slots[(q.head+i)%len(q.slots)] }
+
+func (q *arrivalQueue) first() time.Time { return q.at(0).Arrival }
+
+// next returns the slot to read the next request into; push then inserts
+// it in order.
+func (q *arrivalQueue) next() *Request {
+	if q.n == len(q.slots) {
+		// the queue holds at most maxHeld+1 requests: the ring need not
+		// be larger (every slot gets a request of its own)
+		grown := make([]*Request, min(max(2*len(q.slots), 64), max(q.maxHeld+1, len(q.slots)+1)))
+		for i := range q.n {
+			grown[i] = q.at(i)
+		}
+		q.slots, q.head = grown, 0
+	}
+	i := (q.head + q.n) % len(q.slots)
+	if q.slots[i] == nil {
+		q.slots[i] = new(Request)
+	}
+	return q.slots[i]
+}
+
+func (q *arrivalQueue) push() {
+	r := q.at(q.n)
+	// the first position whose arrival is after r's
+	lo, hi := 0, q.n
+	if hi > 0 && !r.Arrival.Before(q.at(hi-1).Arrival) {
+		lo = hi
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.Arrival.Before(q.at(m).Arrival) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	for i := q.n; i > lo; i-- {
+		q.slots[(q.head+i)%len(q.slots)] = q.at(i - 1)
+	}
+	q.slots[(q.head+lo)%len(q.slots)] = r
+	q.n++
+}
+
+// pop copies the first request to out; its slot is reused.
+func (q *arrivalQueue) pop(out *Request) {
+	r := q.slots[q.head]
+	*out = *r
+	*r = Request{}
+	q.head = (q.head + 1) % len(q.slots)
+	q.n--
 }
 
 // methodOf maps a recorded verb to the HTTP method that produces it.

@@ -312,3 +312,49 @@ func TestHTTPLogReaderStreams(t *testing.T) {
 		t.Errorf("reader held %d requests at once; it should hold only its window's", st.PeakHeld)
 	}
 }
+
+// TestReorderMaxHeld checks that the requests held to restore arrival
+// order are bounded by count as well as by time: a request that arrived
+// before the last MaxHeld requests is clamped to their edge and counted,
+// while with room enough it takes its place in arrival order.
+func TestReorderMaxHeld(t *testing.T) {
+	// completions 1 ms apart; the fifth request took 3.5 ms, so it arrived
+	// between the first and the second
+	var b strings.Builder
+	base := time.Date(2000, 11, 21, 14, 0, 0, 0, time.UTC)
+	for i := range 8 {
+		lat := "100us"
+		if i == 4 {
+			lat = "3500us"
+		}
+		fmt.Fprintf(&b, "I%s       1 httplog.go:134] \"HTTP\" verb=\"GET\" URI=\"/api/v1/namespaces/ns/pods/p%d\" latency=%q userAgent=\"x\" audit-ID=\"%d\" resp=200\n",
+			base.Add(time.Duration(i)*time.Millisecond).Format("0102 15:04:05.000000"), i, lat, i)
+	}
+	for _, tc := range []struct {
+		maxHeld     int
+		wantClamped int64
+		wantOrder   string
+	}{
+		{0, 0, "/p0 /p4 /p1 /p2 /p3 /p5 /p6 /p7"},
+		{2, 1, "/p0 /p1 /p4 /p2 /p3 /p5 /p6 /p7"}, // clamped to /p1's arrival
+	} {
+		st := &Stats{}
+		rs, err := readAll(t, NewHTTPLogReader(strings.NewReader(b.String()), "t", Options{MaxHeld: tc.maxHeld}, st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for i, r := range rs {
+			order = append(order, r.URI[strings.LastIndex(r.URI, "/"):])
+			if i > 0 && r.Arrival.Before(rs[i-1].Arrival) {
+				t.Errorf("MaxHeld %d: request %d out of arrival order", tc.maxHeld, i)
+			}
+		}
+		if got := strings.Join(order, " "); got != tc.wantOrder || st.Clamped != tc.wantClamped {
+			t.Errorf("MaxHeld %d: order %s with %d clamped, want %s with %d", tc.maxHeld, got, st.Clamped, tc.wantOrder, tc.wantClamped)
+		}
+		if tc.maxHeld > 0 && st.PeakHeld > tc.maxHeld+1 {
+			t.Errorf("MaxHeld %d: held %d requests at once", tc.maxHeld, st.PeakHeld)
+		}
+	}
+}

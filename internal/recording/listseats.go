@@ -1,0 +1,91 @@
+package recording
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// ListSeatsResult is how the LISTs of an apiserver's httplog compare with
+// engine.ListSeats.
+type ListSeatsResult struct {
+	// Total LISTs compared (served, with logged seats and a known count),
+	// Agree of them with the same seats, Wide of them logged above 1 seat.
+	Total, Agree, Wide int
+	// ByServerSeats counts the compared LISTs by the seats the server logged.
+	ByServerSeats map[uint64]int
+	// Disagreements describe the LISTs whose seats differ.
+	Disagreements []string
+	// Seats is, per compared LIST, its URI and level with the server's seats.
+	Seats []string
+}
+
+// LevelLimits are the limits of the levels of snap's objects at the given
+// server concurrency limit, by level name.
+func LevelLimits(snap *dump.Snapshot, serverCL int) map[string]engine.LevelLimits {
+	var fss []*flowcontrolv1.FlowSchema
+	for i := range snap.FlowSchemas {
+		fss = append(fss, &snap.FlowSchemas[i])
+	}
+	var pls []*flowcontrolv1.PriorityLevelConfiguration
+	for i := range snap.PriorityLevels {
+		pls = append(pls, &snap.PriorityLevels[i])
+	}
+	limits := map[string]engine.LevelLimits{}
+	for _, l := range engine.NewConfig(fss, pls).Limits(serverCL) {
+		limits[l.Name] = l
+	}
+	return limits
+}
+
+// CompareListSeats sizes every LIST of the httplog file that the server
+// served with the seats upstream's LIST estimator of rel gives it from
+// counts (engine.ListSeats, capped by its level's max seats in limits) and
+// compares them with the seats the server logged (apf_iseats).
+func CompareListSeats(httplog string, rel engine.Release, counts engine.ObjectCounts, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
+	res := ListSeatsResult{ByServerSeats: map[uint64]int{}}
+	files, err := workload.OpenFiles([]string{httplog}, workload.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer files.Close()
+	var w workload.Request
+	for {
+		err := files.Next(&w)
+		if errors.Is(err, io.EOF) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		if !w.HasSeats || w.Status == 429 {
+			continue
+		}
+		er, err := engine.ParseRequest(w.Method, w.URI, engine.Identity{})
+		if err != nil || er.Info.Verb != "list" {
+			continue
+		}
+		got, ok := engine.ListSeats(rel, er, counts, limits[w.PriorityLevel].MaxSeats)
+		if !ok {
+			continue
+		}
+		res.Total++
+		res.ByServerSeats[w.InitialSeats]++
+		res.Seats = append(res.Seats, fmt.Sprintf("%s in %s: %d", w.URI, w.PriorityLevel, w.InitialSeats))
+		if w.InitialSeats > 1 {
+			res.Wide++
+		}
+		if got == w.InitialSeats {
+			res.Agree++
+		} else {
+			res.Disagreements = append(res.Disagreements, fmt.Sprintf("%s: %s in %s: the engine replaying %s says %d seats, the server logged %d",
+				w.Source, w.URI, w.PriorityLevel, rel, got, w.InitialSeats))
+		}
+	}
+}

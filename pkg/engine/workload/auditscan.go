@@ -1,0 +1,554 @@
+package workload
+
+import (
+	"bytes"
+	"time"
+)
+
+// scanAuditEvent is a fast path for json.Unmarshal(line, ev): a single
+// scan over the line that fills only the fields of auditEvent, validates
+// the JSON syntax of everything it skips, and allocates only the strings
+// it keeps (interned through in where they repeat). It gives up, returning
+// false, on anything it does not handle exactly as encoding/json does (a
+// string with escapes or non-ASCII bytes among the fields it keeps, a key
+// that only case-insensitively matches a field, a duplicate field, a
+// number that is not a plain integer, any syntax error): the caller then
+// uses encoding/json, so the result never depends on the path.
+func scanAuditEvent(line []byte, ev *auditEvent, in *interner) bool {
+	s := jscan{b: line}
+	*ev = auditEvent{}
+	// the string fields; the IDs and paths, unique, are not interned
+	strs := [...]*string{fKind: &ev.Kind, fAPIVersion: &ev.APIVersion, fAuditID: &ev.AuditID, fStage: &ev.Stage,
+		fRequestURI: &ev.RequestURI, fVerb: &ev.Verb, fUserAgent: &ev.UserAgent}
+	ok := s.members(auditFieldNames[:], 0, func(f int) bool {
+		switch f {
+		case fAuditID, fRequestURI:
+			return s.str(strs[f], nil)
+		case fKind, fAPIVersion, fStage, fVerb, fUserAgent:
+			return s.str(strs[f], in)
+		case fUser:
+			return s.user(&ev.User.Username, &ev.User.Groups, in, false)
+		case fImpersonatedUser:
+			if s.null() {
+				return true
+			}
+			ev.ImpersonatedUser = &auditUser{}
+			return s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
+		case fSourceIPs:
+			return s.strings(&ev.SourceIPs, in)
+		case fObjectRef:
+			return s.objectRef(ev, in)
+		case fResponseStatus:
+			return s.responseStatus(ev)
+		case fRequestReceivedTimestamp:
+			return s.time(&ev.RequestReceivedTimestamp)
+		case fStageTimestamp:
+			return s.time(&ev.StageTimestamp)
+		case fAnnotations:
+			return s.annotations(&ev.Annotations)
+		}
+		return false
+	})
+	if !ok {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// The fields of auditEvent, as bits of a set.
+const (
+	fKind = iota
+	fAPIVersion
+	fAuditID
+	fStage
+	fRequestURI
+	fVerb
+	fUser
+	fImpersonatedUser
+	fUserAgent
+	fSourceIPs
+	fObjectRef
+	fResponseStatus
+	fRequestReceivedTimestamp
+	fStageTimestamp
+	fAnnotations
+	// fieldUnknownFolded is a key that equals a field's name only when case
+	// is ignored, which encoding/json would decode into that field
+	fieldUnknownFolded = 31
+)
+
+var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "requestURI", "verb", "user", "impersonatedUser",
+	"userAgent", "sourceIPs", "objectRef", "responseStatus", "requestReceivedTimestamp", "stageTimestamp", "annotations"}
+
+// members scans an object whose keys of interest are names: fn is called
+// with the index of each such key, the scanner at its value, which fn must
+// consume; other keys' values are skipped (checked, at depth). A key that
+// matches a name only when case is ignored, or comes twice, makes it give
+// up, as encoding/json would decode it into the same field.
+func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		f := fieldOf(key, names)
+		if f < 0 {
+			return s.skipValue(depth)
+		}
+		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
+			return false
+		}
+		seen |= 1 << f
+		return fn(f)
+	})
+}
+
+// fieldOf returns the index of key in names, -1 for none, or
+// fieldUnknownFolded.
+func fieldOf(key []byte, names []string) int {
+	for i, n := range names {
+		if string(key) == n {
+			return i
+		}
+	}
+	for _, n := range names {
+		if len(n) == len(key) && bytes.EqualFold(key, []byte(n)) {
+			return fieldUnknownFolded
+		}
+	}
+	return -1
+}
+
+// jscan is a JSON scanner over one value.
+type jscan struct {
+	b []byte
+	i int
+}
+
+func (s *jscan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips white space and returns the next byte (0 at the end).
+func (s *jscan) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// null consumes a null if one comes next.
+func (s *jscan) null() bool {
+	if s.peek() == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// object scans an object, calling member for every key with the scanner
+// at its value, which member must consume.
+func (s *jscan) object(member func(key []byte) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		key, ok := s.rawString()
+		if !ok || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// rawString scans a string without escapes or bytes above ASCII and
+// returns its contents.
+func (s *jscan) rawString() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str scans a string or null into *dst, interned through in when not nil.
+func (s *jscan) str(dst *string, in *interner) bool {
+	if s.null() {
+		return true
+	}
+	v, ok := s.rawString()
+	if !ok {
+		return false
+	}
+	if in != nil {
+		*dst = in.get(v)
+	} else {
+		*dst = string(v)
+	}
+	return true
+}
+
+// strings scans an array of strings, or null, into *dst; the array is
+// interned as a whole.
+func (s *jscan) strings(dst *[]string, in *interner) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '[' {
+		return false
+	}
+	start := s.i
+	s.i++
+	n := 0
+	if s.peek() == ']' {
+		s.i++
+	} else {
+		for {
+			if _, ok := s.rawString(); !ok {
+				return false
+			}
+			n++
+			switch s.peek() {
+			case ',':
+				s.i++
+				continue
+			case ']':
+				s.i++
+			default:
+				return false
+			}
+			break
+		}
+	}
+	raw := s.b[start:s.i]
+	if v, ok := in.lists[string(raw)]; ok {
+		*dst = v
+		return true
+	}
+	out := make([]string, 0, n)
+	t := jscan{b: raw, i: 1}
+	for range n {
+		t.ws()
+		if t.b[t.i] == ',' {
+			t.i++
+		}
+		v, _ := t.rawString()
+		out = append(out, in.get(v))
+	}
+	if len(in.lists) < maxInterned {
+		in.lists[string(raw)] = out
+	}
+	*dst = out
+	return true
+}
+
+// user scans an audit UserInfo: username and groups.
+func (s *jscan) user(name *string, groups *[]string, in *interner, pointer bool) bool {
+	if !pointer && s.null() {
+		return true
+	}
+	return s.members(userFieldNames[:], 1, func(f int) bool {
+		if f == 0 {
+			return s.str(name, in)
+		}
+		return s.strings(groups, in)
+	})
+}
+
+var userFieldNames = [...]string{"username", "groups"}
+
+var objectRefFieldNames = [...]string{"resource", "namespace", "name", "apiGroup", "apiVersion", "subresource"}
+
+func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
+	if s.null() {
+		return true
+	}
+	o := &auditObjectRef{}
+	ev.ObjectRef = o
+	dst := [...]*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource}
+	return s.members(objectRefFieldNames[:], 1, func(f int) bool { return s.str(dst[f], in) })
+}
+
+var responseStatusFieldNames = [...]string{"code"}
+
+func (s *jscan) responseStatus(ev *auditEvent) bool {
+	if s.null() {
+		return true
+	}
+	ev.ResponseStatus = &auditStatus{}
+	return s.members(responseStatusFieldNames[:], 1, func(int) bool {
+		if s.null() {
+			return true
+		}
+		// a plain integer of at most 9 digits: anything else is left to
+		// encoding/json (fractions and exponents are errors for an int)
+		s.ws()
+		neg := false
+		if s.i < len(s.b) && s.b[s.i] == '-' {
+			neg = true
+			s.i++
+		}
+		start, v := s.i, 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			v = v*10 + int(s.b[s.i]-'0')
+			s.i++
+		}
+		n := s.i - start
+		if n == 0 || n > 9 || (n > 1 && s.b[start] == '0') {
+			return false
+		}
+		if s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '.', 'e', 'E':
+				return false
+			}
+		}
+		if neg {
+			v = -v
+		}
+		ev.ResponseStatus.Code = v
+		return true
+	})
+}
+
+// time scans an RFC 3339 string, or null, as time.Time's UnmarshalJSON does.
+func (s *jscan) time(dst *time.Time) bool {
+	if s.null() {
+		return true
+	}
+	start := s.i
+	if _, ok := s.rawString(); !ok {
+		return false
+	}
+	return dst.UnmarshalJSON(s.b[start:s.i]) == nil
+}
+
+// annotations keeps the latency annotations of an object of strings.
+func (s *jscan) annotations(dst *map[string]string) bool {
+	if s.null() {
+		return true
+	}
+	return s.object(func(key []byte) bool {
+		// any string value is accepted by encoding/json, escapes included;
+		// only the latency annotations are kept
+		var keep string
+		switch string(key) {
+		case annotationQueueWait, annotationAuthentication, annotationImpersonation, annotationTotal:
+			keep = string(key)
+		}
+		if keep == "" {
+			if s.peek() != '"' {
+				return false
+			}
+			return s.skipValue(1)
+		}
+		var v string
+		if !s.str(&v, nil) {
+			return false
+		}
+		if *dst == nil {
+			*dst = map[string]string{}
+		}
+		if _, dup := (*dst)[keep]; dup {
+			return false
+		}
+		(*dst)[keep] = v
+		return true
+	})
+}
+
+// maxDepth bounds the nesting skipValue follows.
+const maxDepth = 64
+
+// skipValue scans any JSON value, checking its syntax.
+func (s *jscan) skipValue(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch c := s.peek(); {
+	case c == '{':
+		return s.object(func([]byte) bool { return s.skipValue(depth + 1) })
+	case c == '[':
+		s.i++
+		if s.peek() == ']' {
+			s.i++
+			return true
+		}
+		for {
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			switch s.peek() {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case c == '"':
+		return s.skipString()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+func (s *jscan) literal(lit string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+// skipString scans a string with any escapes, checking them.
+func (s *jscan) skipString() bool {
+	j := s.i + 1
+	for j < len(s.b) {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			s.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if j+1 >= len(s.b) {
+				return false
+			}
+			switch s.b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(s.b) {
+					return false
+				}
+				for _, h := range s.b[j+2 : j+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				j += 6
+			default:
+				return false
+			}
+		default:
+			j++
+		}
+	}
+	return false
+}
+
+// number scans a JSON number.
+func (s *jscan) number() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digitsFrom(b, i+1); i < 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digitsFrom(b, i); i < 0 {
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
+
+// digitsFrom returns the end of the run of digits at b[i:], -1 if there
+// is none.
+func digitsFrom(b []byte, i int) int {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return -1
+	}
+	return i
+}
+
+// maxInterned bounds an interner: past it, values are allocated afresh.
+const maxInterned = 1 << 16
+
+// interner shares the strings that repeat from record to record (users,
+// groups, user agents, verbs, level names), so the records a reader holds
+// to restore arrival order cost little beyond their paths and IDs.
+type interner struct {
+	strs  map[string]string
+	lists map[string][]string
+}
+
+func newInterner() *interner {
+	return &interner{strs: map[string]string{}, lists: map[string][]string{}}
+}
+
+func (in *interner) get(b []byte) string {
+	if s, ok := in.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(in.strs) < maxInterned {
+		in.strs[s] = s
+	}
+	return s
+}

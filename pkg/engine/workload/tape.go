@@ -1,0 +1,464 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tape keeps the requests a reader yielded, in a compact binary form, so
+// that later passes over the workload (calibration, and the fixed point of
+// an audit-only workload) replay them without reading and parsing the
+// input again. Strings that repeat (users, groups, verbs, user agents,
+// client addresses, levels, file names) are stored once; audit IDs that are
+// UUIDs take 16 bytes. A request takes about 60 bytes plus its path.
+//
+// The first MemoryLimit bytes stay in memory (about 75,000 requests by
+// default); the rest go to a temporary file, so that memory does not grow
+// with the input.
+type Tape struct {
+	// MemoryLimit is how many bytes of records are kept in memory before
+	// the tape spills to a temporary file (default 8 MiB).
+	MemoryLimit int
+	// Dir is where the temporary file goes (default os.TempDir()).
+	Dir string
+
+	mem      [][]byte // chunks of tapeChunk bytes
+	memBytes int
+	spill    *os.File
+	spillW   *bufio.Writer
+	spilled  int64
+	n        int64
+	strs     map[string]uint64
+	strTab   []string
+	lists    map[string]uint64
+	listPtrs map[listPtr]uint64
+	listTab  [][]string
+	locs     map[*time.Location]uint64
+	locTab   []*time.Location
+	scratch  []byte
+	err      error
+	recorded bool
+}
+
+// NewTape returns an empty tape.
+func NewTape() *Tape {
+	return &Tape{strs: map[string]uint64{}, lists: map[string]uint64{}, listPtrs: map[listPtr]uint64{}, locs: map[*time.Location]uint64{}}
+}
+
+// Len returns how many requests the tape holds.
+func (t *Tape) Len() int64 { return t.n }
+
+// Bytes returns the size of the records (in memory and spilled).
+func (t *Tape) Bytes() int64 { return int64(t.memBytes) + t.spilled }
+
+// tapeChunk is the size of the tape's chunks of memory: the tape grows by
+// chunks, not by copying what it holds.
+const tapeChunk = 1 << 20
+
+// Close removes the temporary file, if any.
+func (t *Tape) Close() error {
+	if t.spill == nil {
+		return nil
+	}
+	name := t.spill.Name()
+	err := t.spill.Close()
+	t.spill = nil
+	return errors.Join(err, os.Remove(name))
+}
+
+// Record returns a reader that yields src's requests and keeps each on the
+// tape. A tape records one reader, once.
+func (t *Tape) Record(src Reader) Reader {
+	if t.recorded {
+		return errReader{errors.New("the tape has already recorded a workload")}
+	}
+	t.recorded = true
+	return &taping{t: t, src: src}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Next(*Request) error { return e.err }
+
+type taping struct {
+	t   *Tape
+	src Reader
+}
+
+func (tp *taping) Next(r *Request) error {
+	if err := tp.src.Next(r); err != nil {
+		return err
+	}
+	return tp.t.append(r)
+}
+
+// Reader returns a reader of the requests on the tape, from the first.
+// Several readers may read the tape, one after the other or at once, once
+// its recording has ended.
+func (t *Tape) Reader() Reader {
+	if t.err != nil {
+		return errReader{t.err}
+	}
+	srcs := make([]io.Reader, 0, len(t.mem)+1)
+	for _, c := range t.mem {
+		srcs = append(srcs, bytes.NewReader(c))
+	}
+	if t.spill != nil {
+		if err := t.spillW.Flush(); err != nil {
+			return errReader{fmt.Errorf("writing the workload's temporary copy: %w", err)}
+		}
+		srcs = append(srcs, io.NewSectionReader(t.spill, 0, t.spilled))
+	}
+	src := io.MultiReader(srcs...)
+	return &tapeReader{t: t, left: t.n, dec: decoder{br: bufio.NewReaderSize(src, 1<<16)}}
+}
+
+// The flags of a record.
+const (
+	tUserKnown = 1 << iota
+	tHasServiceTime
+	tHasSeats
+	tHasQueueWait
+	tHasLatencyAnnotations
+	tGroupsNil
+	tUUID
+	tSourceNumbered
+)
+
+func (t *Tape) append(r *Request) error {
+	if t.err != nil {
+		return t.err
+	}
+	b := t.scratch[:0]
+	var flags uint64
+	for _, f := range []struct {
+		on  bool
+		bit uint64
+	}{{r.UserKnown, tUserKnown}, {r.HasServiceTime, tHasServiceTime}, {r.HasSeats, tHasSeats}, {r.HasQueueWait, tHasQueueWait},
+		{r.HasLatencyAnnotations, tHasLatencyAnnotations}, {r.Groups == nil, tGroupsNil}} {
+		if f.on {
+			flags |= f.bit
+		}
+	}
+	uuid, isUUID := packUUID(r.AuditID)
+	if isUUID {
+		flags |= tUUID
+	}
+	file, line, numbered := splitSource(r.Source)
+	if numbered {
+		flags |= tSourceNumbered
+	}
+	b = binary.AppendUvarint(b, flags)
+	b = binary.AppendVarint(b, r.Arrival.Unix())
+	b = binary.AppendUvarint(b, uint64(r.Arrival.Nanosecond()))
+	b = binary.AppendUvarint(b, t.loc(r.Arrival.Location()))
+	if isUUID {
+		b = append(b, uuid[:]...)
+	} else {
+		b = appendString(b, r.AuditID)
+	}
+	for _, s := range []string{r.User, r.Method, r.Verb, r.UserAgent, r.SourceIP, r.FlowSchema, r.PriorityLevel} {
+		b = binary.AppendUvarint(b, t.str(s))
+	}
+	b = binary.AppendUvarint(b, t.list(r.Groups))
+	b = appendString(b, r.URI)
+	if numbered {
+		b = binary.AppendUvarint(b, t.str(file))
+		b = binary.AppendUvarint(b, line)
+	} else {
+		b = appendString(b, r.Source)
+	}
+	for _, d := range []time.Duration{r.Latency, r.ServiceTime, r.AdditionalLatency, r.QueueWait, r.PreAPF, r.TotalLatency, r.QueuedOverhead} {
+		b = binary.AppendVarint(b, int64(d))
+	}
+	b = binary.AppendUvarint(b, r.InitialSeats)
+	b = binary.AppendUvarint(b, r.FinalSeats)
+	b = binary.AppendVarint(b, int64(r.Status))
+	t.scratch = b
+	t.n++
+	limit := t.MemoryLimit
+	if limit <= 0 {
+		limit = 8 << 20
+	}
+	if t.spill == nil && t.memBytes+len(b) <= limit {
+		if n := len(t.mem); n == 0 || len(t.mem[n-1])+len(b) > cap(t.mem[n-1]) {
+			t.mem = append(t.mem, make([]byte, 0, max(tapeChunk, len(b))))
+		}
+		c := &t.mem[len(t.mem)-1]
+		*c = append(*c, b...)
+		t.memBytes += len(b)
+		return nil
+	}
+	if t.spill == nil {
+		f, err := os.CreateTemp(t.Dir, "kubectl-apf-workload-*")
+		if err != nil {
+			t.err = fmt.Errorf("creating the workload's temporary copy: %w", err)
+			return t.err
+		}
+		t.spill, t.spillW = f, bufio.NewWriterSize(f, 1<<20)
+	}
+	if _, err := t.spillW.Write(b); err != nil {
+		t.err = fmt.Errorf("writing the workload's temporary copy: %w", err)
+		return t.err
+	}
+	t.spilled += int64(len(b))
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// tableID returns the id of key in a table of values, adding v.
+func tableID[K comparable, V any](ids map[K]uint64, tab *[]V, key K, v V) uint64 {
+	if id, ok := ids[key]; ok {
+		return id
+	}
+	id := uint64(len(*tab))
+	ids[key] = id
+	*tab = append(*tab, v)
+	return id
+}
+
+// str returns the id of s in the string table.
+func (t *Tape) str(s string) uint64 { return tableID(t.strs, &t.strTab, s, s) }
+
+func (t *Tape) list(l []string) uint64 {
+	// the readers intern their group lists: the same backing array is
+	// the same list
+	var pk listPtr
+	if len(l) > 0 {
+		pk = listPtr{&l[0], len(l)}
+		if id, ok := t.listPtrs[pk]; ok {
+			return id
+		}
+	}
+	id := t.listByValue(l)
+	if len(l) > 0 && len(t.listPtrs) < maxInterned {
+		t.listPtrs[pk] = id
+	}
+	return id
+}
+
+type listPtr struct {
+	first *string
+	n     int
+}
+
+func (t *Tape) listByValue(l []string) uint64 {
+	return tableID(t.lists, &t.listTab, strings.Join(l, "\x00")+"\x00"+strconv.Itoa(len(l)), l)
+}
+
+func (t *Tape) loc(l *time.Location) uint64 { return tableID(t.locs, &t.locTab, l, l) }
+
+// packUUID packs a lowercase canonical UUID into 16 bytes.
+func packUUID(s string) ([16]byte, bool) {
+	var u [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i--
+			continue
+		}
+		hi, ok1 := lowerHex(s[i])
+		lo, ok2 := lowerHex(s[i+1])
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+	}
+	return u, true
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+func unpackUUID(u []byte) string {
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:36], u[10:16])
+	return string(b[:])
+}
+
+// splitSource splits "file:line" where line is a decimal number without a
+// leading zero, so that the file name is stored once.
+func splitSource(s string) (file string, line uint64, ok bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || i == len(s)-1 || s[i+1] == '0' || len(s)-i-1 > 18 {
+		return "", 0, false
+	}
+	for _, c := range s[i+1:] {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+		line = line*10 + uint64(c-'0')
+	}
+	return s[:i], line, true
+}
+
+type tapeReader struct {
+	t    *Tape
+	left int64
+	dec  decoder
+}
+
+var errTape = errors.New("the workload's temporary copy is corrupt")
+
+func (tr *tapeReader) Next(r *Request) error {
+	if tr.left == 0 {
+		return io.EOF
+	}
+	tr.left--
+	if err := tr.decode(r); err != nil {
+		return fmt.Errorf("reading the workload's temporary copy: %w", err)
+	}
+	return nil
+}
+
+func (tr *tapeReader) decode(r *Request) error {
+	t, d := tr.t, &tr.dec
+	*r = Request{}
+	flags := d.uv()
+	sec, nsec, loc := d.sv(), d.uv(), d.uv()
+	if d.err != nil || loc >= uint64(len(t.locTab)) || nsec >= 1e9 {
+		return d.fail()
+	}
+	r.Arrival = time.Unix(sec, int64(nsec)).In(t.locTab[loc])
+	if flags&tUUID != 0 {
+		if b := d.bytes(16); d.err == nil {
+			r.AuditID = unpackUUID(b)
+		}
+	} else {
+		r.AuditID = d.str()
+	}
+	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel} {
+		*p = d.tab(t.strTab)
+	}
+	if id := d.uv(); id < uint64(len(t.listTab)) {
+		if flags&tGroupsNil == 0 {
+			r.Groups = t.listTab[id]
+		}
+	} else {
+		d.err = errTape
+	}
+	r.URI = d.str()
+	if flags&tSourceNumbered != 0 {
+		file := d.tab(t.strTab)
+		d.scratch = strconv.AppendUint(append(append(d.scratch[:0], file...), ':'), d.uv(), 10)
+		r.Source = string(d.scratch)
+	} else {
+		r.Source = d.str()
+	}
+	for _, p := range []*time.Duration{&r.Latency, &r.ServiceTime, &r.AdditionalLatency, &r.QueueWait, &r.PreAPF, &r.TotalLatency, &r.QueuedOverhead} {
+		*p = time.Duration(d.sv())
+	}
+	r.InitialSeats, r.FinalSeats = d.uv(), d.uv()
+	r.Status = int(d.sv())
+	r.UserKnown = flags&tUserKnown != 0
+	r.HasServiceTime = flags&tHasServiceTime != 0
+	r.HasSeats = flags&tHasSeats != 0
+	r.HasQueueWait = flags&tHasQueueWait != 0
+	r.HasLatencyAnnotations = flags&tHasLatencyAnnotations != 0
+	if d.err != nil {
+		return d.fail()
+	}
+	return nil
+}
+
+// decoder reads the fields of a record; after the first error it returns
+// zero values and keeps the error.
+type decoder struct {
+	br      *bufio.Reader
+	err     error
+	buf     []byte
+	scratch []byte
+}
+
+func (d *decoder) fail() error {
+	if d.err == nil || errors.Is(d.err, io.EOF) || errors.Is(d.err, io.ErrUnexpectedEOF) {
+		return errTape
+	}
+	return d.err
+}
+
+func (d *decoder) uv() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(d.br)
+	d.err = err
+	return v
+}
+
+func (d *decoder) sv() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(d.br)
+	d.err = err
+	return v
+}
+
+func (d *decoder) bytes(n uint64) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > 1<<30 {
+		d.err = errTape
+		return nil
+	}
+	if uint64(cap(d.buf)) < n {
+		d.buf = make([]byte, n)
+	}
+	b := d.buf[:n]
+	_, d.err = io.ReadFull(d.br, b)
+	return b
+}
+
+func (d *decoder) str() string {
+	n := d.uv()
+	if n == 0 {
+		return ""
+	}
+	return string(d.bytes(n))
+}
+
+func (d *decoder) tab(tab []string) string {
+	id := d.uv()
+	if d.err != nil {
+		return ""
+	}
+	if id >= uint64(len(tab)) {
+		d.err = errTape
+		return ""
+	}
+	return tab[id]
+}

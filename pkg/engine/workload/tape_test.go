@@ -1,0 +1,125 @@
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// sameRequests fails unless a and b hold the same requests (times compared
+// as instants in the same location).
+func sameRequests(t *testing.T, a, b []Request) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d requests, want %d", len(b), len(a))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if !x.Arrival.Equal(y.Arrival) || x.Arrival.Location().String() != y.Arrival.Location().String() {
+			t.Fatalf("request %d: arrival %v, want %v", i, y.Arrival, x.Arrival)
+		}
+		x.Arrival, y.Arrival = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(x, y) {
+			t.Fatalf("request %d:\n got %+v\nwant %+v", i, y, x)
+		}
+	}
+}
+
+func readTape(t *testing.T, r Reader) []Request {
+	t.Helper()
+	rs, err := readAll(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// TestTapeReplaysTheWorkload records the joined test workload on a tape,
+// in memory and spilled to a file, and checks that every reading of the
+// tape yields what the files yield.
+func TestTapeReplaysTheWorkload(t *testing.T) {
+	for _, limit := range []int{0, 200} {
+		files, err := OpenFiles([]string{filepath.Join(testdata, "httplog-v1.37.log"), filepath.Join(testdata, "audit.jsonl")}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tape := NewTape()
+		tape.MemoryLimit, tape.Dir = limit, t.TempDir()
+		want := readTape(t, tape.Record(files.Reader))
+		files.Close()
+		if len(want) < 3 {
+			t.Fatalf("only %d requests in the test workload", len(want))
+		}
+		if tape.Len() != int64(len(want)) {
+			t.Fatalf("tape holds %d requests, want %d", tape.Len(), len(want))
+		}
+		if spilled := tape.spill != nil; spilled != (limit > 0) {
+			t.Fatalf("memory limit %d: spilled %v", limit, spilled)
+		}
+		for range 2 {
+			sameRequests(t, want, readTape(t, tape.Reader()))
+		}
+		name := ""
+		if tape.spill != nil {
+			name = tape.spill.Name()
+		}
+		if err := tape.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if name != "" {
+			if _, err := os.Stat(name); !os.IsNotExist(err) {
+				t.Fatalf("temporary file %s left behind: %v", name, err)
+			}
+		}
+	}
+}
+
+// sliceReader yields requests from a slice.
+type sliceReader struct{ rs []Request }
+
+func (s *sliceReader) Next(r *Request) error {
+	if len(s.rs) == 0 {
+		return io.EOF
+	}
+	*r, s.rs = s.rs[0], s.rs[1:]
+	return nil
+}
+
+// FuzzTape checks that a tape gives back any request it was given, and
+// that a corrupt tape is an error, never a panic.
+func FuzzTape(f *testing.F) {
+	f.Add("0b3e8f8e-1c1a-4a43-9a7d-3f1b0a000001", "alice", "/api/v1/pods", "f.log:12", int64(1700000000), int64(5e6), uint64(3), 200, []byte{1, 2, 3})
+	f.Add("0B3E8F8E-1c1a-4a43-9a7d-3f1b0a000001", "", "", "f.log:012", int64(-1e12), int64(-5), uint64(1<<40), -1, []byte{})
+	f.Fuzz(func(t *testing.T, id, user, uri, source string, sec, d int64, seats uint64, status int, junk []byte) {
+		loc := time.FixedZone("x", 3600)
+		rs := []Request{
+			{Arrival: time.Unix(sec, 123).In(loc), AuditID: id, User: user, Groups: []string{user, "g"}, UserKnown: true, Method: "GET", Verb: "LIST", URI: uri,
+				Source: source, Latency: time.Duration(d), ServiceTime: time.Duration(-d), HasServiceTime: true, InitialSeats: seats, FinalSeats: seats / 2,
+				HasSeats: true, Status: status, QueueWait: time.Duration(d / 3), HasQueueWait: true, QueuedOverhead: 7},
+			{Arrival: time.Unix(sec/2, 0).UTC(), AuditID: id[:len(id)/2], Groups: []string{}, URI: uri + "?x", Source: source + ":1", FlowSchema: user, PriorityLevel: id},
+		}
+		tape := NewTape()
+		tape.MemoryLimit, tape.Dir = 40, t.TempDir()
+		defer tape.Close()
+		readTape(t, tape.Record(&sliceReader{rs: rs}))
+		sameRequests(t, rs, readTape(t, tape.Reader()))
+		// a corrupt tape: the records' bytes replaced by junk
+		tape.Close()
+		tape.spill, tape.spilled, tape.mem = nil, 0, [][]byte{junk}
+		r := tape.Reader()
+		for {
+			var q Request
+			if err := r.Next(&q); err != nil {
+				if !errors.Is(err, io.EOF) && !bytes.Contains([]byte(err.Error()), []byte("temporary copy")) {
+					t.Fatalf("corrupt tape: %v", err)
+				}
+				break
+			}
+		}
+	})
+}

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+)
+
+// TestHistoryThroughServiceProxy reads the store through the apiserver's
+// service proxy (--prometheus-service), as on a cluster whose Prometheus
+// runs in a pod, and checks it answers exactly what --prometheus URL
+// answers.
+//
+// The apiserver's service proxy only goes to an EndpointSlice endpoint
+// whose targetRef is a pod of the service's namespace with that address
+// among its status.podIPs (ResourceLocation's isValidAddress in
+// pkg/registry/core/service/storage), and EndpointSlice validation refuses
+// loopback addresses. So the real Prometheus runs in a network namespace
+// linked to this one by a veth pair, on the namespace's address; it
+// scrapes the apiserver at this side's address of the pair, forwarded to
+// 127.0.0.1. The test writes what a kubelet and the EndpointSlice
+// controller would: a pod object holding that address in its status, a
+// selector-less Service, and its EndpointSlice.
+func TestHistoryThroughServiceProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local control plane, Prometheus and a network namespace")
+	}
+	c := testcluster.StartT(t, testcluster.Options{})
+	netns := newNetns(t, "the service proxy's error answers are covered by TestHistoryFromPrometheus")
+	here, there := vethHost(t, netns)
+
+	// The apiserver, reachable from the namespace at this side's address.
+	api := c.APIServers[0]
+	l, err := net.Listen("tcp", net.JoinHostPort(here, strconv.Itoa(api.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go forward(l, net.JoinHostPort("127.0.0.1", strconv.Itoa(api.Port)))
+	const scrape = time.Second
+	prom := testprom.StartT(t, testprom.Options{
+		Targets:        []testprom.Target{{Address: l.Addr().String(), Token: c.User(testcluster.Admin).Token, CAFile: c.CAFile, ServerName: "127.0.0.1"}},
+		ScrapeInterval: scrape, Netns: netns, ListenHost: there,
+	})
+	pu, err := url.Parse(prom.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promPort, _ := strconv.Atoi(pu.Port())
+
+	// The pod, Service and EndpointSlice of an in-cluster Prometheus.
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	const ns, name = "monitoring", "prometheus"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller manager makes the namespace's default service account.
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{NodeName: "netns-host", AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: name, Image: "prom/prometheus", Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(promPort)}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: here, HostIPs: []corev1.HostIP{{IP: here}}, PodIP: there, PodIPs: []corev1.PodIP{{IP: there}}}
+	if pod, err = admin.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 9090, TargetPort: intstr.FromInt32(int32(promPort))}}}}
+	if _, err := admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-netns", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("web"), Port: ptr.To(int32(promPort))}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{there}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}}},
+	}
+	if _, err := admin.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Real APF series: the load levels driven into 429s while the store
+	// scrapes the apiserver.
+	names, flows := setUpLoad(t, c, loadSetup{reject: true})
+	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * scrape)
+	start := time.Now()
+	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 100000, Duration: 20 * time.Second, Pause: 50 * time.Millisecond, Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rejected() == 0 {
+		t.Fatal("the load generator got no 429; nothing to find")
+	}
+	time.Sleep(6 * scrape)
+	// A fixed end a few scrapes back, so that both ways read the same
+	// samples while the store keeps scraping.
+	until := time.Now().Add(-3 * scrape)
+	since := until.Sub(start).Round(time.Second) + 5*time.Second
+	window := []string{"--since", since.String(), "--until", until.UTC().Format(time.RFC3339Nano), "--scrape-interval", scrape.String(), "--prometheus-selector", `job="apiserver"`}
+	direct := []string{"--prometheus", prom.URL}
+	proxied := []string{"--prometheus-service", ns + "/" + name + ":9090"}
+
+	for _, cmd := range [][]string{{"explain", "429", "-o", "json"}, {"top", "levels", "-o", "json"}} {
+		t.Run(strings.Join(cmd[:2], " "), func(t *testing.T) {
+			var outs [2][]byte
+			for i, how := range [][]string{direct, proxied} {
+				code, out, errOut := runLintPlugin(t, c, append(append(append([]string{}, cmd...), window...), how...)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d: %s", how, code, errOut)
+				}
+				outs[i] = out
+			}
+			if !bytes.Equal(outs[0], outs[1]) {
+				t.Fatalf("--prometheus-service answers differently from --prometheus:\n%s\n---\n%s", outs[1], outs[0])
+			}
+			// The answer holds the burst: the store scraped real series.
+			if cmd[0] == "explain" {
+				var r history.Report
+				if err := json.Unmarshal(outs[1], &r); err != nil {
+					t.Fatalf("%v: %s", err, outs[1])
+				}
+				levels := map[string]bool{}
+				for _, inc := range r.Incidents {
+					levels[inc.Level] = true
+				}
+				if !levels[loadgen.Level] || !levels[loadgen.RejectLevel] {
+					t.Errorf("incidents %v, want %s and %s", levels, loadgen.Level, loadgen.RejectLevel)
+				}
+				t.Logf("%d incidents through the service proxy; %v APF rejections by level", len(r.Incidents), r.Rejected)
+			} else {
+				var rows []struct {
+					Name     string             `json:"name"`
+					Rejected map[string]float64 `json:"rejected"`
+				}
+				if err := json.Unmarshal(outs[1], &rows); err != nil {
+					t.Fatalf("%v: %s", err, outs[1])
+				}
+				rejected := map[string]map[string]float64{}
+				for _, r := range rows {
+					rejected[r.Name] = r.Rejected
+				}
+				if rejected[loadgen.Level][history.ReasonQueueFull] == 0 || rejected[loadgen.RejectLevel][history.ReasonConcurrencyLimit] == 0 {
+					t.Errorf("top levels through the service proxy shows no rejections of the load levels: %s", outs[1])
+				}
+				t.Logf("top levels through the service proxy: %d levels, %s %v, %s %v", len(rows), loadgen.Level, rejected[loadgen.Level], loadgen.RejectLevel, rejected[loadgen.RejectLevel])
+			}
+		})
+	}
+
+	// The text output names the way it went.
+	code, text, errOut := runLintPlugin(t, c, append(append([]string{"explain", "429"}, window...), proxied...)...)
+	if code != 0 {
+		t.Fatalf("explain 429 --prometheus-service: exit %d: %s", code, errOut)
+	}
+	if !bytes.Contains(text, []byte(loadgen.Level)) {
+		t.Errorf("the text output lacks %s:\n%s", loadgen.Level, text)
+	}
+	t.Logf("explain 429 --prometheus-service %s/%s:9090:\n%s", ns, name, text)
+}
