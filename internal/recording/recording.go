@@ -95,6 +95,7 @@ type Session struct {
 	// adjustment it is aligned to (zero: 20 ms after it, the replay's
 	// phase); for checking how much the phase matters.
 	PhaseOffset time.Duration
+	stopped     bool
 }
 
 // Start starts a control plane in dir and sets the scenario up on it. It
@@ -102,6 +103,17 @@ type Session struct {
 // fails with an error wrapping testcluster.ErrNoCgroups, for callers to
 // skip on.
 func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer) (*Session, error) {
+	return start(ctx, sc, seed, dir, progress, false)
+}
+
+// StartChanged is Start with the scenario's what-if change applied on top
+// of its configuration before any load: the server a what-if re-run meets,
+// idle as the recorded run's was (see Rerun).
+func StartChanged(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer) (*Session, error) {
+	return start(ctx, sc, seed, dir, progress, true)
+}
+
+func start(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer, changed bool) (*Session, error) {
 	cpu := sc.CPU
 	clients, err := testcluster.NewCPUGroup("load", cpu.Shares, 0, 0)
 	if err != nil {
@@ -130,7 +142,15 @@ func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress i
 		_ = s.Stop()
 		return nil, err
 	}
-	if err := s.waitForLevels(ctx, nil); err != nil {
+	var ch *Change
+	if changed {
+		ch = &sc.WhatIf
+		if err := loadgen.Apply(ctx, admin, ch.Levels, ch.Schemas); err != nil {
+			_ = s.Stop()
+			return nil, err
+		}
+	}
+	if err := s.waitForLevels(ctx, ch); err != nil {
 		_ = s.Stop()
 		return nil, err
 	}
@@ -172,10 +192,44 @@ func (s *Session) waitForCounts(ctx context.Context) error {
 }
 
 // Stop stops the control plane and moves this process out of its cgroup.
+// Stopping a stopped session does nothing.
 func (s *Session) Stop() error {
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
 	err := s.Cluster.Stop()
 	_ = s.clients.Remove()
 	return err
+}
+
+// Rerun is the what-if check's re-run: the scenario's plan with the same
+// seed sent once to a fresh control plane (in dir) that has the changed
+// configuration from the start (StartChanged). The recorded run also met
+// a fresh, idle server; a re-run on the recorded run's own server would
+// start with what that run left behind, such as the levels' smoothed seat
+// demand, which sets the seats they borrow for minutes after a load. With
+// keep, the run's httplog and audit log are handed to it (the files and
+// the offsets where the run's lines start) before the server stops.
+func Rerun(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffset time.Duration, progress io.Writer, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error) (*Run, error) {
+	s, err := StartChanged(ctx, sc, seed, dir, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Stop()
+	s.PhaseOffset = phaseOffset
+	a := s.Cluster.APIServers[0]
+	logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
+	run, err := s.RunLoad(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if keep != nil {
+		if err := keep(a.LogFile, logFrom, a.AuditLog, auditFrom); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
 }
 
 // waitForLevels waits until every flow's request is answered by the level
@@ -274,16 +328,6 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	return run, nil
 }
 
-// ApplyChange applies the scenario's what-if change and waits until the
-// server uses it.
-func (s *Session) ApplyChange(ctx context.Context) error {
-	ch := s.Scenario.WhatIf
-	if err := loadgen.Apply(ctx, s.Cluster.Client(testcluster.Admin), ch.Levels, ch.Schemas); err != nil {
-		return err
-	}
-	return s.waitForLevels(ctx, &ch)
-}
-
 // metrics returns the apiserver's /metrics body.
 func (s *Session) metrics(ctx context.Context) (string, error) {
 	cfg := s.Cluster.RESTConfig(testcluster.Admin)
@@ -335,8 +379,9 @@ func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error
 // recording to out: the apiserver's httplog and audit log of the load
 // (gzipped, from the first line written after the set-up), a bundle of its
 // objects, version and metrics, the change as YAML and recording.json. With
-// whatIf, the change is then applied and the same plan sent again; its
-// figures go to recording.json.
+// whatIf, the same plan is then sent again on the same server (the repeat),
+// and once more by Rerun on a fresh control plane with the change applied;
+// the figures of both go to recording.json.
 func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bool, phaseOffset time.Duration, progress io.Writer) (*Result, error) {
 	tmp, err := os.MkdirTemp("", "apf-record-")
 	if err != nil {
@@ -390,17 +435,21 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 		if res.Repeat, err = s.RunLoad(ctx); err != nil {
 			return nil, err
 		}
-		if err := s.ApplyChange(ctx); err != nil {
+		if err := s.Stop(); err != nil {
 			return nil, err
 		}
-		logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
-		if res.WhatIf, err = s.RunLoad(ctx); err != nil {
+		rerunDir, err := os.MkdirTemp("", "apf-record-whatif-")
+		if err != nil {
 			return nil, err
 		}
-		if err := gzipTail(a.LogFile, logFrom, filepath.Join(out, WhatIfHTTPLogFile)); err != nil {
-			return nil, err
-		}
-		if err := gzipTail(a.AuditLog, auditFrom, filepath.Join(out, WhatIfAuditLogFile)); err != nil {
+		defer os.RemoveAll(rerunDir)
+		res.WhatIf, err = Rerun(ctx, sc, seed, rerunDir, phaseOffset, progress, func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
+			if err := gzipTail(logFile, logFrom, filepath.Join(out, WhatIfHTTPLogFile)); err != nil {
+				return err
+			}
+			return gzipTail(auditLog, auditFrom, filepath.Join(out, WhatIfAuditLogFile))
+		})
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
@@ -24,8 +23,9 @@ import (
 // several seats) on a fresh control plane: send the seeded load, keep the
 // apiserver's httplog and audit log and a bundle, predict with "kubectl apf
 // simulate -f CHANGE" what the scenario's changed configuration would do,
-// apply the change to the server, send the same load with the same seed,
-// and compare the 429s the clients got per level with the prediction. A
+// start a fresh control plane with the change applied (recording.Rerun:
+// idle, as the recorded run's server was), send the same load with the
+// same seed, and compare the 429s the clients got per level with the prediction. A
 // level with 20 or more 429s on either side must be predicted within
 // 0.75–1.25; below that, within 10 requests.
 //
@@ -102,11 +102,12 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if pred.After == nil {
 				t.Fatal("-f gave no after run")
 			}
-			if err := s.ApplyChange(ctx); err != nil {
+			// the re-run meets a fresh server with the change, idle as
+			// the recorded run's was (recording.Rerun)
+			if err := s.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(2 * time.Second)
-			rerun, err := s.RunLoad(ctx)
+			rerun, err := recording.Rerun(ctx, sc, 1, t.TempDir(), 0, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
