@@ -203,6 +203,19 @@ func (s *Session) Stop() error {
 	return err
 }
 
+// startForLoad starts a session (StartChanged when changed, else Start)
+// whose runs start phaseOffset late, and returns where the lines its
+// apiserver logs after the set-up start in its httplog and its audit log.
+func startForLoad(ctx context.Context, sc Scenario, seed uint64, dir string, changed bool, phaseOffset time.Duration, progress io.Writer) (*Session, int64, int64, error) {
+	s, err := start(ctx, sc, seed, dir, progress, changed)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	s.PhaseOffset = phaseOffset
+	a := s.Cluster.APIServers[0]
+	return s, size(a.LogFile), size(a.AuditLog), nil
+}
+
 // Rerun is the what-if check's re-run: the scenario's plan with the same
 // seed sent once to a fresh control plane (in dir) that has the changed
 // configuration from the start (StartChanged). The recorded run also met
@@ -212,14 +225,12 @@ func (s *Session) Stop() error {
 // keep, the run's httplog and audit log are handed to it (the files and
 // the offsets where the run's lines start) before the server stops.
 func Rerun(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffset time.Duration, progress io.Writer, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error) (*Run, error) {
-	s, err := StartChanged(ctx, sc, seed, dir, progress)
+	s, logFrom, auditFrom, err := startForLoad(ctx, sc, seed, dir, true, phaseOffset, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Stop()
-	s.PhaseOffset = phaseOffset
 	a := s.Cluster.APIServers[0]
-	logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
 	run, err := s.RunLoad(ctx)
 	if err != nil {
 		return nil, err
@@ -388,14 +399,12 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	s, err := Start(ctx, sc, seed, tmp, progress)
+	s, logFrom, auditFrom, err := startForLoad(ctx, sc, seed, tmp, false, phaseOffset, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Stop()
-	s.PhaseOffset = phaseOffset
 	a := s.Cluster.APIServers[0]
-	logFrom, auditFrom := size(a.LogFile), size(a.AuditLog)
 	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, APIServerCPUs: sc.CPU.APIServer, WhatIfAbout: sc.WhatIf.About}
 	if phaseOffset != 0 {
 		res.PhaseOffset = phaseOffset.String()
