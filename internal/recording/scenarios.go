@@ -3,9 +3,9 @@
 // e2e test: it starts a control plane, applies a scenario's priority levels
 // and FlowSchemas, runs a seeded open-loop load (loadgen.RunPlan), and keeps
 // the apiserver's httplog, its audit log and a bundle of its configuration
-// and metrics. A scenario also names a changed configuration: Rerun applies
-// it and sends the same plan again, which is what a what-if prediction made
-// from the recording is checked against.
+// and metrics. A scenario also names a changed configuration: Rerun sends
+// the same plan to a fresh control plane that has it, which is what a
+// what-if prediction made from the recording is checked against.
 package recording
 
 import (
