@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -29,16 +27,8 @@ type ListSeatsResult struct {
 // LevelLimits are the limits of the levels of snap's objects at the given
 // server concurrency limit, by level name.
 func LevelLimits(snap *dump.Snapshot, serverCL int) map[string]engine.LevelLimits {
-	var fss []*flowcontrolv1.FlowSchema
-	for i := range snap.FlowSchemas {
-		fss = append(fss, &snap.FlowSchemas[i])
-	}
-	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range snap.PriorityLevels {
-		pls = append(pls, &snap.PriorityLevels[i])
-	}
 	limits := map[string]engine.LevelLimits{}
-	for _, l := range engine.NewConfig(fss, pls).Limits(serverCL) {
+	for _, l := range engine.NewConfig(snap.Objects()).Limits(serverCL) {
 		limits[l.Name] = l
 	}
 	return limits

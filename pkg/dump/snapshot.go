@@ -83,6 +83,20 @@ type Source interface {
 	Describe() string
 }
 
+// Objects returns pointers to the snapshot's FlowSchemas and priority
+// levels, in the snapshot's order, as engine.NewConfig takes them.
+func (s *Snapshot) Objects() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
+	var fss []*flowcontrolv1.FlowSchema
+	for i := range s.FlowSchemas {
+		fss = append(fss, &s.FlowSchemas[i])
+	}
+	var pls []*flowcontrolv1.PriorityLevelConfiguration
+	for i := range s.PriorityLevels {
+		pls = append(pls, &s.PriorityLevels[i])
+	}
+	return fss, pls
+}
+
 // Names indexes the UIDs of a snapshot's configuration objects.
 type Names struct {
 	FlowSchemas    map[string]string

@@ -290,12 +290,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	}
 	st.Snapshots = capture.Snapshots
 	snap := capture.Snapshots[0]
-	for i := range snap.FlowSchemas {
-		st.BaseFlowSchemas = append(st.BaseFlowSchemas, &snap.FlowSchemas[i])
-	}
-	for i := range snap.PriorityLevels {
-		st.BasePriorityLevels = append(st.BasePriorityLevels, &snap.PriorityLevels[i])
-	}
+	st.BaseFlowSchemas, st.BasePriorityLevels = snap.Objects()
 	if snap.ServerVersion != nil {
 		st.ServerVersion = snap.ServerVersion.GitVersion
 	}

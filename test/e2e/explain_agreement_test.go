@@ -224,16 +224,7 @@ func readClusterConfig(t *testing.T, c *testcluster.Cluster) ([]*flowcontrolv1.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := capture.Snapshots[0]
-	var fss []*flowcontrolv1.FlowSchema
-	var pls []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range snap.FlowSchemas {
-		fss = append(fss, &snap.FlowSchemas[i])
-	}
-	for i := range snap.PriorityLevels {
-		pls = append(pls, &snap.PriorityLevels[i])
-	}
-	return fss, pls
+	return capture.Snapshots[0].Objects()
 }
 
 // TestExplainAgreesWithServerHeaders is the agreement test of issue 6: for
