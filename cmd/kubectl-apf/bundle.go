@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -98,11 +97,6 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// state.Options.Clock, the clock of the capture, stamps the manifest too.
-	var clk clock.PassiveClock = clock.RealClock{}
-	if o.Clock != nil {
-		clk = o.Clock
-	}
 	if o.Redact {
 		key := []byte(o.RedactKey)
 		if len(key) == 0 {
@@ -115,7 +109,8 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m := dump.Manifest{CreatedAt: clk.Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
+	// state.Options.Clock, the clock of the capture, stamps the manifest too.
+	m := dump.Manifest{CreatedAt: o.ClockOrReal().Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
 	if err := dump.WriteBundle(o.Out, c, m); err != nil {
 		return err
 	}

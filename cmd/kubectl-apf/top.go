@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -173,14 +172,6 @@ func (o *TopOptions) Validate() error {
 	return o.Options.Validate()
 }
 
-// clock is the clock of --watch (state.Options.Clock, which tests set).
-func (o *TopOptions) clock() clock.Clock {
-	if o.Clock != nil {
-		return o.Clock
-	}
-	return clock.RealClock{}
-}
-
 // Run prints once, or every --interval with --watch. In watch mode the
 // rates of each print come from this scrape and the previous print's, so
 // the apiserver is scraped once per interval.
@@ -216,7 +207,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			if i > 0 {
 				fmt.Fprintln(o.Out)
 			}
-			fmt.Fprintf(o.Out, "# %s  %s\n", o.clock().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
+			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
 		ro := renderOptions(o.Flags)
@@ -228,7 +219,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if err != nil || !o.Watch {
 			return err
 		}
-		if err := clockutil.Sleep(ctx, o.clock(), o.Interval); err != nil {
+		if err := clockutil.Sleep(ctx, o.ClockOrReal(), o.Interval); err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted: a normal end of --watch
 			}

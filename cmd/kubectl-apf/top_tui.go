@@ -190,7 +190,7 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		if o.History.Since.set || o.History.At != "" || o.History.Until != "" || o.completeCluster() != nil {
 			// A window, a moment, or no cluster to read: the store alone.
-			o.Source = &storeSource{o: o.History, now: o.now}
+			o.Source = &storeSource{o: o.History, now: func() time.Time { return o.ClockOrReal().Now() }}
 			return nil
 		}
 		o.livePast = true
@@ -281,7 +281,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 			opts.Past = o.recentPast
 		}
 		if o.Record != "" {
-			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.now().UTC(), Interval: o.Interval})
+			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.ClockOrReal().Now().UTC(), Interval: o.Interval})
 			if err != nil {
 				return fmt.Errorf("--record: %w", err)
 			}
@@ -312,14 +312,6 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.rt.RoundTrip(r)
 }
 
-// now reads state.Options.Clock (the real clock when nil).
-func (o *TopTUIOptions) now() time.Time {
-	if o.Clock != nil {
-		return o.Clock.Now()
-	}
-	return time.Now()
-}
-
 // pastWindow is how far back the live view's history from a store goes.
 const pastWindow = 30 * time.Minute
 
@@ -327,7 +319,7 @@ const pastWindow = 30 * time.Minute
 // level table one frame per step, and a line about the last incident.
 func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
 	h := o.History
-	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.now())
+	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.ClockOrReal().Now())
 	if err != nil {
 		return nil, err
 	}

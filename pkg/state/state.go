@@ -62,6 +62,14 @@ type Options struct {
 	Clock clock.Clock
 }
 
+// ClockOrReal is Clock, or the real clock when no test set one.
+func (o *Options) ClockOrReal() clock.Clock {
+	if o.Clock != nil {
+		return o.Clock
+	}
+	return clock.RealClock{}
+}
+
 // NewOptions returns the group reading the kubeconfig of configFlags, with
 // the flags of inputs.
 func NewOptions(configFlags *genericclioptions.ConfigFlags, inputs Inputs) *Options {
