@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,10 +69,7 @@ func TestListSeatsAgreeWithServer(t *testing.T) {
 	}
 	// the httplog from here on: LISTs sized from the counts /metrics shows
 	logFile := c.APIServers[0].LogFile
-	st, err := os.Stat(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	logFrom := recording.Size(logFile)
 	cms, err := admin.CoreV1().ConfigMaps(loadgen.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,12 +100,8 @@ func TestListSeatsAgreeWithServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.ReadFile(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tail := filepath.Join(t.TempDir(), "kube-apiserver.log")
-	if err := os.WriteFile(tail, log[st.Size():], 0o644); err != nil {
+	if err := recording.CopyTail(logFile, logFrom, tail); err != nil {
 		t.Fatal(err)
 	}
 	res, err := recording.CompareListSeats(tail, rel, counts, recording.LevelLimits(snap, inflight+mutating))
