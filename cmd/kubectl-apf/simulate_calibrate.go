@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,15 +22,10 @@ const fixedPointIterations = 8
 
 // calibrateWorkload derives the calibration of the workload against the
 // recorded configuration (package calibrate). It reads src, the workload
-// files, once: the calibration's pass reads them and keeps the requests on a
-// tape, from which the fixed point of an audit log alone and the replay
-// then read them. It returns the tape (nil, as the calibration, when the
-// workload is standard input, which is replayed as recorded).
+// files or standard input, once: the calibration's pass reads them and keeps
+// the requests on a tape, from which the fixed point of an audit log alone
+// and the replay then read them.
 func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, *workload.Tape, []string, error) {
-	if slices.Contains(o.Workloads, "-") {
-		// standard input: replayed as recorded
-		return nil, nil, nil, nil
-	}
 	var notes []string
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release}
 	tape := workload.NewTape()
