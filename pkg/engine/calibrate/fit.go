@@ -189,8 +189,48 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 			}
 		}
 	}
+	out = append(out, shortOfCPU(rep, cal)...)
 	return out
 }
+
+// shortOfCPU warns, for every level whose recorded executions stalled for
+// CPU (Level.ShortOfCPU), when the change has the server execute more than
+// a tenth more requests: on a server short of CPU the added work makes
+// every execution stall more often, which the replay, keeping the recorded
+// execution times, does not model; it then predicts too few rejections.
+func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled {
+		return nil
+	}
+	var before, after int64
+	for _, l := range rep.Levels {
+		before += l.Dispatched
+	}
+	for _, l := range rep.After.Levels {
+		after += l.Dispatched
+	}
+	if before == 0 || 10*after <= 11*before {
+		return nil
+	}
+	var out []string
+	for _, l := range cal.Levels {
+		if !l.ShortOfCPU {
+			continue
+		}
+		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
+			"the recorded server was short of CPU (throttled by a CPU limit, or crowded out by other processes). "+
+			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
+			"the replay keeps the recorded execution times and so predicts too few rejections",
+			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution).Round(10*time.Microsecond), 100*l.StallShare,
+			after, before, 100*float64(after-before)/float64(before)))
+	}
+	return out
+}
+
+// minStalls is the fewest stalled executions a level's shortage of CPU is
+// told from.
+const minStalls = 10
+
 
 // maximumMutatingSeats is upstream's MaximumMutatingSeatsLimit.
 const maximumMutatingSeats = 10
