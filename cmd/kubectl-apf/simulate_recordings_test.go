@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 )
 
 // recordedFit is the part of "simulate -o json" the recordings test reads.
@@ -35,10 +36,10 @@ type recordedFit struct {
 	Calibration *struct {
 		ServerOverhead string `json:"serverOverhead"`
 		Levels         []struct {
-			Level      string `json:"level"`
-			Overhead   string `json:"overhead"`
-			Source     string `json:"source"`
-			Dispatches int64  `json:"dispatches"`
+			Level      string  `json:"level"`
+			Overhead   string  `json:"overhead"`
+			Source     string  `json:"source"`
+			Dispatches int64   `json:"dispatches"`
 			Stalls     int64   `json:"stalls"`
 			StallShare float64 `json:"stallShare"`
 			ShortOfCPU bool    `json:"shortOfCPU"`
@@ -121,7 +122,7 @@ func gunzipTo(t *testing.T, src, dst string) string {
 // e2e test TestSimulateWhatIfMatchesRerun ("make e2e-whatif", which re-runs
 // the loads live): within 0.75–1.25 where either side has 20 or more, else
 // within 10 requests, except where simulate itself warns that the recorded
-// server was short of CPU and the change adds work (shortOfCPUWarning):
+// server was short of CPU and the change adds work (calibrate.ShortOfCPUWarning):
 // those are reported and not checked. Which recordings show a server short
 // of CPU is checked: those whose kube-apiserver was held to less than half
 // a CPU, and no other. It is logged next to a repeat of the unchanged run
@@ -249,7 +250,7 @@ func TestSimulateRecordings(t *testing.T) {
 				real, pred := int64(rec.WhatIf.Rejected429[l]), wi.rejected(true, l)
 				ratio := float64(pred) / float64(max(real, 1))
 				report = append(report, fmt.Sprintf("    %-16s re-run got %5d 429s (recorded run %5d)  predicted %5d (ratio %.2f)", l, real, rec.Recorded.Rejected429[l], pred, ratio))
-				if shortOfCPUWarning(wi, l) != "" {
+				if calibrate.ShortOfCPUWarning(wi.Warnings, l) != "" {
 					// Not asserted: simulate itself says that its
 					// prediction falls short here (a server short of CPU
 					// given more work), so no band would be honest. The
@@ -310,21 +311,6 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 	if len(bySeats) < 3 {
 		t.Errorf("the recordings hold LISTs of only %d different sizes: %v", len(bySeats), bySeats)
 	}
-}
-
-// shortOfCPUWarning returns the warning of a what-if that level's recorded
-// executions stalled for CPU while the change adds work to the server
-// (calibrate.Regime), or "". On such a server the added executions stall
-// more often than the recorded ones did, which the replay does not model:
-// the starved recordings' re-runs rejected 119 to 143 requests against 72
-// to 105 predicted.
-func shortOfCPUWarning(r recordedFit, level string) string {
-	for _, w := range r.Warnings {
-		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, "short of CPU") {
-			return w
-		}
-	}
-	return ""
 }
 
 // scls are the recordings' server concurrency limits (their scenarios'

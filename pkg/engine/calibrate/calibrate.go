@@ -572,7 +572,7 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64) {
 	if all > 0 {
 		share = above / all
 	}
-	return Duration(m), n, share
+	return Duration(m.Round(10 * time.Microsecond)), n, share
 }
 
 func (q *quantiles) quantile(p float64) time.Duration {

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -218,7 +219,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
-			"the recorded server was short of CPU (throttled by a CPU limit, or crowded out by other processes). "+
+			shortOfCPUPhrase+" (throttled by a CPU limit, or crowded out by other processes). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
 			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution).Round(10*time.Microsecond), 100*l.StallShare,
@@ -231,6 +232,19 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 // told from.
 const minStalls = 10
 
+// ShortOfCPUWarning returns, of the warnings of Regime, the one that
+// level's recorded executions stalled for CPU while the change adds work to
+// the server (the replay then predicts too few rejections), or "".
+func ShortOfCPUWarning(warnings []string, level string) string {
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, shortOfCPUPhrase) {
+			return w
+		}
+	}
+	return ""
+}
+
+const shortOfCPUPhrase = "the recorded server was short of CPU"
 
 // maximumMutatingSeats is upstream's MaximumMutatingSeatsLimit.
 const maximumMutatingSeats = 10
