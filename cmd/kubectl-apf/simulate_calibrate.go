@@ -78,7 +78,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue: %v server-wide; a wait above %v counts as queued (%s)\n",
 		fmtDuration(time.Duration(cal.ServerOverhead)), fmtDuration(time.Duration(cal.Threshold)), cal.ThresholdFrom)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50")
+	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50\tSTALLS")
 	for _, l := range cal.Levels {
 		if l.Source == "none" {
 			continue
@@ -87,11 +87,24 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		if l.HoldTime > 0 {
 			hold = fmtDuration(time.Duration(l.HoldTime))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
-			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)))
+		stalls := "-"
+		if l.MedianExecution > 0 {
+			stalls = fmt.Sprintf("%d (%.0f%%)", l.Stalls, 100*l.StallShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
+			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)), stalls)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	var short []string
+	for _, l := range cal.Levels {
+		if l.ShortOfCPU {
+			short = append(short, sanitize.Line(l.Level))
+		}
+	}
+	if len(short) > 0 {
+		fmt.Fprintf(w, "STALLS: executions that took 10 times the level's median and 20ms more, and their share of its execution time. %s: the recorded server was short of CPU; a change that adds work is warned about.\n", strings.Join(short, ", "))
 	}
 	e := cal.Estimated
 	var est []string

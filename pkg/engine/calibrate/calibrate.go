@@ -107,6 +107,20 @@ type Level struct {
 	// LatencyMinusExecutionP50 is the median of httplog latency minus
 	// apf_execution_time over the level's executed requests.
 	LatencyMinusExecutionP50 Duration `json:"latencyMinusExecutionP50,omitempty"`
+	// MedianExecution is the median recorded execution time of the level's
+	// executed requests (httplog's apf_execution_time; an audit log records
+	// none, so an audit-only workload tells nothing here). Stalls counts those whose execution took at least
+	// ten times as long and 20 ms more (a goroutine that could not run: a
+	// CPU limit's throttling, a machine crowded out, long GC pauses), and
+	// StallShare is their share of the level's execution time; with
+	// StallShareShort or more, the server was short of CPU.
+	MedianExecution Duration `json:"medianExecution,omitempty"`
+	Stalls          int64    `json:"stalls"`
+	StallShare      float64  `json:"stallShare"`
+	// ShortOfCPU: at least minStalls stalls took StallShareShort of the
+	// level's execution time; a change that adds work is warned about
+	// (Regime).
+	ShortOfCPU bool `json:"shortOfCPU,omitempty"`
 	// Windows are the overheads of the time windows (Window long) with
 	// enough evidence of their own; requests arriving in the others get
 	// the level's figure.
@@ -302,6 +316,7 @@ type levelAcc struct {
 	requests, rejected int64
 	annotated          int64
 	qwait, lme         quantiles
+	exec               quantiles // of executed requests
 }
 
 // obs is one recorded request reduced to what calibration needs.
@@ -354,6 +369,11 @@ func (o *observer) add(x *obs) {
 	if x.annotated {
 		la.annotated++
 		la.qwait.add(x.annWait)
+	}
+	if !x.rejected && x.hasExec && x.execFrom == fromRecord && !x.exempt {
+		// recorded execution times only: an estimated one (latency − an
+		// estimated wait) holds whatever wait the estimate missed
+		la.exec.add(x.exec)
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -432,6 +452,8 @@ func (o *observer) finish(opts Options) *Result {
 		sp := la.spans[ti]
 		lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
 		lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
+		lv.MedianExecution, lv.Stalls, lv.StallShare = la.exec.stalls()
+		lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
 		lv.ConcurrencyLimit = lim.NominalCL
 		if lv.Seats > 0 {
 			lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
@@ -500,10 +522,11 @@ func (o *observer) finish(opts Options) *Result {
 }
 
 // quantiles is a log-bucketed histogram of durations (about 9% relative
-// error), so memory stays constant.
+// error), so memory stays constant; it also sums each bucket.
 type quantiles struct {
-	b [96]int64
-	n int64
+	b   [96]int64
+	sum [96]float64
+	n   int64
 }
 
 func (q *quantiles) add(d time.Duration) {
@@ -512,7 +535,44 @@ func (q *quantiles) add(d time.Duration) {
 		i = min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, len(q.b)-1)
 	}
 	q.b[i]++
+	q.sum[i] += float64(d)
 	q.n++
+}
+
+// StallShareShort is the share of a level's execution time in stalls
+// (Level.StallShare) from which the recorded server counts as short of
+// CPU: a quarter of the time its requests held seats, they could not run.
+const StallShareShort = 0.25
+
+// stallFactor and stallMin: an execution stalled when it took at least
+// stallFactor times the median and stallMin more.
+const (
+	stallFactor = 10
+	stallMin    = 20 * time.Millisecond
+)
+
+// stalls returns the median of the histogram, the number of durations in
+// the buckets wholly above max(stallFactor × median, median + stallMin),
+// and their share of the sum of all.
+func (q *quantiles) stalls() (median Duration, n int64, share float64) {
+	if q.n == 0 {
+		return 0, 0, 0
+	}
+	m := q.quantile(0.5)
+	th := float64(max(stallFactor*m, m+stallMin))
+	var all, above float64
+	for i, c := range q.b {
+		all += q.sum[i]
+		// bucket i > 0 holds (1000·1.2^(i-1), 1000·1.2^i]
+		if i > 0 && 1000*math.Pow(1.2, float64(i-1)) >= th {
+			n += c
+			above += q.sum[i]
+		}
+	}
+	if all > 0 {
+		share = above / all
+	}
+	return Duration(m.Round(10 * time.Microsecond)), n, share
 }
 
 func (q *quantiles) quantile(p float64) time.Duration {
