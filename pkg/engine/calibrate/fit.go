@@ -218,11 +218,15 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		if !l.ShortOfCPU {
 			continue
 		}
+		why := "crowded out by other processes, or long garbage-collector pauses"
+		if l.StallsAtPeriodStart >= AtBoundaryThrottled {
+			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it", 100*l.StallsAtPeriodStart)
+		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
-			shortOfCPUPhrase+" (throttled by a CPU limit, or crowded out by other processes). "+
+			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
-			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution).Round(10*time.Microsecond), 100*l.StallShare,
+			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, why,
 			after, before, 100*float64(after-before)/float64(before)))
 	}
 	return out
