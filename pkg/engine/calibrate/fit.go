@@ -140,8 +140,9 @@ func quality(recorded, predicted int64, agreement float64) string {
 
 // Regime returns warnings for a what-if that leaves the recorded regime:
 // a level whose seats or queue capacity change by more than a factor of
-// two, a level the recording never saw, or one that would execute far more
-// requests than were recorded. The replay keeps every request's recorded
+// two, a level the recording never saw, one that would execute far more
+// requests than were recorded, or a server short of CPU that the change
+// gives more work (shortOfCPU). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
 func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *Result) []string {
 	if before == nil || after == nil {
