@@ -221,7 +221,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		}
 		why := "crowded out by other processes, or long garbage-collector pauses"
 		if l.StallsAtPeriodStart >= AtBoundaryThrottled {
-			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it", 100*l.StallsAtPeriodStart)
+			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
 		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
 			shortOfCPUPhrase+" (%s). "+
