@@ -121,6 +121,12 @@ type Level struct {
 	// level's execution time; a change that adds work is warned about
 	// (Regime).
 	ShortOfCPU bool `json:"shortOfCPU,omitempty"`
+	// StallsAtPeriodStart is the largest share of the stalls that ended
+	// within 5 ms of one phase modulo 100 ms, the period of the Linux CFS
+	// bandwidth control: from AtBoundaryThrottled on, the server's CPU
+	// limit (a cgroup quota) throttled it, and each stall lasted until the
+	// next period gave it CPU again.
+	StallsAtPeriodStart float64 `json:"stallsAtPeriodStart,omitempty"`
 	// Windows are the overheads of the time windows (Window long) with
 	// enough evidence of their own; requests arriving in the others get
 	// the level's figure.
@@ -317,6 +323,8 @@ type levelAcc struct {
 	annotated          int64
 	qwait, lme         quantiles
 	exec               quantiles // of executed requests
+	// where in a CFS period the long executions ended
+	ends phases
 }
 
 // obs is one recorded request reduced to what calibration needs.
@@ -374,6 +382,7 @@ func (o *observer) add(x *obs) {
 		// recorded execution times only: an estimated one (latency − an
 		// estimated wait) holds whatever wait the estimate missed
 		la.exec.add(x.exec)
+		la.ends.add(x.exec, x.arrival+x.latency)
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -452,7 +461,11 @@ func (o *observer) finish(opts Options) *Result {
 		sp := la.spans[ti]
 		lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
 		lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
-		lv.MedianExecution, lv.Stalls, lv.StallShare = la.exec.stalls()
+		var first int
+		lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
+		if lv.Stalls > 0 {
+			lv.StallsAtPeriodStart = la.ends.boundaryShare(first)
+		}
 		lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
 		lv.ConcurrencyLimit = lim.NominalCL
 		if lv.Seats > 0 {
@@ -530,13 +543,19 @@ type quantiles struct {
 }
 
 func (q *quantiles) add(d time.Duration) {
-	i := 0
-	if d > 1000 {
-		i = min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, len(q.b)-1)
-	}
+	i := bucket(d)
 	q.b[i]++
 	q.sum[i] += float64(d)
 	q.n++
+}
+
+// bucket is the index of d in a quantiles histogram: bucket i > 0 holds
+// [1000·1.2^(i-1), 1000·1.2^i) ns.
+func bucket(d time.Duration) int {
+	if d <= 1000 {
+		return 0
+	}
+	return min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, 95)
 }
 
 // StallShareShort is the share of a level's execution time in stalls
@@ -554,9 +573,10 @@ const (
 // stalls returns the median of the histogram, the number of durations in
 // the buckets wholly above max(stallFactor × median, median + stallMin),
 // and their share of the sum of all.
-func (q *quantiles) stalls() (median Duration, n int64, share float64) {
+func (q *quantiles) stalls() (median Duration, n int64, share float64, first int) {
+	first = len(q.b)
 	if q.n == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, first
 	}
 	m := q.quantile(0.5)
 	th := float64(max(stallFactor*m, m+stallMin))
@@ -567,13 +587,81 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64) {
 		if i > 0 && 1000*math.Pow(1.2, float64(i-1)) >= th {
 			n += c
 			above += q.sum[i]
+			first = min(first, i)
 		}
 	}
 	if all > 0 {
 		share = above / all
 	}
-	return Duration(m.Round(10 * time.Microsecond)), n, share
+	return Duration(m.Round(10 * time.Microsecond)), n, share, first
 }
+
+// cfsPeriod is the CFS bandwidth period Linux uses unless configured
+// (cpu.cfs_period_us, 100 ms): a cgroup that used up its quota runs again
+// at the next period's start.
+const cfsPeriod = 100 * time.Millisecond
+
+// phases counts, per histogram bucket of execution time, where in a
+// cfsPeriod the executions of stallMin or more ended (1 ms bins).
+type phases map[int]*[100]int32
+
+func (p *phases) add(exec, end time.Duration) {
+	if exec < stallMin {
+		return
+	}
+	if *p == nil {
+		*p = phases{}
+	}
+	b := bucket(exec)
+	h := (*p)[b]
+	if h == nil {
+		h = new([100]int32)
+		(*p)[b] = h
+	}
+	ph := end % cfsPeriod
+	if ph < 0 {
+		ph += cfsPeriod
+	}
+	h[ph/time.Millisecond]++
+}
+
+// boundaryShare returns the largest share of the executions in buckets from
+// first on that ended within ±periodSlack of one phase of cfsPeriod.
+func (p phases) boundaryShare(first int) float64 {
+	var all [100]int32
+	var n int32
+	for b, h := range p {
+		if b < first {
+			continue
+		}
+		for i, c := range h {
+			all[i] += c
+			n += c
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	w := int(periodSlack / time.Millisecond)
+	var best int32
+	for i := range all {
+		var c int32
+		for j := -w; j <= w; j++ {
+			c += all[(i+j+100)%100]
+		}
+		best = max(best, c)
+	}
+	return float64(best) / float64(n)
+}
+
+// periodSlack: a stall ends within this of the period's start (the
+// throttled goroutine then has to be scheduled).
+const periodSlack = 5 * time.Millisecond
+
+// AtBoundaryThrottled is the share of stalls ending at one phase of a
+// cfsPeriod (Level.StallsAtPeriodStart) from which they are a CPU
+// limit's throttling: by chance, the 11 ms around one phase hold 11%.
+const AtBoundaryThrottled = 0.5
 
 func (q *quantiles) quantile(p float64) time.Duration {
 	if q.n == 0 {

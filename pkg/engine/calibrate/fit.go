@@ -140,8 +140,9 @@ func quality(recorded, predicted int64, agreement float64) string {
 
 // Regime returns warnings for a what-if that leaves the recorded regime:
 // a level whose seats or queue capacity change by more than a factor of
-// two, a level the recording never saw, or one that would execute far more
-// requests than were recorded. The replay keeps every request's recorded
+// two, a level the recording never saw, one that would execute far more
+// requests than were recorded, or a server short of CPU that the change
+// gives more work (shortOfCPU). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
 func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *Result) []string {
 	if before == nil || after == nil {
@@ -218,11 +219,15 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		if !l.ShortOfCPU {
 			continue
 		}
+		why := "crowded out by other processes, or long garbage-collector pauses"
+		if l.StallsAtPeriodStart >= AtBoundaryThrottled {
+			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
+		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
-			shortOfCPUPhrase+" (throttled by a CPU limit, or crowded out by other processes). "+
+			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
-			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution).Round(10*time.Microsecond), 100*l.StallShare,
+			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, why,
 			after, before, 100*float64(after-before)/float64(before)))
 	}
 	return out
