@@ -219,9 +219,9 @@ func peakHeap() (stop func() (inuse, live, last uint64)) {
 // files are read once either way: the calibrated replay keeps the requests
 // on a tape (workload.Tape) for its later passes. It reports the seconds of
 // each, the ratios calibrated/read and calibrated/uncalibrated, the peak
-// heap in use and the peak live heap of the calibrated replay, which must
-// not grow with the input, and
-// the seconds one reading of the tape takes (the input cost of every pass
+// heap in use and the peak live heap of the calibrated replay (whether it
+// grows with the input is BenchmarkSimulateHeap's measure), and the seconds
+// one reading of the tape takes (the input cost of every pass
 // after the first). The calibration alone is also timed as it is and as it
 // was before the tape, opening and parsing the files for every pass.
 //
