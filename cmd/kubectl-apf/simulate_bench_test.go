@@ -135,7 +135,9 @@ func BenchmarkSimulate(b *testing.B) {
 // apf_* keys) and Metadata-level audit events with the same audit IDs, so
 // 2n lines in all. Arrivals are Poisson at 2000/s from 200 users; execution
 // times exponential of mean 5 ms; a tenth of the requests waited up to
-// 50 ms in a queue first.
+// 50 ms in a queue first. Half the users keep one connection, the others
+// open one per request, so that the httplog's client addresses (srcIP,
+// with the port) keep coming new, as kubectl's and scripts' do.
 func writeRecordedWorkload(tb testing.TB, n int) (httplog, audit string) {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -164,8 +166,12 @@ func writeRecordedWorkload(tb testing.TB, n int) (httplog, audit string) {
 		arrival, done := start.Add(at), start.Add(at+latency)
 		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
 		uri := fmt.Sprintf("/api/v1/namespaces/ns%d/configmaps", u%10)
-		fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"application/json\" audit-ID=%q srcIP=\"127.0.0.1:%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=%q resp=200\n",
-			done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, 30000+u, exec.String())
+		port := 30000 + u
+		if u%2 == 1 {
+			port = 32768 + i*7919%28232
+		}
+		fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"application/json\" audit-ID=%q srcIP=\"10.0.0.%d:%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=%q resp=200\n",
+			done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, u, port, exec.String())
 		fmt.Fprintf(aw, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":%q,"verb":"list","user":{"username":"user-%d","groups":["dev","system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"bench/1.0","objectRef":{"resource":"configmaps","namespace":"ns%d","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n",
 			id, uri, u, u%10, arrival.Format(time.RFC3339Nano), done.Format(time.RFC3339Nano))
 	}
