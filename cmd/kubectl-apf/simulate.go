@@ -76,7 +76,13 @@ requests (apiserver.latency.k8s.io/apf-queue-wait) and, for the others, from
 the queue wait the replay itself gives them, iterated to a fixed point; LISTs
 get the seats the server's object counts give them (from the cluster's or
 the bundle's metrics). The result says which fields were estimated, and
-warns when a change takes a level far from the recorded regime.`
+warns when a change takes a level far from the recorded regime. It counts the
+executions that stalled for CPU (ten times the level's median and 20ms more;
+ending at one phase of a 100ms period when a CPU limit's CFS quota throttled
+the server): on a server short of CPU, a change that has it execute more
+requests makes every execution stall more often, which the replay, keeping
+the recorded execution times, does not model, and it says so. See
+docs/simulate.md for what the replay is checked against.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -134,7 +135,9 @@ func BenchmarkSimulate(b *testing.B) {
 // apf_* keys) and Metadata-level audit events with the same audit IDs, so
 // 2n lines in all. Arrivals are Poisson at 2000/s from 200 users; execution
 // times exponential of mean 5 ms; a tenth of the requests waited up to
-// 50 ms in a queue first.
+// 50 ms in a queue first. Half the users keep one connection, the others
+// open one per request, so that the httplog's client addresses (srcIP,
+// with the port) keep coming new, as kubectl's and scripts' do.
 func writeRecordedWorkload(tb testing.TB, n int) (httplog, audit string) {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -163,8 +166,12 @@ func writeRecordedWorkload(tb testing.TB, n int) (httplog, audit string) {
 		arrival, done := start.Add(at), start.Add(at+latency)
 		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
 		uri := fmt.Sprintf("/api/v1/namespaces/ns%d/configmaps", u%10)
-		fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"application/json\" audit-ID=%q srcIP=\"127.0.0.1:%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=%q resp=200\n",
-			done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, 30000+u, exec.String())
+		port := 30000 + u
+		if u%2 == 1 {
+			port = 32768 + i*7919%28232
+		}
+		fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"application/json\" audit-ID=%q srcIP=\"10.0.0.%d:%d\" apf_pl=\"global-default\" apf_fs=\"global-default\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\" apf_execution_time=%q resp=200\n",
+			done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, u, port, exec.String())
 		fmt.Fprintf(aw, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":%q,"verb":"list","user":{"username":"user-%d","groups":["dev","system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"bench/1.0","objectRef":{"resource":"configmaps","namespace":"ns%d","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n",
 			id, uri, u, u%10, arrival.Format(time.RFC3339Nano), done.Format(time.RFC3339Nano))
 	}
@@ -183,13 +190,13 @@ func (f closerFunc) Close() error { return f() }
 // peakHeap samples the heap every 5 ms until stop is called and returns
 // the largest heap in use (live and unswept objects, and the free space of
 // their spans: runtime.MemStats.HeapInuse) and the largest live heap (as
-// of the last garbage collection) seen. The first depends on when the
-// collector ran, the second is what the replay holds. It reads
-// runtime/metrics, which, unlike runtime.ReadMemStats, does not stop the
-// world, so the sampling does not slow what it measures.
-func peakHeap() (stop func() (inuse, live uint64)) {
+// of the last garbage collection) seen, and the live heap last seen. The
+// first depends on when the collector ran, the second is what the replay
+// holds. It reads runtime/metrics, which, unlike runtime.ReadMemStats, does
+// not stop the world, so the sampling does not slow what it measures.
+func peakHeap() (stop func() (inuse, live, last uint64)) {
 	done := make(chan struct{})
-	type peaks struct{ inuse, live uint64 }
+	type peaks struct{ inuse, live, last uint64 }
 	result := make(chan peaks)
 	go func() {
 		var p peaks
@@ -199,7 +206,8 @@ func peakHeap() (stop func() (inuse, live uint64)) {
 		for {
 			metrics.Read(samples)
 			p.inuse = max(p.inuse, samples[0].Value.Uint64()+samples[1].Value.Uint64())
-			p.live = max(p.live, samples[2].Value.Uint64())
+			p.last = samples[2].Value.Uint64()
+			p.live = max(p.live, p.last)
 			select {
 			case <-done:
 				result <- p
@@ -208,7 +216,7 @@ func peakHeap() (stop func() (inuse, live uint64)) {
 			}
 		}
 	}()
-	return func() (uint64, uint64) { close(done); p := <-result; return p.inuse, p.live }
+	return func() (uint64, uint64, uint64) { close(done); p := <-result; return p.inuse, p.live, p.last }
 }
 
 // BenchmarkSimulateRecorded replays a recorded workload and compares, in
@@ -217,9 +225,9 @@ func peakHeap() (stop func() (inuse, live uint64)) {
 // files are read once either way: the calibrated replay keeps the requests
 // on a tape (workload.Tape) for its later passes. It reports the seconds of
 // each, the ratios calibrated/read and calibrated/uncalibrated, the peak
-// heap in use and the peak live heap of the calibrated replay, which must
-// not grow with the input, and
-// the seconds one reading of the tape takes (the input cost of every pass
+// heap in use and the peak live heap of the calibrated replay (whether it
+// grows with the input is BenchmarkSimulateHeap's measure), and the seconds
+// one reading of the tape takes (the input cost of every pass
 // after the first). The calibration alone is also timed as it is and as it
 // was before the tape, opening and parsing the files for every pass.
 //
@@ -245,18 +253,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				files = []string{audit}
 			}
 			var out bytes.Buffer
-			sim := func(extra ...string) {
-				args := []string{"simulate", "--defaults", "--server-concurrency", "600", "-o", "json"}
-				for _, f := range files {
-					args = append(args, "-w", f)
-				}
-				out.Reset()
-				streams := genericiooptions.NewTestIOStreamsDiscard()
-				streams.Out = &out
-				if code := run(append(args, extra...), streams); code != 0 {
-					b.Fatalf("exit %d", code)
-				}
-			}
+			sim := func(extra ...string) { simulateRecorded(b, &out, files, extra...) }
 			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles, tIter time.Duration
 			var peak, live uint64
 			for b.Loop() {
@@ -271,7 +268,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				t3 := time.Now()
 				sim()
 				tCal += time.Since(t3)
-				inuse, l := stop()
+				inuse, l, _ := stop()
 				peak, live = max(peak, inuse), max(live, l)
 				tRead += t1.Sub(t0)
 				tPlain += t2.Sub(t1)
@@ -314,6 +311,64 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			}
 		})
 	}
+}
+
+// simulateRecorded runs simulate on the workload files against the upstream
+// defaults of a 600-seat server, as JSON into out.
+func simulateRecorded(b *testing.B, out *bytes.Buffer, files []string, extra ...string) {
+	args := []string{"simulate", "--defaults", "--server-concurrency", "600", "-o", "json"}
+	for _, f := range files {
+		args = append(args, "-w", f)
+	}
+	out.Reset()
+	streams := genericiooptions.NewTestIOStreamsDiscard()
+	streams.Out = out
+	if code := run(append(args, extra...), streams); code != 0 {
+		b.Fatalf("exit %d", code)
+	}
+}
+
+// BenchmarkSimulateHeap checks that the memory of a calibrated replay does
+// not grow with the input: it replays recorded httplog + audit logs
+// (writeRecordedWorkload) of 200,000, 500,000 and 1,000,000 lines and
+// reports, for each, the largest live heap and the live heap at the last
+// collection (in the replay, which reads the tape), and the ratio of the
+// largest live heaps of 1,000,000 and 500,000 lines, which is 1 when memory
+// is flat.
+//
+// The largest live heap is reached in the first pass, while the httplog
+// and the audit reader each hold their MaxHeld (65,536) requests to restore
+// arrival order and the tape fills its MemoryLimit (8 MiB, some 80,000
+// requests here) before it spills: 100,000 requests (200,000 lines) do not
+// fill both at once, 250,000 do, so the step from 200,000 to 500,000 lines
+// is the tape's memory and the ratio is taken above it. The collector runs
+// at GOGC=25 so that the live heap is sampled often.
+//
+//	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateHeap -benchtime 1x -count=1
+func BenchmarkSimulateHeap(b *testing.B) {
+	requests := []int{100_000, 250_000, 500_000}
+	files := make([][]string, len(requests))
+	for i, n := range requests {
+		httplog, audit := writeRecordedWorkload(b, n)
+		files[i] = []string{httplog, audit}
+	}
+	peak, last := make([]uint64, len(requests)), make([]uint64, len(requests))
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	var out bytes.Buffer
+	for b.Loop() {
+		for i := range requests {
+			runtime.GC()
+			stop := peakHeap()
+			simulateRecorded(b, &out, files[i])
+			_, p, l := stop()
+			peak[i], last[i] = max(peak[i], p), max(last[i], l)
+		}
+	}
+	for i, n := range requests {
+		b.ReportMetric(float64(peak[i])/(1<<20), fmt.Sprintf("live-heap-MiB-%dk-lines", 2*n/1000))
+		b.ReportMetric(float64(last[i])/(1<<20), fmt.Sprintf("replay-live-heap-MiB-%dk-lines", 2*n/1000))
+	}
+	b.ReportMetric(float64(peak[2])/float64(peak[1]), "live-heap-1000k/500k-lines")
 }
 
 // calibrationTime returns how long the calibration of the workload files

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,15 +22,10 @@ const fixedPointIterations = 8
 
 // calibrateWorkload derives the calibration of the workload against the
 // recorded configuration (package calibrate). It reads src, the workload
-// files, once: the calibration's pass reads them and keeps the requests on a
-// tape, from which the fixed point of an audit log alone and the replay
-// then read them. It returns the tape (nil, as the calibration, when the
-// workload is standard input, which is replayed as recorded).
+// files or standard input, once: the calibration's pass reads them and keeps
+// the requests on a tape, from which the fixed point of an audit log alone
+// and the replay then read them.
 func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts) (*calibrate.Result, *workload.Tape, []string, error) {
-	if slices.Contains(o.Workloads, "-") {
-		// standard input: replayed as recorded
-		return nil, nil, nil, nil
-	}
 	var notes []string
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release}
 	tape := workload.NewTape()
@@ -84,7 +78,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue: %v server-wide; a wait above %v counts as queued (%s)\n",
 		fmtDuration(time.Duration(cal.ServerOverhead)), fmtDuration(time.Duration(cal.Threshold)), cal.ThresholdFrom)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50")
+	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50\tSTALLS")
 	for _, l := range cal.Levels {
 		if l.Source == "none" {
 			continue
@@ -93,11 +87,29 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		if l.HoldTime > 0 {
 			hold = fmtDuration(time.Duration(l.HoldTime))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
-			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)))
+		stalls := "-"
+		if l.MedianExecution > 0 {
+			stalls = fmt.Sprintf("%d (%.0f%%)", l.Stalls, 100*l.StallShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
+			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)), stalls)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	var short []string
+	for _, l := range cal.Levels {
+		if !l.ShortOfCPU {
+			continue
+		}
+		why := ""
+		if l.StallsAtPeriodStart >= calibrate.AtBoundaryThrottled {
+			why = fmt.Sprintf(" (%.0f%% of its stalls ended at one phase of a 100ms period: a CPU limit's CFS quota throttled the server)", 100*l.StallsAtPeriodStart)
+		}
+		short = append(short, sanitize.Line(l.Level)+why)
+	}
+	if len(short) > 0 {
+		fmt.Fprintf(w, "STALLS: executions that took 10 times the level's median and 20ms more, and their share of its execution time. Short of CPU: %s; a change that adds work is warned about.\n", strings.Join(short, ", "))
 	}
 	e := cal.Estimated
 	var est []string

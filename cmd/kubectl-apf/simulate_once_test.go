@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -53,19 +52,7 @@ func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 	}()
 	simulate := func(workload string) (string, estimated) {
 		t.Helper()
-		code, out, errOut := runPlugin("simulate", "--from", bundle, "-w", workload, "-o", "json")
-		if code != 0 {
-			t.Fatalf("simulate -w %s: exit %d: %s", workload, code, errOut)
-		}
-		var r struct {
-			Calibration struct {
-				Estimated estimated `json:"estimated"`
-			} `json:"calibration"`
-		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatal(err)
-		}
-		return out, r.Calibration.Estimated
+		return simulateEstimated(t, nil, "simulate", "--from", bundle, "-w", workload, "-o", "json")
 	}
 	fromPipe, est := simulate(fifo)
 	fromFile, _ := simulate(audit)
@@ -77,9 +64,4 @@ func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 	}
 	stop.Store(true)
 	<-done
-}
-
-type estimated struct {
-	ExecutionFromReplay  int64 `json:"executionFromReplay"`
-	FixedPointIterations int   `json:"fixedPointIterations"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 )
 
 func simulateFixture(name string) string {
@@ -354,6 +357,59 @@ func TestSimulateStdin(t *testing.T) {
 	if out.String() != fromFile {
 		t.Errorf("stdin gives\n%s\nthe file gives\n%s", out, fromFile)
 	}
+}
+
+// TestSimulateStdinCalibrated replays a recorded audit log alone, the case
+// whose calibration iterates to a fixed point, from the command's input and
+// from the file, and checks that standard input is calibrated (the fixed
+// point iterated) and gives the file's report: the calibration's later
+// passes read the tape of the one reading of the input.
+func TestSimulateStdinCalibrated(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(t.TempDir(), "audit.log"))
+	args := []string{"simulate", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json", "-w"}
+	fromFile, _ := simulateEstimated(t, nil, append(args, audit)...)
+	f, err := os.Open(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fromStdin, est := simulateEstimated(t, f, append(args, "-")...)
+	if est.FixedPointIterations < 1 || est.ExecutionFromReplay == 0 {
+		t.Errorf("standard input was not calibrated: %+v", est)
+	}
+	if fromStdin != fromFile {
+		t.Errorf("the calibrated replay of standard input differs from the replay of the same file")
+	}
+}
+
+// estimated is what a calibration estimated, from simulate -o json.
+type estimated struct {
+	ExecutionFromReplay  int64 `json:"executionFromReplay"`
+	FixedPointIterations int   `json:"fixedPointIterations"`
+}
+
+// simulateEstimated runs simulate with -o json among args and in (if not
+// nil) as its input, and returns its output and what its calibration
+// estimated.
+func simulateEstimated(t *testing.T, in io.Reader, args ...string) (string, estimated) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	if in != nil {
+		streams.In = in
+	}
+	if code := run(args, streams); code != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	var r struct {
+		Calibration struct {
+			Estimated estimated `json:"estimated"`
+		} `json:"calibration"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), r.Calibration.Estimated
 }
 
 // TestSimulateInterrupted checks that a cancelled context (SIGINT) stops a

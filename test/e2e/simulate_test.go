@@ -56,6 +56,7 @@ type simulateOutput struct {
 	Agreement               []simulateAgreement `json:"agreement"`
 	ServerConcurrencyLimit  int                 `json:"serverConcurrencyLimit"`
 	ServerConcurrencySource string              `json:"serverConcurrencySource"`
+	Warnings                []string            `json:"warnings"`
 }
 
 func simLevel(ls []simulateLevel, name string) simulateLevel {

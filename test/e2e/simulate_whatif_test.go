@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
@@ -27,7 +28,9 @@ import (
 // idle, as the recorded run's server was), send the same load with the
 // same seed, and compare the 429s the clients got per level with the prediction. A
 // level with 20 or more 429s on either side must be predicted within
-// 0.75–1.25; below that, within 10 requests.
+// 0.75–1.25; below that, within 10 requests. Where simulate itself warns
+// that the recorded server was short of CPU and the change adds work
+// (calibrate.ShortOfCPUWarning), the figures are reported, not checked.
 //
 // Each scenario pins kube-apiserver's CPU with a cgroup quota and gives the
 // control plane and the load generator a large cgroup weight (see
@@ -128,6 +131,13 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 				real, p := int64(rerun.Rejected429[l]), simLevel(pred.After.Levels, l).rejected()
 				ratio := float64(p) / float64(max(real, 1))
 				report = append(report, fmt.Sprintf("  %-16s recorded run %5d 429s, predicted after the change %5d, the re-run got %5d (ratio %.2f)", l, rec.Rejected429[l], p, real, ratio))
+				if w := calibrate.ShortOfCPUWarning(pred.Warnings, l); w != "" {
+					// simulate says its prediction falls short here: the
+					// recorded server stalled for CPU and the change adds
+					// work. Reported, not held to the band.
+					report = append(report, fmt.Sprintf("    not checked, simulate warns (agrees with the band: %v): %s", recording.WhatIfAgrees(p, real), w))
+					continue
+				}
 				if !recording.WhatIfAgrees(p, real) {
 					t.Errorf("%s: predicted %d rejections after the change, the re-run got %d", l, p, real)
 				}

@@ -107,6 +107,26 @@ type Level struct {
 	// LatencyMinusExecutionP50 is the median of httplog latency minus
 	// apf_execution_time over the level's executed requests.
 	LatencyMinusExecutionP50 Duration `json:"latencyMinusExecutionP50,omitempty"`
+	// MedianExecution is the median recorded execution time of the level's
+	// executed requests (httplog's apf_execution_time; an audit log records
+	// none, so an audit-only workload tells nothing here). Stalls counts those whose execution took at least
+	// ten times as long and 20 ms more (a goroutine that could not run: a
+	// CPU limit's throttling, a machine crowded out, long GC pauses), and
+	// StallShare is their share of the level's execution time; with
+	// StallShareShort or more, the server was short of CPU.
+	MedianExecution Duration `json:"medianExecution,omitempty"`
+	Stalls          int64    `json:"stalls"`
+	StallShare      float64  `json:"stallShare"`
+	// ShortOfCPU: at least minStalls stalls took StallShareShort of the
+	// level's execution time; a change that adds work is warned about
+	// (Regime).
+	ShortOfCPU bool `json:"shortOfCPU,omitempty"`
+	// StallsAtPeriodStart is the largest share of the stalls that ended
+	// within 5 ms of one phase modulo 100 ms, the period of the Linux CFS
+	// bandwidth control: from AtBoundaryThrottled on, the server's CPU
+	// limit (a cgroup quota) throttled it, and each stall lasted until the
+	// next period gave it CPU again.
+	StallsAtPeriodStart float64 `json:"stallsAtPeriodStart,omitempty"`
 	// Windows are the overheads of the time windows (Window long) with
 	// enough evidence of their own; requests arriving in the others get
 	// the level's figure.
@@ -302,6 +322,9 @@ type levelAcc struct {
 	requests, rejected int64
 	annotated          int64
 	qwait, lme         quantiles
+	exec               quantiles // of executed requests
+	// where in a CFS period the long executions ended
+	ends phases
 }
 
 // obs is one recorded request reduced to what calibration needs.
@@ -354,6 +377,12 @@ func (o *observer) add(x *obs) {
 	if x.annotated {
 		la.annotated++
 		la.qwait.add(x.annWait)
+	}
+	if !x.rejected && x.hasExec && x.execFrom == fromRecord && !x.exempt {
+		// recorded execution times only: an estimated one (latency − an
+		// estimated wait) holds whatever wait the estimate missed
+		la.exec.add(x.exec)
+		la.ends.add(x.exec, x.arrival+x.latency)
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -432,6 +461,12 @@ func (o *observer) finish(opts Options) *Result {
 		sp := la.spans[ti]
 		lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
 		lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
+		var first int
+		lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
+		if lv.Stalls > 0 {
+			lv.StallsAtPeriodStart = la.ends.boundaryShare(first)
+		}
+		lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
 		lv.ConcurrencyLimit = lim.NominalCL
 		if lv.Seats > 0 {
 			lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
@@ -500,20 +535,133 @@ func (o *observer) finish(opts Options) *Result {
 }
 
 // quantiles is a log-bucketed histogram of durations (about 9% relative
-// error), so memory stays constant.
+// error), so memory stays constant; it also sums each bucket.
 type quantiles struct {
-	b [96]int64
-	n int64
+	b   [96]int64
+	sum [96]float64
+	n   int64
 }
 
 func (q *quantiles) add(d time.Duration) {
-	i := 0
-	if d > 1000 {
-		i = min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, len(q.b)-1)
-	}
+	i := bucket(d)
 	q.b[i]++
+	q.sum[i] += float64(d)
 	q.n++
 }
+
+// bucket is the index of d in a quantiles histogram: bucket i > 0 holds
+// [1000·1.2^(i-1), 1000·1.2^i) ns.
+func bucket(d time.Duration) int {
+	if d <= 1000 {
+		return 0
+	}
+	return min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, 95)
+}
+
+// StallShareShort is the share of a level's execution time in stalls
+// (Level.StallShare) from which the recorded server counts as short of
+// CPU: a quarter of the time its requests held seats, they could not run.
+const StallShareShort = 0.25
+
+// stallFactor and stallMin: an execution stalled when it took at least
+// stallFactor times the median and stallMin more.
+const (
+	stallFactor = 10
+	stallMin    = 20 * time.Millisecond
+)
+
+// stalls returns the median of the histogram, the number of durations in
+// the buckets wholly above max(stallFactor × median, median + stallMin),
+// and their share of the sum of all.
+func (q *quantiles) stalls() (median Duration, n int64, share float64, first int) {
+	first = len(q.b)
+	if q.n == 0 {
+		return 0, 0, 0, first
+	}
+	m := q.quantile(0.5)
+	th := float64(max(stallFactor*m, m+stallMin))
+	var all, above float64
+	for i, c := range q.b {
+		all += q.sum[i]
+		// bucket i > 0 holds (1000·1.2^(i-1), 1000·1.2^i]
+		if i > 0 && 1000*math.Pow(1.2, float64(i-1)) >= th {
+			n += c
+			above += q.sum[i]
+			first = min(first, i)
+		}
+	}
+	if all > 0 {
+		share = above / all
+	}
+	return Duration(m.Round(10 * time.Microsecond)), n, share, first
+}
+
+// cfsPeriod is the CFS bandwidth period Linux uses unless configured
+// (cpu.cfs_period_us, 100 ms): a cgroup that used up its quota runs again
+// at the next period's start.
+const cfsPeriod = 100 * time.Millisecond
+
+// phases counts, per histogram bucket of execution time, where in a
+// cfsPeriod the executions of stallMin or more ended (1 ms bins).
+type phases map[int]*[100]int32
+
+func (p *phases) add(exec, end time.Duration) {
+	if exec < stallMin {
+		return
+	}
+	if *p == nil {
+		*p = phases{}
+	}
+	b := bucket(exec)
+	h := (*p)[b]
+	if h == nil {
+		h = new([100]int32)
+		(*p)[b] = h
+	}
+	ph := end % cfsPeriod
+	if ph < 0 {
+		ph += cfsPeriod
+	}
+	h[ph/time.Millisecond]++
+}
+
+// boundaryShare returns the largest share of the executions in buckets from
+// first on that ended within ±periodSlack of one phase of cfsPeriod.
+func (p phases) boundaryShare(first int) float64 {
+	var all [100]int32
+	var n int32
+	for b, h := range p {
+		if b < first {
+			continue
+		}
+		for i, c := range h {
+			all[i] += c
+			n += c
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	w := int(periodSlack / time.Millisecond)
+	var best int32
+	for i := range all {
+		var c int32
+		for j := -w; j <= w; j++ {
+			c += all[(i+j+100)%100]
+		}
+		best = max(best, c)
+	}
+	return float64(best) / float64(n)
+}
+
+// periodSlack: a stall ends within this of the period's start (the
+// throttled goroutine then has to be scheduled).
+const periodSlack = 5 * time.Millisecond
+
+// AtBoundaryThrottled is the share of stalls ending at one phase of a
+// cfsPeriod (Level.StallsAtPeriodStart) from which they are a CPU
+// limit's throttling: by chance, the 11 ms around one phase hold 11%.
+const AtBoundaryThrottled = 0.5
 
 func (q *quantiles) quantile(p float64) time.Duration {
 	if q.n == 0 {

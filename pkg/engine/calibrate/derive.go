@@ -112,30 +112,38 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 		if err != nil {
 			return nil, err
 		}
-		next := make([]time.Duration, len(waits))
+		// the new waits replace the old in place (an outcome comes after
+		// its record was prepared, which read the old one), damped: the
+		// mean of the old and the new, so that a queue the first guess
+		// overfills does not swing the estimate back and forth; a record
+		// the replay did not execute this time gets half its old wait
+		old := len(waits)
+		executed := make([]uint64, (old+63)/64)
 		sum, cnt := map[int]float64{}, map[int]float64{}
 		_, err = fairqueue.Replay(res.Apply(src), recorded, nil, fairqueue.ReplayOptions{OnOutcome: func(_ *workload.Request, o *fairqueue.Outcome) {
 			i := int(o.ID - 1)
-			for i >= len(next) {
-				next = append(next, 0)
+			for i >= len(waits) {
+				waits = append(waits, 0)
 			}
 			if o.Reason == fairqueue.Executed {
-				next[i] = o.Start - o.Arrival
-				sum[o.Level] += float64(next[i])
+				wait := o.Start - o.Arrival
+				sum[o.Level] += float64(wait)
 				cnt[o.Level]++
+				if i < old {
+					executed[i/64] |= 1 << (i % 64)
+					wait = (waits[i] + wait) / 2
+				}
+				waits[i] = wait
 			}
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("calibrating: replay %d: %w", it, err)
 		}
-		// damped, so that a queue the first guess overfills does not
-		// swing the estimate back and forth
-		for i := range next {
-			if i < len(waits) {
-				next[i] = (waits[i] + next[i]) / 2
+		for i := range old {
+			if executed[i/64]&(1<<(i%64)) == 0 {
+				waits[i] /= 2
 			}
 		}
-		waits = next
 		// convergence: the largest change of a level's mean queue wait
 		mean, change, rel := map[int]float64{}, 0.0, 0.0
 		for l, n := range cnt {

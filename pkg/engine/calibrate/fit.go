@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -139,8 +140,9 @@ func quality(recorded, predicted int64, agreement float64) string {
 
 // Regime returns warnings for a what-if that leaves the recorded regime:
 // a level whose seats or queue capacity change by more than a factor of
-// two, a level the recording never saw, or one that would execute far more
-// requests than were recorded. The replay keeps every request's recorded
+// two, a level the recording never saw, one that would execute far more
+// requests than were recorded, or a server short of CPU that the change
+// gives more work (shortOfCPU). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
 func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *Result) []string {
 	if before == nil || after == nil {
@@ -189,8 +191,65 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 			}
 		}
 	}
+	out = append(out, shortOfCPU(rep, cal)...)
 	return out
 }
+
+// shortOfCPU warns, for every level whose recorded executions stalled for
+// CPU (Level.ShortOfCPU), when the change has the server execute more than
+// a tenth more requests: on a server short of CPU the added work makes
+// every execution stall more often, which the replay, keeping the recorded
+// execution times, does not model; it then predicts too few rejections.
+func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled {
+		return nil
+	}
+	var before, after int64
+	for _, l := range rep.Levels {
+		before += l.Dispatched
+	}
+	for _, l := range rep.After.Levels {
+		after += l.Dispatched
+	}
+	if before == 0 || 10*after <= 11*before {
+		return nil
+	}
+	var out []string
+	for _, l := range cal.Levels {
+		if !l.ShortOfCPU {
+			continue
+		}
+		why := "crowded out by other processes, or long garbage-collector pauses"
+		if l.StallsAtPeriodStart >= AtBoundaryThrottled {
+			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
+		}
+		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
+			shortOfCPUPhrase+" (%s). "+
+			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
+			"the replay keeps the recorded execution times and so predicts too few rejections",
+			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, why,
+			after, before, 100*float64(after-before)/float64(before)))
+	}
+	return out
+}
+
+// minStalls is the fewest stalled executions a level's shortage of CPU is
+// told from.
+const minStalls = 10
+
+// ShortOfCPUWarning returns, of the warnings of Regime, the one that
+// level's recorded executions stalled for CPU while the change adds work to
+// the server (the replay then predicts too few rejections), or "".
+func ShortOfCPUWarning(warnings []string, level string) string {
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, shortOfCPUPhrase) {
+			return w
+		}
+	}
+	return ""
+}
+
+const shortOfCPUPhrase = "the recorded server was short of CPU"
 
 // maximumMutatingSeats is upstream's MaximumMutatingSeatsLimit.
 const maximumMutatingSeats = 10

@@ -301,7 +301,8 @@ func (j *joined) Next(r *Request) error {
 	if err := j.logs.Next(r); err != nil {
 		if errors.Is(err, io.EOF) {
 			j.stats.AuditOnly += int64(len(j.pending))
-			clear(j.pending)
+			// the map keeps its buckets when cleared: drop it
+			j.pending, j.order = nil, nil
 			// the audit events after the last httplog line have none either:
 			// count them too, so that none is dropped unreported
 			if j.haveHead {

@@ -3,11 +3,13 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -19,7 +21,11 @@ import (
 // an audit-only workload) replay them without reading and parsing the
 // input again. Strings that repeat (users, groups, verbs, user agents,
 // client addresses, levels, file names) are stored once; audit IDs that are
-// UUIDs take 16 bytes. A request takes about 60 bytes plus its path.
+// UUIDs take 16 bytes. A request takes about 60 bytes plus its path. The
+// tables of strings and group lists hold at most 65,536 entries each: past
+// that, new values are stored in the record itself, so that values that do
+// not repeat (client ports, in a long log) do not make them grow with the
+// input.
 //
 // The first MemoryLimit bytes stay in memory (about 75,000 requests by
 // default); the rest go to a temporary file, so that memory does not grow
@@ -47,6 +53,8 @@ type Tape struct {
 	scratch  []byte
 	err      error
 	recorded bool
+	// maxTable bounds the string and list tables (default maxInterned)
+	maxTable int
 }
 
 // NewTape returns an empty tape.
@@ -167,12 +175,12 @@ func (t *Tape) append(r *Request) error {
 		b = appendString(b, r.AuditID)
 	}
 	for _, s := range []string{r.User, r.Method, r.Verb, r.UserAgent, r.SourceIP, r.FlowSchema, r.PriorityLevel} {
-		b = binary.AppendUvarint(b, t.str(s))
+		b = t.appendStr(b, s)
 	}
-	b = binary.AppendUvarint(b, t.list(r.Groups))
+	b = t.appendList(b, r.Groups)
 	b = appendString(b, r.URI)
 	if numbered {
-		b = binary.AppendUvarint(b, t.str(file))
+		b = t.appendStr(b, file)
 		b = binary.AppendUvarint(b, line)
 	} else {
 		b = appendString(b, r.Source)
@@ -219,35 +227,65 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// tableID returns the id of key in a table of values, adding v.
-func tableID[K comparable, V any](ids map[K]uint64, tab *[]V, key K, v V) uint64 {
+// tableID returns the id of key in a table of values, adding v while the
+// table holds fewer than limit; ok is false when it is full without key.
+func tableID[K comparable, V any](ids map[K]uint64, tab *[]V, key K, v V, limit int) (id uint64, ok bool) {
 	if id, ok := ids[key]; ok {
-		return id
+		return id, true
 	}
-	id := uint64(len(*tab))
+	if len(*tab) >= limit {
+		return 0, false
+	}
+	id = uint64(len(*tab))
 	ids[key] = id
 	*tab = append(*tab, v)
-	return id
+	return id, true
 }
 
-// str returns the id of s in the string table.
-func (t *Tape) str(s string) uint64 { return tableID(t.strs, &t.strTab, s, s) }
+func (t *Tape) tableLimit() int {
+	if t.maxTable > 0 {
+		return t.maxTable
+	}
+	return maxInterned
+}
 
-func (t *Tape) list(l []string) uint64 {
+// appendStr appends s as 1 + its id in the string table, or, when the
+// table is full, as 0 and s itself.
+func (t *Tape) appendStr(b []byte, s string) []byte {
+	if id, ok := tableID(t.strs, &t.strTab, s, s, t.tableLimit()); ok {
+		return binary.AppendUvarint(b, id+1)
+	}
+	return appendString(append(b, 0), s)
+}
+
+// appendList appends l as 1 + its id in the list table, or, when the table
+// is full, as 0, its length and its strings.
+func (t *Tape) appendList(b []byte, l []string) []byte {
+	if id, ok := t.list(l); ok {
+		return binary.AppendUvarint(b, id+1)
+	}
+	b = binary.AppendUvarint(append(b, 0), uint64(len(l)))
+	for _, s := range l {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+func (t *Tape) list(l []string) (uint64, bool) {
 	// the readers intern their group lists: the same backing array is
 	// the same list
 	var pk listPtr
 	if len(l) > 0 {
 		pk = listPtr{&l[0], len(l)}
 		if id, ok := t.listPtrs[pk]; ok {
-			return id
+			return id, true
 		}
 	}
-	id := t.listByValue(l)
-	if len(l) > 0 && len(t.listPtrs) < maxInterned {
+	id, ok := t.listByValue(l)
+	if ok && len(l) > 0 && len(t.listPtrs) < maxInterned {
 		t.listPtrs[pk] = id
 	}
-	return id
+	return id, ok
 }
 
 type listPtr struct {
@@ -255,11 +293,15 @@ type listPtr struct {
 	n     int
 }
 
-func (t *Tape) listByValue(l []string) uint64 {
-	return tableID(t.lists, &t.listTab, strings.Join(l, "\x00")+"\x00"+strconv.Itoa(len(l)), l)
+func (t *Tape) listByValue(l []string) (uint64, bool) {
+	return tableID(t.lists, &t.listTab, strings.Join(l, "\x00")+"\x00"+strconv.Itoa(len(l)), l, t.tableLimit())
 }
 
-func (t *Tape) loc(l *time.Location) uint64 { return tableID(t.locs, &t.locTab, l, l) }
+// loc returns the id of a location: a workload's arrivals have one or two.
+func (t *Tape) loc(l *time.Location) uint64 {
+	id, _ := tableID(t.locs, &t.locTab, l, l, math.MaxInt)
+	return id
+}
 
 // packUUID packs a lowercase canonical UUID into 16 bytes.
 func packUUID(s string) ([16]byte, bool) {
@@ -362,12 +404,8 @@ func (tr *tapeReader) decode(r *Request) error {
 	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel} {
 		*p = d.tab(t.strTab)
 	}
-	if id := d.uv(); id < uint64(len(t.listTab)) {
-		if flags&tGroupsNil == 0 {
-			r.Groups = t.listTab[id]
-		}
-	} else {
-		d.err = errTape
+	if groups := d.list(t.listTab); flags&tGroupsNil == 0 {
+		r.Groups = groups
 	}
 	r.URI = d.str()
 	if flags&tSourceNumbered != 0 {
@@ -451,14 +489,43 @@ func (d *decoder) str() string {
 	return string(d.bytes(n))
 }
 
+// tab reads what Tape.appendStr wrote.
 func (d *decoder) tab(tab []string) string {
 	id := d.uv()
 	if d.err != nil {
 		return ""
 	}
-	if id >= uint64(len(tab)) {
+	if id == 0 {
+		return d.str()
+	}
+	if id > uint64(len(tab)) {
 		d.err = errTape
 		return ""
 	}
-	return tab[id]
+	return tab[id-1]
+}
+
+// list reads what Tape.appendList wrote.
+func (d *decoder) list(tab [][]string) []string {
+	id := d.uv()
+	if d.err != nil {
+		return nil
+	}
+	if id > uint64(len(tab)) {
+		d.err = errTape
+		return nil
+	}
+	if id > 0 {
+		return tab[id-1]
+	}
+	n := d.uv()
+	if d.err != nil || n > 1<<20 {
+		d.err = cmp.Or(d.err, errTape)
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = d.str()
+	}
+	return l
 }

@@ -3,10 +3,12 @@ package workload
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -103,6 +105,12 @@ func FuzzTape(f *testing.F) {
 				HasSeats: true, Status: status, QueueWait: time.Duration(d / 3), HasQueueWait: true, QueuedOverhead: 7},
 			{Arrival: time.Unix(sec/2, 0).UTC(), AuditID: id[:len(id)/2], Groups: []string{}, URI: uri + "?x", Source: source + ":1", FlowSchema: user, PriorityLevel: id},
 		}
+		// with full tables too: the strings and lists in the records
+		full := NewTape()
+		full.maxTable, full.Dir = 1, t.TempDir()
+		defer full.Close()
+		readTape(t, full.Record(&sliceReader{rs: rs}))
+		sameRequests(t, rs, readTape(t, full.Reader()))
 		tape := NewTape()
 		tape.MemoryLimit, tape.Dir = 40, t.TempDir()
 		defer tape.Close()
@@ -122,4 +130,32 @@ func FuzzTape(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTapeBoundsItsTables records requests whose client addresses, users
+// and group lists never repeat (client ports, in a long log) on a tape whose
+// tables hold 8 entries, and checks that the tables stopped growing there
+// and that the tape, in memory and spilled, still gives back every request.
+func TestTapeBoundsItsTables(t *testing.T) {
+	var rs []Request
+	start := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		u := fmt.Sprintf("user-%d", i%20)
+		rs = append(rs, Request{Arrival: start.Add(time.Duration(i) * time.Millisecond), User: u, Groups: []string{u, "system:authenticated"}, UserKnown: true,
+			Method: "GET", Verb: "get", URI: "/api/v1/pods", SourceIP: fmt.Sprintf("10.0.0.1:%d", 30000+i), Source: fmt.Sprintf("a.log:%d", i+1)})
+	}
+	rs = append(rs, Request{Arrival: start.Add(time.Second), Groups: []string{}, Source: "a.log:101"}, Request{Arrival: start.Add(time.Second), Source: "a.log:102"})
+	for _, limit := range []int{0, 200} {
+		tape := NewTape()
+		tape.maxTable, tape.MemoryLimit, tape.Dir = 8, limit, t.TempDir()
+		readTape(t, tape.Record(&sliceReader{rs: slices.Clone(rs)}))
+		if len(tape.strTab) != 8 || len(tape.strs) != 8 || len(tape.listTab) != 8 || len(tape.lists) != 8 {
+			t.Errorf("tables of %d strings (%d ids) and %d lists (%d ids), want 8 each",
+				len(tape.strTab), len(tape.strs), len(tape.listTab), len(tape.lists))
+		}
+		sameRequests(t, rs, readTape(t, tape.Reader()))
+		if err := tape.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -215,6 +215,10 @@ func (ro *reorder) Next(out *Request) error {
 			return nil
 		}
 		if ro.done {
+			// drained: the ring's slots (MaxHeld requests' worth) would
+			// otherwise stay allocated as long as the reader is kept,
+			// through the passes that read the tape
+			ro.q.slots, ro.q.head = nil, 0
 			return io.EOF
 		}
 		r := ro.q.next()

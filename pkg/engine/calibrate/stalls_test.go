@@ -1,0 +1,139 @@
+package calibrate
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// stallRecording is an httplog of level "slow": n requests executing for
+// 2–3 ms each, of which stalled ones run for long instead, ending at
+// offsets drawn by end (from the start of the recording).
+func stallRecording(n, stalled int, long time.Duration, end func(i int, rng *rand.Rand) time.Duration) []workload.Request {
+	rng := rand.New(rand.NewPCG(3, 9))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var reqs []workload.Request
+	for i := range n {
+		exec := 2*time.Millisecond + time.Duration(rng.IntN(1000))*time.Microsecond
+		at := time.Duration(i) * 37 * time.Millisecond
+		if i%(n/stalled) == 0 && i/(n/stalled) < stalled {
+			exec = long
+			at = end(i, rng) - exec
+		}
+		reqs = append(reqs, workload.Request{Arrival: start.Add(at), User: "alice", Groups: []string{"load", "system:authenticated"}, UserKnown: true,
+			Method: "GET", Verb: "list", URI: "/api/v1/namespaces/ns/configmaps", ServiceTime: exec, HasServiceTime: true, Latency: exec + 200*time.Microsecond,
+			InitialSeats: 1, HasSeats: true, Status: 200})
+	}
+	// the workload must come in arrival order
+	for i := 1; i < len(reqs); i++ {
+		for j := i; j > 0 && reqs[j].Arrival.Before(reqs[j-1].Arrival); j-- {
+			reqs[j], reqs[j-1] = reqs[j-1], reqs[j]
+		}
+	}
+	return reqs
+}
+
+func slowLevel(t *testing.T, res *Result) Level {
+	t.Helper()
+	for _, l := range res.Levels {
+		if l.Level == "slow" {
+			return l
+		}
+	}
+	t.Fatal("no level slow in the calibration")
+	return Level{}
+}
+
+// TestStallsTellAServerShortOfCPU derives the stalls of synthetic
+// recordings: executions of 90 ms among ones of 2–3 ms are stalls, and
+// those that end at one phase of a 100 ms period are a CFS quota's; 15 ms
+// executions are not stalls (less than 20 ms above the median), nor are
+// too few long ones a shortage of CPU.
+func TestStallsTellAServerShortOfCPU(t *testing.T) {
+	cfg := config(t, 1)
+	atBoundary := func(i int, rng *rand.Rand) time.Duration {
+		// the next period boundary at phase 70 ms, plus the wake-up
+		return time.Duration(i)*37*time.Millisecond/cfsPeriod*cfsPeriod + 170*time.Millisecond + time.Duration(rng.IntN(2000))*time.Microsecond
+	}
+	anywhere := func(i int, rng *rand.Rand) time.Duration {
+		return time.Duration(i)*37*time.Millisecond + 100*time.Millisecond + time.Duration(rng.IntN(100_000))*time.Microsecond
+	}
+	tests := []struct {
+		name       string
+		stalled    int
+		long       time.Duration
+		end        func(int, *rand.Rand) time.Duration
+		wantStalls int64
+		short      bool
+		throttled  bool
+	}{
+		{"throttled by a quota", 40, 90 * time.Millisecond, atBoundary, 40, true, true},
+		{"stalled at random", 40, 90 * time.Millisecond, anywhere, 40, true, false},
+		{"too few stalls", 5, 90 * time.Millisecond, atBoundary, 5, false, true},
+		{"long, not stalled", 40, 15 * time.Millisecond, anywhere, 0, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reqs := stallRecording(1000, tt.stalled, tt.long, tt.end)
+			res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lv := slowLevel(t, res)
+			t.Logf("median %v, %d stalls, %.2f of the execution time, %.2f at one phase", time.Duration(lv.MedianExecution), lv.Stalls, lv.StallShare, lv.StallsAtPeriodStart)
+			if m := time.Duration(lv.MedianExecution); m < 2*time.Millisecond || m > 3300*time.Microsecond {
+				t.Errorf("median execution %v, the executions took 2–3 ms", m)
+			}
+			if lv.Stalls != tt.wantStalls {
+				t.Errorf("%d stalls, want %d", lv.Stalls, tt.wantStalls)
+			}
+			if lv.ShortOfCPU != tt.short {
+				t.Errorf("short of CPU: %v, want %v", lv.ShortOfCPU, tt.short)
+			}
+			if tt.wantStalls > 0 && (lv.StallsAtPeriodStart >= AtBoundaryThrottled) != tt.throttled {
+				t.Errorf("%.2f of the stalls at one phase, want throttled %v", lv.StallsAtPeriodStart, tt.throttled)
+			}
+		})
+	}
+}
+
+// TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU: the warning comes for
+// a level short of CPU when the change has the server execute more than a
+// tenth more requests, and not otherwise.
+func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
+	cfg := config(t, 1)
+	cal := &Result{Enabled: true, Levels: []Level{
+		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * time.Millisecond)},
+		{Level: "other", Stalls: 2, StallShare: 0.01},
+	}}
+	report := func(before, after int64) *fairqueue.Report {
+		return &fairqueue.Report{
+			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: before}}},
+			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: after}}},
+		}
+	}
+	for _, tt := range []struct {
+		before, after int64
+		warn          bool
+	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
+		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
+		w := ShortOfCPUWarning(ws, "slow")
+		if (w != "") != tt.warn {
+			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
+		}
+		if w != "" && !strings.Contains(w, "CFS quota") {
+			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
+		}
+		if ShortOfCPUWarning(ws, "other") != "" {
+			t.Errorf("a level with 2 stalls is warned about: %q", ws)
+		}
+	}
+	cal.Enabled = false
+	if ws := Regime(cfg, cfg, 6, report(1000, 2000), cal); ShortOfCPUWarning(ws, "slow") != "" {
+		t.Errorf("a disabled calibration warns: %q", ws)
+	}
+}
