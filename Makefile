@@ -26,7 +26,7 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 	hack/bin.sh promtool >/dev/null
 
 .PHONY: test
-test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane, release tests.
+test: binaries lint ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), release tests.
 	$(GO) test $(TEST_FLAGS) ./...
 	$(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
@@ -47,7 +47,7 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
 .PHONY: e2e-whatif
-e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration (about 8 minutes; needs root and the cgroup v1 cpu controller; not in make test).
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration, all four scenarios (about 8 minutes; needs root and the cgroup v1 cpu controller; make test runs all but starved).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: record-simulate
