@@ -73,7 +73,8 @@ from the recorded execution times is added to every request dispatched from
 a queue, in the replay of the change too. An audit log alone records no
 execution time: it is estimated from the latency annotations of slow
 requests (apiserver.latency.k8s.io/apf-queue-wait) and, for the others, from
-the queue wait the replay itself gives them, iterated to a fixed point; LISTs
+the queue wait the replay itself gives them, iterated to a fixed point and averaged per kind
+of request (level, verb, resource and query); LISTs
 get the seats the server's object counts give them (from the cluster's or
 the bundle's metrics). The result says which fields were estimated, and
 warns when a change takes a level far from the recorded regime. It counts the

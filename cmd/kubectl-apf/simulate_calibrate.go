@@ -117,7 +117,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		est = append(est, fmt.Sprintf("%d execution times from latency − apf-queue-wait annotations", n))
 	}
 	if n := e.ExecutionFromReplay; n > 0 {
-		est = append(est, fmt.Sprintf("%d execution times from latency − the replay's own queue wait (%d fixed-point iterations, last mean change %v)", n, e.FixedPointIterations, fmtDuration(time.Duration(e.FixedPointChange))))
+		est = append(est, fmt.Sprintf("%d execution times from latency − the replay's own queue wait, averaged per kind of request (%d fixed-point iterations, last mean change %v)", n, e.FixedPointIterations, fmtDuration(time.Duration(e.FixedPointChange))))
 	}
 	if n := e.SeatsFromObjectCounts; n > 0 {
 		est = append(est, fmt.Sprintf("%d LIST/WATCH seats from object counts", n))

@@ -35,7 +35,8 @@
 //
 // An audit log alone records neither the execution time nor, for requests
 // faster than 500 ms, the queue wait: those are estimated, the queue wait
-// from the replay itself by iterating to a fixed point (DeriveAuditOnly),
+// from the replay itself by iterating to a fixed point (DeriveAuditOnly;
+// the execution times so estimated are averaged per kind of request),
 // and the result says how many fields were estimated and how.
 package calibrate
 
@@ -43,6 +44,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -147,7 +149,9 @@ type Estimated struct {
 	// latency − apf-queue-wait − authentication.
 	ExecutionFromAnnotations int64 `json:"executionFromAnnotations"`
 	// ExecutionFromReplay: audit-only requests whose execution time is
-	// latency − the queue wait the replay gave them (fixed point).
+	// latency − the queue wait the replay gave them (fixed point),
+	// averaged over the requests of their kind (level, verb, resource,
+	// query).
 	ExecutionFromReplay int64 `json:"executionFromReplay"`
 	// SeatsFromObjectCounts: LISTs and WATCHes sized from object counts.
 	SeatsFromObjectCounts int64 `json:"seatsFromObjectCounts"`
@@ -694,8 +698,12 @@ type preparer struct {
 	// previous iteration's calibration
 	waits     []time.Duration
 	overheads *Result
-	sawExec   bool
-	parsed    engine.RequestCache
+	// kinds accumulates this pass's estimated execution times per kind of
+	// audit-only request, kindExec are the previous pass's means
+	kinds    kindMeans
+	kindExec map[kind]time.Duration
+	sawExec  bool
+	parsed   engine.RequestCache
 }
 
 func (p *preparer) overhead(level string, at time.Duration) time.Duration {
@@ -782,8 +790,64 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		wait = min(wait, w.Latency)
 		x.wait, x.hasWait = wait, p.waits != nil
 		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, minExecution), true, fromReplay
+		// pooled per kind of request: one request's replayed wait is off
+		// by what the replay dispatched before it, and taking that error
+		// into its execution time (longer where the wait is short, and
+		// the reverse) makes the executions vary more than they did,
+		// which makes the queues wait longer, and so on: a fixed point
+		// with waits too long. The mean over requests of the same kind
+		// has no such spread.
+		k := kindOf(level, &er, w.URI)
+		p.kinds.add(k, x.exec)
+		if e, ok := p.kindExec[k]; ok {
+			x.exec = min(max(e, minExecution), max(w.Latency, minExecution))
+		}
 	}
 	return er, true
+}
+
+// kind is a kind of request whose audit-only execution times are pooled:
+// its level, verb, resource and query (a LIST's limit, selectors), and
+// whether it names an object.
+type kind struct {
+	level, verb, group, resource, subresource, query string
+	named                                            bool
+}
+
+func kindOf(level string, er *engine.Request, uri string) kind {
+	_, q, _ := strings.Cut(uri, "?")
+	return kind{level: level, verb: er.Info.Verb, group: er.Info.APIGroup, resource: er.Info.Resource, subresource: er.Info.Subresource, query: q, named: er.Info.Name != ""}
+}
+
+// maxKinds bounds the kinds pooled; requests of further kinds keep their
+// own estimate.
+const maxKinds = 1 << 16
+
+// kindMeans accumulates the estimated execution times per kind.
+type kindMeans map[kind]*[2]float64
+
+func (m *kindMeans) add(k kind, d time.Duration) {
+	if *m == nil {
+		*m = kindMeans{}
+	}
+	a := (*m)[k]
+	if a == nil {
+		if len(*m) >= maxKinds {
+			return
+		}
+		a = new([2]float64)
+		(*m)[k] = a
+	}
+	a[0] += float64(d)
+	a[1]++
+}
+
+func (m kindMeans) means() map[kind]time.Duration {
+	out := make(map[kind]time.Duration, len(m))
+	for k, a := range m {
+		out[k] = time.Duration(a[0] / a[1])
+	}
+	return out
 }
 
 // minExecution bounds estimated execution times from below.

@@ -21,6 +21,9 @@ func Derive(src workload.Reader, opts Options) (*Result, error) {
 func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Result) (*Result, error) {
 	p := newPreparer(opts, &Estimated{})
 	p.waits, p.overheads = waits, prev
+	if prev != nil && prev.prep != nil {
+		p.kindExec = prev.prep.kindExec
+	}
 	o := newObserver()
 	var (
 		w   workload.Request
@@ -44,6 +47,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	res.AuditOnly = idx > 0 && !p.sawExec
 	res.prep = newPreparer(opts, &res.Estimated)
 	res.prep.waits = waits
+	res.prep.kindExec = p.kinds.means()
 	return res, nil
 }
 
@@ -55,7 +59,7 @@ func (r *Result) Apply(src workload.Reader) workload.Reader {
 	fp, fc := r.Estimated.FixedPointIterations, r.Estimated.FixedPointChange
 	r.Estimated = Estimated{FixedPointIterations: fp, FixedPointChange: fc}
 	p := newPreparer(r.prep.opts, &r.Estimated)
-	p.waits, p.overheads = r.prep.waits, r
+	p.waits, p.overheads, p.kindExec = r.prep.waits, r, r.prep.kindExec
 	return &applied{src: src, p: p, r: r}
 }
 
