@@ -102,11 +102,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		if !l.ShortOfCPU {
 			continue
 		}
-		why := ""
-		if l.StallsAtPeriodStart >= calibrate.AtBoundaryThrottled {
-			why = fmt.Sprintf(" (%.0f%% of its stalls ended at one phase of a 100ms period: a CPU limit's CFS quota throttled the server)", 100*l.StallsAtPeriodStart)
-		}
-		short = append(short, sanitize.Line(l.Level)+why)
+		short = append(short, fmt.Sprintf("%s (%s)", sanitize.Line(l.Level), l.StallCause()))
 	}
 	if len(short) > 0 {
 		fmt.Fprintf(w, "STALLS: executions that took 10 times the level's median and 20ms more, and their share of its execution time. Short of CPU: %s; a change that adds work is warned about.\n", strings.Join(short, ", "))

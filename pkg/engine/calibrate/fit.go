@@ -219,18 +219,24 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		if !l.ShortOfCPU {
 			continue
 		}
-		why := "crowded out by other processes, or long garbage-collector pauses"
-		if l.StallsAtPeriodStart >= AtBoundaryThrottled {
-			why = fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
-		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
-			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, why,
+			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
 			after, before, 100*float64(after-before)/float64(before)))
 	}
 	return out
+}
+
+// StallCause says what stalled the level's executions: a CPU limit's
+// throttling when most of the stalls ended at one phase of the CFS period
+// (StallsAtPeriodStart), else the machine or the garbage collector.
+func (l Level) StallCause() string {
+	if l.StallsAtPeriodStart >= AtBoundaryThrottled {
+		return fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
+	}
+	return "crowded out by other processes, or long garbage-collector pauses"
 }
 
 // minStalls is the fewest stalled executions a level's shortage of CPU is
