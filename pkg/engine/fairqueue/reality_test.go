@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -74,14 +74,7 @@ func TestReplayRecordedTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fsPtrs []*flowcontrolv1.FlowSchema
-	for i := range fss.Items {
-		fsPtrs = append(fsPtrs, &fss.Items[i])
-	}
-	var plPtrs []*flowcontrolv1.PriorityLevelConfiguration
-	for i := range pls.Items {
-		plPtrs = append(plPtrs, &pls.Items[i])
-	}
+	fsPtrs, plPtrs := (&dump.Snapshot{FlowSchemas: fss.Items, PriorityLevels: pls.Items}).Objects()
 	a := c.APIServers[0]
 	replay := func(keepReceived bool, paths ...string) (*fairqueue.Report, *workload.JoinStats) {
 		files, err := workload.OpenFiles(paths, workload.Options{})
