@@ -698,8 +698,9 @@ type preparer struct {
 	// previous iteration's calibration
 	waits     []time.Duration
 	overheads *Result
-	// kinds accumulates this pass's estimated execution times per kind of
-	// audit-only request, kindExec are the previous pass's means
+	// kinds accumulates a derivation's estimated execution times per kind
+	// of audit-only request (nil in Apply), kindExec are the previous
+	// derivation's means
 	kinds    kindMeans
 	kindExec map[kind]time.Duration
 	sawExec  bool
@@ -823,20 +824,22 @@ func kindOf(level string, er *engine.Request, uri string) kind {
 // own estimate.
 const maxKinds = 1 << 16
 
-// kindMeans accumulates the estimated execution times per kind.
+// kindMeans accumulates the estimated execution times per kind; a nil
+// one (the replay's passes, which only read the means) accumulates
+// nothing.
 type kindMeans map[kind]*[2]float64
 
-func (m *kindMeans) add(k kind, d time.Duration) {
-	if *m == nil {
-		*m = kindMeans{}
+func (m kindMeans) add(k kind, d time.Duration) {
+	if m == nil {
+		return
 	}
-	a := (*m)[k]
+	a := m[k]
 	if a == nil {
-		if len(*m) >= maxKinds {
+		if len(m) >= maxKinds {
 			return
 		}
 		a = new([2]float64)
-		(*m)[k] = a
+		m[k] = a
 	}
 	a[0] += float64(d)
 	a[1]++

@@ -20,7 +20,7 @@ func Derive(src workload.Reader, opts Options) (*Result, error) {
 
 func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Result) (*Result, error) {
 	p := newPreparer(opts, &Estimated{})
-	p.waits, p.overheads = waits, prev
+	p.waits, p.overheads, p.kinds = waits, prev, kindMeans{}
 	if prev != nil && prev.prep != nil {
 		p.kindExec = prev.prep.kindExec
 	}
