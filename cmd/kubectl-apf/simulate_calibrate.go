@@ -105,7 +105,8 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		short = append(short, fmt.Sprintf("%s (%s)", sanitize.Line(l.Level), l.StallCause()))
 	}
 	if len(short) > 0 {
-		fmt.Fprintf(w, "STALLS: executions that took 10 times the level's median and 20ms more, and their share of its execution time. Short of CPU: %s; a change that adds work is warned about.\n", strings.Join(short, ", "))
+		fmt.Fprintf(w, "STALLS: executions that took %d times the level's median and %v more, and their share of its execution time. Short of CPU: %s; a change that adds work is warned about.\n",
+			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "))
 	}
 	e := cal.Estimated
 	var est []string

@@ -567,15 +567,15 @@ func bucket(d time.Duration) int {
 // CPU: a quarter of the time its requests held seats, they could not run.
 const StallShareShort = 0.25
 
-// stallFactor and stallMin: an execution stalled when it took at least
-// stallFactor times the median and stallMin more.
+// StallFactor and StallMin: an execution stalled when it took at least
+// StallFactor times the median and StallMin more.
 const (
-	stallFactor = 10
-	stallMin    = 20 * time.Millisecond
+	StallFactor = 10
+	StallMin    = 20 * time.Millisecond
 )
 
 // stalls returns the median of the histogram, the number of durations in
-// the buckets wholly above max(stallFactor × median, median + stallMin),
+// the buckets wholly above max(StallFactor × median, median + StallMin),
 // and their share of the sum of all.
 func (q *quantiles) stalls() (median Duration, n int64, share float64, first int) {
 	first = len(q.b)
@@ -583,7 +583,7 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 		return 0, 0, 0, first
 	}
 	m := q.quantile(0.5)
-	th := float64(max(stallFactor*m, m+stallMin))
+	th := float64(max(StallFactor*m, m+StallMin))
 	var all, above float64
 	for i, c := range q.b {
 		all += q.sum[i]
@@ -606,11 +606,11 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 const cfsPeriod = 100 * time.Millisecond
 
 // phases counts, per histogram bucket of execution time, where in a
-// cfsPeriod the executions of stallMin or more ended (1 ms bins).
+// cfsPeriod the executions of StallMin or more ended (1 ms bins).
 type phases map[int]*[100]int32
 
 func (p *phases) add(exec, end time.Duration) {
-	if exec < stallMin {
+	if exec < StallMin {
 		return
 	}
 	if *p == nil {

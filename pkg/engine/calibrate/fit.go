@@ -223,7 +223,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
-			l.Level, l.Stalls, stallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
+			l.Level, l.Stalls, StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
 			after, before, 100*float64(after-before)/float64(before)))
 	}
 	return out
