@@ -214,6 +214,10 @@ type simulateReport struct {
 	// reproduced the recorded 429s; Warnings say where the result is weak.
 	Calibration *calibrate.Result    `json:"calibration,omitempty"`
 	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
+	// CPUReplays are the replays of a CPU model (Calibration.CPU), one
+	// per phase of its collections; the report is the one nearest their
+	// mean.
+	CPUReplays *cpuReplays `json:"cpuReplays,omitempty"`
 	Warnings    []string             `json:"warnings,omitempty"`
 }
 
@@ -236,23 +240,30 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		a := rc(after)
 		afterRC = &a
 	}
-	var counts engine.ObjectCounts
+	var (
+		counts  engine.ObjectCounts
+		runtime *calibrate.Runtime
+	)
 	if o.Calibrate && o.Source != nil {
 		var err error
-		if counts, err = objectCounts(ctx, o.Source); err != nil {
+		var mnotes []string
+		if counts, runtime, mnotes, err = serverMetrics(ctx, o.Source); err != nil {
 			notes = append(notes, "note: no object counts: "+err.Error())
 		}
+		notes = append(notes, mnotes...)
 	}
 	if o.Calibrate && afterRC != nil {
 		// the change may move requests to levels with another seat cap
 		afterRC.Work = calibrate.Work(rel.Release, before, after, scl, counts)
 	}
 	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
-	var cal *calibrate.Result
+	var (
+		cal  *calibrate.Result
+		tape *workload.Tape
+	)
 	if o.Calibrate {
 		var calNotes []string
-		var tape *workload.Tape
-		if cal, tape, calNotes, err = o.calibrateWorkload(ctx, src, rc(before), counts); err != nil {
+		if cal, tape, calNotes, err = o.calibrateWorkload(ctx, src, rc(before), counts, runtime); err != nil {
 			return err
 		}
 		if tape != nil {
@@ -264,10 +275,26 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 			src = cal.Apply(src)
 		}
 	}
-	fit := calibrate.NewFit(0)
-	rep, err := fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
-	if err != nil {
-		return err
+	var (
+		rep     *fairqueue.Report
+		fitRes  []calibrate.LevelFit
+		replays *cpuReplays
+		err2    error
+	)
+	if cal != nil && cal.CPU != nil && tape != nil {
+		replays, err2 = replayCPU(ctx, cal, tape, rc(before), afterRC)
+		if err2 == nil {
+			rep, fitRes = replays.chosenReport, replays.chosenFit
+		}
+	} else {
+		fit := calibrate.NewFit(0)
+		rep, err2 = fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+		if err2 == nil {
+			fitRes = fit.Result(rep.Levels)
+		}
+	}
+	if err2 != nil {
+		return err2
 	}
 	if rep.Workload.Records == 0 {
 		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
@@ -278,7 +305,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join,
 		Release: rel.Release.String(), ReleaseFrom: sanitize.Line(rel.From),
-		Calibration: cal, Fit: fit.Result(rep.Levels), Warnings: calibrate.Regime(before, after, scl, rep, cal)}
+		Calibration: cal, Fit: fitRes, CPUReplays: replays, Warnings: calibrate.Regime(before, after, scl, rep, cal)}
 	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Files of a recording directory.
@@ -96,6 +97,10 @@ type Session struct {
 	// phase); for checking how much the phase matters.
 	PhaseOffset time.Duration
 	stopped     bool
+	// loadStart is the /metrics body read when the last run began, and
+	// when: a bundle's first scrape, so that the scrapes bracket the run
+	loadStart   string
+	loadStartAt time.Time
 }
 
 // Start starts a control plane in dir and sets the scenario up on it. It
@@ -303,10 +308,13 @@ func (s *Session) Plan() loadgen.PlanOptions {
 // RunLoad runs the plan once, its first request just after one of the
 // server's borrowing adjustments (see alignToBorrowing).
 func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
-	before, err := s.serverRejected(ctx)
+	s.loadStartAt = time.Now()
+	body, err := s.metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s.loadStart = body
+	before := rejectedPerLevel(body)
 	plan := s.Plan()
 	var adj int
 	if plan.Start, adj, err = s.alignToBorrowing(plan); err != nil {
@@ -366,6 +374,34 @@ func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error
 	if err != nil {
 		return nil, err
 	}
+	return rejectedPerLevel(body), nil
+}
+
+// prependLoadStart makes the /metrics body read when the recorded run
+// began the capture's first scrape: the two then bracket the run, and
+// simulate reads the garbage collector's pace between them (its CPU model).
+func (s *Session) prependLoadStart(c *dump.Capture) error {
+	if len(c.Snapshots) != 1 || s.loadStart == "" {
+		return fmt.Errorf("cannot add the scrape of the run's start to a capture of %d snapshots", len(c.Snapshots))
+	}
+	snap := c.Snapshots[0]
+	sc, kept, err := metrics.ParseAPF(strings.NewReader(s.loadStart), s.loadStartAt)
+	if err != nil {
+		return fmt.Errorf("the /metrics body of the run's start: %w", err)
+	}
+	for i := len(snap.Metrics) - 1; i >= 0; i-- {
+		snap.Raw[dump.MetricsFile(i+1)] = snap.Raw[dump.MetricsFile(i)]
+		snap.Raw[dump.MetricsTimeKey(i+1)] = snap.Raw[dump.MetricsTimeKey(i)]
+	}
+	snap.Raw[dump.MetricsFile(0)] = kept
+	snap.Raw[dump.MetricsTimeKey(0)] = []byte(s.loadStartAt.UTC().Format(time.RFC3339Nano))
+	snap.Metrics = append([]*metrics.Scrape{sc}, snap.Metrics...)
+	return nil
+}
+
+// rejectedPerLevel reads apiserver_flowcontrol_rejected_requests_total per
+// priority level from a /metrics body.
+func rejectedPerLevel(body string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{") {
@@ -383,7 +419,7 @@ func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error
 			out[pl] += v
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Record runs the scenario once on a fresh control plane and writes the
@@ -426,6 +462,9 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
 		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.prependLoadStart(capture); err != nil {
 		return nil, err
 	}
 	bundle := filepath.Join(out, BundleFile)

@@ -40,9 +40,33 @@ const (
 	FamilyResourceSizeBytes = "apiserver_resource_size_estimate_bytes"
 )
 
+// Names of the Go runtime families kept for simulate's model of a server
+// short of CPU (runtime/metrics, which every Kubernetes component exports:
+// k8s.io/component-base metrics/legacyregistry registers the Go collector
+// with every runtime metric): the garbage collections, the CPU time of the
+// collector's mark workers, and GOMAXPROCS.
+const (
+	FamilyGCCycles        = "go_gc_cycles_total_gc_cycles_total"
+	FamilyGCMarkAssistCPU = "go_cpu_classes_gc_mark_assist_cpu_seconds_total"
+	FamilyGCMarkDedicated = "go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"
+	FamilyGCMarkIdleCPU   = "go_cpu_classes_gc_mark_idle_cpu_seconds_total"
+	FamilyGOMAXPROCS      = "go_sched_gomaxprocs_threads"
+)
+
+// isRuntimeFamily reports whether name is one of the Go runtime families
+// kept (each a single sample).
+func isRuntimeFamily(name []byte) bool {
+	switch string(name) {
+	case FamilyGCCycles, FamilyGCMarkAssistCPU, FamilyGCMarkDedicated, FamilyGCMarkIdleCPU, FamilyGOMAXPROCS:
+		return true
+	}
+	return false
+}
+
 var (
 	prefixFlowcontrol = []byte(FlowcontrolPrefix)
 	prefixApiserver   = []byte("apiserver_")
+	prefixGo          = []byte("go_")
 	code429           = []byte(`code="429"`)
 )
 
@@ -50,7 +74,7 @@ var (
 func keepFamily(name []byte) bool {
 	return bytes.HasPrefix(name, prefixFlowcontrol) ||
 		string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal || string(name) == FamilyDroppedRequests ||
-		isObjectCountFamily(name)
+		isObjectCountFamily(name) || isRuntimeFamily(name)
 }
 
 // isObjectCountFamily reports whether name is one of the families the LIST
@@ -65,7 +89,7 @@ func isObjectCountFamily(name []byte) bool {
 
 // keepSample reports whether a sample line is kept, given its metric name.
 func keepSample(name, line []byte) bool {
-	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests || isObjectCountFamily(name) {
+	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests || isObjectCountFamily(name) || isRuntimeFamily(name) {
 		return true
 	}
 	if string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal {
@@ -83,7 +107,8 @@ var ErrNotMetrics = errors.New("not the Prometheus text format")
 
 // FilterAPF copies the lines of the APF families from r: every
 // apiserver_flowcontrol_* family, the object counts and sizes per resource
-// that size LISTs in seats, and the code="429" samples of
+// that size LISTs in seats, the few Go runtime counters of the garbage
+// collector (GCActivity), and the code="429" samples of
 // apiserver_request_total and apiserver_request_terminations_total (with
 // their HELP and TYPE lines). Other lines are skipped after looking at their
 // first bytes only, so the memory used is bounded by what is kept.
@@ -147,7 +172,7 @@ func filterLine(out *bytes.Buffer, line []byte, lineNo int) error {
 			return nil // a plain comment
 		}
 		kw = bytes.TrimLeft(kw, " \t")
-		if !bytes.HasPrefix(kw, prefixApiserver) {
+		if !keptPrefix(kw) {
 			return nil
 		}
 		end := bytes.IndexAny(kw, " \t\r\n")
@@ -163,7 +188,7 @@ func filterLine(out *bytes.Buffer, line []byte, lineNo int) error {
 		return fmt.Errorf("metrics line %d: %s: %w", lineNo, quote(line), ErrNotMetrics)
 	}
 	// Most lines belong to foreign families: decide on the prefix first.
-	if !bytes.HasPrefix(trimmed, prefixApiserver) {
+	if !keptPrefix(trimmed) {
 		return nil
 	}
 	end := bytes.IndexAny(trimmed, "{ \t")
@@ -174,6 +199,11 @@ func filterLine(out *bytes.Buffer, line []byte, lineNo int) error {
 		out.Write(trimmed)
 	}
 	return nil
+}
+
+// keptPrefix reports whether a name may be kept, from its first bytes.
+func keptPrefix(name []byte) bool {
+	return bytes.HasPrefix(name, prefixApiserver) || bytes.HasPrefix(name, prefixGo)
 }
 
 func isNameStart(c byte) bool {

@@ -74,6 +74,10 @@ type Options struct {
 	// Disabled derives nothing: Apply then only fills the estimated
 	// fields of audit-only records.
 	Disabled bool
+	// Runtime is what the server's Go runtime counted around the recorded
+	// time, for the model of a server short of CPU (CPUModel); nil when
+	// unknown.
+	Runtime *Runtime
 }
 
 // Level is what was inferred for one priority level.
@@ -128,7 +132,8 @@ type Level struct {
 	// bandwidth control: from AtBoundaryThrottled on, the server's CPU
 	// limit (a cgroup quota) throttled it, and each stall lasted until the
 	// next period gave it CPU again.
-	StallsAtPeriodStart float64 `json:"stallsAtPeriodStart,omitempty"`
+	StallsAtPeriodStart float64  `json:"stallsAtPeriodStart,omitempty"`
+	PeriodPhase         Duration `json:"periodPhase,omitempty"`
 	// Windows are the overheads of the time windows (Window long) with
 	// enough evidence of their own; requests arriving in the others get
 	// the level's figure.
@@ -165,8 +170,12 @@ type Estimated struct {
 	// FixedPointIterations and FixedPointChange (the largest change of a
 	// level's mean estimated queue wait in the last iteration), for
 	// audit-only workloads.
-	FixedPointIterations int      `json:"fixedPointIterations,omitempty"`
-	FixedPointChange     Duration `json:"fixedPointChange,omitempty"`
+	FixedPointIterations int `json:"fixedPointIterations,omitempty"`
+	// StallsReplaced: recorded executions that stalled, given their
+	// level's median execution time because the CPU model places the
+	// stalls (Result.CPU).
+	StallsReplaced   int64    `json:"stallsReplaced,omitempty"`
+	FixedPointChange Duration `json:"fixedPointChange,omitempty"`
 }
 
 // Result is a calibration: per-level overheads with their evidence.
@@ -183,8 +192,17 @@ type Result struct {
 	AuditOnly bool      `json:"auditOnly"`
 	Levels    []Level   `json:"levels"`
 	Estimated Estimated `json:"estimated"`
+	// CPU is the model of a server whose CPU limit throttled it, when a
+	// level was short of CPU for that reason and the metrics tell the
+	// garbage collector's pace; CPUWhy says why there is none when such a
+	// level has no model.
+	CPU    *CPUModel `json:"cpu,omitempty"`
+	CPUWhy string    `json:"cpuWhy,omitempty"`
 
-	overhead      map[string]time.Duration
+	overhead map[string]time.Duration
+	// stallAt: per level, the execution time from which a recorded
+	// execution stalled, and the median it is replaced with under CPU
+	stallAt       map[string][2]time.Duration
 	windows       map[string]map[int64]time.Duration
 	serverWindows map[int64]time.Duration
 	prep          *preparer
@@ -329,6 +347,8 @@ type levelAcc struct {
 	exec               quantiles // of executed requests
 	// where in a CFS period the long executions ended
 	ends phases
+	// the executions of StallMin or more (at most maxLong)
+	long []time.Duration
 }
 
 // obs is one recorded request reduced to what calibration needs.
@@ -387,6 +407,9 @@ func (o *observer) add(x *obs) {
 		// estimated wait) holds whatever wait the estimate missed
 		la.exec.add(x.exec)
 		la.ends.add(x.exec, x.arrival+x.latency)
+		if x.exec >= StallMin && len(la.long) < maxLong {
+			la.long = append(la.long, x.exec)
+		}
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -468,7 +491,7 @@ func (o *observer) finish(opts Options) *Result {
 		var first int
 		lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
 		if lv.Stalls > 0 {
-			lv.StallsAtPeriodStart = la.ends.boundaryShare(first)
+			lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(first)
 		}
 		lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
 		lv.ConcurrencyLimit = lim.NominalCL
@@ -524,6 +547,17 @@ func (o *observer) finish(opts Options) *Result {
 	res.serverWindows = map[int64]time.Duration{}
 	for k, sw := range serverWin {
 		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
+	}
+	if res.Enabled {
+		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime)
+	}
+	if res.CPU != nil {
+		res.stallAt = map[string][2]time.Duration{}
+		for _, lv := range res.Levels {
+			if m := time.Duration(lv.MedianExecution); m > 0 {
+				res.stallAt[lv.Level] = [2]time.Duration{max(StallFactor*m, m+StallMin), m}
+			}
+		}
 	}
 	for i := range res.Levels {
 		lv := &res.Levels[i]
@@ -631,7 +665,7 @@ func (p *phases) add(exec, end time.Duration) {
 
 // boundaryShare returns the largest share of the executions in buckets from
 // first on that ended within ±periodSlack of one phase of cfsPeriod.
-func (p phases) boundaryShare(first int) float64 {
+func (p phases) boundaryShare(first int) (float64, Duration) {
 	var all [100]int32
 	var n int32
 	for b, h := range p {
@@ -644,18 +678,28 @@ func (p phases) boundaryShare(first int) float64 {
 		}
 	}
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
 	w := int(periodSlack / time.Millisecond)
 	var best int32
+	bi := 0
 	for i := range all {
 		var c int32
 		for j := -w; j <= w; j++ {
 			c += all[(i+j+100)%100]
 		}
-		best = max(best, c)
+		if c > best {
+			best, bi = c, i
+		}
 	}
-	return float64(best) / float64(n)
+	// the phase: the mean of the ends in that window (the windows that
+	// hold them all tie; the first is not their centre)
+	var sum float64
+	for j := -w; j <= w; j++ {
+		sum += float64(j) * float64(all[(bi+j+100)%100])
+	}
+	ph := (float64(bi) + 0.5 + sum/float64(best)) * float64(time.Millisecond)
+	return float64(best) / float64(n), Duration((time.Duration(ph)%cfsPeriod + cfsPeriod) % cfsPeriod)
 }
 
 // periodSlack: a stall ends within this of the period's start (the

@@ -86,6 +86,12 @@ func (a *applied) Next(w *workload.Request) error {
 			}
 		}
 		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
+		// under a CPU model the stalls are the model's to place: a
+		// recorded one becomes its level's median execution
+		if s, ok := a.r.stallAt[a.x.level]; ok && a.x.execFrom == fromRecord && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
+			w.ServiceTime = s[1]
+			a.r.Estimated.StallsReplaced++
+		}
 	}
 	a.idx++
 	return nil

@@ -219,12 +219,21 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		if !l.ShortOfCPU {
 			continue
 		}
+		if cal.CPU != nil && l.StallsAtPeriodStart >= AtBoundaryThrottled {
+			// the CPU model places the stalls where the collections
+			// of the changed load fall
+			continue
+		}
+		why := ""
+		if cal.CPUWhy != "" {
+			why = "; it is not modelled: " + cal.CPUWhy
+		}
 		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
-			"the replay keeps the recorded execution times and so predicts too few rejections",
+			"the replay keeps the recorded execution times and so predicts too few rejections%s",
 			l.Level, l.Stalls, StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
-			after, before, 100*float64(after-before)/float64(before)))
+			after, before, 100*float64(after-before)/float64(before), why))
 	}
 	return out
 }

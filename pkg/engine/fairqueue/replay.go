@@ -36,6 +36,9 @@ type ReplayConfig struct {
 	// configuration gives it: a changed configuration can move a request
 	// to a level whose seat cap differs from the one it was recorded in.
 	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
+	// CPU, if set, models the server's CPU for this configuration's
+	// run (Options.CPU).
+	CPU CPU
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -208,7 +211,7 @@ func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
 		}
 		levels[i] = lc
 	}
-	opts := Options{OnOutcome: onOutcome, DefaultWaitLimit: min(cfg.RequestTimeout/4, time.Minute)}
+	opts := Options{OnOutcome: onOutcome, DefaultWaitLimit: min(cfg.RequestTimeout/4, time.Minute), CPU: cfg.CPU}
 	if !cfg.NoBorrowing {
 		opts.Borrow = ru.borrow
 	}

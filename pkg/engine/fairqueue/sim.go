@@ -154,6 +154,16 @@ type Options struct {
 	// FlowNames optionally names, per flow index, the flow in the result;
 	// flows without a name are reported as flow-INDEX.
 	FlowNames []string
+	// CPU, if set, says when an execution dispatched at start that needs
+	// hold of the server's time ends (a server whose CPU limit throttles
+	// it); nil: at start + hold.
+	CPU CPU
+}
+
+// CPU models a server that cannot always run: End returns when an
+// execution dispatched at start, needing hold of running time, ends.
+type CPU interface {
+	End(start, hold time.Duration) time.Duration
 }
 
 // maxDuration bounds the times and durations of a request (2^60 ns, about
@@ -457,7 +467,11 @@ func (s *Simulator) dispatched(r *request, now int64) {
 	if now > r.arrival {
 		hold += r.queuedOverhead
 	}
-	s.push(event{t: now + hold, kind: evFinish, r: r, gen: r.gen})
+	end := now + hold
+	if s.opts.CPU != nil {
+		end = max(int64(s.opts.CPU.End(time.Duration(now), time.Duration(hold))), end)
+	}
+	s.push(event{t: end, kind: evFinish, r: r, gen: r.gen})
 }
 
 func (s *Simulator) released(r *request) {

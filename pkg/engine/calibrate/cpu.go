@@ -1,0 +1,189 @@
+package calibrate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+)
+
+// Runtime is what the recorded server's Go runtime and APF counted between
+// two /metrics scrapes taken around the recorded time: its garbage
+// collections, the CPU time of the collector's mark workers (as the runtime
+// accounts it: the time a worker held a P, throttled or not), the requests
+// APF dispatched, and GOMAXPROCS.
+type Runtime struct {
+	Span       time.Duration
+	GCCycles   float64
+	MarkCPU    time.Duration
+	Dispatched float64
+	GOMAXPROCS int
+}
+
+// CPUModel is the replay's model of a server whose CPU limit throttles it
+// while Go's garbage collector marks. The collector's idle mark workers
+// take every P the server's goroutines leave idle, so while a collection
+// marks, the server burns its CFS quota within the first RunPerPeriod of
+// each period and then waits for the next: an execution in progress then
+// ends only after the period boundary (the stalls the recording shows). A
+// collection starts every ExecutionsPerCollection dispatches (the memory
+// the requests allocate sets the collector's pace) and marks for Mark.
+//
+// Where the figures come from:
+//   - Period is the CFS period (100 ms unless the node changed it); Phase
+//     is where its boundaries fall (since the workload's start), read from
+//     the ends of the stalled executions, less the median execution;
+//   - RunPerPeriod: an execution stalled at the quota's end resumes at the
+//     next boundary and finishes the rest, so a stall that started before
+//     the quota ran out lasts Period − RunPerPeriod + its own execution:
+//     RunPerPeriod = Period + median − the median of such stalls
+//     (FullPeriodStalls, those between half a period and a period and a
+//     median long);
+//   - ExecutionsPerCollection and Mark: from the Runtime counters, the
+//     requests dispatched per collection and the mark workers' CPU per
+//     collection over GOMAXPROCS (every P marks while the server is
+//     throttled).
+//
+// The recorded stalls are taken out of the recorded execution times (each
+// becomes its level's median) and the model puts them back where its
+// collections fall; where a collection starts relative to the workload is
+// unknown, so the replay runs once per phase of CPUPhases and the result
+// is the run nearest their mean.
+type CPUModel struct {
+	Level                   string   `json:"level"`
+	Period                  Duration `json:"period"`
+	Phase                   Duration `json:"phase"`
+	RunPerPeriod            Duration `json:"runPerPeriod"`
+	FullPeriodStalls        int      `json:"fullPeriodStalls"`
+	ExecutionsPerCollection float64  `json:"executionsPerCollection"`
+	Mark                    Duration `json:"mark"`
+	Collections             float64  `json:"collections"`
+	Dispatched              float64  `json:"dispatched"`
+	GOMAXPROCS              int      `json:"gomaxprocs"`
+	MetricsSpan             Duration `json:"metricsSpan"`
+}
+
+// CPUPhases is the number of replays of a CPU model, each with its first
+// collection at another share of ExecutionsPerCollection.
+const CPUPhases = 8
+
+// maxLong bounds the long executions kept per level for RunPerPeriod.
+const maxLong = 1 << 16
+
+// minFullPeriodStalls is the fewest full-period stalls RunPerPeriod is read
+// from.
+const minFullPeriodStalls = 3
+
+// cpuModel derives the model from the level that was short of CPU because
+// a CFS quota throttled it (the one with the most stalls), or says why
+// there is none; both are empty when no level was throttled so.
+func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime) (*CPUModel, string) {
+	var lv *Level
+	for i := range levels {
+		l := &levels[i]
+		if l.ShortOfCPU && l.StallsAtPeriodStart >= AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
+			lv = l
+		}
+	}
+	if lv == nil {
+		return nil, ""
+	}
+	if rt == nil {
+		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle taken during the overload with --metrics-interval) from a server that exports the Go runtime's metrics"
+	}
+	if rt.GCCycles < 2 || rt.Dispatched < 1 || rt.GOMAXPROCS < 1 {
+		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched)
+	}
+	P := cfsPeriod
+	med := time.Duration(lv.MedianExecution)
+	th := max(StallFactor*med, med+StallMin)
+	var full []time.Duration
+	for _, e := range accs[lv.Level].long {
+		if e >= th && e >= P/2 && e <= P+med+periodSlack {
+			full = append(full, e)
+		}
+	}
+	if len(full) < minFullPeriodStalls {
+		return nil, fmt.Sprintf("%s has %d stalls of about one CFS period, too few to tell how long the server ran in each period", lv.Level, len(full))
+	}
+	slices.Sort(full)
+	run := min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
+	phase := (time.Duration(lv.PeriodPhase) - med) % P
+	if phase < 0 {
+		phase += P
+	}
+	mark := time.Duration(float64(rt.MarkCPU) / rt.GCCycles / float64(rt.GOMAXPROCS))
+	return &CPUModel{
+		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), FullPeriodStalls: len(full),
+		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
+		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
+	}, ""
+}
+
+// Server returns the model's CPU for the i-th of CPUPhases replays.
+func (m *CPUModel) Server(i int) fairqueue.CPU {
+	return &throttled{m: m, next: (float64(i%CPUPhases) + 0.5) / CPUPhases * m.ExecutionsPerCollection}
+}
+
+// throttled is one replay's server under the model.
+type throttled struct {
+	m     *CPUModel
+	count float64
+	next  float64
+	// marks are the starts of the collections that may still be marking
+	marks []time.Duration
+}
+
+// End implements fairqueue.CPU: dispatches count towards the next
+// collection, and an execution that runs into a mark runs only in the
+// first RunPerPeriod of each period.
+func (t *throttled) End(start, hold time.Duration) time.Duration {
+	t.count++
+	if t.count >= t.next {
+		t.marks = append(t.marks, start)
+		t.next += t.m.ExecutionsPerCollection
+	}
+	mark := time.Duration(t.m.Mark)
+	i := 0
+	for i < len(t.marks) && t.marks[i]+mark <= start {
+		i++
+	}
+	t.marks = t.marks[i:]
+	P, run, phase := time.Duration(t.m.Period), time.Duration(t.m.RunPerPeriod), time.Duration(t.m.Phase)
+	now, rem := start, hold
+	for rem > 0 {
+		// the mark in progress at now, or the next one
+		in, next := false, time.Duration(-1)
+		for _, s := range t.marks {
+			if s <= now && now < s+mark {
+				in = true
+				break
+			}
+			if s > now {
+				next = s
+				break
+			}
+		}
+		if !in {
+			if next < 0 || now+rem <= next {
+				return now + rem
+			}
+			rem -= next - now
+			now = next
+			continue
+		}
+		// the period now is in: runs until ps+run, throttled until ps+P
+		ps := now - ((now-phase)%P+P)%P
+		if now < ps+run {
+			d := min(rem, ps+run-now)
+			rem -= d
+			now += d
+			if rem == 0 {
+				return now
+			}
+		}
+		now = ps + P
+	}
+	return now
+}

@@ -1,0 +1,155 @@
+package calibrate
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+const ms = time.Millisecond
+
+// TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking follows one replay's
+// server under a model of 100 ms periods starting at 0, 10 ms of running
+// per period while a collection marks for 300 ms, and a collection every
+// 4 dispatches. The first phase of CPUPhases starts the first collection
+// at the first dispatch.
+func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
+	m := &CPUModel{Period: Duration(100 * ms), RunPerPeriod: Duration(10 * ms), ExecutionsPerCollection: 4, Mark: Duration(300 * ms)}
+	cpu := m.Server(0)
+	steps := []struct {
+		name         string
+		start, hold  time.Duration
+		end          time.Duration
+		newCollected bool
+	}{
+		{"fits in the period's running time", 5 * ms, 2 * ms, 7 * ms, true},
+		{"throttled at 10 ms, the rest after the boundary", 8 * ms, 5 * ms, 103 * ms, false},
+		{"dispatched while throttled: waits for the boundary", 50 * ms, 1 * ms, 101 * ms, false},
+		{"spans two throttled periods", 205 * ms, 12 * ms, 307 * ms, false},
+		// the 5th dispatch starts the second collection at 400 ms
+		{"the second collection", 400 * ms, 15 * ms, 505 * ms, true},
+		{"after both marks ended", 800 * ms, 15 * ms, 815 * ms, false},
+	}
+	for _, s := range steps {
+		if got := cpu.End(s.start, s.hold); got != s.end {
+			t.Errorf("%s: dispatched at %v for %v ends at %v, want %v", s.name, s.start, s.hold, got, s.end)
+		}
+	}
+	// a mark that starts later does not touch an execution before it
+	cpu = m.Server(CPUPhases - 1) // first collection after 3.75 dispatches
+	for i, want := range []time.Duration{2 * ms, 12 * ms, 22 * ms, 100 * ms + 2*ms} {
+		start := time.Duration(i) * 10 * ms
+		if i == 3 {
+			start = 35 * ms // the 4th dispatch starts a mark, throttled from 10 ms
+		}
+		if got := cpu.End(start, 2*ms); got != want {
+			t.Errorf("dispatch %d at %v ends at %v, want %v", i+1, start, got, want)
+		}
+	}
+}
+
+// runtime8 is a recorded server that collected 8 times for 1,200
+// dispatches, its mark workers taking 6.4 s of CPU on 2 Ps.
+var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Dispatched: 1200, GOMAXPROCS: 2}
+
+// TestCPUModelFromStallsAndRuntime derives the model from a synthetic
+// recording whose 40 stalls of 90 ms end at phase 70 ms of the period
+// (plus up to 2 ms to wake), among 2–3 ms executions: the server ran
+// 100 + median − 90 ms per period, a collection came every 150 dispatches
+// and marked for 6.4 s / 8 / 2 = 400 ms. Without the runtime's counters,
+// or with stalls that are not a quota's, there is no model.
+func TestCPUModelFromStallsAndRuntime(t *testing.T) {
+	cfg := config(t, 1)
+	atBoundary := func(i int, rng *rand.Rand) time.Duration {
+		return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+	}
+	anywhere := func(i int, rng *rand.Rand) time.Duration {
+		return time.Duration(i)*37*ms + 100*ms + time.Duration(rng.IntN(100_000))*time.Microsecond
+	}
+	reqs := stallRecording(1000, 40, 90*ms, atBoundary)
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.CPU
+	if m == nil {
+		t.Fatalf("no CPU model: %s", res.CPUWhy)
+	}
+	med := time.Duration(slowLevel(t, res).MedianExecution)
+	t.Logf("median %v; model %+v", med, *m)
+	if m.Level != "slow" || m.FullPeriodStalls != 40 {
+		t.Errorf("model from level %q with %d full-period stalls, want slow and 40", m.Level, m.FullPeriodStalls)
+	}
+	if got, want := time.Duration(m.RunPerPeriod), 10*ms+med; got < want-2*ms || got > want+2*ms {
+		t.Errorf("runs %v per period, want about %v", got, want)
+	}
+	// the stalls end 70–72 ms into the period, 0–2 ms after the boundary;
+	// the phase counts from the workload's first arrival
+	first := reqs[0].Arrival.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	want := ((70*ms-first)%cfsPeriod+cfsPeriod)%cfsPeriod - med
+	if got := time.Duration(m.Phase); got < want-ms || got > want+3*ms {
+		t.Errorf("periods start at %v, want about %v (the boundary less the median)", got, want)
+	}
+	if m.ExecutionsPerCollection != 150 || time.Duration(m.Mark) != 400*ms {
+		t.Errorf("a collection every %.0f dispatches marking for %v, want 150 and 400ms", m.ExecutionsPerCollection, time.Duration(m.Mark))
+	}
+
+	// Apply gives the stalled executions the median
+	var replaced, long int
+	src := res.Apply(&sliceReader{reqs: reqs})
+	var w workload.Request
+	for src.Next(&w) == nil {
+		if w.ServiceTime == med {
+			replaced++
+		}
+		if w.ServiceTime >= 20*ms {
+			long++
+		}
+	}
+	if long != 0 || replaced < 40 || res.Estimated.StallsReplaced != 40 {
+		t.Errorf("after Apply: %d executions of 20 ms or more, %d of the median, %d counted replaced; want 0, at least 40, 40", long, replaced, res.Estimated.StallsReplaced)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		reqs    []workload.Request
+		rt      *Runtime
+		wantWhy bool
+	}{
+		{"no runtime counters", reqs, nil, true},
+		{"one collection", reqs, &Runtime{Span: 5 * time.Second, GCCycles: 1, MarkCPU: 800 * ms, Dispatched: 150, GOMAXPROCS: 2}, true},
+		{"stalls not at a period boundary", stallRecording(1000, 40, 90*ms, anywhere), runtime8, false},
+	} {
+		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: tt.rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CPU != nil || (res.CPUWhy != "") != tt.wantWhy {
+			t.Errorf("%s: model %v, why %q; want none, with a reason: %v", tt.name, res.CPU, res.CPUWhy, tt.wantWhy)
+		}
+	}
+}
+
+// TestRegimeLeavesAModelledLevelAlone: a level whose stalls the CPU model
+// places is not warned about; without a model the warning says why.
+func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
+	cfg := config(t, 1)
+	lv := Level{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * ms)}
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
+	}
+	modelled := &Result{Enabled: true, Levels: []Level{lv}, CPU: &CPUModel{Level: "slow"}}
+	if w := ShortOfCPUWarning(Regime(cfg, cfg, 6, rep, modelled), "slow"); w != "" {
+		t.Errorf("a modelled level is warned about: %q", w)
+	}
+	why := "the metrics do not tell how often the garbage collector ran"
+	plain := &Result{Enabled: true, Levels: []Level{lv}, CPUWhy: why}
+	if w := ShortOfCPUWarning(Regime(cfg, cfg, 6, rep, plain), "slow"); w == "" || !strings.Contains(w, why) {
+		t.Errorf("the warning without a model does not say why: %q", w)
+	}
+}
