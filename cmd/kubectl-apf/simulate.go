@@ -218,7 +218,7 @@ type simulateReport struct {
 	// per phase of its collections; the report is the one nearest their
 	// mean.
 	CPUReplays *cpuReplays `json:"cpuReplays,omitempty"`
-	Warnings    []string             `json:"warnings,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
 }
 
 // Run loads the configurations, replays the workload and prints the report.

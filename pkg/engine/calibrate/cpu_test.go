@@ -41,7 +41,7 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 	}
 	// a mark that starts later does not touch an execution before it
 	cpu = m.Server(CPUPhases - 1) // first collection after 3.75 dispatches
-	for i, want := range []time.Duration{2 * ms, 12 * ms, 22 * ms, 100 * ms + 2*ms} {
+	for i, want := range []time.Duration{2 * ms, 12 * ms, 22 * ms, 100*ms + 2*ms} {
 		start := time.Duration(i) * 10 * ms
 		if i == 3 {
 			start = 35 * ms // the 4th dispatch starts a mark, throttled from 10 ms
