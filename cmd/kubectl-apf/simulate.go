@@ -114,6 +114,9 @@ type SimulateOptions struct {
 	// Calibrate derives the seat hold time of every level from the
 	// recording and estimates what an audit log alone lacks.
 	Calibrate bool
+	// CPUModel replays a server its CPU limit throttled with the model of
+	// its garbage collector's stalls (calibrate.CPUModel).
+	CPUModel bool
 
 	settings []capacity.Setting
 
@@ -122,7 +125,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -145,6 +148,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	o.Flags.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level was short of CPU because the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
@@ -251,6 +255,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 			notes = append(notes, "note: no object counts: "+err.Error())
 		}
 		notes = append(notes, mnotes...)
+
 	}
 	if o.Calibrate && afterRC != nil {
 		// the change may move requests to levels with another seat cap

@@ -28,7 +28,7 @@ const fixedPointIterations = 8
 // and the replay then read them.
 func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts, runtime *calibrate.Runtime) (*calibrate.Result, *workload.Tape, []string, error) {
 	var notes []string
-	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release, Runtime: runtime}
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release, Runtime: runtime, NoCPUModel: !o.CPUModel}
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {
@@ -161,6 +161,35 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, tape *workload.Tape, 
 	return out, nil
 }
 
+// printCPUModel says what the CPU model rests on and how far its replays
+// spread, or why a level short of CPU has none.
+func printCPUModel(w io.Writer, cal *calibrate.Result, reps *cpuReplays) {
+	m := cal.CPU
+	if m == nil {
+		if cal.CPUWhy != "" {
+			fmt.Fprintf(w, "CPU model: none, %s.\n", cal.CPUWhy)
+		}
+		return
+	}
+	fmt.Fprintf(w, "CPU model, from %s's stalls and the Go runtime's counters over the metrics' %v: CFS periods of %v starting at %v, %v of running per period while the collector marks (from %d stalls of about a period); "+
+		"a collection every %.0f dispatches (%.0f collections, %.0f dispatches), marking for %v (the mark workers' CPU per collection over GOMAXPROCS %d).\n",
+		sanitize.Line(m.Level), fmtDuration(time.Duration(m.MetricsSpan)), fmtDuration(time.Duration(m.Period)), fmtDuration(time.Duration(m.Phase)), fmtDuration(time.Duration(m.RunPerPeriod)), m.FullPeriodStalls,
+		m.ExecutionsPerCollection, m.Collections, m.Dispatched, fmtDuration(time.Duration(m.Mark)), m.GOMAXPROCS)
+	if reps == nil || len(reps.Replays) == 0 {
+		return
+	}
+	what, lo, hi := "rejected", int64(math.MaxInt64), int64(0)
+	for _, r := range reps.Replays {
+		v := r.Rejected[m.Level]
+		if r.AfterRejected != nil {
+			v, what = r.AfterRejected[m.Level], "rejected after the change"
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	fmt.Fprintf(w, "Replayed %d times, one per phase of the collections (when the first one starts is not recorded): %s %d to %d %s, mean %.0f; the tables show replay %d, the nearest the mean.\n",
+		len(reps.Replays), sanitize.Line(m.Level), lo, hi, what, reps.Mean, reps.Chosen+1)
+}
+
 // rejectedByLevel sums each level's rejections over their reasons.
 func rejectedByLevel(levels []fairqueue.LevelResult) map[string]int64 {
 	m := map[string]int64{}
@@ -215,9 +244,14 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		short = append(short, fmt.Sprintf("%s (%s)", sanitize.Line(l.Level), l.StallCause()))
 	}
 	if len(short) > 0 {
-		fmt.Fprintf(w, "STALLS: executions that took %d times the level's median and %v more, and their share of its execution time. Short of CPU: %s; a change that adds work is warned about.\n",
-			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "))
+		then := "a change that adds work is warned about"
+		if cal.CPU != nil {
+			then = "the CPU model below places the stalls of a CPU limit's throttling"
+		}
+		fmt.Fprintf(w, "STALLS: executions that took %d times the level's median and %v more, and their share of its execution time. Short of CPU: %s; %s.\n",
+			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "), then)
 	}
+	printCPUModel(w, cal, rep.CPUReplays)
 	e := cal.Estimated
 	var est []string
 	if n := e.ExecutionFromAnnotations; n > 0 {
@@ -231,6 +265,9 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 	}
 	if n := e.SeatsAssumedOne; n > 0 {
 		est = append(est, fmt.Sprintf("%d seats assumed 1", n))
+	}
+	if n := e.StallsReplaced; n > 0 {
+		est = append(est, fmt.Sprintf("%d stalled executions given their level's median (the CPU model places the stalls)", n))
 	}
 	if n := e.WritesWithoutWatchCount; n > 0 {
 		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))

@@ -44,7 +44,18 @@ type recordedFit struct {
 			StallShare float64 `json:"stallShare"`
 			ShortOfCPU bool    `json:"shortOfCPU"`
 		} `json:"levels"`
+		CPU *struct {
+			Level                   string  `json:"level"`
+			Phase                   string  `json:"phase"`
+			RunPerPeriod            string  `json:"runPerPeriod"`
+			ExecutionsPerCollection float64 `json:"executionsPerCollection"`
+			Mark                    string  `json:"mark"`
+		} `json:"cpu"`
+		CPUWhy string `json:"cpuWhy"`
 	} `json:"calibration"`
+	CPUReplays *struct {
+		Mean float64 `json:"mean"`
+	} `json:"cpuReplays"`
 	Warnings []string `json:"warnings"`
 }
 
@@ -189,6 +200,15 @@ func TestSimulateRecordings(t *testing.T) {
 					}
 					if starved := rec.APIServerCPUs < 0.5; starved != (len(short) > 0) {
 						t.Errorf("kube-apiserver held to %.1f CPU, levels found short of CPU: %v", rec.APIServerCPUs, short)
+					}
+					// every recording's bundle scrapes /metrics when the
+					// run begins and after it: a server throttled by its
+					// quota gets the CPU model
+					if m := cal.Calibration.CPU; m != nil {
+						report = append(report, fmt.Sprintf("  %-13s CPU model from %s: periods from %s, %s of running per period while marking, a collection every %.0f dispatches marking for %s; %d replays, mean %.1f rejections",
+							mode.name, m.Level, m.Phase, m.RunPerPeriod, m.ExecutionsPerCollection, m.Mark, calibrate.CPUPhases, cal.CPUReplays.Mean))
+					} else if len(short) > 0 {
+						t.Errorf("levels %v short of CPU, but no CPU model: %s", short, cal.Calibration.CPUWhy)
 					}
 				}
 				for _, f := range cal.Fit {

@@ -78,6 +78,8 @@ type Options struct {
 	// time, for the model of a server short of CPU (CPUModel); nil when
 	// unknown.
 	Runtime *Runtime
+	// NoCPUModel builds no CPU model even with Runtime.
+	NoCPUModel bool
 }
 
 // Level is what was inferred for one priority level.
@@ -549,7 +551,7 @@ func (o *observer) finish(opts Options) *Result {
 		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
 	}
 	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime)
+		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel)
 	}
 	if res.CPU != nil {
 		res.stallAt = map[string][2]time.Duration{}

@@ -78,7 +78,7 @@ const minFullPeriodStalls = 3
 // cpuModel derives the model from the level that was short of CPU because
 // a CFS quota throttled it (the one with the most stalls), or says why
 // there is none; both are empty when no level was throttled so.
-func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime) (*CPUModel, string) {
+func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) (*CPUModel, string) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
@@ -88,6 +88,9 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime) (*CPUModel
 	}
 	if lv == nil {
 		return nil, ""
+	}
+	if off {
+		return nil, "the CPU model was turned off"
 	}
 	if rt == nil {
 		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle taken during the overload with --metrics-interval) from a server that exports the Go runtime's metrics"
