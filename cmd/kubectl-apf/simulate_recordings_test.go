@@ -267,9 +267,17 @@ func TestSimulateRecordings(t *testing.T) {
 			}
 			slices.Sort(levels)
 			for _, l := range levels {
-				real, pred := int64(rec.WhatIf.Rejected429[l]), wi.rejected(true, l)
+				real, pred := rec.WhatIfReal(l), wi.rejected(true, l)
 				ratio := float64(pred) / float64(max(real, 1))
-				report = append(report, fmt.Sprintf("    %-16s re-run got %5d 429s (recorded run %5d)  predicted %5d (ratio %.2f)", l, real, rec.Recorded.Rejected429[l], pred, ratio))
+				got := fmt.Sprintf("re-run got %5d 429s", real)
+				if len(rec.WhatIfMore) > 0 {
+					each := []string{fmt.Sprint(rec.WhatIf.Rejected429[l])}
+					for _, r := range rec.WhatIfMore {
+						each = append(each, fmt.Sprint(r.Rejected429[l]))
+					}
+					got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
+				}
+				report = append(report, fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio))
 				if calibrate.ShortOfCPUWarning(wi.Warnings, l) != "" {
 					// Not asserted: simulate itself says that its
 					// prediction falls short here (a server short of CPU

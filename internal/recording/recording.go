@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,9 +79,33 @@ type Result struct {
 	// far two runs of one seeded load differ on this machine, the floor of
 	// any prediction's error.
 	Repeat *Run `json:"repeat,omitempty"`
-	// WhatIf is the re-run of the same plan on the changed configuration.
+	// WhatIf is the re-run of the same plan on the changed configuration;
+	// WhatIfMore the further re-runs of a scenario whose what-if is
+	// checked against the mean of several (Scenario.WhatIfReruns).
 	WhatIf      *Run   `json:"whatIf,omitempty"`
+	WhatIfMore  []Run  `json:"whatIfMore,omitempty"`
 	WhatIfAbout string `json:"whatIfAbout"`
+}
+
+// WhatIfReal is what a prediction of the what-if is checked against: a
+// level's 429s in the re-run, or their mean over the re-runs, rounded.
+func (r *Result) WhatIfReal(level string) int64 {
+	if r.WhatIf == nil {
+		return 0
+	}
+	return MeanRejected(append([]Run{*r.WhatIf}, r.WhatIfMore...), level)
+}
+
+// MeanRejected is the mean of a level's 429s over runs, rounded.
+func MeanRejected(runs []Run, level string) int64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, run := range runs {
+		sum += float64(run.Rejected429[level])
+	}
+	return int64(math.Round(sum / float64(len(runs))))
 }
 
 // Session is a running scenario on its own control plane.
@@ -377,6 +402,21 @@ func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error
 	return rejectedPerLevel(body), nil
 }
 
+// WriteBundle writes a bundle of the server's objects, version and metrics
+// to path, right after a run: its metrics are the scrape of the run's
+// start and one now, so that they bracket the run.
+func (s *Session) WriteBundle(ctx context.Context, path string, m dump.Manifest) error {
+	capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
+		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
+	if err != nil {
+		return err
+	}
+	if err := s.prependLoadStart(capture); err != nil {
+		return err
+	}
+	return dump.WriteBundle(path, capture, m)
+}
+
 // prependLoadStart makes the /metrics body read when the recorded run
 // began the capture's first scrape: the two then bracket the run, and
 // simulate reads the garbage collector's pace between them (its CPU model).
@@ -459,17 +499,9 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	if err := gzipTail(a.AuditLog, auditFrom, filepath.Join(out, AuditLogFile)); err != nil {
 		return nil, err
 	}
-	capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
-		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.prependLoadStart(capture); err != nil {
-		return nil, err
-	}
 	bundle := filepath.Join(out, BundleFile)
 	_ = os.Remove(bundle)
-	if err := dump.WriteBundle(bundle, capture, dump.Manifest{Source: "local control plane, scenario " + sc.Name, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+	if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: "local control plane, scenario " + sc.Name, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
 		return nil, err
 	}
 	y, err := ChangeYAML(sc.WhatIf)
@@ -499,6 +531,18 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 		})
 		if err != nil {
 			return nil, err
+		}
+		for range sc.WhatIfReruns - 1 {
+			dir, err := os.MkdirTemp("", "apf-record-whatif-")
+			if err != nil {
+				return nil, err
+			}
+			run, err := Rerun(ctx, sc, seed, dir, phaseOffset, progress, nil)
+			os.RemoveAll(dir)
+			if err != nil {
+				return nil, err
+			}
+			res.WhatIfMore = append(res.WhatIfMore, *run)
 		}
 	}
 	b, err := json.MarshalIndent(res, "", "  ")

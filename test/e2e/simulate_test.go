@@ -57,6 +57,18 @@ type simulateOutput struct {
 	ServerConcurrencyLimit  int                 `json:"serverConcurrencyLimit"`
 	ServerConcurrencySource string              `json:"serverConcurrencySource"`
 	Warnings                []string            `json:"warnings"`
+	Calibration             *struct {
+		CPU *struct {
+			Level                   string  `json:"level"`
+			ExecutionsPerCollection float64 `json:"executionsPerCollection"`
+			Mark                    string  `json:"mark"`
+			RunPerPeriod            string  `json:"runPerPeriod"`
+		} `json:"cpu"`
+		CPUWhy string `json:"cpuWhy"`
+	} `json:"calibration"`
+	CPUReplays *struct {
+		Mean float64 `json:"mean"`
+	} `json:"cpuReplays"`
 }
 
 func simLevel(ls []simulateLevel, name string) simulateLevel {

@@ -14,7 +14,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
-	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // TestSimulateWhatIfMatchesRerun is the test that says whether a what-if can
@@ -87,13 +86,9 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if err := recording.CopyTail(a.AuditLog, auditFrom, auditFile); err != nil {
 				t.Fatal(err)
 			}
-			capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
-				dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
-			if err != nil {
-				t.Fatal(err)
-			}
+			// its metrics bracket the run: the CPU model's evidence
 			bundle := filepath.Join(dir, "bundle")
-			if err := dump.WriteBundle(bundle, capture, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
+			if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
 				t.Fatal(err)
 			}
 			change, err := recording.ChangeYAML(sc.WhatIf)
@@ -120,11 +115,24 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if err := s.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			rerun, err := recording.Rerun(ctx, sc, 1, t.TempDir(), 0, nil, nil)
-			if err != nil {
-				t.Fatal(err)
+			// a noisy what-if is checked against the mean of several
+			// re-runs (Scenario.WhatIfReruns)
+			var reruns []recording.Run
+			for range max(sc.WhatIfReruns, 1) {
+				rerun, err := recording.Rerun(ctx, sc, 1, t.TempDir(), 0, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reruns = append(reruns, *rerun)
 			}
+			rerun := &reruns[0]
 			report = append(report, fmt.Sprintf("== %s (load average %s, then %s): %s", sc.Name, rec.LoadBefore, rerun.LoadBefore, sc.WhatIf.About))
+			if c := pred.Calibration; c != nil && c.CPU != nil {
+				report = append(report, fmt.Sprintf("  CPU model from %s: a collection every %.0f dispatches marking for %s, %s of running per period; the replays' mean %.1f",
+					c.CPU.Level, c.CPU.ExecutionsPerCollection, c.CPU.Mark, c.CPU.RunPerPeriod, pred.CPUReplays.Mean))
+			} else if c != nil && c.CPUWhy != "" {
+				report = append(report, "  no CPU model: "+c.CPUWhy)
+			}
 			levels := map[string]bool{}
 			for l := range rec.Rejected429 {
 				levels[l] = true
@@ -138,9 +146,17 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 				}
 			}
 			for _, l := range slicesSorted(levels) {
-				real, p := int64(rerun.Rejected429[l]), simLevel(pred.After.Levels, l).rejected()
+				real, p := recording.MeanRejected(reruns, l), simLevel(pred.After.Levels, l).rejected()
 				ratio := float64(p) / float64(max(real, 1))
-				report = append(report, fmt.Sprintf("  %-16s recorded run %5d 429s, predicted after the change %5d, the re-run got %5d (ratio %.2f)", l, rec.Rejected429[l], p, real, ratio))
+				got := fmt.Sprintf("the re-run got %5d", real)
+				if len(reruns) > 1 {
+					var each []string
+					for _, r := range reruns {
+						each = append(each, fmt.Sprint(r.Rejected429[l]))
+					}
+					got = fmt.Sprintf("%d re-runs got %s, mean %d", len(reruns), strings.Join(each, ", "), real)
+				}
+				report = append(report, fmt.Sprintf("  %-16s recorded run %5d 429s, predicted after the change %5d, %s (ratio %.2f)", l, rec.Rejected429[l], p, got, ratio))
 				if w := calibrate.ShortOfCPUWarning(pred.Warnings, l); w != "" {
 					// simulate says its prediction falls short here: the
 					// recorded server stalled for CPU and the change adds
@@ -149,7 +165,7 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 					continue
 				}
 				if !recording.WhatIfAgrees(p, real) {
-					t.Errorf("%s: predicted %d rejections after the change, the re-run got %d", l, p, real)
+					t.Errorf("%s: predicted %d rejections after the change, the re-runs got %d", l, p, real)
 				}
 			}
 		})
@@ -163,8 +179,9 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 // whatIfInMakeTest are the scenarios "make test" checks (about five and a
 // half minutes on 2 cores): those whose what-if agreed with the re-run in
 // at least three runs in a row before they were put here, and in none
-// disagreed. starved is left to "make e2e-whatif": simulate warns that its
-// recorded server was short of CPU (see
+// disagreed. starved is left to "make e2e-whatif": its what-if varies so
+// much between identical re-runs that it is checked against the mean of
+// three, which takes four minutes more (see
 // testdata/simulate/recordings/README.md).
 var whatIfInMakeTest = []string{"quiet", "borrowing", "lists"}
 

@@ -75,14 +75,21 @@ const maxLong = 1 << 16
 // from.
 const minFullPeriodStalls = 3
 
-// cpuModel derives the model from the level that was short of CPU because
-// a CFS quota throttled it (the one with the most stalls), or says why
-// there is none; both are empty when no level was throttled so.
+// minThrottledStalls is the fewest stalls from which a level's stalls, if
+// most end at one phase of the period, tell a CFS quota's throttling.
+const minThrottledStalls = 5
+
+// cpuModel derives the model from the level whose stalls tell a CFS
+// quota's throttling (the one with the most stalls), or says why there is
+// none; both are empty when no level was throttled so. The level need not
+// be short of CPU: a recorded run with few stalls, on a server throttled
+// all the same, is one the collector happened to spare, and a change that
+// adds work meets the collector as often as the runtime's pace says.
 func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) (*CPUModel, string) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
-		if l.ShortOfCPU && l.StallsAtPeriodStart >= AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
+		if l.Stalls >= minThrottledStalls && l.StallsAtPeriodStart >= AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
 			lv = l
 		}
 	}
