@@ -41,9 +41,11 @@ type Runtime struct {
 //     (FullPeriodStalls, those between half a period and a period and a
 //     median long);
 //   - ExecutionsPerCollection and Mark: from the Runtime counters, the
-//     requests dispatched per collection and the mark workers' CPU per
-//     collection over GOMAXPROCS (every P marks while the server is
-//     throttled).
+//     requests dispatched per collection, and the mark workers' CPU per
+//     collection over GOMAXPROCS (every P the server's goroutines leave
+//     marks, and the runtime counts a worker's time on its P, throttled or
+//     not), with the recorded stalls' time added to that CPU: a P whose
+//     goroutine was throttled mid-execution was not marking.
 //
 // The recorded stalls are taken out of the recorded execution times (each
 // becomes its level's median) and the model puts them back where its
@@ -62,6 +64,9 @@ type CPUModel struct {
 	Dispatched              float64  `json:"dispatched"`
 	GOMAXPROCS              int      `json:"gomaxprocs"`
 	MetricsSpan             Duration `json:"metricsSpan"`
+	// Stalled is the recorded stalls' time beyond their levels' medians,
+	// which Mark counts with the mark workers' CPU.
+	Stalled Duration `json:"stalled"`
 }
 
 // CPUPhases is the number of replays of a CPU model, each with its first
@@ -123,9 +128,26 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) 
 	if phase < 0 {
 		phase += P
 	}
-	mark := time.Duration(float64(rt.MarkCPU) / rt.GCCycles / float64(rt.GOMAXPROCS))
+	// While a collection marks, a P whose request goroutine was throttled
+	// mid-execution holds that goroutine, not a mark worker, until the
+	// next period: the runtime counts that time as the application's, so
+	// the marks' wall time is their workers' CPU plus the stalls'.
+	var stalled time.Duration
+	for _, l := range levels {
+		m := time.Duration(l.MedianExecution)
+		th := max(StallFactor*m, m+StallMin)
+		if la := accs[l.Level]; la != nil && m > 0 {
+			for _, e := range la.long {
+				if e >= th {
+					stalled += e - m
+				}
+			}
+		}
+	}
+	mark := time.Duration((float64(rt.MarkCPU) + float64(stalled)) / rt.GCCycles / float64(rt.GOMAXPROCS))
 	return &CPUModel{
-		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), FullPeriodStalls: len(full),
+		Stalled: Duration(stalled),
+		Level:   lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
 		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
 	}, ""

@@ -60,7 +60,7 @@ var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Disp
 // recording whose 40 stalls of 90 ms end at phase 70 ms of the period
 // (plus up to 2 ms to wake), among 2–3 ms executions: the server ran
 // 100 + median − 90 ms per period, a collection came every 150 dispatches
-// and marked for 6.4 s / 8 / 2 = 400 ms. Without the runtime's counters,
+// and marked for (6.4 s + the stalls' time) / 8 / 2. Without the runtime's counters,
 // or with stalls that are not a quota's, there is no model.
 func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	cfg := config(t, 1)
@@ -94,8 +94,11 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	if got := time.Duration(m.Phase); got < want-ms || got > want+3*ms {
 		t.Errorf("periods start at %v, want about %v (the boundary less the median)", got, want)
 	}
-	if m.ExecutionsPerCollection != 150 || time.Duration(m.Mark) != 400*ms {
-		t.Errorf("a collection every %.0f dispatches marking for %v, want 150 and 400ms", m.ExecutionsPerCollection, time.Duration(m.Mark))
+	// the marks: 6.4 s of the workers' CPU and the 40 stalls' 90 ms − the
+	// median, over 8 collections and 2 Ps
+	stalled := 40 * (90*ms - med)
+	if m.ExecutionsPerCollection != 150 || time.Duration(m.Stalled) != stalled || time.Duration(m.Mark) != (6400*ms+stalled)/16 {
+		t.Errorf("a collection every %.0f dispatches marking for %v (stalled %v), want 150 and %v (stalled %v)", m.ExecutionsPerCollection, time.Duration(m.Mark), time.Duration(m.Stalled), (6400*ms+stalled)/16, stalled)
 	}
 
 	// Apply gives the stalled executions the median
