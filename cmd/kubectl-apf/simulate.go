@@ -80,10 +80,16 @@ the bundle's metrics). The result says which fields were estimated, and
 warns when a change takes a level far from the recorded regime. It counts the
 executions that stalled for CPU (ten times the level's median and 20ms more;
 ending at one phase of a 100ms period when a CPU limit's CFS quota throttled
-the server): on a server short of CPU, a change that has it execute more
-requests makes every execution stall more often, which the replay, keeping
-the recorded execution times, does not model, and it says so. See
-docs/simulate.md for what the replay is checked against.`
+the server). When the stalls are a CFS quota's and the metrics hold two
+scrapes around the recorded time (a bundle taken during the overload with a
+long --metrics-interval), the server's garbage collector is modelled
+(--cpu-model=false turns this off): its marks, paced by the Go runtime's
+counters, throttle the server to the start of each period, and the replay
+runs once per phase of the collections. Without that model, a change that
+has a server short of CPU execute more requests is warned about: every
+execution would stall more often, which keeping the recorded execution
+times does not show. See docs/simulate.md for what the replay is checked
+against.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
