@@ -77,8 +77,8 @@ const CPUPhases = 8
 const maxLong = 1 << 16
 
 // minFullPeriodStalls is the fewest full-period stalls RunPerPeriod is read
-// from.
-const minFullPeriodStalls = 3
+// from: one tells it (to the spread of its own execution time).
+const minFullPeriodStalls = 1
 
 // minThrottledStalls is the fewest stalls from which a level's stalls, if
 // most end at one phase of the period, tell a CFS quota's throttling.
@@ -120,7 +120,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) 
 		}
 	}
 	if len(full) < minFullPeriodStalls {
-		return nil, fmt.Sprintf("%s has %d stalls of about one CFS period, too few to tell how long the server ran in each period", lv.Level, len(full))
+		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period", lv.Level)
 	}
 	slices.Sort(full)
 	run := min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)

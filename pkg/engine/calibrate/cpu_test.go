@@ -126,6 +126,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		{"no runtime counters", reqs, nil, true},
 		{"one collection", reqs, &Runtime{Span: 5 * time.Second, GCCycles: 1, MarkCPU: 800 * ms, Dispatched: 150, GOMAXPROCS: 2}, true},
 		{"stalls not at a period boundary", stallRecording(1000, 40, 90*ms, anywhere), runtime8, false},
+		{"no stall of about a period", stallRecording(1000, 40, 40*ms, atBoundary), runtime8, true},
 	} {
 		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: tt.rt})
 		if err != nil {
