@@ -154,7 +154,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	o.Flags.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level was short of CPU because the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
+	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
@@ -261,7 +261,6 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 			notes = append(notes, "note: no object counts: "+err.Error())
 		}
 		notes = append(notes, mnotes...)
-
 	}
 	if o.Calibrate && afterRC != nil {
 		// the change may move requests to levels with another seat cap
@@ -286,26 +285,9 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 			src = cal.Apply(src)
 		}
 	}
-	var (
-		rep     *fairqueue.Report
-		fitRes  []calibrate.LevelFit
-		replays *cpuReplays
-		err2    error
-	)
-	if cal != nil && cal.CPU != nil && tape != nil {
-		replays, err2 = replayCPU(ctx, cal, tape, rc(before), afterRC)
-		if err2 == nil {
-			rep, fitRes = replays.chosenReport, replays.chosenFit
-		}
-	} else {
-		fit := calibrate.NewFit(0)
-		rep, err2 = fairqueue.Replay(src, rc(before), afterRC, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
-		if err2 == nil {
-			fitRes = fit.Result(rep.Levels)
-		}
-	}
-	if err2 != nil {
-		return err2
+	rep, fitRes, replays, err := replay(ctx, src, cal, tape, rc(before), afterRC)
+	if err != nil {
+		return err
 	}
 	if rep.Workload.Records == 0 {
 		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
@@ -318,6 +300,25 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		Release: rel.Release.String(), ReleaseFrom: sanitize.Line(rel.From),
 		Calibration: cal, Fit: fitRes, CPUReplays: replays, Warnings: calibrate.Regime(before, after, scl, rep, cal)}
 	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
+}
+
+// replay replays the prepared workload once, or, under a CPU model, once
+// per phase of its collections from the tape (replayCPU), and returns the
+// report with the fit of the recorded run.
+func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, tape *workload.Tape, before fairqueue.ReplayConfig, after *fairqueue.ReplayConfig) (*fairqueue.Report, []calibrate.LevelFit, *cpuReplays, error) {
+	if cal != nil && cal.CPU != nil && tape != nil {
+		reps, err := replayCPU(ctx, cal, tape, before, after)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return reps.chosenReport, reps.chosenFit, reps, nil
+	}
+	fit := calibrate.NewFit(0)
+	rep, err := fairqueue.Replay(src, before, after, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rep, fit.Result(rep.Levels), nil, nil
 }
 
 // loadConfigs returns the base configuration and, when -f or --set change
