@@ -240,3 +240,51 @@ func TestSeatDemandDriftFromClippedFinalSeats(t *testing.T) {
 		t.Errorf("average demand %.3f; the drift of 3 seats should dominate it", sim.Average)
 	}
 }
+
+// slowCPU ends every execution after its hold, except those dispatched
+// within [from, to), which end at to + their hold: a server that could not
+// run in between.
+type slowCPU struct{ from, to time.Duration }
+
+func (c slowCPU) End(start, hold time.Duration) time.Duration {
+	if start >= c.from && start < c.to {
+		return c.to + hold
+	}
+	return start + hold
+}
+
+// TestSimulatorAsksTheCPUWhenAnExecutionEnds: with Options.CPU an
+// execution holds its seat until the CPU says it ended, so the requests
+// queued behind it wait, and overflow, accordingly.
+func TestSimulatorAsksTheCPUWhenAnExecutionEnds(t *testing.T) {
+	level := fairqueue.LevelConfig{Name: "q", Queues: 1, HandSize: 1, QueueLengthLimit: 1, ConcurrencyLimit: 1}
+	reqs := []fairqueue.Request{req(0, 10*ms), req(100*ms, 10*ms), req(112*ms, 10*ms), req(125*ms, 10*ms)}
+	for i := range reqs {
+		reqs[i].ID = int64(i)
+	}
+	for _, tt := range []struct {
+		name string
+		cpu  fairqueue.CPU
+		want string
+	}{
+		{"no CPU model", nil, "exec@0s exec@100ms exec@112ms exec@125ms"},
+		// the second request stalls until 200 ms: the third waits for it,
+		// the fourth finds the one queue place taken
+		{"stalled from 100 ms to 200 ms", slowCPU{100 * ms, 200 * ms}, "exec@0s exec@100ms exec@210ms queue-full@125ms"},
+	} {
+		out := make([]fairqueue.Outcome, len(reqs))
+		sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{level}, fairqueue.Options{
+			OnOutcome: func(o *fairqueue.Outcome) { out[o.ID] = *o },
+			CPU:       tt.cpu,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.Run(&sliceSource{reqs: reqs}); err != nil {
+			t.Fatal(err)
+		}
+		if got := fates(out); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
