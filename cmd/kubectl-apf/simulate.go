@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -123,8 +124,12 @@ type SimulateOptions struct {
 	// CPUModel replays a server its CPU limit throttled with the model of
 	// its garbage collector's stalls (calibrate.CPUModel).
 	CPUModel bool
+	// CPULimit is the recorded server's CPU limit as in its pod spec
+	// ("200m", "0.5"); empty when unknown.
+	CPULimit string
 
 	settings []capacity.Setting
+	cpuLimit float64
 
 	genericiooptions.IOStreams
 }
@@ -155,6 +160,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	o.Flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
+	cmd.Flags().StringVar(&o.CPULimit, "cpu-limit", "", "The recorded kube-apiserver's CPU limit, as in its pod spec (200m, 0.5, 2): the CPU model then takes how long the server runs in each CFS period from it (the limit over GOMAXPROCS) instead of estimating it from the stalls.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
@@ -167,6 +173,13 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		o.settings = append(o.settings, set)
+	}
+	if o.CPULimit != "" {
+		q, err := resource.ParseQuantity(o.CPULimit)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--cpu-limit %q: give the CPU limit in cores, as in a pod spec (200m, 0.5, 2)", o.CPULimit)
+		}
+		o.cpuLimit = q.AsApproximateFloat64()
 	}
 	return o.Options.Complete()
 }

@@ -28,7 +28,7 @@ const fixedPointIterations = 8
 // and the replay then read them.
 func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts, runtime *calibrate.Runtime) (*calibrate.Result, *workload.Tape, []string, error) {
 	var notes []string
-	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release, Runtime: runtime, NoCPUModel: !o.CPUModel}
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release, Runtime: runtime, NoCPUModel: !o.CPUModel, CPULimit: o.cpuLimit}
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {
@@ -171,9 +171,13 @@ func printCPUModel(w io.Writer, cal *calibrate.Result, reps *cpuReplays) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "CPU model, from %s's stalls and the Go runtime's counters over the metrics' %v: CFS periods of %v starting at %v, %v of running per period while the collector marks (from %d stalls of about a period); "+
+	from := fmt.Sprintf("from %d stalls of about a period", m.FullPeriodStalls)
+	if m.CPULimit > 0 {
+		from = fmt.Sprintf("from the CPU limit of %g cores over GOMAXPROCS", m.CPULimit)
+	}
+	fmt.Fprintf(w, "CPU model, from %s's stalls and the Go runtime's counters over the metrics' %v: CFS periods of %v starting at %v, %v of running per period while the collector marks (%s); "+
 		"a collection every %.0f dispatches (%.0f collections, %.0f dispatches), marking for %v (the mark workers' CPU per collection over GOMAXPROCS %d).\n",
-		sanitize.Line(m.Level), fmtDuration(time.Duration(m.MetricsSpan)), fmtDuration(time.Duration(m.Period)), fmtDuration(time.Duration(m.Phase)), fmtDuration(time.Duration(m.RunPerPeriod)), m.FullPeriodStalls,
+		sanitize.Line(m.Level), fmtDuration(time.Duration(m.MetricsSpan)), fmtDuration(time.Duration(m.Period)), fmtDuration(time.Duration(m.Phase)), fmtDuration(time.Duration(m.RunPerPeriod)), from,
 		m.ExecutionsPerCollection, m.Collections, m.Dispatched, fmtDuration(time.Duration(m.Mark)), m.GOMAXPROCS)
 	if reps == nil || len(reps.Replays) == 0 {
 		return

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -164,7 +165,9 @@ func TestSimulateRecordings(t *testing.T) {
 				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.APIServerCPUs, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
 			sim := func(args ...string) recordedFit {
 				t.Helper()
-				args = append([]string{"simulate", "--from", bundle, "-o", "json"}, args...)
+				// the recorder knows the quota it held kube-apiserver to,
+				// as an operator knows the pod's CPU limit
+				args = append([]string{"simulate", "--from", bundle, "-o", "json", "--cpu-limit", strconv.FormatFloat(rec.APIServerCPUs, 'g', -1, 64)}, args...)
 				code, out, errOut := runPlugin(args...)
 				if code != 0 {
 					t.Fatalf("kubectl apf %s: exit %d: %s", strings.Join(args, " "), code, errOut)

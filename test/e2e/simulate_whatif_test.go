@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if err := os.WriteFile(changeFile, change, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errOut := runLintPlugin(t, s.Cluster, "simulate", "--from", bundle, "-w", logFile, "-w", auditFile, "-f", changeFile, "-o", "json")
+			code, out, errOut := runLintPlugin(t, s.Cluster, "simulate", "--from", bundle, "-w", logFile, "-w", auditFile, "-f", changeFile, "-o", "json", "--cpu-limit", strconv.FormatFloat(sc.CPU.APIServer, 'g', -1, 64))
 			if code != 0 {
 				t.Fatalf("simulate: exit %d: %s", code, errOut)
 			}

@@ -80,6 +80,10 @@ type Options struct {
 	Runtime *Runtime
 	// NoCPUModel builds no CPU model even with Runtime.
 	NoCPUModel bool
+	// CPULimit is the recorded server's CPU limit in cores (its CFS
+	// quota over its period), 0 when unknown. The CPU model then takes
+	// its RunPerPeriod from it instead of from the stalls.
+	CPULimit float64
 }
 
 // Level is what was inferred for one priority level.
@@ -551,7 +555,7 @@ func (o *observer) finish(opts Options) *Result {
 		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
 	}
 	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel)
+		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
 	}
 	if res.CPU != nil {
 		res.stallAt = map[string][2]time.Duration{}

@@ -39,7 +39,10 @@ type Runtime struct {
 //     the quota ran out lasts Period − RunPerPeriod + its own execution:
 //     RunPerPeriod = Period + median − the median of such stalls
 //     (FullPeriodStalls, those between half a period and a period and a
-//     median long);
+//     median long); where the server's CPU limit is known (CPULimit, in
+//     cores), it is the time GOMAXPROCS busy Ps take to burn the quota:
+//     CPULimit × Period / GOMAXPROCS, exact while the collector's workers
+//     fill every P, and the stalls are not needed;
 //   - ExecutionsPerCollection and Mark: from the Runtime counters, the
 //     requests dispatched per collection, and the mark workers' CPU per
 //     collection over GOMAXPROCS (every P the server's goroutines leave
@@ -53,10 +56,13 @@ type Runtime struct {
 // unknown, so the replay runs once per phase of CPUPhases and the result
 // is the run nearest their mean.
 type CPUModel struct {
-	Level                   string   `json:"level"`
-	Period                  Duration `json:"period"`
-	Phase                   Duration `json:"phase"`
-	RunPerPeriod            Duration `json:"runPerPeriod"`
+	Level        string   `json:"level"`
+	Period       Duration `json:"period"`
+	Phase        Duration `json:"phase"`
+	RunPerPeriod Duration `json:"runPerPeriod"`
+	// CPULimit is the CPU limit RunPerPeriod was taken from, in cores; 0
+	// when it was read from the stalls.
+	CPULimit                float64  `json:"cpuLimit,omitempty"`
 	FullPeriodStalls        int      `json:"fullPeriodStalls"`
 	ExecutionsPerCollection float64  `json:"executionsPerCollection"`
 	Mark                    Duration `json:"mark"`
@@ -90,7 +96,7 @@ const minThrottledStalls = 5
 // be short of CPU: a recorded run with few stalls, on a server throttled
 // all the same, is one the collector happened to spare, and a change that
 // adds work meets the collector as often as the runtime's pace says.
-func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) (*CPUModel, string) {
+func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64) (*CPUModel, string) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
@@ -119,11 +125,20 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) 
 			full = append(full, e)
 		}
 	}
-	if len(full) < minFullPeriodStalls {
-		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period", lv.Level)
+	var run time.Duration
+	switch {
+	case limit > 0:
+		run = time.Duration(limit * float64(P) / float64(rt.GOMAXPROCS))
+		if run >= P {
+			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level)
+		}
+		run = max(run, 100*time.Microsecond)
+	case len(full) < minFullPeriodStalls:
+		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (--cpu-limit gives it)", lv.Level)
+	default:
+		slices.Sort(full)
+		run = min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
 	}
-	slices.Sort(full)
-	run := min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
 	phase := (time.Duration(lv.PeriodPhase) - med) % P
 	if phase < 0 {
 		phase += P
@@ -147,7 +162,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool) 
 	mark := time.Duration((float64(rt.MarkCPU) + float64(stalled)) / rt.GCCycles / float64(rt.GOMAXPROCS))
 	return &CPUModel{
 		Stalled: Duration(stalled),
-		Level:   lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), FullPeriodStalls: len(full),
+		Level:   lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
 		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
 	}, ""

@@ -138,6 +138,45 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	}
 }
 
+// TestCPUModelFromTheCPULimit: with the server's CPU limit known, the
+// running time per period is the time GOMAXPROCS busy Ps take to burn the
+// quota, whatever the stalls' lengths, and stalls shorter than a period
+// are enough; a limit no quota could throttle at is refused with a reason.
+func TestCPUModelFromTheCPULimit(t *testing.T) {
+	cfg := config(t, 1)
+	atBoundary := func(i int, rng *rand.Rand) time.Duration {
+		return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+	}
+	for _, tt := range []struct {
+		name    string
+		stall   time.Duration
+		limit   float64
+		wantRun time.Duration
+	}{
+		// 0.2 cores × 100 ms over 2 Ps, not the 10 ms + median the stalls say
+		{"full-period stalls", 90 * ms, 0.2, 10 * ms},
+		{"no stall of about a period", 40 * ms, 0.5, 25 * ms},
+		{"a limit above GOMAXPROCS", 90 * ms, 2.5, 0},
+	} {
+		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, atBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPULimit: tt.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.wantRun == 0 {
+			if res.CPU != nil || !strings.Contains(res.CPUWhy, "CPU limit of 2.5 cores") {
+				t.Errorf("%s: model %v, why %q; want none, naming the limit", tt.name, res.CPU, res.CPUWhy)
+			}
+			continue
+		}
+		if res.CPU == nil {
+			t.Fatalf("%s: no CPU model: %s", tt.name, res.CPUWhy)
+		}
+		if got := time.Duration(res.CPU.RunPerPeriod); got != tt.wantRun || res.CPU.CPULimit != tt.limit {
+			t.Errorf("%s: runs %v per period from a limit of %g, want %v from %g", tt.name, got, res.CPU.CPULimit, tt.wantRun, tt.limit)
+		}
+	}
+}
+
 // TestRegimeLeavesAModelledLevelAlone: a level whose stalls the CPU model
 // places is not warned about; without a model the warning says why.
 func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
