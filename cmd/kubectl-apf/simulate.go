@@ -101,6 +101,9 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
   # Try a configuration repository against a bundle, offline
   kubectl apf simulate --from bundle.tar.gz -f deploy/apf/ --workload traffic.jsonl
 
+  # A what-if on a server its CPU limit throttles: give the limit from its pod spec to the CPU model
+  kubectl apf simulate --from bundle.tar.gz -w kube-apiserver.log -w audit.log -f change.yaml --cpu-limit 2
+
   # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON
   kubectl apf simulate --defaults --server-concurrency 15 --workload burst.jsonl -o json`
 

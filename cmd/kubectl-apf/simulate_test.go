@@ -306,6 +306,8 @@ func TestSimulateErrors(t *testing.T) {
 		{"bad output", []string{"--workload", burst, "-o", "wide"}, "--output must be one of table (or ''), json, yaml, jsonpath=..."},
 		{"negative concurrency", []string{"--workload", burst, "--server-concurrency", "-1"}, "--server-concurrency must be positive"},
 		{"stdin twice", []string{"--workload", "-", "-f", "-"}, "both read standard input"},
+		{"--cpu-limit not a quantity", []string{"--workload", burst, "--cpu-limit", "two"}, `--cpu-limit "two": give the CPU limit in cores`},
+		{"--cpu-limit zero", []string{"--workload", burst, "--cpu-limit", "0m"}, `--cpu-limit "0m"`},
 		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},
 	}
 	for _, tt := range tests {
