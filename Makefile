@@ -47,7 +47,7 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
 .PHONY: e2e-whatif
-e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration, all four scenarios (about 8 minutes; needs root and the cgroup v1 cpu controller; make test runs all but starved).
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration, all four scenarios (about 11 minutes; needs root and the cgroup v1 cpu controller; make test runs all but starved).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: record-simulate
