@@ -36,9 +36,10 @@ import (
 // testcluster.CPU), so that the re-run meets the server the recorded run
 // met whatever else the machine runs; without a writable cgroup v1 cpu
 // controller the test skips and says why. A scenario takes one and a half
-// to two minutes, starved (three re-runs) about five. "make test" runs the scenarios of whatIfInMakeTest;
-// KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs them all, and
-// KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names) picks scenarios.
+// to two minutes, starved (three re-runs) about five. "make test" runs the
+// scenarios of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif")
+// runs them all, and KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names)
+// picks scenarios.
 func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the local control plane does not run with -short")

@@ -56,6 +56,12 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 // dispatches, its mark workers taking 6.4 s of CPU on 2 Ps.
 var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Dispatched: 1200, GOMAXPROCS: 2}
 
+// endsAtBoundary ends the i-th stall 70–72 ms into a CFS period (170 ms
+// and up to 2 ms to wake after the period of its 37 ms slot).
+func endsAtBoundary(i int, rng *rand.Rand) time.Duration {
+	return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+}
+
 // TestCPUModelFromStallsAndRuntime derives the model from a synthetic
 // recording whose 40 stalls of 90 ms end at phase 70 ms of the period
 // (plus up to 2 ms to wake), among 2–3 ms executions: the server ran
@@ -64,13 +70,10 @@ var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Disp
 // or with stalls that are not a quota's, there is no model.
 func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	cfg := config(t, 1)
-	atBoundary := func(i int, rng *rand.Rand) time.Duration {
-		return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
-	}
 	anywhere := func(i int, rng *rand.Rand) time.Duration {
 		return time.Duration(i)*37*ms + 100*ms + time.Duration(rng.IntN(100_000))*time.Microsecond
 	}
-	reqs := stallRecording(1000, 40, 90*ms, atBoundary)
+	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +129,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		{"no runtime counters", reqs, nil, true},
 		{"one collection", reqs, &Runtime{Span: 5 * time.Second, GCCycles: 1, MarkCPU: 800 * ms, Dispatched: 150, GOMAXPROCS: 2}, true},
 		{"stalls not at a period boundary", stallRecording(1000, 40, 90*ms, anywhere), runtime8, false},
-		{"no stall of about a period", stallRecording(1000, 40, 40*ms, atBoundary), runtime8, true},
+		{"no stall of about a period", stallRecording(1000, 40, 40*ms, endsAtBoundary), runtime8, true},
 	} {
 		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: tt.rt})
 		if err != nil {
@@ -144,9 +147,6 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 // are enough; a limit no quota could throttle at is refused with a reason.
 func TestCPUModelFromTheCPULimit(t *testing.T) {
 	cfg := config(t, 1)
-	atBoundary := func(i int, rng *rand.Rand) time.Duration {
-		return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
-	}
 	for _, tt := range []struct {
 		name    string
 		stall   time.Duration
@@ -158,7 +158,7 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		{"no stall of about a period", 40 * ms, 0.5, 25 * ms},
 		{"a limit above GOMAXPROCS", 90 * ms, 2.5, 0},
 	} {
-		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, atBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPULimit: tt.limit})
+		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPULimit: tt.limit})
 		if err != nil {
 			t.Fatal(err)
 		}

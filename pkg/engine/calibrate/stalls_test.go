@@ -55,10 +55,6 @@ func slowLevel(t *testing.T, res *Result) Level {
 // too few long ones a shortage of CPU.
 func TestStallsTellAServerShortOfCPU(t *testing.T) {
 	cfg := config(t, 1)
-	atBoundary := func(i int, rng *rand.Rand) time.Duration {
-		// the next period boundary at phase 70 ms, plus the wake-up
-		return time.Duration(i)*37*time.Millisecond/cfsPeriod*cfsPeriod + 170*time.Millisecond + time.Duration(rng.IntN(2000))*time.Microsecond
-	}
 	anywhere := func(i int, rng *rand.Rand) time.Duration {
 		return time.Duration(i)*37*time.Millisecond + 100*time.Millisecond + time.Duration(rng.IntN(100_000))*time.Microsecond
 	}
@@ -71,9 +67,9 @@ func TestStallsTellAServerShortOfCPU(t *testing.T) {
 		short      bool
 		throttled  bool
 	}{
-		{"throttled by a quota", 40, 90 * time.Millisecond, atBoundary, 40, true, true},
+		{"throttled by a quota", 40, 90 * time.Millisecond, endsAtBoundary, 40, true, true},
 		{"stalled at random", 40, 90 * time.Millisecond, anywhere, 40, true, false},
-		{"too few stalls", 5, 90 * time.Millisecond, atBoundary, 5, false, true},
+		{"too few stalls", 5, 90 * time.Millisecond, endsAtBoundary, 5, false, true},
 		{"long, not stalled", 40, 15 * time.Millisecond, anywhere, 0, false, false},
 	}
 	for _, tt := range tests {
