@@ -52,12 +52,12 @@ e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded
 
 .PHONY: record-simulate
 record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU).
-	for s in quiet starved borrowing lists; do $(GO) run ./internal/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
+	for s in quiet starved borrowing lists; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden
-golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/golden. Review the diff.
+golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/testharness/golden. Review the diff.
 	pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
-		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/golden") { print $$1; break } }'); \
+		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/testharness/golden") { print $$1; break } }'); \
 	$(GO) test -count=1 $$pkgs -update
 
 .PHONY: lint
@@ -69,19 +69,19 @@ lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
 
 .PHONY: cluster-up
 cluster-up: binaries ## Start etcd and kube-apiserver on 127.0.0.1; writes $(CLUSTER)/kubeconfig.
-	$(GO) run ./internal/cmd/apf-devcluster up -dir $(CLUSTER)
+	$(GO) run ./internal/testharness/cmd/apf-devcluster up -dir $(CLUSTER)
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local control plane and remove its data.
-	$(GO) run ./internal/cmd/apf-devcluster down -dir $(CLUSTER)
+	$(GO) run ./internal/testharness/cmd/apf-devcluster down -dir $(CLUSTER)
 
 .PHONY: load
 load: ## Send bounded bursts to the local control plane so that APF queues and rejects.
-	$(GO) run ./internal/cmd/apf-devcluster load -dir $(CLUSTER)
+	$(GO) run ./internal/testharness/cmd/apf-devcluster load -dir $(CLUSTER)
 
 .PHONY: demo
 demo: build binaries ## Start the local control plane with background load and open the plugin's live view.
-	$(GO) build -o $(BIN)/apf-devcluster ./internal/cmd/apf-devcluster
+	$(GO) build -o $(BIN)/apf-devcluster ./internal/testharness/cmd/apf-devcluster
 	hack/demo.sh $(BIN) $(CLUSTER)
 
 .PHONY: clean

@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 )

@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 )
 
-// checkGolden compares got with testdata/<name> (internal/golden: go test
+// checkGolden compares got with testdata/<name> (internal/testharness/golden: go test
 // -update rewrites it).
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
 // TestSimulateReadsTheWorkloadOnce replays a recorded audit log alone, the

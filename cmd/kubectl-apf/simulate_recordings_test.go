@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"

@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
 func simulateFixture(name string) string {

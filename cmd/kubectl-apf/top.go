@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
+	"github.com/kubectl-apf/kubectl-apf/internal/ctxsleep"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
@@ -219,7 +219,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if err != nil || !o.Watch {
 			return err
 		}
-		if err := clockutil.Sleep(ctx, o.ClockOrReal(), o.Interval); err != nil {
+		if err := ctxsleep.Sleep(ctx, o.ClockOrReal(), o.Interval); err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted: a normal end of --watch
 			}

@@ -3,7 +3,7 @@ package dump
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 // TestImports keeps pkg/dump pure: parsing, bundles, redaction and whois

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/fixture"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 )
 
 func readFixture(t testing.TB, dir, name string) []byte { return fixture.Read(t, "dump", dir, name) }

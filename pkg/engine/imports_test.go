@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 const enginePackages = "github.com/kubectl-apf/kubectl-apf/pkg/engine/..."

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 )
 
 // goldenTrace is the part of a classification a golden file pins.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
@@ -15,7 +15,7 @@ import (
 // goldenDir is the repository's testdata/explain.
 var goldenDir = filepath.Join("..", "..", "testdata", "explain")
 
-// checkGolden compares got with testdata/explain/<name> (internal/golden: go
+// checkGolden compares got with testdata/explain/<name> (internal/testharness/golden: go
 // test ./pkg/explain -update rewrites it).
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()

@@ -3,7 +3,7 @@ package explain
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 const explainPackage = "github.com/kubectl-apf/kubectl-apf/pkg/explain"

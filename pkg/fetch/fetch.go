@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/clockutil"
+	"github.com/kubectl-apf/kubectl-apf/internal/ctxsleep"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -242,7 +242,7 @@ func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *re
 			return nil, err
 		}
 		if opts.MetricsInterval > 0 {
-			if err := clockutil.Sleep(ctx, c.clock(), opts.MetricsInterval); err != nil {
+			if err := ctxsleep.Sleep(ctx, c.clock(), opts.MetricsInterval); err != nil {
 				return nil, fmt.Errorf("waiting for the second /metrics scrape of %s: %w", instance, err)
 			}
 			if err := c.scrape(ctx, f, s, 1); err != nil {

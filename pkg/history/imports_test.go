@@ -3,7 +3,7 @@ package history
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 // TestPure keeps pkg/history a compute package: it reads the store through

@@ -3,7 +3,7 @@ package lint
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 // TestImports keeps pkg/lint and pkg/capacity pure compute packages

@@ -195,7 +195,7 @@ func TestRealCaptures(t *testing.T) {
 			for _, l := range Levels(idle, load) {
 				byName[l.Name] = l
 			}
-			// apf-load is the load generator's one-seat level (internal/loadgen).
+			// apf-load is the load generator's one-seat level (internal/testharness/loadgen).
 			l, ok := byName["apf-load"]
 			if !ok || l.NominalLimit != 1 || l.CurrentLimit != 1 || !l.HasRates || l.RejectedPerSec["queue-full"] <= 0 {
 				t.Errorf("apf-load = %+v", l)

@@ -3,7 +3,7 @@ package monitoring
 import (
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/purity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 const monitoringPackage = "github.com/kubectl-apf/kubectl-apf/pkg/monitoring"

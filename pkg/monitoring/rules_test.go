@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/golden"
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 func checkGolden(t *testing.T, name string, got []byte) {

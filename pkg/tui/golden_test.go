@@ -9,10 +9,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 )
 
-// checkGolden compares got with testdata/frames/<name> (internal/golden: go
+// checkGolden compares got with testdata/frames/<name> (internal/testharness/golden: go
 // test ./pkg/tui -update rewrites it).
 func checkGolden(t *testing.T, name string, got string) {
 	t.Helper()

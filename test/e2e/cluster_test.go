@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 // TestTwoAPIServersAndRestart checks the control-plane features other e2e tests

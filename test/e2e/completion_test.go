@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 // TestCompletionThroughKubectl checks plugin completion the way kubectl does it:

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 // loadSetup says what setUpLoad prepares besides the six flows of the

@@ -1,6 +1,6 @@
 // Package e2e holds the end-to-end tests of kubectl-apf. They run against a real
 // local control plane (etcd and kube-apiserver v1.37.1 on 127.0.0.1, see
-// internal/testcluster) that TestMain starts once for the package; a test that
+// internal/testharness/testcluster) that TestMain starts once for the package; a test that
 // changes cluster-wide state in ways others would notice starts its own with
 // testcluster.StartT.
 package e2e
@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 var shared *testcluster.Cluster

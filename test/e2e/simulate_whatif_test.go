@@ -11,14 +11,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/recording"
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 )
 
 // TestSimulateWhatIfMatchesRerun is the test that says whether a what-if can
-// be trusted. For each recorded scenario (internal/recording: a quiet
+// be trusted. For each recorded scenario (internal/testharness/recording: a quiet
 // machine, a CPU-starved server, levels lending and borrowing, LISTs of
 // several seats) on a fresh control plane: send the seeded load, keep the
 // apiserver's httplog and audit log and a bundle, predict with "kubectl apf
@@ -56,7 +56,7 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	}
 	for _, name := range pick {
 		if _, ok := recording.ByName(name); !ok {
-			t.Fatalf("KUBECTL_APF_WHATIF_SCENARIOS: no scenario %q (internal/recording/scenarios.go)", name)
+			t.Fatalf("KUBECTL_APF_WHATIF_SCENARIOS: no scenario %q (internal/testharness/recording/scenarios.go)", name)
 		}
 	}
 	if err := testcluster.CheckCgroups(); err != nil {

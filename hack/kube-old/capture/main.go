@@ -2,8 +2,8 @@
 // 127.0.0.1, captures the three APF debug dumps idle, then drives a tiny
 // priority level into queueing and captures them again under load.
 //
-// It mirrors internal/testcluster (certificates, token users, flags) and
-// internal/loadgen (a one-seat "apf-load" level, a FlowSchema routing the
+// It mirrors internal/testharness/testcluster (certificates, token users, flags) and
+// internal/testharness/loadgen (a one-seat "apf-load" level, a FlowSchema routing the
 // apf-load group there, LIST bursts of 100 ConfigMaps of 32 KiB), but speaks
 // plain HTTP and JSON so that it needs no client-go of any release: the
 // flowcontrol API version is a flag (v1beta3 for 1.26 and 1.27).
@@ -130,7 +130,7 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work, metricsDir string, h
 		return fmt.Errorf("etcd not healthy: %w", err)
 	}
 
-	// The flags of internal/testcluster.apiserverArgs, all of which 1.26 and
+	// The flags of internal/testharness/testcluster.apiserverArgs, all of which 1.26 and
 	// 1.27 know; loopback only.
 	base := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	apiCmd, err := start(apiserverBin, filepath.Join(work, "kube-apiserver.log"),
@@ -264,7 +264,7 @@ func run(apiserverBin, etcdBin, fcVersion, out, name, work, metricsDir string, h
 	return nil
 }
 
-// setup creates the objects of internal/loadgen.Setup in the given flowcontrol
+// setup creates the objects of internal/testharness/loadgen.Setup in the given flowcontrol
 // version: one seat, eight queues of three.
 func setup(hc *http.Client, base, fcBase, admin string) error {
 	objs := []struct{ path, body string }{
@@ -452,7 +452,7 @@ func freePort() int {
 }
 
 // writePKI writes a CA, a loopback serving certificate and a service account
-// key pair into dir (as internal/testcluster/certs.go does) and returns the CA.
+// key pair into dir (as internal/testharness/testcluster/certs.go does) and returns the CA.
 func writePKI(dir string) ([]byte, error) {
 	now := time.Now()
 	key := func() *ecdsa.PrivateKey { k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader); return k }

@@ -12,7 +12,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	goldenfile "github.com/kubectl-apf/kubectl-apf/internal/golden"
+	goldenfile "github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -73,7 +73,7 @@ func snapshots(t *testing.T) []*dump.Snapshot {
 	return []*dump.Snapshot{a, b}
 }
 
-// golden compares got with testdata/dump/golden/<name> (internal/golden: go
+// golden compares got with testdata/dump/golden/<name> (internal/testharness/golden: go
 // test ./pkg/dump/render -update rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 // Fleet describes synthetic flowcontrol series of many apiservers, written

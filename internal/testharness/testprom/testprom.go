@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 // Target is one apiserver Prometheus scrapes.

@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/loadgen"
-	"github.com/kubectl-apf/kubectl-apf/internal/testcluster"
-	"github.com/kubectl-apf/kubectl-apf/internal/testprom"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 )
 
 func main() {

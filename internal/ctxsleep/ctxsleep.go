@@ -1,7 +1,7 @@
-// Package clockutil holds the one helper that both the fetcher's metrics
+// Package ctxsleep holds the one helper that both the fetcher's metrics
 // sampling (pkg/fetch) and top --watch (cmd/kubectl-apf) need from a
 // k8s.io/utils/clock.Clock: a sleep that a cancelled context ends early.
-package clockutil
+package ctxsleep
 
 import (
 	"context"

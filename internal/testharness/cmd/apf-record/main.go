@@ -1,5 +1,5 @@
 // Command apf-record records an overload of the local control plane for the
-// simulate fixtures (see package internal/recording):
+// simulate fixtures (see package internal/testharness/recording):
 //
 //	apf-record -scenario NAME [-seed N] [-whatif] [-phase-offset D] -out DIR
 //
@@ -16,7 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
 func main() {
