@@ -28,17 +28,23 @@ throughout the bundle), so a bundle can be shared with a vendor or attached to
 an issue.`
 
 const bundleExample = `  # Capture every apiserver instance into a tarball
-  kubectl apf dump bundle --all-apiservers -o apf-$(date +%Y%m%d-%H%M).tar.gz
+  kubectl apf dump bundle --all-apiservers --to apf-$(date +%Y%m%d-%H%M).tar.gz
 
   # Capture into a directory, redacted
-  kubectl apf dump bundle -o ./apf-bundle --redact
+  kubectl apf dump bundle --to ./apf-bundle --redact
 
   # Redact an existing bundle
-  kubectl apf dump bundle --from apf.tar.gz --redact -o apf-redacted.tar.gz`
+  kubectl apf dump bundle --from apf.tar.gz --redact --to apf-redacted.tar.gz`
 
 // BundleOptions holds the flags of "kubectl apf dump bundle".
 type BundleOptions struct {
-	Out             string
+	// To is where the bundle goes (--to), the counterpart of the --from
+	// that reads it back.
+	To string
+	// outputPath is the deprecated -o/--output: every other command's -o
+	// is a format, so the path has its own flag; -o still works, with a
+	// warning, until it is removed.
+	outputPath      string
 	Redact          bool
 	RedactKey       string
 	MetricsInterval time.Duration
@@ -56,7 +62,7 @@ func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams generi
 func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewBundleOptions(configFlags, streams)
 	cmd := &cobra.Command{
-		Use:     "bundle -o DIR|FILE.tar.gz",
+		Use:     "bundle --to DIR|FILE.tar.gz",
 		Short:   "Capture objects, dumps and metrics of every apiserver into an offline bundle",
 		Long:    bundleLong,
 		Example: bundleExample,
@@ -64,7 +70,9 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Out, "output", "o", o.Out, "Where to write the bundle: a new directory, or a file ending in .tar.gz.")
+	fs.StringVar(&o.To, "to", o.To, "Where to write the bundle: a new directory, or a file ending in .tar.gz (read it back with --from).")
+	fs.StringVarP(&o.outputPath, "output", "o", "", "Deprecated: use --to. Where to write the bundle.")
+	_ = fs.MarkHidden("output")
 	fs.BoolVar(&o.Redact, "redact", o.Redact, "Replace user names, namespaces, object names and request paths with stable pseudonyms.")
 	fs.StringVar(&o.RedactKey, "redact-key", o.RedactKey, "Key of the pseudonyms; the same key gives the same pseudonyms across bundles (default: a random key per bundle).")
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates.")
@@ -72,15 +80,23 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	return cmd
 }
 
-// Complete builds the source.
+// Complete takes the deprecated -o as --to, with a warning, and builds the
+// source.
 func (o *BundleOptions) Complete(_ *cobra.Command, _ []string) error {
+	if o.outputPath != "" {
+		if o.To != "" {
+			return fmt.Errorf("--to and the deprecated -o both name where the bundle goes; give --to only")
+		}
+		fmt.Fprintf(o.ErrOut, "warning: -o/--output as the bundle's path is deprecated and will be removed; use --to %s\n", sanitize.Line(o.outputPath))
+		o.To = o.outputPath
+	}
 	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *BundleOptions) Validate() error {
-	if o.Out == "" {
-		return fmt.Errorf("--output is required: a new directory or a FILE.tar.gz")
+	if o.To == "" {
+		return fmt.Errorf("--to is required: a new directory or a FILE.tar.gz")
 	}
 	if o.MetricsInterval < 0 {
 		return fmt.Errorf("--metrics-interval must not be negative")
@@ -111,12 +127,12 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	}
 	// state.Options.Clock, the clock of the capture, stamps the manifest too.
 	m := dump.Manifest{CreatedAt: o.ClockOrReal().Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
-	if err := dump.WriteBundle(o.Out, c, m); err != nil {
+	if err := dump.WriteBundle(o.To, c, m); err != nil {
 		return err
 	}
 	for _, f := range c.Failures {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
-	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", o.Out, len(c.Snapshots))
+	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", sanitize.Line(o.To), len(c.Snapshots))
 	return nil
 }

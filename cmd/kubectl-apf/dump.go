@@ -31,7 +31,7 @@ func NewDumpCommand(configFlags *genericclioptions.ConfigFlags, streams generici
   kubectl apf dump levels --all-apiservers
 
   # Capture everything into a bundle, then read it anywhere
-  kubectl apf dump bundle -o apf.tar.gz
+  kubectl apf dump bundle --to apf.tar.gz
   kubectl apf dump requests --from apf.tar.gz`,
 		Run: func(cmd *cobra.Command, _ []string) { _ = cmd.Help() },
 	}

@@ -100,7 +100,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"dump", "levels", "--from", "/nonexistent/b.tar.gz"}, "error: reading bundle: stat /nonexistent/b.tar.gz: no such file or directory"},
 		{[]string{"top", "levels", "--sort-by", "size", "--from", "x"}, "error: --sort-by must be one of utilisation, name, waiting, rejected, dispatched"},
 		{[]string{"top", "flows", "--watch", "--from", "x"}, "error: --watch needs a cluster"},
-		{[]string{"dump", "bundle", "--from", "x"}, "error: --output is required"},
+		{[]string{"dump", "bundle", "--from", "x"}, "error: --to is required"},
 		{[]string{"whois", "nope"}, `error: line 1: "nope" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
 		{[]string{"rbac", "--serviceaccount", "x"}, `error: --serviceaccount: "x" is not NAMESPACE:NAME`},
 	}
@@ -189,7 +189,7 @@ func TestBundleCommandRoundTrip(t *testing.T) {
 	streams, _, errb := testStreams("")
 	o := NewBundleOptions(genericclioptions.NewConfigFlags(false), streams)
 	o.Source = &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
-	o.Out = filepath.Join(t.TempDir(), "b.tar.gz")
+	o.To = filepath.Join(t.TempDir(), "b.tar.gz")
 	o.Redact, o.RedactKey = true, "k"
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestBundleCommandRoundTrip(t *testing.T) {
 	}
 	// Read back through the real command line.
 	streams2, out, errb2 := testStreams("")
-	if code := run([]string{"dump", "requests", "--from", o.Out, "--level", "apf-load"}, streams2); code != 0 {
+	if code := run([]string{"dump", "requests", "--from", o.To, "--level", "apf-load"}, streams2); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb2)
 	}
 	if !strings.Contains(out.String(), "waiting") || strings.Contains(out.String(), "load-2") || !strings.Contains(out.String(), "user-") {

@@ -189,7 +189,7 @@ func (o *MonitoringRulesOptions) Validate() error {
 	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	if o.Output != "prometheusrule" && (len(o.Labels) > 0 || o.namespace != "") {
+	if format, _ := o.Own(); format != "prometheusrule" && (len(o.Labels) > 0 || o.namespace != "") {
 		return fmt.Errorf("--labels and --namespace only apply to -o prometheusrule")
 	}
 	return nil
@@ -199,19 +199,12 @@ func (o *MonitoringRulesOptions) Validate() error {
 // PrometheusRule.
 func (o *MonitoringRulesOptions) Run(_ context.Context) error {
 	f := monitoring.Rules(o.opts)
-	if own, ok := o.Own(); ok && own != "json" {
-		var v any = f
-		if own == "prometheusrule" {
-			v = monitoring.NewPrometheusRule(o.Name, o.namespace, o.Labels, f)
-		}
-		b, err := monitoring.MarshalYAML(v)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	return printObject(o.Out, o.Flags, f, nil)
+	return o.PrintObject(o.Out, f, output.Writers{
+		"": output.Document(func() ([]byte, error) { return monitoring.MarshalYAML(f) }),
+		"prometheusrule": output.Document(func() ([]byte, error) {
+			return monitoring.MarshalYAML(monitoring.NewPrometheusRule(o.Name, o.namespace, o.Labels, f))
+		}),
+	})
 }
 
 // MonitoringDashboardOptions holds the flags of "kubectl apf monitoring dashboard".
@@ -294,13 +287,5 @@ func (o *MonitoringDashboardOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("the configuration has no PriorityLevelConfiguration to make rows of")
 	}
 	d := monitoring.NewDashboard(st.PriorityLevels, o.opts, monitoring.DashboardOptions{Title: o.Title, UID: o.UID})
-	if _, ok := o.Own(); !ok {
-		return o.Print(o.Out, d)
-	}
-	b, err := monitoring.MarshalDashboard(d)
-	if err != nil {
-		return err
-	}
-	_, err = o.Out.Write(b)
-	return err
+	return o.PrintObject(o.Out, d, output.Writers{"json": output.Document(func() ([]byte, error) { return monitoring.MarshalDashboard(d) })})
 }

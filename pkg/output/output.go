@@ -10,7 +10,13 @@
 //
 // A list is given to the templates as kubectl gives one, {"kind": "List",
 // "items": [...]}, so "-o jsonpath={.items[*].name}" reads as it does with
-// kubectl. Everything printed is made safe for a terminal (sanitize.Text).
+// kubectl. Everything printed by a template is made safe for a terminal
+// (sanitize.Text).
+//
+// PrintObject is the one place a command's -o is dispatched: JSON (WriteJSON)
+// and YAML (WriteYAML) of the command's value unless the command writes a
+// document of its own in that format, the command's writers for its other own
+// formats, and the printers above for the rest.
 package output
 
 import (
@@ -26,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
@@ -143,6 +150,79 @@ func (f *Flags) Validate() error {
 
 func (f *Flags) bad() error {
 	return fmt.Errorf("--output must be one of %s; not %q", strings.Join(f.formats(), ", "), f.Output)
+}
+
+// Writers maps the -o formats a command prints itself to their writers.
+type Writers map[string]func(io.Writer) error
+
+// Text returns the writers of a command whose own formats other than json
+// and yaml (its text report or table, and wide) are all printed by text,
+// which reads the format from the flags when it has several.
+func (f *Flags) Text(text func(io.Writer) error) Writers {
+	ws := Writers{}
+	for _, o := range f.own {
+		if o != "json" && o != "yaml" {
+			ws[o] = text
+		}
+	}
+	return ws
+}
+
+// PrintObject prints v, the command's answer, in the -o format: a format the
+// command prints itself by its writer in own, else json and yaml with
+// WriteJSON and WriteYAML, else through kubectl's printers (Print).
+func (f *Flags) PrintObject(w io.Writer, v any, own Writers) error {
+	format, ok := f.Own()
+	if !ok {
+		return f.Print(w, v)
+	}
+	if write, ok := own[format]; ok {
+		return write(w)
+	}
+	switch format {
+	case "json":
+		return WriteJSON(w, v)
+	case "yaml":
+		return WriteYAML(w, v)
+	}
+	// The command declared a format it has no writer for: a bug, not input.
+	return fmt.Errorf("-o %s has no printer", format)
+}
+
+// Document is the writer of a document a command encodes itself in one of
+// its own formats (a rule file, a dashboard), whose bytes are its contract
+// with another program.
+func Document(encode func() ([]byte, error)) func(io.Writer) error {
+	return func(w io.Writer) error {
+		b, err := encode()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+}
+
+// WriteJSON writes v as -o json prints it: indented by two spaces, with a
+// final newline.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteYAML writes v as -o yaml prints it: the YAML of its JSON, keys sorted,
+// as kubectl prints objects (sigs.k8s.io/yaml).
+func WriteYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding YAML: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // Print prints v (what -o json prints) in a format the command does not

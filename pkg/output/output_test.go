@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,51 @@ func TestHumanFormatNames(t *testing.T) {
 				t.Errorf("own %q, -o %q: Own() = %q, %v; Validate() = %v; want %q", own, o, got, ok, err, own[0])
 			}
 		}
+	}
+}
+
+// TestPrintObject: one dispatch for every command. The command's own
+// writers win; json and yaml otherwise print the value (HTML characters
+// escaped in JSON, keys sorted in YAML, as kubectl prints); the rest go
+// through the template printers.
+func TestPrintObject(t *testing.T) {
+	v := map[string]any{"name": "a<b", "waitingRequests": 2}
+	text := func(w io.Writer) error { _, err := io.WriteString(w, "TEXT\n"); return err }
+	doc := Document(func() ([]byte, error) { return []byte("DOC\n"), nil })
+	tests := []struct {
+		own    []string
+		output string
+		ws     func(f *Flags) Writers
+		want   string
+	}{
+		{[]string{"", "json", "yaml"}, "", func(f *Flags) Writers { return f.Text(text) }, "TEXT\n"},
+		{[]string{"", "json", "yaml"}, "table", func(f *Flags) Writers { return f.Text(text) }, "TEXT\n"},
+		{[]string{"table", "wide", "json"}, "wide", func(f *Flags) Writers { return f.Text(text) }, "TEXT\n"},
+		{[]string{"", "json", "yaml"}, "json", func(f *Flags) Writers { return f.Text(text) }, "{\n  \"name\": \"a\\u003cb\",\n  \"waitingRequests\": 2\n}\n"},
+		{[]string{"", "json", "yaml"}, "yaml", func(f *Flags) Writers { return f.Text(text) }, "name: a<b\nwaitingRequests: 2\n"},
+		{[]string{"", "json", "yaml"}, "jsonpath={.waitingRequests}", func(f *Flags) Writers { return f.Text(text) }, "2"},
+		{[]string{"json"}, "json", func(*Flags) Writers { return Writers{"json": doc} }, "DOC\n"},
+		{[]string{"", "json", "prometheusrule"}, "prometheusrule", func(*Flags) Writers { return Writers{"": doc, "prometheusrule": doc} }, "DOC\n"},
+	}
+	for _, tt := range tests {
+		f := NewFlags(false, tt.own...)
+		f.Output = tt.output
+		if err := f.Validate(); err != nil {
+			t.Fatalf("own %q -o %q: %v", tt.own, tt.output, err)
+		}
+		var b bytes.Buffer
+		if err := f.PrintObject(&b, v, tt.ws(f)); err != nil {
+			t.Fatalf("own %q -o %q: %v", tt.own, tt.output, err)
+		}
+		if b.String() != tt.want {
+			t.Errorf("own %q -o %q:\ngot  %q\nwant %q", tt.own, tt.output, b.String(), tt.want)
+		}
+	}
+	// An own format without a writer is the command's bug, reported, not a
+	// silent empty output.
+	f := NewFlags(false, "", "prometheusrule")
+	f.Output = "prometheusrule"
+	if err := f.PrintObject(&bytes.Buffer{}, v, Writers{}); err == nil || err.Error() != "-o prometheusrule has no printer" {
+		t.Errorf("missing writer: err = %v", err)
 	}
 }

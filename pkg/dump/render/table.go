@@ -1,7 +1,8 @@
 // Package render prints snapshots (package dump) and APF statistics
-// (package metrics) as tables, JSON or YAML. Printers take a result and an
-// io.Writer and do no I/O of their own; every server-supplied string is
-// escaped before it reaches a terminal.
+// (package metrics) as tables, and hands their rows to package output for
+// every other -o format. Printers take a result and an io.Writer and do no
+// I/O of their own; every server-supplied string is escaped before it
+// reaches a terminal.
 package render
 
 import (
@@ -13,9 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 // Format is an output format: table, wide, json or yaml.
@@ -29,17 +29,6 @@ const (
 	FormatYAML  Format = "yaml"
 )
 
-// ParseFormat checks an -o value; "" means table.
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(s); f {
-	case "":
-		return FormatTable, nil
-	case FormatTable, FormatWide, FormatJSON, FormatYAML:
-		return f, nil
-	}
-	return "", fmt.Errorf("--output must be one of table (or ''), wide, json, yaml; not %q", s)
-}
-
 // Options shape every printer.
 type Options struct {
 	Format    Format
@@ -52,10 +41,14 @@ type Options struct {
 // isData reports whether the rows are printed as data, not as a table.
 func (o Options) isData() bool { return o.Format != FormatTable && o.Format != FormatWide }
 
-// writeData prints the rows as JSON, YAML or through o.Data.
+// writeData prints the rows as -o json and -o yaml print (package output),
+// or through o.Data.
 func (o Options) writeData(w io.Writer, rows any) error {
-	if o.Format == FormatJSON || o.Format == FormatYAML || o.Data == nil {
-		return writeData(w, o.Format, rows)
+	switch {
+	case o.Format == FormatYAML:
+		return output.WriteYAML(w, rows)
+	case o.Format == FormatJSON || o.Data == nil:
+		return output.WriteJSON(w, rows)
 	}
 	return o.Data(w, rows)
 }
@@ -96,23 +89,6 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 // Sanitize makes a server-supplied string safe on one terminal line and in
 // one table cell (sanitize.Line).
 func Sanitize(s string) string { return sanitize.Line(s) }
-
-// writeData prints v as JSON or YAML.
-func writeData(w io.Writer, f Format, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if f == FormatYAML {
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
 
 // num formats a number for a table: integers plainly, others with up to
 // two decimals, NaN (no data, or a zero denominator) as "-".
