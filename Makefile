@@ -61,8 +61,9 @@ golden: ## Rewrite the golden files: go test -update over every package whose te
 	$(GO) test -count=1 $$pkgs -update
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck (pinned in hack/tools/go.mod).
+lint: ## gofmt, go mod tidy (checked, not applied), go vet and staticcheck (pinned in hack/tools/go.mod).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod and go.sum are not tidy (the diff above): run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 	$(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 	$(BIN)/staticcheck ./...

@@ -11,7 +11,7 @@ import (
 
 // The inputs of this file come from outside the project: a kubelet's httplog
 // line, kubectl's 429 text, upstream's e2e objects and the documentation's
-// examples. Each case is one of the input-handling defects of issue 17: an
+// examples. Each case is an input that was once mishandled; now an
 // input is used, or refused with one line and exit 1; never silently
 // dropped, never paired with something it does not belong to.
 

@@ -128,8 +128,8 @@ func gunzipTo(t *testing.T, src, dst string) string {
 // The figures are logged whatever they are (-v, or
 // KUBECTL_APF_RECORDINGS_REPORT=FILE). The test fails when a calibrated
 // prediction of the recorded run leaves 0.75–1.25 of the recorded 429s (the
-// issue's band; levels with fewer than 20 recorded 429s are judged by their
-// request-by-request agreement instead). The what-if prediction is
+// band docs/simulate.md states; levels with fewer than 20 recorded 429s are
+// judged by their request-by-request agreement instead). The what-if prediction is
 // held to the 429s of the re-run kept in recording.json by the rule of the
 // e2e test TestSimulateWhatIfMatchesRerun ("make e2e-whatif", which re-runs
 // the loads live): within 0.75–1.25 where either side has 20 or more, else

@@ -237,7 +237,7 @@ spec:
 	}
 }
 
-// TestSimulateJSONShape checks the fields the issue promises to scripts,
+// TestSimulateJSONShape checks the -o json fields scripts read,
 // and that "after" is there only when a change was given.
 func TestSimulateJSONShape(t *testing.T) {
 	wl := (&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "10ms", 3).write(t)

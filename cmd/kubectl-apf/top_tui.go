@@ -209,7 +209,7 @@ func (o *TopTUIOptions) completeCluster() error {
 	}
 	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
 		// Count the view's own requests: the header shows its load on the
-		// apiserver (users' pain point 8: monitoring tools load it too).
+		// apiserver (a monitoring tool loads the server it watches too).
 		cfg := *cs.Config
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: &o.requests} })
 		cs.Config = &cfg

@@ -19,9 +19,10 @@ func defaultLevels() []*flowcontrolv1.PriorityLevelConfiguration {
 }
 
 // TestComputeDefaults checks the table of the suggested configuration at the
-// default server limit against the figures of the reference notes (§4.4,
-// verified there against a running apiserver's metrics), the wait limit
-// (60s/4) and the crush probabilities of 64/6 and 128/6 computed exactly.
+// default server limit against the figures a running kube-apiserver reports
+// in its apiserver_flowcontrol_{nominal,lower,upper}_limit_seats metrics,
+// the wait limit (60s/4) and the crush probabilities of 64/6 and 128/6
+// computed exactly.
 func TestComputeDefaults(t *testing.T) {
 	tab, err := Compute(defaultLevels(), 600, time.Minute)
 	if err != nil {

@@ -59,8 +59,9 @@ func mustParse(t testing.TB, verb, path string, id Identity) Request {
 	return r
 }
 
-// TestClassifyDefaults checks the classifications the reference verified on
-// a real server with the default objects (§10.2), and the flow vectors of §2.
+// TestClassifyDefaults checks the classifications of upstream's default
+// objects (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap/default.go) that a
+// real kube-apiserver gives, and the flow vectors of TestHashFlowIDVectors.
 func TestClassifyDefaults(t *testing.T) {
 	cfg := DefaultConfig()
 	tests := []struct {
@@ -233,7 +234,8 @@ func TestTrace(t *testing.T) {
 	}
 }
 
-// TestNonResourceURLSemantics pins the prefix semantics of §1.7.
+// TestNonResourceURLSemantics pins the prefix semantics of upstream's
+// matchesNonResourcePolicyRule (k8s.io/apiserver/pkg/util/flowcontrol/rule.go).
 func TestNonResourceURLSemantics(t *testing.T) {
 	tests := []struct {
 		rule, path string
@@ -253,7 +255,7 @@ func TestNonResourceURLSemantics(t *testing.T) {
 // regressionCases are the differential disagreements found so far, each
 // kept as a named case checked against upstream. None has been found by the
 // generators or the fuzzer yet; the cases below are the subtle spots that a
-// first draft got wrong or that the reference flags, kept so they stay
+// first draft got wrong or that upstream's comments warn of, kept so they stay
 // covered even if the generators change.
 var regressionCases = []struct {
 	name       string

@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// TestIdleBorrowingDefaults checks the reference's startup numbers (§4.3):
-// idle levels are scaled up by 602/258 from their lower limits.
+// TestIdleBorrowingDefaults checks the limits of the default levels right
+// after start-up, as upstream's updateBorrowingLocked
+// (k8s.io/apiserver/pkg/util/flowcontrol/apf_controller.go) sets them: idle
+// levels are scaled up by 602/258 from their lower limits.
 func TestIdleBorrowingDefaults(t *testing.T) {
 	ls := ComputeLimits(DefaultPriorityLevels(), DefaultServerConcurrencyLimit)
 	cur := AllocateCurrentLimits(ls, nil, nil, DefaultServerConcurrencyLimit)

@@ -10,9 +10,9 @@ import (
 )
 
 // TestHashFlowIDVectors checks the flow hash and hand against vectors taken
-// from the real hashFlowID and shufflesharding.Dealer (reference §2, verified
-// there against the live functions; the hands are re-checked here against
-// upstream's Dealer too).
+// from the real hashFlowID (k8s.io/apiserver/pkg/util/flowcontrol/
+// apf_controller.go) and shufflesharding.Dealer (the hands are re-checked
+// here against upstream's Dealer too).
 func TestHashFlowIDVectors(t *testing.T) {
 	tests := []struct {
 		fs, dist   string

@@ -112,7 +112,8 @@ type upstreamController struct {
 // startUpstream runs the real controller over the given (defaulted) objects
 // and waits until it has digested them: the controller writes every
 // FlowSchema's Dangling condition right after digesting, so the conditions
-// appearing on all of them is the signal (reference §11.3 item 7).
+// appearing on all of them is the signal (apf_controller.go,
+// presyncFlowSchemaStatus).
 func startUpstream(t testing.TB, fss []*flowcontrolv1.FlowSchema, pls []*flowcontrolv1.PriorityLevelConfiguration, serverCL int) *upstreamController {
 	t.Helper()
 	silenceKlog()

@@ -281,7 +281,8 @@ func liveR(t testing.TB, at time.Time, limit, inUse float64) *dump.Snapshot {
 		Metrics: []*metrics.Scrape{scrape(t, at, levelMetricsText("r", limit, inUse, 10, time.Second))}}
 }
 
-// TestExplainJSONShape checks the stable -o json fields of issue 6.
+// TestExplainJSONShape checks the -o json fields scripts rely on, which stay
+// stable.
 func TestExplainJSONShape(t *testing.T) {
 	cfg := smallConfig()
 	ex := Explain(Input{Config: cfg}, mustRequest(t, "list", "/api/v1/pods", engine.NewUserIdentity("u")), nil)

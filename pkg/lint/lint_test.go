@@ -411,7 +411,8 @@ func TestLintUpstreamDefaults(t *testing.T) {
 	}
 	sort.Strings(rules)
 	// kube-proxy has no FlowSchema of its own upstream and lands in
-	// global-default (users.md, pain point 7).
+	// global-default (upstream's bootstrap objects, in
+	// k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap/default.go).
 	wantRules := []string{RuleSystemIdentityFallsDown + " flowschema/global-default"}
 	if strings.Join(rules, "\n") != strings.Join(wantRules, "\n") {
 		t.Fatalf("warnings on the defaults:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(wantRules, "\n"))

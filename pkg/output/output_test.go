@@ -101,8 +101,8 @@ func TestBadOutput(t *testing.T) {
 }
 
 // TestHumanFormatNames: ” and table name the human format of every
-// command, reports (”) and tables alike (issue 17: -o table failed on
-// explain and capacity, -o ” on simulate).
+// command, reports (”) and tables alike (-o table once failed on explain
+// and capacity, -o ” on simulate).
 func TestHumanFormatNames(t *testing.T) {
 	for _, own := range [][]string{{"", "json", "yaml"}, {"table", "json", "yaml"}, {"table", "wide", "json", "yaml"}} {
 		for _, o := range []string{"", "table"} {

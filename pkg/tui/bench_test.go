@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
-// largeFixture is the large state: 12 levels of 128 queues, 10,000
+// largeFixture is a large cluster's state: 12 levels of 128 queues, 10,000
 // waiting requests in 600 flows (50 per level, hands of 6 queues), 20
 // executing seats per level. variant shifts the counts so consecutive
 // refreshes differ.
@@ -162,7 +162,7 @@ func cpuTime() time.Duration {
 // model (three alternating states, so the history and the previous
 // snapshots change) and reports the live heap after the first 100 and after
 // the last: flat memory means the two agree. Run it with
-// -benchtime=10000x for the figure.
+// -benchtime=10000x for ten thousand refreshes.
 func BenchmarkRefreshMemory(b *testing.B) {
 	var files []map[string][]byte
 	for v := 0; v < 3; v++ {

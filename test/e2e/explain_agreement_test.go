@@ -227,7 +227,7 @@ func readClusterConfig(t *testing.T, c *testcluster.Cluster) ([]*flowcontrolv1.F
 	return capture.Snapshots[0].Objects()
 }
 
-// TestExplainAgreesWithServerHeaders is the agreement test of issue 6: for
+// TestExplainAgreesWithServerHeaders is explain's agreement test: for
 // every (identity, request) pair, the FlowSchema and priority level that
 // "explain request" computes from the cluster's objects must carry the UIDs
 // the server puts in its X-Kubernetes-PF-* response headers for the same

@@ -136,13 +136,6 @@ func Start(ctx context.Context, sc Scenario, seed uint64, dir string, progress i
 	return start(ctx, sc, seed, dir, progress, false)
 }
 
-// StartChanged is Start with the scenario's what-if change applied on top
-// of its configuration before any load: the server a what-if re-run meets,
-// idle as the recorded run's was (see Rerun).
-func StartChanged(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer) (*Session, error) {
-	return start(ctx, sc, seed, dir, progress, true)
-}
-
 func start(ctx context.Context, sc Scenario, seed uint64, dir string, progress io.Writer, changed bool) (*Session, error) {
 	cpu := sc.CPU
 	clients, err := testcluster.NewCPUGroup("load", cpu.Shares, 0, 0)
@@ -233,7 +226,8 @@ func (s *Session) Stop() error {
 	return err
 }
 
-// startForLoad starts a session (StartChanged when changed, else Start)
+// startForLoad starts a session (Start, or with changed the scenario's
+// what-if change applied on top of its configuration before any load)
 // whose runs start phaseOffset late, and returns where the lines its
 // apiserver logs after the set-up start in its httplog and its audit log.
 func startForLoad(ctx context.Context, sc Scenario, seed uint64, dir string, changed bool, phaseOffset time.Duration, progress io.Writer) (*Session, int64, int64, error) {
@@ -248,7 +242,7 @@ func startForLoad(ctx context.Context, sc Scenario, seed uint64, dir string, cha
 
 // Rerun is the what-if check's re-run: the scenario's plan with the same
 // seed sent once to a fresh control plane (in dir) that has the changed
-// configuration from the start (StartChanged). The recorded run also met
+// configuration from the start. The recorded run also met
 // a fresh, idle server; a re-run on the recorded run's own server would
 // start with what that run left behind, such as the levels' smoothed seat
 // demand, which sets the seats they borrow for minutes after a load. With

@@ -147,7 +147,7 @@ func Scenarios() []Scenario {
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 1)}},
 	}, {
 		Name:     "starved",
-		About:    "the issue's level (1 seat, 4 queues, hand 2, length 2) under bursts of small LISTs from many clients, on a kube-apiserver held to 0.2 CPU",
+		About:    "a small level (1 seat, 4 queues, hand 2, length 2) under bursts of small LISTs from many clients, on a kube-apiserver held to 0.2 CPU",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
 		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 2)},
 		Flows: []Flow{
