@@ -97,6 +97,11 @@ type Config struct {
 	// Jobs is how many platforms build at once; 0 means the number of CPUs, at
 	// most 4.
 	Jobs int
+	// Rebuild compiles every package again (go build -a) instead of taking
+	// it from the build cache: a reproducibility check's second build must
+	// not be the first one's cached objects, which a -trimpath build of the
+	// same source finds in any directory.
+	Rebuild bool
 	// Log receives one line per step; nil for none. It may be called from
 	// several goroutines at once.
 	Log func(format string, args ...any)
@@ -258,8 +263,11 @@ func buildPlatform(ctx context.Context, cfg Config, p Platform, binDir string, l
 }
 
 func goBuild(ctx context.Context, cfg Config, p Platform, out string) error {
-	cmd := exec.CommandContext(ctx, cfg.Go, "build", "-trimpath", "-buildvcs=false", "-mod=readonly",
-		"-ldflags", cfg.Stamp.LDFlags(), "-o", out, "./cmd/kubectl-apf")
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly"}
+	if cfg.Rebuild {
+		args = append(args, "-a")
+	}
+	cmd := exec.CommandContext(ctx, cfg.Go, append(args, "-ldflags", cfg.Stamp.LDFlags(), "-o", out, "./cmd/kubectl-apf")...)
 	cmd.Dir = cfg.RepoDir
 	cmd.Env = append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch,
