@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // TestSimulateStdinCalibrated replays a recorded audit log alone, the case
@@ -84,5 +87,56 @@ func TestSimulateSaysWhyLinesWereSkipped(t *testing.T) {
 	}
 	if want := "skipped 2 lines that could not be read as a request (1 httplog line without a timestamp, 1 httplog line without resp= (cut short?); --strict refuses them)"; !strings.Contains(note, want) {
 		t.Errorf("the note on skipped lines: %q\nwant it to say %q", note, want)
+	}
+}
+
+// countingSource is a bundle that counts its captures and, with
+// failMetrics, fails any capture of the metrics as a server that forbids
+// /metrics does.
+type countingSource struct {
+	dump.BundleSource
+	captures    int
+	failMetrics bool
+}
+
+func (s *countingSource) Capture(ctx context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
+	s.captures++
+	if s.failMetrics && opts.Parts&dump.PartMetrics != 0 {
+		return nil, errors.New("forbidden: /metrics")
+	}
+	return s.BundleSource.Capture(ctx, opts)
+}
+
+// TestSimulateReadsTheStateOnce: with --server-concurrency (nothing to
+// infer from the metrics), the calibration still gets the object counts,
+// from the one capture of the state; when the metrics cannot be read, the
+// replay goes on without them and says so.
+func TestSimulateReadsTheStateOnce(t *testing.T) {
+	dir := fixture.Path("simulate", "recordings", "lists")
+	cfg := commandDefaults()
+	cfg.Workloads = []string{gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(t.TempDir(), "audit.log"))}
+	for _, failMetrics := range []bool{false, true} {
+		src := &countingSource{BundleSource: dump.BundleSource{Path: filepath.Join(dir, recording.BundleFile)}, failMetrics: failMetrics}
+		o := state.NewOptions(nil, state.Config)
+		o.Source = src
+		st, err := o.Load(context.Background(), state.Request{ServerConcurrency: 30, InferConcurrency: true, Metrics: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Source = src.Describe()
+		res, err := Run(context.Background(), st, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seats := res.Calibration.Estimated.SeatsFromObjectCounts
+		notes := strings.Join(res.Notes, "\n")
+		switch {
+		case !failMetrics && src.captures != 1:
+			t.Errorf("the state was captured %d times, want once", src.captures)
+		case !failMetrics && seats == 0:
+			t.Errorf("no LIST was sized from the object counts of the one capture: %+v", res.Calibration.Estimated)
+		case failMetrics && (seats != 0 || !strings.Contains(notes, "note: no object counts: forbidden: /metrics")):
+			t.Errorf("without metrics: %d seats from object counts, notes %q", seats, notes)
+		}
 	}
 }
