@@ -28,15 +28,18 @@ type serverMetrics struct {
 	notes   []string
 }
 
-// readServerMetrics reads the metrics the state was loaded with; source
-// names where they came from.
-func readServerMetrics(st *state.State, source string) serverMetrics {
+// readServerMetrics reads, for the calibration, the metrics the state was
+// loaded with (none with --defaults).
+func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 	var m serverMetrics
+	if !cfg.Calibrate || len(st.Snapshots) == 0 {
+		return m
+	}
 	if st.MetricsError != nil {
 		m.notes = append(m.notes, "note: no object counts: "+st.MetricsError.Error())
 		return m
 	}
-	counts, err := objectCounts(st, source)
+	counts, err := objectCounts(st, cfg.Source)
 	if err != nil {
 		m.notes = append(m.notes, "note: no object counts: "+err.Error())
 	}
@@ -77,6 +80,22 @@ func objectCounts(st *state.State, source string) (engine.ObjectCounts, error) {
 		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
 	}
 	return out, nil
+}
+
+// prepareWorkload returns the reader of the requests the replay reads:
+// with cfg.Calibrate, the calibration's reading of src, kept on a tape
+// (rc.tape) from which the replay reads them again, prepared by the
+// calibration (calibrate.Result.Apply); else src itself.
+func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs, m serverMetrics, cfg Config) (workload.Reader, *calibrate.Result, error) {
+	if !cfg.Calibrate {
+		return src, nil, nil
+	}
+	cal, tape, err := calibrateWorkload(ctx, src, rc.before, m, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc.tape = tape
+	return cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), cal, nil
 }
 
 // calibrateWorkload derives the calibration of the workload against the

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
@@ -100,34 +101,14 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer files.Close()
-	rc := replayConfigs{before: replayConfig(st, cfg, before)}
-	var m serverMetrics
-	if cfg.Calibrate && len(st.Snapshots) > 0 {
-		m = readServerMetrics(st, cfg.Source)
-		notes = append(notes, m.notes...)
+	m := readServerMetrics(st, cfg)
+	rc := newReplayConfigs(st, cfg, before, after, m.counts)
+	src, cal, err := prepareWorkload(ctx, &cancellableReader{ctx: ctx, r: files.Reader}, &rc, m, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if after != nil {
-		a := replayConfig(st, cfg, after)
-		if cfg.Calibrate {
-			// the change may move requests to levels with another seat cap
-			a.Work = calibrate.Work(st.Release, before, after, st.ServerConcurrency, m.counts)
-		}
-		rc.after = &a
-	}
-	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
-	var cal *calibrate.Result
-	if cfg.Calibrate {
-		var tape *workload.Tape
-		if cal, tape, err = calibrateWorkload(ctx, src, rc.before, m, cfg); err != nil {
-			return nil, err
-		}
-		if tape != nil {
-			defer tape.Close()
-			src, rc.tape = &cancellableReader{ctx: ctx, r: tape.Reader()}, tape
-		}
-		if cal != nil {
-			src = cal.Apply(src)
-		}
+	if rc.tape != nil {
+		defer rc.tape.Close()
 	}
 	res, err := replay(ctx, src, cal, rc)
 	if err != nil {
@@ -140,7 +121,7 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom
 	res.Calibration = cal
 	res.Warnings = calibrate.Regime(before, after, st.ServerConcurrency, res.Report, cal)
-	res.Notes = append(notes, workloadNotes(res.Report, files)...)
+	res.Notes = slices.Concat(notes, m.notes, workloadNotes(res.Report, files))
 	return res, nil
 }
 
@@ -173,6 +154,20 @@ type replayConfigs struct {
 	before fairqueue.ReplayConfig
 	after  *fairqueue.ReplayConfig
 	tape   *workload.Tape
+}
+
+// newReplayConfigs returns the replays of before and, if not nil, after.
+func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config, counts engine.ObjectCounts) replayConfigs {
+	rc := replayConfigs{before: replayConfig(st, cfg, before)}
+	if after != nil {
+		a := replayConfig(st, cfg, after)
+		if cfg.Calibrate {
+			// the change may move requests to levels with another seat cap
+			a.Work = calibrate.Work(st.Release, before, after, st.ServerConcurrency, counts)
+		}
+		rc.after = &a
+	}
+	return rc
 }
 
 // replayConfig is the replay of configuration c on the state's server.
