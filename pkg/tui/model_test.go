@@ -39,6 +39,9 @@ func (f *fakeSource) Describe() string { return "fake" }
 
 func content(m *Model) string { return m.View().Content }
 
+// lastShown is the refresh or frame the view shows.
+func lastShown(m *Model) *Refresh { return m.active().data().last }
+
 func press(m *Model, keys ...string) tea.Cmd {
 	var cmd tea.Cmd
 	for _, k := range keys {
@@ -158,41 +161,41 @@ func TestPauseRefreshInterval(t *testing.T) {
 	now := fixtureAt
 	m := New(Options{Source: src, Clock: func() time.Time { return now }})
 	cmd := m.Init()
-	if !m.fetching || cmd == nil {
+	if !m.live.fetching || cmd == nil {
 		t.Fatal("Init does not start a refresh")
 	}
 	// Run the fetch command directly (the batch's first element).
-	msg := m.fetch()()
+	msg := m.live.fetch()()
 	m.Update(msg)
-	if m.fetching || m.last == nil {
+	if m.live.fetching || m.live.cur.last == nil {
 		t.Fatal("the refresh was not applied")
 	}
-	gen := m.gen
+	gen := m.live.gen
 	press(m, "p")
-	if !m.paused || !strings.Contains(content(m), "PAUSED") {
+	if !m.live.paused || !strings.Contains(content(m), "PAUSED") {
 		t.Error("p does not pause")
 	}
 	if _, cmd := m.Update(tickMsg{gen: gen}); cmd != nil {
 		t.Error("a stale tick refreshes while paused")
 	}
-	if cmd := press(m, "p"); m.paused || cmd == nil || !m.fetching {
+	if cmd := press(m, "p"); m.live.paused || cmd == nil || !m.live.fetching {
 		t.Error("p does not resume with an immediate refresh")
 	}
-	m.Update(m.fetch()())
-	if cmd := press(m, "r"); cmd == nil || !m.fetching {
+	m.Update(m.live.fetch()())
+	if cmd := press(m, "r"); cmd == nil || !m.live.fetching {
 		t.Error("r does not refresh")
 	}
 	if cmd := press(m, "r"); cmd != nil {
 		t.Error("r starts a second refresh while one is running")
 	}
-	m.Update(m.fetch()())
+	m.Update(m.live.fetch()())
 	for _, tt := range []struct {
 		key  string
 		want time.Duration
 	}{{"+", 5 * time.Second}, {"+", 10 * time.Second}, {"-", 5 * time.Second}, {"-", 2 * time.Second}, {"-", time.Second}, {"-", 500 * time.Millisecond}, {"-", 500 * time.Millisecond}} {
 		press(m, tt.key)
-		if m.interval != tt.want {
-			t.Errorf("after %s interval = %s, want %s", tt.key, m.interval, tt.want)
+		if m.live.interval != tt.want {
+			t.Errorf("after %s interval = %s, want %s", tt.key, m.live.interval, tt.want)
 		}
 	}
 	if !strings.Contains(content(m), "every 500ms") {
@@ -208,7 +211,7 @@ func TestDisconnectedBackoffReconnect(t *testing.T) {
 	src := &fakeSource{captures: []*dump.Capture{idleFixture().capture(t)}}
 	m := New(Options{Source: src, Clock: func() time.Time { return now }, Requests: func() int64 { return int64(src.calls * 5) }})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
-	m.Update(m.fetch()())
+	m.Update(m.live.fetch()())
 	if !strings.Contains(content(m), "load 5 req/refresh") {
 		t.Errorf("the header does not show the load:\n%s", content(m))
 	}
@@ -216,8 +219,8 @@ func TestDisconnectedBackoffReconnect(t *testing.T) {
 	var delays []time.Duration
 	for i := 0; i < 6; i++ {
 		now = now.Add(time.Second)
-		m.Update(m.fetch()())
-		delays = append(delays, m.retryAt.Sub(now))
+		m.Update(m.live.fetch()())
+		delays = append(delays, m.live.retryAt.Sub(now))
 	}
 	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
 	if fmt.Sprint(delays) != fmt.Sprint(want) {
@@ -231,7 +234,7 @@ func TestDisconnectedBackoffReconnect(t *testing.T) {
 	}
 	src.err = nil
 	now = now.Add(time.Second)
-	m.Update(m.fetch()())
+	m.Update(m.live.fetch()())
 	if frame := content(m); strings.Contains(frame, "DISCONNECTED") || !strings.Contains(frame, "● live") {
 		t.Errorf("no reconnection:\n%s", frame)
 	}
@@ -333,11 +336,11 @@ func TestReplay(t *testing.T) {
 	}
 	press(m, "right", "right")
 	frame := content(m)
-	if !m.paused || !strings.Contains(frame, "REPLAY 3/4 (paused)") || !strings.Contains(frame, "apf-load") || !strings.Contains(frame, "at 12:00:02") {
+	if !m.replay.paused || !strings.Contains(frame, "REPLAY 3/4 (paused)") || !strings.Contains(frame, "apf-load") || !strings.Contains(frame, "at 12:00:02") {
 		t.Errorf("right does not step to frame 3:\n%s", frame)
 	}
 	// The sparkline of frame 3 holds frames 1 to 3: blank, blank, full.
-	if got := m.history[m.instance+"\x00workload-low"]; fmt.Sprint(got) != "[0 0 0.75]" {
+	if got := m.replay.cur.history[m.instance+"\x00workload-low"]; fmt.Sprint(got) != "[0 0 0.75]" {
 		t.Errorf("history at frame 3 = %v", got)
 	}
 	press(m, "right")
@@ -345,10 +348,10 @@ func TestReplay(t *testing.T) {
 		t.Errorf("a failed refresh frame:\n%s", frame)
 	}
 	press(m, "right", "left", "left", "h")
-	if m.frame != 0 {
-		t.Errorf("frame = %d after right, left, left, h; want 0", m.frame)
+	if m.replay.frame != 0 {
+		t.Errorf("frame = %d after right, left, left, h; want 0", m.replay.frame)
 	}
-	if _, cmd := m.Update(frameMsg{gen: m.gen - 1, i: 3}); cmd != nil || m.frame != 0 {
+	if _, cmd := m.Update(frameMsg{gen: m.replay.gen - 1, i: 3}); cmd != nil || m.replay.frame != 0 {
 		t.Error("a frame tick of an older generation moved the replay")
 	}
 }
@@ -362,7 +365,7 @@ func TestBundleState(t *testing.T) {
 	now := fixtureAt.Add(time.Hour)
 	m := New(Options{Source: &dump.BundleSource{Path: dir + "/b"}, Clock: func() time.Time { return now }})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
-	m.Update(m.fetch()())
+	m.Update(m.live.fetch()())
 	frame := content(m)
 	if !strings.Contains(frame, "● bundle captured 2026-11-21 12:00:00Z") || strings.Contains(frame, "STALE") || !strings.Contains(frame, "workload-low") {
 		t.Errorf("bundle frame:\n%s", frame)
@@ -387,7 +390,7 @@ func TestRatesAcrossRefreshes(t *testing.T) {
 	if l := rowOf(m, "apf-load"); !l.HasRates || l.RejectedTotal != 7 || l.DispatchedPS != 3 {
 		t.Errorf("apf-load after two one-scrape refreshes: rates %v rejected %v/s dispatched %v/s; want 7 and 3", l.HasRates, l.RejectedTotal, l.DispatchedPS)
 	}
-	if prev := m.prevSnaps["https://127.0.0.1:6443"]; prev == nil || prev.Raw != nil || len(prev.Metrics) != 1 {
+	if prev := m.live.prevSnaps["https://127.0.0.1:6443"]; prev == nil || prev.Raw != nil || len(prev.Metrics) != 1 {
 		t.Errorf("the previous refresh is kept whole, not as its scrape: %+v", prev)
 	}
 }
