@@ -22,12 +22,7 @@ type liveModel struct {
 	keys  *KeyMap
 	clock func() time.Time
 
-	interval time.Duration
-	paused   bool
-	// gen numbers the scheduled ticks: a tick of an older generation (one
-	// scheduled before a pause, a manual refresh or a new interval) is
-	// ignored.
-	gen      int
+	pace
 	fetching bool
 
 	cur       frameData
@@ -44,7 +39,7 @@ type liveModel struct {
 }
 
 func newLive(opts *Options, keys *KeyMap, clock func() time.Time) *liveModel {
-	return &liveModel{opts: opts, keys: keys, clock: clock, interval: opts.Interval,
+	return &liveModel{opts: opts, keys: keys, clock: clock, pace: pace{interval: opts.Interval},
 		prevSnaps: map[string]*dump.Snapshot{}, cur: frameData{history: map[string][]float64{}}}
 }
 
@@ -124,9 +119,7 @@ func (l *liveModel) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		switch {
 		case key.Matches(msg, l.keys.Pause):
-			l.paused = !l.paused
-			l.gen++
-			if l.paused {
+			if !l.togglePause() {
 				return nil
 			}
 			return l.refreshNow()
@@ -155,25 +148,39 @@ func (l *liveModel) refreshNow() tea.Cmd {
 }
 
 func (l *liveModel) setInterval(dir int) tea.Cmd {
-	var ok bool
-	if l.interval, ok = stepInterval(l.interval, dir); !ok {
-		return nil
-	}
-	l.gen++
-	if l.paused || l.fetching {
+	if !l.changeInterval(dir) || l.paused || l.fetching {
 		return nil
 	}
 	return l.scheduleTick(l.interval)
 }
 
-// stepInterval returns the interval of Intervals dir steps from d, false
-// at either end.
-func stepInterval(d time.Duration, dir int) (time.Duration, bool) {
-	i := sort.Search(len(Intervals), func(i int) bool { return Intervals[i] >= d }) + dir
+// pace is what p, + and - change, live or in a replay: the interval, the
+// pause, and the generation of the scheduled tick or frame (one of an
+// older generation, scheduled before a pause, a manual refresh, a step or
+// a new interval, is ignored).
+type pace struct {
+	interval time.Duration
+	paused   bool
+	gen      int
+}
+
+// togglePause pauses or resumes; it says whether it resumed.
+func (p *pace) togglePause() bool {
+	p.paused = !p.paused
+	p.gen++
+	return !p.paused
+}
+
+// changeInterval moves the interval dir steps through Intervals; false,
+// and no change, at either end.
+func (p *pace) changeInterval(dir int) bool {
+	i := sort.Search(len(Intervals), func(i int) bool { return Intervals[i] >= p.interval }) + dir
 	if i < 0 || i >= len(Intervals) {
-		return d, false
+		return false
 	}
-	return Intervals[i], true
+	p.interval = Intervals[i]
+	p.gen++
+	return true
 }
 
 func (l *liveModel) onRefresh(msg refreshMsg) tea.Cmd {

@@ -354,6 +354,18 @@ func TestReplay(t *testing.T) {
 	if _, cmd := m.Update(frameMsg{gen: m.replay.gen - 1, i: 3}); cmd != nil || m.replay.frame != 0 {
 		t.Error("a frame tick of an older generation moved the replay")
 	}
+	// + slows the replay down; p resumes it from the next frame.
+	press(m, "+")
+	if frame := content(m); !strings.Contains(frame, "step 2s") || !strings.Contains(frame, "REPLAY 1/4 (paused)") {
+		t.Errorf("+ in a paused replay:\n%s", frame)
+	}
+	cmd = press(m, "p")
+	if cmd == nil || m.replay.paused {
+		t.Fatal("p does not resume the replay")
+	}
+	if msg, ok := cmd().(frameMsg); !ok || msg.i != 1 || msg.gen != m.replay.gen {
+		t.Errorf("p resumes with %#v, want frame 1 of the current generation", cmd())
+	}
 }
 
 // Over a bundle the view says when it was captured, never "live" or STALE.

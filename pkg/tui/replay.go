@@ -16,15 +16,11 @@ import (
 type replayModel struct {
 	keys *KeyMap
 	player
-	interval time.Duration
-	paused   bool
-	// gen numbers the scheduled frames: one of an older generation (before
-	// a pause, a step or a new interval) is ignored.
-	gen int
+	pace
 }
 
 func newReplay(rec *record.Recording, keys *KeyMap, interval time.Duration) *replayModel {
-	return &replayModel{keys: keys, player: newPlayer(rec), interval: interval}
+	return &replayModel{keys: keys, player: newPlayer(rec), pace: pace{interval: interval}}
 }
 
 // frameMsg shows replay frame i.
@@ -61,9 +57,7 @@ func (r *replayModel) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		switch {
 		case key.Matches(msg, r.keys.Pause):
-			r.paused = !r.paused
-			r.gen++
-			if r.paused {
+			if !r.togglePause() {
 				return nil
 			}
 			next := r.frame + 1
@@ -77,12 +71,7 @@ func (r *replayModel) Update(msg tea.Msg) tea.Cmd {
 			if key.Matches(msg, r.keys.Slower) {
 				dir = +1
 			}
-			var ok bool
-			if r.interval, ok = stepInterval(r.interval, dir); !ok {
-				return nil
-			}
-			r.gen++
-			if r.paused {
+			if !r.changeInterval(dir) || r.paused {
 				return nil
 			}
 			return r.next(r.frame + 1)
