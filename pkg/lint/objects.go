@@ -59,11 +59,12 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 // or JSON stream (several documents, and List kinds, allowed). Documents of
 // other kinds are skipped and counted. Unknown fields are errors, so a
 // misspelt field is caught rather than silently defaulted. Objects of
-// flowcontrol v1beta1, v1beta2 and v1beta3 are converted to v1 as the server
+// flowcontrol v1alpha1, v1beta1, v1beta2 and v1beta3 are converted to v1 as the server
 // does (and listed in Converted). Every object is checked with
 // kube-apiserver's validation: one the server would reject is an error, not
-// a configuration to reason about. source names the input in error
-// messages.
+// a configuration to reason about (a metadata.namespace, which the server
+// clears on these cluster-scoped objects, is dropped with a note). source
+// names the input in error messages.
 func ParseObjects(data []byte, source string) (Objects, error) {
 	var out Objects
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -131,8 +132,22 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 		}
 	}
 	sharesField := ""
-	if version == "v1beta1" || version == "v1beta2" {
+	if version == "v1alpha1" || version == "v1beta1" || version == "v1beta2" {
 		sharesField = "assuredConcurrencyShares"
+	}
+	// FlowSchemas and PriorityLevelConfigurations are cluster-scoped:
+	// kube-apiserver clears a metadata.namespace before it validates the
+	// object (k8s.io/apiserver pkg/registry/rest/create.go BeforeCreate,
+	// meta.go EnsureObjectNamespaceMatchesRequestNamespace), so operators'
+	// manifests that carry one are applied as if they did not.
+	if m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+		SetNamespace(string)
+	}); ok && m.GetNamespace() != "" {
+		out.Converted = append(out.Converted, fmt.Sprintf("note: %s: %s %s has metadata.namespace %q, which kube-apiserver clears on a cluster-scoped object",
+			source, tm.Kind, m.GetName(), m.GetNamespace()))
+		m.SetNamespace("")
 	}
 	var name string
 	var errs field.ErrorList
@@ -169,7 +184,7 @@ func sharesNote(version, kind string) string {
 		return ""
 	}
 	switch version {
-	case "v1beta1", "v1beta2":
+	case "v1alpha1", "v1beta1", "v1beta2":
 		return " (assuredConcurrencyShares is nominalConcurrencyShares in v1)"
 	}
 	return ""
