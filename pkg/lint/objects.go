@@ -22,8 +22,17 @@ type Objects struct {
 	// usually holds more than APF objects).
 	Skipped int
 	// Converted says which objects were read from a beta version and
-	// converted to v1, one line each, for the user to know.
+	// converted to v1 (or had a namespace cleared), one line each, for the
+	// user to know.
 	Converted []string
+	// Callbacks are the APIServices and webhooks of the input (counted in
+	// Skipped too); ResolvedCallbacks gives their service accounts from the
+	// Services and workloads the input also holds.
+	Callbacks []Callback
+	services  []service
+	workloads []workload
+	// Locations are where the objects are written, for SARIF.
+	Locations map[ObjectRef]Location
 }
 
 // Len is the number of APF objects.
@@ -35,6 +44,15 @@ func (o *Objects) Add(o2 Objects) {
 	o.PriorityLevels = append(o.PriorityLevels, o2.PriorityLevels...)
 	o.Skipped += o2.Skipped
 	o.Converted = append(o.Converted, o2.Converted...)
+	o.Callbacks = append(o.Callbacks, o2.Callbacks...)
+	o.services = append(o.services, o2.services...)
+	o.workloads = append(o.workloads, o2.workloads...)
+	for k, v := range o2.Locations {
+		if o.Locations == nil {
+			o.Locations = map[ObjectRef]Location{}
+		}
+		o.Locations[k] = v
+	}
 }
 
 const flowcontrolGroup = "flowcontrol.apiserver.k8s.io"
@@ -66,7 +84,7 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 // clears on these cluster-scoped objects, is dropped with a note). source
 // names the input in error messages.
 func ParseObjects(data []byte, source string) (Objects, error) {
-	var out Objects
+	out := Objects{Locations: locate(data, source)}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; doc++ {
 		var raw rawJSON
@@ -107,6 +125,7 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 		return nil
 	}
 	if tm.Kind != "FlowSchema" && tm.Kind != "PriorityLevelConfiguration" {
+		parseCallbackObject(raw, group, tm.Kind, out)
 		out.Skipped++
 		return nil
 	}
