@@ -13,13 +13,21 @@ import (
 // longer has workload-leader-election (kubernetes/kubernetes#131215).
 const leaderElectionRemovedIn = 34
 
-// leaseRequest is a kube-system controller renewing its lease, the
-// traffic workload-leader-election carried up to 1.33.
-var leaseRequest = Request{
-	User:     "system:serviceaccount:kube-system:my-controller",
-	Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", groupAuthenticated},
-	Resource: true, Verb: "update", APIGroup: "coordination.k8s.io", ResourceName: "leases", Namespace: "kube-system",
-}
+// leaderElectionRequests are a kube-system controller's leader election
+// with each resource lock workload-leader-election matched up to 1.33:
+// endpoints and configmaps (client-go's older locks, still used by some
+// controllers) and leases, which system-leader-election also matches.
+var leaderElectionRequests = func() []Request {
+	var out []Request
+	for _, r := range []struct{ group, resource string }{{"", "configmaps"}, {"", "endpoints"}, {"coordination.k8s.io", "leases"}} {
+		out = append(out, Request{
+			User:     "system:serviceaccount:kube-system:my-controller",
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", groupAuthenticated},
+			Resource: true, Verb: "update", APIGroup: r.group, ResourceName: r.resource, Namespace: "kube-system",
+		})
+	}
+	return out
+}()
 
 // checkLeaderElection says where lease traffic moves when a configuration
 // of a release before 1.34 is upgraded to 1.34 or later: the apiserver's
@@ -51,23 +59,27 @@ func (c *checker) checkLeaderElection() {
 	if len(removed) == 0 {
 		return
 	}
-	beforeFS, beforePL := c.classify(leaseRequest)
-	m := engine.NewConfig(after, c.in.PriorityLevels).Classify(engineRequest(leaseRequest)).FlowSchema
-	if m == nil || beforeFS == "" || m.Spec.PriorityLevelConfiguration.Name == beforePL {
-		return
+	upgraded := engine.NewConfig(after, c.in.PriorityLevels)
+	for _, r := range leaderElectionRequests {
+		beforeFS, beforePL := c.classify(r)
+		m := upgraded.Classify(engineRequest(r)).FlowSchema
+		if m == nil || beforeFS == "" || m.Spec.PriorityLevelConfiguration.Name == beforePL {
+			continue
+		}
+		afterFS, afterPL := m.Name, m.Spec.PriorityLevelConfiguration.Name
+		c.add(Finding{
+			Rule:     RuleLeaderElectionMoves,
+			Severity: SeverityWarning,
+			Objects:  []ObjectRef{fsRef(beforeFS), fsRef(afterFS), plRef(afterPL)},
+			Message: fmt.Sprintf("upgrading from %s to %s removes %s: leader election on %s (%s) moves from %s (level %s) to %s (level %s)",
+				from, to, strings.Join(removed, ", "), r.ResourceName, r, beforeFS, beforePL, afterFS, afterPL),
+			Why: fmt.Sprintf("1.34 dropped the suggested workload-leader-election FlowSchema (kubernetes/kubernetes#131215) and the apiserver deletes it on upgrade; "+
+				"this lock's renewals then wait with the controllers' other requests in %s, and a late renewal loses the lock", afterPL),
+			Fix: fmt.Sprintf("move the controllers to Lease locks (system-leader-election keeps them in leader-election), or add a FlowSchema of your own with matchingPrecedence below %d "+
+				"for %s (get, create, update) routed to %s, or annotate %s %s=\"false\" to keep it",
+				precedenceOf(c.in.FlowSchemas, afterFS), r.ResourceName, beforePL, beforeFS, flowcontrolv1.AutoUpdateAnnotationKey),
+		})
 	}
-	afterFS, afterPL := m.Name, m.Spec.PriorityLevelConfiguration.Name
-	c.add(Finding{
-		Rule:     RuleLeaderElectionMoves,
-		Severity: SeverityWarning,
-		Objects:  []ObjectRef{fsRef(beforeFS), fsRef(afterFS), plRef(afterPL)},
-		Message: fmt.Sprintf("upgrading from %s to %s removes %s: a kube-system controller's lease renewal (%s) moves from %s (level %s) to %s (level %s)",
-			from, to, strings.Join(removed, ", "), leaseRequest, beforeFS, beforePL, afterFS, afterPL),
-		Why: fmt.Sprintf("1.34 dropped the suggested workload-leader-election FlowSchema (kubernetes/kubernetes#131215) and the apiserver deletes it on upgrade; "+
-			"lease renewals then wait with the controllers' other requests in %s, and a late renewal loses the lease", afterPL),
-		Fix: fmt.Sprintf("before upgrading, add a FlowSchema of your own with matchingPrecedence below %d for your controllers' coordination.k8s.io leases (get, create, update) routed to %s, "+
-			"or annotate %s %s=\"false\" to keep it", precedenceOf(c.in.FlowSchemas, afterFS), beforePL, beforeFS, flowcontrolv1.AutoUpdateAnnotationKey),
-	})
 }
 
 func precedenceOf(fss []*flowcontrolv1.FlowSchema, name string) int32 {

@@ -316,14 +316,18 @@ spec:
 	},
 	{
 		ID: RuleLeaderElectionMoves, Severity: SeverityWarning,
-		Summary: "Upgrading to 1.34 or later moves leader-election lease traffic: the suggested workload-leader-election FlowSchema is gone.",
-		Why: "1.34 removed workload-leader-election (kubernetes/kubernetes#131215): the apiserver deletes it on upgrade unless it is " +
-			"opted out of auto-update. Controllers' lease renewals then land where their other requests do, where a busy level can " +
-			"delay a renewal past its deadline and make them lose the lease.",
-		Example: `# kubectl apf lint --kube-version 1.33 --target-version 1.34
-# a kube-system controller's "update leases" moves from leader-election to workload-high`,
-		Fix: "Before the upgrade, add a FlowSchema of your own for the controllers' lease requests (coordination.k8s.io leases, " +
-			"verbs get, create, update) routed to leader-election, or accept the new level.",
+		Summary: "Upgrading to 1.34 or later moves leader election off leader-election: the suggested workload-leader-election FlowSchema is gone.",
+		Why: "Up to 1.33 workload-leader-election sent kube-system service accounts' leader election on endpoints, configmaps and " +
+			"leases to the leader-election level. 1.34 removed it (kubernetes/kubernetes#131215) and the apiserver deletes it on " +
+			"upgrade unless it is opted out of auto-update. Leases stay in leader-election (system-leader-election matches them), " +
+			"but endpoints and configmaps locks then land where the controllers' other requests do, where a busy level can delay " +
+			"a renewal past its deadline and make them lose the lock. Given --kube-version before 1.34 and --target-version 1.34 " +
+			"or later, lint says which locks move and where.",
+		Example: `# kubectl apf lint --defaults --kube-version 1.33 --target-version 1.34
+# a kube-system controller's "update configmaps" lock moves from
+# workload-leader-election (leader-election) to kube-system-service-accounts (workload-high)`,
+		Fix: "Move the controllers to Lease locks, or before the upgrade add a FlowSchema of your own for their endpoints or " +
+			"configmaps locks (get, create, update) routed to leader-election.",
 	},
 	{
 		ID: RuleRejectAdmitsWhenIdle, Severity: SeverityWarning,
@@ -359,7 +363,7 @@ spec:
 	},
 	{
 		ID: RuleExemptReach, Severity: SeverityWarning,
-		Summary: "A FlowSchema other than the mandatory exempt one routes system:masters, or widens an exempt schema, to the exempt level.",
+		Summary: "A FlowSchema other than the mandatory exempt one sends system:masters to the exempt level: a second exempt schema, where exemption spreads.",
 		Why: "The mandatory exempt FlowSchema already exempts system:masters. A second exempt schema is how exemption " +
 			"spreads: subjects, verbs and URLs are added to it later, each reaching the apiserver unchecked. Operators that " +
 			"ship one extend exemption without saying so.",
