@@ -97,7 +97,7 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 				} `json:"suppressions"`
 				Locations []struct {
 					PhysicalLocation *struct {
-						ArtifactLocation struct{ URI string } `json:"artifactLocation"`
+						ArtifactLocation struct{ URI string }    `json:"artifactLocation"`
 						Region           struct{ StartLine int } `json:"region"`
 					} `json:"physicalLocation"`
 					LogicalLocations []struct{ FullyQualifiedName string } `json:"logicalLocations"`
