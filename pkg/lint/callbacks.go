@@ -194,8 +194,8 @@ func below(cb, caller string) bool {
 }
 
 // callbackCallers are the requests that make the apiserver call a
-// callback's backend: the HPA controller and a user reading an
-// APIService's resources; a controller and a user writing what a webhook
+// callback's backend: a user, and for the metrics APIs the HPA controller,
+// reading an APIService's resources; a controller and a user writing what a webhook
 // intercepts.
 func callbackCallers(cb Callback) []Request {
 	hpa := "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
@@ -203,10 +203,13 @@ func callbackCallers(cb Callback) []Request {
 	ctrl := []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", groupAuthenticated}
 	user := []string{groupAuthenticated}
 	if cb.Kind == "APIService" {
-		return []Request{
-			{User: hpa, Groups: ctrl, Resource: true, Verb: "list", APIGroup: cb.Group, ResourceName: cb.Resource, Namespace: "default"},
-			{User: "alice", Groups: user, Resource: true, Verb: "list", APIGroup: cb.Group, ResourceName: cb.Resource, Namespace: "default"},
+		out := []Request{{User: "alice", Groups: user, Resource: true, Verb: "list", APIGroup: cb.Group, ResourceName: cb.Resource, Namespace: "default"}}
+		// The HPA controller reads the resource, custom and external
+		// metrics APIs; other aggregated APIs are called by their users.
+		if strings.HasSuffix(cb.Group, "metrics.k8s.io") {
+			out = append(out, Request{User: hpa, Groups: ctrl, Resource: true, Verb: "list", APIGroup: cb.Group, ResourceName: cb.Resource, Namespace: "default"})
 		}
+		return out
 	}
 	return []Request{
 		{User: rs, Groups: ctrl, Resource: true, Verb: "create", APIGroup: cb.Group, ResourceName: cb.Resource, Namespace: "default"},

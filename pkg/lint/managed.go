@@ -66,8 +66,9 @@ func (c *checker) owner(ref ObjectRef) (string, bool) {
 // markManaged names the manager of a finding's first object. A finding
 // whose objects are all managed (none is the user's own) is information:
 // the user cannot fix it by editing them, the manager reverts the edit.
-// suggested-object-differs is about the user's edit of a managed object
-// and keeps its severity.
+// suggested-object-differs, callback-below-caller and
+// leader-election-moves keep their severity: the user's edit, callback or
+// upgrade is the cause.
 func (c *checker) markManaged(f *Finding) {
 	if len(f.Objects) == 0 {
 		return
@@ -75,6 +76,9 @@ func (c *checker) markManaged(f *Finding) {
 	first, ok := c.owner(f.Objects[0])
 	if !ok || first == "" {
 		return
+	}
+	if f.Rule == RuleCallbackBelowCaller || f.Rule == RuleLeaderElectionMoves {
+		return // the user's callback or upgrade, not the managed schema, is the cause
 	}
 	f.ManagedBy = first
 	if strings.HasPrefix(first, kubeAPIServerManager) && !c.suggestedIntact() {
@@ -85,8 +89,9 @@ func (c *checker) markManaged(f *Finding) {
 			return
 		}
 	}
-	if f.Rule == RuleSuggestedDiffers {
-		return
+	switch f.Rule {
+	case RuleSuggestedDiffers:
+		return // the user's edit of a managed object
 	}
 	f.Severity = SeverityInfo
 	f.Why += "; its manager reverts edits to it (see managedBy): fix it with objects of your own, or report it to the manager"
