@@ -144,3 +144,51 @@ func TestLintConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLintSARIFAndJUnitFromFiles: -o sarif places findings on the -f file
+// and line of their object, with every finding (not only those at
+// --min-severity); -o junit reports as many failures as findings reach
+// --fail-on. The formats themselves are validated in pkg/lint.
+func TestLintSARIFAndJUnitFromFiles(t *testing.T) {
+	code, out, errOut := runPlugin("lint", "--defaults", "-f", brokenLintDir, "-o", "sarif")
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var log struct {
+		Runs []struct {
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Locations []struct {
+					PhysicalLocation *struct {
+						ArtifactLocation struct{ URI string } `json:"artifactLocation"`
+						Region           struct{ StartLine int } `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &log); err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, r := range log.Runs[0].Results {
+		if p := r.Locations[0].PhysicalLocation; p != nil {
+			placed++
+			if !strings.HasPrefix(p.ArtifactLocation.URI, "../../testdata/lint/broken/") || p.Region.StartLine < 1 {
+				t.Errorf("%s at %+v", r.RuleID, p)
+			}
+		}
+	}
+	if placed < 10 || len(log.Runs[0].Results) <= placed {
+		t.Errorf("%d of %d results placed in the files (the defaults' own findings have no file)", placed, len(log.Runs[0].Results))
+	}
+	_, out, _ = runPlugin("lint", "--defaults", "-f", brokenLintDir, "-o", "json")
+	var rep lintReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runPlugin("lint", "--defaults", "-f", brokenLintDir, "-o", "junit", "--fail-on", "warning")
+	if want := rep.Errors + rep.Warnings; code != 1 || strings.Count(out, "<failure ") != want || want == 0 {
+		t.Errorf("exit %d, %d failures, want %d (the errors and warnings of -o json):\n%s", code, strings.Count(out, "<failure "), want, out)
+	}
+}
