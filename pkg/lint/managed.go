@@ -103,26 +103,31 @@ const kubeAPIServerManager = "kube-apiserver"
 // of the reference, unchanged: then a finding on them alone is upstream's
 // choice, not the user's.
 func (c *checker) suggestedIntact() bool {
-	if c.intact != nil {
-		return *c.intact
+	if c.intact == nil {
+		ok := allUnchanged(c.in.Reference.SuggestedFlowSchemas, c.in.FlowSchemas, func(fs *flowcontrolv1.FlowSchema) (string, any) {
+			return fs.Name, engine.DefaultFlowSchema(fs).Spec
+		}) && allUnchanged(c.in.Reference.SuggestedPriorityLevels, c.in.PriorityLevels, func(pl *flowcontrolv1.PriorityLevelConfiguration) (string, any) {
+			return pl.Name, engine.DefaultPriorityLevel(pl).Spec
+		})
+		c.intact = &ok
 	}
-	ok := true
-	fss := map[string]*flowcontrolv1.FlowSchema{}
-	for _, fs := range c.in.FlowSchemas {
-		fss[fs.Name] = fs
+	return *c.intact
+}
+
+// allUnchanged reports whether have holds every object of want with the
+// same defaulted spec (key gives an object's name and spec).
+func allUnchanged[T any](want, have []T, key func(T) (string, any)) bool {
+	specs := map[string]any{}
+	for _, o := range have {
+		name, spec := key(o)
+		specs[name] = spec
 	}
-	for _, s := range c.in.Reference.SuggestedFlowSchemas {
-		fs, found := fss[s.Name]
-		ok = ok && found && equality.Semantic.DeepEqual(engine.DefaultFlowSchema(s).Spec, engine.DefaultFlowSchema(fs).Spec)
+	for _, o := range want {
+		name, spec := key(o)
+		got, found := specs[name]
+		if !found || !equality.Semantic.DeepEqual(spec, got) {
+			return false
+		}
 	}
-	pls := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
-	for _, pl := range c.in.PriorityLevels {
-		pls[pl.Name] = pl
-	}
-	for _, s := range c.in.Reference.SuggestedPriorityLevels {
-		pl, found := pls[s.Name]
-		ok = ok && found && equality.Semantic.DeepEqual(engine.DefaultPriorityLevel(s).Spec, engine.DefaultPriorityLevel(pl).Spec)
-	}
-	c.intact = &ok
-	return ok
+	return true
 }
