@@ -70,7 +70,7 @@ func RulePage(r Rule) string {
 	fmt.Fprintf(&b, "## Example\n\n```yaml\n%s\n```\n\n", strings.TrimRight(r.Example, "\n"))
 	fmt.Fprintf(&b, "## Fix\n\n%s\n\n", r.Fix)
 	fmt.Fprintf(&b, "## Suppressing it\n\n")
-	fmt.Fprintf(&b, "Annotate the FlowSchema or PriorityLevelConfiguration the finding names first, with a reason:\n\n")
+	fmt.Fprintf(&b, "Annotate one of the FlowSchemas or PriorityLevelConfigurations the finding names, with the reason as the value:\n\n")
 	fmt.Fprintf(&b, "```yaml\nmetadata:\n  annotations:\n    %s%s: \"why this is accepted here\"\n```\n\n", SuppressAnnotationPrefix, r.ID)
 	fmt.Fprintf(&b, "or list it in the file given with `--config`:\n\n")
 	fmt.Fprintf(&b, "```yaml\nsuppressions:\n- rule: %s\n  name: \"my-*\"\n  reason: why this is accepted here\n```\n\n", r.ID)
@@ -107,16 +107,15 @@ var rules = []Rule{
 	{
 		ID: RuleEmptyFlowSchema, Severity: SeverityError,
 		Summary: "A FlowSchema matches no request at all.",
-		Why: "A rule matches only when one of its subjects and one of its resourceRules or nonResourceRules match. " +
-			"A schema whose every rule lacks one of the two is dead configuration: the level it names never gets its requests.",
+		Why: "A rule matches only when one of its subjects and one of its resourceRules or nonResourceRules match, and a schema " +
+			"without rules matches nothing. Such a schema is dead configuration: the level it names never gets its requests.",
 		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: FlowSchema
 metadata: {name: batch}
 spec:
   matchingPrecedence: 1000
-  priorityLevelConfiguration: {name: batch}
-  rules:
-  - subjects: [{kind: Group, group: {name: batch}}]   # no resourceRules nor nonResourceRules`,
+  priorityLevelConfiguration: {name: workload-low}
+  rules: []            # no rule: valid, and matches nothing`,
 		Fix: "Give each rule at least one subject and one resource or non-resource rule, or delete the FlowSchema.",
 	},
 	{

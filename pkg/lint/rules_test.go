@@ -111,3 +111,22 @@ func readDir(t *testing.T, dir string) Objects {
 	}
 	return out
 }
+
+// TestRuleExamplesTrip: the examples on the rule pages that are whole
+// configurations trip their rule over the 1.37 defaults.
+func TestRuleExamplesTrip(t *testing.T) {
+	for _, id := range []string{RuleEmptyFlowSchema, RuleShadowedFlowSchema, RuleDanglingPriorityLevel, RuleExemptBeyondMasters,
+		RuleCrushRisk, RuleRejectAdmitsWhenIdle, RuleExemptReach, RuleSuggestedDiffers, RuleUnusedPriorityLevel} {
+		r, _ := RuleByID(id)
+		objs, err := ParseObjects([]byte(r.Example), id+" example")
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			continue
+		}
+		fss, pls := UpstreamDefaults()
+		fss, pls = Overlay(fss, pls, objs)
+		if got := ofRule(Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions()), id); len(got) == 0 {
+			t.Errorf("the example of %s does not trip it", id)
+		}
+	}
+}
