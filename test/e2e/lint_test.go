@@ -446,3 +446,36 @@ func TestLintCallbackAndJail(t *testing.T) {
 		t.Fatalf("the jail level is %+v", jail.Spec)
 	}
 }
+
+// TestNamespacedFlowSchemaIsAccepted: kube-apiserver accepts a FlowSchema
+// and a level that carry metadata.namespace, as Kueue's manifests do, and
+// stores them without it; lint reads them the same way (with a note)
+// instead of calling them invalid.
+func TestNamespacedFlowSchemaIsAccepted(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	rc := c.Client(testcluster.Admin).FlowcontrolV1().RESTClient()
+	for _, o := range []struct{ resource, body string }{
+		{"prioritylevelconfigurations", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"e2e-namespaced","namespace":"kueue-system"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1,"limitResponse":{"type":"Reject"}}}}`},
+		{"flowschemas", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"e2e-namespaced","namespace":"kueue-system"},"spec":{"matchingPrecedence":8000,"priorityLevelConfiguration":{"name":"e2e-namespaced"},"rules":[{"subjects":[{"kind":"User","user":{"name":"nobody-e2e"}}],"nonResourceRules":[{"verbs":["get"],"nonResourceURLs":["/e2e"]}]}]}}`},
+	} {
+		var got metav1.PartialObjectMetadata
+		if err := rc.Post().AbsPath("/apis/flowcontrol.apiserver.k8s.io/v1", o.resource).Body([]byte(o.body)).Do(ctx).Into(&got); err != nil {
+			t.Fatalf("the server refused a namespaced %s: %v", o.resource, err)
+		}
+		resource := o.resource
+		t.Cleanup(func() {
+			_ = rc.Delete().AbsPath("/apis/flowcontrol.apiserver.k8s.io/v1", resource, "e2e-namespaced").Do(context.Background()).Error()
+		})
+		if got.Namespace != "" {
+			t.Errorf("the server kept namespace %q on %s", got.Namespace, o.resource)
+		}
+		objs, err := lint.ParseObjects([]byte(o.body), o.resource)
+		if err != nil {
+			t.Fatalf("lint refuses what the server accepted: %v", err)
+		}
+		if len(objs.Converted) != 1 || !strings.Contains(objs.Converted[0], `metadata.namespace "kueue-system", which kube-apiserver clears`) {
+			t.Errorf("notes %q", objs.Converted)
+		}
+	}
+}
