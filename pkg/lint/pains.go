@@ -192,7 +192,7 @@ func (c *checker) checkSeatStarvation() {
 			Rule:     RuleSeatStarvation,
 			Severity: SeverityWarning,
 			Objects:  []ObjectRef{plRef(name)},
-			Message: fmt.Sprintf("priority level %s has %d nominal seats at %d server seats, and one request there may take %d: a single large LIST holds every seat",
+			Message: fmt.Sprintf("priority level %s has %d nominal seats at %d server seats, and one request there may take %d: at that limit a single large LIST holds every seat (borrowing raises the limit only while other levels lend)",
 				name, l.NominalCL, c.serverConcurrency(), maxSeats),
 			Why: "while it runs every other request of the level waits (or is rejected), whatever its flow",
 			Fix: fmt.Sprintf("raise %s's nominalConcurrencyShares (or let it borrow), or route large LISTs elsewhere", name),
