@@ -24,16 +24,16 @@ REPRO_PLATFORMS ?=
 dist: ## Reproducible release archives for every platform, SHA256SUMS and dist/krew.yaml.
 	@# Only what an earlier dist wrote, so a stale version's archives do not linger.
 	rm -f $(DIST_ABS)/kubectl-apf_*.tar.gz $(DIST_ABS)/SHA256SUMS $(DIST_ABS)/krew.yaml
-	$(GO) -C hack/krew run ./cmd/dist -repo $(CURDIR) -out $(DIST_ABS)
+	$(NICE) $(GO) -C hack/krew run ./cmd/dist -repo $(CURDIR) -out $(DIST_ABS)
 
 # The tools the release tests run, built (or found in the cache) before
 # them, beside the other steps of make test.
 .PHONY: krew-tools
 krew-tools:
-	hack/krew/bin.sh krew >/dev/null
-	hack/krew/bin.sh validate-krew-manifest >/dev/null
+	$(NICE) hack/krew/bin.sh krew >/dev/null
+	$(NICE) hack/krew/bin.sh validate-krew-manifest >/dev/null
 
 .PHONY: test-release
 test-release: dist krew-tools bin-kubectl ## Check dist/ against krew's rules, prove it reproducible (each platform compiled again from scratch), install it through krew and kubectl.
 	KUBECTL=$$(hack/bin.sh kubectl) KUBECTL_APF_DIST=$(DIST_ABS) KUBECTL_APF_REPO=$(CURDIR) KUBECTL_APF_REPRO_PLATFORMS=$(REPRO_PLATFORMS) \
-		$(GO) -C hack/krew test $(TEST_FLAGS) ./...
+		$(NICE) $(GO) -C hack/krew test $(TEST_FLAGS) ./...
