@@ -25,34 +25,39 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
 
-# make test runs its steps as one graph, TEST_JOBS at a time, each step's
-# output printed whole when it ends. The edges keep apart two builds that
-# compile the same packages (go vet before go test; kube-apiserver before
-# kubectl; Prometheus before promtool: concurrent go commands do not share a
-# compilation). The steps off the path to go test (hack/apfvalidation, the
-# release builds and tests) run under $(NICE): they take the CPU the path
-# leaves, above all while the e2e tests wait on the control plane, and never
-# slow the path or the e2e tests down.
-TEST_JOBS ?= 3
-NICE      ?=
+# make test runs in two lines at once, each step's output printed whole when
+# it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
+# promtool) and runs lint side by side, then go test, which does not vet
+# again. Beside it, one chain under $(NICE) runs hack/apfvalidation and the
+# release steps (make test-release: dist, the krew tools, kubectl, the release
+# tests), one step at a time: it takes the CPU the path leaves, above all while
+# the e2e tests wait on the control plane, and never slows the path or the e2e
+# tests down (the chain's sub-make shares make test's job slots, one or two).
+# Builds that compile the same packages never run at once
+# (concurrent go commands do not share a compilation): kubectl waits for
+# kube-apiserver (hack/bin.sh's lock), promtool follows Prometheus, and go test
+# follows go vet.
+NICE ?=
 
 .PHONY: test
 test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests (reproducibility of linux/amd64; make test-release checks all six platforms).
-	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-steps REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
+	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
 
-.PHONY: test-steps test-go test-apfvalidation bin-kube-apiserver bin-etcd bin-prometheus bin-promtool bin-kubectl
-test-steps: test-go test-apfvalidation $(if $(wildcard hack/release.mk),test-release)
+.PHONY: test-steps test-go test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
+test-steps: test-go test-beside
 
-# go vet ran in lint: go test does not vet again.
-test-go: bin-kube-apiserver bin-etcd bin-prometheus bin-promtool lint
+test-go: bin-kube-apiserver bin-etcd bin-prometheus lint
 	$(GO) test -vet=off $(TEST_FLAGS) ./...
 
-test-apfvalidation:
+# One job of make test's, so that the path to go test always has its own.
+test-beside:
 	$(NICE) $(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
+	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
 
-bin-kube-apiserver bin-etcd bin-prometheus:
+bin-kube-apiserver bin-etcd:
 	hack/bin.sh $(@:bin-%=%) >/dev/null
-bin-promtool: bin-prometheus
+bin-prometheus:
+	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
 bin-kubectl: bin-kube-apiserver
 	$(NICE) hack/bin.sh kubectl >/dev/null
