@@ -27,10 +27,11 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 
 # make test runs in two lines at once, each step's output printed whole when
 # it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
-# promtool) and runs lint side by side, then go test, which does not vet
-# again. Beside it, one chain under $(NICE) runs hack/apfvalidation and the
-# release steps (make test-release: dist, the krew tools, kubectl, the release
-# tests), one step at a time: it takes the CPU the path leaves, above all while
+# promtool) and runs gofmt, the go mod tidy check and go vet side by side, then
+# go test, which does not vet again. Beside it, after go vet, one chain under
+# $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
+# test-release: dist, the krew tools, kubectl, the release tests), one step at
+# a time: it takes the CPU the path leaves, above all while
 # the e2e tests wait on the control plane, and never slows the path or the e2e
 # tests down (the chain's sub-make shares make test's job slots, one or two).
 # Builds that compile the same packages never run at once
@@ -46,11 +47,13 @@ test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the loca
 .PHONY: test-steps test-go test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
 test-steps: test-go test-beside
 
-test-go: bin-kube-apiserver bin-etcd bin-prometheus lint
+test-go: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
 	$(GO) test -vet=off $(TEST_FLAGS) ./...
 
 # One job of make test's, so that the path to go test always has its own.
-test-beside:
+# staticcheck reads the export data go vet compiled: it starts after it.
+test-beside: lint-vet
+	$(MAKE) --no-print-directory staticcheck
 	$(NICE) $(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
 
@@ -91,13 +94,17 @@ golden: ## Rewrite the golden files: go test -update over every package whose te
 		awk '{ for (i = 2; i <= NF; i++) if ($$i == "github.com/kubectl-apf/kubectl-apf/internal/testharness/golden") { print $$1; break } }'); \
 	$(GO) test -count=1 $$pkgs -update
 
-.PHONY: lint
-lint: ## gofmt, go mod tidy (checked, not applied), go vet and staticcheck (pinned in hack/tools/go.mod).
+.PHONY: lint lint-vet staticcheck
+lint: lint-vet staticcheck ## gofmt, go mod tidy (checked, not applied), go vet and staticcheck (pinned in hack/tools/go.mod).
+
+lint-vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod and go.sum are not tidy (the diff above): run go mod tidy"; exit 1; }
 	$(GO) vet ./...
-	$(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
-	$(BIN)/staticcheck ./...
+
+staticcheck:
+	$(NICE) $(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	$(NICE) $(BIN)/staticcheck ./...
 
 .PHONY: cluster-up
 cluster-up: binaries ## Start etcd and kube-apiserver on 127.0.0.1; writes $(CLUSTER)/kubeconfig.
