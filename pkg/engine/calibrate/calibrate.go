@@ -25,13 +25,26 @@
 //     threshold τ separates a queue wait from the time the filters ahead of
 //     APF take; it is read from requests that never queue (the exempt
 //     level);
-//   - the dispatch time of each request: httplog's latency minus
-//     apf_execution_time, or the audit annotation
-//     apiserver.latency.k8s.io/apf-queue-wait (with .../authentication, the
-//     time before APF) written on requests slower than 500 ms;
+//   - the dispatch time of each request, from what each source records:
+//     where the apiserver wrote the filters' audit annotations (requests
+//     slower than 500 ms; k8s.io/apiserver pkg/endpoints/filters/audit.go,
+//     writeLatencyToAnnotation), the time ahead of APF
+//     (apiserver.latency.k8s.io/authentication and .../impersonation) and
+//     in its queue (.../apf-queue-wait, observed for queued requests only:
+//     pkg/util/flowcontrol/apf_filter.go); .../authorization runs after the
+//     dispatch, inside the execution (pkg/server/config.go,
+//     DefaultBuildHandlerChain). Elsewhere it is estimated: httplog's
+//     latency minus apf_execution_time, which also holds the filters ahead
+//     of APF and the time after the handler, or the replay's own wait (an
+//     audit log alone). Result.DispatchTimes counts each source;
 //   - for a level without saturated time of its own, or whose limit moves
 //     with borrowing, the server-wide figure (the seat-weighted mean of the
 //     levels with evidence): the overhead is the server's, not the level's.
+//
+// A calibration never contradicts the recording: bound.go holds each
+// level's calibrated seat time to the time it was busy, and the replay of
+// the recorded configuration to the recorded dispatches, and refuses an
+// estimate that breaks either (Level.Refused).
 //
 // An audit log alone records neither the execution time nor, for requests
 // faster than 500 ms, the queue wait: those are estimated, the queue wait
@@ -496,16 +509,31 @@ func (o *observer) add(x *obs) {
 		switch {
 		case x.timedOut:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.latency)
+		case !x.rejected && x.waitFrom == waitAnnotated:
+			// the filters' own timing: it entered APF after the filters
+			// ahead of it, and waited in a queue only if apf-queue-wait
+			// says so (upstream observes it for queued requests alone)
+			if !x.annotated || x.annWait <= 0 {
+				continue
+			}
+			la.spans[i].add(x.arrival+x.wait-x.annWait, x.arrival+x.wait)
+			la.dispatch(i, x)
 		case !x.rejected && x.hasWait && x.wait > tau:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.wait)
-			la.dispatches[i]++
-			la.seats[i] += int64(x.seats)
-			la.seatExec[i] += float64(x.seats) * float64(x.exec)
-			w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
-			w.seats += int64(x.seats)
-			w.seatExec += float64(x.seats) * float64(x.exec)
+			la.dispatch(i, x)
 		}
 	}
+}
+
+// dispatch counts x, which waited in a queue, as a dispatch from a queue
+// at threshold index i.
+func (la *levelAcc) dispatch(i int, x *obs) {
+	la.dispatches[i]++
+	la.seats[i] += int64(x.seats)
+	la.seatExec[i] += float64(x.seats) * float64(x.exec)
+	w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
+	w.seats += int64(x.seats)
+	w.seatExec += float64(x.seats) * float64(x.exec)
 }
 
 // finish turns the evidence into a Result: the threshold τ, each level's
