@@ -134,8 +134,8 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 			was = lv.Refused.Overhead
 		}
 		ref := &Refusal{Overhead: was, Check: "seat time", Why: fmt.Sprintf(
-			"with it, its executed requests would hold %.3g seat-seconds, more than its %d seats over the %.3gs it had a request in the server (%.3g)",
-			time.Duration(implied).Seconds(), seats, s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
+			"with it, its executed requests would hold %.3g seat-seconds, more than its %d %s over the %.3gs it had a request in the server (%.3g)",
+			time.Duration(implied).Seconds(), seats, seatWord(seats), s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
 		if implied > exec {
 			f := max(0, (capacity-exec)/(implied-exec))
 			r.scale(lv, f)
@@ -279,3 +279,10 @@ func (r *Result) rebound(src workload.Reader) error {
 // reboundPasses bounds the passes of rebound: an execution scaled down
 // stays at least minExecution, so one pass may leave a little too much.
 const reboundPasses = 3
+
+func seatWord(n int) string {
+	if n == 1 {
+		return "seat"
+	}
+	return "seats"
+}
