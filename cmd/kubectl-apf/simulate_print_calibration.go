@@ -154,6 +154,13 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 			return err
 		}
 	}
+	for _, l := range cal.Levels {
+		rec, got := l.RecordedDispatches, l.ReplayedDispatches
+		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DispatchTolerance*float64(rec) {
+			fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart, which the calibration does not explain.\n",
+				got, sanitize.Line(l.Level), rec, 100*calibrate.DispatchTolerance)
+		}
+	}
 	for _, x := range rep.Warnings {
 		fmt.Fprintln(w, sanitize.Line(x.Text))
 	}
