@@ -14,10 +14,20 @@
 //   - audit: the arrival is requestReceivedTimestamp; a request slower than
 //     500 ms carries apiserver.latency.k8s.io/apf-queue-wait (and the time
 //     ahead of APF), which gives its dispatch.
-//   - otherwise (an audit log alone, fast requests) the wait is the one the
-//     calibrated replay of the recorded configuration gave the request
-//     (packages calibrate and fairqueue), and the request is marked as
-//     estimated.
+//   - otherwise (an audit log alone, requests faster than 500 ms) the log
+//     tells only when the request ended: it is marked as estimated, waits
+//     if the reconstructed level had no seat for it, and is dispatched when
+//     a seat frees, the waiting requests in the order the log ended them
+//     (or at its own end). Its seats, when not recorded, are the
+//     calibration's (package calibrate: LISTs from the object counts).
+//
+// Every waiting request is dispatched as soon as a seat frees, as the
+// server does on every release: the one the log dispatched first goes
+// first, at the latest when its recorded execution began. The current
+// limits come from the borrowing pass every 10 s (engine.AllocateCurrentLimitsFor
+// over the reconstructed seat demand), corrected by what the
+// requests tell of it: one that waited found every seat taken, one
+// dispatched at once found a seat free.
 //
 // The queue of a request is the one the engine's shuffle sharding
 // (engine.Dealer, the smallest TotalWorkSum of its hand from upstream's
@@ -33,8 +43,8 @@
 // taken. Comparing it with the recorded status (Result.Levels' Agreement)
 // measures how far the reconstruction can be trusted.
 //
-// The package reads the workload in one pass per stage (calibration, the
-// replay's estimates when a log lacks times, the reconstruction) from a
-// reader the caller can open again (a workload.Tape), and holds only the
-// requests in flight, the flows and the clients.
+// The package reads the workload twice (the calibration, then the
+// reconstruction) from a reader the caller can open again (a
+// workload.Tape), and holds only the requests in flight, the flows and the
+// clients.
 package reconstruct

@@ -21,9 +21,9 @@ const progressEvery = 1 << 16
 
 // Run reconstructs the workload that open yields (a fresh reader of the
 // same records at every call: a workload.Tape's Reader) under opts. It
-// reads the workload once to calibrate (unless opts.Calibration is set),
-// once more when some records lack their times (the calibrated replay that
-// estimates them), and once to reconstruct.
+// reads the workload once to calibrate (unless opts.Calibration is set:
+// the threshold τ between a wait and the filters ahead of APF, and the
+// seats of records that carry none) and once to reconstruct.
 func Run(open func() (workload.Reader, error), opts Options) (*Result, error) {
 	if opts.Config == nil {
 		return nil, errors.New("no APF configuration to reconstruct against")

@@ -34,8 +34,7 @@ type Options struct {
 	// the queues of its hand and who held the seats.
 	Focus func(*workload.Request) bool
 	// Progress, if set, is called with the records read so far and the
-	// stage ("calibrating", "estimating", "reconstructing") every 65,536
-	// records.
+	// stage ("calibrating", "reconstructing") every 65,536 records.
 	Progress func(stage string, records int64)
 	// IncidentGap ends an incident of a level after this long without a
 	// 429 (default 10 s).
@@ -124,8 +123,9 @@ type Result struct {
 	// (FirstSkip says why).
 	Records, Reconstructed, Skipped int64
 	FirstSkip                       string
-	// Estimated counts requests whose wait was estimated by the replay,
-	// and those whose seats were not recorded.
+	// EstimatedWaits counts requests whose log recorded no wait (their
+	// dispatch is the reconstruction's), EstimatedSeats those whose seats
+	// were not recorded.
 	EstimatedWaits, EstimatedSeats int64
 	// Threshold is the calibration's τ: a later dispatch was a wait.
 	Threshold time.Duration
