@@ -60,7 +60,12 @@ verdict on each.
 Instead of VERB PATH: --from-log takes a kube-apiserver httplog line (or a file
 of them) and says whether the replay agrees with its apf_fs/apf_pl;
 --from-audit takes an audit log (with --audit-id) for the request and its
-identity; --from-message takes a pasted client-go or error message.
+identity; --from-message takes a pasted client-go or error message. When
+--from-log or --from-audit names a file (and --workload adds more), the
+verdict is the request's fate at its own moment, reconstructed from the log:
+its hand's queues and who waited in them, who held the level's seats, and the
+reason of a 429 or the wait before dispatch; otherwise it is the fate under
+the state read now, and the output says so.
 --probe sends the request for real (GET, or LIST with limit=1) impersonating
 the identity and compares the server's X-Kubernetes-PF-* headers with the
 replay.`
@@ -80,8 +85,11 @@ const explainRequestExample = `  # How does CoreDNS's endpoint LIST fare?
   # Replay a kube-apiserver log line and check it against apf_fs/apf_pl
   kubectl apf explain request --user-name alice --from-log 'I1121 ... "HTTP" verb="LIST" URI="/api/v1/pods" ... apf_pl="workload-low" apf_fs="service-accounts" ...'
 
-  # A request from the audit log, with its user and groups
+  # A request from the audit log, with its user and groups, and its fate at its moment
   kubectl apf explain request --from-audit /var/log/kube-apiserver/audit.log --audit-id 3f1c...
+
+  # Why did this request get 429? (the httplog joined to the audit log)
+  kubectl apf explain request --from bundle.tar.gz --from-log apiserver.log --from-audit audit.log --audit-id 3f1c...
 
   # Send it for real (read-only) and compare with the server's headers
   kubectl apf explain request --probe --user-name alice --group dev get /api/v1/namespaces/default/pods
@@ -106,6 +114,9 @@ type ExplainRequestOptions struct {
 	AuditID     string
 	FromMessage string
 	Probe       bool
+	// Workloads are more log files the logged request's moment is
+	// reconstructed from.
+	Workloads []string
 
 	ServerConcurrency    int
 	ServerRequestTimeout time.Duration
@@ -150,6 +161,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
+	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the metrics, or uses 600.")

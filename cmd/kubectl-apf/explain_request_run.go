@@ -55,6 +55,17 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		ex.Recorded = &explain.Recorded{Source: "audit", Status: o.recorded.Status,
 			Detail: "audit events do not record the classification; use --probe to compare with the server"}
 	}
+	if o.recorded != nil {
+		past, err := o.explainPast(ctx, st, ex)
+		if err != nil {
+			return err
+		}
+		if past {
+			ex.CompareFate(o.recorded.Status)
+		} else {
+			ex.Notes = append(ex.Notes, noteCaptureTime)
+		}
+	}
 	if o.Probe {
 		if err := o.probe(ctx, r, ex, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels)); err != nil {
 			return err

@@ -294,7 +294,12 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	arr := int64(w.Arrival.Sub(s.start))
 	s.advance(arr)
-	er, err := s.parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+	if w.Status == 401 || w.Status == 403 {
+		// authentication and authorization answer ahead of APF
+		s.res.BeforeAPF++
+		return
+	}
+	er, err := s.parsed.Parse(w.Method, w.URI, identityOf(w))
 	if err != nil {
 		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
 		return
@@ -389,8 +394,11 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		exec = min(exec, int64(time.Millisecond))
 	}
 	execStart := r.apfAt + wait
-	if wait < int64(s.cal.Threshold) {
-		wait, execStart = 0, r.apfAt
+	r.end = execStart + exec
+	if wait < int64(s.cal.Threshold) || r.lv.queues == nil {
+		// dispatched at once (a level without queues never makes a
+		// request wait): the time was execution
+		wait, exec = 0, exec+wait
 		r.dispatch = r.apfAt
 	} else {
 		// the seats it frees dispatch the next waiting request earlier
@@ -398,7 +406,6 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		r.dispatch = execStart
 		r.waiting = true
 	}
-	r.end = execStart + exec
 	f.Wait, f.Execution = time.Duration(wait), time.Duration(exec)
 }
 
@@ -737,4 +744,17 @@ func (s *state) finish() *Result {
 		return strings.Compare(a.Level, b.Level)
 	})
 	return &s.res
+}
+
+// identityOf is a record's identity with the group the impersonation
+// filter adds to every non-anonymous user it impersonates
+// (filters/impersonation.go), which an audit event of an impersonated
+// request does not list.
+func identityOf(w *workload.Request) engine.Identity {
+	id := engine.Identity{User: w.User, Groups: w.Groups}
+	if !w.UserKnown || w.User == "system:anonymous" || slices.Contains(w.Groups, "system:authenticated") || slices.Contains(w.Groups, "system:unauthenticated") {
+		return id
+	}
+	id.Groups = append(slices.Clip(w.Groups), "system:authenticated")
+	return id
 }
