@@ -66,9 +66,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 	if err != nil {
 		return false, err
 	}
-	for _, n := range workloadNotesOf(files, res) {
-		ex.Notes = append(ex.Notes, n)
-	}
+	ex.Notes = append(ex.Notes, workloadNotesOf(files, res)...)
 	if found == nil {
 		if rec.Status == 401 || rec.Status == 403 {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d: authentication and authorization answer ahead of APF, which never saw this request", rec.Status))
