@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 var auditIDOf = regexp.MustCompile(`audit-ID="([^"]+)"`)
@@ -84,5 +87,94 @@ func TestExplainRequestFromTheLog(t *testing.T) {
 	// the recording's fates agree on 96% of requests: four of five at least
 	if agree < 4 {
 		t.Errorf("the reconstructed fate agrees with the server on %d of 5 requests", agree)
+	}
+}
+
+// TestExplain429FromTheLog explains the 429s of the starved recording from
+// its logs: one incident per rejecting level, in the schema of every explain
+// 429 source, whose rejected clients and counts are those counted straight
+// from the audit log's 429s.
+func TestExplain429FromTheLog(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	tmp := t.TempDir()
+	httplog := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
+	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	want := rejectedByUser(t, audit)
+	for _, files := range [][]string{{httplog, audit}, {audit}} {
+		args := []string{"explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json"}
+		for _, f := range files {
+			args = append(args, "--workload", f)
+		}
+		code, out, errOut := runPlugin(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var rep rejections.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Schema != rejections.Schema || rep.Source.Kind != rejections.SourceLog || rep.Counts != rejections.CountsInWindow {
+			t.Errorf("%v: schema %q, source %+v, counts %q", files, rep.Schema, rep.Source, rep.Counts)
+		}
+		got := map[string]float64{}
+		for _, in := range rep.Incidents {
+			if in.Clients == nil || len(in.Clients.HeldSeats) == 0 || len(in.Causes) == 0 {
+				t.Errorf("%v: incident of %s without clients or causes: %+v", files, in.Level, in)
+				continue
+			}
+			for _, c := range in.Clients.Rejected {
+				got[in.Level+"/"+c.User] += c.Count
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%v: rejected by level and user %v, the audit log's 429s %v", files, got, want)
+		}
+	}
+}
+
+// rejectedByUser counts the audit log's 429s by the level of the
+// recording's FlowSchemas (load-8 is routed to apf-load-reject) and user.
+func rejectedByUser(t *testing.T, audit string) map[string]float64 {
+	t.Helper()
+	f, err := os.Open(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Stage          string                    `json:"stage"`
+			User           struct{ Username string } `json:"user"`
+			ResponseStatus struct{ Code int }        `json:"responseStatus"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" || ev.ResponseStatus.Code != 429 {
+			continue
+		}
+		level := "apf-load"
+		if ev.User.Username == "load-8" {
+			level = "apf-load-reject"
+		}
+		out[level+"/"+ev.User.Username]++
+	}
+	return out
+}
+
+func TestExplain429WorkloadFlagErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", "a.log", "--prometheus", "http://127.0.0.1:1"}, "give one of them"},
+		{[]string{"--workload", "a.log", "--incident-gap", "0s"}, "--incident-gap must be positive"},
+		{[]string{"--workload", "a.log", "--at", "now"}, "--at is one moment"},
+		{[]string{"--from", filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), "--workload", filepath.Join(t.TempDir(), "missing.log")}, "opening workload"},
+	} {
+		code, _, errOut := runPlugin(append([]string{"explain", "429"}, tt.args...)...)
+		if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q: want one line with %q", tt.args, code, errOut, tt.want)
+		}
 	}
 }

@@ -97,9 +97,6 @@ func (s *state) closeIncident(l *level) {
 	inc := l.inc
 	l.inc = nil
 	start, end := s.start.Add(time.Duration(inc.first)), s.start.Add(time.Duration(inc.last))
-	if !s.opts.Since.IsZero() && end.Before(s.opts.Since) || !s.opts.Until.IsZero() && start.After(s.opts.Until) {
-		return
-	}
 	at := min(s.now, inc.last+int64(s.opts.IncidentGap))
 	out := rejections.Incident{Level: l.name, Start: &start, End: &end, Rejected: float64(inc.total), Reasons: inc.reasons,
 		Instances: []rejections.InstanceCount{}, Causes: []rejections.Cause{}}

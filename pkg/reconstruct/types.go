@@ -39,9 +39,6 @@ type Options struct {
 	// IncidentGap ends an incident of a level after this long without a
 	// 429 (default 10 s).
 	IncidentGap time.Duration
-	// Since and Until, when not zero, keep only the incidents that overlap
-	// them (the reconstruction runs over the whole workload).
-	Since, Until time.Time
 }
 
 // Fate is the reconstruction of one request.
