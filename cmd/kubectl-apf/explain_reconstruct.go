@@ -17,32 +17,22 @@ import (
 )
 
 // reconstructFiles reconstructs what APF did over the workload files
-// (httplog, audit, both joined) under the loaded configuration. The files
-// are read once onto a tape, which the calibration and the reconstruction
-// then read. Progress goes to errOut when it is a terminal.
+// (httplog, audit, both joined) under the loaded configuration; the files
+// are read once (reconstruct.RunReader). Progress goes to errOut when it is
+// a terminal.
 func reconstructFiles(ctx context.Context, paths []string, st *state.State, requestTimeout time.Duration, opts reconstruct.Options, errOut io.Writer) (*reconstruct.Result, *workload.Files, error) {
 	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer files.Close()
-	tape := workload.NewTape()
-	defer tape.Close()
-	first := true
-	open := func() (workload.Reader, error) {
-		if first {
-			first = false
-			return &cancellableReader{ctx: ctx, r: tape.Record(files)}, nil
-		}
-		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
-	}
 	opts.Config, opts.ServerConcurrencyLimit, opts.RequestTimeout, opts.Release = st.Config(), st.ServerConcurrency, requestTimeout, st.Release
 	opts.Counts = snapshotCounts(st)
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Progress = func(stage string, n int64) { fmt.Fprintf(errOut, "\r%s: %d requests read", stage, n) }
 		defer fmt.Fprint(errOut, "\r\033[K")
 	}
-	res, err := reconstruct.Run(open, opts)
+	res, err := reconstruct.RunReader(files, opts, func(r workload.Reader) workload.Reader { return &cancellableReader{ctx: ctx, r: r} })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"time"
-
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -18,6 +15,26 @@ import (
 
 // progressEvery is how many records pass between Progress calls.
 const progressEvery = 1 << 16
+
+// RunReader reconstructs the workload src yields: it is read once, onto a
+// workload.Tape (in memory up to its limit, then in a temporary file),
+// which the later passes read. wrap, if not nil, wraps every reader of the
+// tape (to stop on a cancelled context).
+func RunReader(src workload.Reader, opts Options, wrap func(workload.Reader) workload.Reader) (*Result, error) {
+	tape := workload.NewTape()
+	defer tape.Close()
+	if wrap == nil {
+		wrap = func(r workload.Reader) workload.Reader { return r }
+	}
+	first := true
+	return Run(func() (workload.Reader, error) {
+		if first {
+			first = false
+			return wrap(tape.Record(src)), nil
+		}
+		return wrap(tape.Reader()), nil
+	}, opts)
+}
 
 // Run reconstructs the workload that open yields (a fresh reader of the
 // same records at every call: a workload.Tape's Reader) under opts. It
@@ -124,53 +141,6 @@ func (t *tapper) Next(w *workload.Request) error {
 	err := t.src.Next(w)
 	t.orig = recorded{exec: w.HasServiceTime, seats: w.HasSeats, queueWait: w.HasQueueWait}
 	return err
-}
-
-// classify returns the FlowSchema, priority level, distinguisher and flow
-// hash of a record: by the engine when its identity is known, else the
-// recorded FlowSchema with the user agent and client host standing in for
-// a ByUser distinguisher (as the replay does).
-func classify(c *engine.Config, w *workload.Request, er *engine.Request) (fs, pl, dist string, hash uint64, err error) {
-	if w.UserKnown {
-		cl := c.Classify(*er)
-		if cl.FlowSchema == nil || cl.PriorityLevel == nil {
-			return "", "", "", 0, fmt.Errorf("%s: no FlowSchema matches", w.Source)
-		}
-		return cl.FlowSchema.Name, cl.PriorityLevel.Name, cl.Flow.Distinguisher, cl.Flow.Hash, nil
-	}
-	var schema *flowcontrolv1.FlowSchema
-	for _, s := range c.FlowSchemas {
-		if s.Name == w.FlowSchema {
-			schema = s
-		}
-	}
-	switch {
-	case schema != nil:
-		fs, pl = schema.Name, schema.Spec.PriorityLevelConfiguration.Name
-	case w.PriorityLevel != "":
-		return w.FlowSchema, w.PriorityLevel, "", 0, nil
-	default:
-		return "", "", "", 0, fmt.Errorf("%s: no identity and no recorded priority level (give the audit log alongside the httplog)", w.Source)
-	}
-	if p := c.PriorityLevels[pl]; p != nil && p.Spec.Limited != nil && p.Spec.Limited.LimitResponse.Queuing != nil && p.Spec.Limited.LimitResponse.Queuing.Queues > 1 {
-		if m := schema.Spec.DistinguisherMethod; m != nil {
-			switch m.Type {
-			case flowcontrolv1.FlowDistinguisherMethodByUserType:
-				dist = "client:" + w.UserAgent + "@" + hostOf(w.SourceIP)
-			case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
-				dist = er.Info.Namespace
-			}
-		}
-		hash = engine.HashFlowID(fs, dist)
-	}
-	return fs, pl, dist, hash, nil
-}
-
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
 }
 
 // flowName is "flowSchema/distinguisher", or the FlowSchema alone.

@@ -100,18 +100,8 @@ func reconstructFiles(t *testing.T, f fixture, opts reconstruct.Options, paths .
 		t.Fatal(err)
 	}
 	defer files.Close()
-	tape := workload.NewTape()
-	defer tape.Close()
-	first := true
-	open := func() (workload.Reader, error) {
-		if first {
-			first = false
-			return tape.Record(files), nil
-		}
-		return tape.Reader(), nil
-	}
 	opts.Config, opts.ServerConcurrencyLimit, opts.Counts = f.config, f.scl, f.counts
-	res, err := reconstruct.Run(open, opts)
+	res, err := reconstruct.RunReader(files, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
@@ -307,11 +308,12 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if er.Bypass != "" {
 		return
 	}
-	fs, pl, dist, hash, err := classify(s.opts.Config, w, &er)
+	rf, err := fairqueue.ClassifyRecorded(s.opts.Config, w, &er)
 	if err != nil {
 		s.skip(err.Error())
 		return
 	}
+	fs, pl, dist, hash := rf.FlowSchema, rf.PriorityLevel, rf.Distinguisher, rf.Hash
 	l := s.levels[pl]
 	if l == nil {
 		s.skip(fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, pl))
