@@ -178,3 +178,17 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExplain429WorkloadGolden prints the incidents of the quiet recording
+// (a queuing level and a Reject level) from its httplog and audit log.
+func TestExplain429WorkloadGolden(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "quiet"))
+	tmp := t.TempDir()
+	httplog := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
+	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	code, out, errOut := runPlugin("explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "--workload", httplog, "--workload", audit)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	checkGolden(t, "explain/cmd-429-workload.golden", []byte(out))
+}

@@ -206,7 +206,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 	switch {
 	case l.queues == nil && !l.exempt:
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %d seats in use", l.name, inc.total, inc.limit),
+			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %d seat(s) in use", l.name, inc.total, inc.limit),
 			Fix:      "give the level queues (limitResponse.type: Queue) or more seats"})
 	case inc.queueFull > 0 && inc.crowded*2 > inc.queueFull:
 		crowder, n := int32(-1), int64(0)
@@ -224,9 +224,9 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 			Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows (%s most often, %d times)", inc.crowded, inc.queueFull, name, n),
 			Fix:      "give the level more queues or a larger hand (shuffle sharding then separates the flows), or move the heavy client to a level of its own"})
 	case inc.queueFull > 0:
-		summary = append(summary, fmt.Sprintf("fair queuing protected the light flows: %d of %d queue-full 429s were of flows that filled their own queues", inc.queueFull-inc.crowded, inc.queueFull))
+		summary = append(summary, fmt.Sprintf("fair queuing kept the flows apart: %d of %d queue-full 429s were of flows that filled their own hand's queues", inc.queueFull-inc.crowded, inc.queueFull))
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-			Evidence: fmt.Sprintf("%d of %d queue-full rejections were of flows whose own requests filled their hand's queues, with every one of the level's %d seats taken", inc.queueFull-inc.crowded, inc.queueFull, inc.limit),
+			Evidence: fmt.Sprintf("%d of %d queue-full rejections were of flows whose own requests filled their hand's queues, with every one of the level's %d seat(s) taken", inc.queueFull-inc.crowded, inc.queueFull, inc.limit),
 			Fix:      "give the level more seats (nominalConcurrencyShares) or its clients less traffic"})
 	}
 	if n := inc.reasons["time-out"]; n > 0 {
