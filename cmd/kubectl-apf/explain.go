@@ -118,8 +118,8 @@ type ExplainRequestOptions struct {
 	FromMessage string
 	Probe       bool
 
-	ServerConcurrency    int
-	ServerRequestTimeout time.Duration
+	// Server are --server-concurrency and --server-request-timeout.
+	Server *state.ServerOptions
 	// Flags are -o.
 	*output.Flags
 
@@ -138,7 +138,7 @@ type ExplainRequestOptions struct {
 
 // NewExplainRequestOptions returns the defaults of "kubectl apf explain request".
 func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainRequestOptions {
-	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, ServerRequestTimeout: time.Minute, IOStreams: streams}
+	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, Server: state.NewServerOptions(), IOStreams: streams}
 }
 
 // NewExplainRequestCommand builds "kubectl apf explain request".
@@ -163,8 +163,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
-	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the metrics, or uses 600.")
-	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit (a quarter of it, at most 1m).")
+	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
 	return cmd
 }
@@ -308,11 +307,8 @@ func (o *ExplainRequestOptions) Validate() error {
 	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
-	}
-	if o.ServerRequestTimeout <= 0 {
-		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	if err := o.Server.Validate(); err != nil {
+		return err
 	}
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
@@ -378,14 +374,14 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
-		ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
 	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout,
+	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, ReleaseFrom: st.ReleaseFrom}
 	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
 	if o.message != nil {

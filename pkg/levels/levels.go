@@ -112,6 +112,9 @@ func newRow(inst, name string) *Row {
 		Utilisation: nan, DispatchedPerSec: nan, RejectedTotal: nan, RejectedCount: -1, WaitP99: nan, From: map[string]string{}}
 }
 
+// Empty is a row of level name on instance with every figure absent.
+func Empty(instance, name string) Row { return *newRow(instance, name) }
+
 // set fills a figure that no better input gave.
 func (r *Row) set(figure string, dst *float64, v float64, from string) {
 	if _, done := r.From[figure]; done {
@@ -384,18 +387,14 @@ func Merge(inst string, rows []Row) []Row {
 	return out
 }
 
-// Missing names the inputs of the figures s lacks, for a note: "" when s
-// has the dumps and the metrics.
+// Missing says which input s lacks for a level table, for a note: ""
+// when it has the metrics (the dumps only refine them).
 func Missing(s *dump.Snapshot) string {
-	_, cur := s.LatestMetrics()
-	hasDumps := s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s)
-	switch {
-	case cur == nil && hasDumps:
-		return "no metrics: limits, seats in use, rates and the wait p99 show as -"
-	case cur != nil && !hasDumps:
+	if _, cur := s.LatestMetrics(); cur != nil {
 		return ""
-	case cur == nil:
-		return "no metrics and no debug dumps: every figure shows as -"
 	}
-	return ""
+	if s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s) {
+		return "no metrics were read, only the debug dumps: the limits, utilisation, rates and queue wait p99 show as -"
+	}
+	return "neither metrics nor debug dumps were read"
 }
