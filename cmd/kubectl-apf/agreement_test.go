@@ -1,129 +1,102 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"math"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/agreement"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
-	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
-// agreementInputs are every bundle in testdata.
-func agreementInputs(t *testing.T) []string {
-	t.Helper()
+// TestFiguresAgree: on every bundle in testdata, "top levels", the live
+// view ("top"), "explain 429" and "capacity" show the same waiting and
+// executing requests and limits for every level and instance
+// (internal/testharness/agreement).
+func TestFiguresAgree(t *testing.T) {
 	bundles, err := filepath.Glob(filepath.Join("..", "..", "testdata", "simulate", "recordings", "*", "bundle.tar.gz"))
 	if err != nil || len(bundles) == 0 {
 		t.Fatalf("no bundle in testdata (%v)", err)
 	}
-	return bundles
+	for _, b := range bundles {
+		t.Run(filepath.Base(filepath.Dir(b)), func(t *testing.T) {
+			agreement.Check(t, runBytes, b)
+		})
+	}
 }
 
-// figures are the figures the commands must agree on; nil is absent.
-type figures struct {
-	Waiting, Executing, Nominal, Current *float64
-}
-
-func runJSON(t *testing.T, v any, args ...string) {
-	t.Helper()
+// runBytes runs the plugin in-process for agreement.Check.
+func runBytes(args ...string) ([]byte, error) {
 	code, out, errOut := runPlugin(args...)
 	if code != 0 {
-		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		return nil, fmt.Errorf("exit %d: %s", code, errOut)
 	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
-	}
+	return []byte(out), nil
 }
 
-func nanToNil(v float64) *float64 {
-	if math.IsNaN(v) {
-		return nil
+// dumpsBundle is a bundle of the real dumps in dir (no metrics) with the
+// default objects.
+func dumpsBundle(t *testing.T, dir string) string {
+	t.Helper()
+	s := &dump.Snapshot{Instance: "https://10.0.0.1:6443", Raw: map[string][]byte{}}
+	for _, f := range []string{dump.FilePriorityLevels, dump.FileQueues, dump.FileRequests} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Raw[f] = b
 	}
-	return &v
+	for _, fs := range engine.DefaultFlowSchemas() {
+		s.FlowSchemas = append(s.FlowSchemas, *fs)
+	}
+	for _, pl := range engine.DefaultPriorityLevels() {
+		s.PriorityLevels = append(s.PriorityLevels, *pl)
+	}
+	if err := s.ParseRaw(); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(t.TempDir(), "dumps.tar.gz")
+	if err := dump.WriteBundle(b, &dump.Capture{Snapshots: []*dump.Snapshot{s}}, dump.Manifest{Format: dump.BundleFormat}); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
-func same(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func show(v *float64) string {
-	if v == nil {
-		return "-"
+// TestFiguresAgreeOnDumps: the same on bundles made of the real dumps under
+// testdata/dump (1.26 to 1.37, without metrics), where the waiting and
+// executing requests come from the dumps.
+func TestFiguresAgreeOnDumps(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dump", "v1.*-load"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no dump in testdata (%v)", err)
 	}
-	b, _ := json.Marshal(*v)
-	return string(b)
-}
-
-// TestFiguresAgree: on the same bundle, "top levels", the live view
-// ("top"), "explain 429" and "capacity" show the same waiting and
-// executing requests and limits for every level and instance (issue 26
-// item 4, issue 28 item 3). The limits are compared where "top levels"
-// has them (from the metrics, which come before the configuration that
-// the other two also read).
-func TestFiguresAgree(t *testing.T) {
-	for _, b := range agreementInputs(t) {
-		t.Run(filepath.Base(filepath.Dir(b)), func(t *testing.T) {
-			var top []struct {
-				Instance  string   `json:"instance"`
-				Level     string   `json:"level"`
-				Waiting   *float64 `json:"waitingRequests"`
-				Executing *float64 `json:"executingRequests"`
-				Nominal   *float64 `json:"nominalLimit"`
-				Current   *float64 `json:"currentLimit"`
-			}
-			runJSON(t, &top, "top", "levels", "--from", b, "-o", "json")
-			var ex rejections.Report
-			runJSON(t, &ex, "explain", "429", "--from", b, "-o", "json")
-			var capa capacity.Report
-			runJSON(t, &capa, "capacity", "--from", b, "-o", "json")
-			c, err := (&dump.BundleSource{Path: b}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			others := map[string]map[string]figures{"top (live view)": {}, "explain 429": {}, "capacity": {}}
-			key := func(inst, level string) string { return inst + " " + level }
-			for _, s := range c.Snapshots {
-				for _, l := range tui.ComputeInstance(nil, s).Levels {
-					others["top (live view)"][key(s.Instance, l.Name)] = figures{nanToNil(l.WaitingRequests), nanToNil(l.Executing), nanToNil(l.NominalLimit), nanToNil(l.CurrentLimit)}
-				}
-			}
-			for _, inc := range ex.Incidents {
-				st := inc.State
-				others["explain 429"][key(inc.Instances[0].Instance, inc.Level)] = figures{st.Waiting, st.Executing, st.NominalLimit, st.CurrentLimit}
-			}
-			for _, r := range capa.Now {
-				others["capacity"][key(r.Instance, r.Level)] = figures{r.Waiting, r.Executing, r.NominalLimit, r.CurrentLimit}
-			}
-			if len(ex.Incidents) == 0 || len(capa.Now) == 0 || len(top) == 0 {
-				t.Fatalf("nothing to compare: %d incidents, %d capacity rows, %d top rows", len(ex.Incidents), len(capa.Now), len(top))
-			}
-			compared := 0
-			for _, r := range top {
-				want := figures{r.Waiting, r.Executing, r.Nominal, r.Current}
-				for cmd, rows := range others {
-					got, ok := rows[key(r.Instance, r.Level)]
-					if !ok {
-						if cmd != "explain 429" {
-							t.Errorf("%s: %s has no row of %s", r.Instance, cmd, r.Level)
-						}
-						continue
-					}
-					compared++
-					if !same(got.Waiting, want.Waiting) || !same(got.Executing, want.Executing) {
-						t.Errorf("%s %s: %s shows waiting %s, executing %s; top levels %s, %s", r.Instance, r.Level, cmd,
-							show(got.Waiting), show(got.Executing), show(want.Waiting), show(want.Executing))
-					}
-					if (want.Nominal != nil && !same(got.Nominal, want.Nominal)) || (want.Current != nil && !same(got.Current, want.Current)) {
-						t.Errorf("%s %s: %s shows limits %s/%s; top levels %s/%s", r.Instance, r.Level, cmd,
-							show(got.Nominal), show(got.Current), show(want.Nominal), show(want.Current))
-					}
-				}
-			}
-			t.Logf("%d levels, %d incidents, %d comparisons", len(top), len(ex.Incidents), compared)
+	for _, d := range dirs {
+		t.Run(filepath.Base(d), func(t *testing.T) {
+			agreement.Check(t, runBytes, dumpsBundle(t, d))
 		})
+	}
+}
+
+// TestTopLevelsFromDumpsAlone (issue 26 D4): with dump_priority_levels and
+// no metrics, top levels prints the dump's waiting and executing requests,
+// "-" for what the metrics would give, and a note saying they are missing;
+// before, it printed a header alone and said nothing.
+func TestTopLevelsFromDumpsAlone(t *testing.T) {
+	b := dumpsBundle(t, filepath.Join("..", "..", "testdata", "dump", "v1.37.1-load"))
+	code, out, errOut := runPlugin("top", "levels", "--from", b, "--level", "apf-load")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// dump_priority_levels: apf-load, 11 waiting, 1 executing.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !regexp.MustCompile(`^apf-load +- +- +\S+ +- +11 +\S+ +1 +- +- +- *$`).MatchString(lines[1]) {
+		t.Errorf("top levels from the dumps alone:\n%s", out)
+	}
+	if !strings.Contains(errOut, "note: https://10.0.0.1:6443: no metrics were read") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("stderr %q; want one note that the metrics are missing", errOut)
 	}
 }
