@@ -10,7 +10,7 @@
 //     dump_requests, the pending requests of dump_queues,
 //     apiserver_flowcontrol_current_inqueue_requests.
 //   - Executing: dump_priority_levels' ExecutingRequests, the executing
-//     rows of dump_requests, the executing requests of dump_queues,
+//     requests of dump_queues (queuing levels),
 //     apiserver_flowcontrol_current_executing_requests.
 //   - WaitingSeats: the seats of the waiting rows of dump_requests,
 //     apiserver_flowcontrol_current_inqueue_seats (1.29+).
