@@ -65,11 +65,7 @@ type Report struct {
 }
 
 // Burst is a time range with 429s.
-type Burst struct {
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-	Count float64   `json:"count"`
-}
+type Burst = rejections.Burst
 
 // Incident is one burst of APF rejections of one priority level.
 type Incident struct {
@@ -90,18 +86,12 @@ type Incident struct {
 	Diagnosis Diagnosis  `json:"diagnosis"`
 }
 
-// SchemaCount is the rejections of one FlowSchema for one reason.
-type SchemaCount struct {
-	FlowSchema string  `json:"flowSchema"`
-	Reason     string  `json:"reason"`
-	Count      float64 `json:"count"`
-}
-
-// InstanceCount is the rejections one apiserver instance gave.
-type InstanceCount struct {
-	Instance string  `json:"instance"`
-	Count    float64 `json:"count"`
-}
+// SchemaCount is the rejections of one FlowSchema for one reason,
+// InstanceCount those one apiserver instance gave.
+type (
+	SchemaCount   = rejections.SchemaCount
+	InstanceCount = rejections.InstanceCount
+)
 
 // LevelState is a level's series around an incident, summed over the
 // apiservers: rejections and dispatches per step, seats in use against the

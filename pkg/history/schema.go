@@ -20,10 +20,8 @@ func (r *Report) Schema(src rejections.Source) *rejections.Report {
 		out.Rejected[l] = v
 	}
 	out.All429, out.Other429 = rejections.Of(r.All429), rejections.Of(r.Other429)
-	out.Other429Series = points(r.Other429Series)
-	for _, b := range r.Other429Bursts {
-		out.Other429Bursts = append(out.Other429Bursts, rejections.Burst{Start: b.Start, End: b.End, Count: b.Count})
-	}
+	out.Other429Series = r.Other429Series.Points
+	out.Other429Bursts = r.Other429Bursts
 	out.Undetailed = r.Undetailed
 	seen := map[string]bool{}
 	for _, inc := range r.Incidents {
@@ -38,17 +36,6 @@ func (r *Report) Schema(src rejections.Source) *rejections.Report {
 	return out
 }
 
-func points(s Series) []rejections.Point {
-	if len(s.Points) == 0 {
-		return nil
-	}
-	out := make([]rejections.Point, len(s.Points))
-	for i, p := range s.Points {
-		out[i] = rejections.Point{T: p.T, V: p.V}
-	}
-	return out
-}
-
 func incident(inc Incident) rejections.Incident {
 	start, end := inc.Start, inc.End
 	out := rejections.Incident{Level: inc.Level, Start: &start, End: &end, Rejected: inc.Rejected, Reasons: map[string]float64{},
@@ -56,14 +43,9 @@ func incident(inc Incident) rejections.Incident {
 	for k, v := range inc.Reasons {
 		out.Reasons[k] = v
 	}
-	for _, f := range inc.FlowSchemas {
-		out.FlowSchemas = append(out.FlowSchemas, rejections.SchemaCount{FlowSchema: f.FlowSchema, Reason: f.Reason, Count: f.Count})
-	}
-	for _, i := range inc.Instances {
-		out.Instances = append(out.Instances, rejections.InstanceCount{Instance: i.Instance, Count: i.Count})
-	}
+	out.FlowSchemas, out.Instances = inc.FlowSchemas, inc.Instances
 	for name, s := range inc.State.Series {
-		out.Series[name] = points(s)
+		out.Series[name] = s.Points
 	}
 	for name, v := range inc.State.Peaks {
 		if !math.IsNaN(v) {
