@@ -48,16 +48,24 @@ func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 // validateWorkload checks the flags of a log's incidents (the time flags
 // then apply to the log, not to a store).
 func (o *Explain429Options) validateWorkload() error {
-	if o.History.Enabled() {
+	if o.Store.Enabled() {
 		return fmt.Errorf("--workload reads logs and --prometheus a store: give one of them")
 	}
 	if o.Workload.Gap <= 0 {
 		return fmt.Errorf("--incident-gap must be positive, not %v", o.Workload.Gap)
 	}
-	if o.History.At != "" {
+	if o.Store.At != "" {
 		return fmt.Errorf("--at is one moment: a log's incidents take a window (--since, --until)")
 	}
-	if err := o.Options.Validate(); err != nil {
+	// the store's checks refuse --since and --until without a store
+	store := o.Store
+	o.Store = nil
+	err := o.Options.Validate()
+	o.Store = store
+	if err != nil {
+		return err
+	}
+	if err := o.Server.Validate(); err != nil {
 		return err
 	}
 	return o.Flags.Validate()
@@ -65,14 +73,14 @@ func (o *Explain429Options) validateWorkload() error {
 
 // runWorkload reconstructs the logs and prints their incidents.
 func (o *Explain429Options) runWorkload(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
 	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.ServerRequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -90,8 +98,8 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 // windowOf keeps the incidents of --since/--until, counted back from the
 // log's last request.
 func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) error {
-	h := o.History
-	if !h.Since.set && h.Until == "" {
+	h := o.Store
+	if !h.Since.IsSet() && h.Until == "" {
 		return nil
 	}
 	until := end
@@ -103,8 +111,12 @@ func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) erro
 		until = t
 	}
 	var since time.Time
-	if h.Since.set {
-		since = until.Add(-h.Since.d)
+	if h.Since.IsSet() {
+		d, err := time.ParseDuration(h.Since.String())
+		if err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		since = until.Add(-d)
 	}
 	rep.Window = rejections.Window{End: &until}
 	if !since.IsZero() {

@@ -152,11 +152,8 @@ func (o *ExplainRequestOptions) Validate() error {
 	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
-	}
-	if o.ServerRequestTimeout <= 0 {
-		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	if err := o.Server.Validate(); err != nil {
+		return err
 	}
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")

@@ -53,7 +53,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
 	}
-	res, files, err := reconstructFiles(ctx, paths, st, o.ServerRequestTimeout, reconstruct.Options{
+	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
 		Focus: match,
 		OnFate: func(f *reconstruct.Fate) {
 			if found == nil && f.Snapshot != nil {

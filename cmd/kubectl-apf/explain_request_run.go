@@ -33,14 +33,14 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
-		ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
 	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.ServerRequestTimeout,
+	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, ReleaseFrom: st.ReleaseFrom}
 	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
 	if o.message != nil {

@@ -68,12 +68,12 @@ const topTUIExample = `
 
 // TopTUIOptions holds the flags of the live view of "kubectl apf top".
 type TopTUIOptions struct {
+	// Options are the state flags and the store's: the store's recent
+	// past behind the cluster, or the store alone.
 	*state.Options
 	Interval time.Duration
 	Record   string
 	Replay   string
-	// History reads a Prometheus-compatible store instead.
-	History *HistoryOptions
 	// Force opens the view even when stdout is not a terminal (tests).
 	Force bool
 
@@ -91,7 +91,8 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, History: NewHistoryOptions(configFlags, 0), IOStreams: streams}
+	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances|state.Store), Interval: tui.DefaultInterval, IOStreams: streams}
+	o.StoreBeside = true
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -112,7 +113,6 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
 	fs.StringVar(&o.Replay, "replay", o.Replay, "Play back a recording made with --record (left/right move through time).")
-	o.History.AddFlags(fs)
 	if cmd.Long == "" {
 		cmd.Long = cmd.Short + "."
 	}
@@ -181,16 +181,11 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Replay != "" {
 		return nil
 	}
-	if o.History.Enabled() {
-		if err := o.History.Validate(); err != nil {
-			return err
-		}
-		if err := o.History.Complete(o.AllAPIServers); err != nil {
-			return err
-		}
-		if o.History.Since.set || o.History.At != "" || o.History.Until != "" || o.completeCluster() != nil {
+	if o.Store.Enabled() {
+		o.Store.Complete(o.AllAPIServers)
+		if o.Store.TimeSet() || o.completeCluster() != nil {
 			// A window, a moment, or no cluster to read: the store alone.
-			o.Source = &storeSource{o: o.History, now: func() time.Time { return o.ClockOrReal().Now() }}
+			o.Source = &state.StoreSource{Store: o.Store, Clock: o.ClockOrReal()}
 			return nil
 		}
 		o.livePast = true
@@ -201,9 +196,6 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // completeCluster builds the cluster source, counting its requests.
 func (o *TopTUIOptions) completeCluster() error {
-	if err := o.Options.Validate(); err != nil {
-		return err
-	}
 	if err := o.Options.Complete(); err != nil {
 		return err
 	}
@@ -225,8 +217,11 @@ func (o *TopTUIOptions) Validate() error {
 	if o.Replay != "" && (o.Record != "" || o.From != "" || o.AllAPIServers || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--replay plays a recording back: it cannot be combined with --record, --from, --all-apiservers or --apiserver-urls")
 	}
-	if o.History.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
+	if o.Store.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store: --replay, --from and --apiserver-urls do not apply")
+	}
+	if err := o.Options.Validate(); err != nil {
+		return err
 	}
 	if !o.Force && !o.isTerminal() {
 		return fmt.Errorf("the live view needs a terminal; pipe \"kubectl apf top levels\" or \"kubectl apf top flows\" for tables")
@@ -248,13 +243,18 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		st := tui.ColorStyles()
 		opts.Styles = &st
 	}
-	if o.History.Enabled() && o.History.IsWindow() {
-		rec, err := o.History.recording(ctx, o.History.Window)
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
+			return err
+		}
+	}
+	if o.Store.Enabled() && o.Store.IsWindow() {
+		rec, err := storeRecording(ctx, o.Store, o.Store.Window)
 		if err != nil {
 			return err
 		}
 		opts.Replay = rec
-		opts.Cluster = "history from " + o.History.Describe()
+		opts.Cluster = "history from " + o.Store.Describe()
 		if !o.intervalSet {
 			opts.Interval = time.Second
 		}
@@ -318,12 +318,12 @@ const pastWindow = 30 * time.Minute
 // recentPast reads the store's last pastWindow for the live view: the
 // level table one frame per step, and a line about the last incident.
 func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
-	h := o.History
+	h := o.Store
 	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.ClockOrReal().Now())
 	if err != nil {
 		return nil, err
 	}
-	rec, err := h.recording(ctx, w)
+	rec, err := storeRecording(ctx, h, w)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +361,7 @@ func lastIncident(rep *history.Report) string {
 
 // recording reads window w from the store as a recording, one frame per
 // step, for the view to step through.
-func (h *HistoryOptions) recording(ctx context.Context, w history.Window) (*record.Recording, error) {
+func storeRecording(ctx context.Context, h *state.StoreOptions, w history.Window) (*record.Recording, error) {
 	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
 	if err != nil {
 		return nil, err

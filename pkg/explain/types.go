@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // Verdict kinds: what the apiserver does with the request.
@@ -30,9 +31,9 @@ const (
 // Rejection reasons, as in apiserver_flowcontrol_rejected_requests_total
 // (fairqueuing/queueset/queueset.go:StartRequest and (*request).wait).
 const (
-	ReasonConcurrencyLimit = "concurrency-limit"
-	ReasonQueueFull        = "queue-full"
-	ReasonTimeOut          = "time-out"
+	ReasonConcurrencyLimit = rejections.ReasonConcurrencyLimit
+	ReasonQueueFull        = rejections.ReasonQueueFull
+	ReasonTimeOut          = rejections.ReasonTimeOut
 )
 
 // Explanation is the answer of "kubectl apf explain request". Its JSON form

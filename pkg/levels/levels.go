@@ -10,7 +10,7 @@
 //     dump_requests, the pending requests of dump_queues,
 //     apiserver_flowcontrol_current_inqueue_requests.
 //   - Executing: dump_priority_levels' ExecutingRequests, the executing
-//     rows of dump_requests, the executing requests of dump_queues,
+//     requests of dump_queues (queuing levels),
 //     apiserver_flowcontrol_current_executing_requests.
 //   - WaitingSeats: the seats of the waiting rows of dump_requests,
 //     apiserver_flowcontrol_current_inqueue_seats (1.29+).
@@ -111,6 +111,9 @@ func newRow(inst, name string) *Row {
 		Waiting: nan, Executing: nan, WaitingSeats: nan, SeatsInUse: nan, NominalLimit: nan, CurrentLimit: nan,
 		Utilisation: nan, DispatchedPerSec: nan, RejectedTotal: nan, RejectedCount: -1, WaitP99: nan, From: map[string]string{}}
 }
+
+// Empty is a row of level name on instance with every figure absent.
+func Empty(instance, name string) Row { return *newRow(instance, name) }
 
 // set fills a figure that no better input gave.
 func (r *Row) set(figure string, dst *float64, v float64, from string) {
@@ -384,18 +387,14 @@ func Merge(inst string, rows []Row) []Row {
 	return out
 }
 
-// Missing names the inputs of the figures s lacks, for a note: "" when s
-// has the dumps and the metrics.
+// Missing says which input s lacks for a level table, for a note: ""
+// when it has the metrics (the dumps only refine them).
 func Missing(s *dump.Snapshot) string {
-	_, cur := s.LatestMetrics()
-	hasDumps := s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s)
-	switch {
-	case cur == nil && hasDumps:
-		return "no metrics: limits, seats in use, rates and the wait p99 show as -"
-	case cur != nil && !hasDumps:
+	if _, cur := s.LatestMetrics(); cur != nil {
 		return ""
-	case cur == nil:
-		return "no metrics and no debug dumps: every figure shows as -"
 	}
-	return ""
+	if s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s) {
+		return "no metrics were read, only the debug dumps: the limits, utilisation, rates and queue wait p99 show as -"
+	}
+	return "neither metrics nor debug dumps were read"
 }

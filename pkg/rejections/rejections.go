@@ -40,6 +40,9 @@ const (
 	// CountsSinceStart: counter totals since the apiserver started (one
 	// scrape, or the level dump alone); Window.End is when they were read.
 	CountsSinceStart = "since-start"
+	// CountsPerInstance: some instances gave rates, others totals; each
+	// Instance's HasRates says which.
+	CountsPerInstance = "per-instance"
 )
 
 // The reasons of apiserver_flowcontrol_rejected_requests_total
