@@ -13,8 +13,12 @@ import (
 // 429 to its last, with the clients' integrals at both ends.
 type incidentAcc struct {
 	first, last int64
-	// seatsAt and waitAt are each client's integrals at first
+	// seatsAt and waitAt are each client's integrals at first, seatsEnd
+	// at endAt: the incident's seat-seconds are those from its first 429
+	// to its last, and at least incidentMinSpan
 	seatsAt, waitAt map[int32]float64
+	seatsEnd        map[int32]float64
+	endAt           int64
 	rejected        map[int32]int64
 	reasons         map[string]float64
 	schemas         map[[2]string]float64
@@ -44,8 +48,12 @@ func (s *state) note429(l *level, r *req, f *Fate) {
 			inc.seatsAt[ci], inc.waitAt[ci] = a.seatNs, a.waitNs
 		}
 		l.inc = inc
+		s.push(t+int64(incidentMinSpan), evMark, &req{lv: l})
 	}
 	inc.last = t
+	if t >= inc.first+int64(incidentMinSpan) {
+		s.markIncident(l)
+	}
 	inc.total++
 	inc.rejected[r.client]++
 	inc.reasons[f.Reason]++
@@ -80,6 +88,23 @@ func (s *state) note429(l *level, r *req, f *Fate) {
 	}
 }
 
+// incidentMinSpan is the shortest time over which an incident's seat
+// holders are counted.
+const incidentMinSpan = time.Second
+
+// markIncident takes the clients' integrals as the incident's end, now.
+func (s *state) markIncident(l *level) {
+	inc := l.inc
+	if inc == nil || inc.seatsEnd != nil && !l.dirty {
+		return
+	}
+	inc.seatsEnd, inc.endAt, l.dirty = map[int32]float64{}, s.now, false
+	for ci, a := range l.clients {
+		a.to(s.now)
+		inc.seatsEnd[ci] = a.seatNs
+	}
+}
+
 // closeIncidents closes the incidents whose last 429 is more than the gap
 // before t.
 func (s *state) closeIncidents(t int64) {
@@ -90,14 +115,11 @@ func (s *state) closeIncidents(t int64) {
 	}
 }
 
-// closeIncident turns a level's incident into a rejections.Incident. The
-// clients' seat-seconds are those from its first 429 to the moment it is
-// closed, at most the gap after its last.
+// closeIncident turns a level's incident into a rejections.Incident.
 func (s *state) closeIncident(l *level) {
 	inc := l.inc
 	l.inc = nil
 	start, end := s.start.Add(time.Duration(inc.first)), s.start.Add(time.Duration(inc.last))
-	at := min(s.now, inc.last+int64(s.opts.IncidentGap))
 	out := rejections.Incident{Level: l.name, Start: &start, End: &end, Rejected: float64(inc.total), Reasons: inc.reasons,
 		Instances: []rejections.InstanceCount{}, Causes: []rejections.Cause{}}
 	for k, n := range inc.schemas {
@@ -117,9 +139,8 @@ func (s *state) closeIncident(l *level) {
 	}
 	var held float64
 	seatSec := map[int32]float64{}
-	for ci, a := range l.clients {
-		a.to(at)
-		if v := (a.seatNs - inc.seatsAt[ci]) / 1e9; v > 0 {
+	for ci, end := range inc.seatsEnd {
+		if v := (end - inc.seatsAt[ci]) / 1e9; v > 0 {
 			seatSec[ci] = v
 			held += v
 		}

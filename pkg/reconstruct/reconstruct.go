@@ -159,6 +159,8 @@ const (
 	evDispatch
 	evTimeOut
 	evArrive
+	// evMark: an incident's seat holders are counted to here at least
+	evMark
 )
 
 type event struct {

@@ -2,6 +2,7 @@ package reconstruct_test
 
 import (
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,17 +75,19 @@ func logged(id, user string, ms, latency, exec float64, status int) workload.Req
 
 func TestReconstructDecidesFromTheState(t *testing.T) {
 	reqs := []workload.Request{
-		logged("a", "alice", 0, 10, 10, 200),    // dispatched at once, holds the seat to 10 ms
-		logged("b", "bob", 1, 19, 9, 200),       // waits in the queue from 1 to 10 ms
-		logged("c", "alice", 2, 0.1, 0, 429),    // the seat taken, the queue full: queue-full
-		logged("e", "alice", 3, 30, 5, 200),     // served though the queue was full
-		logged("d", "alice", 40, 5, 5, 200),     // alone again
-		logged("f", "carol", 60, 10, 10, 200),   // rej's seat
-		logged("g", "carol", 61, 0.1, 0, 429),   // concurrency-limit
-		logged("h", "carol", 62, 0.1, 0, 429),   // concurrency-limit
-		logged("i", "carol", 80, 0.1, 0, 429),   // the seat free: not APF's doing in the reconstruction
-		logged("j", "alice", 100, 0.1, 0, 429),  // the level idle
-		logged("k", "alice", 200, 0.05, 0, 200), // an idle level dispatches at once
+		logged("a", "alice", 0, 10, 10, 200),        // dispatched at once, holds the seat to 10 ms
+		logged("b", "bob", 1, 19, 9, 200),           // waits in the queue from 1 to 10 ms
+		logged("c", "alice", 2, 0.1, 0, 429),        // the seat taken, the queue full: queue-full
+		logged("e", "alice", 3, 30, 5, 200),         // served though the queue was full
+		logged("d", "alice", 40, 5, 5, 200),         // alone again
+		logged("f", "carol", 60, 10, 10, 200),       // rej's seat
+		logged("g", "carol", 61, 0.1, 0, 429),       // concurrency-limit
+		logged("h", "carol", 62, 0.1, 0, 429),       // concurrency-limit
+		logged("i", "carol", 80, 0.1, 0, 429),       // the seat free: not APF's doing in the reconstruction
+		logged("j", "alice", 100, 0.1, 0, 429),      // the level idle
+		logged("k", "alice", 200, 0.05, 0, 200),     // an idle level dispatches at once
+		logged("l", "bob", 2000, 20000, 20000, 200), // holds tiny's seat for 20 s
+		logged("t", "alice", 300, 15000, 0, 429),    // waits its whole wait limit (15 s): time-out
 	}
 	fates := map[string]reconstruct.Fate{}
 	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
@@ -116,6 +119,8 @@ func TestReconstructDecidesFromTheState(t *testing.T) {
 		"i": {false, "concurrency-limit", false, reconstruct.ClassSeatsFree},
 		"j": {false, "queue-full", false, reconstruct.ClassSeatsFree},
 		"k": {false, "", true, ""},
+		"l": {false, "", true, ""},
+		"t": {true, "time-out", true, ""},
 	}
 	for id, w := range want {
 		f, ok := fates[id]
@@ -140,21 +145,32 @@ func TestReconstructDecidesFromTheState(t *testing.T) {
 	if sum.Total() != int64(len(reqs)) || sum.Agreeing() != int64(len(reqs)-3) {
 		t.Errorf("agreement %+v, want %d requests of which %d agree", sum, len(reqs), len(reqs)-3)
 	}
-	if len(res.Incidents) != 2 {
-		t.Fatalf("%d incidents, want tiny's and rej's: %+v", len(res.Incidents), res.Incidents)
+	if len(res.Incidents) != 3 {
+		t.Fatalf("%d incidents, want tiny's, rej's and tiny's time-out 15 s later: %+v", len(res.Incidents), res.Incidents)
 	}
-	for _, in := range res.Incidents {
-		switch in.Level {
-		case "rej":
+	for i, in := range res.Incidents {
+		switch {
+		case in.Level == "rej":
 			if in.Rejected != 3 || in.Clients == nil || len(in.Clients.Rejected) != 1 || in.Clients.Rejected[0].User != "carol" || in.Clients.Rejected[0].Count != 3 {
 				t.Errorf("rej's incident: %+v", in)
 			}
 			if in.Causes[0].Kind != "no-queues" {
 				t.Errorf("rej's cause %q, want no-queues", in.Causes[0].Kind)
 			}
-		case "tiny":
-			if in.Rejected != 2 || in.Clients == nil || len(in.Clients.HeldSeats) == 0 || in.Clients.HeldSeats[0].User != "alice" {
+		case i == 0:
+			if in.Level != "tiny" || in.Rejected != 2 || in.Clients == nil || len(in.Clients.HeldSeats) == 0 || in.Clients.HeldSeats[0].User != "alice" {
 				t.Errorf("tiny's incident: %+v", in)
+			}
+		default:
+			if in.Level != "tiny" || in.Rejected != 1 || in.Reasons["time-out"] != 1 || len(in.Clients.HeldSeats) == 0 || in.Clients.HeldSeats[0].User != "bob" {
+				t.Errorf("tiny's time-out: %+v", in)
+			}
+			kinds := []string{}
+			for _, c := range in.Causes {
+				kinds = append(kinds, c.Kind)
+			}
+			if !slices.Contains(kinds, "time-outs") {
+				t.Errorf("tiny's time-out has causes %v, want time-outs", kinds)
 			}
 		}
 	}

@@ -150,6 +150,7 @@ type level struct {
 	clients    map[int32]*acc
 	res        *LevelResult
 	inc        *incidentAcc
+	dirty      bool // seats changed since the incident's last mark
 }
 
 func (l *level) noteDemand(t int64) {
@@ -445,6 +446,8 @@ func (s *state) handle(e event) {
 	case evFinalEnd:
 		s.seatsDelta(r, -r.final, 0)
 		s.dispatchFreed(l)
+	case evMark:
+		s.markIncident(l)
 	case evTimeOut:
 		l.queues[r.queue].remove(r)
 		s.unwait(r)
@@ -500,6 +503,7 @@ func (s *state) seatsDelta(r *req, seats, executing int) {
 	ca.executing += executing
 	l.seatsInUse += seats
 	l.executing += executing
+	l.dirty = true
 	l.noteDemand(s.now)
 }
 
