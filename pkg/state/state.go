@@ -221,6 +221,10 @@ type Request struct {
 	InferConcurrency  bool
 	// Stdin is what -f - reads.
 	Stdin io.Reader
+	// Metrics: read the metrics too, for the compute packages (simulate's
+	// object counts and Go runtime counters); when they cannot be read,
+	// the rest is read without them and State.MetricsError says why.
+	Metrics bool
 }
 
 // Where the server concurrency limit came from.
@@ -263,6 +267,9 @@ type State struct {
 	// Notes are diagnostics for stderr, "note: ..." each, sanitised
 	// (internal/sanitize): one safe line each.
 	Notes []string
+	// MetricsError says why the metrics Request.Metrics asked for could
+	// not be read (nil when they were, or were not asked for).
+	MetricsError error
 }
 
 // Config returns the engine's view of the configuration with -f applied.
@@ -326,7 +333,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	if req.ServerConcurrency == 0 && req.InferConcurrency {
 		opts.Parts |= dump.PartMetrics
 	}
-	capture, err := src.Capture(ctx, opts)
+	capture, err := o.captureMetrics(ctx, req, opts, st)
 	if err != nil && req.ConfigOnlyFallback && opts.Parts != configOnly {
 		st.Notes = append(st.Notes, fmt.Sprintf("note: live state unavailable (%v); explaining from the configuration alone", err))
 		capture, err = src.Capture(ctx, dump.CaptureOptions{Parts: configOnly})
@@ -361,6 +368,22 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	}
 	st.InferredConcurrency = n
 	return nil
+}
+
+// captureMetrics is the source's Capture; with Request.Metrics it reads the
+// metrics too, and when they fail reads the rest without them and keeps
+// the error in st.MetricsError.
+func (o *Options) captureMetrics(ctx context.Context, req Request, opts dump.CaptureOptions, st *State) (*dump.Capture, error) {
+	if req.Metrics && opts.Parts&dump.PartMetrics == 0 {
+		withMetrics := opts
+		withMetrics.Parts |= dump.PartMetrics
+		capture, err := o.Source.Capture(ctx, withMetrics)
+		if err == nil {
+			return capture, nil
+		}
+		st.MetricsError = err
+	}
+	return o.Source.Capture(ctx, opts)
 }
 
 // offlineHint reminds that a cluster is not needed when reading one failed.
