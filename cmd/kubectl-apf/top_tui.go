@@ -165,6 +165,9 @@ func (o *TopTUIOptions) completeCluster() error {
 	if err := o.Options.Complete(); err != nil {
 		return err
 	}
+	if err := o.SourceErr(); err != nil {
+		return err
+	}
 	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
 		// Count the view's own requests: the header shows its load on the
 		// apiserver (users' pain point 8: monitoring tools load it too).
