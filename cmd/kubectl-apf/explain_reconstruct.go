@@ -32,7 +32,7 @@ func reconstructFiles(ctx context.Context, paths []string, st *state.State, requ
 		opts.Progress = func(stage string, n int64) { fmt.Fprintf(errOut, "\r%s: %d requests read", stage, n) }
 		defer fmt.Fprint(errOut, "\r\033[K")
 	}
-	res, err := reconstruct.RunReader(files, opts, func(r workload.Reader) workload.Reader { return &cancellableReader{ctx: ctx, r: r} })
+	res, err := reconstruct.RunReader(files, opts, func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,4 +73,22 @@ func workloadNotesOf(files *workload.Files, res *reconstruct.Result) []string {
 		notes = append(notes, fmt.Sprintf("note: %d request(s) record no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", res.EstimatedWaits))
 	}
 	return notes
+}
+
+// contextReader stops reading when the command's context is cancelled
+// (SIGINT): a log of millions of requests takes seconds to read.
+type contextReader struct {
+	ctx context.Context
+	r   workload.Reader
+	n   int
+}
+
+func (c *contextReader) Next(r *workload.Request) error {
+	// checking the context costs a lock; every 4096 records is often enough
+	if c.n++; c.n&4095 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted: %w", err)
+		}
+	}
+	return c.r.Next(r)
 }

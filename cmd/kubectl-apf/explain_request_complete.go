@@ -28,9 +28,6 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	}
 	o.identity, o.givenGroups = id, given
 
-	if err := o.Options.Validate(); err != nil {
-		return err
-	}
 	if !o.messageOnly() {
 		if err := o.Options.Complete(); err != nil {
 			return err

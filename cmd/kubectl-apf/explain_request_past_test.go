@@ -48,8 +48,8 @@ func recordedLines(t *testing.T, httplog, level, status string) []string {
 func TestExplainRequestFromTheLog(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved"))
 	tmp := t.TempDir()
-	httplog := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
-	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	bundle := filepath.Join(dir, recording.BundleFile)
 	rejected, served := recordedLines(t, httplog, "apf-load", "429"), recordedLines(t, httplog, "apf-load", "200")
 	if len(rejected) < 100 || len(served) < 100 {
@@ -97,8 +97,8 @@ func TestExplainRequestFromTheLog(t *testing.T) {
 func TestExplain429FromTheLog(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved"))
 	tmp := t.TempDir()
-	httplog := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
-	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	want := rejectedByUser(t, audit)
 	for _, files := range [][]string{{httplog, audit}, {audit}} {
 		args := []string{"explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json"}
@@ -184,8 +184,8 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 func TestExplain429WorkloadGolden(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "quiet"))
 	tmp := t.TempDir()
-	httplog := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
-	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	code, out, errOut := runPlugin("explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "--workload", httplog, "--workload", audit)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -1,10 +1,8 @@
 package reconstruct_test
 
 import (
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +31,7 @@ type fixture struct {
 	rejected map[[2]string]float64 // level, reason
 }
 
-func loadFixture(t *testing.T, dir string) fixture {
+func loadFixture(t testing.TB, dir string) fixture {
 	t.Helper()
 	name := filepath.Base(dir)
 	capture, err := (&dump.BundleSource{Path: filepath.Join(dir, recording.BundleFile)}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartObjects | dump.PartMetrics})
@@ -67,29 +65,6 @@ func loadFixture(t *testing.T, dir string) fixture {
 		}
 	}
 	return f
-}
-
-func gunzip(t *testing.T, src string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".gz"))
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // reconstructFiles reconstructs the workload files against f.
@@ -149,8 +124,9 @@ func TestReconstructRecordings(t *testing.T) {
 			continue
 		}
 		f := loadFixture(t, filepath.Join(recordings, e.Name()))
-		httplog := gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile))
-		audit := gunzip(t, filepath.Join(f.dir, recording.AuditLogFile))
+		tmp := t.TempDir()
+		httplog := recording.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
+		audit := recording.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), tmp)
 		for _, in := range []struct {
 			name  string
 			paths []string

@@ -73,6 +73,9 @@ type Options struct {
 	Source dump.Source
 	// Clock stamps live captures (the real clock when nil).
 	Clock clock.Clock
+
+	// sourceErr is what Complete could not build, for Validate.
+	sourceErr error
 }
 
 // ClockOrReal is Clock, or the real clock when no test set one.
@@ -147,22 +150,23 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
 		}
 	}
-	if o.Store == nil {
-		return nil
+	if o.Store != nil {
+		if err := o.Store.Validate(); err != nil {
+			return err
+		}
+		if o.UsesStore() && (o.From != "" || len(o.APIServerURLs) > 0) {
+			return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
+		}
 	}
-	if err := o.Store.Validate(); err != nil {
-		return err
-	}
-	if o.UsesStore() && (o.From != "" || len(o.APIServerURLs) > 0) {
-		return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
-	}
-	return nil
+	return o.sourceErr
 }
 
 // Complete builds the Source, unless a test injected one or --defaults
-// needs none, and the store's query and window. It checks nothing:
-// Validate does.
+// needs none, and the store's query and window. It checks nothing: what
+// it cannot build (a kubeconfig that cannot be read), Validate reports
+// after the flags' errors, and SourceErr says. It returns nil.
 func (o *Options) Complete() error {
+	o.sourceErr = nil
 	if o.Store != nil {
 		if o.Store.Clock == nil && o.Clock != nil {
 			o.Store.Clock = o.Clock
@@ -181,7 +185,8 @@ func (o *Options) Complete() error {
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+		o.sourceErr = fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+		return nil
 	}
 	urls := make([]string, 0, len(o.APIServerURLs))
 	for _, u := range o.APIServerURLs {
@@ -190,6 +195,10 @@ func (o *Options) Complete() error {
 	o.Source = &fetch.ClusterSource{Config: cfg, Instances: urls, AllAPIServers: o.AllAPIServers, Clock: o.Clock}
 	return nil
 }
+
+// SourceErr is why Complete built no cluster source, nil when it did
+// (or needed none).
+func (o *Options) SourceErr() error { return o.sourceErr }
 
 // offline names the flags that need no cluster.
 func (o *Options) offline() string {
@@ -221,6 +230,10 @@ type Request struct {
 	InferConcurrency  bool
 	// Stdin is what -f - reads.
 	Stdin io.Reader
+	// Metrics: read the metrics too, for the compute packages (simulate's
+	// object counts and Go runtime counters); when they cannot be read,
+	// the rest is read without them and State.MetricsError says why.
+	Metrics bool
 }
 
 // Where the server concurrency limit came from.
@@ -263,6 +276,9 @@ type State struct {
 	// Notes are diagnostics for stderr, "note: ..." each, sanitised
 	// (internal/sanitize): one safe line each.
 	Notes []string
+	// MetricsError says why the metrics Request.Metrics asked for could
+	// not be read (nil when they were, or were not asked for).
+	MetricsError error
 }
 
 // Config returns the engine's view of the configuration with -f applied.
@@ -320,13 +336,19 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 
 // capture reads the source into st.
 func (o *Options) capture(ctx context.Context, req Request, st *State) error {
+	if o.Source == nil {
+		if o.sourceErr != nil {
+			return o.sourceErr
+		}
+		return fmt.Errorf("no source of state: Complete was not called")
+	}
 	src := o.Source
 	configOnly := dump.PartObjects | dump.PartVersion
 	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval}
 	if req.ServerConcurrency == 0 && req.InferConcurrency {
 		opts.Parts |= dump.PartMetrics
 	}
-	capture, err := src.Capture(ctx, opts)
+	capture, err := o.captureMetrics(ctx, req, opts, st)
 	if err != nil && req.ConfigOnlyFallback && opts.Parts != configOnly {
 		st.Notes = append(st.Notes, fmt.Sprintf("note: live state unavailable (%v); explaining from the configuration alone", err))
 		capture, err = src.Capture(ctx, dump.CaptureOptions{Parts: configOnly})
@@ -361,6 +383,22 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	}
 	st.InferredConcurrency = n
 	return nil
+}
+
+// captureMetrics is the source's Capture; with Request.Metrics it reads the
+// metrics too, and when they fail reads the rest without them and keeps
+// the error in st.MetricsError.
+func (o *Options) captureMetrics(ctx context.Context, req Request, opts dump.CaptureOptions, st *State) (*dump.Capture, error) {
+	if req.Metrics && opts.Parts&dump.PartMetrics == 0 {
+		withMetrics := opts
+		withMetrics.Parts |= dump.PartMetrics
+		capture, err := o.Source.Capture(ctx, withMetrics)
+		if err == nil {
+			return capture, nil
+		}
+		st.MetricsError = err
+	}
+	return o.Source.Capture(ctx, opts)
 }
 
 // offlineHint reminds that a cluster is not needed when reading one failed.
