@@ -37,8 +37,8 @@ meanwhile (seat-seconds and shares), and whether fair queuing protected the
 light flows or one flow crowded the queues of their hands, from the
 reconstruction of what APF did at each instant (docs/reconstruct.md). The
 configuration comes from the cluster, --from or --defaults, as for the
-other sources; --since and --until choose a window, relative times counting
-back from the log's last request.`
+other sources; --since and --until keep the incidents that overlap a window,
+relative times counting back from the log's last request.`
 
 func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
