@@ -100,3 +100,23 @@ func TestTopLevelsFromDumpsAlone(t *testing.T) {
 		t.Errorf("stderr %q; want one note that the metrics are missing", errOut)
 	}
 }
+
+// TestFiguresAgreeOnRawInputs: the same on the raw dumps and metrics under
+// testdata read with --from as they are (a directory of dump files, or one
+// pasted file), where the command line reads them. On a build whose --from
+// reads bundles only, it says so and skips.
+func TestFiguresAgreeOnRawInputs(t *testing.T) {
+	inputs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "dump", "v1.*-load"))
+	for _, pattern := range []string{"*dump_priority_levels*.txt", "eks-*.txt"} {
+		more, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "field", pattern))
+		inputs = append(inputs, more...)
+	}
+	if code, _, errOut := runPlugin("top", "levels", "--from", inputs[0]); code != 0 {
+		t.Skipf("--from does not read raw dumps here (%s)", strings.TrimSpace(errOut))
+	}
+	for _, in := range inputs {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			agreement.Check(t, runBytes, in)
+		})
+	}
+}

@@ -182,7 +182,7 @@ func (o *Explain429Options) runStore(ctx context.Context) error {
 func sourceOf(o *state.Options) rejections.Source {
 	switch {
 	case o.UsesStore():
-		return rejections.Source{Kind: rejections.SourcePrometheus, Name: o.Store.Describe()}
+		return rejections.Source{Kind: rejections.SourcePrometheus, Selector: o.Store.Selector}
 	case o.From != "":
 		return rejections.Source{Kind: rejections.SourceBundle, Name: o.From}
 	case o.Source != nil:

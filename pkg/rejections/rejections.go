@@ -118,8 +118,11 @@ type Report struct {
 type Source struct {
 	// Kind is one of the Source* constants.
 	Kind string `json:"kind"`
-	// Name is the cluster URL, the bundle or log path, or the store.
-	Name string `json:"name,omitempty"`
+	// Name is the cluster URL or the bundle or log path. A store has none:
+	// the same store answers the same through any address (a URL, the
+	// apiserver's service proxy); Selector picks its series instead.
+	Name     string `json:"name,omitempty"`
+	Selector string `json:"selector,omitempty"`
 }
 
 // Window is a time range. A Report read now from one scrape has only End.

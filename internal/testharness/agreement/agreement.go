@@ -73,6 +73,9 @@ func Check(t testing.TB, run Run, b string) int {
 	runJSON(t, run, &top, "top", "levels", "--from", b, "-o", "json")
 	var ex rejections.Report
 	runJSON(t, run, &ex, "explain", "429", "--from", b, "-o", "json")
+	if ex.Schema != rejections.Schema || ex.Source.Kind != rejections.SourceBundle || ex.Source.Name != b || ex.Counts == "" {
+		t.Errorf("explain 429 --from %s: schema %q, source %+v, counts %q; want %s from the bundle", b, ex.Schema, ex.Source, ex.Counts, rejections.Schema)
+	}
 	var capa capacity.Report
 	runJSON(t, run, &capa, "capacity", "--from", b, "-o", "json")
 	c, err := (&dump.BundleSource{Path: b}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
