@@ -68,8 +68,8 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 	}
 	ex.Notes = append(ex.Notes, workloadNotesOf(files, res)...)
 	if found == nil {
-		if rec.Status == 401 || rec.Status == 403 {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d: authentication and authorization answer ahead of APF, which never saw this request", rec.Status))
+		if reconstruct.AnsweredBeforeAPF(rec) {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d ahead of APF (authentication, or a refused impersonation), which never saw this request", rec.Status))
 			return true, nil
 		}
 		return false, nil

@@ -238,11 +238,11 @@ func (ex *Explanation) CompareFate(status int) {
 	case agree && got429:
 		rec.FateDetail = fmt.Sprintf("the server answered 429 and the reconstruction rejects it (%s)", p.Reason)
 	case agree:
-		rec.FateDetail = fmt.Sprintf("the server served it (HTTP %d) and the reconstruction does", status)
+		rec.FateDetail = fmt.Sprintf("APF let it through (the server answered %d) and the reconstruction does", status)
 	case got429:
 		rec.FateDetail = fmt.Sprintf("the server answered 429 but the reconstruction found room for it; the likeliest reason is %s", p.Reason)
 	default:
-		rec.FateDetail = fmt.Sprintf("the server served it (HTTP %d) but the reconstruction rejects it (%s): the log's times put more in its queues than the server had", status, p.Reason)
+		rec.FateDetail = fmt.Sprintf("APF let it through (the server answered %d) but the reconstruction rejects it (%s): the log's times put more in its queues than the server had", status, p.Reason)
 	}
 }
 

@@ -296,8 +296,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	arr := int64(w.Arrival.Sub(s.start))
 	s.advance(arr)
-	if w.Status == 401 || w.Status == 403 {
-		// authentication and authorization answer ahead of APF
+	if AnsweredBeforeAPF(w) {
 		s.res.BeforeAPF++
 		return
 	}
@@ -763,4 +762,18 @@ func identityOf(w *workload.Request) engine.Identity {
 	}
 	id.Groups = append(slices.Clip(w.Groups), "system:authenticated")
 	return id
+}
+
+// AnsweredBeforeAPF reports whether a record was answered ahead of APF: a 401
+// (authentication runs before it), or a 403 whose httplog line carries no
+// apf_pl (impersonation refused; authorization runs after APF, so its 403s
+// were classified and held seats: server/config.go DefaultBuildHandlerChain).
+func AnsweredBeforeAPF(w *workload.Request) bool {
+	switch w.Status {
+	case 401:
+		return true
+	case 403:
+		return w.PriorityLevel == "" && w.Verb != "" && strings.ToUpper(w.Verb) == w.Verb
+	}
+	return false
 }

@@ -120,8 +120,9 @@ type Result struct {
 	// (FirstSkip says why).
 	Records, Reconstructed, Skipped int64
 	FirstSkip                       string
-	// BeforeAPF counts the requests answered 401 or 403: authentication
-	// and authorization answer them ahead of APF.
+	// BeforeAPF counts the requests answered ahead of APF: 401s, and 403s
+	// whose httplog line carries no priority level (a refused
+	// impersonation).
 	BeforeAPF int64
 	// EstimatedWaits counts requests whose log recorded no wait (their
 	// dispatch is the reconstruction's), EstimatedSeats those whose seats
