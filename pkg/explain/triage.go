@@ -237,7 +237,12 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		}
 	}
 	lt.Flows = flowLoads(c, live, name, full)
-	share := func(x *float64) string { return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit)) }
+	share := func(x *float64) string {
+		if x == nil {
+			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
+		}
+		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
+	}
 
 	if pl == nil {
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency, Evidence: "the level is not in the configuration read (deleted, or being drained)", Fix: "compare 'kubectl get prioritylevelconfigurations' with the metrics"})
