@@ -40,8 +40,10 @@ type req struct {
 	queue                int
 	waiting              bool
 	timeOut              bool // a recorded 429 that waited its wait limit
-	estimated            bool // its wait was estimated
-	prev, next           *req
+	// waitShown: its times show that it waited (for learnLimit)
+	waitShown  bool
+	estimated  bool // its wait was estimated
+	prev, next *req
 	// p is the request's record and fate until they are decided
 	p *pending
 	// hidx is its index in its level's next heap while it waits, else -1
@@ -408,6 +410,16 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		r.dispatch = execStart
 		r.waiting = true
 	}
+	r.waitShown = r.waiting
+	if r.estimated && w.HasServiceTime {
+		// an audit event without annotation: its latency is its wait and
+		// its execution together, and a LIST that took longer than τ may
+		// have waited or only run long. It shows a wait when it took τ
+		// longer than the calibration's estimate of its execution (pooled
+		// per kind of request: from an audit log alone, the mean latency
+		// of the requests of its kind), not merely longer than τ.
+		r.waitShown = r.waiting && lat-pre-int64(w.ServiceTime) >= int64(s.cal.Threshold)
+	}
 	f.Wait, f.Execution = time.Duration(wait), time.Duration(exec)
 }
 
@@ -562,8 +574,8 @@ func (l *level) chooseQueue(hash uint64) int {
 }
 
 // learnLimit corrects the level's current limit by what a served request
-// tells of it, after its own fate was decided: one that waited found no
-// seat for it, one dispatched at once found one. The borrowing pass gives
+// tells of it, after its own fate was decided: one whose times show a wait
+// (waitShown) found no seat for it, one dispatched at once found one. The borrowing pass gives
 // the limit at its adjustments, but not in the server's phase, and from a
 // demand the reconstruction only approximates; the log's evidence wins,
 // within the level's lower and upper limits.
@@ -573,7 +585,7 @@ func (l *level) learnLimit(r *req) {
 	}
 	lower, upper := max(l.limits.LowerCL, 1), max(l.limits.UpperCL, 1)
 	switch {
-	case r.waiting && l.queues != nil && l.seatsInUse+r.seats <= l.limit:
+	case r.waitShown && l.queues != nil && l.seatsInUse+r.seats <= l.limit:
 		l.limit = min(max(l.seatsInUse+r.seats-1, lower), upper)
 	case !r.waiting && l.executing > 0 && l.seatsInUse+r.seats > l.limit:
 		l.limit = min(max(l.seatsInUse+r.seats, lower), upper)
