@@ -146,6 +146,7 @@ type level struct {
 	waiting    int
 	waitSeats  int
 	demand     *engine.Integrator
+	stats      engine.SeatDemandStats
 	limits     engine.LevelLimits
 	next       byDispatch // the waiting requests the log dispatched
 	flows      map[int32]*acc
@@ -243,9 +244,10 @@ func (s *state) borrowUntil(t int64) {
 		stats := map[string]engine.SeatDemandStats{}
 		lims := make([]engine.LevelLimits, 0, len(s.order))
 		for _, l := range s.order {
-			var st engine.SeatDemandStats
-			st.Update(l.demand.Reset(at))
-			stats[l.name] = st
+			// the stats carry the smoothed demand from pass to pass,
+			// as upstream's seatDemandStats do
+			l.stats.Update(l.demand.Reset(at))
+			stats[l.name] = l.stats
 			lims = append(lims, l.limits)
 		}
 		cur := engine.AllocateCurrentLimitsFor(s.opts.Release, lims, stats, s.prev, s.opts.ServerConcurrencyLimit)
