@@ -149,7 +149,7 @@ type capacityReport struct {
 
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "the levels' seats cannot be computed"})
 	if err != nil {
 		return err
 	}

@@ -341,7 +341,7 @@ func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, tap
 // it, the changed one, with the server concurrency limit and where it came
 // from, from one capture.
 func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, rel releaseInfo, notes []string, err error) {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "the workload cannot be classified"})
 	if err != nil {
 		return nil, nil, 0, "", rel, nil, err
 	}

@@ -231,7 +231,7 @@ func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Dur
 	share := func(x float64) string { return fmt.Sprintf("%v of %v seats in use", x, lt.CurrentLimit) }
 
 	if pl == nil {
-		lt.Causes = append(lt.Causes, Cause{Kind: CauseTooLittleConcurreny, Evidence: "the level is not in the configuration read (deleted, or being drained)", Fix: "compare 'kubectl get prioritylevelconfigurations' with the metrics"})
+		lt.Causes = append(lt.Causes, missingLevelCause(live))
 		return lt
 	}
 	if rejected[ReasonConcurrencyLimit] > 0 {
