@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,11 +13,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -35,7 +29,8 @@ files (requests logged at completion are put back in arrival order within 2
 minutes, or the last 65,536 requests when that is less; the calibration's
 later passes read a compact copy that spills to a temporary file). Lines that
 cannot be read as requests (other components' lines in the same log, lines cut
-short) are skipped and counted; --strict fails on the first one instead. The JSONL format has one request a line:
+short) are skipped and counted by reason; --strict fails on the first one
+instead. The JSONL format has one request a line:
 
   {"offset":"1.5s","user":"alice","groups":["dev","system:authenticated"],
    "verb":"list","path":"/api/v1/namespaces/dev/pods","serviceTime":"20ms"}
@@ -221,244 +216,25 @@ func (o *SimulateOptions) Validate() error {
 	return o.Flags.Validate()
 }
 
-// simulateReport is what "-o json" prints: the replay's report (levels,
-// after, workload, agreement) and where the server concurrency limit came
-// from.
-type simulateReport struct {
-	*fairqueue.Report
-	ServerConcurrencyLimit int `json:"serverConcurrencyLimit"`
-	// ServerConcurrencySource is flag, metrics or default.
-	ServerConcurrencySource string `json:"serverConcurrencySource"`
-	// Join counts how httplog lines met audit events, when both were given.
-	Join *workload.JoinStats `json:"join,omitempty"`
-	// Release is the Kubernetes release whose APF was replayed,
-	// ReleaseFrom where it came from.
-	Release     string `json:"release"`
-	ReleaseFrom string `json:"releaseFrom"`
-	// Calibration is what was inferred from the recording (absent with
-	// --calibrate=false); Fit how the replay of the recorded configuration
-	// reproduced the recorded 429s; Warnings say where the result is weak.
-	Calibration *calibrate.Result    `json:"calibration,omitempty"`
-	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
-	// CPUReplays are the replays of a CPU model (Calibration.CPU), one
-	// per phase of its collections; the report is the one nearest their
-	// mean.
-	CPUReplays *cpuReplays `json:"cpuReplays,omitempty"`
-	Warnings   []string    `json:"warnings,omitempty"`
-}
-
-// Run loads the configurations, replays the workload and prints the report.
+// Run loads the state once, replays the workload and prints the result,
+// its notes on stderr.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	before, after, scl, sclFrom, rel, notes, err := o.loadConfigs(ctx)
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
 	if err != nil {
 		return err
 	}
-	files, err := o.openWorkload()
+	cfg := simulate.Config{Workloads: o.Workloads, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.ServerRequestTimeout,
+		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.cpuLimit}
+	if o.Source != nil {
+		cfg.Source = o.Source.Describe()
+	}
+	res, err := simulate.Run(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	defer files.Close()
-	rc := func(c *engine.Config) fairqueue.ReplayConfig {
-		return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: scl, RequestTimeout: o.ServerRequestTimeout, NoBorrowing: o.NoBorrowing, Release: rel.Release}
-	}
-	var afterRC *fairqueue.ReplayConfig
-	if after != nil {
-		a := rc(after)
-		afterRC = &a
-	}
-	var (
-		counts  engine.ObjectCounts
-		runtime *calibrate.Runtime
-	)
-	if o.Calibrate && o.Source != nil {
-		var err error
-		var mnotes []string
-		if counts, runtime, mnotes, err = serverMetrics(ctx, o.Source); err != nil {
-			notes = append(notes, "note: no object counts: "+err.Error())
-		}
-		notes = append(notes, mnotes...)
-	}
-	if o.Calibrate && afterRC != nil {
-		// the change may move requests to levels with another seat cap
-		afterRC.Work = calibrate.Work(rel.Release, before, after, scl, counts)
-	}
-	var src workload.Reader = &cancellableReader{ctx: ctx, r: files.Reader}
-	var (
-		cal  *calibrate.Result
-		tape *workload.Tape
-	)
-	if o.Calibrate {
-		var calNotes []string
-		if cal, tape, calNotes, err = o.calibrateWorkload(ctx, src, rc(before), counts, runtime); err != nil {
-			return err
-		}
-		if tape != nil {
-			defer tape.Close()
-			src = &cancellableReader{ctx: ctx, r: tape.Reader()}
-		}
-		notes = append(notes, calNotes...)
-		if cal != nil {
-			src = cal.Apply(src)
-		}
-	}
-	rep, fitRes, replays, err := replay(ctx, src, cal, tape, rc(before), afterRC)
-	if err != nil {
-		return err
-	}
-	if rep.Workload.Records == 0 {
-		return fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
-	}
-	notes = append(notes, workloadNotes(rep, files)...)
-	for _, n := range notes {
+	for _, n := range append(st.Notes, res.Notes...) {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
-	out := simulateReport{Report: rep, ServerConcurrencyLimit: scl, ServerConcurrencySource: sclFrom, Join: files.Join,
-		Release: rel.Release.String(), ReleaseFrom: sanitize.Line(rel.From),
-		Calibration: cal, Fit: fitRes, CPUReplays: replays, Warnings: calibrate.Regime(before, after, scl, rep, cal)}
-	return printObject(o.Out, o.Flags, out, func(w io.Writer) error { return printSimulation(w, out, o.MaxFlows) })
-}
-
-// replay replays the prepared workload once, or, under a CPU model, once
-// per phase of its collections from the tape (replayCPU), and returns the
-// report with the fit of the recorded run.
-func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, tape *workload.Tape, before fairqueue.ReplayConfig, after *fairqueue.ReplayConfig) (*fairqueue.Report, []calibrate.LevelFit, *cpuReplays, error) {
-	if cal != nil && cal.CPU != nil && tape != nil {
-		reps, err := replayCPU(ctx, cal, tape, before, after)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return reps.chosenReport, reps.chosenFit, reps, nil
-	}
-	fit := calibrate.NewFit(0)
-	rep, err := fairqueue.Replay(src, before, after, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return rep, fit.Result(rep.Levels), nil, nil
-}
-
-// loadConfigs returns the base configuration and, when -f or --set change
-// it, the changed one, with the server concurrency limit and where it came
-// from, from one capture.
-func (o *SimulateOptions) loadConfigs(ctx context.Context) (before, after *engine.Config, scl int, from string, rel releaseInfo, notes []string, err error) {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "the workload cannot be classified"})
-	if err != nil {
-		return nil, nil, 0, "", rel, nil, err
-	}
-	rel = releaseInfo{st.Release, st.ReleaseFrom}
-	notes = st.Notes
-	before = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels)
-	if len(o.Files) == 0 && len(o.settings) == 0 {
-		return before, nil, st.ServerConcurrency, st.ServerConcurrencySource, rel, notes, nil
-	}
-	pls, err := capacity.Apply(st.PriorityLevels, o.settings)
-	if err != nil {
-		return nil, nil, 0, "", rel, nil, err
-	}
-	after = engine.NewConfig(st.FlowSchemas, pls)
-	for _, b := range after.Broken {
-		notes = append(notes, fmt.Sprintf("note: the changed configuration's priority level %s is broken and ignored, as the apiserver would: %s", b.Name, b.Reason))
-	}
-	for _, d := range after.Dangling {
-		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
-	}
-	return before, after, st.ServerConcurrency, st.ServerConcurrencySource, rel, notes, nil
-}
-
-// workloadNotes says, on stderr, what of the workload could not be used as
-// recorded.
-func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
-	var notes []string
-	ws := rep.Workload
-	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
-		if st := files.Stats[name]; st.Malformed > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: skipped %d %s that could not be read as a request (--strict refuses them): %s",
-				name, st.Malformed, plural(int(st.Malformed), "line", "lines"), strings.Join(st.FirstMalformed, "; ")))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(files.Stats)) {
-		if st := files.Stats[name]; st.Clamped > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(int(st.Clamped), "request", "requests"), plural(int(st.Clamped), "was", "were")))
-		}
-	}
-	if j := files.Join; j != nil && j.AuditOnly > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d audit %s had no httplog line with %s audit ID and %s not replayed (the httplog is the record of what the server served)",
-			j.AuditOnly, plural(int(j.AuditOnly), "event", "events"), plural(int(j.AuditOnly), "its", "their"), plural(int(j.AuditOnly), "was", "were")))
-	}
-	if ws.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(int(ws.Skipped), "record", "records"), ws.FirstSkip))
-	}
-	if ws.UnknownIdentity > 0 {
-		hint := "give the audit log alongside the httplog to join them by audit ID"
-		if j := files.Join; j != nil {
-			hint = fmt.Sprintf("%d httplog lines found no audit event", j.Unmatched)
-		}
-		notes = append(notes, fmt.Sprintf("note: %d %s without a user kept their recorded FlowSchema (%s)", ws.UnknownIdentity, plural(int(ws.UnknownIdentity), "request", "requests"), hint))
-	}
-	return notes
-}
-
-// emptyWorkloadReason says why a workload yielded no request.
-func emptyWorkloadReason(files *workload.Files) string {
-	var lines, skipped, malformed int64
-	for _, st := range files.Stats {
-		lines += st.Lines
-		skipped += st.Skipped
-		malformed += st.Malformed
-	}
-	switch {
-	case files.Join != nil && files.Join.AuditOnly > 0:
-		return fmt.Sprintf("its %d audit %s found no httplog line with the same audit ID", files.Join.AuditOnly, plural(int(files.Join.AuditOnly), "event", "events"))
-	case lines == 0:
-		return "it is empty"
-	case malformed > 0:
-		return fmt.Sprintf("of its %d %s, %d could not be read as requests and the others are not requests", lines, plural(int(lines), "line", "lines"), malformed)
-	}
-	return fmt.Sprintf("none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(int(lines), "line", "lines"))
-}
-
-// openWorkload opens the --workload files. A lone "-" reads the command's
-// input stream (o.In, which tests replace) rather than the process's
-// standard input that workload.OpenFiles reads.
-func (o *SimulateOptions) openWorkload() (*workload.Files, error) {
-	opts := o.workloadOptions()
-	if len(o.Workloads) != 1 || o.Workloads[0] != "-" || o.In == nil {
-		return workload.OpenFiles(o.Workloads, opts)
-	}
-	st := &workload.Stats{}
-	r, f, err := workload.NewReader(o.In, "stdin", opts, st)
-	if err != nil {
-		return nil, err
-	}
-	return &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}, nil
-}
-
-// workloadOptions is how every pass reads the --workload files.
-func (o *SimulateOptions) workloadOptions() workload.Options {
-	return workload.Options{Lenient: !o.Strict}
-}
-
-// cancellableReader stops a replay when the command's context is cancelled
-// (SIGINT): the replay itself takes no context, and a workload of millions
-// of requests takes seconds to read.
-type cancellableReader struct {
-	ctx context.Context
-	r   workload.Reader
-	n   int
-}
-
-func (c *cancellableReader) Next(r *workload.Request) error {
-	// checking the context costs a lock; every 4096 records is often enough
-	if c.n++; c.n&4095 == 0 {
-		if err := c.ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted: %w", err)
-		}
-	}
-	return c.r.Next(r)
-}
-
-// releaseInfo is the release a command replays and where it came from.
-type releaseInfo struct {
-	Release engine.Release
-	From    string
+	res.ReleaseFrom = sanitize.Line(res.ReleaseFrom)
+	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return printSimulation(w, res, o.MaxFlows) })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
 
 // simulateReasons are the rejection reasons, in the order of the columns;
@@ -22,7 +23,7 @@ var simulateReasons = []string{"queue-full", "concurrency-limit", "time-out"}
 // when the workload recorded the server's answers, the comparison of
 // predicted rejections with recorded 429s. With a changed configuration
 // every cell is "before->after".
-func printSimulation(w io.Writer, rep simulateReport, maxFlows int) error {
+func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	ws := rep.Workload
 	fmt.Fprintf(w, "Workload: %d %s replayed, arriving over %s", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(ws.ArrivalSpanSeconds))
 	if extra := ws.Records - rep.Requests; extra > 0 {
@@ -113,7 +114,7 @@ counting those dispatched the moment they were queued (so 1 with no wait). PEAK-
 // printAgreement compares, for the levels where either side rejected
 // something, the predicted rejections of the base configuration with the
 // 429s the server recorded.
-func printAgreement(w io.Writer, rep simulateReport) error {
+func printAgreement(w io.Writer, rep *simulate.Result) error {
 	var rows []fairqueue.LevelAgreement
 	for _, a := range rep.Agreement {
 		if a.BothRejected+a.OnlyPredicted+a.OnlyRecorded > 0 {

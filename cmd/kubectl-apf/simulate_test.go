@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,8 +10,6 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
 func simulateFixture(name string) string {
@@ -51,46 +46,16 @@ func TestSimulateGolden(t *testing.T) {
 	}
 }
 
-// jsonl builds a workload in the project's JSONL format.
-type jsonl struct{ lines []string }
-
-// burst adds n requests of user arriving together at offset, each running
-// for svc once dispatched.
-func (w *jsonl) burst(offset, user, verb, path, svc string, n int) *jsonl {
-	for range n {
-		w.lines = append(w.lines, fmt.Sprintf(`{"offset":%q,"user":%q,"groups":["system:authenticated"],"verb":%q,"path":%q,"serviceTime":%q}`, offset, user, verb, path, svc))
-	}
-	return w
-}
-
-func (w *jsonl) write(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "workload.jsonl")
-	if err := os.WriteFile(p, []byte(strings.Join(w.lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// simLevel is the part of a level's JSON the hand-computed cases check.
+// simLevel is the part of a level's JSON the tests check.
 type simLevel struct {
-	Name            string           `json:"name"`
-	Dispatched      int64            `json:"dispatched"`
-	Rejected        map[string]int64 `json:"rejected"`
-	WaitP50Seconds  float64          `json:"waitP50Seconds"`
-	WaitP99Seconds  float64          `json:"waitP99Seconds"`
-	WaitMaxSeconds  float64          `json:"waitMaxSeconds"`
-	PeakQueueLength int              `json:"peakQueueLength"`
-	PeakSeatsInUse  int              `json:"peakSeatsInUse"`
+	Name       string `json:"name"`
+	Dispatched int64  `json:"dispatched"`
 }
 
 type simJSON struct {
-	Levels []simLevel `json:"levels"`
-	After  *struct {
-		Levels []simLevel `json:"levels"`
-	} `json:"after"`
-	ServerConcurrencyLimit  int    `json:"serverConcurrencyLimit"`
-	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	Levels                  []simLevel `json:"levels"`
+	ServerConcurrencyLimit  int        `json:"serverConcurrencyLimit"`
+	ServerConcurrencySource string     `json:"serverConcurrencySource"`
 }
 
 func findLevel(ls []simLevel, name string) *simLevel {
@@ -102,145 +67,14 @@ func findLevel(ls []simLevel, name string) *simLevel {
 	return nil
 }
 
-// TestSimulateHandComputed checks outcomes worked out by hand from the
-// rules of APF, not from the simulator. Without borrowing, a level's limit
-// is ceil(serverConcurrency * shares / sum of shares); the upstream defaults
-// hold 245 shares, global-default 20 of them, so 49 seats give it 4. One
-// user's flow has a hand of 6 of global-default's 128 queues.
-func TestSimulateHandComputed(t *testing.T) {
-	const pods = "/api/v1/namespaces/default/pods"
-	// a Reject level of 5 shares: with 250 seats and 245+5 shares, 5 seats
-	rejectLevel := filepath.Join(t.TempDir(), "reject.yaml")
-	if err := os.WriteFile(rejectLevel, []byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: PriorityLevelConfiguration
-metadata: {name: batch}
-spec:
-  type: Limited
-  limited:
-    nominalConcurrencyShares: 5
-    lendablePercent: 0
-    limitResponse: {type: Reject}
----
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata: {name: batch}
-spec:
-  priorityLevelConfiguration: {name: batch}
-  matchingPrecedence: 100
-  rules:
-  - subjects: [{kind: User, user: {name: batch}}]
-    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"]}]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name     string
-		workload *jsonl
-		args     []string
-		level    string
-		after    bool // check the "after" run
-		want     simLevel
-	}{
-		{
-			// 4 run at once, 4 after 1s, 2 after 2s: waits 0×4, 1s×4, 2s×2;
-			// 6 wait at once after the 10th arrival
-			name:     "ten requests on four seats",
-			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 10),
-			args:     []string{"--server-concurrency", "49"},
-			level:    "global-default",
-			want:     simLevel{Dispatched: 10, Rejected: map[string]int64{}, WaitP50Seconds: 1, WaitP99Seconds: 2, WaitMaxSeconds: 2, PeakQueueLength: 6, PeakSeatsInUse: 4},
-		},
-		{
-			// a queue length limit of 1 on a hand of 6: 4 run, 6 wait (one
-			// per queue), 2 are rejected
-			name:     "queue length limit 1",
-			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 12),
-			args:     []string{"--server-concurrency", "49", "--set", "global-default.queueLengthLimit=1"},
-			level:    "global-default",
-			after:    true,
-			want:     simLevel{Dispatched: 10, Rejected: map[string]int64{"queue-full": 2}, WaitP50Seconds: 1, WaitP99Seconds: 2, WaitMaxSeconds: 2, PeakQueueLength: 6, PeakSeatsInUse: 4},
-		},
-		{
-			// the same twelve with the default queues: all served, waits
-			// 0, 1s and 2s four times each
-			name:     "queue length limit 1, before",
-			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 12),
-			args:     []string{"--server-concurrency", "49", "--set", "global-default.queueLengthLimit=1"},
-			level:    "global-default",
-			want:     simLevel{Dispatched: 12, Rejected: map[string]int64{}, WaitP50Seconds: 1, WaitP99Seconds: 2, WaitMaxSeconds: 2, PeakQueueLength: 8, PeakSeatsInUse: 4},
-		},
-		{
-			// --request-timeout 8s: a 2s wait limit. Rounds of 4 start at
-			// 0, 0.9s and 1.8s; the 8 still queued at 2s time out
-			name:     "wait limit from the request timeout",
-			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "900ms", 20),
-			args:     []string{"--server-concurrency", "49", "--server-request-timeout", "8s"},
-			level:    "global-default",
-			want:     simLevel{Dispatched: 12, Rejected: map[string]int64{"time-out": 8}, WaitP50Seconds: 0.9, WaitP99Seconds: 1.8, WaitMaxSeconds: 1.8, PeakQueueLength: 16, PeakSeatsInUse: 4},
-		},
-		{
-			// ?timeout=4s lowers the deadline, so the wait limit is 1s: only
-			// the first two rounds are served
-			name:     "wait limit from the timeout parameter",
-			workload: (&jsonl{}).burst("0s", "alice", "list", pods+"?timeout=4s", "900ms", 20),
-			args:     []string{"--server-concurrency", "49"},
-			level:    "global-default",
-			want:     simLevel{Dispatched: 8, Rejected: map[string]int64{"time-out": 12}, WaitP50Seconds: 0, WaitP99Seconds: 0.9, WaitMaxSeconds: 0.9, PeakQueueLength: 16, PeakSeatsInUse: 4},
-		},
-		{
-			// a Reject level of 5 seats: 5 run, 3 are refused at once
-			name:     "reject level from a file",
-			workload: (&jsonl{}).burst("0s", "batch", "list", pods, "1s", 8),
-			args:     []string{"--server-concurrency", "250", "-f", rejectLevel},
-			level:    "batch",
-			after:    true,
-			want:     simLevel{Dispatched: 5, Rejected: map[string]int64{"concurrency-limit": 3}, PeakSeatsInUse: 5},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"simulate", "--defaults", "--no-borrowing", "-o", "json", "--workload", tt.workload.write(t)}, tt.args...)
-			code, out, errOut := runPlugin(args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errOut)
-			}
-			var rep simJSON
-			if err := json.Unmarshal([]byte(out), &rep); err != nil {
-				t.Fatalf("not JSON: %v\n%s", err, out)
-			}
-			levels := rep.Levels
-			if tt.after {
-				if rep.After == nil {
-					t.Fatal("no after run")
-				}
-				levels = rep.After.Levels
-			}
-			got := findLevel(levels, tt.level)
-			if got == nil {
-				t.Fatalf("no level %s in %s", tt.level, out)
-			}
-			tt.want.Name = tt.level
-			// waits come from a histogram exact to 1.6%
-			for _, w := range []struct {
-				what      string
-				got, want float64
-			}{{"p50", got.WaitP50Seconds, tt.want.WaitP50Seconds}, {"p99", got.WaitP99Seconds, tt.want.WaitP99Seconds}, {"max", got.WaitMaxSeconds, tt.want.WaitMaxSeconds}} {
-				if d := w.got - w.want; d > 0.016*w.want+1e-6 || d < -0.016*w.want-1e-6 {
-					t.Errorf("wait %s = %vs, want %vs", w.what, w.got, w.want)
-				}
-			}
-			got.WaitP50Seconds, got.WaitP99Seconds, got.WaitMaxSeconds = tt.want.WaitP50Seconds, tt.want.WaitP99Seconds, tt.want.WaitMaxSeconds
-			if fmt.Sprint(*got) != fmt.Sprint(tt.want) {
-				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
-			}
-		})
-	}
-}
-
 // TestSimulateJSONShape checks the fields the issue promises to scripts,
 // and that "after" is there only when a change was given.
 func TestSimulateJSONShape(t *testing.T) {
-	wl := (&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "10ms", 3).write(t)
+	wl := filepath.Join(t.TempDir(), "workload.jsonl")
+	line := `{"offset":"0s","user":"alice","groups":["system:authenticated"],"verb":"get","path":"/api/v1/namespaces/default/pods/a","serviceTime":"10ms"}` + "\n"
+	if err := os.WriteFile(wl, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, change := range [][]string{nil, {"--set", "global-default.shares=40"}} {
 		args := append([]string{"simulate", "--defaults", "-o", "json", "--workload", wl}, change...)
 		code, out, errOut := runPlugin(args...)
@@ -358,83 +192,6 @@ func TestSimulateStdin(t *testing.T) {
 	}
 	if out.String() != fromFile {
 		t.Errorf("stdin gives\n%s\nthe file gives\n%s", out, fromFile)
-	}
-}
-
-// TestSimulateStdinCalibrated replays a recorded audit log alone, the case
-// whose calibration iterates to a fixed point, from the command's input and
-// from the file, and checks that standard input is calibrated (the fixed
-// point iterated) and gives the file's report: the calibration's later
-// passes read the tape of the one reading of the input.
-func TestSimulateStdinCalibrated(t *testing.T) {
-	dir := simulateFixture(filepath.Join("recordings", "starved"))
-	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(t.TempDir(), "audit.log"))
-	args := []string{"simulate", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json", "-w"}
-	fromFile, _ := simulateEstimated(t, nil, append(args, audit)...)
-	f, err := os.Open(audit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fromStdin, est := simulateEstimated(t, f, append(args, "-")...)
-	if est.FixedPointIterations < 1 || est.ExecutionFromReplay == 0 {
-		t.Errorf("standard input was not calibrated: %+v", est)
-	}
-	if fromStdin != fromFile {
-		t.Errorf("the calibrated replay of standard input differs from the replay of the same file")
-	}
-}
-
-// estimated is what a calibration estimated, from simulate -o json.
-type estimated struct {
-	ExecutionFromReplay  int64 `json:"executionFromReplay"`
-	FixedPointIterations int   `json:"fixedPointIterations"`
-}
-
-// simulateEstimated runs simulate with -o json among args and in (if not
-// nil) as its input, and returns its output and what its calibration
-// estimated.
-func simulateEstimated(t *testing.T, in io.Reader, args ...string) (string, estimated) {
-	t.Helper()
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	if in != nil {
-		streams.In = in
-	}
-	if code := run(args, streams); code != 0 {
-		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
-	}
-	var r struct {
-		Calibration struct {
-			Estimated estimated `json:"estimated"`
-		} `json:"calibration"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), r.Calibration.Estimated
-}
-
-// TestSimulateInterrupted checks that a cancelled context (SIGINT) stops a
-// long replay with an error instead of reading on.
-func TestSimulateInterrupted(t *testing.T) {
-	wl := (&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "1ms", 10000).write(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	streams, _, out, _ := genericiooptions.NewTestIOStreams()
-	o := NewSimulateOptions(nil, streams)
-	o.Defaults, o.Workloads = true, []string{wl}
-	if err := o.Complete(nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	err := o.Run(ctx)
-	if err == nil || !strings.Contains(err.Error(), "interrupted") {
-		t.Fatalf("Run with a cancelled context = %v, want interrupted", err)
-	}
-	if out.Len() != 0 {
-		t.Errorf("printed a partial report:\n%s", out)
 	}
 }
 

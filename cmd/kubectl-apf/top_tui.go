@@ -10,13 +10,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
-	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
@@ -101,14 +99,12 @@ func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams generi
 
 // withTopTUI is the hook "kubectl apf top" calls: a bare "top" whose
 // stdout is a terminal (or with --record or --replay) opens the live view;
-// otherwise the command runs as before (tables). It adds the view's flags
-// to cmd and returns cmd.
+// piped, it prints the table of "top levels" over the same source flags.
+// It adds the view's flags to cmd and returns cmd.
 func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewTopTUIOptions(configFlags, streams)
 	fs := cmd.Flags()
-	if fs.Lookup("from") == nil && cmd.PersistentFlags().Lookup("from") == nil {
-		o.Options.AddFlags(fs)
-	}
+	o.Options.AddFlags(fs)
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
 	fs.StringVar(&o.Replay, "replay", o.Replay, "Play back a recording made with --record (left/right move through time).")
@@ -122,61 +118,30 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	}
 	cmd.Example += topTUIExample[1:]
 
-	origRunE, origRun := cmd.RunE, cmd.Run
 	cmd.Run = nil
 	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for \"kubectl apf top\"; see kubectl apf top --help", args[0])
+		}
 		if o.Record != "" || o.Replay != "" || o.Force || o.isTerminal() {
-			if err := o.Complete(c, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(c.Context())
+			return runOptions(o)(c, args)
 		}
-		if origRunE != nil {
-			return origRunE(c, args)
-		}
-		// Piped: the tables of "top levels", with the source flags given.
-		for _, sub := range c.Commands() {
-			if sub.Name() != "levels" || sub.RunE == nil {
-				continue
-			}
-			var err error
-			c.Flags().Visit(func(f *pflag.Flag) {
-				sf := sub.Flags().Lookup(f.Name)
-				if sf == nil || err != nil {
-					return
-				}
-				if from, ok := f.Value.(pflag.SliceValue); ok {
-					if to, ok := sf.Value.(pflag.SliceValue); ok {
-						err = to.Replace(from.GetSlice())
-						sf.Changed = true
-						return
-					}
-				}
-				err = sub.Flags().Set(f.Name, f.Value.String())
-			})
-			if err != nil {
-				return err
-			}
-			sub.SetContext(c.Context())
-			return sub.RunE(sub, args)
-		}
-		if origRun != nil {
-			origRun(c, args)
-			return nil
-		}
-		return c.Help()
+		return runOptions(o.levels())(c, args)
 	}
 	return cmd
 }
 
+// levels is "top levels" over the view's source and store flags (the one
+// set "top" declares, shared, not copied): what a bare "top" prints when
+// piped.
+func (o *TopTUIOptions) levels() *TopOptions {
+	l := NewTopOptions(o.ConfigFlags(), o.IOStreams, "levels")
+	l.Options, l.History = o.Options, o.History
+	return l
+}
+
 // Complete builds the source, unless replaying.
-func (o *TopTUIOptions) Complete(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q for \"kubectl apf top\"; see kubectl apf top --help", args[0])
-	}
+func (o *TopTUIOptions) Complete(cmd *cobra.Command, _ []string) error {
 	o.intervalSet = cmd.Flags().Changed("interval")
 	if o.Replay != "" {
 		return nil
@@ -236,35 +201,49 @@ func (o *TopTUIOptions) Validate() error {
 
 // Run opens the view until q or ctrl-c, restoring the terminal.
 func (o *TopTUIOptions) Run(ctx context.Context) error {
-	opts := tui.Options{Context: ctx, Interval: o.Interval}
-	if o.ConfigFlags() != nil && o.ConfigFlags().Context != nil && *o.ConfigFlags().Context != "" {
-		opts.Cluster = *o.ConfigFlags().Context
-	} else if o.ConfigFlags() != nil {
-		if raw, err := o.ConfigFlags().ToRawKubeConfigLoader().RawConfig(); err == nil {
-			opts.Cluster = raw.CurrentContext
-		}
+	opts, done, err := o.config(ctx)
+	if err != nil {
+		return err
 	}
+	defer done()
+	popts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(o.Out)}, o.programOptions...)
+	if f, ok := o.In.(*os.File); ok {
+		popts = append(popts, tea.WithInput(f))
+	}
+	p := tea.NewProgram(tui.New(opts), popts...)
+	if _, err := p.Run(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("running the live view: %w", err)
+	}
+	return nil
+}
+
+// config builds the view's configuration from the options: a window of
+// the store or a recording played back, or the source live (recorded with
+// --record, with the store's past behind it with --prometheus). done ends
+// the recording.
+func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func(), err error) {
+	opts = tui.Options{Context: ctx, Interval: o.Interval, Cluster: o.clusterName()}
+	done = func() {}
 	if _, ok := os.LookupEnv("NO_COLOR"); !ok {
 		st := tui.ColorStyles()
 		opts.Styles = &st
 	}
-	if o.History.Enabled() && o.History.IsWindow() {
-		rec, err := o.History.recording(ctx, o.History.Window)
-		if err != nil {
-			return err
+	switch {
+	case o.History.Enabled() && o.History.IsWindow():
+		if opts.Replay, err = o.History.recording(ctx, o.History.Window); err != nil {
+			return opts, done, err
 		}
-		opts.Replay = rec
 		opts.Cluster = "history from " + o.History.Describe()
 		if !o.intervalSet {
 			opts.Interval = time.Second
 		}
-	} else if o.Replay != "" {
+	case o.Replay != "":
 		rec, err := record.ReadFile(o.Replay)
 		if err != nil {
-			return err
+			return opts, done, err
 		}
 		if len(rec.Frames) == 0 {
-			return fmt.Errorf("--replay %s: the recording holds no refresh", o.Replay)
+			return opts, done, fmt.Errorf("--replay %s: the recording holds no refresh", o.Replay)
 		}
 		opts.Replay = rec
 		if !o.intervalSet && rec.Header.Interval > 0 {
@@ -272,7 +251,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 			opts.Interval = rec.Header.Interval
 		}
 		opts.Cluster = "replay of " + o.Replay
-	} else {
+	default:
 		opts.Source = o.Source
 		if _, ok := o.Source.(*fetch.ClusterSource); ok {
 			opts.Requests = o.requests.Load
@@ -283,21 +262,27 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 		if o.Record != "" {
 			w, err := record.Create(o.Record, record.Header{Source: o.Source.Describe(), Started: o.ClockOrReal().Now().UTC(), Interval: o.Interval})
 			if err != nil {
-				return fmt.Errorf("--record: %w", err)
+				return opts, done, fmt.Errorf("--record: %w", err)
 			}
-			defer w.Close()
-			opts.Recorder = w
+			opts.Recorder, done = w, func() { w.Close() }
 		}
 	}
-	popts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(o.Out)}, o.programOptions...)
-	if f, ok := o.In.(*os.File); ok {
-		popts = append(popts, tea.WithInput(f))
+	return opts, done, nil
+}
+
+// clusterName names the cluster in the header: the kubeconfig context.
+func (o *TopTUIOptions) clusterName() string {
+	cf := o.ConfigFlags()
+	switch {
+	case cf == nil:
+		return ""
+	case cf.Context != nil && *cf.Context != "":
+		return *cf.Context
 	}
-	p := tea.NewProgram(tui.New(opts), popts...)
-	if _, err := p.Run(); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("running the live view: %w", err)
+	if raw, err := cf.ToRawKubeConfigLoader().RawConfig(); err == nil {
+		return raw.CurrentContext
 	}
-	return nil
+	return ""
 }
 
 // countingTransport counts the requests sent through it.
@@ -310,73 +295,4 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	return t.rt.RoundTrip(r)
-}
-
-// pastWindow is how far back the live view's history from a store goes.
-const pastWindow = 30 * time.Minute
-
-// recentPast reads the store's last pastWindow for the live view: the
-// level table one frame per step, and a line about the last incident.
-func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
-	h := o.History
-	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.ClockOrReal().Now())
-	if err != nil {
-		return nil, err
-	}
-	rec, err := h.recording(ctx, w)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: w, ScrapeInterval: h.ScrapeInterval})
-	if err != nil {
-		return nil, err
-	}
-	return &tui.Past{Recording: rec, Incident: lastIncident(rep)}, nil
-}
-
-// lastIncident is one line about the incident of rep that ended last
-// (among the detailed ones), "" when there is none.
-func lastIncident(rep *history.Report) string {
-	if len(rep.Incidents) == 0 {
-		return ""
-	}
-	last := rep.Incidents[0]
-	for _, inc := range rep.Incidents[1:] {
-		if inc.End.After(last.End) {
-			last = inc
-		}
-	}
-	line := fmt.Sprintf("%s %s–%s, %.0f rejected", last.Level, last.Start.UTC().Format("15:04:05"), last.End.UTC().Format("15:04:05Z"), last.Rejected)
-	if len(last.FlowSchemas) > 0 {
-		line += fmt.Sprintf(" (%s, FlowSchema %s)", last.FlowSchemas[0].Reason, last.FlowSchemas[0].FlowSchema)
-	}
-	if last.Diagnosis.Kind != "" {
-		line += ": " + last.Diagnosis.Kind
-	}
-	if rep.Undetailed > 0 {
-		line += fmt.Sprintf(" (of the %d largest of %d)", len(rep.Incidents), len(rep.Incidents)+rep.Undetailed)
-	}
-	return line
-}
-
-// recording reads window w from the store as a recording, one frame per
-// step, for the view to step through.
-func (h *HistoryOptions) recording(ctx context.Context, w history.Window) (*record.Recording, error) {
-	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
-	if err != nil {
-		return nil, err
-	}
-	if len(caps) == 0 {
-		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
-			w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
-	}
-	rec := &record.Recording{Header: record.Header{Source: h.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
-	for i, c := range caps {
-		f, err := record.NewFrame(times[i], -1, c, nil)
-		if err != nil {
-			return nil, err
-		}
-		rec.Frames = append(rec.Frames, f)
-	}
-	return rec, nil
 }

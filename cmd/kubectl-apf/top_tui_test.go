@@ -75,6 +75,7 @@ func TestTopTUIFlagErrors(t *testing.T) {
 		{"replay and from", []string{"top", "--replay", "a", "--from", "b"}, "cannot be combined with --record, --from"},
 		{"no terminal", []string{"top", "--replay", "a"}, "the live view needs a terminal"},
 		{"unknown subcommand", []string{"top", "queues", "--record", "x"}, `unknown command "queues" for "kubectl apf top"`},
+		{"unknown subcommand piped", []string{"top", "queues", "--from", "x"}, `unknown command "queues" for "kubectl apf top"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

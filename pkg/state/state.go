@@ -188,6 +188,10 @@ type Request struct {
 	// without FlowSchemas and PriorityLevelConfigurations ("requests cannot
 	// be classified"); Load fails then, unless -f gives objects.
 	NeedObjects string
+	// Metrics: read the metrics too, for the compute packages (simulate's
+	// object counts and Go runtime counters); when they cannot be read,
+	// the rest is read without them and State.MetricsError says why.
+	Metrics bool
 }
 
 // Where the server concurrency limit came from.
@@ -233,6 +237,9 @@ type State struct {
 	// PriorityLevelConfiguration (a raw dump, a bundle without them): the
 	// base configuration is then empty, not the cluster's.
 	NoObjects bool
+	// MetricsError says why the metrics Request.Metrics asked for could
+	// not be read (nil when they were, or were not asked for).
+	MetricsError error
 }
 
 // Config returns the engine's view of the configuration with -f applied.
@@ -294,7 +301,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	if req.ServerConcurrency == 0 && req.InferConcurrency {
 		opts.Parts |= dump.PartMetrics
 	}
-	capture, err := src.Capture(ctx, opts)
+	capture, err := o.captureMetrics(ctx, req, opts, st)
 	if err != nil && req.ConfigOnlyFallback && opts.Parts != configOnly {
 		st.Notes = append(st.Notes, fmt.Sprintf("note: live state unavailable (%v); explaining from the configuration alone", err))
 		capture, err = src.Capture(ctx, dump.CaptureOptions{Parts: configOnly})
@@ -331,6 +338,22 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	}
 	st.InferredConcurrency = n
 	return nil
+}
+
+// captureMetrics is the source's Capture; with Request.Metrics it reads the
+// metrics too, and when they fail reads the rest without them and keeps
+// the error in st.MetricsError.
+func (o *Options) captureMetrics(ctx context.Context, req Request, opts dump.CaptureOptions, st *State) (*dump.Capture, error) {
+	if req.Metrics && opts.Parts&dump.PartMetrics == 0 {
+		withMetrics := opts
+		withMetrics.Parts |= dump.PartMetrics
+		capture, err := o.Source.Capture(ctx, withMetrics)
+		if err == nil {
+			return capture, nil
+		}
+		st.MetricsError = err
+	}
+	return o.Source.Capture(ctx, opts)
 }
 
 // offlineHint reminds that a cluster is not needed when reading one failed.

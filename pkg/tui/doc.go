@@ -5,7 +5,19 @@
 //
 // The view follows fetch → compute → render. A Model takes an injected
 // dump.Source (a cluster or a bundle) or a recording (package record) and a
-// clock; every capture runs in a tea.Cmd (fetch), never in Update. Each
+// clock; every capture runs in a tea.Cmd (fetch), never in Update.
+//
+// Model is a shell over three modes, each a model with its own Update and
+// View (its status in the header): live (live.go: refreshes, backoff,
+// recording), replay (replay.go: a recording played back) and the store's
+// past behind the live view (past.go: read every minute, seeding the live
+// sparklines, stepped through with left and right). Replay and the past
+// step through frames with one player (player.go). The shell (model.go)
+// routes messages and keys to the mode they are for, switches between live
+// and the past, and holds what the modes share: the size, styles, keymap
+// and help, and the level table's selection, sort and filter (table.go);
+// it renders the header, the level table and heat map (levels.go), the
+// drill-down (drill.go) and the help (view.go) of the mode shown. Each
 // refresh is turned into plain rows by ComputeInstance (levels: seats in
 // use against the current limit, nominal limit, lent or borrowed seats,
 // waiting requests and seats, dispatched and rejected rates by reason,

@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,7 +11,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
 // fakeSource returns its captures in turn (the last one forever), or err.
@@ -38,6 +35,9 @@ func (f *fakeSource) Capture(ctx context.Context, opts dump.CaptureOptions) (*du
 func (f *fakeSource) Describe() string { return "fake" }
 
 func content(m *Model) string { return m.View().Content }
+
+// lastShown is the refresh or frame the view shows.
+func lastShown(m *Model) *Refresh { return m.active().data().last }
 
 func press(m *Model, keys ...string) tea.Cmd {
 	var cmd tea.Cmd
@@ -153,94 +153,6 @@ func TestComputeRows(t *testing.T) {
 	}
 }
 
-func TestPauseRefreshInterval(t *testing.T) {
-	src := &fakeSource{captures: []*dump.Capture{idleFixture().capture(t)}}
-	now := fixtureAt
-	m := New(Options{Source: src, Clock: func() time.Time { return now }})
-	cmd := m.Init()
-	if !m.fetching || cmd == nil {
-		t.Fatal("Init does not start a refresh")
-	}
-	// Run the fetch command directly (the batch's first element).
-	msg := m.fetch()()
-	m.Update(msg)
-	if m.fetching || m.last == nil {
-		t.Fatal("the refresh was not applied")
-	}
-	gen := m.gen
-	press(m, "p")
-	if !m.paused || !strings.Contains(content(m), "PAUSED") {
-		t.Error("p does not pause")
-	}
-	if _, cmd := m.Update(tickMsg{gen: gen}); cmd != nil {
-		t.Error("a stale tick refreshes while paused")
-	}
-	if cmd := press(m, "p"); m.paused || cmd == nil || !m.fetching {
-		t.Error("p does not resume with an immediate refresh")
-	}
-	m.Update(m.fetch()())
-	if cmd := press(m, "r"); cmd == nil || !m.fetching {
-		t.Error("r does not refresh")
-	}
-	if cmd := press(m, "r"); cmd != nil {
-		t.Error("r starts a second refresh while one is running")
-	}
-	m.Update(m.fetch()())
-	for _, tt := range []struct {
-		key  string
-		want time.Duration
-	}{{"+", 5 * time.Second}, {"+", 10 * time.Second}, {"-", 5 * time.Second}, {"-", 2 * time.Second}, {"-", time.Second}, {"-", 500 * time.Millisecond}, {"-", 500 * time.Millisecond}} {
-		press(m, tt.key)
-		if m.interval != tt.want {
-			t.Errorf("after %s interval = %s, want %s", tt.key, m.interval, tt.want)
-		}
-	}
-	if !strings.Contains(content(m), "every 500ms") {
-		t.Error("the header does not show the interval")
-	}
-	if src.calls != 3 {
-		t.Errorf("source read %d times, want 3", src.calls)
-	}
-}
-
-func TestDisconnectedBackoffReconnect(t *testing.T) {
-	now := fixtureAt
-	src := &fakeSource{captures: []*dump.Capture{idleFixture().capture(t)}}
-	m := New(Options{Source: src, Clock: func() time.Time { return now }, Requests: func() int64 { return int64(src.calls * 5) }})
-	m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
-	m.Update(m.fetch()())
-	if !strings.Contains(content(m), "load 5 req/refresh") {
-		t.Errorf("the header does not show the load:\n%s", content(m))
-	}
-	src.err = errors.New("Get \"https://127.0.0.1:6443/version\": dial tcp 127.0.0.1:6443: connect: connection refused")
-	var delays []time.Duration
-	for i := 0; i < 6; i++ {
-		now = now.Add(time.Second)
-		m.Update(m.fetch()())
-		delays = append(delays, m.retryAt.Sub(now))
-	}
-	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
-	if fmt.Sprint(delays) != fmt.Sprint(want) {
-		t.Errorf("backoff = %v, want %v", delays, want)
-	}
-	frame := content(m)
-	for _, s := range []string{"DISCONNECTED", "connection refused", "retry 7 in 30s", "showing data from 6.0s ago", "workload-low"} {
-		if !strings.Contains(frame, s) {
-			t.Errorf("disconnected frame lacks %q:\n%s", s, frame)
-		}
-	}
-	src.err = nil
-	now = now.Add(time.Second)
-	m.Update(m.fetch()())
-	if frame := content(m); strings.Contains(frame, "DISCONNECTED") || !strings.Contains(frame, "● live") {
-		t.Errorf("no reconnection:\n%s", frame)
-	}
-	now = now.Add(20 * time.Second)
-	if frame := content(m); !strings.Contains(frame, "STALE") || !strings.Contains(frame, "no refresh for 20s") {
-		t.Errorf("no stale state after 20 s without a refresh:\n%s", frame)
-	}
-}
-
 func TestInstancesTab(t *testing.T) {
 	a := idleFixture()
 	a.instance = "https://10.0.0.1:6443"
@@ -299,104 +211,4 @@ func TestEscapesAreSanitised(t *testing.T) {
 	if frame := content(m); strings.Contains(frame, "\x1b") {
 		t.Errorf("a server-supplied escape reached the terminal:\n%q", frame)
 	}
-}
-
-func TestReplay(t *testing.T) {
-	var buf bytes.Buffer
-	w, err := record.NewWriter(&buf, record.Header{Source: "test", Interval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, f := range []fixture{idleFixture(), busyFixture(), rejectingFixture()} {
-		fr, err := record.NewFrame(fixtureAt.Add(time.Duration(i)*time.Second), 5, f.capture(t), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(fr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fr, _ := record.NewFrame(fixtureAt.Add(3*time.Second), 2, nil, errors.New("connection refused"))
-	if err := w.Write(fr); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := record.Read(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Options{Replay: rec, Clock: func() time.Time { return fixtureAt }})
-	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
-	m.Init()
-	_, cmd := m.Update(frameMsg{i: 0})
-	if cmd == nil || !strings.Contains(content(m), "REPLAY 1/4") {
-		t.Fatalf("replay does not start playing:\n%s", content(m))
-	}
-	press(m, "right", "right")
-	frame := content(m)
-	if !m.paused || !strings.Contains(frame, "REPLAY 3/4 (paused)") || !strings.Contains(frame, "apf-load") || !strings.Contains(frame, "at 12:00:02") {
-		t.Errorf("right does not step to frame 3:\n%s", frame)
-	}
-	// The sparkline of frame 3 holds frames 1 to 3: blank, blank, full.
-	if got := m.history[m.instance+"\x00workload-low"]; fmt.Sprint(got) != "[0 0 0.75]" {
-		t.Errorf("history at frame 3 = %v", got)
-	}
-	press(m, "right")
-	if frame := content(m); !strings.Contains(frame, "REPLAY 4/4 (paused)") || !strings.Contains(frame, "this refresh failed when recorded: connection refused") || !strings.Contains(frame, "apf-load") {
-		t.Errorf("a failed refresh frame:\n%s", frame)
-	}
-	press(m, "right", "left", "left", "h")
-	if m.frame != 0 {
-		t.Errorf("frame = %d after right, left, left, h; want 0", m.frame)
-	}
-	if _, cmd := m.Update(frameMsg{gen: m.gen - 1, i: 3}); cmd != nil || m.frame != 0 {
-		t.Error("a frame tick of an older generation moved the replay")
-	}
-}
-
-// Over a bundle the view says when it was captured, never "live" or STALE.
-func TestBundleState(t *testing.T) {
-	dir := t.TempDir()
-	if err := dump.WriteBundle(dir+"/b", idleFixture().capture(t), dump.Manifest{CreatedAt: fixtureAt}); err != nil {
-		t.Fatal(err)
-	}
-	now := fixtureAt.Add(time.Hour)
-	m := New(Options{Source: &dump.BundleSource{Path: dir + "/b"}, Clock: func() time.Time { return now }})
-	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
-	m.Update(m.fetch()())
-	frame := content(m)
-	if !strings.Contains(frame, "● bundle captured 2026-11-21 12:00:00Z") || strings.Contains(frame, "STALE") || !strings.Contains(frame, "workload-low") {
-		t.Errorf("bundle frame:\n%s", frame)
-	}
-}
-
-// A live refresh reads /metrics once: rates come from the previous
-// refresh's scrape, kept (alone) across refreshes.
-func TestRatesAcrossRefreshes(t *testing.T) {
-	only := func(keep int) *dump.Capture {
-		c := rejectingFixture().capture(t)
-		s := c.Snapshots[0]
-		s.Metrics = s.Metrics[keep : keep+1]
-		return c
-	}
-	m := New(Options{Clock: func() time.Time { return fixtureAt }})
-	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: only(0)}})
-	if l := rowOf(m, "apf-load"); l.HasRates {
-		t.Fatalf("rates from a single scrape: %+v", l)
-	}
-	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: only(1)}})
-	if l := rowOf(m, "apf-load"); !l.HasRates || l.RejectedTotal != 7 || l.DispatchedPS != 3 {
-		t.Errorf("apf-load after two one-scrape refreshes: rates %v rejected %v/s dispatched %v/s; want 7 and 3", l.HasRates, l.RejectedTotal, l.DispatchedPS)
-	}
-	if prev := m.prevSnaps["https://127.0.0.1:6443"]; prev == nil || prev.Raw != nil || len(prev.Metrics) != 1 {
-		t.Errorf("the previous refresh is kept whole, not as its scrape: %+v", prev)
-	}
-}
-
-func rowOf(m *Model, level string) LevelRow {
-	for _, l := range m.view().Levels {
-		if l.Name == level {
-			return l
-		}
-	}
-	return LevelRow{}
 }

@@ -38,7 +38,7 @@ func TestLiveViewStepsThroughThePast(t *testing.T) {
 	m := New(Options{Source: &fakeSource{}, Clock: func() time.Time { return now }, Cluster: "apf-local",
 		Past: func(ctx context.Context) (*Past, error) { loads++; return past, nil }})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
-	m.Update(m.loadPast()())
+	m.Update(m.past.load()())
 	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: idleFixture().capture(t)}})
 
 	// The rejecting frame's workload-low rejections (0.75/s) are the
@@ -57,29 +57,29 @@ func TestLiveViewStepsThroughThePast(t *testing.T) {
 		t.Errorf("left read the past again (%d reads) though it is fresh", loads)
 	}
 	frame = content(m)
-	if !m.inPast || !strings.Contains(frame, "◀ HISTORY 3/3 from the store · → back to live") || !strings.Contains(frame, "at 11:59:59 (1.0s ago)") {
+	if !m.inPast() || !strings.Contains(frame, "◀ HISTORY 3/3 from the store · → back to live") || !strings.Contains(frame, "at 11:59:59 (1.0s ago)") {
 		t.Fatalf("left does not show the store's last frame:\n%s", frame)
 	}
 	// A live refresh while the past is shown is kept, not shown.
 	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt.Add(time.Second), Capture: rejectingFixture().capture(t)}})
-	if !strings.Contains(content(m), "HISTORY 3/3") || m.last.At != fixtureAt.Add(-time.Second) {
+	if !strings.Contains(content(m), "HISTORY 3/3") || lastShown(m).At != fixtureAt.Add(-time.Second) {
 		t.Errorf("a live refresh replaced the past frame shown")
 	}
 	press(m, "left")
-	if l := rowOf(m, "apf-load"); m.frame != 1 || l.RejectedTotal != 7 {
-		t.Errorf("frame %d shows apf-load rejecting %v/s; want frame 1 at 7/s", m.frame, l.RejectedTotal)
+	if l := rowOf(m, "apf-load"); m.past.frame != 1 || l.RejectedTotal != 7 {
+		t.Errorf("frame %d shows apf-load rejecting %v/s; want frame 1 at 7/s", m.past.frame, l.RejectedTotal)
 	}
 	press(m, "left", "h")
-	if m.frame != 0 || !strings.Contains(content(m), "HISTORY 1/3") {
-		t.Errorf("frame %d after going left past the first", m.frame)
+	if m.past.frame != 0 || !strings.Contains(content(m), "HISTORY 1/3") {
+		t.Errorf("frame %d after going left past the first", m.past.frame)
 	}
 	press(m, "right", "right", "right")
 	frame = content(m)
-	if m.inPast || !strings.Contains(frame, "● live") || strings.Contains(frame, "HISTORY") {
+	if m.inPast() || !strings.Contains(frame, "● live") || strings.Contains(frame, "HISTORY") {
 		t.Fatalf("right from the last frame does not return to live:\n%s", frame)
 	}
-	if l := rowOf(m, "apf-load"); l.RejectedTotal != 7 || m.last.At != fixtureAt.Add(time.Second) {
-		t.Errorf("back to live shows %v/s from %s, not the refresh that came meanwhile", l.RejectedTotal, m.last.At)
+	if l := rowOf(m, "apf-load"); l.RejectedTotal != 7 || lastShown(m).At != fixtureAt.Add(time.Second) {
+		t.Errorf("back to live shows %v/s from %s, not the refresh that came meanwhile", l.RejectedTotal, lastShown(m).At)
 	}
 	if h := m.sparkData("workload-low"); len(h) != 5 || h[4] != 0.75 {
 		t.Errorf("live sparkline after the past = %v, want 5 points ending at 0.75", h)
@@ -88,12 +88,12 @@ func TestLiveViewStepsThroughThePast(t *testing.T) {
 	// has come, not the older past held.
 	now = fixtureAt.Add(time.Minute)
 	cmd := press(m, "left")
-	if cmd == nil || m.inPast || !strings.Contains(content(m), "reading the recent past from the store") {
+	if cmd == nil || m.inPast() || !strings.Contains(content(m), "reading the recent past from the store") {
 		t.Fatalf("left with an old past does not read it again:\n%s", content(m))
 	}
 	m.Update(cmd())
-	if loads != 2 || !m.inPast || m.frame != 2 {
-		t.Errorf("after the second read (%d reads) frame %d shown, in the past %v; want the last", loads, m.frame, m.inPast)
+	if loads != 2 || !m.inPast() || m.past.frame != 2 {
+		t.Errorf("after the second read (%d reads) frame %d shown, in the past %v; want the last", loads, m.past.frame, m.inPast())
 	}
 }
 
@@ -112,13 +112,13 @@ func TestLiveViewPastLateOrFailing(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: idleFixture().capture(t)}})
 	// A failed read is tried again after a while, until one succeeds.
-	if _, retry := m.Update(m.loadPast()()); retry == nil {
+	if _, retry := m.Update(m.past.load()()); retry == nil {
 		t.Error("a failed first read of the past is not tried again")
 	}
-	if _, stale := m.Update(pastTickMsg{gen: m.pastGen - 1}); stale != nil {
+	if _, stale := m.Update(pastTickMsg{gen: m.past.gen - 1}); stale != nil {
 		t.Error("a tick of an older read read the past again")
 	}
-	_, again := m.Update(pastTickMsg{gen: m.pastGen})
+	_, again := m.Update(pastTickMsg{gen: m.past.gen})
 	if again == nil {
 		t.Fatal("the retry does not read the past")
 	}
@@ -131,14 +131,14 @@ func TestLiveViewPastLateOrFailing(t *testing.T) {
 	}
 	fail = nil
 	cmd := press(m, "left")
-	if cmd == nil || m.inPast || !strings.Contains(content(m), "reading the recent past from the store") {
+	if cmd == nil || m.inPast() || !strings.Contains(content(m), "reading the recent past from the store") {
 		t.Fatalf("left without a past does not ask the store again:\n%s", content(m))
 	}
 	if _, refresh := m.Update(cmd()); refresh == nil {
 		t.Error("after a read, the past is not read again later")
 	}
-	if !m.inPast || m.frame != 2 || strings.Contains(content(m), "! history") || !strings.Contains(content(m), "a store holds no queues") {
-		t.Errorf("the past read after left is not shown (frame %d):\n%s", m.frame, content(m))
+	if !m.inPast() || m.past.frame != 2 || strings.Contains(content(m), "! history") || !strings.Contains(content(m), "a store holds no queues") {
+		t.Errorf("the past read after left is not shown (frame %d):\n%s", m.past.frame, content(m))
 	}
 
 	// The first live refresh came before the past: the seed stops there,
@@ -146,5 +146,27 @@ func TestLiveViewPastLateOrFailing(t *testing.T) {
 	press(m, "right")
 	if h := m.sparkData("workload-low"); len(h) != 4 || h[1] != 0.75 {
 		t.Errorf("sparkline %v", h)
+	}
+}
+
+// While the past is shown the live view goes on behind it: p, + and -
+// act on the live refreshes, and the past's header keeps the store's step.
+func TestPaceKeysWhileInThePast(t *testing.T) {
+	past := storePast(t)
+	m := New(Options{Source: &fakeSource{}, Clock: func() time.Time { return fixtureAt },
+		Past: func(context.Context) (*Past, error) { return past, nil }})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	m.Update(m.past.load()())
+	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: idleFixture().capture(t)}})
+	press(m, "left", "p", "+")
+	if frame := content(m); !m.inPast() || !strings.Contains(frame, "step 1s") || strings.Contains(frame, "PAUSED") {
+		t.Fatalf("p and + in the past:\n%s", frame)
+	}
+	if !m.live.paused || m.live.interval != 5*time.Second {
+		t.Errorf("p and + in the past: live paused %v every %s; want paused every 5s", m.live.paused, m.live.interval)
+	}
+	press(m, "right")
+	if frame := content(m); !strings.Contains(frame, "every 5s") || !strings.Contains(frame, "● PAUSED") {
+		t.Errorf("back to live after p and +:\n%s", frame)
 	}
 }

@@ -24,7 +24,7 @@ func TestProgramSmoke(t *testing.T) {
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	final, ok := tm.FinalModel(t).(*Model)
-	if !ok || final.last == nil || len(final.views) != 1 {
+	if !ok || final.live.cur.last == nil || len(final.live.cur.views) != 1 {
 		t.Fatalf("final model %T has no refresh", tm.FinalModel(t))
 	}
 	out, err := io.ReadAll(tm.FinalOutput(t))

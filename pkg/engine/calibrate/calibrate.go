@@ -42,6 +42,7 @@ package calibrate
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -443,12 +444,41 @@ func (o *observer) add(x *obs) {
 	}
 }
 
-// finish turns the evidence into a Result.
+// finish turns the evidence into a Result: the threshold τ, each level's
+// evidence and where its overhead comes from, the server-wide figures for
+// the levels without their own, and the CPU model.
 func (o *observer) finish(opts Options) *Result {
 	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
-	// τ: above the lag of requests that never queue
-	ti := len(thresholds) - 1
-	lag, from := time.Duration(0), ""
+	ti, from := o.threshold()
+	res.Threshold, res.ThresholdFrom = Duration(thresholds[ti]), from
+	limits := levelLimits(opts)
+	server := serverEvidence{windows: map[int64][2]float64{}}
+	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
+		la := o.levels[n]
+		lim, known := limits[n]
+		lv := la.level(ti, lim)
+		lv.Source, lv.Why = res.source(lv, lim, known)
+		if lv.Source == "saturated" {
+			res.saturated(&lv, la, ti, float64(lim.NominalCL), &server)
+		}
+		res.Levels = append(res.Levels, lv)
+	}
+	res.serverFigures(server)
+	if res.Enabled {
+		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
+	}
+	if res.CPU != nil {
+		res.stallThresholds()
+	}
+	return res
+}
+
+// threshold returns the index in thresholds of τ, the smallest candidate
+// above the lag of requests that never queue, and what the lag was read
+// from.
+func (o *observer) threshold() (int, string) {
+	var lag time.Duration
+	var from string
 	switch {
 	case o.lag.n >= 20:
 		lag, from = o.lag.quantile(0.9), "90th percentile of latency − execution of exempt requests"
@@ -463,11 +493,14 @@ func (o *observer) finish(opts Options) *Result {
 	}
 	for i, t := range thresholds {
 		if t >= lag {
-			ti = i
-			break
+			return i, from
 		}
 	}
-	res.Threshold, res.ThresholdFrom = Duration(thresholds[ti]), from
+	return len(thresholds) - 1, from
+}
+
+// levelLimits returns the limits of the recorded configuration's levels.
+func levelLimits(opts Options) map[string]engine.LevelLimits {
 	scl := opts.ServerConcurrencyLimit
 	if scl == 0 {
 		scl = engine.DefaultServerConcurrencyLimit
@@ -478,104 +511,121 @@ func (o *observer) finish(opts Options) *Result {
 			limits[l.Name] = l
 		}
 	}
-	var sumSeats, sumOver float64
-	serverWin := map[int64][2]float64{}
-	names := make([]string, 0, len(o.levels))
-	for n := range o.levels {
-		names = append(names, n)
+	return limits
+}
+
+// level returns the evidence of the level at threshold index ti: its
+// requests, saturated time, dispatches from a queue and stalls.
+func (la *levelAcc) level(ti int, lim engine.LevelLimits) Level {
+	la.spans[ti].close()
+	lv := Level{Level: la.name, Requests: la.requests, Rejected: la.rejected, Annotated: la.annotated,
+		QueueWaitP50: Duration(la.qwait.quantile(0.5)), LatencyMinusExecutionP50: Duration(la.lme.quantile(0.5))}
+	sp := la.spans[ti]
+	lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
+	lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
+	var first int
+	lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
+	if lv.Stalls > 0 {
+		lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(first)
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		la := o.levels[n]
-		la.spans[ti].close()
-		lv := Level{Level: n, Requests: la.requests, Rejected: la.rejected, Annotated: la.annotated,
-			QueueWaitP50: Duration(la.qwait.quantile(0.5)), LatencyMinusExecutionP50: Duration(la.lme.quantile(0.5))}
-		lim, known := limits[n]
-		sp := la.spans[ti]
-		lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
-		lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
-		var first int
-		lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
-		if lv.Stalls > 0 {
-			lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(first)
+	lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
+	lv.ConcurrencyLimit = lim.NominalCL
+	if lv.Seats > 0 {
+		lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
+	}
+	return lv
+}
+
+// source says where a level's overhead comes from, and why when it is not
+// its own saturated time.
+func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source, why string) {
+	switch {
+	case !r.Enabled:
+		return "disabled", ""
+	case known && lim.Exempt:
+		return "none", "exempt: never queued"
+	case !known:
+		return "server", "not in the configuration"
+	case !lim.Queuing:
+		return "server", "no queues: its requests are dispatched on arrival or rejected, never woken"
+	case lim.LendableCL > 0 || lim.BorrowingCL > 0:
+		return "server", "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
+	case lv.Dispatches < minEvidence:
+		return "server", "too few dispatches from a queue"
+	}
+	return "saturated", ""
+}
+
+// serverEvidence sums the saturated levels' overheads, weighted by their
+// seats, over the whole workload and per time window.
+type serverEvidence struct {
+	seats, over float64
+	windows     map[int64][2]float64 // Σ overhead × seats, Σ seats
+}
+
+// saturated sets the overhead of a level of c seats from its own saturated
+// time, overall and per time window with enough evidence, and adds them to
+// the server's evidence.
+func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64, server *serverEvidence) {
+	sp := la.spans[ti]
+	over := overheadOf(c, sp.total, sp.n, lv.Seats, la.seatExec[ti])
+	lv.Overhead = Duration(over)
+	r.overhead[lv.Level] = time.Duration(over)
+	server.seats += float64(lv.Seats)
+	server.over += over * float64(lv.Seats)
+	for k, w := range sp.win {
+		if w.seats < minWindowEvidence {
+			continue
 		}
-		lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
-		lv.ConcurrencyLimit = lim.NominalCL
-		if lv.Seats > 0 {
-			lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
+		wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
+		lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * Window), Overhead: Duration(wo), Seats: w.seats})
+		if r.windows[lv.Level] == nil {
+			r.windows[lv.Level] = map[int64]time.Duration{}
 		}
-		switch {
-		case !res.Enabled:
-			lv.Source = "disabled"
-		case known && lim.Exempt:
-			lv.Source, lv.Why = "none", "exempt: never queued"
-		case !known:
-			lv.Source, lv.Why = "server", "not in the configuration"
-		case !lim.Queuing:
-			lv.Source, lv.Why = "server", "no queues: its requests are dispatched on arrival or rejected, never woken"
-		case lim.LendableCL > 0 || lim.BorrowingCL > 0:
-			lv.Source, lv.Why = "server", "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
-		case lv.Dispatches < minEvidence:
-			lv.Source, lv.Why = "server", "too few dispatches from a queue"
-		default:
-			c := float64(lim.NominalCL)
-			over := overheadOf(c, sp.total, sp.n, lv.Seats, la.seatExec[ti])
-			lv.Source = "saturated"
-			lv.Overhead = Duration(over)
-			res.overhead[n] = time.Duration(over)
-			sumSeats += float64(lv.Seats)
-			sumOver += over * float64(lv.Seats)
-			for k, w := range sp.win {
-				if w.seats < minWindowEvidence {
-					continue
-				}
-				wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
-				lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * Window), Overhead: Duration(wo), Seats: w.seats})
-				if res.windows[n] == nil {
-					res.windows[n] = map[int64]time.Duration{}
-				}
-				res.windows[n][k] = time.Duration(wo)
-				sw := serverWin[k]
-				sw[0] += wo * float64(w.seats)
-				sw[1] += float64(w.seats)
-				serverWin[k] = sw
-			}
-			slices.SortFunc(lv.Windows, func(a, b WindowOverhead) int { return int(a.Start - b.Start) })
-		}
-		if lv.Seats > 0 && lv.Source == "saturated" {
-			lv.HoldTime = lv.MeanExecution + lv.Overhead
-		}
-		res.Levels = append(res.Levels, lv)
+		r.windows[lv.Level][k] = time.Duration(wo)
+		sw := server.windows[k]
+		sw[0] += wo * float64(w.seats)
+		sw[1] += float64(w.seats)
+		server.windows[k] = sw
 	}
-	if sumSeats > 0 {
-		res.ServerOverhead = Duration(sumOver / sumSeats)
+	slices.SortFunc(lv.Windows, func(a, b WindowOverhead) int { return int(a.Start - b.Start) })
+	if lv.Seats > 0 {
+		lv.HoldTime = lv.MeanExecution + lv.Overhead
 	}
-	res.serverWindows = map[int64]time.Duration{}
-	for k, sw := range serverWin {
-		res.serverWindows[k] = time.Duration(sw[0] / sw[1])
+}
+
+// serverFigures sets the server-wide overhead, overall and per time window,
+// and gives it to the levels without evidence of their own.
+func (r *Result) serverFigures(server serverEvidence) {
+	if server.seats > 0 {
+		r.ServerOverhead = Duration(server.over / server.seats)
 	}
-	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
+	r.serverWindows = map[int64]time.Duration{}
+	for k, sw := range server.windows {
+		r.serverWindows[k] = time.Duration(sw[0] / sw[1])
 	}
-	if res.CPU != nil {
-		res.stallAt = map[string][2]time.Duration{}
-		for _, lv := range res.Levels {
-			if m := time.Duration(lv.MedianExecution); m > 0 {
-				res.stallAt[lv.Level] = [2]time.Duration{max(StallFactor*m, m+StallMin), m}
-			}
-		}
-	}
-	for i := range res.Levels {
-		lv := &res.Levels[i]
+	for i := range r.Levels {
+		lv := &r.Levels[i]
 		switch lv.Source {
 		case "server":
-			lv.Overhead = res.ServerOverhead
-			res.overhead[lv.Level] = time.Duration(res.ServerOverhead)
+			lv.Overhead = r.ServerOverhead
+			r.overhead[lv.Level] = time.Duration(r.ServerOverhead)
 		case "none":
-			res.overhead[lv.Level] = 0
+			r.overhead[lv.Level] = 0
 		}
 	}
-	return res
+}
+
+// stallThresholds sets, per level, the execution time from which a
+// recorded execution stalled and the median it is replaced with under the
+// CPU model.
+func (r *Result) stallThresholds() {
+	r.stallAt = map[string][2]time.Duration{}
+	for _, lv := range r.Levels {
+		if m := time.Duration(lv.MedianExecution); m > 0 {
+			r.stallAt[lv.Level] = [2]time.Duration{max(StallFactor*m, m+StallMin), m}
+		}
+	}
 }
 
 // quantiles is a log-bucketed histogram of durations (about 9% relative
@@ -762,17 +812,7 @@ func (p *preparer) overhead(level string, at time.Duration) time.Duration {
 }
 
 func newPreparer(opts Options, est *Estimated) *preparer {
-	p := &preparer{opts: opts, limits: map[string]engine.LevelLimits{}, est: est}
-	scl := opts.ServerConcurrencyLimit
-	if scl == 0 {
-		scl = engine.DefaultServerConcurrencyLimit
-	}
-	if opts.Config != nil {
-		for _, l := range opts.Config.Limits(scl) {
-			p.limits[l.Name] = l
-		}
-	}
-	return p
+	return &preparer{opts: opts, limits: levelLimits(opts), est: est}
 }
 
 func (p *preparer) waitLimit(er engine.Request) time.Duration {

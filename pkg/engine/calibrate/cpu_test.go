@@ -187,12 +187,12 @@ func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
 		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
 	}
 	modelled := &Result{Enabled: true, Levels: []Level{lv}, CPU: &CPUModel{Level: "slow"}}
-	if w := ShortOfCPUWarning(Regime(cfg, cfg, 6, rep, modelled), "slow"); w != "" {
+	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
 		t.Errorf("a modelled level is warned about: %q", w)
 	}
 	why := "the metrics do not tell how often the garbage collector ran"
 	plain := &Result{Enabled: true, Levels: []Level{lv}, CPUWhy: why}
-	if w := ShortOfCPUWarning(Regime(cfg, cfg, 6, rep, plain), "slow"); w == "" || !strings.Contains(w, why) {
+	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
 		t.Errorf("the warning without a model does not say why: %q", w)
 	}
 }

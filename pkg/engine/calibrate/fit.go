@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -138,13 +139,59 @@ func quality(recorded, predicted int64, agreement float64) string {
 	return "poor"
 }
 
+// WarningKind says what a Warning of Regime is about.
+type WarningKind string
+
+// The kinds of Regime's warnings.
+const (
+	// WarnNewLevel: the change adds a level the recording never saw.
+	WarnNewLevel WarningKind = "new-level"
+	// WarnSeats: a level's nominal seats change by more than a factor of two.
+	WarnSeats WarningKind = "seats"
+	// WarnQueueCapacity: a level's queues hold more than twice as many requests.
+	WarnQueueCapacity WarningKind = "queue-capacity"
+	// WarnMoreExecutions: a level would execute more than twice the
+	// requests recorded, on a server that paid an overhead per dispatch.
+	WarnMoreExecutions WarningKind = "more-executions"
+	// WarnShortOfCPU: the recorded server was short of CPU and the change
+	// gives it more work; the replay then predicts too few rejections.
+	WarnShortOfCPU WarningKind = "short-of-cpu"
+)
+
+// Warning is one of Regime's warnings: its kind, the level it is about and
+// its text, "warning: ..." as printed. In JSON it is the text alone.
+type Warning struct {
+	Kind  WarningKind
+	Level string
+	Text  string
+}
+
+// MarshalJSON encodes the warning as its text.
+func (w Warning) MarshalJSON() ([]byte, error) { return json.Marshal(w.Text) }
+
+func (w Warning) String() string { return w.Text }
+
+// FindWarning returns the warning of kind about level, if ws holds one.
+func FindWarning(ws []Warning, kind WarningKind, level string) (Warning, bool) {
+	for _, w := range ws {
+		if w.Kind == kind && w.Level == level {
+			return w, true
+		}
+	}
+	return Warning{}, false
+}
+
+func warnf(kind WarningKind, level, format string, args ...any) Warning {
+	return Warning{Kind: kind, Level: level, Text: fmt.Sprintf(format, args...)}
+}
+
 // Regime returns warnings for a what-if that leaves the recorded regime:
 // a level whose seats or queue capacity change by more than a factor of
 // two, a level the recording never saw, one that would execute far more
 // requests than were recorded, or a server short of CPU that the change
 // gives more work (shortOfCPU). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
-func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *Result) []string {
+func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *Result) []Warning {
 	if before == nil || after == nil {
 		return nil
 	}
@@ -163,21 +210,21 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 		q := pl.Spec.Limited.LimitResponse.Queuing
 		return int(q.Queues * q.QueueLengthLimit)
 	}
-	var out []string
+	var out []Warning
 	for _, l := range after.Limits(scl) {
 		if l.Exempt {
 			continue
 		}
 		o, ok := old[l.Name]
 		if !ok {
-			out = append(out, fmt.Sprintf("warning: %s is new: the recording holds no evidence of its hold time; it gets the server-wide overhead %v", l.Name, time.Duration(cal.Overhead(l.Name))))
+			out = append(out, warnf(WarnNewLevel, l.Name, "warning: %s is new: the recording holds no evidence of its hold time; it gets the server-wide overhead %v", l.Name, time.Duration(cal.Overhead(l.Name))))
 			continue
 		}
 		if l.NominalCL > 2*o.NominalCL || 2*l.NominalCL < o.NominalCL {
-			out = append(out, fmt.Sprintf("warning: %s goes from %d to %d nominal seats: the replay keeps the recorded execution times and overhead, which change when the server runs that much more or less at once", l.Name, o.NominalCL, l.NominalCL))
+			out = append(out, warnf(WarnSeats, l.Name, "warning: %s goes from %d to %d nominal seats: the replay keeps the recorded execution times and overhead, which change when the server runs that much more or less at once", l.Name, o.NominalCL, l.NominalCL))
 		}
 		if oc, nc := capacity(before, l.Name), capacity(after, l.Name); nc > 2*oc && oc > 0 {
-			out = append(out, fmt.Sprintf("warning: %s's queues hold %d requests instead of %d: requests the server rejected at once now wait, for times never recorded", l.Name, nc, oc))
+			out = append(out, warnf(WarnQueueCapacity, l.Name, "warning: %s's queues hold %d requests instead of %d: requests the server rejected at once now wait, for times never recorded", l.Name, nc, oc))
 		}
 	}
 	if rep != nil && rep.After != nil && cal != nil && cal.Enabled && cal.ServerOverhead > 0 {
@@ -187,7 +234,7 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 		}
 		for _, l := range rep.After.Levels {
 			if d := b[l.Name]; d > 0 && l.Dispatched > 2*d {
-				out = append(out, fmt.Sprintf("warning: %s would execute %d requests where %d were recorded, on a server that already paid %v per dispatch from a queue: the replay cannot tell how much slower that would make it", l.Name, l.Dispatched, d, time.Duration(cal.ServerOverhead)))
+				out = append(out, warnf(WarnMoreExecutions, l.Name, "warning: %s would execute %d requests where %d were recorded, on a server that already paid %v per dispatch from a queue: the replay cannot tell how much slower that would make it", l.Name, l.Dispatched, d, time.Duration(cal.ServerOverhead)))
 			}
 		}
 	}
@@ -200,7 +247,7 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 // a tenth more requests: on a server short of CPU the added work makes
 // every execution stall more often, which the replay, keeping the recorded
 // execution times, does not model; it then predicts too few rejections.
-func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
+func shortOfCPU(rep *fairqueue.Report, cal *Result) []Warning {
 	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled {
 		return nil
 	}
@@ -214,7 +261,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 	if before == 0 || 10*after <= 11*before {
 		return nil
 	}
-	var out []string
+	var out []Warning
 	for _, l := range cal.Levels {
 		if !l.ShortOfCPU {
 			continue
@@ -228,7 +275,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []string {
 		if cal.CPUWhy != "" {
 			why = "; it is not modelled: " + cal.CPUWhy
 		}
-		out = append(out, fmt.Sprintf("warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
+		out = append(out, warnf(WarnShortOfCPU, l.Level, "warning: %s: %d of its executions took %d times the median %v or longer, %.0f%% of its execution time: "+
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections%s",
@@ -252,9 +299,10 @@ func (l Level) StallCause() string {
 // told from.
 const minStalls = 10
 
-// ShortOfCPUWarning returns, of the warnings of Regime, the one that
-// level's recorded executions stalled for CPU while the change adds work to
-// the server (the replay then predicts too few rejections), or "".
+// ShortOfCPUWarning returns, of the texts of Regime's warnings as read back
+// from "simulate -o json" (which carries each warning as its text), the
+// one of kind WarnShortOfCPU about level, or "". Code that holds the
+// warnings themselves uses FindWarning.
 func ShortOfCPUWarning(warnings []string, level string) string {
 	for _, w := range warnings {
 		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, shortOfCPUPhrase) {

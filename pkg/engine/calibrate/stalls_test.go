@@ -117,19 +117,23 @@ func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 		warn          bool
 	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
 		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
-		w := ShortOfCPUWarning(ws, "slow")
-		if (w != "") != tt.warn {
+		w, ok := FindWarning(ws, WarnShortOfCPU, "slow")
+		if ok != tt.warn {
 			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
 		}
-		if w != "" && !strings.Contains(w, "CFS quota") {
+		if ok && !strings.Contains(w.Text, "CFS quota") {
 			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
 		}
-		if ShortOfCPUWarning(ws, "other") != "" {
+		if ok && ShortOfCPUWarning([]string{w.Text}, "slow") != w.Text {
+			t.Errorf("the warning's JSON text is not found again: %q", w)
+		}
+		if _, ok := FindWarning(ws, WarnShortOfCPU, "other"); ok {
 			t.Errorf("a level with 2 stalls is warned about: %q", ws)
 		}
 	}
 	cal.Enabled = false
-	if ws := Regime(cfg, cfg, 6, report(1000, 2000), cal); ShortOfCPUWarning(ws, "slow") != "" {
+	ws := Regime(cfg, cfg, 6, report(1000, 2000), cal)
+	if _, ok := FindWarning(ws, WarnShortOfCPU, "slow"); ok {
 		t.Errorf("a disabled calibration warns: %q", ws)
 	}
 }

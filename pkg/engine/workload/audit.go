@@ -121,9 +121,9 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 		var bad error
 		switch err := decodeAuditEvent(line, &ev, a.in); {
 		case err != nil:
-			bad = fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err)
+			bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err))
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
-			bad = fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion)
+			bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion))
 		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
 			a.stats.Skipped++
 			continue
@@ -133,7 +133,7 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			}
 		}
 		if bad != nil {
-			if err := a.stats.malformed(a.lenient, bad); err != nil {
+			if err := a.stats.malformed(a.lenient, Reason{auditEventNoun, "that could not be read"}, bad); err != nil {
 				return time.Time{}, err
 			}
 			continue
@@ -154,11 +154,14 @@ func decodeAuditEvent(line []byte, ev *auditEvent, in *interner) error {
 	return json.Unmarshal(line, ev)
 }
 
+// auditEventNoun is the noun of the Reasons of audit events.
+const auditEventNoun = "audit event"
+
 // auditToRequest fills r from an audit event (any stage).
 func auditToRequest(ev *auditEvent, r *Request) error {
 	*r = Request{AuditID: ev.AuditID, Verb: ev.Verb, UserAgent: ev.UserAgent, Arrival: ev.RequestReceivedTimestamp}
 	if ev.RequestReceivedTimestamp.IsZero() {
-		return fmt.Errorf("audit event %s has no requestReceivedTimestamp", ev.AuditID)
+		return because(auditEventNoun, "without a timestamp", fmt.Errorf("audit event %s has no requestReceivedTimestamp", ev.AuditID))
 	}
 	r.User, r.Groups, r.UserKnown = ev.User.Username, ev.User.Groups, true
 	if len(ev.SourceIPs) > 0 {
@@ -172,11 +175,11 @@ func auditToRequest(ev *auditEvent, r *Request) error {
 		r.URI = uriFromObjectRef(ev)
 	}
 	if r.URI == "" || r.URI[0] != '/' {
-		return fmt.Errorf("audit event %s: requestURI %q must be a path starting with /", ev.AuditID, r.URI)
+		return because(auditEventNoun, "with a requestURI that is not a path", fmt.Errorf("audit event %s: requestURI %q must be a path starting with /", ev.AuditID, r.URI))
 	}
 	r.Method = methodOf(ev.Verb)
 	if r.Method == "" {
-		return fmt.Errorf("audit event %s: unknown verb %q", ev.AuditID, ev.Verb)
+		return because(auditEventNoun, "with an unknown verb", fmt.Errorf("audit event %s: unknown verb %q", ev.AuditID, ev.Verb))
 	}
 	if !ev.StageTimestamp.IsZero() && (ev.Stage == "ResponseComplete" || ev.Stage == "Panic") {
 		r.Latency = max(ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp), 0)

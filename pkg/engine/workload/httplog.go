@@ -47,7 +47,7 @@ func (h *httpLogReader) read(r *Request) (time.Time, error) {
 			if !errors.As(err, &le) {
 				return time.Time{}, err
 			}
-			if err := h.stats.malformed(h.opts.Lenient, err); err != nil {
+			if err := h.stats.malformed(h.opts.Lenient, Reason{httplogLine, "that could not be read"}, err); err != nil {
 				return time.Time{}, err
 			}
 			continue
@@ -57,6 +57,9 @@ func (h *httpLogReader) read(r *Request) (time.Time, error) {
 		}
 	}
 }
+
+// httplogLine is the noun of the Reasons of httplog lines.
+const httplogLine = "httplog line"
 
 // lineError is a line that is not a readable request; the reader fails on it,
 // or skips it when lenient.
@@ -89,7 +92,7 @@ func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
 			}
 		}
 		if err := parseKV(rest, &h.kv); err != nil {
-			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, err)}
+			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, because(httplogLine, "with an unreadable key/value list", err))}
 		}
 		if err := h.fill(r, ts, where); err != nil {
 			return time.Time{}, false, lineError{err}
@@ -114,7 +117,7 @@ func (h *httpLogReader) skipMultiline() error {
 	for {
 		line, err := h.ls.next()
 		if errors.Is(err, io.EOF) {
-			return lineError{fmt.Errorf("%s: multi-line value not closed by a line \" >\"", h.ls.where())}
+			return lineError{because(httplogLine, "with a multi-line value not closed", fmt.Errorf("%s: multi-line value not closed by a line \" >\"", h.ls.where()))}
 		}
 		if err != nil {
 			return err
@@ -140,21 +143,21 @@ func parseKlogHeaderSlow(prefix []byte, opts Options) (time.Time, error) {
 	s := string(prefix)
 	fields := strings.Fields(s)
 	if len(fields) < 4 {
-		return time.Time{}, fmt.Errorf("httplog line without a klog header (Lmmdd hh:mm:ss.uuuuuu threadid file:line]) before \"HTTP\"")
+		return time.Time{}, because(httplogLine, "without a timestamp", fmt.Errorf("httplog line without a klog header (Lmmdd hh:mm:ss.uuuuuu threadid file:line]) before \"HTTP\""))
 	}
 	n := len(fields)
 	date, clock := fields[n-4], fields[n-3]
 	if len(date) != 5 || !strings.ContainsRune("IWEF", rune(date[0])) {
-		return time.Time{}, fmt.Errorf("klog header %q: expected a severity letter and mmdd, like I1121", date)
+		return time.Time{}, because(httplogLine, "with an unreadable timestamp", fmt.Errorf("klog header %q: expected a severity letter and mmdd, like I1121", date))
 	}
 	month, err1 := strconv.Atoi(date[1:3])
 	day, err2 := strconv.Atoi(date[3:5])
 	if err1 != nil || err2 != nil || month < 1 || month > 12 || day < 1 || day > 31 {
-		return time.Time{}, fmt.Errorf("klog header %q: invalid month or day", date)
+		return time.Time{}, because(httplogLine, "with an unreadable timestamp", fmt.Errorf("klog header %q: invalid month or day", date))
 	}
 	t, err := time.Parse("15:04:05.999999999", clock)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("klog header time %q: %w", clock, err)
+		return time.Time{}, because(httplogLine, "with an unreadable timestamp", fmt.Errorf("klog header time %q: %w", clock, err))
 	}
 	return time.Date(opts.Year, time.Month(month), day, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), opts.Location), nil
 }
@@ -392,7 +395,7 @@ func abbrev(b []byte) string {
 func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
-		return time.Time{}, fmt.Errorf("klog JSON line: %w", err)
+		return time.Time{}, because(httplogLine, "with invalid JSON", fmt.Errorf("klog JSON line: %w", err))
 	}
 	h.kv.reset()
 	for k, v := range m {
@@ -407,7 +410,7 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 	}
 	ts, ok := m["ts"].(float64)
 	if !ok {
-		return time.Time{}, fmt.Errorf("klog JSON line without a numeric \"ts\"")
+		return time.Time{}, because(httplogLine, "without a timestamp", fmt.Errorf("klog JSON line without a numeric \"ts\""))
 	}
 	sec := int64(ts / 1000)
 	// klog's JSON format writes ts in milliseconds since the epoch
@@ -425,11 +428,11 @@ func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	r.Verb = h.in.get(kv.v[kVerb])
 	r.Method = methodOf(r.Verb)
 	if r.Method == "" {
-		return fmt.Errorf("%s: unknown verb %q", where, r.Verb)
+		return because(httplogLine, "with an unknown verb", fmt.Errorf("%s: unknown verb %q", where, r.Verb))
 	}
 	r.URI = kv.str(kURI)
 	if r.URI == "" || r.URI[0] != '/' {
-		return fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI)
+		return because(httplogLine, "with a URI that is not a path", fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI))
 	}
 	var err error
 	if r.Latency, err = durationKV(kv, kLatency); err != nil {
@@ -488,7 +491,7 @@ func atoi(b []byte) (int, error) {
 // was cut short, and what it does carry cannot be trusted.
 func complete(kv *kvs) error {
 	if !kv.has[kResp] && !kv.has[kHijacked] {
-		return fmt.Errorf("httplog line without resp= (cut short?)")
+		return because(httplogLine, "without resp= (cut short?)", fmt.Errorf("httplog line without resp= (cut short?)"))
 	}
 	for _, group := range [][]int{{kPL, kFS}, {kISeats, kFSeats, kAdditionalLatency}} {
 		n := 0
@@ -508,7 +511,7 @@ func complete(kv *kvs) error {
 				missing = append(missing, keyNames[k])
 			}
 		}
-		return fmt.Errorf("httplog line with %s but without %s (cut short?)", strings.Join(have, ", "), strings.Join(missing, ", "))
+		return because(httplogLine, "with apf_ fields missing (cut short?)", fmt.Errorf("httplog line with %s but without %s (cut short?)", strings.Join(have, ", "), strings.Join(missing, ", ")))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (j *jsonlReader) Next(r *Request) error {
 			continue
 		}
 		if err := j.parse(line, r); err != nil {
-			if err := j.stats.malformed(j.lenient, fmt.Errorf("%s: %w", j.ls.where(), err)); err != nil {
+			if err := j.stats.malformed(j.lenient, Reason{jsonlNoun, "that could not be read"}, fmt.Errorf("%s: %w", j.ls.where(), err)); err != nil {
 				return err
 			}
 			continue
@@ -99,18 +99,21 @@ func (j *jsonlReader) Next(r *Request) error {
 	}
 }
 
+// jsonlNoun is the noun of the Reasons of JSONL records.
+const jsonlNoun = "JSONL record"
+
 func (j *jsonlReader) parse(line []byte, r *Request) error {
 	var rec jsonlRecord
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
-		return fmt.Errorf("decoding workload record: %w", err)
+		return because("line", "that could not be decoded as a JSONL record", fmt.Errorf("decoding workload record: %w", err))
 	}
 	*r = Request{Source: j.ls.where(), Verb: rec.Verb, URI: rec.Path, Groups: rec.Groups,
 		FlowSchema: rec.FlowSchema, PriorityLevel: rec.PriorityLevel, Status: rec.Status, AuditID: rec.AuditID}
 	switch {
 	case rec.Arrival != nil && rec.Offset != nil:
-		return errors.New("give either arrival or offset, not both")
+		return because(jsonlNoun, "with both arrival and offset", errors.New("give either arrival or offset, not both"))
 	case rec.Arrival != nil:
 		r.Arrival = *rec.Arrival
 	case rec.Offset != nil:
@@ -119,10 +122,10 @@ func (j *jsonlReader) parse(line []byte, r *Request) error {
 		}
 		r.Arrival = Epoch.Add(time.Duration(*rec.Offset))
 	default:
-		return errors.New("missing arrival (RFC 3339 time) or offset (duration since the start)")
+		return because(jsonlNoun, "without a timestamp", errors.New("missing arrival (RFC 3339 time) or offset (duration since the start)"))
 	}
 	if !j.last.IsZero() && r.Arrival.Before(j.last) {
-		return fmt.Errorf("arrival %v is before the previous record's %v: sort the file by arrival", r.Arrival, j.last)
+		return because(jsonlNoun, "out of arrival order", fmt.Errorf("arrival %v is before the previous record's %v: sort the file by arrival", r.Arrival, j.last))
 	}
 	j.last = r.Arrival
 	if rec.User != nil {
@@ -130,10 +133,10 @@ func (j *jsonlReader) parse(line []byte, r *Request) error {
 	}
 	r.Method = methodOf(rec.Verb)
 	if r.Method == "" {
-		return fmt.Errorf("unknown verb %q: use a Kubernetes verb (get, list, watch, create, update, patch, delete, deletecollection) or an HTTP method", rec.Verb)
+		return because(jsonlNoun, "with an unknown verb", fmt.Errorf("unknown verb %q: use a Kubernetes verb (get, list, watch, create, update, patch, delete, deletecollection) or an HTTP method", rec.Verb))
 	}
 	if r.URI == "" || r.URI[0] != '/' {
-		return fmt.Errorf("path %q must start with /", r.URI)
+		return because(jsonlNoun, "with a path not starting with /", fmt.Errorf("path %q must start with /", r.URI))
 	}
 	if rec.ServiceTime != nil {
 		if *rec.ServiceTime < 0 {

@@ -3,9 +3,11 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -146,14 +148,65 @@ type Stats struct {
 	// as "file:line: reason".
 	Malformed      int64
 	FirstMalformed []string
+	// MalformedBy counts the malformed lines by reason.
+	MalformedBy map[Reason]int64
 }
 
 // MaxFirstMalformed is how many malformed lines Stats keeps for a report.
 const MaxFirstMalformed = 5
 
+// Reason is why a line could not be read as a request: the kind of line
+// (Noun: "httplog line", "audit event") and what was wrong with it
+// (Problem: "without a timestamp").
+type Reason struct{ Noun, Problem string }
+
+// Count says n lines of the reason: "3 httplog lines without a timestamp".
+func (r Reason) Count(n int64) string {
+	noun := r.Noun
+	if n != 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s %s", n, noun, r.Problem)
+}
+
+// MalformedReasons says, most frequent first, how many malformed lines each
+// reason counted: "3 httplog lines without a timestamp".
+func (s *Stats) MalformedReasons() []string {
+	reasons := make([]Reason, 0, len(s.MalformedBy))
+	for r := range s.MalformedBy {
+		reasons = append(reasons, r)
+	}
+	slices.SortFunc(reasons, func(a, b Reason) int {
+		if c := cmp.Compare(s.MalformedBy[b], s.MalformedBy[a]); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Noun, b.Noun), cmp.Compare(a.Problem, b.Problem))
+	})
+	out := make([]string, len(reasons))
+	for i, r := range reasons {
+		out[i] = r.Count(s.MalformedBy[r])
+	}
+	return out
+}
+
+// reasonError is the error of a malformed line with its Reason; its text
+// is the error's.
+type reasonError struct {
+	reason Reason
+	error
+}
+
+func (e reasonError) Unwrap() error { return e.error }
+
+// because gives err the reason a malformed line is counted under.
+func because(noun, problem string, err error) error {
+	return reasonError{Reason{noun, problem}, err}
+}
+
 // malformed handles a line that is not a readable request: with lenient it
-// is counted and nil is returned (the caller reads on), otherwise err is.
-func (s *Stats) malformed(lenient bool, err error) error {
+// is counted under its reason (def when err carries none) and nil is
+// returned (the caller reads on), otherwise err is.
+func (s *Stats) malformed(lenient bool, def Reason, err error) error {
 	if !lenient {
 		return err
 	}
@@ -161,6 +214,15 @@ func (s *Stats) malformed(lenient bool, err error) error {
 	if len(s.FirstMalformed) < MaxFirstMalformed {
 		s.FirstMalformed = append(s.FirstMalformed, err.Error())
 	}
+	reason := def
+	var re reasonError
+	if errors.As(err, &re) {
+		reason = re.reason
+	}
+	if s.MalformedBy == nil {
+		s.MalformedBy = map[Reason]int64{}
+	}
+	s.MalformedBy[reason]++
 	return nil
 }
 

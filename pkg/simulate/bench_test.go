@@ -1,9 +1,8 @@
-package main
+package simulate
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,6 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
-
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -96,12 +93,12 @@ func readN(b *testing.B, r workload.Reader, n int) {
 	}
 }
 
-// BenchmarkSimulate compares, in one run, the whole command on 100,000
+// BenchmarkSimulate compares, in one run, the whole replay (Run) on 100,000
 // requests (one configuration, and before/after a change) with only reading
 // and parsing the same workload, the floor any replay pays: the difference
 // is the classification and the queueing simulation.
 //
-//	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulate -benchmem -count=1
+//	go test ./pkg/simulate -run '^$' -bench BenchmarkSimulate -benchmem -count=1
 func BenchmarkSimulate(b *testing.B) {
 	const n = 100_000
 	wl := writeSyntheticWorkload(b, n)
@@ -113,16 +110,18 @@ func BenchmarkSimulate(b *testing.B) {
 	})
 	for _, bm := range []struct {
 		name string
-		args []string
+		sets []string
 	}{
 		{"simulate", nil},
-		{"simulate-before-after", []string{"--set", "global-default.queueLengthLimit=10"}},
+		{"simulate-before-after", []string{"global-default.queueLengthLimit=10"}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			args := append([]string{"simulate", "--defaults", "--server-concurrency", "100", "--workload", wl, "-o", "json"}, bm.args...)
+			cfg := commandDefaults()
+			cfg.Workloads, cfg.Sets = []string{wl}, sets(b, bm.sets...)
+			st := load(b, input{defaults: true, scl: 100}, cfg)
 			for b.Loop() {
-				if code := run(args, genericiooptions.NewTestIOStreamsDiscard()); code != 0 {
-					b.Fatalf("exit %d", code)
+				if _, err := Run(context.Background(), st, cfg); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/request")
@@ -236,7 +235,7 @@ func peakHeap() (stop func() (inuse, live, last uint64)) {
 // requests, whose calibration iterates to a fixed point (it reports the
 // iterations, and the seconds of one: it replays the tape twice).
 //
-//	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
+//	go test ./pkg/simulate -run '^$' -bench BenchmarkSimulateRecorded -benchtime 1x -count=1
 func BenchmarkSimulateRecorded(b *testing.B) {
 	for _, bc := range []struct {
 		n         int
@@ -252,8 +251,8 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			if bc.auditOnly {
 				files = []string{audit}
 			}
-			var out bytes.Buffer
-			sim := func(extra ...string) { simulateRecorded(b, &out, files, extra...) }
+			var res *Result
+			sim := func(calibrate bool) { res = simulateRecorded(b, files, calibrate) }
 			var tRead, tPlain, tCal, tTape, tDeriveTape, tDeriveFiles, tIter time.Duration
 			var peak, live uint64
 			for b.Loop() {
@@ -261,12 +260,12 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				t0 := time.Now()
 				readAll(b, bc.n, files...)
 				t1 := time.Now()
-				sim("--calibrate=false")
+				sim(false)
 				t2 := time.Now()
 				runtime.GC()
 				stop := peakHeap()
 				t3 := time.Now()
-				sim()
+				sim(true)
 				tCal += time.Since(t3)
 				inuse, l, _ := stop()
 				peak, live = max(peak, inuse), max(live, l)
@@ -277,16 +276,6 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 				tDeriveTape += total
 				tIter += total - first
 				tDeriveFiles += calibrationTime(b, true, files...)
-			}
-			var rep struct {
-				Calibration struct {
-					Estimated struct {
-						FixedPointIterations int `json:"fixedPointIterations"`
-					} `json:"estimated"`
-				} `json:"calibration"`
-			}
-			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-				b.Fatal(err)
 			}
 			k := float64(b.N)
 			b.ReportMetric(tRead.Seconds()/k, "s-read")
@@ -302,7 +291,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(live)/(1<<20), "peak-live-heap-MiB")
 			if bc.auditOnly {
-				iters := rep.Calibration.Estimated.FixedPointIterations
+				iters := res.Calibration.Estimated.FixedPointIterations
 				b.ReportMetric(float64(iters), "fixed-point-iterations")
 				if iters > 0 {
 					b.ReportMetric(tIter.Seconds()/k/float64(iters), "s-per-iteration")
@@ -313,19 +302,12 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 	}
 }
 
-// simulateRecorded runs simulate on the workload files against the upstream
-// defaults of a 600-seat server, as JSON into out.
-func simulateRecorded(b *testing.B, out *bytes.Buffer, files []string, extra ...string) {
-	args := []string{"simulate", "--defaults", "--server-concurrency", "600", "-o", "json"}
-	for _, f := range files {
-		args = append(args, "-w", f)
-	}
-	out.Reset()
-	streams := genericiooptions.NewTestIOStreamsDiscard()
-	streams.Out = out
-	if code := run(append(args, extra...), streams); code != 0 {
-		b.Fatalf("exit %d", code)
-	}
+// simulateRecorded replays the workload files against the upstream
+// defaults of a 600-seat server, calibrated or not.
+func simulateRecorded(b *testing.B, files []string, calibrate bool) *Result {
+	cfg := commandDefaults()
+	cfg.Workloads, cfg.Calibrate = files, calibrate
+	return simulateT(b, input{defaults: true, scl: 600}, cfg)
 }
 
 // BenchmarkSimulateHeap checks that the memory of a calibrated replay does
@@ -344,7 +326,7 @@ func simulateRecorded(b *testing.B, out *bytes.Buffer, files []string, extra ...
 // is the tape's memory and the ratio is taken above it. The collector runs
 // at GOGC=25 so that the live heap is sampled often.
 //
-//	go test ./cmd/kubectl-apf -run '^$' -bench BenchmarkSimulateHeap -benchtime 1x -count=1
+//	go test ./pkg/simulate -run '^$' -bench BenchmarkSimulateHeap -benchtime 1x -count=1
 func BenchmarkSimulateHeap(b *testing.B) {
 	requests := []int{100_000, 250_000, 500_000}
 	files := make([][]string, len(requests))
@@ -354,12 +336,11 @@ func BenchmarkSimulateHeap(b *testing.B) {
 	}
 	peak, last := make([]uint64, len(requests)), make([]uint64, len(requests))
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	var out bytes.Buffer
 	for b.Loop() {
 		for i := range requests {
 			runtime.GC()
 			stop := peakHeap()
-			simulateRecorded(b, &out, files[i])
+			simulateRecorded(b, files[i], true)
 			_, p, l := stop()
 			peak[i], last[i] = max(peak[i], p), max(last[i], l)
 		}
@@ -413,7 +394,7 @@ func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first 
 		return f.Reader, nil
 	}
 	t0 = time.Now()
-	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, fixedPointIterations); err != nil {
+	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, FixedPointIterations); err != nil {
 		b.Fatal(err)
 	}
 	total = time.Since(t0)

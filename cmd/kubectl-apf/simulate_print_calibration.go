@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -10,160 +9,13 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
-
-// fixedPointIterations bounds the audit-only fixed point.
-const fixedPointIterations = 8
-
-// calibrateWorkload derives the calibration of the workload against the
-// recorded configuration (package calibrate). It reads src, the workload
-// files or standard input, once: the calibration's pass reads them and keeps
-// the requests on a tape, from which the fixed point of an audit log alone
-// and the replay then read them.
-func (o *SimulateOptions) calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, counts engine.ObjectCounts, runtime *calibrate.Runtime) (*calibrate.Result, *workload.Tape, []string, error) {
-	var notes []string
-	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: counts, Release: recorded.Release, Runtime: runtime, NoCPUModel: !o.CPUModel, CPULimit: o.cpuLimit}
-	tape := workload.NewTape()
-	first := true
-	open := func() (workload.Reader, error) {
-		if first {
-			first = false
-			return tape.Record(src), nil
-		}
-		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
-	}
-	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, fixedPointIterations)
-	if err != nil {
-		tape.Close()
-		return nil, nil, nil, err
-	}
-	return cal, tape, notes, nil
-}
-
-// objectCounts reads the object counts of the source's latest metrics.
-func objectCounts(ctx context.Context, src dump.Source) (engine.ObjectCounts, error) {
-	counts, _, _, err := serverMetrics(ctx, src)
-	return counts, err
-}
-
-// serverMetrics reads the source's metrics once: the object counts of the
-// latest scrape and, when an instance has two scrapes or more, what its Go
-// runtime counted between the first and the latest (the CPU model's
-// evidence; nil otherwise). The error is about the object counts only.
-func serverMetrics(ctx context.Context, src dump.Source) (engine.ObjectCounts, *calibrate.Runtime, []string, error) {
-	capture, err := src.Capture(ctx, dump.CaptureOptions{Parts: dump.PartMetrics})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if len(capture.Snapshots) == 0 {
-		return nil, nil, nil, fmt.Errorf("%s gave no metrics", src.Describe())
-	}
-	var (
-		rt    *calibrate.Runtime
-		notes []string
-	)
-	for _, s := range capture.Snapshots {
-		if len(s.Metrics) < 2 {
-			continue
-		}
-		a, ok := metrics.GCActivityBetween(s.Metrics[0], s.Metrics[len(s.Metrics)-1])
-		if !ok {
-			continue
-		}
-		if rt != nil {
-			// the workload mixes the instances: no one server's pace
-			notes = append(notes, "note: several instances' metrics have two scrapes; the CPU model reads none of them")
-			rt = nil
-			break
-		}
-		rt = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
-	}
-	_, cur := capture.Snapshots[0].LatestMetrics()
-	oc := metrics.ObjectCounts(cur)
-	if oc == nil {
-		return nil, rt, notes, fmt.Errorf("the metrics of %s have neither %s nor %s: LISTs that record no seats get 1", src.Describe(), metrics.FamilyResourceObjects, metrics.FamilyStorageObjects)
-	}
-	out := engine.ObjectCounts{}
-	for k, c := range oc {
-		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
-	}
-	return out, rt, notes, nil
-}
-
-// cpuReplays are the replays of a CPU model, one per phase of its
-// collections (calibrate.CPUPhases).
-type cpuReplays struct {
-	// Replays are each replay's rejections per level, before and after
-	// the change.
-	Replays []cpuReplay `json:"replays"`
-	// Chosen is the index of the replay the report shows: the one whose
-	// rejections at the model's level (after the change, if any) are
-	// nearest the mean.
-	Chosen int `json:"chosen"`
-	// Mean is that mean.
-	Mean float64 `json:"mean"`
-
-	chosenReport *fairqueue.Report
-	chosenFit    []calibrate.LevelFit
-}
-
-type cpuReplay struct {
-	Rejected      map[string]int64 `json:"rejected"`
-	AfterRejected map[string]int64 `json:"afterRejected,omitempty"`
-}
-
-// replayCPU replays the workload on the tape once per phase of the CPU
-// model and keeps the replay nearest the mean.
-func replayCPU(ctx context.Context, cal *calibrate.Result, tape *workload.Tape, before fairqueue.ReplayConfig, after *fairqueue.ReplayConfig) (*cpuReplays, error) {
-	out := &cpuReplays{}
-	reps := make([]*fairqueue.Report, calibrate.CPUPhases)
-	fits := make([][]calibrate.LevelFit, calibrate.CPUPhases)
-	vals := make([]float64, calibrate.CPUPhases)
-	level := cal.CPU.Level
-	for i := range calibrate.CPUPhases {
-		b := before
-		b.CPU = cal.CPU.Server(i)
-		var a *fairqueue.ReplayConfig
-		if after != nil {
-			ac := *after
-			ac.CPU = cal.CPU.Server(i)
-			a = &ac
-		}
-		fit := calibrate.NewFit(0)
-		rep, err := fairqueue.Replay(cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), b, a, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
-		if err != nil {
-			return nil, err
-		}
-		r := cpuReplay{Rejected: rejectedByLevel(rep.Levels)}
-		vals[i] = float64(r.Rejected[level])
-		if rep.After != nil {
-			r.AfterRejected = rejectedByLevel(rep.After.Levels)
-			vals[i] = float64(r.AfterRejected[level])
-		}
-		out.Replays = append(out.Replays, r)
-		reps[i], fits[i] = rep, fit.Result(rep.Levels)
-	}
-	for _, v := range vals {
-		out.Mean += v / float64(len(vals))
-	}
-	for i, v := range vals {
-		if math.Abs(v-out.Mean) < math.Abs(vals[out.Chosen]-out.Mean) {
-			out.Chosen = i
-		}
-	}
-	out.chosenReport, out.chosenFit = reps[out.Chosen], fits[out.Chosen]
-	return out, nil
-}
 
 // printCPUModel says what the CPU model rests on and how far its replays
 // spread, or why a level short of CPU has none.
-func printCPUModel(w io.Writer, cal *calibrate.Result, reps *cpuReplays) {
+func printCPUModel(w io.Writer, cal *calibrate.Result, reps *simulate.CPUReplays) {
 	m := cal.CPU
 	if m == nil {
 		if cal.CPUWhy != "" {
@@ -194,24 +46,9 @@ func printCPUModel(w io.Writer, cal *calibrate.Result, reps *cpuReplays) {
 		len(reps.Replays), sanitize.Line(m.Level), lo, hi, what, reps.Mean, reps.Chosen+1)
 }
 
-// rejectedByLevel sums each level's rejections over their reasons.
-func rejectedByLevel(levels []fairqueue.LevelResult) map[string]int64 {
-	m := map[string]int64{}
-	for _, l := range levels {
-		var n int64
-		for _, c := range l.Rejected {
-			n += c
-		}
-		if n > 0 {
-			m[l.Name] = n
-		}
-	}
-	return m
-}
-
 // printCalibration renders what the calibration inferred, the fit of the
 // recorded run and the warnings.
-func printCalibration(w io.Writer, rep simulateReport) error {
+func printCalibration(w io.Writer, rep *simulate.Result) error {
 	cal := rep.Calibration
 	if !calibrationFound(cal) {
 		// a synthetic workload (no latencies, no audit annotations) holds no
@@ -302,7 +139,7 @@ func printCalibration(w io.Writer, rep simulateReport) error {
 		}
 	}
 	for _, x := range rep.Warnings {
-		fmt.Fprintln(w, sanitize.Line(x))
+		fmt.Fprintln(w, sanitize.Line(x.Text))
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package simulate
 
 import (
 	"io"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
@@ -20,7 +21,7 @@ import (
 // the result is the one the regular file gives: calibration costs no extra
 // pass over the input.
 func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
-	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	dir := fixture.Path("simulate", "recordings", "starved")
 	tmp := t.TempDir()
 	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
 	bundle := filepath.Join(dir, recording.BundleFile)
@@ -50,16 +51,17 @@ func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	simulate := func(workload string) (string, estimated) {
+	simulate := func(workload string) *Result {
 		t.Helper()
-		return simulateEstimated(t, nil, "simulate", "--from", bundle, "-w", workload, "-o", "json")
+		cfg := commandDefaults()
+		cfg.Workloads = []string{workload}
+		return simulateT(t, input{from: bundle}, cfg)
 	}
-	fromPipe, est := simulate(fifo)
-	fromFile, _ := simulate(audit)
-	if est.FixedPointIterations < 1 || est.ExecutionFromReplay == 0 {
+	fromPipe, fromFile := simulate(fifo), simulate(audit)
+	if est := fromPipe.Calibration.Estimated; est.FixedPointIterations < 1 || est.ExecutionFromReplay == 0 {
 		t.Errorf("the calibration of an audit log alone did not iterate (%+v): the test shows nothing", est)
 	}
-	if fromPipe != fromFile {
+	if asJSON(t, fromPipe) != asJSON(t, fromFile) {
 		t.Errorf("the replay from a pipe that can be read once differs from the replay of the same file")
 	}
 	stop.Store(true)

@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"compress/gzip"
@@ -10,57 +10,20 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 )
 
-// recordedFit is the part of "simulate -o json" the recordings test reads.
-type recordedFit struct {
-	Levels []simLevel `json:"levels"`
-	After  *struct {
-		Levels []simLevel `json:"levels"`
-	} `json:"after"`
-	Fit []struct {
-		Level     string  `json:"level"`
-		Requests  int64   `json:"requests"`
-		Recorded  int64   `json:"recorded"`
-		Predicted int64   `json:"predicted"`
-		Agreement float64 `json:"agreement"`
-		Quality   string  `json:"quality"`
-	} `json:"fit"`
-	Calibration *struct {
-		ServerOverhead string `json:"serverOverhead"`
-		Levels         []struct {
-			Level      string  `json:"level"`
-			Overhead   string  `json:"overhead"`
-			Source     string  `json:"source"`
-			Dispatches int64   `json:"dispatches"`
-			Stalls     int64   `json:"stalls"`
-			StallShare float64 `json:"stallShare"`
-			ShortOfCPU bool    `json:"shortOfCPU"`
-		} `json:"levels"`
-		CPU *struct {
-			Level                   string  `json:"level"`
-			Phase                   string  `json:"phase"`
-			RunPerPeriod            string  `json:"runPerPeriod"`
-			ExecutionsPerCollection float64 `json:"executionsPerCollection"`
-			Mark                    string  `json:"mark"`
-		} `json:"cpu"`
-		CPUWhy string `json:"cpuWhy"`
-	} `json:"calibration"`
-	CPUReplays *struct {
-		Mean float64 `json:"mean"`
-	} `json:"cpuReplays"`
-	Warnings []string `json:"warnings"`
-}
-
-func (r recordedFit) rejected(after bool, level string) int64 {
+// rejected sums the rejections of level in the replay, after the change
+// with after.
+func rejected(r *Result, after bool, level string) int64 {
 	ls := r.Levels
 	if after {
 		ls = r.After.Levels
@@ -80,14 +43,14 @@ func (r recordedFit) rejected(after bool, level string) int64 {
 // recordingDirs lists the recordings under testdata/simulate/recordings.
 func recordingDirs(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(simulateFixture("recordings"))
+	entries, err := os.ReadDir(fixture.Path("simulate", "recordings"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dirs []string
 	for _, e := range entries {
 		if e.IsDir() {
-			dirs = append(dirs, simulateFixture(filepath.Join("recordings", e.Name())))
+			dirs = append(dirs, fixture.Path("simulate", "recordings", e.Name()))
 		}
 	}
 	return dirs
@@ -134,7 +97,7 @@ func gunzipTo(t *testing.T, src, dst string) string {
 // e2e test TestSimulateWhatIfMatchesRerun ("make e2e-whatif", which re-runs
 // the loads live): within 0.75–1.25 where either side has 20 or more, else
 // within 10 requests, except where simulate itself warns that the recorded
-// server was short of CPU and the change adds work (calibrate.ShortOfCPUWarning):
+// server was short of CPU and the change adds work (calibrate.WarnShortOfCPU):
 // those are reported and not checked. Which recordings show a server short
 // of CPU is checked: those whose kube-apiserver was held to less than half
 // a CPU, and no other. It is logged next to a repeat of the unchanged run
@@ -163,30 +126,23 @@ func TestSimulateRecordings(t *testing.T) {
 			bundle := filepath.Join(dir, recording.BundleFile)
 			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; kube-apiserver held to %.1f CPU; %d requests sent, %d late): %s",
 				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.APIServerCPUs, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
-			sim := func(args ...string) recordedFit {
+			sim := func(files []string, calibrate bool, changes ...string) *Result {
 				t.Helper()
 				// the recorder knows the quota it held kube-apiserver to,
 				// as an operator knows the pod's CPU limit
-				args = append([]string{"simulate", "--from", bundle, "-o", "json", "--cpu-limit", strconv.FormatFloat(rec.APIServerCPUs, 'g', -1, 64)}, args...)
-				code, out, errOut := runPlugin(args...)
-				if code != 0 {
-					t.Fatalf("kubectl apf %s: exit %d: %s", strings.Join(args, " "), code, errOut)
-				}
-				var r recordedFit
-				if err := json.Unmarshal([]byte(out), &r); err != nil {
-					t.Fatal(err)
-				}
-				return r
+				cfg := commandDefaults()
+				cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, rec.APIServerCPUs
+				return simulateT(t, input{from: bundle, files: changes}, cfg)
 			}
 			for _, mode := range []struct {
 				name  string
 				files []string
 			}{
-				{"httplog+audit", []string{"-w", logFile, "-w", auditFile}},
-				{"audit only", []string{"-w", auditFile}},
+				{"httplog+audit", []string{logFile, auditFile}},
+				{"audit only", []string{auditFile}},
 			} {
-				cal := sim(mode.files...)
-				raw := sim(append(mode.files, "--calibrate=false")...)
+				cal := sim(mode.files, true)
+				raw := sim(mode.files, false)
 				if mode.name == "httplog+audit" {
 					// the stalls that tell a server short of CPU: every
 					// recording at 0.2 CPU (CFS throttled it in 12–25% of
@@ -208,8 +164,8 @@ func TestSimulateRecordings(t *testing.T) {
 					// and after it: a server held to a small quota gets
 					// the CPU model
 					if m := cal.Calibration.CPU; m != nil {
-						report = append(report, fmt.Sprintf("  %-13s CPU model from %s: periods from %s, %s of running per period while marking, a collection every %.0f dispatches marking for %s; %d replays, mean %.1f rejections",
-							mode.name, m.Level, m.Phase, m.RunPerPeriod, m.ExecutionsPerCollection, m.Mark, calibrate.CPUPhases, cal.CPUReplays.Mean))
+						report = append(report, fmt.Sprintf("  %-13s CPU model from %s: periods from %v, %v of running per period while marking, a collection every %.0f dispatches marking for %v; %d replays, mean %.1f rejections",
+							mode.name, m.Level, time.Duration(m.Phase), time.Duration(m.RunPerPeriod), m.ExecutionsPerCollection, time.Duration(m.Mark), calibrate.CPUPhases, cal.CPUReplays.Mean))
 					} else if rec.APIServerCPUs < 0.5 {
 						t.Errorf("kube-apiserver held to %.1f CPU, but no CPU model: %s", rec.APIServerCPUs, cal.Calibration.CPUWhy)
 					}
@@ -228,7 +184,7 @@ func TestSimulateRecordings(t *testing.T) {
 					over := ""
 					for _, l := range cal.Calibration.Levels {
 						if l.Level == f.Level {
-							over = fmt.Sprintf("overhead %s (%s, %d queued dispatches)", l.Overhead, l.Source, l.Dispatches)
+							over = fmt.Sprintf("overhead %v (%s, %d queued dispatches)", time.Duration(l.Overhead), l.Source, l.Dispatches)
 						}
 					}
 					report = append(report, fmt.Sprintf("  %-13s %-16s recorded %5d  predicted %5d (ratio %.2f, agreement %.1f%%, %s)  uncalibrated %5d  %s",
@@ -251,13 +207,13 @@ func TestSimulateRecordings(t *testing.T) {
 				}
 				report = append(report, fmt.Sprintf("  the same load again on the same configuration (load average %s): %s", rec.Repeat.LoadBefore, strings.Join(rep, ", ")))
 			}
-			wi := sim("-w", logFile, "-w", auditFile, "-f", filepath.Join(dir, recording.WhatIfFile))
+			wi := sim([]string{logFile, auditFile}, true, filepath.Join(dir, recording.WhatIfFile))
 			if wi.After == nil {
 				t.Fatal("-f gave no after run")
 			}
 			report = append(report, fmt.Sprintf("  what-if: %s", rec.WhatIfAbout))
 			for _, w := range wi.Warnings {
-				report = append(report, "    "+w)
+				report = append(report, "    "+w.Text)
 			}
 			var levels []string
 			for l := range rec.WhatIf.Rejected429 {
@@ -270,7 +226,7 @@ func TestSimulateRecordings(t *testing.T) {
 			}
 			slices.Sort(levels)
 			for _, l := range levels {
-				real, pred := rec.WhatIfReal(l), wi.rejected(true, l)
+				real, pred := rec.WhatIfReal(l), rejected(wi, true, l)
 				ratio := float64(pred) / float64(max(real, 1))
 				got := fmt.Sprintf("re-run got %5d 429s", real)
 				if len(rec.WhatIfMore) > 0 {
@@ -281,7 +237,7 @@ func TestSimulateRecordings(t *testing.T) {
 					got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
 				}
 				report = append(report, fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio))
-				if calibrate.ShortOfCPUWarning(wi.Warnings, l) != "" {
+				if _, ok := calibrate.FindWarning(wi.Warnings, calibrate.WarnShortOfCPU, l); ok {
 					// Not asserted: simulate itself says that its
 					// prediction falls short here (a server short of CPU
 					// given more work), so no band would be honest. The
@@ -316,7 +272,8 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts, err := objectCounts(context.Background(), &dump.BundleSource{Path: bundle})
+		st := load(t, input{from: bundle}, Config{Calibrate: true})
+		counts, err := objectCounts(st, bundle)
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
+	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
+)
+
+// This file reads the store for the live view: its recent past behind the
+// live refreshes (recentPast), and a window of it to step through
+// (recording).
+
+// pastWindow is how far back the live view's history from a store goes.
+const pastWindow = 30 * time.Minute
+
+// recentPast reads the store's last pastWindow for the live view: the
+// level table one frame per step, and a line about the last incident.
+func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
+	h := o.History
+	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.ClockOrReal().Now())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := h.recording(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: w, ScrapeInterval: h.ScrapeInterval})
+	if err != nil {
+		return nil, err
+	}
+	return &tui.Past{Recording: rec, Incident: lastIncident(rep)}, nil
+}
+
+// lastIncident is one line about the incident of rep that ended last
+// (among the detailed ones), "" when there is none.
+func lastIncident(rep *history.Report) string {
+	if len(rep.Incidents) == 0 {
+		return ""
+	}
+	last := rep.Incidents[0]
+	for _, inc := range rep.Incidents[1:] {
+		if inc.End.After(last.End) {
+			last = inc
+		}
+	}
+	line := fmt.Sprintf("%s %s–%s, %.0f rejected", last.Level, last.Start.UTC().Format("15:04:05"), last.End.UTC().Format("15:04:05Z"), last.Rejected)
+	if len(last.FlowSchemas) > 0 {
+		line += fmt.Sprintf(" (%s, FlowSchema %s)", last.FlowSchemas[0].Reason, last.FlowSchemas[0].FlowSchema)
+	}
+	if last.Diagnosis.Kind != "" {
+		line += ": " + last.Diagnosis.Kind
+	}
+	if rep.Undetailed > 0 {
+		line += fmt.Sprintf(" (of the %d largest of %d)", len(rep.Incidents), len(rep.Incidents)+rep.Undetailed)
+	}
+	return line
+}
+
+// recording reads window w from the store as a recording, one frame per
+// step, for the view to step through.
+func (h *HistoryOptions) recording(ctx context.Context, w history.Window) (*record.Recording, error) {
+	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
+	if err != nil {
+		return nil, err
+	}
+	if len(caps) == 0 {
+		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
+			w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
+	}
+	rec := &record.Recording{Header: record.Header{Source: h.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
+	for i, c := range caps {
+		f, err := record.NewFrame(times[i], -1, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		rec.Frames = append(rec.Frames, f)
+	}
+	return rec, nil
+}

@@ -1,0 +1,215 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// FixedPointIterations bounds the audit-only fixed point.
+const FixedPointIterations = 8
+
+// serverMetrics is what the calibration reads from the server's metrics.
+type serverMetrics struct {
+	// counts are the object counts of the latest scrape (nil when
+	// unknown), for the seats of LISTs that record none.
+	counts engine.ObjectCounts
+	// runtime is what the Go runtime of the one instance with two scrapes
+	// or more counted between the first and the latest: the CPU model's
+	// evidence (nil otherwise).
+	runtime *calibrate.Runtime
+	notes   []string
+}
+
+// readServerMetrics reads, for the calibration, the metrics the state was
+// loaded with (none with --defaults).
+func readServerMetrics(st *state.State, cfg Config) serverMetrics {
+	var m serverMetrics
+	if !cfg.Calibrate || len(st.Snapshots) == 0 {
+		return m
+	}
+	if st.MetricsError != nil {
+		m.notes = append(m.notes, "note: no object counts: "+st.MetricsError.Error())
+		return m
+	}
+	counts, err := objectCounts(st, cfg.Source)
+	if err != nil {
+		m.notes = append(m.notes, "note: no object counts: "+err.Error())
+	}
+	m.counts = counts
+	for _, s := range st.Snapshots {
+		if len(s.Metrics) < 2 {
+			continue
+		}
+		a, ok := metrics.GCActivityBetween(s.Metrics[0], s.Metrics[len(s.Metrics)-1])
+		if !ok {
+			continue
+		}
+		if m.runtime != nil {
+			// the workload mixes the instances: no one server's pace
+			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU model reads none of them")
+			m.runtime = nil
+			break
+		}
+		m.runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
+	}
+	return m
+}
+
+// objectCounts returns the object counts of the state's latest metrics,
+// the estimate of the seats of LISTs that record none; source names where
+// the state was read from.
+func objectCounts(st *state.State, source string) (engine.ObjectCounts, error) {
+	if len(st.Snapshots) == 0 {
+		return nil, fmt.Errorf("%s gave no metrics", source)
+	}
+	_, cur := st.Snapshots[0].LatestMetrics()
+	oc := metrics.ObjectCounts(cur)
+	if oc == nil {
+		return nil, fmt.Errorf("the metrics of %s have neither %s nor %s: LISTs that record no seats get 1", source, metrics.FamilyResourceObjects, metrics.FamilyStorageObjects)
+	}
+	out := engine.ObjectCounts{}
+	for k, c := range oc {
+		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
+	}
+	return out, nil
+}
+
+// prepareWorkload returns the reader of the requests the replay reads:
+// with cfg.Calibrate, the calibration's reading of src, kept on a tape
+// (rc.tape) from which the replay reads them again, prepared by the
+// calibration (calibrate.Result.Apply); else src itself.
+func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs, m serverMetrics, cfg Config) (workload.Reader, *calibrate.Result, error) {
+	if !cfg.Calibrate {
+		return src, nil, nil
+	}
+	cal, tape, err := calibrateWorkload(ctx, src, rc.before, m, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc.tape = tape
+	return cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), cal, nil
+}
+
+// calibrateWorkload derives the calibration of the workload against the
+// recorded configuration (package calibrate). It reads src, the workload
+// files or standard input, once: the calibration's pass reads them and
+// keeps the requests on a tape, from which the fixed point of an audit log
+// alone and the replay then read them.
+func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, m serverMetrics, cfg Config) (*calibrate.Result, *workload.Tape, error) {
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout,
+		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
+	tape := workload.NewTape()
+	first := true
+	open := func() (workload.Reader, error) {
+		if first {
+			first = false
+			return tape.Record(src), nil
+		}
+		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
+	}
+	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, FixedPointIterations)
+	if err != nil {
+		tape.Close()
+		return nil, nil, err
+	}
+	return cal, tape, nil
+}
+
+// replay replays the prepared workload once, or, under a CPU model, once
+// per phase of its collections from the tape (replayCPU), and returns the
+// result with its report and the fit of the recorded run.
+func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
+	if cal != nil && cal.CPU != nil && rc.tape != nil {
+		return replayCPU(ctx, cal, rc)
+	}
+	fit := calibrate.NewFit(0)
+	rep, err := fairqueue.Replay(src, rc.before, rc.after, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Report: rep, Fit: fit.Result(rep.Levels)}, nil
+}
+
+// CPUReplays are the replays of a CPU model, one per phase of its
+// collections (calibrate.CPUPhases).
+type CPUReplays struct {
+	// Replays are each replay's rejections per level, before and after
+	// the change.
+	Replays []CPUReplay `json:"replays"`
+	// Chosen is the index of the replay the report shows: the one whose
+	// rejections at the model's level (after the change, if any) are
+	// nearest the mean.
+	Chosen int `json:"chosen"`
+	// Mean is that mean.
+	Mean float64 `json:"mean"`
+}
+
+// CPUReplay is one replay of a CPU model: the rejections per level.
+type CPUReplay struct {
+	Rejected      map[string]int64 `json:"rejected"`
+	AfterRejected map[string]int64 `json:"afterRejected,omitempty"`
+}
+
+// replayCPU replays the workload on the tape once per phase of the CPU
+// model and keeps the replay nearest the mean.
+func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
+	reps := &CPUReplays{}
+	results := make([]*Result, calibrate.CPUPhases)
+	vals := make([]float64, calibrate.CPUPhases)
+	level := cal.CPU.Level
+	for i := range calibrate.CPUPhases {
+		b := rc.before
+		b.CPU = cal.CPU.Server(i)
+		var a *fairqueue.ReplayConfig
+		if rc.after != nil {
+			ac := *rc.after
+			ac.CPU = cal.CPU.Server(i)
+			a = &ac
+		}
+		fit := calibrate.NewFit(0)
+		rep, err := fairqueue.Replay(cal.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), b, a, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+		if err != nil {
+			return nil, err
+		}
+		r := CPUReplay{Rejected: rejectedByLevel(rep.Levels)}
+		vals[i] = float64(r.Rejected[level])
+		if rep.After != nil {
+			r.AfterRejected = rejectedByLevel(rep.After.Levels)
+			vals[i] = float64(r.AfterRejected[level])
+		}
+		reps.Replays = append(reps.Replays, r)
+		results[i] = &Result{Report: rep, Fit: fit.Result(rep.Levels), CPUReplays: reps}
+	}
+	for _, v := range vals {
+		reps.Mean += v / float64(len(vals))
+	}
+	for i, v := range vals {
+		if math.Abs(v-reps.Mean) < math.Abs(vals[reps.Chosen]-reps.Mean) {
+			reps.Chosen = i
+		}
+	}
+	return results[reps.Chosen], nil
+}
+
+// rejectedByLevel sums each level's rejections over their reasons.
+func rejectedByLevel(levels []fairqueue.LevelResult) map[string]int64 {
+	m := map[string]int64{}
+	for _, l := range levels {
+		var n int64
+		for _, c := range l.Rejected {
+			n += c
+		}
+		if n > 0 {
+			m[l.Name] = n
+		}
+	}
+	return m
+}

@@ -1,0 +1,184 @@
+// Package simulate replays a recorded workload through APF's classification
+// and fair queuing ("kubectl apf simulate"): once with the configuration
+// the state was loaded with and, with a change (-f applied by package
+// state, --set given here), once with the changed one. It calibrates the
+// replay from the recording (package calibrate), compares the replay of
+// the recorded configuration with the 429s the server answered, and warns
+// where a change leaves the recorded regime.
+//
+// It is glue between the loaded state (package state, which read the
+// cluster or bundle once, metrics included), the workload files (package
+// workload) and the compute packages (fairqueue, calibrate); it prints
+// nothing. Run is the one entry point.
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// Config is what to replay and how.
+type Config struct {
+	// Workloads are the files of recorded traffic: httplog lines, audit
+	// events or JSONL; "-" reads Stdin (the process's standard input when
+	// Stdin is nil).
+	Workloads []string
+	Stdin     io.Reader
+	// Strict fails on the first line that cannot be read as a request
+	// instead of skipping it with a count.
+	Strict bool
+	// Sets are the --set changes, applied over the state's configuration
+	// (which has the -f files applied).
+	Sets []capacity.Setting
+	// RequestTimeout is the apiserver's --request-timeout, which sets the
+	// wait limit in the queues.
+	RequestTimeout time.Duration
+	// NoBorrowing keeps every level at its nominal limit.
+	NoBorrowing bool
+	// Calibrate infers from the recording how long each level held a seat
+	// per dispatch from a queue, and estimates what an audit log lacks.
+	Calibrate bool
+	// CPUModel replays a server its CPU limit throttled with the model of
+	// its garbage collector's stalls (calibrate.CPUModel); CPULimit is its
+	// limit in cores, 0 when unknown.
+	CPUModel bool
+	CPULimit float64
+	// Source names where the state was read from, for notes
+	// (dump.Source.Describe).
+	Source string
+}
+
+// Result is a replay's answer. It encodes as "simulate -o json" prints it.
+type Result struct {
+	// Report holds the levels (and flows) replayed, before and after the
+	// change, what the workload held, and the agreement of the predicted
+	// rejections with the recorded 429s.
+	*fairqueue.Report
+	// ServerConcurrencyLimit and where it came from (flag, metrics or
+	// default).
+	ServerConcurrencyLimit  int    `json:"serverConcurrencyLimit"`
+	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	// Join counts how httplog lines met audit events, when both were given.
+	Join *workload.JoinStats `json:"join,omitempty"`
+	// Release is the Kubernetes release whose APF was replayed,
+	// ReleaseFrom where it came from.
+	Release     string `json:"release"`
+	ReleaseFrom string `json:"releaseFrom"`
+	// Calibration is what was inferred from the recording (absent without
+	// Config.Calibrate); Fit, the reproduction, how the replay of the
+	// recorded configuration reproduced the recorded 429s.
+	Calibration *calibrate.Result    `json:"calibration,omitempty"`
+	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
+	// CPUReplays are the replays of a CPU model (Calibration.CPU), one
+	// per phase of its collections; Report is the one nearest their mean.
+	CPUReplays *CPUReplays `json:"cpuReplays,omitempty"`
+	// Warnings say where a change leaves the recorded regime.
+	Warnings []calibrate.Warning `json:"warnings,omitempty"`
+	// Notes say what of the input could not be used as given, "note: ..."
+	// each, for stderr (the state's own notes are the state's).
+	Notes []string `json:"-"`
+}
+
+// Run replays the workload against the state's configuration and, when
+// cfg.Sets or the state's -f files change it, the changed one.
+func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
+	before, after, notes, err := configurations(st, cfg.Sets)
+	if err != nil {
+		return nil, err
+	}
+	files, err := openWorkload(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer files.Close()
+	m := readServerMetrics(st, cfg)
+	rc := newReplayConfigs(st, cfg, before, after, m.counts)
+	src, cal, err := prepareWorkload(ctx, &cancellableReader{ctx: ctx, r: files.Reader}, &rc, m, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if rc.tape != nil {
+		defer rc.tape.Close()
+	}
+	res, err := replay(ctx, src, cal, rc)
+	if err != nil {
+		return nil, err
+	}
+	if res.Workload.Records == 0 {
+		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+	}
+	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
+	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom
+	res.Calibration = cal
+	res.Warnings = calibrate.Regime(before, after, st.ServerConcurrency, res.Report, cal)
+	res.Notes = slices.Concat(notes, m.notes, workloadNotes(res.Report, files))
+	return res, nil
+}
+
+// configurations returns the state's base configuration and, when the -f
+// files or sets change it, the changed one, with notes on what of the
+// change the apiserver would ignore.
+func configurations(st *state.State, sets []capacity.Setting) (before, after *engine.Config, notes []string, err error) {
+	before = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels)
+	if st.Overlay.Len() == 0 && len(sets) == 0 {
+		return before, nil, nil, nil
+	}
+	pls, err := capacity.Apply(st.PriorityLevels, sets)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	after = engine.NewConfig(st.FlowSchemas, pls)
+	for _, b := range after.Broken {
+		notes = append(notes, fmt.Sprintf("note: the changed configuration's priority level %s is broken and ignored, as the apiserver would: %s", b.Name, b.Reason))
+	}
+	for _, d := range after.Dangling {
+		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
+	}
+	return before, after, notes, nil
+}
+
+// replayConfigs are the replays to run: of the recorded configuration, of
+// the changed one (nil without a change), and the tape a calibration kept
+// the requests on (nil without one).
+type replayConfigs struct {
+	before fairqueue.ReplayConfig
+	after  *fairqueue.ReplayConfig
+	tape   *workload.Tape
+}
+
+// newReplayConfigs returns the replays of before and, if not nil, after.
+func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config, counts engine.ObjectCounts) replayConfigs {
+	rc := replayConfigs{before: replayConfig(st, cfg, before)}
+	if after != nil {
+		a := replayConfig(st, cfg, after)
+		if cfg.Calibrate {
+			// the change may move requests to levels with another seat cap
+			a.Work = calibrate.Work(st.Release, before, after, st.ServerConcurrency, counts)
+		}
+		rc.after = &a
+	}
+	return rc
+}
+
+// replayConfig is the replay of configuration c on the state's server.
+func replayConfig(st *state.State, cfg Config, c *engine.Config) fairqueue.ReplayConfig {
+	return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: st.ServerConcurrency, RequestTimeout: cfg.RequestTimeout, NoBorrowing: cfg.NoBorrowing, Release: st.Release}
+}
+
+// plural returns one when n is 1, else many.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
