@@ -311,8 +311,8 @@ func TestInputsRawFromAndStdin(t *testing.T) {
 		session := "$ kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels\n" + strings.Join(lines[:2], "\n") + "\n...\n" + strings.Join(lines[3:], "\n") +
 			"\n$ kubectl get --raw /metrics | grep flowcontrol\n" + grep.String()
 		code, out, errs := apf(t, session, "top", "levels", "--from", "-")
-		if code != 0 || !strings.Contains(errs, "skipped 1 elision line and 2 command lines") || !strings.Contains(errs, "metrics (") {
-			t.Errorf("exit %d, stderr %q", code, errs)
+		if code != 0 || !strings.Contains(errs, "skipped 1 elision line and 2 command lines") || !strings.Contains(errs, "metrics (") || !strings.Contains(out, loadgen.Level) {
+			t.Errorf("exit %d, stderr %q\n%s", code, errs, out)
 		}
 		code, out, _ = apf(t, session, "dump", "levels", "--from", "-")
 		name := strings.TrimSpace(strings.SplitN(cut, ",", 2)[0])
