@@ -66,6 +66,10 @@ func TestRawInputs(t *testing.T) {
 			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, so requests cannot be classified", "FlowSchema exempt, service-accounts"}, notWant: []string{"catch-all"}},
 		{name: "capacity refuses to size only the mandatory levels", args: []string{"capacity", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,
 			want: []string{"so the levels' seats cannot be computed"}, notWant: []string{"catch-all"}},
+		{name: "lint has nothing to lint", args: []string{"lint", "--from", fieldPath("eks-rejected-inqueue.txt")}, wantCode: 2,
+			want: []string{"so there is no configuration to lint"}, notWant: []string{"flowschema/catch-all"}},
+		{name: "a piped top reads stdin", stdin: fieldText(t, "eks-rejected-inqueue.txt"), args: []string{"top", "--from", "-"},
+			want: []string{"workload-low", "245"}},
 		{name: "whois needs the objects", args: []string{"whois", "--from", fieldPath("docs-dump_queues.txt"), "11111111-1111-1111-1111-111111111111"}, wantCode: 1,
 			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, whose UIDs whois looks up"}},
 		{name: "whois on a trace without PF headers", stdin: fieldText(t, "cabin-34-kubectl-v99-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
@@ -97,5 +101,16 @@ func TestRawInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLiveViewKeepsStdin: the live view reads its keys from stdin, so it
+// cannot read --from - there too.
+func TestLiveViewKeepsStdin(t *testing.T) {
+	streams, _, _ := testStreams("")
+	o := NewTopTUIOptions(nil, streams)
+	o.From, o.Force = "-", true
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "the live view reads its keys from standard input") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -193,6 +193,9 @@ func (o *TopTUIOptions) Validate() error {
 	if o.History.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store: --replay, --from and --apiserver-urls do not apply")
 	}
+	if o.From == "-" {
+		return fmt.Errorf("the live view reads its keys from standard input: give --from a file, or pipe into \"kubectl apf top levels --from -\"")
+	}
 	if !o.Force && !o.isTerminal() {
 		return fmt.Errorf("the live view needs a terminal; pipe \"kubectl apf top levels\" or \"kubectl apf top flows\" for tables")
 	}
