@@ -151,12 +151,12 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 		case strings.HasPrefix(t, "```"):
 			cur = nil
 			continue
-		case strings.HasPrefix(t, "#") && !isMetricsLine(t):
-			// A comment of a shell session or of /metrics text.
-			continue
 		case promptRE.MatchString(t):
 			in.Prompts++
 			cur = nil
+			continue
+		case strings.HasPrefix(t, "#") && !isMetricsLine(t):
+			// A comment of a shell session or of /metrics text.
 			continue
 		}
 		kind, err := dumpKindOf(t)
@@ -257,7 +257,6 @@ func (in *RawInput) add(name string, s *section) error {
 		if len(sc.Families) == 0 {
 			return fmt.Errorf("%s: /metrics text without any API Priority and Fairness series (apiserver_flowcontrol_*): is it an apiserver's?", where)
 		}
-		in.counts = nil
 		in.count(s.kind, len(sc.Families))
 		if prev, ok := in.From[s.kind]; ok && prev != name {
 			name = prev + ", " + name

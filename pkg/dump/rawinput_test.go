@@ -142,8 +142,10 @@ func TestDetectRawSession(t *testing.T) {
 			t.Errorf("no %s in the session", k)
 		}
 	}
-	if in.Files[FileRequests] != nil || !strings.Contains(in.Note("session"), "not in it: dump_requests") {
-		t.Errorf("note %q", in.Note("session"))
+	note := in.Note("session")
+	if in.Files[FileRequests] != nil || !strings.Contains(note, "dump_priority_levels (8 levels), dump_queues (6 queues), metrics (1 APF family); not in it: dump_requests") ||
+		!strings.Contains(note, "skipped 2 elision lines and 4 command lines") {
+		t.Errorf("note %q", note)
 	}
 }
 
