@@ -124,10 +124,11 @@ func FormatRequests(rows []RequestRow) []byte {
 	var ms []map[string]string
 	for _, r := range rows {
 		details = details || r.HasDetails
-		seats = seats || r.HasSeats
+		seats = seats || r.HasSeats || r.InitialSeats != 0 || r.FinalSeats != 0 || r.AdditionalLatency != 0
 		ms = append(ms, r.Extra)
 	}
-	// The 1.20 layout has no seat columns: keep it so.
+	// The 1.20 layout has no seat columns: keep it so (rows built in Go
+	// without HasSeats but with seats get the columns).
 	if seats {
 		header = append(header, "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime")
 	}
