@@ -118,9 +118,6 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 
 // Complete turns the flags into typed values and builds the source.
 func (o *DumpOptions) Complete(_ *cobra.Command, _ []string) error {
-	if err := o.Flags.Validate(); err != nil {
-		return err
-	}
 	return o.Options.Complete()
 }
 

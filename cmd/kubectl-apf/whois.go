@@ -65,9 +65,6 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 
 // Complete reads the UIDs from the arguments (or standard input for "-").
 func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
-	if err := o.Flags.Validate(); err != nil {
-		return err
-	}
 	var err error
 	var text []string
 	for _, a := range args {

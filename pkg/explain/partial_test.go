@@ -31,21 +31,21 @@ func TestExplain429WithoutObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
-	if len(tr.Instances) != 1 || len(tr.Instances[0].Levels) != 1 {
-		t.Fatalf("triage %+v", tr)
+	if len(tr.Incidents) != 1 {
+		t.Fatalf("incidents %+v", tr.Incidents)
 	}
-	lt := tr.Instances[0].Levels[0]
-	if lt.Name != "workload-low" || len(lt.Causes) != 1 {
-		t.Fatalf("level %+v", lt)
+	inc := tr.Incidents[0]
+	if inc.Level != "workload-low" || len(inc.Causes) != 1 {
+		t.Fatalf("incident %+v", inc)
 	}
-	if ev := lt.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "the input holds no PriorityLevelConfiguration objects") {
+	if ev := inc.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "the input holds no PriorityLevelConfiguration objects") {
 		t.Errorf("evidence %q", ev)
 	}
 	// With the objects read, a level missing from them is still called
 	// deleted or draining.
 	live.PriorityLevels = []flowcontrolv1.PriorityLevelConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "global-default"}}}
 	tr = Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
-	if ev := tr.Instances[0].Levels[0].Causes[0].Evidence; !strings.Contains(ev, "deleted, or being drained") {
+	if ev := tr.Incidents[0].Causes[0].Evidence; !strings.Contains(ev, "deleted, or being drained") {
 		t.Errorf("evidence with objects %q", ev)
 	}
 }
