@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -25,23 +27,41 @@ repository can be checked in CI without a cluster:
 
   kubectl apf lint --defaults -f apf/
 
-Each finding has a severity, the objects involved, why it matters and a
-suggested fix. Shadowing is decided from the rules themselves (subjects, verbs,
-API groups, resources, namespaces and URL prefixes), not by sampling requests.
+Each finding has a rule, a severity, the objects involved, why it matters, a
+suggested fix and a link to the rule's page (--list-rules lists the rules,
+--explain RULE prints one). Shadowing is decided from the rules themselves
+(subjects, verbs, API groups, resources, namespaces and URL prefixes), not by
+sampling requests. APIServices and webhook configurations in -f input are
+checked for callbacks that wait below their callers. Findings on objects a
+vendor or kube-apiserver manages (and reverts edits to) are information unless
+one of your own objects is involved.
 
-The exit status is 1 when at least one error is found.`
+A finding is suppressed by an annotation on one of its objects,
+  ignore-check.kubectl-apf.io/RULE: "the reason"
+or by an entry of the --config file (rule, name pattern, reason). Suppressed
+findings are counted in the summary and listed with --show-suppressed;
+--disallow-suppressions ignores both kinds.
+
+Exit status:
+  0  no finding reaches --fail-on (default error)
+  1  at least one finding reaches --fail-on
+  2  lint itself failed: bad flags or input, no cluster`
 
 const lintExample = `  # Lint the cluster's configuration
   kubectl apf lint
 
-  # Lint a configuration repository against the upstream defaults, in CI
-  kubectl apf lint --defaults -f deploy/apf/
+  # Lint a configuration repository against the upstream defaults, in CI, as SARIF
+  kubectl apf lint --defaults -f deploy/apf/ -o sarif > apf-lint.sarif
 
-  # Check what applying a change to the cluster would do
-  kubectl apf lint -f new-flowschema.yaml
+  # Fail on warnings too, with accepted findings listed in a file
+  kubectl apf lint --defaults -f deploy/apf/ --fail-on warning --config apf-lint.yaml
 
-  # Show everything, partial shadowing included, as JSON
-  kubectl apf lint --min-severity=info -o json`
+  # What upgrading from 1.33 to 1.34 moves
+  kubectl apf lint --defaults --kube-version 1.33 --target-version 1.34
+
+  # The rules, and one rule's page
+  kubectl apf lint --list-rules
+  kubectl apf lint --explain callback-below-caller`
 
 // LintOptions holds the flags of "kubectl apf lint".
 type LintOptions struct {
@@ -50,16 +70,24 @@ type LintOptions struct {
 
 	// Flags are -o.
 	*output.Flags
-	MinSeverity string
-
-	minSeverity lint.Severity
-
+	MinSeverity, FailOn  string
+	ListRules            bool
+	Explain              string
+	ConfigFile           string
+	DisallowSuppressions bool
+	ShowSuppressed       bool
+	TargetVersion        string
+	ServerConcurrency    int
+	minSeverity, failOn  lint.Severity
+	target               engine.Release
+	config               lint.Config
 	genericiooptions.IOStreams
 }
 
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
-	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), MinSeverity: string(lint.SeverityWarning), IOStreams: streams}
+	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
+		MinSeverity: string(lint.SeverityWarning), FailOn: string(lint.SeverityError), IOStreams: streams}
 }
 
 // NewLintCommand builds "kubectl apf lint".
@@ -71,12 +99,33 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Long:    lintLong,
 		Example: lintExample,
 		Args:    cobra.NoArgs,
-		RunE:    runOptions(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return toolFailure(runOptions(o)(cmd, args))
+		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return toolFailure(err) })
 	o.Options.AddFlags(cmd.Flags())
 	o.Flags.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.MinSeverity, "min-severity", o.MinSeverity, "Least severe findings to show: error, warning or info.")
+	f := cmd.Flags()
+	f.StringVar(&o.MinSeverity, "min-severity", o.MinSeverity, "Least severe findings to show: error, warning or info.")
+	f.StringVar(&o.FailOn, "fail-on", o.FailOn, "Least severe finding that makes lint exit 1: error, warning or info.")
+	f.BoolVar(&o.ListRules, "list-rules", false, "List the rules (a table, or -o json) and exit.")
+	f.StringVar(&o.Explain, "explain", "", "Print the page of a rule (what it checks, why, an example, the fix) and exit.")
+	f.StringVar(&o.ConfigFile, "config", "", "YAML file of suppressions: suppressions: [{rule, name (a pattern), kind (optional), reason}].")
+	f.BoolVar(&o.DisallowSuppressions, "disallow-suppressions", false, "Ignore suppressions, by annotation and by --config.")
+	f.BoolVar(&o.ShowSuppressed, "show-suppressed", false, "List suppressed findings with their reasons.")
+	f.StringVar(&o.TargetVersion, "target-version", "", "Kubernetes release the cluster is about to be upgraded to: say what the upgrade moves (e.g. 1.34).")
+	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, fmt.Sprintf("The server's total concurrency limit, for seat arithmetic (default %d).", engine.DefaultServerConcurrencyLimit))
 	return cmd
+}
+
+// toolFailure gives an error that is not a lint verdict exit status 2.
+func toolFailure(err error) error {
+	var exit *exitCodeError
+	if err == nil || errors.As(err, &exit) {
+		return err
+	}
+	return &exitCodeError{code: 2, err: err}
 }
 
 // Complete resolves the flags into typed values and the source.
@@ -86,20 +135,61 @@ func (o *LintOptions) Complete(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--min-severity: %w", err)
 	}
 	o.minSeverity = sev
+	if o.failOn, err = lint.ParseSeverity(o.FailOn); err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	if o.TargetVersion != "" {
+		if o.target, err = engine.ParseRelease(o.TargetVersion); err != nil {
+			return fmt.Errorf("--target-version: %w", err)
+		}
+	}
+	if o.ServerConcurrency < 0 {
+		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
+	}
+	if o.ConfigFile != "" {
+		data, err := os.ReadFile(o.ConfigFile)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		if o.config, err = lint.ParseConfig(data, o.ConfigFile); err != nil {
+			return err
+		}
+	}
+	if o.ListRules || o.Explain != "" {
+		return nil
+	}
 	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *LintOptions) Validate() error {
+	if o.Explain != "" {
+		if _, ok := lint.RuleByID(o.Explain); !ok {
+			return lint.UnknownRuleError(o.Explain)
+		}
+	}
+	if o.ListRules || o.Explain != "" {
+		return o.Flags.Validate()
+	}
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
 	return o.Flags.Validate()
 }
 
-// Run lints and prints the findings; it returns an exitCodeError when there
-// are errors.
+// Run lints and prints the findings; it returns an exitCodeError of 1 when
+// a finding reaches --fail-on.
 func (o *LintOptions) Run(ctx context.Context) error {
+	switch {
+	case o.ListRules:
+		return printRules(o.Out, o.Flags)
+	case o.Explain != "":
+		r, _ := lint.RuleByID(o.Explain)
+		return printObject(o.Out, o.Flags, r, func(w io.Writer) error {
+			_, err := io.WriteString(w, lint.RulePage(r))
+			return err
+		})
+	}
 	st, err := o.Load(ctx, state.Request{Stdin: o.In})
 	if err != nil {
 		return err
@@ -108,44 +198,30 @@ func (o *LintOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	// Suggested objects are compared with those of the release replayed.
-	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: lint.ReferenceFor(st.Release)}
+	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: lint.ReferenceFor(st.Release),
+		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: o.ServerConcurrency}
 	findings := lint.Lint(in, lint.DefaultOptions())
-	shown, hidden := filterFindings(findings, o.minSeverity)
-	rep := newLintReport(shown)
-	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	err = printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
-		fmt.Fprintf(w, "Replaying Kubernetes %s (%s): suggested objects compared with that release's\n\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
-		printFindings(w, shown, hidden, o.minSeverity)
-		return nil
-	})
-	if err != nil {
+	var suppressed []lint.Suppressed
+	if !o.DisallowSuppressions {
+		var notes []string
+		findings, suppressed, notes = lint.Suppress(findings, in, o.config)
+		for _, n := range notes {
+			fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+		}
+	}
+	if err := o.print(findings, suppressed, st); err != nil {
 		return err
 	}
-	if n := countSeverity(findings, lint.SeverityError); n > 0 {
-		return &exitCodeError{code: 1, err: fmt.Errorf("%d lint %s found", n, plural(n, "error", "errors"))}
+	failing := 0
+	for _, f := range findings {
+		if f.Severity.Rank() <= o.failOn.Rank() {
+			failing++
+		}
+	}
+	if failing > 0 {
+		return &exitCodeError{code: 1, err: fmt.Errorf("%d lint %s at or above %s found", failing, plural(failing, "finding", "findings"), o.failOn)}
 	}
 	return nil
-}
-
-func filterFindings(fs []lint.Finding, min lint.Severity) (shown []lint.Finding, hidden int) {
-	for _, f := range fs {
-		if f.Severity.Rank() <= min.Rank() {
-			shown = append(shown, f)
-		} else {
-			hidden++
-		}
-	}
-	return shown, hidden
-}
-
-func countSeverity(fs []lint.Finding, s lint.Severity) int {
-	n := 0
-	for _, f := range fs {
-		if f.Severity == s {
-			n++
-		}
-	}
-	return n
 }
 
 func plural(n int, one, many string) string {
@@ -153,53 +229,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// lintReport is what "-o json" prints.
-type lintReport struct {
-	// Release is the Kubernetes release whose suggested objects were
-	// compared, ReleaseFrom where it came from.
-	Release     string         `json:"release"`
-	ReleaseFrom string         `json:"releaseFrom"`
-	Findings    []lint.Finding `json:"findings"`
-	Errors      int            `json:"errors"`
-	Warnings    int            `json:"warnings"`
-	Info        int            `json:"info"`
-}
-
-func newLintReport(fs []lint.Finding) lintReport {
-	r := lintReport{Findings: fs, Errors: countSeverity(fs, lint.SeverityError),
-		Warnings: countSeverity(fs, lint.SeverityWarning), Info: countSeverity(fs, lint.SeverityInfo)}
-	if r.Findings == nil {
-		r.Findings = []lint.Finding{}
-	}
-	return r
-}
-
-// printFindings renders one block per finding: severity, rule and objects on
-// the first line, then what, why and fix, indented. Object names and messages
-// come from the cluster and are sanitized for the terminal.
-func printFindings(w io.Writer, fs []lint.Finding, hidden int, min lint.Severity) {
-	for i, f := range fs {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		var objs []string
-		for _, o := range f.Objects {
-			objs = append(objs, o.String())
-		}
-		fmt.Fprintf(w, "%-7s %s  %s\n", strings.ToUpper(string(f.Severity)), f.Rule, sanitize.Line(strings.Join(objs, " ")))
-		fmt.Fprintf(w, "        %s\n", sanitize.Line(f.Message))
-		fmt.Fprintf(w, "        why: %s\n", sanitize.Line(f.Why))
-		fmt.Fprintf(w, "        fix: %s\n", sanitize.Line(f.Fix))
-	}
-	if len(fs) > 0 {
-		fmt.Fprintln(w)
-	}
-	e, wa, in := countSeverity(fs, lint.SeverityError), countSeverity(fs, lint.SeverityWarning), countSeverity(fs, lint.SeverityInfo)
-	summary := fmt.Sprintf("%d %s, %d %s, %d info", e, plural(e, "error", "errors"), wa, plural(wa, "warning", "warnings"), in)
-	if hidden > 0 {
-		summary += fmt.Sprintf(" (%d less severe than %s not shown: --min-severity=info shows them)", hidden, min)
-	}
-	fmt.Fprintln(w, summary)
 }

@@ -44,7 +44,7 @@ func TestLintGolden(t *testing.T) {
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tt.wantCode, errOut)
 			}
-			if tt.wantCode != 0 && errOut != "error: 2 lint errors found\n" {
+			if tt.wantCode != 0 && errOut != "error: 2 lint findings at or above error found\n" {
 				t.Errorf("stderr %q", errOut)
 			}
 			checkGolden(t, tt.golden, []byte(out))
@@ -97,7 +97,7 @@ func TestLintFlagErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{[]string{"lint", "--defaults", "-o", "xml"}, "--output must be one of '' (or table), json, yaml, jsonpath=..."},
+		{[]string{"lint", "--defaults", "-o", "xml"}, "--output must be one of '' (or table), json, yaml, sarif, junit, jsonpath=..."},
 		{[]string{"lint", "--defaults", "--min-severity", "loud"}, "--min-severity: severity must be one of error, warning, info"},
 		{[]string{"lint", "--defaults", "--from", "x.tar.gz"}, "--defaults and --from both name the base configuration"},
 		{[]string{"lint", "--defaults", "-f", "does-not-exist"}, "-f does-not-exist:"},

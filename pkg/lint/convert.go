@@ -10,11 +10,18 @@ import (
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 )
 
-// servedVersions are the flowcontrol versions -f reads: v1, and the betas
+// servedVersions are the flowcontrol versions -f reads: v1, the betas
 // kube-apiserver converted from (v1beta1 until 1.26, v1beta2 until 1.29,
 // v1beta3 until 1.32), which configuration repositories and upstream's own
-// e2e objects still use.
-var servedVersions = []string{"v1", "v1beta3", "v1beta2", "v1beta1"}
+// e2e objects still use, and v1alpha1 (1.18 to 1.20 manifests), whose
+// fields are v1beta1's as 1.20 introduced it.
+var servedVersions = []string{"v1", "v1beta3", "v1beta2", "v1beta1", "v1alpha1"}
+
+// v1alpha1Lacks are the v1beta1 fields added after v1alpha1 was last
+// served (lendablePercent and borrowingLimitPercent in 1.26, exempt in
+// 1.28): k8s.io/api no longer has v1alpha1's types, so a v1alpha1 object is
+// decoded with v1beta1's and these are refused as the v1alpha1 server would.
+var v1alpha1Lacks = []string{"lendablePercent", "borrowingLimitPercent", "exempt"}
 
 // defaultShares is the nominal (assured, before v1beta3) concurrency shares
 // the server gives a Limited level that sets none (pkg/apis/flowcontrol
@@ -35,13 +42,18 @@ func convertToV1(raw []byte, kind, version string) (any, error) {
 	var obj any
 	var shares func() (*int32, bool) // the converted shares of a Limited level, if any
 	switch {
-	case kind == "FlowSchema" && version == "v1beta1":
+	case kind == "FlowSchema" && (version == "v1beta1" || version == "v1alpha1"):
 		obj = &flowcontrolv1beta1.FlowSchema{}
 	case kind == "FlowSchema" && version == "v1beta2":
 		obj = &flowcontrolv1beta2.FlowSchema{}
 	case kind == "FlowSchema" && version == "v1beta3":
 		obj = &flowcontrolv1beta3.FlowSchema{}
-	case version == "v1beta1":
+	case version == "v1beta1" || version == "v1alpha1":
+		if version == "v1alpha1" {
+			if f := v1alpha1Field(raw); f != "" {
+				return nil, fmt.Errorf("%s has unknown field \"spec.%s\" (v1alpha1 has no such field)", kind, f)
+			}
+		}
 		pl := &flowcontrolv1beta1.PriorityLevelConfiguration{}
 		obj, shares = pl, func() (*int32, bool) {
 			if l := pl.Spec.Limited; l != nil {
@@ -123,4 +135,28 @@ func assured(v int32) *int32 {
 		v = defaultShares
 	}
 	return &v
+}
+
+// v1alpha1Field returns the first field of v1alpha1Lacks that raw's spec
+// (or spec.limited) sets, or "".
+func v1alpha1Field(raw []byte) string {
+	var doc struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return ""
+	}
+	var limited map[string]json.RawMessage
+	if l, ok := doc.Spec["limited"]; ok {
+		_ = json.Unmarshal(l, &limited)
+	}
+	for _, f := range v1alpha1Lacks {
+		if _, ok := doc.Spec[f]; ok {
+			return f
+		}
+		if _, ok := limited[f]; ok {
+			return "limited." + f
+		}
+	}
+	return ""
 }

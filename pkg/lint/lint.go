@@ -61,6 +61,11 @@ const (
 	RuleCrushRisk               = "shuffle-sharding-crush-risk"
 	RuleNoDistinguisherShared   = "no-distinguisher-shared-level"
 	RuleSystemIdentityFallsDown = "system-identity-falls-through"
+	RuleCallbackBelowCaller     = "callback-below-caller"
+	RuleLeaderElectionMoves     = "leader-election-moves"
+	RuleRejectAdmitsWhenIdle    = "reject-level-admits-when-idle"
+	RuleSeatStarvation          = "seat-starvation"
+	RuleExemptReach             = "exempt-reach"
 )
 
 // ObjectRef names an object a finding is about.
@@ -97,6 +102,11 @@ type Finding struct {
 	Why string `json:"why"`
 	// Fix suggests what to do.
 	Fix string `json:"fix"`
+	// URL is the rule's page (Rule.URL).
+	URL string `json:"url"`
+	// ManagedBy names the vendor or operator that manages the first object,
+	// which reverts edits to it (see Managed); empty for the user's own.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 // Reference holds upstream's suggested objects for the server's version: the
@@ -129,6 +139,16 @@ type Input struct {
 	FlowSchemas    []*flowcontrolv1.FlowSchema
 	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
 	Reference      Reference
+	// Callbacks are the APIServices and webhooks whose backends the
+	// apiserver calls (read from -f input), for callback-below-caller.
+	Callbacks []Callback
+	// Release is the release the configuration runs on, Target the one it
+	// is about to be upgraded to (zero: no upgrade), for
+	// leader-election-moves and seat-starvation's list seats.
+	Release, Target engine.Release
+	// ServerConcurrency is the server's total concurrency limit (0: the
+	// kube-apiserver default, 600), for seat-starvation.
+	ServerConcurrency int
 }
 
 // Lint runs every check over in and returns the findings, most severe first,
@@ -145,6 +165,18 @@ func Lint(in Input, opts Options) []Finding {
 	c.checkCrushRisk()
 	c.checkDistinguishers()
 	c.checkSystemIdentities()
+	c.checkCallbacks()
+	c.checkLeaderElection()
+	c.checkRejectAdmits()
+	c.checkSeatStarvation()
+	c.checkExemptReach()
+	for i := range c.findings {
+		f := &c.findings[i]
+		if r, ok := RuleByID(f.Rule); ok {
+			f.URL = r.URL()
+		}
+		c.markManaged(f)
+	}
 	sort.SliceStable(c.findings, func(i, j int) bool {
 		a, b := c.findings[i], c.findings[j]
 		if a.Severity.Rank() != b.Severity.Rank() {
@@ -185,6 +217,7 @@ type checker struct {
 	ordered  []*flowcontrolv1.FlowSchema
 	reach    map[string]Reachability
 	findings []Finding
+	intact   *bool // suggestedIntact, once computed
 }
 
 func newChecker(in Input, opts Options) *checker {

@@ -410,11 +410,21 @@ func TestLintUpstreamDefaults(t *testing.T) {
 		}
 	}
 	sort.Strings(rules)
+	// Every finding on the intact suggested configuration is about objects
+	// kube-apiserver manages (and reverts edits to), so it is information.
+	if len(rules) != 0 {
+		t.Fatalf("warnings on the defaults:\n%s", strings.Join(rules, "\n"))
+	}
 	// kube-proxy has no FlowSchema of its own upstream and lands in
-	// global-default (users.md, pain point 7).
-	wantRules := []string{RuleSystemIdentityFallsDown + " flowschema/global-default"}
-	if strings.Join(rules, "\n") != strings.Join(wantRules, "\n") {
-		t.Fatalf("warnings on the defaults:\n%s\nwant:\n%s", strings.Join(rules, "\n"), strings.Join(wantRules, "\n"))
+	// global-default: still reported, naming its manager.
+	found := false
+	for _, f := range got {
+		if f.Rule == RuleSystemIdentityFallsDown && refsKey(f.Objects) == "flowschema/global-default" {
+			found = strings.HasPrefix(f.ManagedBy, "kube-apiserver")
+		}
+	}
+	if !found {
+		t.Fatalf("kube-proxy's fall-through is not reported as managed by kube-apiserver:\n%s", dumpFindings(got))
 	}
 }
 

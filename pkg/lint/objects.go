@@ -22,8 +22,17 @@ type Objects struct {
 	// usually holds more than APF objects).
 	Skipped int
 	// Converted says which objects were read from a beta version and
-	// converted to v1, one line each, for the user to know.
+	// converted to v1 (or had a namespace cleared), one line each, for the
+	// user to know.
 	Converted []string
+	// Callbacks are the APIServices and webhooks of the input (counted in
+	// Skipped too); ResolvedCallbacks gives their service accounts from the
+	// Services and workloads the input also holds.
+	Callbacks []Callback
+	services  []service
+	workloads []workload
+	// Locations are where the objects are written, for SARIF.
+	Locations map[ObjectRef]Location
 }
 
 // Len is the number of APF objects.
@@ -35,6 +44,15 @@ func (o *Objects) Add(o2 Objects) {
 	o.PriorityLevels = append(o.PriorityLevels, o2.PriorityLevels...)
 	o.Skipped += o2.Skipped
 	o.Converted = append(o.Converted, o2.Converted...)
+	o.Callbacks = append(o.Callbacks, o2.Callbacks...)
+	o.services = append(o.services, o2.services...)
+	o.workloads = append(o.workloads, o2.workloads...)
+	for k, v := range o2.Locations {
+		if o.Locations == nil {
+			o.Locations = map[ObjectRef]Location{}
+		}
+		o.Locations[k] = v
+	}
 }
 
 const flowcontrolGroup = "flowcontrol.apiserver.k8s.io"
@@ -59,13 +77,14 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 // or JSON stream (several documents, and List kinds, allowed). Documents of
 // other kinds are skipped and counted. Unknown fields are errors, so a
 // misspelt field is caught rather than silently defaulted. Objects of
-// flowcontrol v1beta1, v1beta2 and v1beta3 are converted to v1 as the server
+// flowcontrol v1alpha1, v1beta1, v1beta2 and v1beta3 are converted to v1 as the server
 // does (and listed in Converted). Every object is checked with
 // kube-apiserver's validation: one the server would reject is an error, not
-// a configuration to reason about. source names the input in error
-// messages.
+// a configuration to reason about (a metadata.namespace, which the server
+// clears on these cluster-scoped objects, is dropped with a note). source
+// names the input in error messages.
 func ParseObjects(data []byte, source string) (Objects, error) {
-	var out Objects
+	out := Objects{Locations: locate(data, source)}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; doc++ {
 		var raw rawJSON
@@ -106,6 +125,7 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 		return nil
 	}
 	if tm.Kind != "FlowSchema" && tm.Kind != "PriorityLevelConfiguration" {
+		parseCallbackObject(raw, group, tm.Kind, out)
 		out.Skipped++
 		return nil
 	}
@@ -131,8 +151,22 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 		}
 	}
 	sharesField := ""
-	if version == "v1beta1" || version == "v1beta2" {
+	if version == "v1alpha1" || version == "v1beta1" || version == "v1beta2" {
 		sharesField = "assuredConcurrencyShares"
+	}
+	// FlowSchemas and PriorityLevelConfigurations are cluster-scoped:
+	// kube-apiserver clears a metadata.namespace before it validates the
+	// object (k8s.io/apiserver pkg/registry/rest/create.go BeforeCreate,
+	// meta.go EnsureObjectNamespaceMatchesRequestNamespace), so operators'
+	// manifests that carry one are applied as if they did not.
+	if m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+		SetNamespace(string)
+	}); ok && m.GetNamespace() != "" {
+		out.Converted = append(out.Converted, fmt.Sprintf("note: %s: %s %s has metadata.namespace %q, which kube-apiserver clears on a cluster-scoped object",
+			source, tm.Kind, m.GetName(), m.GetNamespace()))
+		m.SetNamespace("")
 	}
 	var name string
 	var errs field.ErrorList
@@ -169,7 +203,7 @@ func sharesNote(version, kind string) string {
 		return ""
 	}
 	switch version {
-	case "v1beta1", "v1beta2":
+	case "v1alpha1", "v1beta1", "v1beta2":
 		return " (assuredConcurrencyShares is nominalConcurrencyShares in v1)"
 	}
 	return ""

@@ -51,9 +51,14 @@ func TestParseObjects(t *testing.T) {
 		{name: "json list", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
 		{name: "empty documents", in: "---\n---\n", fss: 0},
 		{name: "misspelt field", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {limitResponse: {type: Queue, queuing: {handsize: 4}}}}\n", wantErr: `f.yaml: document 1: PriorityLevelConfiguration has unknown field "spec.limited.limitResponse.queuing.handsize"`},
-		{name: "unknown api version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: FlowSchema\nmetadata: {name: x}\n", wantErr: "which this plugin does not read"},
+		{name: "unknown api version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v2alpha1\nkind: FlowSchema\nmetadata: {name: x}\n", wantErr: "which this plugin does not read"},
 		{name: "field of another version", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1beta2\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {nominalConcurrencyShares: 5, limitResponse: {type: Reject}}}\n", wantErr: `unknown field "spec.limited.nominalConcurrencyShares"`},
 		{name: "invalid as the server says", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {priorityLevelConfiguration: {name: p}, rules: [{subjects: [{kind: User, user: {name: a}}], resourceRules: [{verbs: [frobnicate], apiGroups: ['*'], resources: ['*'], clusterScope: true}]}]}\n", wantErr: "FlowSchema x is invalid (kube-apiserver would reject it): spec.rules[0].resourceRules[0].verbs: Unsupported value"},
+		{name: "v1alpha1 level", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {assuredConcurrencyShares: 5, limitResponse: {type: Reject}}}\n", pls: 1},
+		{name: "v1alpha1 schema", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {priorityLevelConfiguration: {name: p}, matchingPrecedence: 500, rules: [{subjects: [{kind: User, user: {name: a}}], nonResourceRules: [{verbs: ['*'], nonResourceURLs: ['*']}]}]}\n", fss: 1},
+		{name: "v1alpha1 had no lendablePercent", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: PriorityLevelConfiguration\nmetadata: {name: x}\nspec: {type: Limited, limited: {lendablePercent: 5, limitResponse: {type: Reject}}}\n", wantErr: `unknown field "spec.limited.lendablePercent"`},
+		{name: "namespaced FlowSchema as operators ship it", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x, namespace: kueue-system}\nspec: {priorityLevelConfiguration: {name: p}, rules: [{subjects: [{kind: User, user: {name: a}}], nonResourceRules: [{verbs: ['*'], nonResourceURLs: ['*']}]}]}\n", fss: 1},
+		{name: "namespaced level", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: PriorityLevelConfiguration\nmetadata: {name: x, namespace: kueue-system}\nspec: {type: Limited, limited: {limitResponse: {type: Reject}}}\n", pls: 1},
 		{name: "no name", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nspec: {}\n", wantErr: "FlowSchema without metadata.name"},
 		{name: "not yaml", in: "a: [", wantErr: "f.yaml: document 1:"},
 	}
@@ -87,6 +92,25 @@ func TestParseObjectsKeepsFields(t *testing.T) {
 	}
 	if pl.Spec.Limited.LimitResponse.Queuing.Queues != 16 || pl.Spec.Limited.LimitResponse.Queuing.HandSize != 0 {
 		t.Fatalf("level decoded as %+v", pl.Spec.Limited.LimitResponse.Queuing)
+	}
+}
+
+// TestParseObjectsClearsNamespace: kube-apiserver clears metadata.namespace
+// on a cluster-scoped object before validating it
+// (k8s.io/apiserver pkg/registry/rest/meta.go
+// EnsureObjectNamespaceMatchesRequestNamespace), so lint reads the object as
+// the server stores it and says so in a note.
+func TestParseObjectsClearsNamespace(t *testing.T) {
+	in := strings.Replace(twoDocs, "  name: batch\nspec:\n  priorityLevelConfiguration", "  name: batch\n  namespace: kueue-system\nspec:\n  priorityLevelConfiguration", 1)
+	got, err := ParseObjects([]byte(in), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns := got.FlowSchemas[0].Namespace; ns != "" {
+		t.Errorf("namespace %q kept", ns)
+	}
+	if len(got.Converted) != 1 || !strings.Contains(got.Converted[0], `FlowSchema batch has metadata.namespace "kueue-system"`) {
+		t.Errorf("notes %q", got.Converted)
 	}
 }
 

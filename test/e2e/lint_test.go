@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -149,7 +151,7 @@ func TestLintClusterFindsAppliedMistakes(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("lint exited %d, want 1 (errors found): %s\n%s", code, errOut, out)
 	}
-	if !strings.Contains(errOut, "lint errors found") {
+	if !strings.Contains(errOut, "lint findings at or above error found") {
 		t.Errorf("stderr %q", errOut)
 	}
 	var rep lintJSON
@@ -259,4 +261,221 @@ func TestCapacityMatchesServerMetrics(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("capacity disagrees with the server's metrics for: %s", lastErr)
+}
+
+// lintPainsManifest is what a team would keep in its repository: a jail
+// level for one service account, and a metrics-server-like aggregated API
+// whose backend runs as e2e-metrics/metrics-server (outside kube-system, so
+// the suggested service-accounts FlowSchema sends it to workload-low).
+const lintPainsManifest = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: e2e-jail}
+spec:
+  type: Limited
+  limited: {nominalConcurrencyShares: 0, lendablePercent: 0, borrowingLimitPercent: 0, limitResponse: {type: Reject}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: e2e-jail}
+spec:
+  matchingPrecedence: 800
+  priorityLevelConfiguration: {name: e2e-jail}
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: ServiceAccount, serviceAccount: {namespace: e2e-jail, name: prisoner}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {namespace: e2e-metrics, name: metrics-server}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: e2e-metrics}
+spec:
+  selector: {k8s-app: metrics-server}
+  ports: [{port: 443, targetPort: 10250}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: metrics-server, namespace: e2e-metrics}
+spec:
+  selector: {matchLabels: {k8s-app: metrics-server}}
+  template:
+    metadata: {labels: {k8s-app: metrics-server}}
+    spec:
+      serviceAccountName: metrics-server
+      containers: [{name: metrics-server, image: registry.k8s.io/metrics-server/metrics-server:v0.7.2}]
+`
+
+// pfLevel sends one request with token and returns its status and the
+// priority level UID the server's APF filter put in the response.
+func pfLevel(t *testing.T, c *testcluster.Cluster, token, method, path, body string) (int, string) {
+	t.Helper()
+	cfg := c.TokenConfigFor(c.APIServers[0], token)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, c.URL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+}
+
+// TestLintCallbackAndJail applies a jail level (Reject, no seats) and lints
+// the cluster with a metrics-server-like APIService in -f: lint flags the
+// jail as admitting when idle and the callback as waiting below its caller.
+// Then the real server shows both: the backend's service account lands in
+// workload-low, and one request sent to the idle jail is admitted.
+func TestLintCallbackAndJail(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	admin := c.Client(testcluster.Admin)
+	fc := admin.FlowcontrolV1()
+
+	objs, err := lint.ParseObjects([]byte(lintPainsManifest), "manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jail, err := fc.PriorityLevelConfigurations().Create(ctx, objs.PriorityLevels[0], metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = fc.PriorityLevelConfigurations().Delete(context.Background(), "e2e-jail", metav1.DeleteOptions{})
+	})
+	if _, err := fc.FlowSchemas().Create(ctx, objs.FlowSchemas[0], metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.FlowSchemas().Delete(context.Background(), "e2e-jail", metav1.DeleteOptions{}) })
+
+	// The cluster alone: the jail.
+	code, out, errOut := runLintPlugin(t, c, "lint", "-o", "json", "--min-severity", "info")
+	if code != 0 {
+		t.Fatalf("lint exited %d: %s\n%s", code, errOut, out)
+	}
+	var rep lintJSON
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]lint.Finding{}
+	for _, f := range rep.Findings {
+		found[f.Rule+" "+f.Objects[0].String()] = f
+	}
+	jailFinding, ok := found[lint.RuleRejectAdmitsWhenIdle+" prioritylevelconfiguration/e2e-jail"]
+	if !ok || jailFinding.Severity != lint.SeverityWarning {
+		t.Fatalf("the jail is not flagged: %+v", rep.Findings)
+	}
+
+	// With the manifest: the callback too, and --fail-on warning fails.
+	manifest := filepath.Join(t.TempDir(), "apf.yaml")
+	if err := os.WriteFile(manifest, []byte(lintPainsManifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runLintPlugin(t, c, "lint", "-f", manifest, "-o", "json", "--fail-on", "warning")
+	if code != 1 {
+		t.Fatalf("lint --fail-on warning exited %d: %s\n%s", code, errOut, out)
+	}
+	rep = lintJSON{}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var callback *lint.Finding
+	for i, f := range rep.Findings {
+		if f.Rule == lint.RuleCallbackBelowCaller {
+			callback = &rep.Findings[i]
+		}
+	}
+	if callback == nil || !strings.Contains(callback.Message, "whose service account e2e-metrics/metrics-server lands in FlowSchema service-accounts, level workload-low") {
+		t.Fatalf("the callback is not flagged: %+v", rep.Findings)
+	}
+
+	// The server agrees: the backend's SubjectAccessReview is classified
+	// into workload-low (APF runs before authorization, so the 403 still
+	// carries the level).
+	wl, err := fc.PriorityLevelConfigurations().Get(ctx, "workload-low", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saToken, err := c.ServiceAccountToken(ctx, "e2e-metrics", "metrics-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","resourceAttributes":{"verb":"list","resource":"pods"}}}`
+	if status, uid := pfLevel(t, c, saToken, http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar); uid != string(wl.UID) {
+		t.Fatalf("the backend's SubjectAccessReview (status %d) went to level UID %q, not workload-low's %s", status, uid, wl.UID)
+	}
+
+	// One request to the idle jail is admitted, as the rule says: the
+	// server's config controller needs a moment to pick the level up.
+	prisoner, err := c.ServiceAccountToken(ctx, "e2e-jail", "prisoner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, uid := pfLevel(t, c, prisoner, http.MethodGet, "/api/v1/namespaces/e2e-jail/configmaps", "")
+		if uid == string(jail.UID) {
+			if status == http.StatusTooManyRequests {
+				t.Fatalf("the idle jail rejected the request: lint's %s is wrong", lint.RuleRejectAdmitsWhenIdle)
+			}
+			t.Logf("one request to the idle jail (0 seats, Reject): HTTP %d, admitted", status)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("requests never reached the jail level (last: HTTP %d, level UID %q)", status, uid)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if jail.Spec.Limited == nil || jail.Spec.Limited.LimitResponse.Type != flowcontrolv1.LimitResponseTypeReject {
+		t.Fatalf("the jail level is %+v", jail.Spec)
+	}
+}
+
+// TestNamespacedFlowSchemaIsAccepted: kube-apiserver accepts a FlowSchema
+// and a level that carry metadata.namespace, as Kueue's manifests do, and
+// stores them without it; lint reads them the same way (with a note)
+// instead of calling them invalid.
+func TestNamespacedFlowSchemaIsAccepted(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	rc := c.Client(testcluster.Admin).FlowcontrolV1().RESTClient()
+	for _, o := range []struct{ resource, body string }{
+		{"prioritylevelconfigurations", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"e2e-namespaced","namespace":"kueue-system"},"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1,"limitResponse":{"type":"Reject"}}}}`},
+		{"flowschemas", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"e2e-namespaced","namespace":"kueue-system"},"spec":{"matchingPrecedence":8000,"priorityLevelConfiguration":{"name":"e2e-namespaced"},"rules":[{"subjects":[{"kind":"User","user":{"name":"nobody-e2e"}}],"nonResourceRules":[{"verbs":["get"],"nonResourceURLs":["/e2e"]}]}]}}`},
+	} {
+		var got metav1.PartialObjectMetadata
+		if err := rc.Post().AbsPath("/apis/flowcontrol.apiserver.k8s.io/v1", o.resource).Body([]byte(o.body)).Do(ctx).Into(&got); err != nil {
+			t.Fatalf("the server refused a namespaced %s: %v", o.resource, err)
+		}
+		resource := o.resource
+		t.Cleanup(func() {
+			_ = rc.Delete().AbsPath("/apis/flowcontrol.apiserver.k8s.io/v1", resource, "e2e-namespaced").Do(context.Background()).Error()
+		})
+		if got.Namespace != "" {
+			t.Errorf("the server kept namespace %q on %s", got.Namespace, o.resource)
+		}
+		objs, err := lint.ParseObjects([]byte(o.body), o.resource)
+		if err != nil {
+			t.Fatalf("lint refuses what the server accepted: %v", err)
+		}
+		if len(objs.Converted) != 1 || !strings.Contains(objs.Converted[0], `metadata.namespace "kueue-system", which kube-apiserver clears`) {
+			t.Errorf("notes %q", objs.Converted)
+		}
+	}
 }

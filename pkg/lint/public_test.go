@@ -1,0 +1,79 @@
+package lint
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestPublicConfigurations lints what public projects ship
+// (testdata/lint/public, origins in its README) over the 1.37 defaults and
+// checks the errors and warnings, each worked out by hand from upstream's
+// bootstrap objects (k8s.io/apiserver pkg/apis/flowcontrol/bootstrap).
+func TestPublicConfigurations(t *testing.T) {
+	tests := []struct {
+		dirs []string
+		want []string
+	}{
+		// Installed in its own namespace Karpenter's schemas take effect.
+		{[]string{"karpenter-karpenter-ns"}, nil},
+		// In kube-system, system-leader-election (100) already matches
+		// every kube-system service account's leases, and
+		// kube-system-service-accounts (900) everything else of theirs.
+		{[]string{"karpenter-kube-system"}, []string{
+			"error shadowed-flowschema flowschema/karpenter-leader-election,flowschema/system-leader-election",
+			"error shadowed-flowschema flowschema/karpenter-workload,flowschema/kube-system-service-accounts",
+		}},
+		// The docs' examples: unauthenticated health checks exempted, and
+		// the default service account's event lists sent to the Reject
+		// level catch-all.
+		{[]string{"kubernetes-docs"}, []string{
+			"warning exempt-beyond-masters flowschema/health-for-strangers,prioritylevelconfiguration/exempt",
+			"warning reject-level-with-traffic flowschema/list-events-default-service-account,prioritylevelconfiguration/catch-all",
+		}},
+		// Kustomize sources: read despite their namespace; the level is
+		// renamed only by the release build's name prefix.
+		{[]string{"kueue"}, []string{
+			"error dangling-priority-level flowschema/visibility,prioritylevelconfiguration/kueue-visibility",
+			"warning unused-priority-level prioritylevelconfiguration/visibility",
+		}},
+		// The level openshift-apiserver-sar names is in neither manifest;
+		// openshift-control-plane-operators is the kube-apiserver
+		// operator's.
+		{[]string{"openshift-apiserver-operator"}, []string{
+			"error dangling-priority-level flowschema/openshift-apiserver-operator,prioritylevelconfiguration/openshift-control-plane-operators",
+			"error dangling-priority-level flowschema/openshift-apiserver-sar,prioritylevelconfiguration/openshift-aggregated-api-delegated-auth",
+		}},
+		// OpenShift's probes differs from upstream's in distinguisherMethod
+		// and the order of its subjects, without opting out: each
+		// apiserver rewrites it. With it edited the suggested set is no
+		// longer intact, so kube-proxy's fall-through stays a warning.
+		{[]string{"openshift-apiserver-operator", "openshift-kube-apiserver-operator"}, []string{
+			"error dangling-priority-level flowschema/openshift-apiserver-sar,prioritylevelconfiguration/openshift-aggregated-api-delegated-auth",
+			"warning exempt-beyond-masters flowschema/probes,prioritylevelconfiguration/exempt",
+			"warning suggested-object-differs flowschema/probes",
+			"warning system-identity-falls-through flowschema/global-default",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.dirs, "+"), func(t *testing.T) {
+			var objs Objects
+			for _, d := range tt.dirs {
+				objs.Add(readDir(t, filepath.Join("..", "..", "testdata", "lint", "public", d)))
+			}
+			fss, pls := UpstreamDefaults()
+			fss, pls = Overlay(fss, pls, objs)
+			var got []string
+			for _, f := range Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions()) {
+				if f.Severity != SeverityInfo {
+					got = append(got, string(f.Severity)+" "+f.Rule+" "+refsKey(f.Objects))
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,74 @@
+package lint
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct{ in, wantErr string }{
+		{"suppressions:\n- {rule: precedence-tie, name: 'ci-*', reason: tie reviewed}\n", ""},
+		{"suppressions:\n- {rule: precedence-tie, name: 'ci-*', kind: PriorityLevelConfiguration, reason: r}\n", ""},
+		{"suppressions:\n- {rule: precedence-tie, name: 'ci-*'}\n", "reason is required"},
+		{"suppressions:\n- {rule: precedence-tie, reason: r}\n", "name is required"},
+		{"suppressions:\n- {rule: precedence-tie, name: x, kind: Pod, reason: r}\n", "kind must be FlowSchema or PriorityLevelConfiguration"},
+		{"suppressions:\n- {rule: nope, name: x, reason: r}\n", `no lint rule "nope"`},
+		{"suppresions: []\n", `unknown field "suppresions"`},
+		{"suppressions: [", "c.yaml"},
+	}
+	for _, tt := range tests {
+		_, err := ParseConfig([]byte(tt.in), "c.yaml")
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%q: %v, want %q", tt.in, err, tt.wantErr)
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("suppressions:\n- {rule: precedence-tie, name: 'ci-*', reason: tie reviewed}\n"))
+	f.Add([]byte("suppressions:\n- {rule: precedence-tie, name: '[', reason: r}\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data, "fuzz")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--config fuzz") {
+				t.Fatalf("error without its source: %v", err)
+			}
+			return
+		}
+		// What parses suppresses without panicking.
+		fss, pls := UpstreamDefaults()
+		in := Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}
+		Suppress(Lint(in, DefaultOptions()), in, cfg)
+	})
+}
+
+func TestLocate(t *testing.T) {
+	in := `# comment
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  labels:
+    name: not-this
+  name: first   # the name
+spec: {}
+---
+kind: PriorityLevelConfiguration
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+metadata: {name: second, namespace: x}
+---
+{"apiVersion": "v1", "kind": "List", "items": [
+  {"kind": "FlowSchema",
+   "metadata": {"name": "third"}}]}
+`
+	got := locate([]byte(in), "f.yaml")
+	want := map[ObjectRef]int{fsRef("first"): 7, plRef("second"): 12, fsRef("third"): 16}
+	for ref, line := range want {
+		if got[ref].Line != line || got[ref].File != "f.yaml" {
+			t.Errorf("%s at %+v, want line %d", ref, got[ref], line)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("located %v", got)
+	}
+}
