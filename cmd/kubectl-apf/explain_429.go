@@ -54,6 +54,9 @@ const explain429Example = `  # Why does the cluster answer 429 now?
   # The incidents of the last day, from Prometheus
   kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 24h
 
+  # Who was rejected, and who held the seats, from the apiserver's logs
+  kubectl apf explain 429 --from apf-bundle.tar.gz --workload apiserver.log --workload audit.log
+
   # Through the apiserver's service proxy, one cluster of a Thanos store
   kubectl apf explain 429 --prometheus-service monitoring/thanos-query:9090 --prometheus-selector 'cluster="prod"' --since 7d`
 
@@ -69,6 +72,8 @@ type Explain429Options struct {
 	// Flags are -o.
 	*output.Flags
 	MaxIncidents int
+	// Workload reads apiserver logs instead (--workload).
+	Workload workload429Flags
 
 	genericiooptions.IOStreams
 }
@@ -87,7 +92,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long,
+		Long:    explain429Long + explain429WorkloadHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -98,6 +103,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
+	o.Workload.addFlags(f)
 	return cmd
 }
 
@@ -108,6 +114,9 @@ func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
+	if len(o.Workload.Files) > 0 {
+		return o.validateWorkload()
+	}
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
@@ -128,6 +137,9 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
+	if len(o.Workload.Files) > 0 {
+		return o.runWorkload(ctx)
+	}
 	if o.UsesStore() {
 		return o.runStore(ctx)
 	}

@@ -163,6 +163,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		p.f(" (%s)", ex.Verdict.RejectReason)
 	}
 	p.f("\n  %s\n", clean(ex.Verdict.Reason))
+	writePast(p, ex.Past)
 	if len(ex.Instances) > 1 {
 		p.f("\nOn each apiserver\n")
 		for _, iv := range ex.Instances {
@@ -209,6 +210,7 @@ func writeRecorded(p *printer, r *Recorded) {
 		}
 	}
 	p.f("  %s: %s\n", verdict, clean(r.Detail))
+	writeFate(p, r)
 	if r.InitialSeats != nil {
 		p.f("  the server estimated %d seat(s)", *r.InitialSeats)
 		if r.FinalSeats != nil && r.AdditionalLatency != nil {

@@ -75,6 +75,9 @@ type Explanation struct {
 	// Recorded compares the replay with what the server recorded or
 	// answered (--from-log, --from-audit, --probe).
 	Recorded *Recorded `json:"recorded,omitempty"`
+	// Past is the request's moment reconstructed from the log it came
+	// from (the verdict is then that moment's); nil otherwise.
+	Past *Past `json:"past,omitempty"`
 	// Instance names the apiserver whose live state was used.
 	Instance string `json:"instance,omitempty"`
 	// Instances holds the verdict on every apiserver read, when more than
@@ -262,6 +265,11 @@ type Recorded struct {
 	// Agrees is set when there was something to compare: true when the
 	// replay's FlowSchema and priority level equal the recorded ones.
 	Agrees *bool `json:"agrees,omitempty"`
+	// FateAgrees is set when the fate was reconstructed from the log and
+	// the server's answer is known: true when both served the request or
+	// both rejected it. FateDetail explains it.
+	FateAgrees *bool  `json:"fateAgrees,omitempty"`
+	FateDetail string `json:"fateDetail,omitempty"`
 	// Detail explains the comparison.
 	Detail string `json:"detail"`
 }

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// workload429Flags are the flags of "explain 429 --workload": the incidents
+// of apiserver logs, reconstructed (package reconstruct).
+type workload429Flags struct {
+	Files []string
+	// Gap ends an incident after this long without a 429.
+	Gap time.Duration
+}
+
+// explain429WorkloadHelp is added to explain 429's help.
+const explain429WorkloadHelp = `
+
+With --workload FILE... (kube-apiserver httplog lines, audit events, or
+both, joined by audit ID), the incidents in the log: each burst of 429s on a
+level (--incident-gap apart), who was rejected (users, service accounts and
+user agents, with counts, FlowSchema and flow), who held the level's seats
+meanwhile (seat-seconds and shares), and whether fair queuing protected the
+light flows or one flow crowded the queues of their hands, from the
+reconstruction of what APF did at each instant (docs/reconstruct.md). The
+configuration comes from the cluster, --from or --defaults, as for the
+other sources; --since and --until keep the incidents that overlap a window,
+relative times counting back from the log's last request.`
+
+func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
+	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
+	f.DurationVar(&w.Gap, "incident-gap", 10*time.Second, "With --workload: an incident ends after this long without a 429.")
+}
+
+// validateWorkload checks the flags of a log's incidents (the time flags
+// then apply to the log, not to a store).
+func (o *Explain429Options) validateWorkload() error {
+	if o.Store.Enabled() {
+		return fmt.Errorf("--workload reads logs and --prometheus a store: give one of them")
+	}
+	if o.Workload.Gap <= 0 {
+		return fmt.Errorf("--incident-gap must be positive, not %v", o.Workload.Gap)
+	}
+	if o.Store.At != "" {
+		return fmt.Errorf("--at is one moment: a log's incidents take a window (--since, --until)")
+	}
+	// the store's checks refuse --since and --until without a store
+	store := o.Store
+	o.Store = nil
+	err := o.Options.Validate()
+	o.Store = store
+	if err != nil {
+		return err
+	}
+	if err := o.Server.Validate(); err != nil {
+		return err
+	}
+	return o.Flags.Validate()
+}
+
+// runWorkload reconstructs the logs and prints their incidents.
+func (o *Explain429Options) runWorkload(ctx context.Context) error {
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+	}
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	rep := res.Report(strings.Join(o.Workload.Files, ","))
+	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
+	if err := o.windowOf(rep, res.End); err != nil {
+		return err
+	}
+	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
+	sum := res.Sum()
+	rep.Notes = append(rep.Notes, fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction()))
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+}
+
+// windowOf keeps the incidents of --since/--until, counted back from the
+// log's last request.
+func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) error {
+	h := o.Store
+	if !h.Since.IsSet() && h.Until == "" {
+		return nil
+	}
+	until := end
+	if h.Until != "" {
+		t, err := history.ParseTime(h.Until, end)
+		if err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+		until = t
+	}
+	var since time.Time
+	if h.Since.IsSet() {
+		d, err := time.ParseDuration(h.Since.String())
+		if err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		since = until.Add(-d)
+	}
+	rep.Window = rejections.Window{End: &until}
+	if !since.IsZero() {
+		rep.Window.Start = &since
+	}
+	kept := rep.Incidents[:0]
+	rep.Rejected = map[string]float64{}
+	for _, in := range rep.Incidents {
+		if in.End.Before(since) || in.Start.After(until) {
+			continue
+		}
+		kept = append(kept, in)
+		rep.Rejected[in.Level] += in.Rejected
+	}
+	rep.Incidents = kept
+	return nil
+}
+
+// writeLogReport prints a log's incidents.
+func writeLogReport(w io.Writer, rep *rejections.Report) error {
+	p := &errWriter{w: w}
+	if len(rep.Incidents) == 0 {
+		p.f("No 429 from APF in the log.\n")
+	}
+	for i, in := range rep.Incidents {
+		if i > 0 {
+			p.f("\n")
+		}
+		p.f("Incident %d: %s, %s to %s: %.0f rejected (%s)\n", i+1, sanitize.Line(in.Level), in.Start.UTC().Format(time.RFC3339Nano), in.End.UTC().Format(time.RFC3339Nano), in.Rejected, reasonsText(in.Reasons))
+		if in.Summary != "" {
+			p.f("  %s\n", sanitize.Line(in.Summary))
+		}
+		if in.Clients != nil {
+			p.table("Rejected", in.Clients.Rejected, func(c rejections.ClientShare) string { return fmt.Sprintf("%.0f", c.Count) })
+			p.table("Held the seats", in.Clients.HeldSeats, func(c rejections.ClientShare) string { return fmt.Sprintf("%.3f", *c.SeatSeconds) })
+		}
+		p.f("  Causes\n")
+		for _, c := range in.Causes {
+			p.f("    - %s: %s\n", c.Kind, sanitize.Line(c.Evidence))
+			if c.Fix != "" {
+				p.f("      fix: %s\n", sanitize.Line(c.Fix))
+			}
+		}
+	}
+	if len(rep.Notes) > 0 {
+		p.f("\nNotes\n")
+		for _, n := range rep.Notes {
+			p.f("  - %s\n", sanitize.Line(n))
+		}
+	}
+	return p.err
+}
+
+func reasonsText(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// maxClientRows bounds the clients listed per table.
+const maxClientRows = 10
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (p *errWriter) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// table prints clients with their figure and share.
+func (p *errWriter) table(title string, cs []rejections.ClientShare, figure func(rejections.ClientShare) string) {
+	if len(cs) == 0 || p.err != nil {
+		return
+	}
+	head := "REQUESTS"
+	if title != "Rejected" {
+		head = "SEAT-SECONDS"
+	}
+	p.f("  %s\n", title)
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    CLIENT\tUSER-AGENT\tFLOWSCHEMA\tFLOW\t%s\tSHARE\n", head)
+	for i, c := range cs {
+		if i == maxClientRows {
+			fmt.Fprintf(tw, "    (%d more)\t\t\t\t\t\n", len(cs)-maxClientRows)
+			break
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\t%.0f%%\n", dash(clientOf(c)), dash(sanitize.Line(c.UserAgent)), dash(sanitize.Line(c.FlowSchema)), dash(sanitize.Line(c.Distinguisher)), figure(c), 100*c.Share)
+	}
+	p.err = tw.Flush()
+}
+
+func clientOf(c rejections.ClientShare) string {
+	if c.ServiceAccount != "" {
+		return "serviceaccount " + sanitize.Line(c.ServiceAccount)
+	}
+	return sanitize.Line(c.User)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
