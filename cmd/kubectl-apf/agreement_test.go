@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/agreement"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
@@ -39,22 +43,22 @@ func runBytes(args ...string) ([]byte, error) {
 }
 
 // dumpsBundle is a bundle of the real dumps in dir (no metrics) with the
-// default objects.
+// objects of a real 1.37 cluster with the same load levels (the quiet
+// recording's).
 func dumpsBundle(t *testing.T, dir string) string {
 	t.Helper()
-	s := &dump.Snapshot{Instance: "https://10.0.0.1:6443", Raw: map[string][]byte{}}
+	quiet := filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", "bundle.tar.gz")
+	c, err := (&dump.BundleSource{Path: quiet}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &dump.Snapshot{Instance: "https://10.0.0.1:6443", Raw: c.Snapshots[0].Raw}
 	for _, f := range []string{dump.FilePriorityLevels, dump.FileQueues, dump.FileRequests} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Raw[f] = b
-	}
-	for _, fs := range engine.DefaultFlowSchemas() {
-		s.FlowSchemas = append(s.FlowSchemas, *fs)
-	}
-	for _, pl := range engine.DefaultPriorityLevels() {
-		s.PriorityLevels = append(s.PriorityLevels, *pl)
 	}
 	if err := s.ParseRaw(); err != nil {
 		t.Fatal(err)
@@ -114,9 +118,31 @@ func TestFiguresAgreeOnRawInputs(t *testing.T) {
 	if code, _, errOut := runPlugin("top", "levels", "--from", inputs[0]); code != 0 {
 		t.Skipf("--from does not read raw dumps here (%s)", strings.TrimSpace(errOut))
 	}
+	// Raw dumps hold no objects: capacity takes the defaults with -f.
+	objects := filepath.Join(t.TempDir(), "defaults.yaml")
+	var docs []string
+	for _, fs := range engine.DefaultFlowSchemas() {
+		fs.TypeMeta = metav1.TypeMeta{APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "FlowSchema"}
+		b, err := yaml.Marshal(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	for _, pl := range engine.DefaultPriorityLevels() {
+		pl.TypeMeta = metav1.TypeMeta{APIVersion: "flowcontrol.apiserver.k8s.io/v1", Kind: "PriorityLevelConfiguration"}
+		b, err := yaml.Marshal(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	if err := os.WriteFile(objects, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
-			agreement.Check(t, runBytes, in)
+			agreement.Check(t, runBytes, in, "-f", objects)
 		})
 	}
 }

@@ -33,7 +33,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
-		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "requests cannot be classified"})
 	if err != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func (o *SimulateOptions) Validate() error {
 // Run loads the state once, replays the workload and prints the result,
 // its notes on stderr.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate})
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
 	if err != nil {
 		return err
 	}

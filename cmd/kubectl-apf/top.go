@@ -205,6 +205,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
+		printNotes(o.ErrOut, c.Notes)
 		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
 			err = o.printLevels(c.Snapshots)

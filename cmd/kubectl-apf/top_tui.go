@@ -189,6 +189,9 @@ func (o *TopTUIOptions) Validate() error {
 	if o.Store.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store: --replay, --from and --apiserver-urls do not apply")
 	}
+	if o.From == "-" {
+		return fmt.Errorf("the live view reads its keys from standard input: give --from a file, or pipe into \"kubectl apf top levels --from -\"")
+	}
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}

@@ -245,7 +245,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	}
 
 	if pl == nil {
-		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency, Evidence: "the level is not in the configuration read (deleted, or being drained)", Fix: "compare 'kubectl get prioritylevelconfigurations' with the metrics"})
+		lt.Causes = append(lt.Causes, missingLevelCause(live))
 		return lt
 	}
 	if rejected[rejections.ReasonConcurrencyLimit] > 0 {

@@ -173,8 +173,13 @@ func Compute(in Input) []Row {
 		r.set(FigureNominalLimit, &r.NominalLimit, float64(l.NominalCL), FromConfiguration)
 		r.set(FigureCurrentLimit, &r.CurrentLimit, float64(l.NominalCL), FromConfiguration)
 	}
-	out := make([]Row, 0, len(byName))
-	for _, r := range byName {
+	return sorted(byName)
+}
+
+// sorted returns the rows by name, with their utilisation.
+func sorted(rows map[string]*Row) []Row {
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
 		if r.CurrentLimit > 0 && !r.Exempt && !math.IsNaN(r.SeatsInUse) {
 			r.Utilisation = r.SeatsInUse / r.CurrentLimit
 		}
@@ -368,7 +373,6 @@ func Merge(inst string, rows []Row) []Row {
 			m.WaitP99 = r.WaitP99
 		}
 	}
-	out := make([]Row, 0, len(by))
 	for _, m := range by {
 		for f, from := range m.From {
 			if from == unknown {
@@ -378,13 +382,8 @@ func Merge(inst string, rows []Row) []Row {
 		if !m.HasRates {
 			m.DispatchedPerSec, m.RejectedTotal, m.RejectedPerSec = math.NaN(), math.NaN(), nil
 		}
-		if m.CurrentLimit > 0 && !m.Exempt && !math.IsNaN(m.SeatsInUse) {
-			m.Utilisation = m.SeatsInUse / m.CurrentLimit
-		}
-		out = append(out, *m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return sorted(by)
 }
 
 // Missing says which input s lacks for a level table, for a note: ""

@@ -71,6 +71,8 @@ type Options struct {
 	// Source is set by Complete unless a test injected one; nil with
 	// --defaults, and with a store read instead of the cluster.
 	Source dump.Source
+	// Stdin is what --from - reads (os.Stdin when nil).
+	Stdin io.Reader
 	// Clock stamps live captures (the real clock when nil).
 	Clock clock.Clock
 
@@ -104,7 +106,7 @@ func (o *Options) ConfigFlags() *genericclioptions.ConfigFlags { return o.config
 
 // AddFlags registers the group's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.From, "from", o.From, "Read a bundle (directory or .tar.gz written by \"kubectl apf dump bundle\") instead of the cluster.")
+	fs.StringVar(&o.From, "from", o.From, FromUsage)
 	if o.inputs&Instances != 0 {
 		fs.BoolVar(&o.AllAPIServers, "all-apiservers", o.AllAPIServers, "Query every apiserver instance listed in the default/kubernetes EndpointSlice, each directly (each has its own queues).")
 		fs.StringSliceVar(&o.APIServerURLs, "apiserver-urls", o.APIServerURLs, "Query these apiserver instances (comma-separated https://HOST:PORT), each directly with the kubeconfig's credentials.")
@@ -144,6 +146,9 @@ func (o *Options) Validate() error {
 	if n > 1 {
 		return fmt.Errorf("--from, --all-apiservers and --apiserver-urls are mutually exclusive")
 	}
+	if err := validateStdin(o.From, o.Files); err != nil {
+		return err
+	}
 	for _, u := range o.APIServerURLs {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
@@ -180,7 +185,7 @@ func (o *Options) Complete() error {
 		return nil
 	}
 	if o.From != "" {
-		o.Source = &dump.BundleSource{Path: o.From}
+		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin}
 		return nil
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
@@ -230,6 +235,10 @@ type Request struct {
 	InferConcurrency  bool
 	// Stdin is what -f - reads.
 	Stdin io.Reader
+	// NeedObjects, when set, is what the command cannot do from an input
+	// without FlowSchemas and PriorityLevelConfigurations ("requests cannot
+	// be classified"); Load fails then, unless -f gives objects.
+	NeedObjects string
 	// Metrics: read the metrics too, for the compute packages (simulate's
 	// object counts and Go runtime counters); when they cannot be read,
 	// the rest is read without them and State.MetricsError says why.
@@ -276,6 +285,10 @@ type State struct {
 	// Notes are diagnostics for stderr, "note: ..." each, sanitised
 	// (internal/sanitize): one safe line each.
 	Notes []string
+	// NoObjects is true when the input held no FlowSchema or
+	// PriorityLevelConfiguration (a raw dump, a bundle without them): the
+	// base configuration is then empty, not the cluster's.
+	NoObjects bool
 	// MetricsError says why the metrics Request.Metrics asked for could
 	// not be read (nil when they were, or were not asked for).
 	MetricsError error
@@ -311,6 +324,9 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		st.BaseFlowSchemas, st.BasePriorityLevels = lint.DefaultsFor(rel)
 	}
 	st.FlowSchemas, st.PriorityLevels = st.BaseFlowSchemas, st.BasePriorityLevels
+	if err := o.checkObjects(req, st); err != nil {
+		return nil, err
+	}
 	if len(o.Files) > 0 {
 		objs, err := ReadObjectFiles(o.Files, o.Recursive, req.Stdin)
 		if err != nil {
@@ -366,9 +382,11 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	for _, f := range capture.Failures {
 		st.Notes = append(st.Notes, "note: "+f.Error())
 	}
+	st.Notes = append(st.Notes, capture.Notes...)
 	st.Snapshots = capture.Snapshots
 	snap := capture.Snapshots[0]
 	st.BaseFlowSchemas, st.BasePriorityLevels = snap.Objects()
+	st.NoObjects = !snap.HasObjects()
 	if snap.ServerVersion != nil {
 		st.ServerVersion = snap.ServerVersion.GitVersion
 	}

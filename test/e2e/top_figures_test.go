@@ -23,18 +23,7 @@ func TestTopFiguresAgreeLive(t *testing.T) {
 	c := cluster(t)
 	stop := startLoad(t, c)
 	defer stop()
-	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
-	var live *dump.Capture
-	for i := 0; i < 40; i++ {
-		var err error
-		live, err = src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := live.Snapshots[0]; len(s.RequestDump) > 1 {
-			break
-		}
-	}
+	live := captureQueued(t, c)
 	stop()
 	bundle := filepath.Join(t.TempDir(), "live.tar.gz")
 	if err := dump.WriteBundle(bundle, live, dump.Manifest{Format: dump.BundleFormat, CreatedAt: time.Now().UTC(), Source: c.URL()}); err != nil {
@@ -50,4 +39,24 @@ func TestTopFiguresAgreeLive(t *testing.T) {
 	if n := agreement.Check(t, run, bundle); n == 0 {
 		t.Fatal("nothing compared")
 	}
+}
+
+// captureQueued captures every part of the cluster under load (two scrapes
+// a second apart), until the request dump holds requests in the queues
+// (at most 40 tries).
+func captureQueued(t *testing.T, c *testcluster.Cluster) *dump.Capture {
+	t.Helper()
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	var live *dump.Capture
+	for i := 0; i < 40; i++ {
+		var err error
+		live, err = src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(live.Snapshots[0].RequestDump) > 1 {
+			break
+		}
+	}
+	return live
 }

@@ -55,12 +55,14 @@ func show(v *float64) string {
 	return string(b)
 }
 
-// Check compares, for every level and instance of the bundle b, the
-// waiting and executing requests and the limits that each command shows
-// with "--from b". The limits are compared where "top levels" has them
-// (from the metrics, which come before the configuration that explain 429
-// and capacity also read). It returns how many rows it compared.
-func Check(t testing.TB, run Run, b string) int {
+// Check compares, for every level and instance of the input b (a bundle,
+// or raw dumps), the waiting and executing requests and the limits that
+// each command shows with "--from b"; capacity also gets capacityArgs (-f
+// with the objects an input without them lacks). The limits are compared
+// where "top levels" has them (from the metrics, which come before the
+// configuration that explain 429 and capacity also read). It returns how
+// many rows it compared.
+func Check(t testing.TB, run Run, b string, capacityArgs ...string) int {
 	t.Helper()
 	var top []struct {
 		Instance  string   `json:"instance"`
@@ -77,7 +79,7 @@ func Check(t testing.TB, run Run, b string) int {
 		t.Errorf("explain 429 --from %s: schema %q, source %+v, counts %q; want %s from the bundle", b, ex.Schema, ex.Source, ex.Counts, rejections.Schema)
 	}
 	var capa capacity.Report
-	runJSON(t, run, &capa, "capacity", "--from", b, "-o", "json")
+	runJSON(t, run, &capa, append([]string{"capacity", "--from", b, "-o", "json"}, capacityArgs...)...)
 	c, err := (&dump.BundleSource{Path: b}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
 	if err != nil {
 		t.Fatal(err)
