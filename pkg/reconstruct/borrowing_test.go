@@ -24,16 +24,7 @@ func borrowConfig() *engine.Config {
 					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
 						Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: 50}}}}}
 	}
-	schema := func(name, user string) *flowcontrolv1.FlowSchema {
-		return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: name}, MatchingPrecedence: 100,
-				DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-				Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-					Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
-					ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true}},
-				}}}}
-	}
-	return engine.NewConfig([]*flowcontrolv1.FlowSchema{schema("hi", "alice"), schema("lo", "bob")},
+	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("hi", "hi", "alice"), userSchema("lo", "lo", "bob")},
 		[]*flowcontrolv1.PriorityLevelConfiguration{level("hi", 0, 300), level("lo", 100, 0)})
 }
 

@@ -44,17 +44,19 @@ func tinyConfig() *engine.Config {
 			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
 				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), LimitResponse: lr}}}
 	}
-	schema := func(name, level, user string) *flowcontrolv1.FlowSchema {
-		return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level}, MatchingPrecedence: 100,
-				DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-				Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-					Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
-					ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true}},
-				}}}}
-	}
-	return engine.NewConfig([]*flowcontrolv1.FlowSchema{schema("tiny", "tiny", "alice"), schema("tiny-bob", "tiny", "bob"), schema("rej", "rej", "carol")},
+	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("tiny", "tiny", "alice"), userSchema("tiny-bob", "tiny", "bob"), userSchema("rej", "rej", "carol")},
 		[]*flowcontrolv1.PriorityLevelConfiguration{level("tiny", true), level("rej", false)})
+}
+
+// userSchema routes user to level, by user.
+func userSchema(name, level, user string) *flowcontrolv1.FlowSchema {
+	return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level}, MatchingPrecedence: 100,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true}},
+			}}}}
 }
 
 var t0 = time.Date(2026, 11, 23, 3, 10, 0, 0, time.UTC)
