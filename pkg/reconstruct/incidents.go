@@ -182,8 +182,10 @@ func sortShares(cs []rejections.ClientShare, key func(rejections.ClientShare) fl
 }
 
 // share is a client's identifying fields.
-func (s *state) share(ci int32) rejections.ClientShare {
-	k := s.clients[ci]
+func (s *state) share(ci int32) rejections.ClientShare { return shareOf(s.clients[ci]) }
+
+// shareOf is a client's identifying fields.
+func shareOf(k clientKey) rejections.ClientShare {
 	c := rejections.ClientShare{UserAgent: k.userAgent, FlowSchema: k.fs, Distinguisher: k.dist}
 	if ns, name, ok := serviceAccount(k.user); ok {
 		c.ServiceAccount = ns + "/" + name

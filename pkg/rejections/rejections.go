@@ -231,6 +231,14 @@ type FlowLoad struct {
 type Clients struct {
 	Rejected  []ClientShare `json:"rejected,omitempty"`
 	HeldSeats []ClientShare `json:"heldSeats,omitempty"`
+	// Queued are who waited in the level's queues meanwhile: Count the
+	// requests that waited, SeatSeconds the seats they waited for times
+	// how long (a log joined to a store's incident).
+	Queued []ClientShare `json:"queued,omitempty"`
+	// Covered is the part of the incident's window the log covers, when
+	// the clients were joined from a log to another source's incident and
+	// the log covers only part of it.
+	Covered *Window `json:"covered,omitempty"`
 }
 
 // ClientShare is one client's part of an incident. The identifying fields
