@@ -107,15 +107,20 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	return cmd
 }
 
-// Complete resolves the source.
+// Complete resolves the source: with --workload and --prometheus both,
+// the store is read beside the cluster or the bundle that gives the
+// configuration the log is reconstructed against.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
+	o.StoreBeside = len(o.Workload.Files) > 0 && o.Store.Enabled()
 	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
 	if len(o.Workload.Files) > 0 {
-		return o.validateWorkload()
+		if err := o.validateWorkload(); err != nil || !o.Store.Enabled() {
+			return err
+		}
 	}
 	if err := o.Options.Validate(); err != nil {
 		return err
@@ -129,7 +134,7 @@ func (o *Explain429Options) Validate() error {
 	if o.Interval < 0 {
 		return fmt.Errorf("--interval must not be negative, not %v", o.Interval)
 	}
-	if o.UsesStore() && !o.Store.IsWindow() {
+	if o.Store.Enabled() && !o.Store.IsWindow() {
 		return fmt.Errorf("explain 429 --prometheus looks at a window: give --since (and --until), not --at")
 	}
 	return o.Flags.Validate()
@@ -137,10 +142,10 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
-	if len(o.Workload.Files) > 0 {
+	if len(o.Workload.Files) > 0 && !o.Store.Enabled() {
 		return o.runWorkload(ctx)
 	}
-	if o.UsesStore() {
+	if o.Store.Enabled() {
 		return o.runStore(ctx)
 	}
 	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
@@ -159,7 +164,8 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return explain.WriteTriageText(w, rep) })
 }
 
-// runStore finds the incidents of the window in the store.
+// runStore finds the incidents of the window in the store and, with
+// --workload, gives each the log's clients.
 func (o *Explain429Options) runStore(ctx context.Context) error {
 	h := o.Store
 	if err := h.Open(); err != nil {
@@ -173,15 +179,27 @@ func (o *Explain429Options) runStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return printObject(o.Out, o.Flags, rep.Schema(sourceOf(o.Options)), func(w io.Writer) error {
-		return historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep)
+	out := rep.Schema(sourceOf(o.Options))
+	if len(o.Workload.Files) > 0 {
+		if err := o.joinLog(ctx, out); err != nil {
+			return err
+		}
+	}
+	return printObject(o.Out, o.Flags, out, func(w io.Writer) error {
+		if err := historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep); err != nil {
+			return err
+		}
+		if len(o.Workload.Files) == 0 {
+			return nil
+		}
+		return writeJoinedClients(w, out, o.Workload.Files)
 	})
 }
 
 // sourceOf names what the state is read from, in the explain 429 schema.
 func sourceOf(o *state.Options) rejections.Source {
 	switch {
-	case o.UsesStore():
+	case o.Store.Enabled():
 		return rejections.Source{Kind: rejections.SourcePrometheus, Selector: o.Store.Selector}
 	case o.From != "":
 		return rejections.Source{Kind: rejections.SourceBundle, Name: o.From}

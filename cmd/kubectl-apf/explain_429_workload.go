@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -38,7 +39,15 @@ light flows or one flow crowded the queues of their hands, from the
 reconstruction of what APF did at each instant (docs/reconstruct.md). The
 configuration comes from the cluster, --from or --defaults, as for the
 other sources; --since and --until keep the incidents that overlap a window,
-relative times counting back from the log's last request.`
+relative times counting back from the log's last request.
+
+With --workload and --prometheus both, the incidents are the store's, and
+each carries the log's clients over its window (moved back one
+--scrape-interval: the store sees a burst at the first scrape after its
+first 429): who was rejected, who held the level's seats and who waited in
+its queues, with counts and shares. The log is reconstructed once, against
+the configuration of the cluster or of --from; the notes say which
+incidents the log does not cover, or covers only in part.`
 
 func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
@@ -46,13 +55,14 @@ func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 }
 
 // validateWorkload checks the flags of a log's incidents (the time flags
-// then apply to the log, not to a store).
+// then apply to the log, unless a store is read: the store's checks
+// follow).
 func (o *Explain429Options) validateWorkload() error {
-	if o.Store.Enabled() {
-		return fmt.Errorf("--workload reads logs and --prometheus a store: give one of them")
-	}
 	if o.Workload.Gap <= 0 {
 		return fmt.Errorf("--incident-gap must be positive, not %v", o.Workload.Gap)
+	}
+	if o.Store.Enabled() {
+		return nil
 	}
 	if o.Store.At != "" {
 		return fmt.Errorf("--at is one moment: a log's incidents take a window (--since, --until)")
@@ -90,9 +100,60 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 		return err
 	}
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	sum := res.Sum()
-	rep.Notes = append(rep.Notes, fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction()))
+	rep.Notes = append(rep.Notes, agreementNote(res))
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+}
+
+// joinLog reconstructs the logs once and gives each of the store's
+// incidents in rep the log's clients over its window.
+func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report) error {
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+	}
+	stories := reconstruct.NewStories(rep.Incidents, o.Store.ScrapeInterval)
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
+	rep.Notes = append(rep.Notes, stories.Attach(rep.Incidents, res.Start, res.End)...)
+	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
+	rep.Notes = append(rep.Notes, agreementNote(res))
+	return nil
+}
+
+// agreementNote says how far the reconstruction agrees with the log.
+func agreementNote(res *reconstruct.Result) string {
+	sum := res.Sum()
+	return fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
+}
+
+// writeJoinedClients prints, after a store's report, the log's clients of
+// each incident, numbered as the report numbers them, and the notes.
+func writeJoinedClients(w io.Writer, rep *rejections.Report, files []string) error {
+	p := &errWriter{w: w}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	p.f("\nClients from the log (%s)\n", sanitize.Line(strings.Join(names, ", ")))
+	for i, in := range rep.Incidents {
+		p.f("\n#%d  %s  %s → %s\n", i+1, sanitize.Line(in.Level), in.Start.UTC().Format(time.RFC3339), in.End.UTC().Format(time.RFC3339))
+		if in.Clients == nil {
+			p.f("  the log does not cover it\n")
+			continue
+		}
+		if c := in.Clients.Window; c != nil {
+			p.f("  counted from %s to %s\n", c.Start.UTC().Format(time.RFC3339Nano), c.End.UTC().Format(time.RFC3339Nano))
+		}
+		p.clients(in.Clients)
+	}
+	p.notes(rep.Notes)
+	return p.err
 }
 
 // windowOf keeps the incidents of --since/--until, counted back from the
@@ -150,8 +211,7 @@ func writeLogReport(w io.Writer, rep *rejections.Report) error {
 			p.f("  %s\n", sanitize.Line(in.Summary))
 		}
 		if in.Clients != nil {
-			p.table("Rejected", in.Clients.Rejected, func(c rejections.ClientShare) string { return fmt.Sprintf("%.0f", c.Count) })
-			p.table("Held the seats", in.Clients.HeldSeats, func(c rejections.ClientShare) string { return fmt.Sprintf("%.3f", *c.SeatSeconds) })
+			p.clients(in.Clients)
 		}
 		p.f("  Causes\n")
 		for _, c := range in.Causes {
@@ -161,13 +221,25 @@ func writeLogReport(w io.Writer, rep *rejections.Report) error {
 			}
 		}
 	}
-	if len(rep.Notes) > 0 {
+	p.notes(rep.Notes)
+	return p.err
+}
+
+// clients prints who was rejected, who held the seats and who waited.
+func (p *errWriter) clients(cl *rejections.Clients) {
+	seatSeconds := func(c rejections.ClientShare) string { return fmt.Sprintf("%.3f", *c.SeatSeconds) }
+	p.table("Rejected", cl.Rejected, func(c rejections.ClientShare) string { return fmt.Sprintf("%.0f", c.Count) })
+	p.table("Held the seats", cl.HeldSeats, seatSeconds)
+	p.table("Waited in the queues", cl.Queued, seatSeconds)
+}
+
+func (p *errWriter) notes(notes []string) {
+	if len(notes) > 0 {
 		p.f("\nNotes\n")
-		for _, n := range rep.Notes {
+		for _, n := range notes {
 			p.f("  - %s\n", sanitize.Line(n))
 		}
 	}
-	return p.err
 }
 
 func reasonsText(m map[string]float64) string {

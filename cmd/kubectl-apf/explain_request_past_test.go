@@ -167,7 +167,7 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--workload", "a.log", "--prometheus", "http://127.0.0.1:1"}, "give one of them"},
+		{[]string{"--workload", "a.log", "--prometheus", "http://127.0.0.1:1", "--at", "-1h"}, "give --since (and --until), not --at"},
 		{[]string{"--workload", "a.log", "--incident-gap", "0s"}, "--incident-gap must be positive"},
 		{[]string{"--workload", "a.log", "--at", "now"}, "--at is one moment"},
 		{[]string{"--from", filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), "--workload", filepath.Join(t.TempDir(), "missing.log")}, "opening workload"},

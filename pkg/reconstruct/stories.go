@@ -116,15 +116,14 @@ func (s *Stories) Attach(incidents []rejections.Incident, logStart, logEnd time.
 		if sp.rejected == nil {
 			continue
 		}
-		name := fmt.Sprintf("incident %d (%s, %s to %s)", i+1, in.Level, stamp(sp.start), stamp(sp.end))
+		name := fmt.Sprintf("incident %d's window (%s, %s to %s)", i+1, in.Level, stamp(sp.start), stamp(sp.end))
 		from, to := maxTime(sp.start, logStart), minTime(sp.end, logEnd)
 		if logStart.IsZero() || to.Before(from) {
 			notes = append(notes, fmt.Sprintf("the log (%s to %s) does not cover %s: no client is named", stamp(logStart), stamp(logEnd), name))
 			continue
 		}
-		cl := &rejections.Clients{}
+		cl := &rejections.Clients{Window: &rejections.Window{Start: &from, End: &to}}
 		if from.After(sp.start) || to.Before(sp.end) {
-			cl.Covered = &rejections.Window{Start: &from, End: &to}
 			notes = append(notes, fmt.Sprintf("the log covers only %s to %s of %s: its clients are those of that part", stamp(from), stamp(to), name))
 		}
 		for k, n := range sp.rejected {
@@ -136,7 +135,7 @@ func (s *Stories) Attach(incidents []rejections.Incident, logStart, logEnd time.
 		cl.Queued = shares(sp.queued, sp.queuedN, sp.queSum)
 		sortShares(cl.Rejected, func(c rejections.ClientShare) float64 { return c.Count })
 		if sp.total == 0 {
-			notes = append(notes, fmt.Sprintf("the log records no 429 of %s in %s", in.Level, name))
+			notes = append(notes, fmt.Sprintf("the log records no 429 in %s", name))
 		}
 		in.Clients = cl
 	}

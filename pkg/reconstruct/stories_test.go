@@ -68,11 +68,11 @@ func TestStories(t *testing.T) {
 	want := []string{
 		// carol 2 of 3 rejections, dave 1; seat-seconds 8 + 3 + 1 = 12;
 		// queued 3 + 2 = 5
-		"rejected: carol 2 0.667, dave 1 0.333; held: alice 1×8 0.667, bob 1×3 0.250, dave 1×1 0.083; queued: dave 1×3 0.600, carol 1×2 0.400",
+		"counted 5-20; rejected: carol 2 0.667, dave 1 0.333; held: alice 1×8 0.667, bob 1×3 0.250, dave 1×1 0.083; queued: dave 1×3 0.600, carol 1×2 0.400",
 		// the log ends at 62: covered 55 to 62
-		"covered 55-62; rejected: bob 1 1.000; held: ; queued: ",
+		"counted 55-62; rejected: bob 1 1.000; held: ; queued: ",
 		"no clients",
-		"rejected: ; held: ; queued: ",
+		"counted 35-45; rejected: ; held: ; queued: ",
 		"no clients",
 	}
 	for i, in := range incidents {
@@ -81,9 +81,9 @@ func TestStories(t *testing.T) {
 		}
 	}
 	wantNotes := []string{
-		"the log covers only 2026-11-01T10:00:55Z to 2026-11-01T10:01:02Z of incident 2 (tiny, 2026-11-01T10:00:55Z to 2026-11-01T10:01:10Z): its clients are those of that part",
-		"the log (2026-11-01T10:00:03Z to 2026-11-01T10:01:02Z) does not cover incident 3 (other, 2026-11-01T10:59:55Z to 2026-11-01T11:00:10Z): no client is named",
-		"the log records no 429 of tiny in incident 4 (tiny, 2026-11-01T10:00:35Z to 2026-11-01T10:00:45Z)",
+		"the log covers only 2026-11-01T10:00:55Z to 2026-11-01T10:01:02Z of incident 2's window (tiny, 2026-11-01T10:00:55Z to 2026-11-01T10:01:10Z): its clients are those of that part",
+		"the log (2026-11-01T10:00:03Z to 2026-11-01T10:01:02Z) does not cover incident 3's window (other, 2026-11-01T10:59:55Z to 2026-11-01T11:00:10Z): no client is named",
+		"the log records no 429 in incident 4's window (tiny, 2026-11-01T10:00:35Z to 2026-11-01T10:00:45Z)",
 	}
 	if !slices.Equal(notes, wantNotes) {
 		t.Errorf("notes:\n got %q\nwant %q", notes, wantNotes)
@@ -121,8 +121,5 @@ func story(c *rejections.Clients, t0 time.Time) string {
 		return strings.Join(parts, ", ")
 	}
 	out := fmt.Sprintf("rejected: %s; held: %s; queued: %s", list(c.Rejected), list(c.HeldSeats), list(c.Queued))
-	if c.Covered != nil {
-		out = fmt.Sprintf("covered %g-%g; %s", c.Covered.Start.Sub(t0).Seconds(), c.Covered.End.Sub(t0).Seconds(), out)
-	}
-	return out
+	return fmt.Sprintf("counted %g-%g; %s", c.Window.Start.Sub(t0).Seconds(), c.Window.End.Sub(t0).Seconds(), out)
 }

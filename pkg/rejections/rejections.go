@@ -235,10 +235,10 @@ type Clients struct {
 	// requests that waited, SeatSeconds the seats they waited for times
 	// how long (a log joined to a store's incident).
 	Queued []ClientShare `json:"queued,omitempty"`
-	// Covered is the part of the incident's window the log covers, when
-	// the clients were joined from a log to another source's incident and
-	// the log covers only part of it.
-	Covered *Window `json:"covered,omitempty"`
+	// Window is the time the clients were counted over, when they were
+	// joined from a log to another source's incident: its window (a
+	// store's moved back one scrape interval), clipped to the log's.
+	Window *Window `json:"window,omitempty"`
 }
 
 // ClientShare is one client's part of an incident. The identifying fields
