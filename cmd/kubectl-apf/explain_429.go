@@ -57,6 +57,9 @@ const explain429Example = `  # Why does the cluster answer 429 now?
   # Who was rejected, and who held the seats, from the apiserver's logs
   kubectl apf explain 429 --from apf-bundle.tar.gz --workload apiserver.log --workload audit.log
 
+  # The incidents of the store, each with the log's clients over its window
+  kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 6h --from apf-bundle.tar.gz --workload audit.log
+
   # Through the apiserver's service proxy, one cluster of a Thanos store
   kubectl apf explain 429 --prometheus-service monitoring/thanos-query:9090 --prometheus-selector 'cluster="prod"' --since 7d`
 
