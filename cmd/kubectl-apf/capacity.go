@@ -139,8 +139,14 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 	}
 	scl := st.ServerConcurrency
 	rep := capacity.Report{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
-	if rep.Current, err = capacity.Compute(st.BasePriorityLevels, scl, o.Server.RequestTimeout); err != nil {
-		return err
+	if st.NoObjects && len(o.Files) == 0 {
+		rep.Unconfigured = "the input holds no PriorityLevelConfigurations (give -f, a bundle or the cluster for the configured levels' arithmetic)"
+	} else {
+		cur, err := capacity.Compute(st.BasePriorityLevels, scl, o.Server.RequestTimeout)
+		if err != nil {
+			return err
+		}
+		rep.Current = &cur
 	}
 	if len(o.Files) > 0 || len(o.settings) > 0 {
 		proposedPL, err := capacity.Apply(st.PriorityLevels, o.settings)

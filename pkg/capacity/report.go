@@ -24,8 +24,13 @@ type Report struct {
 	// --defaults' objects), ReleaseFrom where it came from.
 	Release     string `json:"release"`
 	ReleaseFrom string `json:"releaseFrom"`
-	Current     Table  `json:"current"`
-	Proposed    *Table `json:"proposed,omitempty"`
+	// Current is the configured levels' arithmetic; nil when the input
+	// holds no PriorityLevelConfigurations (a raw dump or metrics file),
+	// and then Unconfigured says so instead of imagining a cluster with
+	// only the mandatory levels.
+	Current      *Table `json:"current,omitempty"`
+	Unconfigured string `json:"unconfigured,omitempty"`
+	Proposed     *Table `json:"proposed,omitempty"`
 	// Now is what each level of each instance holds in the state read
 	// (pkg/levels: the dumps, then the metrics, then the configuration);
 	// empty without live state (--defaults, a bundle of objects alone).
@@ -83,7 +88,11 @@ func WriteNow(w io.Writer, rows []NowRow) error {
 // WriteText prints the report's tables (without Observed, which the
 // store's printer draws).
 func WriteText(w io.Writer, rep Report) error {
-	cur := rep.Current
+	if rep.Current == nil {
+		fmt.Fprintf(w, "No configured limits: %s\n", sanitize.Line(rep.Unconfigured))
+		return writeNow(w, rep)
+	}
+	cur := *rep.Current
 	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))
@@ -130,18 +139,23 @@ func WriteText(w io.Writer, rep Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, t := range []*Table{&rep.Current, rep.Proposed} {
+	for _, t := range []*Table{rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
 				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
 			}
 		}
 	}
-	if len(rep.Now) > 0 {
-		fmt.Fprintf(w, "\nNow, from the state read (each figure from the dumps, then the metrics, then the configuration):\n")
-		return WriteNow(w, rep.Now)
+	return writeNow(w, rep)
+}
+
+// writeNow writes the levels now, when the state read has them.
+func writeNow(w io.Writer, rep Report) error {
+	if len(rep.Now) == 0 {
+		return nil
 	}
-	return nil
+	fmt.Fprintf(w, "\nNow, from the state read (each figure from the dumps, then the metrics, then the configuration):\n")
+	return WriteNow(w, rep.Now)
 }
 
 func proposedField(rep Report, f func(Table) string) string {
