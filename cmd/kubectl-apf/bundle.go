@@ -113,6 +113,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	printNotes(o.ErrOut, c.Notes)
 	if o.Redact {
 		key := []byte(o.RedactKey)
 		if len(key) == 0 {

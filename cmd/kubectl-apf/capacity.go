@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -37,7 +37,12 @@ configuration is shown next to the current one (current -> proposed).
 With --prometheus, the seats the levels used over a window of the past
 (--since, 24h by default) follow the table: mean and peak seats in use
 against the current limit's range, peak waiting requests, rejections by
-reason and the queue wait p99, from a Prometheus-compatible store.` + historyHelp
+reason and the queue wait p99, from a Prometheus-compatible store.
+
+From a cluster or a bundle with live state, what each level holds now
+follows: waiting and executing requests, seats in use and the limits, each
+from the best input read (the figures "top levels" and "explain 429"
+show).` + state.StoreHelp
 
 const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity
@@ -56,17 +61,14 @@ const capacityExample = `  # Seat table of the cluster's priority levels
 
 // CapacityOptions holds the flags of "kubectl apf capacity".
 type CapacityOptions struct {
-	// Options are the state flags: --from, --defaults, -f, -R.
+	// Options are the state flags (--from, --defaults, -f, -R) and the
+	// store's, read beside them for the seats used over a window.
 	*state.Options
+	// Server are --server-concurrency and --server-request-timeout.
+	Server *state.ServerOptions
 
-	Sets                 []string
-	ServerConcurrency    int
-	ServerRequestTimeout time.Duration
-	// Flags are -o.
+	Sets []string
 	*output.Flags
-
-	// History adds the seats used over a window, from a store.
-	History *HistoryOptions
 
 	settings []capacity.Setting
 
@@ -75,8 +77,10 @@ type CapacityOptions struct {
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	return &CapacityOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml"), ServerRequestTimeout: time.Minute,
-		History: NewHistoryOptions(configFlags, 24*time.Hour), IOStreams: streams}
+	o := &CapacityOptions{Options: state.NewOptions(configFlags, state.Config|state.Store), Server: state.NewServerOptions(),
+		Flags: output.NewFlags(false, "", "json", "yaml"), IOStreams: streams}
+	o.Store.DefaultSince, o.StoreBeside = 24*time.Hour, true
+	return o
 }
 
 // NewCapacityCommand builds "kubectl apf capacity".
@@ -92,27 +96,19 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	}
 	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
-	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
-	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the default wait limit (a quarter of it, at most 1m).")
+	o.Server.AddFlags(cmd.Flags())
 	o.Flags.AddFlags(cmd.Flags())
-	o.History.AddFlags(cmd.Flags())
 	return cmd
 }
 
-// Complete parses --set and resolves the source.
-func (o *CapacityOptions) Complete(cmd *cobra.Command, _ []string) error {
+// Complete parses --set and builds the sources.
+func (o *CapacityOptions) Complete(_ *cobra.Command, _ []string) error {
 	for _, s := range o.Sets {
 		set, err := capacity.ParseSetting(s)
 		if err != nil {
 			return err
 		}
 		o.settings = append(o.settings, set)
-	}
-	if err := o.History.Validate(); err != nil {
-		return err
-	}
-	if err := o.History.Complete(false); err != nil {
-		return err
 	}
 	return o.Options.Complete()
 }
@@ -122,34 +118,19 @@ func (o *CapacityOptions) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
+	if err := o.Server.Validate(); err != nil {
+		return err
 	}
-	if o.ServerRequestTimeout <= 0 {
-		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	if o.Store.Enabled() && !o.Store.IsWindow() {
+		return fmt.Errorf("capacity --prometheus looks at a window: give --since (and --until), not --at")
 	}
 	return o.Flags.Validate()
 }
 
-// capacityReport is what "-o json" prints.
-type capacityReport struct {
-	// ServerConcurrencySource says where the limit came from: flag,
-	// metrics or default.
-	ServerConcurrencySource string `json:"serverConcurrencySource"`
-	// Release is the Kubernetes release replayed (the limit arithmetic is
-	// the same in every release the engine knows; the release picks
-	// --defaults' objects), ReleaseFrom where it came from.
-	Release     string          `json:"release"`
-	ReleaseFrom string          `json:"releaseFrom"`
-	Current     capacity.Table  `json:"current"`
-	Proposed    *capacity.Table `json:"proposed,omitempty"`
-	// Observed is what the levels used over the window of --prometheus.
-	Observed []history.LevelWindow `json:"observed,omitempty"`
-}
-
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
+		ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err
 	}
@@ -157,149 +138,48 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	scl := st.ServerConcurrency
-	rep := capacityReport{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
-	rep.Current, err = capacity.Compute(st.BasePriorityLevels, scl, o.ServerRequestTimeout)
-	if err != nil {
-		return err
+	rep := capacity.Report{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
+	if st.NoObjects && len(o.Files) == 0 {
+		rep.Unconfigured = "the input holds no PriorityLevelConfigurations (give -f, a bundle or the cluster for the configured levels' arithmetic)"
+	} else {
+		cur, err := capacity.Compute(st.BasePriorityLevels, scl, o.Server.RequestTimeout)
+		if err != nil {
+			return err
+		}
+		rep.Current = &cur
 	}
 	if len(o.Files) > 0 || len(o.settings) > 0 {
 		proposedPL, err := capacity.Apply(st.PriorityLevels, o.settings)
 		if err != nil {
 			return err
 		}
-		p, err := capacity.Compute(proposedPL, scl, o.ServerRequestTimeout)
+		p, err := capacity.Compute(proposedPL, scl, o.Server.RequestTimeout)
 		if err != nil {
 			return fmt.Errorf("proposed configuration: %w", err)
 		}
 		rep.Proposed = &p
 	}
-	if o.History.Enabled() {
-		if !o.History.IsWindow() {
-			return fmt.Errorf("capacity --prometheus looks at a window: give --since (and --until), not --at")
+	limits := engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels).Limits(scl)
+	for _, s := range st.Live {
+		rep.Now = append(rep.Now, capacity.NowRows(levels.Compute(levels.Input{Snapshot: s, Limits: limits}))...)
+	}
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
+			return err
 		}
-		if rep.Observed, err = history.LevelsOverWindow(ctx, o.History.Querier, o.History.Query, o.History.Window); err != nil {
+		if rep.Observed, err = history.LevelsOverWindow(ctx, o.Store.Querier, o.Store.Query, o.Store.Window); err != nil {
 			return err
 		}
 	}
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
-		if err := printCapacity(w, rep); err != nil || !o.History.Enabled() {
+		if err := capacity.WriteText(w, rep); err != nil || !o.Store.Enabled() {
 			return err
 		}
-		win := o.History.Window
+		win := o.Store.Window
 		fmt.Fprintf(w, "\nSeats used from %s to %s, summed over the apiservers:\n", win.Start.UTC().Format(time.RFC3339), win.End.UTC().Format(time.RFC3339))
 		return historyrender.WriteLevelWindows(w, rep.Observed, false)
 	})
 }
 
-func printCapacity(w io.Writer, rep capacityReport) error {
-	cur := rep.Current
-	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
-	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
-		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t capacity.Table) string { return fmt.Sprint(t.NominalSum) })))
-	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tTYPE\tSHARES\tLEND%\tBORROW%\tNOMINAL\tLENDABLE\tBORROWING\tLOWER\tUPPER\tMAXSEATS\tQUEUES/HAND/LEN\tWAIT\tP(1 ELEPHANT)\tP(4)\tP(16)")
-	proposed := map[string]capacity.Level{}
-	var names []string
-	seen := map[string]bool{}
-	for _, l := range cur.Levels {
-		names = append(names, l.Name)
-		seen[l.Name] = true
-	}
-	if rep.Proposed != nil {
-		for _, l := range rep.Proposed.Levels {
-			proposed[l.Name] = l
-			if !seen[l.Name] {
-				names = append(names, l.Name)
-			}
-		}
-	}
-	curBy := map[string]capacity.Level{}
-	for _, l := range cur.Levels {
-		curBy[l.Name] = l
-	}
-	for _, name := range names {
-		c, inCur := curBy[name]
-		p, inProp := proposed[name]
-		cells, label := levelCells(c, inCur), sanitize.Line(name)
-		switch {
-		case rep.Proposed == nil:
-		case !inCur:
-			cells, label = levelCells(p, true), label+" (new)"
-		case !inProp:
-			label += " (removed)"
-		default:
-			pc := levelCells(p, true)
-			for i := range cells {
-				cells[i] = change(cells[i], pc[i])
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(cells, "\t"))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, t := range []*capacity.Table{&rep.Current, rep.Proposed} {
-		if t != nil {
-			for _, ig := range t.Ignored {
-				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
-			}
-		}
-	}
-	return nil
-}
-
-func proposedField(rep capacityReport, f func(capacity.Table) string) string {
-	if rep.Proposed == nil {
-		return ""
-	}
-	return f(*rep.Proposed)
-}
-
 // change renders "a" when b is empty or equal, else "a->b".
-func change(a, b string) string {
-	if b == "" || a == b {
-		return a
-	}
-	return a + "->" + b
-}
-
-// levelCells renders the columns after LEVEL; a missing level is all "-".
-func levelCells(l capacity.Level, ok bool) []string {
-	const n = 15
-	cells := make([]string, n)
-	if !ok {
-		for i := range cells {
-			cells[i] = "-"
-		}
-		return cells
-	}
-	typ := l.Type
-	if l.LimitResponse != "" {
-		typ = l.LimitResponse
-	}
-	pct := func(p *int32) string {
-		if p == nil {
-			return "none"
-		}
-		return fmt.Sprint(*p)
-	}
-	maxSeats := "-"
-	if l.MaxSeats > 0 {
-		maxSeats = fmt.Sprint(l.MaxSeats)
-	}
-	queues, wait := "-", "-"
-	probs := []string{"-", "-", "-"}
-	if l.Queues > 0 {
-		queues = fmt.Sprintf("%d/%d/%d", l.Queues, l.HandSize, l.QueueLengthLimit)
-		wait = l.WaitLimit.String()
-		for i, c := range l.Crush {
-			if i < len(probs) {
-				probs[i] = fmt.Sprintf("%.3g", c.Probability)
-			}
-		}
-	}
-	return []string{typ, fmt.Sprint(l.Shares), pct(l.LendablePercent), pct(l.BorrowingLimitPercent),
-		fmt.Sprint(l.NominalCL), fmt.Sprint(l.LendableCL), fmt.Sprint(l.BorrowingCL), fmt.Sprint(l.LowerCL), fmt.Sprint(l.UpperCL),
-		maxSeats, queues, wait, probs[0], probs[1], probs[2]}
-}
+func change(a, b string) string { return capacity.Change(a, b) }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 )
 
 func TestCapacityGolden(t *testing.T) {
@@ -38,7 +40,7 @@ func TestCapacityJSONCollisionTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep capacityReport
+	var rep capacity.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -115,9 +118,6 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 
 // Complete turns the flags into typed values and builds the source.
 func (o *DumpOptions) Complete(_ *cobra.Command, _ []string) error {
-	if err := o.Flags.Validate(); err != nil {
-		return err
-	}
 	return o.Options.Complete()
 }
 
@@ -131,20 +131,24 @@ func (o *DumpOptions) Validate() error {
 
 // Run captures the dump and prints it.
 func (o *DumpOptions) Run(ctx context.Context) error {
-	parts := dump.PartObjects
+	parts, file := dump.PartObjects, ""
 	switch o.Kind {
 	case dumpLevels:
-		parts |= dump.PartPriorityLevels
+		parts, file = parts|dump.PartPriorityLevels, dump.FilePriorityLevels
 	case dumpQueues:
-		parts |= dump.PartQueues
+		parts, file = parts|dump.PartQueues, dump.FileQueues
 	case dumpRequests:
-		parts |= dump.PartRequests
+		parts, file = parts|dump.PartRequests, dump.FileRequests
 	}
 	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts})
 	if err != nil {
 		return err
 	}
 	render.PrintFailures(o.ErrOut, c.Failures)
+	if !holds(c, file) {
+		return fmt.Errorf("%s holds no %s: give a bundle, the dump itself, or read the cluster", o.Source.Describe(), strings.TrimSuffix(file, ".txt"))
+	}
+	printNotes(o.ErrOut, c.Notes)
 	ro := renderOptions(o.Flags)
 	switch o.Kind {
 	case dumpLevels:
@@ -180,4 +184,22 @@ func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOption
 		return nil, fmt.Errorf("reading %s: %s", src.Describe(), msg)
 	}
 	return c, nil
+}
+
+// printNotes writes a capture's notes to stderr.
+func printNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(w, sanitize.Line(n))
+	}
+}
+
+// holds reports whether any snapshot of c was read with the bundle file
+// name (a live capture always is; a bundle or raw input may lack it).
+func holds(c *dump.Capture, file string) bool {
+	for _, s := range c.Snapshots {
+		if _, ok := s.Raw[file]; ok {
+			return true
+		}
+	}
+	return false
 }

@@ -97,7 +97,7 @@ func TestCommandLineErrors(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"dump", "levels", "-o", "xml"}, "error: --output must be one of table (or ''), wide, json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=..., custom-columns=..., name; not \"xml\""},
-		{[]string{"dump", "levels", "--from", "/nonexistent/b.tar.gz"}, "error: reading bundle: stat /nonexistent/b.tar.gz: no such file or directory"},
+		{[]string{"dump", "levels", "--from", "/nonexistent/b.tar.gz"}, "error: reading --from: stat /nonexistent/b.tar.gz: no such file or directory"},
 		{[]string{"top", "levels", "--sort-by", "size", "--from", "x"}, "error: --sort-by must be one of utilisation, name, waiting, rejected, dispatched"},
 		{[]string{"top", "flows", "--watch", "--from", "x"}, "error: --watch needs a cluster"},
 		{[]string{"dump", "bundle", "--from", "x"}, "error: --to is required"},

@@ -10,12 +10,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -39,7 +39,8 @@ interval), its priority level, FlowSchemas, reasons and apiserver instances,
 a timeline of the level around it (seats in use against the current limit
 and demand, waiting requests, the queue wait p99 and queue lengths), and
 what it points to: one flow flooding its queues, or the whole level short of
-seats. JSON output holds the series.` + historyHelp
+seats. JSON output holds the series; every source prints one schema
+(docs/explain-429-schema.md).` + state.StoreHelp
 
 const explain429Example = `  # Why does the cluster answer 429 now?
   kubectl apf explain 429
@@ -53,30 +54,39 @@ const explain429Example = `  # Why does the cluster answer 429 now?
   # The incidents of the last day, from Prometheus
   kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 24h
 
+  # Who was rejected, and who held the seats, from the apiserver's logs
+  kubectl apf explain 429 --from apf-bundle.tar.gz --workload apiserver.log --workload audit.log
+
+  # The incidents of the store, each with the log's clients over its window
+  kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 6h --from apf-bundle.tar.gz --workload audit.log
+
   # Through the apiserver's service proxy, one cluster of a Thanos store
   kubectl apf explain 429 --prometheus-service monitoring/thanos-query:9090 --prometheus-selector 'cluster="prod"' --since 7d`
 
 // Explain429Options holds the flags of "kubectl apf explain 429".
 type Explain429Options struct {
-	// Options are the state flags: --from, --all-apiservers, --apiserver-urls.
+	// Options are the state flags: --from, --all-apiservers,
+	// --apiserver-urls and the store's (--prometheus ...).
 	*state.Options
+	// Server are --server-concurrency and --server-request-timeout.
+	Server *state.ServerOptions
 
-	Interval             time.Duration
-	ServerConcurrency    int
-	ServerRequestTimeout time.Duration
+	Interval time.Duration
 	// Flags are -o.
 	*output.Flags
-	// History reads a Prometheus-compatible store instead (--prometheus).
-	History      *HistoryOptions
 	MaxIncidents int
+	// Workload reads apiserver logs instead (--workload).
+	Workload workload429Flags
 
 	genericiooptions.IOStreams
 }
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	return &Explain429Options{Options: state.NewOptions(configFlags, state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, ServerRequestTimeout: time.Minute,
-		History: NewHistoryOptions(configFlags, time.Hour), MaxIncidents: 10, IOStreams: streams}
+	o := &Explain429Options{Options: state.NewOptions(configFlags, state.Instances|state.Store), Server: state.NewServerOptions(),
+		Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, MaxIncidents: 10, IOStreams: streams}
+	o.Store.DefaultSince = time.Hour
+	return o
 }
 
 // NewExplain429Command builds "kubectl apf explain 429".
@@ -85,7 +95,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long,
+		Long:    explain429Long + explain429WorkloadHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -93,35 +103,33 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	f := cmd.Flags()
 	o.Options.AddFlags(f)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
-	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit; 0 infers it from the metrics, or uses 600.")
-	f.DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout (the default wait limit is a quarter of it).")
+	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
-	o.History.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
+	o.Workload.addFlags(f)
 	return cmd
 }
 
-// Complete resolves the source.
+// Complete resolves the source: with --workload and --prometheus both,
+// the store is read beside the cluster or the bundle that gives the
+// configuration the log is reconstructed against.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
-	if o.History.Enabled() {
-		if err := o.History.Validate(); err != nil {
-			return err
-		}
-		return o.History.Complete(o.AllAPIServers)
-	}
+	o.StoreBeside = len(o.Workload.Files) > 0 && o.Store.Enabled()
 	return o.Options.Complete()
 }
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
+	if len(o.Workload.Files) > 0 {
+		if err := o.validateWorkload(); err != nil || !o.Store.Enabled() {
+			return err
+		}
+	}
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if err := o.History.Validate(); err != nil {
+	if err := o.Server.Validate(); err != nil {
 		return err
-	}
-	if o.History.Enabled() && (o.From != "" || len(o.APIServerURLs) > 0) {
-		return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
 	}
 	if o.MaxIncidents <= 0 {
 		return fmt.Errorf("--max-incidents must be positive, not %d", o.MaxIncidents)
@@ -129,50 +137,77 @@ func (o *Explain429Options) Validate() error {
 	if o.Interval < 0 {
 		return fmt.Errorf("--interval must not be negative, not %v", o.Interval)
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
-	}
-	if o.ServerRequestTimeout <= 0 {
-		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	if o.Store.Enabled() && !o.Store.IsWindow() {
+		return fmt.Errorf("explain 429 --prometheus looks at a window: give --since (and --until), not --at")
 	}
 	return o.Flags.Validate()
 }
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
-	if o.History.Enabled() {
-		return o.runHistory(ctx)
+	if len(o.Workload.Files) > 0 && !o.Store.Enabled() {
+		return o.runWorkload(ctx)
 	}
-	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.ServerConcurrency})
+	if o.Store.Enabled() {
+		return o.runStore(ctx)
+	}
+	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
 	if err != nil {
 		return err
 	}
 	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+		fmt.Fprintln(o.ErrOut, n)
 	}
 	if len(st.Live) == 0 {
 		return fmt.Errorf("no live state could be read from %s: explain 429 needs the metrics and debug dumps (see the notes above)", o.Source.Describe())
 	}
-	t := explain.Explain429(st.Config(), st.ServerConcurrency, o.ServerRequestTimeout, st.Live)
-	t.Release, t.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	return printObject(o.Out, o.Flags, t, func(w io.Writer) error { return explain.WriteTriageText(w, t) })
+	rep := explain.Explain429(st.Config(), st.ServerConcurrency, o.Server.RequestTimeout, st.Live)
+	rep.Source = sourceOf(o.Options)
+	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return explain.WriteTriageText(w, rep) })
 }
 
-// runHistory finds the incidents of the window in the store.
-func (o *Explain429Options) runHistory(ctx context.Context) error {
-	h := o.History
-	if !h.IsWindow() {
-		return fmt.Errorf("explain 429 --prometheus looks at a window: give --since (and --until), not --at")
+// runStore finds the incidents of the window in the store and, with
+// --workload, gives each the log's clients.
+func (o *Explain429Options) runStore(ctx context.Context) error {
+	h := o.Store
+	if err := h.Open(); err != nil {
+		return err
 	}
 	rep, err := history.FindIncidents(ctx, h.Querier, history.IncidentOptions{Query: h.Query, Window: h.Window,
-		ScrapeInterval: h.ScrapeInterval, MaxIncidents: o.MaxIncidents, WaitLimit: min(o.ServerRequestTimeout/4, time.Minute)})
-	for _, w := range h.warnings() {
-		fmt.Fprintln(o.ErrOut, "warning from the store: "+sanitize.Line(w))
+		ScrapeInterval: h.ScrapeInterval, MaxIncidents: o.MaxIncidents, WaitLimit: o.Server.WaitLimit()})
+	for _, w := range h.Warnings() {
+		fmt.Fprintln(o.ErrOut, w)
 	}
 	if err != nil {
 		return err
 	}
-	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error {
-		return historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep)
+	out := rep.Schema(sourceOf(o.Options))
+	if len(o.Workload.Files) > 0 {
+		if err := o.joinLog(ctx, out); err != nil {
+			return err
+		}
+	}
+	return printObject(o.Out, o.Flags, out, func(w io.Writer) error {
+		if err := historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep); err != nil {
+			return err
+		}
+		if len(o.Workload.Files) == 0 {
+			return nil
+		}
+		return writeJoinedClients(w, out, o.Workload.Files)
 	})
+}
+
+// sourceOf names what the state is read from, in the explain 429 schema.
+func sourceOf(o *state.Options) rejections.Source {
+	switch {
+	case o.Store.Enabled():
+		return rejections.Source{Kind: rejections.SourcePrometheus, Selector: o.Store.Selector}
+	case o.From != "":
+		return rejections.Source{Kind: rejections.SourceBundle, Name: o.From}
+	case o.Source != nil:
+		return rejections.Source{Kind: rejections.SourceCluster, Name: o.Source.Describe()}
+	}
+	return rejections.Source{Kind: rejections.SourceCluster}
 }

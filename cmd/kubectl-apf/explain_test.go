@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 var explainTestdata = filepath.Join("..", "..", "testdata", "explain")
@@ -183,15 +184,15 @@ func TestExplain429Command(t *testing.T) {
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatalf("%v (%s)", err, errOut)
 	}
-	var tr explain.Triage
+	var tr rejections.Report
 	if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Instances) != 1 || len(tr.Instances[0].Levels) != 1 {
+	if len(tr.Instances) != 1 || len(tr.Incidents) != 1 || tr.Source.Kind != rejections.SourceCluster {
 		t.Fatalf("triage %s", out)
 	}
-	l := tr.Instances[0].Levels[0]
-	if l.Name != "workload-low" || l.Rejected["queue-full"] != 4 || len(l.Causes) == 0 {
+	l := tr.Incidents[0]
+	if l.Level != "workload-low" || l.Reasons["queue-full"] != 4 || len(l.Causes) == 0 {
 		t.Errorf("level %+v; want workload-low at 4 queue-full/s with a cause", l)
 	}
 }

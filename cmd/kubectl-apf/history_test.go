@@ -12,11 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 func TestHistoryFlagErrors(t *testing.T) {
@@ -102,9 +105,12 @@ func TestHistoryCommands(t *testing.T) {
 		if code := run(append([]string{"explain", "429", "--since", "2h", "-o", "json"}, store...), streams); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb)
 		}
-		var rep history.Report
+		var rep rejections.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatal(err)
+		}
+		if rep.Schema != rejections.Schema || rep.Source.Kind != rejections.SourcePrometheus || rep.Counts != rejections.CountsInWindow {
+			t.Errorf("schema %q, source %+v, counts %q", rep.Schema, rep.Source, rep.Counts)
 		}
 		truth := f.Rejected("workload-low", f.Start, f.End)
 		if len(rep.Incidents) != 1 {
@@ -115,8 +121,8 @@ func TestHistoryCommands(t *testing.T) {
 			t.Errorf("incidents: %+v; want one of workload-low with %v rejections by fs-a and fs-b", rep.Incidents, truth)
 		}
 		for _, name := range []string{history.StateRejected, history.StateSeats, history.StateCurrent, history.StateWaiting, history.StateWaitP99} {
-			if s := rep.Incidents[0].State.Series[name]; len(s.Points) < 30 {
-				t.Errorf("series %s has %d points, want the 41 of 00:25 to 00:45 every 30s", name, len(s.Points))
+			if s := rep.Incidents[0].Series[name]; len(s) < 30 {
+				t.Errorf("series %s has %d points, want the 41 of 00:25 to 00:45 every 30s", name, len(s))
 			}
 		}
 	})
@@ -136,16 +142,14 @@ func TestHistoryCommands(t *testing.T) {
 	t.Run("live view over the store", func(t *testing.T) {
 		streams, _, _ := testStreams("")
 		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
-		o.History.URL, o.History.ScrapeInterval, o.Interval = prom.URL, 15*time.Second, 500*time.Millisecond
-		if err := o.History.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		o.History.Now = func() time.Time { return f.End.Add(time.Hour) }
-		if err := o.History.Complete(true); err != nil {
+		o.Store.URL, o.Store.ScrapeInterval, o.Interval = prom.URL, 15*time.Second, 500*time.Millisecond
+		o.Store.Clock = clocktesting.NewFakePassiveClock(f.End.Add(time.Hour))
+		o.Store.Complete(true)
+		if err := o.Store.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		// The store's "now" is during the incident.
-		o.Source = &storeSource{o: o.History, now: func() time.Time { return f.Start.Add(37 * time.Minute) }}
+		o.Source = &state.StoreSource{Store: o.Store, Clock: clocktesting.NewFakePassiveClock(f.Start.Add(37 * time.Minute))}
 		out := runView(t, o, "q", 1500*time.Millisecond)
 		for _, want := range []string{"workload-low", "apiserver-0:6443"} {
 			if !strings.Contains(out, want) {
@@ -170,7 +174,7 @@ func TestHistoryCommands(t *testing.T) {
 			cf.KubeConfig = &kubeconfig
 			o := NewTopTUIOptions(cf, streams)
 			o.Interval = 500 * time.Millisecond
-			o.History.URL, o.History.ScrapeInterval, o.History.Step = prom.URL, 15*time.Second, time.Minute
+			o.Store.URL, o.Store.ScrapeInterval, o.Store.Step = prom.URL, 15*time.Second, time.Minute
 			cmd := &cobra.Command{}
 			cmd.Flags().Duration("interval", 0, "")
 			if err := o.Complete(cmd, nil); err != nil {
@@ -180,7 +184,7 @@ func TestHistoryCommands(t *testing.T) {
 		}
 		if o := newOpts(filepath.Join(t.TempDir(), "none")); o.livePast {
 			t.Error("without a cluster the view does not fall back to the store's table")
-		} else if _, ok := o.Source.(*storeSource); !ok {
+		} else if _, ok := o.Source.(*state.StoreSource); !ok {
 			t.Errorf("without a cluster the source is %T, want the store", o.Source)
 		}
 		o := newOpts(kc)
@@ -189,6 +193,9 @@ func TestHistoryCommands(t *testing.T) {
 		}
 		// The store's last 30 minutes end at 00:40, the incident's end.
 		o.Clock = clocktesting.NewFakeClock(f.Start.Add(40 * time.Minute))
+		if err := o.Store.Open(); err != nil {
+			t.Fatal(err)
+		}
 		past, err := o.recentPast(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -217,15 +224,16 @@ func TestHistoryCommands(t *testing.T) {
 	t.Run("live view over the window", func(t *testing.T) {
 		streams, _, _ := testStreams("")
 		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
-		o.History.URL, o.History.ScrapeInterval, o.History.Until, o.History.Step = prom.URL, 15*time.Second, f.End.Format(time.RFC3339), 5*time.Minute
-		if err := o.History.Since.Set("2h"); err != nil {
+		o.Store.URL, o.Store.ScrapeInterval, o.Store.Until, o.Store.Step = prom.URL, 15*time.Second, f.End.Format(time.RFC3339), 5*time.Minute
+		if err := o.Store.Since.Set("2h"); err != nil {
 			t.Fatal(err)
 		}
-		o.History.Now = func() time.Time { return f.End.Add(time.Hour) }
-		if err := o.History.Complete(false); err != nil {
+		o.Store.Clock = clocktesting.NewFakePassiveClock(f.End.Add(time.Hour))
+		o.Store.Complete(false)
+		if err := o.Store.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		o.Source = &storeSource{o: o.History, now: time.Now}
+		o.Source = &state.StoreSource{Store: o.Store, Clock: clock.RealClock{}}
 		// Pause, step back twice, quit.
 		out := runView(t, o, " \x1b[D\x1b[Dq", 1500*time.Millisecond)
 		for _, want := range []string{"REPLAY", "workload-low", "history from http://127.0.0.1"} {

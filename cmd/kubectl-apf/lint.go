@@ -190,7 +190,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 			return err
 		})
 	}
-	st, err := o.Load(ctx, state.Request{Stdin: o.In})
+	st, err := o.Load(ctx, state.Request{Stdin: o.In, NeedObjects: "there is no configuration to lint"})
 	if err != nil {
 		return err
 	}

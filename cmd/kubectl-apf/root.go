@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -81,6 +82,10 @@ type commandOptions interface {
 // runOptions is the RunE of a command whose options follow commandOptions.
 func runOptions(o commandOptions) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		// --from - reads the command's standard input.
+		if s, ok := o.(interface{ SetStdin(io.Reader) }); ok {
+			s.SetStdin(cmd.InOrStdin())
+		}
 		if err := o.Complete(cmd, args); err != nil {
 			return err
 		}

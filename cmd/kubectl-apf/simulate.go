@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -107,13 +106,13 @@ type SimulateOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
 	*state.Options
 
-	Workloads            []string
-	Sets                 []string
-	ServerConcurrency    int
-	ServerRequestTimeout time.Duration
-	NoBorrowing          bool
-	MaxFlows             int
-	Strict               bool
+	Workloads []string
+	Sets      []string
+	// Server are --server-concurrency and --server-request-timeout.
+	Server      *state.ServerOptions
+	NoBorrowing bool
+	MaxFlows    int
+	Strict      bool
 	// Flags are -o.
 	*output.Flags
 	// Calibrate derives the seat hold time of every level from the
@@ -134,7 +133,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), ServerRequestTimeout: time.Minute, MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), Server: state.NewServerOptions(), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -151,8 +150,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
-	cmd.Flags().IntVar(&o.ServerConcurrency, "server-concurrency", 0, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
-	cmd.Flags().DurationVar(&o.ServerRequestTimeout, "server-request-timeout", o.ServerRequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")
+	o.Server.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
 	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
@@ -204,11 +202,8 @@ func (o *SimulateOptions) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
-	}
-	if o.ServerRequestTimeout <= 0 {
-		return fmt.Errorf("--server-request-timeout must be positive, not %v", o.ServerRequestTimeout)
+	if err := o.Server.Validate(); err != nil {
+		return err
 	}
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
@@ -219,11 +214,11 @@ func (o *SimulateOptions) Validate() error {
 // Run loads the state once, replays the workload and prints the result,
 // its notes on stderr.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.ServerConcurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate})
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
 	if err != nil {
 		return err
 	}
-	cfg := simulate.Config{Workloads: o.Workloads, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.ServerRequestTimeout,
+	cfg := simulate.Config{Workloads: o.Workloads, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
 		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.cpuLimit}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()

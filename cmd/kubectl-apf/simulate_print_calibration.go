@@ -71,12 +71,17 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		if l.MedianExecution > 0 {
 			stalls = fmt.Sprintf("%d (%.0f%%)", l.Stalls, 100*l.StallShare)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), l.Source, l.ConcurrencyLimit,
+		from := l.Source
+		if l.Refused != nil {
+			from += ", capped"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", sanitize.Line(l.Level), fmtDuration(time.Duration(l.Overhead)), from, l.ConcurrencyLimit,
 			fmtDuration(time.Duration(l.SaturatedTime)), l.SaturatedSpans, l.Dispatches, fmtDuration(time.Duration(l.MeanExecution)), hold, l.Annotated, fmtDuration(time.Duration(l.QueueWaitP50)), stalls)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printRefusals(w, cal)
 	var short []string
 	for _, l := range cal.Levels {
 		if !l.ShortOfCPU {
@@ -113,6 +118,17 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if n := e.WritesWithoutWatchCount; n > 0 {
 		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))
 	}
+	if d := cal.DispatchTimes; d != nil && d.FromLatency+d.FromReplay > 0 {
+		var from []string
+		if d.FromLatency > 0 {
+			from = append(from, fmt.Sprintf("%d from httplog latency − apf_execution_time (which also counts the filters ahead of APF and the time after the handler)", d.FromLatency))
+		}
+		if d.FromReplay > 0 {
+			from = append(from, fmt.Sprintf("%d from the replay's own queue wait", d.FromReplay))
+		}
+		est = append(est, fmt.Sprintf("dispatch times: %s; %d recorded by the filters' audit annotations (authentication, impersonation, apf-queue-wait: requests slower than 500 ms)",
+			strings.Join(from, ", "), d.Annotated))
+	}
 	if len(est) > 0 {
 		fmt.Fprintf(w, "Estimated, not recorded: %s.\n", strings.Join(est, "; "))
 	}
@@ -136,6 +152,13 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	for _, l := range cal.Levels {
+		rec, got := l.RecordedDispatches, l.ReplayedDispatches
+		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DispatchTolerance*float64(rec) {
+			fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart, which the calibration does not explain.\n",
+				got, sanitize.Line(l.Level), rec, 100*calibrate.DispatchTolerance)
 		}
 	}
 	for _, x := range rep.Warnings {
@@ -164,3 +187,23 @@ func calibrationFound(cal *calibrate.Result) bool {
 
 // fmtDuration renders a duration with three significant digits.
 func fmtDuration(d time.Duration) string { return fmtSeconds(d.Seconds()) }
+
+// printRefusals says which estimates the recording contradicted, and what
+// replaced them.
+func printRefusals(w io.Writer, cal *calibrate.Result) {
+	for _, l := range cal.Levels {
+		r := l.Refused
+		if r == nil {
+			continue
+		}
+		var then []string
+		if r.Overhead > l.Overhead {
+			then = append(then, fmt.Sprintf("overhead %v instead", fmtDuration(time.Duration(l.Overhead))))
+		}
+		if r.ExecutionScale > 0 {
+			then = append(then, fmt.Sprintf("its execution times estimated from the audit log scaled by %.2f", r.ExecutionScale))
+		}
+		fmt.Fprintf(w, "Capped: %s's calibration (overhead %v) contradicts the recording (%s check): %s; %s.\n",
+			sanitize.Line(l.Level), fmtDuration(time.Duration(r.Overhead)), r.Check, r.Why, strings.Join(then, " and "))
+	}
+}

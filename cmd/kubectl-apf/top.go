@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -52,17 +53,20 @@ type TopOptions struct {
 	Watch      bool
 	Interval   time.Duration
 	RateWindow time.Duration
+	// Options are the state flags; for levels, the store's too.
 	*state.Options
-	// History reads a Prometheus-compatible store instead (levels only).
-	History *HistoryOptions
 
 	genericiooptions.IOStreams
 }
 
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
+	inputs := state.Instances
+	if kind == "levels" {
+		inputs |= state.Store
+	}
 	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
-		Options: state.NewOptions(configFlags, state.Instances), History: NewHistoryOptions(configFlags, 0), IOStreams: streams}
+		Options: state.NewOptions(configFlags, inputs), IOStreams: streams}
 	if kind == "levels" {
 		o.Name = output.PriorityLevelName
 	}
@@ -70,18 +74,21 @@ func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 }
 
 const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
-and utilisation, waiting requests and seats, dispatched and rejected requests
-per second (by reason) and the 99th percentile of the queue wait.
+and utilisation, waiting requests and seats, executing requests, dispatched
+and rejected requests per second (by reason) and the 99th percentile of the
+queue wait.
 
-Rates and the wait percentile come from two /metrics scrapes --rate-window
-apart (from a bundle: the two scrapes it holds). Levels are sorted by
+Each figure comes from the best input read: the debug dumps, then the
+metrics (the order is in docs/explain-429-schema.md, "Level state"); one no
+input gives shows as -. Rates and the wait percentile come from two /metrics
+scrapes --rate-window apart (from a bundle: the two scrapes it holds). Levels are sorted by
 utilisation, busiest first; with several apiservers, per-instance rows are
 followed by merged rows.
 
 With --prometheus and --at, the table as it was at that moment (rates over
 --step before it); with --since, each level over the window: its limits,
 mean and peak seats in use, peak waiting requests, the requests dispatched
-and rejected (by reason) and the queue wait p99.` + historyHelp
+and rejected (by reason) and the queue wait p99.` + state.StoreHelp
 
 const topFlowsLong = `Show the heaviest flows in the request dump: for each priority level,
 FlowSchema and flow distinguisher (user or namespace), the waiting and
@@ -114,7 +121,6 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
   kubectl apf top levels --prometheus http://prometheus:9090 --since 8h --until "2h ago"`
 		fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort by one of: "+strings.Join(render.TopSortKeys, ", ")+".")
 		fs.DurationVar(&o.RateWindow, "rate-window", o.RateWindow, "Time between the two /metrics scrapes that give rates (0: no rates).")
-		o.History.AddFlags(fs)
 	} else {
 		cmd.Short = "Show the heaviest flows (user or namespace) in the request dump, with level and waiting seats"
 		cmd.Long = topFlowsLong
@@ -131,15 +137,6 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 
 // Complete turns the flags into typed values and builds the source.
 func (o *TopOptions) Complete(_ *cobra.Command, _ []string) error {
-	if err := o.Flags.Validate(); err != nil {
-		return err
-	}
-	if o.History.Enabled() {
-		if err := o.History.Validate(); err != nil {
-			return err
-		}
-		return o.History.Complete(o.AllAPIServers)
-	}
 	return o.Options.Complete()
 }
 
@@ -163,10 +160,7 @@ func (o *TopOptions) Validate() error {
 	if o.Watch && o.From != "" {
 		return fmt.Errorf("--watch needs a cluster; a bundle (--from) does not change")
 	}
-	if err := o.History.Validate(); err != nil {
-		return err
-	}
-	if o.History.Enabled() && (o.Watch || o.From != "" || len(o.APIServerURLs) > 0) {
+	if o.UsesStore() && (o.Watch || o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store: --watch, --from and --apiserver-urls do not apply (the live view \"kubectl apf top --prometheus\" follows it)")
 	}
 	return o.Options.Validate()
@@ -176,14 +170,15 @@ func (o *TopOptions) Validate() error {
 // rates of each print come from this scrape and the previous print's, so
 // the apiserver is scraped once per interval.
 func (o *TopOptions) Run(ctx context.Context) error {
-	if o.History.Enabled() {
-		return o.runHistory(ctx)
+	if o.UsesStore() {
+		return o.runStore(ctx)
 	}
 	opts := dump.CaptureOptions{Parts: dump.PartRequests}
 	if o.Kind == "levels" {
-		// Two scrapes for the first print; later prints of --watch take
-		// one and pair it with the previous print's.
-		opts = dump.CaptureOptions{Parts: dump.PartMetrics, MetricsInterval: o.RateWindow}
+		// The dumps and two scrapes for the first print (pkg/levels takes
+		// each figure from the best of them); later prints of --watch take
+		// one scrape and pair it with the previous print's.
+		opts = dump.CaptureOptions{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics, MetricsInterval: o.RateWindow}
 	}
 	prev := map[string]*metrics.Scrape{}
 	for i := 0; ; i++ {
@@ -210,9 +205,10 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
+		printNotes(o.ErrOut, c.Notes)
 		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
-			err = render.PrintTopLevels(o.Out, ro, c.Snapshots, o.Level, o.SortBy)
+			err = o.printLevels(c.Snapshots)
 		} else {
 			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
 		}
@@ -228,13 +224,33 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	}
 }
 
-// runHistory prints the level table from the store: at one moment in the
+// printLevels prints the level table, with a note for each instance that
+// lacks an input (issue 26: say what is missing), and fails when no
+// instance gave anything to show.
+func (o *TopOptions) printLevels(snaps []*dump.Snapshot) error {
+	shown := false
+	for _, s := range snaps {
+		if m := levels.Missing(s); m != "" {
+			fmt.Fprintf(o.ErrOut, "note: %s: %s\n", render.Sanitize(s.Instance), m)
+		}
+		shown = shown || len(levels.Compute(levels.Input{Snapshot: s})) > 0
+	}
+	if !shown && len(snaps) > 0 {
+		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", render.Sanitize(o.Source.Describe()))
+	}
+	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), snaps, o.Level, o.SortBy)
+}
+
+// runStore prints the level table from the store: at one moment in the
 // form of the live table, or over a window.
-func (o *TopOptions) runHistory(ctx context.Context) error {
-	h := o.History
+func (o *TopOptions) runStore(ctx context.Context) error {
+	h := o.Store
+	if err := h.Open(); err != nil {
+		return err
+	}
 	defer func() {
-		for _, w := range h.warnings() {
-			fmt.Fprintln(o.ErrOut, "warning from the store: "+render.Sanitize(w))
+		for _, w := range h.Warnings() {
+			fmt.Fprintln(o.ErrOut, w)
 		}
 	}()
 	if h.IsWindow() {
@@ -251,13 +267,9 @@ func (o *TopOptions) runHistory(ctx context.Context) error {
 		}
 		return printObject(o.Out, o.Flags, rows, func(w io.Writer) error { return historyrender.WriteLevelWindows(w, rows, o.NoHeaders) })
 	}
-	at := h.Window.End
-	_, caps, err := h.Capture(ctx, at, at, h.rateWindow())
+	c, err := h.CaptureAt(ctx, h.Window.End)
 	if err != nil {
 		return err
 	}
-	if len(caps) == 0 {
-		return fmt.Errorf("%s holds no APF series at %s matching the selector", h.Describe(), at.UTC().Format(time.RFC3339))
-	}
-	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), caps[0].Snapshots, o.Level, o.SortBy)
+	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), c.Snapshots, o.Level, o.SortBy)
 }

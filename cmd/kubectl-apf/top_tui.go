@@ -66,12 +66,12 @@ const topTUIExample = `
 
 // TopTUIOptions holds the flags of the live view of "kubectl apf top".
 type TopTUIOptions struct {
+	// Options are the state flags and the store's: the store's recent
+	// past behind the cluster, or the store alone.
 	*state.Options
 	Interval time.Duration
 	Record   string
 	Replay   string
-	// History reads a Prometheus-compatible store instead.
-	History *HistoryOptions
 	// Force opens the view even when stdout is not a terminal (tests).
 	Force bool
 
@@ -89,7 +89,8 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances), Interval: tui.DefaultInterval, History: NewHistoryOptions(configFlags, 0), IOStreams: streams}
+	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances|state.Store), Interval: tui.DefaultInterval, IOStreams: streams}
+	o.StoreBeside = true
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
 		return ok && term.IsTerminal(int(f.Fd()))
@@ -108,7 +109,6 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Refresh interval of the live view (0.5s to 1m; + and - change it).")
 	fs.StringVar(&o.Record, "record", o.Record, "Record every refresh of the live view to FILE (JSON Lines, gzip-compressed when FILE ends in .gz).")
 	fs.StringVar(&o.Replay, "replay", o.Replay, "Play back a recording made with --record (left/right move through time).")
-	o.History.AddFlags(fs)
 	if cmd.Long == "" {
 		cmd.Long = cmd.Short + "."
 	}
@@ -136,7 +136,8 @@ func withTopTUI(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags, 
 // piped.
 func (o *TopTUIOptions) levels() *TopOptions {
 	l := NewTopOptions(o.ConfigFlags(), o.IOStreams, "levels")
-	l.Options, l.History = o.Options, o.History
+	// Shared: top levels reads the store instead of the cluster.
+	l.Options, l.StoreBeside = o.Options, false
 	return l
 }
 
@@ -146,16 +147,11 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, _ []string) error {
 	if o.Replay != "" {
 		return nil
 	}
-	if o.History.Enabled() {
-		if err := o.History.Validate(); err != nil {
-			return err
-		}
-		if err := o.History.Complete(o.AllAPIServers); err != nil {
-			return err
-		}
-		if o.History.Since.set || o.History.At != "" || o.History.Until != "" || o.completeCluster() != nil {
+	if o.Store.Enabled() {
+		o.Store.Complete(o.AllAPIServers)
+		if o.Store.TimeSet() || o.completeCluster() != nil {
 			// A window, a moment, or no cluster to read: the store alone.
-			o.Source = &storeSource{o: o.History, now: func() time.Time { return o.ClockOrReal().Now() }}
+			o.Source = &state.StoreSource{Store: o.Store, Clock: o.ClockOrReal()}
 			return nil
 		}
 		o.livePast = true
@@ -166,10 +162,10 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // completeCluster builds the cluster source, counting its requests.
 func (o *TopTUIOptions) completeCluster() error {
-	if err := o.Options.Validate(); err != nil {
+	if err := o.Options.Complete(); err != nil {
 		return err
 	}
-	if err := o.Options.Complete(); err != nil {
+	if err := o.SourceErr(); err != nil {
 		return err
 	}
 	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
@@ -190,8 +186,14 @@ func (o *TopTUIOptions) Validate() error {
 	if o.Replay != "" && (o.Record != "" || o.From != "" || o.AllAPIServers || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--replay plays a recording back: it cannot be combined with --record, --from, --all-apiservers or --apiserver-urls")
 	}
-	if o.History.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
+	if o.Store.Enabled() && (o.Replay != "" || o.From != "" || len(o.APIServerURLs) > 0) {
 		return fmt.Errorf("--prometheus reads the store: --replay, --from and --apiserver-urls do not apply")
+	}
+	if o.From == "-" {
+		return fmt.Errorf("the live view reads its keys from standard input: give --from a file, or pipe into \"kubectl apf top levels --from -\"")
+	}
+	if err := o.Options.Validate(); err != nil {
+		return err
 	}
 	if !o.Force && !o.isTerminal() {
 		return fmt.Errorf("the live view needs a terminal; pipe \"kubectl apf top levels\" or \"kubectl apf top flows\" for tables")
@@ -228,12 +230,17 @@ func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func
 		st := tui.ColorStyles()
 		opts.Styles = &st
 	}
-	switch {
-	case o.History.Enabled() && o.History.IsWindow():
-		if opts.Replay, err = o.History.recording(ctx, o.History.Window); err != nil {
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
 			return opts, done, err
 		}
-		opts.Cluster = "history from " + o.History.Describe()
+	}
+	switch {
+	case o.Store.Enabled() && o.Store.IsWindow():
+		if opts.Replay, err = storeRecording(ctx, o.Store, o.Store.Window); err != nil {
+			return opts, done, err
+		}
+		opts.Cluster = "history from " + o.Store.Describe()
 		if !o.intervalSet {
 			opts.Interval = time.Second
 		}
@@ -268,31 +275,4 @@ func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func
 		}
 	}
 	return opts, done, nil
-}
-
-// clusterName names the cluster in the header: the kubeconfig context.
-func (o *TopTUIOptions) clusterName() string {
-	cf := o.ConfigFlags()
-	switch {
-	case cf == nil:
-		return ""
-	case cf.Context != nil && *cf.Context != "":
-		return *cf.Context
-	}
-	if raw, err := cf.ToRawKubeConfigLoader().RawConfig(); err == nil {
-		return raw.CurrentContext
-	}
-	return ""
-}
-
-// countingTransport counts the requests sent through it.
-type countingTransport struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-// RoundTrip counts r and sends it on.
-func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.n.Add(1)
-	return t.rt.RoundTrip(r)
 }

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
 // This file reads the store for the live view: its recent past behind the
 // live refreshes (recentPast), and a window of it to step through
-// (recording).
+// (storeRecording).
 
 // pastWindow is how far back the live view's history from a store goes.
 const pastWindow = 30 * time.Minute
@@ -20,12 +21,12 @@ const pastWindow = 30 * time.Minute
 // recentPast reads the store's last pastWindow for the live view: the
 // level table one frame per step, and a line about the last incident.
 func (o *TopTUIOptions) recentPast(ctx context.Context) (*tui.Past, error) {
-	h := o.History
+	h := o.Store
 	w, err := history.WindowOptions{Since: pastWindow, Step: h.Step, ScrapeInterval: h.ScrapeInterval}.Resolve(o.ClockOrReal().Now())
 	if err != nil {
 		return nil, err
 	}
-	rec, err := h.recording(ctx, w)
+	rec, err := storeRecording(ctx, h, w)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +62,9 @@ func lastIncident(rep *history.Report) string {
 	return line
 }
 
-// recording reads window w from the store as a recording, one frame per
+// storeRecording reads window w from the store as a recording, one frame per
 // step, for the view to step through.
-func (h *HistoryOptions) recording(ctx context.Context, w history.Window) (*record.Recording, error) {
+func storeRecording(ctx context.Context, h *state.StoreOptions, w history.Window) (*record.Recording, error) {
 	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
 	if err != nil {
 		return nil, err

@@ -65,13 +65,13 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 
 // Complete reads the UIDs from the arguments (or standard input for "-").
 func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
-	if err := o.Flags.Validate(); err != nil {
-		return err
-	}
 	var err error
 	var text []string
 	for _, a := range args {
 		if a == "-" {
+			if o.From == dump.StdinPath {
+				return fmt.Errorf("whois - and --from - both read standard input: give the bundle or dump as a file")
+			}
 			b, err := io.ReadAll(io.LimitReader(o.In, 16<<20))
 			if err != nil {
 				return fmt.Errorf("reading standard input: %w", err)
@@ -105,6 +105,10 @@ func (o *WhoisOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !c.Snapshots[0].HasObjects() {
+		return fmt.Errorf("%s holds no FlowSchemas or PriorityLevelConfigurations, whose UIDs whois looks up: read the cluster, or a bundle written by \"kubectl apf dump bundle\"", o.Source.Describe())
+	}
+	printNotes(o.ErrOut, c.Notes)
 	res := dump.Resolve(c.Snapshots[0], o.refs)
 	return render.PrintWhois(o.Out, renderOptions(o.Flags), res)
 }

@@ -181,7 +181,13 @@ func ReadBundleFiles(p string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("reading bundle: %w", err)
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	return readTarball(p, f)
+}
+
+// readTarball reads every regular file of a gzipped tarball named p.
+func readTarball(p string, r io.Reader) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle %s: not a directory or a .tar.gz: %w", p, err)
 	}
@@ -210,24 +216,49 @@ func ReadBundleFiles(p string) (map[string][]byte, error) {
 	return files, nil
 }
 
-// BundleSource reads snapshots from a bundle (--from); it needs no cluster.
+// BundleSource reads snapshots from what --from names; it needs no
+// cluster. Path is a bundle (a directory or a .tar.gz written by "kubectl
+// apf dump bundle"), a raw dump or /metrics file, a directory of such files,
+// or "-" for Stdin (os.Stdin when nil); the kind is told by the content
+// (readInput). The input is read once, so a command that captures twice
+// sees the same.
 type BundleSource struct {
-	Path string
+	Path  string
+	Stdin io.Reader
+
+	in *input
 }
 
 // Describe names the source.
-func (b *BundleSource) Describe() string { return "bundle " + b.Path }
+func (b *BundleSource) Describe() string {
+	switch {
+	case b.in != nil && b.in.raw != nil:
+		return "raw input " + b.in.name
+	case b.Path == StdinPath:
+		return "standard input"
+	}
+	return "bundle " + b.Path
+}
 
 // Capture returns the bundle's snapshots. Parts not in opts are dropped, so
 // a command shows the same from a bundle as from the cluster.
 func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
-	files, err := ReadBundleFiles(b.Path)
-	if err != nil {
-		return nil, err
+	if b.in == nil {
+		in, err := readInput(b.Path, b.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		b.in = in
 	}
-	c, _, err := CaptureFromFiles(files, opts)
+	if b.in.raw != nil {
+		return b.in.captureRaw(opts)
+	}
+	c, _, err := CaptureFromFiles(b.in.bundle, opts)
 	if err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", b.Path, err)
+		return nil, fmt.Errorf("%s: %w", b.in.name, err)
+	}
+	if opts.Parts&PartObjects != 0 && len(c.Snapshots) > 0 && !c.Snapshots[0].HasObjects() {
+		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, NoObjectsNote))
 	}
 	return c, nil
 }

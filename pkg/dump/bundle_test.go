@@ -85,7 +85,7 @@ func TestBundleErrors(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
 	tests := []struct{ path, wantErr string }{
 		{filepath.Join(dir, "missing"), "no such file"},
-		{filepath.Join(dir, "x.tar.gz"), "not a directory or a .tar.gz"},
+		{filepath.Join(dir, "x.tar.gz"), "is neither a debug dump"},
 		{filepath.Join(dir, "empty"), "not a kubectl-apf bundle"},
 	}
 	for _, tt := range tests {

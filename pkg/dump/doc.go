@@ -31,7 +31,11 @@
 // talks to a cluster (the kubeconfig's server, an explicit list of instance
 // URLs, or every instance listed in the default/kubernetes EndpointSlice);
 // BundleSource reads a bundle written by WriteBundle. Both fill Raw and call
-// Snapshot.ParseRaw, so they go through the same parsers. Commands and the
+// Snapshot.ParseRaw, so they go through the same parsers. BundleSource also
+// reads raw artifacts, told by their content (DetectRaw): dump bodies and
+// /metrics text saved or pasted from "kubectl get --raw", with their
+// commands and elision lines, a directory of them, or standard input; its
+// Capture.Notes say what such an input held and lacked. Commands and the
 // live view take a Source, so tests inject either.
 //
 // # Bundles and redaction

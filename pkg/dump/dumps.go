@@ -82,6 +82,9 @@ type RequestRow struct {
 	AdditionalLatency time.Duration `json:"additionalLatency"`
 	// StartTime is zero for a waiting request (and in layouts before 1.28).
 	StartTime time.Time `json:"startTime"`
+	// HasSeats is false in the 1.20 layout, which lacks InitialSeats,
+	// FinalSeats and AdditionalLatency (every request took one seat).
+	HasSeats bool `json:"hasSeats"`
 	// HasDetails is true when the dump was taken with includeRequestDetails.
 	HasDetails  bool              `json:"hasDetails"`
 	UserName    string            `json:"userName,omitempty"`
@@ -217,9 +220,15 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 		return nil, err
 	}
 	_, hasDetails := t.index["UserName"]
+	_, hasSeats := t.index["InitialSeats"]
 	unknown := t.unknownColumns(requestColumns)
 	out := make([]RequestRow, 0, len(t.rows))
 	for _, r := range t.rows {
+		// Before 1.20 every exempt level had a row of "<none>" cells here
+		// too: a phantom, not a request (kubernetes/kubernetes#93376).
+		if placeholder(r.cells) {
+			continue
+		}
 		c := &cellReader{t: t, r: r}
 		row := RequestRow{
 			PriorityLevel:     c.str("PriorityLevelName"),
@@ -232,6 +241,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			FinalSeats:        c.int("FinalSeats"),
 			AdditionalLatency: c.duration("AdditionalLatency"),
 			StartTime:         c.time("StartTime"),
+			HasSeats:          hasSeats,
 			HasDetails:        hasDetails,
 			UserName:          c.str("UserName"),
 			Verb:              c.str("Verb"),

@@ -119,12 +119,18 @@ func FormatQueues(rows []QueueRow) []byte {
 // FormatRequests renders rows as a dump_requests body; the eight detail
 // columns are included when any row has details.
 func FormatRequests(rows []RequestRow) []byte {
-	header := []string{"PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime", "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime"}
-	details := false
+	header := []string{"PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime"}
+	details, seats := false, len(rows) == 0
 	var ms []map[string]string
 	for _, r := range rows {
 		details = details || r.HasDetails
+		seats = seats || r.HasSeats || r.InitialSeats != 0 || r.FinalSeats != 0 || r.AdditionalLatency != 0
 		ms = append(ms, r.Extra)
+	}
+	// The 1.20 layout has no seat columns: keep it so (rows built in Go
+	// without HasSeats but with seats get the columns).
+	if seats {
+		header = append(header, "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime")
 	}
 	if details {
 		header = append(header, "UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
@@ -134,8 +140,10 @@ func FormatRequests(rows []RequestRow) []byte {
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		cells := []string{r.PriorityLevel, r.FlowSchema, strconv.Itoa(r.QueueIndex), strconv.Itoa(r.IndexInQueue), r.FlowDistinguisher,
-			r.ArriveTime.UTC().Format(time.RFC3339Nano), strconv.Itoa(r.InitialSeats), strconv.Itoa(r.FinalSeats),
-			r.AdditionalLatency.String(), r.StartTime.UTC().Format(time.RFC3339Nano)}
+			r.ArriveTime.UTC().Format(time.RFC3339Nano)}
+		if seats {
+			cells = append(cells, strconv.Itoa(r.InitialSeats), strconv.Itoa(r.FinalSeats), r.AdditionalLatency.String(), r.StartTime.UTC().Format(time.RFC3339Nano))
+		}
 		if details {
 			cells = append(cells, r.UserName, r.Verb, r.APIPath, r.Namespace, r.Name, r.APIVersion, r.Resource, r.SubResource)
 		}

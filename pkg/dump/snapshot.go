@@ -72,6 +72,9 @@ func (e InstanceError) Error() string {
 type Capture struct {
 	Snapshots []*Snapshot     `json:"snapshots"`
 	Failures  []InstanceError `json:"failures,omitempty"`
+	// Notes say what the input held and lacked ("note: ..." each), for
+	// stderr.
+	Notes []string `json:"-"`
 }
 
 // Source is where snapshots come from: a cluster or a bundle.

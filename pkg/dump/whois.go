@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -32,7 +33,15 @@ var (
 	// optionally quoted, then ":" or "=", then the value, optionally quoted.
 	headerRE = regexp.MustCompile(`(?i)x-kubernetes-pf-(flowschema|prioritylevel)-uid["'\]]?\s*[:=]\s*(?:\[\s*)?["']?([0-9a-z-]*)`)
 	uidRE    = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	// The marks of a client's HTTP trace or log: a klog line prefix
+	// ("I0808 12:14:52.246188"), client-go's round_trippers lines, curl's
+	// "< HTTP/1.1 200 OK".
+	traceRE = regexp.MustCompile(`(?im)^\s*([IWEF]\d{4} \d{2}:\d{2}:\d{2}|[<>] HTTP/|HTTP/[12](\.\d)? \d{3})|round_trippers\.go|response (headers|status):`)
 )
+
+// ErrNoPFHeader is wrapped by the error of ParseUIDRefs for a trace that
+// holds no X-Kubernetes-PF-*-UID header at all.
+var ErrNoPFHeader = errors.New("no X-Kubernetes-PF-FlowSchema-UID or X-Kubernetes-PF-PriorityLevel-UID header")
 
 // ParseUIDRefs extracts the UIDs of pasted text: header lines (such as the
 // output of "kubectl get pods -v=8 2>&1 | grep -i x-kubernetes-pf") and bare
@@ -53,6 +62,12 @@ func ParseUIDRefs(text string) ([]UIDRef, error) {
 	// Pasted log output carries other lines too: when any header is present,
 	// lines without one are context, not input.
 	pasted := headerRE.MatchString(text)
+	if !pasted && traceRE.MatchString(text) {
+		// The apiserver sets both headers on every response API Priority
+		// and Fairness classified (priority-and-fairness.go:
+		// setResponseHeaders), exempt ones included.
+		return nil, fmt.Errorf("the input is an HTTP trace that holds %w at all: its responses were not classified by API Priority and Fairness (a long-running request such as logs, exec, attach, port-forward or proxy; a server with APF off or older than 1.20), or the trace was taken below -v=8, which prints no response headers", ErrNoPFHeader)
+	}
 	for n, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {

@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,4 +84,17 @@ func FuzzParseUIDRefs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseUIDRefsTraceWithoutHeaders: a public kubectl --v=99 trace with no
+// PF header at all is told apart from a mistyped UID (issue 26, D6).
+func TestParseUIDRefsTraceWithoutHeaders(t *testing.T) {
+	_, err := ParseUIDRefs(string(fieldFile(t, "cabin-34-kubectl-v99-trace.txt")))
+	if !errors.Is(err, ErrNoPFHeader) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line wrapping ErrNoPFHeader", err)
+	}
+	// A word that is no UID, outside a trace, is still that.
+	if _, err := ParseUIDRefs("nope"); err == nil || errors.Is(err, ErrNoPFHeader) || !strings.Contains(err.Error(), `"nope" is neither a UID`) {
+		t.Errorf("err = %v", err)
+	}
 }

@@ -10,9 +10,11 @@
 //   - the request (engine.Request) or a message pasted by the user
 //     (ParseMessage), which may turn out not to be about APF at all.
 //
-// Explain builds an Explanation of one request; Explain429 builds a Triage of
-// the rejections visible in the live state. WriteText and WriteTriageText
-// render them for people; both types marshal to stable JSON for -o json.
+// Explain builds an Explanation of one request; Explain429 builds the
+// rejections visible in the live state in the one explain 429 schema
+// (package rejections), each level's figures from package levels. WriteText
+// and WriteTriageText render them for people; both types marshal to stable
+// JSON for -o json.
 //
 // The package is pure: no client-go, no cobra, no terminal styling and no
 // wall clock (an imports test keeps it so). The caller fetches, this package

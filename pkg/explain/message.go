@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,11 @@ const (
 	// (re)initializing (k8s.io/apiserver/pkg/storage/cacher/ready.go), which
 	// answers 429 with Retry-After too.
 	MessageStorageInitializing = "storage-initializing"
+	// MessageEventRateLimit: the EventRateLimit admission plugin refused
+	// an Event (k8s.io/kubernetes plugin/pkg/admission/eventratelimit:
+	// limitenforcer.go:accept, wrapped by apimachinery's
+	// NewTooManyRequestsError), a 429 that is not APF's.
+	MessageEventRateLimit = "event-rate-limit"
 	// MessageAPF429: the body APF writes with a 429
 	// (server/filters/priority-and-fairness.go:tooManyRequests).
 	MessageAPF429 = "apf-429"
@@ -61,7 +67,11 @@ var (
 	// has received too many requests and has asked us to try again later
 	// (get pods)`. The suffix is the HTTP method in lower case and the
 	// resource, with the object's name if any.
-	reGeneric429 = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
+	// The EventRateLimit admission plugin's refusal, inside
+	// NewTooManyRequestsError's "Too many requests: %s"; several limits
+	// reached at once are joined in brackets.
+	reEventRateLimit = regexp.MustCompile(`limit reached on type (Server|Namespace|User|SourceAndObject) for key ([^,\]\n]*)`)
+	reGeneric429     = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
 )
 
 // ParseMessage recognises a message pasted by the user: a client-go
@@ -96,6 +106,12 @@ func ParseMessage(text string) (*Message, error) {
 		msg := &Message{Kind: MessageClientThrottling, Delay: m[1], Method: m[2], Path: pathOf(m[3])}
 		msg.Explanation = throttlingText(msg.Delay)
 		return msg, nil
+	}
+	if m := reEventRateLimit.FindStringSubmatch(t); m != nil && strings.Contains(strings.ToLower(t), "too many requests") {
+		key := strings.TrimSpace(m[2])
+		per := map[string]string{"Server": "the whole apiserver", "Namespace": "namespace " + strconv.Quote(key),
+			"User": "user " + strconv.Quote(key), "SourceAndObject": "the source and object " + strconv.Quote(key)}[m[1]]
+		return &Message{Kind: MessageEventRateLimit, Explanation: fmt.Sprintf("this 429 comes from the EventRateLimit admission plugin, not from API Priority and Fairness: creating Events is limited per %s (limit type %s) and the limit was reached. The client (often a controller in a loop) should emit fewer Events; the cluster admin sets the plugin's qps, burst and cacheSize in its configuration (EventRateLimit in the --admission-control-config-file of kube-apiserver)", per, m[1])}, nil
 	}
 	if m := reGeneric429.FindStringSubmatch(t); m != nil {
 		// APF answers its rejections with a plain-text body

@@ -28,6 +28,14 @@ func TestParseMessage(t *testing.T) {
 		{name: "watch cache", text: `Error from server (TooManyRequests): storage is (re)initializing`, wantKind: MessageStorageInitializing},
 		{name: "APF body", text: `Error from server (TooManyRequests): the server has received too many requests and has asked us to try again later (get pods) Too many requests, please try again later.`,
 			wantKind: MessageAPF429, wantAPF: true},
+		// The EventRateLimit admission plugin's 429, as kubectl prints it:
+		// apimachinery's NewTooManyRequestsError around limitenforcer.go's
+		// "limit reached on type %v for key %v" (k8s.io/kubernetes
+		// plugin/pkg/admission/eventratelimit).
+		{name: "EventRateLimit", text: `Error from server (TooManyRequests): Too many requests: limit reached on type User for key system:serviceaccount:kube-system:replicaset-controller`,
+			wantKind: MessageEventRateLimit},
+		{name: "EventRateLimit, two limits", text: `Too many requests: [limit reached on type Server for key , limit reached on type Namespace for key prod]`,
+			wantKind: MessageEventRateLimit},
 		{name: "empty", text: "  ", wantErr: "empty message"},
 		{name: "unknown", text: "connection refused", wantErr: "unrecognised message"},
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // clean makes a server-supplied string safe on one terminal line.
@@ -162,6 +163,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		p.f(" (%s)", ex.Verdict.RejectReason)
 	}
 	p.f("\n  %s\n", clean(ex.Verdict.Reason))
+	writePast(p, ex.Past)
 	if len(ex.Instances) > 1 {
 		p.f("\nOn each apiserver\n")
 		for _, iv := range ex.Instances {
@@ -208,6 +210,7 @@ func writeRecorded(p *printer, r *Recorded) {
 		}
 	}
 	p.f("  %s: %s\n", verdict, clean(r.Detail))
+	writeFate(p, r)
 	if r.InitialSeats != nil {
 		p.f("  the server estimated %d seat(s)", *r.InitialSeats)
 		if r.FinalSeats != nil && r.AdditionalLatency != nil {
@@ -270,8 +273,9 @@ func WriteMessageText(w io.Writer, m *Message) error {
 	return p.err
 }
 
-// WriteTriageText renders a Triage for people.
-func WriteTriageText(w io.Writer, t *Triage) error {
+// WriteTriageText renders a Report of live state for people, instance by
+// instance.
+func WriteTriageText(w io.Writer, t *rejections.Report) error {
 	p := &printer{w: w}
 	if t.Release != "" {
 		p.f("Replaying Kubernetes %s (%s)\n\n", clean(t.Release), clean(t.ReleaseFrom))
@@ -282,28 +286,35 @@ func WriteTriageText(w io.Writer, t *Triage) error {
 		}
 		unit := "total since the apiserver started"
 		if it.HasRates {
-			unit = fmt.Sprintf("per second over %v", it.Interval)
+			unit = fmt.Sprintf("per second over %v", time.Duration(it.IntervalSeconds*float64(time.Second)))
 		}
-		p.f("Apiserver %s (rejections %s)\n", clean(it.Instance), unit)
-		if len(it.Levels) == 0 {
+		p.f("Apiserver %s (rejections %s)\n", clean(it.Name), unit)
+		var incidents []rejections.Incident
+		for _, l := range t.Incidents {
+			if len(l.Instances) > 0 && l.Instances[0].Instance == it.Name {
+				incidents = append(incidents, l)
+			}
+		}
+		if len(incidents) == 0 {
 			p.f("  no priority level is rejecting requests\n")
 		}
-		for _, l := range it.Levels {
-			reasons := make([]string, 0, len(l.Rejected))
-			for r := range l.Rejected {
+		for _, l := range incidents {
+			reasons := make([]string, 0, len(l.Reasons))
+			for r := range l.Reasons {
 				reasons = append(reasons, r)
 			}
 			sort.Strings(reasons)
 			var parts []string
 			for _, r := range reasons {
-				parts = append(parts, fmt.Sprintf("%s %.3g", r, l.Rejected[r]))
+				parts = append(parts, fmt.Sprintf("%s %.3g", r, l.Reasons[r]))
 			}
-			p.f("\n  Level %s: rejected %s\n", clean(l.Name), strings.Join(parts, ", "))
-			p.f("    limit %v seats (nominal %d), %v in use, %d waiting", l.CurrentLimit, l.NominalLimit, l.SeatsInUse, l.Waiting)
-			if l.Queues > 0 {
-				p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", l.Queues, l.HandSize, l.QueueLengthLimit, l.WaitLimit)
-			} else if l.LimitResponse != "" {
-				p.f("; limitResponse %s", l.LimitResponse)
+			st := l.State
+			p.f("\n  Level %s: rejected %s\n", clean(l.Level), strings.Join(parts, ", "))
+			p.f("    limit %s seats (nominal %s), %s in use, %s waiting", Num(st.CurrentLimit), Num(st.NominalLimit), Num(st.SeatsInUse), Num(st.Waiting))
+			if st.Queues > 0 {
+				p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", st.Queues, st.HandSize, st.QueueLengthLimit, time.Duration(st.WaitLimitSeconds*float64(time.Second)))
+			} else if st.LimitResponse != "" {
+				p.f("; limitResponse %s", st.LimitResponse)
 			}
 			p.f("\n")
 			if len(l.Flows) > 0 {
@@ -321,6 +332,9 @@ func WriteTriageText(w io.Writer, t *Triage) error {
 		for _, n := range it.Notes {
 			p.f("  note: %s\n", clean(n))
 		}
+	}
+	for _, n := range t.Notes {
+		p.f("note: %s\n", clean(n))
 	}
 	return p.err
 }

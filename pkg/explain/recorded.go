@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -127,4 +128,178 @@ func (ex *Explanation) CompareWork(w RecordedWork) {
 	if f == 0 && w.AdditionalLatency > 0 {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the server recorded an additional latency of %v with no final seats: the estimator gives one only with final seats", w.AdditionalLatency))
 	}
+}
+
+// Past is a logged request's moment as reconstructed from the log (package
+// reconstruct): the state of its level when it reached APF.
+type Past struct {
+	// At is when the request reached APF; Level its priority level.
+	At    time.Time `json:"at"`
+	Level string    `json:"level"`
+	// Fate is VerdictRuns, VerdictQueued or VerdictRejected, with Reason
+	// (queue-full, concurrency-limit, time-out) for a rejection.
+	Fate   string `json:"fate"`
+	Reason string `json:"reason,omitempty"`
+	// Reconstructed is the fate the reconstruction decided from the state
+	// alone (VerdictRuns or VerdictRejected); Disagreement names how it
+	// differs from the server's answer, which Fate follows (a 429 it found
+	// room for is still a rejection, with the likeliest reason).
+	Reconstructed string `json:"reconstructed"`
+	Disagreement  string `json:"disagreement,omitempty"`
+	// SeatsInUse and Limit are the level's seats when it arrived; Waiting
+	// the requests waiting in all its queues.
+	SeatsInUse int `json:"seatsInUse"`
+	Limit      int `json:"limit"`
+	Waiting    int `json:"waiting"`
+	// Queue is the queue it was put in (or turned away from), nil for a
+	// level without queues; QueueLengthLimit the level's.
+	Queue            *int `json:"queue,omitempty"`
+	QueueLengthLimit int  `json:"queueLengthLimit,omitempty"`
+	// Queues are the queues of its hand and who waited in each; Holders
+	// the flows holding the level's seats.
+	Queues  []PastQueue `json:"queues,omitempty"`
+	Holders []PastFlow  `json:"holders"`
+	// Wait is the time it waited before dispatch (served requests), from
+	// WaitFrom: "httplog", "audit" (apf-queue-wait) or "estimated" (the
+	// reconstruction's, the log recording none).
+	Wait     *Duration `json:"wait,omitempty"`
+	WaitFrom string    `json:"waitFrom,omitempty"`
+	// WaitLimit is the request's wait limit.
+	WaitLimit Duration `json:"waitLimit"`
+}
+
+// PastQueue is one queue of the hand at the request's moment.
+type PastQueue struct {
+	Index  int        `json:"index"`
+	Length int        `json:"length"`
+	Chosen bool       `json:"chosen,omitempty"`
+	Flows  []PastFlow `json:"flows,omitempty"`
+}
+
+// PastFlow is one flow's requests and seats.
+type PastFlow struct {
+	Flow     string `json:"flow"`
+	Requests int    `json:"requests"`
+	Seats    int    `json:"seats"`
+}
+
+// SetPast makes the reconstructed moment the verdict: the fate the log's
+// state gives the request, in place of the one of the state read now.
+func (ex *Explanation) SetPast(p *Past) {
+	ex.Past = p
+	v := Verdict{Kind: p.Fate, RejectReason: p.Reason, WaitLimit: p.WaitLimit}
+	if p.Queue != nil {
+		q := *p.Queue
+		v.Queue = &q
+		for _, pq := range p.Queues {
+			if pq.Index == q {
+				v.Ahead = pq.Length
+			}
+		}
+	}
+	at := p.At.UTC().Format("15:04:05.000")
+	switch {
+	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
+		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %d of %d seats in use, %d requests waiting, and its hand's queues: %s", at, p.Level, p.SeatsInUse, p.Limit, p.Waiting, queuesText(p.Queues))
+	case p.Fate == VerdictRejected && p.Reason == "queue-full":
+		v.Reason = fmt.Sprintf("at %s every one of %s's %d seats was taken and the queues of its hand were at their length limit (%d): %s", at, p.Level, p.Limit, p.QueueLengthLimit, queuesText(p.Queues))
+	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
+		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %d of its %d seats in use, held by %s", at, p.Level, p.SeatsInUse, p.Limit, flowsText(p.Holders))
+	case p.Fate == VerdictRejected && p.Reason == "time-out":
+		v.Reason = fmt.Sprintf("at %s it waited in queue %s of %s for its whole wait limit (%v) with every seat taken", at, queueText(p.Queue), p.Level, time.Duration(p.WaitLimit))
+	case p.Fate == VerdictQueued:
+		v.ExpectedWait = p.Wait
+		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %d of %d seats in use and %d requests waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, p.SeatsInUse, p.Limit, p.Waiting)
+	default:
+		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %d of %s's %d seats were in use", at, p.SeatsInUse, p.Level, p.Limit)
+	}
+	if p.Disagreement != "" {
+		found := "found room for it"
+		if p.Reconstructed == VerdictRejected {
+			found = "rejects it (" + p.Reason + ")"
+		}
+		v.Reason += fmt.Sprintf("; the reconstruction %s: %s", found, p.Disagreement)
+	}
+	ex.Verdict = v
+	ex.Instances = nil
+}
+
+// CompareFate records whether the reconstructed fate is what the server
+// answered.
+func (ex *Explanation) CompareFate(status int) {
+	rec, p := ex.Recorded, ex.Past
+	if rec == nil || p == nil || status == 0 {
+		return
+	}
+	rejected, got429 := p.Reconstructed == VerdictRejected, status == 429
+	agree := rejected == got429
+	rec.FateAgrees = &agree
+	switch {
+	case agree && got429:
+		rec.FateDetail = fmt.Sprintf("the server answered 429 and the reconstruction rejects it (%s)", p.Reason)
+	case agree:
+		rec.FateDetail = fmt.Sprintf("APF let it through (the server answered %d) and the reconstruction does", status)
+	case got429:
+		rec.FateDetail = fmt.Sprintf("the server answered 429 but the reconstruction found room for it; the likeliest reason is %s", p.Reason)
+	default:
+		rec.FateDetail = fmt.Sprintf("APF let it through (the server answered %d) but the reconstruction rejects it (%s): the log's times put more in its queues than the server had", status, p.Reason)
+	}
+}
+
+func queueText(q *int) string {
+	if q == nil {
+		return "-"
+	}
+	return fmt.Sprint(*q)
+}
+
+func queuesText(qs []PastQueue) string {
+	if len(qs) == 0 {
+		return "none (the level has no queues)"
+	}
+	parts := make([]string, 0, len(qs))
+	for _, q := range qs {
+		parts = append(parts, fmt.Sprintf("queue %d held %d (%s)", q.Index, q.Length, flowsText(q.Flows)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func flowsText(fs []PastFlow) string {
+	if len(fs) == 0 {
+		return "nobody"
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%s ×%d", f.Flow, f.Requests))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writePast prints the reconstructed moment under the verdict.
+func writePast(p *printer, past *Past) {
+	if past == nil {
+		return
+	}
+	p.f("\nAt the time (reconstructed from the log)\n")
+	p.f("  %s: %d of %d seats in use, %d waiting\n", clean(past.Level), past.SeatsInUse, past.Limit, past.Waiting)
+	for _, q := range past.Queues {
+		mark := " "
+		if q.Chosen {
+			mark = "*"
+		}
+		p.f("  %s queue %d: %d of %d waiting: %s\n", mark, q.Index, q.Length, past.QueueLengthLimit, clean(flowsText(q.Flows)))
+	}
+	p.f("  seats held by: %s\n", clean(flowsText(past.Holders)))
+}
+
+// writeFate prints the comparison of the fate with the server's answer.
+func writeFate(p *printer, r *Recorded) {
+	if r.FateAgrees == nil {
+		return
+	}
+	verdict := "AGREES"
+	if !*r.FateAgrees {
+		verdict = "DISAGREES"
+	}
+	p.f("  fate %s: %s\n", verdict, clean(r.FateDetail))
 }

@@ -90,7 +90,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	if len(cls.Hand) > 0 {
 		ex.Queues = queuesView(in.Live, pl.Name, cls.Hand)
 	}
-	ex.Verdict = verdict(in, r, ex, pl, limits, lm, waitLimit)
+	ex.Verdict = verdictForSeats(in, r, ex, pl, limits, lm, waitLimit)
 	ex.Advice = advise(in, r, ex, cls)
 	return ex
 }

@@ -3,6 +3,9 @@ package explain
 import (
 	"fmt"
 	"net/url"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -111,4 +114,32 @@ func seatsFromCounts(s *Seats, rel engine.Release, r engine.Request, l engine.Le
 		note += "; a consistent read is taken to come from the watch cache"
 	}
 	return &Seats{Initial: n, Max: n, Note: note}
+}
+
+// verdictForSeats gives the verdict for the seats the request takes: when
+// the estimate is a range (an unsized LIST, a write with watchers), the
+// verdict for its low end alone would be given as if the request were
+// small, so it is computed for both ends and the reason says which holds
+// for which.
+func verdictForSeats(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.PriorityLevelConfiguration, l engine.LevelLimits, lm levelMetrics, waitLimit time.Duration) Verdict {
+	s := ex.Seats
+	low := verdict(in, r, ex, pl, l, lm, waitLimit)
+	if s == nil || s.Max <= s.Initial || low.Kind == VerdictExempt {
+		return low
+	}
+	hiSeats := *s
+	hiSeats.Initial = s.Max
+	ex.Seats = &hiSeats
+	high := verdict(in, r, ex, pl, l, lm, waitLimit)
+	ex.Seats = s
+	if low.Reason == high.Reason && low.Kind == high.Kind && low.RejectReason == high.RejectReason {
+		low.Reason = fmt.Sprintf("with any of its %d to %d seats: %s", s.Initial, s.Max, low.Reason)
+		return low
+	}
+	kind := high.Kind
+	if high.RejectReason != "" {
+		kind += " (" + high.RejectReason + ")"
+	}
+	low.Reason = fmt.Sprintf("with %d seat(s), the least it can take: %s; with %d seats, the most it can take: %s: %s", s.Initial, low.Reason, s.Max, kind, high.Reason)
+	return low
 }

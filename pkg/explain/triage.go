@@ -4,141 +4,118 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
-
-// Cause kinds of a Triage.
-const (
-	CauseNoQueues            = "no-queues"
-	CauseTooLittleConcurreny = "too-little-concurrency"
-	CauseElephantFlow        = "elephant-flow"
-	CauseWideRequests        = "wide-requests"
-	CauseTimeOuts            = "time-outs"
-	CauseNotAPF              = "not-apf"
-)
-
-// Triage is the answer of "kubectl apf explain 429".
-type Triage struct {
-	// Release is the Kubernetes release replayed ("1.31"), ReleaseFrom
-	// where it came from; set by the caller.
-	Release     string           `json:"release,omitempty"`
-	ReleaseFrom string           `json:"releaseFrom,omitempty"`
-	Instances   []InstanceTriage `json:"instances"`
-}
-
-// InstanceTriage is the triage of one apiserver instance.
-type InstanceTriage struct {
-	Instance string `json:"instance"`
-	// HasRates is true when two scrapes gave rates over Interval; otherwise
-	// the counts are totals since the apiserver started.
-	HasRates bool     `json:"hasRates"`
-	Interval Duration `json:"interval,omitempty"`
-	// Levels are the levels with rejections, most rejected first.
-	Levels []LevelTriage `json:"levels"`
-	// Other429 is the rate (or total) of 429 answers that APF did not
-	// produce: apiserver_request_total{code="429"} minus APF's rejections.
-	Other429 float64 `json:"other429"`
-	// Notes are diagnostics (a missing dump, no metrics, ...).
-	Notes []string `json:"notes,omitempty"`
-}
-
-// LevelTriage is one rejecting level.
-type LevelTriage struct {
-	Name          string `json:"name"`
-	LimitResponse string `json:"limitResponse,omitempty"`
-	// Rejected is by reason: per second with rates, totals otherwise.
-	Rejected         map[string]float64 `json:"rejected"`
-	CurrentLimit     float64            `json:"currentLimit"`
-	NominalLimit     int                `json:"nominalLimit"`
-	SeatsInUse       float64            `json:"seatsInUse"`
-	Waiting          int                `json:"waiting"`
-	Queues           int32              `json:"queues,omitempty"`
-	HandSize         int32              `json:"handSize,omitempty"`
-	QueueLengthLimit int32              `json:"queueLengthLimit,omitempty"`
-	WaitP99          *float64           `json:"waitP99Seconds,omitempty"`
-	WaitLimit        Duration           `json:"waitLimit,omitempty"`
-	// Flows are the heaviest flows in the request dump.
-	Flows []FlowLoad `json:"flows,omitempty"`
-	// Causes are the likely causes, with evidence and fix.
-	Causes []Cause `json:"causes"`
-}
-
-// FlowLoad is one flow's share of a level in the request dump.
-type FlowLoad struct {
-	FlowSchema    string `json:"flowSchema"`
-	Distinguisher string `json:"distinguisher"`
-	Waiting       int    `json:"waiting"`
-	Executing     int    `json:"executing"`
-	Seats         int    `json:"seats"`
-	// Hand is the flow's queues (recomputed from its FlowSchema and
-	// distinguisher); Full counts those at the queue length limit.
-	Hand []int `json:"hand,omitempty"`
-	Full int   `json:"full"`
-}
-
-// Cause is one likely cause of rejections.
-type Cause struct {
-	Kind     string `json:"kind"`
-	Evidence string `json:"evidence"`
-	Fix      string `json:"fix"`
-	YAML     string `json:"yaml,omitempty"`
-}
 
 // Explain429 triages the rejections visible in each instance's live state
-// against the configuration.
-func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives []*dump.Snapshot) *Triage {
+// against the configuration, into the one explain 429 schema (package
+// rejections); the caller sets its Source and Release. Each level's
+// figures are pkg/levels' rows, as "top levels" shows them.
+func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives []*dump.Snapshot) *rejections.Report {
 	if scl <= 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
 	if requestTimeout <= 0 {
 		requestTimeout = time.Minute
 	}
-	t := &Triage{Instances: []InstanceTriage{}}
-	limits := map[string]engine.LevelLimits{}
-	for _, l := range c.Limits(scl) {
-		limits[l.Name] = l
+	rep := rejections.New(rejections.Source{})
+	limits := c.Limits(scl)
+	rates, totals := 0, 0
+	var other *float64
+	for i, live := range lives {
+		inst, incidents := triageInstance(c, limits, requestTimeout, live)
+		if inst.HasRates {
+			rates++
+		} else {
+			totals++
+		}
+		switch {
+		case inst.Other429 == nil:
+		case i == 0:
+			other = rejections.Of(*inst.Other429)
+		case other != nil:
+			*other += *inst.Other429
+		}
+		if i > 0 && inst.Other429 == nil {
+			other = nil
+		}
+		if i == 0 {
+			rep.Window = windowOf(live)
+		}
+		rep.Instances = append(rep.Instances, inst)
+		for _, inc := range incidents {
+			rep.Rejected[inc.Level] += inc.Rejected
+		}
+		rep.Incidents = append(rep.Incidents, incidents...)
 	}
-	for _, live := range lives {
-		t.Instances = append(t.Instances, triageInstance(c, limits, requestTimeout, live))
+	rep.Other429 = other
+	switch {
+	case totals == 0:
+		rep.Counts = rejections.CountsPerSecond
+	case rates == 0:
+		rep.Counts = rejections.CountsSinceStart
+	default:
+		rep.Counts = rejections.CountsPerInstance
 	}
-	return t
+	return rep
 }
 
-func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot) InstanceTriage {
-	it := InstanceTriage{Instance: live.Instance, Levels: []LevelTriage{}}
+// windowOf is the time of the scrapes of live: the two that give rates,
+// or the capture.
+func windowOf(live *dump.Snapshot) rejections.Window {
+	var w rejections.Window
+	prev, cur := live.LatestMetrics()
+	switch {
+	case cur != nil && prev != nil && cur.Time.After(prev.Time):
+		s, e := prev.Time, cur.Time
+		w.Start, w.End = &s, &e
+	case cur != nil && !cur.Time.IsZero():
+		e := cur.Time
+		w.End = &e
+	case !live.CapturedAt.IsZero():
+		e := live.CapturedAt
+		w.End = &e
+	}
+	return w
+}
+
+func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot) (rejections.Instance, []rejections.Incident) {
+	it := rejections.Instance{Name: live.Instance}
 	prev, cur := live.LatestMetrics()
 	if cur == nil {
 		it.Notes = append(it.Notes, "no metrics were read: rejections are counted from dump_priority_levels only (totals since the apiserver started)")
 	}
-	var stats []metrics.LevelStats
-	if cur != nil {
-		stats = metrics.Levels(prev, cur)
-		it.HasRates = len(stats) > 0 && stats[0].HasRates
-		if it.HasRates {
-			it.Interval = Duration(cur.Time.Sub(prev.Time))
-		}
+	rows := map[string]levels.Row{}
+	for _, r := range levels.Compute(levels.Input{Snapshot: live, Limits: limits}) {
+		rows[r.Name] = r
 	}
-	byName := map[string]metrics.LevelStats{}
-	for _, s := range stats {
-		byName[s.Name] = s
+	it.HasRates = prev != nil && cur != nil && cur.Time.After(prev.Time)
+	if it.HasRates {
+		it.IntervalSeconds = cur.Time.Sub(prev.Time).Seconds()
 	}
 	rejectedBy := map[string]map[string]float64{}
+	add := func(level, reason string, v float64) {
+		if rejectedBy[level] == nil {
+			rejectedBy[level] = map[string]float64{}
+		}
+		rejectedBy[level][reason] = v
+	}
 	apfTotal := 0.0
 	switch {
 	case it.HasRates:
-		for _, s := range stats {
-			for reason, v := range s.RejectedPerSec {
+		for _, r := range rows {
+			for reason, v := range r.RejectedPerSec {
 				if v > 0 {
-					if rejectedBy[s.Name] == nil {
-						rejectedBy[s.Name] = map[string]float64{}
-					}
-					rejectedBy[s.Name][reason] = v
+					add(r.Name, reason, v)
 					apfTotal += v
 				}
 			}
@@ -149,24 +126,25 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 		interval := cur.Time.Sub(prev.Time)
 		all429 := metrics.Rate(count429(prev), count429(cur), interval) * interval.Seconds()
 		apf429 := metrics.Rate(countRejected(prev), countRejected(cur), interval) * interval.Seconds()
-		it.Other429 = math.Max(0, math.Round(all429-apf429)) / interval.Seconds()
+		it.Other429 = rejections.Of(math.Max(0, math.Round(all429-apf429)) / interval.Seconds())
 	case cur != nil:
 		for k, v := range cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
 			if v > 0 {
-				if rejectedBy[k[0]] == nil {
-					rejectedBy[k[0]] = map[string]float64{}
-				}
-				rejectedBy[k[0]][k[1]] = v
+				add(k[0], k[1], v)
 				apfTotal += v
 			}
 		}
-		it.Other429 = math.Max(0, count429(cur)-apfTotal)
+		it.Other429 = rejections.Of(math.Max(0, count429(cur)-apfTotal))
 	default:
-		for _, row := range live.PriorityLevelDump {
-			if !row.Placeholder && row.RejectedRequests > 0 {
-				rejectedBy[row.Name] = map[string]float64{"any": float64(row.RejectedRequests)}
+		for _, r := range rows {
+			if r.RejectedCount > 0 {
+				add(r.Name, rejections.ReasonAny, float64(r.RejectedCount))
 			}
 		}
+	}
+	if !cur.Has(metrics.FamilyRequestTotal) {
+		// Without apiserver_request_total the other 429s are unknown.
+		it.Other429 = nil
 	}
 	names := make([]string, 0, len(rejectedBy))
 	for n := range rejectedBy {
@@ -186,69 +164,109 @@ func triageInstance(c *engine.Config, limits map[string]engine.LevelLimits, requ
 		}
 		return names[i] < names[j]
 	})
+	incidents := make([]rejections.Incident, 0, len(names))
 	for _, n := range names {
-		it.Levels = append(it.Levels, triageLevel(c, limits[n], requestTimeout, live, n, byName[n], rejectedBy[n]))
+		row, ok := rows[n]
+		if !ok {
+			row = levels.Empty(live.Instance, n)
+		}
+		inc := triageLevel(c, row, requestTimeout, live, rejectedBy[n])
+		inc.Rejected = sum(rejectedBy[n])
+		inc.Instances = []rejections.InstanceCount{{Instance: live.Instance, Count: inc.Rejected}}
+		incidents = append(incidents, inc)
 	}
-	if it.Other429 > 0 {
+	if it.Other429 != nil && *it.Other429 > 0 {
 		unit := "since the apiserver started"
 		if it.HasRates {
 			unit = "per second"
 		}
-		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", it.Other429, unit))
+		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", *it.Other429, unit))
 	}
-	return it
+	return it, incidents
 }
 
-func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot, name string, st metrics.LevelStats, rejected map[string]float64) LevelTriage {
-	lt := LevelTriage{Name: name, Rejected: rejected, NominalLimit: l.NominalCL, CurrentLimit: st.CurrentLimit, SeatsInUse: st.SeatsInUse, Causes: []Cause{}}
-	if st.Name == "" {
-		lt.CurrentLimit = float64(l.NominalCL)
+// figure is v when present, nil when NaN.
+func figure(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
 	}
-	if !math.IsNaN(st.WaitP99) && st.Name != "" {
-		v := st.WaitP99
-		lt.WaitP99 = &v
+	return rejections.Of(v)
+}
+
+// stateOf is a level row in the schema.
+func stateOf(r levels.Row) rejections.LevelState {
+	st := rejections.LevelState{NominalLimit: figure(r.NominalLimit), CurrentLimit: figure(r.CurrentLimit), SeatsInUse: figure(r.SeatsInUse),
+		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99)}
+	if len(r.From) > 0 {
+		st.From = map[string]string{}
+		for k, v := range r.From {
+			st.From[k] = v
+		}
 	}
+	return st
+}
+
+// Num formats a figure for a sentence: "-" when absent.
+func Num(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
+}
+
+func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration, live *dump.Snapshot, rejected map[string]float64) rejections.Incident {
+	name := row.Name
+	lt := rejections.Incident{Level: name, Reasons: rejected, State: stateOf(row), Causes: []rejections.Cause{}}
+	st := &lt.State
 	pl := c.PriorityLevels[name]
 	var q *flowcontrolv1.QueuingConfiguration
 	if pl != nil && pl.Spec.Limited != nil {
-		lt.LimitResponse = string(pl.Spec.Limited.LimitResponse.Type)
+		st.LimitResponse = string(pl.Spec.Limited.LimitResponse.Type)
 		if pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue {
 			q = pl.Spec.Limited.LimitResponse.Queuing
-			lt.Queues, lt.HandSize, lt.QueueLengthLimit = q.Queues, q.HandSize, q.QueueLengthLimit
+			st.Queues, st.HandSize, st.QueueLengthLimit = q.Queues, q.HandSize, q.QueueLengthLimit
 		}
 	}
 	// The default wait limit; a request with a shorter ?timeout= has less.
-	lt.WaitLimit = Duration(min(requestTimeout/4, time.Minute))
-	rows := queuesOf(live, name)
+	waitLimit := min(requestTimeout/4, time.Minute)
+	st.WaitLimitSeconds = waitLimit.Seconds()
 	full := map[int]bool{}
-	for i, r := range rows {
-		lt.Waiting += r.PendingRequests
+	for i, r := range queuesOf(live, name) {
 		if q != nil && int32(r.PendingRequests) >= q.QueueLengthLimit {
 			full[i] = true
 		}
 	}
 	lt.Flows = flowLoads(c, live, name, full)
-	share := func(x float64) string { return fmt.Sprintf("%v of %v seats in use", x, lt.CurrentLimit) }
+	share := func(x *float64) string {
+		if x == nil {
+			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
+		}
+		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
+	}
 
 	if pl == nil {
-		lt.Causes = append(lt.Causes, Cause{Kind: CauseTooLittleConcurreny, Evidence: "the level is not in the configuration read (deleted, or being drained)", Fix: "compare 'kubectl get prioritylevelconfigurations' with the metrics"})
+		lt.Causes = append(lt.Causes, missingLevelCause(live))
 		return lt
 	}
-	if rejected[ReasonConcurrencyLimit] > 0 {
-		lt.Causes = append(lt.Causes, Cause{Kind: CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues): every request beyond its %v seats gets 429 at once; %s", name, lt.CurrentLimit, share(lt.SeatsInUse)),
+	if rejected[rejections.ReasonConcurrencyLimit] > 0 {
+		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseNoQueues,
+			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
 			Fix:      fmt.Sprintf("move the rejected clients to a queuing level with a FlowSchema of their own (see 'kubectl apf explain request' for one of them), or give %s queues and more nominalConcurrencyShares", name)})
 	}
-	var top *FlowLoad
+	var top *rejections.FlowLoad
 	if len(lt.Flows) > 0 {
 		top = &lt.Flows[0]
 	}
-	if rejected[ReasonQueueFull] > 0 || rejected["any"] > 0 {
-		elephant := top != nil && lt.Waiting > 1 && top.Waiting*2 >= lt.Waiting && len(lt.Flows) > 0
+	waiting := math.NaN()
+	if st.Waiting != nil {
+		waiting = *st.Waiting
+	}
+	if rejected[rejections.ReasonQueueFull] > 0 || rejected[rejections.ReasonAny] > 0 {
+		elephant := top != nil && waiting > 1 && float64(top.Waiting*2) >= waiting
 		if elephant {
-			e := Cause{Kind: CauseElephantFlow,
-				Evidence: fmt.Sprintf("flow %s/%q holds %d of the %d waiting requests of %s and fills %d of its %d queues %v (queue length limit %d): every flow dealt those queues is rejected with it",
-					top.FlowSchema, top.Distinguisher, top.Waiting, lt.Waiting, name, top.Full, len(top.Hand), top.Hand, lt.QueueLengthLimit)}
+			e := rejections.Cause{Kind: rejections.CauseElephantFlow,
+				Evidence: fmt.Sprintf("flow %s/%q holds %d of the %s waiting requests of %s and fills %d of its %d queues %v (queue length limit %d): every flow dealt those queues is rejected with it",
+					top.FlowSchema, top.Distinguisher, top.Waiting, Num(st.Waiting), name, top.Full, len(top.Hand), top.Hand, st.QueueLengthLimit)}
 			fs := findFlowSchema(c, top.FlowSchema)
 			switch {
 			case fs != nil && fs.Spec.DistinguisherMethod == nil:
@@ -258,34 +276,41 @@ func triageLevel(c *engine.Config, l engine.LevelLimits, requestTimeout time.Dur
 			}
 			lt.Causes = append(lt.Causes, e)
 		} else {
-			ev := fmt.Sprintf("%s; %d requests wait across %d flows: the level is saturated by many clients rather than one", share(lt.SeatsInUse), lt.Waiting, len(lt.Flows))
-			if lt.Waiting == 0 {
-				ev = fmt.Sprintf("%s and no request waits in the dump: the rejections come in bursts that fill the %d-seat level and its queues of %d faster than they drain", share(lt.SeatsInUse), l.NominalCL, lt.QueueLengthLimit)
+			var ev string
+			switch {
+			case math.IsNaN(waiting):
+				ev = fmt.Sprintf("%s; how many requests wait is unknown (no debug dump and no %s were read)", share(st.SeatsInUse), metrics.CurrentInqueueRequests)
+			case waiting == 0:
+				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues of %d faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), st.QueueLengthLimit)
+			case len(lt.Flows) == 0:
+				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
+			default:
+				ev = fmt.Sprintf("%s; %s requests wait across %d flows: the level is saturated by many clients rather than one", share(st.SeatsInUse), Num(st.Waiting), len(lt.Flows))
 			}
-			lt.Causes = append(lt.Causes, Cause{Kind: CauseTooLittleConcurreny,
+			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
 				Evidence: ev,
-				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit of %d for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, lt.QueueLengthLimit, name)})
+				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit of %d for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, st.QueueLengthLimit, name)})
 		}
 	}
 	if w := wideRequests(live, name); w != "" {
-		lt.Causes = append(lt.Causes, Cause{Kind: CauseWideRequests, Evidence: w,
+		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseWideRequests, Evidence: w,
 			Fix: "paginate LISTs (?limit=500), read from the watch cache (?resourceVersion=0) or use informers; wide requests take several seats each"})
 	}
-	if rejected[ReasonTimeOut] > 0 {
-		ev := fmt.Sprintf("requests waited in %s longer than their wait limit (%v by default, a quarter of the request deadline)", name, time.Duration(lt.WaitLimit))
-		if lt.WaitP99 != nil {
-			ev += fmt.Sprintf("; p99 wait %.3gs", *lt.WaitP99)
+	if rejected[rejections.ReasonTimeOut] > 0 {
+		ev := fmt.Sprintf("requests waited in %s longer than their wait limit (%v by default, a quarter of the request deadline)", name, waitLimit)
+		if st.WaitP99Seconds != nil {
+			ev += fmt.Sprintf("; p99 wait %.3gs", *st.WaitP99Seconds)
 		}
-		lt.Causes = append(lt.Causes, Cause{Kind: CauseTimeOuts, Evidence: ev,
+		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTimeOuts, Evidence: ev,
 			Fix: fmt.Sprintf("give %s more concurrency so queues drain faster; clients with a short ?timeout= (kubectl --request-timeout) get a shorter wait limit", name)})
 	}
 	return lt
 }
 
 // flowLoads groups the dumped requests of a level by flow, heaviest first.
-func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int]bool) []FlowLoad {
+func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int]bool) []rejections.FlowLoad {
 	type key struct{ fs, d string }
-	m := map[key]*FlowLoad{}
+	m := map[key]*rejections.FlowLoad{}
 	for _, r := range live.RequestDump {
 		if r.PriorityLevel != level {
 			continue
@@ -293,7 +318,7 @@ func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int
 		k := key{r.FlowSchema, r.FlowDistinguisher}
 		f := m[k]
 		if f == nil {
-			f = &FlowLoad{FlowSchema: r.FlowSchema, Distinguisher: r.FlowDistinguisher}
+			f = &rejections.FlowLoad{FlowSchema: r.FlowSchema, Distinguisher: r.FlowDistinguisher}
 			m[k] = f
 		}
 		if r.Executing() {
@@ -303,7 +328,7 @@ func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int
 		}
 		f.Seats += max(r.InitialSeats, 1)
 	}
-	out := make([]FlowLoad, 0, len(m))
+	out := make([]rejections.FlowLoad, 0, len(m))
 	for _, f := range m {
 		if pl := c.PriorityLevels[level]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Queuing != nil &&
 			pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue {

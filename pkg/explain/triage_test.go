@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -61,7 +62,7 @@ func TestExplain429Causes(t *testing.T) {
 		{name: "elephant flow fills its hand", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
 			queues:    []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}},
 			requests:  append(waiting("fs-q", "u", 4, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
-			wantKinds: []string{CauseElephantFlow}, wantRate: 5, wantLevels: 1},
+			wantKinds: []string{rejections.CauseElephantFlow}, wantRate: 5, wantLevels: 1},
 		{name: "many small flows: too little concurrency, with wide requests", level: "q", prev: map[string]int{}, cur: map[string]int{"queue-full": 20},
 			queues: []dump.QueueRow{{PriorityLevel: "q", Index: 0, PendingRequests: 1}, {PriorityLevel: "q", Index: 1, PendingRequests: 1}, {PriorityLevel: "q", Index: 2, PendingRequests: 1}},
 			requests: []dump.RequestRow{
@@ -69,11 +70,11 @@ func TestExplain429Causes(t *testing.T) {
 				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "b", QueueIndex: 1, InitialSeats: 1},
 				{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "c", QueueIndex: 2, InitialSeats: 1},
 			},
-			wantKinds: []string{CauseTooLittleConcurreny, CauseWideRequests}, wantRate: 2, wantLevels: 1},
+			wantKinds: []string{rejections.CauseTooLittleConcurrency, rejections.CauseWideRequests}, wantRate: 2, wantLevels: 1},
 		{name: "time-outs", level: "q", prev: map[string]int{"time-out": 0}, cur: map[string]int{"time-out": 30},
-			wantKinds: []string{CauseTimeOuts}, wantRate: 3, wantLevels: 1},
+			wantKinds: []string{rejections.CauseTimeOuts}, wantRate: 3, wantLevels: 1},
 		{name: "reject level", level: "r", prev: map[string]int{"concurrency-limit": 5}, cur: map[string]int{"concurrency-limit": 15},
-			wantKinds: []string{CauseNoQueues}, wantRate: 1, wantLevels: 1},
+			wantKinds: []string{rejections.CauseNoQueues}, wantRate: 1, wantLevels: 1},
 		{name: "no APF rejection, evictions blocked", level: "q", prev: map[string]int{"queue-full": 3}, cur: map[string]int{"queue-full": 3}, wantOther: 2,
 			wantLevels: 0},
 	}
@@ -87,14 +88,14 @@ func TestExplain429Causes(t *testing.T) {
 			live.QueueDump, live.RequestDump = tt.queues, tt.requests
 			tr := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
 			it := tr.Instances[0]
-			if !it.HasRates || time.Duration(it.Interval) != 10*time.Second {
-				t.Fatalf("rates %v over %v", it.HasRates, it.Interval)
+			if !it.HasRates || it.IntervalSeconds != 10 || tr.Counts != rejections.CountsPerSecond {
+				t.Fatalf("rates %v over %vs (%s)", it.HasRates, it.IntervalSeconds, tr.Counts)
 			}
-			if len(it.Levels) != tt.wantLevels {
-				t.Fatalf("levels %+v, want %d", it.Levels, tt.wantLevels)
+			if len(tr.Incidents) != tt.wantLevels {
+				t.Fatalf("levels %+v, want %d", tr.Incidents, tt.wantLevels)
 			}
-			if it.Other429 != tt.wantOther {
-				t.Errorf("other 429/s %v, want %v (notes %q)", it.Other429, tt.wantOther, it.Notes)
+			if it.Other429 == nil || *it.Other429 != tt.wantOther {
+				t.Errorf("other 429/s %v, want %v (notes %q)", Num(it.Other429), tt.wantOther, it.Notes)
 			}
 			if tt.wantLevels == 0 {
 				if tt.wantOther > 0 && !strings.Contains(strings.Join(it.Notes, " "), "PodDisruptionBudget") {
@@ -102,13 +103,13 @@ func TestExplain429Causes(t *testing.T) {
 				}
 				return
 			}
-			l := it.Levels[0]
+			l := tr.Incidents[0]
 			sum := 0.0
-			for _, v := range l.Rejected {
+			for _, v := range l.Reasons {
 				sum += v
 			}
-			if l.Name != tt.level || sum != tt.wantRate {
-				t.Errorf("level %s rejected %v/s, want %s %v/s", l.Name, l.Rejected, tt.level, tt.wantRate)
+			if l.Level != tt.level || sum != tt.wantRate || l.Rejected != sum || tr.Rejected[tt.level] != sum {
+				t.Errorf("level %s rejected %v/s (%v), want %s %v/s", l.Level, l.Reasons, l.Rejected, tt.level, tt.wantRate)
 			}
 			var kinds []string
 			for _, c := range l.Causes {
@@ -134,7 +135,7 @@ func TestExplain429ElephantHand(t *testing.T) {
 	live.RequestDump = []dump.RequestRow{{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 0, InitialSeats: 1},
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 1, InitialSeats: 1},
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[1].Index, IndexInQueue: 0, InitialSeats: 1}}
-	f := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0].Levels[0].Flows[0]
+	f := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Incidents[0].Flows[0]
 	if f.Distinguisher != "u" || f.Waiting != 3 || len(f.Hand) != 2 || f.Hand[0] != hand[0].Index || f.Hand[1] != hand[1].Index || f.Full != 1 {
 		t.Errorf("flow %+v; want u, 3 waiting, hand [%d %d], 1 full", f, hand[0].Index, hand[1].Index)
 	}
@@ -145,14 +146,14 @@ func TestExplain429ElephantHand(t *testing.T) {
 func TestExplain429WithoutRates(t *testing.T) {
 	cfg := smallConfig()
 	live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+rejectedText("q", map[string]int{"queue-full": 42}, 0))}}
-	it := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
-	if it.HasRates || len(it.Levels) != 1 || it.Levels[0].Rejected["queue-full"] != 42 {
-		t.Errorf("totals: %+v", it)
+	tr := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+	if tr.Instances[0].HasRates || tr.Counts != rejections.CountsSinceStart || len(tr.Incidents) != 1 || tr.Incidents[0].Reasons["queue-full"] != 42 {
+		t.Errorf("totals: %+v", tr)
 	}
-	live = &dump.Snapshot{Instance: "b", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", RejectedRequests: 9}, {Name: "r"}}}
-	it = Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
-	if len(it.Levels) != 1 || it.Levels[0].Rejected["any"] != 9 || len(it.Notes) == 0 {
-		t.Errorf("dump counters: %+v", it)
+	live = &dump.Snapshot{Instance: "b", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", RejectedRequests: 9, HasCounters: true}, {Name: "r"}}}
+	tr = Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || tr.Incidents[0].Reasons[rejections.ReasonAny] != 9 || len(tr.Instances[0].Notes) == 0 || tr.Other429 != nil {
+		t.Errorf("dump counters: %+v", tr)
 	}
 }
 
@@ -185,14 +186,51 @@ func TestExplain429NoDustFromRates(t *testing.T) {
 		c := scrape(t, t0.Add(interval), levelMetricsText("q", 4, 4, 20, time.Second)+text(curQ, curR))
 		live := &dump.Snapshot{Instance: "https://apiserver-1", Metrics: []*metrics.Scrape{p, c}, PriorityLevelDump: []dump.PriorityLevelRow{}}
 		it := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Instances[0]
-		if it.Other429 != 0 || len(it.Notes) != 0 {
+		if it.Other429 == nil || *it.Other429 != 0 || len(it.Notes) != 0 {
 			dust++
 			if dust <= 3 {
-				t.Errorf("case %d (interval %s): other 429/s = %v, notes %q; want 0 and none", i, interval, it.Other429, it.Notes)
+				t.Errorf("case %d (interval %s): other 429/s = %s, notes %q; want 0 and none", i, interval, Num(it.Other429), it.Notes)
 			}
 		}
 	}
 	if dust > 0 {
 		t.Errorf("%d of 200 cases reported non-APF 429s that did not exist", dust)
+	}
+}
+
+// TestExplain429WaitingFromBestInput (issue 26 D2): the waiting requests
+// come from dump_priority_levels or the inqueue gauge when dump_queues
+// does not have them, as top levels counts them; never a made-up 0.
+func TestExplain429WaitingFromBestInput(t *testing.T) {
+	cfg := smallConfig()
+	evidence := func(tr *rejections.Report) string {
+		if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+			t.Fatalf("incidents %+v", tr.Incidents)
+		}
+		return tr.Incidents[0].Causes[0].Evidence
+	}
+	// A raw dump_priority_levels alone: 57 waiting, 368 executing.
+	live := &dump.Snapshot{Instance: "a", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", WaitingRequests: 57, ExecutingRequests: 368, RejectedRequests: 12, HasCounters: true}}}
+	tr := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+	st := tr.Incidents[0].State
+	if Num(st.Waiting) != "57" || Num(st.Executing) != "368" || st.From["waiting"] != "dump_priority_levels" {
+		t.Errorf("state %+v; want 57 waiting and 368 executing from dump_priority_levels", st)
+	}
+	if ev := evidence(tr); !strings.Contains(ev, "57 requests wait") || strings.Contains(ev, "no request waits") {
+		t.Errorf("evidence %q; want the 57 waiting of the level dump", ev)
+	}
+	// Metrics alone: current_inqueue_requests says 10.
+	text := levelMetricsText("q", 4, 4, 10, time.Second) + rejectedText("q", map[string]int{"queue-full": 5}, 0) +
+		"# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\napiserver_flowcontrol_current_inqueue_requests{flow_schema=\"x\",priority_level=\"q\"} 10\n"
+	live = &dump.Snapshot{Instance: "b", Metrics: []*metrics.Scrape{scrape(t, t0, text)}}
+	tr = Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+	if ev := evidence(tr); Num(tr.Incidents[0].State.Waiting) != "10" || !strings.Contains(ev, "10 requests wait") {
+		t.Errorf("waiting %s, evidence %q; want the 10 of the inqueue gauge", Num(tr.Incidents[0].State.Waiting), ev)
+	}
+	// Neither: unknown, not 0 (issue 26 D5).
+	live = &dump.Snapshot{Instance: "c", Metrics: []*metrics.Scrape{scrape(t, t0, levelMetricsText("q", 4, 4, 10, time.Second)+rejectedText("q", map[string]int{"queue-full": 5}, 0))}}
+	tr = Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+	if ev := evidence(tr); tr.Incidents[0].State.Waiting != nil || !strings.Contains(ev, "unknown") {
+		t.Errorf("waiting %s, evidence %q; want it unknown", Num(tr.Incidents[0].State.Waiting), ev)
 	}
 }

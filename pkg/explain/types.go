@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // Verdict kinds: what the apiserver does with the request.
@@ -30,9 +31,9 @@ const (
 // Rejection reasons, as in apiserver_flowcontrol_rejected_requests_total
 // (fairqueuing/queueset/queueset.go:StartRequest and (*request).wait).
 const (
-	ReasonConcurrencyLimit = "concurrency-limit"
-	ReasonQueueFull        = "queue-full"
-	ReasonTimeOut          = "time-out"
+	ReasonConcurrencyLimit = rejections.ReasonConcurrencyLimit
+	ReasonQueueFull        = rejections.ReasonQueueFull
+	ReasonTimeOut          = rejections.ReasonTimeOut
 )
 
 // Explanation is the answer of "kubectl apf explain request". Its JSON form
@@ -74,6 +75,9 @@ type Explanation struct {
 	// Recorded compares the replay with what the server recorded or
 	// answered (--from-log, --from-audit, --probe).
 	Recorded *Recorded `json:"recorded,omitempty"`
+	// Past is the request's moment reconstructed from the log it came
+	// from (the verdict is then that moment's); nil otherwise.
+	Past *Past `json:"past,omitempty"`
 	// Instance names the apiserver whose live state was used.
 	Instance string `json:"instance,omitempty"`
 	// Instances holds the verdict on every apiserver read, when more than
@@ -261,6 +265,11 @@ type Recorded struct {
 	// Agrees is set when there was something to compare: true when the
 	// replay's FlowSchema and priority level equal the recorded ones.
 	Agrees *bool `json:"agrees,omitempty"`
+	// FateAgrees is set when the fate was reconstructed from the log and
+	// the server's answer is known: true when both served the request or
+	// both rejected it. FateDetail explains it.
+	FateAgrees *bool  `json:"fateAgrees,omitempty"`
+	FateDetail string `json:"fateDetail,omitempty"`
 	// Detail explains the comparison.
 	Detail string `json:"detail"`
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // Diagnose reads an incident the way the Kubernetes documentation of APF's
@@ -64,16 +66,16 @@ func Diagnose(inc *Incident, waitLimit time.Duration) Diagnosis {
 		long = !outlier && p50 >= 5
 		ev = append(ev, fmt.Sprintf("requests joined queues of length p50 %s, p99 %s (request_queue_length_after_enqueue)", num(p50), num(p99)))
 	}
-	d := Diagnosis{Kind: DiagnosisUnclear, Evidence: ev}
+	d := Diagnosis{Kind: rejections.CauseUnclear, Evidence: ev}
 	switch {
 	case dominant == ReasonConcurrencyLimit:
-		d.Kind = DiagnosisNoQueues
+		d.Kind = rejections.CauseNoQueues
 		d.Summary = fmt.Sprintf("%s has no queues: every request beyond its seats got 429 at once; give it queues or more seats", inc.Level)
 	case dominant == ReasonQueueFull && outlier && !waitNearLimit:
-		d.Kind = DiagnosisOneFlow
+		d.Kind = rejections.CauseElephantFlow
 		d.Summary = fmt.Sprintf("one flow flooded its queues in %s (queue lengths have an outlier while the level's waits stay short): find the heavy user or namespace with \"kubectl apf top flows\" and give it a FlowSchema of its own", inc.Level)
 	case waitNearLimit || dominant == ReasonTimeOut || long || (seatsFull && !outlier):
-		d.Kind = DiagnosisShortOfSeats
+		d.Kind = rejections.CauseTooLittleConcurrency
 		d.Summary = fmt.Sprintf("%s as a whole was short of seats (its queues were long throughout or waits reached the limit): raise its nominalConcurrencyShares or lendable/borrowing limits", inc.Level)
 	default:
 		d.Summary = "the metrics do not single out one flow or the whole level"

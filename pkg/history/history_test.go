@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -277,16 +279,16 @@ func TestDiagnose(t *testing.T) {
 		peaks   map[string]float64
 		want    string
 	}{
-		{"no queues", map[string]float64{ReasonConcurrencyLimit: 10}, map[string]float64{StateSeats: 1, StateCurrent: 1}, DiagnosisNoQueues},
+		{"no queues", map[string]float64{ReasonConcurrencyLimit: 10}, map[string]float64{StateSeats: 1, StateCurrent: 1}, rejections.CauseNoQueues},
 		{"one flow: an outlier queue, short waits", map[string]float64{ReasonQueueFull: 100},
-			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 1, StateQueueP99: 50, StateWaitP99: 0.5}, DiagnosisOneFlow},
+			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 1, StateQueueP99: 50, StateWaitP99: 0.5}, rejections.CauseElephantFlow},
 		{"short of seats: waits at the limit", map[string]float64{ReasonTimeOut: 30, ReasonQueueFull: 10},
-			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 40, StateQueueP99: 50, StateWaitP99: 14}, DiagnosisShortOfSeats},
+			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 40, StateQueueP99: 50, StateWaitP99: 14}, rejections.CauseTooLittleConcurrency},
 		{"short of seats: every queue long", map[string]float64{ReasonQueueFull: 100},
-			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 20, StateQueueP99: 50, StateWaitP99: 2}, DiagnosisShortOfSeats},
+			map[string]float64{StateSeats: 10, StateCurrent: 10, StateQueueP50: 20, StateQueueP99: 50, StateWaitP99: 2}, rejections.CauseTooLittleConcurrency},
 		{"an outlier but waits at the limit", map[string]float64{ReasonQueueFull: 100},
-			map[string]float64{StateQueueP50: 1, StateQueueP99: 50, StateWaitP99: 14.5}, DiagnosisShortOfSeats},
-		{"nothing to go on", map[string]float64{ReasonQueueFull: 1}, map[string]float64{}, DiagnosisUnclear},
+			map[string]float64{StateQueueP50: 1, StateQueueP99: 50, StateWaitP99: 14.5}, rejections.CauseTooLittleConcurrency},
+		{"nothing to go on", map[string]float64{ReasonQueueFull: 1}, map[string]float64{}, rejections.CauseUnclear},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // The reasons of rejected_requests_total (queueset.go: StartRequest,
 // (*request).wait; "cancelled" only from 1.26 to 1.28).
 const (
-	ReasonQueueFull        = "queue-full"
-	ReasonConcurrencyLimit = "concurrency-limit"
-	ReasonTimeOut          = "time-out"
-	ReasonCancelled        = "cancelled"
+	ReasonQueueFull        = rejections.ReasonQueueFull
+	ReasonConcurrencyLimit = rejections.ReasonConcurrencyLimit
+	ReasonTimeOut          = rejections.ReasonTimeOut
+	ReasonCancelled        = rejections.ReasonCancelled
 )
 
 // IncidentOptions says where and how to look for incidents.
@@ -64,11 +65,7 @@ type Report struct {
 }
 
 // Burst is a time range with 429s.
-type Burst struct {
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-	Count float64   `json:"count"`
-}
+type Burst = rejections.Burst
 
 // Incident is one burst of APF rejections of one priority level.
 type Incident struct {
@@ -89,18 +86,12 @@ type Incident struct {
 	Diagnosis Diagnosis  `json:"diagnosis"`
 }
 
-// SchemaCount is the rejections of one FlowSchema for one reason.
-type SchemaCount struct {
-	FlowSchema string  `json:"flowSchema"`
-	Reason     string  `json:"reason"`
-	Count      float64 `json:"count"`
-}
-
-// InstanceCount is the rejections one apiserver instance gave.
-type InstanceCount struct {
-	Instance string  `json:"instance"`
-	Count    float64 `json:"count"`
-}
+// SchemaCount is the rejections of one FlowSchema for one reason,
+// InstanceCount those one apiserver instance gave.
+type (
+	SchemaCount   = rejections.SchemaCount
+	InstanceCount = rejections.InstanceCount
+)
 
 // LevelState is a level's series around an incident, summed over the
 // apiservers: rejections and dispatches per step, seats in use against the
@@ -135,26 +126,16 @@ const (
 
 // Diagnosis is what an incident points to.
 type Diagnosis struct {
-	// Kind is one of the Diagnosis* constants.
+	// Kind is a cause name of package rejections: CauseElephantFlow (one
+	// flow fills the queues of its hand while the level's other queues are
+	// short), CauseTooLittleConcurrency (every queue of the level is long
+	// or waits reach the wait limit), CauseNoQueues (a level without queues
+	// turned requests away when its seats were full) or CauseUnclear (the
+	// metrics do not tell).
 	Kind     string   `json:"kind"`
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence"`
 }
-
-// The kinds of diagnosis.
-const (
-	// DiagnosisOneFlow: one flow fills the queues of its hand while the
-	// level's other queues are short.
-	DiagnosisOneFlow = "one-flow-flooding"
-	// DiagnosisShortOfSeats: every queue of the level is long or waits
-	// reach the wait limit; the level as a whole has too few seats.
-	DiagnosisShortOfSeats = "level-short-of-seats"
-	// DiagnosisNoQueues: a level without queues (limitResponse Reject)
-	// turned requests away when its seats were full.
-	DiagnosisNoQueues = "no-queues"
-	// DiagnosisUnclear: the metrics do not tell.
-	DiagnosisUnclear = "unclear"
-)
 
 const (
 	familyRejected   = metrics.RejectedRequestsTotal

@@ -33,7 +33,7 @@ type InstanceScrapes struct {
 
 // levelGauges are the gauges of the level table, by canonical name.
 var levelGauges = []string{metrics.NominalLimitSeats, metrics.CurrentLimitSeats, metrics.CurrentExecutingSeats,
-	metrics.CurrentInqueueRequests, metrics.CurrentInqueueSeats}
+	metrics.CurrentInqueueRequests, metrics.CurrentInqueueSeats, metrics.CurrentExecutingRequests}
 
 // Scrapes asks the store, in one query, for every level's gauges at each
 // time of [start, end] (every step) and the increase of its counters and

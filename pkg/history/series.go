@@ -2,47 +2,16 @@ package history
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"sort"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
-// Point is one value of a series at one time.
-type Point struct {
-	T time.Time
-	V float64
-}
-
-// MarshalJSON writes {"t": RFC 3339, "v": value}, with null for NaN (a
-// quantile without observations).
-func (p Point) MarshalJSON() ([]byte, error) {
-	v, err := Float(p.V).MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	t, err := p.T.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return []byte(`{"t":` + string(t) + `,"v":` + string(v) + `}`), nil
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (p *Point) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		T time.Time `json:"t"`
-		V *float64  `json:"v"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	p.T, p.V = raw.T, math.NaN()
-	if raw.V != nil {
-		p.V = *raw.V
-	}
-	return nil
-}
+// Point is one value of a series at one time, NaN without a value (a
+// quantile without observations); its JSON is the explain 429 schema's.
+type Point = rejections.Point
 
 // Series is one answer series of a range query: its labels and points,
 // oldest first.

@@ -123,10 +123,29 @@ func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqu
 	return cal, tape, nil
 }
 
-// replay replays the prepared workload once, or, under a CPU model, once
+// DispatchChecks bounds the replays run again after the calibration
+// refused an overhead for the dispatches it gave (calibrate.CheckDispatches).
+const DispatchChecks = 3
+
+// replay replays the prepared workload (replayOnce) and holds the
+// calibration to the recorded dispatches: while it refuses an overhead
+// (calibrate.CheckDispatches), the workload is prepared and replayed
+// again from the tape, at most DispatchChecks times.
+func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
+	res, err := replayOnce(ctx, src, cal, rc)
+	for i := 0; err == nil && cal != nil && rc.tape != nil; i++ {
+		if !cal.CheckDispatches(res.Fit, i < DispatchChecks) {
+			break
+		}
+		res, err = replayOnce(ctx, cal.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), cal, rc)
+	}
+	return res, err
+}
+
+// replayOnce replays the prepared workload once, or, under a CPU model, once
 // per phase of its collections from the tape (replayCPU), and returns the
 // result with its report and the fit of the recorded run.
-func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
+func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
 	if cal != nil && cal.CPU != nil && rc.tape != nil {
 		return replayCPU(ctx, cal, rc)
 	}

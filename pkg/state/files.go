@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
@@ -83,4 +84,64 @@ func expandPath(arg string, recursive bool) ([]string, error) {
 	}
 	sort.Strings(paths)
 	return paths, nil
+}
+
+// FromUsage is the help of --from.
+const FromUsage = `Read this instead of the cluster: a bundle (a directory or .tar.gz written by "kubectl apf dump bundle"), a raw debug dump or /metrics text saved or pasted from "kubectl get --raw" (dump_priority_levels, dump_queues, dump_requests, "/metrics | grep flowcontrol"), a directory of such files, or "-" for standard input. The kind is told by the content.`
+
+// validateStdin refuses two readers of standard input.
+func validateStdin(from string, files []string) error {
+	if from != dump.StdinPath {
+		return nil
+	}
+	for _, f := range files {
+		if f == "-" {
+			return fmt.Errorf("--from - and -f - both read standard input: give one of them a file")
+		}
+	}
+	return nil
+}
+
+// SetStdin sets what --from - reads, unless a test set it already; the
+// commands pass their standard input.
+func (o *Options) SetStdin(r io.Reader) {
+	if o.Stdin == nil {
+		o.Stdin = r
+	}
+}
+
+// checkObjects refuses to work from an input without FlowSchemas and
+// PriorityLevelConfigurations when the command needs them (it would route
+// every request to the mandatory catch-all, or size only the mandatory
+// levels, without a word), and says what -f is used against then.
+func (o *Options) checkObjects(req Request, st *State) error {
+	if req.NeedObjects == "" || !st.NoObjects {
+		return nil
+	}
+	if len(o.Files) > 0 {
+		st.Notes = append(st.Notes, fmt.Sprintf("note: %s holds no FlowSchemas or PriorityLevelConfigurations: only the -f objects and the mandatory ones are used", o.Source.Describe()))
+		return nil
+	}
+	return fmt.Errorf("%s holds no FlowSchemas or PriorityLevelConfigurations, so %s from it%s: read the cluster or a bundle written by \"kubectl apf dump bundle\", or add -f FILE with the objects",
+		o.Source.Describe(), req.NeedObjects, dumpedSchemas(st.Snapshots))
+}
+
+// dumpedSchemas names the FlowSchemas the request dumps show, the evidence
+// an input without objects still holds.
+func dumpedSchemas(snaps []*dump.Snapshot) string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range snaps {
+		for _, r := range s.RequestDump {
+			if r.FlowSchema != "" && !seen[r.FlowSchema] {
+				seen[r.FlowSchema] = true
+				names = append(names, r.FlowSchema)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return fmt.Sprintf(" (its dump_requests shows requests of FlowSchema %s, whose rules it lacks)", strings.Join(names, ", "))
 }

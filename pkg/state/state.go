@@ -1,14 +1,16 @@
 // Package state is the one way every command loads APF state: one flag
-// group (--from, --all-apiservers, --apiserver-urls, and for the commands
-// that read a configuration --defaults, -f and -R) and one call, Load, that
-// returns the configuration with the -f overlays applied, the snapshots per
-// instance, the server concurrency limit with where it came from, and notes
-// for stderr.
+// group (--from, --all-apiservers, --apiserver-urls, for the commands that
+// read a configuration --defaults, -f and -R, and for those that read the
+// past the store's flags, --prometheus and the rest) and one call, Load,
+// that returns the configuration with the -f overlays applied, the
+// snapshots per instance, the server concurrency limit with where it came
+// from, and notes for stderr, sanitised.
 //
 // It is glue: it builds the source (package fetch for a cluster, a
-// dump.BundleSource for --from), reads files, and hands plain values to the
-// compute packages. History sources (a Prometheus server) join as flags of
-// this group and as another dump.Source.
+// dump.BundleSource for --from, a StoreSource or the StoreOptions' queries
+// for a Prometheus-compatible store), reads files, and hands plain values
+// to the compute packages. ServerOptions is the group of the server's
+// settings (--server-concurrency, --server-request-timeout).
 package state
 
 import (
@@ -24,6 +26,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
@@ -38,6 +41,9 @@ const (
 	Instances Inputs = 1 << iota
 	// Config: --defaults, -f and -R (a configuration to work on).
 	Config
+	// Store: --prometheus and the other flags of a Prometheus-compatible
+	// store (StoreOptions).
+	Store
 )
 
 // Options is the flag group. Embed it in a command's options.
@@ -55,11 +61,23 @@ type Options struct {
 	// server's (with --defaults, its default objects).
 	KubeVersion string
 
+	// Store is the store's group (nil without the Store input).
+	Store *StoreOptions
+	// StoreBeside: the store is read beside the cluster or the bundle
+	// (capacity's seats used), not instead of it; Complete then builds
+	// both sources.
+	StoreBeside bool
+
 	// Source is set by Complete unless a test injected one; nil with
-	// --defaults.
+	// --defaults, and with a store read instead of the cluster.
 	Source dump.Source
+	// Stdin is what --from - reads (os.Stdin when nil).
+	Stdin io.Reader
 	// Clock stamps live captures (the real clock when nil).
 	Clock clock.Clock
+
+	// sourceErr is what Complete could not build, for Validate.
+	sourceErr error
 }
 
 // ClockOrReal is Clock, or the real clock when no test set one.
@@ -73,15 +91,22 @@ func (o *Options) ClockOrReal() clock.Clock {
 // NewOptions returns the group reading the kubeconfig of configFlags, with
 // the flags of inputs.
 func NewOptions(configFlags *genericclioptions.ConfigFlags, inputs Inputs) *Options {
-	return &Options{configFlags: configFlags, inputs: inputs}
+	o := &Options{configFlags: configFlags, inputs: inputs}
+	if inputs&Store != 0 {
+		o.Store = newStoreOptions(configFlags)
+	}
+	return o
 }
+
+// UsesStore reports whether the store is read instead of the cluster.
+func (o *Options) UsesStore() bool { return o.Store.Enabled() && !o.StoreBeside }
 
 // ConfigFlags returns the kubeconfig flags the group reads (nil in tests).
 func (o *Options) ConfigFlags() *genericclioptions.ConfigFlags { return o.configFlags }
 
 // AddFlags registers the group's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.From, "from", o.From, "Read a bundle (directory or .tar.gz written by \"kubectl apf dump bundle\") instead of the cluster.")
+	fs.StringVar(&o.From, "from", o.From, FromUsage)
 	if o.inputs&Instances != 0 {
 		fs.BoolVar(&o.AllAPIServers, "all-apiservers", o.AllAPIServers, "Query every apiserver instance listed in the default/kubernetes EndpointSlice, each directly (each has its own queues).")
 		fs.StringSliceVar(&o.APIServerURLs, "apiserver-urls", o.APIServerURLs, "Query these apiserver instances (comma-separated https://HOST:PORT), each directly with the kubeconfig's credentials.")
@@ -92,6 +117,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&o.KubeVersion, "kube-version", o.KubeVersion, fmt.Sprintf("Kubernetes release whose APF behaviour to replay (%s to %s, e.g. 1.31), and whose default objects --defaults uses; default: the server's, from /version or the bundle, else %s.",
 			engine.OldestRelease, engine.NewestRelease, engine.NewestRelease))
 		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+lint.UpstreamVersion+") as the base instead of the cluster.")
+	}
+	if o.Store != nil {
+		o.Store.AddFlags(fs)
 	}
 }
 
@@ -118,28 +146,52 @@ func (o *Options) Validate() error {
 	if n > 1 {
 		return fmt.Errorf("--from, --all-apiservers and --apiserver-urls are mutually exclusive")
 	}
+	if err := validateStdin(o.From, o.Files); err != nil {
+		return err
+	}
 	for _, u := range o.APIServerURLs {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
 			return fmt.Errorf("--apiserver-urls: %q is not a URL like https://10.0.0.1:6443", u)
 		}
 	}
-	return nil
+	if o.Store != nil {
+		if err := o.Store.Validate(); err != nil {
+			return err
+		}
+		if o.UsesStore() && (o.From != "" || len(o.APIServerURLs) > 0) {
+			return fmt.Errorf("--prometheus reads the store, not the cluster: --from and --apiserver-urls do not apply")
+		}
+	}
+	return o.sourceErr
 }
 
 // Complete builds the Source, unless a test injected one or --defaults
-// needs none.
+// needs none, and the store's query and window. It checks nothing: what
+// it cannot build (a kubeconfig that cannot be read), Validate reports
+// after the flags' errors, and SourceErr says. It returns nil.
 func (o *Options) Complete() error {
+	o.sourceErr = nil
+	if o.Store != nil {
+		if o.Store.Clock == nil && o.Clock != nil {
+			o.Store.Clock = o.Clock
+		}
+		o.Store.Complete(o.AllAPIServers)
+		if o.UsesStore() {
+			return nil
+		}
+	}
 	if o.Source != nil || o.Defaults {
 		return nil
 	}
 	if o.From != "" {
-		o.Source = &dump.BundleSource{Path: o.From}
+		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin}
 		return nil
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+		o.sourceErr = fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+		return nil
 	}
 	urls := make([]string, 0, len(o.APIServerURLs))
 	for _, u := range o.APIServerURLs {
@@ -148,6 +200,10 @@ func (o *Options) Complete() error {
 	o.Source = &fetch.ClusterSource{Config: cfg, Instances: urls, AllAPIServers: o.AllAPIServers, Clock: o.Clock}
 	return nil
 }
+
+// SourceErr is why Complete built no cluster source, nil when it did
+// (or needed none).
+func (o *Options) SourceErr() error { return o.sourceErr }
 
 // offline names the flags that need no cluster.
 func (o *Options) offline() string {
@@ -179,6 +235,10 @@ type Request struct {
 	InferConcurrency  bool
 	// Stdin is what -f - reads.
 	Stdin io.Reader
+	// NeedObjects, when set, is what the command cannot do from an input
+	// without FlowSchemas and PriorityLevelConfigurations ("requests cannot
+	// be classified"); Load fails then, unless -f gives objects.
+	NeedObjects string
 	// Metrics: read the metrics too, for the compute packages (simulate's
 	// object counts and Go runtime counters); when they cannot be read,
 	// the rest is read without them and State.MetricsError says why.
@@ -222,8 +282,13 @@ type State struct {
 	ServerConcurrency       int
 	ServerConcurrencySource string
 	InferredConcurrency     int
-	// Notes are diagnostics for stderr, "note: ..." each.
+	// Notes are diagnostics for stderr, "note: ..." each, sanitised
+	// (internal/sanitize): one safe line each.
 	Notes []string
+	// NoObjects is true when the input held no FlowSchema or
+	// PriorityLevelConfiguration (a raw dump, a bundle without them): the
+	// base configuration is then empty, not the cluster's.
+	NoObjects bool
 	// MetricsError says why the metrics Request.Metrics asked for could
 	// not be read (nil when they were, or were not asked for).
 	MetricsError error
@@ -242,6 +307,11 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 			return nil, err
 		}
 	}
+	defer func() {
+		for i, n := range st.Notes {
+			st.Notes[i] = sanitize.Line(n)
+		}
+	}()
 	rel, from, note, err := resolveRelease(o.KubeVersion, st.Snapshots)
 	if err != nil {
 		return nil, err
@@ -254,6 +324,9 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		st.BaseFlowSchemas, st.BasePriorityLevels = lint.DefaultsFor(rel)
 	}
 	st.FlowSchemas, st.PriorityLevels = st.BaseFlowSchemas, st.BasePriorityLevels
+	if err := o.checkObjects(req, st); err != nil {
+		return nil, err
+	}
 	if len(o.Files) > 0 {
 		objs, err := ReadObjectFiles(o.Files, o.Recursive, req.Stdin)
 		if err != nil {
@@ -279,6 +352,12 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 
 // capture reads the source into st.
 func (o *Options) capture(ctx context.Context, req Request, st *State) error {
+	if o.Source == nil {
+		if o.sourceErr != nil {
+			return o.sourceErr
+		}
+		return fmt.Errorf("no source of state: Complete was not called")
+	}
 	src := o.Source
 	configOnly := dump.PartObjects | dump.PartVersion
 	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval}
@@ -303,9 +382,11 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	for _, f := range capture.Failures {
 		st.Notes = append(st.Notes, "note: "+f.Error())
 	}
+	st.Notes = append(st.Notes, capture.Notes...)
 	st.Snapshots = capture.Snapshots
 	snap := capture.Snapshots[0]
 	st.BaseFlowSchemas, st.BasePriorityLevels = snap.Objects()
+	st.NoObjects = !snap.HasObjects()
 	if snap.ServerVersion != nil {
 		st.ServerVersion = snap.ServerVersion.GitVersion
 	}

@@ -1,14 +1,11 @@
 package tui
 
 import (
-	"math"
 	"sort"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // Refresh is one capture as the view received it: when it finished, what it
@@ -42,13 +39,12 @@ type LevelRow struct {
 	// (apf_controller.go: updateBorrowingLocked) moves seats between
 	// levels, and the current limit is what admission uses.
 	Borrowed, Lent float64
-	// WaitingRequests and WaitingSeats come from the request dump when it
-	// was read (what the queue map and drill-down show), else from the
-	// current_inqueue_* gauges.
+	// WaitingRequests, WaitingSeats and Executing (requests, not seats)
+	// come from the best input present (pkg/levels: the dumps, then the
+	// metrics); NaN when none gives them.
 	WaitingRequests float64
 	WaitingSeats    float64
-	// Executing counts executing requests (not seats), from the level dump.
-	Executing int
+	Executing       float64
 	// Queues is the number of queue rows of the level in the queue dump
 	// (0 for exempt and Reject levels, which have none).
 	Queues       int
@@ -104,93 +100,34 @@ type InstanceView struct {
 
 // ComputeInstance computes the rows of one instance from its snapshot and,
 // for rates when the snapshot holds a single scrape, the previous
-// refresh's snapshot of the same instance (nil for the first).
+// refresh's snapshot of the same instance (nil for the first). The figures
+// are pkg/levels' rows, which "top levels" and "explain 429" show too.
 func ComputeInstance(prev, cur *dump.Snapshot) InstanceView {
 	iv := InstanceView{Instance: cur.Instance, Snapshot: cur}
 	if cur.ServerVersion != nil {
 		iv.Version = cur.ServerVersion.GitVersion
 	}
-	prevScrape, curScrape := cur.LatestMetrics()
-	if prevScrape == nil && prev != nil {
-		// One scrape per refresh: rates span the refresh interval. An older
-		// scrape of the same time (a bundle shown twice) gives no rate.
-		_, prevScrape = prev.LatestMetrics()
-	}
-	byName := map[string]*LevelRow{}
-	row := func(name string) *LevelRow {
-		r := byName[name]
-		if r == nil {
-			r = &LevelRow{Name: name, SeatsInUse: math.NaN(), CurrentLimit: math.NaN(), NominalLimit: math.NaN(),
-				WaitingRequests: math.NaN(), WaitingSeats: math.NaN(), WaitP99: math.NaN(), DispatchedPS: math.NaN(),
-				RejectedTotal: math.NaN(), RejectedTotalCount: -1, Exempt: name == flowcontrolv1.PriorityLevelConfigurationNameExempt}
-			byName[name] = r
+	rows := levels.Compute(levels.Input{Snapshot: cur, Prev: prev})
+	iv.Levels = make([]LevelRow, 0, len(rows))
+	for _, l := range rows {
+		r := LevelRow{Name: l.Name, SeatsInUse: l.SeatsInUse, CurrentLimit: l.CurrentLimit, NominalLimit: l.NominalLimit,
+			WaitingRequests: l.Waiting, WaitingSeats: l.WaitingSeats, Executing: l.Executing, Queues: l.Queues,
+			HasRates: l.HasRates, DispatchedPS: l.DispatchedPerSec, RejectedTotal: l.RejectedTotal,
+			RejectedTotalCount: l.RejectedCount, WaitP99: l.WaitP99, Exempt: l.Exempt}
+		if d := l.CurrentLimit - l.NominalLimit; r.Exempt {
+			// Not borrowing: see LevelRow.Exempt.
+		} else if d > 0 {
+			r.Borrowed = d
+		} else if d < 0 {
+			r.Lent = -d
 		}
-		return r
-	}
-	if curScrape != nil {
-		for _, l := range metrics.Levels(prevScrape, curScrape) {
-			r := row(l.Name)
-			r.SeatsInUse, r.CurrentLimit, r.NominalLimit = l.SeatsInUse, l.CurrentLimit, l.NominalLimit
-			r.WaitingRequests, r.WaitingSeats, r.WaitP99 = l.WaitingRequests, l.WaitingSeats, l.WaitP99
-			if d := l.CurrentLimit - l.NominalLimit; r.Exempt {
-				// Not borrowing: see LevelRow.Exempt.
-			} else if d > 0 {
-				r.Borrowed = d
-			} else {
-				r.Lent = -d
-			}
-			if l.HasRates {
-				r.HasRates = true
-				r.DispatchedPS = l.DispatchedPerSec
-				r.RejectedTotal = 0
-				for reason, v := range l.RejectedPerSec {
-					r.Rejected = append(r.Rejected, Reason{Reason: reason, PerSec: v})
-					r.RejectedTotal += v
-				}
-				sort.Slice(r.Rejected, func(i, j int) bool { return r.Rejected[i].Reason < r.Rejected[j].Reason })
-				r.Rejecting = r.RejectedTotal > 0
-			}
+		for reason, v := range l.RejectedPerSec {
+			r.Rejected = append(r.Rejected, Reason{Reason: reason, PerSec: v})
 		}
+		sort.Slice(r.Rejected, func(i, j int) bool { return r.Rejected[i].Reason < r.Rejected[j].Reason })
+		r.Rejecting = l.HasRates && l.RejectedTotal > 0
+		iv.Levels = append(iv.Levels, r)
 	}
-	for _, pl := range cur.PriorityLevelDump {
-		r := row(pl.Name)
-		if pl.Placeholder {
-			continue
-		}
-		r.Executing = pl.ExecutingRequests
-		r.WaitingRequests = float64(pl.WaitingRequests)
-		if pl.HasCounters {
-			r.RejectedTotalCount = pl.RejectedRequests
-		}
-	}
-	for _, q := range cur.QueueDump {
-		if !q.Placeholder {
-			row(q.PriorityLevel).Queues++
-		}
-	}
-	if cur.RequestDump != nil || cur.Raw[dump.FileRequests] != nil {
-		// The request dump is authoritative for waiting seats when read: it
-		// is what the drill-down lists.
-		waiting := map[string][2]float64{}
-		for _, rq := range cur.RequestDump {
-			if rq.Executing() {
-				continue
-			}
-			w := waiting[rq.PriorityLevel]
-			w[0]++
-			w[1] += float64(rq.Seats())
-			waiting[rq.PriorityLevel] = w
-		}
-		for name, r := range byName {
-			w := waiting[name]
-			r.WaitingRequests, r.WaitingSeats = w[0], w[1]
-		}
-	}
-	iv.Levels = make([]LevelRow, 0, len(byName))
-	for _, r := range byName {
-		iv.Levels = append(iv.Levels, *r)
-	}
-	sort.Slice(iv.Levels, func(i, j int) bool { return iv.Levels[i].Name < iv.Levels[j].Name })
 	return iv
 }
 

@@ -218,18 +218,7 @@ func TestBundleReadBackGivesSameOutput(t *testing.T) {
 	stop := startLoad(t, c)
 	defer stop()
 
-	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
-	var live *dump.Capture
-	for i := 0; i < 40; i++ {
-		var err error
-		live, err = src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(live.Snapshots[0].RequestDump) > 1 {
-			break
-		}
-	}
+	live := captureQueued(t, c)
 	dir := t.TempDir()
 	bundle := filepath.Join(dir, "live.tar.gz")
 	if err := dump.WriteBundle(bundle, live, dump.Manifest{CreatedAt: time.Now(), Source: "e2e"}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // TestExplain429UnderLoad drives the load generator's levels into real
@@ -92,22 +93,22 @@ func TestExplain429UnderLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("explain 429: exit %d\n%s", code, errOut)
 	}
-	var tr explain.Triage
+	var tr rejections.Report
 	if err := json.Unmarshal(out, &tr); err != nil {
 		t.Fatalf("decoding: %v\n%s", err, out)
 	}
 	if len(tr.Instances) != 1 || !tr.Instances[0].HasRates {
 		t.Fatalf("want one instance with rates: %s", out)
 	}
-	levels := map[string]explain.LevelTriage{}
-	for _, l := range tr.Instances[0].Levels {
-		levels[l.Name] = l
+	levels := map[string]rejections.Incident{}
+	for _, l := range tr.Incidents {
+		levels[l.Level] = l
 	}
 	load, ok := levels[loadgen.Level]
-	if !ok || load.Rejected[explain.ReasonQueueFull] <= 0 {
+	if !ok || load.Reasons[explain.ReasonQueueFull] <= 0 {
 		t.Fatalf("explain 429 does not show queue-full rejections in %s: %s", loadgen.Level, out)
 	}
-	if len(load.Causes) == 0 || (load.Causes[0].Kind != explain.CauseTooLittleConcurreny && load.Causes[0].Kind != explain.CauseElephantFlow) {
+	if len(load.Causes) == 0 || (load.Causes[0].Kind != rejections.CauseTooLittleConcurrency && load.Causes[0].Kind != rejections.CauseElephantFlow) {
 		t.Errorf("causes of %s: %+v; want too little concurrency or an elephant flow first", loadgen.Level, load.Causes)
 	}
 	for _, f := range load.Flows {
@@ -119,9 +120,9 @@ func TestExplain429UnderLoad(t *testing.T) {
 		t.Errorf("no flow of %s in the request dump", loadgen.Level)
 	}
 	rej, ok := levels[loadgen.RejectLevel]
-	if !ok || rej.Rejected[explain.ReasonConcurrencyLimit] <= 0 {
+	if !ok || rej.Reasons[explain.ReasonConcurrencyLimit] <= 0 {
 		t.Errorf("explain 429 does not show concurrency-limit rejections in %s: %s", loadgen.RejectLevel, out)
-	} else if len(rej.Causes) == 0 || rej.Causes[0].Kind != explain.CauseNoQueues {
+	} else if len(rej.Causes) == 0 || rej.Causes[0].Kind != rejections.CauseNoQueues {
 		t.Errorf("causes of %s: %+v; want no-queues", loadgen.RejectLevel, rej.Causes)
 	}
 	for name := range levels {
@@ -167,13 +168,13 @@ func TestExplain429UnderLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("explain 429 --from: exit %d\n%s", code, errOut)
 	}
-	var off explain.Triage
+	var off rejections.Report
 	if err := json.Unmarshal(out, &off); err != nil {
 		t.Fatal(err)
 	}
 	found := false
-	for _, l := range off.Instances[0].Levels {
-		found = found || (l.Name == loadgen.Level && l.Rejected[explain.ReasonQueueFull] > 0)
+	for _, l := range off.Incidents {
+		found = found || (l.Level == loadgen.Level && l.Reasons[explain.ReasonQueueFull] > 0)
 	}
 	if !off.Instances[0].HasRates || !found {
 		t.Errorf("explain 429 --from BUNDLE: want rates and queue-full rejections in %s: %s", loadgen.Level, out)

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,7 +15,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // uidNames maps the UIDs of the cluster's FlowSchemas and levels to names.
@@ -213,4 +220,142 @@ func checkRecorded(t *testing.T, what string, ex explainJSON, source, wantFS, wa
 	if ex.Recorded.InitialSeats == nil || ex.Seats == nil || *ex.Recorded.InitialSeats < ex.Seats.Initial || *ex.Recorded.InitialSeats > ex.Seats.Max {
 		t.Errorf("%s: server seats %v outside the replay's range %+v", what, ex.Recorded.InitialSeats, ex.Seats)
 	}
+}
+
+// TestInputsRawFromAndStdin: what a user saves or pastes from "kubectl get
+// --raw" (the server's dump bodies as sent, /metrics | grep flowcontrol)
+// is read with --from FILE, --from DIR and --from - as the same bodies are
+// read from a live capture; what the input lacks is said in one note, and a
+// command that needs the objects refuses with one line (issue 26).
+func TestInputsRawFromAndStdin(t *testing.T) {
+	c := cluster(t)
+	stop := startLoad(t, c)
+	defer stop()
+	src := &fetch.ClusterSource{Config: c.RESTConfig(testcluster.Admin)}
+	var live *dump.Snapshot
+	for i := 0; i < 40; i++ {
+		capture, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = capture.Snapshots[0]
+		if len(live.RequestDump) > 1 {
+			break
+		}
+	}
+	if len(live.RequestDump) < 2 {
+		t.Fatalf("%d requests in the dump under load", len(live.RequestDump))
+	}
+	// "kubectl get --raw /metrics | grep flowcontrol", from the server.
+	body, err := c.Client(testcluster.Admin).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grep strings.Builder
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.Contains(l, "flowcontrol") {
+			grep.WriteString(l + "\n")
+		}
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	raw := filepath.Join(dir, "raw")
+	os.Mkdir(raw, 0o755)
+	pl := string(live.Raw[dump.FilePriorityLevels])
+	q := string(live.Raw[dump.FileQueues])
+	r := string(live.Raw[dump.FileRequests])
+	write("raw/levels.out", pl)
+	write("raw/queues.out", q)
+	write("raw/requests.out", r)
+	write("raw/flowcontrol.metrics", grep.String())
+
+	// The dumps alone, as a live capture of the same bodies shows them
+	// without the objects (no TYPE, no UID).
+	bare := &dump.Snapshot{Instance: live.Instance, CapturedAt: live.CapturedAt,
+		PriorityLevelDump: live.PriorityLevelDump, QueueDump: live.QueueDump, RequestDump: live.RequestDump}
+	var wantLevels, wantQueues bytes.Buffer
+	render.PrintLevels(&wantLevels, render.Options{Format: render.FormatTable}, []*dump.Snapshot{bare}, "")
+	render.PrintQueues(&wantQueues, render.Options{Format: render.FormatTable}, []*dump.Snapshot{bare}, "", true)
+	noObjects := "no FlowSchemas or PriorityLevelConfigurations"
+
+	t.Run("a dump file", func(t *testing.T) {
+		code, out, errs := apf(t, "", "dump", "levels", "--from", write("pl.txt", pl))
+		if code != 0 || out != wantLevels.String() {
+			t.Errorf("exit %d, stderr %q\n--- from the file\n%s--- live\n%s", code, errs, out, wantLevels.String())
+		}
+		if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "dump_priority_levels") || !strings.Contains(errs, noObjects) {
+			t.Errorf("want one note on what was read, got %q", errs)
+		}
+	})
+	t.Run("standard input", func(t *testing.T) {
+		code, out, errs := apf(t, q, "dump", "queues", "--all", "--from", "-")
+		if code != 0 || out != wantQueues.String() {
+			t.Errorf("exit %d, stderr %q\n--- from stdin\n%s--- live\n%s", code, errs, out, wantQueues.String())
+		}
+		if !strings.Contains(errs, "read standard input as raw input") {
+			t.Errorf("note %q", errs)
+		}
+	})
+	t.Run("a pasted session with an elision", func(t *testing.T) {
+		lines := strings.Split(strings.TrimRight(pl, "\n"), "\n")
+		if len(lines) < 4 {
+			t.Fatalf("dump of %d lines", len(lines))
+		}
+		cut := lines[2]
+		session := "$ kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels\n" + strings.Join(lines[:2], "\n") + "\n...\n" + strings.Join(lines[3:], "\n") +
+			"\n$ kubectl get --raw /metrics | grep flowcontrol\n" + grep.String()
+		code, out, errs := apf(t, session, "top", "levels", "--from", "-")
+		if code != 0 || !strings.Contains(errs, "skipped 1 elision line and 2 command lines") || !strings.Contains(errs, "metrics (") || !strings.Contains(out, loadgen.Level) {
+			t.Errorf("exit %d, stderr %q\n%s", code, errs, out)
+		}
+		code, out, _ = apf(t, session, "dump", "levels", "--from", "-")
+		name := strings.TrimSpace(strings.SplitN(cut, ",", 2)[0])
+		if code != 0 || strings.Contains(out, "\n"+name+" ") {
+			t.Errorf("the elided row %s is shown:\n%s", name, out)
+		}
+	})
+	t.Run("a directory", func(t *testing.T) {
+		code, out, errs := apf(t, "", "top", "levels", "--from", raw)
+		if code != 0 || !strings.Contains(out, loadgen.Level) || !strings.Contains(errs, "dump_priority_levels") || !strings.Contains(errs, "metrics (") {
+			t.Errorf("exit %d\n%s\n%s", code, out, errs)
+		}
+		code, out, errs = apf(t, "", "dump", "requests", "-o", "json", "--from", raw)
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != len(live.RequestDump) {
+			t.Errorf("exit %d, %v: %d requests, the capture has %d\n%s", code, err, len(rows), len(live.RequestDump), errs)
+		}
+	})
+	t.Run("explain request needs the FlowSchemas", func(t *testing.T) {
+		code, out, errs := apf(t, "", "explain", "request", "--from", raw, "--user-name", "alice", "list", "/api/v1/pods")
+		if code != 1 || len(out) != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "so requests cannot be classified") {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+		for _, rr := range live.RequestDump {
+			if !strings.Contains(errs, rr.FlowSchema) {
+				t.Errorf("the error does not name FlowSchema %s of the request dump: %q", rr.FlowSchema, errs)
+			}
+		}
+	})
+	t.Run("explain 429 does not call the levels deleted", func(t *testing.T) {
+		code, out, errs := apf(t, "", "explain", "429", "--from", raw)
+		if code != 0 || strings.Contains(out, "deleted, or being drained") || !strings.Contains(errs, noObjects) {
+			t.Errorf("exit %d\n%s\n%s", code, out, errs)
+		}
+		// The load made apf-load reject: its cause names what is missing.
+		if !strings.Contains(out, "Level "+loadgen.Level+":") || !strings.Contains(out, "the input holds no PriorityLevelConfiguration objects") {
+			t.Errorf("apf-load's rejections are not explained:\n%s", out)
+		}
+	})
+	t.Run("garbage", func(t *testing.T) {
+		code, out, errs := apf(t, "<html><body>Forbidden</body></html>\n", "dump", "levels", "--from", "-")
+		if code != 1 || len(out) != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "is neither a debug dump") {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // TestHistoryThroughServiceProxy reads the store through the apiserver's
@@ -143,7 +144,7 @@ func TestHistoryThroughServiceProxy(t *testing.T) {
 			}
 			// The answer holds the burst: the store scraped real series.
 			if cmd[0] == "explain" {
-				var r history.Report
+				var r rejections.Report
 				if err := json.Unmarshal(outs[1], &r); err != nil {
 					t.Fatalf("%v: %s", err, outs[1])
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // counterWatch scrapes the apiserver's /metrics every 250 ms and keeps,
@@ -165,11 +166,11 @@ func TestHistoryFromPrometheus(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("explain 429 --prometheus: exit %d: %s", code, errOut)
 		}
-		var r history.Report
+		var r rejections.Report
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("decoding: %v\n%s", err, out)
 		}
-		found := map[string]history.Incident{}
+		found := map[string]rejections.Incident{}
 		for _, inc := range r.Incidents {
 			if _, dup := found[inc.Level]; dup {
 				t.Errorf("two incidents of %s; the load was one burst: %+v", inc.Level, r.Incidents)
@@ -194,6 +195,9 @@ func TestHistoryFromPrometheus(t *testing.T) {
 			// The store sees a change at the first scrape after it; the
 			// watch within 250 ms of it.
 			tol := 2*scrape + 250*time.Millisecond
+			if inc.Start == nil || inc.End == nil {
+				t.Fatalf("%s: an incident without start or end: %+v", want.level, inc)
+			}
 			if d := inc.Start.Sub(first[want.level]); d < -tol || d > tol {
 				t.Errorf("%s: starts at %s, the counter first moved at %s", want.level, inc.Start.Format(time.RFC3339Nano), first[want.level].Format(time.RFC3339Nano))
 			}
@@ -205,24 +209,24 @@ func TestHistoryFromPrometheus(t *testing.T) {
 			}
 			// A failed scrape marks the series stale; the per-step counts
 			// must not take the counter's whole value for new rejections.
-			for _, p := range inc.State.Series[history.StateRejected].Points {
+			for _, p := range inc.Series[history.StateRejected] {
 				if p.V > 0.5*truth[want.level] {
 					t.Errorf("%s: %v rejections in the step to %s, more than half the run's %v", want.level, p.V, p.T.Format(time.RFC3339), truth[want.level])
 				}
 			}
-			if len(inc.State.Series[history.StateSeats].Points) == 0 || inc.Diagnosis.Kind == "" {
+			if len(inc.Series[history.StateSeats]) == 0 || len(inc.Causes) == 0 || inc.Causes[0].Kind == "" {
 				t.Errorf("%s: no state series or diagnosis: %+v", want.level, inc.State)
 			}
 		}
-		if d := found[loadgen.RejectLevel].Diagnosis.Kind; d != history.DiagnosisNoQueues {
-			t.Errorf("%s diagnosed %s, want %s", loadgen.RejectLevel, d, history.DiagnosisNoQueues)
+		if c := found[loadgen.RejectLevel].Causes; len(c) == 0 || c[0].Kind != rejections.CauseNoQueues {
+			t.Errorf("%s diagnosed %+v, want %s", loadgen.RejectLevel, c, rejections.CauseNoQueues)
 		}
 		for lvl := range found {
 			if lvl != loadgen.Level && lvl != loadgen.RejectLevel {
 				t.Errorf("incident of %s, which had no load", lvl)
 			}
 		}
-		if r.Other429 != 0 {
+		if r.Other429 == nil || *r.Other429 != 0 {
 			t.Errorf("%v 429s not from APF; the load only got APF's", r.Other429)
 		}
 		// The text output draws the timelines.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -712,4 +713,30 @@ func WhatIfAgrees(predicted, real int64) bool {
 		return ratio >= 0.75 && ratio <= 1.25
 	}
 	return predicted-real <= 10 && real-predicted <= 10
+}
+
+// Gunzip writes the gzipped file src, uncompressed, into dir under its name
+// without ".gz", and returns that path: a recording's logs as the commands
+// read them.
+func Gunzip(t testing.TB, src, dir string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".gz"))
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

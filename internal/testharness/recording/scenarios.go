@@ -117,7 +117,7 @@ func userSchema(name, level string, precedence int32, users ...int) *flowcontrol
 const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 
 // Scenarios returns the recorded overloads, by name: quiet, starved,
-// borrowing and lists.
+// borrowing, lists, borrowing-three and timeouts.
 func Scenarios() []Scenario {
 	return []Scenario{{
 		Name:     "quiet",
@@ -216,6 +216,53 @@ func Scenarios() []Scenario {
 		WhatIf: Change{About: "a FlowSchema that isolates the heaviest user (load-1) on a small level of its own (5 shares)",
 			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 5, 0, 0, 4, 2, 4)},
 			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-heavy", "apf-heavy", 200, 1)}},
+	}, {
+		Name:     "borrowing-three",
+		About:    "three levels that borrow from the default levels and from each other (two of them lend half of their seats), on a 30-seat server, under bursts of LISTs larger than their seats and queues",
+		Inflight: 20, Mutating: 10,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
+			queuingLevel("apf-borrow-a", 5, 0, 300, 8, 2, 4),
+			queuingLevel("apf-borrow-b", 10, 50, 100, 8, 2, 4),
+			queuingLevel("apf-borrow-c", 5, 50, 200, 8, 2, 4),
+		},
+		Schemas: []*flowcontrolv1.FlowSchema{
+			userSchema("apf-borrow-a", "apf-borrow-a", 300, 1, 2),
+			userSchema("apf-borrow-b", "apf-borrow-b", 300, 3, 4),
+			userSchema("apf-borrow-c", "apf-borrow-c", 300, 5, 6),
+		},
+		Flows: []Flow{
+			{User: 1, Level: "apf-borrow-a", Path: cms + "?limit=30", Rate: 2, Burst: 24},
+			{User: 2, Level: "apf-borrow-a", Path: cms + "?limit=30", Rate: 2, Burst: 24},
+			{User: 3, Level: "apf-borrow-b", Path: cms + "?limit=30", Rate: 1, Burst: 28},
+			{User: 4, Level: "apf-borrow-b", Path: cms + "?limit=30", Rate: 1, Burst: 28},
+			{User: 5, Level: "apf-borrow-c", Path: cms + "?limit=30", Rate: 2, Burst: 20},
+			{User: 6, Level: "apf-borrow-c", Path: cms + "?limit=30", Rate: 2, Burst: 20},
+		},
+		Duration: 25 * time.Second,
+		CPU:      testcluster.CPU{APIServer: 1},
+		WhatIf: Change{About: "apf-borrow-c lending nothing instead of half of its seats",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-c", 5, 0, 200, 8, 2, 4)}},
+	}, {
+		// A request's wait limit is a quarter of its deadline
+		// (getRequestWaitContext in k8s.io/apiserver's
+		// priority-and-fairness filter), which a client shortens with
+		// ?timeout: 1s gives a 250 ms wait limit, which queues 50 long on
+		// one seat outlast.
+		Name:     "timeouts",
+		About:    "a 1-seat queuing level with long queues (4 queues, hand 2, length 50) under bursts of whole LISTs that ask for a 1 s timeout (a 250 ms wait limit), and a 1-seat Reject level, on a kube-apiserver held to 1 CPU",
+		Inflight: 10, Mutating: 5, RejectUser: 8,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 50)},
+		Flows: []Flow{
+			{User: 1, Level: loadgen.Level, Path: cms + "?timeout=1s", Rate: 1, Burst: 24},
+			{User: 2, Level: loadgen.Level, Path: cms + "?timeout=1s", Rate: 1, Burst: 24},
+			{User: 3, Level: loadgen.Level, Path: cms + "?timeout=1s", Rate: 1, Burst: 24},
+			{User: 4, Level: loadgen.Level, Path: cms + "?timeout=1s", Rate: 1, Burst: 24},
+			{User: 8, Level: loadgen.RejectLevel, Rate: 1, Burst: 6},
+		},
+		Duration: 30 * time.Second,
+		CPU:      testcluster.CPU{APIServer: 1},
+		WhatIf: Change{About: "apf-load with 2 shares instead of 1",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 2, 0, 0, 4, 2, 50)}},
 	}}
 }
 

@@ -177,7 +177,13 @@ func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, a
 		cells = append(cells, q.PriorityLevel, strconv.Itoa(q.Index), strconv.Itoa(q.PendingRequests), strconv.Itoa(q.ExecutingRequests),
 			seats(q.SeatsInUse), seats(q.InitialSeatsSum))
 		if o.Format == FormatWide {
-			cells = append(cells, seats(q.MaxSeatsSum), strconv.FormatFloat(q.NextDispatchR, 'f', 6, 64)+"ss", strconv.FormatFloat(q.TotalWorkSum, 'f', 6, 64)+"ss")
+			// The 1.20 layout has VirtualStart for NextDispatchR, but no
+			// TotalWorkSum.
+			work := "-"
+			if q.HasSeats {
+				work = strconv.FormatFloat(q.TotalWorkSum, 'f', 6, 64) + "ss"
+			}
+			cells = append(cells, seats(q.MaxSeatsSum), strconv.FormatFloat(q.NextDispatchR, 'f', 6, 64)+"ss", work)
 		}
 		t.add(cells...)
 	}
@@ -192,6 +198,9 @@ type RequestRow struct {
 	// Age is how long the request had been waiting or executing when the
 	// dump was taken (capture time minus arrival).
 	Age time.Duration `json:"age"`
+	// ageKnown is false when the capture time is unknown (a raw dump
+	// read from standard input without request times).
+	ageKnown bool
 }
 
 // RequestRows flattens the request dumps: waiting requests first (by
@@ -211,7 +220,7 @@ func RequestRows(snaps []*dump.Snapshot, level string) []RequestRow {
 			if age < 0 || s.CapturedAt.IsZero() {
 				age = 0
 			}
-			out = append(out, RequestRow{Instance: s.Instance, RequestRow: r, State: state, Age: age})
+			out = append(out, RequestRow{Instance: s.Instance, RequestRow: r, State: state, Age: age, ageKnown: !s.CapturedAt.IsZero()})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -266,15 +275,23 @@ func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string)
 		if r.IndexInQueue < 0 {
 			pos = "-"
 		}
+		age := "-"
+		if r.ageKnown {
+			age = r.Age.Round(time.Millisecond).String()
+		}
 		cells = append(cells, r.PriorityLevel, r.FlowSchema, r.State, q, pos, dash(r.FlowDistinguisher), strconv.Itoa(r.Seats()),
-			r.Age.Round(time.Millisecond).String(), dash(r.UserName), dash(r.Verb), dash(r.APIPath))
+			age, dash(r.UserName), dash(r.Verb), dash(r.APIPath))
 		if o.Format == FormatWide {
 			res := r.Resource
 			if r.SubResource != "" {
 				res += "/" + r.SubResource
 			}
-			cells = append(cells, dash(r.Namespace), dash(res), dash(r.Name), dash(r.APIVersion), strconv.Itoa(r.FinalSeats),
-				r.AdditionalLatency.String(), r.ArriveTime.UTC().Format(time.RFC3339Nano))
+			final, latency := "-", "-"
+			if r.HasSeats {
+				final, latency = strconv.Itoa(r.FinalSeats), r.AdditionalLatency.String()
+			}
+			cells = append(cells, dash(r.Namespace), dash(res), dash(r.Name), dash(r.APIVersion), final,
+				latency, r.ArriveTime.UTC().Format(time.RFC3339Nano))
 		}
 		t.add(cells...)
 	}

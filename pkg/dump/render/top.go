@@ -9,93 +9,66 @@ import (
 	"strings"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
-// TopLevelRow is one printed row of "kubectl apf top levels".
+// TopLevelRow is one printed row of "kubectl apf top levels": a
+// levels.Row (each figure from the best input present; null when absent).
 type TopLevelRow struct {
-	Instance        string               `json:"instance"`
-	Level           string               `json:"level"`
-	NominalLimit    jsonFloat            `json:"nominalLimit"`
-	CurrentLimit    jsonFloat            `json:"currentLimit"`
-	SeatsInUse      jsonFloat            `json:"seatsInUse"`
-	Utilisation     jsonFloat            `json:"utilisation"`
-	WaitingRequests jsonFloat            `json:"waitingRequests"`
-	WaitingSeats    jsonFloat            `json:"waitingSeats"`
-	HasRates        bool                 `json:"hasRates"`
-	DispatchedPerS  jsonFloat            `json:"dispatchedPerSecond"`
-	RejectedPerS    map[string]jsonFloat `json:"rejectedPerSecond,omitempty"`
-	WaitP99Seconds  jsonFloat            `json:"waitP99Seconds"`
-	rejectedTotal   float64
+	Instance          string               `json:"instance"`
+	Level             string               `json:"level"`
+	NominalLimit      jsonFloat            `json:"nominalLimit"`
+	CurrentLimit      jsonFloat            `json:"currentLimit"`
+	SeatsInUse        jsonFloat            `json:"seatsInUse"`
+	Utilisation       jsonFloat            `json:"utilisation"`
+	WaitingRequests   jsonFloat            `json:"waitingRequests"`
+	WaitingSeats      jsonFloat            `json:"waitingSeats"`
+	ExecutingRequests jsonFloat            `json:"executingRequests"`
+	HasRates          bool                 `json:"hasRates"`
+	DispatchedPerS    jsonFloat            `json:"dispatchedPerSecond"`
+	RejectedPerS      map[string]jsonFloat `json:"rejectedPerSecond,omitempty"`
+	WaitP99Seconds    jsonFloat            `json:"waitP99Seconds"`
+	rejectedTotal     float64
 }
 
 // TopSortKeys are the accepted --sort-by values of "top levels".
 var TopSortKeys = []string{"utilisation", "name", "waiting", "rejected", "dispatched"}
 
-// TopLevelRows computes per-level rows from each snapshot's newest two
-// scrapes and, for several instances, merged rows (sums; utilisation of the
-// sums; the wait p99 of the worst instance, as quantiles do not add).
+func topRow(l levels.Row) TopLevelRow {
+	r := TopLevelRow{Instance: l.Instance, Level: l.Name, NominalLimit: jsonFloat(l.NominalLimit), CurrentLimit: jsonFloat(l.CurrentLimit),
+		SeatsInUse: jsonFloat(l.SeatsInUse), Utilisation: jsonFloat(l.Utilisation), WaitingRequests: jsonFloat(l.Waiting),
+		WaitingSeats: jsonFloat(l.WaitingSeats), ExecutingRequests: jsonFloat(l.Executing), HasRates: l.HasRates,
+		DispatchedPerS: jsonFloat(l.DispatchedPerSec), WaitP99Seconds: jsonFloat(l.WaitP99), rejectedTotal: l.RejectedTotal}
+	for k, v := range l.RejectedPerSec {
+		if r.RejectedPerS == nil {
+			r.RejectedPerS = map[string]jsonFloat{}
+		}
+		r.RejectedPerS[k] = jsonFloat(v)
+	}
+	return r
+}
+
+// TopLevelRows computes the rows of each snapshot (levels.Compute) and,
+// for several instances, merged rows (levels.Merge: sums, utilisation of
+// the sums, the wait p99 of the worst instance).
 func TopLevelRows(snaps []*dump.Snapshot, level, sortBy string) []TopLevelRow {
 	var out []TopLevelRow
-	merged := map[string]*TopLevelRow{}
+	var all []levels.Row
 	for _, s := range snaps {
-		prev, cur := s.LatestMetrics()
-		if cur == nil {
-			continue
-		}
-		for _, l := range metrics.Levels(prev, cur) {
+		for _, l := range levels.Compute(levels.Input{Snapshot: s}) {
 			if level != "" && l.Name != level {
 				continue
 			}
-			r := TopLevelRow{Instance: s.Instance, Level: l.Name, NominalLimit: jsonFloat(l.NominalLimit), CurrentLimit: jsonFloat(l.CurrentLimit),
-				SeatsInUse: jsonFloat(l.SeatsInUse), Utilisation: jsonFloat(l.Utilisation), WaitingRequests: jsonFloat(l.WaitingRequests),
-				WaitingSeats: jsonFloat(l.WaitingSeats), HasRates: l.HasRates, DispatchedPerS: jsonFloat(l.DispatchedPerSec),
-				WaitP99Seconds: jsonFloat(l.WaitP99), rejectedTotal: l.RejectedTotalPerSec()}
-			if !l.HasRates {
-				r.DispatchedPerS = jsonFloat(math.NaN())
-				r.rejectedTotal = math.NaN()
-			}
-			for k, v := range l.RejectedPerSec {
-				if r.RejectedPerS == nil {
-					r.RejectedPerS = map[string]jsonFloat{}
-				}
-				r.RejectedPerS[k] = jsonFloat(v)
-			}
-			out = append(out, r)
-			m := merged[l.Name]
-			if m == nil {
-				m = &TopLevelRow{Instance: AllInstances, Level: l.Name, HasRates: true, WaitP99Seconds: jsonFloat(math.NaN())}
-				merged[l.Name] = m
-			}
-			m.NominalLimit += r.NominalLimit
-			m.CurrentLimit += r.CurrentLimit
-			m.SeatsInUse += r.SeatsInUse
-			m.WaitingRequests += r.WaitingRequests
-			m.WaitingSeats += r.WaitingSeats
-			m.HasRates = m.HasRates && r.HasRates
-			m.DispatchedPerS += r.DispatchedPerS
-			m.rejectedTotal += r.rejectedTotal
-			for k, v := range r.RejectedPerS {
-				if m.RejectedPerS == nil {
-					m.RejectedPerS = map[string]jsonFloat{}
-				}
-				m.RejectedPerS[k] += v
-			}
-			if !math.IsNaN(float64(r.WaitP99Seconds)) && (math.IsNaN(float64(m.WaitP99Seconds)) || r.WaitP99Seconds > m.WaitP99Seconds) {
-				m.WaitP99Seconds = r.WaitP99Seconds
-			}
+			out = append(out, topRow(l))
+			all = append(all, l)
 		}
 	}
 	less := topLess(sortBy)
 	sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
 	if len(snaps) > 1 {
 		var ms []TopLevelRow
-		for _, m := range merged {
-			m.Utilisation = jsonFloat(math.NaN())
-			if m.CurrentLimit > 0 {
-				m.Utilisation = m.SeatsInUse / m.CurrentLimit
-			}
-			ms = append(ms, *m)
+		for _, m := range levels.Merge(AllInstances, all) {
+			ms = append(ms, topRow(m))
 		}
 		sort.SliceStable(ms, func(i, j int) bool { return less(ms[i], ms[j]) })
 		out = append(out, ms...)
@@ -163,7 +136,7 @@ func PrintTopLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level, sortB
 		return o.writeData(w, rows)
 	}
 	multi := len(snaps) > 1
-	t := newTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
+	t := newTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "EXECUTING", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
 	for _, r := range rows {
 		var cells []string
 		if multi {
@@ -174,7 +147,7 @@ func PrintTopLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level, sortB
 			disp = num(float64(r.DispatchedPerS))
 		}
 		cells = append(cells, r.Level, num(float64(r.NominalLimit)), num(float64(r.CurrentLimit)), num(float64(r.SeatsInUse)), pct(float64(r.Utilisation)),
-			num(float64(r.WaitingRequests)), num(float64(r.WaitingSeats)), disp, rejectedCell(r), seconds(float64(r.WaitP99Seconds)))
+			num(float64(r.WaitingRequests)), num(float64(r.WaitingSeats)), num(float64(r.ExecutingRequests)), disp, rejectedCell(r), seconds(float64(r.WaitP99Seconds)))
 		t.add(cells...)
 	}
 	return t.write(w, o.NoHeaders)

@@ -25,13 +25,26 @@
 //     threshold τ separates a queue wait from the time the filters ahead of
 //     APF take; it is read from requests that never queue (the exempt
 //     level);
-//   - the dispatch time of each request: httplog's latency minus
-//     apf_execution_time, or the audit annotation
-//     apiserver.latency.k8s.io/apf-queue-wait (with .../authentication, the
-//     time before APF) written on requests slower than 500 ms;
+//   - the dispatch time of each request, from what each source records:
+//     where the apiserver wrote the filters' audit annotations (requests
+//     slower than 500 ms; k8s.io/apiserver pkg/endpoints/filters/audit.go,
+//     writeLatencyToAnnotation), the time ahead of APF
+//     (apiserver.latency.k8s.io/authentication and .../impersonation) and
+//     in its queue (.../apf-queue-wait, observed for queued requests only:
+//     pkg/util/flowcontrol/apf_filter.go); .../authorization runs after the
+//     dispatch, inside the execution (pkg/server/config.go,
+//     DefaultBuildHandlerChain). Elsewhere it is estimated: httplog's
+//     latency minus apf_execution_time, which also holds the filters ahead
+//     of APF and the time after the handler, or the replay's own wait (an
+//     audit log alone). Result.DispatchTimes counts each source;
 //   - for a level without saturated time of its own, or whose limit moves
 //     with borrowing, the server-wide figure (the seat-weighted mean of the
 //     levels with evidence): the overhead is the server's, not the level's.
+//
+// A calibration never contradicts the recording: bound.go holds each
+// level's calibrated seat time to the time it was busy, and the replay of
+// the recorded configuration to the recorded dispatches, and refuses an
+// estimate that breaks either (Level.Refused).
 //
 // An audit log alone records neither the execution time nor, for requests
 // faster than 500 ms, the queue wait: those are estimated, the queue wait
@@ -145,6 +158,23 @@ type Level struct {
 	// enough evidence of their own; requests arriving in the others get
 	// the level's figure.
 	Windows []WindowOverhead `json:"windows,omitempty"`
+	// BusyTime is the time the level had an executed request in the
+	// server (the union of arrival to end), SeatLimit the most seats it
+	// could hold, and ImpliedSeatTime the seat time its executed requests
+	// hold as calibrated (Σ seats × (execution + overhead)), which never
+	// exceeds SeatLimit × BusyTime (bound.go). Absent when the recording
+	// holds no latencies.
+	BusyTime        Duration `json:"busyTime,omitempty"`
+	SeatLimit       int      `json:"seatLimit,omitempty"`
+	ImpliedSeatTime Duration `json:"impliedSeatTime,omitempty"`
+	// RecordedDispatches are the level's executed requests in the
+	// recording, ReplayedDispatches in the replay of the recorded
+	// configuration (CheckDispatches).
+	RecordedDispatches int64 `json:"recordedDispatches,omitempty"`
+	ReplayedDispatches int64 `json:"replayedDispatches,omitempty"`
+	// Refused is the estimate of the overhead the recording contradicts,
+	// when it did: Overhead is then what the recording supports.
+	Refused *Refusal `json:"refused,omitempty"`
 }
 
 // WindowOverhead is the overhead inferred from one time window.
@@ -205,6 +235,9 @@ type Result struct {
 	// level has no model.
 	CPU    *CPUModel `json:"cpu,omitempty"`
 	CPUWhy string    `json:"cpuWhy,omitempty"`
+	// DispatchTimes says where the requests' dispatch times came from
+	// (of the last Apply; absent when none was known).
+	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
 
 	overhead map[string]time.Duration
 	// stallAt: per level, the execution time from which a recorded
@@ -212,7 +245,13 @@ type Result struct {
 	stallAt       map[string][2]time.Duration
 	windows       map[string]map[int64]time.Duration
 	serverWindows map[int64]time.Duration
-	prep          *preparer
+	// capped: levels whose overhead the recording bounded (Refused), which
+	// keep their own figure in every window
+	capped map[string]bool
+	// execScale: per level, the factor its estimated execution times are
+	// scaled by (Refusal.ExecutionScale)
+	execScale map[string]float64
+	prep      *preparer
 }
 
 // OverheadAt returns the overhead applied to a request of level arriving
@@ -226,7 +265,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if w, ok := r.windows[level][k]; ok {
 		return w
 	}
-	if o, ok := r.overhead[level]; ok && r.sourceOf(level) != "server" {
+	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != "server") {
 		return o
 	}
 	if w, ok := r.serverWindows[k]; ok {
@@ -356,6 +395,8 @@ type levelAcc struct {
 	ends phases
 	// the executions of StallMin or more (at most maxLong)
 	long []time.Duration
+	// what the seat-time check reads (bound.go)
+	seatTime seatTime
 }
 
 // obs is one recorded request reduced to what calibration needs.
@@ -374,8 +415,9 @@ type obs struct {
 	// annotated: the request carried the apf-queue-wait annotation annWait
 	annotated bool
 	annWait   time.Duration
-	// execFrom says how exec was estimated (audit-only records)
-	execFrom uint8
+	// execFrom says how exec was estimated (audit-only records), waitFrom
+	// where wait comes from
+	execFrom, waitFrom uint8
 	// index of the record in the workload (0-based)
 	index int
 }
@@ -385,6 +427,38 @@ const (
 	fromAnnotations
 	fromReplay
 )
+
+// Where a request's dispatch time (its wait) comes from.
+const (
+	_ uint8 = iota // unknown
+	// the audit annotations of the filters ahead of APF
+	// (apiserver.latency.k8s.io/authentication, .../impersonation) and of
+	// APF's queue (.../apf-queue-wait), written on requests slower than
+	// 500 ms
+	waitAnnotated
+	// httplog's latency − apf_execution_time: an estimate, which also
+	// holds the time after the handler
+	waitLatency
+	// the queue wait the replay of the recorded configuration gave it
+	// (the fixed point of an audit log alone): an estimate
+	waitReplay
+)
+
+// DispatchTimes counts where the dispatch times of the requests the replay
+// executed (the waits the calibration reads) came from.
+type DispatchTimes struct {
+	// Annotated: recorded by the filters' own audit annotations
+	// (authentication, impersonation, apf-queue-wait); the apiserver writes
+	// them on requests slower than 500 ms only.
+	Annotated int64 `json:"annotated"`
+	// FromLatency: estimated as httplog latency − apf_execution_time,
+	// which also counts the filters ahead of APF and the time after the
+	// handler.
+	FromLatency int64 `json:"fromLatency"`
+	// FromReplay: estimated from the replay's own queue wait (an audit
+	// log alone, requests faster than 500 ms).
+	FromReplay int64 `json:"fromReplay"`
+}
 
 // observer accumulates the evidence of one pass.
 type observer struct {
@@ -428,20 +502,38 @@ func (o *observer) add(x *obs) {
 	if x.exempt {
 		return
 	}
+	if !x.rejected && x.hasExec {
+		la.seatTime.add(x)
+	}
 	for i, tau := range thresholds {
 		switch {
 		case x.timedOut:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.latency)
+		case !x.rejected && x.waitFrom == waitAnnotated:
+			// the filters' own timing: it entered APF after the filters
+			// ahead of it, and waited in a queue only if apf-queue-wait
+			// says so (upstream observes it for queued requests alone)
+			if !x.annotated || x.annWait <= 0 {
+				continue
+			}
+			la.spans[i].add(x.arrival+x.wait-x.annWait, x.arrival+x.wait)
+			la.dispatch(i, x)
 		case !x.rejected && x.hasWait && x.wait > tau:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.wait)
-			la.dispatches[i]++
-			la.seats[i] += int64(x.seats)
-			la.seatExec[i] += float64(x.seats) * float64(x.exec)
-			w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
-			w.seats += int64(x.seats)
-			w.seatExec += float64(x.seats) * float64(x.exec)
+			la.dispatch(i, x)
 		}
 	}
+}
+
+// dispatch counts x, which waited in a queue, as a dispatch from a queue
+// at threshold index i.
+func (la *levelAcc) dispatch(i int, x *obs) {
+	la.dispatches[i]++
+	la.seats[i] += int64(x.seats)
+	la.seatExec[i] += float64(x.seats) * float64(x.exec)
+	w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
+	w.seats += int64(x.seats)
+	w.seatExec += float64(x.seats) * float64(x.exec)
 }
 
 // finish turns the evidence into a Result: the threshold τ, each level's
@@ -452,18 +544,26 @@ func (o *observer) finish(opts Options) *Result {
 	ti, from := o.threshold()
 	res.Threshold, res.ThresholdFrom = Duration(thresholds[ti]), from
 	limits := levelLimits(opts)
-	server := serverEvidence{windows: map[int64][2]float64{}}
 	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
 		la := o.levels[n]
 		lim, known := limits[n]
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = res.source(lv, lim, known)
 		if lv.Source == "saturated" {
-			res.saturated(&lv, la, ti, float64(lim.NominalCL), &server)
+			res.saturated(&lv, la, ti, float64(lim.NominalCL))
 		}
 		res.Levels = append(res.Levels, lv)
 	}
-	res.serverFigures(server)
+	// a level's own figure that the recording contradicts is capped
+	// before it counts towards the server's, and the server's where it
+	// is given to a level the recording contradicts it for
+	sts := map[string]*seatTime{}
+	for n, la := range o.levels {
+		sts[n] = &la.seatTime
+	}
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "saturated" }, false)
+	res.serverFigures(res.serverEvidence())
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "server" }, false)
 	if res.Enabled {
 		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
 	}
@@ -563,16 +663,34 @@ type serverEvidence struct {
 	windows     map[int64][2]float64 // Σ overhead × seats, Σ seats
 }
 
+// serverEvidence returns the saturated levels' overheads (as bounded by
+// the recording), weighted by their seats, overall and per time window.
+func (r *Result) serverEvidence() serverEvidence {
+	server := serverEvidence{windows: map[int64][2]float64{}}
+	for _, lv := range r.Levels {
+		if lv.Source != "saturated" {
+			continue
+		}
+		server.seats += float64(lv.Seats)
+		server.over += float64(lv.Overhead) * float64(lv.Seats)
+		for _, w := range lv.Windows {
+			k := int64(time.Duration(w.Start) / Window)
+			sw := server.windows[k]
+			sw[0] += float64(w.Overhead) * float64(w.Seats)
+			sw[1] += float64(w.Seats)
+			server.windows[k] = sw
+		}
+	}
+	return server
+}
+
 // saturated sets the overhead of a level of c seats from its own saturated
-// time, overall and per time window with enough evidence, and adds them to
-// the server's evidence.
-func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64, server *serverEvidence) {
+// time, overall and per time window with enough evidence.
+func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64) {
 	sp := la.spans[ti]
 	over := overheadOf(c, sp.total, sp.n, lv.Seats, la.seatExec[ti])
 	lv.Overhead = Duration(over)
 	r.overhead[lv.Level] = time.Duration(over)
-	server.seats += float64(lv.Seats)
-	server.over += over * float64(lv.Seats)
 	for k, w := range sp.win {
 		if w.seats < minWindowEvidence {
 			continue
@@ -583,10 +701,6 @@ func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64, server *s
 			r.windows[lv.Level] = map[int64]time.Duration{}
 		}
 		r.windows[lv.Level][k] = time.Duration(wo)
-		sw := server.windows[k]
-		sw[0] += wo * float64(w.seats)
-		sw[1] += float64(w.seats)
-		server.windows[k] = sw
 	}
 	slices.SortFunc(lv.Windows, func(a, b WindowOverhead) int { return int(a.Start - b.Start) })
 	if lv.Seats > 0 {
@@ -855,10 +969,21 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		x.timedOut = true
 	}
 	switch {
+	case w.HasServiceTime && w.HasLatencyAnnotations:
+		// an httplog line joined to an audit event slower than 500 ms: the
+		// filters' own timing tells the dispatch (the time ahead of APF and
+		// in its queue), which latency − execution would overstate by the
+		// time after the handler and whatever else the server did
+		x.exec, x.hasExec = w.ServiceTime, true
+		x.wait, x.hasWait, x.waitFrom = w.PreAPF, true, waitAnnotated
+		if w.HasQueueWait {
+			x.wait += w.QueueWait
+		}
+		p.sawExec = true
 	case w.HasServiceTime:
 		x.exec, x.hasExec = w.ServiceTime, true
 		// a synthetic record has no latency: its wait is unknown
-		x.wait, x.hasWait = max(w.Latency-w.ServiceTime, 0), w.Latency > 0
+		x.wait, x.hasWait, x.waitFrom = max(w.Latency-w.ServiceTime, 0), w.Latency > 0, waitLatency
 		p.sawExec = true
 	case x.rejected || er.Info.Verb == "watch":
 		// a 429 never executed; a watch holds its seats only until it is
@@ -866,7 +991,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	case w.HasQueueWait || w.HasLatencyAnnotations:
 		// annotated (slower than 500 ms): the queue wait is recorded, and
 		// is zero when the annotation is absent (dispatched on arrival)
-		x.wait, x.hasWait = w.PreAPF, true
+		x.wait, x.hasWait, x.waitFrom = w.PreAPF, true, waitAnnotated
 		if w.HasQueueWait {
 			x.wait += w.QueueWait
 		}
@@ -879,7 +1004,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 			wait = p.waits[idx] + p.overhead(level, x.arrival)
 		}
 		wait = min(wait, w.Latency)
-		x.wait, x.hasWait = wait, p.waits != nil
+		x.wait, x.hasWait, x.waitFrom = wait, p.waits != nil, waitReplay
 		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, minExecution), true, fromReplay
 		// pooled per kind of request: one request's replayed wait is off
 		// by what the replay dispatched before it, and taking that error
@@ -893,6 +1018,9 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		if e, ok := p.kindExec[k]; ok {
 			x.exec = min(max(e, minExecution), max(w.Latency, minExecution))
 		}
+	}
+	if f, ok := p.overheads.execScaleOf(level); ok && x.hasExec && x.execFrom != fromRecord {
+		x.exec = max(time.Duration(f*float64(x.exec)), minExecution)
 	}
 	return er, true
 }
@@ -963,4 +1091,14 @@ func (p *preparer) estimateSeats(w *workload.Request, er engine.Request, lim eng
 		p.est.WritesWithoutWatchCount++
 	}
 	p.est.SeatsAssumedOne++
+}
+
+// execScaleOf returns the factor the estimated execution times of level
+// are scaled by, when the recording refused them (bound.go).
+func (r *Result) execScaleOf(level string) (float64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	f, ok := r.execScale[level]
+	return f, ok
 }

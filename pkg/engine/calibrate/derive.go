@@ -58,6 +58,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 func (r *Result) Apply(src workload.Reader) workload.Reader {
 	fp, fc := r.Estimated.FixedPointIterations, r.Estimated.FixedPointChange
 	r.Estimated = Estimated{FixedPointIterations: fp, FixedPointChange: fc}
+	r.DispatchTimes = nil
 	p := newPreparer(r.prep.opts, &r.Estimated)
 	p.waits, p.overheads, p.kindExec = r.prep.waits, r, r.prep.kindExec
 	return &applied{src: src, p: p, r: r}
@@ -68,14 +69,17 @@ type applied struct {
 	p   *preparer
 	r   *Result
 	idx int
-	x   obs
+	// x is the last record prepared, ok whether the replay reads it
+	x  obs
+	ok bool
 }
 
 func (a *applied) Next(w *workload.Request) error {
 	if err := a.src.Next(w); err != nil {
 		return err
 	}
-	if _, ok := a.p.prepare(a.idx, w, &a.x); ok {
+	_, a.ok = a.p.prepare(a.idx, w, &a.x)
+	if a.ok {
 		if !w.HasServiceTime && a.x.hasExec {
 			w.ServiceTime, w.HasServiceTime = a.x.exec, true
 			switch a.x.execFrom {
@@ -85,6 +89,7 @@ func (a *applied) Next(w *workload.Request) error {
 				a.r.Estimated.ExecutionFromReplay++
 			}
 		}
+		a.r.countWait(&a.x)
 		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
 		// under a CPU model the stalls are the model's to place: a
 		// recorded one becomes its level's median execution
@@ -180,5 +185,32 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 		}
 		prevMean = mean
 	}
+	for range reboundPasses {
+		if src, err = open(); err != nil {
+			return nil, err
+		}
+		if err := res.rebound(src); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// countWait counts where the dispatch time of x, about to be replayed,
+// came from.
+func (r *Result) countWait(x *obs) {
+	if !x.hasWait || x.rejected {
+		return
+	}
+	if r.DispatchTimes == nil {
+		r.DispatchTimes = &DispatchTimes{}
+	}
+	switch x.waitFrom {
+	case waitAnnotated:
+		r.DispatchTimes.Annotated++
+	case waitLatency:
+		r.DispatchTimes.FromLatency++
+	case waitReplay:
+		r.DispatchTimes.FromReplay++
+	}
 }

@@ -256,44 +256,56 @@ type errSkip struct{ msg string }
 
 func (e errSkip) Error() string { return e.msg }
 
-// toSim classifies a recorded request under this run's configuration.
-func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error {
-	var fsName, plName, dist string
-	var hash uint64
+// RecordedFlow is the classification of a recorded request.
+type RecordedFlow struct {
+	FlowSchema, PriorityLevel, Distinguisher string
+	// Hash is the flow hash, 0 where the server computes none.
+	Hash uint64
+}
+
+// ClassifyRecorded classifies a recorded request under c: by the engine
+// when its identity is known. Without one, it keeps the recorded FlowSchema
+// when c still has it, and stands in for a ByUser distinguisher with the
+// user agent and the client's host. Not its port: a client that opens a
+// connection per request would otherwise count as a new flow each time,
+// and the per-flow state would grow with the requests rather than the
+// clients.
+func ClassifyRecorded(c *engine.Config, w *workload.Request, er *engine.Request) (RecordedFlow, error) {
+	var out RecordedFlow
 	if w.UserKnown {
-		c := ru.cfg.Config.Classify(*er)
-		fsName, plName = c.FlowSchema.Name, c.PriorityLevel.Name
-		dist, hash = c.Flow.Distinguisher, c.Flow.Hash
-	} else {
-		// No identity: keep the recorded FlowSchema when this configuration
-		// still has it, and stand in for a ByUser distinguisher with the
-		// user agent and the client's host. Not its port: a client that
-		// opens a connection per request would otherwise count as a new
-		// flow each time, and the per-flow state would grow with the
-		// requests rather than the clients.
-		fs := findFlowSchema(ru.cfg.Config, w.FlowSchema)
-		switch {
-		case fs != nil:
-			fsName, plName = fs.Name, fs.Spec.PriorityLevelConfiguration.Name
-		case w.PriorityLevel != "":
-			fsName, plName = w.FlowSchema, w.PriorityLevel
-		default:
-			return errSkip{fmt.Sprintf("%s: no identity and no recorded priority level (give the audit log alongside the httplog)", w.Source)}
-		}
-		if fs != nil {
-			if pl := ru.cfg.Config.PriorityLevels[plName]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Queuing != nil && pl.Spec.Limited.LimitResponse.Queuing.Queues > 1 {
-				if m := fs.Spec.DistinguisherMethod; m != nil {
-					switch m.Type {
-					case flowcontrolv1.FlowDistinguisherMethodByUserType:
-						dist = "client:" + w.UserAgent + "@" + hostOf(w.SourceIP)
-					case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
-						dist = er.Info.Namespace
-					}
-				}
-				hash = engine.HashFlowID(fsName, dist)
+		cl := c.Classify(*er)
+		return RecordedFlow{cl.FlowSchema.Name, cl.PriorityLevel.Name, cl.Flow.Distinguisher, cl.Flow.Hash}, nil
+	}
+	fs := findFlowSchema(c, w.FlowSchema)
+	switch {
+	case fs != nil:
+		out.FlowSchema, out.PriorityLevel = fs.Name, fs.Spec.PriorityLevelConfiguration.Name
+	case w.PriorityLevel != "":
+		return RecordedFlow{FlowSchema: w.FlowSchema, PriorityLevel: w.PriorityLevel}, nil
+	default:
+		return out, fmt.Errorf("%s: no identity and no recorded priority level (give the audit log alongside the httplog)", w.Source)
+	}
+	if pl := c.PriorityLevels[out.PriorityLevel]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Queuing != nil && pl.Spec.Limited.LimitResponse.Queuing.Queues > 1 {
+		if m := fs.Spec.DistinguisherMethod; m != nil {
+			switch m.Type {
+			case flowcontrolv1.FlowDistinguisherMethodByUserType:
+				out.Distinguisher = "client:" + w.UserAgent + "@" + hostOf(w.SourceIP)
+			case flowcontrolv1.FlowDistinguisherMethodByNamespaceType:
+				out.Distinguisher = er.Info.Namespace
 			}
 		}
+		out.Hash = engine.HashFlowID(out.FlowSchema, out.Distinguisher)
 	}
+	return out, nil
+}
+
+// toSim classifies a recorded request under this run's configuration.
+func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error {
+	rf, err := ClassifyRecorded(ru.cfg.Config, w, er)
+	if err != nil {
+		return errSkip{err.Error()}
+	}
+	fsName, plName, dist, hash := rf.FlowSchema, rf.PriorityLevel, rf.Distinguisher, rf.Hash
 	li, ok := ru.levelIx[plName]
 	if !ok {
 		return errSkip{fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, plName)}

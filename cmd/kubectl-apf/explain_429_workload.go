@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// workload429Flags are the flags of "explain 429 --workload": the incidents
+// of apiserver logs, reconstructed (package reconstruct).
+type workload429Flags struct {
+	Files []string
+	// Gap ends an incident after this long without a 429.
+	Gap time.Duration
+}
+
+// explain429WorkloadHelp is added to explain 429's help.
+const explain429WorkloadHelp = `
+
+With --workload FILE... (kube-apiserver httplog lines, audit events, or
+both, joined by audit ID), the incidents in the log: each burst of 429s on a
+level (--incident-gap apart), who was rejected (users, service accounts and
+user agents, with counts, FlowSchema and flow), who held the level's seats
+meanwhile (seat-seconds and shares), and whether fair queuing protected the
+light flows or one flow crowded the queues of their hands, from the
+reconstruction of what APF did at each instant (docs/reconstruct.md). The
+configuration comes from the cluster, --from or --defaults, as for the
+other sources; --since and --until keep the incidents that overlap a window,
+relative times counting back from the log's last request.
+
+With --workload and --prometheus both, the incidents are the store's, and
+each carries the log's clients over its window (moved back one
+--scrape-interval: the store sees a burst at the first scrape after its
+first 429): who was rejected, who held the level's seats and who waited in
+its queues, with counts and shares. The log is reconstructed once, against
+the configuration of the cluster or of --from; the notes say which
+incidents the log does not cover, or covers only in part.`
+
+func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
+	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
+	f.DurationVar(&w.Gap, "incident-gap", 10*time.Second, "With --workload: an incident ends after this long without a 429.")
+}
+
+// validateWorkload checks the flags of a log's incidents (the time flags
+// then apply to the log, unless a store is read: the store's checks
+// follow).
+func (o *Explain429Options) validateWorkload() error {
+	if o.Workload.Gap <= 0 {
+		return fmt.Errorf("--incident-gap must be positive, not %v", o.Workload.Gap)
+	}
+	if o.Store.Enabled() {
+		return nil
+	}
+	if o.Store.At != "" {
+		return fmt.Errorf("--at is one moment: a log's incidents take a window (--since, --until)")
+	}
+	// the store's checks refuse --since and --until without a store
+	store := o.Store
+	o.Store = nil
+	err := o.Options.Validate()
+	o.Store = store
+	if err != nil {
+		return err
+	}
+	if err := o.Server.Validate(); err != nil {
+		return err
+	}
+	return o.Flags.Validate()
+}
+
+// runWorkload reconstructs the logs and prints their incidents.
+func (o *Explain429Options) runWorkload(ctx context.Context) error {
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+	}
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	rep := res.Report(strings.Join(o.Workload.Files, ","))
+	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
+	if err := o.windowOf(rep, res.End); err != nil {
+		return err
+	}
+	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
+	rep.Notes = append(rep.Notes, agreementNote(res))
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+}
+
+// joinLog reconstructs the logs once and gives each of the store's
+// incidents in rep the log's clients over its window.
+func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report) error {
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+	}
+	stories := reconstruct.NewStories(rep.Incidents, o.Store.ScrapeInterval)
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
+	rep.Notes = append(rep.Notes, stories.Attach(rep.Incidents, res.Start, res.End)...)
+	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
+	rep.Notes = append(rep.Notes, agreementNote(res))
+	return nil
+}
+
+// agreementNote says how far the reconstruction agrees with the log.
+func agreementNote(res *reconstruct.Result) string {
+	sum := res.Sum()
+	return fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
+}
+
+// writeJoinedClients prints, after a store's report, the log's clients of
+// each incident, numbered as the report numbers them, and the notes.
+func writeJoinedClients(w io.Writer, rep *rejections.Report, files []string) error {
+	p := &errWriter{w: w}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	p.f("\nClients from the log (%s)\n", sanitize.Line(strings.Join(names, ", ")))
+	for i, in := range rep.Incidents {
+		p.f("\n#%d  %s  %s → %s\n", i+1, sanitize.Line(in.Level), in.Start.UTC().Format(time.RFC3339), in.End.UTC().Format(time.RFC3339))
+		if in.Clients == nil {
+			p.f("  the log does not cover it\n")
+			continue
+		}
+		if c := in.Clients.Window; c != nil {
+			p.f("  counted from %s to %s\n", c.Start.UTC().Format(time.RFC3339Nano), c.End.UTC().Format(time.RFC3339Nano))
+		}
+		p.clients(in.Clients)
+	}
+	p.notes(rep.Notes)
+	return p.err
+}
+
+// windowOf keeps the incidents of --since/--until, counted back from the
+// log's last request.
+func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) error {
+	h := o.Store
+	if !h.Since.IsSet() && h.Until == "" {
+		return nil
+	}
+	until := end
+	if h.Until != "" {
+		t, err := history.ParseTime(h.Until, end)
+		if err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+		until = t
+	}
+	var since time.Time
+	if h.Since.IsSet() {
+		d, err := time.ParseDuration(h.Since.String())
+		if err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		since = until.Add(-d)
+	}
+	rep.Window = rejections.Window{End: &until}
+	if !since.IsZero() {
+		rep.Window.Start = &since
+	}
+	kept := rep.Incidents[:0]
+	rep.Rejected = map[string]float64{}
+	for _, in := range rep.Incidents {
+		if in.End.Before(since) || in.Start.After(until) {
+			continue
+		}
+		kept = append(kept, in)
+		rep.Rejected[in.Level] += in.Rejected
+	}
+	rep.Incidents = kept
+	return nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// reconstructFiles reconstructs what APF did over the workload files
+// (httplog, audit, both joined) under the loaded configuration; the files
+// are read once (reconstruct.RunReader). Progress goes to errOut when it is
+// a terminal.
+func reconstructFiles(ctx context.Context, paths []string, st *state.State, requestTimeout time.Duration, opts reconstruct.Options, errOut io.Writer) (*reconstruct.Result, *workload.Files, error) {
+	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer files.Close()
+	opts.Config, opts.ServerConcurrencyLimit, opts.RequestTimeout, opts.Release = st.Config(), st.ServerConcurrency, requestTimeout, st.Release
+	opts.Counts = snapshotCounts(st)
+	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opts.Progress = func(stage string, n int64) { fmt.Fprintf(errOut, "\r%s: %d requests read", stage, n) }
+		defer fmt.Fprint(errOut, "\r\033[K")
+	}
+	res, err := reconstruct.RunReader(files, opts, func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} })
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, files, nil
+}
+
+// snapshotCounts are the object counts of the first snapshot's latest
+// metrics (LISTs whose log records no seats are sized from them); nil when
+// there are none.
+func snapshotCounts(st *state.State) engine.ObjectCounts {
+	if len(st.Snapshots) == 0 {
+		return nil
+	}
+	_, cur := st.Snapshots[0].LatestMetrics()
+	oc := metrics.ObjectCounts(cur)
+	if oc == nil {
+		return nil
+	}
+	out := engine.ObjectCounts{}
+	for k, c := range oc {
+		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
+	}
+	return out
+}
+
+// workloadNotesOf says what reading the workload skipped.
+func workloadNotesOf(files *workload.Files, res *reconstruct.Result) []string {
+	var notes []string
+	for name, s := range files.Stats {
+		if s.Malformed > 0 {
+			notes = append(notes, fmt.Sprintf("note: %s: %d lines could not be read as requests (first: %s)", name, s.Malformed, s.FirstMalformed[0]))
+		}
+	}
+	if res.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d request(s) could not be reconstructed (first: %s)", res.Skipped, res.FirstSkip))
+	}
+	if res.EstimatedWaits > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d request(s) record no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", res.EstimatedWaits))
+	}
+	return notes
+}
+
+// contextReader stops reading when the command's context is cancelled
+// (SIGINT): a log of millions of requests takes seconds to read.
+type contextReader struct {
+	ctx context.Context
+	r   workload.Reader
+	n   int
+}
+
+func (c *contextReader) Next(r *workload.Request) error {
+	// checking the context costs a lock; every 4096 records is often enough
+	if c.n++; c.n&4095 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted: %w", err)
+		}
+	}
+	return c.r.Next(r)
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+)
+
+// Complete turns the flags and arguments into an identity and a request.
+func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.completeRequest(args); err != nil {
+		return err
+	}
+	id, given, err := o.identityFromFlags()
+	if err != nil {
+		return err
+	}
+	if id == nil && o.recorded != nil && o.recorded.UserKnown {
+		rid := recordedIdentity(o.recorded)
+		id, given = &rid, o.recorded.Groups
+	}
+	o.identity, o.givenGroups = id, given
+
+	if !o.messageOnly() {
+		if err := o.Options.Complete(); err != nil {
+			return err
+		}
+	}
+	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
+		cfg, err := o.configFlags.ToRESTConfig()
+		if err != nil {
+			return fmt.Errorf("--probe: reading the kubeconfig: %w", err)
+		}
+		o.ProbeConfig = cfg
+	}
+	return nil
+}
+
+// completeRequest reads the request from the arguments, --from-message,
+// --from-log and --from-audit.
+func (o *ExplainRequestOptions) completeRequest(args []string) error {
+	if len(args) == 2 {
+		o.verb, o.path = args[0], args[1]
+	} else if len(args) == 1 {
+		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web'")
+	}
+	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) == 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "",
+		FromMessage: o.FromMessage != "", IdentityFlags: o.UserName != "" || o.ServiceAccount != "" || o.Anonymous || len(o.Groups) > 0,
+		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
+		return err
+	}
+	if o.FromMessage != "" {
+		m, err := explain.ParseMessage(o.FromMessage)
+		if err != nil {
+			return fmt.Errorf("--from-message: %w", err)
+		}
+		o.message = m
+		if m.Method != "" && m.Path != "" {
+			if o.verb != "" && (!strings.EqualFold(o.verb, m.Method) || o.path != m.Path) {
+				return fmt.Errorf("--from-message names %s %s, the arguments %s %s: give one request", m.Method, m.Path, o.verb, o.path)
+			}
+			o.verb, o.path = m.Method, m.Path
+		}
+	}
+	if o.FromLog != "" || o.FromAudit != "" {
+		r, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, o.In)
+		if err != nil {
+			return err
+		}
+		o.recorded = r
+	}
+	if o.recorded != nil && o.verb == "" {
+		o.verb, o.path = o.recorded.Method, o.recorded.URI
+	}
+	return nil
+}
+
+// identityFromFlags builds the identity from --user-name, --group,
+// --service-account and --anonymous; nil when none is given.
+func (o *ExplainRequestOptions) identityFromFlags() (*engine.Identity, []string, error) {
+	n := 0
+	for _, set := range []bool{o.UserName != "", o.ServiceAccount != "", o.Anonymous} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, nil, fmt.Errorf("--user-name, --service-account and --anonymous each name the identity; give one")
+	}
+	switch {
+	case o.Anonymous:
+		if len(o.Groups) > 0 {
+			return nil, nil, fmt.Errorf("--anonymous requests carry only group %s; drop --group", user.AllUnauthenticated)
+		}
+		id := engine.AnonymousIdentity()
+		return &id, nil, nil
+	case o.ServiceAccount != "":
+		ns, name, ok := strings.Cut(o.ServiceAccount, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return nil, nil, fmt.Errorf("--service-account %q: want NAMESPACE/NAME, e.g. kube-system/coredns", o.ServiceAccount)
+		}
+		id, err := engine.ParseIdentity("system:serviceaccount:"+ns+":"+name, o.Groups...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--service-account: %w", err)
+		}
+		return &id, o.Groups, nil
+	case o.UserName != "":
+		id, err := engine.ParseIdentity(o.UserName, o.Groups...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--user-name: %w", err)
+		}
+		return &id, o.Groups, nil
+	case len(o.Groups) > 0:
+		return nil, nil, fmt.Errorf("--group needs --user-name or --service-account")
+	}
+	return nil, nil, nil
+}
+
+// recordedIdentity is the identity of an audit record, with the groups the
+// impersonation filter adds when the record is of an impersonated user
+// (filters/impersonation.go adds system:authenticated to every
+// non-anonymous user).
+func recordedIdentity(r *workload.Request) engine.Identity {
+	id := engine.Identity{User: r.User, Groups: append([]string(nil), r.Groups...)}
+	if r.User == user.Anonymous {
+		return id
+	}
+	for _, g := range id.Groups {
+		if g == user.AllAuthenticated || g == user.AllUnauthenticated {
+			return id
+		}
+	}
+	id.Groups = append(id.Groups, user.AllAuthenticated)
+	return id
+}
+
+// Validate checks the flags.
+func (o *ExplainRequestOptions) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if err := o.Flags.Validate(); err != nil {
+		return err
+	}
+	if err := o.Server.Validate(); err != nil {
+		return err
+	}
+	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
+		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
+	}
+	if o.messageOnly() {
+		return nil
+	}
+	if o.verb == "" {
+		return fmt.Errorf("give the request as VERB_OR_METHOD PATH (e.g. 'list /api/v1/pods'), or --from-log, --from-audit or --from-message")
+	}
+	if o.identity == nil {
+		if o.recorded != nil && !o.recorded.UserKnown {
+			return fmt.Errorf("the log line carries no user: give --user-name (and --group), --service-account or --anonymous, or --from-audit with the same audit ID")
+		}
+		return fmt.Errorf("give the identity: --user-name NAME [--group G]..., --service-account NS/NAME or --anonymous")
+	}
+	if o.Probe {
+		if o.Defaults || o.From != "" {
+			return fmt.Errorf("--probe sends the request to the cluster: it cannot be combined with --defaults or --from")
+		}
+		if len(o.Files) > 0 {
+			return fmt.Errorf("--probe compares with the cluster's live configuration: drop -f (the server does not know the files)")
+		}
+		if err := probeAllowed(o.verb, o.path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageOnly is true when the explanation is the pasted message's alone:
+// it is not about APF, or it names no request to classify and none was given.
+func (o *ExplainRequestOptions) messageOnly() bool {
+	return o.message != nil && (!o.message.APF || o.verb == "")
+}
+
+// probeAllowed refuses every request that could change the cluster.
+func probeAllowed(verb, path string) error {
+	switch verb {
+	case "get", "list", "GET", "HEAD":
+	default:
+		return fmt.Errorf("--probe sends only read-only requests (get, or list with limit=1): %s %s could change the cluster; explain it without --probe", verb, path)
+	}
+	u, err := url.ParseRequestURI(path)
+	if err == nil && (u.Query().Get("watch") == "1" || u.Query().Get("watch") == "true") {
+		return fmt.Errorf("--probe does not send watches (long-running): explain it without --probe, or probe the LIST")
+	}
+	return nil
+}

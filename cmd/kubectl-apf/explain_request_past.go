@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// noteCaptureTime is said when a logged request's fate is the state read
+// now's, not its own moment's.
+const noteCaptureTime = "the fate shown is that of the state read now, not of the logged request's moment: give the log as a file (--from-log FILE, --from-audit FILE, or --workload FILE...) to reconstruct it"
+
+// pastFiles are the files the logged request's moment is reconstructed
+// from: --from-log and --from-audit when they name files, and --workload.
+func (o *ExplainRequestOptions) pastFiles() []string {
+	var paths []string
+	for _, p := range []string{o.FromLog, o.FromAudit} {
+		if p == "" || p == "-" {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range o.Workloads {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// explainPast reconstructs the logged request's moment from the log and
+// makes it the verdict. It reports false when there is no log file to
+// reconstruct from, or the request is not found in it (true, with a note,
+// when the server answered it ahead of APF).
+func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State, ex *explain.Explanation) (bool, error) {
+	paths := o.pastFiles()
+	if len(paths) == 0 || o.recorded == nil {
+		return false, nil
+	}
+	rec := o.recorded
+	var found *reconstruct.Fate
+	match := func(w *workload.Request) bool {
+		if rec.AuditID != "" {
+			return w.AuditID == rec.AuditID
+		}
+		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
+	}
+	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
+		Focus: match,
+		OnFate: func(f *reconstruct.Fate) {
+			if found == nil && f.Snapshot != nil {
+				g := *f
+				g.Record = nil
+				found = &g
+			}
+		},
+	}, o.ErrOut)
+	if err != nil {
+		return false, err
+	}
+	ex.Notes = append(ex.Notes, workloadNotesOf(files, res)...)
+	if found == nil {
+		if reconstruct.AnsweredBeforeAPF(rec) {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d ahead of APF (authentication, or a refused impersonation), which never saw this request", rec.Status))
+			return true, nil
+		}
+		return false, nil
+	}
+	ex.SetPast(pastOf(found))
+	return true, nil
+}
+
+// pastOf turns a reconstructed fate into explain's view of it.
+func pastOf(f *reconstruct.Fate) *explain.Past {
+	p := &explain.Past{At: f.At, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
+		WaitLimit: explain.Duration(f.WaitLimit), Holders: []explain.PastFlow{}}
+	p.Reconstructed = explain.VerdictRuns
+	if f.Rejected {
+		p.Reconstructed = explain.VerdictRejected
+	}
+	// the verdict is what the log says happened (429 or served), with the
+	// reconstructed state around it; where the reconstruction decides
+	// otherwise, Disagreement says how
+	switch {
+	case f.Status == 429 || f.Status == 0 && f.Rejected:
+		p.Fate = explain.VerdictRejected
+	case f.Wait > 0:
+		p.Fate = explain.VerdictQueued
+		w := explain.Duration(f.Wait)
+		p.Wait, p.WaitFrom = &w, f.WaitFrom
+	default:
+		p.Fate = explain.VerdictRuns
+	}
+	if p.Fate != explain.VerdictRejected && !f.Rejected {
+		p.Reason = ""
+	}
+	if !f.Agrees {
+		p.Disagreement = f.Class
+	}
+	if f.Queue >= 0 {
+		q := f.Queue
+		p.Queue = &q
+	}
+	if sn := f.Snapshot; sn != nil {
+		p.QueueLengthLimit = sn.QueueLengthLimit
+		for _, q := range sn.Queues {
+			pq := explain.PastQueue{Index: q.Index, Length: q.Length, Chosen: q.Chosen}
+			for _, fc := range q.Flows {
+				pq.Flows = append(pq.Flows, explain.PastFlow(fc))
+			}
+			p.Queues = append(p.Queues, pq)
+		}
+		for _, fc := range sn.Holders {
+			p.Holders = append(p.Holders, explain.PastFlow(fc))
+		}
+	}
+	return p
+}

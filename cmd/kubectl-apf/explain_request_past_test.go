@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+)
+
+var auditIDOf = regexp.MustCompile(`audit-ID="([^"]+)"`)
+
+// recordedLines returns the audit IDs of the recording's httplog lines of
+// one level answered with status (in log order).
+func recordedLines(t *testing.T, httplog, level, status string) []string {
+	t.Helper()
+	f, err := os.Open(httplog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	want := regexp.MustCompile(`apf_pl="` + regexp.QuoteMeta(level) + `".* resp=` + status + `$`)
+	for sc.Scan() {
+		if want.Match(sc.Bytes()) {
+			if m := auditIDOf.FindSubmatch(sc.Bytes()); m != nil {
+				ids = append(ids, string(m[1]))
+			}
+		}
+	}
+	return ids
+}
+
+// TestExplainRequestFromTheLog explains requests of the starved recording
+// from its httplog joined to its audit log: a 429 gets a rejection verdict
+// at its own moment with its reason and the state of its hand's queues,
+// the fate is compared with the server's answer, and a served request gets
+// a served verdict.
+func TestExplainRequestFromTheLog(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	tmp := t.TempDir()
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	bundle := filepath.Join(dir, recording.BundleFile)
+	rejected, served := recordedLines(t, httplog, "apf-load", "429"), recordedLines(t, httplog, "apf-load", "200")
+	if len(rejected) < 100 || len(served) < 100 {
+		t.Fatalf("the recording has %d 429s and %d served requests on apf-load", len(rejected), len(served))
+	}
+	agree := 0
+	for i, id := range []string{rejected[10], rejected[50], rejected[99], served[10], served[99]} {
+		code, out, errOut := runPlugin("explain", "request", "--from", bundle, "--from-log", httplog, "--from-audit", audit, "--audit-id", id, "-o", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", id, code, errOut)
+		}
+		var ex explain.Explanation
+		if err := json.Unmarshal([]byte(out), &ex); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if ex.Past == nil || ex.Recorded == nil || ex.Recorded.FateAgrees == nil {
+			t.Fatalf("%s: no reconstructed moment or fate comparison: %s", id, out)
+		}
+		if *ex.Recorded.FateAgrees {
+			agree++
+		}
+		if len(ex.Past.Queues) != 2 || ex.Past.QueueLengthLimit != 2 || ex.Past.Level != "apf-load" {
+			t.Errorf("%s: the moment has %d queues of length limit %d on %q, want apf-load's hand of 2 queues of 2", id, len(ex.Past.Queues), ex.Past.QueueLengthLimit, ex.Past.Level)
+		}
+		if i < 3 {
+			if ex.Verdict.Kind != explain.VerdictRejected || ex.Verdict.RejectReason == "" || ex.Verdict.Reason == "" {
+				t.Errorf("%s (429): verdict %+v, want a rejection with its reason", id, ex.Verdict)
+			}
+			continue
+		}
+		if ex.Verdict.Kind == explain.VerdictRejected {
+			t.Errorf("%s (served): verdict %+v", id, ex.Verdict)
+		}
+	}
+	// the recording's fates agree on 96% of requests: four of five at least
+	if agree < 4 {
+		t.Errorf("the reconstructed fate agrees with the server on %d of 5 requests", agree)
+	}
+}
+
+// TestExplain429FromTheLog explains the 429s of the starved recording from
+// its logs: one incident per rejecting level, in the schema of every explain
+// 429 source, whose rejected clients and counts are those counted straight
+// from the audit log's 429s.
+func TestExplain429FromTheLog(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	tmp := t.TempDir()
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	want := rejectedByUser(t, audit)
+	for _, files := range [][]string{{httplog, audit}, {audit}} {
+		args := []string{"explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json"}
+		for _, f := range files {
+			args = append(args, "--workload", f)
+		}
+		code, out, errOut := runPlugin(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var rep rejections.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Schema != rejections.Schema || rep.Source.Kind != rejections.SourceLog || rep.Counts != rejections.CountsInWindow {
+			t.Errorf("%v: schema %q, source %+v, counts %q", files, rep.Schema, rep.Source, rep.Counts)
+		}
+		got := map[string]float64{}
+		for _, in := range rep.Incidents {
+			if in.Clients == nil || len(in.Clients.HeldSeats) == 0 || len(in.Causes) == 0 {
+				t.Errorf("%v: incident of %s without clients or causes: %+v", files, in.Level, in)
+				continue
+			}
+			for _, c := range in.Clients.Rejected {
+				got[in.Level+"/"+c.User] += c.Count
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%v: rejected by level and user %v, the audit log's 429s %v", files, got, want)
+		}
+	}
+}
+
+// rejectedByUser counts the audit log's 429s by the level of the
+// recording's FlowSchemas (load-8 is routed to apf-load-reject) and user.
+func rejectedByUser(t *testing.T, audit string) map[string]float64 {
+	t.Helper()
+	f, err := os.Open(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Stage          string                    `json:"stage"`
+			User           struct{ Username string } `json:"user"`
+			ResponseStatus struct{ Code int }        `json:"responseStatus"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" || ev.ResponseStatus.Code != 429 {
+			continue
+		}
+		level := "apf-load"
+		if ev.User.Username == "load-8" {
+			level = "apf-load-reject"
+		}
+		out[level+"/"+ev.User.Username]++
+	}
+	return out
+}
+
+func TestExplain429WorkloadFlagErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", "a.log", "--prometheus", "http://127.0.0.1:1", "--at", "-1h"}, "give --since (and --until), not --at"},
+		{[]string{"--workload", "a.log", "--incident-gap", "0s"}, "--incident-gap must be positive"},
+		{[]string{"--workload", "a.log", "--at", "now"}, "--at is one moment"},
+		{[]string{"--from", filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), "--workload", filepath.Join(t.TempDir(), "missing.log")}, "opening workload"},
+	} {
+		code, _, errOut := runPlugin(append([]string{"explain", "429"}, tt.args...)...)
+		if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q: want one line with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+// TestExplain429WorkloadGolden prints the incidents of the quiet recording
+// (a queuing level and a Reject level) from its httplog and audit log.
+func TestExplain429WorkloadGolden(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "quiet"))
+	tmp := t.TempDir()
+	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	code, out, errOut := runPlugin("explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "--workload", httplog, "--workload", audit)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	checkGolden(t, "explain/cmd-429-workload.golden", []byte(out))
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The inputs of this file are the public artifacts of testdata/field
+// (origins in its README): what users save or paste from "kubectl get
+// --raw" and "kubectl -v=8", read with --from, from files, directories and
+// standard input (issue 26).
+
+func fieldPath(name string) string { return filepath.Join("..", "..", "testdata", "field", name) }
+
+func fieldText(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fieldPath(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runWithStdin runs the plugin in-process with stdin.
+func runWithStdin(stdin string, args ...string) (int, string, string) {
+	streams, out, errOut := testStreams(stdin)
+	code := run(args, streams)
+	return code, out.String(), errOut.String()
+}
+
+func TestRawInputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"docs-dump_priority_levels.txt", "docs-dump_queues.txt", "docs-dump_requests-details.txt"} {
+		os.WriteFile(filepath.Join(dir, strings.TrimPrefix(n, "docs-")+".saved"), []byte(fieldText(t, n)), 0o644)
+	}
+	garbage := filepath.Join(t.TempDir(), "page.html")
+	os.WriteFile(garbage, []byte("<html>\n<body>Forbidden</body>\n</html>\n"), 0o644)
+	tests := []struct {
+		name     string
+		stdin    string
+		args     []string
+		wantCode int
+		want     []string
+		notWant  []string
+	}{
+		{name: "dump levels from stdin", stdin: fieldText(t, "docs-dump_priority_levels.txt"), args: []string{"dump", "levels", "--from", "-"},
+			want: []string{"workload-high", "500", "note: read standard input as raw input: dump_priority_levels (8 levels)", "skipped 1 command line"}},
+		{name: "dump queues from a directory of raw files", args: []string{"dump", "queues", "--from", dir},
+			want: []string{"workload-low   14", "dump_priority_levels (8 levels), dump_queues (6 queues), dump_requests (3 requests)", "skipped 2 elision lines"}},
+		{name: "1.20 queues: TOTAL-WORK absent", args: []string{"dump", "queues", "-o", "wide", "--all", "--from", filepath.Join("..", "..", "testdata", "dump", "v1.20-layout", "dump_queues.txt")},
+			want: []string{"TOTAL-WORK"}, notWant: []string{"0.000000ss\n"}},
+		{name: "pre-1.20 phantom request row", args: []string{"dump", "requests", "--from", fieldPath("k8s-93376-dump_requests-none.txt")},
+			want: []string{"dump_requests (0 requests)"}, notWant: []string{"exempt"}},
+		{name: "a dump the input lacks", args: []string{"dump", "levels", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,
+			want: []string{"holds no dump_priority_levels"}},
+		{name: "garbage", args: []string{"dump", "levels", "--from", garbage}, wantCode: 1,
+			want: []string{`line 1: "<html>" is neither a debug dump`}},
+		{name: "top levels from pasted metrics", args: []string{"top", "levels", "--from", fieldPath("eks-rejected-inqueue.txt")},
+			want: []string{"workload-low", "245", "145", "metrics (4 APF families)"}},
+		{name: "explain 429 does not blame a deleted level for missing objects", args: []string{"explain", "429", "--from", fieldPath("eks-rejected-inqueue.txt")},
+			want: []string{"workload-low", "time-out", "the input holds no PriorityLevelConfiguration objects"}, notWant: []string{"deleted, or being drained"}},
+		{name: "explain request refuses to classify without FlowSchemas", args: []string{"explain", "request", "--from", fieldPath("docs-dump_requests-details.txt"),
+			"--service-account", "default/loadtest", "list", "/api/v1/namespaces/kube-stress/configmaps"}, wantCode: 1,
+			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, so requests cannot be classified", "FlowSchema exempt, service-accounts"}, notWant: []string{"catch-all"}},
+		{name: "capacity says the input has no objects, and reads the metrics' levels", args: []string{"capacity", "--from", fieldPath("eks-concurrency-limit.txt")},
+			want:    []string{"no FlowSchemas or PriorityLevelConfigurations", "workload-low", "245", "No configured limits: the input holds no PriorityLevelConfigurations"},
+			notWant: []string{"Server concurrency limit: 600", "catch-all  Reject"}},
+		{name: "lint has nothing to lint", args: []string{"lint", "--from", fieldPath("eks-rejected-inqueue.txt")}, wantCode: 2,
+			want: []string{"so there is no configuration to lint"}, notWant: []string{"flowschema/catch-all"}},
+		{name: "a piped top reads stdin", stdin: fieldText(t, "eks-rejected-inqueue.txt"), args: []string{"top", "--from", "-"},
+			want: []string{"workload-low", "245"}},
+		{name: "whois needs the objects", args: []string{"whois", "--from", fieldPath("docs-dump_queues.txt"), "11111111-1111-1111-1111-111111111111"}, wantCode: 1,
+			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, whose UIDs whois looks up"}},
+		{name: "whois on a trace without PF headers", stdin: fieldText(t, "cabin-34-kubectl-v99-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
+			want: []string{"holds no X-Kubernetes-PF-FlowSchema-UID or X-Kubernetes-PF-PriorityLevel-UID header at all"}, notWant: []string{`"$" is neither`}},
+		{name: "whois and --from both on stdin", stdin: "x", args: []string{"whois", "--from", "-", "-"}, wantCode: 1,
+			want: []string{"both read standard input"}},
+		{name: "EventRateLimit's 429 is not APF's", args: []string{"explain", "request", "--defaults", "--from-message",
+			"Error from server (TooManyRequests): Too many requests: limit reached on type User for key system:serviceaccount:kube-system:replicaset-controller"},
+			want: []string{"event-rate-limit", "EventRateLimit admission plugin", `user "system:serviceaccount:kube-system:replicaset-controller"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runWithStdin(tt.stdin, tt.args...)
+			all := out + errOut
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d\n%s", code, tt.wantCode, all)
+			}
+			if tt.wantCode != 0 && strings.Count(errOut, "\n") != 1 {
+				t.Errorf("want one error line, got %q", errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(all, w) {
+					t.Errorf("output has %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveViewKeepsStdin: the live view reads its keys from stdin, so it
+// cannot read --from - there too.
+func TestLiveViewKeepsStdin(t *testing.T) {
+	streams, _, _ := testStreams("")
+	o := NewTopTUIOptions(nil, streams)
+	o.From, o.Force = "-", true
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "the live view reads its keys from standard input") {
+		t.Errorf("err = %v", err)
+	}
+}

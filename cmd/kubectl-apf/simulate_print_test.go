@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
+)
+
+// TestPrintCalibrationSaysWhatWasRefused: a level whose estimate the
+// recording contradicted (calibrate.Level.Refused) is marked in the
+// calibration table and explained below it, with the refused figure and
+// what replaced it; so are the dispatch times that were only estimated, and
+// a level whose replayed dispatches stay more than 10% from the recorded.
+func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
+	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
+	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+		{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Overhead: ms(11.6), Dispatches: 422, Seats: 422, MeanExecution: ms(1.2), HoldTime: ms(12.8),
+			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than its 1 seat over the 13.7s it had a request in the server (13.7)"}},
+		{Level: "other", Source: "server", ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
+	}, DispatchTimes: &calibrate.DispatchTimes{Annotated: 3, FromLatency: 1000}}
+	var b bytes.Buffer
+	if err := printCalibration(&b, &simulate.Result{Calibration: cal}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	for _, want := range []string{
+		"saturated, capped",
+		"Capped: tiny's calibration (overhead 31.1ms) contradicts the recording (seat time check): with it, its executed requests would hold 34.5 seat-seconds",
+		"; overhead 11.6ms instead.",
+		"Capped: other's calibration (overhead 0s)",
+		"its execution times estimated from the audit log scaled by 0.97.",
+		"dispatch times: 1000 from httplog latency − apf_execution_time",
+		"3 recorded by the filters' audit annotations",
+		"Dispatches: the replay of the recorded configuration dispatched 120 of other's requests, the server 100: more than 10% apart",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the calibration table lacks %q", want)
+		}
+	}
+}

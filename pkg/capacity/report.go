@@ -1,0 +1,214 @@
+package capacity
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+)
+
+// Report is the answer of "kubectl apf capacity".
+type Report struct {
+	// ServerConcurrencySource says where the limit came from: flag,
+	// metrics or default.
+	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	// Release is the Kubernetes release replayed (the limit arithmetic is
+	// the same in every release the engine knows; the release picks
+	// --defaults' objects), ReleaseFrom where it came from.
+	Release     string `json:"release"`
+	ReleaseFrom string `json:"releaseFrom"`
+	// Current is the configured levels' arithmetic; nil when the input
+	// holds no PriorityLevelConfigurations (a raw dump or metrics file),
+	// and then Unconfigured says so instead of imagining a cluster with
+	// only the mandatory levels.
+	Current      *Table `json:"current,omitempty"`
+	Unconfigured string `json:"unconfigured,omitempty"`
+	Proposed     *Table `json:"proposed,omitempty"`
+	// Now is what each level of each instance holds in the state read
+	// (pkg/levels: the dumps, then the metrics, then the configuration);
+	// empty without live state (--defaults, a bundle of objects alone).
+	Now []NowRow `json:"now,omitempty"`
+	// Observed is what the levels used over the window of --prometheus.
+	Observed []history.LevelWindow `json:"observed,omitempty"`
+}
+
+// NowRow is one level of one instance now; an absent figure is null.
+type NowRow struct {
+	Instance     string            `json:"instance"`
+	Level        string            `json:"level"`
+	Waiting      *float64          `json:"waiting"`
+	Executing    *float64          `json:"executing"`
+	SeatsInUse   *float64          `json:"seatsInUse"`
+	NominalLimit *float64          `json:"nominalLimit"`
+	CurrentLimit *float64          `json:"currentLimit"`
+	From         map[string]string `json:"from,omitempty"`
+}
+
+// NowRows are the rows of the report's Now.
+func NowRows(rows []levels.Row) []NowRow {
+	fig := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := make([]NowRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, NowRow{Instance: r.Instance, Level: r.Name, Waiting: fig(r.Waiting), Executing: fig(r.Executing),
+			SeatsInUse: fig(r.SeatsInUse), NominalLimit: fig(r.NominalLimit), CurrentLimit: fig(r.CurrentLimit), From: r.From})
+	}
+	return out
+}
+
+func cell(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// WriteNow prints the Now rows as a table.
+func WriteNow(w io.Writer, rows []NowRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tLEVEL\tNOMINAL\tCURRENT\tSEATS-IN-USE\tWAITING\tEXECUTING")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sanitize.Line(r.Instance), sanitize.Line(r.Level), cell(r.NominalLimit), cell(r.CurrentLimit),
+			cell(r.SeatsInUse), cell(r.Waiting), cell(r.Executing))
+	}
+	return tw.Flush()
+}
+
+// WriteText prints the report's tables (without Observed, which the
+// store's printer draws).
+func WriteText(w io.Writer, rep Report) error {
+	if rep.Current == nil {
+		fmt.Fprintf(w, "No configured limits: %s\n", sanitize.Line(rep.Unconfigured))
+		return writeNow(w, rep)
+	}
+	cur := *rep.Current
+	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
+	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
+		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))
+	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tTYPE\tSHARES\tLEND%\tBORROW%\tNOMINAL\tLENDABLE\tBORROWING\tLOWER\tUPPER\tMAXSEATS\tQUEUES/HAND/LEN\tWAIT\tP(1 ELEPHANT)\tP(4)\tP(16)")
+	proposed := map[string]Level{}
+	var names []string
+	seen := map[string]bool{}
+	for _, l := range cur.Levels {
+		names = append(names, l.Name)
+		seen[l.Name] = true
+	}
+	if rep.Proposed != nil {
+		for _, l := range rep.Proposed.Levels {
+			proposed[l.Name] = l
+			if !seen[l.Name] {
+				names = append(names, l.Name)
+			}
+		}
+	}
+	curBy := map[string]Level{}
+	for _, l := range cur.Levels {
+		curBy[l.Name] = l
+	}
+	for _, name := range names {
+		c, inCur := curBy[name]
+		p, inProp := proposed[name]
+		cells, label := levelCells(c, inCur), sanitize.Line(name)
+		switch {
+		case rep.Proposed == nil:
+		case !inCur:
+			cells, label = levelCells(p, true), label+" (new)"
+		case !inProp:
+			label += " (removed)"
+		default:
+			pc := levelCells(p, true)
+			for i := range cells {
+				cells[i] = Change(cells[i], pc[i])
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range []*Table{rep.Current, rep.Proposed} {
+		if t != nil {
+			for _, ig := range t.Ignored {
+				fmt.Fprintf(w, "ignored (broken, the apiserver skips it): %s\n", sanitize.Line(ig))
+			}
+		}
+	}
+	return writeNow(w, rep)
+}
+
+// writeNow writes the levels now, when the state read has them.
+func writeNow(w io.Writer, rep Report) error {
+	if len(rep.Now) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nNow, from the state read (each figure from the dumps, then the metrics, then the configuration):\n")
+	return WriteNow(w, rep.Now)
+}
+
+func proposedField(rep Report, f func(Table) string) string {
+	if rep.Proposed == nil {
+		return ""
+	}
+	return f(*rep.Proposed)
+}
+
+// Change renders "a" when b is empty or equal, else "a->b".
+func Change(a, b string) string {
+	if b == "" || a == b {
+		return a
+	}
+	return a + "->" + b
+}
+
+// levelCells renders the columns after LEVEL; a missing level is all "-".
+func levelCells(l Level, ok bool) []string {
+	const n = 15
+	cells := make([]string, n)
+	if !ok {
+		for i := range cells {
+			cells[i] = "-"
+		}
+		return cells
+	}
+	typ := l.Type
+	if l.LimitResponse != "" {
+		typ = l.LimitResponse
+	}
+	pct := func(p *int32) string {
+		if p == nil {
+			return "none"
+		}
+		return fmt.Sprint(*p)
+	}
+	maxSeats := "-"
+	if l.MaxSeats > 0 {
+		maxSeats = fmt.Sprint(l.MaxSeats)
+	}
+	queues, wait := "-", "-"
+	probs := []string{"-", "-", "-"}
+	if l.Queues > 0 {
+		queues = fmt.Sprintf("%d/%d/%d", l.Queues, l.HandSize, l.QueueLengthLimit)
+		wait = l.WaitLimit.String()
+		for i, c := range l.Crush {
+			if i < len(probs) {
+				probs[i] = fmt.Sprintf("%.3g", c.Probability)
+			}
+		}
+	}
+	return []string{typ, fmt.Sprint(l.Shares), pct(l.LendablePercent), pct(l.BorrowingLimitPercent),
+		fmt.Sprint(l.NominalCL), fmt.Sprint(l.LendableCL), fmt.Sprint(l.BorrowingCL), fmt.Sprint(l.LowerCL), fmt.Sprint(l.UpperCL),
+		maxSeats, queues, wait, probs[0], probs[1], probs[2]}
+}

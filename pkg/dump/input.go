@@ -1,0 +1,187 @@
+package dump
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// StdinPath is the --from argument that reads standard input.
+const StdinPath = "-"
+
+// gzipMagic starts every gzip stream, hence every bundle tarball.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// input is what --from named, read once: bundle files or a raw input.
+type input struct {
+	// bundle holds a bundle's files; nil for a raw input.
+	bundle map[string][]byte
+	raw    *RawInput
+	// name is how messages name the input; at is the time of a raw
+	// snapshot (zero: unknown).
+	name string
+	at   time.Time
+}
+
+// readInput reads what --from names: a bundle (a directory with
+// bundle.json, or a .tar.gz), a raw dump or metrics file, a directory of
+// such files, or "-" for stdin (a tarball or raw text). The kind is told by
+// the content, never by the name.
+func readInput(path string, stdin io.Reader) (*input, error) {
+	if path == StdinPath {
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		data, err := io.ReadAll(io.LimitReader(stdin, maxBundleFile+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		if len(data) > maxBundleFile {
+			return nil, fmt.Errorf("standard input is larger than %d bytes", maxBundleFile)
+		}
+		return inputFromBytes("standard input", data, time.Time{})
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --from: %w", err)
+	}
+	if st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, manifestFile)); err == nil {
+			files, err := ReadBundleFiles(path)
+			if err != nil {
+				return nil, err
+			}
+			return &input{bundle: files, name: "bundle " + path}, nil
+		}
+		return rawDir(path)
+	}
+	if st.Size() > maxBundleFile {
+		return nil, fmt.Errorf("reading --from %s: larger than %d bytes", path, maxBundleFile)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --from: %w", err)
+	}
+	if bytes.HasPrefix(data, gzipMagic) {
+		files, err := ReadBundleFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		return &input{bundle: files, name: "bundle " + path}, nil
+	}
+	return inputFromBytes(path, data, st.ModTime())
+}
+
+// inputFromBytes reads a tarball or raw text held in memory.
+func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
+	if bytes.HasPrefix(data, gzipMagic) {
+		files, err := readTarball(name, bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		return &input{bundle: files, name: "bundle on " + name}, nil
+	}
+	raw := &RawInput{}
+	if err := DetectRaw(name, data, raw); err != nil {
+		return nil, err
+	}
+	return &input{raw: raw, name: name, at: rawTime(raw, mtime)}, nil
+}
+
+// rawTime is when a raw input was captured: the newest time its request
+// dump shows (requests arrive before the dump is taken), else the file's
+// modification time, else unknown.
+func rawTime(raw *RawInput, mtime time.Time) time.Time {
+	if !raw.Newest.IsZero() {
+		return raw.Newest.UTC()
+	}
+	return mtime.UTC()
+}
+
+// rawDir reads the files of a directory that is not a bundle, each told by
+// its content; files that are none of the kinds are listed in the note.
+func rawDir(dir string) (*input, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading --from: %w", err)
+	}
+	raw := &RawInput{}
+	var newest time.Time
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading --from: %w", err)
+		}
+		if info.Size() > maxBundleFile {
+			raw.Ignored = append(raw.Ignored, n+" (too large)")
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading --from: %w", err)
+		}
+		// A file that is not raw text is not part of the input; one that
+		// is, but is broken, is an error.
+		var one RawInput
+		if err := DetectRaw(p, data, &one); err != nil {
+			if !looksRaw(data) {
+				raw.Ignored = append(raw.Ignored, n)
+				continue
+			}
+			return nil, err
+		}
+		if err := DetectRaw(p, data, raw); err != nil {
+			return nil, err
+		}
+		if info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
+	}
+	if len(raw.Files) == 0 {
+		return nil, fmt.Errorf("reading --from %s: not a kubectl-apf bundle (no %s) and no file in it is a debug dump or /metrics text", dir, manifestFile)
+	}
+	return &input{raw: raw, name: dir, at: rawTime(raw, newest)}, nil
+}
+
+// looksRaw reports whether a file of a directory means to be a dump or
+// metrics: its first line that is not blank is a dump header or a metrics
+// line.
+func looksRaw(data []byte) bool {
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		t := string(bytes.TrimSpace(l))
+		if t == "" || isElision(t) || promptRE.MatchString(t) {
+			continue
+		}
+		kind, err := dumpKindOf(t)
+		return kind != "" || err != nil || isMetricsLine(t)
+	}
+	return false
+}
+
+// capture returns the raw input as a one-snapshot capture, with the parts
+// of opts.
+func (in *input) captureRaw(opts CaptureOptions) (*Capture, error) {
+	kept := &RawInput{Files: map[string][]byte{}}
+	for k, b := range in.raw.Files {
+		if wanted(k, opts.Parts) {
+			kept.Files[k] = b
+		}
+	}
+	s, err := kept.Snapshot(in.name, in.at)
+	if err != nil {
+		return nil, err
+	}
+	return &Capture{Snapshots: []*Snapshot{s}, Notes: []string{in.raw.Note(in.name)}}, nil
+}

@@ -1,0 +1,349 @@
+package dump
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// RawInput is what DetectRaw found in raw artifacts: the bodies of the
+// debug dumps and of /metrics as a user saves or pastes them
+// ("kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels > pl.txt",
+// "kubectl get --raw /metrics | grep flowcontrol"), told apart by their
+// content, never by their file name.
+type RawInput struct {
+	// Files are the bodies found, by bundle file name (FilePriorityLevels,
+	// FileQueues, FileRequests, MetricsFile(0)), with the lines that are not
+	// part of them (elisions, shell prompts, code fences) taken out.
+	Files map[string][]byte
+	// From names where each body was found ("pl.txt", "standard input").
+	From map[string]string
+	// Elided counts the elision lines ("...", "…") skipped, Prompts the
+	// shell command lines ("$ kubectl get --raw ...").
+	Elided, Prompts int
+	// Ignored are the files of a directory that hold none of the kinds,
+	// with why.
+	Ignored []string
+	// Newest is the latest time a request dump shows (an arrival or a
+	// start); zero when there is none.
+	Newest time.Time
+
+	// counts are the rows parsed, by bundle file name.
+	counts map[string]int
+}
+
+// rawKinds are the bodies a raw input may hold, in the order a note names
+// them.
+var rawKinds = []string{FilePriorityLevels, FileQueues, FileRequests, MetricsFile(0)}
+
+func rawKindName(file string) string {
+	if file == MetricsFile(0) {
+		return "metrics"
+	}
+	return strings.TrimSuffix(file, ".txt")
+}
+
+var (
+	// A sample line of the Prometheus text format: a metric name, optional
+	// labels, a value.
+	metricSampleRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})?[ \t]+[-+0-9.eEInfNa]+([ \t]+-?[0-9]+)?$`)
+	// A command (after a shell prompt or not), as pasted with its output.
+	promptRE = regexp.MustCompile(`^((\$|%|#|>|PS [^>]*>)\s*)?(kubectl|oc|curl|k|wget|cat|grep|sudo)\s`)
+)
+
+// isElision reports whether a trimmed line stands for lines left out of a
+// paste: "...", "…", "[...]", "(…)", "<snip>", "...snip...".
+func isElision(t string) bool {
+	if t == "" {
+		return false
+	}
+	low := strings.ToLower(t)
+	if strings.Contains(low, "snip") && len(low) <= 16 {
+		stripped := strings.Trim(low, "<>[]().… -")
+		return stripped == "snip" || stripped == "snipped"
+	}
+	dots := 0
+	for _, r := range t {
+		switch r {
+		case '.':
+			dots++
+		case '…':
+			dots += 3
+		case '[', ']', '(', ')', ' ', '\t':
+		default:
+			return false
+		}
+	}
+	return dots >= 3
+}
+
+// dumpKindOf returns the bundle file name of the dump whose header line
+// this is, "" when the line is no dump header.
+func dumpKindOf(t string) (string, error) {
+	first, _, ok := strings.Cut(t, ",")
+	if !ok || strings.TrimSpace(first) != "PriorityLevelName" {
+		return "", nil
+	}
+	cols := map[string]bool{}
+	for _, c := range strings.Split(t, ",") {
+		cols[strings.TrimSpace(c)] = true
+	}
+	switch {
+	case cols["FlowSchemaName"]:
+		return FileRequests, nil
+	case cols["ActiveQueues"]:
+		return FilePriorityLevels, nil
+	case cols["Index"]:
+		return FileQueues, nil
+	}
+	return "", fmt.Errorf("a dump header of no known layout (neither dump_priority_levels, dump_queues nor dump_requests): %s", quoteLine(t))
+}
+
+func isMetricsLine(t string) bool {
+	if strings.HasPrefix(t, "# HELP ") || strings.HasPrefix(t, "# TYPE ") {
+		return true
+	}
+	return metricSampleRE.MatchString(t)
+}
+
+// section is one body found in a raw input.
+type section struct {
+	kind  string
+	start int
+	lines []string
+}
+
+// DetectRaw reads data, named name in messages ("pl.txt", "standard
+// input"), as raw artifacts: one or more debug dumps and /metrics text,
+// possibly pasted with their commands and with elision lines, and adds what
+// it holds to in. Anything else is an error quoting the first line that is
+// none of these.
+func DetectRaw(name string, data []byte, in *RawInput) error {
+	if in.Files == nil {
+		in.Files, in.From = map[string][]byte{}, map[string]string{}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("%s is empty", name)
+	}
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		return fmt.Errorf("%s is binary data, not a bundle (a directory or a .tar.gz), a debug dump or /metrics text", name)
+	}
+	var secs []*section
+	var cur *section
+	text := string(data)
+	for n := 1; len(text) > 0; n++ {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		line = strings.TrimRight(line, "\r")
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "":
+			continue
+		case isElision(t):
+			in.Elided++
+			continue
+		case strings.HasPrefix(t, "```"):
+			cur = nil
+			continue
+		case promptRE.MatchString(t):
+			in.Prompts++
+			cur = nil
+			continue
+		case strings.HasPrefix(t, "#") && !isMetricsLine(t):
+			// A comment of a shell session or of /metrics text.
+			continue
+		}
+		kind, err := dumpKindOf(t)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", name, n, err)
+		}
+		switch {
+		case kind != "":
+			cur = &section{kind: kind, start: n}
+			secs = append(secs, cur)
+		case isMetricsLine(t) && (cur == nil || cur.kind != MetricsFile(0)):
+			cur = &section{kind: MetricsFile(0), start: n}
+			secs = append(secs, cur)
+		case cur == nil:
+			return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
+		}
+		// A dump keeps its alignment (cells may hold ", "); metrics lines
+		// are taken trimmed.
+		if cur.kind == MetricsFile(0) {
+			line = t
+		}
+		cur.lines = append(cur.lines, line)
+	}
+	if len(secs) == 0 {
+		return fmt.Errorf("%s holds no debug dump and no /metrics text (only %s)", name, skippedLines(in))
+	}
+	for _, s := range secs {
+		if err := in.add(name, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func skippedLines(in *RawInput) string {
+	var parts []string
+	if in.Elided > 0 {
+		parts = append(parts, plural(in.Elided, "elision line"))
+	}
+	if in.Prompts > 0 {
+		parts = append(parts, plural(in.Prompts, "command line"))
+	}
+	if len(parts) == 0 {
+		return "code fences"
+	}
+	return strings.Join(parts, " and ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// add checks one section with its parser and keeps it.
+func (in *RawInput) add(name string, s *section) error {
+	body := []byte(strings.Join(s.lines, "\n") + "\n")
+	where := fmt.Sprintf("%s (the %s from line %d)", name, rawKindName(s.kind), s.start)
+	if prev, dup := in.From[s.kind]; dup && s.kind != MetricsFile(0) {
+		return fmt.Errorf("%s: a second %s (the first is in %s): give one capture per input, or one directory per apiserver", where, rawKindName(s.kind), prev)
+	}
+	switch s.kind {
+	case FilePriorityLevels:
+		rows, err := ParsePriorityLevels(body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		in.count(s.kind, len(rows))
+	case FileQueues:
+		rows, err := ParseQueues(body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		in.count(s.kind, len(rows))
+	case FileRequests:
+		rows, err := ParseRequests(body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		in.count(s.kind, len(rows))
+		for _, r := range rows {
+			for _, t := range []time.Time{r.ArriveTime, r.StartTime} {
+				if t.After(in.Newest) {
+					in.Newest = t
+				}
+			}
+		}
+	default:
+		// Several greps of one scrape join into one body.
+		if prev, ok := in.Files[s.kind]; ok {
+			body = append(prev, body...)
+		}
+		sc, _, err := metrics.ParseAPF(bytes.NewReader(body), time.Time{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if len(sc.Families) == 0 {
+			return fmt.Errorf("%s: /metrics text without any API Priority and Fairness series (apiserver_flowcontrol_*): is it an apiserver's?", where)
+		}
+		in.count(s.kind, len(sc.Families))
+		if prev, ok := in.From[s.kind]; ok && prev != name {
+			name = prev + ", " + name
+		}
+	}
+	in.Files[s.kind] = body
+	in.From[s.kind] = name
+	return nil
+}
+
+func (in *RawInput) count(kind string, n int) {
+	if in.counts == nil {
+		in.counts = map[string]int{}
+	}
+	in.counts[kind] = n
+}
+
+// rawUnits names what a body's rows are.
+var rawUnits = map[string]string{FilePriorityLevels: "level", FileQueues: "queue", FileRequests: "request", MetricsFile(0): "family"}
+
+// Snapshot returns the snapshot of the raw input, named instance, taken at
+// at (zero: unknown).
+func (in *RawInput) Snapshot(instance string, at time.Time) (*Snapshot, error) {
+	s := &Snapshot{Instance: instance, CapturedAt: at, Raw: map[string][]byte{}}
+	for k, b := range in.Files {
+		s.Raw[k] = b
+	}
+	if err := s.ParseRaw(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Note is the one line that says what the raw input held and what it did
+// not, and what a command cannot do without the rest.
+func (in *RawInput) Note(name string) string {
+	var read, missing []string
+	for _, k := range rawKinds {
+		if _, ok := in.Files[k]; !ok {
+			missing = append(missing, rawKindName(k))
+			continue
+		}
+		unit := rawUnits[k]
+		if unit == "family" {
+			unit = "APF famil"
+		}
+		what := fmt.Sprintf("%s (%s)", rawKindName(k), pluralUnit(in.counts[k], unit))
+		read = append(read, what)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "note: read %s as raw input: %s", name, strings.Join(read, ", "))
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
+	}
+	b.WriteString("; " + NoObjectsNote)
+	if in.Elided > 0 || in.Prompts > 0 {
+		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))
+	}
+	if len(in.Ignored) > 0 {
+		sort.Strings(in.Ignored)
+		fmt.Fprintf(&b, "; ignored %s", strings.Join(in.Ignored, ", "))
+	}
+	return b.String()
+}
+
+// NoObjectsNote says what an input without FlowSchema and
+// PriorityLevelConfiguration objects cannot give.
+const NoObjectsNote = "no FlowSchemas or PriorityLevelConfigurations: level names come from the dumps and metrics, classification and configured limits need the cluster, a bundle or -f"
+
+func pluralUnit(n int, unit string) string {
+	if strings.HasSuffix(unit, "famil") {
+		if n == 1 {
+			return "1 " + unit + "y"
+		}
+		return fmt.Sprintf("%d %sies", n, unit)
+	}
+	return plural(n, unit)
+}
+
+// HasObjects reports whether the snapshot was read with its FlowSchema and
+// PriorityLevelConfiguration objects: a live capture always is, a raw dump
+// never, a bundle when it holds them.
+func (s *Snapshot) HasObjects() bool {
+	if len(s.FlowSchemas) > 0 || len(s.PriorityLevels) > 0 {
+		return true
+	}
+	_, fs := s.Raw[FileFlowSchemas]
+	_, pl := s.Raw[FilePLCs]
+	return fs || pl
+}

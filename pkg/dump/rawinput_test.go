@@ -1,0 +1,333 @@
+package dump
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDetectRawEveryLayout: every captured dump of testdata/dump (1.20 to
+// 1.37, idle and loaded) is told by its content alone, whatever its file is
+// called, and reads as its own parser reads it.
+func TestDetectRawEveryLayout(t *testing.T) {
+	for _, file := range []string{FilePriorityLevels, FileQueues, FileRequests} {
+		paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "dump", "*", file))
+		if len(paths) < 10 {
+			t.Fatalf("%d fixtures of %s", len(paths), file)
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in RawInput
+			if err := DetectRaw("pasted.txt", b, &in); err != nil {
+				t.Errorf("%s: %v", p, err)
+				continue
+			}
+			if len(in.Files) != 1 || in.Files[file] == nil {
+				t.Errorf("%s: found %v, want only %s", p, keys(in.Files), file)
+				continue
+			}
+			s, err := in.Snapshot("x", in.Newest)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			direct := &Snapshot{Raw: map[string][]byte{file: b}}
+			if err := direct.ParseRaw(); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if len(s.PriorityLevelDump) != len(direct.PriorityLevelDump) || len(s.QueueDump) != len(direct.QueueDump) || len(s.RequestDump) != len(direct.RequestDump) {
+				t.Errorf("%s: rows differ from the parser's", p)
+			}
+		}
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestDetectRawPasted reads what users paste: the documentation's examples
+// with their code fences, commands and "..." elisions, and the metrics a
+// vendor guide shows grep by grep.
+func TestDetectRawPasted(t *testing.T) {
+	tests := []struct {
+		file            string
+		want            []string
+		elided, prompts int
+		rows            int
+	}{
+		{"docs-dump_priority_levels.txt", []string{FilePriorityLevels}, 0, 1, 8},
+		{"docs-dump_queues.txt", []string{FileQueues}, 2, 0, 6},
+		{"docs-dump_requests-details.txt", []string{FileRequests}, 0, 0, 3},
+		{"eks-concurrency-limit.txt", []string{MetricsFile(0)}, 0, 1, -1},
+		{"eks-rejected-inqueue.txt", []string{MetricsFile(0)}, 0, 4, -1},
+		// Before 1.20, a phantom "<none>" row for the exempt level: no
+		// request (kubernetes/kubernetes#93376).
+		{"k8s-93376-dump_requests-none.txt", []string{FileRequests}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			var in RawInput
+			if err := DetectRaw(tt.file, fieldFile(t, tt.file), &in); err != nil {
+				t.Fatal(err)
+			}
+			if len(in.Files) != len(tt.want) {
+				t.Errorf("found %v, want %v", keys(in.Files), tt.want)
+			}
+			for _, w := range tt.want {
+				if in.Files[w] == nil {
+					t.Errorf("no %s in %v", w, keys(in.Files))
+				}
+			}
+			if in.Elided != tt.elided || in.Prompts != tt.prompts {
+				t.Errorf("elided %d, prompts %d; want %d, %d", in.Elided, in.Prompts, tt.elided, tt.prompts)
+			}
+			s, err := in.Snapshot(tt.file, in.Newest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(s.PriorityLevelDump) + len(s.QueueDump) + len(s.RequestDump); tt.rows >= 0 && n != tt.rows {
+				t.Errorf("%d rows, want %d", n, tt.rows)
+			}
+			note := in.Note(tt.file)
+			if strings.Contains(note, "\n") || !strings.Contains(note, "no FlowSchemas or PriorityLevelConfigurations") {
+				t.Errorf("note %q: want one line naming the missing objects", note)
+			}
+			if tt.elided > 0 && !strings.Contains(note, "elision line") {
+				t.Errorf("note %q does not count the elisions", note)
+			}
+		})
+	}
+	// The four greps of one guide join into one scrape.
+	var in RawInput
+	if err := DetectRaw("eks", fieldFile(t, "eks-rejected-inqueue.txt"), &in); err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot("eks", in.Newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Metrics[0].SumBy("apiserver_flowcontrol_current_inqueue_requests", "priority_level")["workload-low"]; got != 10 {
+		t.Errorf("inqueue workload-low = %v, want 10", got)
+	}
+	if len(s.Metrics[0].Families) != 4 {
+		t.Errorf("%d families, want 4", len(s.Metrics[0].Families))
+	}
+}
+
+// TestDetectRawSession: one paste of a whole session, two dumps and a
+// metrics grep with their commands, gives all three.
+func TestDetectRawSession(t *testing.T) {
+	session := "$ kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels\n" +
+		string(fieldFile(t, "docs-dump_priority_levels.txt")) +
+		"$ kubectl get --raw /debug/api_priority_and_fairness/dump_queues\n" + string(fieldFile(t, "docs-dump_queues.txt")) +
+		"\n# the limits\n" + string(fieldFile(t, "eks-concurrency-limit.txt"))
+	var in RawInput
+	if err := DetectRaw("session", []byte(session), &in); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{FilePriorityLevels, FileQueues, MetricsFile(0)} {
+		if in.Files[k] == nil {
+			t.Errorf("no %s in the session", k)
+		}
+	}
+	note := in.Note("session")
+	if in.Files[FileRequests] != nil || !strings.Contains(note, "dump_priority_levels (8 levels), dump_queues (6 queues), metrics (1 APF family); not in it: dump_requests") ||
+		!strings.Contains(note, "skipped 2 elision lines and 4 command lines") {
+		t.Errorf("note %q", note)
+	}
+}
+
+// TestDetectRawGarbage: anything that is no dump or metrics is one line
+// naming the input and quoting the offending line.
+func TestDetectRawGarbage(t *testing.T) {
+	tests := []struct{ name, data, want string }{
+		{"empty", "\n  \n", "is empty"},
+		{"html", "<html><body>502 Bad Gateway</body></html>\n", `line 1: "<html><body>502 Bad Gateway</body></html>" is neither a debug dump`},
+		{"status", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`, "is neither a debug dump"},
+		{"binary", "\x00\x01\x02PriorityLevelName", "binary data"},
+		{"prose", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "line 1"},
+		{"only elisions", "...\n…\n", "holds no debug dump and no /metrics text (only 2 elision lines)"},
+		{"unknown dump", "PriorityLevelName, Frobs\nx, 1\n", "a dump header of no known layout"},
+		{"two level dumps", "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\na, 0, true, false, 0, 0\n" +
+			"PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\nb, 0, true, false, 0, 0\n", "a second dump_priority_levels"},
+		{"broken row", "PriorityLevelName, Index, PendingRequests, ExecutingRequests, VirtualStart\nq, x, 0, 0, 0.0\n", `(the dump_queues from line 1): dump_queues line 2: column Index`},
+		{"foreign metrics", "# TYPE etcd_server_has_leader gauge\netcd_server_has_leader 1\n", "without any API Priority and Fairness series"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in RawInput
+			err := DetectRaw("in.txt", []byte(tt.data), &in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v, want one line containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsElision(t *testing.T) {
+	for _, s := range []string{"...", "…", "[...]", "(…)", ". . .", "<snip>", "[snip]", "......"} {
+		if !isElision(s) {
+			t.Errorf("%q is an elision", s)
+		}
+	}
+	for _, s := range []string{"..", "a...", "0.000", "exempt, <none>", "snip snap"} {
+		if isElision(s) {
+			t.Errorf("%q is no elision", s)
+		}
+	}
+}
+
+// TestBundleSourceRaw: --from reads raw files, directories of them and
+// standard input, by content, and says what it read in one note.
+func TestBundleSourceRaw(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Names that say nothing: the content decides.
+	os.WriteFile(filepath.Join(dir, "a"), fieldFile(t, "docs-dump_priority_levels.txt"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.log"), fieldFile(t, "docs-dump_requests-details.txt"), 0o644)
+	os.WriteFile(filepath.Join(dir, "c"), fieldFile(t, "eks-concurrency-limit.txt"), 0o644)
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("# captured on prod\nsee the ticket\n"), 0o644)
+
+	src := &BundleSource{Path: dir}
+	c, err := src.Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Snapshots[0]
+	if len(s.PriorityLevelDump) != 8 || len(s.RequestDump) != 3 || len(s.Metrics) != 1 || s.HasObjects() {
+		t.Errorf("levels %d, requests %d, scrapes %d, objects %v", len(s.PriorityLevelDump), len(s.RequestDump), len(s.Metrics), s.HasObjects())
+	}
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "ignored README.md") || !strings.Contains(c.Notes[0], "not in it: dump_queues") {
+		t.Errorf("notes %q", c.Notes)
+	}
+	if !strings.HasPrefix(src.Describe(), "raw input ") {
+		t.Errorf("describe %q", src.Describe())
+	}
+	// The capture time is the newest request time, not the file's.
+	if got := s.CapturedAt.Format("2006-01-02T15:04:05"); got != "2023-07-18T00:13:09" {
+		t.Errorf("captured at %s", got)
+	}
+	// Parts not asked are dropped, as from a bundle.
+	c, err = src.Capture(ctx, CaptureOptions{Parts: PartQueues})
+	if err != nil || len(c.Snapshots[0].PriorityLevelDump) != 0 {
+		t.Errorf("parts: %v, %d levels", err, len(c.Snapshots[0].PriorityLevelDump))
+	}
+
+	// Standard input, read once however often the command captures.
+	stdin := &BundleSource{Path: "-", Stdin: bytes.NewReader(fieldFile(t, "docs-dump_queues.txt"))}
+	for i := 0; i < 2; i++ {
+		c, err := stdin.Capture(ctx, CaptureOptions{Parts: PartAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Snapshots[0].QueueDump) != 6 || !strings.Contains(c.Notes[0], "standard input") || !strings.Contains(c.Notes[0], "2 elision lines") {
+			t.Errorf("capture %d: %d queues, notes %q", i, len(c.Snapshots[0].QueueDump), c.Notes)
+		}
+	}
+
+	// A bundle tarball on standard input.
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	files, err := BundleFiles(captureFake(t), Manifest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range files {
+		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg})
+		tw.Write(b)
+	}
+	tw.Close()
+	gz.Close()
+	c, err = (&BundleSource{Path: "-", Stdin: &tgz}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil || len(c.Snapshots) != len(captureFake(t).Snapshots) || len(c.Notes) != 0 {
+		t.Errorf("tarball on stdin: %v, notes %q", err, c.Notes)
+	}
+
+	// A directory with nothing to read.
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("nothing here\n"), 0o644)
+	if _, err := (&BundleSource{Path: empty}).Capture(ctx, CaptureOptions{Parts: PartAll}); err == nil || !strings.Contains(err.Error(), "not a kubectl-apf bundle") {
+		t.Errorf("empty dir: %v", err)
+	}
+	// A broken dump in a directory is an error, not ignored.
+	os.WriteFile(filepath.Join(empty, "q"), []byte("PriorityLevelName, Index, PendingRequests, ExecutingRequests\nq, x, 0, 0\n"), 0o644)
+	if _, err := (&BundleSource{Path: empty}).Capture(ctx, CaptureOptions{Parts: PartAll}); err == nil || !strings.Contains(err.Error(), "column Index") {
+		t.Errorf("broken dump: %v", err)
+	}
+}
+
+// TestBundleWithoutObjects: a bundle without the objects says so.
+func TestBundleWithoutObjects(t *testing.T) {
+	c := captureFake(t)
+	for _, s := range c.Snapshots {
+		delete(s.Raw, FileFlowSchemas)
+		delete(s.Raw, FilePLCs)
+	}
+	out := filepath.Join(t.TempDir(), "b")
+	if err := WriteBundle(out, c, Manifest{}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Notes) != 1 || !strings.Contains(back.Notes[0], "no FlowSchemas or PriorityLevelConfigurations") {
+		t.Errorf("notes %q", back.Notes)
+	}
+	if back.Snapshots[0].HasObjects() {
+		t.Error("HasObjects on a bundle without objects")
+	}
+}
+
+func FuzzDetectRaw(f *testing.F) {
+	for _, kind := range []string{FilePriorityLevels, FileQueues, FileRequests} {
+		paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "dump", "v1.2*", kind))
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "field", "*.txt"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("$ kubectl get --raw /metrics\n# HELP x y\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\n...\nPriorityLevelName, Index\n"))
+	f.Add([]byte("```\n…\n```\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var in RawInput
+		err := DetectRaw("fuzz", b, &in)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of several lines: %q", err)
+			}
+			return
+		}
+		// Whatever is detected is read by the snapshot's parsers.
+		if len(in.Files) == 0 {
+			t.Fatal("no error and nothing found")
+		}
+		if _, err := in.Snapshot("fuzz", in.Newest); err != nil {
+			t.Fatalf("detected but not parsed: %v", err)
+		}
+		if n := in.Note("fuzz"); strings.Contains(n, "\n") {
+			t.Fatalf("note of several lines: %q", n)
+		}
+	})
+}

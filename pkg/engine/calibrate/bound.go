@@ -1,0 +1,288 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// A calibration must never contradict the recording it was read from. Two
+// checks hold it to that, and an estimate that breaks either is refused
+// (Level.Refused) for what the recording does support:
+//
+//   - seat time: the seats a level's executed requests held as calibrated
+//     (Σ seats × (execution + overhead), the overhead counted on every
+//     dispatch, as if each came from a queue) cannot exceed the seats the
+//     level could hold (its upper limit, borrowing included) over the time
+//     it had a request in the server (the union of arrival to end, from the
+//     recorded latencies). An overhead that would break it is scaled down
+//     until the seat time fits (bound);
+//   - dispatches: the replay of the recorded configuration dispatches each
+//     level's requests within DispatchTolerance of the recorded count
+//     (requests less 429s). When it dispatches fewer, the hold is too long:
+//     the overhead is scaled so that the replay's throughput meets the
+//     recorded one (CheckDispatches), and the replay is run again.
+//
+// The first check needs no replay and catches the grossest estimates (an
+// overhead read from a waiting time that also holds the filters ahead of
+// APF); the second catches the rest.
+
+// Refusal is an estimate the recording contradicts, and what replaced it.
+type Refusal struct {
+	// Overhead is the estimate refused; Level.Overhead is what replaced it.
+	Overhead Duration `json:"overhead"`
+	// Check is "seat time" or "dispatches": which check it broke.
+	Check string `json:"check"`
+	// Why says how the estimate contradicts the recording.
+	Why string `json:"why"`
+	// ExecutionScale, when not 0, is the factor the execution times
+	// estimated from an audit log alone were scaled by: with no overhead
+	// at all they held more seat time than the recording allows.
+	ExecutionScale float64 `json:"executionScale,omitempty"`
+}
+
+// DispatchTolerance is how far the replay of the recorded configuration may
+// dispatch from the recorded count of a level before the calibration is
+// refused.
+const DispatchTolerance = 0.10
+
+// seatTime is what the seat-time check reads of one level: per time window
+// of the arrivals, the seats of the level's executed requests and their
+// seats × execution, and the union of the times they were in the server.
+type seatTime struct {
+	// Σ seats, Σ seats × execution (ns), Σ seats × estimated execution
+	win       map[int64]*[3]float64
+	busy      span
+	noLatency int64
+}
+
+func (s *seatTime) add(x *obs) {
+	if x.latency <= 0 {
+		// a synthetic record: when it left the server is unknown
+		s.noLatency++
+		return
+	}
+	if s.win == nil {
+		s.win = map[int64]*[3]float64{}
+	}
+	k := int64(x.arrival / Window)
+	w := s.win[k]
+	if w == nil {
+		w = new([3]float64)
+		s.win[k] = w
+	}
+	w[0] += float64(x.seats)
+	w[1] += float64(x.seats) * float64(x.exec)
+	if x.execFrom != fromRecord {
+		w[2] += float64(x.seats) * float64(x.exec)
+	}
+	s.busy.add(x.arrival, x.arrival+max(x.latency, x.exec))
+}
+
+// implied returns the seat time of the level's executed requests under the
+// calibration (ns), and the part that is their recorded or estimated
+// execution alone.
+func (r *Result) implied(level string, s *seatTime) (implied, exec, estimated float64) {
+	for k, w := range s.win {
+		exec += w[1]
+		estimated += w[2]
+		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*Window))
+	}
+	return implied, exec, estimated
+}
+
+// seatLimit is the most seats a level of the recorded configuration could
+// hold: its upper limit, borrowing included.
+func seatLimit(lim engine.LevelLimits) int {
+	return max(lim.UpperCL, lim.NominalCL)
+}
+
+// bound applies the seat-time check to the levels which selects, and
+// caps the overhead of those the recording contradicts.
+//
+// With scaleExec (rebound, which reads what Apply yields), execution times
+// estimated from an audit log alone that hold too much seat time even
+// without an overhead are scaled down too.
+func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelLimits, which func(*Level) bool, scaleExec bool) {
+	if !r.Enabled {
+		return
+	}
+	for i := range r.Levels {
+		lv := &r.Levels[i]
+		s := sts[lv.Level]
+		lim, known := limits[lv.Level]
+		if !which(lv) || !known || lim.Exempt || s == nil {
+			continue
+		}
+		s.busy.close()
+		if s.noLatency > 0 || s.busy.total <= 0 {
+			continue
+		}
+		seats := seatLimit(lim)
+		capacity := float64(seats) * float64(s.busy.total)
+		implied, exec, estimated := r.implied(lv.Level, s)
+		lv.BusyTime, lv.SeatLimit, lv.ImpliedSeatTime = Duration(s.busy.total), seats, Duration(implied)
+		if implied <= capacity {
+			continue
+		}
+		was := lv.Overhead
+		if lv.Refused != nil {
+			was = lv.Refused.Overhead
+		}
+		ref := &Refusal{Overhead: was, Check: "seat time", Why: fmt.Sprintf(
+			"with it, its executed requests would hold %.3g seat-seconds, more than its %d %s over the %.3gs it had a request in the server (%.3g)",
+			time.Duration(implied).Seconds(), seats, seatWord(seats), s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
+		if implied > exec {
+			f := max(0, (capacity-exec)/(implied-exec))
+			r.scale(lv, f)
+			lv.ImpliedSeatTime = Duration(max(capacity, exec))
+		}
+		if scaleExec && exec > capacity && estimated > 0 {
+			// the estimated executions alone hold too much: what the
+			// recording supports is their share of what is left
+			f := max(0, (capacity-(exec-estimated))/estimated)
+			if r.execScale == nil {
+				r.execScale = map[string]float64{}
+			}
+			if old, ok := r.execScale[lv.Level]; ok {
+				f *= old
+			}
+			r.execScale[lv.Level] = f
+			ref.ExecutionScale = f
+			lv.ImpliedSeatTime = Duration(capacity)
+		}
+		lv.Refused = ref
+	}
+}
+
+// scale multiplies the overhead of level lv by f, overall and in every time
+// window, and keeps it the level's own from then on.
+func (r *Result) scale(lv *Level, f float64) {
+	w := map[int64]time.Duration{}
+	for k := range r.windows[lv.Level] {
+		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*Window)))
+	}
+	for k := range r.serverWindows {
+		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*Window)))
+	}
+	o := time.Duration(f * float64(r.Overhead(lv.Level)))
+	r.windows[lv.Level] = w
+	r.overhead[lv.Level] = o
+	if r.capped == nil {
+		r.capped = map[string]bool{}
+	}
+	r.capped[lv.Level] = true
+	lv.Overhead = Duration(o)
+	for j := range lv.Windows {
+		lv.Windows[j].Overhead = Duration(f * float64(lv.Windows[j].Overhead))
+	}
+	if lv.Seats > 0 {
+		lv.HoldTime = lv.MeanExecution + lv.Overhead
+	}
+}
+
+// CheckDispatches applies the dispatch check to the fit of a replay of the
+// recorded configuration (NewFit, Fit.Result). It records each level's
+// recorded and replayed dispatches, and, for a level the replay dispatched
+// too few of while the calibration gave it an overhead, refuses that
+// overhead for the one under which the replay's throughput would meet the
+// recorded one (its hold scaled by replayed / recorded dispatches; none
+// when that is not enough), unless refuse is false. It returns whether it
+// changed an overhead: the replay should then be run again.
+func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
+	if r == nil || !r.Enabled {
+		return false
+	}
+	changed := false
+	for _, f := range fit {
+		lv := r.level(f.Level)
+		if lv == nil || lv.Source == "none" {
+			continue
+		}
+		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
+		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
+		if !refuse || rec < minEvidence || float64(rep) >= (1-DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
+			continue
+		}
+		exec := float64(lv.MeanExecution)
+		if lv.Seats == 0 {
+			exec = 0
+		}
+		hold := exec + float64(lv.Overhead)
+		want := hold * float64(rep) / float64(rec)
+		scale := 0.0
+		if want > exec {
+			scale = (want - exec) / float64(lv.Overhead)
+		}
+		was := lv.Overhead
+		if lv.Refused != nil {
+			was = lv.Refused.Overhead
+		}
+		r.scale(lv, scale)
+		lv.Refused = &Refusal{Overhead: was, Check: "dispatches", Why: fmt.Sprintf(
+			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*DispatchTolerance)}
+		changed = true
+	}
+	return changed
+}
+
+// level returns the calibration of the named level, nil when it has none.
+func (r *Result) level(name string) *Level {
+	for i := range r.Levels {
+		if r.Levels[i].Level == name {
+			return &r.Levels[i]
+		}
+	}
+	return nil
+}
+
+// rebound applies the seat-time check again to what Apply yields from src
+// (the workload Derive read): an audit log alone has its execution times
+// estimated per kind of request from the last derivation, which the check
+// at derivation time could not see yet.
+func (r *Result) rebound(src workload.Reader) error {
+	if !r.Enabled {
+		return nil
+	}
+	a := r.Apply(src).(*applied)
+	sts := map[string]*seatTime{}
+	for {
+		var w workload.Request
+		err := a.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the workload for calibration: %w", err)
+		}
+		x := a.x
+		if !a.ok || x.exempt || x.rejected || !x.hasExec {
+			continue
+		}
+		x.exec = w.ServiceTime
+		s := sts[x.level]
+		if s == nil {
+			s = &seatTime{}
+			sts[x.level] = s
+		}
+		s.add(&x)
+	}
+	limits := levelLimits(r.prep.opts)
+	r.bound(sts, limits, func(*Level) bool { return true }, true)
+	return nil
+}
+
+// reboundPasses bounds the passes of rebound: an execution scaled down
+// stays at least minExecution, so one pass may leave a little too much.
+const reboundPasses = 3
+
+func seatWord(n int) string {
+	if n == 1 {
+		return "seat"
+	}
+	return "seats"
+}

@@ -1,0 +1,160 @@
+package levels
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func read(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{"..", "..", "testdata", "dump"}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// load137 is the real 1.37.1 capture under load: dump_priority_levels
+// says apf-load has 11 waiting and 1 executing.
+func load137(t *testing.T) *dump.Snapshot {
+	t.Helper()
+	s := &dump.Snapshot{Instance: "a"}
+	var err error
+	if s.PriorityLevelDump, err = dump.ParsePriorityLevels(read(t, "v1.37.1-load", dump.FilePriorityLevels)); err != nil {
+		t.Fatal(err)
+	}
+	if s.QueueDump, err = dump.ParseQueues(read(t, "v1.37.1-load", dump.FileQueues)); err != nil {
+		t.Fatal(err)
+	}
+	if s.RequestDump, err = dump.ParseRequests(read(t, "v1.37.1-load", dump.FileRequests)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func scrape(t *testing.T, text string) *metrics.Scrape {
+	t.Helper()
+	s, err := metrics.ParseText([]byte(text), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const gauges = `# TYPE apiserver_flowcontrol_current_inqueue_requests gauge
+apiserver_flowcontrol_current_inqueue_requests{flow_schema="x",priority_level="apf-load"} 99
+# TYPE apiserver_flowcontrol_current_executing_requests gauge
+apiserver_flowcontrol_current_executing_requests{flow_schema="x",priority_level="apf-load"} 77
+# TYPE apiserver_flowcontrol_nominal_limit_seats gauge
+apiserver_flowcontrol_nominal_limit_seats{priority_level="apf-load"} 1
+`
+
+func byName(rows []Row) map[string]Row {
+	m := map[string]Row{}
+	for _, r := range rows {
+		m[r.Name] = r
+	}
+	return m
+}
+
+// TestOrder drops the inputs one by one, best first, and checks that each
+// figure then comes from the next.
+func TestOrder(t *testing.T) {
+	full := load137(t)
+	full.Metrics = []*metrics.Scrape{scrape(t, gauges)}
+	var reqWaiting, reqSeats float64
+	for _, r := range full.RequestDump {
+		if r.PriorityLevel == "apf-load" && !r.Executing() {
+			reqWaiting++
+			reqSeats += float64(r.Seats())
+		}
+	}
+	var qWaiting, qExec float64
+	for _, q := range full.QueueDump {
+		if q.PriorityLevel == "apf-load" {
+			qWaiting += float64(q.PendingRequests)
+			qExec += float64(q.ExecutingRequests)
+		}
+	}
+	limits := []engine.LevelLimits{{Name: "apf-load", NominalCL: 5}}
+	tests := []struct {
+		name                 string
+		drop                 func(*dump.Snapshot)
+		waiting, executing   float64
+		waitingFrom, execFrm string
+	}{
+		{"every input", func(*dump.Snapshot) {}, 11, 1, FromPriorityLevelDump, FromPriorityLevelDump},
+		{"no level dump", func(s *dump.Snapshot) { s.PriorityLevelDump = nil }, reqWaiting, qExec, FromRequestDump, FromQueueDump},
+		{"no level or request dump", func(s *dump.Snapshot) { s.PriorityLevelDump, s.RequestDump = nil, nil }, qWaiting, qExec, FromQueueDump, FromQueueDump},
+		{"metrics alone", func(s *dump.Snapshot) { s.PriorityLevelDump, s.RequestDump, s.QueueDump = nil, nil, nil }, 99, 77, FromMetrics, FromMetrics},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := *full
+			tt.drop(&s)
+			r := byName(Compute(Input{Snapshot: &s, Limits: limits}))["apf-load"]
+			if r.Waiting != tt.waiting || r.From[FigureWaiting] != tt.waitingFrom {
+				t.Errorf("waiting %v from %s, want %v from %s", r.Waiting, r.From[FigureWaiting], tt.waiting, tt.waitingFrom)
+			}
+			if r.Executing != tt.executing || r.From[FigureExecuting] != tt.execFrm {
+				t.Errorf("executing %v from %s, want %v from %s", r.Executing, r.From[FigureExecuting], tt.executing, tt.execFrm)
+			}
+			// The metrics give the nominal limit before the configuration;
+			// the configuration the current limit, which they lack.
+			if r.NominalLimit != 1 || r.CurrentLimit != 1 || r.From[FigureCurrentLimit] != FromMetrics {
+				t.Errorf("limits %v/%v (%v)", r.NominalLimit, r.CurrentLimit, r.From)
+			}
+		})
+	}
+	if reqWaiting == 11 || qWaiting == 11 {
+		t.Fatalf("the fixture no longer tells the inputs apart: %v %v", reqWaiting, qWaiting)
+	}
+}
+
+// TestAbsentIsNaN: a figure no input gives is NaN, never 0 (issue 26 D5),
+// and the configuration gives the limits last.
+func TestAbsentIsNaN(t *testing.T) {
+	// A 1.20-shaped scrape: no inqueue gauge, no seats gauges.
+	s := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, `# TYPE apiserver_flowcontrol_current_executing_requests gauge
+apiserver_flowcontrol_current_executing_requests{flow_schema="x",priority_level="workload-low"} 3
+`)}}
+	r := byName(Compute(Input{Snapshot: s, Limits: []engine.LevelLimits{{Name: "workload-low", NominalCL: 24}}}))["workload-low"]
+	for name, v := range map[string]float64{"waiting": r.Waiting, "waiting seats": r.WaitingSeats, "dispatched": r.DispatchedPerSec, "wait p99": r.WaitP99} {
+		if !math.IsNaN(v) {
+			t.Errorf("%s = %v, want NaN (absent)", name, v)
+		}
+	}
+	if r.Executing != 3 || r.SeatsInUse != 3 {
+		t.Errorf("executing %v, seats %v; want 3 from current_executing_requests", r.Executing, r.SeatsInUse)
+	}
+	if r.NominalLimit != 24 || r.From[FigureNominalLimit] != FromConfiguration || math.Abs(r.Utilisation-3.0/24) > 1e-9 {
+		t.Errorf("limit %v from %s, utilisation %v", r.NominalLimit, r.From[FigureNominalLimit], r.Utilisation)
+	}
+	// Nothing at all: every figure absent.
+	none := byName(Compute(Input{Snapshot: &dump.Snapshot{Instance: "a"}, Limits: []engine.LevelLimits{{Name: "x", NominalCL: 2}}}))["x"]
+	if !math.IsNaN(none.Waiting) || !math.IsNaN(none.Executing) || !math.IsNaN(none.SeatsInUse) || !math.IsNaN(none.Utilisation) {
+		t.Errorf("row without live input: %+v", none)
+	}
+}
+
+// TestMerge: a sum is unknown when one instance lacks the figure.
+func TestMerge(t *testing.T) {
+	a := load137(t)
+	b := &dump.Snapshot{Instance: "b", Metrics: []*metrics.Scrape{scrape(t, `# TYPE apiserver_flowcontrol_current_executing_requests gauge
+apiserver_flowcontrol_current_executing_requests{flow_schema="x",priority_level="apf-load"} 2
+`)}}
+	rows := append(Compute(Input{Snapshot: a}), Compute(Input{Snapshot: b})...)
+	m := byName(Merge("(all)", rows))["apf-load"]
+	if m.Executing != 1+2 || !math.IsNaN(m.Waiting) || m.Instance != "(all)" {
+		t.Errorf("merged executing %v (want 3), waiting %v (want NaN: b has no inqueue gauge)", m.Executing, m.Waiting)
+	}
+}

@@ -1,0 +1,200 @@
+package reconstruct_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// writeOverload writes n requests of an overload as an apiserver leaves it:
+// httplog lines (klog text, with the apf_* keys) and audit events of the
+// same audit IDs, 2n lines in all. Seven users send bursts of 1 to 10 LISTs
+// to the starved recording's level apf-load (1 seat, 4 queues, hand 2,
+// length 2) at 50 bursts a second; a request is served at once when the
+// seat is free, waits when the queues of its hand have room, and is
+// answered 429 (queue-full) at once otherwise, as a server that runs each
+// for 2 ms would.
+func writeOverload(tb testing.TB, n int) (httplog, audit string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	httplog, audit = filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "audit.log")
+	hf, err := os.Create(httplog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	af, err := os.Create(audit)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hw, aw := bufio.NewWriterSize(hf, 1<<20), bufio.NewWriterSize(af, 1<<20)
+	rng := rand.New(rand.NewPCG(5, 6))
+	start := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	const exec = 2 * time.Millisecond
+	var at, free time.Duration // free: when the seat and every request queued before are done
+	for i := 0; i < n; {
+		at += time.Duration(rng.ExpFloat64() / 50 * float64(time.Second))
+		u := 1 + rng.IntN(7)
+		for b := 1 + rng.IntN(10); b > 0 && i < n; b-- {
+			arrival := at + time.Duration(b)*10*time.Microsecond
+			wait := max(free-arrival, 0)
+			status, latency, execKV := 200, wait+exec+100*time.Microsecond, fmt.Sprintf(" apf_execution_time=%q", exec.String())
+			if wait > 4*exec {
+				status, latency, execKV = 429, 100*time.Microsecond, ""
+			} else {
+				free = arrival + wait + exec
+			}
+			done := start.Add(arrival + latency)
+			id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+			uri := "/api/v1/namespaces/apf-load/configmaps?limit=5"
+			fmt.Fprintf(hw, "I%s %s       1 httplog.go:135] \"HTTP\" verb=\"LIST\" URI=%q latency=%q userAgent=\"bench/1.0\" contentType=\"\" audit-ID=%q srcIP=\"127.0.0.1:4%04d\" apf_pl=\"apf-load\" apf_fs=\"apf-load\" apf_iseats=1 apf_fseats=0 apf_additionalLatency=\"0s\"%s resp=%d\n",
+				done.Format("0102"), done.Format("15:04:05.000000"), uri, latency.String(), id, u, execKV, status)
+			fmt.Fprintf(aw, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":%q,"stage":"ResponseComplete","requestURI":%q,"verb":"list","user":{"username":"load-%d","groups":["apf-load","system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"bench/1.0","objectRef":{"resource":"configmaps","namespace":"apf-load","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":%d},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n",
+				id, uri, u, status, start.Add(arrival).Format(time.RFC3339Nano), done.Format(time.RFC3339Nano))
+			i++
+		}
+	}
+	for _, f := range []func() error{hw.Flush, hf.Close, aw.Flush, af.Close} {
+		if err := f(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return httplog, audit
+}
+
+// scanLines reads the files line by line: the floor of anything that reads
+// them.
+func scanLines(b *testing.B, paths ...string) int {
+	n := 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+		for sc.Scan() {
+			n++
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n
+}
+
+// readWorkload reads the files as the workload readers do (parsed, joined
+// by audit ID) and returns how many requests they hold.
+func readWorkload(b *testing.B, paths ...string) int {
+	files, err := workload.OpenFiles(paths, workload.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer files.Close()
+	var w workload.Request
+	n := 0
+	for {
+		err := files.Next(&w)
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+}
+
+// peakLiveHeap samples the live heap (as of the last collection) every
+// 5 ms until stop is called, and returns the largest seen.
+func peakLiveHeap() (stop func() uint64) {
+	done, result := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-result }
+}
+
+// BenchmarkReconstruct reconstructs an overload's httplog + audit log of
+// 500,000 requests (1,000,000 lines, writeOverload) under the starved
+// recording's configuration and builds its explain 429 report, and in the
+// same run scans the same files line by line and reads them as the
+// workload readers do (parsed, joined). It reports the seconds of each, the
+// ratios reconstruct/scan and reconstruct/read, and the peak live heap of
+// the reconstruction (the requests in flight, not the log).
+//
+//	go test ./pkg/reconstruct -run '^$' -bench BenchmarkReconstruct -benchtime 1x -count=1
+func BenchmarkReconstruct(b *testing.B) {
+	const n = 500_000
+	httplog, audit := writeOverload(b, n)
+	f := loadFixture(b, filepath.Join(recordings, "starved"))
+	var tScan, tRead, tRec time.Duration
+	var peak uint64
+	for b.Loop() {
+		runtime.GC()
+		t0 := time.Now()
+		if got := scanLines(b, httplog, audit); got != 2*n {
+			b.Fatalf("%d lines, want %d", got, 2*n)
+		}
+		t1 := time.Now()
+		if got := readWorkload(b, httplog, audit); got != n {
+			b.Fatalf("%d requests, want %d", got, n)
+		}
+		t2 := time.Now()
+		runtime.GC()
+		stop := peakLiveHeap()
+		t3 := time.Now()
+		files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := reconstruct.RunReader(files, reconstruct.Options{Config: f.config, ServerConcurrencyLimit: f.scl}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep := res.Report("bench")
+		files.Close()
+		tRec += time.Since(t3)
+		peak = max(peak, stop())
+		if res.Reconstructed != n || len(rep.Incidents) == 0 {
+			b.Fatalf("%d requests reconstructed, %d incidents", res.Reconstructed, len(rep.Incidents))
+		}
+		tScan += t1.Sub(t0)
+		tRead += t2.Sub(t1)
+		if b.N == 1 {
+			sum := res.Sum()
+			b.Logf("%d incidents, %.0f 429s; fates agree on %.3f", len(rep.Incidents), rep.Rejected["apf-load"], sum.Fraction())
+		}
+	}
+	k := float64(b.N)
+	b.ReportMetric(tScan.Seconds()/k, "s-scan")
+	b.ReportMetric(tRead.Seconds()/k, "s-read")
+	b.ReportMetric(tRec.Seconds()/k, "s-reconstruct")
+	b.ReportMetric(float64(tRec)/float64(tScan), "reconstruct/scan")
+	b.ReportMetric(float64(tRec)/float64(tRead), "reconstruct/read")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
+}

@@ -1,0 +1,65 @@
+package reconstruct_test
+
+import (
+	"fmt"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// borrowConfig is a level "hi" that borrows up to 300% of its nominal seats
+// and a level "lo" that lends all of its own, each with a FlowSchema for
+// its user.
+func borrowConfig() *engine.Config {
+	level := func(name string, lendable, borrowing int32) *flowcontrolv1.PriorityLevelConfiguration {
+		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](5), LendablePercent: ptr.To(lendable), BorrowingLimitPercent: ptr.To(borrowing),
+					LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+						Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: 50}}}}}
+	}
+	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("hi", "hi", "alice"), userSchema("lo", "lo", "bob")},
+		[]*flowcontrolv1.PriorityLevelConfiguration{level("hi", 0, 300), level("lo", 100, 0)})
+}
+
+// TestBorrowingKeepsTheSmoothedDemand: a level that borrowed for a burst
+// keeps borrowing through the next quiet period, because the borrowing
+// pass carries each level's smoothed seat demand from period to period
+// (upstream's seatDemandStats, decaying by 2.3% a period): 20 requests
+// hold hi's seats from 1 ms to 9.001 s, nothing runs from then to 25 s,
+// and a request at 25 s finds the limit of the passes at 10 s and 20 s
+// computed with that demand, not the one an idle level would get.
+func TestBorrowingKeepsTheSmoothedDemand(t *testing.T) {
+	const scl = 30
+	var reqs []workload.Request
+	for i := range 20 {
+		reqs = append(reqs, logged(fmt.Sprint("a", i), "alice", 1, 9000, 9000, 200))
+	}
+	reqs = append(reqs, logged("probe", "alice", 25000, 10, 10, 200))
+	limits := map[string]int{}
+	_, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: borrowConfig(), ServerConcurrencyLimit: scl,
+		OnFate: func(f *reconstruct.Fate) { limits[f.Record.AuditID] = f.Limit },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the passes, by hand: over 0–10 s hi's demand was 20 seats for 9 of
+	// the 10 s (mean 18, deviation 6), over 10–20 s none
+	lims := borrowConfig().Limits(scl)
+	idle := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, nil, nil, scl).CurrentCL
+	var hi engine.SeatDemandStats
+	hi.Update(engine.IntegratorResults{Duration: 10, Average: 18, Deviation: 6, Max: 20})
+	first := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, map[string]engine.SeatDemandStats{"hi": hi}, idle, scl).CurrentCL
+	hi.Update(engine.IntegratorResults{Duration: 10})
+	second := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, map[string]engine.SeatDemandStats{"hi": hi}, first, scl).CurrentCL
+	if limits["probe"] != second["hi"] || second["hi"] <= idle["hi"] {
+		t.Errorf("hi's limit at 25 s is %d, want %d (smoothed demand %.1f; an idle hi gets %d)", limits["probe"], second["hi"], hi.Smoothed, idle["hi"])
+	}
+}

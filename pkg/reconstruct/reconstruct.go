@@ -1,0 +1,205 @@
+package reconstruct
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// progressEvery is how many records pass between Progress calls.
+const progressEvery = 1 << 16
+
+// RunReader reconstructs the workload src yields: it is read once, onto a
+// workload.Tape (in memory up to its limit, then in a temporary file),
+// which the later passes read. wrap, if not nil, wraps every reader of the
+// tape (to stop on a cancelled context).
+func RunReader(src workload.Reader, opts Options, wrap func(workload.Reader) workload.Reader) (*Result, error) {
+	tape := workload.NewTape()
+	defer tape.Close()
+	if wrap == nil {
+		wrap = func(r workload.Reader) workload.Reader { return r }
+	}
+	first := true
+	return Run(func() (workload.Reader, error) {
+		if first {
+			first = false
+			return wrap(tape.Record(src)), nil
+		}
+		return wrap(tape.Reader()), nil
+	}, opts)
+}
+
+// Run reconstructs the workload that open yields (a fresh reader of the
+// same records at every call: a workload.Tape's Reader) under opts. It
+// reads the workload once to calibrate (unless opts.Calibration is set:
+// the threshold τ between a wait and the filters ahead of APF, and the
+// seats of records that carry none) and once to reconstruct.
+func Run(open func() (workload.Reader, error), opts Options) (*Result, error) {
+	if opts.Config == nil {
+		return nil, errors.New("no APF configuration to reconstruct against")
+	}
+	if opts.ServerConcurrencyLimit == 0 {
+		opts.ServerConcurrencyLimit = 600
+	}
+	if opts.ServerConcurrencyLimit < 0 {
+		return nil, fmt.Errorf("server concurrency limit %d must be positive", opts.ServerConcurrencyLimit)
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = time.Minute
+	}
+	if opts.IncidentGap <= 0 {
+		opts.IncidentGap = 10 * time.Second
+	}
+	if opts.Release.IsZero() {
+		opts.Release = engine.NewestRelease
+	}
+	cal := opts.Calibration
+	if cal == nil {
+		src, err := progressing(open, opts.Progress, "calibrating")()
+		if err != nil {
+			return nil, err
+		}
+		cal, err = calibrate.Derive(src, calibrate.Options{Config: opts.Config, ServerConcurrencyLimit: opts.ServerConcurrencyLimit,
+			RequestTimeout: opts.RequestTimeout, Counts: opts.Counts, Release: opts.Release, NoCPUModel: true})
+		if err != nil {
+			return nil, err
+		}
+	}
+	src, err := progressing(open, opts.Progress, "reconstructing")()
+	if err != nil {
+		return nil, err
+	}
+	rs := newState(opts, cal)
+	tap := &tapper{src: src}
+	rd := cal.Apply(tap)
+	var w workload.Request
+	for {
+		err := rd.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the workload: %w", err)
+		}
+		rs.add(&w, tap.orig)
+	}
+	return rs.finish(), nil
+}
+
+// progressing wraps open so that its readers report progress.
+func progressing(open func() (workload.Reader, error), progress func(string, int64), stage string) func() (workload.Reader, error) {
+	if progress == nil {
+		return open
+	}
+	return func() (workload.Reader, error) {
+		r, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return &progressReader{r: r, f: progress, stage: stage}, nil
+	}
+}
+
+type progressReader struct {
+	r     workload.Reader
+	f     func(string, int64)
+	stage string
+	n     int64
+}
+
+func (p *progressReader) Next(w *workload.Request) error {
+	err := p.r.Next(w)
+	if err == nil {
+		p.n++
+		if p.n%progressEvery == 0 {
+			p.f(p.stage, p.n)
+		}
+	}
+	return err
+}
+
+// recorded is what a record carried before the calibration filled in its
+// estimates.
+type recorded struct {
+	exec, seats, queueWait bool
+}
+
+// tapper notes what each record carried as read.
+type tapper struct {
+	src  workload.Reader
+	orig recorded
+}
+
+func (t *tapper) Next(w *workload.Request) error {
+	err := t.src.Next(w)
+	t.orig = recorded{exec: w.HasServiceTime, seats: w.HasSeats, queueWait: w.HasQueueWait}
+	return err
+}
+
+// flowName is "flowSchema/distinguisher", or the FlowSchema alone.
+func flowName(fs, dist string) string {
+	if dist == "" {
+		return fs
+	}
+	return fs + "/" + dist
+}
+
+// event kinds, in the order they are handled at one instant: a request
+// that ends frees its seats before one that arrives then is decided.
+const (
+	evEnd uint8 = iota
+	evFinalEnd
+	evDispatch
+	evTimeOut
+	evArrive
+	// evMark: an incident's seat holders are counted to here at least
+	evMark
+)
+
+type event struct {
+	t    int64
+	kind uint8
+	seq  int64
+	r    *req
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	if h[i].kind != h[j].kind {
+		return h[i].kind < h[j].kind
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// sortFlowCounts orders most seats first, then by name.
+func sortFlowCounts(fc []FlowCount) {
+	slices.SortFunc(fc, func(a, b FlowCount) int {
+		if a.Seats != b.Seats {
+			return b.Seats - a.Seats
+		}
+		if a.Requests != b.Requests {
+			return b.Requests - a.Requests
+		}
+		return strings.Compare(a.Flow, b.Flow)
+	})
+}

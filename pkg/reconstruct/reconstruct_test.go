@@ -1,0 +1,179 @@
+package reconstruct_test
+
+import (
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+type sliceReader struct {
+	reqs []workload.Request
+	i    int
+}
+
+func (s *sliceReader) Next(r *workload.Request) error {
+	if s.i >= len(s.reqs) {
+		return io.EOF
+	}
+	*r = s.reqs[s.i]
+	s.i++
+	return nil
+}
+
+// tinyConfig is a 1-seat level "tiny" with one queue one request long, and
+// a 1-seat level "rej" without queues, on a server of 7 seats (catch-all
+// takes 5), each with a FlowSchema for its user (a level of one queue
+// computes no flow distinguisher: flows are named by FlowSchema).
+func tinyConfig() *engine.Config {
+	level := func(name string, queuing bool) *flowcontrolv1.PriorityLevelConfiguration {
+		lr := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
+		if queuing {
+			lr = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+				Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 1}}
+		}
+		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), LimitResponse: lr}}}
+	}
+	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("tiny", "tiny", "alice"), userSchema("tiny-bob", "tiny", "bob"), userSchema("rej", "rej", "carol")},
+		[]*flowcontrolv1.PriorityLevelConfiguration{level("tiny", true), level("rej", false)})
+}
+
+// userSchema routes user to level, by user.
+func userSchema(name, level, user string) *flowcontrolv1.FlowSchema {
+	return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level}, MatchingPrecedence: 100,
+			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true}},
+			}}}}
+}
+
+var t0 = time.Date(2026, 11, 23, 3, 10, 0, 0, time.UTC)
+
+// logged is a request as httplog and audit record it together: received
+// at ms, answered latency later, executed exec before its answer (0: not
+// executed).
+func logged(id, user string, ms, latency, exec float64, status int) workload.Request {
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	r := workload.Request{Arrival: t0.Add(d(ms)), AuditID: id, User: user, Groups: []string{"system:authenticated"}, UserKnown: true,
+		Method: "GET", Verb: "LIST", URI: "/api/v1/namespaces/default/configmaps", Latency: d(latency),
+		InitialSeats: 1, HasSeats: true, Status: status, Source: id}
+	if exec > 0 {
+		r.ServiceTime, r.HasServiceTime = d(exec), true
+	}
+	return r
+}
+
+func TestReconstructDecidesFromTheState(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 10, 10, 200),        // dispatched at once, holds the seat to 10 ms
+		logged("b", "bob", 1, 19, 9, 200),           // waits in the queue from 1 to 10 ms
+		logged("c", "alice", 2, 0.1, 0, 429),        // the seat taken, the queue full: queue-full
+		logged("e", "alice", 3, 30, 5, 200),         // served though the queue was full
+		logged("d", "alice", 40, 5, 5, 200),         // alone again
+		logged("f", "carol", 60, 10, 10, 200),       // rej's seat
+		logged("g", "carol", 61, 0.1, 0, 429),       // concurrency-limit
+		logged("h", "carol", 62, 0.1, 0, 429),       // concurrency-limit
+		logged("i", "carol", 80, 0.1, 0, 429),       // the seat free: not APF's doing in the reconstruction
+		logged("j", "alice", 100, 0.1, 0, 429),      // the level idle
+		logged("k", "alice", 200, 0.05, 0, 200),     // an idle level dispatches at once
+		logged("l", "bob", 2000, 20000, 20000, 200), // holds tiny's seat for 20 s
+		logged("t", "alice", 300, 15000, 0, 429),    // waits its whole wait limit (15 s): time-out
+	}
+	fates := map[string]reconstruct.Fate{}
+	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true,
+		Focus: func(w *workload.Request) bool { return w.AuditID == "c" },
+		OnFate: func(f *reconstruct.Fate) {
+			g := *f
+			g.Record = nil
+			fates[f.Record.AuditID] = g
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		rejected bool
+		reason   string
+		agrees   bool
+		class    string
+	}{
+		"a": {false, "", true, ""},
+		"b": {false, "", true, ""},
+		"c": {true, "queue-full", true, ""},
+		"e": {true, "queue-full", false, reconstruct.ClassFullButServed},
+		"d": {false, "", true, ""},
+		"f": {false, "", true, ""},
+		"g": {true, "concurrency-limit", true, ""},
+		"h": {true, "concurrency-limit", true, ""},
+		"i": {false, "concurrency-limit", false, reconstruct.ClassSeatsFree},
+		"j": {false, "queue-full", false, reconstruct.ClassSeatsFree},
+		"k": {false, "", true, ""},
+		"l": {false, "", true, ""},
+		"t": {true, "time-out", true, ""},
+	}
+	for id, w := range want {
+		f, ok := fates[id]
+		if !ok {
+			t.Errorf("%s: no fate", id)
+			continue
+		}
+		if f.Rejected != w.rejected || f.Reason != w.reason || f.Agrees != w.agrees || f.Class != w.class {
+			t.Errorf("%s: rejected %v reason %q agrees %v class %q, want %v %q %v %q (seats %d/%d, waiting %d)", id, f.Rejected, f.Reason, f.Agrees, f.Class,
+				w.rejected, w.reason, w.agrees, w.class, f.SeatsInUse, f.Limit, f.Waiting)
+		}
+	}
+	if b := fates["b"]; b.Wait < 8*time.Millisecond || b.WaitFrom != "httplog" {
+		t.Errorf("b waited %v (%s), want about 9 ms from httplog", b.Wait, b.WaitFrom)
+	}
+	c := fates["c"]
+	if c.Snapshot == nil || len(c.Snapshot.Queues) != 1 || c.Snapshot.Queues[0].Length != 1 || len(c.Snapshot.Queues[0].Flows) != 1 ||
+		c.Snapshot.Queues[0].Flows[0].Flow != "tiny-bob" || len(c.Snapshot.Holders) != 1 || c.Snapshot.Holders[0].Flow != "tiny" {
+		t.Errorf("c's snapshot: %+v, want bob waiting in the one queue and alice holding the seat", c.Snapshot)
+	}
+	sum := res.Sum()
+	if sum.Total() != int64(len(reqs)) || sum.Agreeing() != int64(len(reqs)-3) {
+		t.Errorf("agreement %+v, want %d requests of which %d agree", sum, len(reqs), len(reqs)-3)
+	}
+	if len(res.Incidents) != 3 {
+		t.Fatalf("%d incidents, want tiny's, rej's and tiny's time-out 15 s later: %+v", len(res.Incidents), res.Incidents)
+	}
+	for i, in := range res.Incidents {
+		switch {
+		case in.Level == "rej":
+			if in.Rejected != 3 || in.Clients == nil || len(in.Clients.Rejected) != 1 || in.Clients.Rejected[0].User != "carol" || in.Clients.Rejected[0].Count != 3 {
+				t.Errorf("rej's incident: %+v", in)
+			}
+			if in.Causes[0].Kind != "no-queues" {
+				t.Errorf("rej's cause %q, want no-queues", in.Causes[0].Kind)
+			}
+		case i == 0:
+			if in.Level != "tiny" || in.Rejected != 2 || in.Clients == nil || len(in.Clients.HeldSeats) == 0 || in.Clients.HeldSeats[0].User != "alice" {
+				t.Errorf("tiny's incident: %+v", in)
+			}
+		default:
+			if in.Level != "tiny" || in.Rejected != 1 || in.Reasons["time-out"] != 1 || len(in.Clients.HeldSeats) == 0 || in.Clients.HeldSeats[0].User != "bob" {
+				t.Errorf("tiny's time-out: %+v", in)
+			}
+			kinds := []string{}
+			for _, c := range in.Causes {
+				kinds = append(kinds, c.Kind)
+			}
+			if !slices.Contains(kinds, "time-outs") {
+				t.Errorf("tiny's time-out has causes %v, want time-outs", kinds)
+			}
+		}
+	}
+}

@@ -1,0 +1,793 @@
+package reconstruct
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+)
+
+// estimatedServiceDuration is upstream's G (queueset.go), the seat time
+// the queue choice weighs a request's initial seats with.
+const estimatedServiceDuration = 3 * time.Millisecond
+
+// borrowingPeriod is apf_controller.go's borrowingAdjustmentPeriod.
+const borrowingPeriod = int64(10 * time.Second)
+
+// req is one request in flight in the reconstruction.
+type req struct {
+	idx    int64
+	lv     *level
+	flow   int32
+	client int32
+	status int
+	seats  int
+	final  int
+	addLat int64
+	work   float64 // seat-seconds for the queue choice
+
+	apfAt, dispatch, end int64
+	waitLimit            int64
+	queue                int
+	waiting              bool
+	timeOut              bool // a recorded 429 that waited its wait limit
+	// waitShown: its times show that it waited (for learnLimit)
+	waitShown  bool
+	estimated  bool // its wait was estimated
+	prev, next *req
+	// p is the request's record and fate until they are decided
+	p *pending
+	// hidx is its index in its level's next heap while it waits, else -1
+	hidx int
+}
+
+// byDispatch orders waiting requests by their dispatch in the log.
+type byDispatch []*req
+
+func (h byDispatch) Len() int { return len(h) }
+func (h byDispatch) Less(i, j int) bool {
+	if h[i].dispatch != h[j].dispatch {
+		return h[i].dispatch < h[j].dispatch
+	}
+	return h[i].idx < h[j].idx
+}
+func (h byDispatch) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *byDispatch) Push(x any) {
+	r := x.(*req)
+	r.hidx = len(*h)
+	*h = append(*h, r)
+}
+func (h *byDispatch) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.hidx = -1
+	return r
+}
+
+// queue is one queue's waiting requests (intrusive list).
+type queue struct {
+	head, tail *req
+	length     int
+	work       float64
+}
+
+func (q *queue) push(r *req) {
+	r.prev, r.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = r
+	} else {
+		q.head = r
+	}
+	q.tail = r
+	q.length++
+	q.work += r.work
+}
+
+func (q *queue) remove(r *req) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+	q.length--
+	q.work -= r.work
+	if q.length == 0 {
+		q.work = 0
+	}
+}
+
+// acc integrates one flow's or client's seats in use and seats waiting.
+type acc struct {
+	seats, waitSeats, executing, waiting int
+	last                                 int64
+	seatNs, waitNs                       float64
+}
+
+func (a *acc) to(t int64) {
+	if t > a.last {
+		a.seatNs += float64(a.seats) * float64(t-a.last)
+		a.waitNs += float64(a.waitSeats) * float64(t-a.last)
+		a.last = t
+	}
+}
+
+// level is one priority level's reconstructed state.
+type level struct {
+	name       string
+	exempt     bool
+	queues     []queue // nil for levels without queues
+	qll        int
+	dealer     *engine.Dealer
+	hand       []int
+	arrivals   int
+	limit      int
+	seatsInUse int
+	executing  int
+	waiting    int
+	waitSeats  int
+	demand     *engine.Integrator
+	stats      engine.SeatDemandStats
+	limits     engine.LevelLimits
+	next       byDispatch // the waiting requests the log dispatched
+	flows      map[int32]*acc
+	clients    map[int32]*acc
+	res        *LevelResult
+	inc        *incidentAcc
+	dirty      bool // seats changed since the incident's last mark
+}
+
+func (l *level) noteDemand(t int64) {
+	l.demand.Set(epoch.Add(time.Duration(t)), float64(l.seatsInUse+l.waitSeats))
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+// state is a reconstruction in progress.
+type state struct {
+	opts    Options
+	cal     *calibrate.Result
+	levels  map[string]*level
+	order   []*level
+	events  eventHeap
+	seq     int64
+	now     int64
+	start   time.Time
+	idx     int64
+	parsed  engine.RequestCache
+	flowIx  map[string]int32
+	flows   []string
+	clients []clientKey
+	clientX map[clientKey]int32
+	res     Result
+	prev    map[string]int
+	nextB   int64
+	fate    Fate
+}
+
+type clientKey struct {
+	user, userAgent, fs, dist string
+}
+
+func newState(opts Options, cal *calibrate.Result) *state {
+	s := &state{opts: opts, cal: cal, levels: map[string]*level{}, flowIx: map[string]int32{}, clientX: map[clientKey]int32{}, prev: map[string]int{}}
+	s.res.Threshold = time.Duration(cal.Threshold)
+	s.res.AuditOnly = cal.AuditOnly
+	lims := opts.Config.Limits(opts.ServerConcurrencyLimit)
+	var initial map[string]int
+	if !opts.NoBorrowing {
+		initial = engine.AllocateCurrentLimitsFor(opts.Release, lims, nil, nil, opts.ServerConcurrencyLimit).CurrentCL
+	}
+	for _, ll := range lims {
+		l := &level{name: ll.Name, exempt: ll.Exempt, limit: ll.NominalCL, limits: ll, demand: engine.NewIntegrator(epoch),
+			flows: map[int32]*acc{}, clients: map[int32]*acc{},
+			res: &LevelResult{Level: ll.Name, Reasons: map[string]int64{}, Disagreements: map[string]int64{}}}
+		if initial != nil {
+			l.limit = initial[ll.Name]
+		}
+		s.prev[ll.Name] = l.limit
+		if pl := opts.Config.PriorityLevels[ll.Name]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && pl.Spec.Limited.LimitResponse.Queuing != nil {
+			q := pl.Spec.Limited.LimitResponse.Queuing
+			if d, err := engine.NewDealer(int(q.Queues), int(q.HandSize)); err == nil {
+				l.queues, l.qll, l.dealer = make([]queue, q.Queues), int(q.QueueLengthLimit), d
+			}
+		}
+		s.levels[ll.Name] = l
+		s.order = append(s.order, l)
+	}
+	s.nextB = borrowingPeriod
+	return s
+}
+
+func (s *state) push(t int64, kind uint8, r *req) {
+	s.seq++
+	heap.Push(&s.events, event{t: t, kind: kind, seq: s.seq, r: r})
+}
+
+// advance handles every event up to t.
+func (s *state) advance(t int64) {
+	for len(s.events) > 0 && s.events[0].t <= t {
+		e := heap.Pop(&s.events).(event)
+		s.borrowUntil(e.t)
+		s.now = e.t
+		s.closeIncidents(e.t)
+		s.handle(e)
+	}
+}
+
+// borrowUntil runs the periodic borrowing passes due by t.
+func (s *state) borrowUntil(t int64) {
+	if s.opts.NoBorrowing {
+		return
+	}
+	for s.nextB <= t {
+		at := epoch.Add(time.Duration(s.nextB))
+		stats := map[string]engine.SeatDemandStats{}
+		lims := make([]engine.LevelLimits, 0, len(s.order))
+		for _, l := range s.order {
+			// the stats carry the smoothed demand from pass to pass,
+			// as upstream's seatDemandStats do
+			l.stats.Update(l.demand.Reset(at))
+			stats[l.name] = l.stats
+			lims = append(lims, l.limits)
+		}
+		cur := engine.AllocateCurrentLimitsFor(s.opts.Release, lims, stats, s.prev, s.opts.ServerConcurrencyLimit)
+		for _, l := range s.order {
+			l.limit = cur.CurrentCL[l.name]
+			s.prev[l.name] = l.limit
+		}
+		s.nextB += borrowingPeriod
+	}
+}
+
+func (s *state) flowOf(name string) int32 {
+	if i, ok := s.flowIx[name]; ok {
+		return i
+	}
+	i := int32(len(s.flows))
+	s.flowIx[name] = i
+	s.flows = append(s.flows, name)
+	return i
+}
+
+func (s *state) clientOf(k clientKey) int32 {
+	if i, ok := s.clientX[k]; ok {
+		return i
+	}
+	i := int32(len(s.clients))
+	s.clientX[k] = i
+	s.clients = append(s.clients, k)
+	return i
+}
+
+func (s *state) skip(msg string) {
+	s.res.Skipped++
+	if s.res.FirstSkip == "" {
+		s.res.FirstSkip = msg
+	}
+}
+
+// add reads one record (in arrival order) and schedules its arrival at APF.
+func (s *state) add(w *workload.Request, orig recorded) {
+	idx := s.idx
+	s.idx++
+	s.res.Records++
+	if s.start.IsZero() {
+		s.start = w.Arrival
+		s.res.Start = w.Arrival
+	}
+	if w.Arrival.After(s.res.End) {
+		s.res.End = w.Arrival
+	}
+	arr := int64(w.Arrival.Sub(s.start))
+	s.advance(arr)
+	if AnsweredBeforeAPF(w) {
+		s.res.BeforeAPF++
+		return
+	}
+	er, err := s.parsed.Parse(w.Method, w.URI, identityOf(w))
+	if err != nil {
+		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
+		return
+	}
+	if er.Bypass != "" {
+		return
+	}
+	rf, err := fairqueue.ClassifyRecorded(s.opts.Config, w, &er)
+	if err != nil {
+		s.skip(err.Error())
+		return
+	}
+	fs, pl, dist, hash := rf.FlowSchema, rf.PriorityLevel, rf.Distinguisher, rf.Hash
+	l := s.levels[pl]
+	if l == nil {
+		s.skip(fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, pl))
+		return
+	}
+	wl, err := engine.RequestWaitLimit(er, s.opts.RequestTimeout)
+	if err != nil {
+		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
+		return
+	}
+	s.res.Reconstructed++
+	r := &req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
+	r.flow = s.flowOf(flowName(fs, dist))
+	r.client = s.clientOf(clientKey{user: w.User, userAgent: w.UserAgent, fs: fs, dist: dist})
+	if w.HasSeats {
+		r.seats, r.final, r.addLat = max(int(w.InitialSeats), 1), int(w.FinalSeats), int64(w.AdditionalLatency)
+	}
+	if !orig.seats {
+		s.res.EstimatedSeats++
+	}
+	r.work = float64(r.seats)*estimatedServiceDuration.Seconds() + float64(r.final)*time.Duration(r.addLat).Seconds()
+
+	f := &s.fate
+	*f = Fate{Record: w, Index: idx, Level: pl, FlowSchema: fs, Distinguisher: dist, Status: w.Status, Seats: r.seats,
+		SeatsEstimated: !orig.seats, Queue: -1, WaitLimit: wl}
+	if l.dealer != nil {
+		f.Hand = l.dealer.DealIntoHand(hash, nil)
+	}
+	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
+	f.At = s.start.Add(time.Duration(r.apfAt))
+	pend := &pending{r: r, fate: *f, rec: *w, hash: hash}
+	if s.opts.Focus != nil && s.opts.Focus(w) {
+		pend.focus = true
+	}
+	s.pending(pend)
+}
+
+// times sets a request's arrival at APF, dispatch and end from what the
+// record carries, estimating what it does not.
+func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr int64, watch bool) {
+	lat := int64(w.Latency)
+	answered := arr + lat
+	pre := int64(0)
+	if w.HasLatencyAnnotations {
+		pre = int64(w.PreAPF)
+	}
+	r.apfAt = arr + pre
+	if w.Status == 429 && !orig.exec {
+		if lat < r.waitLimit*9/10 {
+			// rejected when it reached APF, which is when it was answered
+			r.apfAt = max(answered, r.apfAt)
+		} else {
+			r.timeOut = true
+		}
+		return
+	}
+	var wait, exec int64
+	switch {
+	case orig.exec:
+		exec = int64(w.ServiceTime)
+		wait = max(answered-exec-r.apfAt, 0)
+		f.WaitFrom = "httplog"
+	case orig.queueWait:
+		wait = int64(w.QueueWait)
+		exec = max(lat-pre-wait, 0)
+		f.WaitFrom = "audit"
+	default:
+		// the log tells only when it ended: it waits until a seat frees
+		// for it, in the order the log ended the waiting requests, or
+		// until its end
+		wait = lat - pre
+		r.estimated = true
+		exec = max(lat-pre-wait, 0)
+		f.WaitFrom = "estimated"
+		s.res.EstimatedWaits++
+	}
+	if watch && !orig.exec {
+		// a watch's latency is its whole life; APF holds its seats only
+		// until it is initialised
+		exec = min(exec, int64(time.Millisecond))
+	}
+	execStart := r.apfAt + wait
+	r.end = execStart + exec
+	if wait < int64(s.cal.Threshold) || r.lv.queues == nil {
+		// dispatched at once (a level without queues never makes a
+		// request wait): the time was execution
+		wait, exec = 0, exec+wait
+		r.dispatch = r.apfAt
+	} else {
+		// the seats it frees dispatch the next waiting request earlier
+		// (dispatchFreed): this is the latest it can have been
+		r.dispatch = execStart
+		r.waiting = true
+	}
+	r.waitShown = r.waiting
+	if r.estimated && w.HasServiceTime {
+		// an audit event without annotation: its latency is its wait and
+		// its execution together, and a LIST that took longer than τ may
+		// have waited or only run long. It shows a wait when it took τ
+		// longer than the calibration's estimate of its execution (pooled
+		// per kind of request: from an audit log alone, the mean latency
+		// of the requests of its kind), not merely longer than τ.
+		r.waitShown = r.waiting && lat-pre-int64(w.ServiceTime) >= int64(s.cal.Threshold)
+	}
+	f.Wait, f.Execution = time.Duration(wait), time.Duration(exec)
+}
+
+// pending is a request between its record and its arrival at APF.
+type pending struct {
+	r     *req
+	fate  Fate
+	rec   workload.Request
+	hash  uint64
+	focus bool
+}
+
+func (s *state) pending(p *pending) {
+	p.r.p = p
+	p.fate.Record = &p.rec
+	s.push(p.r.apfAt, evArrive, p.r)
+}
+
+func (s *state) handle(e event) {
+	r, l := e.r, e.r.lv
+	switch e.kind {
+	case evArrive:
+		s.arrive(r.p)
+	case evDispatch:
+		if r.hidx >= 0 {
+			s.dispatch(r)
+		}
+	case evEnd:
+		s.seatsDelta(r, -r.seats, -1)
+		if r.final > 0 && r.addLat > 0 {
+			s.seatsDelta(r, r.final, 0)
+			s.push(s.now+r.addLat, evFinalEnd, r)
+		}
+		s.dispatchFreed(l)
+	case evFinalEnd:
+		s.seatsDelta(r, -r.final, 0)
+		s.dispatchFreed(l)
+	case evMark:
+		s.markIncident(l)
+	case evTimeOut:
+		l.queues[r.queue].remove(r)
+		s.unwait(r)
+		f := &r.p.fate
+		f.Rejected = l.seatsInUse >= l.limit
+		f.Reason = "time-out"
+		if !f.Rejected {
+			f.Class = ClassTimeOutDispatchable
+		}
+		s.decided(f, r, true)
+	}
+}
+
+// dispatch moves a waiting request from its queue to the seats, and
+// settles its fate: an estimated wait is the reconstruction's.
+func (s *state) dispatch(r *req) {
+	heap.Remove(&r.lv.next, r.hidx)
+	r.lv.queues[r.queue].remove(r)
+	s.unwait(r)
+	s.execute(r)
+	if r.p != nil {
+		if f := &r.p.fate; r.estimated {
+			f.Wait, f.Execution = time.Duration(s.now-r.apfAt), time.Duration(max(r.end-s.now, 0))
+		}
+		s.settle(r)
+	}
+}
+
+// dispatchFreed gives the seats a request freed to the requests waiting,
+// as the server does on every release (dispatchAsMuchAsPossibleLocked):
+// which one went next is the one the log dispatched first, even when its
+// execution started later (the waiting goroutine must be woken and
+// scheduled before apf_execution_time starts).
+func (s *state) dispatchFreed(l *level) {
+	for len(l.next) > 0 && l.seatsInUse < l.limit && l.canAccommodate(l.next[0].seats) {
+		s.dispatch(l.next[0])
+	}
+}
+
+func (s *state) execute(r *req) {
+	s.seatsDelta(r, r.seats, 1)
+	s.push(max(r.end, s.now), evEnd, r)
+}
+
+func (s *state) seatsDelta(r *req, seats, executing int) {
+	l := r.lv
+	fa, ca := s.accOf(l.flows, r.flow), s.accOf(l.clients, r.client)
+	fa.to(s.now)
+	ca.to(s.now)
+	fa.seats += seats
+	ca.seats += seats
+	fa.executing += executing
+	ca.executing += executing
+	l.seatsInUse += seats
+	l.executing += executing
+	l.dirty = true
+	l.noteDemand(s.now)
+}
+
+func (s *state) wait(r *req, q int) {
+	l := r.lv
+	r.queue = q
+	l.queues[q].push(r)
+	fa, ca := s.accOf(l.flows, r.flow), s.accOf(l.clients, r.client)
+	fa.to(s.now)
+	ca.to(s.now)
+	fa.waitSeats += r.seats
+	ca.waitSeats += r.seats
+	fa.waiting++
+	ca.waiting++
+	l.waiting++
+	l.waitSeats += r.seats
+	l.noteDemand(s.now)
+}
+
+func (s *state) unwait(r *req) {
+	l := r.lv
+	fa, ca := s.accOf(l.flows, r.flow), s.accOf(l.clients, r.client)
+	fa.to(s.now)
+	ca.to(s.now)
+	fa.waitSeats -= r.seats
+	ca.waitSeats -= r.seats
+	fa.waiting--
+	ca.waiting--
+	l.waiting--
+	l.waitSeats -= r.seats
+	l.noteDemand(s.now)
+}
+
+func (s *state) accOf(m map[int32]*acc, i int32) *acc {
+	a := m[i]
+	if a == nil {
+		a = &acc{last: s.now}
+		m[i] = a
+	}
+	return a
+}
+
+// chooseQueue mirrors shuffleShardLocked: the first queue of the hand,
+// from the rotating offset, with the strictly smallest TotalWorkSum.
+func (l *level) chooseQueue(hash uint64) int {
+	l.hand = l.dealer.DealIntoHand(hash, l.hand)
+	offset := l.arrivals % len(l.hand)
+	l.arrivals++
+	best, min := -1, 0.0
+	for i := range l.hand {
+		idx := l.hand[(offset+i)%len(l.hand)]
+		if sum := l.queues[idx].work; best < 0 || sum < min {
+			best, min = idx, sum
+		}
+	}
+	return best
+}
+
+// learnLimit corrects the level's current limit by what a served request
+// tells of it, after its own fate was decided: one whose times show a wait
+// (waitShown) found no seat for it, one dispatched at once found one. The borrowing pass gives
+// the limit at its adjustments, but not in the server's phase, and from a
+// demand the reconstruction only approximates; the log's evidence wins,
+// within the level's lower and upper limits.
+func (l *level) learnLimit(r *req) {
+	if l.exempt {
+		return
+	}
+	lower, upper := max(l.limits.LowerCL, 1), max(l.limits.UpperCL, 1)
+	switch {
+	case r.waitShown && l.queues != nil && l.seatsInUse+r.seats <= l.limit:
+		l.limit = min(max(l.seatsInUse+r.seats-1, lower), upper)
+	case !r.waiting && l.executing > 0 && l.seatsInUse+r.seats > l.limit:
+		l.limit = min(max(l.seatsInUse+r.seats, lower), upper)
+	}
+}
+
+// canAccommodate mirrors canAccommodateSeatsLocked.
+func (l *level) canAccommodate(seats int) bool {
+	switch {
+	case l.exempt:
+		return true
+	case seats > l.limit:
+		return l.executing == 0
+	}
+	return l.seatsInUse+seats <= l.limit
+}
+
+// arrive decides a request's fate from the reconstructed state at its
+// arrival at APF, then puts it where the log says it went.
+func (s *state) arrive(p *pending) {
+	r, l, f := p.r, p.r.lv, &p.fate
+	f.SeatsInUse, f.Limit, f.Waiting = l.seatsInUse, l.limit, l.waiting
+	rec429 := r.status == 429
+	if p.focus {
+		f.Snapshot = s.snapshot(l, f.Hand)
+	}
+	switch {
+	case l.exempt:
+		if rec429 {
+			f.Class = ClassNotAPF
+		}
+	case l.queues == nil:
+		f.Rejected = !l.canAccommodate(r.seats)
+		if f.Rejected || rec429 {
+			f.Reason = "concurrency-limit"
+		}
+		if rec429 && !f.Rejected {
+			f.Class = ClassSeatsFree
+		} else if !rec429 && f.Rejected {
+			f.Class = ClassNoRoomButServed
+		}
+	default:
+		q := l.chooseQueue(p.hash)
+		f.Queue = q
+		if f.Snapshot != nil {
+			for i := range f.Snapshot.Queues {
+				f.Snapshot.Queues[i].Chosen = f.Snapshot.Queues[i].Index == q
+			}
+		}
+		full := l.seatsInUse >= l.limit && l.queues[q].length >= l.qll
+		f.Rejected = full
+		switch {
+		case rec429 && r.timeOut && !full:
+			// enqueued; its fate is decided when its wait limit passes
+			s.wait(r, q)
+			s.push(r.apfAt+r.waitLimit, evTimeOut, r)
+			return
+		case rec429 || full:
+			f.Reason = "queue-full"
+		}
+		switch {
+		case rec429 && !full && l.seatsInUse < l.limit:
+			f.Class = ClassSeatsFree
+		case rec429 && !full:
+			f.Class = ClassRoomInQueue
+		case !rec429 && full:
+			f.Class = ClassFullButServed
+		}
+	}
+	if rec429 {
+		s.decided(f, r, true)
+		return
+	}
+	// what the request's own times say of the limit (for an audit event
+	// without annotation: a latency above τ counts as a wait)
+	l.learnLimit(r)
+	if r.estimated && l.queues != nil {
+		r.waiting = !l.canAccommodate(r.seats) || l.waiting > 0
+		if !r.waiting {
+			r.dispatch = s.now
+			f.Wait, f.Execution = 0, time.Duration(r.end-s.now)
+		}
+	}
+	queued := r.waiting && l.queues != nil
+	s.decided(f, r, !queued)
+	if queued {
+		s.wait(r, f.Queue)
+		heap.Push(&l.next, r)
+		s.push(max(r.dispatch, s.now), evDispatch, r)
+		return
+	}
+	s.execute(r)
+}
+
+// decided counts a fate and, when settled (rejected, or dispatched at
+// once), hands it on; a request that waits is handed on when dispatched.
+func (s *state) decided(f *Fate, r *req, settled bool) {
+	l := r.lv
+	f.Agrees = f.Status == 0 || f.Rejected == (f.Status == 429)
+	if f.Agrees {
+		f.Class = ""
+	}
+	if f.Status != 0 && f.Class != ClassNotAPF {
+		l.res.Agreement.add(f.Rejected, f.Status == 429)
+		if !f.Agrees {
+			l.res.Disagreements[f.Class]++
+		}
+	}
+	if f.Status == 429 && f.Reason != "" {
+		if f.Rejected {
+			l.res.Reasons[f.Reason]++
+		}
+		s.note429(l, r, f)
+	}
+	if settled {
+		s.settle(r)
+	}
+}
+
+// settle hands a request's fate on and lets its record go.
+func (s *state) settle(r *req) {
+	if s.opts.OnFate != nil {
+		s.opts.OnFate(&r.p.fate)
+	}
+	r.p = nil
+}
+
+// snapshot is the state of l's queues in hand and its seat holders.
+func (s *state) snapshot(l *level, hand []int) *Snapshot {
+	sn := &Snapshot{QueueLengthLimit: l.qll, Holders: []FlowCount{}}
+	for _, qi := range hand {
+		q := l.queues[qi]
+		qs := QueueState{Index: qi, Length: q.length}
+		by := map[int32]*FlowCount{}
+		for r := q.head; r != nil; r = r.next {
+			fc := by[r.flow]
+			if fc == nil {
+				fc = &FlowCount{Flow: s.flows[r.flow]}
+				by[r.flow] = fc
+			}
+			fc.Requests++
+			fc.Seats += r.seats
+		}
+		for _, fc := range by {
+			qs.Flows = append(qs.Flows, *fc)
+		}
+		sortFlowCounts(qs.Flows)
+		sn.Queues = append(sn.Queues, qs)
+	}
+	for fi, a := range l.flows {
+		if a.seats > 0 {
+			sn.Holders = append(sn.Holders, FlowCount{Flow: s.flows[fi], Requests: a.executing, Seats: a.seats})
+		}
+	}
+	sortFlowCounts(sn.Holders)
+	return sn
+}
+
+// finish handles the events left and returns the result.
+func (s *state) finish() *Result {
+	s.advance(1<<63 - 1)
+	s.closeIncidents(1<<63 - 1)
+	for _, l := range s.order {
+		if l.res.Agreement.Total() > 0 || len(l.res.Reasons) > 0 {
+			s.res.Levels = append(s.res.Levels, *l.res)
+		}
+	}
+	slices.SortFunc(s.res.Levels, func(a, b LevelResult) int { return strings.Compare(a.Level, b.Level) })
+	slices.SortFunc(s.res.Incidents, func(a, b rejections.Incident) int {
+		if c := a.Start.Compare(*b.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Level, b.Level)
+	})
+	return &s.res
+}
+
+// identityOf is a record's identity with the group the impersonation
+// filter adds to every non-anonymous user it impersonates
+// (filters/impersonation.go), which an audit event of an impersonated
+// request does not list.
+func identityOf(w *workload.Request) engine.Identity {
+	id := engine.Identity{User: w.User, Groups: w.Groups}
+	if !w.UserKnown || w.User == "system:anonymous" || slices.Contains(w.Groups, "system:authenticated") || slices.Contains(w.Groups, "system:unauthenticated") {
+		return id
+	}
+	id.Groups = append(slices.Clip(w.Groups), "system:authenticated")
+	return id
+}
+
+// AnsweredBeforeAPF reports whether a record was answered ahead of APF: a 401
+// (authentication runs before it), or a 403 whose httplog line carries no
+// apf_pl (impersonation refused; authorization runs after APF, so its 403s
+// were classified and held seats: server/config.go DefaultBuildHandlerChain).
+func AnsweredBeforeAPF(w *workload.Request) bool {
+	switch w.Status {
+	case 401:
+		return true
+	case 403:
+		return w.PriorityLevel == "" && w.Verb != "" && strings.ToUpper(w.Verb) == w.Verb
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// TestCalibrationNeverContradictsTheRecordings holds the calibration of
+// every recording under testdata/simulate/recordings, from httplog + audit
+// and from the audit log alone, to what the recording itself says:
+//
+//   - per level, the seat time the calibrated holds imply (Σ seats ×
+//     (execution + overhead) over the executed requests, read as the replay
+//     reads them, after the calibration prepared them) fits in the level's
+//     most seats over the time it had a request in the server (the union
+//     of arrival to arrival + latency, computed here from the records);
+//   - the replay of the recorded configuration dispatches each level's
+//     requests within 10% of the recorded count (requests less 429s).
+func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
+	var report []string
+	for _, dir := range recordingDirs(t) {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			logFile := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
+			auditFile := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+			bundle := filepath.Join(dir, recording.BundleFile)
+			for _, mode := range []struct {
+				name  string
+				files []string
+			}{{"httplog+audit", []string{logFile, auditFile}}, {"audit only", []string{auditFile}}} {
+				cfg := commandDefaults()
+				cfg.Workloads = mode.files
+				st := load(t, input{from: bundle}, cfg)
+				implied, busy, limits := preparedSeatTime(t, st, cfg)
+				for _, l := range slices.Sorted(maps.Keys(implied)) {
+					c := limits[l]
+					report = append(report, fmt.Sprintf("%-9s %-13s %-16s implied seat time %8.2fs, %d seats × busy %6.2fs = %8.2fs",
+						name, mode.name, l, implied[l].Seconds(), c, busy[l].Seconds(), float64(c)*busy[l].Seconds()))
+					if float64(implied[l]) > float64(c)*float64(busy[l]) {
+						t.Errorf("%s, %s: the calibrated holds imply %v of seat time, more than %d seats over the %v it was busy", mode.name, l, implied[l], c, busy[l])
+					}
+				}
+				res := simulateT(t, input{from: bundle}, cfg)
+				for _, f := range res.Fit {
+					rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
+					report = append(report, fmt.Sprintf("%-9s %-13s %-16s dispatches recorded %5d, replayed %5d", name, mode.name, f.Level, rec, rep))
+					if d := float64(rep - rec); rec >= 20 && (d > 0.1*float64(rec) || -d > 0.1*float64(rec)) {
+						t.Errorf("%s, %s: the replay of the recorded configuration dispatched %d requests, the server %d", mode.name, f.Level, rep, rec)
+					}
+				}
+			}
+		})
+	}
+	t.Logf("calibration against the recordings:\n%s", strings.Join(report, "\n"))
+}
+
+// preparedSeatTime runs the calibration of Run on the workload and returns,
+// per non-exempt level, the seat time of its executed requests as the
+// replay reads them, the union of the times they were in the server, and
+// the most seats the level could hold (its upper limit).
+func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy map[string]time.Duration, limits map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	before, after, _, err := configurations(st, cfg.Sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := openWorkload(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	m := readServerMetrics(st, cfg)
+	rc := newReplayConfigs(st, cfg, before, after, m.counts)
+	src, cal, err := prepareWorkload(ctx, files.Reader, &rc, m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.tape.Close()
+	if cal == nil {
+		t.Fatal("no calibration")
+	}
+	limits = map[string]int{}
+	exempt := map[string]bool{}
+	for _, l := range before.Limits(st.ServerConcurrency) {
+		limits[l.Name] = max(l.UpperCL, l.NominalCL)
+		exempt[l.Name] = l.Exempt
+	}
+	implied, busy = map[string]time.Duration{}, map[string]time.Duration{}
+	spans := map[string][][2]time.Duration{}
+	var first time.Time
+	var parsed engine.RequestCache
+	for {
+		var w workload.Request
+		err := src.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() {
+			first = w.Arrival
+		}
+		er, err := parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
+		if err != nil || er.Bypass != "" {
+			continue
+		}
+		l := w.PriorityLevel
+		if w.UserKnown {
+			l = before.Classify(er).PriorityLevel.Name
+		}
+		if l == "" || exempt[l] || w.Status == 429 || !w.HasServiceTime || w.Latency <= 0 {
+			continue
+		}
+		implied[l] += time.Duration(max(w.InitialSeats, 1)) * (w.ServiceTime + w.QueuedOverhead)
+		a := w.Arrival.Sub(first)
+		spans[l] = append(spans[l], [2]time.Duration{a, a + max(w.Latency, w.ServiceTime)})
+	}
+	for l, ss := range spans {
+		busy[l] = union(ss)
+	}
+	return implied, busy, limits
+}
+
+// union is the length of the union of the intervals.
+func union(ss [][2]time.Duration) time.Duration {
+	slices.SortFunc(ss, func(x, y [2]time.Duration) int { return int(x[0] - y[0]) })
+	var total, from, end time.Duration
+	for i, s := range ss {
+		if i == 0 || s[0] > end {
+			total += end - from
+			from, end = s[0], s[1]
+		}
+		end = max(end, s[1])
+	}
+	return total + end - from
+}
