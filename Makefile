@@ -87,6 +87,7 @@ e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded
 .PHONY: record-simulate
 record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU).
 	for s in quiet starved borrowing lists; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
+	for s in borrowing-three timeouts; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -whatif=false -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/testharness/golden. Review the diff.
