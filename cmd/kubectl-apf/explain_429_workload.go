@@ -177,19 +177,6 @@ func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) erro
 		}
 		since = until.Add(-d)
 	}
-	rep.Window = rejections.Window{End: &until}
-	if !since.IsZero() {
-		rep.Window.Start = &since
-	}
-	kept := rep.Incidents[:0]
-	rep.Rejected = map[string]float64{}
-	for _, in := range rep.Incidents {
-		if in.End.Before(since) || in.Start.After(until) {
-			continue
-		}
-		kept = append(kept, in)
-		rep.Rejected[in.Level] += in.Rejected
-	}
-	rep.Incidents = kept
+	rep.Keep(since, until)
 	return nil
 }

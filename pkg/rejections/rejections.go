@@ -318,3 +318,24 @@ func New(src Source) *Report {
 
 // Of returns a pointer to v: a figure that is present.
 func Of(v float64) *float64 { return &v }
+
+// Keep narrows r to the incidents that overlap since..until (a zero since
+// keeps everything before until): Window becomes that span, and Rejected
+// counts only the incidents kept. An incident without bounds (read now)
+// is kept.
+func (r *Report) Keep(since, until time.Time) {
+	r.Window = Window{End: &until}
+	if !since.IsZero() {
+		r.Window.Start = &since
+	}
+	kept := r.Incidents[:0]
+	r.Rejected = map[string]float64{}
+	for _, in := range r.Incidents {
+		if (in.End != nil && in.End.Before(since)) || (in.Start != nil && in.Start.After(until)) {
+			continue
+		}
+		kept = append(kept, in)
+		r.Rejected[in.Level] += in.Rejected
+	}
+	r.Incidents = kept
+}

@@ -74,3 +74,26 @@ func TestPointJSON(t *testing.T) {
 		t.Errorf("read back %+v", back)
 	}
 }
+
+// TestKeep: incidents that overlap the window stay, by a second on each
+// side; Rejected recounts what stays; an unbounded incident stays.
+func TestKeep(t *testing.T) {
+	at := func(s int) *time.Time { v := time.Unix(1000+int64(s), 0).UTC(); return &v }
+	r := &Report{Rejected: map[string]float64{"a": 99}, Incidents: []Incident{
+		{Level: "a", Start: at(0), End: at(9), Rejected: 1},   // ends before since
+		{Level: "a", Start: at(9), End: at(11), Rejected: 2},  // overlaps since
+		{Level: "b", Start: at(19), End: at(30), Rejected: 4}, // overlaps until
+		{Level: "b", Start: at(21), End: at(25), Rejected: 8}, // starts after until
+		{Level: "c", Rejected: 16},                            // unbounded
+	}}
+	r.Keep(*at(10), *at(20))
+	if len(r.Incidents) != 3 || r.Incidents[0].Rejected != 2 || r.Incidents[1].Rejected != 4 || r.Incidents[2].Level != "c" {
+		t.Fatalf("kept %+v", r.Incidents)
+	}
+	if want := map[string]float64{"a": 2, "b": 4, "c": 16}; !reflect.DeepEqual(r.Rejected, want) {
+		t.Fatalf("Rejected %v, want %v", r.Rejected, want)
+	}
+	if r.Window.Start == nil || !r.Window.Start.Equal(*at(10)) || !r.Window.End.Equal(*at(20)) {
+		t.Fatalf("window %+v", r.Window)
+	}
+}
