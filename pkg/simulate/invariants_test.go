@@ -35,8 +35,8 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
 			tmp := t.TempDir()
-			logFile := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
-			auditFile := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+			logFile := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+			auditFile := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 			bundle := filepath.Join(dir, recording.BundleFile)
 			for _, mode := range []struct {
 				name  string

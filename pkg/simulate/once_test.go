@@ -23,7 +23,7 @@ import (
 func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 	dir := fixture.Path("simulate", "recordings", "starved")
 	tmp := t.TempDir()
-	audit := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	bundle := filepath.Join(dir, recording.BundleFile)
 	fifo := filepath.Join(tmp, "audit.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

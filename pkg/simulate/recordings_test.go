@@ -1,11 +1,9 @@
 package simulate
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -56,28 +54,6 @@ func recordingDirs(t *testing.T) []string {
 	return dirs
 }
 
-func gunzipTo(t *testing.T, src, dst string) string {
-	t.Helper()
-	f, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // TestSimulateRecordings replays each overload recorded on the local control
 // plane (testdata/simulate/recordings, written by "make record-simulate":
 // the apiserver's httplog and audit log of a seeded load, and a bundle of its
@@ -121,8 +97,8 @@ func TestSimulateRecordings(t *testing.T) {
 				t.Fatal(err)
 			}
 			tmp := t.TempDir()
-			logFile := gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(tmp, "apiserver.log"))
-			auditFile := gunzipTo(t, filepath.Join(dir, recording.AuditLogFile), filepath.Join(tmp, "audit.log"))
+			logFile := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+			auditFile := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 			bundle := filepath.Join(dir, recording.BundleFile)
 			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; kube-apiserver held to %.1f CPU; %d requests sent, %d late): %s",
 				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.APIServerCPUs, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
@@ -278,7 +254,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			t.Fatalf("%s: %v", dir, err)
 		}
 		limits := recording.LevelLimits(capture.Snapshots[0], scls[filepath.Base(dir)])
-		res, err := recording.CompareListSeats(gunzipTo(t, filepath.Join(dir, recording.HTTPLogFile), filepath.Join(t.TempDir(), "a.log")), engine.NewestRelease, counts, limits)
+		res, err := recording.CompareListSeats(recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir()), engine.NewestRelease, counts, limits)
 		if err != nil {
 			t.Fatal(err)
 		}
