@@ -3,7 +3,6 @@ package capacity
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -53,12 +52,7 @@ type NowRow struct {
 
 // NowRows are the rows of the report's Now.
 func NowRows(rows []levels.Row) []NowRow {
-	fig := func(v float64) *float64 {
-		if math.IsNaN(v) {
-			return nil
-		}
-		return &v
-	}
+	fig := levels.Figure
 	out := make([]NowRow, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, NowRow{Instance: r.Instance, Level: r.Name, Waiting: fig(r.Waiting), Executing: fig(r.Executing),

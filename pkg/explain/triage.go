@@ -185,16 +185,9 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 	return it, incidents
 }
 
-// figure is v when present, nil when NaN.
-func figure(v float64) *float64 {
-	if math.IsNaN(v) {
-		return nil
-	}
-	return rejections.Of(v)
-}
-
 // stateOf is a level row in the schema.
 func stateOf(r levels.Row) rejections.LevelState {
+	figure := levels.Figure
 	st := rejections.LevelState{NominalLimit: figure(r.NominalLimit), CurrentLimit: figure(r.CurrentLimit), SeatsInUse: figure(r.SeatsInUse),
 		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99)}
 	if len(r.From) > 0 {

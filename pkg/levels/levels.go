@@ -58,6 +58,14 @@ const (
 	FigureCurrentLimit = "currentLimit"
 )
 
+// Figure is a row's figure v for a JSON field: nil when absent (NaN).
+func Figure(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
 // Row is one priority level of one apiserver instance.
 type Row struct {
 	Instance string
