@@ -81,12 +81,9 @@ func (o *Explain429Options) validateWorkload() error {
 
 // runWorkload reconstructs the logs and prints their incidents.
 func (o *Explain429Options) runWorkload(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.loadForLog(ctx)
 	if err != nil {
 		return err
-	}
-	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
 	if err != nil {
@@ -105,12 +102,9 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 // joinLog reconstructs the logs once and gives each of the store's
 // incidents in rep the log's clients over its window.
 func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report) error {
-	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.loadForLog(ctx)
 	if err != nil {
 		return err
-	}
-	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	stories := reconstruct.NewStories(rep.Incidents, o.Store.ScrapeInterval)
 	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
@@ -122,6 +116,20 @@ func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report)
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
 	rep.Notes = append(rep.Notes, agreementNote(res))
 	return nil
+}
+
+// loadForLog loads the configuration the logs are reconstructed with (a
+// bundle's or the cluster's objects, or the defaults) and prints its notes,
+// which Load returns sanitised.
+func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error) {
+	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintln(o.ErrOut, n)
+	}
+	return st, nil
 }
 
 // agreementNote says how far the reconstruction agrees with the log.

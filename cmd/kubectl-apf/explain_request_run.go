@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
@@ -38,7 +37,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, n := range st.Notes {
-		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
+		fmt.Fprintln(o.ErrOut, n)
 	}
 	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, ReleaseFrom: st.ReleaseFrom}
