@@ -20,12 +20,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
 
 var shared *testcluster.Cluster
 
 func TestMain(m *testing.M) {
+	// the what-if check's crowded scenario sends its load from client
+	// processes: this binary again
+	loadgen.RunChildIfAsked()
 	flag.Parse()
 	if testing.Short() {
 		code := m.Run()

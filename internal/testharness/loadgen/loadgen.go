@@ -61,6 +61,43 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 	if o.ConfigMapBytes == 0 {
 		o.ConfigMapBytes = 32 << 10
 	}
+	pls, fss := SetupObjects(o)
+	if err := Apply(ctx, admin, pls, fss); err != nil {
+		return err
+	}
+
+	core := admin.CoreV1()
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", Namespace, err)
+	}
+	payload := strings.Repeat("x", o.ConfigMapBytes)
+	for i := 0; i < o.ConfigMaps; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%03d", i)}, Data: map[string]string{"payload": payload}}
+		if _, err := core.ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("configmap %s: %w", cm.Name, err)
+		}
+	}
+	rb := admin.RbacV1()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}},
+	}
+	if _, err := rb.Roles(Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("role: %w", err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: "rbac.authorization.k8s.io", Name: Group}},
+	}
+	if _, err := rb.RoleBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("role binding: %w", err)
+	}
+	return nil
+}
+
+// SetupObjects are the priority levels and FlowSchemas Setup creates.
+func SetupObjects(o SetupOptions) ([]*flowcontrolv1.PriorityLevelConfiguration, []*flowcontrolv1.FlowSchema) {
 	pls := []*flowcontrolv1.PriorityLevelConfiguration{{
 		ObjectMeta: metav1.ObjectMeta{Name: Level},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
@@ -116,38 +153,7 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 		rej.Spec.Rules[0].Subjects = []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: o.RejectUser}}}
 		fss = append(fss, rej)
 	}
-	if err := Apply(ctx, admin, pls, fss); err != nil {
-		return err
-	}
-
-	core := admin.CoreV1()
-	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", Namespace, err)
-	}
-	payload := strings.Repeat("x", o.ConfigMapBytes)
-	for i := 0; i < o.ConfigMaps; i++ {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%03d", i)}, Data: map[string]string{"payload": payload}}
-		if _, err := core.ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("configmap %s: %w", cm.Name, err)
-		}
-	}
-	rb := admin.RbacV1()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
-		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}},
-	}
-	if _, err := rb.Roles(Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("role: %w", err)
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "apf-load-reader", Namespace: Namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: "rbac.authorization.k8s.io", Name: Group}},
-	}
-	if _, err := rb.RoleBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("role binding: %w", err)
-	}
-	return nil
+	return pls, fss
 }
 
 // Apply creates or updates priority levels and FlowSchemas (their specs).

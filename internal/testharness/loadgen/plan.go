@@ -39,6 +39,16 @@ type PlanOptions struct {
 	// Start, when set, is the plan's time zero (RunPlan waits for it);
 	// zero means when RunPlan is called.
 	Start time.Time
+	// Schedule, when set, is called once the load is ready to leave (the
+	// client processes started) and returns the plan's time zero, in place
+	// of Start.
+	Schedule func() (time.Time, error)
+	// Processes, when above zero, sends the shots from that many client
+	// processes (this program re-executed, see RunChildIfAsked), dealt to
+	// them in turn, instead of from goroutines of this process: clients
+	// that compete for the CPU as separate processes do. The processes
+	// inherit this process's cgroup.
+	Processes int
 }
 
 // Shot is one planned request.
@@ -78,20 +88,27 @@ type PlanReport struct {
 	// Late counts requests that left more than 50 ms after their planned
 	// time (the load generator itself was starved of CPU).
 	Late int
+	// Started is the plan's time zero.
+	Started time.Time
+}
+
+// count adds one response, late or not.
+func (r *PlanReport) count(res Result, late bool) {
+	r.add(res)
+	if late {
+		r.Late++
+	}
+	if res.Err == nil && res.Status == http.StatusTooManyRequests {
+		r.RejectedByPriority[res.Priority]++
+	}
 }
 
 // RunPlan sends the plan's requests, each at its time and in a goroutine of
-// its own, and waits for every answer (bounded by the duration plus 2
-// minutes, the client timeout).
+// its own (or of a client process, with Processes), and waits for every
+// answer (bounded by the duration plus 2 minutes, the client timeout).
 func RunPlan(ctx context.Context, o PlanOptions) (*PlanReport, error) {
-	clients := make([]*http.Client, len(o.Flows))
 	urls := make([]string, len(o.Flows))
 	for i, fl := range o.Flows {
-		rt, err := rest.TransportFor(fl.Config)
-		if err != nil {
-			return nil, err
-		}
-		clients[i] = &http.Client{Transport: rt, Timeout: 2 * time.Minute}
 		p := fl.Path
 		if p == "" {
 			p = "/api/v1/namespaces/" + Namespace + "/configmaps"
@@ -100,48 +117,68 @@ func RunPlan(ctx context.Context, o PlanOptions) (*PlanReport, error) {
 	}
 	shots := o.Shots()
 	rep := &PlanReport{Report: Report{ByStatus: map[int]int{}, RetryAfter: map[string]int{}, ByPriority: map[string]int{}, ByFlowSched: map[string]int{}}, RejectedByPriority: map[string]int{}}
+	if o.Processes > 0 {
+		if err := runPlanProcesses(ctx, o, urls, shots, rep); err != nil {
+			return nil, err
+		}
+	} else if err := runPlanGoroutines(ctx, o, urls, shots, rep); err != nil {
+		return nil, err
+	}
+	rep.Rounds = 1
+	rep.Elapsed = time.Since(rep.Started)
+	if rep.Sent != len(shots) {
+		return rep, fmt.Errorf("sent %d of %d planned requests", rep.Sent, len(shots))
+	}
+	return rep, nil
+}
+
+func runPlanGoroutines(ctx context.Context, o PlanOptions, urls []string, shots []Shot, rep *PlanReport) error {
+	clients := make([]*http.Client, len(o.Flows))
+	for i, fl := range o.Flows {
+		rt, err := rest.TransportFor(fl.Config)
+		if err != nil {
+			return err
+		}
+		clients[i] = &http.Client{Transport: rt, Timeout: 2 * time.Minute}
+	}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
 	start := time.Now()
-	if !o.Start.IsZero() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Until(o.Start)):
+	switch {
+	case o.Schedule != nil:
+		var err error
+		if start, err = o.Schedule(); err != nil {
+			return err
 		}
+	case !o.Start.IsZero():
 		start = o.Start
 	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(start)):
+	}
+	rep.Started = start
 	for _, s := range shots {
 		if d := time.Until(start.Add(s.At)); d > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			case <-time.After(d):
 			}
 		}
-		late := time.Since(start.Add(s.At)) > 50*time.Millisecond
+		late := time.Since(start.Add(s.At)) > lateAfter
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := send(ctx, clients[s.Flow], urls[s.Flow], s.Flow, o.Names)
 			mu.Lock()
 			defer mu.Unlock()
-			rep.add(r)
-			if late {
-				rep.Late++
-			}
-			if r.Err == nil && r.Status == http.StatusTooManyRequests {
-				rep.RejectedByPriority[r.Priority]++
-			}
+			rep.count(r, late)
 		}()
 	}
 	wg.Wait()
-	rep.Rounds = 1
-	rep.Elapsed = time.Since(start)
-	if rep.Sent != len(shots) {
-		return rep, fmt.Errorf("sent %d of %d planned requests", rep.Sent, len(shots))
-	}
-	return rep, nil
+	return nil
 }

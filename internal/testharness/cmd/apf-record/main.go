@@ -16,11 +16,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 )
 
 func main() {
-	name := flag.String("scenario", "", "scenario to record: quiet, starved, borrowing, lists, borrowing-three or timeouts")
+	// a scenario with client processes runs them as this program again
+	loadgen.RunChildIfAsked()
+	name := flag.String("scenario", "", "scenario to record: quiet, starved, borrowing, lists, borrowing-three, timeouts or crowded")
 	seed := flag.Uint64("seed", 1, "seed of the load plan")
 	out := flag.String("out", "", "directory to write the recording to")
 	whatIf := flag.Bool("whatif", true, "also re-run the same plan on the scenario's changed configuration")
@@ -28,7 +31,7 @@ func main() {
 	flag.Parse()
 	sc, ok := recording.ByName(*name)
 	if !ok || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: apf-record -scenario quiet|starved|borrowing|lists|borrowing-three|timeouts [-seed N] [-whatif] -out DIR")
+		fmt.Fprintln(os.Stderr, "usage: apf-record -scenario quiet|starved|borrowing|lists|borrowing-three|timeouts|crowded [-seed N] [-whatif] -out DIR")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
