@@ -29,6 +29,15 @@ type CPU struct {
 	// Period is cpu.cfs_period_us; zero means 100000 (100 ms, the
 	// kernel's default).
 	Period int
+	// Shared, instead, leaves kube-apiserver and etcd in the cgroup of
+	// the process that starts them, with no quota (APIServer and Etcd
+	// must be zero): a control-plane node whose apiserver competes for
+	// the cores with whatever else that cgroup runs, such as the load
+	// generator and its client processes. Separate cgroups would give the
+	// apiserver its weight's share of the CPU however many clients run.
+	// The caller gives that cgroup its weight against the rest of the
+	// machine.
+	Shared bool
 }
 
 // CgroupRoot is where the cgroup v1 cpu controller is mounted.
@@ -103,8 +112,12 @@ func (g *CPUGroup) Add(pid int) error {
 }
 
 // Throttled returns the group's cpu.stat: how many periods it was
-// throttled in, of how many, and for how long in all (ns).
+// throttled in, of how many, and for how long in all (ns); zeros for a
+// nil group (a process in a cgroup it did not get of its own).
 func (g *CPUGroup) Throttled() (periods, throttled, ns int64) {
+	if g == nil {
+		return 0, 0, 0
+	}
 	b, err := os.ReadFile(filepath.Join(g.Path, "cpu.stat"))
 	if err != nil {
 		return 0, 0, 0

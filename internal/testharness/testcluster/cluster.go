@@ -49,8 +49,9 @@ type Options struct {
 	// Progress, when set, receives one line per step.
 	Progress io.Writer
 	// CPU, when set, puts kube-apiserver and etcd into cgroups of their own
-	// with fixed CPU quotas and a large weight (see CPU); Start fails with
-	// an error wrapping ErrNoCgroups when that cannot be done.
+	// with fixed CPU quotas and a large weight (see CPU), or with
+	// CPU.Shared leaves them in this process's; Start fails with an error
+	// wrapping ErrNoCgroups when that cannot be done.
 	CPU *CPU
 }
 
@@ -211,7 +212,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if cpu := c.opts.CPU; cpu != nil {
+	if cpu := c.opts.CPU; cpu != nil && !cpu.Shared {
 		if c.Etcd.group, err = NewCPUGroup("etcd", cpu.Shares, cpu.Etcd, cpu.Period); err != nil {
 			return err
 		}
@@ -299,7 +300,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, a *APIServer) error {
 	if err != nil {
 		return err
 	}
-	if cpu := c.opts.CPU; cpu != nil {
+	if cpu := c.opts.CPU; cpu != nil && !cpu.Shared {
 		if a.Proc.group, err = NewCPUGroup(a.Name, cpu.Shares, cpu.APIServer, cpu.Period); err != nil {
 			return err
 		}
