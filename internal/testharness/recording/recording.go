@@ -63,6 +63,13 @@ type Run struct {
 	// time it was held back in all.
 	Throttled     float64 `json:"throttled,omitempty"`
 	ThrottledTime string  `json:"throttledTime,omitempty"`
+	// APIServerCPU is the CPU kube-apiserver used over the run, in cores
+	// on average (its utime + stime over the run's wall time), and
+	// MachineBusy the share of the machine's CPU time (/proc/stat) not
+	// idle over it: a server crowded off its cores uses less than the
+	// cores while the machine is busy.
+	APIServerCPU float64 `json:"apiserverCPU,omitempty"`
+	MachineBusy  float64 `json:"machineBusy,omitempty"`
 }
 
 // Result is a recording's recording.json.
@@ -70,8 +77,11 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	About    string `json:"about"`
 	Seed     uint64 `json:"seed"`
-	// APIServerCPUs is kube-apiserver's CPU quota.
+	// APIServerCPUs is kube-apiserver's CPU quota (0: none).
 	APIServerCPUs float64 `json:"apiserverCPUs"`
+	// Processes is how many client processes sent the load (0: this
+	// process's goroutines).
+	Processes int `json:"processes,omitempty"`
 	// PhaseOffset is how much later than 20 ms after a borrowing adjustment
 	// every run started (apf-record -phase-offset); empty for the fixtures.
 	PhaseOffset string `json:"phaseOffset,omitempty"`
@@ -178,6 +188,10 @@ func start(ctx context.Context, sc Scenario, seed uint64, dir string, progress i
 		_ = s.Stop()
 		return nil, err
 	}
+	if err := s.checkSeats(ctx, ch); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	if sc.WaitForCounts {
 		if err := s.waitForCounts(ctx); err != nil {
 			_ = s.Stop()
@@ -213,6 +227,34 @@ func (s *Session) waitForCounts(ctx context.Context) error {
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// checkSeats checks the nominal limits the scenario (and the change)
+// expect against the server's apiserver_flowcontrol_nominal_limit_seats.
+func (s *Session) checkSeats(ctx context.Context, ch *Change) error {
+	want := map[string]int{}
+	for l, n := range s.Scenario.Seats {
+		want[l] = n
+	}
+	if ch != nil {
+		for l, n := range ch.Seats {
+			want[l] = n
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	body, err := s.metrics(ctx)
+	if err != nil {
+		return err
+	}
+	got := perLevel(body, "apiserver_flowcontrol_nominal_limit_seats{")
+	for l, n := range want {
+		if g, ok := got[l]; !ok || int(g) != n {
+			return fmt.Errorf("the server's nominal limit of %s is %v seats, the scenario expects %d (apiserver_flowcontrol_nominal_limit_seats; see Scenario.Seats)", l, got[l], n)
+		}
+	}
+	return nil
 }
 
 // Stop stops the control plane and moves this process out of its cgroup.
@@ -318,7 +360,7 @@ func (s *Session) waitForLevels(ctx context.Context, ch *Change) error {
 
 // Plan returns the scenario's load plan on this session's cluster.
 func (s *Session) Plan() loadgen.PlanOptions {
-	p := loadgen.PlanOptions{Seed: s.Seed, Duration: s.Scenario.Duration, Names: s.names}
+	p := loadgen.PlanOptions{Seed: s.Seed, Duration: s.Scenario.Duration, Names: s.names, Processes: s.Scenario.Processes}
 	for _, f := range s.Scenario.Flows {
 		p.Flows = append(p.Flows, loadgen.PlanFlow{Config: s.Cluster.RESTConfig(testcluster.LoadUserName(f.User)), Path: f.Path, Rate: f.Rate, Burst: f.Burst})
 	}
@@ -336,12 +378,23 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	s.loadStart = body
 	before := rejectedPerLevel(body)
 	plan := s.Plan()
-	var adj int
-	if plan.Start, adj, err = s.alignToBorrowing(plan); err != nil {
-		return nil, err
+	run := &Run{LoadBefore: loadavg()}
+	proc := s.Cluster.APIServers[0].Proc
+	// CPU figures from the plan's start: the start-up of the client
+	// processes before it is not the run's
+	atStart := make(chan cpuSnapshot, 1)
+	// aligned once the load is ready to leave (its client processes
+	// started, which takes a while)
+	plan.Schedule = func() (time.Time, error) {
+		start, adj, err := s.alignToBorrowing(plan)
+		run.Started, run.Adjustment = start.UTC(), adj
+		go func() {
+			time.Sleep(time.Until(start))
+			atStart <- snapshotCPU(proc.PID)
+		}()
+		return start, err
 	}
-	run := &Run{Started: plan.Start.UTC(), Adjustment: adj, LoadBefore: loadavg()}
-	g := s.Cluster.APIServers[0].Proc.CPUGroup()
+	g := proc.CPUGroup()
 	p0, t0, ns0 := g.Throttled()
 	rep, err := loadgen.RunPlan(ctx, plan)
 	run.LoadAfter = loadavg()
@@ -352,6 +405,7 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 		run.Throttled = float64(t1-t0) / float64(p1-p0)
 		run.ThrottledTime = time.Duration(ns1 - ns0).Round(time.Millisecond).String()
 	}
+	run.APIServerCPU, run.MachineBusy = (<-atStart).usedUntil(snapshotCPU(proc.PID), rep.Elapsed)
 	run.Sent, run.Late, run.Errors, run.Rejected429 = rep.Sent, rep.Late, rep.Errors, rep.RejectedByPriority
 	time.Sleep(1500 * time.Millisecond) // let the audit backend flush its last batch
 	after, err := s.serverRejected(ctx)
@@ -437,9 +491,15 @@ func (s *Session) prependLoadStart(c *dump.Capture) error {
 // rejectedPerLevel reads apiserver_flowcontrol_rejected_requests_total per
 // priority level from a /metrics body.
 func rejectedPerLevel(body string) map[string]float64 {
+	return perLevel(body, "apiserver_flowcontrol_rejected_requests_total{")
+}
+
+// perLevel sums the samples of the series that start with prefix (a
+// family's name and "{") per priority_level label.
+func perLevel(body, prefix string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{") {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		i := strings.Index(line, `priority_level="`)
@@ -476,7 +536,7 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	}
 	defer s.Stop()
 	a := s.Cluster.APIServers[0]
-	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, APIServerCPUs: sc.CPU.APIServer, WhatIfAbout: sc.WhatIf.About}
+	res := &Result{Scenario: sc.Name, About: sc.About, Seed: seed, APIServerCPUs: sc.CPU.APIServer, Processes: sc.Processes, WhatIfAbout: sc.WhatIf.About}
 	if phaseOffset != 0 {
 		res.PhaseOffset = phaseOffset.String()
 	}
@@ -620,6 +680,78 @@ func gzipTail(src string, from int64, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
+}
+
+// cpuSnapshot is a process's CPU time and the machine's busy and whole
+// CPU time at one instant.
+type cpuSnapshot struct {
+	proc      time.Duration
+	busy, all int64
+}
+
+func snapshotCPU(pid int) cpuSnapshot {
+	busy, all := machineBusy()
+	return cpuSnapshot{proc: processCPU(pid), busy: busy, all: all}
+}
+
+// usedUntil is the process's CPU from c to later in cores on average
+// over elapsed, and the machine's busy share, both to two decimals (0
+// when unknown).
+func (c cpuSnapshot) usedUntil(later cpuSnapshot, elapsed time.Duration) (cores, busy float64) {
+	if later.proc > c.proc && elapsed > 0 {
+		cores = math.Round((later.proc-c.proc).Seconds()/elapsed.Seconds()*100) / 100
+	}
+	if later.all > c.all {
+		busy = math.Round(float64(later.busy-c.busy)/float64(later.all-c.all)*100) / 100
+	}
+	return cores, busy
+}
+
+// processCPU is the CPU time a process used so far (utime + stime of
+// /proc/PID/stat, in clock ticks of 10 ms), 0 when it cannot be read.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// the fields after the command, which is in parentheses
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// machineBusy is the machine's CPU time not idle (nor waiting for I/O)
+// and its CPU time in all, in clock ticks (the "cpu" line of /proc/stat).
+func machineBusy() (busy, all int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		var n int64
+		fmt.Sscan(v, &n)
+		if i < 8 { // user nice system idle iowait irq softirq steal; guest is in user
+			all += n
+			if i != 3 && i != 4 {
+				busy += n
+			}
+		}
+	}
+	return busy, all
 }
 
 func loadavg() string {

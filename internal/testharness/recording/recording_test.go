@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 func TestRebalancingStart(t *testing.T) {
@@ -65,4 +70,67 @@ func TestWhatIfAgrees(t *testing.T) {
 			t.Errorf("WhatIfAgrees(%d, %d) = %v, want %v", c.pred, c.real, got, c.want)
 		}
 	}
+}
+
+// TestScenarioSeats computes the nominal limits of every scenario's levels,
+// and of every what-if's, on the scenario's server (the defaults, loadgen's
+// levels, the scenario's and the change's, at max-requests-inflight +
+// max-mutating-requests-inflight) with the engine, and checks the seats
+// the scenarios expect (which each session reads back from the server).
+func TestScenarioSeats(t *testing.T) {
+	for _, sc := range Scenarios() {
+		for i, w := range sc.WhatIfs() {
+			for _, ch := range []*Change{nil, &w.Change} {
+				if ch == nil && i > 0 {
+					continue
+				}
+				so := loadgen.SetupOptions{}
+				if sc.RejectUser != 0 {
+					so.RejectUser = "someone"
+				}
+				pls, _ := loadgen.SetupObjects(so)
+				byName := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
+				var order []string
+				for _, group := range [][]*flowcontrolv1.PriorityLevelConfiguration{engine.DefaultPriorityLevels(), pls, sc.Levels, changeLevels(ch)} {
+					for _, pl := range group {
+						if byName[pl.Name] == nil {
+							order = append(order, pl.Name)
+						}
+						byName[pl.Name] = pl
+					}
+				}
+				var all []*flowcontrolv1.PriorityLevelConfiguration
+				for _, n := range order {
+					all = append(all, byName[n])
+				}
+				got := map[string]int{}
+				for _, l := range engine.ComputeLimits(all, sc.Inflight+sc.Mutating) {
+					got[l.Name] = l.NominalCL
+				}
+				want := map[string]int{}
+				for l, n := range sc.Seats {
+					want[l] = n
+				}
+				what := sc.Name
+				if ch != nil {
+					what += " after " + ch.About
+					for l, n := range ch.Seats {
+						want[l] = n
+					}
+				}
+				for l, n := range want {
+					if got[l] != n {
+						t.Errorf("%s: %s has %d seats, the scenario expects %d", what, l, got[l], n)
+					}
+				}
+			}
+		}
+	}
+}
+
+func changeLevels(ch *Change) []*flowcontrolv1.PriorityLevelConfiguration {
+	if ch == nil {
+		return nil
+	}
+	return ch.Levels
 }

@@ -35,6 +35,16 @@ type Change struct {
 	About   string
 	Levels  []*flowcontrolv1.PriorityLevelConfiguration
 	Schemas []*flowcontrolv1.FlowSchema
+	// Seats are nominal limits the change gives levels, over the
+	// scenario's Seats (see Scenario.Seats).
+	Seats map[string]int
+}
+
+// WhatIf is a change checked by re-running the scenario's plan on it
+// Reruns times (0 or 1: once) and comparing with the prediction.
+type WhatIf struct {
+	Change Change
+	Reruns int
 }
 
 // Scenario is one recorded overload.
@@ -69,6 +79,27 @@ type Scenario struct {
 	// a change whose outcome varies more between identical re-runs than
 	// the band a check allows.
 	WhatIfReruns int
+	// MoreWhatIfs are further changes that the e2e what-if check re-runs
+	// ("make e2e-whatif"); the recorder records WhatIf only.
+	MoreWhatIfs []WhatIf
+	// Processes, when above zero, sends the plan from that many client
+	// processes (loadgen.PlanOptions.Processes) instead of goroutines.
+	Processes int
+	// Seats are the nominal limits (apiserver_flowcontrol_nominal_limit_seats)
+	// some levels must have on the scenario's server: a session checks
+	// them before any load, and TestScenarioSeats computes them.
+	Seats map[string]int
+}
+
+// WhatIfs are the scenario's what-ifs: WhatIf first, then MoreWhatIfs.
+func (sc Scenario) WhatIfs() []WhatIf {
+	return append([]WhatIf{{Change: sc.WhatIf, Reruns: sc.WhatIfReruns}}, sc.MoreWhatIfs...)
+}
+
+// With is the scenario with w as its what-if (for Rerun).
+func (sc Scenario) With(w WhatIf) Scenario {
+	sc.WhatIf, sc.WhatIfReruns = w.Change, w.Reruns
+	return sc
 }
 
 func queuingLevel(name string, shares, lendable, borrowing int32, queues, hand, qlen int32) *flowcontrolv1.PriorityLevelConfiguration {
@@ -117,7 +148,7 @@ func userSchema(name, level string, precedence int32, users ...int) *flowcontrol
 const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 
 // Scenarios returns the recorded overloads, by name: quiet, starved,
-// borrowing, lists, borrowing-three and timeouts.
+// borrowing, lists, borrowing-three, timeouts and crowded.
 func Scenarios() []Scenario {
 	return []Scenario{{
 		Name:     "quiet",
@@ -145,6 +176,15 @@ func Scenarios() []Scenario {
 		// percent.
 		WhatIf: Change{About: "apf-load with queues 1 long instead of 3",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 8, 2, 1)}},
+		Seats: map[string]int{loadgen.Level: 1, loadgen.RejectLevel: 1},
+		// A level's nominal limit is ceil(SCL × shares / Σ shares)
+		// (engine.ComputeLimits). Here SCL is 10 + 5 = 15 and the other
+		// levels hold 245 (the defaults) + 1 (apf-load-reject) shares, so
+		// s shares give 3 seats when 2 < 15s / (246 + s) ≤ 3, for s from
+		// 38 to 61: 50 gives 15 × 50 / 296 = 2.5, 3 seats.
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 50, 0, 0, 8, 2, 3)},
+			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}}}},
 	}, {
 		Name:     "starved",
 		About:    "a small level (1 seat, 4 queues, hand 2, length 2) under bursts of small LISTs from many clients, on a kube-apiserver held to 0.2 CPU",
@@ -169,6 +209,13 @@ func Scenarios() []Scenario {
 		// chance: thirteen re-runs of this change on fresh servers got 58
 		// to 143 429s (testdata/simulate/recordings/README.md).
 		WhatIfReruns: 3,
+		Seats:        map[string]int{loadgen.Level: 1, loadgen.RejectLevel: 1},
+		// the same server and levels as quiet's: 50 shares are 3 seats.
+		// More seats on a server held to 0.2 CPU should buy little;
+		// noisy, as the queues' what-if, so checked against three re-runs.
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 50, 0, 0, 4, 2, 2)},
+			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}}, Reruns: 3}},
 	}, {
 		Name:     "borrowing",
 		About:    "two levels that borrow (up to 300% and 100% of their nominal seats) from the default levels, one of them lending half of its own, on a 30-seat server, under bursts of LISTs larger than their seats and queues",
@@ -191,8 +238,14 @@ func Scenarios() []Scenario {
 		},
 		Duration: 30 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
+		// SCL 30; the defaults hold 245 shares and apf-load 1, so the
+		// levels' nominal limits are ceil(30 × 5 / 261) = 1 and
+		// ceil(30 × 10 / 261) = 2 seats, and after the change
+		// ceil(30 × 15 / 271) = 2 and ceil(30 × 10 / 271) = 2.
+		Seats: map[string]int{"apf-borrow-a": 1, "apf-borrow-b": 2},
 		WhatIf: Change{About: "apf-borrow-a with 15 shares instead of 5",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-a", 15, 0, 300, 8, 2, 4)}},
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-borrow-a", 15, 0, 300, 8, 2, 4)},
+			Seats:  map[string]int{"apf-borrow-a": 2, "apf-borrow-b": 2}},
 	}, {
 		Name:     "lists",
 		About:    "LISTs that the server sizes at 2 to 5 seats from the ConfigMaps' object count and size, on a 90-seat server where they share a 30-seat level",
@@ -216,6 +269,14 @@ func Scenarios() []Scenario {
 		WhatIf: Change{About: "a FlowSchema that isolates the heaviest user (load-1) on a small level of its own (5 shares)",
 			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 5, 0, 0, 4, 2, 4)},
 			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-heavy", "apf-heavy", 200, 1)}},
+		// SCL 90; the defaults hold 245 shares and apf-load 1: apf-list's
+		// 120 give ceil(90 × 120 / 366) = 30 seats, and s shares give 45
+		// when 44 < 90s / (246 + s) ≤ 45, for s from 236 to 246: 240 give
+		// 90 × 240 / 486 = 44.4, 45 seats.
+		Seats: map[string]int{"apf-list": 30},
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-list with 240 shares (45 seats) instead of 120 (30 seats)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-list", 240, 0, 0, 4, 2, 2)},
+			Seats:  map[string]int{"apf-list": 45}}}},
 	}, {
 		Name:     "borrowing-three",
 		About:    "three levels that borrow from the default levels and from each other (two of them lend half of their seats), on a 30-seat server, under bursts of LISTs larger than their seats and queues",
@@ -263,6 +324,55 @@ func Scenarios() []Scenario {
 		CPU:      testcluster.CPU{APIServer: 1},
 		WhatIf: Change{About: "apf-load with 2 shares instead of 1",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 2, 0, 0, 4, 2, 50)}},
+	}, {
+		// A control-plane node whose kube-apiserver has no CPU quota but
+		// shares its 2 cores with etcd and with 100 client processes
+		// (testcluster.CPU.Shared: all in the load generator's cgroup),
+		// which take CPU from it in proportion to their number.
+		//
+		// SCL is 10 + 5 = 15 and a level's nominal limit ceil(15 × shares
+		// / Σ shares) (engine.ComputeLimits); the defaults hold 245 shares
+		// and apf-load 1. tiny's 1 share is 1 seat; wide's 50 are
+		// ceil(15 × 50 / 297) = ceil(2.53) = 3. The what-ifs: tiny at 60
+		// shares is ceil(15 × 60 / 356) = ceil(2.53) = 3 seats (wide stays
+		// at ceil(2.11) = 3); wide at 10 shares is ceil(15 × 10 / 257) =
+		// ceil(0.58) = 1 (tiny stays at 1). TestScenarioSeats computes
+		// them, and every session reads them back from the server.
+		Name:     "crowded",
+		About:    "two busy levels, tiny (1 seat, 4 queues, hand 2, length 2) and wide (3 seats, the same queues), under bursts of whole LISTs from 100 client processes, on a kube-apiserver with no CPU quota that shares the machine's 2 cores with etcd and those processes",
+		Inflight: 10, Mutating: 5,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{
+			queuingLevel("tiny", 1, 0, 0, 4, 2, 2),
+			queuingLevel("wide", 50, 0, 0, 4, 2, 2),
+		},
+		Schemas: []*flowcontrolv1.FlowSchema{
+			userSchema("tiny", "tiny", 300, 1, 2, 3, 4),
+			userSchema("wide", "wide", 300, 5, 6, 7, 8),
+		},
+		Flows: []Flow{
+			{User: 1, Level: "tiny", Rate: 5, Burst: 9},
+			{User: 2, Level: "tiny", Rate: 5, Burst: 9},
+			{User: 3, Level: "tiny", Rate: 5, Burst: 9},
+			{User: 4, Level: "tiny", Rate: 5, Burst: 9},
+			{User: 5, Level: "wide", Rate: 5, Burst: 11},
+			{User: 6, Level: "wide", Rate: 5, Burst: 11},
+			{User: 7, Level: "wide", Rate: 5, Burst: 11},
+			{User: 8, Level: "wide", Rate: 5, Burst: 11},
+		},
+		Duration:  20 * time.Second,
+		Processes: 100,
+		CPU:       testcluster.CPU{Shared: true},
+		Seats:     map[string]int{"tiny": 1, "wide": 3},
+		WhatIf: Change{About: "tiny with 60 shares (3 seats) instead of 1 (1 seat)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("tiny", 60, 0, 0, 4, 2, 2)},
+			Seats:  map[string]int{"tiny": 3, "wide": 3}},
+		WhatIfReruns: 3,
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "wide with 10 shares (1 seat) instead of 50 (3 seats)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("wide", 10, 0, 0, 4, 2, 2)},
+			Seats:  map[string]int{"tiny": 1, "wide": 1}}, Reruns: 3,
+		}, {Change: Change{About: "tiny with queues 6 long instead of 2",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("tiny", 1, 0, 0, 4, 2, 6)}}, Reruns: 3,
+		}},
 	}}
 }
 
