@@ -82,11 +82,11 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 
 .PHONY: e2e-whatif
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on its changed configuration, all four scenarios (about 11 minutes; needs root and the cgroup v1 cpu controller; make test runs all but starved).
-	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
+	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: record-simulate
-record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU).
-	for s in quiet starved borrowing lists; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
+record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU or, for crowded, share it with the load's client processes).
+	for s in quiet starved borrowing lists crowded; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 	for s in borrowing-three timeouts; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -whatif=false -out testdata/simulate/recordings/$$s; done
 
 .PHONY: golden
