@@ -8,7 +8,9 @@
 // Run then sends bounded, simultaneous bursts from several flows (each flow is
 // one identity) and reports what the server answered: status codes, Retry-After
 // values and the X-Kubernetes-PF-* headers resolved to names. Everything is
-// bounded by a request count and a duration: Run stops by itself.
+// bounded by a request count and a duration: Run stops by itself. RunPlan
+// sends a seeded open-loop plan, from goroutines or from many client
+// processes (PlanOptions.Processes, RunChildIfAsked).
 package loadgen
 
 import (
