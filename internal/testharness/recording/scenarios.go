@@ -145,6 +145,16 @@ func userSchema(name, level string, precedence int32, users ...int) *flowcontrol
 	}
 }
 
+// userFlows are flows of whole LISTs of the load's ConfigMaps, one per
+// user, all to level with the same rate and burst.
+func userFlows(level string, rate float64, burst int, users ...int) []Flow {
+	var out []Flow
+	for _, u := range users {
+		out = append(out, Flow{User: u, Level: level, Rate: rate, Burst: burst})
+	}
+	return out
+}
+
 const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 
 // Scenarios returns the recorded overloads, by name: quiet, starved,
@@ -349,16 +359,9 @@ func Scenarios() []Scenario {
 			userSchema("tiny", "tiny", 300, 1, 2, 3, 4),
 			userSchema("wide", "wide", 300, 5, 6, 7, 8),
 		},
-		Flows: []Flow{
-			{User: 1, Level: "tiny", Rate: 5, Burst: 9},
-			{User: 2, Level: "tiny", Rate: 5, Burst: 9},
-			{User: 3, Level: "tiny", Rate: 5, Burst: 9},
-			{User: 4, Level: "tiny", Rate: 5, Burst: 9},
-			{User: 5, Level: "wide", Rate: 5, Burst: 11},
-			{User: 6, Level: "wide", Rate: 5, Burst: 11},
-			{User: 7, Level: "wide", Rate: 5, Burst: 11},
-			{User: 8, Level: "wide", Rate: 5, Burst: 11},
-		},
+		// about 25 LISTs a second from each of tiny's users, 30 from
+		// each of wide's
+		Flows:     append(userFlows("tiny", 5, 9, 1, 2, 3, 4), userFlows("wide", 5, 11, 5, 6, 7, 8)...),
 		Duration:  20 * time.Second,
 		Processes: 100,
 		CPU:       testcluster.CPU{Shared: true},
