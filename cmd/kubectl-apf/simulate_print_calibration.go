@@ -98,6 +98,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "), then)
 	}
 	printCPUModel(w, cal, rep.CPUReplays)
+	printSharedCPU(w, cal)
 	e := cal.Estimated
 	var est []string
 	if n := e.ExecutionFromAnnotations; n > 0 {

@@ -359,11 +359,12 @@ func (r *Result) recordedStretch(idx int) float64 {
 	return float64(r.Shared.stretch[idx])
 }
 
-// WithoutShared returns the calibration without its shared-CPU model: the
-// replay then keeps the recorded execution times.
-func (r *Result) WithoutShared() *Result {
+// WithoutCPU returns the calibration without its CPU models (the shared
+// CPU and the CFS quota's): the replay then keeps the recorded execution
+// times, stalls included.
+func (r *Result) WithoutCPU() *Result {
 	c := *r
-	c.Shared, c.SharedWhy = nil, ""
+	c.Shared, c.SharedWhy, c.CPU, c.CPUWhy, c.stallAt = nil, "", nil, "", nil
 	return &c
 }
 

@@ -176,7 +176,7 @@ func TestSharedCPUMoreSeatsBuyNoThroughput(t *testing.T) {
 		return levelOf(rep.Levels, "slow").WaitP50Seconds, levelOf(rep.After.Levels, "slow").WaitP50Seconds
 	}
 	wb, wa := predict(res)
-	nb, na := predict(res.WithoutShared())
+	nb, na := predict(res.WithoutCPU())
 	t.Logf("%d requests, %d seats → %d on %.2f fitted cores; median wait with %d seats: exact %.3fs, predicted with the model %.3fs (recorded configuration %.3fs), without it %.3fs (%.3fs)",
 		len(reqs), seats, more, res.Shared.Capacity, more, real, wa, wb, na, nb)
 	if wa < 0.75*real || wa > 1.25*real {
