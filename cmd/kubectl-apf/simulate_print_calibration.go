@@ -174,6 +174,9 @@ func calibrationFound(cal *calibrate.Result) bool {
 	if cal == nil {
 		return false
 	}
+	if cal.Shared != nil || cal.CPU != nil {
+		return true
+	}
 	e := cal.Estimated
 	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {
 		return true

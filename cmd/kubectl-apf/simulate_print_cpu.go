@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,6 +24,13 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	}
 	fmt.Fprintf(w, "Shared CPU: the requests shared %.2f cores: an execution runs max(1, in flight / %.2f) times as long as alone. Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
 		m.Capacity, m.Capacity, m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
+	if len(m.Demands) > 0 {
+		var ds []string
+		for _, d := range m.Demands {
+			ds = append(ds, fmt.Sprintf("%s %v (%d)", sanitize.Line(d.Kind), fmtDuration(time.Duration(d.Demand)), d.Executions))
+		}
+		fmt.Fprintf(w, "Execution alone per kind of request (executions fitted): %s.\n", strings.Join(ds, ", "))
+	}
 	cores := "-"
 	if m.Cores > 0 {
 		cores = fmt.Sprintf("%g (%s)", m.Cores, m.CoresFrom)

@@ -90,6 +90,11 @@ type SharedCPU struct {
 	Spread         float64 `json:"spread"`
 	SpreadRecorded float64 `json:"spreadRecorded"`
 
+	// Demands are the execution times alone of the kinds of request
+	// fitted (the medians once each is divided by its stretch), the
+	// commonest first, at most maxDemands.
+	Demands []KindDemand `json:"demands,omitempty"`
+
 	// stretch is, by record index, the stretch the recorded execution
 	// ran under, which Apply divides it by
 	stretch []float32
@@ -100,6 +105,18 @@ type SharedCPU struct {
 func (m *SharedCPU) Stretch(n int) float64 { return m.stretchOf(float64(n)) }
 
 func (m *SharedCPU) stretchOf(n float64) float64 { return max(1, n/m.Capacity) }
+
+// KindDemand is the execution time alone of one kind of request (its
+// verb, resource and query), with the executions it was read from.
+type KindDemand struct {
+	Kind       string   `json:"kind"`
+	Executions int      `json:"executions"`
+	Demand     Duration `json:"demand"`
+	kind       int32
+}
+
+// maxDemands bounds the kinds whose demands are kept.
+const maxDemands = 10
 
 // MinStretched is the least share of the recorded executions that must
 // have started with more requests in flight than the fitted capacity for
@@ -182,6 +199,13 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		r.SharedWhy = why
 		return nil
 	}
+	names := make([]string, len(kinds))
+	for k, id := range kinds {
+		names[id] = k.String()
+	}
+	for i := range m.Demands {
+		m.Demands[i].Kind = names[m.Demands[i].kind]
+	}
 	m.evidence(r.prep.opts)
 	if m.Cores > 0 && m.Capacity > m.Cores*1.05 {
 		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.2f cores were shared, more than the %g the server had (%s): they wait for something other than the CPU", m.Capacity, m.Cores, m.CoresFrom)
@@ -237,12 +261,16 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 		maxN = max(maxN, flight[i])
 		sumN += flight[i]
 	}
-	spread := func(logC float64) float64 {
+	spreadAt := func(logC float64) (float64, []float64) {
 		y := make([]float64, len(logExec))
 		for i := range y {
 			y[i] = logExec[i] - max(0, logN[i]-logC)
 		}
 		return spreadWithinKinds(y, kindOfS, nkinds)
+	}
+	spread := func(logC float64) float64 {
+		s, _ := spreadAt(logC)
+		return s
 	}
 	flat := spread(math.Inf(1))
 	best, bestC := flat, math.Inf(1)
@@ -277,6 +305,18 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	for _, e := range execs {
 		top = max(top, int(e.idx))
 	}
+	_, medians := spreadAt(math.Log(bestC))
+	counts := make([]int, nkinds)
+	for _, k := range kindOfS {
+		counts[k]++
+	}
+	for k, med := range medians {
+		if !math.IsNaN(med) {
+			m.Demands = append(m.Demands, KindDemand{kind: int32(k), Executions: counts[k], Demand: Duration(math.Exp(med))})
+		}
+	}
+	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
+	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
 	m.stretch = make([]float32, top+1)
 	for i, e := range execs {
 		m.stretch[e.idx] = float32(m.stretchOf(flight[i]))
@@ -330,24 +370,27 @@ func inFlight(execs []execution) []float64 {
 }
 
 // spreadWithinKinds is the mean absolute difference of y from its kind's
-// median.
-func spreadWithinKinds(y []float64, kinds []int32, nkinds int) float64 {
+// median; medians are those medians, by kind (NaN for a kind without y).
+func spreadWithinKinds(y []float64, kinds []int32, nkinds int) (spread float64, medians []float64) {
 	by := make([][]float64, nkinds)
 	for i, v := range y {
 		by[kinds[i]] = append(by[kinds[i]], v)
 	}
+	medians = make([]float64, nkinds)
 	var sum float64
-	for _, vs := range by {
+	for k, vs := range by {
 		if len(vs) == 0 {
+			medians[k] = math.NaN()
 			continue
 		}
 		slices.Sort(vs)
 		med := vs[len(vs)/2]
+		medians[k] = med
 		for _, v := range vs {
 			sum += math.Abs(v - med)
 		}
 	}
-	return sum / float64(len(y))
+	return sum / float64(len(y)), medians
 }
 
 // recordedStretch is the stretch the record at idx executed under in the
@@ -415,4 +458,27 @@ func (h *endHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// String names a kind of request: its verb, resource (group/resource, with
+// the subresource) and query, and "(named)" for a request of one object.
+func (k kind) String() string {
+	res := k.resource
+	if res == "" {
+		res = "(non-resource)"
+	}
+	if k.group != "" {
+		res = k.group + "/" + res
+	}
+	if k.subresource != "" {
+		res += "/" + k.subresource
+	}
+	out := k.verb + " " + res
+	if k.named {
+		out += " (named)"
+	}
+	if k.query != "" {
+		out += " ?" + k.query
+	}
+	return out
 }
