@@ -96,6 +96,9 @@ func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, plural(idle, "level", "levels"))
 	}
 	fmt.Fprint(w, simulateLegend)
+	if err := printCPUComparison(w, rep.CPUComparison); err != nil {
+		return err
+	}
 	if err := printAgreement(w, rep); err != nil {
 		return err
 	}

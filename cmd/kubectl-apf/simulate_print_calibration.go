@@ -98,6 +98,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "), then)
 	}
 	printCPUModel(w, cal, rep.CPUReplays)
+	printSharedCPU(w, cal)
 	e := cal.Estimated
 	var est []string
 	if n := e.ExecutionFromAnnotations; n > 0 {
@@ -172,6 +173,9 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 func calibrationFound(cal *calibrate.Result) bool {
 	if cal == nil {
 		return false
+	}
+	if cal.Shared != nil || cal.CPU != nil {
+		return true
 	}
 	e := cal.Estimated
 	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {

@@ -51,14 +51,36 @@ const (
 	FamilyGCMarkDedicated = "go_cpu_classes_gc_mark_dedicated_cpu_seconds_total"
 	FamilyGCMarkIdleCPU   = "go_cpu_classes_gc_mark_idle_cpu_seconds_total"
 	FamilyGOMAXPROCS      = "go_sched_gomaxprocs_threads"
+	// FamilyProcessCPU is the CPU time the server's process used (the
+	// process collector's, from /proc); FamilySchedLatencies the
+	// histogram of the time goroutines waited runnable for a P: the
+	// shared-CPU model's evidence of how much CPU the server had.
+	FamilyProcessCPU     = "process_cpu_seconds_total"
+	FamilySchedLatencies = "go_sched_latencies_seconds"
 )
 
 // isRuntimeFamily reports whether name is one of the Go runtime families
-// kept (each a single sample).
+// kept (each a single sample but the scheduler latencies' histogram).
 func isRuntimeFamily(name []byte) bool {
 	switch string(name) {
-	case FamilyGCCycles, FamilyGCMarkAssistCPU, FamilyGCMarkDedicated, FamilyGCMarkIdleCPU, FamilyGOMAXPROCS:
+	case FamilyGCCycles, FamilyGCMarkAssistCPU, FamilyGCMarkDedicated, FamilyGCMarkIdleCPU, FamilyGOMAXPROCS, FamilyProcessCPU, FamilySchedLatencies:
 		return true
+	}
+	return false
+}
+
+// isRuntimeSample reports whether a sample's metric name belongs to a
+// runtime family kept: the family itself, or a series of the scheduler
+// latencies' histogram.
+func isRuntimeSample(name []byte) bool {
+	if isRuntimeFamily(name) {
+		return true
+	}
+	if h, ok := bytes.CutPrefix(name, []byte(FamilySchedLatencies)); ok {
+		switch string(h) {
+		case "_bucket", "_sum", "_count":
+			return true
+		}
 	}
 	return false
 }
@@ -67,6 +89,7 @@ var (
 	prefixFlowcontrol = []byte(FlowcontrolPrefix)
 	prefixApiserver   = []byte("apiserver_")
 	prefixGo          = []byte("go_")
+	prefixProcessCPU  = []byte(FamilyProcessCPU)
 	code429           = []byte(`code="429"`)
 )
 
@@ -89,7 +112,7 @@ func isObjectCountFamily(name []byte) bool {
 
 // keepSample reports whether a sample line is kept, given its metric name.
 func keepSample(name, line []byte) bool {
-	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests || isObjectCountFamily(name) || isRuntimeFamily(name) {
+	if bytes.HasPrefix(name, prefixFlowcontrol) || string(name) == FamilyDroppedRequests || isObjectCountFamily(name) || isRuntimeSample(name) {
 		return true
 	}
 	if string(name) == FamilyRequestTotal || string(name) == FamilyTerminationsTotal {
@@ -108,7 +131,8 @@ var ErrNotMetrics = errors.New("not the Prometheus text format")
 // FilterAPF copies the lines of the APF families from r: every
 // apiserver_flowcontrol_* family, the object counts and sizes per resource
 // that size LISTs in seats, the few Go runtime counters of the garbage
-// collector (GCActivity), and the code="429" samples of
+// collector (GCActivity), the process's CPU and the scheduler's latencies
+// (CPUUse), and the code="429" samples of
 // apiserver_request_total and apiserver_request_terminations_total (with
 // their HELP and TYPE lines). Other lines are skipped after looking at their
 // first bytes only, so the memory used is bounded by what is kept.
@@ -203,7 +227,7 @@ func filterLine(out *bytes.Buffer, line []byte, lineNo int) error {
 
 // keptPrefix reports whether a name may be kept, from its first bytes.
 func keptPrefix(name []byte) bool {
-	return bytes.HasPrefix(name, prefixApiserver) || bytes.HasPrefix(name, prefixGo)
+	return bytes.HasPrefix(name, prefixApiserver) || bytes.HasPrefix(name, prefixGo) || bytes.HasPrefix(name, prefixProcessCPU)
 }
 
 func isNameStart(c byte) bool {

@@ -46,3 +46,40 @@ func GCActivityBetween(prev, cur *Scrape) (a GCActivity, ok bool) {
 	return GCActivity{Span: cur.Time.Sub(prev.Time), Cycles: cycles, MarkCPU: time.Duration(mark * float64(time.Second)),
 		Dispatched: dispatched, GOMAXPROCS: int(procs[""])}, true
 }
+
+// CPUUse is what a server's process and Go scheduler counted between two
+// scrapes: the CPU time the process used (process_cpu_seconds_total), and
+// the mean time a goroutine waited runnable before it ran
+// (go_sched_latencies_seconds; HasRunnableWait false when the scrape has
+// no such histogram), with GOMAXPROCS at the later scrape.
+type CPUUse struct {
+	Span            time.Duration
+	ProcessCPU      time.Duration
+	RunnableWait    time.Duration
+	HasRunnableWait bool
+	GOMAXPROCS      int
+}
+
+// Cores is the CPU the process used, in cores: ProcessCPU over Span.
+func (u CPUUse) Cores() float64 { return u.ProcessCPU.Seconds() / u.Span.Seconds() }
+
+// CPUUseBetween returns the process's CPU use between prev and cur; ok is
+// false when either scrape lacks process_cpu_seconds_total or GOMAXPROCS,
+// or the counter went down (the server restarted in between).
+func CPUUseBetween(prev, cur *Scrape) (u CPUUse, ok bool) {
+	if prev == nil || cur == nil || !cur.Time.After(prev.Time) {
+		return u, false
+	}
+	p, c := prev.SumBy(FamilyProcessCPU, ""), cur.SumBy(FamilyProcessCPU, "")
+	procs := cur.SumBy(FamilyGOMAXPROCS, "")
+	if p == nil || c == nil || c[""] < p[""] || procs == nil || procs[""] < 1 {
+		return u, false
+	}
+	u = CPUUse{Span: cur.Time.Sub(prev.Time), ProcessCPU: time.Duration((c[""] - p[""]) * float64(time.Second)), GOMAXPROCS: int(procs[""])}
+	hp, hc := prev.HistogramsBy(FamilySchedLatencies, "", nil)[""], cur.HistogramsBy(FamilySchedLatencies, "", nil)[""]
+	if hp != nil && hc != nil && hc.Count > hp.Count {
+		d := hc.Sub(hp)
+		u.RunnableWait, u.HasRunnableWait = time.Duration(d.Sum/d.Count*float64(time.Second)), true
+	}
+	return u, true
+}

@@ -25,7 +25,10 @@ type serverMetrics struct {
 	// or more counted between the first and the latest: the CPU model's
 	// evidence (nil otherwise).
 	runtime *calibrate.Runtime
-	notes   []string
+	// cpu is what the same instance's process and scheduler counted: the
+	// shared-CPU model's evidence (nil otherwise)
+	cpu   *calibrate.CPUUse
+	notes []string
 }
 
 // readServerMetrics reads, for the calibration, the metrics the state was
@@ -44,21 +47,29 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 		m.notes = append(m.notes, "note: no object counts: "+err.Error())
 	}
 	m.counts = counts
+	seen := 0
 	for _, s := range st.Snapshots {
 		if len(s.Metrics) < 2 {
 			continue
 		}
-		a, ok := metrics.GCActivityBetween(s.Metrics[0], s.Metrics[len(s.Metrics)-1])
-		if !ok {
+		first, last := s.Metrics[0], s.Metrics[len(s.Metrics)-1]
+		a, okGC := metrics.GCActivityBetween(first, last)
+		u, okCPU := metrics.CPUUseBetween(first, last)
+		if !okGC && !okCPU {
 			continue
 		}
-		if m.runtime != nil {
+		if seen++; seen > 1 {
 			// the workload mixes the instances: no one server's pace
-			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU model reads none of them")
-			m.runtime = nil
+			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU models read none of them")
+			m.runtime, m.cpu = nil, nil
 			break
 		}
-		m.runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
+		if okGC {
+			m.runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
+		}
+		if okCPU {
+			m.cpu = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
+		}
 	}
 	return m
 }
@@ -95,6 +106,10 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 		return nil, nil, err
 	}
 	rc.tape = tape
+	if err := cal.DeriveShared(&cancellableReader{ctx: ctx, r: tape.Reader()}); err != nil {
+		tape.Close()
+		return nil, nil, err
+	}
 	return cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), cal, nil
 }
 
@@ -105,7 +120,7 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 // alone and the replay then read them.
 func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, m serverMetrics, cfg Config) (*calibrate.Result, *workload.Tape, error) {
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout,
-		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
+		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, CPUUse: m.cpu, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {
@@ -149,6 +164,15 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 	if cal != nil && cal.CPU != nil && rc.tape != nil {
 		return replayCPU(ctx, cal, rc)
 	}
+	if cal != nil {
+		// the shared-CPU model, if any: a server of its own for each run
+		rc.before.CPU = cal.Server(0)
+		if rc.after != nil {
+			a := *rc.after
+			a.CPU = cal.Server(0)
+			rc.after = &a
+		}
+	}
 	fit := calibrate.NewFit(0)
 	rep, err := fairqueue.Replay(src, rc.before, rc.after, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 	if err != nil {
@@ -186,11 +210,11 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*R
 	level := cal.CPU.Level
 	for i := range calibrate.CPUPhases {
 		b := rc.before
-		b.CPU = cal.CPU.Server(i)
+		b.CPU = cal.Server(i)
 		var a *fairqueue.ReplayConfig
 		if rc.after != nil {
 			ac := *rc.after
-			ac.CPU = cal.CPU.Server(i)
+			ac.CPU = cal.Server(i)
 			a = &ac
 		}
 		fit := calibrate.NewFit(0)

@@ -82,6 +82,10 @@ type Result struct {
 	// CPUReplays are the replays of a CPU model (Calibration.CPU), one
 	// per phase of its collections; Report is the one nearest their mean.
 	CPUReplays *CPUReplays `json:"cpuReplays,omitempty"`
+	// CPUComparison sets the prediction without the CPU model beside the
+	// one with it, for a change that adds concurrency on a server the
+	// recording shows CPU-bound.
+	CPUComparison *CPUComparison `json:"cpuComparison,omitempty"`
 	// Warnings say where a change leaves the recorded regime.
 	Warnings []calibrate.Warning `json:"warnings,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
@@ -116,6 +120,9 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 	}
 	if res.Workload.Records == 0 {
 		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+	}
+	if res.CPUComparison, err = compareCPU(ctx, res, cal, rc, st.ServerConcurrency); err != nil {
+		return nil, err
 	}
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
 	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom

@@ -98,6 +98,10 @@ type Options struct {
 	// quota over its period), 0 when unknown. The CPU model then takes
 	// its RunPerPeriod from it instead of from the stalls.
 	CPULimit float64
+	// CPUUse is what the server's process and scheduler counted around
+	// the recorded time, the shared-CPU model's evidence; nil when
+	// unknown.
+	CPUUse *CPUUse
 }
 
 // Level is what was inferred for one priority level.
@@ -235,6 +239,10 @@ type Result struct {
 	// level has no model.
 	CPU    *CPUModel `json:"cpu,omitempty"`
 	CPUWhy string    `json:"cpuWhy,omitempty"`
+	// Shared is the model of the server's CPU shared by every request it
+	// executes (DeriveShared), SharedWhy why there is none.
+	Shared    *SharedCPU `json:"sharedCPU,omitempty"`
+	SharedWhy string     `json:"sharedCPUWhy,omitempty"`
 	// DispatchTimes says where the requests' dispatch times came from
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`

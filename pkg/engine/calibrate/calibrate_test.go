@@ -34,6 +34,12 @@ func (s *sliceReader) Next(r *workload.Request) error {
 // borrowing) for the group "load", plus the mandatory levels.
 func config(t *testing.T, shares int32) *engine.Config {
 	t.Helper()
+	return configQueues(t, shares, 4)
+}
+
+// configQueues is config with queues qlen long.
+func configQueues(t *testing.T, shares, qlen int32) *engine.Config {
+	t.Helper()
 	pl := &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "slow"},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
@@ -41,7 +47,7 @@ func config(t *testing.T, shares int32) *engine.Config {
 			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
 				NominalConcurrencyShares: ptr.To(shares), LendablePercent: ptr.To[int32](0), BorrowingLimitPercent: ptr.To[int32](0),
 				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: 4}},
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: qlen}},
 			},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -69,8 +70,10 @@ type applied struct {
 	p   *preparer
 	r   *Result
 	idx int
-	// x is the last record prepared, ok whether the replay reads it
+	// x is the last record prepared, er its request, ok whether the
+	// replay reads it
 	x  obs
+	er engine.Request
 	ok bool
 }
 
@@ -78,7 +81,7 @@ func (a *applied) Next(w *workload.Request) error {
 	if err := a.src.Next(w); err != nil {
 		return err
 	}
-	_, a.ok = a.p.prepare(a.idx, w, &a.x)
+	a.er, a.ok = a.p.prepare(a.idx, w, &a.x)
 	if a.ok {
 		if !w.HasServiceTime && a.x.hasExec {
 			w.ServiceTime, w.HasServiceTime = a.x.exec, true
@@ -96,6 +99,12 @@ func (a *applied) Next(w *workload.Request) error {
 		if s, ok := a.r.stallAt[a.x.level]; ok && a.x.execFrom == fromRecord && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
 			w.ServiceTime = s[1]
 			a.r.Estimated.StallsReplaced++
+		}
+		// under the shared-CPU model the stretch is the model's to give:
+		// the recorded execution is taken back to what it would have
+		// been alone
+		if f := a.r.recordedStretch(a.idx); f > 1 && w.HasServiceTime {
+			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), minExecution)
 		}
 	}
 	a.idx++

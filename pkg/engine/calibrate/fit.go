@@ -266,6 +266,11 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []Warning {
 		if !l.ShortOfCPU {
 			continue
 		}
+		if cal.Shared != nil {
+			// the shared-CPU model stretches the executions with the
+			// requests in flight
+			continue
+		}
 		if cal.CPU != nil && l.StallsAtPeriodStart >= AtBoundaryThrottled {
 			// the CPU model places the stalls where the collections
 			// of the changed load fall

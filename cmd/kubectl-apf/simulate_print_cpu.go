@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
+)
+
+// printSharedCPU says what the shared-CPU model rests on, or why there is
+// none.
+func printSharedCPU(w io.Writer, cal *calibrate.Result) {
+	m := cal.Shared
+	if m == nil {
+		if cal.SharedWhy != "" {
+			fmt.Fprintf(w, "Shared CPU: no model, %s.\n", cal.SharedWhy)
+		}
+		return
+	}
+	fmt.Fprintf(w, "Shared CPU: the requests shared %.2f cores: an execution runs max(1, in flight / %.2f) times as long as alone. Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
+		m.Capacity, m.Capacity, m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
+	if len(m.Demands) > 0 {
+		var ds []string
+		for _, d := range m.Demands {
+			ds = append(ds, fmt.Sprintf("%s %v (%d)", sanitize.Line(d.Kind), fmtDuration(time.Duration(d.Demand)), d.Executions))
+		}
+		fmt.Fprintf(w, "Execution alone per kind of request (executions fitted): %s.\n", strings.Join(ds, ", "))
+	}
+	cores := "-"
+	if m.Cores > 0 {
+		cores = fmt.Sprintf("%g (%s)", m.Cores, m.CoresFrom)
+	}
+	used, wait := "-", "-"
+	if m.Used != nil {
+		used = fmt.Sprintf("%.2f cores over the metrics' %v", *m.Used, fmtDuration(time.Duration(m.MetricsSpan)))
+	}
+	if m.RunnableWait != nil {
+		wait = fmt.Sprintf("%v on average", fmtDuration(time.Duration(*m.RunnableWait)))
+	}
+	fmt.Fprintf(w, "Server CPU: cores %s; process CPU used %s; goroutines waited runnable for a CPU %s.\n", cores, used, wait)
+}
+
+// printCPUComparison sets the prediction without the CPU model beside the
+// one with it, for a change that adds concurrency on a CPU-bound server.
+func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
+	if c == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nThe change adds concurrency on a server the recording shows CPU-bound (%s model). Rejections predicted after the change:\n", c.Model)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tSEATS\tWITH-CPU-MODEL\tWITHOUT (RECORDED EXECUTION TIMES)\tDISPATCHED WITH/WITHOUT")
+	for _, l := range c.Levels {
+		if l.RejectedWith+l.RejectedWithout == 0 && l.LimitAfter <= l.LimitBefore {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d->%d\t%d\t%d\t%d/%d\n", sanitize.Line(l.Level), l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	which := "with the CPU model"
+	if c.Applies != "with" {
+		which = "without the CPU model"
+	}
+	fmt.Fprintf(w, "The prediction %s applies (the tables above show it): %s.\n", which, c.Why)
+	return nil
+}

@@ -1,0 +1,484 @@
+package calibrate
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// CPUUse is what the recorded server's process and Go scheduler counted
+// between two /metrics scrapes around the recorded time: the CPU time the
+// process used (process_cpu_seconds_total), the mean time a goroutine
+// waited runnable for a P (go_sched_latencies_seconds, when HasRunnableWait)
+// and GOMAXPROCS.
+type CPUUse struct {
+	Span            time.Duration
+	ProcessCPU      time.Duration
+	RunnableWait    time.Duration
+	HasRunnableWait bool
+	GOMAXPROCS      int
+}
+
+// SharedCPU is the replay's model of the server's CPU shared by every
+// request it executes, whatever its level: once more requests execute at
+// once than the server has cores for, each runs slower. A request that
+// needs d of execution alone runs d × Stretch(n) when it starts with n
+// requests executing, itself included:
+//
+//	Stretch(n) = max(1, n / Capacity)
+//
+// (processor sharing among n requests on Capacity cores). Capacity is the
+// CPU the requests had, fitted to the recording: for every execution the
+// recording holds (its start and end, from its latency and execution
+// time), the requests in flight while it ran are counted server-wide (their
+// mean over the execution), and Capacity is the value under which the executions of each kind of
+// request (verb, resource, query: kindOf) vary least once each is divided
+// by its stretch (the mean absolute difference of their logarithms from
+// their kind's median, which is the kind's demand). The fit is kept only
+// where the executions did stretch: when a share MinStretched or more of
+// them started with more than Capacity in flight and the stretch explains
+// MinImprovement of their spread; otherwise the recorded execution times
+// are replayed as recorded.
+//
+// The model explains a crowded server (one whose cores other processes,
+// or its own requests, keep busy) and a CPU quota alike, as a capacity:
+// the quota's cores, the cores the crowd leaves. What it cannot explain
+// is time-correlated: a garbage collection exhausting a CFS quota stalls
+// whatever runs, however few (CPUModel), so the two compose: an execution
+// is stretched by the requests in flight first, and then stalled where a
+// collection falls.
+//
+// The process's CPU and the scheduler's latencies (CPUUse) say how busy
+// the server's CPU was; they are its evidence in the calibration table,
+// and the capacity is checked against them: the fitted capacity is not
+// more than the cores the server had (GOMAXPROCS, or the CPU limit).
+type SharedCPU struct {
+	// Capacity is the CPU the requests shared, in cores.
+	Capacity float64 `json:"capacity"`
+	// Cores is what the server could use: GOMAXPROCS, or the CPU limit
+	// when given (CoresFrom says which); 0 when unknown.
+	Cores     float64 `json:"cores,omitempty"`
+	CoresFrom string  `json:"coresFrom,omitempty"`
+	// Used is the CPU the server's process used over MetricsSpan, in
+	// cores, and RunnableWait the mean time its goroutines waited for a
+	// P (at least: the histogram's lower bounds); absent when the
+	// metrics do not tell.
+	Used         *float64  `json:"used,omitempty"`
+	RunnableWait *Duration `json:"runnableWait,omitempty"`
+	MetricsSpan  Duration  `json:"metricsSpan,omitempty"`
+	// Executions and Kinds are what the fit read; MaxInFlight and
+	// MeanInFlight the requests executing during those executions (the
+	// mean over each).
+	Executions   int     `json:"executions"`
+	Kinds        int     `json:"kinds"`
+	MaxInFlight  int     `json:"maxInFlight"`
+	MeanInFlight float64 `json:"meanInFlight"`
+	// Stretched is the share of the executions that started with more
+	// than Capacity in flight, and MeanStretch their mean stretch.
+	Stretched   float64 `json:"stretched"`
+	MeanStretch float64 `json:"meanStretch"`
+	// Spread is the executions' mean absolute log-difference from their
+	// kind's demand under the model; SpreadRecorded the same without it.
+	Spread         float64 `json:"spread"`
+	SpreadRecorded float64 `json:"spreadRecorded"`
+
+	// Demands are the execution times alone of the kinds of request
+	// fitted (the medians once each is divided by its stretch), the
+	// commonest first, at most maxDemands.
+	Demands []KindDemand `json:"demands,omitempty"`
+
+	// stretch is, by record index, the stretch the recorded execution
+	// ran under, which Apply divides it by
+	stretch []float32
+}
+
+// Stretch is the factor an execution starting with n requests executing
+// (itself included) runs longer than alone.
+func (m *SharedCPU) Stretch(n int) float64 { return m.stretchOf(float64(n)) }
+
+func (m *SharedCPU) stretchOf(n float64) float64 { return max(1, n/m.Capacity) }
+
+// KindDemand is the execution time alone of one kind of request (its
+// verb, resource and query), with the executions it was read from.
+type KindDemand struct {
+	Kind       string   `json:"kind"`
+	Executions int      `json:"executions"`
+	Demand     Duration `json:"demand"`
+	kind       int32
+}
+
+// maxDemands bounds the kinds whose demands are kept.
+const maxDemands = 10
+
+// MinStretched is the least share of the recorded executions that must
+// have started with more requests in flight than the fitted capacity for
+// the shared-CPU model to be kept.
+const MinStretched = 0.05
+
+// MinImprovement is the least share of the executions' spread within
+// their kind the stretch must explain for the model to be kept.
+const MinImprovement = 0.15
+
+// minFitted is the fewest recorded executions the model is fitted on.
+const minFitted = 20
+
+// maxFit bounds the executions the capacity is fitted on (evenly
+// sampled beyond it).
+const maxFit = 50000
+
+// execution is one recorded execution the fit reads.
+type execution struct {
+	start, end time.Duration
+	kind       int32
+	idx        int32
+	// estimated: counted in flight, not fitted on
+	estimated bool
+}
+
+// DeriveShared fits the shared-CPU model (SharedCPU) to the workload src,
+// which must yield the records Derive read, and sets r.Shared, or
+// r.SharedWhy to why there is none.
+func (r *Result) DeriveShared(src workload.Reader) error {
+	r.Shared, r.SharedWhy = nil, ""
+	if !r.Enabled {
+		return nil
+	}
+	if r.prep.opts.NoCPUModel {
+		r.SharedWhy = "the CPU model was turned off"
+		return nil
+	}
+	a := r.Apply(src).(*applied)
+	kinds := map[kind]int32{}
+	var execs []execution
+	replayed := 0
+	var w workload.Request
+	for {
+		err := a.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the workload for the CPU model: %w", err)
+		}
+		x := &a.x
+		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
+			continue
+		}
+		// an audit record faster than 500 ms: its execution is its
+		// latency less the wait the replay gave it, which counts in
+		// flight, but would fit the model to the replay's own errors
+		estimated := x.execFrom == fromReplay
+		if estimated {
+			replayed++
+		}
+		end := x.arrival + x.latency
+		k := kindOf("", &a.er, w.URI)
+		id, ok := kinds[k]
+		if !ok {
+			if len(kinds) >= maxKinds {
+				continue
+			}
+			id = int32(len(kinds))
+			kinds[k] = id
+		}
+		execs = append(execs, execution{start: max(end-w.ServiceTime, x.arrival), end: end, kind: id, idx: int32(a.idx - 1), estimated: estimated})
+	}
+	m, why := fitShared(execs, len(kinds))
+	if m == nil {
+		if replayed > 0 {
+			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own; httplog's apf_execution_time records them all)", replayed)
+		}
+		r.SharedWhy = why
+		return nil
+	}
+	names := make([]string, len(kinds))
+	for k, id := range kinds {
+		names[id] = k.String()
+	}
+	for i := range m.Demands {
+		m.Demands[i].Kind = names[m.Demands[i].kind]
+	}
+	m.evidence(r.prep.opts)
+	if m.Cores > 0 && m.Capacity > m.Cores*1.05 {
+		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.2f cores were shared, more than the %g the server had (%s): they wait for something other than the CPU", m.Capacity, m.Cores, m.CoresFrom)
+		return nil
+	}
+	r.Shared = m
+	return nil
+}
+
+// evidence fills the metrics' evidence of the server's CPU.
+func (m *SharedCPU) evidence(opts Options) {
+	if u := opts.CPUUse; u != nil && u.Span > 0 {
+		used := u.ProcessCPU.Seconds() / u.Span.Seconds()
+		m.Used, m.MetricsSpan = &used, Duration(u.Span)
+		if u.HasRunnableWait {
+			d := Duration(u.RunnableWait)
+			m.RunnableWait = &d
+		}
+		if u.GOMAXPROCS > 0 {
+			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), "GOMAXPROCS"
+		}
+	}
+	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
+		m.Cores, m.CoresFrom = opts.CPULimit, "--cpu-limit"
+	}
+}
+
+// fitShared fits the capacity to the executions, or says why it keeps none.
+func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
+	var fitted []int
+	for i, e := range execs {
+		if !e.estimated {
+			fitted = append(fitted, i)
+		}
+	}
+	if len(fitted) < minFitted {
+		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
+	}
+	flight := inFlight(execs)
+	// the sample fitted: every recorded execution, or an even share of them
+	step := max(1, len(fitted)/maxFit)
+	var (
+		logExec, logN []float64
+		kindOfS       []int32
+		maxN          float64
+		sumN          float64
+	)
+	for j := 0; j < len(fitted); j += step {
+		i := fitted[j]
+		logExec = append(logExec, math.Log(float64(execs[i].end-execs[i].start)))
+		logN = append(logN, math.Log(flight[i]))
+		kindOfS = append(kindOfS, execs[i].kind)
+		maxN = max(maxN, flight[i])
+		sumN += flight[i]
+	}
+	spreadAt := func(logC float64) (float64, []float64) {
+		y := make([]float64, len(logExec))
+		for i := range y {
+			y[i] = logExec[i] - max(0, logN[i]-logC)
+		}
+		return spreadWithinKinds(y, kindOfS, nkinds)
+	}
+	spread := func(logC float64) float64 {
+		s, _ := spreadAt(logC)
+		return s
+	}
+	flat := spread(math.Inf(1))
+	best, bestC := flat, math.Inf(1)
+	// below one core every execution stretches, alone or not, and the
+	// executions cannot tell a capacity from a demand: 1 stands for any
+	// capacity up to one core (a quota below one core lengthens every
+	// execution alike, which the recorded times already hold)
+	for c := 1.0; c < maxN; c *= 1.03 {
+		if s := spread(math.Log(c)); s < best {
+			best, bestC = s, c
+		}
+	}
+	m := &SharedCPU{Capacity: bestC, Executions: len(fitted), Kinds: nkinds, MaxInFlight: int(math.Ceil(maxN)), MeanInFlight: sumN / float64(len(logN)), Spread: best, SpreadRecorded: flat}
+	if math.IsInf(bestC, 1) {
+		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
+	}
+	var stretched int
+	var sumS float64
+	for _, i := range fitted {
+		s := m.stretchOf(flight[i])
+		if s > 1 {
+			stretched++
+		}
+		sumS += s
+	}
+	m.Stretched, m.MeanStretch = float64(stretched)/float64(len(fitted)), sumS/float64(len(fitted))
+	if m.Stretched < MinStretched || best > (1-MinImprovement)*flat {
+		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.2f cores shared, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
+			bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
+	}
+	top := 0
+	for _, e := range execs {
+		top = max(top, int(e.idx))
+	}
+	_, medians := spreadAt(math.Log(bestC))
+	counts := make([]int, nkinds)
+	for _, k := range kindOfS {
+		counts[k]++
+	}
+	for k, med := range medians {
+		if !math.IsNaN(med) {
+			m.Demands = append(m.Demands, KindDemand{kind: int32(k), Executions: counts[k], Demand: Duration(math.Exp(med))})
+		}
+	}
+	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
+	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
+	m.stretch = make([]float32, top+1)
+	for i, e := range execs {
+		m.stretch[e.idx] = float32(m.stretchOf(flight[i]))
+	}
+	return m, ""
+}
+
+// inFlight returns, for each execution, the mean number of executions in
+// progress while it ran, itself included: under processor sharing an
+// execution that needs d alone takes d × that mean / capacity while the
+// server is saturated.
+func inFlight(execs []execution) []float64 {
+	type edge struct {
+		at time.Duration
+		d  int
+	}
+	edges := make([]edge, 0, 2*len(execs))
+	for _, e := range execs {
+		edges = append(edges, edge{e.start, 1}, edge{e.end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	// at[i] and area[i]: the integral of the executions in progress up to
+	// at[i]; n[i] in progress from at[i] on
+	at := make([]time.Duration, 0, len(edges))
+	area := make([]float64, 0, len(edges))
+	n := make([]int, 0, len(edges))
+	cur, sum := 0, 0.0
+	for i, e := range edges {
+		if i > 0 {
+			sum += float64(cur) * float64(e.at-edges[i-1].at)
+		}
+		cur += e.d
+		if len(at) > 0 && at[len(at)-1] == e.at {
+			n[len(n)-1] = cur
+			continue
+		}
+		at, area, n = append(at, e.at), append(area, sum), append(n, cur)
+	}
+	integral := func(t time.Duration) float64 {
+		i, _ := slices.BinarySearch(at, t+1)
+		if i == 0 {
+			return 0
+		}
+		return area[i-1] + float64(n[i-1])*float64(t-at[i-1])
+	}
+	out := make([]float64, len(execs))
+	for i, e := range execs {
+		out[i] = max((integral(e.end)-integral(e.start))/float64(e.end-e.start), 1)
+	}
+	return out
+}
+
+// spreadWithinKinds is the mean absolute difference of y from its kind's
+// median; medians are those medians, by kind (NaN for a kind without y).
+func spreadWithinKinds(y []float64, kinds []int32, nkinds int) (spread float64, medians []float64) {
+	by := make([][]float64, nkinds)
+	for i, v := range y {
+		by[kinds[i]] = append(by[kinds[i]], v)
+	}
+	medians = make([]float64, nkinds)
+	var sum float64
+	for k, vs := range by {
+		if len(vs) == 0 {
+			medians[k] = math.NaN()
+			continue
+		}
+		slices.Sort(vs)
+		med := vs[len(vs)/2]
+		medians[k] = med
+		for _, v := range vs {
+			sum += math.Abs(v - med)
+		}
+	}
+	return sum / float64(len(y)), medians
+}
+
+// recordedStretch is the stretch the record at idx executed under in the
+// recording (1 without a model).
+func (r *Result) recordedStretch(idx int) float64 {
+	if r.Shared == nil || idx >= len(r.Shared.stretch) || r.Shared.stretch[idx] <= 1 {
+		return 1
+	}
+	return float64(r.Shared.stretch[idx])
+}
+
+// WithoutCPU returns the calibration without its CPU models (the shared
+// CPU and the CFS quota's): the replay then keeps the recorded execution
+// times, stalls included.
+func (r *Result) WithoutCPU() *Result {
+	c := *r
+	c.Shared, c.SharedWhy, c.CPU, c.CPUWhy, c.stallAt = nil, "", nil, "", nil
+	return &c
+}
+
+// Server returns the CPU of one replay under the calibration's models: the
+// shared CPU, composed with the i-th phase of the CFS model when there is
+// one; nil when there is neither.
+func (r *Result) Server(i int) fairqueue.CPU {
+	var next fairqueue.CPU
+	if r.CPU != nil {
+		next = r.CPU.Server(i)
+	}
+	if r.Shared == nil {
+		return next
+	}
+	return &sharedServer{m: r.Shared, next: next}
+}
+
+// sharedServer is one replay's server under the shared-CPU model.
+type sharedServer struct {
+	m    *SharedCPU
+	ends endHeap
+	next fairqueue.CPU
+}
+
+// End implements fairqueue.CPU: the execution is stretched by the
+// requests in flight at its start, then stalled by the CFS model if any.
+func (s *sharedServer) End(start, hold time.Duration) time.Duration {
+	for len(s.ends) > 0 && s.ends[0] <= start {
+		heap.Pop(&s.ends)
+	}
+	hold = time.Duration(float64(hold) * s.m.Stretch(len(s.ends)+1))
+	end := start + hold
+	if s.next != nil {
+		end = max(s.next.End(start, hold), end)
+	}
+	heap.Push(&s.ends, end)
+	return end
+}
+
+type endHeap []time.Duration
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(time.Duration)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// String names a kind of request: its verb, resource (group/resource, with
+// the subresource) and query, and "(named)" for a request of one object.
+func (k kind) String() string {
+	res := k.resource
+	if res == "" {
+		res = "(non-resource)"
+	}
+	if k.group != "" {
+		res = k.group + "/" + res
+	}
+	if k.subresource != "" {
+		res += "/" + k.subresource
+	}
+	out := k.verb + " " + res
+	if k.named {
+		out += " (named)"
+	}
+	if k.query != "" {
+		out += " ?" + k.query
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+package calibrate
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// sharedServerRecording records a level of seats seats on a server of
+// capacity cores shared by every executing request (processor sharing:
+// each of n executing requests progresses at min(1, capacity/n) of its
+// own speed), fed by Poisson arrivals of two kinds of LIST (2 and 6 ms
+// of CPU alone) at a mean rate per second for span (alternating seconds
+// at 1.5 and 0.5 times it), queued first come first
+// served without limit. It is simulated here exactly, event by event,
+// independently of the model it tests.
+func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span time.Duration) []workload.Request {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	type req struct {
+		at, start, end time.Duration
+		work           float64 // ns of CPU left
+		kind           int
+	}
+	var rs []*req
+	for at := time.Duration(0); at < span; {
+		// bursts: one second at 1.5 times the rate, the next at half of it
+		r := rate * []float64{1.5, 0.5}[int(at/time.Second)%2]
+		at += time.Duration(rng.ExpFloat64() / r * float64(time.Second))
+		k := rng.IntN(2)
+		rs = append(rs, &req{at: at, kind: k, work: float64([]time.Duration{2 * time.Millisecond, 6 * time.Millisecond}[k]) * (0.8 + 0.4*rng.Float64())})
+	}
+	var (
+		now     float64
+		next    int
+		waiting []*req
+		running []*req
+	)
+	for next < len(rs) || len(waiting) > 0 || len(running) > 0 {
+		for len(running) < seats && len(waiting) > 0 {
+			r := waiting[0]
+			waiting = waiting[1:]
+			r.start = time.Duration(now)
+			running = append(running, r)
+		}
+		speed := min(1, capacity/float64(max(len(running), 1)))
+		tDone := math.Inf(1)
+		for _, r := range running {
+			tDone = min(tDone, now+r.work/speed)
+		}
+		tArr := math.Inf(1)
+		if next < len(rs) {
+			tArr = float64(rs[next].at)
+		}
+		t := min(tDone, tArr)
+		for _, r := range running {
+			r.work -= (t - now) * speed
+		}
+		now = t
+		if t == tArr {
+			waiting = append(waiting, rs[next])
+			next++
+		}
+		kept := running[:0]
+		for _, r := range running {
+			if r.work <= 1 {
+				r.end = time.Duration(now)
+				continue
+			}
+			kept = append(kept, r)
+		}
+		running = kept
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var reqs []workload.Request
+	for _, r := range rs {
+		reqs = append(reqs, workload.Request{Arrival: start.Add(r.at), User: []string{"alice", "bob", "carol", "dave"}[rng.IntN(4)], Groups: []string{"load", "system:authenticated"}, UserKnown: true,
+			Method: "GET", Verb: "list", URI: []string{"/api/v1/namespaces/ns/configmaps?limit=5", "/api/v1/namespaces/ns/secrets"}[r.kind],
+			ServiceTime: r.end - r.start, HasServiceTime: true, InitialSeats: 1, HasSeats: true, Status: 200, Latency: r.end - r.at})
+	}
+	return reqs
+}
+
+// TestSharedCPURecoversTheCapacity: on a server that shares one core among
+// the level's executing requests, the fit finds about one core, and on
+// one that has as many cores as seats (nothing stretches), it keeps no
+// model and says why.
+func TestSharedCPURecoversTheCapacity(t *testing.T) {
+	cfg := config(t, 3)
+	const scl = 12
+	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats < 3 {
+		t.Fatalf("the level has %d seats; the test needs 3 or more", seats)
+	}
+	for _, tc := range []struct {
+		capacity float64
+		want     bool
+	}{{1, true}, {1.5, true}, {float64(seats), false}} {
+		// a load about what the capacity serves, so that the level is busy
+		reqs := sharedServerRecording(1, seats, tc.capacity, 0.9*tc.capacity/0.004, 20*time.Second)
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: 18 * time.Second, GOMAXPROCS: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+			t.Fatal(err)
+		}
+		m := res.Shared
+		if !tc.want {
+			if m != nil {
+				t.Errorf("capacity %g (as many cores as seats): a model of %.2f cores", tc.capacity, m.Capacity)
+			} else if res.SharedWhy == "" {
+				t.Errorf("capacity %g: no model and no reason", tc.capacity)
+			}
+			continue
+		}
+		if m == nil {
+			t.Errorf("capacity %g: no model: %s", tc.capacity, res.SharedWhy)
+			continue
+		}
+		t.Logf("capacity %g: fitted %.2f cores from %d executions (%d kinds, up to %d in flight, %.0f%% stretched; spread %.3f against %.3f)", tc.capacity, m.Capacity, m.Executions, m.Kinds, m.MaxInFlight, 100*m.Stretched, m.Spread, m.SpreadRecorded)
+		if m.Capacity < 0.8*tc.capacity || m.Capacity > 1.25*tc.capacity {
+			t.Errorf("capacity %g: fitted %.2f cores", tc.capacity, m.Capacity)
+		}
+		if m.Used == nil || *m.Used != 0.9 || m.Cores != 2 || m.CoresFrom != "GOMAXPROCS" {
+			t.Errorf("the metrics' evidence: used %v, cores %g from %q", m.Used, m.Cores, m.CoresFrom)
+		}
+	}
+}
+
+// TestSharedCPUMoreSeatsBuyNoThroughput: the recording of a level of 3
+// shares (5 seats) on one shared core, under bursts of more load than the
+// core serves and lulls that drain them (queues long enough that nothing
+// is rejected), replayed with 9 shares (8 seats). The exact simulation of the same server with the
+// added seats says what really happens: the executions stretch, and the
+// requests wait about as long as before. With the shared-CPU model the
+// replay's median wait is within 0.75–1.25 of it; with the recorded
+// execution times the replay predicts the waits all but gone.
+func TestSharedCPUMoreSeatsBuyNoThroughput(t *testing.T) {
+	before, after := configQueues(t, 3, 1000), configQueues(t, 9, 1000)
+	const scl = 12
+	opts := Options{Config: before, ServerConcurrencyLimit: scl}
+	seats := levelLimits(opts)["slow"].NominalCL
+	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	const rate = 0.95 / 0.004 // bursts of 1.4 times what one core serves, lulls of half
+	reqs := sharedServerRecording(2, seats, 1, rate, 10*time.Second)
+	truth := sharedServerRecording(2, more, 1, rate, 10*time.Second)
+	res, err := Derive(&sliceReader{reqs: reqs}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	if res.Shared == nil {
+		t.Fatalf("no model: %s", res.SharedWhy)
+	}
+	var waits []time.Duration
+	for _, w := range truth {
+		waits = append(waits, w.Latency-w.ServiceTime)
+	}
+	slices.Sort(waits)
+	real := waits[len(waits)/2].Seconds()
+	predict := func(cal *Result) (b, a float64) {
+		t.Helper()
+		rc := fairqueue.ReplayConfig{Config: before, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+		ac := fairqueue.ReplayConfig{Config: after, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+		rep, err := fairqueue.Replay(cal.Apply(&sliceReader{reqs: reqs}), rc, &ac, fairqueue.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return levelOf(rep.Levels, "slow").WaitP50Seconds, levelOf(rep.After.Levels, "slow").WaitP50Seconds
+	}
+	wb, wa := predict(res)
+	nb, na := predict(res.WithoutCPU())
+	t.Logf("%d requests, %d seats → %d on %.2f fitted cores; median wait with %d seats: exact %.3fs, predicted with the model %.3fs (recorded configuration %.3fs), without it %.3fs (%.3fs)",
+		len(reqs), seats, more, res.Shared.Capacity, more, real, wa, wb, na, nb)
+	if wa < 0.75*real || wa > 1.25*real {
+		t.Errorf("with the shared CPU the median wait after %d → %d seats is predicted %.3fs; the exact server waits %.3fs", seats, more, wa, real)
+	}
+	if na > 0.5*real {
+		t.Errorf("without the model the added seats should all but end the waits (%.3fs predicted, %.3fs real): the recording does not saturate the core", na, real)
+	}
+}
+
+func levelOf(ls []fairqueue.LevelResult, name string) fairqueue.LevelResult {
+	for _, l := range ls {
+		if l.Name == name {
+			return l
+		}
+	}
+	return fairqueue.LevelResult{}
+}

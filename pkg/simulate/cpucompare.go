@@ -1,0 +1,112 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+)
+
+// CPUComparison puts, for a change that adds concurrency on a server the
+// recording shows CPU-bound (a calibrated CPU model: the shared CPU, the
+// CFS quota's stalls, or both), the prediction with the model beside the
+// one that keeps the recorded execution times, and says which applies.
+type CPUComparison struct {
+	// Model names the CPU model: "shared CPU", "CFS quota" or both.
+	Model string `json:"model"`
+	// Applies is "with" or "without": which prediction holds, and Why.
+	Applies string `json:"applies"`
+	Why     string `json:"why"`
+	// Levels are the levels replayed, each with its concurrency limit
+	// before and after the change and its predictions.
+	Levels []CPUComparisonLevel `json:"levels"`
+}
+
+// CPUComparisonLevel is one level's predictions with and without the CPU
+// model.
+type CPUComparisonLevel struct {
+	Level string `json:"level"`
+	// LimitBefore and LimitAfter are its nominal concurrency limits in
+	// seats (0 for a level that is new or gone).
+	LimitBefore int `json:"limitBefore"`
+	LimitAfter  int `json:"limitAfter"`
+	// RejectedWith and RejectedWithout are the rejections predicted after
+	// the change, DispatchedWith and DispatchedWithout the dispatches.
+	RejectedWith      int64 `json:"rejectedWith"`
+	RejectedWithout   int64 `json:"rejectedWithout"`
+	DispatchedWith    int64 `json:"dispatchedWith"`
+	DispatchedWithout int64 `json:"dispatchedWithout"`
+}
+
+// compareCPU replays the change once more without the calibration's CPU
+// models and returns the comparison, or nil when there is no change, no
+// CPU model, or the change adds no concurrency to any level.
+func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int) (*CPUComparison, error) {
+	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil || (cal.Shared == nil && cal.CPU == nil) {
+		return nil, nil
+	}
+	before, after := limitsOf(rc.before.Config, scl), limitsOf(rc.after.Config, scl)
+	adds := false
+	for n, l := range after {
+		if l > before[n] {
+			adds = true
+		}
+	}
+	if !adds {
+		return nil, nil
+	}
+	plain := cal.WithoutCPU()
+	without, err := replayOnce(ctx, plain.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), plain, rc)
+	if err != nil {
+		return nil, err
+	}
+	c := &CPUComparison{Applies: "with"}
+	switch {
+	case cal.Shared != nil && cal.CPU != nil:
+		c.Model = "shared CPU and CFS quota"
+	case cal.Shared != nil:
+		c.Model = "shared CPU"
+	default:
+		c.Model = "CFS quota"
+	}
+	if m := cal.Shared; m != nil {
+		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average", 100*m.Stretched, m.Capacity, m.MeanStretch)
+	} else {
+		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out while the garbage collector marked", cal.CPU.Level)
+	}
+	with := map[string]fairqueue.LevelResult{}
+	for _, l := range res.After.Levels {
+		with[l.Name] = l
+	}
+	for _, l := range without.After.Levels {
+		w := with[l.Name]
+		c.Levels = append(c.Levels, CPUComparisonLevel{Level: l.Name, LimitBefore: before[l.Name], LimitAfter: after[l.Name],
+			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched})
+	}
+	return c, nil
+}
+
+// limitsOf returns the nominal concurrency limit of every level of c.
+func limitsOf(c *engine.Config, scl int) map[string]int {
+	out := map[string]int{}
+	if c == nil {
+		return out
+	}
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	for _, l := range c.Limits(scl) {
+		out[l.Name] = l.NominalCL
+	}
+	return out
+}
+
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
