@@ -92,7 +92,8 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	}
 }
 
-// whatIfOutput is simulate's -o json with the fit of the recorded run.
+// whatIfOutput is simulate's -o json with the fit of the recorded run and
+// the prediction without the CPU model beside the one with it.
 type whatIfOutput struct {
 	simulateOutput
 	Fit []struct {
@@ -100,6 +101,30 @@ type whatIfOutput struct {
 		Recorded  int64  `json:"recorded"`
 		Predicted int64  `json:"predicted"`
 	} `json:"fit"`
+	CPUComparison *struct {
+		Model   string `json:"model"`
+		Applies string `json:"applies"`
+		Levels  []struct {
+			Level           string `json:"level"`
+			RejectedWith    int64  `json:"rejectedWith"`
+			RejectedWithout int64  `json:"rejectedWithout"`
+		} `json:"levels"`
+	} `json:"cpuComparison"`
+}
+
+// withoutCPUModel describes the prediction for level without the CPU
+// model, where simulate put one beside it.
+func (o whatIfOutput) withoutCPUModel(level string) string {
+	c := o.CPUComparison
+	if c == nil {
+		return ""
+	}
+	for _, l := range c.Levels {
+		if l.Level == level {
+			return fmt.Sprintf("; with the %s model %d, without it %d (simulate says %q applies)", c.Model, l.RejectedWith, l.RejectedWithout, c.Applies)
+		}
+	}
+	return ""
 }
 
 // whatIfModes are the inputs a prediction is made from: the httplog
@@ -252,7 +277,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				pred := preds[i][mode]
 				p := simLevel(pred.After.Levels, l).rejected()
 				ok := recording.WhatIfAgrees(p, real)
-				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok)))
+				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l)))
 				if w := calibrate.ShortOfCPUWarning(pred.Warnings, l); w != "" {
 					// simulate says its prediction falls short here: the
 					// recorded server stalled for CPU and the change adds
