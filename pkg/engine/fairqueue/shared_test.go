@@ -8,7 +8,7 @@ import (
 // sharingCPU shares one core: n executions each run at 1/n of their pace.
 type sharingCPU struct{}
 
-func (sharingCPU) Stretch(n int) float64                        { return float64(n) }
+func (sharingCPU) Stretch(n int) float64                       { return float64(n) }
 func (sharingCPU) End(start, hold time.Duration) time.Duration { return start + hold }
 
 // TestProcessorSharing: on a SharedCPU every start and end of an execution
