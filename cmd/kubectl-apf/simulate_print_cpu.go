@@ -42,7 +42,7 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	if m.RunnableWait != nil {
 		wait = fmt.Sprintf("%v on average", fmtDuration(time.Duration(*m.RunnableWait)))
 	}
-	fmt.Fprintf(w, "Server CPU: cores %s; process CPU used %s; goroutines waited runnable for a CPU %s.\n", cores, used, wait)
+	fmt.Fprintf(w, "Server CPU: cores %s; process CPU used %s; goroutines waited runnable for a CPU %s; the model's CPU for the executions recorded: %v.\n", cores, used, wait, fmtDuration(time.Duration(m.RequestsCPU)))
 }
 
 // printCPUComparison sets the prediction without the CPU model beside the

@@ -95,6 +95,11 @@ type SharedCPU struct {
 	Spread         float64 `json:"spread"`
 	SpreadRecorded float64 `json:"spreadRecorded"`
 
+	// RequestsCPU is the CPU time the model says the executions needed
+	// (each one's share of its execution alone), to set beside the
+	// process's (Used over MetricsSpan), which also holds everything the
+	// server does outside APF's executions.
+	RequestsCPU Duration `json:"requestsCPU"`
 	// Demands are the execution times alone of the kinds of request
 	// fitted (the medians once each is divided by its stretch), the
 	// commonest first, at most maxDemands.
@@ -332,9 +337,13 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
 	m.stretch = make([]float32, top+1)
+	var cpu float64
 	for i, e := range execs {
-		m.stretch[e.idx] = float32(m.stretchOf(flight[i]))
+		st := m.stretchOf(flight[i])
+		m.stretch[e.idx] = float32(st)
+		cpu += float64(e.end-e.start) / st * m.Share
 	}
+	m.RequestsCPU = Duration(cpu)
 	return m, ""
 }
 
