@@ -22,8 +22,8 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "Shared CPU: the requests shared %.2f cores: an execution runs max(1, in flight / %.2f) times as long as alone. Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
-		m.Capacity, m.Capacity, m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
+	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares %.2f cores with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
+		100*m.Share, m.Capacity, 1-m.Share, m.Share, m.Capacity, m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
 	if len(m.Demands) > 0 {
 		var ds []string
 		for _, d := range m.Demands {
@@ -42,7 +42,7 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	if m.RunnableWait != nil {
 		wait = fmt.Sprintf("%v on average", fmtDuration(time.Duration(*m.RunnableWait)))
 	}
-	fmt.Fprintf(w, "Server CPU: cores %s; process CPU used %s; goroutines waited runnable for a CPU %s.\n", cores, used, wait)
+	fmt.Fprintf(w, "Server CPU: cores %s; process CPU used %s; goroutines waited runnable for a CPU %s; the model's CPU for the executions recorded: %v.\n", cores, used, wait, fmtDuration(time.Duration(m.RequestsCPU)))
 }
 
 // printCPUComparison sets the prediction without the CPU model beside the

@@ -72,7 +72,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		c.Model = "CFS quota"
 	}
 	if m := cal.Shared; m != nil {
-		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average", 100*m.Stretched, m.Capacity, m.MeanStretch)
+		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
 	} else {
 		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out while the garbage collector marked", cal.CPU.Level)
 	}

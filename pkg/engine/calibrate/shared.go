@@ -30,23 +30,26 @@ type CPUUse struct {
 // SharedCPU is the replay's model of the server's CPU shared by every
 // request it executes, whatever its level: once more requests execute at
 // once than the server has cores for, each runs slower. A request that
-// needs d of execution alone runs d × Stretch(n) when it starts with n
-// requests executing, itself included:
+// needs d of execution alone runs d × Stretch(n) when n requests execute
+// with it, itself included:
 //
-//	Stretch(n) = max(1, n / Capacity)
+//	Stretch(n) = 1 − Share + Share × max(1, n / Capacity)
 //
-// (processor sharing among n requests on Capacity cores). Capacity is the
-// CPU the requests had, fitted to the recording: for every execution the
-// recording holds (its start and end, from its latency and execution
-// time), the requests in flight while it ran are counted server-wide (their
-// mean over the execution), and Capacity is the value under which the executions of each kind of
-// request (verb, resource, query: kindOf) vary least once each is divided
-// by its stretch (the mean absolute difference of their logarithms from
-// their kind's median, which is the kind's demand). The fit is kept only
-// where the executions did stretch: when a share MinStretched or more of
-// them started with more than Capacity in flight and the stretch explains
-// MinImprovement of their spread; otherwise the recorded execution times
-// are replayed as recorded.
+// Share of an execution is CPU shared with the requests in flight on
+// Capacity cores (processor sharing); the rest does not stretch with them
+// (writing a response to a client that reads it slowly, waiting on etcd, a
+// part the server runs on a core the others leave). Share and Capacity are
+// fitted to the recording: for every execution the recording holds (its
+// start and end, from its latency and execution time), the requests in
+// flight while it ran are counted server-wide (their mean over the
+// execution), and the fit is the pair under which the executions of each
+// kind of request (verb, resource, query: kindOf) vary least once each is
+// divided by its stretch (the mean absolute difference of their logarithms
+// from their kind's median, which is the kind's demand alone). The fit is
+// kept only where the executions did stretch: when a share MinStretched or
+// more of them ran with more than Capacity in flight and the stretch
+// explains MinImprovement of their spread; otherwise the recorded
+// execution times are replayed as recorded.
 //
 // The model explains a crowded server (one whose cores other processes,
 // or its own requests, keep busy) and a CPU quota alike, as a capacity:
@@ -61,8 +64,10 @@ type CPUUse struct {
 // and the capacity is checked against them: the fitted capacity is not
 // more than the cores the server had (GOMAXPROCS, or the CPU limit).
 type SharedCPU struct {
-	// Capacity is the CPU the requests shared, in cores.
+	// Capacity is the CPU the requests shared, in cores, and Share the
+	// part of an execution that stretches with them.
 	Capacity float64 `json:"capacity"`
+	Share    float64 `json:"share"`
 	// Cores is what the server could use: GOMAXPROCS, or the CPU limit
 	// when given (CoresFrom says which); 0 when unknown.
 	Cores     float64 `json:"cores,omitempty"`
@@ -90,6 +95,11 @@ type SharedCPU struct {
 	Spread         float64 `json:"spread"`
 	SpreadRecorded float64 `json:"spreadRecorded"`
 
+	// RequestsCPU is the CPU time the model says the executions needed
+	// (each one's share of its execution alone), to set beside the
+	// process's (Used over MetricsSpan), which also holds everything the
+	// server does outside APF's executions.
+	RequestsCPU Duration `json:"requestsCPU"`
 	// Demands are the execution times alone of the kinds of request
 	// fitted (the medians once each is divided by its stretch), the
 	// commonest first, at most maxDemands.
@@ -104,7 +114,9 @@ type SharedCPU struct {
 // (itself included) runs longer than alone.
 func (m *SharedCPU) Stretch(n int) float64 { return m.stretchOf(float64(n)) }
 
-func (m *SharedCPU) stretchOf(n float64) float64 { return max(1, n/m.Capacity) }
+func (m *SharedCPU) stretchOf(n float64) float64 { return stretch(n, m.Capacity, m.Share) }
+
+func stretch(n, capacity, share float64) float64 { return 1 - share + share*max(1, n/capacity) }
 
 // KindDemand is the execution time alone of one kind of request (its
 // verb, resource and query), with the executions it was read from.
@@ -130,9 +142,12 @@ const MinImprovement = 0.15
 // minFitted is the fewest recorded executions the model is fitted on.
 const minFitted = 20
 
+// shareStep is the step of the shares of an execution the fit tries.
+const shareStep = 0.05
+
 // maxFit bounds the executions the capacity is fitted on (evenly
 // sampled beyond it).
-const maxFit = 50000
+const maxFit = 20000
 
 // execution is one recorded execution the fit reads.
 type execution struct {
@@ -248,42 +263,46 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	// the sample fitted: every recorded execution, or an even share of them
 	step := max(1, len(fitted)/maxFit)
 	var (
-		logExec, logN []float64
-		kindOfS       []int32
-		maxN          float64
-		sumN          float64
+		logExec, n []float64
+		kindOfS    []int32
+		maxN       float64
+		sumN       float64
 	)
 	for j := 0; j < len(fitted); j += step {
 		i := fitted[j]
 		logExec = append(logExec, math.Log(float64(execs[i].end-execs[i].start)))
-		logN = append(logN, math.Log(flight[i]))
+		n = append(n, flight[i])
 		kindOfS = append(kindOfS, execs[i].kind)
 		maxN = max(maxN, flight[i])
 		sumN += flight[i]
 	}
-	spreadAt := func(logC float64) (float64, []float64) {
-		y := make([]float64, len(logExec))
-		for i := range y {
-			y[i] = logExec[i] - max(0, logN[i]-logC)
+	sp := newSpreader(logExec, n, kindOfS, nkinds)
+	flat, _ := sp.at(1, 0)
+	best, bestC, bestShare := flat, math.Inf(1), 0.0
+	try := func(c, share float64) {
+		if s, _ := sp.at(c, share); s < best {
+			best, bestC, bestShare = s, c, share
 		}
-		return spreadWithinKinds(y, kindOfS, nkinds)
 	}
-	spread := func(logC float64) float64 {
-		s, _ := spreadAt(logC)
-		return s
-	}
-	flat := spread(math.Inf(1))
-	best, bestC := flat, math.Inf(1)
 	// below one core every execution stretches, alone or not, and the
 	// executions cannot tell a capacity from a demand: 1 stands for any
 	// capacity up to one core (a quota below one core lengthens every
-	// execution alike, which the recorded times already hold)
-	for c := 1.0; c < maxN; c *= 1.03 {
-		if s := spread(math.Log(c)); s < best {
-			best, bestC = s, c
+	// execution alike, which the recorded times already hold). A coarse
+	// grid first, then a fine one around its best.
+	for share := 0.25; share <= 1; share += 0.25 {
+		for c := 1.0; c < maxN; c *= 1.1 {
+			try(c, share)
 		}
 	}
-	m := &SharedCPU{Capacity: bestC, Executions: len(fitted), Kinds: nkinds, MaxInFlight: int(math.Ceil(maxN)), MeanInFlight: sumN / float64(len(logN)), Spread: best, SpreadRecorded: flat}
+	if !math.IsInf(bestC, 1) {
+		c0, s0 := bestC, bestShare
+		for share := max(s0-0.2, shareStep); share <= min(s0+0.2, 1)+shareStep/2; share += shareStep {
+			for c := max(c0/1.15, 1); c <= c0*1.15; c *= 1.01 {
+				try(c, min(share, 1))
+			}
+		}
+	}
+	m := &SharedCPU{Capacity: bestC, Share: min(bestShare, 1), Executions: len(fitted), Kinds: nkinds, MaxInFlight: int(math.Ceil(maxN)), MeanInFlight: sumN / float64(len(n)), Spread: best, SpreadRecorded: flat}
 	if math.IsInf(bestC, 1) {
 		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
 	}
@@ -298,14 +317,14 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	}
 	m.Stretched, m.MeanStretch = float64(stretched)/float64(len(fitted)), sumS/float64(len(fitted))
 	if m.Stretched < MinStretched || best > (1-MinImprovement)*flat {
-		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.2f cores shared, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
-			bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
+		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.0f%% of an execution shared on %.2f cores, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
+			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
 	}
 	top := 0
 	for _, e := range execs {
 		top = max(top, int(e.idx))
 	}
-	_, medians := spreadAt(math.Log(bestC))
+	_, medians := sp.at(m.Capacity, m.Share)
 	counts := make([]int, nkinds)
 	for _, k := range kindOfS {
 		counts[k]++
@@ -318,9 +337,13 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
 	m.stretch = make([]float32, top+1)
+	var cpu float64
 	for i, e := range execs {
-		m.stretch[e.idx] = float32(m.stretchOf(flight[i]))
+		st := m.stretchOf(flight[i])
+		m.stretch[e.idx] = float32(st)
+		cpu += float64(e.end-e.start) / st * m.Share
 	}
+	m.RequestsCPU = Duration(cpu)
 	return m, ""
 }
 
@@ -369,28 +392,85 @@ func inFlight(execs []execution) []float64 {
 	return out
 }
 
-// spreadWithinKinds is the mean absolute difference of y from its kind's
-// median; medians are those medians, by kind (NaN for a kind without y).
-func spreadWithinKinds(y []float64, kinds []int32, nkinds int) (spread float64, medians []float64) {
-	by := make([][]float64, nkinds)
-	for i, v := range y {
-		by[kinds[i]] = append(by[kinds[i]], v)
+// spreader computes the spread of the fitted executions within their
+// kind under a stretch, with the executions grouped by kind once.
+type spreader struct {
+	logExec, n []float64 // in kind order
+	bounds     []int     // kind k is [bounds[k], bounds[k+1])
+	y          []float64
+}
+
+func newSpreader(logExec, n []float64, kinds []int32, nkinds int) *spreader {
+	sp := &spreader{bounds: make([]int, nkinds+1), y: make([]float64, len(logExec))}
+	for _, k := range kinds {
+		sp.bounds[k+1]++
 	}
-	medians = make([]float64, nkinds)
+	for k := range nkinds {
+		sp.bounds[k+1] += sp.bounds[k]
+	}
+	next := slices.Clone(sp.bounds[:nkinds])
+	sp.logExec, sp.n = make([]float64, len(logExec)), make([]float64, len(n))
+	for i, k := range kinds {
+		sp.logExec[next[k]], sp.n[next[k]] = logExec[i], n[i]
+		next[k]++
+	}
+	return sp
+}
+
+// at returns the mean absolute difference of the executions' logarithms,
+// each less its stretch under (c, share), from their kind's median, and
+// those medians by kind (NaN for a kind without executions).
+func (sp *spreader) at(c, share float64) (spread float64, medians []float64) {
+	for i := range sp.y {
+		sp.y[i] = sp.logExec[i] - math.Log(stretch(sp.n[i], c, share))
+	}
+	medians = make([]float64, len(sp.bounds)-1)
 	var sum float64
-	for k, vs := range by {
-		if len(vs) == 0 {
+	for k := range medians {
+		seg := sp.y[sp.bounds[k]:sp.bounds[k+1]]
+		if len(seg) == 0 {
 			medians[k] = math.NaN()
 			continue
 		}
-		slices.Sort(vs)
-		med := vs[len(vs)/2]
+		med := selectNth(seg, len(seg)/2)
 		medians[k] = med
-		for _, v := range vs {
+		for _, v := range seg {
 			sum += math.Abs(v - med)
 		}
 	}
-	return sum / float64(len(y)), medians
+	return sum / float64(len(sp.y)), medians
+}
+
+// selectNth returns the k-th smallest of xs (0-based), reordering xs
+// (Hoare's selection).
+func selectNth(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		pivot := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
 }
 
 // recordedStretch is the stretch the record at idx executed under in the
@@ -413,16 +493,33 @@ func (r *Result) WithoutCPU() *Result {
 
 // Server returns the CPU of one replay under the calibration's models: the
 // shared CPU, composed with the i-th phase of the CFS model when there is
-// one; nil when there is neither.
+// one; nil when there is neither. The shared CPU alone is processor
+// sharing (fairqueue.SharedCPU): every start and end of an execution
+// changes the pace of the others. Composed with the CFS model, whose
+// stalls fall at given times, an execution is stretched by the requests
+// in flight when it starts, then stalled.
 func (r *Result) Server(i int) fairqueue.CPU {
-	var next fairqueue.CPU
-	if r.CPU != nil {
-		next = r.CPU.Server(i)
+	switch {
+	case r.Shared == nil && r.CPU == nil:
+		return nil
+	case r.Shared == nil:
+		return r.CPU.Server(i)
+	case r.CPU == nil:
+		return processorSharing{r.Shared}
 	}
-	if r.Shared == nil {
-		return next
-	}
-	return &sharedServer{m: r.Shared, next: next}
+	return &sharedServer{m: r.Shared, next: r.CPU.Server(i)}
+}
+
+// processorSharing is the shared CPU as the simulator runs it.
+type processorSharing struct{ m *SharedCPU }
+
+// Stretch implements fairqueue.SharedCPU.
+func (p processorSharing) Stretch(n int) float64 { return p.m.Stretch(n) }
+
+// End implements fairqueue.CPU; the simulator does not call it on a
+// fairqueue.SharedCPU.
+func (p processorSharing) End(start, hold time.Duration) time.Duration {
+	return start + time.Duration(float64(hold)*p.m.Stretch(1))
 }
 
 // sharedServer is one replay's server under the shared-CPU model.

@@ -1,12 +1,14 @@
 package calibrate
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -20,10 +22,19 @@ import (
 // served without limit. It is simulated here exactly, event by event,
 // independently of the model it tests.
 func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span time.Duration) []workload.Request {
+	return partlySharedRecording(seed, seats, capacity, 1, rate, span)
+}
+
+// partlySharedRecording is sharedServerRecording where only share of each
+// execution is CPU shared on the cores: a request first computes (share
+// of its time alone, at min(1, capacity / the requests computing)), then
+// spends the rest off the CPU (writing its response), at its own pace.
+func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	type req struct {
 		at, start, end time.Duration
 		work           float64 // ns of CPU left
+		io             float64 // ns off the CPU left after it
 		kind           int
 	}
 	var rs []*req
@@ -32,7 +43,8 @@ func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span 
 		r := rate * []float64{1.5, 0.5}[int(at/time.Second)%2]
 		at += time.Duration(rng.ExpFloat64() / r * float64(time.Second))
 		k := rng.IntN(2)
-		rs = append(rs, &req{at: at, kind: k, work: float64([]time.Duration{2 * time.Millisecond, 6 * time.Millisecond}[k]) * (0.8 + 0.4*rng.Float64())})
+		d := float64([]time.Duration{2 * time.Millisecond, 6 * time.Millisecond}[k]) * (0.8 + 0.4*rng.Float64())
+		rs = append(rs, &req{at: at, kind: k, work: share * d, io: (1 - share) * d})
 	}
 	var (
 		now     float64
@@ -47,10 +59,21 @@ func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span 
 			r.start = time.Duration(now)
 			running = append(running, r)
 		}
-		speed := min(1, capacity/float64(max(len(running), 1)))
+		computing := 0
+		for _, r := range running {
+			if r.work > 1 {
+				computing++
+			}
+		}
+		speed := min(1, capacity/float64(max(computing, 1)))
+		// the next request to finish its computing or its whole execution
 		tDone := math.Inf(1)
 		for _, r := range running {
-			tDone = min(tDone, now+r.work/speed)
+			if r.work > 1 {
+				tDone = min(tDone, now+r.work/speed)
+			} else {
+				tDone = min(tDone, now+r.io)
+			}
 		}
 		tArr := math.Inf(1)
 		if next < len(rs) {
@@ -58,7 +81,11 @@ func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span 
 		}
 		t := min(tDone, tArr)
 		for _, r := range running {
-			r.work -= (t - now) * speed
+			if r.work > 1 {
+				r.work -= (t - now) * speed
+			} else {
+				r.io -= t - now
+			}
 		}
 		now = t
 		if t == tArr {
@@ -67,7 +94,7 @@ func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span 
 		}
 		kept := running[:0]
 		for _, r := range running {
-			if r.work <= 1 {
+			if r.work <= 1 && r.io <= 1 {
 				r.end = time.Duration(now)
 				continue
 			}
@@ -97,11 +124,11 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		t.Fatalf("the level has %d seats; the test needs 3 or more", seats)
 	}
 	for _, tc := range []struct {
-		capacity float64
-		want     bool
-	}{{1, true}, {1.5, true}, {float64(seats), false}} {
+		capacity, share float64
+		want            bool
+	}{{1, 1, true}, {1.5, 1, true}, {1, 0.5, true}, {float64(seats), 1, false}} {
 		// a load about what the capacity serves, so that the level is busy
-		reqs := sharedServerRecording(1, seats, tc.capacity, 0.9*tc.capacity/0.004, 20*time.Second)
+		reqs := partlySharedRecording(1, seats, tc.capacity, tc.share, 0.9*tc.capacity/0.004/tc.share, 20*time.Second)
 		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: 18 * time.Second, GOMAXPROCS: 2}})
 		if err != nil {
 			t.Fatal(err)
@@ -122,9 +149,15 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 			t.Errorf("capacity %g: no model: %s", tc.capacity, res.SharedWhy)
 			continue
 		}
-		t.Logf("capacity %g: fitted %.2f cores from %d executions (%d kinds, up to %d in flight, %.0f%% stretched; spread %.3f against %.3f)", tc.capacity, m.Capacity, m.Executions, m.Kinds, m.MaxInFlight, 100*m.Stretched, m.Spread, m.SpreadRecorded)
-		if m.Capacity < 0.8*tc.capacity || m.Capacity > 1.25*tc.capacity {
-			t.Errorf("capacity %g: fitted %.2f cores", tc.capacity, m.Capacity)
+		t.Logf("capacity %g, share %g: fitted %.2f cores, share %.2f, from %d executions (%d kinds, up to %d in flight, %.0f%% stretched; spread %.3f against %.3f)", tc.capacity, tc.share, m.Capacity, m.Share, m.Executions, m.Kinds, m.MaxInFlight, 100*m.Stretched, m.Spread, m.SpreadRecorded)
+		// a request off the CPU counts in flight too, so a part off the
+		// CPU shows as a smaller share on more cores: the parameters
+		// are those of the truth only where every execution computes
+		switch {
+		case tc.share == 1 && (m.Capacity < 0.8*tc.capacity || m.Capacity > 1.25*tc.capacity || m.Share < 0.85):
+			t.Errorf("capacity %g, share %g: fitted %.2f cores, share %.2f", tc.capacity, tc.share, m.Capacity, m.Share)
+		case tc.share < 1 && m.Share > 0.8:
+			t.Errorf("capacity %g, share %g: fitted share %.2f: the part off the CPU was not told", tc.capacity, tc.share, m.Share)
 		}
 		if m.Used == nil || *m.Used != 0.9 || m.Cores != 2 || m.CoresFrom != "GOMAXPROCS" {
 			t.Errorf("the metrics' evidence: used %v, cores %g from %q", m.Used, m.Cores, m.CoresFrom)
@@ -142,13 +175,22 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 // execution times the replay predicts the waits all but gone.
 func TestSharedCPUMoreSeatsBuyNoThroughput(t *testing.T) {
 	before, after := configQueues(t, 3, 1000), configQueues(t, 9, 1000)
+	seats := levelLimits(Options{Config: before, ServerConcurrencyLimit: 12})["slow"].NominalCL
+	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: 12})["slow"].NominalCL
+	for _, share := range []float64{1, 0.5} {
+		t.Run(fmt.Sprintf("share %g", share), func(t *testing.T) { moreSeats(t, before, after, seats, more, share) })
+	}
+}
+
+// moreSeats is TestSharedCPUMoreSeatsBuyNoThroughput on a server where
+// share of each execution computes.
+func moreSeats(t *testing.T, before, after *engine.Config, seats, more int, share float64) {
 	const scl = 12
 	opts := Options{Config: before, ServerConcurrencyLimit: scl}
-	seats := levelLimits(opts)["slow"].NominalCL
-	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	const rate = 0.95 / 0.004 // bursts of 1.4 times what one core serves, lulls of half
-	reqs := sharedServerRecording(2, seats, 1, rate, 10*time.Second)
-	truth := sharedServerRecording(2, more, 1, rate, 10*time.Second)
+	// bursts of 1.4 times what one core serves, lulls of half
+	rate := 0.95 / 0.004 / share
+	reqs := partlySharedRecording(2, seats, 1, share, rate, 10*time.Second)
+	truth := partlySharedRecording(2, more, 1, share, rate, 10*time.Second)
 	res, err := Derive(&sliceReader{reqs: reqs}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -177,9 +219,19 @@ func TestSharedCPUMoreSeatsBuyNoThroughput(t *testing.T) {
 	}
 	wb, wa := predict(res)
 	nb, na := predict(res.WithoutCPU())
-	t.Logf("%d requests, %d seats → %d on %.2f fitted cores; median wait with %d seats: exact %.3fs, predicted with the model %.3fs (recorded configuration %.3fs), without it %.3fs (%.3fs)",
-		len(reqs), seats, more, res.Shared.Capacity, more, real, wa, wb, na, nb)
-	if wa < 0.75*real || wa > 1.25*real {
+	t.Logf("%d requests, %d seats → %d on %.2f fitted cores, share %.2f; median wait with %d seats: exact %.3fs, predicted with the model %.3fs (recorded configuration %.3fs), without it %.3fs (%.3fs)",
+		len(reqs), seats, more, res.Shared.Capacity, res.Shared.Share, more, real, wa, wb, na, nb)
+	// The model counts every execution in flight as sharing the CPU;
+	// where half of each is spent off it, the added seats are counted
+	// as more contention than they bring, and the waits come out about
+	// a quarter short (0.74 of the exact server's when this test was
+	// written): that case is held to a wider band, the known limit of
+	// the model (docs/simulate.md).
+	lo := 0.75
+	if share < 1 {
+		lo = 0.6
+	}
+	if wa < lo*real || wa > 1.25*real {
 		t.Errorf("with the shared CPU the median wait after %d → %d seats is predicted %.3fs; the exact server waits %.3fs", seats, more, wa, real)
 	}
 	if na > 0.5*real {

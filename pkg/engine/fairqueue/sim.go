@@ -226,6 +226,8 @@ type Simulator struct {
 	changes       int64
 	changesAtPass int64
 	quietPasses   int
+	// ps is the processor sharing of a SharedCPU; nil otherwise
+	ps *sharing
 }
 
 // idleConverged is the number of quiet borrowing passes (no event in
@@ -244,6 +246,9 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 		opts.BorrowingPeriod = 10 * time.Second
 	}
 	s := &Simulator{opts: opts}
+	if sc, ok := opts.CPU.(SharedCPU); ok {
+		s.ps = &sharing{cpu: sc}
+	}
 	for i, c := range levels {
 		if err := c.Validate(); err != nil {
 			return nil, err
@@ -351,6 +356,10 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 		s.now = e.t
 		switch e.kind {
 		case evFinish:
+			if e.r == nil {
+				s.psDue(e.t, e.gen)
+				continue
+			}
 			s.changes++
 			e.r.level.finish(e.r, e.t)
 		case evRelease:
@@ -466,6 +475,10 @@ func (s *Simulator) dispatched(r *request, now int64) {
 	hold := r.service
 	if now > r.arrival {
 		hold += r.queuedOverhead
+	}
+	if s.ps != nil {
+		s.psStart(r, now, hold)
+		return
 	}
 	end := now + hold
 	if s.opts.CPU != nil {
