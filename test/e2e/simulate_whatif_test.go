@@ -44,7 +44,9 @@ import (
 // whatever else the machine runs; without a writable cgroup v1 cpu
 // controller the test skips and says why. --cpu-limit is given to simulate
 // only when the scenario has a quota. A scenario with one what-if takes
-// one and a half to two minutes, starved (three re-runs) about five.
+// one and a half to two minutes; with all their what-ifs, starved (two,
+// three re-runs each) takes about seven, crowded (three, three re-runs
+// each) six, all of them about 23.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
 // of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs every
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
