@@ -107,6 +107,8 @@ type upstreamController struct {
 	factory *captureFactory
 	client  *clientsetfake.Clientset
 	stop    chan struct{}
+	// done is closed when the controller's Run has returned
+	done chan struct{}
 }
 
 // startUpstream runs the real controller over the given (defaulted) objects
@@ -139,9 +141,12 @@ func startUpstream(t testing.TB, fss []*flowcontrolv1.FlowSchema, pls []*flowcon
 		ExecSeatsGaugeVec:      fcmetrics.PriorityLevelExecutionSeatsGaugeVec,
 		QueueSetFactory:        f,
 	})
-	u := &upstreamController{ctl: ctl, factory: f, client: client, stop: make(chan struct{})}
+	u := &upstreamController{ctl: ctl, factory: f, client: client, stop: make(chan struct{}), done: make(chan struct{})}
 	inf.Start(u.stop)
-	go func() { _ = ctl.Run(u.stop) }()
+	go func() {
+		defer close(u.done)
+		_ = ctl.Run(u.stop)
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if u.digested(len(fss)) {
@@ -172,7 +177,17 @@ func (u *upstreamController) digested(n int) bool {
 	return true
 }
 
-func (u *upstreamController) Stop() { close(u.stop) }
+// Stop stops the controller and waits until its Run has returned, so that
+// it publishes nothing into the global gauges the next controller's
+// checks read (a controller left running could overwrite them, which a
+// busy machine made happen).
+func (u *upstreamController) Stop() {
+	close(u.stop)
+	select {
+	case <-u.done:
+	case <-time.After(30 * time.Second):
+	}
+}
 
 // classify runs one request through the controller's Handle.
 func (u *upstreamController) classify(ri *request.RequestInfo, id Identity) upstreamResult {
