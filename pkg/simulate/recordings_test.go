@@ -54,11 +54,18 @@ func recordingDirs(t *testing.T) []string {
 	return dirs
 }
 
-// whatIfUntilSharedCPU are the recordings whose what-if TestSimulateRecordings
-// reports but does not hold to the band, until the shared-CPU model lands
-// (fits them): crowded, a kube-apiserver without quota crowded off its
-// cores by its clients. Their fit is checked as every recording's.
-var whatIfUntilSharedCPU = []string{"crowded"}
+// whatIfReportedOnly are the recordings whose what-if TestSimulateRecordings
+// reports but does not hold to the band; their fit is checked as every
+// recording's. crowded (a kube-apiserver without quota crowded off its
+// cores by its clients): with the shared-CPU model the fixture predicts
+// tiny at 776 429s with 3 seats against a mean of 610 over three re-runs
+// (1.27; 536 without the model). Its recorded run was the slower of two
+// runs of the same plan (1,078 429s, its repeat 975), and the re-runs'
+// servers ran the same executions 10-20% faster at the same number in
+// flight (testdata/simulate/recordings/README.md): the prediction carries
+// that run-to-run difference. The what-if is checked on fresh recordings
+// by make e2e-whatif, three re-runs each.
+var whatIfReportedOnly = []string{"crowded"}
 
 // TestSimulateRecordings replays each overload recorded on the local control
 // plane (testdata/simulate/recordings, written by "make record-simulate":
@@ -106,8 +113,12 @@ func TestSimulateRecordings(t *testing.T) {
 			logFile := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
 			auditFile := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 			bundle := filepath.Join(dir, recording.BundleFile)
-			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; kube-apiserver held to %.1f CPU; %d requests sent, %d late): %s",
-				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, rec.APIServerCPUs, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
+			quota := "no CPU quota"
+			if rec.APIServerCPUs > 0 {
+				quota = fmt.Sprintf("kube-apiserver held to %.1f CPU", rec.APIServerCPUs)
+			}
+			report = append(report, fmt.Sprintf("== %s (load average %s before, %s after; %s; %d requests sent, %d late): %s",
+				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, quota, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
 			sim := func(files []string, calibrate bool, changes ...string) *Result {
 				t.Helper()
 				// the recorder knows the quota it held kube-apiserver to,
@@ -230,8 +241,8 @@ func TestSimulateRecordings(t *testing.T) {
 					report = append(report, fmt.Sprintf("      not checked: simulate warns that the recorded server was short of CPU (agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
 					continue
 				}
-				if slices.Contains(whatIfUntilSharedCPU, name) {
-					report = append(report, fmt.Sprintf("      not checked until the shared-CPU model lands (agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
+				if slices.Contains(whatIfReportedOnly, name) {
+					report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
 					continue
 				}
 				if !recording.WhatIfAgrees(pred, real) {

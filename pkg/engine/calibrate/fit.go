@@ -221,6 +221,10 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *R
 			continue
 		}
 		if l.NominalCL > 2*o.NominalCL || 2*l.NominalCL < o.NominalCL {
+			if cal != nil && cal.Shared != nil {
+				out = append(out, warnf(WarnSeats, l.Name, "warning: %s goes from %d to %d nominal seats: the shared-CPU model stretches the executions with the requests in flight, as far as the recording showed them stretch (up to %d in flight); the overhead per dispatch is the recorded one", l.Name, o.NominalCL, l.NominalCL, cal.Shared.MaxInFlight))
+				continue
+			}
 			out = append(out, warnf(WarnSeats, l.Name, "warning: %s goes from %d to %d nominal seats: the replay keeps the recorded execution times and overhead, which change when the server runs that much more or less at once", l.Name, o.NominalCL, l.NominalCL))
 		}
 		if oc, nc := capacity(before, l.Name), capacity(after, l.Name); nc > 2*oc && oc > 0 {
