@@ -40,14 +40,7 @@ apiserver_flowcontrol_dispatched_requests_total{flow_schema="exempt",priority_le
 }
 
 func TestGCActivityBetween(t *testing.T) {
-	parse := func(body string, at time.Time) *Scrape {
-		t.Helper()
-		s, _, err := ParseAPF(bytes.NewReader([]byte(body)), at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	parse := func(body string, at time.Time) *Scrape { return parseBody(t, body, at) }
 	prev := parse(runtimeBody(20, 0.25, 1.5, 3, 100, 2), t0)
 	cur := parse(runtimeBody(28, 0.5, 2.5, 8.25, 1300, 2), t0.Add(time.Minute))
 	if cur.Has("go_goroutines") || cur.Has("go_cpu_classes_gc_pause_cpu_seconds_total") {
@@ -97,14 +90,7 @@ go_sched_gomaxprocs_threads 2
 }
 
 func TestCPUUseBetween(t *testing.T) {
-	parse := func(body string, at time.Time) *Scrape {
-		t.Helper()
-		s, _, err := ParseAPF(bytes.NewReader([]byte(body)), at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	parse := func(body string, at time.Time) *Scrape { return parseBody(t, body, at) }
 	prev := parse(cpuBody(10, 100, 150, 200, 0.5), t0)
 	cur := parse(cpuBody(25, 300, 1150, 2200, 4.5), t0.Add(10*time.Second))
 	if cur.Has("process_open_fds") {
@@ -139,4 +125,14 @@ func TestCPUUseBetween(t *testing.T) {
 	if u, ok := CPUUseBetween(noSched(1, t0), noSched(3, t0.Add(4*time.Second))); !ok || u.HasRunnableWait || u.Cores() != 0.5 || u.GOMAXPROCS != 4 {
 		t.Errorf("without the scheduler's histogram: %+v, %v", u, ok)
 	}
+}
+
+// parseBody parses a /metrics body through the APF filter.
+func parseBody(t *testing.T, body string, at time.Time) *Scrape {
+	t.Helper()
+	s, _, err := ParseAPF(bytes.NewReader([]byte(body)), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
