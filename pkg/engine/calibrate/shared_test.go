@@ -13,22 +13,16 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
-// sharedServerRecording records a level of seats seats on a server of
-// capacity cores shared by every executing request (processor sharing:
-// each of n executing requests progresses at min(1, capacity/n) of its
-// own speed), fed by Poisson arrivals of two kinds of LIST (2 and 6 ms
-// of CPU alone) at a mean rate per second for span (alternating seconds
-// at 1.5 and 0.5 times it), queued first come first
-// served without limit. It is simulated here exactly, event by event,
-// independently of the model it tests.
-func sharedServerRecording(seed uint64, seats int, capacity, rate float64, span time.Duration) []workload.Request {
-	return partlySharedRecording(seed, seats, capacity, 1, rate, span)
-}
-
-// partlySharedRecording is sharedServerRecording where only share of each
-// execution is CPU shared on the cores: a request first computes (share
-// of its time alone, at min(1, capacity / the requests computing)), then
-// spends the rest off the CPU (writing its response), at its own pace.
+// partlySharedRecording records a level of seats seats on a server of
+// capacity cores shared by the executing requests, fed by Poisson
+// arrivals of two kinds of LIST (2 and 6 ms alone) at a mean rate per
+// second for span (alternating seconds at 1.5 and 0.5 times it), queued
+// first come first served without limit. A request first computes (share
+// of its time alone, at min(1, capacity / the requests computing):
+// processor sharing), then spends the rest off the CPU (writing its
+// response) at its own pace; share 1 is pure processor sharing. It is
+// simulated here exactly, event by event, independently of the model it
+// tests.
 func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	type req struct {
