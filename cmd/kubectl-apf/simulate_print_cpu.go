@@ -22,8 +22,15 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares %.2f cores with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
-		100*m.Share, m.Capacity, 1-m.Share, m.Share, m.Capacity, m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
+	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
+		100*m.Share, 1-m.Share, m.Share, m.Capacity)
+	if m.From == "metrics" {
+		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch, and the server's %g cores (%s) over the process's CPU bound the share of an execution on the CPU; they would have stretched the recorded ones %.2f× on average.\n",
+			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom, m.MeanStretch)
+	} else {
+		fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
+			m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
+	}
 	if len(m.Demands) > 0 {
 		var ds []string
 		for _, d := range m.Demands {

@@ -71,7 +71,9 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	default:
 		c.Model = "CFS quota"
 	}
-	if m := cal.Shared; m != nil {
+	if m := cal.Shared; m != nil && m.From == "metrics" {
+		c.Why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
+	} else if m != nil {
 		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
 	} else {
 		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out while the garbage collector marked", cal.CPU.Level)

@@ -64,6 +64,12 @@ type CPUUse struct {
 // and the capacity is checked against them: the fitted capacity is not
 // more than the cores the server had (GOMAXPROCS, or the CPU limit).
 type SharedCPU struct {
+	// From is what the model rests on: "executions", fitted to how the
+	// recorded executions stretched; "metrics", where they did not (the
+	// recording never ran more than the server's CPU could take), the
+	// bound of the cores the server had and the CPU its process used
+	// (boundShared).
+	From string `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
 	Capacity float64 `json:"capacity"`
@@ -208,6 +214,14 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	m, why := fitShared(execs, len(kinds))
 	if m == nil {
+		// no stretch to fit: what the metrics say the server's CPU could
+		// give the executions, if the recording does not contradict it
+		if b, bwhy := boundShared(execs, r.prep.opts); b != nil {
+			r.Shared = b
+			return nil
+		} else if bwhy != "" {
+			why += "; " + bwhy
+		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own; httplog's apf_execution_time records them all)", replayed)
 		}
@@ -222,10 +236,11 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		m.Demands[i].Kind = names[m.Demands[i].kind]
 	}
 	m.evidence(r.prep.opts)
-	if m.Cores > 0 && m.Capacity > m.Cores*1.05 {
-		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.2f cores were shared, more than the %g the server had (%s): they wait for something other than the CPU", m.Capacity, m.Cores, m.CoresFrom)
+	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*1.05 {
+		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom)
 		return nil
 	}
+	m.From = "executions"
 	r.Shared = m
 	return nil
 }
@@ -302,7 +317,7 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 			}
 		}
 	}
-	m := &SharedCPU{Capacity: bestC, Share: min(bestShare, 1), Executions: len(fitted), Kinds: nkinds, MaxInFlight: int(math.Ceil(maxN)), MeanInFlight: sumN / float64(len(n)), Spread: best, SpreadRecorded: flat}
+	m := &SharedCPU{Capacity: bestC, Share: min(math.Round(bestShare*100)/100, 1), Executions: len(fitted), Kinds: nkinds, MaxInFlight: int(math.Ceil(maxN)), MeanInFlight: sumN / float64(len(n)), Spread: best, SpreadRecorded: flat}
 	if math.IsInf(bestC, 1) {
 		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
 	}
@@ -320,10 +335,6 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.0f%% of an execution shared on %.2f cores, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
 			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
 	}
-	top := 0
-	for _, e := range execs {
-		top = max(top, int(e.idx))
-	}
 	_, medians := sp.at(m.Capacity, m.Share)
 	counts := make([]int, nkinds)
 	for _, k := range kindOfS {
@@ -336,6 +347,17 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	}
 	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
+	m.setStretches(execs, flight)
+	return m, ""
+}
+
+// setStretches keeps, by record index, the stretch each execution ran
+// under, and the CPU the model gives the executions.
+func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
+	top := 0
+	for _, e := range execs {
+		top = max(top, int(e.idx))
+	}
 	m.stretch = make([]float32, top+1)
 	var cpu float64
 	for i, e := range execs {
@@ -344,7 +366,6 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 		cpu += float64(e.end-e.start) / st * m.Share
 	}
 	m.RequestsCPU = Duration(cpu)
-	return m, ""
 }
 
 // inFlight returns, for each execution, the mean number of executions in
@@ -578,4 +599,60 @@ func (k kind) String() string {
 		out += " ?" + k.query
 	}
 	return out
+}
+
+// MaxUnseenStretch is the most the metrics' bound may have stretched the
+// recorded executions, which showed no stretch, for it to be kept.
+const MaxUnseenStretch = 1.1
+
+// boundShared is the shared CPU the metrics imply where the recorded
+// executions show no stretch: a server with Cores cores (its CPU limit, or
+// GOMAXPROCS) whose process used ProcessCPU over the metrics' span, while
+// its executions added up to E, spends at most a share
+// min(1, ProcessCPU / E) of an execution on the CPU, and n executions in
+// flight need n × share cores: beyond Cores they stretch. That is the model
+// with Share = share and Capacity = Cores / share. It is kept only where
+// the recording does not contradict it: the recorded executions, which did
+// not stretch, would have stretched by MaxUnseenStretch or less under it
+// on average. It needs the process's CPU (two scrapes) and the cores.
+func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
+	u := opts.CPUUse
+	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
+		return nil, ""
+	}
+	m := &SharedCPU{From: "metrics"}
+	m.evidence(opts)
+	if m.Cores <= 0 {
+		return nil, ""
+	}
+	var e float64
+	for _, x := range execs {
+		e += float64(x.end - x.start)
+	}
+	m.Share = min(1, float64(u.ProcessCPU)/e)
+	m.Share = math.Round(m.Share*100) / 100
+	if m.Share <= 0 {
+		return nil, ""
+	}
+	m.Capacity = m.Cores / m.Share
+	flight := inFlight(execs)
+	var sum, maxN float64
+	var stretched int
+	for i := range execs {
+		st := m.stretchOf(flight[i])
+		sum += st
+		if st > 1 {
+			stretched++
+		}
+		maxN = max(maxN, flight[i])
+		m.MeanInFlight += flight[i]
+	}
+	n := float64(len(execs))
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/n
+	m.Stretched, m.MeanStretch = float64(stretched)/n, sum/n
+	if m.MeanStretch > MaxUnseenStretch {
+		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
+	}
+	m.setStretches(execs, flight)
+	return m, ""
 }

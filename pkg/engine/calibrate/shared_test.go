@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,7 +124,11 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 	}{{1, 1, true}, {1.5, 1, true}, {1, 0.5, true}, {float64(seats), 1, false}} {
 		// a load about what the capacity serves, so that the level is busy
 		reqs := partlySharedRecording(1, seats, tc.capacity, tc.share, 0.9*tc.capacity/0.004/tc.share, 20*time.Second)
-		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: 18 * time.Second, GOMAXPROCS: 2}})
+		// the metrics of such a server: as many Ps as cores, and a
+		// process that computed the executions' share of their time alone
+		procs := int(math.Ceil(tc.capacity))
+		cpu := time.Duration(cpuSeconds(reqs, tc.share) * float64(time.Second))
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,10 +137,10 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		}
 		m := res.Shared
 		if !tc.want {
-			if m != nil {
-				t.Errorf("capacity %g (as many cores as seats): a model of %.2f cores", tc.capacity, m.Capacity)
-			} else if res.SharedWhy == "" {
-				t.Errorf("capacity %g: no model and no reason", tc.capacity)
+			// nothing to fit; the metrics' bound, where kept, stretches
+			// nothing the level can run
+			if m != nil && (m.From != "metrics" || m.Stretch(seats) > 1) {
+				t.Errorf("capacity %g (as many cores as seats): a model of %.0f%% on %.2f cores from the %s", tc.capacity, 100*m.Share, m.Capacity, m.From)
 			}
 			continue
 		}
@@ -153,8 +158,8 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		case tc.share < 1 && m.Share > 0.8:
 			t.Errorf("capacity %g, share %g: fitted share %.2f: the part off the CPU was not told", tc.capacity, tc.share, m.Share)
 		}
-		if m.Used == nil || *m.Used != 0.9 || m.Cores != 2 || m.CoresFrom != "GOMAXPROCS" {
-			t.Errorf("the metrics' evidence: used %v, cores %g from %q", m.Used, m.Cores, m.CoresFrom)
+		if want := cpuSeconds(reqs, tc.share) / 20; m.Used == nil || math.Abs(*m.Used-want) > 1e-6 || m.Cores != float64(procs) || m.CoresFrom != "GOMAXPROCS" || m.From != "executions" {
+			t.Errorf("the metrics' evidence: used %v (want %g), cores %g from %q; from the %s", m.Used, want, m.Cores, m.CoresFrom, m.From)
 		}
 	}
 }
@@ -240,4 +245,94 @@ func levelOf(ls []fairqueue.LevelResult, name string) fairqueue.LevelResult {
 		}
 	}
 	return fairqueue.LevelResult{}
+}
+
+// TestSharedCPUFromTheMetrics: a level of one seat on a one-core server
+// never runs two executions at once, so its recording shows no stretch;
+// the metrics (one core, and a process that spent on the CPU all the
+// time its executions took) bound what more seats can buy. Replayed with
+// more seats, the median wait is within 0.75–1.25 of the exact server's,
+// where the replay without the bound predicts it all but gone; where the
+// process's CPU says the executions were mostly off the CPU, the bound
+// stretches them little; and where the recorded executions would have
+// stretched under it, which they did not, it is refused.
+func TestSharedCPUFromTheMetrics(t *testing.T) {
+	before, after := configQueues(t, 1, 1000), configQueues(t, 3, 1000)
+	const scl = 6
+	seats := levelLimits(Options{Config: before, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats != 1 || more < 2 {
+		t.Fatalf("seats %d → %d: the test needs 1 → more", seats, more)
+	}
+	const rate = 0.9 / 0.004 // bursts of 1.35 times what one core serves
+	reqs := partlySharedRecording(3, seats, 1, 1, rate, 10*time.Second)
+	truth := partlySharedRecording(3, more, 1, 1, rate, 10*time.Second)
+	var execSum time.Duration
+	for _, w := range reqs {
+		execSum += w.ServiceTime
+	}
+	derive := func(processCPU time.Duration, cores int) *Result {
+		t.Helper()
+		opts := Options{Config: before, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}}
+		res, err := Derive(&sliceReader{reqs: reqs}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := derive(execSum, 1)
+	m := res.Shared
+	if m == nil || m.From != "metrics" {
+		t.Fatalf("no model from the metrics: %+v, %s", m, res.SharedWhy)
+	}
+	var waits []time.Duration
+	for _, w := range truth {
+		waits = append(waits, w.Latency-w.ServiceTime)
+	}
+	slices.Sort(waits)
+	real := waits[len(waits)/2].Seconds()
+	predict := func(cal *Result) float64 {
+		t.Helper()
+		rc := fairqueue.ReplayConfig{Config: before, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+		ac := fairqueue.ReplayConfig{Config: after, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+		rep, err := fairqueue.Replay(cal.Apply(&sliceReader{reqs: reqs}), rc, &ac, fairqueue.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return levelOf(rep.After.Levels, "slow").WaitP50Seconds
+	}
+	with, without := predict(res), predict(res.WithoutCPU())
+	t.Logf("%d requests, 1 → %d seats; share %.2f, capacity %.2f; median wait: exact %.3fs, with the bound %.3fs, without %.3fs", len(reqs), more, m.Share, m.Capacity, real, with, without)
+	if with < 0.75*real || with > 1.25*real {
+		t.Errorf("with the metrics' bound the median wait is predicted %.3fs; the exact server waits %.3fs", with, real)
+	}
+	if without > 0.5*real {
+		t.Errorf("without the bound the added seats should all but end the waits (%.3fs predicted, %.3fs real)", without, real)
+	}
+	// a process that used a tenth of the executions' time: mostly off the CPU
+	if light := derive(execSum/10, 1).Shared; light == nil || light.Share > 0.11 || light.Stretch(more) > 1.1 {
+		t.Errorf("a process CPU of a tenth of the executions: %+v", light)
+	}
+	// half a core (a CPU limit) for executions all on the CPU: the one
+	// seat's executions, which ran at full pace, would have stretched
+	half := derive(execSum, 1)
+	half.prep.opts.CPULimit = 0.5
+	if err := half.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	if half.Shared != nil || !strings.Contains(half.SharedWhy, "which they did not") {
+		t.Errorf("a bound the recording contradicts was kept: %+v, %q", half.Shared, half.SharedWhy)
+	}
+}
+
+// cpuSeconds is the CPU, in seconds, of share of each execution.
+func cpuSeconds(reqs []workload.Request, share float64) float64 {
+	var cpu time.Duration
+	for _, w := range reqs {
+		cpu += time.Duration(share * float64(w.ServiceTime))
+	}
+	return cpu.Seconds()
 }
