@@ -246,11 +246,7 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*R
 func rejectedByLevel(levels []fairqueue.LevelResult) map[string]int64 {
 	m := map[string]int64{}
 	for _, l := range levels {
-		var n int64
-		for _, c := range l.Rejected {
-			n += c
-		}
-		if n > 0 {
+		if n := total(l.Rejected); n > 0 {
 			m[l.Name] = n
 		}
 	}

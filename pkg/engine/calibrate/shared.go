@@ -321,16 +321,7 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	if math.IsInf(bestC, 1) {
 		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
 	}
-	var stretched int
-	var sumS float64
-	for _, i := range fitted {
-		s := m.stretchOf(flight[i])
-		if s > 1 {
-			stretched++
-		}
-		sumS += s
-	}
-	m.Stretched, m.MeanStretch = float64(stretched)/float64(len(fitted)), sumS/float64(len(fitted))
+	m.setStretched(flight, fitted)
 	if m.Stretched < MinStretched || best > (1-MinImprovement)*flat {
 		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.0f%% of an execution shared on %.2f cores, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
 			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
@@ -349,6 +340,21 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
 	m.setStretches(execs, flight)
 	return m, ""
+}
+
+// setStretched sets Stretched and MeanStretch from the executions at
+// indices idx (in flight: flight[i]).
+func (m *SharedCPU) setStretched(flight []float64, idx []int) {
+	var stretched int
+	var sum float64
+	for _, i := range idx {
+		st := m.stretchOf(flight[i])
+		if st > 1 {
+			stretched++
+		}
+		sum += st
+	}
+	m.Stretched, m.MeanStretch = float64(stretched)/float64(len(idx)), sum/float64(len(idx))
 }
 
 // setStretches keeps, by record index, the stretch each execution ran
@@ -636,20 +642,15 @@ func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
 	}
 	m.Capacity = m.Cores / m.Share
 	flight := inFlight(execs)
-	var sum, maxN float64
-	var stretched int
+	all := make([]int, len(execs))
+	var maxN float64
 	for i := range execs {
-		st := m.stretchOf(flight[i])
-		sum += st
-		if st > 1 {
-			stretched++
-		}
+		all[i] = i
 		maxN = max(maxN, flight[i])
 		m.MeanInFlight += flight[i]
 	}
-	n := float64(len(execs))
-	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/n
-	m.Stretched, m.MeanStretch = float64(stretched)/n, sum/n
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	m.setStretched(flight, all)
 	if m.MeanStretch > MaxUnseenStretch {
 		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 	}

@@ -200,24 +200,9 @@ func moreSeats(t *testing.T, before, after *engine.Config, seats, more int, shar
 	if res.Shared == nil {
 		t.Fatalf("no model: %s", res.SharedWhy)
 	}
-	var waits []time.Duration
-	for _, w := range truth {
-		waits = append(waits, w.Latency-w.ServiceTime)
-	}
-	slices.Sort(waits)
-	real := waits[len(waits)/2].Seconds()
-	predict := func(cal *Result) (b, a float64) {
-		t.Helper()
-		rc := fairqueue.ReplayConfig{Config: before, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
-		ac := fairqueue.ReplayConfig{Config: after, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
-		rep, err := fairqueue.Replay(cal.Apply(&sliceReader{reqs: reqs}), rc, &ac, fairqueue.ReplayOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return levelOf(rep.Levels, "slow").WaitP50Seconds, levelOf(rep.After.Levels, "slow").WaitP50Seconds
-	}
-	wb, wa := predict(res)
-	nb, na := predict(res.WithoutCPU())
+	real := medianWait(truth)
+	wb, wa := medianWaits(t, res, reqs, before, after, scl)
+	nb, na := medianWaits(t, res.WithoutCPU(), reqs, before, after, scl)
 	t.Logf("%d requests, %d seats → %d on %.2f fitted cores, share %.2f; median wait with %d seats: exact %.3fs, predicted with the model %.3fs (recorded configuration %.3fs), without it %.3fs (%.3fs)",
 		len(reqs), seats, more, res.Shared.Capacity, res.Shared.Share, more, real, wa, wb, na, nb)
 	// The model counts every execution in flight as sharing the CPU;
@@ -236,6 +221,31 @@ func moreSeats(t *testing.T, before, after *engine.Config, seats, more int, shar
 	if na > 0.5*real {
 		t.Errorf("without the model the added seats should all but end the waits (%.3fs predicted, %.3fs real): the recording does not saturate the core", na, real)
 	}
+}
+
+// medianWait is the median time the recorded requests waited for a seat
+// (latency − execution), in seconds.
+func medianWait(reqs []workload.Request) float64 {
+	var waits []time.Duration
+	for _, w := range reqs {
+		waits = append(waits, w.Latency-w.ServiceTime)
+	}
+	slices.Sort(waits)
+	return waits[len(waits)/2].Seconds()
+}
+
+// medianWaits replays reqs, prepared by cal, on before and after (without
+// borrowing, on the calibration's CPU) and returns the level slow's median
+// wait in each, in seconds.
+func medianWaits(t *testing.T, cal *Result, reqs []workload.Request, before, after *engine.Config, scl int) (b, a float64) {
+	t.Helper()
+	rc := fairqueue.ReplayConfig{Config: before, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+	ac := fairqueue.ReplayConfig{Config: after, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
+	rep, err := fairqueue.Replay(cal.Apply(&sliceReader{reqs: reqs}), rc, &ac, fairqueue.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return levelOf(rep.Levels, "slow").WaitP50Seconds, levelOf(rep.After.Levels, "slow").WaitP50Seconds
 }
 
 func levelOf(ls []fairqueue.LevelResult, name string) fairqueue.LevelResult {
@@ -288,23 +298,9 @@ func TestSharedCPUFromTheMetrics(t *testing.T) {
 	if m == nil || m.From != "metrics" {
 		t.Fatalf("no model from the metrics: %+v, %s", m, res.SharedWhy)
 	}
-	var waits []time.Duration
-	for _, w := range truth {
-		waits = append(waits, w.Latency-w.ServiceTime)
-	}
-	slices.Sort(waits)
-	real := waits[len(waits)/2].Seconds()
-	predict := func(cal *Result) float64 {
-		t.Helper()
-		rc := fairqueue.ReplayConfig{Config: before, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
-		ac := fairqueue.ReplayConfig{Config: after, ServerConcurrencyLimit: scl, NoBorrowing: true, CPU: cal.Server(0)}
-		rep, err := fairqueue.Replay(cal.Apply(&sliceReader{reqs: reqs}), rc, &ac, fairqueue.ReplayOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return levelOf(rep.After.Levels, "slow").WaitP50Seconds
-	}
-	with, without := predict(res), predict(res.WithoutCPU())
+	real := medianWait(truth)
+	_, with := medianWaits(t, res, reqs, before, after, scl)
+	_, without := medianWaits(t, res.WithoutCPU(), reqs, before, after, scl)
 	t.Logf("%d requests, 1 → %d seats; share %.2f, capacity %.2f; median wait: exact %.3fs, with the bound %.3fs, without %.3fs", len(reqs), more, m.Share, m.Capacity, real, with, without)
 	if with < 0.75*real || with > 1.25*real {
 		t.Errorf("with the metrics' bound the median wait is predicted %.3fs; the exact server waits %.3fs", with, real)
