@@ -24,10 +24,14 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	}
 	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
 		100*m.Share, 1-m.Share, m.Share, m.Capacity)
-	if m.From == "metrics" {
+	switch m.From {
+	case "metrics":
 		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch, and the server's %g cores (%s) over the process's CPU bound the share of an execution on the CPU; they would have stretched the recorded ones %.2f× on average.\n",
 			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom, m.MeanStretch)
-	} else {
+	case "overlaps":
+		fmt.Fprintf(w, "The share from the metrics (the process's CPU over the executions' time), the capacity from the %d recorded executions that ran with others in flight, which explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d; the server's cores: %g, %s).\n",
+			m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom)
+	default:
 		fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
 			m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
 	}

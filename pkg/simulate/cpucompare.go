@@ -73,6 +73,8 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	}
 	if m := cal.Shared; m != nil && m.From == "metrics" {
 		c.Why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
+	} else if m != nil && m.From == "overlaps" {
+		c.Why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
 	} else if m != nil {
 		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
 	} else {

@@ -52,7 +52,10 @@ import (
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
 // KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names) picks scenarios,
 // all their what-ifs too. KUBECTL_APF_WHATIF_REPORT=FILE writes the
-// report the test logs.
+// report the test logs; KUBECTL_APF_WHATIF_KEEP=DIR keeps each scenario's
+// recorded logs, bundle and changes in DIR/SCENARIO, and each re-run's
+// logs beside them (rerun-WHATIF-N-apiserver.log, -audit.log), to study
+// a prediction offline.
 func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the local control plane does not run with -short")
@@ -150,6 +153,13 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
+	if keep != "" {
+		dir = filepath.Join(keep, sc.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	logFile, auditFile := filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "audit.log")
 	if err := recording.CopyTail(a.LogFile, logFrom, logFile); err != nil {
 		t.Fatal(err)
@@ -241,8 +251,18 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	for i, w := range whatIfs {
 		// a noisy what-if is checked against the mean of several re-runs
 		var reruns []recording.Run
-		for range max(w.Reruns, 1) {
-			rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, nil)
+		for n := range max(w.Reruns, 1) {
+			var keepRerun func(string, int64, string, int64) error
+			if keep != "" {
+				keepRerun = func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
+					base := filepath.Join(dir, fmt.Sprintf("rerun-%d-%d-", i+1, n+1))
+					if err := recording.CopyTail(logFile, logFrom, base+"apiserver.log"); err != nil {
+						return err
+					}
+					return recording.CopyTail(auditLog, auditFrom, base+"audit.log")
+				}
+			}
+			rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepRerun)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,10 +65,12 @@ type CPUUse struct {
 // more than the cores the server had (GOMAXPROCS, or the CPU limit).
 type SharedCPU struct {
 	// From is what the model rests on: "executions", fitted to how the
-	// recorded executions stretched; "metrics", where they did not (the
-	// recording never ran more than the server's CPU could take), the
-	// bound of the cores the server had and the CPU its process used
-	// (boundShared).
+	// recorded executions stretched; where they stretched too little to
+	// fit both parameters (the recording seldom ran more than the
+	// server's CPU could take), the share is the CPU its process used
+	// over the executions' time (boundShared) and the capacity
+	// "overlaps", fitted to the executions that ran with others in
+	// flight (Overlapped), or "metrics", the cores the server had.
 	From string `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
@@ -92,6 +94,10 @@ type SharedCPU struct {
 	Kinds        int     `json:"kinds"`
 	MaxInFlight  int     `json:"maxInFlight"`
 	MeanInFlight float64 `json:"meanInFlight"`
+	// Overlapped is, From "overlaps", the recorded executions that ran
+	// with others in flight the capacity was fitted to; Spread and
+	// SpreadRecorded are then theirs alone.
+	Overlapped int `json:"overlapped,omitempty"`
 	// Stretched is the share of the executions that started with more
 	// than Capacity in flight, and MeanStretch their mean stretch.
 	Stretched   float64 `json:"stretched"`
@@ -612,15 +618,23 @@ func (k kind) String() string {
 const MaxUnseenStretch = 1.1
 
 // boundShared is the shared CPU the metrics imply where the recorded
-// executions show no stretch: a server with Cores cores (its CPU limit, or
-// GOMAXPROCS) whose process used ProcessCPU over the metrics' span, while
-// its executions added up to E, spends at most a share
-// min(1, ProcessCPU / E) of an execution on the CPU, and n executions in
-// flight need n × share cores: beyond Cores they stretch. That is the model
-// with Share = share and Capacity = Cores / share. It is kept only where
-// the recording does not contradict it: the recorded executions, which did
+// executions show too little stretch to fit both parameters: a server
+// whose process used ProcessCPU over the metrics' span, while its
+// executions added up to E, spends at most a share min(1, ProcessCPU / E)
+// of an execution on the CPU, and n executions in flight need n × share
+// cores.
+//
+// Where enough of the recorded executions ran with others in flight
+// (minOverlapped), the capacity is fitted to them with that share
+// (overlapCapacity): From "overlaps". A CPU limit is a budget per CFS
+// period, which a burst spends on every core the process has
+// (GOMAXPROCS), so how far a few executions at once stretch is the
+// recording's to say, between one core and GOMAXPROCS / share.
+// Otherwise the capacity is the cores the server had (its CPU limit, or
+// GOMAXPROCS) over the share: From "metrics", kept only where the
+// recording does not contradict it: the recorded executions, which did
 // not stretch, would have stretched by MaxUnseenStretch or less under it
-// on average. It needs the process's CPU (two scrapes) and the cores.
+// on average. Both need the process's CPU (two scrapes) and the cores.
 func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
@@ -650,10 +664,88 @@ func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
 		m.MeanInFlight += flight[i]
 	}
 	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	procs := m.Cores
+	if u.GOMAXPROCS > 0 {
+		procs = max(procs, float64(u.GOMAXPROCS))
+	}
+	if c, n, spread, flat := overlapCapacity(execs, flight, m.Share, procs/m.Share); n > 0 {
+		m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, n, spread, flat
+		m.setStretched(flight, all)
+		m.setStretches(execs, flight)
+		return m, ""
+	}
 	m.setStretched(flight, all)
 	if m.MeanStretch > MaxUnseenStretch {
 		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 	}
 	m.setStretches(execs, flight)
 	return m, ""
+}
+
+// minOverlapped is the fewest recorded executions that ran with others in
+// flight (overlapFlight or more on average) the capacity is fitted on
+// where the share comes from the metrics.
+const minOverlapped = 20
+
+// overlapFlight is the least mean number in flight over an execution for
+// it to count as having run with others.
+const overlapFlight = 1.1
+
+// overlapCapacity fits the capacity, with the share given, to the
+// executions that ran with others in flight, between one core and most:
+// the one under which the recorded executions of each kind vary least
+// once each is divided by its stretch. n is the overlapped executions it
+// was fitted on, 0 where there are fewer than minOverlapped or the
+// stretch explains less than MinImprovement of their spread (spread
+// against flat, theirs alone).
+func overlapCapacity(execs []execution, flight []float64, share, most float64) (c float64, n int, spread, flat float64) {
+	var (
+		logExec, nf []float64
+		kinds       []int32
+		overlapped  []int
+		maxN        float64
+		nkinds      int32
+	)
+	for i, e := range execs {
+		if e.estimated {
+			continue
+		}
+		if flight[i] >= overlapFlight {
+			overlapped = append(overlapped, len(logExec))
+		}
+		logExec = append(logExec, math.Log(float64(e.end-e.start)))
+		nf = append(nf, flight[i])
+		kinds = append(kinds, e.kind)
+		maxN = max(maxN, flight[i])
+		nkinds = max(nkinds, e.kind+1)
+	}
+	if len(overlapped) < minOverlapped || len(logExec) > maxFit {
+		return 0, 0, 0, 0
+	}
+	sp := newSpreader(logExec, nf, kinds, int(nkinds))
+	// their spread within their kind under a capacity
+	theirs := func(c float64) float64 {
+		_, medians := sp.at(c, share)
+		var sum float64
+		for _, j := range overlapped {
+			sum += math.Abs(logExec[j] - math.Log(stretch(nf[j], c, share)) - medians[kinds[j]])
+		}
+		return sum / float64(len(overlapped))
+	}
+	top := min(maxN, most)
+	flat = theirs(top)
+	best, bestC := math.Inf(1), top
+	for c := 1.0; c < top; c *= 1.01 {
+		if s, _ := sp.at(c, share); s < best {
+			best, bestC = s, c
+		}
+	}
+	if s, _ := sp.at(top, share); s <= best {
+		return 0, 0, 0, 0
+	}
+	spread = theirs(bestC)
+	if spread > (1-MinImprovement)*flat {
+		return 0, 0, 0, 0
+	}
+	return math.Round(bestC*100) / 100, len(overlapped), spread, flat
 }

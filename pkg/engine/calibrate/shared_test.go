@@ -332,3 +332,34 @@ func cpuSeconds(reqs []workload.Request, share float64) float64 {
 	}
 	return cpu.Seconds()
 }
+
+// TestSharedCPUCapacityFromOverlaps: with the share given (by the
+// metrics, in boundShared), the executions of a two-seat level that ran
+// two at once tell the capacity: on a server of 1.5 cores, where a CPU
+// limit of one core alone would say 1; where they did not stretch (as
+// many cores as seats), or too few overlapped, no capacity is fitted.
+func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
+	for _, tc := range []struct {
+		capacity, rate float64
+		want           bool
+	}{{1.5, 20, true}, {1.5, 60, true}, {2, 60, false}, {1.5, 0.5, false}} {
+		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, 20*time.Second)
+		execs := make([]execution, len(reqs))
+		for i, w := range reqs {
+			end := w.Arrival.Sub(reqs[0].Arrival) + w.Latency
+			execs[i] = execution{start: end - w.ServiceTime, end: end, kind: 0, idx: int32(i)}
+			if w.ServiceTime > 4*time.Millisecond {
+				execs[i].kind = 1
+			}
+		}
+		flight := inFlight(execs)
+		c, n, spread, flat := overlapCapacity(execs, flight, 1, 2)
+		t.Logf("%g cores, %g requests/s: %d executions, %.2f cores fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.rate, len(execs), c, n, spread, flat)
+		switch {
+		case tc.want && (n == 0 || c < 0.8*tc.capacity || c > 1.25*tc.capacity):
+			t.Errorf("%g cores, %g requests/s: fitted %.2f cores to %d overlapped executions", tc.capacity, tc.rate, c, n)
+		case !tc.want && n > 0:
+			t.Errorf("%g cores, %g requests/s: a capacity of %.2f fitted to %d overlapped executions, which did not stretch or are too few", tc.capacity, tc.rate, c, n)
+		}
+	}
+}
