@@ -45,6 +45,10 @@ type Change struct {
 type WhatIf struct {
 	Change Change
 	Reruns int
+	// Unchecked, when set, is why the prediction is reported beside the
+	// re-runs but not held to them: a limit of the model, documented in
+	// docs/simulate.md.
+	Unchecked string
 }
 
 // Scenario is one recorded overload.
@@ -192,9 +196,12 @@ func Scenarios() []Scenario {
 		// levels hold 245 (the defaults) + 1 (apf-load-reject) shares, so
 		// s shares give 3 seats when 2 < 15s / (246 + s) ≤ 3, for s from
 		// 38 to 61: 50 gives 15 × 50 / 296 = 2.5, 3 seats.
+		// Fresh servers running this change got 10, 11, 18 and 20 429s
+		// (one re-run each in four checks): checked against the mean of
+		// three.
 		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 50, 0, 0, 8, 2, 3)},
-			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}}}},
+			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}}, Reruns: 3}},
 	}, {
 		Name:     "starved",
 		About:    "a small level (1 seat, 4 queues, hand 2, length 2) under bursts of small LISTs from many clients, on a kube-apiserver held to 0.2 CPU",
@@ -332,18 +339,22 @@ func Scenarios() []Scenario {
 		},
 		Duration: 30 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
-		// The same server and levels as quiet's: 50 shares are 3 seats.
-		// (The what-if was 2 shares until the re-runs showed that they
-		// leave the level at ceil(15 × 2 / 248) = 1 seat: it changed
-		// nothing, and its check measured how far two runs of one plan
-		// differ, 116 to 233 429s.) Time-outs at a 250 ms wait limit turn
-		// on how fast the LISTs run, so the change is checked against
-		// three re-runs.
-		WhatIf: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
+		// Shorter queues turn time-outs into queue-full 429s given at once
+		// (whether a client should fail fast). The what-if was 2 shares
+		// until the re-runs showed that they leave the level at
+		// ceil(15 × 2 / 248) = 1 seat: it changed nothing, and its check
+		// only measured how far two runs of one plan differ (116 to 233
+		// 429s). Time-outs at a 250 ms wait limit turn on how fast the
+		// LISTs run, so the change is checked against three re-runs.
+		WhatIf: Change{About: "apf-load with queues 5 long instead of 50",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 1, 0, 0, 4, 2, 5)}},
+		WhatIfReruns: 3,
+		// the same server and levels as quiet's: 50 shares are 3 seats
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 50, 0, 0, 4, 2, 50)},
 			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}},
-		WhatIfReruns: 3,
-		Seats:        map[string]int{loadgen.Level: 1, loadgen.RejectLevel: 1},
+			Unchecked: "three LISTs at once burn the 1-CPU quota before the end of a CFS period and stall until the next one: the tail of those stalls, not the mean stretch, decides which requests outlast a 250 ms wait limit, and neither CPU model holds stalls outside the collector's marks (docs/simulate.md, the shared-CPU model's known limits)"}},
+		Seats: map[string]int{loadgen.Level: 1, loadgen.RejectLevel: 1},
 	}, {
 		// A control-plane node whose kube-apiserver has no CPU quota but
 		// shares its 2 cores with etcd and with 100 client processes

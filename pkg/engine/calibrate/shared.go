@@ -98,6 +98,10 @@ type SharedCPU struct {
 	// with others in flight the capacity was fitted to; Spread and
 	// SpreadRecorded are then theirs alone.
 	Overlapped int `json:"overlapped,omitempty"`
+	// OnArrival is the audit records without timing of their own whose
+	// execution the fit read from their latency: they found their level
+	// with room (rooms), so dispatched on arrival.
+	OnArrival int `json:"onArrival,omitempty"`
 	// Stretched is the share of the executions that started with more
 	// than Capacity in flight, and MeanStretch their mean stretch.
 	Stretched   float64 `json:"stretched"`
@@ -166,6 +170,8 @@ type execution struct {
 	start, end time.Duration
 	kind       int32
 	idx        int32
+	// level indexes the caps inFlight is given
+	level int32
 	// estimated: counted in flight, not fitted on
 	estimated bool
 }
@@ -185,8 +191,13 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	a := r.Apply(src).(*applied)
 	kinds := map[kind]int32{}
 	var execs []execution
-	replayed := 0
+	replayed, onArrival := 0, 0
 	var w workload.Request
+	// which records found their level with room, as they arrive
+	room := newRooms()
+	// the levels, numbered, with their caps
+	levelID := map[string]int32{}
+	var caps []int
 	for {
 		err := a.Next(&w)
 		if errors.Is(err, io.EOF) {
@@ -196,17 +207,27 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			return fmt.Errorf("reading the workload for the CPU model: %w", err)
 		}
 		x := &a.x
+		lim, known := r.prep.limits[x.level]
+		onArrivalRec := a.ok && room.arrive(x, lim, known)
 		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
 			continue
 		}
 		// an audit record faster than 500 ms: its execution is its
 		// latency less the wait the replay gave it, which counts in
-		// flight, but would fit the model to the replay's own errors
+		// flight, but would fit the model to the replay's own errors;
+		// one that found its level with room (rooms) was dispatched on
+		// arrival and executed for its whole latency, with the filters
+		// around it
 		estimated := x.execFrom == fromReplay
+		end := x.arrival + x.latency
+		start := max(end-w.ServiceTime, x.arrival)
+		if estimated && onArrivalRec {
+			start, estimated = x.arrival, false
+			onArrival++
+		}
 		if estimated {
 			replayed++
 		}
-		end := x.arrival + x.latency
 		k := kindOf("", &a.er, w.URI)
 		id, ok := kinds[k]
 		if !ok {
@@ -216,20 +237,32 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			id = int32(len(kinds))
 			kinds[k] = id
 		}
-		execs = append(execs, execution{start: max(end-w.ServiceTime, x.arrival), end: end, kind: id, idx: int32(a.idx - 1), estimated: estimated})
+		level, ok := levelID[x.level]
+		if !ok {
+			level = int32(len(caps))
+			levelID[x.level] = level
+			lim := r.prep.limits[x.level]
+			caps = append(caps, 0)
+			if !x.exempt && !lim.Exempt {
+				caps[level] = max(lim.UpperCL, lim.NominalCL)
+			}
+		}
+		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated})
 	}
-	m, why := fitShared(execs, len(kinds))
+	flight := inFlight(execs, caps)
+	m, why := fitShared(execs, flight, len(kinds))
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
 		// give the executions, if the recording does not contradict it
-		if b, bwhy := boundShared(execs, r.prep.opts); b != nil {
+		if b, bwhy := boundShared(execs, flight, r.prep.opts); b != nil {
+			b.OnArrival = onArrival
 			r.Shared = b
 			return nil
 		} else if bwhy != "" {
 			why += "; " + bwhy
 		}
 		if replayed > 0 {
-			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own; httplog's apf_execution_time records them all)", replayed)
+			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
 		}
 		r.SharedWhy = why
 		return nil
@@ -246,7 +279,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom)
 		return nil
 	}
-	m.From = "executions"
+	m.From, m.OnArrival = "executions", onArrival
 	r.Shared = m
 	return nil
 }
@@ -270,7 +303,7 @@ func (m *SharedCPU) evidence(opts Options) {
 }
 
 // fitShared fits the capacity to the executions, or says why it keeps none.
-func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
+func fitShared(execs []execution, flight []float64, nkinds int) (*SharedCPU, string) {
 	var fitted []int
 	for i, e := range execs {
 		if !e.estimated {
@@ -280,7 +313,6 @@ func fitShared(execs []execution, nkinds int) (*SharedCPU, string) {
 	if len(fitted) < minFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
-	flight := inFlight(execs)
 	// the sample fitted: every recorded execution, or an even share of them
 	step := max(1, len(fitted)/maxFit)
 	var (
@@ -383,17 +415,34 @@ func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
 // inFlight returns, for each execution, the mean number of executions in
 // progress while it ran, itself included: under processor sharing an
 // execution that needs d alone takes d × that mean / capacity while the
-// server is saturated.
-func inFlight(execs []execution) []float64 {
+// server is saturated. A level counts at most its caps[level] executions
+// at once (none where the cap is 0): an audit record's execution is
+// placed back from its end by an estimate, and estimates of a busy level
+// that overlap each other beyond its seats never ran so.
+func inFlight(execs []execution, caps []int) []float64 {
 	type edge struct {
-		at time.Duration
-		d  int
+		at    time.Duration
+		d     int
+		level int32
 	}
 	edges := make([]edge, 0, 2*len(execs))
 	for _, e := range execs {
-		edges = append(edges, edge{e.start, 1}, edge{e.end, -1})
+		edges = append(edges, edge{e.start, 1, e.level}, edge{e.end, -1, e.level})
 	}
 	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	counted := func(level int32, n int) int {
+		if int(level) < len(caps) && caps[level] > 0 {
+			return min(n, caps[level])
+		}
+		return n
+	}
+	byLevel := make([]int, len(caps)+1)
+	levelOf := func(l int32) *int {
+		if int(l) >= len(caps) {
+			return &byLevel[len(caps)]
+		}
+		return &byLevel[l]
+	}
 	// at[i] and area[i]: the integral of the executions in progress up to
 	// at[i]; n[i] in progress from at[i] on
 	at := make([]time.Duration, 0, len(edges))
@@ -404,7 +453,10 @@ func inFlight(execs []execution) []float64 {
 		if i > 0 {
 			sum += float64(cur) * float64(e.at-edges[i-1].at)
 		}
-		cur += e.d
+		c := levelOf(e.level)
+		cur -= counted(e.level, *c)
+		*c += e.d
+		cur += counted(e.level, *c)
 		if len(at) > 0 && at[len(at)-1] == e.at {
 			n[len(n)-1] = cur
 			continue
@@ -635,7 +687,7 @@ const MaxUnseenStretch = 1.1
 // recording does not contradict it: the recorded executions, which did
 // not stretch, would have stretched by MaxUnseenStretch or less under it
 // on average. Both need the process's CPU (two scrapes) and the cores.
-func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
+func boundShared(execs []execution, flight []float64, opts Options) (*SharedCPU, string) {
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
@@ -655,7 +707,6 @@ func boundShared(execs []execution, opts Options) (*SharedCPU, string) {
 		return nil, ""
 	}
 	m.Capacity = m.Cores / m.Share
-	flight := inFlight(execs)
 	all := make([]int, len(execs))
 	var maxN float64
 	for i := range execs {
@@ -692,12 +743,16 @@ const minOverlapped = 20
 const overlapFlight = 1.1
 
 // overlapCapacity fits the capacity, with the share given, to the
-// executions that ran with others in flight, between one core and most:
-// the one under which the recorded executions of each kind vary least
-// once each is divided by its stretch. n is the overlapped executions it
-// was fitted on, 0 where there are fewer than minOverlapped or the
-// stretch explains less than MinImprovement of their spread (spread
-// against flat, theirs alone).
+// executions that ran with others in flight, between one core and most
+// (or the most executions seen at once): the one under which the
+// recorded executions of each kind vary least once each is divided by
+// its stretch. With one parameter, and the bound of the CPU limit the
+// alternative, the fit is kept however little the stretch explains:
+// executions that ran two at once on a one-core limit without stretching
+// twofold contradict the limit as a capacity. n is the overlapped
+// executions it was fitted on, 0 where there are fewer than
+// minOverlapped; spread and flat are their spread under the capacity
+// and without a stretch.
 func overlapCapacity(execs []execution, flight []float64, share, most float64) (c float64, n int, spread, flat float64) {
 	var (
 		logExec, nf []float64
@@ -706,10 +761,16 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 		maxN        float64
 		nkinds      int32
 	)
+	var fitted []int
 	for i, e := range execs {
-		if e.estimated {
-			continue
+		if !e.estimated {
+			fitted = append(fitted, i)
 		}
+	}
+	// every recorded execution, or an even share of them
+	step := max(1, len(fitted)/maxFit)
+	for j := 0; j < len(fitted); j += step {
+		i, e := fitted[j], execs[fitted[j]]
 		if flight[i] >= overlapFlight {
 			overlapped = append(overlapped, len(logExec))
 		}
@@ -719,7 +780,7 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 		maxN = max(maxN, flight[i])
 		nkinds = max(nkinds, e.kind+1)
 	}
-	if len(overlapped) < minOverlapped || len(logExec) > maxFit {
+	if len(overlapped) < minOverlapped {
 		return 0, 0, 0, 0
 	}
 	sp := newSpreader(logExec, nf, kinds, int(nkinds))
@@ -732,7 +793,10 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 		}
 		return sum / float64(len(overlapped))
 	}
-	top := min(maxN, most)
+	// at the most executions seen at once, or the cores, nothing the
+	// recording holds stretches: a capacity that high says the stretch
+	// starts beyond what was seen
+	top := max(1, min(maxN, most))
 	flat = theirs(top)
 	best, bestC := math.Inf(1), top
 	for c := 1.0; c < top; c *= 1.01 {
@@ -741,11 +805,7 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 		}
 	}
 	if s, _ := sp.at(top, share); s <= best {
-		return 0, 0, 0, 0
+		bestC = top
 	}
-	spread = theirs(bestC)
-	if spread > (1-MinImprovement)*flat {
-		return 0, 0, 0, 0
-	}
-	return math.Round(bestC*100) / 100, len(overlapped), spread, flat
+	return math.Round(bestC*100) / 100, len(overlapped), theirs(bestC), flat
 }

@@ -337,12 +337,13 @@ func cpuSeconds(reqs []workload.Request, share float64) float64 {
 // metrics, in boundShared), the executions of a two-seat level that ran
 // two at once tell the capacity: on a server of 1.5 cores, where a CPU
 // limit of one core alone would say 1; where they did not stretch (as
-// many cores as seats), or too few overlapped, no capacity is fitted.
+// many cores as seats) the capacity stretches nothing they ran, and where
+// too few overlapped none is fitted.
 func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 	for _, tc := range []struct {
 		capacity, rate float64
-		want           bool
-	}{{1.5, 20, true}, {1.5, 60, true}, {2, 60, false}, {1.5, 0.5, false}} {
+		want           string // "capacity", "no stretch" or "none"
+	}{{1.5, 20, "capacity"}, {1.5, 60, "capacity"}, {2, 60, "no stretch"}, {1.5, 0.5, "none"}} {
 		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, 20*time.Second)
 		execs := make([]execution, len(reqs))
 		for i, w := range reqs {
@@ -352,14 +353,45 @@ func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 				execs[i].kind = 1
 			}
 		}
-		flight := inFlight(execs)
+		flight := inFlight(execs, nil)
 		c, n, spread, flat := overlapCapacity(execs, flight, 1, 2)
 		t.Logf("%g cores, %g requests/s: %d executions, %.2f cores fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.rate, len(execs), c, n, spread, flat)
-		switch {
-		case tc.want && (n == 0 || c < 0.8*tc.capacity || c > 1.25*tc.capacity):
-			t.Errorf("%g cores, %g requests/s: fitted %.2f cores to %d overlapped executions", tc.capacity, tc.rate, c, n)
-		case !tc.want && n > 0:
-			t.Errorf("%g cores, %g requests/s: a capacity of %.2f fitted to %d overlapped executions, which did not stretch or are too few", tc.capacity, tc.rate, c, n)
+		switch tc.want {
+		case "capacity":
+			if n == 0 || c < 0.8*tc.capacity || c > 1.25*tc.capacity {
+				t.Errorf("%g cores, %g requests/s: fitted %.2f cores to %d overlapped executions", tc.capacity, tc.rate, c, n)
+			}
+		case "no stretch":
+			if n == 0 || stretch(2, c, 1) > 1 {
+				t.Errorf("%g cores, %g requests/s: %.2f cores fitted to %d overlapped executions stretch two at once %.2f×, which they did not", tc.capacity, tc.rate, c, n, stretch(2, c, 1))
+			}
+		case "none":
+			if n > 0 {
+				t.Errorf("%g cores, %g requests/s: a capacity of %.2f fitted to %d overlapped executions, too few", tc.capacity, tc.rate, c, n)
+			}
 		}
+	}
+}
+
+// TestInFlightCapsALevel: estimated executions of a one-seat level that
+// overlap each other (an audit record's execution is placed back from its
+// end by an estimate) count as one in flight, while another level's
+// execution beside them counts in full.
+func TestInFlightCapsALevel(t *testing.T) {
+	ms := time.Millisecond
+	execs := []execution{
+		{start: 0, end: 10 * ms, level: 0},
+		{start: 5 * ms, end: 15 * ms, level: 0}, // overlaps the first: one seat
+		{start: 0, end: 10 * ms, level: 1},
+	}
+	got := inFlight(execs, []int{1, 0})
+	want := []float64{2, 1.5, 2} // level 0 counts once; level 1 has no cap
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Errorf("execution %d: %.2f in flight, want %.2f", i, got[i], want[i])
+		}
+	}
+	if uncapped := inFlight(execs, nil); uncapped[1] != 2 {
+		t.Errorf("without caps the second execution has %.2f in flight, want 2", uncapped[1])
 	}
 }
