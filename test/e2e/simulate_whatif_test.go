@@ -275,6 +275,9 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", ")))
 		report = append(report, cpuNotes[i]...)
+		if w.Unchecked != "" {
+			report = append(report, "    not checked: "+w.Unchecked)
+		}
 		levels := map[string]bool{}
 		for _, r := range append([]recording.Run{*rec}, reruns...) {
 			for l := range r.Rejected429 {
@@ -302,7 +305,6 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l)))
 				if w.Unchecked != "" {
 					// a limit of the model the scenario documents
-					report = append(report, "        not checked: "+w.Unchecked)
 					continue
 				}
 				if w := calibrate.ShortOfCPUWarning(pred.Warnings, l); w != "" {

@@ -746,13 +746,15 @@ const overlapFlight = 1.1
 // executions that ran with others in flight, between one core and most
 // (or the most executions seen at once): the one under which the
 // recorded executions of each kind vary least once each is divided by
-// its stretch. With one parameter, and the bound of the CPU limit the
+// its stretch. It is for a recording whose executions seldom overlapped
+// (fewer than MinStretched of all, estimated ones too), which the fit of
+// both parameters cannot read. With one parameter, and the bound of the CPU limit the
 // alternative, the fit is kept however little the stretch explains:
 // executions that ran two at once on a one-core limit without stretching
 // twofold contradict the limit as a capacity. n is the overlapped
 // executions it was fitted on, 0 where there are fewer than
-// minOverlapped; spread and flat are their spread under the capacity
-// and without a stretch.
+// minOverlapped or MinStretched of the executions or more; spread and
+// flat are their spread under the capacity and without a stretch.
 func overlapCapacity(execs []execution, flight []float64, share, most float64) (c float64, n int, spread, flat float64) {
 	var (
 		logExec, nf []float64
@@ -780,7 +782,16 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 		maxN = max(maxN, flight[i])
 		nkinds = max(nkinds, e.kind+1)
 	}
-	if len(overlapped) < minOverlapped {
+	// where many of the server's executions ran with others, the fit of
+	// both parameters had them, and its refusal stands: the stretch is
+	// not there
+	all := 0
+	for _, f := range flight {
+		if f >= overlapFlight {
+			all++
+		}
+	}
+	if len(overlapped) < minOverlapped || float64(all) >= MinStretched*float64(len(execs)) {
 		return 0, 0, 0, 0
 	}
 	sp := newSpreader(logExec, nf, kinds, int(nkinds))

@@ -334,17 +334,25 @@ func cpuSeconds(reqs []workload.Request, share float64) float64 {
 }
 
 // TestSharedCPUCapacityFromOverlaps: with the share given (by the
-// metrics, in boundShared), the executions of a two-seat level that ran
-// two at once tell the capacity: on a server of 1.5 cores, where a CPU
-// limit of one core alone would say 1; where they did not stretch (as
-// many cores as seats) the capacity stretches nothing they ran, and where
-// too few overlapped none is fitted.
+// metrics, in boundShared), the few executions of a lightly loaded
+// two-seat level that ran two at once tell the capacity: on a server of
+// 1.5 cores, where a CPU limit of one core alone would say 1; where they
+// did not stretch (as many cores as seats) the capacity stretches nothing
+// they ran. Where too few overlapped, or so many that the fit of both
+// parameters had them, none is fitted.
 func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 	for _, tc := range []struct {
 		capacity, rate float64
+		span           time.Duration
 		want           string // "capacity", "no stretch" or "none"
-	}{{1.5, 20, "capacity"}, {1.5, 60, "capacity"}, {2, 60, "no stretch"}, {1.5, 0.5, "none"}} {
-		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, 20*time.Second)
+	}{
+		{1.5, 5, 300 * time.Second, "capacity"},
+		{1.5, 4, 400 * time.Second, "capacity"},
+		{2, 5, 300 * time.Second, "no stretch"},
+		{1.5, 0.5, 20 * time.Second, "none"},
+		{1.5, 60, 20 * time.Second, "none"},
+	} {
+		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, tc.span)
 		execs := make([]execution, len(reqs))
 		for i, w := range reqs {
 			end := w.Arrival.Sub(reqs[0].Arrival) + w.Latency
