@@ -172,8 +172,11 @@ type execution struct {
 	idx        int32
 	// level indexes the caps inFlight is given
 	level int32
-	// estimated: counted in flight, not fitted on
-	estimated bool
+	// estimated: counted in flight, not fitted on; onArrival: an audit
+	// record that found its level with room, its latency taken for its
+	// execution, fitted on only where executions seldom overlapped
+	// (overlapCapacity)
+	estimated, onArrival bool
 }
 
 // DeriveShared fits the shared-CPU model (SharedCPU) to the workload src,
@@ -193,8 +196,6 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	var execs []execution
 	replayed, onArrival := 0, 0
 	var w workload.Request
-	// which records found their level with room, as they arrive
-	room := newRooms()
 	// the levels, numbered, with their caps
 	levelID := map[string]int32{}
 	var caps []int
@@ -207,8 +208,6 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			return fmt.Errorf("reading the workload for the CPU model: %w", err)
 		}
 		x := &a.x
-		lim, known := r.prep.limits[x.level]
-		onArrivalRec := a.ok && room.arrive(x, lim, known)
 		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
 			continue
 		}
@@ -217,11 +216,15 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		// flight, but would fit the model to the replay's own errors;
 		// one that found its level with room (rooms) was dispatched on
 		// arrival and executed for its whole latency, with the filters
-		// around it
+		// around it: where executions overlap often, those filters wait
+		// for the CPU as well, and the latency overstates the execution
+		// by as much, which the fit of both parameters would take for a
+		// stretch; where they seldom overlap, they run alone
 		estimated := x.execFrom == fromReplay
 		end := x.arrival + x.latency
 		start := max(end-w.ServiceTime, x.arrival)
-		if estimated && onArrivalRec {
+		found := estimated && x.room
+		if found {
 			start, estimated = x.arrival, false
 			onArrival++
 		}
@@ -247,7 +250,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 				caps[level] = max(lim.UpperCL, lim.NominalCL)
 			}
 		}
-		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated})
+		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, onArrival: found})
 	}
 	flight := inFlight(execs, caps)
 	m, why := fitShared(execs, flight, len(kinds))
@@ -279,7 +282,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom)
 		return nil
 	}
-	m.From, m.OnArrival = "executions", onArrival
+	m.From = "executions"
 	r.Shared = m
 	return nil
 }
@@ -306,7 +309,7 @@ func (m *SharedCPU) evidence(opts Options) {
 func fitShared(execs []execution, flight []float64, nkinds int) (*SharedCPU, string) {
 	var fitted []int
 	for i, e := range execs {
-		if !e.estimated {
+		if !e.estimated && !e.onArrival {
 			fitted = append(fitted, i)
 		}
 	}
