@@ -46,7 +46,8 @@ import (
 // only when the scenario has a quota. A scenario with one what-if takes
 // one and a half to two minutes; with all their what-ifs, starved (two,
 // three re-runs each) takes about seven, crowded (three, three re-runs
-// each) six, all of them about 23.
+// each) six, quiet and lists (a seats change with three re-runs) about
+// five, timeouts four, all of them about 29.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
 // of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs every
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
