@@ -976,8 +976,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		p.estimateSeats(w, er, lim)
 	}
 	x.seats = max(w.InitialSeats, 1)
-	room := p.rooms.arrive(x, lim, known)
-	x.room = room
+	x.room = p.rooms.arrive(x, lim, known)
 	x.annotated, x.annWait = w.HasQueueWait, w.QueueWait
 	if x.rejected && !w.HasServiceTime && w.Latency >= p.waitLimit(er) {
 		x.timedOut = true
@@ -1029,9 +1028,6 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		// has no such spread.
 		k := kindOf(level, &er, w.URI)
 		p.kinds.add(k, x.exec)
-		if p.waits == nil && room && !x.rejected {
-			p.kinds.addOnArrival(k, w.Latency)
-		}
 		if e, ok := p.kindExec[k]; ok {
 			x.exec = min(max(e, minExecution), max(w.Latency, minExecution))
 		}
@@ -1061,71 +1057,29 @@ const maxKinds = 1 << 16
 
 // kindMeans accumulates the estimated execution times per kind; a nil
 // one (the replay's passes, which only read the means) accumulates
-// nothing. In the first pass of an audit log alone, which has no waits to
-// take from the latencies yet, it also keeps the latencies of the
-// requests that found their level with room (rooms): dispatched on
-// arrival, they waited for nothing.
-type kindMeans map[kind]*kindAcc
+// nothing.
+type kindMeans map[kind]*[2]float64
 
-type kindAcc struct {
-	sum, n    float64
-	onArrival []time.Duration
-}
-
-// minOnArrival is the fewest requests of a kind found on arrival whose
-// median latency starts the fixed point; maxOnArrival the most kept.
-const (
-	minOnArrival = 5
-	maxOnArrival = 4096
-)
-
-func (m kindMeans) acc(k kind) *kindAcc {
+func (m kindMeans) add(k kind, d time.Duration) {
 	if m == nil {
-		return nil
+		return
 	}
 	a := m[k]
 	if a == nil {
 		if len(m) >= maxKinds {
-			return nil
+			return
 		}
-		a = &kindAcc{}
+		a = new([2]float64)
 		m[k] = a
 	}
-	return a
+	a[0] += float64(d)
+	a[1]++
 }
 
-func (m kindMeans) add(k kind, d time.Duration) {
-	if a := m.acc(k); a != nil {
-		a.sum += float64(d)
-		a.n++
-	}
-}
-
-func (m kindMeans) addOnArrival(k kind, d time.Duration) {
-	if a := m.acc(k); a != nil && len(a.onArrival) < maxOnArrival {
-		a.onArrival = append(a.onArrival, d)
-	}
-}
-
-// means returns each kind's mean; first, for the first pass of an audit
-// log alone, the median latency of its requests found on arrival where it
-// has minOnArrival of them. That pass takes every latency as an
-// execution, waits included, and a fixed point started there can settle
-// on executions too long: on a level whose queues time out, the replay
-// times out most requests, and those it executes waited little, so their
-// latency less their wait stays long. The median is that of the requests
-// that did not wait, less the few a burst kept in the filters ahead of
-// APF.
-func (m kindMeans) means(first bool) map[kind]time.Duration {
+func (m kindMeans) means() map[kind]time.Duration {
 	out := make(map[kind]time.Duration, len(m))
 	for k, a := range m {
-		switch {
-		case first && len(a.onArrival) >= minOnArrival:
-			slices.Sort(a.onArrival)
-			out[k] = a.onArrival[len(a.onArrival)/2]
-		case a.n > 0:
-			out[k] = time.Duration(a.sum / a.n)
-		}
+		out[k] = time.Duration(a[0] / a[1])
 	}
 	return out
 }

@@ -48,7 +48,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	res.AuditOnly = idx > 0 && !p.sawExec
 	res.prep = newPreparer(opts, &res.Estimated)
 	res.prep.waits = waits
-	res.prep.kindExec = p.kinds.means(waits == nil)
+	res.prep.kindExec = p.kinds.means()
 	return res, nil
 }
 
