@@ -162,10 +162,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 	}
 	logFile, auditFile := filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "audit.log")
-	if err := recording.CopyTail(a.LogFile, logFrom, logFile); err != nil {
-		t.Fatal(err)
-	}
-	if err := recording.CopyTail(a.AuditLog, auditFrom, auditFile); err != nil {
+	if err := copyLogs(a.LogFile, logFrom, a.AuditLog, auditFrom, dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	// its metrics bracket the run: the CPU model's evidence
@@ -256,11 +253,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			var keepRerun func(string, int64, string, int64) error
 			if keep != "" {
 				keepRerun = func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
-					base := filepath.Join(dir, fmt.Sprintf("rerun-%d-%d-", i+1, n+1))
-					if err := recording.CopyTail(logFile, logFrom, base+"apiserver.log"); err != nil {
-						return err
-					}
-					return recording.CopyTail(auditLog, auditFrom, base+"audit.log")
+					return copyLogs(logFile, logFrom, auditLog, auditFrom, dir, fmt.Sprintf("rerun-%d-%d-", i+1, n+1))
 				}
 			}
 			rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepRerun)
@@ -322,6 +315,16 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 	}
 	return report
+}
+
+// copyLogs copies what kube-apiserver's log and audit log gained from
+// logFrom and auditFrom into dir, as PREFIXapiserver.log and
+// PREFIXaudit.log.
+func copyLogs(logFile string, logFrom int64, auditLog string, auditFrom int64, dir, prefix string) error {
+	if err := recording.CopyTail(logFile, logFrom, filepath.Join(dir, prefix+"apiserver.log")); err != nil {
+		return err
+	}
+	return recording.CopyTail(auditLog, auditFrom, filepath.Join(dir, prefix+"audit.log"))
 }
 
 // cpuModelReport describes the CPU model of a prediction; when it was made

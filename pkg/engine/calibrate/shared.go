@@ -247,7 +247,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			lim := r.prep.limits[x.level]
 			caps = append(caps, 0)
 			if !x.exempt && !lim.Exempt {
-				caps[level] = max(lim.UpperCL, lim.NominalCL)
+				caps[level] = seatLimit(lim)
 			}
 		}
 		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, onArrival: found})
@@ -257,7 +257,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
 		// give the executions, if the recording does not contradict it
-		if b, bwhy := boundShared(execs, flight, r.prep.opts); b != nil {
+		if b, bwhy := boundShared(execs, flight, len(kinds), r.prep.opts); b != nil {
 			b.OnArrival = onArrival
 			r.Shared = b
 			return nil
@@ -307,31 +307,11 @@ func (m *SharedCPU) evidence(opts Options) {
 
 // fitShared fits the capacity to the executions, or says why it keeps none.
 func fitShared(execs []execution, flight []float64, nkinds int) (*SharedCPU, string) {
-	var fitted []int
-	for i, e := range execs {
-		if !e.estimated && !e.onArrival {
-			fitted = append(fitted, i)
-		}
-	}
+	fitted, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated && !e.onArrival })
 	if len(fitted) < minFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
-	// the sample fitted: every recorded execution, or an even share of them
-	step := max(1, len(fitted)/maxFit)
-	var (
-		logExec, n []float64
-		kindOfS    []int32
-		maxN       float64
-		sumN       float64
-	)
-	for j := 0; j < len(fitted); j += step {
-		i := fitted[j]
-		logExec = append(logExec, math.Log(float64(execs[i].end-execs[i].start)))
-		n = append(n, flight[i])
-		kindOfS = append(kindOfS, execs[i].kind)
-		maxN = max(maxN, flight[i])
-		sumN += flight[i]
-	}
+	logExec, n, kindOfS, maxN, sumN := smp.logExec, smp.n, smp.kinds, smp.maxN, smp.sumN
 	sp := newSpreader(logExec, n, kindOfS, nkinds)
 	flat, _ := sp.at(1, 0)
 	best, bestC, bestShare := flat, math.Inf(1), 0.0
@@ -415,6 +395,38 @@ func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
 	m.RequestsCPU = Duration(cpu)
 }
 
+// sample is what a fit reads of the executions it samples: the logarithm
+// of each one's time, the mean in flight over it and its kind, with the
+// most and the sum of those means.
+type sample struct {
+	logExec, n []float64
+	kinds      []int32
+	maxN, sumN float64
+}
+
+// sampleOf returns the indices of the executions keep accepts, and the
+// sample a fit reads of them: every one, or an even share of them beyond
+// maxFit.
+func sampleOf(execs []execution, flight []float64, keep func(execution) bool) ([]int, sample) {
+	var fitted []int
+	for i, e := range execs {
+		if keep(e) {
+			fitted = append(fitted, i)
+		}
+	}
+	var smp sample
+	step := max(1, len(fitted)/maxFit)
+	for j := 0; j < len(fitted); j += step {
+		i := fitted[j]
+		smp.logExec = append(smp.logExec, math.Log(float64(execs[i].end-execs[i].start)))
+		smp.n = append(smp.n, flight[i])
+		smp.kinds = append(smp.kinds, execs[i].kind)
+		smp.maxN = max(smp.maxN, flight[i])
+		smp.sumN += flight[i]
+	}
+	return fitted, smp
+}
+
 // inFlight returns, for each execution, the mean number of executions in
 // progress while it ran, itself included: under processor sharing an
 // execution that needs d alone takes d × that mean / capacity while the
@@ -429,8 +441,10 @@ func inFlight(execs []execution, caps []int) []float64 {
 		level int32
 	}
 	edges := make([]edge, 0, 2*len(execs))
+	levels := 0
 	for _, e := range execs {
 		edges = append(edges, edge{e.start, 1, e.level}, edge{e.end, -1, e.level})
+		levels = max(levels, int(e.level)+1)
 	}
 	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
 	counted := func(level int32, n int) int {
@@ -439,13 +453,8 @@ func inFlight(execs []execution, caps []int) []float64 {
 		}
 		return n
 	}
-	byLevel := make([]int, len(caps)+1)
-	levelOf := func(l int32) *int {
-		if int(l) >= len(caps) {
-			return &byLevel[len(caps)]
-		}
-		return &byLevel[l]
-	}
+	// the executions in progress, by level
+	byLevel := make([]int, levels)
 	// at[i] and area[i]: the integral of the executions in progress up to
 	// at[i]; n[i] in progress from at[i] on
 	at := make([]time.Duration, 0, len(edges))
@@ -456,10 +465,9 @@ func inFlight(execs []execution, caps []int) []float64 {
 		if i > 0 {
 			sum += float64(cur) * float64(e.at-edges[i-1].at)
 		}
-		c := levelOf(e.level)
-		cur -= counted(e.level, *c)
-		*c += e.d
-		cur += counted(e.level, *c)
+		cur -= counted(e.level, byLevel[e.level])
+		byLevel[e.level] += e.d
+		cur += counted(e.level, byLevel[e.level])
 		if len(at) > 0 && at[len(at)-1] == e.at {
 			n[len(n)-1] = cur
 			continue
@@ -690,7 +698,7 @@ const MaxUnseenStretch = 1.1
 // recording does not contradict it: the recorded executions, which did
 // not stretch, would have stretched by MaxUnseenStretch or less under it
 // on average. Both need the process's CPU (two scrapes) and the cores.
-func boundShared(execs []execution, flight []float64, opts Options) (*SharedCPU, string) {
+func boundShared(execs []execution, flight []float64, nkinds int, opts Options) (*SharedCPU, string) {
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
@@ -722,14 +730,11 @@ func boundShared(execs []execution, flight []float64, opts Options) (*SharedCPU,
 	if u.GOMAXPROCS > 0 {
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
-	if c, n, spread, flat := overlapCapacity(execs, flight, m.Share, procs/m.Share); n > 0 {
+	if c, n, spread, flat := overlapCapacity(execs, flight, nkinds, m.Share, procs/m.Share); n > 0 {
 		m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, n, spread, flat
-		m.setStretched(flight, all)
-		m.setStretches(execs, flight)
-		return m, ""
 	}
 	m.setStretched(flight, all)
-	if m.MeanStretch > MaxUnseenStretch {
+	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
 		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 	}
 	m.setStretches(execs, flight)
@@ -761,33 +766,7 @@ const overlapFlight = 1.1
 // executions it was fitted on, 0 where there are fewer than
 // minOverlapped or MinStretched of the executions or more; spread and
 // flat are their spread under the capacity and without a stretch.
-func overlapCapacity(execs []execution, flight []float64, share, most float64) (c float64, n int, spread, flat float64) {
-	var (
-		logExec, nf []float64
-		kinds       []int32
-		overlapped  []int
-		maxN        float64
-		nkinds      int32
-	)
-	var fitted []int
-	for i, e := range execs {
-		if !e.estimated {
-			fitted = append(fitted, i)
-		}
-	}
-	// every recorded execution, or an even share of them
-	step := max(1, len(fitted)/maxFit)
-	for j := 0; j < len(fitted); j += step {
-		i, e := fitted[j], execs[fitted[j]]
-		if flight[i] >= overlapFlight {
-			overlapped = append(overlapped, len(logExec))
-		}
-		logExec = append(logExec, math.Log(float64(e.end-e.start)))
-		nf = append(nf, flight[i])
-		kinds = append(kinds, e.kind)
-		maxN = max(maxN, flight[i])
-		nkinds = max(nkinds, e.kind+1)
-	}
+func overlapCapacity(execs []execution, flight []float64, nkinds int, share, most float64) (c float64, n int, spread, flat float64) {
 	// where many of the server's executions ran with others, the fit of
 	// both parameters had them, and its refusal stands: the stretch is
 	// not there
@@ -797,10 +776,21 @@ func overlapCapacity(execs []execution, flight []float64, share, most float64) (
 			all++
 		}
 	}
-	if len(overlapped) < minOverlapped || float64(all) >= MinStretched*float64(len(execs)) {
+	if float64(all) >= MinStretched*float64(len(execs)) {
 		return 0, 0, 0, 0
 	}
-	sp := newSpreader(logExec, nf, kinds, int(nkinds))
+	_, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated })
+	logExec, nf, kinds, maxN := smp.logExec, smp.n, smp.kinds, smp.maxN
+	var overlapped []int
+	for j, f := range nf {
+		if f >= overlapFlight {
+			overlapped = append(overlapped, j)
+		}
+	}
+	if len(overlapped) < minOverlapped {
+		return 0, 0, 0, 0
+	}
+	sp := newSpreader(logExec, nf, kinds, nkinds)
 	// their spread within their kind under a capacity
 	theirs := func(c float64) float64 {
 		_, medians := sp.at(c, share)
