@@ -70,7 +70,9 @@ type SharedCPU struct {
 	// server's CPU could take), the share is the CPU its process used
 	// over the executions' time (boundShared) and the capacity
 	// "overlaps", fitted to the executions that ran with others in
-	// flight (Overlapped), or "metrics", the cores the server had.
+	// flight (Overlapped), or "metrics", the cores the server had, or
+	// "gomaxprocs", the cores its Go runtime runs goroutines on at
+	// once, where the recording contradicts a CPU limit as a capacity.
 	From string `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
@@ -697,7 +699,12 @@ const MaxUnseenStretch = 1.1
 // GOMAXPROCS) over the share: From "metrics", kept only where the
 // recording does not contradict it: the recorded executions, which did
 // not stretch, would have stretched by MaxUnseenStretch or less under it
-// on average. Both need the process's CPU (two scrapes) and the cores.
+// on average. Where it does contradict a CPU limit below GOMAXPROCS,
+// the capacity is GOMAXPROCS over the share, From "gomaxprocs", kept
+// on the same condition: however large its quota, a Go process runs at
+// most GOMAXPROCS goroutines at a time, and a CFS quota lets a burst
+// run on all of them until the period's budget is spent. All need the
+// process's CPU (two scrapes) and the cores.
 func boundShared(execs []execution, flight []float64, nkinds int, opts Options) (*SharedCPU, string) {
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
@@ -734,6 +741,13 @@ func boundShared(execs []execution, flight []float64, nkinds int, opts Options) 
 		m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, n, spread, flat
 	}
 	m.setStretched(flight, all)
+	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch && procs > m.Cores {
+		m.From, m.Capacity = "gomaxprocs", procs/m.Share
+		m.setStretched(flight, all)
+	}
+	if m.From == "gomaxprocs" && m.MeanStretch > MaxUnseenStretch {
+		return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
+	}
 	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
 		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 	}
@@ -746,8 +760,9 @@ func boundShared(execs []execution, flight []float64, nkinds int, opts Options) 
 // where the share comes from the metrics: one parameter, read from how
 // much longer they ran than their kind's median. (The audit logs of the
 // quiet recordings hold 17 to 29 such requests that found their level
-// with room, their httplogs 36 to 46.)
-const minOverlapped = 10
+// with room, their httplogs 36 to 46; those of the starved recordings,
+// a 1-seat level on a fifth of a core, 6 to 10.)
+const minOverlapped = 5
 
 // overlapFlight is the least mean number in flight over an execution for
 // it to count as having run with others.

@@ -313,14 +313,26 @@ func TestSharedCPUFromTheMetrics(t *testing.T) {
 		t.Errorf("a process CPU of a tenth of the executions: %+v", light)
 	}
 	// half a core (a CPU limit) for executions all on the CPU: the one
-	// seat's executions, which ran at full pace, would have stretched
+	// seat's executions, which ran at full pace, would have stretched;
+	// the one core the runtime runs goroutines on (GOMAXPROCS) bounds
+	// them instead, which is the exact server's
 	half := derive(execSum, 1)
 	half.prep.opts.CPULimit = 0.5
 	if err := half.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
 		t.Fatal(err)
 	}
-	if half.Shared != nil || !strings.Contains(half.SharedWhy, "which they did not") {
-		t.Errorf("a bound the recording contradicts was kept: %+v, %q", half.Shared, half.SharedWhy)
+	if g := half.Shared; g == nil || g.From != "gomaxprocs" || g.Capacity != 1 || g.Cores != 0.5 {
+		t.Errorf("a CPU limit the recording contradicts, on GOMAXPROCS 1: %+v, %q", g, half.SharedWhy)
+	}
+	// GOMAXPROCS unknown: nothing bounds them but the limit, which the
+	// recording contradicts
+	unknown := derive(execSum, 0)
+	unknown.prep.opts.CPULimit = 0.5
+	if err := unknown.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	if unknown.Shared != nil || !strings.Contains(unknown.SharedWhy, "which they did not") {
+		t.Errorf("a bound the recording contradicts was kept: %+v, %q", unknown.Shared, unknown.SharedWhy)
 	}
 }
 
