@@ -207,6 +207,9 @@ func printRefusals(w io.Writer, cal *calibrate.Result) {
 		if r.ExecutionScale > 0 {
 			then = append(then, fmt.Sprintf("its execution times estimated from the audit log scaled by %.2f", r.ExecutionScale))
 		}
+		if r.Dispatched > 0 {
+			then = append(then, fmt.Sprintf("%.3f of that for the replay's throughput to come nearer the server's (the replay dispatches %d of its requests, the server %d)", r.Dispatched, l.ReplayedDispatches, l.RecordedDispatches))
+		}
 		fmt.Fprintf(w, "Capped: %s's calibration (overhead %v) contradicts the recording (%s check): %s; %s.\n",
 			sanitize.Line(l.Level), fmtDuration(time.Duration(r.Overhead)), r.Check, r.Why, strings.Join(then, " and "))
 	}

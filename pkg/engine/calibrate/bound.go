@@ -43,7 +43,24 @@ type Refusal struct {
 	// estimated from an audit log alone were scaled by: with no overhead
 	// at all they held more seat time than the recording allows.
 	ExecutionScale float64 `json:"executionScale,omitempty"`
+	// Dispatched, when not 0, is the factor the dispatch check scaled
+	// those execution times by after that (it is in ExecutionScale):
+	// filling the seat time is the most they can hold, and the replay
+	// dispatched fewer than the server did.
+	Dispatched float64 `json:"dispatched,omitempty"`
 }
+
+// ScaledDispatchTolerance is how far the replay of the recorded
+// configuration may dispatch below the recorded count of a level whose
+// execution times, estimated from an audit log alone, were scaled to the
+// seat time the recording allows, before they are scaled down further.
+// Filling that seat time is an upper bound (the time a request was in the
+// server also holds the filters around APF), and on a level kept busy, a
+// few percent more hold per dispatch is a few percent less throughput,
+// which the 429s multiply: on the timeouts recordings the replay
+// dispatched 2.5 to 3.3% fewer than the server, and rejected 1.28 to 1.45
+// times as many.
+const ScaledDispatchTolerance = 0.01
 
 // DispatchTolerance is how far the replay of the recorded configuration may
 // dispatch from the recorded count of a level before the calibration is
@@ -205,6 +222,16 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		}
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
+		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= minEvidence && float64(rep) < (1-ScaledDispatchTolerance)*float64(rec) {
+			// its throughput meets the recorded one with each hold
+			// shorter by the replay's shortfall
+			g := float64(rep) / float64(rec)
+			r.execScale[lv.Level] = es * g
+			lv.Refused.ExecutionScale = es * g
+			lv.Refused.Dispatched = max(lv.Refused.Dispatched, 1) * g
+			changed = true
+			continue
+		}
 		if !refuse || rec < minEvidence || float64(rep) >= (1-DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
 			continue
 		}
