@@ -291,7 +291,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			for _, r := range reruns {
 				each = append(each, fmt.Sprint(r.Rejected429[l]))
 			}
-			report = append(report, fmt.Sprintf("    %-16s recorded run %5d 429s; re-runs after the change %s, mean %d", l, rec.Rejected429[l], strings.Join(each, ", "), real))
+			report = append(report, fmt.Sprintf("    %-16s recorded run %5d 429s; re-runs after the change %s, mean %d%s", l, rec.Rejected429[l], strings.Join(each, ", "), real, rerunsAgree(reruns, l)))
 			for _, mode := range whatIfModes {
 				pred := preds[i][mode]
 				p := simLevel(pred.After.Levels, l).rejected()
@@ -315,6 +315,25 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 	}
 	return report
+}
+
+// rerunsAgree says, for two re-runs or more, how each compares with the
+// mean of the others under the band the predictions are held to: how far
+// the band is from the noise of the runs themselves.
+func rerunsAgree(reruns []recording.Run, level string) string {
+	if len(reruns) < 2 {
+		return ""
+	}
+	var each []string
+	agree := 0
+	for i, r := range reruns {
+		others := recording.MeanRejected(append(slices.Clone(reruns[:i]), reruns[i+1:]...), level)
+		if recording.WhatIfAgrees(int64(r.Rejected429[level]), others) {
+			agree++
+		}
+		each = append(each, fmt.Sprintf("%.2f", float64(r.Rejected429[level])/float64(max(others, 1))))
+	}
+	return fmt.Sprintf(" (each against the others' mean: %s; %d of %d in the band)", strings.Join(each, ", "), agree, len(reruns))
 }
 
 // copyLogs copies what kube-apiserver's log and audit log gained from
