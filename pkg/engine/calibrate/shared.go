@@ -176,8 +176,7 @@ type execution struct {
 	level int32
 	// estimated: counted in flight, not fitted on; onArrival: an audit
 	// record that found its level with room, its latency taken for its
-	// execution, fitted on only where executions seldom overlapped
-	// (overlapCapacity)
+	// execution
 	estimated, onArrival bool
 }
 
@@ -218,10 +217,8 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		// flight, but would fit the model to the replay's own errors;
 		// one that found its level with room (rooms) was dispatched on
 		// arrival and executed for its whole latency, with the filters
-		// around it: where executions overlap often, those filters wait
-		// for the CPU as well, and the latency overstates the execution
-		// by as much, which the fit of both parameters would take for a
-		// stretch; where they seldom overlap, they run alone
+		// around it, which stretch with the requests in flight as the
+		// execution does: both fits read it
 		estimated := x.execFrom == fromReplay
 		end := x.arrival + x.latency
 		start := max(end-w.ServiceTime, x.arrival)
@@ -309,7 +306,7 @@ func (m *SharedCPU) evidence(opts Options) {
 
 // fitShared fits the capacity to the executions, or says why it keeps none.
 func fitShared(execs []execution, flight []float64, nkinds int) (*SharedCPU, string) {
-	fitted, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated && !e.onArrival })
+	fitted, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated })
 	if len(fitted) < minFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
