@@ -758,7 +758,7 @@ func boundShared(execs []execution, flight []float64, nkinds int, opts Options) 
 // much longer they ran than their kind's median. (The audit logs of the
 // quiet recordings hold 17 to 29 such requests that found their level
 // with room, their httplogs 36 to 46; those of the starved recordings,
-// a 1-seat level on a fifth of a core, 6 to 10.)
+// a 1-seat level on a fifth of a core, 6 to 15.)
 const minOverlapped = 5
 
 // overlapFlight is the least mean number in flight over an execution for
