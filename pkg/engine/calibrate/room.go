@@ -14,8 +14,8 @@ import (
 // record's own seats. Such a request was dispatched on its arrival, which
 // the recording itself says, not the replay: an audit event's latency is
 // then its execution, with the filters around it (which a burst of
-// arrivals can lengthen: the capacity fitted to the overlaps reads these
-// latencies, the calibration of the queue waits does not).
+// arrivals can lengthen, as they do the execution: the shared-CPU fits
+// read these latencies, the calibration of the queue waits does not).
 type rooms struct {
 	levels map[string]*levelRoom
 }

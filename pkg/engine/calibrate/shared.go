@@ -174,10 +174,10 @@ type execution struct {
 	idx        int32
 	// level indexes the caps inFlight is given
 	level int32
-	// estimated: counted in flight, not fitted on; onArrival: an audit
-	// record that found its level with room, its latency taken for its
-	// execution
-	estimated, onArrival bool
+	// estimated: counted in flight, not fitted on (an audit record
+	// that found its level with room is not: its latency is taken for
+	// its execution)
+	estimated bool
 }
 
 // DeriveShared fits the shared-CPU model (SharedCPU) to the workload src,
@@ -222,8 +222,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		estimated := x.execFrom == fromReplay
 		end := x.arrival + x.latency
 		start := max(end-w.ServiceTime, x.arrival)
-		found := estimated && x.room
-		if found {
+		if estimated && x.room {
 			start, estimated = x.arrival, false
 			onArrival++
 		}
@@ -249,14 +248,15 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 				caps[level] = seatLimit(lim)
 			}
 		}
-		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, onArrival: found})
+		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated})
 	}
 	flight := inFlight(execs, caps)
-	m, why := fitShared(execs, flight, len(kinds))
+	smp := sampleOf(execs, flight)
+	m, why := fitShared(execs, flight, smp, len(kinds))
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
 		// give the executions, if the recording does not contradict it
-		if b, bwhy := boundShared(execs, flight, len(kinds), r.prep.opts); b != nil {
+		if b, bwhy := boundShared(execs, flight, smp, len(kinds), r.prep.opts); b != nil {
 			b.OnArrival = onArrival
 			r.Shared = b
 			return nil
@@ -304,9 +304,10 @@ func (m *SharedCPU) evidence(opts Options) {
 	}
 }
 
-// fitShared fits the capacity to the executions, or says why it keeps none.
-func fitShared(execs []execution, flight []float64, nkinds int) (*SharedCPU, string) {
-	fitted, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated })
+// fitShared fits the capacity to the executions sampled in smp, or says
+// why it keeps none.
+func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*SharedCPU, string) {
+	fitted := smp.fitted
 	if len(fitted) < minFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
@@ -394,36 +395,35 @@ func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
 	m.RequestsCPU = Duration(cpu)
 }
 
-// sample is what a fit reads of the executions it samples: the logarithm
-// of each one's time, the mean in flight over it and its kind, with the
-// most and the sum of those means.
+// sample is what a fit reads of the executions it samples: the indices
+// of those fitted on (every one not estimated), and of every one of them
+// or an even share beyond maxFit, the logarithm of its time, the mean in
+// flight over it and its kind, with the most and the sum of those means.
 type sample struct {
+	fitted     []int
 	logExec, n []float64
 	kinds      []int32
 	maxN, sumN float64
 }
 
-// sampleOf returns the indices of the executions keep accepts, and the
-// sample a fit reads of them: every one, or an even share of them beyond
-// maxFit.
-func sampleOf(execs []execution, flight []float64, keep func(execution) bool) ([]int, sample) {
-	var fitted []int
+// sampleOf returns the sample both fits read of execs.
+func sampleOf(execs []execution, flight []float64) sample {
+	var smp sample
 	for i, e := range execs {
-		if keep(e) {
-			fitted = append(fitted, i)
+		if !e.estimated {
+			smp.fitted = append(smp.fitted, i)
 		}
 	}
-	var smp sample
-	step := max(1, len(fitted)/maxFit)
-	for j := 0; j < len(fitted); j += step {
-		i := fitted[j]
+	step := max(1, len(smp.fitted)/maxFit)
+	for j := 0; j < len(smp.fitted); j += step {
+		i := smp.fitted[j]
 		smp.logExec = append(smp.logExec, math.Log(float64(execs[i].end-execs[i].start)))
 		smp.n = append(smp.n, flight[i])
 		smp.kinds = append(smp.kinds, execs[i].kind)
 		smp.maxN = max(smp.maxN, flight[i])
 		smp.sumN += flight[i]
 	}
-	return fitted, smp
+	return smp
 }
 
 // inFlight returns, for each execution, the mean number of executions in
@@ -702,7 +702,7 @@ const MaxUnseenStretch = 1.1
 // most GOMAXPROCS goroutines at a time, and a CFS quota lets a burst
 // run on all of them until the period's budget is spent. All need the
 // process's CPU (two scrapes) and the cores.
-func boundShared(execs []execution, flight []float64, nkinds int, opts Options) (*SharedCPU, string) {
+func boundShared(execs []execution, flight []float64, smp sample, nkinds int, opts Options) (*SharedCPU, string) {
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
@@ -734,19 +734,19 @@ func boundShared(execs []execution, flight []float64, nkinds int, opts Options) 
 	if u.GOMAXPROCS > 0 {
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
-	if c, n, spread, flat := overlapCapacity(execs, flight, nkinds, m.Share, procs/m.Share); n > 0 {
+	if c, n, spread, flat := overlapCapacity(flight, smp, nkinds, m.Share, procs/m.Share); n > 0 {
 		m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, n, spread, flat
 	}
 	m.setStretched(flight, all)
-	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch && procs > m.Cores {
+	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
+		if procs <= m.Cores {
+			return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
+		}
 		m.From, m.Capacity = "gomaxprocs", procs/m.Share
 		m.setStretched(flight, all)
-	}
-	if m.From == "gomaxprocs" && m.MeanStretch > MaxUnseenStretch {
-		return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
-	}
-	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
-		return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
+		if m.MeanStretch > MaxUnseenStretch {
+			return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
+		}
 	}
 	m.setStretches(execs, flight)
 	return m, ""
@@ -766,7 +766,7 @@ const minOverlapped = 5
 const overlapFlight = 1.1
 
 // overlapCapacity fits the capacity, with the share given, to the
-// executions that ran with others in flight, between one core and most
+// executions of smp that ran with others in flight, between one core and most
 // (or the most executions seen at once): the one under which the
 // recorded executions of each kind vary least once each is divided by
 // its stretch. It is for a recording whose executions seldom overlapped
@@ -778,7 +778,7 @@ const overlapFlight = 1.1
 // executions it was fitted on, 0 where there are fewer than
 // minOverlapped or MinStretched of the executions or more; spread and
 // flat are their spread under the capacity and without a stretch.
-func overlapCapacity(execs []execution, flight []float64, nkinds int, share, most float64) (c float64, n int, spread, flat float64) {
+func overlapCapacity(flight []float64, smp sample, nkinds int, share, most float64) (c float64, n int, spread, flat float64) {
 	// where many of the server's executions ran with others, the fit of
 	// both parameters had them, and its refusal stands: the stretch is
 	// not there
@@ -788,10 +788,9 @@ func overlapCapacity(execs []execution, flight []float64, nkinds int, share, mos
 			all++
 		}
 	}
-	if float64(all) >= MinStretched*float64(len(execs)) {
+	if float64(all) >= MinStretched*float64(len(flight)) {
 		return 0, 0, 0, 0
 	}
-	_, smp := sampleOf(execs, flight, func(e execution) bool { return !e.estimated })
 	logExec, nf, kinds, maxN := smp.logExec, smp.n, smp.kinds, smp.maxN
 	var overlapped []int
 	for j, f := range nf {

@@ -374,7 +374,7 @@ func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 			}
 		}
 		flight := inFlight(execs, nil)
-		c, n, spread, flat := overlapCapacity(execs, flight, 2, 1, 2)
+		c, n, spread, flat := overlapCapacity(flight, sampleOf(execs, flight), 2, 1, 2)
 		t.Logf("%g cores, %g requests/s: %d executions, %.2f cores fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.rate, len(execs), c, n, spread, flat)
 		switch tc.want {
 		case "capacity":
