@@ -54,6 +54,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"math"
@@ -405,7 +406,16 @@ type levelAcc struct {
 	long []time.Duration
 	// what the seat-time check reads (bound.go)
 	seatTime seatTime
+	// the arrivals and ends of the executions without a recorded time
+	// (audit-only), for a level of one seat (serialExecutions)
+	serial []serialExec
 }
+
+// serialExec is an execution's arrival and end.
+type serialExec struct{ arrival, end time.Duration }
+
+// maxSerial bounds the executions kept per level for serialExecutions.
+const maxSerial = 1 << 20
 
 // obs is one recorded request reduced to what calibration needs.
 type obs struct {
@@ -503,6 +513,9 @@ func (o *observer) add(x *obs) {
 			la.long = append(la.long, x.exec)
 		}
 	}
+	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && len(la.serial) < maxSerial {
+		la.serial = append(la.serial, serialExec{x.arrival, x.arrival + x.latency})
+	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
 			o.lag.add(x.wait)
@@ -558,6 +571,10 @@ func (o *observer) finish(opts Options) *Result {
 	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
 		la := o.levels[n]
 		lim, known := limits[n]
+		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 {
+			// an audit log alone: no execution time of its own
+			la.serialExecutions()
+		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = res.source(lv, lim, known)
 		if lv.Source == "saturated" {
@@ -1114,4 +1131,36 @@ func (r *Result) execScaleOf(level string) (float64, bool) {
 	}
 	f, ok := r.execScale[level]
 	return f, ok
+}
+
+// serialExecutions adds to the level's recorded executions those of its
+// audit-only records, for a level of one seat: one execution at a time,
+// the one that ended at e started when it arrived or when the one before
+// it ended, whichever came later, so that the ends the audit log records
+// tell each execution's time (with the filters around APF for one that
+// found the seat free, and the response's writing after its handler,
+// which the next one's start does not wait for). The stalls, and the
+// CFS quota's throttling where they end at one phase of the period, are
+// then read from an audit log as from httplog's execution times; the
+// replay's own execution times stay the estimated ones.
+func (la *levelAcc) serialExecutions() {
+	slices.SortFunc(la.serial, func(a, b serialExec) int { return cmp.Compare(a.end, b.end) })
+	var prev time.Duration
+	for i, e := range la.serial {
+		start := e.arrival
+		if i > 0 {
+			start = max(start, prev)
+		}
+		prev = e.end
+		exec := e.end - start
+		if exec <= 0 {
+			continue
+		}
+		la.exec.add(exec)
+		la.ends.add(exec, e.end)
+		if exec >= StallMin && len(la.long) < maxLong {
+			la.long = append(la.long, exec)
+		}
+	}
+	la.serial = nil
 }

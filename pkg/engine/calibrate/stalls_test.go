@@ -137,3 +137,69 @@ func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 		t.Errorf("a disabled calibration warns: %q", ws)
 	}
 }
+
+// serialRecording is an audit log alone (no execution times) of level
+// "slow" served one request at a time, first come first served: requests
+// of 2–3 ms arriving three at a time every 20 ms, of which every 25th
+// stalls until 70–72 ms into a CFS period, at least 60 ms after it
+// started. Each record's latency runs from its arrival to its end (and
+// 200 µs of writing the response). withTimes adds each execution's time,
+// as httplog would.
+func serialRecording(n int, withTimes bool) (reqs []workload.Request, stalled int) {
+	rng := rand.New(rand.NewPCG(5, 13))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var free time.Duration
+	for i := range n {
+		at := time.Duration(i/3) * 20 * ms
+		begin := max(at, free)
+		exec := 2*ms + time.Duration(rng.IntN(1000))*time.Microsecond
+		if i%25 == 0 {
+			end := (begin+60*ms-70*ms+cfsPeriod-1)/cfsPeriod*cfsPeriod + 70*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+			exec = end - begin
+			stalled++
+		}
+		free = begin + exec
+		reqs = append(reqs, workload.Request{Arrival: start.Add(at), User: "alice", Groups: []string{"load", "system:authenticated"}, UserKnown: true,
+			Method: "GET", Verb: "list", URI: "/api/v1/namespaces/ns/configmaps", Latency: free - at + 200*time.Microsecond,
+			InitialSeats: 1, HasSeats: true, Status: 200, ServiceTime: exec, HasServiceTime: withTimes})
+		if !withTimes {
+			reqs[i].ServiceTime = 0
+		}
+	}
+	return reqs, stalled
+}
+
+// TestStallsOfAOneSeatLevelFromTheAuditLogAlone: on a level of one seat,
+// each execution starts when it arrived or when the one before it ended,
+// so that the audit log's ends tell the executions' times, and the stalls
+// a CFS quota's throttling leaves, as httplog's execution times do. On a
+// level of more seats the ends do not tell which execution waited for
+// which, and none is read.
+func TestStallsOfAOneSeatLevelFromTheAuditLogAlone(t *testing.T) {
+	for _, withTimes := range []bool{true, false} {
+		reqs, stalled := serialRecording(2000, withTimes)
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv := slowLevel(t, res)
+		t.Logf("with execution times %v: median %v, %d stalls of %d, %.2f at one phase", withTimes, time.Duration(lv.MedianExecution), lv.Stalls, stalled, lv.StallsAtPeriodStart)
+		if m := time.Duration(lv.MedianExecution); m < 2*ms || m > 3300*time.Microsecond {
+			t.Errorf("with execution times %v: median execution %v, the executions took 2–3 ms", withTimes, m)
+		}
+		if lv.Stalls != int64(stalled) {
+			t.Errorf("with execution times %v: %d stalls, want %d", withTimes, lv.Stalls, stalled)
+		}
+		if lv.StallsAtPeriodStart < AtBoundaryThrottled {
+			t.Errorf("with execution times %v: %.2f of the stalls at one phase, want a quota's throttling", withTimes, lv.StallsAtPeriodStart)
+		}
+	}
+	reqs, _ := serialRecording(2000, false)
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 5), ServerConcurrencyLimit: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv := slowLevel(t, res); lv.Stalls != 0 || lv.MedianExecution != 0 {
+		t.Errorf("a level of more than one seat: median %v and %d stalls read from the audit log alone", time.Duration(lv.MedianExecution), lv.Stalls)
+	}
+}
