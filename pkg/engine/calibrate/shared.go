@@ -178,6 +178,8 @@ type execution struct {
 	// that found its level with room is not: its latency is taken for
 	// its execution)
 	estimated bool
+	// arrival: when the request arrived (oneSeatExecutions)
+	arrival time.Duration
 }
 
 // DeriveShared fits the shared-CPU model (SharedCPU) to the workload src,
@@ -200,6 +202,8 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	// the levels, numbered, with their caps
 	levelID := map[string]int32{}
 	var caps []int
+	// recorded: the level has an execution time of its own (httplog's)
+	var recorded []bool
 	for {
 		err := a.Next(&w)
 		if errors.Is(err, io.EOF) {
@@ -243,13 +247,15 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			level = int32(len(caps))
 			levelID[x.level] = level
 			lim := r.prep.limits[x.level]
-			caps = append(caps, 0)
+			caps, recorded = append(caps, 0), append(recorded, false)
 			if !x.exempt && !lim.Exempt {
 				caps[level] = seatLimit(lim)
 			}
 		}
-		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated})
+		recorded[level] = recorded[level] || x.execFrom == fromRecord
+		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, arrival: x.arrival})
 	}
+	replayed -= oneSeatExecutions(execs, caps, recorded)
 	flight := inFlight(execs, caps)
 	smp := sampleOf(execs, flight)
 	m, why := fitShared(execs, flight, smp, len(kinds))
@@ -361,6 +367,41 @@ func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*Sh
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
 	m.setStretches(execs, flight)
 	return m, ""
+}
+
+// oneSeatExecutions places the executions of each level of one seat
+// without an execution time of its own (an audit log alone) as the
+// level's ends tell them (serialExecutions): each started when it arrived
+// or when the one before it ended, whichever was later. They are then
+// fitted on, as httplog's are. It returns how many of them were
+// estimated before.
+func oneSeatExecutions(execs []execution, caps []int, recorded []bool) (unestimated int) {
+	byLevel := map[int32][]int{}
+	for i, e := range execs {
+		if int(e.level) < len(caps) && caps[e.level] == 1 && !recorded[e.level] {
+			byLevel[e.level] = append(byLevel[e.level], i)
+		}
+	}
+	for _, idx := range byLevel {
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(execs[a].end, execs[b].end) })
+		var prev time.Duration
+		for j, i := range idx {
+			e := &execs[i]
+			start := e.arrival
+			if j > 0 {
+				start = max(start, prev)
+			}
+			prev = e.end
+			if start >= e.end {
+				continue
+			}
+			if e.estimated {
+				unestimated++
+			}
+			e.start, e.estimated = start, false
+		}
+	}
+	return unestimated
 }
 
 // setStretched sets Stretched and MeanStretch from the executions at

@@ -415,3 +415,34 @@ func TestInFlightCapsALevel(t *testing.T) {
 		t.Errorf("without caps the second execution has %.2f in flight, want 2", uncapped[1])
 	}
 }
+
+// TestOneSeatExecutionsFromTheEnds: the audit-only executions of a level
+// of one seat start when they arrived or when the one before them ended,
+// and are fitted on; those of a level of two seats, or of a level whose
+// execution times are recorded, keep their estimates.
+func TestOneSeatExecutionsFromTheEnds(t *testing.T) {
+	ms := time.Millisecond
+	execs := []execution{
+		// level 0, one seat: arrived at 0, 1 and 20 ms, ended at 10, 15, 30
+		{arrival: 0, start: 8 * ms, end: 10 * ms, level: 0, estimated: true},
+		{arrival: 1 * ms, start: 12 * ms, end: 15 * ms, level: 0, estimated: true},
+		{arrival: 20 * ms, start: 25 * ms, end: 30 * ms, level: 0, estimated: true},
+		// level 1, two seats
+		{arrival: 0, start: 5 * ms, end: 10 * ms, level: 1, estimated: true},
+		// level 2, one seat, its times recorded
+		{arrival: 0, start: 5 * ms, end: 10 * ms, level: 2},
+	}
+	n := oneSeatExecutions(execs, []int{1, 2, 1}, []bool{false, false, true})
+	want := []struct {
+		start     time.Duration
+		estimated bool
+	}{{0, false}, {10 * ms, false}, {20 * ms, false}, {5 * ms, true}, {5 * ms, false}}
+	for i, w := range want {
+		if execs[i].start != w.start || execs[i].estimated != w.estimated {
+			t.Errorf("execution %d: start %v, estimated %v; want %v, %v", i, execs[i].start, execs[i].estimated, w.start, w.estimated)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d estimated executions placed, want 3", n)
+	}
+}
