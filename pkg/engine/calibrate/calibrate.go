@@ -411,8 +411,26 @@ type levelAcc struct {
 	serial []serialExec
 }
 
-// serialExec is an execution's arrival and end.
-type serialExec struct{ arrival, end time.Duration }
+// serialExec is an execution of a level of one seat: its arrival and
+// end, and the start placeSerial gives it; i is the caller's own index.
+type serialExec struct {
+	arrival, start, end time.Duration
+	i                   int
+}
+
+// placeSerial sorts the executions of a level of one seat by their ends
+// and starts each when it arrived or when the one before it ended,
+// whichever came later: one execution at a time, so that the ends an
+// audit log records tell each execution's time.
+func placeSerial(xs []serialExec) {
+	slices.SortFunc(xs, func(a, b serialExec) int { return cmp.Compare(a.end, b.end) })
+	for j := range xs {
+		xs[j].start = xs[j].arrival
+		if j > 0 {
+			xs[j].start = max(xs[j].start, xs[j-1].end)
+		}
+	}
+}
 
 // maxSerial bounds the executions kept per level for serialExecutions.
 const maxSerial = 1 << 20
@@ -514,7 +532,7 @@ func (o *observer) add(x *obs) {
 		}
 	}
 	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && len(la.serial) < maxSerial {
-		la.serial = append(la.serial, serialExec{x.arrival, x.arrival + x.latency})
+		la.serial = append(la.serial, serialExec{arrival: x.arrival, end: x.arrival + x.latency})
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -1134,25 +1152,17 @@ func (r *Result) execScaleOf(level string) (float64, bool) {
 }
 
 // serialExecutions adds to the level's recorded executions those of its
-// audit-only records, for a level of one seat: one execution at a time,
-// the one that ended at e started when it arrived or when the one before
-// it ended, whichever came later, so that the ends the audit log records
-// tell each execution's time (with the filters around APF for one that
-// found the seat free, and the response's writing after its handler,
-// which the next one's start does not wait for). The stalls, and the
-// CFS quota's throttling where they end at one phase of the period, are
-// then read from an audit log as from httplog's execution times; the
-// replay's own execution times stay the estimated ones.
+// audit-only records, for a level of one seat, placed by placeSerial
+// (with the filters around APF for one that found the seat free, and the
+// response's writing after its handler, which the next one's start does
+// not wait for). The stalls, and the CFS quota's throttling where they
+// end at one phase of the period, are then read from an audit log as
+// from httplog's execution times; the replay's own execution times stay
+// the estimated ones.
 func (la *levelAcc) serialExecutions() {
-	slices.SortFunc(la.serial, func(a, b serialExec) int { return cmp.Compare(a.end, b.end) })
-	var prev time.Duration
-	for i, e := range la.serial {
-		start := e.arrival
-		if i > 0 {
-			start = max(start, prev)
-		}
-		prev = e.end
-		exec := e.end - start
+	placeSerial(la.serial)
+	for _, e := range la.serial {
+		exec := e.end - e.start
 		if exec <= 0 {
 			continue
 		}

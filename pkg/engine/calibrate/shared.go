@@ -371,34 +371,26 @@ func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*Sh
 
 // oneSeatExecutions places the executions of each level of one seat
 // without an execution time of its own (an audit log alone) as the
-// level's ends tell them (serialExecutions): each started when it arrived
-// or when the one before it ended, whichever was later. They are then
-// fitted on, as httplog's are. It returns how many of them were
-// estimated before.
+// level's ends tell them (placeSerial). They are then fitted on, as
+// httplog's are. It returns how many of them were estimated before.
 func oneSeatExecutions(execs []execution, caps []int, recorded []bool) (unestimated int) {
-	byLevel := map[int32][]int{}
+	byLevel := map[int32][]serialExec{}
 	for i, e := range execs {
 		if int(e.level) < len(caps) && caps[e.level] == 1 && !recorded[e.level] {
-			byLevel[e.level] = append(byLevel[e.level], i)
+			byLevel[e.level] = append(byLevel[e.level], serialExec{arrival: e.arrival, end: e.end, i: i})
 		}
 	}
-	for _, idx := range byLevel {
-		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(execs[a].end, execs[b].end) })
-		var prev time.Duration
-		for j, i := range idx {
-			e := &execs[i]
-			start := e.arrival
-			if j > 0 {
-				start = max(start, prev)
-			}
-			prev = e.end
-			if start >= e.end {
+	for _, xs := range byLevel {
+		placeSerial(xs)
+		for _, x := range xs {
+			e := &execs[x.i]
+			if x.start >= e.end {
 				continue
 			}
 			if e.estimated {
 				unestimated++
 			}
-			e.start, e.estimated = start, false
+			e.start, e.estimated = x.start, false
 		}
 	}
 	return unestimated
