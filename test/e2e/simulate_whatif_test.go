@@ -89,7 +89,7 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 			if !more {
 				whatIfs = whatIfs[:1]
 			}
-			report = append(report, checkWhatIfs(t, sc, whatIfs)...)
+			report = append(report, checkWhatIfs(t, sc, whatIfs, more)...)
 		})
 	}
 	t.Logf("what-if against re-runs:\n%s", strings.Join(report, "\n"))
@@ -137,22 +137,16 @@ func (o whatIfOutput) withoutCPUModel(level string) string {
 // joined to the audit log, and the audit log alone.
 var whatIfModes = []string{"httplog + audit", "audit alone"}
 
-// checkWhatIfs records sc once and checks each of whatIfs against its
+// checkWhatIfs records sc and checks each of whatIfs against its
 // re-runs, and the recorded run's fit, in both modes; it returns the
-// report's lines.
-func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf) []string {
+// report's lines. With control (make e2e-whatif), a re-run of the recorded
+// configuration itself follows each recording, and a recording whose
+// control did not meet the same server (recording.SameServer: the machine
+// was slower or faster while it was made) is made again, up to
+// recordAttempts times, so that a prediction is checked against re-runs
+// made on the machine its recording was.
+func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool) []string {
 	ctx := context.Background()
-	s, err := recording.Start(ctx, sc, 1, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	a := s.Cluster.APIServers[0]
-	logFrom, auditFrom := recording.Size(a.LogFile), recording.Size(a.AuditLog)
-	rec, err := s.RunLoad(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
 	if keep != "" {
@@ -161,91 +155,47 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			t.Fatal(err)
 		}
 	}
-	logFile, auditFile := filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "audit.log")
-	if err := copyLogs(a.LogFile, logFrom, a.AuditLog, auditFrom, dir, ""); err != nil {
-		t.Fatal(err)
-	}
-	// its metrics bracket the run: the CPU model's evidence
-	bundle := filepath.Join(dir, "bundle")
-	if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
-		t.Fatal(err)
-	}
-	inputs := map[string][]string{whatIfModes[0]: {"-w", logFile, "-w", auditFile}, whatIfModes[1]: {"-w", auditFile}}
-	simulate := func(changeFile string, extra ...string) whatIfOutput {
-		t.Helper()
-		code, out, errOut := runLintPlugin(t, s.Cluster, append([]string{"simulate", "--from", bundle, "-f", changeFile, "-o", "json"}, extra...)...)
-		if code != 0 {
-			t.Fatalf("simulate: exit %d: %s", code, errOut)
+	var (
+		r      *recorded
+		report []string
+	)
+	for attempt := 1; ; attempt++ {
+		r = recordScenario(t, sc, whatIfs, dir)
+		if !control {
+			break
 		}
-		var pred whatIfOutput
-		if err := json.Unmarshal(out, &pred); err != nil {
-			t.Fatal(err)
+		var keepControl func(string, int64, string, int64) error
+		if keep != "" {
+			keepControl = func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
+				return copyLogs(logFile, logFrom, auditLog, auditFrom, dir, fmt.Sprintf("control-%d-", attempt))
+			}
 		}
-		if pred.After == nil {
-			t.Fatal("-f gave no after run")
-		}
-		return pred
-	}
-	// the quota the scenario holds kube-apiserver to is its CPU limit,
-	// which an operator reads off the pod spec; a server without one has
-	// no limit to give
-	var cpuLimit []string
-	if sc.CPU.APIServer > 0 {
-		cpuLimit = []string{"--cpu-limit", strconv.FormatFloat(sc.CPU.APIServer, 'g', -1, 64)}
-	}
-	cpu := fmt.Sprintf("kube-apiserver held to %g CPU", sc.CPU.APIServer)
-	if sc.CPU.APIServer == 0 {
-		cpu = "kube-apiserver without a CPU quota"
-	}
-	if sc.CPU.Shared {
-		cpu += ", sharing the cores with the load"
-	}
-	clients := "this process"
-	if sc.Processes > 0 {
-		clients = fmt.Sprintf("%d client processes", sc.Processes)
-	}
-	report := []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy)",
-		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy)}
-	// every prediction from the recorded run's server, before it stops
-	preds := make([]map[string]whatIfOutput, len(whatIfs))
-	var cpuNotes [][]string
-	for i, w := range whatIfs {
-		change, err := recording.ChangeYAML(w.Change)
+		ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepControl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		changeFile := filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
-		if err := os.WriteFile(changeFile, change, 0o644); err != nil {
-			t.Fatal(err)
+		var levels []string
+		for _, l := range slicesSorted(keysOf(r.rec.Rejected429, ctl.Rejected429)) {
+			levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
 		}
-		preds[i] = map[string]whatIfOutput{}
-		for _, mode := range whatIfModes {
-			preds[i][mode] = simulate(changeFile, append(slices.Clone(inputs[mode]), cpuLimit...)...)
+		line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f)", attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU)
+		same := recording.SameServer(*r.rec, *ctl)
+		if same == nil {
+			report = append(report, line)
+			break
 		}
-		cpuNotes = append(cpuNotes, cpuModelReport(preds[i][whatIfModes[0]], func() whatIfOutput {
-			return simulate(changeFile, inputs[whatIfModes[0]]...)
-		}, len(cpuLimit) > 0))
-	}
-	// the fit: the replay of the recorded configuration against the
-	// recorded 429s (the same in every what-if's output)
-	for _, mode := range whatIfModes {
-		for _, f := range preds[0][mode].Fit {
-			if f.Recorded == 0 && f.Predicted == 0 {
-				continue
-			}
-			ok := recording.WhatIfAgrees(f.Predicted, f.Recorded)
-			report = append(report, fmt.Sprintf("  fit, %-15s %-16s recorded %5d 429s, the replay of the recorded run %5d (ratio %.2f)%s",
-				mode, f.Level, f.Recorded, f.Predicted, float64(f.Predicted)/float64(max(f.Recorded, 1)), outside(ok)))
-			if !ok {
-				t.Errorf("fit from %s, %s: the replay of the recorded run predicts %d 429s, the server answered %d", mode, f.Level, f.Predicted, f.Recorded)
-			}
+		if attempt == recordAttempts {
+			report = append(report, line+"  NOT the recorded run's server")
+			t.Errorf("%s: %v, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, same, attempt)
+			break
 		}
+		report = append(report, fmt.Sprintf("%s  NOT the recorded run's server, recorded again: %v", line, same))
 	}
-	// the re-runs meet fresh servers with the change, idle as the
-	// recorded run's was (recording.Rerun)
-	if err := s.Stop(); err != nil {
-		t.Fatal(err)
+	report = append(append(r.head, report...), r.fit...)
+	for _, e := range r.fitErrors {
+		t.Error(e)
 	}
+	preds, cpuNotes, rec := r.preds, r.cpuNotes, r.rec
 	for i, w := range whatIfs {
 		// a noisy what-if is checked against the mean of several re-runs
 		var reruns []recording.Run
@@ -315,6 +265,140 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 	}
 	return report
+}
+
+// recordAttempts is how many times a scenario is recorded when its control
+// re-run keeps meeting a different server (checkWhatIfs).
+const recordAttempts = 3
+
+// recorded is a scenario's recorded run with simulate's predictions from
+// it: the report's heading, its fit's lines and the fit's failures (for the
+// recording the what-ifs are checked on, not one recorded again).
+type recorded struct {
+	rec       *recording.Run
+	preds     []map[string]whatIfOutput
+	cpuNotes  [][]string
+	head, fit []string
+	fitErrors []string
+}
+
+// recordScenario sends sc's load to a fresh control plane, keeps its logs
+// and a bundle in dir, predicts each of whatIfs from them in both modes,
+// and stops the server.
+func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, dir string) *recorded {
+	t.Helper()
+	ctx := context.Background()
+	s, err := recording.Start(ctx, sc, 1, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	a := s.Cluster.APIServers[0]
+	logFrom, auditFrom := recording.Size(a.LogFile), recording.Size(a.AuditLog)
+	rec, err := s.RunLoad(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, auditFile := filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "audit.log")
+	if err := copyLogs(a.LogFile, logFrom, a.AuditLog, auditFrom, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	// its metrics bracket the run: the CPU model's evidence
+	bundle := filepath.Join(dir, "bundle")
+	if err := os.RemoveAll(bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string][]string{whatIfModes[0]: {"-w", logFile, "-w", auditFile}, whatIfModes[1]: {"-w", auditFile}}
+	simulate := func(changeFile string, extra ...string) whatIfOutput {
+		t.Helper()
+		code, out, errOut := runLintPlugin(t, s.Cluster, append([]string{"simulate", "--from", bundle, "-f", changeFile, "-o", "json"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("simulate: exit %d: %s", code, errOut)
+		}
+		var pred whatIfOutput
+		if err := json.Unmarshal(out, &pred); err != nil {
+			t.Fatal(err)
+		}
+		if pred.After == nil {
+			t.Fatal("-f gave no after run")
+		}
+		return pred
+	}
+	// the quota the scenario holds kube-apiserver to is its CPU limit,
+	// which an operator reads off the pod spec; a server without one has
+	// no limit to give
+	var cpuLimit []string
+	if sc.CPU.APIServer > 0 {
+		cpuLimit = []string{"--cpu-limit", strconv.FormatFloat(sc.CPU.APIServer, 'g', -1, 64)}
+	}
+	cpu := fmt.Sprintf("kube-apiserver held to %g CPU", sc.CPU.APIServer)
+	if sc.CPU.APIServer == 0 {
+		cpu = "kube-apiserver without a CPU quota"
+	}
+	if sc.CPU.Shared {
+		cpu += ", sharing the cores with the load"
+	}
+	clients := "this process"
+	if sc.Processes > 0 {
+		clients = fmt.Sprintf("%d client processes", sc.Processes)
+	}
+	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy)",
+		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy)}}
+	// every prediction from the recorded run's server, before it stops
+	r.preds = make([]map[string]whatIfOutput, len(whatIfs))
+	for i, w := range whatIfs {
+		change, err := recording.ChangeYAML(w.Change)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changeFile := filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
+		if err := os.WriteFile(changeFile, change, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.preds[i] = map[string]whatIfOutput{}
+		for _, mode := range whatIfModes {
+			r.preds[i][mode] = simulate(changeFile, append(slices.Clone(inputs[mode]), cpuLimit...)...)
+		}
+		r.cpuNotes = append(r.cpuNotes, cpuModelReport(r.preds[i][whatIfModes[0]], func() whatIfOutput {
+			return simulate(changeFile, inputs[whatIfModes[0]]...)
+		}, len(cpuLimit) > 0))
+	}
+	// the fit: the replay of the recorded configuration against the
+	// recorded 429s (the same in every what-if's output)
+	for _, mode := range whatIfModes {
+		for _, f := range r.preds[0][mode].Fit {
+			if f.Recorded == 0 && f.Predicted == 0 {
+				continue
+			}
+			ok := recording.WhatIfAgrees(f.Predicted, f.Recorded)
+			r.fit = append(r.fit, fmt.Sprintf("  fit, %-15s %-16s recorded %5d 429s, the replay of the recorded run %5d (ratio %.2f)%s",
+				mode, f.Level, f.Recorded, f.Predicted, float64(f.Predicted)/float64(max(f.Recorded, 1)), outside(ok)))
+			if !ok {
+				r.fitErrors = append(r.fitErrors, fmt.Sprintf("fit from %s, %s: the replay of the recorded run predicts %d 429s, the server answered %d", mode, f.Level, f.Predicted, f.Recorded))
+			}
+		}
+	}
+	// the re-runs meet fresh servers with the change, idle as the
+	// recorded run's was (recording.Rerun)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// keysOf is the levels of either count.
+func keysOf(a, b map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // rerunsAgree says, for two re-runs or more, how each compares with the

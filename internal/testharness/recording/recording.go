@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -845,6 +846,45 @@ func WhatIfAgrees(predicted, real int64) bool {
 		return ratio >= 0.75 && ratio <= 1.25
 	}
 	return predicted-real <= 10 && real-predicted <= 10
+}
+
+// SameServer says whether control, a re-run of the recorded configuration
+// itself, met the server rec (the recorded run) met: every level's 429s
+// within WhatIfAgrees of the recorded ones, and kube-apiserver's CPU
+// within 0.8–1.25 of the recorded run's. The cgroups pin the server's share
+// of the machine, not the machine's speed: a recording made while
+// something else slowed the machine (a neighbour on the host, a build on
+// the same cores) carries slower executions and more 429s than the
+// re-runs that follow it will meet, whatever the prediction. It returns
+// nil when they agree, else what differs.
+func SameServer(rec, control Run) error {
+	var diff []string
+	levels := map[string]bool{}
+	for l := range rec.Rejected429 {
+		levels[l] = true
+	}
+	for l := range control.Rejected429 {
+		levels[l] = true
+	}
+	names := make([]string, 0, len(levels))
+	for l := range levels {
+		names = append(names, l)
+	}
+	sort.Strings(names)
+	for _, l := range names {
+		if r, c := int64(rec.Rejected429[l]), int64(control.Rejected429[l]); !WhatIfAgrees(c, r) {
+			diff = append(diff, fmt.Sprintf("%s got %d 429s, the recorded run %d", l, c, r))
+		}
+	}
+	if rec.APIServerCPU > 0 && control.APIServerCPU > 0 {
+		if ratio := control.APIServerCPU / rec.APIServerCPU; ratio < 0.8 || ratio > 1.25 {
+			diff = append(diff, fmt.Sprintf("kube-apiserver used %.3f cores, in the recorded run %.3f", control.APIServerCPU, rec.APIServerCPU))
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a re-run of the recorded configuration did not meet the recorded run's server: %s", strings.Join(diff, "; "))
 }
 
 // Gunzip writes the gzipped file src, uncompressed, into dir under its name

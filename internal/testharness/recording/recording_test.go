@@ -3,6 +3,7 @@ package recording
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,35 @@ func changeLevels(ch *Change) []*flowcontrolv1.PriorityLevelConfiguration {
 		return nil
 	}
 	return ch.Levels
+}
+
+// TestSameServer holds a re-run of the recorded configuration to the
+// recorded run: the 429s of every level under WhatIfAgrees and the server's
+// CPU within 0.8–1.25. The figures are quiet's from two full runs: a
+// recording made on a machine slowed by other work (74 429s, 0.38 cores)
+// against a re-run at the usual pace (48, 0.31).
+func TestSameServer(t *testing.T) {
+	run := func(r429 map[string]int, cores float64) Run {
+		return Run{Rejected429: r429, APIServerCPU: cores}
+	}
+	usual := run(map[string]int{"apf-load": 48, "apf-load-reject": 43}, 0.31)
+	for _, c := range []struct {
+		name         string
+		rec, control Run
+		want         string
+	}{
+		{"the same", usual, run(map[string]int{"apf-load": 51, "apf-load-reject": 43}, 0.33), ""},
+		{"recorded slow", run(map[string]int{"apf-load": 74, "apf-load-reject": 43}, 0.38), usual, "apf-load got 48 429s, the recorded run 74"},
+		{"a level only in the control", run(map[string]int{"apf-load-reject": 43}, 0.31), usual, "apf-load got 48 429s, the recorded run 0"},
+		{"a server slower, as many 429s", usual, run(map[string]int{"apf-load": 48, "apf-load-reject": 43}, 0.40), "kube-apiserver used 0.400 cores, in the recorded run 0.310"},
+		{"no CPU figure", run(usual.Rejected429, 0), usual, ""},
+	} {
+		err := SameServer(c.rec, c.control)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
 }
