@@ -35,7 +35,11 @@ import (
 // within 10 requests (recording.WhatIfAgrees). Where simulate itself warns
 // that the recorded server was short of CPU and the change adds work
 // (calibrate.ShortOfCPUWarning), the figures are reported, not checked,
-// and the report says so.
+// and the report says so. With every what-if (make e2e-whatif), a re-run
+// of the recorded configuration itself, a control, follows the recording:
+// where it did not meet the recorded run's server (recording.SameServer),
+// the machine ran at another speed while the recording was made, and the
+// scenario is recorded again, up to three times.
 //
 // Each scenario pins kube-apiserver's CPU (see testcluster.CPU): a cgroup
 // quota, or with no quota the cores shared with the load's client

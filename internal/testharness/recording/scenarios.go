@@ -287,17 +287,23 @@ func Scenarios() []Scenario {
 			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-heavy", 5, 0, 0, 4, 2, 4)},
 			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-heavy", "apf-heavy", 200, 1)}},
 		// SCL 90; the defaults hold 245 shares and apf-load 1: apf-list's
-		// 120 give ceil(90 × 120 / 366) = 30 seats, and s shares give 45
-		// when 44 < 90s / (246 + s) ≤ 45, for s from 236 to 246: 240 give
-		// 90 × 240 / 486 = 44.4, 45 seats.
+		// 120 give ceil(90 × 120 / 366) = 30 seats, and s shares give 36
+		// when 35 < 90s / (246 + s) ≤ 36, for s from 157 to 164: 160 give
+		// 90 × 160 / 406 = 35.5, 36 seats.
 		Seats: map[string]int{"apf-list": 30},
-		// Fresh servers running this change answered 6, 4 and 28 429s (one
-		// re-run each in three checks; the 28 in four bursts, where the
-		// collector's marks met the quota): checked against the mean of
-		// three.
-		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-list with 240 shares (45 seats) instead of 120 (30 seats)",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-list", 240, 0, 0, 4, 2, 2)},
-			Seats:  map[string]int{"apf-list": 45}}, Reruns: 3}},
+		// The seats what-if was 30 → 45 seats (240 shares) until its
+		// re-runs proved to measure chance rather than the model: at 45
+		// seats the level rejects only what a burst meets while a
+		// collection's mark holds the quota. Over nine full runs the mean
+		// of three re-runs of the same plan ranged from 4 to 36 429s (6, 5
+		// and 0 in one run; 47, 40 and 22 in another), and predictions
+		// from 0 to 27 were held to them. 36 seats leave the level short,
+		// so that its 429s follow its seats and the CPU they share; the
+		// step was chosen before any run of it, on that ground alone.
+		// Checked against the mean of three re-runs.
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-list with 160 shares (36 seats) instead of 120 (30 seats)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-list", 160, 0, 0, 4, 2, 2)},
+			Seats:  map[string]int{"apf-list": 36}}, Reruns: 3}},
 	}, {
 		Name:     "borrowing-three",
 		About:    "three levels that borrow from the default levels and from each other (two of them lend half of their seats), on a 30-seat server, under bursts of LISTs larger than their seats and queues",
