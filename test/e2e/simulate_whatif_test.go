@@ -45,13 +45,16 @@ import (
 // quota, or with no quota the cores shared with the load's client
 // processes in one cgroup, and a large cgroup weight against the rest of
 // the machine, so that the re-run meets the server the recorded run met
-// whatever else the machine runs; without a writable cgroup v1 cpu
+// (the weight gives the server the CPU it asks for, not the cores' speed:
+// work beside the test still slows it, which the controls catch); without
+// a writable cgroup v1 cpu
 // controller the test skips and says why. --cpu-limit is given to simulate
 // only when the scenario has a quota. A scenario with one what-if takes
 // one and a half to two minutes; with all their what-ifs, starved (two,
 // three re-runs each) takes about seven, crowded (three, three re-runs
 // each) six, quiet and lists (a seats change with three re-runs) about
-// five, timeouts four, all of them about 29.
+// five, timeouts four, each a minute more for its control: all of them
+// about 34.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
 // of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs every
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
