@@ -171,18 +171,12 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		if !control {
 			break
 		}
-		var keepControl func(string, int64, string, int64) error
-		if keep != "" {
-			keepControl = func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
-				return copyLogs(logFile, logFrom, auditLog, auditFrom, dir, fmt.Sprintf("control-%d-", attempt))
-			}
-		}
-		ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepControl)
+		ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var levels []string
-		for _, l := range slicesSorted(keysOf(r.rec.Rejected429, ctl.Rejected429)) {
+		for _, l := range recording.Levels(*r.rec, *ctl) {
 			levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
 		}
 		line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f)", attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU)
@@ -207,13 +201,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		// a noisy what-if is checked against the mean of several re-runs
 		var reruns []recording.Run
 		for n := range max(w.Reruns, 1) {
-			var keepRerun func(string, int64, string, int64) error
-			if keep != "" {
-				keepRerun = func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
-					return copyLogs(logFile, logFrom, auditLog, auditFrom, dir, fmt.Sprintf("rerun-%d-%d-", i+1, n+1))
-				}
-			}
-			rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepRerun)
+			rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("rerun-%d-%d-", i+1, n+1)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,16 +384,15 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	return r
 }
 
-// keysOf is the levels of either count.
-func keysOf(a, b map[string]int) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
+// keepLogs is recording.Rerun's keep for a re-run whose logs are kept in
+// dir under prefix; nil (nothing kept) without KUBECTL_APF_WHATIF_KEEP.
+func keepLogs(keep, dir, prefix string) func(string, int64, string, int64) error {
+	if keep == "" {
+		return nil
 	}
-	for k := range b {
-		out[k] = true
+	return func(logFile string, logFrom int64, auditLog string, auditFrom int64) error {
+		return copyLogs(logFile, logFrom, auditLog, auditFrom, dir, prefix)
 	}
-	return out
 }
 
 // rerunsAgree says, for two re-runs or more, how each compares with the

@@ -848,6 +848,22 @@ func WhatIfAgrees(predicted, real int64) bool {
 	return predicted-real <= 10 && real-predicted <= 10
 }
 
+// Levels is the levels that got 429s in any of runs, sorted.
+func Levels(runs ...Run) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		for l := range r.Rejected429 {
+			if !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // SameServer says whether control, a re-run of the recorded configuration
 // itself, met the server rec (the recorded run) met: every level's 429s
 // within WhatIfAgrees of the recorded ones, and kube-apiserver's CPU
@@ -859,19 +875,7 @@ func WhatIfAgrees(predicted, real int64) bool {
 // nil when they agree, else what differs.
 func SameServer(rec, control Run) error {
 	var diff []string
-	levels := map[string]bool{}
-	for l := range rec.Rejected429 {
-		levels[l] = true
-	}
-	for l := range control.Rejected429 {
-		levels[l] = true
-	}
-	names := make([]string, 0, len(levels))
-	for l := range levels {
-		names = append(names, l)
-	}
-	sort.Strings(names)
-	for _, l := range names {
+	for _, l := range Levels(rec, control) {
 		if r, c := int64(rec.Rejected429[l]), int64(control.Rejected429[l]); !WhatIfAgrees(c, r) {
 			diff = append(diff, fmt.Sprintf("%s got %d 429s, the recorded run %d", l, c, r))
 		}
