@@ -71,6 +71,11 @@ type Run struct {
 	// cores while the machine is busy.
 	APIServerCPU float64 `json:"apiserverCPU,omitempty"`
 	MachineBusy  float64 `json:"machineBusy,omitempty"`
+	// Alone is, per level, the executions of the run that no other
+	// overlapped (ExecutionsAlone): how fast the machine ran the server.
+	// Rerun sets it; a run made with RunLoad has it from ExecutionsAlone
+	// on its server's log.
+	Alone map[string]Alone `json:"alone,omitempty"`
 }
 
 // Result is a recording's recording.json.
@@ -301,6 +306,9 @@ func Rerun(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffse
 	a := s.Cluster.APIServers[0]
 	run, err := s.RunLoad(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if run.Alone, err = ExecutionsAlone(a.LogFile, logFrom); err != nil {
 		return nil, err
 	}
 	if keep != nil {
@@ -866,12 +874,13 @@ func Levels(runs ...Run) []string {
 
 // SameServer says whether control, a re-run of the recorded configuration
 // itself, met the server rec (the recorded run) met: every level's 429s
-// within WhatIfAgrees of the recorded ones, and kube-apiserver's CPU
-// within 0.8–1.25 of the recorded run's. The cgroups pin the server's share
-// of the machine, not the machine's speed: a recording made while
-// something else slowed the machine (a neighbour on the host, a build on
-// the same cores) carries slower executions and more 429s than the
-// re-runs that follow it will meet, whatever the prediction. It returns
+// within WhatIfAgrees of the recorded ones, kube-apiserver's CPU within
+// 0.8–1.25 of the recorded run's, and the machine's speed the same
+// (SameSpeed). The cgroups pin the server's share of the machine, not the
+// machine's speed: a recording made while something else slowed the
+// machine (a neighbour on the host, a build on the same cores) carries
+// slower executions and more 429s than the re-runs that follow it will
+// meet, whatever the prediction. It returns
 // nil when they agree, else what differs.
 func SameServer(rec, control Run) error {
 	var diff []string
@@ -885,6 +894,7 @@ func SameServer(rec, control Run) error {
 			diff = append(diff, fmt.Sprintf("kube-apiserver used %.3f cores, in the recorded run %.3f", control.APIServerCPU, rec.APIServerCPU))
 		}
 	}
+	diff = append(diff, speedDiff(rec, control)...)
 	if len(diff) == 0 {
 		return nil
 	}

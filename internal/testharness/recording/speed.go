@@ -1,0 +1,121 @@
+package recording
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// Alone is the executions of one priority level's requests that ran with
+// no other request executing (exempt ones aside): their median execution
+// time and how many there were. Nothing the configuration sets stretches
+// them, so they say how fast the machine ran the server: the same load
+// executes alone in the same time under any configuration, unless the
+// machine itself ran faster or slower.
+type Alone struct {
+	Median time.Duration `json:"median"`
+	N      int           `json:"n"`
+}
+
+// MinAlone is the fewest executions alone, in each of two runs, a level's
+// speed is compared on.
+const MinAlone = 30
+
+// ExecutionsAlone reads kube-apiserver's httplog logFile from byte offset
+// from (a run's lines) and returns each level's executions alone (Alone):
+// the served requests, watches and exempt requests aside, whose execution
+// (from the line's completion back over apf_execution_time) no other
+// overlapped.
+func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
+	f, err := os.Open(logFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, err
+	}
+	type execution struct {
+		start, end time.Time
+		level      string
+		took       time.Duration
+	}
+	var execs []execution
+	r := workload.NewHTTPLogReader(bufio.NewReader(f), logFile, workload.Options{Lenient: true}, nil)
+	var w workload.Request
+	for {
+		err := r.Next(&w)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !w.HasServiceTime || w.PriorityLevel == "" || w.PriorityLevel == "exempt" || w.Status == 429 || strings.EqualFold(w.Verb, "WATCH") {
+			continue
+		}
+		end := w.Arrival.Add(w.Latency)
+		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel, took: w.ServiceTime})
+	}
+	slices.SortFunc(execs, func(a, b execution) int { return a.start.Compare(b.start) })
+	took := map[string][]time.Duration{}
+	var lastEnd time.Time // the latest end of the executions before i
+	for i, e := range execs {
+		alone := !lastEnd.After(e.start) && (i+1 == len(execs) || !execs[i+1].start.Before(e.end))
+		if alone {
+			took[e.level] = append(took[e.level], e.took)
+		}
+		if e.end.After(lastEnd) {
+			lastEnd = e.end
+		}
+	}
+	out := map[string]Alone{}
+	for l, ds := range took {
+		slices.Sort(ds)
+		out[l] = Alone{Median: ds[len(ds)/2], N: len(ds)}
+	}
+	return out, nil
+}
+
+// SameSpeed says whether run met the machine's speed rec met: for every
+// level with MinAlone executions alone in both, the median of run's
+// within 0.8–1.25 of rec's (the band SameServer holds the server's CPU
+// to). It returns nil when they agree or nothing can be compared, else
+// what differs.
+func SameSpeed(rec, run Run) error {
+	if diff := speedDiff(rec, run); len(diff) > 0 {
+		return fmt.Errorf("the machine ran at another speed than in the recorded run: %s", strings.Join(diff, "; "))
+	}
+	return nil
+}
+
+// speedDiff is SameSpeed's differences, one per level.
+func speedDiff(rec, run Run) []string {
+	var diff []string
+	for _, l := range slices.Sorted(maps.Keys(rec.Alone)) {
+		a, b := rec.Alone[l], run.Alone[l]
+		if a.N < MinAlone || b.N < MinAlone {
+			continue
+		}
+		if ratio := float64(b.Median) / float64(a.Median); ratio < 0.8 || ratio > 1.25 {
+			diff = append(diff, fmt.Sprintf("%s's requests executing alone took %s (median of %d), in the recorded run %s (of %d)",
+				l, b.Median.Round(10*time.Microsecond), b.N, a.Median.Round(10*time.Microsecond), a.N))
+		}
+	}
+	return diff
+}
+
+// SpeedComparable says whether a re-run of a changed configuration can be
+// held to SameSpeed on a server with quota cores of CPU (0: none): under
+// less than one core, a request executing alone still waits for the quota
+// the requests before it used up, however many the configuration lets run,
+// so its execution is not the machine's speed alone.
+func SpeedComparable(quota float64) bool { return quota == 0 || quota >= 1 }

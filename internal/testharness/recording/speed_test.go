@@ -1,0 +1,105 @@
+package recording
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// httplogLine is a kube-apiserver httplog line of the quiet recording
+// (testdata/simulate/recordings/quiet/apiserver.log.gz), completed at end
+// (seconds after 21:17:58) after latency, executed for exec, in level.
+func httplogLine(end float64, verb, level string, latency, exec time.Duration, status int) string {
+	ts := time.Date(2026, 11, 23, 21, 17, 58, 0, time.UTC).Add(time.Duration(end * float64(time.Second)))
+	return fmt.Sprintf(`I1123 %s   14870 httplog.go:135] "HTTP" verb=%q URI="/api/v1/namespaces/apf-load/configmaps" latency="%s" userAgent="Go-http-client/2.0" contentType="" audit-ID="4a04f089-1f26-4555-b1c8-5e828f14b5e8" srcIP="127.0.0.1:38542" apf_pl=%q apf_fs=%q apf_iseats=1 apf_fseats=0 apf_additionalLatency="0s" apf_execution_time="%s" resp=%d`,
+		ts.Format("15:04:05.000000"), verb, latency, level, level, exec, status) + "\n"
+}
+
+func TestExecutionsAlone(t *testing.T) {
+	ms := time.Millisecond
+	first := httplogLine(1.000, "LIST", "apf-load", 12*ms, 10*ms, 200) // 0.990–1.000, alone
+	lines := []string{
+		first,
+		// 2.000–2.010 and 2.005–2.015 overlap: neither is alone
+		httplogLine(2.010, "LIST", "apf-load", 10*ms, 10*ms, 200),
+		httplogLine(2.015, "LIST", "apf-load", 30*ms, 10*ms, 200),
+		// alone: the exempt request beside it, the 429 and the watch
+		// over it do not count
+		httplogLine(3.020, "LIST", "apf-load", 40*ms, 20*ms, 200),
+		httplogLine(3.010, "GET", "exempt", 20*ms, 20*ms, 200),
+		httplogLine(3.012, "LIST", "apf-load", 1*ms, 0, 429),
+		httplogLine(3.500, "WATCH", "apf-load", 2*time.Second, 2*time.Second, 200),
+		// alone, another level
+		httplogLine(4.000, "LIST", "apf-other", 5*ms, 5*ms, 200),
+		// alone: it starts where the one before ended
+		httplogLine(5.000, "LIST", "apf-load", 30*ms, 30*ms, 200),
+		httplogLine(5.030, "LIST", "apf-other", 30*ms, 30*ms, 200),
+	}
+	log := filepath.Join(t.TempDir(), "apiserver.log")
+	if err := os.WriteFile(log, []byte("I1123 21:17:50.000000   14870 other.go:1] \"not a request\"\n"+strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ExecutionsAlone(log, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Alone{"apf-load": {Median: 20 * ms, N: 3}, "apf-other": {Median: 30 * ms, N: 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	// from the offset of the second request's line on
+	from := int64(len("I1123 21:17:50.000000   14870 other.go:1] \"not a request\"\n") + len(first))
+	got, err = ExecutionsAlone(log, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := got["apf-load"]; a.N != 2 || a.Median != 30*ms {
+		t.Errorf("from the second line: got %v, want 2 executions alone with a median of 30ms", a)
+	}
+	if _, err := ExecutionsAlone(filepath.Join(t.TempDir(), "missing.log"), 0); err == nil {
+		t.Error("a missing log gave no error")
+	}
+}
+
+// TestSameSpeed holds quiet's executions alone in a recording made while
+// the machine was slow (13.28 ms, full run Q) to a re-run of it made
+// minutes later (9.40 ms): the machine ran 29% faster.
+func TestSameSpeed(t *testing.T) {
+	ms := time.Millisecond
+	rec := Run{Alone: map[string]Alone{"apf-load": {Median: 13280 * time.Microsecond, N: 1110}, "apf-load-reject": {Median: 12 * ms, N: 18}}}
+	for _, c := range []struct {
+		name string
+		run  map[string]Alone
+		same bool
+	}{
+		{"faster", map[string]Alone{"apf-load": {Median: 9400 * time.Microsecond, N: 34}}, false},
+		{"slower", map[string]Alone{"apf-load": {Median: 17 * ms, N: 900}}, false},
+		{"within the band", map[string]Alone{"apf-load": {Median: 11 * ms, N: 40}}, true},
+		{"too few alone to tell", map[string]Alone{"apf-load": {Median: 9 * ms, N: MinAlone - 1}}, true},
+		// apf-load-reject's 18 in the recorded run are too few
+		{"a level with too few in the recorded run", map[string]Alone{"apf-load": {Median: 13 * ms, N: 40}, "apf-load-reject": {Median: 30 * ms, N: 40}}, true},
+		{"nothing alone", nil, true},
+	} {
+		err := SameSpeed(rec, Run{Alone: c.run})
+		if (err == nil) != c.same {
+			t.Errorf("%s: SameSpeed says %v, want the same speed %v", c.name, err, c.same)
+		}
+	}
+	// a control that met the recorded run's 429s and CPU but not its speed
+	// did not meet its server
+	rec.Rejected429, rec.APIServerCPU = map[string]int{"apf-load": 92}, 0.44
+	ctl := Run{Rejected429: map[string]int{"apf-load": 90}, APIServerCPU: 0.43, Alone: map[string]Alone{"apf-load": {Median: 9400 * time.Microsecond, N: 1000}}}
+	if err := SameServer(rec, ctl); err == nil || !strings.Contains(err.Error(), "executing alone") {
+		t.Errorf("SameServer with another speed: got %v, want the speed's difference", err)
+	}
+	ctl.Alone["apf-load"] = Alone{Median: 13 * ms, N: 1000}
+	if err := SameServer(rec, ctl); err != nil {
+		t.Errorf("SameServer with the same speed: %v", err)
+	}
+	if SpeedComparable(0.2) || !SpeedComparable(0) || !SpeedComparable(1) {
+		t.Error("SpeedComparable: a quota under one core tells no speed; none, or one core, does")
+	}
+}
