@@ -81,7 +81,7 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
 .PHONY: e2e-whatif
-e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 34 minutes; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: record-simulate

@@ -60,7 +60,8 @@ import (
 // three re-runs each) takes about seven, crowded (three, three re-runs
 // each) six, quiet and lists (a seats change with three re-runs) about
 // five, timeouts four, each a minute more for its control: all of them
-// about 34.
+// about 37, and up to an hour when the machine's speed moves and
+// scenarios are recorded again.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
 // of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs every
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
