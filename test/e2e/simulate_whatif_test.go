@@ -178,49 +178,47 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	)
 	for attempt := 1; ; attempt++ {
 		r = recordScenario(t, sc, whatIfs, dir)
-		if !control {
-			allRuns, _, _ = rerunWhatIfs(t, sc, whatIfs, nil, keep, dir, attempt, true)
-			break
-		}
-		ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var levels []string
-		for _, l := range recording.Levels(*r.rec, *ctl) {
-			levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
-		}
-		line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f); %s",
-			attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU, aloneReport(*r.rec, *ctl))
-		same := recording.SameServer(*r.rec, *ctl)
-		if same == nil {
-			// the re-runs, each held to the recorded run's speed where
-			// it tells the machine's (recording.SpeedComparable)
-			var speed *recording.Run
-			if recording.SpeedComparable(sc.CPU.APIServer) {
-				speed = r.rec
+		last := attempt == recordAttempts
+		// the recorded run whose speed the re-runs are held to, where
+		// its control met its server and the quota lets an execution
+		// alone tell the machine's speed (recording.SpeedComparable)
+		var speed *recording.Run
+		if control {
+			ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
+			if err != nil {
+				t.Fatal(err)
 			}
-			runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, attempt == recordAttempts)
-			report = append(append(report, line), aside...)
-			if !missed {
-				allRuns = runs
-				break
+			var levels []string
+			for _, l := range recording.Levels(*r.rec, *ctl) {
+				levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
 			}
-			if attempt == recordAttempts {
-				allRuns = runs
-				t.Errorf("%s: a re-run missed the recorded run's speed twice in a row, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, attempt)
-				break
+			line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f); %s",
+				attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU, aloneReport(*r.rec, *ctl))
+			switch same := recording.SameServer(*r.rec, *ctl); {
+			case same == nil:
+				report = append(report, line)
+				if recording.SpeedComparable(sc.CPU.APIServer) {
+					speed = r.rec
+				}
+			case !last:
+				report = append(report, fmt.Sprintf("%s  NOT the recorded run's server, recorded again: %v", line, same))
+				continue
+			default:
+				report = append(report, line+"  NOT the recorded run's server")
+				t.Errorf("%s: %v, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, same, attempt)
 			}
+		}
+		runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, last)
+		report = append(report, aside...)
+		if missed && !last {
 			report = append(report, "  a re-run missed the recorded run's speed twice in a row: recorded again")
 			continue
 		}
-		if attempt == recordAttempts {
-			report = append(report, line+"  NOT the recorded run's server")
-			t.Errorf("%s: %v, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, same, attempt)
-			allRuns, _, _ = rerunWhatIfs(t, sc, whatIfs, nil, keep, dir, attempt, true)
-			break
+		if missed {
+			t.Errorf("%s: a re-run missed the recorded run's speed twice in a row, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, attempt)
 		}
-		report = append(report, fmt.Sprintf("%s  NOT the recorded run's server, recorded again: %v", line, same))
+		allRuns = runs
+		break
 	}
 	report = append(append(r.head, report...), r.fit...)
 	for _, e := range r.fitErrors {

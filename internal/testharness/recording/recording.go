@@ -880,8 +880,8 @@ func Levels(runs ...Run) []string {
 // machine's speed: a recording made while something else slowed the
 // machine (a neighbour on the host, a build on the same cores) carries
 // slower executions and more 429s than the re-runs that follow it will
-// meet, whatever the prediction. It returns
-// nil when they agree, else what differs.
+// meet, whatever the prediction. It returns nil when they agree, else
+// what differs.
 func SameServer(rec, control Run) error {
 	var diff []string
 	for _, l := range Levels(rec, control) {
@@ -890,7 +890,7 @@ func SameServer(rec, control Run) error {
 		}
 	}
 	if rec.APIServerCPU > 0 && control.APIServerCPU > 0 {
-		if ratio := control.APIServerCPU / rec.APIServerCPU; ratio < 0.8 || ratio > 1.25 {
+		if !sameWithin(control.APIServerCPU / rec.APIServerCPU) {
 			diff = append(diff, fmt.Sprintf("kube-apiserver used %.3f cores, in the recorded run %.3f", control.APIServerCPU, rec.APIServerCPU))
 		}
 	}

@@ -46,7 +46,6 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 	type execution struct {
 		start, end time.Time
 		level      string
-		took       time.Duration
 	}
 	var execs []execution
 	r := workload.NewHTTPLogReader(bufio.NewReader(f), logFile, workload.Options{Lenient: true}, nil)
@@ -63,7 +62,7 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 			continue
 		}
 		end := w.Arrival.Add(w.Latency)
-		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel, took: w.ServiceTime})
+		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel})
 	}
 	slices.SortFunc(execs, func(a, b execution) int { return a.start.Compare(b.start) })
 	took := map[string][]time.Duration{}
@@ -71,7 +70,7 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 	for i, e := range execs {
 		alone := !lastEnd.After(e.start) && (i+1 == len(execs) || !execs[i+1].start.Before(e.end))
 		if alone {
-			took[e.level] = append(took[e.level], e.took)
+			took[e.level] = append(took[e.level], e.end.Sub(e.start))
 		}
 		if e.end.After(lastEnd) {
 			lastEnd = e.end
@@ -105,13 +104,18 @@ func speedDiff(rec, run Run) []string {
 		if a.N < MinAlone || b.N < MinAlone {
 			continue
 		}
-		if ratio := float64(b.Median) / float64(a.Median); ratio < 0.8 || ratio > 1.25 {
+		if !sameWithin(float64(b.Median) / float64(a.Median)) {
 			diff = append(diff, fmt.Sprintf("%s's requests executing alone took %s (median of %d), in the recorded run %s (of %d)",
 				l, b.Median.Round(10*time.Microsecond), b.N, a.Median.Round(10*time.Microsecond), a.N))
 		}
 	}
 	return diff
 }
+
+// sameWithin says whether a run's figure at ratio to the recorded run's is
+// the same server's: within 0.8–1.25 (SameServer's CPU, SameSpeed's
+// executions alone).
+func sameWithin(ratio float64) bool { return ratio >= 0.8 && ratio <= 1.25 }
 
 // SpeedComparable says whether a re-run of a changed configuration can be
 // held to SameSpeed on a server with quota cores of CPU (0: none): under
