@@ -72,7 +72,10 @@ type SharedCPU struct {
 	// "overlaps", fitted to the executions that ran with others in
 	// flight (Overlapped), or "metrics", the cores the server had, or
 	// "gomaxprocs", the cores its Go runtime runs goroutines on at
-	// once, where the recording contradicts a CPU limit as a capacity.
+	// once, where the recording contradicts a CPU limit as a capacity;
+	// "limit": the capacity is the server's CPU limit (at least one
+	// core) and the share, at most the metrics', fitted to the
+	// executions that ran with others in flight.
 	From string `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
@@ -256,13 +259,12 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, arrival: x.arrival})
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
-	flight := inFlight(execs, caps)
-	smp := sampleOf(execs, flight)
-	m, why := fitShared(execs, flight, smp, len(kinds))
+	smp := sampleOf(execs, inFlight(execs, caps))
+	m, why := fitShared(execs, smp, len(kinds))
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
 		// give the executions, if the recording does not contradict it
-		if b, bwhy := boundShared(execs, flight, smp, len(kinds), r.prep.opts); b != nil {
+		if b, bwhy := boundShared(execs, smp, len(kinds), r.prep.opts); b != nil {
 			b.OnArrival = onArrival
 			r.Shared = b
 			return nil
@@ -312,13 +314,13 @@ func (m *SharedCPU) evidence(opts Options) {
 
 // fitShared fits the capacity to the executions sampled in smp, or says
 // why it keeps none.
-func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*SharedCPU, string) {
+func fitShared(execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
 	fitted := smp.fitted
 	if len(fitted) < minFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
-	logExec, n, kindOfS, maxN, sumN := smp.logExec, smp.n, smp.kinds, smp.maxN, smp.sumN
-	sp := newSpreader(logExec, n, kindOfS, nkinds)
+	n, kindOfS, maxN, sumN := smp.n, smp.kinds, smp.maxN, smp.sumN
+	sp := newSpreader(smp, nkinds)
 	flat, _ := sp.at(1, 0)
 	best, bestC, bestShare := flat, math.Inf(1), 0.0
 	try := func(c, share float64) {
@@ -348,7 +350,7 @@ func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*Sh
 	if math.IsInf(bestC, 1) {
 		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
 	}
-	m.setStretched(flight, fitted)
+	m.setStretched(smp.fl, fitted)
 	if m.Stretched < MinStretched || best > (1-MinImprovement)*flat {
 		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.0f%% of an execution shared on %.2f cores, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
 			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
@@ -365,7 +367,7 @@ func fitShared(execs []execution, flight []float64, smp sample, nkinds int) (*Sh
 	}
 	slices.SortStableFunc(m.Demands, func(a, b KindDemand) int { return cmp.Compare(b.Executions, a.Executions) })
 	m.Demands = m.Demands[:min(len(m.Demands), maxDemands)]
-	m.setStretches(execs, flight)
+	m.setStretches(execs, smp.fl)
 	return m, ""
 }
 
@@ -397,12 +399,12 @@ func oneSeatExecutions(execs []execution, caps []int, recorded []bool) (unestima
 }
 
 // setStretched sets Stretched and MeanStretch from the executions at
-// indices idx (in flight: flight[i]).
-func (m *SharedCPU) setStretched(flight []float64, idx []int) {
+// indices idx (in flight: fl).
+func (m *SharedCPU) setStretched(fl *flights, idx []int) {
 	var stretched int
 	var sum float64
 	for _, i := range idx {
-		st := m.stretchOf(flight[i])
+		st := fl.stretchOf(i, m.Capacity, m.Share)
 		if st > 1 {
 			stretched++
 		}
@@ -413,7 +415,7 @@ func (m *SharedCPU) setStretched(flight []float64, idx []int) {
 
 // setStretches keeps, by record index, the stretch each execution ran
 // under, and the CPU the model gives the executions.
-func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
+func (m *SharedCPU) setStretches(execs []execution, fl *flights) {
 	top := 0
 	for _, e := range execs {
 		top = max(top, int(e.idx))
@@ -421,7 +423,7 @@ func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
 	m.stretch = make([]float32, top+1)
 	var cpu float64
 	for i, e := range execs {
-		st := m.stretchOf(flight[i])
+		st := fl.stretchOf(i, m.Capacity, m.Share)
 		m.stretch[e.idx] = float32(st)
 		cpu += float64(e.end-e.start) / st * m.Share
 	}
@@ -430,18 +432,22 @@ func (m *SharedCPU) setStretches(execs []execution, flight []float64) {
 
 // sample is what a fit reads of the executions it samples: the indices
 // of those fitted on (every one not estimated), and of every one of them
-// or an even share beyond maxFit, the logarithm of its time, the mean in
-// flight over it and its kind, with the most and the sum of those means.
+// or an even share beyond maxFit, its index in execs, the logarithm of
+// its time, the mean in flight over it and its kind, with the most and
+// the sum of those means; and every execution's flights.
 type sample struct {
 	fitted     []int
+	exec       []int32
 	logExec, n []float64
 	kinds      []int32
 	maxN, sumN float64
+	fl         *flights
 }
 
 // sampleOf returns the sample both fits read of execs.
-func sampleOf(execs []execution, flight []float64) sample {
-	var smp sample
+func sampleOf(execs []execution, fl *flights) sample {
+	smp := sample{fl: fl}
+	flight := fl.mean
 	for i, e := range execs {
 		if !e.estimated {
 			smp.fitted = append(smp.fitted, i)
@@ -450,6 +456,7 @@ func sampleOf(execs []execution, flight []float64) sample {
 	step := max(1, len(smp.fitted)/maxFit)
 	for j := 0; j < len(smp.fitted); j += step {
 		i := smp.fitted[j]
+		smp.exec = append(smp.exec, int32(i))
 		smp.logExec = append(smp.logExec, math.Log(float64(execs[i].end-execs[i].start)))
 		smp.n = append(smp.n, flight[i])
 		smp.kinds = append(smp.kinds, execs[i].kind)
@@ -466,7 +473,7 @@ func sampleOf(execs []execution, flight []float64) sample {
 // at once (none where the cap is 0): an audit record's execution is
 // placed back from its end by an estimate, and estimates of a busy level
 // that overlap each other beyond its seats never ran so.
-func inFlight(execs []execution, caps []int) []float64 {
+func inFlight(execs []execution, caps []int) *flights {
 	type edge struct {
 		at    time.Duration
 		d     int
@@ -513,33 +520,87 @@ func inFlight(execs []execution, caps []int) []float64 {
 		}
 		return area[i-1] + float64(n[i-1])*float64(t-at[i-1])
 	}
-	out := make([]float64, len(execs))
+	fl := &flights{mean: make([]float64, len(execs)), off: make([]int32, 1, len(execs)+1)}
 	for i, e := range execs {
-		out[i] = max((integral(e.end)-integral(e.start))/float64(e.end-e.start), 1)
+		fl.mean[i] = max((integral(e.end)-integral(e.start))/float64(e.end-e.start), 1)
+		// the time at each count, from the step in progress at its start
+		first := len(fl.n)
+		k, _ := slices.BinarySearch(at, e.start+1)
+		for k = max(k-1, 0); k < len(at) && at[k] < e.end; k++ {
+			from, to := max(at[k], e.start), e.end
+			if k+1 < len(at) {
+				to = min(to, at[k+1])
+			}
+			if to <= from {
+				continue
+			}
+			c, share := float32(max(n[k], 1)), float32(float64(to-from)/float64(e.end-e.start))
+			j := first
+			for j < len(fl.n) && fl.n[j] != c {
+				j++
+			}
+			if j == len(fl.n) {
+				fl.n, fl.frac = append(fl.n, c), append(fl.frac, 0)
+			}
+			fl.frac[j] += share
+		}
+		if len(fl.n) == first {
+			fl.n, fl.frac = append(fl.n, 1), append(fl.frac, 1)
+		}
+		fl.off = append(fl.off, int32(len(fl.n)))
 	}
-	return out
+	return fl
+}
+
+// flights is, for every execution, the executions in progress while it
+// ran (inFlight): their mean over it, and the share of its time at each
+// count. Under processor sharing an execution runs at the pace
+// 1 / stretch of the count at each instant, so it takes its time alone
+// over the mean of that pace: the stretch it ran under (stretchOf),
+// which the mean count alone tells only where the count held over it.
+type flights struct {
+	mean []float64
+	// execution i's counts and the shares of its time at them are
+	// n and frac [off[i], off[i+1])
+	off     []int32
+	n, frac []float32
+}
+
+// stretchOf is the stretch execution i ran under, on capacity c with
+// share of it shared.
+func (fl *flights) stretchOf(i int, c, share float64) float64 {
+	var pace float64
+	for k := fl.off[i]; k < fl.off[i+1]; k++ {
+		pace += float64(fl.frac[k]) / stretch(float64(fl.n[k]), c, share)
+	}
+	if pace <= 0 {
+		return 1
+	}
+	return max(1, 1/pace)
 }
 
 // spreader computes the spread of the fitted executions within their
 // kind under a stretch, with the executions grouped by kind once.
 type spreader struct {
-	logExec, n []float64 // in kind order
-	bounds     []int     // kind k is [bounds[k], bounds[k+1])
-	y          []float64
+	logExec []float64 // in kind order
+	exec    []int32   // their indices in fl
+	fl      *flights
+	bounds  []int // kind k is [bounds[k], bounds[k+1])
+	y       []float64
 }
 
-func newSpreader(logExec, n []float64, kinds []int32, nkinds int) *spreader {
-	sp := &spreader{bounds: make([]int, nkinds+1), y: make([]float64, len(logExec))}
-	for _, k := range kinds {
+func newSpreader(smp sample, nkinds int) *spreader {
+	sp := &spreader{bounds: make([]int, nkinds+1), y: make([]float64, len(smp.logExec)), fl: smp.fl}
+	for _, k := range smp.kinds {
 		sp.bounds[k+1]++
 	}
 	for k := range nkinds {
 		sp.bounds[k+1] += sp.bounds[k]
 	}
 	next := slices.Clone(sp.bounds[:nkinds])
-	sp.logExec, sp.n = make([]float64, len(logExec)), make([]float64, len(n))
-	for i, k := range kinds {
-		sp.logExec[next[k]], sp.n[next[k]] = logExec[i], n[i]
+	sp.logExec, sp.exec = make([]float64, len(smp.logExec)), make([]int32, len(smp.exec))
+	for i, k := range smp.kinds {
+		sp.logExec[next[k]], sp.exec[next[k]] = smp.logExec[i], smp.exec[i]
 		next[k]++
 	}
 	return sp
@@ -550,7 +611,7 @@ func newSpreader(logExec, n []float64, kinds []int32, nkinds int) *spreader {
 // those medians by kind (NaN for a kind without executions).
 func (sp *spreader) at(c, share float64) (spread float64, medians []float64) {
 	for i := range sp.y {
-		sp.y[i] = sp.logExec[i] - math.Log(stretch(sp.n[i], c, share))
+		sp.y[i] = sp.logExec[i] - math.Log(sp.fl.stretchOf(int(sp.exec[i]), c, share))
 	}
 	medians = make([]float64, len(sp.bounds)-1)
 	var sum float64
@@ -720,11 +781,22 @@ const MaxUnseenStretch = 1.1
 // cores.
 //
 // Where enough of the recorded executions ran with others in flight
-// (minOverlapped), the capacity is fitted to them with that share
-// (overlapCapacity): From "overlaps". A CPU limit is a budget per CFS
-// period, which a burst spends on every core the process has
-// (GOMAXPROCS), so how far a few executions at once stretch is the
-// recording's to say, between one core and GOMAXPROCS / share.
+// (minOverlapped), they tell one parameter, not both: a few executions
+// two at once stretch alike under many pairs of share and capacity.
+// Where the server's CPU limit is known (below GOMAXPROCS), it is the
+// capacity, the CPU the process gets over a CFS period, at least one
+// core; the share is fitted to them, at most the metrics' (overlapShare):
+// From "limit". The metrics only bound the share from above: the
+// process's CPU also holds the work outside the executions. Where the
+// executions tell both (the crowded recordings, 60-80% of an execution
+// on 1.2-1.4 cores; the quiet server's 3-seat re-runs, 50% on 1.17
+// cores under its 1-CPU limit), the share is well below that bound.
+// Without a limit, or where the fitted share is 0, the capacity is
+// fitted to them with the metrics' share (overlapCapacity): From
+// "overlaps". A CPU limit is a budget per CFS period, which a burst
+// spends on every core the process has (GOMAXPROCS), so how far a few
+// executions at once stretch is the recording's to say, between one
+// core and GOMAXPROCS / share.
 // Otherwise the capacity is the cores the server had (its CPU limit, or
 // GOMAXPROCS) over the share: From "metrics", kept only where the
 // recording does not contradict it: the recorded executions, which did
@@ -735,7 +807,8 @@ const MaxUnseenStretch = 1.1
 // most GOMAXPROCS goroutines at a time, and a CFS quota lets a burst
 // run on all of them until the period's budget is spent. All need the
 // process's CPU (two scrapes) and the cores.
-func boundShared(execs []execution, flight []float64, smp sample, nkinds int, opts Options) (*SharedCPU, string) {
+func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*SharedCPU, string) {
+	flight := smp.fl.mean
 	u := opts.CPUUse
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
@@ -767,28 +840,34 @@ func boundShared(execs []execution, flight []float64, smp sample, nkinds int, op
 	if u.GOMAXPROCS > 0 {
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
-	if c, n, spread, flat := overlapCapacity(flight, smp, nkinds, m.Share, procs/m.Share); n > 0 {
-		m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, n, spread, flat
+	if over := overlappedOf(smp); len(over) > 0 {
+		limit := max(1, m.Cores)
+		if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); m.CoresFrom == "--cpu-limit" && share > 0 {
+			m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = "limit", limit, share, len(over), spread, flat
+		} else {
+			c, spread, flat := overlapCapacity(smp, over, nkinds, m.Share, procs/m.Share)
+			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, len(over), spread, flat
+		}
 	}
-	m.setStretched(flight, all)
+	m.setStretched(smp.fl, all)
 	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
 		if procs <= m.Cores {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 		}
 		m.From, m.Capacity = "gomaxprocs", procs/m.Share
-		m.setStretched(flight, all)
+		m.setStretched(smp.fl, all)
 		if m.MeanStretch > MaxUnseenStretch {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
 		}
 	}
-	m.setStretches(execs, flight)
+	m.setStretches(execs, smp.fl)
 	return m, ""
 }
 
 // minOverlapped is the fewest recorded executions that ran with others in
-// flight (overlapFlight or more on average) the capacity is fitted on
-// where the share comes from the metrics: one parameter, read from how
-// much longer they ran than their kind's median. (The audit logs of the
+// flight (overlapFlight or more on average) one parameter is fitted on,
+// the share on a CPU limit or the capacity with the metrics' share: read
+// from how much longer they ran than their kind's median. (The audit logs of the
 // quiet recordings hold 17 to 29 such requests that found their level
 // with room, their httplogs 36 to 46; those of the starved recordings,
 // a 1-seat level on a fifth of a core, 6 to 15.)
@@ -798,57 +877,63 @@ const minOverlapped = 5
 // it to count as having run with others.
 const overlapFlight = 1.1
 
-// overlapCapacity fits the capacity, with the share given, to the
-// executions of smp that ran with others in flight, between one core and most
-// (or the most executions seen at once): the one under which the
-// recorded executions of each kind vary least once each is divided by
-// its stretch. It is for a recording whose executions seldom overlapped
-// (fewer than MinStretched of all, estimated ones too), which the fit of
-// both parameters cannot read. With one parameter, and the bound of the CPU limit the
-// alternative, the fit is kept however little the stretch explains:
-// executions that ran two at once on a one-core limit without stretching
-// twofold contradict the limit as a capacity. n is the overlapped
-// executions it was fitted on, 0 where there are fewer than
-// minOverlapped or MinStretched of the executions or more; spread and
-// flat are their spread under the capacity and without a stretch.
-func overlapCapacity(flight []float64, smp sample, nkinds int, share, most float64) (c float64, n int, spread, flat float64) {
-	// where many of the server's executions ran with others, the fit of
-	// both parameters had them, and its refusal stands: the stretch is
-	// not there
+// overlappedOf returns the executions of smp (their indices in it) that
+// ran with others in flight (overlapFlight or more on average), which
+// overlapCapacity and overlapShare read: for a recording whose executions
+// seldom overlapped (fewer than MinStretched of all, estimated ones too),
+// which the fit of both parameters cannot read. None where there are
+// fewer than minOverlapped, or MinStretched of the executions or more:
+// where many of the server's executions ran with others, the fit of both
+// parameters had them, and its refusal stands (the stretch is not there).
+func overlappedOf(smp sample) []int {
 	all := 0
-	for _, f := range flight {
+	for _, f := range smp.fl.mean {
 		if f >= overlapFlight {
 			all++
 		}
 	}
-	if float64(all) >= MinStretched*float64(len(flight)) {
-		return 0, 0, 0, 0
+	if float64(all) >= MinStretched*float64(len(smp.fl.mean)) {
+		return nil
 	}
-	logExec, nf, kinds, maxN := smp.logExec, smp.n, smp.kinds, smp.maxN
 	var overlapped []int
-	for j, f := range nf {
+	for j, f := range smp.n {
 		if f >= overlapFlight {
 			overlapped = append(overlapped, j)
 		}
 	}
 	if len(overlapped) < minOverlapped {
-		return 0, 0, 0, 0
+		return nil
 	}
-	sp := newSpreader(logExec, nf, kinds, nkinds)
-	// their spread within their kind under a capacity
-	theirs := func(c float64) float64 {
-		_, medians := sp.at(c, share)
-		var sum float64
-		for _, j := range overlapped {
-			sum += math.Abs(logExec[j] - math.Log(stretch(nf[j], c, share)) - medians[kinds[j]])
-		}
-		return sum / float64(len(overlapped))
+	return overlapped
+}
+
+// overlapSpread is the spread within their kind of the executions over
+// of smp under (c, share).
+func overlapSpread(sp *spreader, smp sample, over []int, c, share float64) float64 {
+	_, medians := sp.at(c, share)
+	var sum float64
+	for _, j := range over {
+		sum += math.Abs(smp.logExec[j] - math.Log(smp.fl.stretchOf(int(smp.exec[j]), c, share)) - medians[smp.kinds[j]])
 	}
+	return sum / float64(len(over))
+}
+
+// overlapCapacity fits the capacity, with the share given, to the
+// executions over of smp (overlappedOf), between one core and most (or
+// the most executions seen at once): the one under which the recorded
+// executions of each kind vary least once each is divided by its
+// stretch. With one parameter, and the bound of the CPU limit the
+// alternative, the fit is kept however little the stretch explains:
+// executions that ran two at once on a one-core limit without stretching
+// twofold contradict the limit as a capacity. spread and flat are their
+// spread under the capacity and without a stretch.
+func overlapCapacity(smp sample, over []int, nkinds int, share, most float64) (c, spread, flat float64) {
+	sp := newSpreader(smp, nkinds)
 	// at the most executions seen at once, or the cores, nothing the
 	// recording holds stretches: a capacity that high says the stretch
 	// starts beyond what was seen
-	top := max(1, min(maxN, most))
-	flat = theirs(top)
+	top := max(1, min(smp.maxN, most))
+	flat = overlapSpread(sp, smp, over, top, share)
 	best, bestC := math.Inf(1), top
 	for c := 1.0; c < top; c *= 1.01 {
 		if s, _ := sp.at(c, share); s < best {
@@ -858,5 +943,21 @@ func overlapCapacity(flight []float64, smp sample, nkinds int, share, most float
 	if s, _ := sp.at(top, share); s <= best {
 		bestC = top
 	}
-	return math.Round(bestC*100) / 100, len(overlapped), theirs(bestC), flat
+	return math.Round(bestC*100) / 100, overlapSpread(sp, smp, over, bestC, share), flat
+}
+
+// overlapShare fits the share, on capacity c, to the executions over of
+// smp (overlappedOf), in steps of a hundredth up to most: the one under
+// which the recorded executions of each kind vary least once each is
+// divided by its stretch. 0 where they did not stretch. spread and flat
+// are their spread under it and without a stretch.
+func overlapShare(smp sample, over []int, nkinds int, c, most float64) (share, spread, flat float64) {
+	sp := newSpreader(smp, nkinds)
+	best := math.Inf(1)
+	for i := 0; float64(i) <= math.Round(most*100); i++ {
+		if s, _ := sp.at(c, float64(i)/100); s < best {
+			best, share = s, float64(i)/100
+		}
+	}
+	return share, overlapSpread(sp, smp, over, c, share), overlapSpread(sp, smp, over, c, 0)
 }

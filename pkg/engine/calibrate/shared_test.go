@@ -25,6 +25,18 @@ import (
 // simulated here exactly, event by event, independently of the model it
 // tests.
 func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
+	return recordingOf(seed, seats, capacity, share, rate, span, false)
+}
+
+// pacedRecording is partlySharedRecording on the model's own server:
+// every executing request progresses at the pace 1 / stretch(n) of the n
+// executing with it, all through its execution, instead of computing
+// first and writing after.
+func pacedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
+	return recordingOf(seed, seats, capacity, share, rate, span, true)
+}
+
+func recordingOf(seed uint64, seats int, capacity, share, rate float64, span time.Duration, paced bool) []workload.Request {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	type req struct {
 		at, start, end time.Duration
@@ -39,6 +51,10 @@ func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64
 		at += time.Duration(rng.ExpFloat64() / r * float64(time.Second))
 		k := rng.IntN(2)
 		d := float64([]time.Duration{2 * time.Millisecond, 6 * time.Millisecond}[k]) * (0.8 + 0.4*rng.Float64())
+		if paced {
+			rs = append(rs, &req{at: at, kind: k, work: d})
+			continue
+		}
 		rs = append(rs, &req{at: at, kind: k, work: share * d, io: (1 - share) * d})
 	}
 	var (
@@ -61,6 +77,9 @@ func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64
 			}
 		}
 		speed := min(1, capacity/float64(max(computing, 1)))
+		if paced {
+			speed = 1 / stretch(float64(len(running)), capacity, share)
+		}
 		// the next request to finish its computing or its whole execution
 		tDone := math.Inf(1)
 		for _, r := range running {
@@ -365,16 +384,15 @@ func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 		{1.5, 60, 20 * time.Second, "none"},
 	} {
 		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, tc.span)
-		execs := make([]execution, len(reqs))
-		for i, w := range reqs {
-			end := w.Arrival.Sub(reqs[0].Arrival) + w.Latency
-			execs[i] = execution{start: end - w.ServiceTime, end: end, kind: 0, idx: int32(i)}
-			if w.ServiceTime > 4*time.Millisecond {
-				execs[i].kind = 1
-			}
-		}
+		execs := overlapTestExecutions(reqs)
 		flight := inFlight(execs, nil)
-		c, n, spread, flat := overlapCapacity(flight, sampleOf(execs, flight), 2, 1, 2)
+		smp := sampleOf(execs, flight)
+		over := overlappedOf(smp)
+		n := len(over)
+		var c, spread, flat float64
+		if n > 0 {
+			c, spread, flat = overlapCapacity(smp, over, 2, 1, 2)
+		}
 		t.Logf("%g cores, %g requests/s: %d executions, %.2f cores fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.rate, len(execs), c, n, spread, flat)
 		switch tc.want {
 		case "capacity":
@@ -393,6 +411,97 @@ func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 	}
 }
 
+// overlapTestExecutions is the executions of reqs (partlySharedRecording)
+// the overlap fits read, with their kinds (by URI, as kindOf tells them).
+func overlapTestExecutions(reqs []workload.Request) []execution {
+	execs := make([]execution, len(reqs))
+	for i, w := range reqs {
+		end := w.Arrival.Sub(reqs[0].Arrival) + w.Latency
+		execs[i] = execution{start: end - w.ServiceTime, end: end, kind: 0, idx: int32(i)}
+		if strings.Contains(w.URI, "secrets") {
+			execs[i].kind = 1
+		}
+	}
+	return execs
+}
+
+// TestSharedCPUShareFromOverlaps: on a CPU limit of one core, the few
+// executions of a lightly loaded two-seat level that ran two at once (on
+// the model's own server, most of them partly) tell the share of an
+// execution that shares the core: whatever it is, and at most the bound
+// given (the metrics'); where two at once did not stretch (two cores),
+// it is 0.
+func TestSharedCPUShareFromOverlaps(t *testing.T) {
+	for _, tc := range []struct {
+		capacity, share, most float64
+		lo, hi                float64
+	}{
+		{1, 0.3, 1, 0.2, 0.4},
+		{1, 0.6, 1, 0.5, 0.7},
+		{1, 1, 1, 0.9, 1},
+		{1, 0.6, 0.2, 0.2, 0.2},
+		{2, 1, 1, 0, 0},
+	} {
+		execs := overlapTestExecutions(pacedRecording(7, 2, tc.capacity, tc.share, 5, 300*time.Second))
+		flight := inFlight(execs, nil)
+		smp := sampleOf(execs, flight)
+		over := overlappedOf(smp)
+		if len(over) == 0 {
+			t.Fatalf("%g cores, share %g: no overlapped executions", tc.capacity, tc.share)
+		}
+		share, spread, flat := overlapShare(smp, over, 2, 1, tc.most)
+		t.Logf("%g cores, share %g, at most %g: %d executions, share %.2f fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.share, tc.most, len(execs), share, len(over), spread, flat)
+		if share < tc.lo || share > tc.hi {
+			t.Errorf("%g cores, share %g, at most %g: fitted a share of %.2f, want %.2f-%.2f", tc.capacity, tc.share, tc.most, share, tc.lo, tc.hi)
+		}
+	}
+}
+
+// TestSharedCPUOnALimit: DeriveShared on such a recording takes the CPU
+// limit, where it is given, as the capacity and fits the share ("limit");
+// without it, the share is the metrics' bound and the capacity is fitted
+// ("overlaps"). Both fit the two at once the recording holds; only the
+// first holds where more run at once.
+func TestSharedCPUOnALimit(t *testing.T) {
+	cfg := configQueues(t, 3, 1000)
+	const scl = 6
+	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats < 2 {
+		t.Fatalf("the level has %d seats; the test needs 2 or more", seats)
+	}
+	reqs := pacedRecording(7, seats, 1, 0.4, 5, 300*time.Second)
+	var execSum time.Duration
+	for _, w := range reqs {
+		execSum += w.ServiceTime
+	}
+	derive := func(limit float64) *SharedCPU {
+		t.Helper()
+		// a process whose CPU was all its executions' time: the bound
+		opts := Options{Config: cfg, ServerConcurrencyLimit: scl, CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}}
+		res, err := Derive(&sliceReader{reqs: reqs}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+			t.Fatal(err)
+		}
+		if res.Shared == nil {
+			t.Fatalf("a limit of %g: no model: %s", limit, res.SharedWhy)
+		}
+		return res.Shared
+	}
+	m := derive(1)
+	t.Logf("on the limit: %s, %.2f of an execution on %.2f cores, from %d overlapped; stretch at 3: %.2f (the server's %.2f)", m.From, m.Share, m.Capacity, m.Overlapped, m.Stretch(3), 1+2*0.4)
+	if m.From != "limit" || m.Capacity != 1 || m.Share < 0.3 || m.Share > 0.5 {
+		t.Errorf("a 1-CPU limit, 40%% of an execution on it: %+v", m)
+	}
+	free := derive(0)
+	t.Logf("without it: %s, %.2f of an execution on %.2f cores; stretch at 3: %.2f", free.From, free.Share, free.Capacity, free.Stretch(3))
+	if free.From != "overlaps" || free.Share != 1 {
+		t.Errorf("no CPU limit: %+v", free)
+	}
+}
+
 // TestInFlightCapsALevel: estimated executions of a one-seat level that
 // overlap each other (an audit record's execution is placed back from its
 // end by an estimate) count as one in flight, while another level's
@@ -404,15 +513,22 @@ func TestInFlightCapsALevel(t *testing.T) {
 		{start: 5 * ms, end: 15 * ms, level: 0}, // overlaps the first: one seat
 		{start: 0, end: 10 * ms, level: 1},
 	}
-	got := inFlight(execs, []int{1, 0})
+	fl := inFlight(execs, []int{1, 0})
 	want := []float64{2, 1.5, 2} // level 0 counts once; level 1 has no cap
+	// on one core, all of an execution shared: the second ran half its
+	// time at pace 1/2 and half at pace 1, so 4/3 of its time alone,
+	// not the 1.5 its mean in flight says
+	stretches := []float64{2, 4.0 / 3, 2}
 	for i := range want {
-		if math.Abs(got[i]-want[i]) > 1e-9 {
-			t.Errorf("execution %d: %.2f in flight, want %.2f", i, got[i], want[i])
+		if math.Abs(fl.mean[i]-want[i]) > 1e-9 {
+			t.Errorf("execution %d: %.2f in flight, want %.2f", i, fl.mean[i], want[i])
+		}
+		if got := fl.stretchOf(i, 1, 1); math.Abs(got-stretches[i]) > 1e-6 {
+			t.Errorf("execution %d: stretched %.3f on one core, want %.3f", i, got, stretches[i])
 		}
 	}
-	if uncapped := inFlight(execs, nil); uncapped[1] != 2 {
-		t.Errorf("without caps the second execution has %.2f in flight, want 2", uncapped[1])
+	if uncapped := inFlight(execs, nil); uncapped.mean[1] != 2 {
+		t.Errorf("without caps the second execution has %.2f in flight, want 2", uncapped.mean[1])
 	}
 }
 
