@@ -31,6 +31,9 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	case "gomaxprocs":
 		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch as the %g cores of %s would have made them, and the capacity is the process's %.0f GOMAXPROCS over the share of an execution on the CPU (a burst runs on every one of them until the CFS period's quota is spent); it would have stretched the recorded ones %.2f× on average.\n",
 			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom, m.Capacity*m.Share, m.MeanStretch)
+	case "limit":
+		fmt.Fprintf(w, "The capacity is the server's CPU limit (%g cores, at least one), the share fitted to the %d recorded executions that ran with others in flight, at most the metrics' (the process's CPU over the executions' time); it explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d).\n",
+			m.Cores, m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight)
 	case "overlaps":
 		fmt.Fprintf(w, "The share from the metrics (the process's CPU over the executions' time), the capacity from the %d recorded executions that ran with others in flight, which explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d; the server's cores: %g, %s).\n",
 			m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom)

@@ -75,6 +75,8 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		c.Why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
 	} else if m != nil && m.From == "gomaxprocs" {
 		c.Why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
+	} else if m != nil && m.From == "limit" {
+		c.Why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
 	} else if m != nil && m.From == "overlaps" {
 		c.Why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
 	} else if m != nil {
