@@ -43,8 +43,8 @@ import (
 // the machine ran at another speed while the recording was made, and the
 // scenario is recorded again, up to three times. Each re-run is then held
 // to the recorded run's speed, read from the requests that executed alone
-// (recording.SameSpeed, where the quota lets it tell the machine's:
-// recording.SpeedComparable): one that missed it is set aside and run
+// (recording.SameSpeed, where an execution alone tells the machine's
+// speed under the change: recording.SpeedComparable): one that missed it is set aside and run
 // again, and one that missed twice has the scenario recorded again.
 //
 // Each scenario pins kube-apiserver's CPU (see testcluster.CPU): a cgroup
@@ -180,8 +180,9 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		r = recordScenario(t, sc, whatIfs, dir)
 		last := attempt == recordAttempts
 		// the recorded run whose speed the re-runs are held to, where
-		// its control met its server and the quota lets an execution
-		// alone tell the machine's speed (recording.SpeedComparable)
+		// its control met its server (and, in rerunWhatIfs, where an
+		// execution alone tells the machine's speed:
+		// recording.SpeedComparable)
 		var speed *recording.Run
 		if control {
 			ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
@@ -197,9 +198,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			switch same := recording.SameServer(*r.rec, *ctl); {
 			case same == nil:
 				report = append(report, line)
-				if recording.SpeedComparable(sc.CPU.APIServer) {
-					speed = r.rec
-				}
+				speed = r.rec
 			case !last:
 				report = append(report, fmt.Sprintf("%s  NOT the recorded run's server, recorded again: %v", line, same))
 				continue
@@ -304,7 +303,7 @@ func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 					t.Fatal(err)
 				}
 				var off error
-				if speed != nil {
+				if speed != nil && recording.SpeedComparable(sc, w) {
 					off = recording.SameSpeed(*speed, *rerun)
 				}
 				if off == nil {

@@ -9,6 +9,7 @@
 package recording
 
 import (
+	"slices"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -105,6 +106,35 @@ func (sc Scenario) With(w WhatIf) Scenario {
 	sc.WhatIf, sc.WhatIfReruns = w.Change, w.Reruns
 	return sc
 }
+
+// KeepsConcurrency says whether c leaves every level's concurrency as sc
+// records it: no FlowSchema, and each level it sets one of sc's, with the
+// same shares, lendable and borrowing percents (its queuing alone may
+// change).
+func KeepsConcurrency(sc Scenario, c Change) bool {
+	if len(c.Schemas) > 0 {
+		return false
+	}
+	for _, l := range c.Levels {
+		i := slices.IndexFunc(sc.Levels, func(r *flowcontrolv1.PriorityLevelConfiguration) bool { return r.Name == l.Name })
+		if i < 0 {
+			return false
+		}
+		was, is := sc.Levels[i].Spec.Limited, l.Spec.Limited
+		if was == nil || is == nil {
+			if was != is || sc.Levels[i].Spec.Type != l.Spec.Type {
+				return false
+			}
+			continue
+		}
+		if !equalPtr(was.NominalConcurrencyShares, is.NominalConcurrencyShares) || !equalPtr(was.LendablePercent, is.LendablePercent) || !equalPtr(was.BorrowingLimitPercent, is.BorrowingLimitPercent) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalPtr(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func queuingLevel(name string, shares, lendable, borrowing int32, queues, hand, qlen int32) *flowcontrolv1.PriorityLevelConfiguration {
 	return &flowcontrolv1.PriorityLevelConfiguration{

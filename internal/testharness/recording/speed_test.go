@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
 // httplogLine is a kube-apiserver httplog line of the quiet recording
@@ -99,7 +101,39 @@ func TestSameSpeed(t *testing.T) {
 	if err := SameServer(rec, ctl); err != nil {
 		t.Errorf("SameServer with the same speed: %v", err)
 	}
-	if SpeedComparable(0.2) || !SpeedComparable(0) || !SpeedComparable(1) {
-		t.Error("SpeedComparable: a quota under one core tells no speed; none, or one core, does")
+}
+
+// TestSpeedComparable: a re-run is held to the recorded run's speed on a
+// server of a core or more, or none; under less than one core, only where
+// the change leaves every level's concurrency as recorded: starved's
+// longer queues, not its 3 seats.
+func TestSpeedComparable(t *testing.T) {
+	byName := map[string]Scenario{}
+	for _, sc := range Scenarios() {
+		byName[sc.Name] = sc
+	}
+	starved, quiet := byName["starved"], byName["quiet"]
+	if starved.CPU.APIServer >= 1 || len(starved.MoreWhatIfs) == 0 {
+		t.Fatalf("the test needs starved under a core, with more than one what-if: %+v", starved.CPU)
+	}
+	queues, seats := WhatIf{Change: starved.WhatIf}, starved.MoreWhatIfs[0]
+	if !SpeedComparable(starved, queues) {
+		t.Errorf("starved's %q leaves its seats: comparable", queues.Change.About)
+	}
+	if SpeedComparable(starved, seats) {
+		t.Errorf("starved's %q adds seats under 0.2 CPU: not comparable", seats.Change.About)
+	}
+	for _, w := range append([]WhatIf{{Change: quiet.WhatIf}}, quiet.MoreWhatIfs...) {
+		if !SpeedComparable(quiet, w) {
+			t.Errorf("quiet's %q on a 1-CPU server: comparable", w.Change.About)
+		}
+	}
+	// a FlowSchema, or a level the scenario does not configure, may
+	// change what runs at once
+	if KeepsConcurrency(starved, Change{Levels: starved.WhatIf.Levels, Schemas: []*flowcontrolv1.FlowSchema{{}}}) {
+		t.Error("a change with a FlowSchema keeps the concurrency")
+	}
+	if KeepsConcurrency(starved, Change{Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("another", 1, 0, 0, 4, 2, 2)}}) {
+		t.Error("a change of a level the scenario does not set keeps the concurrency")
 	}
 }
