@@ -147,13 +147,7 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		// process that computed the executions' share of their time alone
 		procs := int(math.Ceil(tc.capacity))
 		cpu := time.Duration(cpuSeconds(reqs, tc.share) * float64(time.Second))
-		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-			t.Fatal(err)
-		}
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}})
 		m := res.Shared
 		if !tc.want {
 			// nothing to fit; the metrics' bound, where kept, stretches
@@ -209,13 +203,7 @@ func moreSeats(t *testing.T, before, after *engine.Config, seats, more int, shar
 	rate := 0.95 / 0.004 / share
 	reqs := partlySharedRecording(2, seats, 1, share, rate, 10*time.Second)
 	truth := partlySharedRecording(2, more, 1, share, rate, 10*time.Second)
-	res, err := Derive(&sliceReader{reqs: reqs}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-		t.Fatal(err)
-	}
+	res := deriveShared(t, reqs, opts)
 	if res.Shared == nil {
 		t.Fatalf("no model: %s", res.SharedWhy)
 	}
@@ -302,15 +290,7 @@ func TestSharedCPUFromTheMetrics(t *testing.T) {
 	}
 	derive := func(processCPU time.Duration, cores int) *Result {
 		t.Helper()
-		opts := Options{Config: before, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}}
-		res, err := Derive(&sliceReader{reqs: reqs}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}})
 	}
 	res := derive(execSum, 1)
 	m := res.Shared
@@ -411,6 +391,19 @@ func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
 	}
 }
 
+// deriveShared calibrates reqs under opts, with the shared-CPU model.
+func deriveShared(t *testing.T, reqs []workload.Request, opts Options) *Result {
+	t.Helper()
+	res, err := Derive(&sliceReader{reqs: reqs}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // overlapTestExecutions is the executions of reqs (partlySharedRecording)
 // the overlap fits read, with their kinds (by URI, as kindOf tells them).
 func overlapTestExecutions(reqs []workload.Request) []execution {
@@ -477,14 +470,7 @@ func TestSharedCPUOnALimit(t *testing.T) {
 	derive := func(limit float64) *SharedCPU {
 		t.Helper()
 		// a process whose CPU was all its executions' time: the bound
-		opts := Options{Config: cfg, ServerConcurrencyLimit: scl, CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}}
-		res, err := Derive(&sliceReader{reqs: reqs}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-			t.Fatal(err)
-		}
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}})
 		if res.Shared == nil {
 			t.Fatalf("a limit of %g: no model: %s", limit, res.SharedWhy)
 		}
