@@ -44,8 +44,9 @@ import (
 // scenario is recorded again, up to three times. Each re-run is then held
 // to the recorded run's speed, read from the requests that executed alone
 // (recording.SameSpeed, where an execution alone tells the machine's
-// speed under the change: recording.SpeedComparable): one that missed it is set aside and run
-// again, and one that missed twice has the scenario recorded again.
+// speed under the change: recording.SpeedComparable): one that missed it
+// is set aside and run again, and one that missed twice has the scenario
+// recorded again.
 //
 // Each scenario pins kube-apiserver's CPU (see testcluster.CPU): a cgroup
 // quota, or with no quota the cores shared with the load's client

@@ -121,20 +121,15 @@ func KeepsConcurrency(sc Scenario, c Change) bool {
 			return false
 		}
 		was, is := sc.Levels[i].Spec.Limited, l.Spec.Limited
-		if was == nil || is == nil {
-			if was != is || sc.Levels[i].Spec.Type != l.Spec.Type {
-				return false
-			}
-			continue
+		if (was == nil) != (is == nil) || sc.Levels[i].Spec.Type != l.Spec.Type {
+			return false
 		}
-		if !equalPtr(was.NominalConcurrencyShares, is.NominalConcurrencyShares) || !equalPtr(was.LendablePercent, is.LendablePercent) || !equalPtr(was.BorrowingLimitPercent, is.BorrowingLimitPercent) {
+		if was != nil && (!ptr.Equal(was.NominalConcurrencyShares, is.NominalConcurrencyShares) || !ptr.Equal(was.LendablePercent, is.LendablePercent) || !ptr.Equal(was.BorrowingLimitPercent, is.BorrowingLimitPercent)) {
 			return false
 		}
 	}
 	return true
 }
-
-func equalPtr(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func queuingLevel(name string, shares, lendable, borrowing int32, queues, hand, qlen int32) *flowcontrolv1.PriorityLevelConfiguration {
 	return &flowcontrolv1.PriorityLevelConfiguration{

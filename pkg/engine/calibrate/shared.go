@@ -841,10 +841,13 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
 	if over := overlappedOf(smp); len(over) > 0 {
-		limit := max(1, m.Cores)
-		if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); m.CoresFrom == "--cpu-limit" && share > 0 {
-			m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = "limit", limit, share, len(over), spread, flat
-		} else {
+		if m.CoresFrom == "--cpu-limit" {
+			limit := max(1, m.Cores)
+			if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); share > 0 {
+				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = "limit", limit, share, len(over), spread, flat
+			}
+		}
+		if m.From != "limit" {
 			c, spread, flat := overlapCapacity(smp, over, nkinds, m.Share, procs/m.Share)
 			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, len(over), spread, flat
 		}
@@ -867,10 +870,10 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 // minOverlapped is the fewest recorded executions that ran with others in
 // flight (overlapFlight or more on average) one parameter is fitted on,
 // the share on a CPU limit or the capacity with the metrics' share: read
-// from how much longer they ran than their kind's median. (The audit logs of the
-// quiet recordings hold 17 to 29 such requests that found their level
-// with room, their httplogs 36 to 46; those of the starved recordings,
-// a 1-seat level on a fifth of a core, 6 to 15.)
+// from how much longer they ran than their kind's median. (The audit
+// logs of the quiet recordings hold 17 to 29 such requests that found
+// their level with room, their httplogs 36 to 46; those of the starved
+// recordings, a 1-seat level on a fifth of a core, 6 to 15.)
 const minOverlapped = 5
 
 // overlapFlight is the least mean number in flight over an execution for
