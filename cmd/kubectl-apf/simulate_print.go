@@ -35,6 +35,9 @@ func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	if rep.After != nil {
 		fmt.Fprintln(w, "Cells show before->after the change.")
 	}
+	if rep.ServerSpeed > 0 {
+		fmt.Fprintf(w, "After the change, the server runs requests at %.3g× the recorded speed: every execution and seat hold takes %.3g of its recorded time.\n", rep.ServerSpeed, 1/rep.ServerSpeed)
+	}
 	fmt.Fprintln(w)
 
 	var table bytes.Buffer

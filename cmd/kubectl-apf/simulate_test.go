@@ -75,7 +75,7 @@ func TestSimulateJSONShape(t *testing.T) {
 	if err := os.WriteFile(wl, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, change := range [][]string{nil, {"--set", "global-default.shares=40"}} {
+	for _, change := range [][]string{nil, {"--set", "global-default.shares=40"}, {"--server-speed", "2"}} {
 		args := append([]string{"simulate", "--defaults", "-o", "json", "--workload", wl}, change...)
 		code, out, errOut := runPlugin(args...)
 		if code != 0 {
@@ -87,6 +87,10 @@ func TestSimulateJSONShape(t *testing.T) {
 		}
 		if _, ok := raw["after"]; ok != (change != nil) {
 			t.Errorf("%v: after present %v", change, ok)
+		}
+		// the server's speed is a change of its own, and says so
+		if sp, ok := raw["serverSpeed"]; ok != (change != nil && change[0] == "--server-speed") || ok && string(sp) != "2" {
+			t.Errorf("%v: serverSpeed %s (present %v)", change, sp, ok)
 		}
 		for _, key := range []string{"levels", "workload", "serverConcurrencyLimit"} {
 			if _, ok := raw[key]; !ok {
@@ -143,6 +147,10 @@ func TestSimulateErrors(t *testing.T) {
 		{"--cpu-limit not a quantity", []string{"--workload", burst, "--cpu-limit", "two"}, `--cpu-limit "two": give the CPU limit in cores`},
 		{"--cpu-limit zero", []string{"--workload", burst, "--cpu-limit", "0m"}, `--cpu-limit "0m"`},
 		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},
+		{"--server-speed zero", []string{"--workload", burst, "--server-speed", "0"}, "--server-speed must be a number above 0"},
+		{"--server-speed negative", []string{"--workload", burst, "--server-speed", "-2"}, "--server-speed must be a number above 0"},
+		{"--server-speed NaN", []string{"--workload", burst, "--server-speed", "NaN"}, "--server-speed must be a number above 0"},
+		{"--server-speed infinite", []string{"--workload", burst, "--server-speed", "+Inf"}, "--server-speed must be a number above 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,5 +259,19 @@ spec:
 	want := "PriorityLevelConfiguration global-default is invalid (kube-apiserver would reject it): spec.limited.limitResponse.queuing.handSize: Invalid value: 10: should not be greater than queues (4)"
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+}
+
+// TestSimulateServerSpeedTable: the table says at what speed the changed
+// server ran.
+func TestSimulateServerSpeedTable(t *testing.T) {
+	code, out, errOut := runPlugin("simulate", "--defaults", "--workload", simulateFixture("burst.jsonl"), "--server-speed", "1.25")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Cells show before->after the change.", "the server runs requests at 1.25× the recorded speed: every execution and seat hold takes 0.8 of its recorded time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }

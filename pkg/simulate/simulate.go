@@ -53,6 +53,12 @@ type Config struct {
 	// limit in cores, 0 when unknown.
 	CPUModel bool
 	CPULimit float64
+	// ServerSpeed is how fast the changed configuration's server executes
+	// requests against the recorded one (fairqueue.ReplayConfig.Speed): 2
+	// halves every execution and seat hold, 0.5 doubles them; 0 or 1 is
+	// the recorded server. Other than 1, it is a change on its own: the
+	// recorded configuration is replayed again at that speed.
+	ServerSpeed float64
 	// Source names where the state was read from, for notes
 	// (dump.Source.Describe).
 	Source string
@@ -86,6 +92,9 @@ type Result struct {
 	// one with it, for a change that adds concurrency on a server the
 	// recording shows CPU-bound.
 	CPUComparison *CPUComparison `json:"cpuComparison,omitempty"`
+	// ServerSpeed is Config.ServerSpeed, the speed of the changed
+	// configuration's server against the recorded one's (absent: 1).
+	ServerSpeed float64 `json:"serverSpeed,omitempty"`
 	// Warnings say where a change leaves the recorded regime.
 	Warnings []calibrate.Warning `json:"warnings,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
@@ -96,9 +105,16 @@ type Result struct {
 // Run replays the workload against the state's configuration and, when
 // cfg.Sets or the state's -f files change it, the changed one.
 func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
+	if cfg.ServerSpeed < 0 {
+		return nil, fmt.Errorf("the server's speed must be above 0 (1 is the recorded server's), not %g", cfg.ServerSpeed)
+	}
 	before, after, notes, err := configurations(st, cfg.Sets)
 	if err != nil {
 		return nil, err
+	}
+	if after == nil && cfg.ServerSpeed > 0 && cfg.ServerSpeed != 1 {
+		// the server's speed is the change
+		after = before
 	}
 	files, err := openWorkload(cfg)
 	if err != nil {
@@ -127,6 +143,9 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
 	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom
 	res.Calibration = cal
+	if cfg.ServerSpeed != 1 {
+		res.ServerSpeed = cfg.ServerSpeed
+	}
 	res.Warnings = calibrate.Regime(before, after, st.ServerConcurrency, res.Report, cal)
 	res.Notes = slices.Concat(notes, m.notes, workloadNotes(res.Report, files))
 	return res, nil
@@ -168,6 +187,7 @@ func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config,
 	rc := replayConfigs{before: replayConfig(st, cfg, before)}
 	if after != nil {
 		a := replayConfig(st, cfg, after)
+		a.Speed = cfg.ServerSpeed
 		if cfg.Calibrate {
 			// the change may move requests to levels with another seat cap
 			a.Work = calibrate.Work(st.Release, before, after, st.ServerConcurrency, counts)

@@ -238,6 +238,18 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		if w.Unchecked != "" {
 			report = append(report, "    not checked: "+w.Unchecked)
 		}
+		checked, atSpeed := preds[i], false
+		if sp, ok := recording.Speed(*rec, reruns); ok && recording.KeepsConcurrency(sc, w.Change) {
+			// what executes alone under this change executes as it
+			// did in the recording: its time is the machine's, and
+			// the prediction the re-runs check is made at their speed
+			checked = map[string]whatIfOutput{}
+			for _, mode := range whatIfModes {
+				checked[mode] = r.predictAt(i, mode, sp)
+			}
+			atSpeed = true
+			report = append(report, fmt.Sprintf("    the re-runs ran at %.2f× the recorded run's speed (their executions alone took %.2f of its time, recording.Speed), and the change leaves every level's concurrency as recorded: the predictions checked are made at that speed (simulate --server-speed %.4f)", sp, 1/sp, sp))
+		}
 		levels := map[string]bool{}
 		for _, r := range append([]recording.Run{*rec}, reruns...) {
 			for l := range r.Rejected429 {
@@ -259,10 +271,14 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			}
 			report = append(report, fmt.Sprintf("    %-16s recorded run %5d 429s; re-runs after the change %s, mean %d%s", l, rec.Rejected429[l], strings.Join(each, ", "), real, rerunsAgree(reruns, l)))
 			for _, mode := range whatIfModes {
-				pred := preds[i][mode]
+				pred := checked[mode]
 				p := simLevel(pred.After.Levels, l).rejected()
 				ok := recording.WhatIfAgrees(p, real)
-				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l)))
+				var recorded string
+				if atSpeed {
+					recorded = fmt.Sprintf("; at the recorded run's speed %d", simLevel(preds[i][mode].After.Levels, l).rejected())
+				}
+				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l), recorded))
 				if w.Unchecked != "" {
 					// a limit of the model the scenario documents
 					continue
@@ -362,6 +378,10 @@ type recorded struct {
 	cpuNotes  [][]string
 	head, fit []string
 	fitErrors []string
+	// predictAt predicts what-if i from mode's inputs on a server at
+	// speed against the recorded one (simulate --server-speed), from
+	// the recorded run's bundle: its server need not run.
+	predictAt func(i int, mode string, speed float64) whatIfOutput
 }
 
 // recordScenario sends sc's load to a fresh control plane, keeps its logs
@@ -450,6 +470,10 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 		r.cpuNotes = append(r.cpuNotes, cpuModelReport(r.preds[i][whatIfModes[0]], func() whatIfOutput {
 			return simulate(changeFile, inputs[whatIfModes[0]]...)
 		}, len(cpuLimit) > 0))
+	}
+	r.predictAt = func(i int, mode string, speed float64) whatIfOutput {
+		changeFile := filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
+		return simulate(changeFile, append(slices.Clone(inputs[mode]), append(cpuLimit, "--server-speed", strconv.FormatFloat(speed, 'f', 4, 64))...)...)
 	}
 	// the fit: the replay of the recorded configuration against the
 	// recorded 429s (the same in every what-if's output)

@@ -108,20 +108,26 @@ func (sc Scenario) With(w WhatIf) Scenario {
 }
 
 // KeepsConcurrency says whether c leaves every level's concurrency as sc
-// records it: no FlowSchema, and each level it sets one of sc's, with the
-// same shares, lendable and borrowing percents (its queuing alone may
-// change).
+// records it: no FlowSchema, and each level it sets one of sc's (the load's
+// own, loadgen.SetupObjects, as sc's levels replace them), with the same
+// shares, lendable and borrowing percents (its queuing alone may change).
 func KeepsConcurrency(sc Scenario, c Change) bool {
 	if len(c.Schemas) > 0 {
 		return false
 	}
+	so := loadgen.SetupOptions{}
+	if sc.RejectUser != 0 {
+		so.RejectUser = testcluster.LoadUserName(sc.RejectUser)
+	}
+	setup, _ := loadgen.SetupObjects(so)
+	levels := append(slices.Clone(sc.Levels), setup...)
 	for _, l := range c.Levels {
-		i := slices.IndexFunc(sc.Levels, func(r *flowcontrolv1.PriorityLevelConfiguration) bool { return r.Name == l.Name })
+		i := slices.IndexFunc(levels, func(r *flowcontrolv1.PriorityLevelConfiguration) bool { return r.Name == l.Name })
 		if i < 0 {
 			return false
 		}
-		was, is := sc.Levels[i].Spec.Limited, l.Spec.Limited
-		if (was == nil) != (is == nil) || sc.Levels[i].Spec.Type != l.Spec.Type {
+		was, is := levels[i].Spec.Limited, l.Spec.Limited
+		if (was == nil) != (is == nil) || levels[i].Spec.Type != l.Spec.Type {
 			return false
 		}
 		if was != nil && (!ptr.Equal(was.NominalConcurrencyShares, is.NominalConcurrencyShares) || !ptr.Equal(was.LendablePercent, is.LendablePercent) || !ptr.Equal(was.BorrowingLimitPercent, is.BorrowingLimitPercent)) {

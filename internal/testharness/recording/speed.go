@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -131,4 +132,35 @@ func SpeedComparable(sc Scenario, w WhatIf) bool {
 		return true
 	}
 	return KeepsConcurrency(sc, w.Change)
+}
+
+// Speed is how fast the machine ran runs against rec, the speed a
+// prediction for them is made at (kubectl apf simulate --server-speed): for
+// each run, over the levels with MinAlone executions alone in both, the
+// mean of the ratios rec's median / run's median, each level weighted by
+// the fewer of its two counts, in logs; then the runs' geometric mean. It
+// is 1 when no level can be compared, and ok says whether any could.
+func Speed(rec Run, runs []Run) (speed float64, ok bool) {
+	var sum float64
+	n := 0
+	for _, run := range runs {
+		var s, w float64
+		for l, a := range rec.Alone {
+			b := run.Alone[l]
+			if a.N < MinAlone || b.N < MinAlone || a.Median <= 0 || b.Median <= 0 {
+				continue
+			}
+			k := float64(min(a.N, b.N))
+			s += k * math.Log(float64(a.Median)/float64(b.Median))
+			w += k
+		}
+		if w > 0 {
+			sum += s / w
+			n++
+		}
+	}
+	if n == 0 {
+		return 1, false
+	}
+	return math.Exp(sum / float64(n)), true
 }

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +129,14 @@ func TestSpeedComparable(t *testing.T) {
 			t.Errorf("quiet's %q on a 1-CPU server: comparable", w.Change.About)
 		}
 	}
+	// quiet's level is the load's own (loadgen.SetupObjects): its
+	// queues 1 long keep it, its 3 seats do not
+	if !KeepsConcurrency(quiet, quiet.WhatIf) {
+		t.Errorf("quiet's %q keeps the concurrency of the load's own level", quiet.WhatIf.About)
+	}
+	if KeepsConcurrency(quiet, quiet.MoreWhatIfs[0].Change) {
+		t.Errorf("quiet's %q adds seats", quiet.MoreWhatIfs[0].Change.About)
+	}
 	// a FlowSchema, or a level the scenario does not configure, may
 	// change what runs at once
 	if KeepsConcurrency(starved, Change{Levels: starved.WhatIf.Levels, Schemas: []*flowcontrolv1.FlowSchema{{}}}) {
@@ -135,5 +144,38 @@ func TestSpeedComparable(t *testing.T) {
 	}
 	if KeepsConcurrency(starved, Change{Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("another", 1, 0, 0, 4, 2, 2)}}) {
 		t.Error("a change of a level the scenario does not set keeps the concurrency")
+	}
+}
+
+// TestSpeed: the speed of re-runs against the recorded run is the
+// recorded median over theirs, levels weighted by the fewer executions
+// alone, runs by their geometric mean; a level with too few alone in
+// either is left out.
+func TestSpeed(t *testing.T) {
+	ms := time.Millisecond
+	rec := Run{Alone: map[string]Alone{"tiny": {Median: 10 * ms, N: 300}, "wide": {Median: 20 * ms, N: 100}, "few": {Median: 5 * ms, N: MinAlone - 1}}}
+	run := func(tiny, wide time.Duration, n int) Run {
+		return Run{Alone: map[string]Alone{"tiny": {Median: tiny, N: n}, "wide": {Median: wide, N: n}, "few": {Median: 50 * ms, N: 500}}}
+	}
+	for _, c := range []struct {
+		name string
+		runs []Run
+		want float64
+		ok   bool
+	}{
+		{"the same speed", []Run{run(10*ms, 20*ms, 400)}, 1, true},
+		{"twice as fast", []Run{run(5*ms, 10*ms, 400)}, 2, true},
+		// tiny weighs 300, wide 100: exp((300 ln 1.25 + 100 ln 1) / 400)
+		{"levels by the executions alone", []Run{run(8*ms, 20*ms, 400)}, math.Exp(0.75 * math.Log(1.25)), true},
+		// tiny weighs 40, wide 40
+		{"the fewer count", []Run{run(8*ms, 20*ms, 40)}, math.Sqrt(1.25), true},
+		{"runs by their geometric mean", []Run{run(5*ms, 10*ms, 400), run(20*ms, 40*ms, 400)}, 1, true},
+		{"too few alone", []Run{run(5*ms, 10*ms, MinAlone-1)}, 1, false},
+		{"nothing alone", []Run{{}}, 1, false},
+	} {
+		got, ok := Speed(rec, c.runs)
+		if ok != c.ok || math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: Speed = %g, %v; want %g, %v", c.name, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -52,6 +52,40 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 	}
 }
 
+// TestServerAtSpeed: on a server twice as fast, the 300 ms mark of
+// TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking lasts 150 ms, so a
+// dispatch at 205 ms runs unthrottled; a mark never gets shorter than a
+// period; speed 1 is the recorded server.
+func TestServerAtSpeed(t *testing.T) {
+	m := &CPUModel{Period: Duration(100 * ms), RunPerPeriod: Duration(10 * ms), ExecutionsPerCollection: 4, Mark: Duration(300 * ms)}
+	for _, c := range []struct {
+		speed float64
+		end   time.Duration // of 12 ms from 205 ms, after a mark from 5 ms
+	}{{1, 307 * ms}, {0, 307 * ms}, {2, 217 * ms}, {0.5, 307 * ms}, {100, 217 * ms}} {
+		cpu := (&Result{CPU: m}).ServerAt(0, c.speed)
+		cpu.End(5*ms, 2*ms) // the first collection starts
+		if got := cpu.End(205*ms, 12*ms); got != c.end {
+			t.Errorf("speed %g: 12 ms dispatched at 205 ms ends at %v, want %v", c.speed, got, c.end)
+		}
+	}
+	// at speed 100 the mark lasts one period, not 3 ms: 30 ms dispatched
+	// at 5 ms, as the mark starts, runs 5 ms in the first period and 10
+	// in the second (a period the mark was in stays throttled), and the
+	// last 15 from 200 ms; with the recorded 300 ms mark, 10 ms in the third
+	// and the last 5 ms from 300 ms
+	for _, c := range []struct {
+		speed float64
+		end   time.Duration
+	}{{100, 215 * ms}, {1, 305 * ms}} {
+		if got := (&Result{CPU: m}).ServerAt(0, c.speed).End(5*ms, 30*ms); got != c.end {
+			t.Errorf("speed %g: 30 ms dispatched at 5 ms ends at %v, want %v", c.speed, got, c.end)
+		}
+	}
+	if m.Mark != Duration(300*ms) {
+		t.Errorf("ServerAt changed the model's mark to %v", m.Mark)
+	}
+}
+
 // runtime8 is a recorded server that collected 8 times for 1,200
 // dispatches, its mark workers taking 6.4 s of CPU on 2 Ps.
 var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Dispatched: 1200, GOMAXPROCS: 2}

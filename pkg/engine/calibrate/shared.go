@@ -687,16 +687,30 @@ func (r *Result) WithoutCPU() *Result {
 // changes the pace of the others. Composed with the CFS model, whose
 // stalls fall at given times, an execution is stretched by the requests
 // in flight when it starts, then stalled.
-func (r *Result) Server(i int) fairqueue.CPU {
+func (r *Result) Server(i int) fairqueue.CPU { return r.ServerAt(i, 1) }
+
+// ServerAt is Server for a replay whose server executes at speed against
+// the recorded one (fairqueue.ReplayConfig.Speed, which divides the
+// requests' holds): a collection's mark, CPU work like the requests',
+// takes 1/speed of its recorded time too, and a period's run under the
+// quota stays. The shared CPU's stretches are ratios and stay. 0 or 1 is
+// the recorded server.
+func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
+	cpu := r.CPU
+	if cpu != nil && speed > 0 && speed != 1 {
+		c := *cpu
+		c.Mark = Duration(max(time.Duration(float64(c.Mark)/speed), time.Duration(c.Period)))
+		cpu = &c
+	}
 	switch {
-	case r.Shared == nil && r.CPU == nil:
+	case r.Shared == nil && cpu == nil:
 		return nil
 	case r.Shared == nil:
-		return r.CPU.Server(i)
-	case r.CPU == nil:
+		return cpu.Server(i)
+	case cpu == nil:
 		return processorSharing{r.Shared}
 	}
-	return &sharedServer{m: r.Shared, next: r.CPU.Server(i)}
+	return &sharedServer{m: r.Shared, next: cpu.Server(i)}
 }
 
 // processorSharing is the shared CPU as the simulator runs it.

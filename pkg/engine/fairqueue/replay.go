@@ -39,6 +39,13 @@ type ReplayConfig struct {
 	// CPU, if set, models the server's CPU for this configuration's
 	// run (Options.CPU).
 	CPU CPU
+	// Speed is how fast this run's server executes requests against the
+	// recorded one's: every request's execution time and queued overhead
+	// (the time its seat is held by the server's own work) divide by it.
+	// 0 means 1, the recorded server. The additional latency of a
+	// mutating request's final seats is upstream's estimate, not work, and
+	// is kept.
+	Speed float64
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -551,6 +558,11 @@ func (rp *replayer) classify(w *workload.Request, er *engine.Request, p *pending
 		}
 		if ru.cfg.Work != nil {
 			ru.cfg.Work(w, er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
+		}
+		if sp := ru.cfg.Speed; sp > 0 && sp != 1 {
+			r := &p.reqs[i]
+			r.ServiceTime = time.Duration(float64(r.ServiceTime) / sp)
+			r.QueuedOverhead = time.Duration(float64(r.QueuedOverhead) / sp)
 		}
 		p.ok[i], any = true, true
 	}

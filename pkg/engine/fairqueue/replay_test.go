@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +237,45 @@ func FuzzReplayJSONL(f *testing.F) {
 			t.Fatalf("%d outcomes for %d replayable records (%+v)", n, want, rep.Workload)
 		}
 	})
+}
+
+// overheadReader gives every request a queued overhead, as a calibration
+// does.
+type overheadReader struct {
+	r  workload.Reader
+	oh time.Duration
+}
+
+func (o overheadReader) Next(w *workload.Request) error {
+	err := o.r.Next(w)
+	w.QueuedOverhead = o.oh
+	return err
+}
+
+// TestReplaySpeed: a server at speed 2 replays a workload as the server
+// at speed 1 replays the same workload with every execution and queued
+// overhead halved, and not as it replays the workload unchanged.
+func TestReplaySpeed(t *testing.T) {
+	replay := func(svc string, oh time.Duration, speed float64) fairqueue.LevelResult {
+		t.Helper()
+		src := overheadReader{workload.NewJSONLReader(strings.NewReader(strings.ReplaceAll(flood(3000), `"200ms"`, `"`+svc+`"`)), "flood", workload.Options{}, nil), oh}
+		rep, err := fairqueue.Replay(src, fairqueue.ReplayConfig{Config: engine.DefaultConfig()},
+			&fairqueue.ReplayConfig{Config: squeezedGlobalDefault(), Speed: speed}, fairqueue.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return levelByName(rep.After, "global-default")
+	}
+	fast := replay("200ms", 40*time.Millisecond, 2)
+	halved := replay("100ms", 20*time.Millisecond, 1)
+	slow := replay("200ms", 40*time.Millisecond, 1)
+	if !reflect.DeepEqual(fast, halved) {
+		t.Errorf("at speed 2:\n%+v\nwith the times halved:\n%+v", fast, halved)
+	}
+	if sum(fast.Rejected) >= sum(slow.Rejected) {
+		t.Errorf("twice as fast a server should reject fewer: %v at speed 2, %v at 1", fast.Rejected, slow.Rejected)
+	}
+	if recorded := replay("200ms", 40*time.Millisecond, 0); !reflect.DeepEqual(recorded, slow) {
+		t.Errorf("speed 0 is the recorded server's: %+v, not %+v", recorded, slow)
+	}
 }
