@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -105,8 +106,8 @@ type Result struct {
 // Run replays the workload against the state's configuration and, when
 // cfg.Sets or the state's -f files change it, the changed one.
 func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
-	if cfg.ServerSpeed < 0 {
-		return nil, fmt.Errorf("the server's speed must be above 0 (1 is the recorded server's), not %g", cfg.ServerSpeed)
+	if !(cfg.ServerSpeed >= 0) || math.IsInf(cfg.ServerSpeed, 1) {
+		return nil, fmt.Errorf("the server's speed must be a number above 0 (1 is the recorded server's), not %g", cfg.ServerSpeed)
 	}
 	before, after, notes, err := configurations(st, cfg.Sets)
 	if err != nil {
