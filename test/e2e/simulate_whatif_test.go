@@ -452,28 +452,32 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	}
 	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy)",
 		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy)}}
-	// every prediction from the recorded run's server, before it stops
+	// every prediction from the recorded run's bundle: what-if i from
+	// mode's inputs, with the scenario's CPU limit and extra flags
+	changeFiles := make([]string, len(whatIfs))
+	predict := func(i int, mode string, extra ...string) whatIfOutput {
+		return simulate(changeFiles[i], slices.Concat(inputs[mode], cpuLimit, extra)...)
+	}
 	r.preds = make([]map[string]whatIfOutput, len(whatIfs))
 	for i, w := range whatIfs {
 		change, err := recording.ChangeYAML(w.Change)
 		if err != nil {
 			t.Fatal(err)
 		}
-		changeFile := filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
-		if err := os.WriteFile(changeFile, change, 0o644); err != nil {
+		changeFiles[i] = filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
+		if err := os.WriteFile(changeFiles[i], change, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r.preds[i] = map[string]whatIfOutput{}
 		for _, mode := range whatIfModes {
-			r.preds[i][mode] = simulate(changeFile, append(slices.Clone(inputs[mode]), cpuLimit...)...)
+			r.preds[i][mode] = predict(i, mode)
 		}
 		r.cpuNotes = append(r.cpuNotes, cpuModelReport(r.preds[i][whatIfModes[0]], func() whatIfOutput {
-			return simulate(changeFile, inputs[whatIfModes[0]]...)
+			return simulate(changeFiles[i], inputs[whatIfModes[0]]...)
 		}, len(cpuLimit) > 0))
 	}
 	r.predictAt = func(i int, mode string, speed float64) whatIfOutput {
-		changeFile := filepath.Join(dir, fmt.Sprintf("change-%d.yaml", i))
-		return simulate(changeFile, append(slices.Clone(inputs[mode]), append(cpuLimit, "--server-speed", strconv.FormatFloat(speed, 'f', 4, 64))...)...)
+		return predict(i, mode, "--server-speed", strconv.FormatFloat(speed, 'f', 4, 64))
 	}
 	// the fit: the replay of the recorded configuration against the
 	// recorded 429s (the same in every what-if's output)

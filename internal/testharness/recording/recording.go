@@ -170,11 +170,7 @@ func start(ctx context.Context, sc Scenario, seed uint64, dir string, progress i
 	}
 	s := &Session{Scenario: sc, Seed: seed, Cluster: c, progress: progress, clients: clients}
 	admin := c.Client(testcluster.Admin)
-	so := loadgen.SetupOptions{}
-	if sc.RejectUser != 0 {
-		so.RejectUser = testcluster.LoadUserName(sc.RejectUser)
-	}
-	if err := loadgen.Setup(ctx, admin, so); err != nil {
+	if err := loadgen.Setup(ctx, admin, sc.setupOptions()); err != nil {
 		_ = s.Stop()
 		return nil, err
 	}

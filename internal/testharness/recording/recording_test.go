@@ -85,11 +85,7 @@ func TestScenarioSeats(t *testing.T) {
 				if ch == nil && i > 0 {
 					continue
 				}
-				so := loadgen.SetupOptions{}
-				if sc.RejectUser != 0 {
-					so.RejectUser = "someone"
-				}
-				pls, _ := loadgen.SetupObjects(so)
+				pls, _ := loadgen.SetupObjects(sc.setupOptions())
 				byName := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
 				var order []string
 				for _, group := range [][]*flowcontrolv1.PriorityLevelConfiguration{engine.DefaultPriorityLevels(), pls, sc.Levels, changeLevels(ch)} {

@@ -107,6 +107,16 @@ func (sc Scenario) With(w WhatIf) Scenario {
 	return sc
 }
 
+// setupOptions are the load's own objects for sc (loadgen.Setup): a
+// Reject level when sc routes a user there.
+func (sc Scenario) setupOptions() loadgen.SetupOptions {
+	so := loadgen.SetupOptions{}
+	if sc.RejectUser != 0 {
+		so.RejectUser = testcluster.LoadUserName(sc.RejectUser)
+	}
+	return so
+}
+
 // KeepsConcurrency says whether c leaves every level's concurrency as sc
 // records it: no FlowSchema, and each level it sets one of sc's (the load's
 // own, loadgen.SetupObjects, as sc's levels replace them), with the same
@@ -115,11 +125,7 @@ func KeepsConcurrency(sc Scenario, c Change) bool {
 	if len(c.Schemas) > 0 {
 		return false
 	}
-	so := loadgen.SetupOptions{}
-	if sc.RejectUser != 0 {
-		so.RejectUser = testcluster.LoadUserName(sc.RejectUser)
-	}
-	setup, _ := loadgen.SetupObjects(so)
+	setup, _ := loadgen.SetupObjects(sc.setupOptions())
 	levels := append(slices.Clone(sc.Levels), setup...)
 	for _, l := range c.Levels {
 		i := slices.IndexFunc(levels, func(r *flowcontrolv1.PriorityLevelConfiguration) bool { return r.Name == l.Name })
