@@ -129,7 +129,10 @@ type ExplainRequestOptions struct {
 	givenGroups []string
 	verb, path  string
 	recorded    *workload.Request
-	message     *explain.Message
+	// recordSkipped says, per value of --from-log and --from-audit, the
+	// lines skipped finding the recorded request.
+	recordSkipped map[string]string
+	message       *explain.Message
 
 	genericiooptions.IOStreams
 }

@@ -63,7 +63,7 @@ func workloadNotesOf(files *workload.Files, res *reconstruct.Result) []string {
 	var notes []string
 	for name, s := range files.Stats {
 		if s.Malformed > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: %d lines could not be read as requests (first: %s)", name, s.Malformed, s.FirstMalformed[0]))
+			notes = append(notes, fmt.Sprintf("note: %s: %d %s could not be read as requests (first: %s)", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0]))
 		}
 	}
 	if res.Skipped > 0 {

@@ -70,11 +70,11 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		}
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		r, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, o.In)
+		r, skipped, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, o.In)
 		if err != nil {
 			return err
 		}
-		o.recorded = r
+		o.recorded, o.recordSkipped = r, skipped
 	}
 	if o.recorded != nil && o.verb == "" {
 		o.verb, o.path = o.recorded.Method, o.recorded.URI

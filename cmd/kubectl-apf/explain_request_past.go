@@ -36,6 +36,24 @@ func (o *ExplainRequestOptions) pastFiles() []string {
 	return paths
 }
 
+// skippedNotes says what reading the recorded request skipped, for the
+// values the reconstruction did not read again (it says so for those).
+func (o *ExplainRequestOptions) skippedNotes() []string {
+	past := o.pastFiles()
+	var notes []string
+	for value, n := range o.recordSkipped {
+		if !slices.Contains(past, value) {
+			name := value
+			if value == "-" {
+				name = "stdin"
+			}
+			notes = append(notes, fmt.Sprintf("note: %s: %s", name, n))
+		}
+	}
+	slices.Sort(notes)
+	return notes
+}
+
 // explainPast reconstructs the logged request's moment from the log and
 // makes it the verdict. It reports false when there is no log file to
 // reconstruct from, or the request is not found in it (true, with a note,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,25 +16,56 @@ import (
 // value is a file name, "-" for stdin, or (for --from-log) the line itself.
 // With both, the log line is joined to the audit event of the same audit ID
 // (workload.PickJoined), never to another one.
-func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (*workload.Request, error) {
+//
+// A file or stdin is read as a real log is: a line that cannot be read as a
+// request (cut short by rotation or by a server still writing it, or
+// another component's) is skipped, and skipped says so for each value that
+// skipped any, keyed by the value. A line given itself is read strictly:
+// its error is the answer.
+func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
+	stats := map[string]*workload.Stats{}
 	if fromLog != "" {
-		rd, name, closeFn, err := openRecordReader(fromLog, true, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromLog, true, stdin)
 		if err != nil {
-			return nil, fmt.Errorf("--from-log: %w", err)
+			return nil, nil, fmt.Errorf("--from-log: %w", err)
 		}
 		defer closeFn()
-		logRd, logName = rd, name
+		logRd, logName, stats[fromLog] = rd, name, st
 	}
 	if fromAudit != "" {
-		rd, name, closeFn, err := openRecordReader(fromAudit, false, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, stdin)
 		if err != nil {
-			return nil, fmt.Errorf("--from-audit: %w", err)
+			return nil, nil, fmt.Errorf("--from-audit: %w", err)
 		}
 		defer closeFn()
-		auditRd, auditName = rd, name
+		auditRd, auditName, stats[fromAudit] = rd, name, st
 	}
+	r, err = pickRecorded(logRd, auditRd, logName, auditName, auditID)
+	for value, st := range stats {
+		if st.Malformed == 0 {
+			continue
+		}
+		if skipped == nil {
+			skipped = map[string]string{}
+		}
+		skipped[value] = fmt.Sprintf("%d %s could not be read as requests (first: %s)", st.Malformed, plural(int(st.Malformed), "line", "lines"), st.FirstMalformed[0])
+	}
+	if err != nil && len(skipped) > 0 {
+		// the request looked for may be on a line that could not be read
+		notes := make([]string, 0, len(skipped))
+		for _, n := range skipped {
+			notes = append(notes, n)
+		}
+		slices.Sort(notes)
+		return nil, nil, fmt.Errorf("%w; %s", err, strings.Join(notes, "; "))
+	}
+	return r, skipped, err
+}
+
+// pickRecorded picks the request from the readers given.
+func pickRecorded(logRd, auditRd workload.Reader, logName, auditName, auditID string) (*workload.Request, error) {
 	if logRd != nil && auditRd != nil {
 		r, err := workload.PickJoined(logRd, auditRd, auditID)
 		if err != nil {
@@ -59,9 +91,13 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (*workloa
 }
 
 // openRecordReader opens one value of --from-log or --from-audit.
-func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Reader, string, func(), error) {
+// Arrival order does not matter here (one record is kept), so the smallest
+// re-ordering window keeps the reader's memory at one record however long
+// the file is. Files and stdin are read leniently, the line given strictly.
+func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
 	var in io.Reader
 	name, closeFn := value, func() {}
+	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true}
 	switch {
 	case value == "-":
 		in, name = stdin, "stdin"
@@ -69,17 +105,14 @@ func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Rea
 		if f, err := os.Open(value); err == nil {
 			in, closeFn = f, func() { f.Close() }
 		} else if httplog && strings.Contains(value, "\"HTTP\"") {
-			in, name = strings.NewReader(value), "the line given"
+			in, name, opts.Lenient = strings.NewReader(value), "the line given", false
 		} else {
-			return nil, "", nil, fmt.Errorf("reading %s: %w", value, err)
+			return nil, "", nil, nil, fmt.Errorf("reading %s: %w", value, err)
 		}
 	}
-	// Arrival order does not matter here (one record is kept), so the
-	// smallest re-ordering window keeps the reader's memory at one record
-	// however long the file is.
-	opts := workload.Options{ReorderWindow: time.Nanosecond}
+	st := &workload.Stats{}
 	if httplog {
-		return workload.NewHTTPLogReader(in, name, opts, nil), name, closeFn, nil
+		return workload.NewHTTPLogReader(in, name, opts, st), name, st, closeFn, nil
 	}
-	return workload.NewAuditReader(in, name, opts, nil), name, closeFn, nil
+	return workload.NewAuditReader(in, name, opts, st), name, st, closeFn, nil
 }

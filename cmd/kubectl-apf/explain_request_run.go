@@ -64,6 +64,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		} else {
 			ex.Notes = append(ex.Notes, noteCaptureTime)
 		}
+		ex.Notes = append(ex.Notes, o.skippedNotes()...)
 	}
 	if o.Probe {
 		if err := o.probe(ctx, r, ex, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels)); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -200,4 +201,61 @@ func TestExplain429Command(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestExplainFromLogSkipsUnreadableLines: a log file or stdin is read as a
+// real log is, a line that cannot be read (here one cut short, as a server
+// still writing it or a rotation leaves it) skipped and said once; when the
+// request looked for is not found, the error says what was skipped, since
+// it may be that line.
+func TestExplainFromLogSkipsUnreadableLines(t *testing.T) {
+	cut := nodeLogLine[:strings.Index(nodeLogLine, `contentType=`)+len(`contentType="appl`)]
+	log := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	if err := os.WriteFile(log, []byte(cut+"\n"+nodeLogLine+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	who := []string{"--user-name", "system:node:n1", "--group", "system:nodes"}
+	for _, tc := range []struct {
+		name, from, stdin string
+	}{
+		{"file", log, ""},
+		{"stdin", "-", cut + "\n" + nodeLogLine + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			streams.In = strings.NewReader(tc.stdin)
+			args := append([]string{"explain", "request", "--defaults", "-o", "json", "--from-log", tc.from, "--audit-id", "8d0f2f73-e45e-4990-86e9-a5e6822217b0"}, who...)
+			if code := run(args, streams); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var ex explain.Explanation
+			if err := json.Unmarshal(out.Bytes(), &ex); err != nil {
+				t.Fatal(err)
+			}
+			if ex.Recorded == nil || ex.Recorded.Agrees == nil || !*ex.Recorded.Agrees {
+				t.Errorf("recorded %+v, want the log line compared and agreeing", ex.Recorded)
+			}
+			said := 0
+			for _, n := range ex.Notes {
+				if strings.Contains(n, "1 line could not be read as requests") && strings.Contains(n, ":1:") {
+					said++
+				}
+			}
+			if said != 1 {
+				t.Errorf("notes %q: want the cut line said once, with its line number", ex.Notes)
+			}
+		})
+	}
+	t.Run("not found", func(t *testing.T) {
+		code, _, errOut := runPlugin(append([]string{"explain", "request", "--defaults", "--from-log", log, "--audit-id", "nope"}, who...)...)
+		if code == 0 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `no request with audit ID "nope"`) || !strings.Contains(errOut, "1 line could not be read") {
+			t.Errorf("exit %d, stderr %q: want one line naming the ID and the line skipped", code, errOut)
+		}
+	})
+	t.Run("the line given is read strictly", func(t *testing.T) {
+		code, _, errOut := runPlugin(append([]string{"explain", "request", "--defaults", "--from-log", cut}, who...)...)
+		if code == 0 || strings.Count(errOut, "\n") != 1 || strings.Contains(errOut, "no kube-apiserver httplog") {
+			t.Errorf("exit %d, stderr %q: want one line saying why the line cannot be read", code, errOut)
+		}
+	})
 }
