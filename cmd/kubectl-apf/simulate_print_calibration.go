@@ -107,6 +107,9 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if n := e.ExecutionFromReplay; n > 0 {
 		est = append(est, fmt.Sprintf("%d execution times from latency − the replay's own queue wait, averaged per kind of request (%d fixed-point iterations, last mean change %v)", n, e.FixedPointIterations, fmtDuration(time.Duration(e.FixedPointChange))))
 	}
+	if n := e.ExecutionFromEnds; n > 0 {
+		est = append(est, fmt.Sprintf("%d execution times of a level of one seat from its ends (each from when it arrived or the one before it ended, whichever was later)", n))
+	}
 	if n := e.SeatsFromObjectCounts; n > 0 {
 		est = append(est, fmt.Sprintf("%d LIST/WATCH seats from object counts", n))
 	}
@@ -119,13 +122,16 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if n := e.WritesWithoutWatchCount; n > 0 {
 		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))
 	}
-	if d := cal.DispatchTimes; d != nil && d.FromLatency+d.FromReplay > 0 {
+	if d := cal.DispatchTimes; d != nil && d.FromLatency+d.FromReplay+d.FromEnds > 0 {
 		var from []string
 		if d.FromLatency > 0 {
 			from = append(from, fmt.Sprintf("%d from httplog latency − apf_execution_time (which also counts the filters ahead of APF and the time after the handler)", d.FromLatency))
 		}
 		if d.FromReplay > 0 {
 			from = append(from, fmt.Sprintf("%d from the replay's own queue wait", d.FromReplay))
+		}
+		if d.FromEnds > 0 {
+			from = append(from, fmt.Sprintf("%d from the ends of a level of one seat", d.FromEnds))
 		}
 		est = append(est, fmt.Sprintf("dispatch times: %s; %d recorded by the filters' audit annotations (authentication, impersonation, apf-queue-wait: requests slower than 500 ms)",
 			strings.Join(from, ", "), d.Annotated))
@@ -178,7 +184,7 @@ func calibrationFound(cal *calibrate.Result) bool {
 		return true
 	}
 	e := cal.Estimated
-	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {
+	if e.ExecutionFromAnnotations+e.ExecutionFromReplay+e.ExecutionFromEnds+e.SeatsFromObjectCounts+e.WritesWithoutWatchCount > 0 {
 		return true
 	}
 	for _, l := range cal.Levels {

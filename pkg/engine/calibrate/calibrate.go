@@ -200,6 +200,10 @@ type Estimated struct {
 	// averaged over the requests of their kind (level, verb, resource,
 	// query).
 	ExecutionFromReplay int64 `json:"executionFromReplay"`
+	// ExecutionFromEnds: audit-only requests of a level of one seat whose
+	// execution time is their end less their dispatch as the level's ends
+	// tell it (DispatchTimes.FromEnds), each its own.
+	ExecutionFromEnds int64 `json:"executionFromEnds,omitempty"`
 	// SeatsFromObjectCounts: LISTs and WATCHes sized from object counts.
 	SeatsFromObjectCounts int64 `json:"seatsFromObjectCounts"`
 	// SeatsAssumedOne: requests without a recorded estimate given 1 seat
@@ -261,6 +265,10 @@ type Result struct {
 	// scaled by (Refusal.ExecutionScale)
 	execScale map[string]float64
 	prep      *preparer
+	// serialWaits: by record index, the waits the ends of a level of one
+	// seat tell its audit-only records (placeSerial), which the
+	// derivations after the first give them instead of the replay's
+	serialWaits map[int]time.Duration
 }
 
 // OverheadAt returns the overhead applied to a request of level arriving
@@ -465,6 +473,9 @@ const (
 	fromRecord uint8 = iota
 	fromAnnotations
 	fromReplay
+	// fromEnds: the end of an execution of a level of one seat less when
+	// it arrived or when the one before it ended (placeSerial)
+	fromEnds
 )
 
 // Where a request's dispatch time (its wait) comes from.
@@ -481,6 +492,9 @@ const (
 	// the queue wait the replay of the recorded configuration gave it
 	// (the fixed point of an audit log alone): an estimate
 	waitReplay
+	// a level of one seat's ends in an audit log alone (placeSerial): when
+	// the execution before it ended, if after its arrival
+	waitEnds
 )
 
 // DispatchTimes counts where the dispatch times of the requests the replay
@@ -497,6 +511,13 @@ type DispatchTimes struct {
 	// FromReplay: estimated from the replay's own queue wait (an audit
 	// log alone, requests faster than 500 ms).
 	FromReplay int64 `json:"fromReplay"`
+	// FromEnds: an audit log alone's requests faster than 500 ms of a
+	// level of one seat, whose ends tell when each was dispatched: when
+	// it arrived or when the execution before it ended, whichever was
+	// later. This also counts the filters around APF: those ahead of it
+	// for a request that found the seat free, the writing of the
+	// response before for one that waited.
+	FromEnds int64 `json:"fromEnds,omitempty"`
 }
 
 // observer accumulates the evidence of one pass.
@@ -532,7 +553,7 @@ func (o *observer) add(x *obs) {
 		}
 	}
 	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && len(la.serial) < maxSerial {
-		la.serial = append(la.serial, serialExec{arrival: x.arrival, end: x.arrival + x.latency})
+		la.serial = append(la.serial, serialExec{arrival: x.arrival, end: x.arrival + x.latency, i: x.index})
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		if x.exempt {
@@ -591,7 +612,7 @@ func (o *observer) finish(opts Options) *Result {
 		lim, known := limits[n]
 		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 {
 			// an audit log alone: no execution time of its own
-			la.serialExecutions()
+			la.serialExecutions(res)
 		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = res.source(lv, lim, known)
@@ -963,13 +984,22 @@ type preparer struct {
 	// derivation's means
 	kinds    kindMeans
 	kindExec map[kind]time.Duration
-	sawExec  bool
-	parsed   engine.RequestCache
-	rooms    *rooms
+	// serial are the waits of Result.serialWaits
+	serial  map[int]time.Duration
+	sawExec bool
+	parsed  engine.RequestCache
+	rooms   *rooms
 }
 
 func (p *preparer) overhead(level string, at time.Duration) time.Duration {
 	return p.overheads.OverheadAt(level, at)
+}
+
+// serialWait reports whether the record idx has its wait from its level's
+// ends (Result.serialWaits).
+func (p *preparer) serialWait(idx int) bool {
+	_, ok := p.serial[idx]
+	return ok
 }
 
 func newPreparer(opts Options, est *Estimated) *preparer {
@@ -1044,6 +1074,13 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 			x.wait += w.QueueWait
 		}
 		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, minExecution), true, fromAnnotations
+	case p.serialWait(idx):
+		// audit-only and faster than 500 ms, of a level of one seat: one
+		// execution at a time, so its ends tell each dispatch
+		// (placeSerial). Its own time, not its kind's mean: no replay's
+		// error is in it.
+		x.wait, x.hasWait, x.waitFrom = min(p.serial[idx], w.Latency), true, waitEnds
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, minExecution), true, fromEnds
 	default:
 		// audit-only and faster than 500 ms: the queue wait is what the
 		// replay of the previous iteration gave it (none before the first)
@@ -1159,9 +1196,15 @@ func (r *Result) execScaleOf(level string) (float64, bool) {
 // end at one phase of the period, are then read from an audit log as
 // from httplog's execution times; the replay's own execution times stay
 // the estimated ones.
-func (la *levelAcc) serialExecutions() {
+func (la *levelAcc) serialExecutions(res *Result) {
 	placeSerial(la.serial)
 	for _, e := range la.serial {
+		if e.start >= e.arrival && e.start < e.end {
+			if res.serialWaits == nil {
+				res.serialWaits = map[int]time.Duration{}
+			}
+			res.serialWaits[e.i] = e.start - e.arrival
+		}
 		exec := e.end - e.start
 		if exec <= 0 {
 			continue

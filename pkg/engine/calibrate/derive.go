@@ -25,6 +25,9 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	if prev != nil && prev.prep != nil {
 		p.kindExec = prev.prep.kindExec
 	}
+	if prev != nil {
+		p.serial = prev.serialWaits
+	}
 	o := newObserver()
 	var (
 		w   workload.Request
@@ -49,6 +52,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	res.prep = newPreparer(opts, &res.Estimated)
 	res.prep.waits = waits
 	res.prep.kindExec = p.kinds.means()
+	res.prep.serial = p.serial
 	return res, nil
 }
 
@@ -61,7 +65,7 @@ func (r *Result) Apply(src workload.Reader) workload.Reader {
 	r.Estimated = Estimated{FixedPointIterations: fp, FixedPointChange: fc}
 	r.DispatchTimes = nil
 	p := newPreparer(r.prep.opts, &r.Estimated)
-	p.waits, p.overheads, p.kindExec = r.prep.waits, r, r.prep.kindExec
+	p.waits, p.overheads, p.kindExec, p.serial = r.prep.waits, r, r.prep.kindExec, r.prep.serial
 	return &applied{src: src, p: p, r: r}
 }
 
@@ -90,13 +94,15 @@ func (a *applied) Next(w *workload.Request) error {
 				a.r.Estimated.ExecutionFromAnnotations++
 			case fromReplay:
 				a.r.Estimated.ExecutionFromReplay++
+			case fromEnds:
+				a.r.Estimated.ExecutionFromEnds++
 			}
 		}
 		a.r.countWait(&a.x)
 		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
 		// under a CPU model the stalls are the model's to place: a
 		// recorded one becomes its level's median execution
-		if s, ok := a.r.stallAt[a.x.level]; ok && a.x.execFrom == fromRecord && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
+		if s, ok := a.r.stallAt[a.x.level]; ok && (a.x.execFrom == fromRecord || a.x.execFrom == fromEnds) && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
 			w.ServiceTime = s[1]
 			a.r.Estimated.StallsReplaced++
 		}
@@ -221,5 +227,7 @@ func (r *Result) countWait(x *obs) {
 		r.DispatchTimes.FromLatency++
 	case waitReplay:
 		r.DispatchTimes.FromReplay++
+	case waitEnds:
+		r.DispatchTimes.FromEnds++
 	}
 }

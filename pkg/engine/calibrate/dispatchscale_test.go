@@ -10,14 +10,15 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
-// auditOnlyBusy records, as an audit log alone tells it, a 1-seat level
-// kept busy by one kind of request (about 8 ms each) arriving at rate per
-// second from four users, each of which also spends filters in the
-// server around APF: its latency is its queue wait, its execution and
-// the filters.
-func auditOnlyBusy(t *testing.T, seed uint64, rate float64, filters time.Duration) ([]workload.Request, fairqueue.ReplayConfig) {
+// auditOnlyBusy records, as an audit log alone tells it, a level of
+// shares (1: 1 seat, 2: 2 seats) kept busy by one kind of request (about
+// 8 ms each) arriving at rate per second from four users, each of which
+// also spends filters in the server around APF: its latency is its queue
+// wait, its execution and the filters. It returns the requests and each
+// one's execution time.
+func auditOnlyBusy(t *testing.T, seed uint64, shares int32, rate float64, filters time.Duration) ([]workload.Request, []time.Duration, fairqueue.ReplayConfig) {
 	t.Helper()
-	cfg := configQueues(t, 1, 50)
+	cfg := configQueues(t, shares, 50)
 	rc := fairqueue.ReplayConfig{Config: cfg, ServerConcurrencyLimit: 6, NoBorrowing: true}
 	rng := rand.New(rand.NewPCG(seed, 13))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -33,8 +34,10 @@ func auditOnlyBusy(t *testing.T, seed uint64, rate float64, filters time.Duratio
 		OnOutcome: func(_ *workload.Request, o *fairqueue.Outcome) { byID[o.ID] = *o }}); err != nil {
 		t.Fatal(err)
 	}
+	execs := make([]time.Duration, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
+		execs[i] = r.ServiceTime
 		o := byID[int64(i+1)]
 		r.Latency = o.Start - o.Arrival + filters
 		r.Status = 429
@@ -44,11 +47,13 @@ func auditOnlyBusy(t *testing.T, seed uint64, rate float64, filters time.Duratio
 		}
 		r.HasServiceTime, r.ServiceTime = false, 0
 	}
-	return reqs, rc
+	return reqs, execs, rc
 }
 
 // TestScaledExecutionsMeetTheRecordedDispatches: from an audit log alone,
-// the executions of a level kept busy are estimated, then scaled down to
+// the executions of a level of two seats kept busy (whose ends do not tell
+// which execution waited for which, as a level of one seat's do:
+// TestOneSeatExecutionsFromTheirEnds) are estimated, then scaled down to
 // the seat time the recording allows: its one seat over the time it had a
 // request in the server, which also counts the filters around APF. Filling
 // it is the most they can hold; the replay of the recorded configuration
@@ -61,11 +66,11 @@ func TestScaledExecutionsMeetTheRecordedDispatches(t *testing.T) {
 		rate    float64
 		filters time.Duration
 	}{
-		{"busy, 1ms of filters", 135, time.Millisecond},
-		{"busy, 300µs of filters", 135, 300 * time.Microsecond},
+		{"busy, 1ms of filters", 270, time.Millisecond},
+		{"busy, 300µs of filters", 270, 300 * time.Microsecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			reqs, rc := auditOnlyBusy(t, 1, tt.rate, tt.filters)
+			reqs, _, rc := auditOnlyBusy(t, 1, 2, tt.rate, tt.filters)
 			opts := Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit}
 			open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
 			res, err := DeriveAuditOnly(open, rc, opts, 10)
@@ -148,3 +153,87 @@ func TestDispatchCheckOfScaledExecutions(t *testing.T) {
 }
 
 func abs(x int64) int64 { return max(x, -x) }
+
+// TestOneSeatExecutionsFromTheirEnds: from an audit log alone, a level of
+// one seat executes one request at a time, so its ends tell each
+// dispatch: when the request arrived or when the execution before it
+// ended, whichever was later. Each execution is then its own time (with
+// the filters around APF: those ahead of it for one that found the seat
+// free, the writing of the response before it for one that waited), not
+// its kind's mean through the replay's queue waits, and the replay of
+// the recorded configuration gives back the server's 429s without
+// scaling them (the seat-time check may still trim the small overhead the
+// filters look like).
+func TestOneSeatExecutionsFromTheirEnds(t *testing.T) {
+	for _, filters := range []time.Duration{300 * time.Microsecond, time.Millisecond} {
+		t.Run(filters.String(), func(t *testing.T) {
+			reqs, execs, rc := auditOnlyBusy(t, 1, 1, 135, filters)
+			opts := Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit}
+			open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
+			res, err := DeriveAuditOnly(open, rc, opts, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fit := NewFit(0)
+			var got []time.Duration
+			prepared := res.Apply(&sliceReader{reqs: reqs})
+			rep, err := fairqueue.Replay(readerFunc(func(w *workload.Request) error {
+				err := prepared.Next(w)
+				if err == nil {
+					got = append(got, w.ServiceTime)
+				}
+				return err
+			}), rc, nil, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var slow LevelFit
+			for _, f := range fit.Result(rep.Levels) {
+				if f.Level == "slow" {
+					slow = f
+				}
+			}
+			d := res.DispatchTimes
+			t.Logf("%d requests; slow: recorded %d 429s, replayed %d; dispatch times %+v; estimated %+v", len(reqs), slow.Recorded, slow.Predicted, d, res.Estimated)
+			if d == nil || d.FromEnds == 0 || d.FromReplay != 0 {
+				t.Fatalf("dispatch times %+v: want every one from the level's ends", d)
+			}
+			if lv := res.level("slow"); lv.Refused != nil && (lv.Refused.ExecutionScale != 0 || lv.Refused.Dispatched != 0) {
+				t.Errorf("the executions from the ends were scaled: %+v", lv.Refused)
+			}
+			// each execution is its own: its true time, plus at most the
+			// filters around it
+			var off int
+			for i, r := range reqs {
+				if r.Status == 429 {
+					continue
+				}
+				if e := got[i] - execs[i]; e < -filters || e > 2*filters {
+					if off++; off <= 3 {
+						t.Errorf("request %d: execution %v from the ends, it took %v", i, got[i], execs[i])
+					}
+				}
+			}
+			if off > 0 {
+				t.Errorf("%d of %d executions more than the filters (%v) away from their time", off, len(reqs), filters)
+			}
+			if !withinBand(slow.Predicted, slow.Recorded) {
+				t.Errorf("the replay of the recorded configuration: %d 429s, the server answered %d", slow.Predicted, slow.Recorded)
+			}
+		})
+	}
+}
+
+// readerFunc is a workload.Reader of a function.
+type readerFunc func(*workload.Request) error
+
+func (f readerFunc) Next(w *workload.Request) error { return f(w) }
+
+// withinBand is the what-if test's agreement: within 0.75–1.25 from 20
+// 429s on either side, else within 10.
+func withinBand(p, r int64) bool {
+	if max(p, r) < 20 {
+		return abs(p-r) <= 10
+	}
+	return float64(p) >= 0.75*float64(r) && float64(p) <= 1.25*float64(r)
+}
