@@ -58,12 +58,18 @@ func snapshotCounts(st *state.State) engine.ObjectCounts {
 	return out
 }
 
+// malformedLines says what reading name skipped as unreadable (s has
+// Malformed lines).
+func malformedLines(name string, s *workload.Stats) string {
+	return fmt.Sprintf("%s: %d %s could not be read as requests (first: %s)", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0])
+}
+
 // workloadNotesOf says what reading the workload skipped.
 func workloadNotesOf(files *workload.Files, res *reconstruct.Result) []string {
 	var notes []string
 	for name, s := range files.Stats {
 		if s.Malformed > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: %d %s could not be read as requests (first: %s)", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0]))
+			notes = append(notes, "note: "+malformedLines(name, s))
 		}
 	}
 	if res.Skipped > 0 {

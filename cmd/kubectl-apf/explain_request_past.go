@@ -43,11 +43,7 @@ func (o *ExplainRequestOptions) skippedNotes() []string {
 	var notes []string
 	for value, n := range o.recordSkipped {
 		if !slices.Contains(past, value) {
-			name := value
-			if value == "-" {
-				name = "stdin"
-			}
-			notes = append(notes, fmt.Sprintf("note: %s: %s", name, n))
+			notes = append(notes, "note: "+n)
 		}
 	}
 	slices.Sort(notes)

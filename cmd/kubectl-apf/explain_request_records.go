@@ -19,20 +19,25 @@ import (
 //
 // A file or stdin is read as a real log is: a line that cannot be read as a
 // request (cut short by rotation or by a server still writing it, or
-// another component's) is skipped, and skipped says so for each value that
-// skipped any, keyed by the value. A line given itself is read strictly:
-// its error is the answer.
+// another component's) is skipped, and skipped says so (malformedLines)
+// for each value that skipped any, keyed by the value. A line given itself
+// is read strictly: its error is the answer.
 func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
-	stats := map[string]*workload.Stats{}
+	// the readers' counts, by value, with the name each reads
+	type read struct {
+		name string
+		st   *workload.Stats
+	}
+	reads := map[string]read{}
 	if fromLog != "" {
 		rd, name, st, closeFn, err := openRecordReader(fromLog, true, stdin)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--from-log: %w", err)
 		}
 		defer closeFn()
-		logRd, logName, stats[fromLog] = rd, name, st
+		logRd, logName, reads[fromLog] = rd, name, read{name, st}
 	}
 	if fromAudit != "" {
 		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, stdin)
@@ -40,17 +45,17 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workl
 			return nil, nil, fmt.Errorf("--from-audit: %w", err)
 		}
 		defer closeFn()
-		auditRd, auditName, stats[fromAudit] = rd, name, st
+		auditRd, auditName, reads[fromAudit] = rd, name, read{name, st}
 	}
 	r, err = pickRecorded(logRd, auditRd, logName, auditName, auditID)
-	for value, st := range stats {
-		if st.Malformed == 0 {
+	for value, rd := range reads {
+		if rd.st.Malformed == 0 {
 			continue
 		}
 		if skipped == nil {
 			skipped = map[string]string{}
 		}
-		skipped[value] = fmt.Sprintf("%d %s could not be read as requests (first: %s)", st.Malformed, plural(int(st.Malformed), "line", "lines"), st.FirstMalformed[0])
+		skipped[value] = malformedLines(rd.name, rd.st)
 	}
 	if err != nil && len(skipped) > 0 {
 		// the request looked for may be on a line that could not be read

@@ -1194,8 +1194,9 @@ func (r *Result) execScaleOf(level string) (float64, bool) {
 // response's writing after its handler, which the next one's start does
 // not wait for). The stalls, and the CFS quota's throttling where they
 // end at one phase of the period, are then read from an audit log as
-// from httplog's execution times; the replay's own execution times stay
-// the estimated ones.
+// from httplog's execution times. Each record's wait so placed goes into
+// res.serialWaits, from which the derivations after the first give the
+// replay its dispatch and execution (fromEnds).
 func (la *levelAcc) serialExecutions(res *Result) {
 	placeSerial(la.serial)
 	for _, e := range la.serial {
