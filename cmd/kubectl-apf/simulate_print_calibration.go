@@ -31,6 +31,13 @@ func printCPUModel(w io.Writer, cal *calibrate.Result, reps *simulate.CPUReplays
 		"a collection every %.0f dispatches (%.0f collections, %.0f dispatches), marking for %v (the mark workers' CPU per collection over GOMAXPROCS %d).\n",
 		sanitize.Line(m.Level), fmtDuration(time.Duration(m.MetricsSpan)), fmtDuration(time.Duration(m.Period)), fmtDuration(time.Duration(m.Phase)), fmtDuration(time.Duration(m.RunPerPeriod)), from,
 		m.ExecutionsPerCollection, m.Collections, m.Dispatched, fmtDuration(time.Duration(m.Mark)), m.GOMAXPROCS)
+	if m.Quota > 0 {
+		spent := "the metrics do not tell the process's CPU (two scrapes do): an execution spends its work"
+		if m.CPUPerWork > 0 {
+			spent = fmt.Sprintf("an execution spends %.0f%% of its work, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, m.Background)
+		}
+		fmt.Fprintf(w, "Outside the marks the server spends its quota of %v per period as it runs, and waits for the next period once it is spent: %s.\n", fmtDuration(time.Duration(m.Quota)), spent)
+	}
 	if reps == nil || len(reps.Replays) == 0 {
 		return
 	}

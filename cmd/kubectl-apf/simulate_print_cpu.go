@@ -41,6 +41,11 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 		fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
 			m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
 	}
+	if cal.CPU != nil {
+		if q := m.UnderQuota(cal.CPU); q.Capacity != m.Capacity {
+			fmt.Fprintf(w, "With the CFS model, which holds the server to its quota period by period, the replay shares the server's %d GOMAXPROCS between its throttles: in flight / %.2f.\n", cal.CPU.GOMAXPROCS, q.Capacity)
+		}
+	}
 	if m.OnArrival > 0 {
 		fmt.Fprintf(w, "Of the executions fitted, %d are audit records without timing of their own that found their level with room, by the recorded arrivals and latencies: dispatched on arrival, their latency is their execution.\n", m.OnArrival)
 	}

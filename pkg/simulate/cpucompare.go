@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -75,6 +76,8 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		c.Why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
 	} else if m != nil && m.From == "gomaxprocs" {
 		c.Why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
+	} else if m != nil && m.From == "limit" && cal.CPU != nil {
+		c.Why = fmt.Sprintf("the %d recorded executions that ran with others in flight put %.0f%% of each on the CPU, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", m.Overlapped, 100*m.Share, time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
 	} else if m != nil && m.From == "limit" {
 		c.Why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
 	} else if m != nil && m.From == "overlaps" {
@@ -82,7 +85,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	} else if m != nil {
 		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
 	} else {
-		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out while the garbage collector marked", cal.CPU.Level)
+		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out, while the garbage collector marked and where the executions spent it", cal.CPU.Level)
 	}
 	with := map[string]fairqueue.LevelResult{}
 	for _, l := range res.After.Levels {

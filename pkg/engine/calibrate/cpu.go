@@ -50,11 +50,31 @@ type Runtime struct {
 //     not), with the recorded stalls' time added to that CPU: a P whose
 //     goroutine was throttled mid-execution was not marking.
 //
+// Outside the marks the quota is the server's all the same: Quota, the CPU
+// it may spend per period (RunPerPeriod × GOMAXPROCS, CPULimit × Period
+// where the limit is known), is spent by the executions as they run and
+// by everything else the server does, and once a period's is spent,
+// whatever still runs waits for the next boundary. A burst of executions
+// in one period, a few requests at once on a level with more seats, or a
+// queue drained back to back, stalls so without any collection (half the
+// stalls of a server held to a fifth of a core fall outside every mark).
+// What the server spent outside the marks over the metrics' span is the
+// process's CPU (process_cpu_seconds_total) less the marks' (Collections
+// × Mark at the quota's pace): the executions spend CPUPerWork of their
+// work (the service time, not the overhead of a dispatch from a queue,
+// which holds the seats without running) as they run, at most all of it
+// (a goroutine runs on one core at a time), and the rest, Background, is
+// spent at an even pace (authentication, 429s, watches, the scrapes), so
+// that the replay of the recorded run spends what the server did. An
+// execution recorded longer than the quota lets one goroutine run ran
+// under the quota itself: it spends at most what the quota gave it (the
+// quota's share of its time, and one period's).
+//
 // The recorded stalls are taken out of the recorded execution times (each
 // becomes its level's median) and the model puts them back where its
-// collections fall; where a collection starts relative to the workload is
-// unknown, so the replay runs once per phase of CPUPhases and the result
-// is the run nearest their mean.
+// collections fall and its quota runs out; where a collection starts
+// relative to the workload is unknown, so the replay runs once per phase
+// of CPUPhases and the result is the run nearest their mean.
 type CPUModel struct {
 	Level        string   `json:"level"`
 	Period       Duration `json:"period"`
@@ -73,6 +93,15 @@ type CPUModel struct {
 	// Stalled is the recorded stalls' time beyond their levels' medians,
 	// which Mark counts with the mark workers' CPU.
 	Stalled Duration `json:"stalled"`
+	// Quota is the CPU the server may spend per period.
+	Quota Duration `json:"quota"`
+	// CPUPerWork is the CPU an execution spends per second of its work (at
+	// most 1), and Background the cores the rest of the server spent
+	// outside the marks; both 0 where the metrics do not tell (the
+	// process's CPU needs two scrapes), and an execution then spends its
+	// work.
+	CPUPerWork float64 `json:"cpuPerWork,omitempty"`
+	Background float64 `json:"background,omitempty"`
 }
 
 // CPUPhases is the number of replays of a CPU model, each with its first
@@ -161,11 +190,32 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	}
 	mark := time.Duration((float64(rt.MarkCPU) + float64(stalled)) / rt.GCCycles / float64(rt.GOMAXPROCS))
 	return &CPUModel{
-		Stalled: Duration(stalled),
-		Level:   lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
+		Stalled: Duration(stalled), Quota: Duration(run * time.Duration(rt.GOMAXPROCS)),
+		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
 		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
 	}, ""
+}
+
+// setCPUSpent sets CPUPerWork and Background from the process's CPU u:
+// its mean over the metrics' span, less the marks' (which spend the quota
+// whole, Quota per Period, Collections × Mark in all), over the time the
+// workload ran (span, from its first arrival to its last end, at most the
+// metrics' span), against the executions' work in it.
+func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
+	m.CPUPerWork, m.Background = 0, 0
+	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 || m.MetricsSpan <= 0 || m.Period <= 0 {
+		return
+	}
+	span = min(span, time.Duration(m.MetricsSpan))
+	used := u.ProcessCPU.Seconds() / u.Span.Seconds()
+	marks := m.Collections * time.Duration(m.Mark).Seconds() * float64(m.Quota) / float64(m.Period) / time.Duration(m.MetricsSpan).Seconds()
+	spent := max(used-marks, 0) * span.Seconds()
+	if spent <= 0 {
+		return
+	}
+	m.CPUPerWork = min(spent/work.Seconds(), 1)
+	m.Background = (spent - m.CPUPerWork*work.Seconds()) / span.Seconds()
 }
 
 // Server returns the model's CPU for the i-th of CPUPhases replays.
@@ -180,12 +230,16 @@ type throttled struct {
 	next  float64
 	// marks are the starts of the collections that may still be marking
 	marks []time.Duration
+	// spent is the quota the executions spent, by period (its index since
+	// Phase), from the period of the latest start on
+	spent map[int64]time.Duration
 }
 
 // End implements fairqueue.CPU: dispatches count towards the next
-// collection, and an execution that runs into a mark runs only in the
-// first RunPerPeriod of each period.
-func (t *throttled) End(start, hold time.Duration) time.Duration {
+// collection; an execution that runs into a mark runs only in the first
+// RunPerPeriod of each period, and outside the marks it spends the
+// period's quota as it runs, until it ends or the quota is spent.
+func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 	t.count++
 	if t.count >= t.next {
 		t.marks = append(t.marks, start)
@@ -197,7 +251,29 @@ func (t *throttled) End(start, hold time.Duration) time.Duration {
 		i++
 	}
 	t.marks = t.marks[i:]
-	P, run, phase := time.Duration(t.m.Period), time.Duration(t.m.RunPerPeriod), time.Duration(t.m.Phase)
+	P, run, phase, quota := time.Duration(t.m.Period), time.Duration(t.m.RunPerPeriod), time.Duration(t.m.Phase), time.Duration(t.m.Quota)
+	period := func(at time.Duration) (int64, time.Duration) {
+		ps := at - ((at-phase)%P+P)%P
+		return int64((ps - phase) / P), ps
+	}
+	if k, _ := period(start); len(t.spent) > 64 {
+		for j := range t.spent {
+			if j < k {
+				delete(t.spent, j)
+			}
+		}
+	} else if t.spent == nil {
+		t.spent = map[int64]time.Duration{}
+	}
+	// the CPU the execution spends per unit of its time
+	rate := 0.0
+	if hold > 0 {
+		perWork := t.m.CPUPerWork
+		if perWork <= 0 {
+			perWork = 1
+		}
+		rate = min(perWork*float64(work), float64(quota)+float64(quota)/float64(P)*float64(hold)) / float64(hold)
+	}
 	now, rem := start, hold
 	for rem > 0 {
 		// the mark in progress at now, or the next one
@@ -212,25 +288,43 @@ func (t *throttled) End(start, hold time.Duration) time.Duration {
 				break
 			}
 		}
-		if !in {
-			if next < 0 || now+rem <= next {
-				return now + rem
+		k, ps := period(now)
+		if in {
+			// runs until ps+run, throttled until ps+P
+			if now < ps+run {
+				d := min(rem, ps+run-now)
+				rem -= d
+				now += d
+				if rem == 0 {
+					return now
+				}
 			}
-			rem -= next - now
-			now = next
+			t.spent[k] = quota
+			now = ps + P
 			continue
 		}
-		// the period now is in: runs until ps+run, throttled until ps+P
-		ps := now - ((now-phase)%P+P)%P
-		if now < ps+run {
-			d := min(rem, ps+run-now)
-			rem -= d
-			now += d
-			if rem == 0 {
-				return now
+		// runs until it ends, the next mark starts, the period ends or
+		// its quota is spent
+		stop := ps + P
+		if next >= 0 && next < stop {
+			stop = next
+		}
+		d := min(rem, stop-now)
+		if rate > 0 && quota > 0 {
+			// the rest of the server spends Background from ps on
+			bg := t.m.Background
+			left := float64(quota-t.spent[k]) - bg*float64(now-ps)
+			d = min(d, max(time.Duration(left/(rate+bg)), 0))
+			if d == 0 && t.spent[k] == 0 && left > 0 {
+				d = min(rem, stop-now, 1) // at least 1 ns of a period's quota
 			}
 		}
-		now = ps + P
+		t.spent[k] += time.Duration(float64(d) * rate)
+		rem -= d
+		now += d
+		if rem > 0 && now < stop {
+			now = ps + P // the quota is spent
+		}
 	}
 	return now
 }

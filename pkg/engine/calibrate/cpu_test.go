@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 		{"after both marks ended", 800 * ms, 15 * ms, 815 * ms, false},
 	}
 	for _, s := range steps {
-		if got := cpu.End(s.start, s.hold); got != s.end {
+		if got := cpu.End(s.start, s.hold, s.hold); got != s.end {
 			t.Errorf("%s: dispatched at %v for %v ends at %v, want %v", s.name, s.start, s.hold, got, s.end)
 		}
 	}
@@ -46,7 +47,7 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 		if i == 3 {
 			start = 35 * ms // the 4th dispatch starts a mark, throttled from 10 ms
 		}
-		if got := cpu.End(start, 2*ms); got != want {
+		if got := cpu.End(start, 2*ms, 2*ms); got != want {
 			t.Errorf("dispatch %d at %v ends at %v, want %v", i+1, start, got, want)
 		}
 	}
@@ -63,8 +64,8 @@ func TestServerAtSpeed(t *testing.T) {
 		end   time.Duration // of 12 ms from 205 ms, after a mark from 5 ms
 	}{{1, 307 * ms}, {0, 307 * ms}, {2, 217 * ms}, {0.5, 307 * ms}, {100, 217 * ms}} {
 		cpu := (&Result{CPU: m}).ServerAt(0, c.speed)
-		cpu.End(5*ms, 2*ms) // the first collection starts
-		if got := cpu.End(205*ms, 12*ms); got != c.end {
+		cpu.End(5*ms, 2*ms, 2*ms) // the first collection starts
+		if got := cpu.End(205*ms, 12*ms, 12*ms); got != c.end {
 			t.Errorf("speed %g: 12 ms dispatched at 205 ms ends at %v, want %v", c.speed, got, c.end)
 		}
 	}
@@ -77,12 +78,178 @@ func TestServerAtSpeed(t *testing.T) {
 		speed float64
 		end   time.Duration
 	}{{100, 215 * ms}, {1, 305 * ms}} {
-		if got := (&Result{CPU: m}).ServerAt(0, c.speed).End(5*ms, 30*ms); got != c.end {
+		if got := (&Result{CPU: m}).ServerAt(0, c.speed).End(5*ms, 30*ms, 30*ms); got != c.end {
 			t.Errorf("speed %g: 30 ms dispatched at 5 ms ends at %v, want %v", c.speed, got, c.end)
 		}
 	}
 	if m.Mark != Duration(300*ms) {
 		t.Errorf("ServerAt changed the model's mark to %v", m.Mark)
+	}
+	// the rest of the server's work outside the marks is CPU work too
+	withBackground := *m
+	withBackground.Background = 0.1
+	if th, ok := (&Result{CPU: &withBackground}).ServerAt(0, 2).(*throttled); !ok || th.m.Background != 0.05 {
+		t.Errorf("at speed 2, a background of 0.1 cores: got %+v, want 0.05 cores", th)
+	}
+}
+
+// TestThrottledServerSpendsTheQuotaOutsideMarks follows one replay's
+// server held to 0.2 CPU (a quota of 20 ms per 100 ms period) on which no
+// collection marks: executions spend the period's quota as they run, and
+// whatever runs when it is spent waits for the next boundary; an
+// execution spends its work (not the overhead of a dispatch from a
+// queue), times CPUPerWork; one recorded longer than the quota lets a
+// goroutine run is charged what the quota gave it.
+func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
+	m := &CPUModel{Period: Duration(100 * ms), RunPerPeriod: Duration(10 * ms), GOMAXPROCS: 2, Quota: Duration(20 * ms), ExecutionsPerCollection: 1e9, Mark: Duration(300 * ms)}
+	cpu := m.Server(CPUPhases - 1)
+	for _, s := range []struct {
+		name                   string
+		start, hold, work, end time.Duration
+	}{
+		{"within the quota", 0, 15 * ms, 15 * ms, 15 * ms},
+		{"spends the last 5 ms, the rest after the boundary", 15 * ms, 10 * ms, 10 * ms, 105 * ms},
+		// (it runs beside the one before, each on a P of its own)
+		{"dispatched once the quota is spent: waits for the boundary", 50 * ms, 2 * ms, 2 * ms, 102 * ms},
+		// period 1 has 7 ms spent: the overhead of 10 ms holds the seat
+		// without spending the quota
+		{"half of it overhead", 110 * ms, 20 * ms, 10 * ms, 130 * ms},
+		{"spends the 3 ms left in 6, the rest in the next period", 130 * ms, 30 * ms, 15 * ms, 224 * ms},
+		{"two at once share a period's quota", 400 * ms, 15 * ms, 15 * ms, 415 * ms},
+		{"the second gets the 5 ms left", 405 * ms, 10 * ms, 10 * ms, 505 * ms},
+	} {
+		if got := cpu.End(s.start, s.hold, s.work); got != s.end {
+			t.Errorf("%s: %v (%v of work) dispatched at %v ends at %v, want %v", s.name, s.hold, s.work, s.start, got, s.end)
+		}
+	}
+
+	// the executions spend half their work, and the rest of the server
+	// 0.1 cores: 10 ms from 0 spends 6 ms of the quota, 40 ms from 10 ms
+	// the 14 ms left in 23.3 ms, and the rest after the boundary
+	m2 := *m
+	m2.CPUPerWork, m2.Background = 0.5, 0.1
+	cpu = m2.Server(CPUPhases - 1)
+	if got, want := cpu.End(0, 10*ms, 10*ms), 10*ms; got != want {
+		t.Errorf("at half a core per work, 10 ms from 0 ends at %v, want %v", got, want)
+	}
+	if got := cpu.End(10*ms, 40*ms, 40*ms); got < 116*ms || got > 117*ms {
+		t.Errorf("at half a core per work, 40 ms from 10 ms ends at %v, want about 116.7 ms (23.3 ms of it before the quota is spent)", got)
+	}
+
+	// 990 ms of work recorded in one execution ran under the quota
+	// itself: charged at most 20 ms + 0.2 of its time, it runs about 91 ms
+	// of each period (it ends in the 11th, at about 2.08 s), not 20 ms of
+	// each (in the 50th)
+	cpu = m.Server(CPUPhases - 1)
+	if got := cpu.End(1000*ms, 990*ms, 990*ms); got < 2000*ms || got > 2100*ms {
+		t.Errorf("990 ms dispatched at 1 s ends at %v, want about 2.08 s", got)
+	}
+
+	// a model without a quota (one made before it was known) leaves the
+	// executions outside marks alone
+	m3 := *m
+	m3.Quota = 0
+	if got := m3.Server(CPUPhases-1).End(0, 50*ms, 50*ms); got != 50*ms {
+		t.Errorf("without a quota, 50 ms from 0 ends at %v, want 50ms", got)
+	}
+}
+
+// TestCPUSpentFromTheProcessCPU: a process that used 6 s of CPU over the
+// metrics' minute, whose 8 collections marked for 300 ms each at its
+// 0.2-CPU quota (0.48 s), spent 0.092 cores outside the marks; over the
+// 50 s the workload ran that is 4.6 s: 4 s of work spent all of it (a
+// goroutine runs on one core at a time), and the rest of the server
+// 0.6 s (0.012 cores); 6 s of work spent 0.77 of it. A workload longer
+// than the metrics' span counts the span's time only; without the
+// process's CPU there is no figure.
+func TestCPUSpentFromTheProcessCPU(t *testing.T) {
+	m := &CPUModel{Period: Duration(100 * ms), Quota: Duration(20 * ms), Collections: 8, Mark: Duration(300 * ms), MetricsSpan: Duration(time.Minute)}
+	u := &CPUUse{Span: time.Minute, ProcessCPU: 6 * time.Second, GOMAXPROCS: 2}
+	for _, c := range []struct {
+		u                 *CPUUse
+		work, span        time.Duration
+		perWork, backgrnd float64
+	}{
+		{u, 4 * time.Second, 50 * time.Second, 1, 0.012},
+		{u, 6 * time.Second, 50 * time.Second, 4.6 / 6, 0},
+		{u, 4 * time.Second, 2 * time.Minute, 1, (0.092*60 - 4) / 60},
+		{nil, 4 * time.Second, 50 * time.Second, 0, 0},
+		{u, 0, 50 * time.Second, 0, 0},
+	} {
+		m.setCPUSpent(c.u, c.work, c.span)
+		if math.Abs(m.CPUPerWork-c.perWork) > 1e-9 || math.Abs(m.Background-c.backgrnd) > 1e-9 {
+			t.Errorf("work %v over %v: CPU per work %g and background %g cores, want %g and %g", c.work, c.span, m.CPUPerWork, m.Background, c.perWork, c.backgrnd)
+		}
+	}
+}
+
+// TestReplayedRunSpendsTheProcessCPU: the CPU model of a synthetic
+// recording, once DeriveShared has read its workload, spends what the
+// process's CPU says the server spent outside the marks over the time the
+// workload ran: its executions' work (as the replay takes it, stalls
+// given the median) at CPUPerWork, and the rest at Background.
+func TestReplayedRunSpendsTheProcessCPU(t *testing.T) {
+	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
+	for _, processCPU := range []time.Duration{6 * time.Second, 3 * time.Second} {
+		u := &CPUUse{Span: time.Minute, ProcessCPU: processCPU, GOMAXPROCS: 2}
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Runtime: runtime8, CPUUse: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
+			t.Fatal(err)
+		}
+		m := res.CPU
+		if m == nil {
+			t.Fatalf("no CPU model: %s", res.CPUWhy)
+		}
+		var work time.Duration
+		src := res.Apply(&sliceReader{reqs: reqs})
+		var w workload.Request
+		for src.Next(&w) == nil {
+			work += w.ServiceTime
+		}
+		first, last := reqs[0].Arrival, reqs[0].Arrival
+		for _, r := range reqs {
+			last = later(last, r.Arrival.Add(r.Latency))
+		}
+		span := last.Sub(first).Seconds()
+		marks := 8 * time.Duration(m.Mark).Seconds() * float64(m.Quota) / float64(m.Period) / 60
+		want := (processCPU.Seconds()/60 - marks) * span
+		got := m.CPUPerWork*work.Seconds() + m.Background*span
+		t.Logf("process CPU %v: %.0f%% of %v of work, background %.4f cores over %.1f s; %.3f s against %.3f s", processCPU, 100*m.CPUPerWork, work, m.Background, span, got, want)
+		if m.CPUPerWork <= 0 || m.CPUPerWork > 1 || m.Background < 0 || math.Abs(got-want) > 1e-6 {
+			t.Errorf("process CPU %v: the replay spends %.3f s (%.2f of %v of work, %.4f cores besides), the process %.3f s outside the marks", processCPU, got, m.CPUPerWork, work, m.Background, want)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// TestSharedCapacityUnderTheQuota: composed with the CFS model, a shared
+// CPU whose capacity was the CPU limit shares GOMAXPROCS between its
+// throttles, the quota being the CFS model's; a capacity fitted to the
+// executions stays.
+func TestSharedCapacityUnderTheQuota(t *testing.T) {
+	cfs := &CPUModel{GOMAXPROCS: 2}
+	for _, c := range []struct {
+		m    SharedCPU
+		want float64
+	}{
+		{SharedCPU{From: "limit", CoresFrom: "--cpu-limit", Capacity: 1, Share: 0.5}, 4},
+		{SharedCPU{From: "metrics", CoresFrom: "--cpu-limit", Capacity: 0.4, Share: 0.5}, 4},
+		{SharedCPU{From: "metrics", CoresFrom: "GOMAXPROCS", Capacity: 3, Share: 0.5}, 3},
+		{SharedCPU{From: "executions", CoresFrom: "--cpu-limit", Capacity: 1.3, Share: 0.7}, 1.3},
+		{SharedCPU{From: "overlaps", CoresFrom: "--cpu-limit", Capacity: 1.5, Share: 0.7}, 1.5},
+	} {
+		if got := c.m.UnderQuota(cfs).Capacity; math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s (%s cores): capacity %g under the quota, want %g", c.m.From, c.m.CoresFrom, got, c.want)
+		}
 	}
 }
 

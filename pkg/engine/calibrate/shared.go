@@ -202,6 +202,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	var execs []execution
 	replayed, onArrival := 0, 0
 	var w workload.Request
+	// the executions' work as the replay takes it, and the time from the
+	// first arrival to the last end, for the CFS model
+	var work, from, to time.Duration
+	seen := false
 	// the levels, numbered, with their caps
 	levelID := map[string]int32{}
 	var caps []int
@@ -216,6 +220,15 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			return fmt.Errorf("reading the workload for the CPU model: %w", err)
 		}
 		x := &a.x
+		if a.ok && a.er.Info.Verb != "watch" {
+			if !seen || x.arrival < from {
+				from, seen = x.arrival, true
+			}
+			to = max(to, x.arrival+max(x.latency, 0))
+			if !x.rejected && w.HasServiceTime && w.ServiceTime > 0 {
+				work += w.ServiceTime
+			}
+		}
 		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
 			continue
 		}
@@ -257,6 +270,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		}
 		recorded[level] = recorded[level] || x.execFrom == fromRecord
 		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, arrival: x.arrival})
+	}
+	if r.CPU != nil {
+		r.CPU.setCPUSpent(r.prep.opts.CPUUse, work, to-from)
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
 	smp := sampleOf(execs, inFlight(execs, caps))
@@ -692,14 +708,16 @@ func (r *Result) Server(i int) fairqueue.CPU { return r.ServerAt(i, 1) }
 // ServerAt is Server for a replay whose server executes at speed against
 // the recorded one (fairqueue.ReplayConfig.Speed, which divides the
 // requests' holds): a collection's mark, CPU work like the requests',
-// takes 1/speed of its recorded time too, and a period's run under the
-// quota stays. The shared CPU's stretches are ratios and stay. 0 or 1 is
+// takes 1/speed of its recorded time too, as does the rest of the
+// server's work outside the marks (Background), and a period's run under
+// the quota stays. The shared CPU's stretches are ratios and stay. 0 or 1 is
 // the recorded server.
 func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
 	cpu := r.CPU
 	if cpu != nil && speed > 0 && speed != 1 {
 		c := *cpu
 		c.Mark = Duration(max(time.Duration(float64(c.Mark)/speed), time.Duration(c.Period)))
+		c.Background /= speed
 		cpu = &c
 	}
 	switch {
@@ -710,7 +728,21 @@ func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
 	case cpu == nil:
 		return processorSharing{r.Shared}
 	}
-	return &sharedServer{m: r.Shared, next: cpu.Server(i)}
+	return &sharedServer{m: r.Shared.UnderQuota(cpu), next: cpu.Server(i)}
+}
+
+// UnderQuota is the shared CPU composed with the CFS model cpu: where its
+// capacity is the server's CPU limit (From "limit", or "metrics" with the
+// cores of --cpu-limit), a capacity over the period, the CFS model holds
+// the server to its quota period by period, and between its throttles the
+// executions share every P: the capacity is GOMAXPROCS over the share.
+func (m *SharedCPU) UnderQuota(cpu *CPUModel) *SharedCPU {
+	if m.CoresFrom != "--cpu-limit" || (m.From != "limit" && m.From != "metrics") || cpu.GOMAXPROCS < 1 || m.Share <= 0 {
+		return m
+	}
+	c := *m
+	c.Capacity = float64(cpu.GOMAXPROCS) / m.Share
+	return &c
 }
 
 // processorSharing is the shared CPU as the simulator runs it.
@@ -721,7 +753,7 @@ func (p processorSharing) Stretch(n int) float64 { return p.m.Stretch(n) }
 
 // End implements fairqueue.CPU; the simulator does not call it on a
 // fairqueue.SharedCPU.
-func (p processorSharing) End(start, hold time.Duration) time.Duration {
+func (p processorSharing) End(start, hold, _ time.Duration) time.Duration {
 	return start + time.Duration(float64(hold)*p.m.Stretch(1))
 }
 
@@ -733,15 +765,16 @@ type sharedServer struct {
 }
 
 // End implements fairqueue.CPU: the execution is stretched by the
-// requests in flight at its start, then stalled by the CFS model if any.
-func (s *sharedServer) End(start, hold time.Duration) time.Duration {
+// requests in flight at its start, then stalled by the CFS model if any,
+// spending its work's CPU over the stretched time.
+func (s *sharedServer) End(start, hold, work time.Duration) time.Duration {
 	for len(s.ends) > 0 && s.ends[0] <= start {
 		heap.Pop(&s.ends)
 	}
 	hold = time.Duration(float64(hold) * s.m.Stretch(len(s.ends)+1))
 	end := start + hold
 	if s.next != nil {
-		end = max(s.next.End(start, hold), end)
+		end = max(s.next.End(start, hold, work), end)
 	}
 	heap.Push(&s.ends, end)
 	return end

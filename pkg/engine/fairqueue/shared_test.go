@@ -8,8 +8,8 @@ import (
 // sharingCPU shares one core: n executions each run at 1/n of their pace.
 type sharingCPU struct{}
 
-func (sharingCPU) Stretch(n int) float64                       { return float64(n) }
-func (sharingCPU) End(start, hold time.Duration) time.Duration { return start + hold }
+func (sharingCPU) Stretch(n int) float64                          { return float64(n) }
+func (sharingCPU) End(start, hold, _ time.Duration) time.Duration { return start + hold }
 
 // TestProcessorSharing: on a SharedCPU every start and end of an execution
 // changes the others' pace. Two 1-seat levels, 10 ms executions: a1 runs

@@ -161,9 +161,12 @@ type Options struct {
 }
 
 // CPU models a server that cannot always run: End returns when an
-// execution dispatched at start, needing hold of running time, ends.
+// execution dispatched at start, needing hold of running time, ends. Of
+// hold, work is the request's own execution (its service time), the CPU
+// it spends; the rest is the overhead of a dispatch from a queue
+// (Request.QueuedOverhead), time the seats are held without it.
 type CPU interface {
-	End(start, hold time.Duration) time.Duration
+	End(start, hold, work time.Duration) time.Duration
 }
 
 // maxDuration bounds the times and durations of a request (2^60 ns, about
@@ -482,7 +485,7 @@ func (s *Simulator) dispatched(r *request, now int64) {
 	}
 	end := now + hold
 	if s.opts.CPU != nil {
-		end = max(int64(s.opts.CPU.End(time.Duration(now), time.Duration(hold))), end)
+		end = max(int64(s.opts.CPU.End(time.Duration(now), time.Duration(hold), time.Duration(r.service))), end)
 	}
 	s.push(event{t: end, kind: evFinish, r: r, gen: r.gen})
 }

@@ -246,7 +246,7 @@ func TestSeatDemandDriftFromClippedFinalSeats(t *testing.T) {
 // run in between.
 type slowCPU struct{ from, to time.Duration }
 
-func (c slowCPU) End(start, hold time.Duration) time.Duration {
+func (c slowCPU) End(start, hold, _ time.Duration) time.Duration {
 	if start >= c.from && start < c.to {
 		return c.to + hold
 	}
