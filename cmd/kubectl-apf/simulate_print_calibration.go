@@ -126,6 +126,11 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if n := e.StallsReplaced; n > 0 {
 		est = append(est, fmt.Sprintf("%d stalled executions given their level's median (the CPU model places the stalls)", n))
 	}
+	for _, l := range cal.Levels {
+		if l.StalledGaps > 0 {
+			est = append(est, fmt.Sprintf("%d stalled gaps between %s's executions (%v beyond the median gap) taken out of its overhead (the CPU model places them too)", l.StalledGaps, sanitize.Line(l.Level), fmtDuration(time.Duration(l.StalledGapTime))))
+		}
+	}
 	if n := e.WritesWithoutWatchCount; n > 0 {
 		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))
 	}

@@ -180,6 +180,13 @@ type Level struct {
 	// Refused is the estimate of the overhead the recording contradicts,
 	// when it did: Overhead is then what the recording supports.
 	Refused *Refusal `json:"refused,omitempty"`
+	// StalledGaps are the gaps between the recorded executions of the
+	// CPU model's level (one seat) in which the next one, dispatched, could
+	// not start: the quota ran out as it was woken. Their time beyond the
+	// median gap, StalledGapTime, is the model's to place, and is not in
+	// Overhead (stalledGaps).
+	StalledGaps    int64    `json:"stalledGaps,omitempty"`
+	StalledGapTime Duration `json:"stalledGapTime,omitempty"`
 }
 
 // WindowOverhead is the overhead inferred from one time window.
@@ -417,6 +424,9 @@ type levelAcc struct {
 	// the arrivals and ends of the executions without a recorded time
 	// (audit-only), for a level of one seat (serialExecutions)
 	serial []serialExec
+	// the recorded executions (their arrivals, starts and ends), for the
+	// gaps between them on a level of one seat (stalledGaps)
+	recorded []serialExec
 }
 
 // serialExec is an execution of a level of one seat: its arrival and
@@ -551,6 +561,10 @@ func (o *observer) add(x *obs) {
 		if x.exec >= StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, x.exec)
 		}
+		if x.latency > 0 && len(la.recorded) < maxSerial {
+			end := x.arrival + x.latency
+			la.recorded = append(la.recorded, serialExec{arrival: x.arrival, start: end - min(x.exec, x.latency), end: end})
+		}
 	}
 	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && len(la.serial) < maxSerial {
 		la.serial = append(la.serial, serialExec{arrival: x.arrival, end: x.arrival + x.latency, i: x.index})
@@ -624,6 +638,12 @@ func (o *observer) finish(opts Options) *Result {
 	// a level's own figure that the recording contradicts is capped
 	// before it counts towards the server's, and the server's where it
 	// is given to a level the recording contradicts it for
+	if res.Enabled {
+		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
+	}
+	if res.CPU != nil {
+		res.stalledGaps(o.levels[res.CPU.Level], limits)
+	}
 	sts := map[string]*seatTime{}
 	for n, la := range o.levels {
 		sts[n] = &la.seatTime
@@ -631,9 +651,6 @@ func (o *observer) finish(opts Options) *Result {
 	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "saturated" }, false)
 	res.serverFigures(res.serverEvidence())
 	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "server" }, false)
-	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
-	}
 	if res.CPU != nil {
 		res.stallThresholds()
 	}
