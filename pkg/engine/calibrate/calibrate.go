@@ -635,15 +635,17 @@ func (o *observer) finish(opts Options) *Result {
 		}
 		res.Levels = append(res.Levels, lv)
 	}
-	// a level's own figure that the recording contradicts is capped
-	// before it counts towards the server's, and the server's where it
-	// is given to a level the recording contradicts it for
+	// the CPU model before the bounds and the server's figures: the
+	// stalls it places come off its level's overhead first
 	if res.Enabled {
 		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
 	}
 	if res.CPU != nil {
 		res.stalledGaps(o.levels[res.CPU.Level], limits)
 	}
+	// a level's own figure that the recording contradicts is capped
+	// before it counts towards the server's, and the server's where it
+	// is given to a level the recording contradicts it for
 	sts := map[string]*seatTime{}
 	for n, la := range o.levels {
 		sts[n] = &la.seatTime
@@ -821,7 +823,7 @@ func (r *Result) stallThresholds() {
 	r.stallAt = map[string][2]time.Duration{}
 	for _, lv := range r.Levels {
 		if m := time.Duration(lv.MedianExecution); m > 0 {
-			r.stallAt[lv.Level] = [2]time.Duration{max(StallFactor*m, m+StallMin), m}
+			r.stallAt[lv.Level] = [2]time.Duration{stallThreshold(m), m}
 		}
 	}
 }
@@ -862,6 +864,10 @@ const (
 	StallMin    = 20 * time.Millisecond
 )
 
+// stallThreshold is the time from which an execution (or a gap) whose
+// median is m stalled: StallFactor times m, and StallMin more.
+func stallThreshold(m time.Duration) time.Duration { return max(StallFactor*m, m+StallMin) }
+
 // stalls returns the median of the histogram, the number of durations in
 // the buckets wholly above max(StallFactor × median, median + StallMin),
 // and their share of the sum of all.
@@ -871,7 +877,7 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 		return 0, 0, 0, first
 	}
 	m := q.quantile(0.5)
-	th := float64(max(StallFactor*m, m+StallMin))
+	th := float64(stallThreshold(m))
 	var all, above float64
 	for i, c := range q.b {
 		all += q.sum[i]

@@ -147,7 +147,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	}
 	P := cfsPeriod
 	med := time.Duration(lv.MedianExecution)
-	th := max(StallFactor*med, med+StallMin)
+	th := stallThreshold(med)
 	var full []time.Duration
 	for _, e := range accs[lv.Level].long {
 		if e >= th && e >= P/2 && e <= P+med+periodSlack {
@@ -179,7 +179,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	var stalled time.Duration
 	for _, l := range levels {
 		m := time.Duration(l.MedianExecution)
-		th := max(StallFactor*m, m+StallMin)
+		th := stallThreshold(m)
 		if la := accs[l.Level]; la != nil && m > 0 {
 			for _, e := range la.long {
 				if e >= th {

@@ -59,7 +59,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	}
 	slices.Sort(ds)
 	med := max(ds[len(ds)/2], 0)
-	th := max(StallFactor*med, med+StallMin)
+	th := stallThreshold(med)
 	var excess time.Duration
 	windows := map[int64]time.Duration{}
 	for _, g := range gaps {
