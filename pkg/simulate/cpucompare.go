@@ -64,29 +64,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		return nil, err
 	}
 	c := &CPUComparison{Applies: "with"}
-	switch {
-	case cal.Shared != nil && cal.CPU != nil:
-		c.Model = "shared CPU and CFS quota"
-	case cal.Shared != nil:
-		c.Model = "shared CPU"
-	default:
-		c.Model = "CFS quota"
-	}
-	if m := cal.Shared; m != nil && m.From == "metrics" {
-		c.Why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
-	} else if m != nil && m.From == "gomaxprocs" {
-		c.Why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
-	} else if m != nil && m.From == "limit" && cal.CPU != nil {
-		c.Why = fmt.Sprintf("the %d recorded executions that ran with others in flight put %.0f%% of each on the CPU, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", m.Overlapped, 100*m.Share, time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
-	} else if m != nil && m.From == "limit" {
-		c.Why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
-	} else if m != nil && m.From == "overlaps" {
-		c.Why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
-	} else if m != nil {
-		c.Why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
-	} else {
-		c.Why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out, while the garbage collector marked and where the executions spent it", cal.CPU.Level)
-	}
+	c.Model, c.Why = cpuWhy(cal)
 	with := map[string]fairqueue.LevelResult{}
 	for _, l := range res.After.Levels {
 		with[l.Name] = l
@@ -97,6 +75,35 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched})
 	}
 	return c, nil
+}
+
+// cpuWhy names the calibration's CPU model and says why the prediction
+// with it applies to a change that adds concurrency.
+func cpuWhy(cal *calibrate.Result) (model, why string) {
+	switch {
+	case cal.Shared != nil && cal.CPU != nil:
+		model = "shared CPU and CFS quota"
+	case cal.Shared != nil:
+		model = "shared CPU"
+	default:
+		model = "CFS quota"
+	}
+	if m := cal.Shared; m != nil && cal.CPU != nil && m.UnderQuota(cal.CPU) != m {
+		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
+	} else if m != nil && m.From == "metrics" {
+		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
+	} else if m != nil && m.From == "gomaxprocs" {
+		why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
+	} else if m != nil && m.From == "limit" {
+		why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
+	} else if m != nil && m.From == "overlaps" {
+		why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
+	} else if m != nil {
+		why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
+	} else {
+		why = fmt.Sprintf("the recorded executions of %s stalled where the CFS quota ran out, while the garbage collector marked and where the executions spent it", cal.CPU.Level)
+	}
+	return model, why
 }
 
 // limitsOf returns the nominal concurrency limit of every level of c.
@@ -120,4 +127,14 @@ func total(m map[string]int64) int64 {
 		n += v
 	}
 	return n
+}
+
+// shareOf says where the shared CPU's share of an execution on the CPU
+// comes from: the executions that overlapped for a fitted share, the
+// process's CPU for the metrics'.
+func shareOf(m *calibrate.SharedCPU) string {
+	if m.From == "limit" {
+		return fmt.Sprintf("the %d recorded executions that ran with others in flight put %.0f%% of each on the CPU", m.Overlapped, 100*m.Share)
+	}
+	return fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU", 100*m.Share)
 }
