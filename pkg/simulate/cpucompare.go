@@ -88,7 +88,7 @@ func cpuWhy(cal *calibrate.Result) (model, why string) {
 	default:
 		model = "CFS quota"
 	}
-	if m := cal.Shared; m != nil && cal.CPU != nil && m.UnderQuota(cal.CPU) != m {
+	if m := cal.Shared; m != nil && m.ComposesWithQuota(cal.CPU) {
 		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
 	} else if m != nil && m.From == "metrics" {
 		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)

@@ -737,12 +737,18 @@ func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
 // the server to its quota period by period, and between its throttles the
 // executions share every P: the capacity is GOMAXPROCS over the share.
 func (m *SharedCPU) UnderQuota(cpu *CPUModel) *SharedCPU {
-	if m.CoresFrom != "--cpu-limit" || (m.From != "limit" && m.From != "metrics") || cpu.GOMAXPROCS < 1 || m.Share <= 0 {
+	if !m.ComposesWithQuota(cpu) {
 		return m
 	}
 	c := *m
 	c.Capacity = float64(cpu.GOMAXPROCS) / m.Share
 	return &c
+}
+
+// ComposesWithQuota reports whether UnderQuota changes m under cpu: its
+// capacity was the server's CPU limit, and cpu holds the server to it.
+func (m *SharedCPU) ComposesWithQuota(cpu *CPUModel) bool {
+	return cpu != nil && m.CoresFrom == "--cpu-limit" && (m.From == "limit" || m.From == "metrics") && cpu.GOMAXPROCS >= 1 && m.Share > 0
 }
 
 // processorSharing is the shared CPU as the simulator runs it.
