@@ -194,8 +194,8 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			for _, l := range recording.Levels(*r.rec, *ctl) {
 				levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
 			}
-			line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f); %s",
-				attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU, aloneReport(*r.rec, *ctl))
+			line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f), its collector %s (recorded %s); %s",
+				attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU, collectorReport(*ctl), collectorReport(*r.rec), aloneReport(*r.rec, *ctl))
 			switch same := recording.SameServer(*r.rec, *ctl); {
 			case same == nil:
 				report = append(report, line)
@@ -228,12 +228,13 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	for i, w := range whatIfs {
 		// a noisy what-if is checked against the mean of several re-runs
 		reruns := allRuns[i]
-		var loads, used []string
+		var loads, used, gc []string
 		for _, r := range reruns {
 			loads = append(loads, r.LoadBefore)
 			used = append(used, fmt.Sprintf("%.2f", r.APIServerCPU))
+			gc = append(gc, collectorReport(r))
 		}
-		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", ")))
+		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores; its collector %s)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", "), strings.Join(gc, ", ")))
 		report = append(report, cpuNotes[i]...)
 		if w.Unchecked != "" {
 			report = append(report, "    not checked: "+w.Unchecked)
@@ -353,6 +354,22 @@ func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 
 // aloneReport describes run's executions alone beside rec's
 // (recording.Alone), the machine's speed in each.
+// collectorReport says what a run's garbage collector did (collections ×
+// the mark workers' time per collection over GOMAXPROCS, "-" where the
+// scrapes do not tell) and how long the CFS quota held kube-apiserver back:
+// beside the recorded run's, whether a re-run's server marked and was
+// throttled as the recorded one was.
+func collectorReport(r recording.Run) string {
+	gc := "-"
+	if c := r.Collector; c != nil {
+		gc = fmt.Sprintf("%.0f × %v", c.Collections, c.MarkWorkers.Round(time.Millisecond))
+	}
+	if r.ThrottledTime == "" {
+		return gc // no CPU quota
+	}
+	return fmt.Sprintf("%s, throttled %s in %.0f%% of periods", gc, r.ThrottledTime, 100*r.Throttled)
+}
+
 func aloneReport(rec, run recording.Run) string {
 	var out []string
 	for _, l := range slices.Sorted(maps.Keys(rec.Alone)) {
@@ -450,8 +467,8 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	if sc.Processes > 0 {
 		clients = fmt.Sprintf("%d client processes", sc.Processes)
 	}
-	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy)",
-		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy)}}
+	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy; its collector %s)",
+		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
 	// every prediction from the recorded run's bundle: what-if i from
 	// mode's inputs, with the scenario's CPU limit and extra flags
 	changeFiles := make([]string, len(whatIfs))

@@ -76,6 +76,34 @@ type Run struct {
 	// Rerun sets it; a run made with RunLoad has it from ExecutionsAlone
 	// on its server's log.
 	Alone map[string]Alone `json:"alone,omitempty"`
+	// Collector is what the server's garbage collector did over the run,
+	// from the scrapes at its start and end; nil where they do not tell.
+	Collector *Collector `json:"collector,omitempty"`
+}
+
+// Collector is a run's garbage collections and the time the collector's
+// mark workers held a P per collection over GOMAXPROCS (the runtime's
+// count, throttled or not: simulate's CPU model adds the recorded stalls
+// to it for a mark's wall time). Set beside the recorded run's, a re-run's
+// tells whether its server marked as long as the recorded one did.
+type Collector struct {
+	Collections float64       `json:"collections"`
+	MarkWorkers time.Duration `json:"markWorkers"`
+}
+
+// collectorBetween reads a run's Collector from the /metrics bodies at its
+// start and end.
+func collectorBetween(start string, startAt time.Time, end string, endAt time.Time) *Collector {
+	a, _, err1 := metrics.ParseAPF(strings.NewReader(start), startAt)
+	b, _, err2 := metrics.ParseAPF(strings.NewReader(end), endAt)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	gc, ok := metrics.GCActivityBetween(a, b)
+	if !ok || gc.Cycles < 1 {
+		return nil
+	}
+	return &Collector{Collections: gc.Cycles, MarkWorkers: time.Duration(float64(gc.MarkCPU) / gc.Cycles / float64(gc.GOMAXPROCS))}
 }
 
 // Result is a recording's recording.json.
@@ -413,10 +441,12 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	run.APIServerCPU, run.MachineBusy = (<-atStart).usedUntil(snapshotCPU(proc.PID), rep.Elapsed)
 	run.Sent, run.Late, run.Errors, run.Rejected429 = rep.Sent, rep.Late, rep.Errors, rep.RejectedByPriority
 	time.Sleep(1500 * time.Millisecond) // let the audit backend flush its last batch
-	after, err := s.serverRejected(ctx)
+	body, err = s.metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	after := rejectedPerLevel(body)
+	run.Collector = collectorBetween(s.loadStart, s.loadStartAt, body, time.Now())
 	run.ServerRejected = map[string]float64{}
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
@@ -444,16 +474,6 @@ func (s *Session) metrics(ctx context.Context) (string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return string(body), err
-}
-
-// serverRejected reads apiserver_flowcontrol_rejected_requests_total per
-// priority level.
-func (s *Session) serverRejected(ctx context.Context) (map[string]float64, error) {
-	body, err := s.metrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rejectedPerLevel(body), nil
 }
 
 // WriteBundle writes a bundle of the server's objects, version and metrics

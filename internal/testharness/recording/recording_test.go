@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,5 +161,35 @@ func TestSameServer(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestCollectorBetween(t *testing.T) {
+	body := func(cycles, assist, dedicated, idle, dispatched float64) string {
+		return fmt.Sprintf(`# TYPE go_gc_cycles_total_gc_cycles_total counter
+go_gc_cycles_total_gc_cycles_total %g
+# TYPE go_cpu_classes_gc_mark_assist_cpu_seconds_total counter
+go_cpu_classes_gc_mark_assist_cpu_seconds_total %g
+# TYPE go_cpu_classes_gc_mark_dedicated_cpu_seconds_total counter
+go_cpu_classes_gc_mark_dedicated_cpu_seconds_total %g
+# TYPE go_cpu_classes_gc_mark_idle_cpu_seconds_total counter
+go_cpu_classes_gc_mark_idle_cpu_seconds_total %g
+# TYPE go_sched_gomaxprocs_threads gauge
+go_sched_gomaxprocs_threads 2
+# TYPE apiserver_flowcontrol_dispatched_requests_total counter
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="a",priority_level="a"} %g
+`, cycles, assist, dedicated, idle, dispatched)
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	// 4 collections; the workers held Ps for 0.1 + 0.8 + 1.6 s, over 2 Ps
+	c := collectorBetween(body(10, 0.1, 1.0, 2.0, 100), t0, body(14, 0.2, 1.8, 3.6, 700), t0.Add(40*time.Second))
+	if c == nil || c.Collections != 4 || c.MarkWorkers != 312500*time.Microsecond {
+		t.Errorf("got %+v, want 4 collections of 312.5ms", c)
+	}
+	if c := collectorBetween(body(10, 0.1, 1.0, 2.0, 100), t0, body(10, 0.1, 1.0, 2.0, 700), t0.Add(time.Second)); c != nil {
+		t.Errorf("no collection in between: got %+v, want nil", c)
+	}
+	if c := collectorBetween("garbage{", t0, body(14, 0.2, 1.8, 3.6, 700), t0.Add(time.Second)); c != nil {
+		t.Errorf("a garbled scrape: got %+v, want nil", c)
 	}
 }
