@@ -352,8 +352,6 @@ func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	return runs, aside, missed
 }
 
-// aloneReport describes run's executions alone beside rec's
-// (recording.Alone), the machine's speed in each.
 // collectorReport says what a run's garbage collector did (collections ×
 // the mark workers' time per collection over GOMAXPROCS, "-" where the
 // scrapes do not tell) and how long the CFS quota held kube-apiserver back:
@@ -370,6 +368,8 @@ func collectorReport(r recording.Run) string {
 	return fmt.Sprintf("%s, throttled %s in %.0f%% of periods", gc, r.ThrottledTime, 100*r.Throttled)
 }
 
+// aloneReport describes run's executions alone beside rec's
+// (recording.Alone), the machine's speed in each.
 func aloneReport(rec, run recording.Run) string {
 	var out []string
 	for _, l := range slices.Sorted(maps.Keys(rec.Alone)) {
