@@ -68,6 +68,11 @@ type Request struct {
 	// calibrate) sets it to the extra time the recorded server held a seat
 	// for a request dispatched from a queue.
 	QueuedOverhead time.Duration
+	// Instance names the apiserver instance that served the request, when
+	// the input tells it (a log pipeline's stream, pod or host, or the file
+	// it was read from); "" when unknown. Each instance has its own APF: its
+	// own share of the server limit and its own queues.
+	Instance string
 	// Source names the input and line, for error messages.
 	Source string
 }
