@@ -69,8 +69,11 @@ var (
 	// resource, with the object's name if any.
 	// The EventRateLimit admission plugin's refusal, inside
 	// NewTooManyRequestsError's "Too many requests: %s"; several limits
-	// reached at once are joined in brackets.
-	reEventRateLimit = regexp.MustCompile(`limit reached on type (Server|Namespace|User|SourceAndObject) for key ([^,\]\n]*)`)
+	// reached at once are joined in brackets. In a client's log line the
+	// error is a quoted value (client-go's event recorder logs
+	// `"Server rejected event (will not retry!)" err="Too many requests:
+	// ..." event="&Event{...}"`), so the key also ends at a quote.
+	reEventRateLimit = regexp.MustCompile(`limit reached on type (Server|Namespace|User|SourceAndObject) for key ([^,\]\n"\\]*)`)
 	reGeneric429     = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
 )
 
