@@ -47,7 +47,8 @@ takes, the flow and its hand of queues with their current lengths, and the
 verdict: runs now, queued (where, behind how much work, expected wait against
 the wait limit), or rejected. Requests that bypass APF (exec, log,
 port-forward, proxy) and messages that are not about APF (client-side
-throttling, PodDisruptionBudget evictions) are recognised.
+throttling, PodDisruptionBudget evictions, the EventRateLimit plugin, a
+consistent LIST the watch cache answered 429) are recognised.
 
 Configuration and live state come from the cluster, from a bundle (--from) or
 from the upstream defaults (--defaults); -f applies FlowSchemas and

@@ -48,6 +48,12 @@ func TestParseMessage(t *testing.T) {
 			wantKind: MessageEventRateLimit, wantText: `per user "system:serviceaccount:kube-system:replicaset-controller" (limit type User)`},
 		{name: "EventRateLimit, klog JSON line", text: `{"ts":1763719200123.456,"caller":"record/event.go:365","msg":"Server rejected event (will not retry!)","err":"Too many requests: limit reached on type Namespace for key prod","event":"&Event{ObjectMeta:{web.17a8 prod}}"}`,
 			wantKind: MessageEventRateLimit, wantText: `per namespace "prod" (limit type Namespace)`},
+		// 1.37's ConsistentListFromCacheSkipTimeoutFallback: the watch
+		// cache's "Too large resource version" (storage/errors.go inside
+		// NewTimeoutError's "Timeout: %s") answered with 429 by
+		// storage/cacher/delegator.go, as kubectl prints a 429 Status.
+		{name: "consistent LIST from cache, 1.37", text: `Error from server (TooManyRequests): Timeout: Too large resource version: 4217, current: 4210`,
+			wantKind: MessageConsistentListCache, wantText: "needed resource version 4217 and the cache, at 4210,"},
 		{name: "empty", text: "  ", wantErr: "empty message"},
 		{name: "unknown", text: "connection refused", wantErr: "unrecognised message"},
 	}
@@ -86,6 +92,7 @@ func FuzzParseMessage(f *testing.F) {
 		`Cannot evict pod as it would violate the pod's disruption budget.`,
 		`Too many requests, please try again later.`,
 		`E1121 event.go:365] "Server rejected event (will not retry!)" err="Too many requests: limit reached on type User for key u" event="&Event{}"`,
+		`Timeout: Too large resource version: 2, current: 1`,
 		"",
 	} {
 		f.Add(s)

@@ -180,7 +180,7 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		if it.HasRates {
 			unit = "per second"
 		}
-		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", *it.Other429, unit))
+		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing or (1.37+, ConsistentListFromCacheSkipTimeoutFallback) too far behind etcd for a consistent LIST, the EventRateLimit admission plugin, or another filter", *it.Other429, unit))
 	}
 	return it, incidents
 }
