@@ -171,6 +171,12 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 		{[]string{"--workload", "a.log", "--incident-gap", "0s"}, "--incident-gap must be positive"},
 		{[]string{"--workload", "a.log", "--at", "now"}, "--at is one moment"},
 		{[]string{"--from", filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), "--workload", filepath.Join(t.TempDir(), "missing.log")}, "opening workload"},
+		// explain request's flags carried over: the message (a 429's text) is
+		// explain request's to read, and the identity names one request
+		{[]string{"--from-message", "Too many requests, please try again later."}, "'kubectl apf explain request --from-message TEXT' tells whether a 429's text is APF's"},
+		{[]string{"--from-message=Too many requests"}, "'kubectl apf explain request --from-message TEXT'"},
+		{[]string{"--user-name", "alice"}, "--user-name names one request, a flag of 'kubectl apf explain request'"},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 	} {
 		code, _, errOut := runPlugin(append([]string{"explain", "429"}, tt.args...)...)
 		if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
