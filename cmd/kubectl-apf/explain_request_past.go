@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -67,8 +69,24 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
 	}
+	// the request is reconstructed with explain's identity (the flags', or
+	// its audit event's), so that its flow and hand are the ones explain
+	// shows; so are the other requests of its client (user agent and
+	// address) whose log names no user, which the reconstruction would
+	// otherwise put in a flow of that client, apart from it
+	var identify func(*workload.Request) (engine.Identity, bool)
+	if id := o.identity; id != nil {
+		client := recordClient(rec)
+		identify = func(w *workload.Request) (engine.Identity, bool) {
+			if match(w) || !w.UserKnown && client != "" && recordClient(w) == client {
+				return *id, true
+			}
+			return engine.Identity{}, false
+		}
+	}
 	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
-		Focus: match,
+		Focus:    match,
+		Identify: identify,
 		OnFate: func(f *reconstruct.Fate) {
 			if found == nil && f.Snapshot != nil {
 				g := *f
@@ -90,6 +108,20 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 	}
 	ex.SetPast(pastOf(found))
 	return true, nil
+}
+
+// recordClient is a record's client as the reconstruction tells the requests
+// of a log without users apart: its user agent and address without the
+// port ("" when the record names neither).
+func recordClient(w *workload.Request) string {
+	if w.UserAgent == "" && w.SourceIP == "" {
+		return ""
+	}
+	host := w.SourceIP
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return w.UserAgent + "@" + host
 }
 
 // pastOf turns a reconstructed fate into explain's view of it.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -197,4 +199,48 @@ func TestExplain429WorkloadGolden(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	checkGolden(t, "explain/cmd-429-workload.golden", []byte(out))
+}
+
+// TestExplainRequestPastOfAUserlessLine explains the kuberay operator's
+// first pod creation in testdata/field/kueue-4508-httplog-kuberay-pods.log,
+// httplog lines that name no user, on a per-user level (service-accounts,
+// ByUser), with the identity given by a flag. The reconstructed moment must
+// be that identity's: its queues are explain's hand and the queue it went to
+// one of them.
+func TestExplainRequestPastOfAUserlessLine(t *testing.T) {
+	code, out, errOut := runPlugin("explain", "request", "--defaults", "--from-log", fieldPath("kueue-4508-httplog-kuberay-pods.log"),
+		"--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ex explain.Explanation
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Past == nil || ex.Queues == nil {
+		t.Fatalf("no reconstructed moment or hand: %s", out)
+	}
+	if ex.FlowDistinguisher != "system:serviceaccount:ray-system:kuberay-operator" {
+		t.Errorf("flow distinguisher %q, want the service account's user name", ex.FlowDistinguisher)
+	}
+	var hand, past []int
+	for _, q := range ex.Queues.Hand {
+		hand = append(hand, q.Index)
+	}
+	for _, q := range ex.Past.Queues {
+		past = append(past, q.Index)
+	}
+	if !slices.Equal(hand, past) {
+		t.Errorf("the queues at the time are %v, explain's hand %v", past, hand)
+	}
+	if ex.Past.Queue == nil || !slices.Contains(hand, *ex.Past.Queue) {
+		t.Errorf("the request went to queue %s, not one of its hand %v", queueOf(ex.Past.Queue), hand)
+	}
+}
+
+func queueOf(q *int) string {
+	if q == nil {
+		return "-"
+	}
+	return strconv.Itoa(*q)
 }

@@ -304,6 +304,14 @@ func (s *state) add(w *workload.Request, orig recorded) {
 		s.res.BeforeAPF++
 		return
 	}
+	if s.opts.Identify != nil {
+		if id, ok := s.opts.Identify(w); ok {
+			// a copy: the reader reuses w for the next record
+			wc := *w
+			wc.User, wc.Groups, wc.UserKnown = id.User, id.Groups, true
+			w = &wc
+		}
+	}
 	er, err := s.parsed.Parse(w.Method, w.URI, identityOf(w))
 	if err != nil {
 		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
