@@ -21,7 +21,9 @@ import (
 // are read once (reconstruct.RunReader). Progress goes to errOut when it is
 // a terminal.
 func reconstructFiles(ctx context.Context, paths []string, st *state.State, requestTimeout time.Duration, opts reconstruct.Options, errOut io.Writer) (*reconstruct.Result, *workload.Files, error) {
-	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+	// the year of klog's text headers, when a file tells it
+	year, _ := logYear(paths)
+	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true, Year: year})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,6 +84,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 			return engine.Identity{}, false
 		}
 	}
+	_, yearKnown := logYear(paths)
 	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
 		Focus:    match,
 		Identify: identify,
@@ -106,7 +107,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return false, nil
 	}
-	ex.SetPast(pastOf(found))
+	ex.SetPast(pastOf(found, yearKnown))
 	return true, nil
 }
 
@@ -124,9 +125,10 @@ func recordClient(w *workload.Request) string {
 	return w.UserAgent + "@" + host
 }
 
-// pastOf turns a reconstructed fate into explain's view of it.
-func pastOf(f *reconstruct.Fate) *explain.Past {
-	p := &explain.Past{At: f.At, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
+// pastOf turns a reconstructed fate into explain's view of it; yearKnown
+// says whether the log told the year of its time.
+func pastOf(f *reconstruct.Fate, yearKnown bool) *explain.Past {
+	p := &explain.Past{At: explain.LogTime{Time: f.At, YearKnown: yearKnown}, YearUnknown: !yearKnown, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
 		WaitLimit: explain.Duration(f.WaitLimit), Holders: []explain.PastFlow{}}
 	p.Reconstructed = explain.VerdictRuns
 	if f.Rejected {

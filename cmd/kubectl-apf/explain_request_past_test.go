@@ -206,35 +206,68 @@ func TestExplain429WorkloadGolden(t *testing.T) {
 // httplog lines that name no user, on a per-user level (service-accounts,
 // ByUser), with the identity given by a flag. The reconstructed moment must
 // be that identity's: its queues are explain's hand and the queue it went to
-// one of them.
+// one of them. Its time is the line's less its latency
+// (22:40:41.976983 − 11.586316 ms), with the year of the lines' dated prefix,
+// or, from klog's header alone, without a year and saying so.
 func TestExplainRequestPastOfAUserlessLine(t *testing.T) {
-	code, out, errOut := runPlugin("explain", "request", "--defaults", "--from-log", fieldPath("kueue-4508-httplog-kuberay-pods.log"),
-		"--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator", "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var ex explain.Explanation
-	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+	src := fieldPath("kueue-4508-httplog-kuberay-pods.log")
+	raw, err := os.ReadFile(src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Past == nil || ex.Queues == nil {
-		t.Fatalf("no reconstructed moment or hand: %s", out)
+	klogOnly := filepath.Join(t.TempDir(), "klog.log")
+	if err := os.WriteFile(klogOnly, regexp.MustCompile(`(?m)^\S+ stderr F `).ReplaceAll(raw, nil), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if ex.FlowDistinguisher != "system:serviceaccount:ray-system:kuberay-operator" {
-		t.Errorf("flow distinguisher %q, want the service account's user name", ex.FlowDistinguisher)
-	}
-	var hand, past []int
-	for _, q := range ex.Queues.Hand {
-		hand = append(hand, q.Index)
-	}
-	for _, q := range ex.Past.Queues {
-		past = append(past, q.Index)
-	}
-	if !slices.Equal(hand, past) {
-		t.Errorf("the queues at the time are %v, explain's hand %v", past, hand)
-	}
-	if ex.Past.Queue == nil || !slices.Contains(hand, *ex.Past.Queue) {
-		t.Errorf("the request went to queue %s, not one of its hand %v", queueOf(ex.Past.Queue), hand)
+	for _, tt := range []struct {
+		name, file, wantAt string
+		wantYearUnknown    bool
+	}{
+		{"a container runtime's dated prefix", src, "2025-03-05T22:40:41.965396684Z", false},
+		{"klog's header alone", klogOnly, "--03-05T22:40:41.965396684Z", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPlugin("explain", "request", "--defaults", "--from-log", tt.file, "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05",
+				"--service-account", "ray-system/kuberay-operator", "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var ex explain.Explanation
+			if err := json.Unmarshal([]byte(out), &ex); err != nil {
+				t.Fatal(err)
+			}
+			var asWritten struct {
+				Past struct {
+					At          string `json:"at"`
+					YearUnknown bool   `json:"yearUnknown"`
+				} `json:"past"`
+			}
+			if err := json.Unmarshal([]byte(out), &asWritten); err != nil {
+				t.Fatal(err)
+			}
+			if ex.Past == nil || ex.Queues == nil {
+				t.Fatalf("no reconstructed moment or hand: %s", out)
+			}
+			if asWritten.Past.At != tt.wantAt || asWritten.Past.YearUnknown != tt.wantYearUnknown {
+				t.Errorf("past.at %q, yearUnknown %v; want %q, %v", asWritten.Past.At, asWritten.Past.YearUnknown, tt.wantAt, tt.wantYearUnknown)
+			}
+			if ex.FlowDistinguisher != "system:serviceaccount:ray-system:kuberay-operator" {
+				t.Errorf("flow distinguisher %q, want the service account's user name", ex.FlowDistinguisher)
+			}
+			var hand, past []int
+			for _, q := range ex.Queues.Hand {
+				hand = append(hand, q.Index)
+			}
+			for _, q := range ex.Past.Queues {
+				past = append(past, q.Index)
+			}
+			if !slices.Equal(hand, past) {
+				t.Errorf("the queues at the time are %v, explain's hand %v", past, hand)
+			}
+			if ex.Past.Queue == nil || !slices.Contains(hand, *ex.Past.Queue) {
+				t.Errorf("the request went to queue %s, not one of its hand %v", queueOf(ex.Past.Queue), hand)
+			}
+		})
 	}
 }
 

@@ -22,7 +22,9 @@ import (
 // another component's) is skipped, and skipped says so (malformedLines)
 // for each value that skipped any, keyed by the value. A line given itself
 // is read strictly: its error is the answer.
-func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+//
+// year completes klog's text headers (0: the readers' default).
+func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
 	// the readers' counts, by value, with the name each reads
@@ -32,7 +34,7 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workl
 	}
 	reads := map[string]read{}
 	if fromLog != "" {
-		rd, name, st, closeFn, err := openRecordReader(fromLog, true, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromLog, true, year, stdin)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--from-log: %w", err)
 		}
@@ -40,7 +42,7 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workl
 		logRd, logName, reads[fromLog] = rd, name, read{name, st}
 	}
 	if fromAudit != "" {
-		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, year, stdin)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--from-audit: %w", err)
 		}
@@ -99,10 +101,10 @@ func pickRecorded(logRd, auditRd workload.Reader, logName, auditName, auditID st
 // Arrival order does not matter here (one record is kept), so the smallest
 // re-ordering window keeps the reader's memory at one record however long
 // the file is. Files and stdin are read leniently, the line given strictly.
-func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
+func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
 	var in io.Reader
 	name, closeFn := value, func() {}
-	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true}
+	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true, Year: year}
 	switch {
 	case value == "-":
 		in, name = stdin, "stdin"
