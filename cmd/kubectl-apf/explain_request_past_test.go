@@ -208,7 +208,10 @@ func TestExplain429WorkloadGolden(t *testing.T) {
 // be that identity's: its queues are explain's hand and the queue it went to
 // one of them. Its time is the line's less its latency
 // (22:40:41.976983 − 11.586316 ms), with the year of the lines' dated prefix,
-// or, from klog's header alone, without a year and saying so.
+// or, from klog's header alone, without a year and saying so. Its 561 µs
+// between arrival and execution (latency − apf_execution_time), on a level
+// with every seat free and nobody waiting, are no queue: four lines give no
+// measured τ, and upstream dispatches such a request at once.
 func TestExplainRequestPastOfAUserlessLine(t *testing.T) {
 	src := fieldPath("kueue-4508-httplog-kuberay-pods.log")
 	raw, err := os.ReadFile(src)
@@ -266,6 +269,9 @@ func TestExplainRequestPastOfAUserlessLine(t *testing.T) {
 			}
 			if ex.Past.Queue == nil || !slices.Contains(hand, *ex.Past.Queue) {
 				t.Errorf("the request went to queue %s, not one of its hand %v", queueOf(ex.Past.Queue), hand)
+			}
+			if ex.Past.Fate != explain.VerdictRuns || ex.Verdict.Kind != explain.VerdictRuns || ex.Past.Wait != nil {
+				t.Errorf("fate %q, verdict %q, wait %v: want dispatched at once (%d of %d seats in use, %d waiting)", ex.Past.Fate, ex.Verdict.Kind, ex.Past.Wait, ex.Past.SeatsInUse, ex.Past.Limit, ex.Past.Waiting)
 			}
 		})
 	}
