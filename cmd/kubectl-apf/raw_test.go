@@ -74,7 +74,15 @@ func TestRawInputs(t *testing.T) {
 		{name: "whois needs the objects", args: []string{"whois", "--from", fieldPath("docs-dump_queues.txt"), "11111111-1111-1111-1111-111111111111"}, wantCode: 1,
 			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, whose UIDs whois looks up"}},
 		{name: "whois on a trace without PF headers", stdin: fieldText(t, "cabin-34-kubectl-v99-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
-			want: []string{"holds no X-Kubernetes-PF-FlowSchema-UID or X-Kubernetes-PF-PriorityLevel-UID header at all"}, notWant: []string{`"$" is neither`}},
+			want: []string{"holds no X-Kubernetes-PF-FlowSchema-UID or X-Kubernetes-PF-PriorityLevel-UID header at all",
+				// kubectl v1.2.0's User-Agent: the server predates APF
+				"likeliest causes first: (1) the client is kubectl 1.2, so the server is at most 1.3", "older than 1.20"},
+			notWant: []string{`"$" is neither`, "below -v=8"}},
+		// kubectl v1.21.0 against a server whose exempt responses carried no
+		// PF headers (the issue that kubernetes/kubernetes#106827 fixed)
+		{name: "whois on an exempt request's trace of a server before 1.24", stdin: fieldText(t, "k8s-106826-kubectl-v10-version-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
+			want:    []string{"likeliest causes first: (1) the client is kubectl 1.21, so the server is at most 1.22", "exempt responses carried no PF header before kubernetes/kubernetes#106827"},
+			notWant: []string{"below -v=8"}},
 		{name: "whois and --from both on stdin", stdin: "x", args: []string{"whois", "--from", "-", "-"}, wantCode: 1,
 			want: []string{"both read standard input"}},
 		{name: "EventRateLimit's 429 is not APF's", args: []string{"explain", "request", "--defaults", "--from-message",
