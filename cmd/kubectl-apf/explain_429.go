@@ -30,8 +30,10 @@ limit, seats in use and waiting requests, the heaviest flows with how many of
 their queues are full, and the likely causes with their evidence and fix: too
 little concurrency, one elephant flow filling its hand, wide requests, time-
 outs, or a level without queues. 429s that APF did not produce (evictions
-blocked by a PodDisruptionBudget, a watch cache initializing) are counted
-apart.
+blocked by a PodDisruptionBudget, a watch cache initializing or, from 1.37,
+too far behind etcd for a consistent LIST) are counted apart. To tell
+whether one 429's text is APF's, use 'kubectl apf explain request
+--from-message TEXT'.
 
 With --from, a bundle written by 'kubectl apf dump' is read instead.
 
