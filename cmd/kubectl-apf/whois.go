@@ -149,11 +149,13 @@ var (
 func noPFHeaderError(text string) error {
 	minor, exact := 0, false
 	if m := traceServerVersionRE.FindStringSubmatch(text); m != nil {
-		minor, _ = strconv.Atoi(m[1])
-		exact = true
+		if v, err := strconv.Atoi(m[1]); err == nil && v < 1000 {
+			minor, exact = v, true
+		}
 	} else if m := traceKubectlRE.FindStringSubmatch(text); m != nil {
-		client, _ := strconv.Atoi(m[1])
-		minor = client + 1
+		if v, err := strconv.Atoi(m[1]); err == nil && v < 1000 {
+			minor = v + 1
+		}
 	}
 	server := ""
 	switch {

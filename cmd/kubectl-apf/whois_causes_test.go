@@ -26,6 +26,7 @@ func TestNoPFHeaderCauses(t *testing.T) {
 		{"a 1.30 server's /version", version("30"), "(1) the requests were long-running", "exempt"},
 		{"a 1.19 server's /version", version("19"), "(1) the server is 1.19, older than 1.20", ""},
 		{"no release in the trace", headers, "(1) the requests were long-running", ""},
+		{"a release past reading", headers + `"gitVersion": "v1.99999999999999999999.0"`, "(1) the requests were long-running", ""},
 		{"no response headers", "I1203 10:51:21.057483   76091 round_trippers.go:454] GET https://h/api 200 OK in 3 milliseconds\n", "(1) the trace was taken below -v=8", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,7 +41,7 @@ func TestNoPFHeaderCauses(t *testing.T) {
 			if tt.absent != "" && strings.Contains(msg, tt.absent) {
 				t.Errorf("%q: want no %q", msg, tt.absent)
 			}
-			if unknown := !strings.Contains(tt.trace, "gitVersion"); unknown != strings.Contains(msg, "and the server is older than 1.24") {
+			if unknown := !strings.Contains(tt.trace, "gitVersion") || tt.name == "a release past reading"; unknown != strings.Contains(msg, "and the server is older than 1.24") {
 				t.Errorf("%q: the exempt cause is conditional on the release exactly when the trace does not tell it", msg)
 			}
 			if noHeaders := tt.name == "no response headers"; noHeaders != strings.Contains(msg, "below -v=8") {
@@ -48,4 +49,24 @@ func TestNoPFHeaderCauses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzNoPFHeaderError: any trace gives one line that wraps ErrNoPFHeader
+// and names at least one cause, never a panic.
+func FuzzNoPFHeaderError(f *testing.F) {
+	for _, s := range []string{
+		"I1203 10:51:21.057506   76091 round_trippers.go:460] Response Headers:\n",
+		`"gitVersion": "v1.99999999999999999999.0"`,
+		`User-Agent: kubectl/v1.0.0`,
+		`User-Agent: kubectl/v1.99999999999999999999.0`,
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := noPFHeaderError(s)
+		if !errors.Is(err, dump.ErrNoPFHeader) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "(1) ") {
+			t.Fatalf("error %q", err)
+		}
+	})
 }
