@@ -49,3 +49,44 @@ func TestExplain429WithoutObjects(t *testing.T) {
 		t.Errorf("evidence with objects %q", ev)
 	}
 }
+
+// TestExplain429DumpCountsBesideAMetricLine: dump_priority_levels pasted
+// with one grepped metric line (issue 47, R3). The metric line names no
+// rejection, so global-default's 1533 RejectedRequests are the rejections,
+// not "no priority level is rejecting requests".
+func TestExplain429DumpCountsBesideAMetricLine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", "docs-dump_priority_levels.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The documentation's dump, with global-default's RejectedRequests
+	// (the eighth column) at 1533.
+	const docs = "global-default,    0,            true,   false,       0,               0,                 46,                 0,"
+	if !strings.Contains(string(b), docs) {
+		t.Fatalf("global-default row not found in the documentation's dump")
+	}
+	paste := strings.Replace(string(b), docs, "global-default,    0,            true,   false,       0,               0,                 46,                 1533,", 1) +
+		"apiserver_flowcontrol_request_concurrency_limit{priority_level=\"global-default\"} 49\n"
+	var in dump.RawInput
+	if err := dump.DetectRaw("paste", []byte(paste), &in); err != nil {
+		t.Fatal(err)
+	}
+	live, err := in.Snapshot("paste", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, cur := live.LatestMetrics(); cur == nil {
+		t.Fatal("the metric line was not read")
+	}
+	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 {
+		t.Fatalf("incidents %+v, want global-default's", tr.Incidents)
+	}
+	inc := tr.Incidents[0]
+	if inc.Level != "global-default" || inc.Rejected != 1533 || inc.Reasons["any"] != 1533 {
+		t.Errorf("incident %s rejected %v reasons %v, want global-default 1533 of reason any", inc.Level, inc.Rejected, inc.Reasons)
+	}
+	if n := tr.Instances[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "dump_priority_levels' RejectedRequests") {
+		t.Errorf("notes %q do not say where the count came from", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -127,12 +128,39 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		all429 := metrics.Rate(count429(prev), count429(cur), interval) * interval.Seconds()
 		apf429 := metrics.Rate(countRejected(prev), countRejected(cur), interval) * interval.Seconds()
 		it.Other429 = rejections.Of(math.Max(0, math.Round(all429-apf429)) / interval.Seconds())
+		if !cur.Has(metrics.RejectedRequestsTotal) {
+			var counted []string
+			for _, r := range rows {
+				if r.RejectedCount > 0 {
+					counted = append(counted, fmt.Sprintf("%s %d", r.Name, r.RejectedCount))
+				}
+			}
+			if len(counted) > 0 {
+				sort.Strings(counted)
+				it.Notes = append(it.Notes, fmt.Sprintf("the metrics read have no %s to give rates, but dump_priority_levels counts rejections since the apiserver started: %s", metrics.RejectedRequestsTotal, strings.Join(counted, ", ")))
+			}
+		}
 	case cur != nil:
 		for k, v := range cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
 			if v > 0 {
 				add(k[0], k[1], v)
 				apfTotal += v
 			}
+		}
+		// A paste of dump_priority_levels beside a grepped metric line: the
+		// metrics lack the rejections the dump counts, and both are totals
+		// since the apiserver started.
+		var fromDump []string
+		for _, r := range rows {
+			if r.RejectedCount > 0 && rejectedBy[r.Name] == nil {
+				add(r.Name, rejections.ReasonAny, float64(r.RejectedCount))
+				apfTotal += float64(r.RejectedCount)
+				fromDump = append(fromDump, r.Name)
+			}
+		}
+		if len(fromDump) > 0 {
+			sort.Strings(fromDump)
+			it.Notes = append(it.Notes, fmt.Sprintf("the metrics read count no rejections of %s: their rejections are dump_priority_levels' RejectedRequests (totals since the apiserver started, reason unknown)", strings.Join(fromDump, ", ")))
 		}
 		it.Other429 = rejections.Of(math.Max(0, count429(cur)-apfTotal))
 	default:
