@@ -12,6 +12,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // TestExplain429WithoutObjects: metrics pasted from a vendor guide show
@@ -38,8 +40,17 @@ func TestExplain429WithoutObjects(t *testing.T) {
 	if inc.Level != "workload-low" || len(inc.Causes) != 1 {
 		t.Fatalf("incident %+v", inc)
 	}
-	if ev := inc.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "the input holds no PriorityLevelConfiguration objects") {
+	// All 100 rejections are time-outs (the reason label), with 145 of the
+	// 245 seats in use: the cause is the time-outs, as it is with the
+	// objects read, not a level short of concurrency (issue 47, R4).
+	if k := inc.Causes[0].Kind; k != rejections.CauseTimeOuts {
+		t.Errorf("cause %s, want %s", k, rejections.CauseTimeOuts)
+	}
+	if ev := inc.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "145 of 245 seats in use (59%)") {
 		t.Errorf("evidence %q", ev)
+	}
+	if n := strings.Join(tr.Instances[0].Notes, "\n"); !strings.Contains(n, "the input holds no PriorityLevelConfiguration objects (none for workload-low)") {
+		t.Errorf("notes %q do not say the configuration is unknown", n)
 	}
 	// With the objects read, a level missing from them is still called
 	// deleted or draining.
@@ -88,5 +99,31 @@ func TestExplain429DumpCountsBesideAMetricLine(t *testing.T) {
 	}
 	if n := tr.Instances[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "dump_priority_levels' RejectedRequests") {
 		t.Errorf("notes %q do not say where the count came from", n)
+	}
+}
+
+// TestExplain429ReasonsWithoutObjects: without the objects, the reason
+// label tells the cause as it does with them (issue 47, R4): concurrency-
+// limit is the reason of a level without queues alone, queue-full of a
+// level whose queues are full, time-out of waits past the wait limit.
+func TestExplain429ReasonsWithoutObjects(t *testing.T) {
+	for reason, want := range map[string]string{
+		rejections.ReasonConcurrencyLimit: rejections.CauseNoQueues,
+		rejections.ReasonQueueFull:        rejections.CauseTooLittleConcurrency,
+		rejections.ReasonTimeOut:          rejections.CauseTimeOuts,
+	} {
+		text := levelMetricsText("lvl", 20, 20, 10, time.Second) + rejectedText("lvl", map[string]int{reason: 7}, 0)
+		live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, t0, text)}}
+		tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+		if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+			t.Fatalf("%s: incidents %+v", reason, tr.Incidents)
+		}
+		c := tr.Incidents[0].Causes[0]
+		if c.Kind != want {
+			t.Errorf("%s: cause %s (%s), want %s", reason, c.Kind, c.Evidence, want)
+		}
+		if strings.Contains(c.Evidence+c.Fix, " of 0") {
+			t.Errorf("%s: an unknown queue length limit shows as 0: %s / %s", reason, c.Evidence, c.Fix)
+		}
 	}
 }

@@ -203,6 +203,15 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		inc.Instances = []rejections.InstanceCount{{Instance: live.Instance, Count: inc.Rejected}}
 		incidents = append(incidents, inc)
 	}
+	var unconfigured []string
+	for _, inc := range incidents {
+		if c.PriorityLevels[inc.Level] == nil && !live.HasObjects() {
+			unconfigured = append(unconfigured, inc.Level)
+		}
+	}
+	if len(unconfigured) > 0 {
+		it.Notes = append(it.Notes, fmt.Sprintf("the input holds no PriorityLevelConfiguration objects (none for %s): the causes come from the rejections' reasons and the seats in use alone, and the shares, queues and limit response are unknown (give -f, a bundle written by 'kubectl apf dump bundle', or the cluster)", strings.Join(unconfigured, ", ")))
+	}
 	if it.Other429 != nil && *it.Other429 > 0 {
 		unit := "since the apiserver started"
 		if it.HasRates {
@@ -265,13 +274,23 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
 	}
 
-	if pl == nil {
-		lt.Causes = append(lt.Causes, missingLevelCause(live))
+	if pl == nil && (live == nil || live.HasObjects()) {
+		lt.Causes = append(lt.Causes, missingLevelCause())
 		return lt
+	}
+	// Without the objects (a raw dump or metrics) the level's configuration
+	// is unknown: the reasons of the rejections and the seats in use tell
+	// the cause, as they do with it (concurrency-limit is the reason of a
+	// level without queues alone: queueset.go, StartRequest's step 0).
+	lengthLimit := func(format string) string {
+		if q == nil {
+			return ""
+		}
+		return fmt.Sprintf(format, st.QueueLengthLimit)
 	}
 	if rejected[rejections.ReasonConcurrencyLimit] > 0 {
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
+			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues; the reason concurrency-limit is given by no other level): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
 			Fix:      fmt.Sprintf("move the rejected clients to a queuing level with a FlowSchema of their own (see 'kubectl apf explain request' for one of them), or give %s queues and more nominalConcurrencyShares", name)})
 	}
 	var top *rejections.FlowLoad
@@ -302,7 +321,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			case math.IsNaN(waiting):
 				ev = fmt.Sprintf("%s; how many requests wait is unknown (no debug dump and no %s were read)", share(st.SeatsInUse), metrics.CurrentInqueueRequests)
 			case waiting == 0:
-				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues of %d faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), st.QueueLengthLimit)
+				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), lengthLimit(" of %d"))
 			case len(lt.Flows) == 0:
 				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
 			default:
@@ -310,7 +329,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			}
 			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
 				Evidence: ev,
-				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit of %d for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, st.QueueLengthLimit, name)})
+				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit%s for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, lengthLimit(" of %d"), name)})
 		}
 	}
 	if w := wideRequests(live, name); w != "" {
@@ -321,6 +340,12 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		ev := fmt.Sprintf("requests waited in %s longer than their wait limit (%v by default, a quarter of the request deadline)", name, waitLimit)
 		if st.WaitP99Seconds != nil {
 			ev += fmt.Sprintf("; p99 wait %.3gs", *st.WaitP99Seconds)
+		}
+		if u := row.Utilisation; !math.IsNaN(u) {
+			ev += fmt.Sprintf("; %s (%.0f%%)", share(st.SeatsInUse), 100*u)
+			if u < 0.9 {
+				ev += ": the level is not full now, so the time-outs came from bursts that held every seat while they waited"
+			}
 		}
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTimeOuts, Evidence: ev,
 			Fix: fmt.Sprintf("give %s more concurrency so queues drain faster; clients with a short ?timeout= (kubectl --request-timeout) get a shorter wait limit", name)})
