@@ -29,7 +29,10 @@ type Report struct {
 	// only the mandatory levels.
 	Current      *Table `json:"current,omitempty"`
 	Unconfigured string `json:"unconfigured,omitempty"`
-	Proposed     *Table `json:"proposed,omitempty"`
+	// Assumed says what Current was assumed to be when the input held no
+	// PriorityLevelConfigurations and -f changes them (AssumeBase).
+	Assumed  string `json:"assumed,omitempty"`
+	Proposed *Table `json:"proposed,omitempty"`
 	// Now is what each level of each instance holds in the state read
 	// (pkg/levels: the dumps, then the metrics, then the configuration);
 	// empty without live state (--defaults, a bundle of objects alone).
@@ -87,6 +90,9 @@ func WriteText(w io.Writer, rep Report) error {
 		return writeNow(w, rep)
 	}
 	cur := *rep.Current
+	if rep.Assumed != "" {
+		fmt.Fprintf(w, "Assumed: %s\n", sanitize.Line(rep.Assumed))
+	}
 	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))

@@ -1,0 +1,38 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+)
+
+// TestAssumeBase: -f over raw metrics starts from the upstream defaults
+// when the metrics name only default levels, and from nothing otherwise;
+// never from the mandatory levels alone (issue 47, R6).
+func TestAssumeBase(t *testing.T) {
+	pls, assumed, refused := AssumeBase(engine.NewestRelease, []string{"workload-low", "catch-all", "workload-low"})
+	if pls == nil || refused != "" || !strings.Contains(assumed, "upstream defaults of Kubernetes "+engine.NewestRelease.String()) ||
+		!strings.Contains(assumed, "catch-all, workload-low") {
+		t.Fatalf("assumed %q refused %q", assumed, refused)
+	}
+	tab, err := Compute(pls, 600, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The defaults at 600 seats: workload-low's 100 of 245 shares is 245
+	// seats (ceil(600*100/245)), as the EKS guide's metrics show.
+	for _, l := range tab.Levels {
+		if l.Name == "workload-low" && l.NominalCL != 245 {
+			t.Errorf("workload-low nominal %d, want 245", l.NominalCL)
+		}
+		if l.Name == "catch-all" && l.NominalCL != 13 {
+			t.Errorf("catch-all nominal %d, want 13", l.NominalCL)
+		}
+	}
+	pls, _, refused = AssumeBase(engine.NewestRelease, []string{"workload-low", "team-a"})
+	if pls != nil || !strings.Contains(refused, "(team-a)") {
+		t.Errorf("a level outside the defaults: %d levels assumed, refused %q", len(pls), refused)
+	}
+}
