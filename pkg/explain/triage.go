@@ -217,7 +217,7 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		if it.HasRates {
 			unit = "per second"
 		}
-		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", *it.Other429, unit))
+		it.Notes = append(it.Notes, fmt.Sprintf("%s HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", count(*it.Other429), unit))
 	}
 	return it, incidents
 }
@@ -236,12 +236,28 @@ func stateOf(r levels.Row) rejections.LevelState {
 	return st
 }
 
-// Num formats a figure for a sentence: "-" when absent.
+// Num formats a figure for a sentence: "-" when absent, a whole number
+// (a count, seats) in full (1533, not 1.53e+03).
 func Num(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(*v, 'g', -1, 64)
+	return count(*v)
+}
+
+// count formats a count or a rate: whole numbers in full, others to three
+// significant digits but never in exponent form above 100 (1533.3/s is
+// 1533).
+func count(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration, live *dump.Snapshot, rejected map[string]float64) rejections.Incident {

@@ -103,8 +103,10 @@ func dominantReason(m map[string]float64) (string, float64) {
 	return best, bv / total
 }
 
+// num formats a count or a rate: whole numbers in full, others to three
+// significant digits but never in exponent form above 100.
 func num(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 || math.Abs(v) >= 100 {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)

@@ -316,3 +316,13 @@ func TestPointJSON(t *testing.T) {
 		t.Errorf("round trip: %+v %v", back, err)
 	}
 }
+
+// TestNumWhole: a count or a rate above 100 prints in full, never in
+// exponent form (issue 47: "1.53e+03").
+func TestNumWhole(t *testing.T) {
+	for in, want := range map[float64]string{1533: "1533", 1533.3: "1533", 0.25: "0.25", 12.345: "12.3"} {
+		if got := num(in); got != want {
+			t.Errorf("num(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
