@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,39 @@ func TestCountsPrintWhole(t *testing.T) {
 		if got := count(in); got != want {
 			t.Errorf("count(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestExplain429SeatUtilization: where the server exports
+// priority_level_seat_utilization, the evidence gives the seat use over
+// the interval, not only the moment of the scrape (issue 47).
+func TestExplain429SeatUtilization(t *testing.T) {
+	util := func(le99, count, sum float64) string {
+		return fmt.Sprintf(`# TYPE apiserver_flowcontrol_priority_level_seat_utilization histogram
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="lvl",le="0.99"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="lvl",le="+Inf"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_sum{phase="executing",priority_level="lvl"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",priority_level="lvl"} %v
+`, le99, count, sum, count)
+	}
+	// Between the scrapes: 1e10 ns, 8e9 of them with every seat in use,
+	// a mean use of 0.9; at the second scrape, 5 of 20 seats in use.
+	p := scrape(t, t0, levelMetricsText("lvl", 20, 5, 10, time.Second)+rejectedText("lvl", map[string]int{"time-out": 0}, 0)+util(1e10, 1e10, 1e9))
+	c := scrape(t, t0.Add(10*time.Second), levelMetricsText("lvl", 20, 5, 20, time.Second)+rejectedText("lvl", map[string]int{"time-out": 30}, 0)+util(1.2e10, 2e10, 1e10))
+	live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{p, c}}
+	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	ev := tr.Incidents[0].Causes[0].Evidence
+	if !strings.Contains(ev, "over the interval the seats were 90% in use on average, every seat 80% of the time (apiserver_flowcontrol_priority_level_seat_utilization)") {
+		t.Errorf("evidence %q", ev)
+	}
+	if strings.Contains(ev, "not full now") {
+		t.Errorf("the moment's 25%% contradicts the interval's use: %q", ev)
+	}
+	st := tr.Incidents[0].State
+	if st.MeanUtilisation == nil || *st.MeanUtilisation != 0.9 || st.FullFraction == nil || *st.FullFraction != 0.8 {
+		t.Errorf("state %+v", st)
 	}
 }

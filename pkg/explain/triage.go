@@ -226,7 +226,8 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 func stateOf(r levels.Row) rejections.LevelState {
 	figure := levels.Figure
 	st := rejections.LevelState{NominalLimit: figure(r.NominalLimit), CurrentLimit: figure(r.CurrentLimit), SeatsInUse: figure(r.SeatsInUse),
-		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99)}
+		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99),
+		MeanUtilisation: figure(r.MeanUtilisation), FullFraction: figure(r.FullFraction)}
 	if len(r.From) > 0 {
 		st.From = map[string]string{}
 		for k, v := range r.From {
@@ -344,7 +345,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 				ev = fmt.Sprintf("%s; %s requests wait across %d flows: the level is saturated by many clients rather than one", share(st.SeatsInUse), Num(st.Waiting), len(lt.Flows))
 			}
 			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-				Evidence: ev,
+				Evidence: ev + utilisationOver(row),
 				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit%s for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, lengthLimit(" of %d"), name)})
 		}
 	}
@@ -359,14 +360,32 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		}
 		if u := row.Utilisation; !math.IsNaN(u) {
 			ev += fmt.Sprintf("; %s (%.0f%%)", share(st.SeatsInUse), 100*u)
-			if u < 0.9 {
+			if u < 0.9 && math.IsNaN(row.FullFraction) {
 				ev += ": the level is not full now, so the time-outs came from bursts that held every seat while they waited"
 			}
 		}
+		ev += utilisationOver(row)
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTimeOuts, Evidence: ev,
 			Fix: fmt.Sprintf("give %s more concurrency so queues drain faster; clients with a short ?timeout= (kubectl --request-timeout) get a shorter wait limit", name)})
 	}
 	return lt
+}
+
+// utilisationOver is the seat use over time that seat_utilization gives,
+// for evidence: "" when the server does not export it.
+func utilisationOver(row levels.Row) string {
+	if math.IsNaN(row.MeanUtilisation) {
+		return ""
+	}
+	over := "since the apiserver started"
+	if row.HasRates {
+		over = "over the interval"
+	}
+	s := fmt.Sprintf("; %s the seats were %.0f%% in use on average", over, 100*row.MeanUtilisation)
+	if !math.IsNaN(row.FullFraction) {
+		s += fmt.Sprintf(", every seat %.0f%% of the time", 100*row.FullFraction)
+	}
+	return s + " (" + metrics.SeatUtilization + ")"
 }
 
 // flowLoads groups the dumped requests of a level by flow, heaviest first.
