@@ -36,3 +36,29 @@ func TestAssumeBase(t *testing.T) {
 		t.Errorf("a level outside the defaults: %d levels assumed, refused %q", len(pls), refused)
 	}
 }
+
+// TestReachable: the most a level can reach by borrowing, against the
+// apiserver's upper limit, which overstates it (kubernetes/kubernetes#129086).
+// The defaults at 600 seats lend 344 seats in all (global-default 25,
+// node-high 25, system 24, workload-high 49, workload-low 221), so
+// catch-all (lends 0) reaches 13+344 = 357, not its upper limit 613, and
+// workload-low 245+344-221 = 368, not 845.
+func TestReachable(t *testing.T) {
+	pls, _, _ := AssumeBase(engine.NewestRelease, nil)
+	tab, err := Compute(pls, 600, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]int{"catch-all": {357, 613}, "workload-low": {368, 845}, "global-default": {368, 649}}
+	for _, l := range tab.Levels {
+		if l.Name == "exempt" {
+			if l.ReachableCL != nil {
+				t.Errorf("exempt, never limited: reachable %d, want none", *l.ReachableCL)
+			}
+			continue
+		}
+		if w, ok := want[l.Name]; ok && (l.ReachableCL == nil || *l.ReachableCL != w[0] || l.UpperCL != w[1]) {
+			t.Errorf("%s: reachable %v, upper %d; want %d, %d", l.Name, l.ReachableCL, l.UpperCL, w[0], w[1])
+		}
+	}
+}

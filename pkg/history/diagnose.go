@@ -39,10 +39,14 @@ func Diagnose(inc *Incident, waitLimit time.Duration) Diagnosis {
 			seatsFull = seats >= 0.9*cur
 			ev = append(ev, fmt.Sprintf("seats in use peaked at %s of a current limit of %s", num(seats), num(cur)))
 			if up, ok := peak(StateUpper); ok {
+				// upper_limit_seats assumes the whole server can be
+				// borrowed; a level borrows only what the others lend
+				// (kubernetes/kubernetes#129086, not fixed upstream).
+				const overstated = " (upper_limit_seats, which overstates what borrowing can reach: kubernetes/kubernetes#129086)"
 				if cur >= up {
-					ev = append(ev, fmt.Sprintf("the current limit was at its upper limit %s: no more seats to borrow", num(up)))
+					ev = append(ev, fmt.Sprintf("the current limit was at its upper limit %s%s: no more seats to borrow", num(up), overstated))
 				} else {
-					ev = append(ev, fmt.Sprintf("the current limit stayed below its upper limit %s: other levels had no seats to lend", num(up)))
+					ev = append(ev, fmt.Sprintf("the current limit stayed below its upper limit %s%s: other levels had no seats to lend", num(up), overstated))
 				}
 			}
 			if d, ok := peak(StateDemand); ok && d > cur {
