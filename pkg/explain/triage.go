@@ -149,7 +149,9 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		}
 		// A paste of dump_priority_levels beside a grepped metric line: the
 		// metrics lack the rejections the dump counts, and both are totals
-		// since the apiserver started.
+		// since the apiserver started. RejectedRequests counts every reason
+		// (queueset.go increments totRequestsRejected for time-outs too,
+		// and never totRequestsTimedout).
 		var fromDump []string
 		for _, r := range rows {
 			if r.RejectedCount > 0 && rejectedBy[r.Name] == nil {
@@ -160,7 +162,7 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		}
 		if len(fromDump) > 0 {
 			sort.Strings(fromDump)
-			it.Notes = append(it.Notes, fmt.Sprintf("the metrics read count no rejections of %s: their rejections are dump_priority_levels' RejectedRequests (totals since the apiserver started, reason unknown)", strings.Join(fromDump, ", ")))
+			it.Notes = append(it.Notes, fmt.Sprintf("the metrics read count no rejections of %s: their rejections are dump_priority_levels' RejectedRequests (totals since the apiserver started, of every reason: queue-full, concurrency-limit and time-out alike; its TimedoutRequests is never counted upstream)", strings.Join(fromDump, ", ")))
 		}
 		it.Other429 = rejections.Of(math.Max(0, count429(cur)-apfTotal))
 	default:
