@@ -193,6 +193,9 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 	for _, s := range st.Live {
 		rep.Now = append(rep.Now, capacity.NowRows(levels.Compute(levels.Input{Snapshot: s, Limits: limits}))...)
 	}
+	if rep.Assumed != "" && rep.Current != nil {
+		rep.Assumed += capacity.CheckAssumed(*rep.Current, rep.Now)
+	}
 	if o.Store.Enabled() {
 		if err := o.Store.Open(); err != nil {
 			return err

@@ -114,7 +114,8 @@ func TestCapacityRawMetrics(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("-f: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "Assumed: the input holds no PriorityLevelConfigurations; the current configuration is assumed to be the upstream defaults") {
+	if !strings.Contains(out, "Assumed: the input holds no PriorityLevelConfigurations; the current configuration is assumed to be the upstream defaults") ||
+		!strings.Contains(out, "the input's nominal limits agree with them at 600 seats") {
 		t.Errorf("-f does not say what it assumed:\n%s", out)
 	}
 	// The defaults at the assumed 600 seats: workload-low 245, catch-all

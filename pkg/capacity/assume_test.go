@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // TestAssumeBase: -f over raw metrics starts from the upstream defaults
@@ -60,5 +61,33 @@ func TestReachable(t *testing.T) {
 		if w, ok := want[l.Name]; ok && (l.ReachableCL == nil || *l.ReachableCL != w[0] || l.UpperCL != w[1]) {
 			t.Errorf("%s: reachable %v, upper %d; want %d, %d", l.Name, l.ReachableCL, l.UpperCL, w[0], w[1])
 		}
+	}
+}
+
+// TestCheckAssumed: the input's nominal limits (its metrics) confirm or
+// contradict the assumed defaults. The EKS guide's 245 seats of
+// workload-low are the defaults' at 600 seats; at 1000 they would be 409
+// (ceil(1000*100/245)).
+func TestCheckAssumed(t *testing.T) {
+	pls, _, _ := AssumeBase(engine.NewestRelease, nil)
+	row := func(level string, v float64, from string) NowRow {
+		return NowRow{Level: level, NominalLimit: &v, From: map[string]string{levels.FigureNominalLimit: from}}
+	}
+	now := []NowRow{row("workload-low", 245, levels.FromMetrics), row("catch-all", 99, levels.FromConfiguration)}
+	for scl, want := range map[int]string{
+		600:  "; the input's nominal limits agree with them at 600 seats",
+		1000: "; the input's nominal limits differ from them at 1000 seats (workload-low 245 against 409): the cluster's configuration or its server concurrency limit is not the one assumed",
+	} {
+		tab, err := Compute(pls, scl, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := CheckAssumed(tab, now); got != want {
+			t.Errorf("at %d seats: %q, want %q", scl, got, want)
+		}
+	}
+	tab, _ := Compute(pls, 600, time.Minute)
+	if got := CheckAssumed(tab, []NowRow{row("catch-all", 99, levels.FromConfiguration)}); got != "" {
+		t.Errorf("no nominal limit from the input: %q", got)
 	}
 }
