@@ -212,7 +212,7 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		}
 	}
 	if len(unconfigured) > 0 {
-		it.Notes = append(it.Notes, fmt.Sprintf("the input holds no PriorityLevelConfiguration objects (none for %s): the causes come from the rejections' reasons and the seats in use alone, and the shares, queues and limit response are unknown (give -f, a bundle written by 'kubectl apf dump bundle', or the cluster)", strings.Join(unconfigured, ", ")))
+		it.Notes = append(it.Notes, fmt.Sprintf("the input holds no PriorityLevelConfiguration objects (none for %s): the causes come from the rejections' reasons and the seats in use alone, and the shares, queues and limit response are unknown (explain 429 on the cluster, or on a bundle written by 'kubectl apf dump bundle', has them)", strings.Join(unconfigured, ", ")))
 	}
 	if it.Other429 != nil && *it.Other429 > 0 {
 		unit := "since the apiserver started"
