@@ -262,8 +262,7 @@ func (o *TopOptions) runStore(ctx context.Context) error {
 			rows = slices.DeleteFunc(rows, func(r history.LevelWindow) bool { return r.Name != o.Level })
 		}
 		if len(rows) == 0 {
-			return fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
-				h.Window.Start.UTC().Format(time.RFC3339), h.Window.End.UTC().Format(time.RFC3339))
+			return history.NoSeriesError(ctx, h.Querier, h.Describe(), h.Window)
 		}
 		return printObject(o.Out, o.Flags, rows, func(w io.Writer) error { return historyrender.WriteLevelWindows(w, rows, o.NoHeaders) })
 	}

@@ -206,6 +206,12 @@ type LevelState struct {
 	HandSize         int32    `json:"handSize,omitempty"`
 	QueueLengthLimit int32    `json:"queueLengthLimit,omitempty"`
 	WaitP99Seconds   *float64 `json:"waitP99Seconds,omitempty"`
+	// MeanUtilisation and FullFraction are read from
+	// priority_level_seat_utilization: the mean of seats in use over the
+	// current limit, and the fraction of the time every seat was in use,
+	// over the scrapes' interval (since start with one scrape).
+	MeanUtilisation *float64 `json:"meanUtilisation,omitempty"`
+	FullFraction    *float64 `json:"fullFraction,omitempty"`
 	// WaitLimitSeconds is the default wait limit in a queue (a quarter of
 	// the request deadline, at most a minute).
 	WaitLimitSeconds float64           `json:"waitLimitSeconds,omitempty"`
