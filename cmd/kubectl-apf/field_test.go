@@ -70,6 +70,21 @@ func fieldRows() []fieldRow {
 			args:   []string{"dump", "requests", "--from", "@"},
 			want:   []string{"dump_requests (3 requests)"},
 			wantRe: []string{`workload-low\s+service-accounts\s+waiting\s+14\s+0\s`, `workload-low\s+service-accounts\s+waiting\s+14\s+1\s`}},
+		// The same dump's ages: the newest arrival is 00:13:09.086476021
+		// on 2023-07-18; the first loadtest LIST came 99.94ms before it
+		// (100ms), the exempt LIST on 2023-07-15 at 04:51:25.596404345,
+		// 67h21m43.49s before. The figures are right, but the table does
+		// not say that AGE counts from the newest arrival (issue 47, also
+		// seen).
+		{name: "docs requests: AGE from the newest arrival, said so", artifact: "docs-dump_requests-details.txt",
+			args:    []string{"dump", "requests", "--from", "@"},
+			wantRe:  []string{`waiting\s+14\s+0\s+\S+\s+10\s+100ms\s`, `executing\s+-\s+-\s+-\s+1\s+67h21m43.49s\s`, `(?i)newest`},
+			pending: "issue 47, also seen: AGE counted from the newest arrival without saying so"},
+		// dump has no -f flag, yet its note suggests "-f" (issue 47, also
+		// seen).
+		{name: "docs requests: the note suggests no -f to dump", artifact: "docs-dump_requests-details.txt",
+			args:    []string{"dump", "requests", "--from", "@"},
+			notWant: []string{"a bundle or -f"}, pending: "issue 47, also seen: -f suggested to a command without -f"},
 		// k8s-93376: the only data line is the exempt level's phantom,
 		// every cell <none>: no request at all.
 		{name: "pre-1.20 phantom row is no request", artifact: "k8s-93376-dump_requests-none.txt",
@@ -277,6 +292,12 @@ func fieldRows() []fieldRow {
 		{name: "eviction fragments as a message: PodDisruptionBudget", artifact: "k8s-106286-eviction-429-audit.txt",
 			args: []string{"explain", "request", "--defaults", "--from-message", "@text"},
 			want: []string{"pod-disruption-budget (not API Priority and Fairness)"}},
+		// k8s-123317: two audit events reduced by their reporter (" ..."
+		// inside the JSON, each in backquotes): no whole event, two lines
+		// unreadable.
+		{name: "reduced audit events: refused, both lines counted", artifact: "k8s-123317-audit-events-reduced.txt",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,
+			want: []string{"no audit event (ResponseComplete stage) request found in", "2 lines could not be read as requests"}},
 		// stackengine: line 1 is kubectl's text of a plain-text 429; line 2
 		// is client-go's own wait of 1.237s for GET .../default/pods.
 		{name: "stackengine line 1: an APF 429", artifact: "stackengine-429-client-throttling.txt",
@@ -357,8 +378,18 @@ func fieldRows() []fieldRow {
 		{name: "two scrapes: series not summed", artifact: "built/two-scrapes",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`}, notWant: []string{"490"}, pending: "R7"},
+		// built/metrics-and-flowschema: the EKS limits and the EKS
+		// FlowSchema in one directory. The FlowSchema is an object the
+		// input holds: default/default's event LIST matches it
+		// (precedence 8000, catch-all); today the file is "ignored" and
+		// the input said to hold no FlowSchemas (issue 47, also seen).
+		{name: "metrics and a FlowSchema in one directory: the object is used", artifact: "built/metrics-and-flowschema",
+			args:    []string{"explain", "request", "--from", "@", "--service-account", "default/default", "list", "/api/v1/namespaces/default/events"},
+			want:    []string{"✓ list-events-default-service-accounts (precedence 8000, level catch-all)"},
+			notWant: []string{"ignored eks-list-events-flowschema.yaml"}, pending: "issue 47, also seen: object files in a raw directory ignored"},
 		// built/prometheus-ui-table.txt: the EKS figures in the table view
-		// form, labels joined by ", " and the value after a tab.
+		// form, labels joined by ", " and the value after a tab. This
+		// form is read; R9's refused paste is not public, so R9 has no row.
 		{name: "Prometheus UI table", artifact: "built/prometheus-ui-table.txt",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`, `catch-all\s+13\s+13\s`}},
