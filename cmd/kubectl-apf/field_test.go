@@ -249,6 +249,38 @@ func fieldRows() []fieldRow {
 			want:    []string{"✓ global-default (precedence 9900, level global-default)", `Flow: distinguisher "system:kube-proxy"`},
 			notWant: []string{"no kube-apiserver httplog"}, pending: "N3"},
 
+		// kueue-4508, line 2: kuberay-operator's POST of a pod, apf_fs
+		// service-accounts, apf_pl workload-low, apf_iseats=1,
+		// apf_fseats=2, apf_additionalLatency 5ms, latency 11.586316ms,
+		// execution 11.024848ms. Any service account outside kube-system
+		// falls to service-accounts (precedence 9000).
+		{name: "kuberay POST: service-accounts, the server's seats", artifact: "kueue-4508-httplog-posts.txt",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@line:2", "--service-account", "ray-system/kuberay-operator"},
+			want: []string{"✓ service-accounts (precedence 9000, level workload-low)", "AGREES: the replay agrees with the server: FlowSchema service-accounts, priority level workload-low",
+				"the server estimated 1 seat(s), then 2 final seat(s) for 5ms", "the server took latency 11.586316ms, execution 11.024848ms"}},
+		// Line 6: kube-scheduler's binding, apf_fs kube-scheduler, apf_pl
+		// workload-high. kube-scheduler (precedence 800, as in
+		// get-flowschemas-eks.txt) distinguishes ByNamespace, so the flow
+		// is the namespace e2e-tas-rayjob-lgmbj.
+		{name: "kube-scheduler binding: kube-scheduler, flow of the namespace", artifact: "kueue-4508-httplog-posts.txt",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@line:6", "--user-name", "system:kube-scheduler"},
+			want: []string{"✓ kube-scheduler (precedence 800, level workload-high", `Flow: distinguisher "e2e-tas-rayjob-lgmbj" (method ByNamespace)`,
+				"AGREES: the replay agrees with the server: FlowSchema kube-scheduler, priority level workload-high"}},
+		// The file as kube-scheduler: the last binding was logged at
+		// 43.002218 after 4.112935ms, so it arrived at 42.998105; the
+		// other three bindings arrived at 42.995806, 42.996342 and
+		// 42.997477 and ended at 42.999502, 42.999677 and 43.000337, so
+		// three of the scheduler's one-seat requests executed when it
+		// came, nobody waited, and it ran at once.
+		{name: "kube-scheduler bindings file: three seats in use, runs at once", artifact: "kueue-4508-httplog-posts.txt",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--user-name", "system:kube-scheduler"},
+			want: []string{"Verdict: runs", "at 22:40:42.998 it was dispatched at once: 3 of workload-high's", "seats held by: kube-scheduler/e2e-tas-rayjob-lgmbj ×3",
+				"the server took latency 4.112935ms, execution 3.769201ms"}},
+		// The CRI prefix carries the year 2025 (R1: today 2000).
+		{name: "kube-scheduler bindings file JSON: the year from the log", artifact: "kueue-4508-httplog-posts.txt",
+			args:    []string{"explain", "request", "--defaults", "--from-log", "@", "--user-name", "system:kube-scheduler", "-o", "json"},
+			want:    []string{`"at": "2025-03-05T22:40:42.998105065Z"`},
+			notWant: []string{`"at": "2000-`}, pending: "R1"},
 		// k3s-2278: a 1.18 httplog line (verb=, URI=, resp=200, no "HTTP"
 		// and no apf_* field) and four lines of other components.
 		{name: "1.18 httplog file: no request of the -v=3 form", artifact: "k3s-2278-httplog-pre-apf.txt",
