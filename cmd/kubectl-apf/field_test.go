@@ -140,6 +140,14 @@ func fieldRows() []fieldRow {
 			args:   []string{"dump", "levels", "--from", "@"},
 			want:   []string{"dump_priority_levels (7 levels)"},
 			wantRe: []string{`exempt\s+-\s+-\s+-\s+-\s+-\s+-\s+-\s+-\s+-\n`, `workload-low\s+-\s+0\s+true\s+0\s+0\s+-\s+-\s+-\s+-\n`}},
+		// The six-column layout has no Dispatched/Rejected/TimedOut/
+		// Cancelled columns and the exempt line is all <none>: the table
+		// shows "-" for these, JSON gives 0 and false (N7, not in issue
+		// 47; R8 is the same for dump_queues).
+		{name: "2020 docs levels JSON: absent counters are not 0", artifact: "k8s-docs-2020-dump_priority_levels.txt",
+			args:    []string{"dump", "levels", "-o", "json", "--from", "@"},
+			want:    []string{`"name": "workload-low"`, `"isIdle": true`},
+			notWant: []string{`"dispatchedRequests": 0`, `"rejectedRequests": 0`, `"isIdle": false`}, pending: "N7"},
 		// k8s-docs-2020-dump_queues.txt (VirtualStart layout): five
 		// queues, all 0 pending and 0 executing; no SeatsInUse column.
 		{name: "2020 docs queues: --all shows the five", artifact: "k8s-docs-2020-dump_queues.txt",
@@ -169,6 +177,13 @@ func fieldRows() []fieldRow {
 			want:    []string{"dump_requests (1 request)"},
 			wantRe:  []string{`system\s+system-nodes\s+waiting\s+12\s+0\s+system:node:127.0.0.1\s`},
 			notWant: []string{"exempt"}},
+		// The 1.20 layout has no seat columns; the table and top flows
+		// count the request as 1 seat, dump requests -o json as
+		// initialSeats 0 (N8, not in issue 47): one input, two figures.
+		{name: "2020 docs requests JSON: the seats the table shows", artifact: "k8s-docs-2020-dump_requests.txt",
+			args:    []string{"dump", "requests", "-o", "json", "--from", "@"},
+			want:    []string{`"queueIndex": 12`, `"flowDistinguisher": "system:node:127.0.0.1"`},
+			notWant: []string{`"initialSeats": 0`}, pending: "N8"},
 		{name: "2020 docs requests: top levels executing unknown", artifact: "k8s-docs-2020-dump_requests.txt",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`system\s+-\s+-\s+-\s+-\s+1\s+1\s+-\s`}},
