@@ -148,6 +148,14 @@ func fieldRows() []fieldRow {
 			args:    []string{"dump", "levels", "-o", "json", "--from", "@"},
 			want:    []string{`"name": "workload-low"`, `"isIdle": true`},
 			notWant: []string{`"dispatchedRequests": 0`, `"rejectedRequests": 0`, `"isIdle": false`}, pending: "N7"},
+		// That layout has no RejectedRequests column: whether a level
+		// rejects is not in the input. Today explain 429 answers "no
+		// priority level is rejecting requests", counted "from
+		// dump_priority_levels only" (N9, not in issue 47).
+		{name: "2020 docs levels: explain 429 does not claim no rejections", artifact: "k8s-docs-2020-dump_priority_levels.txt",
+			args:    []string{"explain", "429", "--from", "@"},
+			wantRe:  []string{`(?i)unknown|not count|no rejectedrequests`},
+			notWant: []string{"no priority level is rejecting requests"}, pending: "N9"},
 		// k8s-docs-2020-dump_queues.txt (VirtualStart layout): five
 		// queues, all 0 pending and 0 executing; no SeatsInUse column.
 		{name: "2020 docs queues: --all shows the five", artifact: "k8s-docs-2020-dump_queues.txt",
