@@ -374,6 +374,14 @@ func fieldRows() []fieldRow {
 			args: []string{"lint", "--defaults", "-f", "@"}, code: 1,
 			want: []string{`FlowSchema visibility references priority level "kueue-visibility": no such PriorityLevelConfiguration`,
 				"priority level visibility is used by no FlowSchema", `metadata.namespace "system"`}},
+		// The same objects: the FlowSchema (precedence 9000) matches
+		// alice's GET of the visibility API but is dangling, so the
+		// apiserver skips it and global-default (9900) takes it. The unused
+		// level visibility still has 10 shares: 245 + 10 = 255, and
+		// global-default gets ceil(600 × 20/255) = 48 seats.
+		{name: "kueue: the dangling schema is skipped, global-default at 48", artifact: "kueue",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--user-name", "alice", "get", "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"},
+			want: []string{`skipped: dangling, priority level "kueue-visibility" is missing`, "✓ global-default (precedence 9900, level global-default)", "nominal limit 48 seats (of a server limit of 600)"}},
 		// karpenter in its own namespace: service account karpenter/
 		// karpenter is in no default FlowSchema's subjects before 200 and
 		// 1000, so nothing shadows it.
