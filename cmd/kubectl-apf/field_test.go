@@ -230,6 +230,21 @@ func fieldRows() []fieldRow {
 			args: []string{"whois", "-"}, code: 1,
 			want: []string{"exempt"}, pending: "issue 47, also seen: exempt responses before #106827"},
 
+		// kueue-4508-httplog-kuberay-pods.log, line 2: the first POST of
+		// pods (audit-ID 33e27fd2...), apf_fs service-accounts, apf_pl
+		// workload-low, resp 201; logged at 22:40:41.976983 after a latency
+		// of 11.586316ms, so it arrived at 22:40:41.965396684, on the date
+		// its CRI prefix gives, 2025-03-05. The next POST arrived at
+		// 42.025081 - 8.426362ms = 42.016655, after this one ended, so it
+		// ran with nobody else in the log: dispatched at once (R1).
+		{name: "kueue pods log: the year from the CRI prefix, run at once", artifact: "kueue-4508-httplog-kuberay-pods.log",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator", "-o", "json"},
+			want: []string{`"at": "2025-03-05T22:40:41.965396684Z"`}},
+		{name: "kueue pods log: classification agrees, not queued", artifact: "kueue-4508-httplog-kuberay-pods.log",
+			args:    []string{"explain", "request", "--defaults", "--from-log", "@", "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator"},
+			want:    []string{"AGREES: the replay agrees with the server: FlowSchema service-accounts, priority level workload-low", "Verdict: runs", "latency 11.586316ms, execution 11.024848ms"},
+			notWant: []string{"Verdict: queued"}},
+
 		// k8s-120126, line 1: GET configmaps/nginx-cfgmap by a kubelet,
 		// apf_fs system-nodes, apf_pl system, latency 1.926865ms,
 		// execution 1.269527ms. As system:node:node-1 in system:nodes

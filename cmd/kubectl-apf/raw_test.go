@@ -80,7 +80,7 @@ func TestRawInputs(t *testing.T) {
 			notWant: []string{`"$" is neither`, "below -v=8"}},
 		// kubectl v1.21.0 against a server whose exempt responses carried no
 		// PF headers (the issue that kubernetes/kubernetes#106827 fixed)
-		{name: "whois on an exempt request's trace of a server before 1.24", stdin: fieldText(t, "k8s-106826-kubectl-v10-version-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
+		{name: "whois on an exempt request's trace of a server before 1.24", stdin: fieldText(t, "k8s-106826-kubectl-v10-exempt-trace.txt"), args: []string{"whois", "-"}, wantCode: 1,
 			want:    []string{"likeliest causes first: (1) the client is kubectl 1.21, so the server is at most 1.22", "exempt responses carried no PF header before kubernetes/kubernetes#106827"},
 			notWant: []string{"below -v=8"}},
 		{name: "whois and --from both on stdin", stdin: "x", args: []string{"whois", "--from", "-", "-"}, wantCode: 1,
