@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"io"
 	"sort"
 	"strconv"
@@ -122,6 +123,26 @@ func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) e
 type QueueRow struct {
 	Instance string `json:"instance"`
 	dump.QueueRow
+}
+
+// MarshalJSON prints the seat columns a layout lacks (SeatsInUse and the
+// three sums of the 1.20 dump_queues) as null, as the table prints them as
+// "-" and every absent figure of the other -o json outputs is null: a 0
+// there would read as an idle queue.
+func (q QueueRow) MarshalJSON() ([]byte, error) {
+	type plain QueueRow // without this method
+	out := struct {
+		plain
+		SeatsInUse      *int       `json:"seatsInUse"`
+		InitialSeatsSum *int       `json:"initialSeatsSum"`
+		MaxSeatsSum     *int       `json:"maxSeatsSum"`
+		TotalWorkSum    *jsonFloat `json:"totalWorkSum"`
+	}{plain: plain(q)}
+	if q.HasSeats {
+		work := jsonFloat(q.TotalWorkSum)
+		out.SeatsInUse, out.InitialSeatsSum, out.MaxSeatsSum, out.TotalWorkSum = &q.SeatsInUse, &q.InitialSeatsSum, &q.MaxSeatsSum, &work
+	}
+	return json.Marshal(out)
 }
 
 // QueueRows flattens the queue dumps, sorted by level and index; all=false

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,5 +174,46 @@ func TestSanitize(t *testing.T) {
 	}
 	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "evil?[31mred?") {
 		t.Errorf("escape sequences reached the output: %q", b.String())
+	}
+}
+
+// TestQueuesJSONAbsentSeats: the 1.20 dump_queues (a real capture) has no
+// SeatsInUse, InitialSeatsSum, MaxSeatsSum or TotalWorkSum; -o json prints
+// them as null, as the table prints "-", while the 1.26 layout's are
+// numbers (issue 47, R8).
+func TestQueuesJSONAbsentSeats(t *testing.T) {
+	old, err := dump.ParseQueues(fixture(t, "dump", "v1.20.0-inprocess", dump.FileQueues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := dump.ParseQueues(fixture(t, "dump", "v1.26-layout", dump.FileQueues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*dump.Snapshot{{Instance: "old", QueueDump: old}, {Instance: "new", QueueDump: cur}}
+	var b bytes.Buffer
+	if err := PrintQueues(&b, Options{Format: FormatJSON}, snaps, "", true); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		inst := r["instance"].(string)
+		seen[inst] = true
+		for _, k := range []string{"seatsInUse", "initialSeatsSum", "maxSeatsSum", "totalWorkSum"} {
+			v, ok := r[k]
+			if !ok {
+				t.Fatalf("%s: no %s in %v", inst, k, r)
+			}
+			if (v == nil) != (inst == "old") {
+				t.Errorf("%s queue %v: %s = %v", inst, r["index"], k, v)
+			}
+		}
+	}
+	if !seen["old"] || !seen["new"] {
+		t.Errorf("rows of %v", seen)
 	}
 }
