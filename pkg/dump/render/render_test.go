@@ -217,3 +217,48 @@ func TestQueuesJSONAbsentSeats(t *testing.T) {
 		t.Errorf("rows of %v", seen)
 	}
 }
+
+// TestTopFlowsExecutingBefore128: a request dump before 1.28 (a real 1.27
+// capture under load) lists the waiting requests only, so a flow's
+// executing figures are unknown: "-" in the table and null in JSON, where
+// the 1.28 layout (a real capture under load) gives numbers (issue 47, R2).
+func TestTopFlowsExecutingBefore128(t *testing.T) {
+	for _, tt := range []struct {
+		dir   string
+		known bool
+	}{{"v1.27.4-load", false}, {"v1.28.15-load", true}} {
+		reqs, err := dump.ParseRequests(fixture(t, "dump", tt.dir, dump.FileRequests))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps := []*dump.Snapshot{{Instance: tt.dir, RequestDump: reqs}}
+		if got := len(UnlistedExecuting(snaps)) == 0; got != tt.known {
+			t.Errorf("%s: UnlistedExecuting = %v", tt.dir, UnlistedExecuting(snaps))
+		}
+		var tb, js bytes.Buffer
+		if err := PrintTopFlows(&tb, Options{Format: FormatTable, NoHeaders: true}, snaps, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := PrintTopFlows(&js, Options{Format: FormatJSON}, snaps, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(tb.String()), "\n")
+		var rows []map[string]any
+		if err := json.Unmarshal(js.Bytes(), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) == 0 || len(lines) != len(rows) {
+			t.Fatalf("%s: %d lines, %d rows", tt.dir, len(lines), len(rows))
+		}
+		for i, l := range lines {
+			f := strings.Fields(l)
+			exec, seats := f[len(f)-2], f[len(f)-1]
+			if (exec == "-") == tt.known || (seats == "-") == tt.known {
+				t.Errorf("%s: %q", tt.dir, l)
+			}
+			if (rows[i]["executingRequests"] == nil) == tt.known || (rows[i]["executingSeats"] == nil) == tt.known {
+				t.Errorf("%s: %v", tt.dir, rows[i])
+			}
+		}
+	}
+}
