@@ -227,6 +227,10 @@ type BundleSource struct {
 	Stdin io.Reader
 
 	in *input
+	// err is why the input could not be read: kept, so a command that
+	// captures twice (with metrics, then without) gives the reason again
+	// instead of reading an emptied standard input.
+	err error
 }
 
 // Describe names the source.
@@ -243,9 +247,13 @@ func (b *BundleSource) Describe() string {
 // Capture returns the bundle's snapshots. Parts not in opts are dropped, so
 // a command shows the same from a bundle as from the cluster.
 func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
 	if b.in == nil {
 		in, err := readInput(b.Path, b.Stdin)
 		if err != nil {
+			b.err = err
 			return nil, err
 		}
 		b.in = in

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -161,7 +162,10 @@ func rawDir(dir string) (*input, error) {
 func looksRaw(data []byte) bool {
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		t := string(bytes.TrimSpace(l))
-		if t == "" || isElision(t) || promptRE.MatchString(t) {
+		if t == "" || isElision(t) || promptRE.MatchString(t) || strings.HasPrefix(t, "```") {
+			continue
+		}
+		if kind, _ := dumpKindOf(t); kind == "" && !isMetricsLine(t) && isProse(t, false) {
 			continue
 		}
 		kind, err := dumpKindOf(t)

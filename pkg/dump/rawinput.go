@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
@@ -25,8 +26,9 @@ type RawInput struct {
 	// From names where each body was found ("pl.txt", "standard input").
 	From map[string]string
 	// Elided counts the elision lines ("...", "…") skipped, Prompts the
-	// shell command lines ("$ kubectl get --raw ...").
-	Elided, Prompts int
+	// shell command lines ("$ kubectl get --raw ..."), Prose the lines of
+	// text around them ("Here is the dump:").
+	Elided, Prompts, Prose int
 	// Ignored are the files of a directory that hold none of the kinds,
 	// with why.
 	Ignored []string
@@ -105,6 +107,24 @@ func dumpKindOf(t string) (string, error) {
 	return "", fmt.Errorf("a dump header of no known layout (neither dump_priority_levels, dump_queues nor dump_requests): %s", quoteLine(t))
 }
 
+// isProse reports whether a trimmed line is a sentence around a paste
+// ("Here are the queues:", "Output of the command below"): it starts with
+// a letter, has at least two words, and is neither a dump header nor
+// /metrics text (the caller checks those first). A line of a dump has cells
+// separated by commas, so inDump takes only lines without any.
+func isProse(t string, inDump bool) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	if !unicode.IsLetter(r) || !strings.ContainsAny(t, " \t") {
+		return false
+	}
+	if inDump && strings.Contains(t, ",") {
+		return false
+	}
+	// A series with labels and no value, or with a value the metrics
+	// grammar refuses, is no sentence: let the reader say what is wrong.
+	return !strings.Contains(t, "{")
+}
+
 func isMetricsLine(t string) bool {
 	if strings.HasPrefix(t, "# HELP ") || strings.HasPrefix(t, "# TYPE ") {
 		return true
@@ -136,6 +156,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	}
 	var secs []*section
 	var cur *section
+	// The first prose line, quoted when nothing else is found: the input
+	// was then no paste of a dump but something else.
+	proseLine, proseText := 0, ""
 	text := string(data)
 	for n := 1; len(text) > 0; n++ {
 		var line string
@@ -170,8 +193,17 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 		case isMetricsLine(t) && (cur == nil || cur.kind != MetricsFile(0)):
 			cur = &section{kind: MetricsFile(0), start: n}
 			secs = append(secs, cur)
+		case (cur == nil || cur.kind == MetricsFile(0) && !isMetricsLine(t)) && isProse(t, false),
+			cur != nil && cur.kind != MetricsFile(0) && isProse(t, true):
+			// Text around the paste ends the body it follows.
+			if proseLine == 0 {
+				proseLine, proseText = n, t
+			}
+			in.Prose++
+			cur = nil
+			continue
 		case cur == nil:
-			return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
+			return notRaw(name, n, t)
 		}
 		// A dump keeps its alignment (cells may hold ", "); metrics lines
 		// are taken trimmed.
@@ -181,6 +213,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 		cur.lines = append(cur.lines, line)
 	}
 	if len(secs) == 0 {
+		if proseLine > 0 {
+			return notRaw(name, proseLine, proseText)
+		}
 		return fmt.Errorf("%s holds no debug dump and no /metrics text (only %s)", name, skippedLines(in))
 	}
 	for _, s := range secs {
@@ -191,6 +226,11 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	return nil
 }
 
+// notRaw is the error of a line that is none of the kinds.
+func notRaw(name string, n int, t string) error {
+	return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
+}
+
 func skippedLines(in *RawInput) string {
 	var parts []string
 	if in.Elided > 0 {
@@ -199,8 +239,14 @@ func skippedLines(in *RawInput) string {
 	if in.Prompts > 0 {
 		parts = append(parts, plural(in.Prompts, "command line"))
 	}
+	if in.Prose > 0 {
+		parts = append(parts, plural(in.Prose, "line")+" of text")
+	}
 	if len(parts) == 0 {
 		return "code fences"
+	}
+	if len(parts) > 2 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 	}
 	return strings.Join(parts, " and ")
 }
@@ -312,7 +358,7 @@ func (in *RawInput) Note(name string) string {
 		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
 	}
 	b.WriteString("; " + NoObjectsNote)
-	if in.Elided > 0 || in.Prompts > 0 {
+	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 {
 		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))
 	}
 	if len(in.Ignored) > 0 {

@@ -157,7 +157,10 @@ func TestDetectRawGarbage(t *testing.T) {
 		{"html", "<html><body>502 Bad Gateway</body></html>\n", `line 1: "<html><body>502 Bad Gateway</body></html>" is neither a debug dump`},
 		{"status", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`, "is neither a debug dump"},
 		{"binary", "\x00\x01\x02PriorityLevelName", "binary data"},
-		{"prose", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "line 1"},
+		{"prose then a cut header", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "(the dump_priority_levels from line 2): dump_priority_levels: header lacks column(s) IsIdle"},
+		{"an error message alone", "Error from server (Forbidden): forbidden: User \"u\" cannot get path \"/debug/api_priority_and_fairness/dump_queues\"\n",
+			`line 1: "Error from server (Forbidden): forbidden: User \"u\" cannot get path`},
+		{"prose then garbage", "The output is similar to this:\n<html>\n", `line 2: "<html>" is neither`},
 		{"only elisions", "...\n…\n", "holds no debug dump and no /metrics text (only 2 elision lines)"},
 		{"unknown dump", "PriorityLevelName, Frobs\nx, 1\n", "a dump header of no known layout"},
 		{"two level dumps", "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\na, 0, true, false, 0, 0\n" +
@@ -310,6 +313,7 @@ func FuzzDetectRaw(f *testing.F) {
 	}
 	f.Add([]byte("$ kubectl get --raw /metrics\n# HELP x y\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\n...\nPriorityLevelName, Index\n"))
 	f.Add([]byte("```\n…\n```\n"))
+	f.Add([]byte("Here are the limits:\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\nAnd the levels:\nPriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\na, 0, true, false, 0, 0\nThat is all.\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var in RawInput
 		err := DetectRaw("fuzz", b, &in)
@@ -330,4 +334,32 @@ func FuzzDetectRaw(f *testing.F) {
 			t.Fatalf("note of several lines: %q", n)
 		}
 	})
+}
+
+// TestDetectRawProse: the sentences around a paste ("Here is the
+// dump:") are skipped and counted, before a dump, between bodies and after
+// metrics, where they once stopped the input at line 1 (issue 47, R10).
+func TestDetectRawProse(t *testing.T) {
+	levels := string(fieldFile(t, "docs-dump_priority_levels.txt"))
+	metrics := string(fieldFile(t, "eks-concurrency-limit.txt"))
+	data := "Here is what the apiserver showed:\n" + levels + "\nAnd the limits, from the metrics:\n" + metrics + "That is all I have.\n"
+	var in RawInput
+	if err := DetectRaw("standard input", []byte(data), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Prose != 3 || in.Files[FilePriorityLevels] == nil || in.Files[MetricsFile(0)] == nil {
+		t.Errorf("prose %d, files %v", in.Prose, len(in.Files))
+	}
+	if note := in.Note("standard input"); !strings.Contains(note, "3 lines of text") {
+		t.Errorf("note = %q", note)
+	}
+	// Read through the source twice, as commands that ask for the metrics
+	// first do: the second capture gives the same answer, never "standard
+	// input is empty".
+	src := &BundleSource{Path: StdinPath, Stdin: strings.NewReader("Some text first:\n<html>\n")}
+	_, err1 := src.Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	_, err2 := src.Capture(context.Background(), CaptureOptions{Parts: PartObjects})
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || strings.Contains(err2.Error(), "empty") {
+		t.Errorf("errors %v, then %v", err1, err2)
+	}
 }
