@@ -38,6 +38,8 @@ type RawInput struct {
 
 	// counts are the rows parsed, by bundle file name.
 	counts map[string]int
+	// merge joins the metrics bodies, each series once.
+	merge *metricsMerge
 }
 
 // rawKinds are the bodies a raw input may hold, in the order a note names
@@ -292,10 +294,13 @@ func (in *RawInput) add(name string, s *section) error {
 			}
 		}
 	default:
-		// Several greps of one scrape join into one body.
-		if prev, ok := in.Files[s.kind]; ok {
-			body = append(prev, body...)
+		// Several greps of one scrape join into one body, where a series
+		// read twice counts once.
+		if in.merge == nil {
+			in.merge = newMetricsMerge()
 		}
+		in.merge.add(s.lines)
+		body = in.merge.body()
 		sc, _, err := metrics.ParseAPF(bytes.NewReader(body), time.Time{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
@@ -358,6 +363,11 @@ func (in *RawInput) Note(name string) string {
 		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
 	}
 	b.WriteString("; " + NoObjectsNote)
+	if in.merge != nil {
+		if n := in.merge.note(); n != "" {
+			b.WriteString("; " + n)
+		}
+	}
 	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 {
 		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))
 	}

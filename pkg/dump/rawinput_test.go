@@ -7,8 +7,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // TestDetectRawEveryLayout: every captured dump of testdata/dump (1.20 to
@@ -362,4 +366,92 @@ func TestDetectRawProse(t *testing.T) {
 	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || strings.Contains(err2.Error(), "empty") {
 		t.Errorf("errors %v, then %v", err1, err2)
 	}
+}
+
+// TestDetectRawSeriesOnce: the same grep pasted twice, and two scrapes of
+// one server in a directory, count each series once, from the last read,
+// with a note; they were summed (workload-low's limit 245 read as 490) or,
+// for full scrapes, refused for their second HELP lines (issue 47, R7).
+func TestDetectRawSeriesOnce(t *testing.T) {
+	eks := fieldFile(t, "eks-rejected-inqueue.txt")
+	var in RawInput
+	if err := DetectRaw("standard input", append(append([]byte{}, eks...), eks...), &in); err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot("x", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sc := s.LatestMetrics()
+	if got := sc.SumBy("apiserver_flowcontrol_request_concurrency_limit", "priority_level")["workload-low"]; got != 245 {
+		t.Errorf("workload-low limit %v, want 245", got)
+	}
+	if got := sc.SumBy("apiserver_flowcontrol_rejected_requests_total", "priority_level")["workload-low"]; got != 100 {
+		t.Errorf("workload-low rejected %v, want 100", got)
+	}
+	if note := in.Note("standard input"); !strings.Contains(note, "4 metrics series read again (two scrapes of one server, or a paste repeated) counted once") || strings.Contains(note, "changed") {
+		t.Errorf("note = %q", note)
+	}
+
+	// Two scrapes of one server, as a directory holds them: the later
+	// file's values are kept.
+	dir := t.TempDir()
+	for _, n := range []string{"modern-a.txt", "modern-b.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &BundleSource{Path: dir}
+	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sc = c.Snapshots[0].LatestMetrics()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", "modern-b.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := metrics.ParseAPF(bytes.NewReader(b), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range []string{"apiserver_flowcontrol_dispatched_requests_total", "apiserver_flowcontrol_current_limit_seats", "apiserver_flowcontrol_current_inqueue_requests"} {
+		got, w := sc.SumBy(fam, "priority_level"), want.SumBy(fam, "priority_level")
+		if len(w) == 0 || !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: %v, want modern-b's %v", fam, got, w)
+		}
+	}
+	if !strings.Contains(c.Notes[0], "metrics series read again") || !strings.Contains(c.Notes[0], "changed between reads") {
+		t.Errorf("note = %q", c.Notes[0])
+	}
+}
+
+// FuzzMetricsMerge: joining a body with itself changes nothing but the
+// count of series read again, whatever the lines hold.
+func FuzzMetricsMerge(f *testing.F) {
+	f.Add("# HELP a x\n# TYPE a histogram\na_bucket{le=\"1\"} 2\na_sum 3\na_count 2\nb{x=\"1\", y=\"}\"} 4\nb{y=\"}\",x=\"1\"} 5\n")
+	f.Add("c{a=\"\\\"\"} 1 1700000000\nc{\n{} 1\n# TYPE\n")
+	for _, n := range []string{"eks-rejected-inqueue.txt", "eks-concurrency-limit.txt"} {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", n)); err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lines := strings.Split(s, "\n")
+		once := newMetricsMerge()
+		once.add(lines)
+		twice := newMetricsMerge()
+		twice.add(lines)
+		twice.add(lines)
+		if string(once.body()) != string(twice.body()) {
+			t.Fatalf("body changed when read twice:\n%s\n%s", once.body(), twice.body())
+		}
+		if twice.changed < once.changed || twice.repeated < len(once.series) {
+			t.Fatalf("repeated %d of %d series, changed %d", twice.repeated, len(once.series), twice.changed)
+		}
+	})
 }
