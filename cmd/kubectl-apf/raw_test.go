@@ -61,6 +61,8 @@ func TestRawInputs(t *testing.T) {
 		{name: "the same grep pasted twice is not summed", stdin: fieldText(t, "eks-rejected-inqueue.txt") + fieldText(t, "eks-rejected-inqueue.txt"), args: []string{"top", "levels", "--from", "-"},
 			want:    []string{"workload-low   245       245       145", "4 metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read"},
 			notWant: []string{"490"}},
+		{name: "top levels from a Prometheus UI table pasted as Markdown", args: []string{"top", "levels", "--from", fieldPath("k8s-106085-prometheus-table.txt")},
+			want: []string{"node-high         105       105", "catch-all         14        14", "skipped 2 table header lines"}},
 		{name: "pre-1.20 phantom request row", args: []string{"dump", "requests", "--from", fieldPath("k8s-93376-dump_requests-none.txt")},
 			want: []string{"dump_requests (0 requests)"}, notWant: []string{"exempt"}},
 		{name: "a dump the input lacks", args: []string{"dump", "levels", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,

@@ -27,8 +27,10 @@ type RawInput struct {
 	From map[string]string
 	// Elided counts the elision lines ("...", "…") skipped, Prompts the
 	// shell command lines ("$ kubectl get --raw ..."), Prose the lines of
-	// text around them ("Here is the dump:").
-	Elided, Prompts, Prose int
+	// text around them ("Here is the dump:"), Tables the header and rule
+	// lines of a Prometheus UI table pasted as Markdown ("series | value",
+	// "-- | --").
+	Elided, Prompts, Prose, Tables int
 	// Ignored are the files of a directory that hold none of the kinds,
 	// with why.
 	Ignored []string
@@ -161,6 +163,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	// The first prose line, quoted when nothing else is found: the input
 	// was then no paste of a dump but something else.
 	proseLine, proseText := 0, ""
+	// A series of a Prometheus UI table copied with its value on the next
+	// line waits here for it.
+	pending, pendingLine := "", 0
 	text := string(data)
 	for n := 1; len(text) > 0; n++ {
 		var line string
@@ -184,6 +189,26 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 			// A comment of a shell session or of /metrics text.
 			continue
 		}
+		inMetrics := cur == nil || cur.kind == MetricsFile(0)
+		switch {
+		case pending != "":
+			if !isSampleValue(t) {
+				return fmt.Errorf("%s line %d: the metrics series %s has no value: the next line, %s, is no number (a line of /metrics text is name{labels} value)", name, pendingLine, quoteLine(pending), quoteLine(t))
+			}
+			t = pending + " " + t
+			line, pending = t, ""
+		case inMetrics:
+			if row, skip, ok := promTableLine(t); ok {
+				if skip {
+					in.Tables++
+					continue
+				}
+				t, line = row, row
+			} else if isBareSeries(t) {
+				pending, pendingLine = t, n
+				continue
+			}
+		}
 		kind, err := dumpKindOf(t)
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", name, n, err)
@@ -204,7 +229,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 			in.Prose++
 			cur = nil
 			continue
-		case cur == nil:
+		case inMetrics && !isMetricsLine(t) && seriesTail(t) != "":
+			return fmt.Errorf("%s line %d: a metrics series whose value is no number: after its labels comes %s (a line of /metrics text is name{labels} value): %s", name, n, quoteLine(seriesTail(t)), quoteLine(t))
+		case cur == nil, cur.kind == MetricsFile(0) && !isMetricsLine(t):
 			return notRaw(name, n, t)
 		}
 		// A dump keeps its alignment (cells may hold ", "); metrics lines
@@ -213,6 +240,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 			line = t
 		}
 		cur.lines = append(cur.lines, line)
+	}
+	if pending != "" {
+		return fmt.Errorf("%s line %d: the metrics series %s has no value (a line of /metrics text is name{labels} value)", name, pendingLine, quoteLine(pending))
 	}
 	if len(secs) == 0 {
 		if proseLine > 0 {
@@ -243,6 +273,9 @@ func skippedLines(in *RawInput) string {
 	}
 	if in.Prose > 0 {
 		parts = append(parts, plural(in.Prose, "line")+" of text")
+	}
+	if in.Tables > 0 {
+		parts = append(parts, plural(in.Tables, "table header line"))
 	}
 	if len(parts) == 0 {
 		return "code fences"
@@ -368,7 +401,7 @@ func (in *RawInput) Note(name string) string {
 			b.WriteString("; " + n)
 		}
 	}
-	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 {
+	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 || in.Tables > 0 {
 		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))
 	}
 	if len(in.Ignored) > 0 {

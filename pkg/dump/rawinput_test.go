@@ -455,3 +455,69 @@ func FuzzMetricsMerge(f *testing.F) {
 		}
 	})
 }
+
+// TestDetectRawPrometheusTable: a Prometheus UI table pasted into a GitHub
+// comment (kubernetes/kubernetes#106085, a Markdown table) is read as the
+// samples it shows, and so is the same table copied one cell a line (built
+// here from that paste: the UI's cells, series then value). A row that is
+// not one is refused with what follows its labels quoted, where the whole
+// line was once refused at "line 2", cut before that part (issue 47, R9).
+func TestDetectRawPrometheusTable(t *testing.T) {
+	paste := string(fieldFile(t, "k8s-106085-prometheus-table.txt"))
+	var cells strings.Builder
+	for _, l := range strings.Split(paste, "\n") {
+		if series, value, ok := strings.Cut(l, "} | "); ok {
+			cells.WriteString(series + "}\n" + value + "\n")
+		}
+	}
+	want := map[string]float64{"catch-all": 14, "global-default": 53, "leader-election": 27, "node-high": 105, "system": 79, "workload-high": 105}
+	for name, data := range map[string]string{"markdown": paste, "one cell a line": cells.String()} {
+		var in RawInput
+		if err := DetectRaw(name, []byte(data), &in); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s, err := in.Snapshot("x", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sc := s.LatestMetrics()
+		if got := sc.SumBy("apiserver_flowcontrol_request_concurrency_limit", "priority_level"); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: limits %v, want %v", name, got, want)
+		}
+		if name == "markdown" && in.Tables != 2 {
+			t.Errorf("%d table header lines skipped, want 2", in.Tables)
+		}
+	}
+	row := `apiserver_flowcontrol_request_concurrency_limit{endpoint="apiserver", instance="10.40.3.217:443", job="master", namespace="monitoring", priority_level="catch-all", service="master"}`
+	for _, tt := range []struct{ data, want string }{
+		{"```\n" + row + " | 14 seats\n", `line 2: a metrics series whose value is no number: after its labels comes "| 14 seats"`},
+		{"```\n" + row + "\nfourteen\n", `line 2: the metrics series "apiserver_flowcontrol_request_concurrency_limit{endpoint=`},
+		{row + "\n", "line 1: the metrics series"},
+	} {
+		var in RawInput
+		err := DetectRaw("in.txt", []byte(tt.data), &in)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("err = %v, want one line with %q", err, tt.want)
+		}
+	}
+}
+
+// TestDetectRawSeveralInstances: rows of two apiservers in one paste (the
+// instance label of a store) are summed per level, and the note says so.
+func TestDetectRawSeveralInstances(t *testing.T) {
+	paste := string(fieldFile(t, "k8s-106085-prometheus-table.txt"))
+	two := paste + strings.ReplaceAll(paste, "10.40.3.217:443", "10.40.3.218:443")
+	var one, both RawInput
+	if err := DetectRaw("a", []byte(paste), &one); err != nil {
+		t.Fatal(err)
+	}
+	if err := DetectRaw("b", []byte(two), &both); err != nil {
+		t.Fatal(err)
+	}
+	if n := one.Note("a"); strings.Contains(n, "apiservers (instance label)") {
+		t.Errorf("one instance: %q", n)
+	}
+	if n := both.Note("b"); !strings.Contains(n, "metrics of 2 apiservers (instance label) are summed per level") || strings.Contains(n, "read again") {
+		t.Errorf("two instances: %q", n)
+	}
+}

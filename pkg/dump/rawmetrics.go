@@ -1,6 +1,8 @@
 package dump
 
 import (
+	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +27,9 @@ type metricsMerge struct {
 	// repeated counts the series read more than once, changed those whose
 	// value differed between reads.
 	repeated, changed int
+	// instances are the values of the instance label a store adds (a
+	// Prometheus UI paste): several mean several apiservers in one input.
+	instances map[string]bool
 }
 
 func newMetricsMerge() *metricsMerge {
@@ -54,6 +59,14 @@ func (m *metricsMerge) add(lines []string) {
 			continue
 		}
 		name, key, value := seriesKey(l)
+		if i := strings.Index(key, `instance="`); i >= 0 && (key[i-1] == '{' || key[i-1] == ',') {
+			if v, _, ok := strings.Cut(key[i+len(`instance="`):], `"`); ok {
+				if m.instances == nil {
+					m.instances = map[string]bool{}
+				}
+				m.instances[v] = true
+			}
+		}
 		if prev, ok := m.line[key]; ok {
 			m.repeated++
 			if _, _, v := seriesKey(prev); v != value {
@@ -130,16 +143,21 @@ func (m *metricsMerge) body() []byte {
 	return []byte(b.String())
 }
 
-// note says what the merge did, "" when no series was read twice.
+// note says what the merge did, "" when no series was read twice and one
+// apiserver at most is named.
 func (m *metricsMerge) note() string {
+	var notes []string
+	if len(m.instances) > 1 {
+		notes = append(notes, fmt.Sprintf("metrics of %d apiservers (instance label) are summed per level, as one server's: give one input per apiserver for per-server figures", len(m.instances)))
+	}
 	if m.repeated == 0 {
-		return ""
+		return strings.Join(notes, "; ")
 	}
 	s := strconv.Itoa(m.repeated) + " metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read"
 	if m.changed > 0 {
 		s += "; " + strconv.Itoa(m.changed) + " of them changed between reads: if they came from different apiservers, give one input per apiserver"
 	}
-	return s
+	return strings.Join(append(notes, s), "; ")
 }
 
 // seriesKey splits a sample line into its metric name, a key of the series
@@ -208,4 +226,86 @@ func splitLabels(s string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// metricNameRE is a metric name of the text format.
+var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+// seriesTail returns what follows the label set of a line that starts as a
+// series does (a metric name and a closed label set), "" when it does not.
+func seriesTail(t string) string {
+	i := strings.IndexByte(t, '{')
+	if i <= 0 || !metricNameRE.MatchString(t[:i]) {
+		return ""
+	}
+	end := labelsEnd(t[i:])
+	if end < 0 {
+		return ""
+	}
+	return strings.TrimSpace(t[i+end+1:])
+}
+
+// isBareSeries reports whether t is a series with its labels and no value:
+// the Prometheus UI's table copied one cell a line puts the value next.
+func isBareSeries(t string) bool {
+	i := strings.IndexByte(t, '{')
+	return i > 0 && metricNameRE.MatchString(t[:i]) && labelsEnd(t[i:]) == len(t)-i-1
+}
+
+// isSampleValue reports whether t is a sample value of the text format.
+func isSampleValue(t string) bool {
+	switch t {
+	case "+Inf", "-Inf", "Inf", "NaN":
+		return true
+	}
+	_, err := strconv.ParseFloat(t, 64)
+	return err == nil
+}
+
+// tableRuleRE is the rule under a Markdown table's header ("-- | --",
+// "|---|:---:|").
+var tableRuleRE = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?$`)
+
+// promTableLine reads a line of a Prometheus UI table pasted as Markdown
+// (what a table copied from the UI becomes in a GitHub comment): the
+// header ("series | value", "Element | Value") and the rule are skipped,
+// a row "name{labels} | value" is the sample line "name{labels} value".
+// ok is false for any other line.
+func promTableLine(t string) (row string, skip, ok bool) {
+	if !strings.Contains(t, "|") {
+		return "", false, false
+	}
+	if tableRuleRE.MatchString(t) {
+		return "", true, true
+	}
+	s := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(t, "|"), "|"))
+	// The value is after the last bar outside the labels.
+	from := 0
+	if i := strings.IndexByte(s, '{'); i >= 0 {
+		if end := labelsEnd(s[i:]); end >= 0 {
+			from = i + end + 1
+		}
+	}
+	bar := strings.LastIndexByte(s[from:], '|')
+	if bar < 0 {
+		return "", false, false
+	}
+	series, value := strings.TrimSpace(s[:from+bar]), strings.TrimSpace(s[from+bar+1:])
+	switch strings.ToLower(series) {
+	case "series", "element", "metric":
+		if strings.EqualFold(value, "value") {
+			return "", true, true
+		}
+	}
+	name := series
+	if i := strings.IndexByte(series, '{'); i >= 0 {
+		if !isBareSeries(series) {
+			return "", false, false
+		}
+		name = series[:i]
+	}
+	if !metricNameRE.MatchString(name) || !isSampleValue(value) {
+		return "", false, false
+	}
+	return series + " " + value, false, true
 }
