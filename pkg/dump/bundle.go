@@ -265,10 +265,33 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.in.name, err)
 	}
+	if n := elidedRows(b.in.bundle, opts.Parts); n > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
+	}
 	if opts.Parts&PartObjects != 0 && len(c.Snapshots) > 0 && !c.Snapshots[0].HasObjects() {
 		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, NoObjectsNote))
 	}
 	return c, nil
+}
+
+// elidedRows counts the elision lines ("...") of a bundle's dumps, which
+// the dump parsers skip as the raw route does.
+func elidedRows(files map[string][]byte, parts Parts) int {
+	n := 0
+	for name, b := range files {
+		switch base := path.Base(name); base {
+		case FilePriorityLevels, FileQueues, FileRequests:
+			if !wanted(base, parts) {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if isElision(strings.TrimSpace(l)) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // CaptureFromFiles rebuilds a capture from bundle files.
