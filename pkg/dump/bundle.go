@@ -225,6 +225,10 @@ func readTarball(p string, r io.Reader) (map[string][]byte, error) {
 type BundleSource struct {
 	Path  string
 	Stdin io.Reader
+	// ObjectFiles is true when the command takes -f: the notes on an input
+	// without FlowSchemas and PriorityLevelConfigurations point to it then,
+	// and to the cluster or a bundle only otherwise.
+	ObjectFiles bool
 
 	in *input
 	// err is why the input could not be read: kept, so a command that
@@ -259,6 +263,7 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		b.in = in
 	}
 	if b.in.raw != nil {
+		b.in.raw.ObjectFiles = b.ObjectFiles
 		return b.in.captureRaw(opts)
 	}
 	c, _, err := CaptureFromFiles(b.in.bundle, opts)
@@ -269,7 +274,7 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
 	}
 	if opts.Parts&PartObjects != 0 && len(c.Snapshots) > 0 && !c.Snapshots[0].HasObjects() {
-		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, NoObjectsNote))
+		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, noObjectsNote(b.ObjectFiles)))
 	}
 	return c, nil
 }

@@ -42,6 +42,9 @@ type RawInput struct {
 	counts map[string]int
 	// merge joins the metrics bodies, each series once.
 	merge *metricsMerge
+	// ObjectFiles is true when the command reading the input takes -f (the
+	// note points to it only then).
+	ObjectFiles bool
 }
 
 // rawKinds are the bodies a raw input may hold, in the order a note names
@@ -395,7 +398,7 @@ func (in *RawInput) Note(name string) string {
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
 	}
-	b.WriteString("; " + NoObjectsNote)
+	b.WriteString("; " + noObjectsNote(in.ObjectFiles))
 	if in.merge != nil {
 		if n := in.merge.note(); n != "" {
 			b.WriteString("; " + n)
@@ -412,8 +415,17 @@ func (in *RawInput) Note(name string) string {
 }
 
 // NoObjectsNote says what an input without FlowSchema and
-// PriorityLevelConfiguration objects cannot give.
+// PriorityLevelConfiguration objects cannot give, to a command that takes
+// -f.
 const NoObjectsNote = "no FlowSchemas or PriorityLevelConfigurations: level names come from the dumps and metrics, classification and configured limits need the cluster, a bundle or -f"
+
+// noObjectsNote is NoObjectsNote, without -f for a command that has none.
+func noObjectsNote(objectFiles bool) string {
+	if objectFiles {
+		return NoObjectsNote
+	}
+	return strings.TrimSuffix(NoObjectsNote, ", a bundle or -f") + " or a bundle"
+}
 
 func pluralUnit(n int, unit string) string {
 	if strings.HasSuffix(unit, "famil") {
