@@ -229,6 +229,11 @@ type BundleSource struct {
 	// without FlowSchemas and PriorityLevelConfigurations point to it then,
 	// and to the cluster or a bundle only otherwise.
 	ObjectFiles bool
+	// ReadObjects reads the FlowSchemas and PriorityLevelConfigurations of
+	// a file (YAML or JSON, any served version) in a directory of raw
+	// files, which are then used as a bundle's are; nil: such files are
+	// ignored. The state package sets it to the reader of -f.
+	ReadObjects ObjectReader
 
 	in *input
 	// err is why the input could not be read: kept, so a command that
@@ -255,7 +260,7 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		return nil, b.err
 	}
 	if b.in == nil {
-		in, err := readInput(b.Path, b.Stdin)
+		in, err := readInput(b.Path, b.Stdin, b.ReadObjects)
 		if err != nil {
 			b.err = err
 			return nil, err

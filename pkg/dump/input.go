@@ -2,6 +2,7 @@ package dump
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
 // StdinPath is the --from argument that reads standard input.
@@ -32,7 +35,7 @@ type input struct {
 // bundle.json, or a .tar.gz), a raw dump or metrics file, a directory of
 // such files, or "-" for stdin (a tarball or raw text). The kind is told by
 // the content, never by the name.
-func readInput(path string, stdin io.Reader) (*input, error) {
+func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, error) {
 	if path == StdinPath {
 		if stdin == nil {
 			stdin = os.Stdin
@@ -58,7 +61,7 @@ func readInput(path string, stdin io.Reader) (*input, error) {
 			}
 			return &input{bundle: files, name: "bundle " + path}, nil
 		}
-		return rawDir(path)
+		return rawDir(path, objects)
 	}
 	if st.Size() > maxBundleFile {
 		return nil, fmt.Errorf("reading --from %s: larger than %d bytes", path, maxBundleFile)
@@ -103,9 +106,15 @@ func rawTime(raw *RawInput, mtime time.Time) time.Time {
 	return mtime.UTC()
 }
 
+// ObjectReader reads the FlowSchemas and PriorityLevelConfigurations of a
+// file named name, converted to v1; none and no error when it holds none.
+type ObjectReader func(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error)
+
 // rawDir reads the files of a directory that is not a bundle, each told by
-// its content; files that are none of the kinds are listed in the note.
-func rawDir(dir string) (*input, error) {
+// its content: dumps and metrics, and with objects the FlowSchemas and
+// PriorityLevelConfigurations of YAML or JSON files; files that are none of
+// these are listed in the note.
+func rawDir(dir string, objects ObjectReader) (*input, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading --from: %w", err)
@@ -137,11 +146,17 @@ func rawDir(dir string) (*input, error) {
 		// is, but is broken, is an error.
 		var one RawInput
 		if err := DetectRaw(p, data, &one); err != nil {
-			if !looksRaw(data) {
-				raw.Ignored = append(raw.Ignored, n)
-				continue
+			if looksRaw(data) {
+				return nil, err
 			}
-			return nil, err
+			used, err := raw.addObjects(objects, n, p, data)
+			if err != nil {
+				return nil, err
+			}
+			if !used {
+				raw.Ignored = append(raw.Ignored, n)
+			}
+			continue
 		}
 		if err := DetectRaw(p, data, raw); err != nil {
 			return nil, err
@@ -150,8 +165,11 @@ func rawDir(dir string) (*input, error) {
 			newest = info.ModTime()
 		}
 	}
-	if len(raw.Files) == 0 {
+	if len(raw.Files) == 0 || !raw.hasLive() {
 		return nil, fmt.Errorf("reading --from %s: not a kubectl-apf bundle (no %s) and no file in it is a debug dump or /metrics text", dir, manifestFile)
+	}
+	if err := raw.encodeObjects(); err != nil {
+		return nil, err
 	}
 	return &input{raw: raw, name: dir, at: rawTime(raw, newest)}, nil
 }
@@ -188,4 +206,58 @@ func (in *input) captureRaw(opts CaptureOptions) (*Capture, error) {
 		return nil, err
 	}
 	return &Capture{Snapshots: []*Snapshot{s}, Notes: []string{in.raw.Note(in.name)}}, nil
+}
+
+// objectExts are the extensions of the files rawDir reads objects from.
+var objectExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
+
+// addObjects reads the objects of a file of a raw directory, reporting
+// whether it held any. A YAML or JSON file that does not decode is left
+// to the note's ignored files, with why.
+func (in *RawInput) addObjects(read ObjectReader, base, p string, data []byte) (bool, error) {
+	if read == nil || !objectExts[strings.ToLower(filepath.Ext(base))] {
+		return false, nil
+	}
+	fs, pl, err := read(p, data)
+	if err != nil {
+		in.Ignored = append(in.Ignored, fmt.Sprintf("%s (%v)", base, err))
+		return true, nil
+	}
+	if len(fs)+len(pl) == 0 {
+		return false, nil
+	}
+	in.flowSchemas = append(in.flowSchemas, fs...)
+	in.priorityLevels = append(in.priorityLevels, pl...)
+	in.objectFiles = append(in.objectFiles, base)
+	return true, nil
+}
+
+// hasLive reports whether the input holds a dump or metrics, not objects
+// alone.
+func (in *RawInput) hasLive() bool {
+	for _, k := range rawKinds {
+		if _, ok := in.Files[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeObjects keeps the objects read as a bundle keeps them: v1 lists.
+func (in *RawInput) encodeObjects() error {
+	if len(in.flowSchemas) > 0 {
+		b, err := json.Marshal(flowcontrolv1.FlowSchemaList{TypeMeta: typeMetaList("FlowSchemaList"), Items: in.flowSchemas})
+		if err != nil {
+			return err
+		}
+		in.Files[FileFlowSchemas] = b
+	}
+	if len(in.priorityLevels) > 0 {
+		b, err := json.Marshal(flowcontrolv1.PriorityLevelConfigurationList{TypeMeta: typeMetaList("PriorityLevelConfigurationList"), Items: in.priorityLevels})
+		if err != nil {
+			return err
+		}
+		in.Files[FilePLCs] = b
+	}
+	return nil
 }

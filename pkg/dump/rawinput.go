@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -45,6 +47,12 @@ type RawInput struct {
 	// ObjectFiles is true when the command reading the input takes -f (the
 	// note points to it only then).
 	ObjectFiles bool
+
+	// The FlowSchemas and PriorityLevelConfigurations of the object files
+	// of a directory, and those files' names.
+	flowSchemas    []flowcontrolv1.FlowSchema
+	priorityLevels []flowcontrolv1.PriorityLevelConfiguration
+	objectFiles    []string
 }
 
 // rawKinds are the bodies a raw input may hold, in the order a note names
@@ -398,7 +406,12 @@ func (in *RawInput) Note(name string) string {
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
 	}
-	b.WriteString("; " + noObjectsNote(in.ObjectFiles))
+	if len(in.objectFiles) > 0 {
+		fmt.Fprintf(&b, "; objects from %s: %s, %s", strings.Join(in.objectFiles, ", "),
+			plural(len(in.flowSchemas), "FlowSchema"), plural(len(in.priorityLevels), "PriorityLevelConfiguration"))
+	} else {
+		b.WriteString("; " + noObjectsNote(in.ObjectFiles))
+	}
 	if in.merge != nil {
 		if n := in.merge.note(); n != "" {
 			b.WriteString("; " + n)
