@@ -29,6 +29,8 @@ type input struct {
 	// snapshot (zero: unknown).
 	name string
 	at   time.Time
+	// atFrom says where at comes from (Snapshot.CapturedAtFrom).
+	atFrom string
 }
 
 // readInput reads what --from names: a bundle (a directory with
@@ -93,18 +95,34 @@ func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 	if err := DetectRaw(name, data, raw); err != nil {
 		return nil, err
 	}
-	return &input{raw: raw, name: name, at: rawTime(raw, mtime)}, nil
+	at, from := rawTime(raw, mtime)
+	return &input{raw: raw, name: name, at: at, atFrom: from}, nil
 }
 
 // rawTime is when a raw input was captured: the newest time its request
 // dump shows (requests arrive before the dump is taken), else the file's
-// modification time, else unknown.
-func rawTime(raw *RawInput, mtime time.Time) time.Time {
+// modification time, else unknown; and where that time comes from.
+func rawTime(raw *RawInput, mtime time.Time) (time.Time, string) {
 	if !raw.Newest.IsZero() {
-		return raw.Newest.UTC()
+		return raw.Newest.UTC(), AtNewestRequest
 	}
-	return mtime.UTC()
+	if mtime.IsZero() {
+		return time.Time{}, ""
+	}
+	return mtime.UTC(), AtFileTime
 }
+
+// Where the capture time of a raw input comes from (Snapshot.CapturedAtFrom).
+const (
+	// AtNewestRequest: the newest arrival or start its dump_requests
+	// shows, no later than the dump: ages counted from it are at least
+	// what they were.
+	AtNewestRequest = "the newest arrival or start in its dump_requests"
+	// AtFileTime: when its file was last written (the newest, for a
+	// directory), no earlier than the dump: ages counted from it are at
+	// most what they were.
+	AtFileTime = "the time its file was last written"
+)
 
 // ObjectReader reads the FlowSchemas and PriorityLevelConfigurations of a
 // file named name, converted to v1; none and no error when it holds none.
@@ -171,7 +189,8 @@ func rawDir(dir string, objects ObjectReader) (*input, error) {
 	if err := raw.encodeObjects(); err != nil {
 		return nil, err
 	}
-	return &input{raw: raw, name: dir, at: rawTime(raw, newest)}, nil
+	at, from := rawTime(raw, newest)
+	return &input{raw: raw, name: dir, at: at, atFrom: from}, nil
 }
 
 // looksRaw reports whether a file of a directory means to be a dump or
@@ -205,6 +224,7 @@ func (in *input) captureRaw(opts CaptureOptions) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.CapturedAtFrom = in.atFrom
 	return &Capture{Snapshots: []*Snapshot{s}, Notes: []string{in.raw.Note(in.name)}}, nil
 }
 
