@@ -262,3 +262,70 @@ func TestTopFlowsExecutingBefore128(t *testing.T) {
 		}
 	}
 }
+
+// TestRowJSONKeepsEveryField: the rows whose MarshalJSON prints absent
+// figures as null print, when nothing is absent, exactly what their fields
+// would (so a field added to a row is not dropped from -o json).
+func TestRowJSONKeepsEveryField(t *testing.T) {
+	type plainLevel LevelRow
+	type plainQueue QueueRow
+	type plainFlow FlowRow
+	extra := map[string]string{"NewColumn": "1"}
+	level := LevelRow{Instance: "i", PriorityLevelRow: dump.PriorityLevelRow{Name: "n", ActiveQueues: 1, IsIdle: true, IsQuiescing: true, WaitingRequests: 2, ExecutingRequests: 3,
+		HasCounters: true, DispatchedRequests: 4, RejectedRequests: 5, TimedoutRequests: 6, CancelledRequests: 7, Extra: extra}, Type: "Limited", UID: "u"}
+	queue := QueueRow{Instance: "i", QueueRow: dump.QueueRow{PriorityLevel: "n", Index: 1, PendingRequests: 2, ExecutingRequests: 3, SeatsInUse: 4, NextDispatchR: 5.5,
+		InitialSeatsSum: 6, MaxSeatsSum: 7, TotalWorkSum: 8.5, HasSeats: true, Extra: extra}}
+	flow := FlowRow{Instance: "i", Level: "n", FlowSchema: "f", Distinguisher: "d", WaitingRequests: 1, WaitingSeats: 2, ExecutingRequest: 3, ExecutingSeats: 4, Queues: []int{5}}
+	for _, tt := range []struct {
+		name        string
+		custom, std any
+	}{{"level", level, plainLevel(level)}, {"queue", queue, plainQueue(queue)}, {"flow", flow, plainFlow(flow)}} {
+		a, err := json.Marshal(tt.custom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(tt.std)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Errorf("%s:\n%s\n%s", tt.name, a, b)
+		}
+	}
+}
+
+// TestLevelsJSONAbsentCounters: the 1.20 dump_priority_levels (a real
+// capture) has no counters and a "<none>" row for exempt; -o json prints
+// null where the table prints "-", not 0.
+func TestLevelsJSONAbsentCounters(t *testing.T) {
+	rows, err := dump.ParsePriorityLevels(fixture(t, "dump", "v1.20.0-inprocess", dump.FilePriorityLevels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := PrintLevels(&b, Options{Format: FormatJSON}, []*dump.Snapshot{{Instance: "old", PriorityLevelDump: rows}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	sawExempt := false
+	for _, r := range got {
+		for _, k := range []string{"dispatchedRequests", "rejectedRequests", "timedoutRequests", "cancelledRequests"} {
+			if v, ok := r[k]; !ok || v != nil {
+				t.Errorf("%v: %s = %v", r["name"], k, v)
+			}
+		}
+		placeholder := r["name"] == "exempt"
+		sawExempt = sawExempt || placeholder
+		for _, k := range []string{"activeQueues", "waitingRequests", "executingRequests"} {
+			if (r[k] == nil) != placeholder {
+				t.Errorf("%v: %s = %v", r["name"], k, r[k])
+			}
+		}
+	}
+	if !sawExempt {
+		t.Error("no exempt row")
+	}
+}

@@ -176,12 +176,17 @@ type FlowRow struct {
 // MarshalJSON prints the executing figures as null when the dump does not
 // list executing requests.
 func (f FlowRow) MarshalJSON() ([]byte, error) {
-	type plain FlowRow // without this method
 	out := struct {
-		plain
-		ExecutingRequest *int `json:"executingRequests"`
-		ExecutingSeats   *int `json:"executingSeats"`
-	}{plain: plain(f)}
+		Instance         string `json:"instance"`
+		Level            string `json:"level"`
+		FlowSchema       string `json:"flowSchema"`
+		Distinguisher    string `json:"distinguisher"`
+		WaitingRequests  int    `json:"waitingRequests"`
+		WaitingSeats     int    `json:"waitingSeats"`
+		ExecutingRequest *int   `json:"executingRequests"`
+		ExecutingSeats   *int   `json:"executingSeats"`
+		Queues           []int  `json:"queues,omitempty"`
+	}{Instance: f.Instance, Level: f.Level, FlowSchema: f.FlowSchema, Distinguisher: f.Distinguisher, WaitingRequests: f.WaitingRequests, WaitingSeats: f.WaitingSeats, Queues: f.Queues}
 	if !f.ExecutingUnknown {
 		out.ExecutingRequest, out.ExecutingSeats = &f.ExecutingRequest, &f.ExecutingSeats
 	}
