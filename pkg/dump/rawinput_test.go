@@ -521,3 +521,27 @@ func TestDetectRawSeveralInstances(t *testing.T) {
 		t.Errorf("two instances: %q", n)
 	}
 }
+
+// TestRawDirProse: a file of a directory that starts with a sentence and
+// holds a dump is read (it was ignored, its first line being no dump); a
+// file of sentences alone is still ignored.
+func TestRawDirProse(t *testing.T) {
+	dir := t.TempDir()
+	paste := "Here is the output of the command:\n" + string(fieldFile(t, "docs-dump_queues.txt"))
+	if err := os.WriteFile(filepath.Join(dir, "paste.txt"), []byte(paste), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("Notes on the incident of Monday.\nThe queues filled at 03:10.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Snapshots[0].QueueDump); n != 6 {
+		t.Errorf("%d queues, want the docs' 6", n)
+	}
+	if !strings.Contains(c.Notes[0], "ignored README.md") || !strings.Contains(c.Notes[0], "1 line of text") {
+		t.Errorf("note %q", c.Notes[0])
+	}
+}
