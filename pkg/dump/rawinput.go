@@ -135,6 +135,10 @@ func isProse(t string, inDump bool) bool {
 	if inDump && strings.Contains(t, ",") {
 		return false
 	}
+	// A sentence starts with a word, not a metric name or a key=value.
+	if first, _, _ := strings.Cut(t, " "); strings.ContainsAny(first, "_=/<>\"") {
+		return false
+	}
 	// A series with labels and no value, or with a value the metrics
 	// grammar refuses, is no sentence: let the reader say what is wrong.
 	return !strings.Contains(t, "{")

@@ -545,3 +545,19 @@ func TestRawDirProse(t *testing.T) {
 		t.Errorf("note %q", c.Notes[0])
 	}
 }
+
+func TestIsProse(t *testing.T) {
+	for _, s := range []string{"Here is the dump:", "Output of the command below", "Error from server (Forbidden): forbidden: User \"u\" cannot get path"} {
+		if !isProse(s, false) {
+			t.Errorf("%q is prose", s)
+		}
+	}
+	for _, s := range []string{"apiserver_flowcontrol_x 1 2 3", "<html>", "Forbidden", "1 2 3", `{"kind":"Status"}`, "level=info msg=x", "name{a=\"b\"} x"} {
+		if isProse(s, false) {
+			t.Errorf("%q is no prose", s)
+		}
+	}
+	if isProse("workload-low, 14, 27", true) {
+		t.Error("a dump row is no prose")
+	}
+}
