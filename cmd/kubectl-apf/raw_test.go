@@ -59,7 +59,7 @@ func TestRawInputs(t *testing.T) {
 		{name: "explain 429 on garbage after a sentence says why twice alike", stdin: "The page said:\n<html>\n", args: []string{"explain", "429", "--from", "-"}, wantCode: 1,
 			want: []string{`standard input line 2: "<html>" is neither a debug dump`}, notWant: []string{"standard input is empty"}},
 		{name: "the same grep pasted twice is not summed", stdin: fieldText(t, "eks-rejected-inqueue.txt") + fieldText(t, "eks-rejected-inqueue.txt"), args: []string{"top", "levels", "--from", "-"},
-			want:    []string{"workload-low   245       245       145", "4 metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read"},
+			want:    []string{"workload-low   245       245       145", "4 metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read (standard input from line 22)"},
 			notWant: []string{"490"}},
 		{name: "top levels from a Prometheus UI table pasted as Markdown", args: []string{"top", "levels", "--from", fieldPath("k8s-106085-prometheus-table.txt")},
 			want: []string{"node-high         105       105", "catch-all         14        14", "skipped 2 table header lines"}},

@@ -347,7 +347,7 @@ func (in *RawInput) add(name string, s *section) error {
 		if in.merge == nil {
 			in.merge = newMetricsMerge()
 		}
-		in.merge.add(s.lines)
+		in.merge.add(fmt.Sprintf("%s from line %d", name, s.start), s.lines)
 		body = in.merge.body()
 		sc, _, err := metrics.ParseAPF(bytes.NewReader(body), time.Time{})
 		if err != nil {

@@ -425,7 +425,7 @@ func TestDetectRawSeriesOnce(t *testing.T) {
 			t.Errorf("%s: %v, want modern-b's %v", fam, got, w)
 		}
 	}
-	if !strings.Contains(c.Notes[0], "metrics series read again") || !strings.Contains(c.Notes[0], "changed between reads") {
+	if !strings.Contains(c.Notes[0], "metrics series read again") || !strings.Contains(c.Notes[0], "from the last read ("+filepath.Join(dir, "modern-b.txt")+" from line 1)") || !strings.Contains(c.Notes[0], "changed between reads") {
 		t.Errorf("note = %q", c.Notes[0])
 	}
 }
@@ -443,10 +443,10 @@ func FuzzMetricsMerge(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		lines := strings.Split(s, "\n")
 		once := newMetricsMerge()
-		once.add(lines)
+		once.add("a", lines)
 		twice := newMetricsMerge()
-		twice.add(lines)
-		twice.add(lines)
+		twice.add("a", lines)
+		twice.add("b", lines)
 		if string(once.body()) != string(twice.body()) {
 			t.Fatalf("body changed when read twice:\n%s\n%s", once.body(), twice.body())
 		}

@@ -27,6 +27,8 @@ type metricsMerge struct {
 	// repeated counts the series read more than once, changed those whose
 	// value differed between reads.
 	repeated, changed int
+	// lastFrom names the body of the last series read again.
+	lastFrom string
 	// instances are the values of the instance label a store adds (a
 	// Prometheus UI paste): several mean several apiservers in one input.
 	instances map[string]bool
@@ -36,8 +38,8 @@ func newMetricsMerge() *metricsMerge {
 	return &metricsMerge{help: map[string]string{}, typ: map[string]string{}, typeName: map[string]string{}, line: map[string]string{}, name: map[string]string{}}
 }
 
-// add reads the trimmed lines of one metrics body.
-func (m *metricsMerge) add(lines []string) {
+// add reads the trimmed lines of one metrics body, named from.
+func (m *metricsMerge) add(from string, lines []string) {
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
@@ -69,6 +71,7 @@ func (m *metricsMerge) add(lines []string) {
 		}
 		if prev, ok := m.line[key]; ok {
 			m.repeated++
+			m.lastFrom = from
 			if _, _, v := seriesKey(prev); v != value {
 				m.changed++
 			}
@@ -153,7 +156,7 @@ func (m *metricsMerge) note() string {
 	if m.repeated == 0 {
 		return strings.Join(notes, "; ")
 	}
-	s := strconv.Itoa(m.repeated) + " metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read"
+	s := strconv.Itoa(m.repeated) + " metrics series read again (two scrapes of one server, or a paste repeated) counted once, from the last read (" + m.lastFrom + ")"
 	if m.changed > 0 {
 		s += "; " + strconv.Itoa(m.changed) + " of them changed between reads: if they came from different apiservers, give one input per apiserver"
 	}
