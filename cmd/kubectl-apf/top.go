@@ -210,6 +210,9 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if o.Kind == "levels" {
 			err = o.printLevels(c.Snapshots)
 		} else {
+			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
+				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", render.Sanitize(inst))
+			}
 			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
 		}
 		if err != nil || !o.Watch {

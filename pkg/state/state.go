@@ -182,7 +182,7 @@ func (o *Options) Complete() error {
 		return nil
 	}
 	if o.From != "" {
-		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin}
+		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin, ObjectFiles: o.inputs&Config != 0, ReadObjects: readObjects}
 		return nil
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
