@@ -153,8 +153,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	// given, so that the two line up for the join
 	if opts.Year == 0 {
 		for _, in := range inputs {
-			if in.info.format == FormatAudit {
-				if y, ok := firstAuditYear(in.r.(*bufio.Reader)); ok {
+			if in.info.format == FormatAudit || wrapped(in.info.format) {
+				if y, ok := firstYear(in.info, in.r.(*bufio.Reader), in.name); ok {
 					opts.Year = y
 				}
 				break

@@ -260,3 +260,23 @@ func newInputReader(info inputInfo, r io.Reader, name string, opts Options, st *
 	}
 	return &mustYield{Reader: rd, name: name, info: info, stats: st}
 }
+
+// firstYear is the year of the first audit event of an input (raw or
+// wrapped), peeked at without consuming it.
+func firstYear(info inputInfo, br *bufio.Reader, name string) (int, bool) {
+	if info.format == FormatAudit {
+		return firstAuditYear(br)
+	}
+	buf, _ := br.Peek(br.Size())
+	rd := newWrapReader(bytes.NewReader(buf), name, info.format, info.layout, Options{Lenient: true}, nil).(*wrapReader)
+	for range 64 {
+		var r Request
+		if _, err := rd.read(&r); err != nil {
+			return 0, false
+		}
+		if !r.Arrival.IsZero() {
+			return r.Arrival.Year(), true
+		}
+	}
+	return 0, false
+}
