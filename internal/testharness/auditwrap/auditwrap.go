@@ -51,14 +51,14 @@ func Formats() []Format {
 		{"azurediagnostics-json", "azurediagnostics.json", aksPod, azureDiagnostics},
 		{"aksaudit-json", "aksaudit.json", aksPod, aksAuditJSON},
 		{"aksaudit-csv", "aksaudit.csv", aksPod, aksAuditCSV},
-		{"cri", "kube-apiserver.log", "", cri},
-		{"docker-json-file", "container-json.log", "", docker},
+		{"cri", "kube-apiserver.log", "", func(ev [][]byte) []byte { return CRI(ev, splitAt) }},
+		{"docker-json-file", "container-json.log", "", func(ev [][]byte) []byte { return Docker(ev, splitAt) }},
 		{"fluent-bit-fields", "fluent-bit.jsonl", aksPod, fluentBitFields},
 		{"fluent-bit-log", "fluent-bit-log.jsonl", aksPod, fluentBitLog},
 		{"vector", "vector.jsonl", aksPod, vector},
 		{"otel-collector", "otel.jsonl", aksPod, otel},
 		{"elasticsearch", "search.json", aksPod, elasticsearch},
-		{"gzipped-docker", "container-json.log.gz", "", func(ev [][]byte) []byte { return gz(docker(ev)) }},
+		{"gzipped-docker", "container-json.log.gz", "", func(ev [][]byte) []byte { return gz(Docker(ev, splitAt)) }},
 	}
 }
 
@@ -286,34 +286,39 @@ func aksAuditCSV(events [][]byte) []byte {
 	return b.Bytes()
 }
 
-// split is where the runtimes cut a long line (16 KiB); the wrappers cut
-// at splitAt to exercise the joining on events of ordinary length.
-const splitAt = 700
+// RuntimeSplit is where container runtimes cut a long line (16 KiB); the
+// Formats cut at splitAt, to exercise the joining of the pieces on events
+// of ordinary length.
+const (
+	RuntimeSplit = 16 << 10
+	splitAt      = 700
+)
 
-// cri is a container runtime's log of an apiserver that writes its audit
-// log to standard output (--audit-log-path=-), long lines cut in P pieces.
-func cri(events [][]byte) []byte {
+// CRI is a container runtime's log of an apiserver that writes its audit
+// log to standard output (--audit-log-path=-), lines longer than split cut
+// in P pieces.
+func CRI(events [][]byte, split int) []byte {
 	var b bytes.Buffer
 	for _, ev := range events {
 		ts := stamp(ev).UTC().Format(time.RFC3339Nano)
-		for len(ev) > splitAt {
-			fmt.Fprintf(&b, "%s stdout P %s\n", ts, ev[:splitAt])
-			ev = ev[splitAt:]
+		for len(ev) > split {
+			fmt.Fprintf(&b, "%s stdout P %s\n", ts, ev[:split])
+			ev = ev[split:]
 		}
 		fmt.Fprintf(&b, "%s stdout F %s\n", ts, ev)
 	}
 	return b.Bytes()
 }
 
-// docker is docker's json-file log of the same, long lines cut into
-// pieces without their newline.
-func docker(events [][]byte) []byte {
+// Docker is docker's json-file log of the same, lines longer than split
+// cut into pieces without their newline.
+func Docker(events [][]byte, split int) []byte {
 	var b bytes.Buffer
 	for _, ev := range events {
 		ts := stamp(ev).UTC().Format(time.RFC3339Nano)
-		for len(ev) > splitAt {
-			fmt.Fprintf(&b, "{\"log\":%s,\"stream\":\"stdout\",\"time\":%q}\n", str(ev[:splitAt], true), ts)
-			ev = ev[splitAt:]
+		for len(ev) > split {
+			fmt.Fprintf(&b, "{\"log\":%s,\"stream\":\"stdout\",\"time\":%q}\n", str(ev[:split], true), ts)
+			ev = ev[split:]
 		}
 		fmt.Fprintf(&b, "{\"log\":%s,\"stream\":\"stdout\",\"time\":%q}\n", str(append(ev[:len(ev):len(ev)], '\n'), true), ts)
 	}

@@ -318,13 +318,34 @@ type record struct {
 // recordOf reads one JSON record into rec; buf is scratch for an
 // unescaped message (returned, to be reused).
 func recordOf(b []byte, rec *record, buf []byte) ([]byte, error) {
+	_, buf, err := recordAt(b, rec, buf)
+	return buf, err
+}
+
+// unescaped are the keys whose string values recordAt unescapes as it
+// scans them: those that carry the event as a string.
+const unescaped = 1<<kMessage | 1<<kAtMessage | 1<<kLogS | 1<<kLog | 1<<kBody
+
+// recordAt is recordOf on a record at the start of b, followed by anything:
+// it returns where the record ends.
+func recordAt(b []byte, rec *record, buf []byte) (int, []byte, error) {
 	var f [nRecordKeys]field
-	if !topFields(b, recordKeys[:], f[:]) {
-		return buf, errNotRecord
+	buf = buf[:0]
+	end, ok := scanFields(b, recordKeys[:], f[:], unescaped, &buf)
+	if !ok {
+		return 0, buf, errNotRecord
 	}
+	buf, err := recordOfFields(b[:end], &f, rec, buf)
+	return end, buf, err
+}
+
+func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([]byte, error) {
 	msgOf := func(v field) ([]byte, bool) {
 		if !v.isStr {
 			return nil, false
+		}
+		if v.plain {
+			return v.raw, true
 		}
 		if bytes.IndexByte(v.raw, '\\') < 0 {
 			return v.raw, true
@@ -379,10 +400,15 @@ func recordOf(b []byte, rec *record, buf []byte) ([]byte, error) {
 			return buf, nil
 		}
 		var p [2]field
-		if !topFields(f[kProperties].raw, []string{"log", "pod"}, p[:]) || !p[0].set {
+		if _, ok := scanFields(f[kProperties].raw, []string{"log", "pod"}, p[:], 1, &buf); !ok || !p[0].set {
 			return buf, errors.New("an AKS record without properties.log")
 		}
 		rec.instance = p[1].text()
+		if !p[0].isStr {
+			// the event as an object, not a string
+			rec.msg = p[0].raw
+			return buf, nil
+		}
 		m, ok := msgOf(p[0])
 		if !ok {
 			return buf, errBadString
@@ -410,7 +436,7 @@ func recordOf(b []byte, rec *record, buf []byte) ([]byte, error) {
 	case f[kKind].set || f[kAuditIDKey].set:
 		// the event's own fields, next to the pipeline's
 		rec.kind = FormatPipeline
-		rec.instance = pipelineInstance(&f)
+		rec.instance = pipelineInstance(f)
 		rec.msg = b
 		return buf, nil
 	case f[kLog].isStr && f[kStream].set && f[kTime].set && !f[kKubernetes].set:
@@ -428,7 +454,7 @@ func recordOf(b []byte, rec *record, buf []byte) ([]byte, error) {
 		return buf, nil
 	case f[kLog].isStr, f[kMessage].isStr, f[kBody].set:
 		rec.kind = FormatPipeline
-		rec.instance = pipelineInstance(&f)
+		rec.instance = pipelineInstance(f)
 		v := f[kLog]
 		if !v.isStr {
 			v = f[kMessage]
@@ -599,12 +625,19 @@ func (w *wrapReader) nextRecord(rec *record) error {
 	*rec = record{kind: w.format}
 	switch w.lay {
 	case layoutDoc:
-		b, err := w.doc.next()
+		var rerr error
+		_, ok, err := w.doc.nextWith(func(b []byte) (int, bool) {
+			*rec = record{kind: w.format}
+			var end int
+			end, w.buf, rerr = recordAt(b, rec, w.buf)
+			return end, rerr == nil || !errors.Is(rerr, errNotRecord)
+		})
 		if err != nil {
 			return err
 		}
-		var rerr error
-		w.buf, rerr = recordOf(b, rec, w.buf)
+		if !ok && rerr == nil {
+			rerr = errNotRecord
+		}
 		return rerr
 	case layoutCSV:
 		return w.csv.next(rec, &w.buf)

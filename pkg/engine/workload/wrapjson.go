@@ -45,23 +45,26 @@ func stringEnd(b []byte, i int) int {
 // on an escape JSON does not allow or a control character.
 func unquote(dst, s []byte) ([]byte, bool) {
 	for len(s) > 0 {
-		k := bytes.IndexByte(s, '\\')
-		if k < 0 {
-			k = len(s)
+		// the run of plain ASCII up to the next escape, control or
+		// non-ASCII byte, in one pass
+		k := 0
+		for k < len(s) && s[k] != '\\' && s[k] >= 0x20 && s[k] < 0x80 {
+			k++
 		}
-		for _, c := range s[:k] {
-			if c < 0x20 {
-				return dst, false
-			}
-		}
-		if utf8.Valid(s[:k]) {
-			dst = append(dst, s[:k]...)
-		} else {
-			dst = appendValidUTF8(dst, s[:k])
-		}
+		dst = append(dst, s[:k]...)
 		s = s[k:]
 		if len(s) == 0 {
 			break
+		}
+		switch c := s[0]; {
+		case c < 0x20:
+			return dst, false
+		case c >= 0x80:
+			// encoding/json replaces invalid UTF-8 by U+FFFD
+			r, n := utf8.DecodeRune(s)
+			dst = utf8.AppendRune(dst, r)
+			s = s[n:]
+			continue
 		}
 		if len(s) < 2 {
 			return dst, false
@@ -129,15 +132,6 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-func appendValidUTF8(dst, b []byte) []byte {
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		dst = utf8.AppendRune(dst, r)
-		b = b[n:]
-	}
-	return dst
-}
-
 // field is the raw value of one key of an object: a string's contents
 // (between the quotes, escapes unresolved) or any other value's bytes.
 type field struct {
@@ -165,27 +159,36 @@ func (f field) text() string {
 // names[i]. Other keys are skipped. It reports false when b is not an
 // object (syntax errors inside skipped strings are not seen).
 func topFields(b []byte, names []string, out []field) bool {
+	_, ok := scanFields(b, names, out, 0, nil)
+	return ok
+}
+
+// scanFields is topFields that also returns where the object ends in b
+// (what follows is not looked at), and unescapes the string values of the
+// keys whose bit is set in unq into *buf as it finds their end, in one
+// pass (their fields are plain).
+func scanFields(b []byte, names []string, out []field, unq uint64, buf *[]byte) (int, bool) {
 	s := jscan{b: b}
 	if s.peek() != '{' {
-		return false
+		return 0, false
 	}
 	s.i++
 	if s.peek() == '}' {
 		s.i++
-		return true
+		return s.i, true
 	}
 	for {
 		if s.peek() != '"' {
-			return false
+			return 0, false
 		}
 		e := stringEnd(s.b, s.i)
 		if e < 0 {
-			return false
+			return 0, false
 		}
 		key := s.b[s.i+1 : e-1]
 		s.i = e
 		if s.peek() != ':' {
-			return false
+			return 0, false
 		}
 		s.i++
 		idx := -1
@@ -197,17 +200,27 @@ func topFields(b []byte, names []string, out []field) bool {
 		}
 		start := s.peek()
 		var f field
-		if start == '"' {
+		switch {
+		case start == '"' && idx >= 0 && unq&(1<<idx) != 0 && !out[idx].set:
+			from := len(*buf)
+			e, nb, ok := unquoteScan(s.b, s.i+1, *buf)
+			if !ok {
+				return 0, false
+			}
+			*buf = nb
+			f = field{raw: nb[from:len(nb):len(nb)], isStr: true, set: true, plain: true}
+			s.i = e
+		case start == '"':
 			e := stringEnd(s.b, s.i)
 			if e < 0 {
-				return false
+				return 0, false
 			}
 			f = field{raw: s.b[s.i+1 : e-1], isStr: true, set: true}
 			s.i = e
-		} else {
+		default:
 			from := s.i
 			if !s.skipValue(1) {
-				return false
+				return 0, false
 			}
 			f = field{raw: s.b[from:s.i], set: true}
 		}
@@ -219,9 +232,77 @@ func topFields(b []byte, names []string, out []field) bool {
 			s.i++
 		case '}':
 			s.i++
-			return true
+			return s.i, true
 		default:
-			return false
+			return 0, false
+		}
+	}
+}
+
+// unquoteScan unescapes the JSON string whose contents start at b[i],
+// appending them to dst, and returns the index past its closing quote. It
+// finds the quotes and backslashes with bytes.IndexByte, so a run without
+// escapes is copied at once; the bytes between escapes are copied as they
+// are (a control character there is left for the event's decoding to
+// refuse; invalid UTF-8 too, which the event's decoding replaces as
+// encoding/json does).
+func unquoteScan(b []byte, i int, dst []byte) (int, []byte, bool) {
+	for {
+		// the run up to the next quote or backslash: a plain loop, as
+		// escapes come every few bytes in an event carried as a string
+		j := i
+		for j < len(b) && b[j] != '"' && b[j] != '\\' {
+			j++
+		}
+		if j == len(b) {
+			return 0, dst, false
+		}
+		dst = append(dst, b[i:j]...)
+		i = j
+		if b[i] == '"' {
+			return i + 1, dst, true
+		}
+		// one escape at b[i]
+		if i+1 >= len(b) {
+			return 0, dst, false
+		}
+		switch c := b[i+1]; c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+			i += 2
+		case 'b':
+			dst, i = append(dst, '\b'), i+2
+		case 'f':
+			dst, i = append(dst, '\f'), i+2
+		case 'n':
+			dst, i = append(dst, '\n'), i+2
+		case 'r':
+			dst, i = append(dst, '\r'), i+2
+		case 't':
+			dst, i = append(dst, '\t'), i+2
+		case 'u':
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				return 0, dst, false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					if v, ok := hex4(b[i+2:]); ok {
+						r2 = v
+					}
+				}
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					i += 6
+					r = d
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return 0, dst, false
 		}
 	}
 }
@@ -471,6 +552,79 @@ func (d *docStream) next() ([]byte, error) {
 			return v, nil
 		}
 	}
+}
+
+// nextWith is next for a record read by scan, which is given the rest of
+// the buffer and returns how much of it the record took (false when it is
+// not a record it reads, or does not end within the buffer): one pass over
+// a record instead of two. Where scan fails on the buffer, next's splitter
+// takes the record (reading as much as it spans) and scan is called on it
+// alone; ok says whether that read it.
+func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bool, err error) {
+	for d.state != docInArray {
+		if d.state == docDone {
+			if d.peekByte() == 0 {
+				if d.rerr != nil {
+					return nil, false, d.rerr
+				}
+				return nil, false, io.EOF
+			}
+			d.state, d.path, d.depth = docStart, nil, 0
+		}
+		switch d.peekByte() {
+		case '[':
+			d.pos++
+			d.state = docInArray
+			d.topArray = true
+			if d.peekByte() == ']' {
+				d.pos++
+				d.state = docDone
+			}
+		case '{':
+			if err := d.enter(nil); err != nil {
+				return nil, false, err
+			}
+		case 0:
+			return nil, false, d.cut("the document")
+		default:
+			return nil, false, fmt.Errorf("%s: not a JSON document", d.name)
+		}
+	}
+	if d.peekByte() == '{' {
+		rest := d.buf[d.pos:]
+		if n, ok := scan(rest); ok {
+			d.pos += n
+			return rest[:n], true, d.afterRecord()
+		}
+	}
+	v, err := d.value()
+	if err != nil {
+		return nil, false, err
+	}
+	_, ok = scan(v)
+	return v, ok, d.afterRecord()
+}
+
+// grow reads more input, keeping what is unread.
+func (d *docStream) grow() bool {
+	n := len(d.buf) - d.pos
+	d.fill()
+	return len(d.buf)-d.pos > n
+}
+
+// afterRecord consumes the comma or the bracket after a record.
+func (d *docStream) afterRecord() error {
+	d.line++
+	switch d.peekByte() {
+	case ',':
+		d.pos++
+	case ']':
+		d.pos++
+		return d.leave()
+	default:
+		return d.cut("the array of records")
+	}
+	return nil
 }
 
 // enter walks the object at the reader's position, at key path prefix,
