@@ -367,6 +367,10 @@ type docStream struct {
 	depth  int        // nesting of the objects entered on the way
 	// topArray: the document is an array of records itself
 	topArray bool
+	// pending: a record was returned and the separator after it is
+	// still to be read (reading it may move the buffer, and with it the
+	// record, so it waits for the next call)
+	pending bool
 }
 
 const (
@@ -502,6 +506,9 @@ func (d *docStream) cut(what string) error {
 
 // next returns the next record, io.EOF after the last.
 func (d *docStream) next() ([]byte, error) {
+	if err := d.separator(); err != nil {
+		return nil, err
+	}
 	for {
 		switch d.state {
 		case docDone:
@@ -537,21 +544,21 @@ func (d *docStream) next() ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			switch d.peekByte() {
-			case ',':
-				d.pos++
-			case ']':
-				d.pos++
-				if err := d.leave(); err != nil {
-					return nil, err
-				}
-			default:
-				return nil, d.cut("the array of records")
-			}
+			d.pending = true
 			d.line++
 			return v, nil
 		}
 	}
+}
+
+// separator reads what follows the record returned last: a comma, or the
+// end of the array.
+func (d *docStream) separator() error {
+	if !d.pending {
+		return nil
+	}
+	d.pending = false
+	return d.afterRecord()
 }
 
 // nextWith is next for a record read by scan, which is given the rest of
@@ -561,6 +568,9 @@ func (d *docStream) next() ([]byte, error) {
 // takes the record (reading as much as it spans) and scan is called on it
 // alone; ok says whether that read it.
 func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bool, err error) {
+	if err := d.separator(); err != nil {
+		return nil, false, err
+	}
 	for d.state != docInArray {
 		if d.state == docDone {
 			if d.peekByte() == 0 {
@@ -594,7 +604,9 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 		rest := d.buf[d.pos:]
 		if n, ok := scan(rest); ok {
 			d.pos += n
-			return rest[:n], true, d.afterRecord()
+			d.pending = true
+			d.line++
+			return rest[:n], true, nil
 		}
 	}
 	v, err := d.value()
@@ -602,7 +614,9 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 		return nil, false, err
 	}
 	_, ok = scan(v)
-	return v, ok, d.afterRecord()
+	d.pending = true
+	d.line++
+	return v, ok, nil
 }
 
 // grow reads more input, keeping what is unread.
@@ -614,7 +628,6 @@ func (d *docStream) grow() bool {
 
 // afterRecord consumes the comma or the bracket after a record.
 func (d *docStream) afterRecord() error {
-	d.line++
 	switch d.peekByte() {
 	case ',':
 		d.pos++

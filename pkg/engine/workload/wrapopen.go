@@ -198,6 +198,9 @@ func (m *mustYield) emptyReason() string {
 	if w, ok := m.Reader.(*wrapReader); ok && w.gke != nil {
 		return fmt.Sprintf("%s: %s: %s; what the entries tell: %s", m.name, formatNoun(FormatGKE), gkeLacks, w.gke.describe())
 	}
+	if st.Lines == 0 && len(m.info.first) > 0 && wrapped(m.info.format) {
+		return fmt.Sprintf("%s: %s that holds no record", m.name, formatNoun(m.info.format))
+	}
 	if st.Lines == 0 || len(m.info.first) == 0 {
 		return fmt.Sprintf("%s: the file is empty: no audit event, httplog line or workload record in it", m.name)
 	}
@@ -213,7 +216,7 @@ func (m *mustYield) emptyReason() string {
 	switch f := m.info.format; {
 	case f == FormatAudit:
 		if st.Malformed == 0 && st.Skipped > 0 {
-			return fmt.Sprintf("%s: its %d audit %s are all of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, plural(st.Skipped, "event", "events"))
+			return fmt.Sprintf("%s: its %d audit %s %s of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, plural(st.Skipped, "event", "events"), plural(st.Skipped, "is", "are all"))
 		}
 		return fmt.Sprintf("%s: no audit event in it could be read%s%s", m.name, why, first)
 	case f == FormatJSONL:
