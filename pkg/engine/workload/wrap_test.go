@@ -120,7 +120,7 @@ func TestWrappedSamples(t *testing.T) {
 		if err == nil {
 			t.Fatal("a GKE export read as if it could be reconstructed")
 		}
-		for _, want := range []string{"a GKE Cloud Logging export", "no latency", "no user groups", "Data Access logging", "1 entries from 2025-07-13T08:38:39Z", "system:gke-master-healthcheck 1"} {
+		for _, want := range []string{"a GKE Cloud Logging export", "no latency", "no user groups", "Data Access logging", "1 entry from 2025-07-13T08:38:39Z", "system:gke-master-healthcheck 1"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%v\nlacks %q", err, want)
 			}

@@ -187,6 +187,6 @@ func (g *gkeSummary) describe() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %d", p, g.principals[p]))
 	}
-	return fmt.Sprintf("%d entries from %s to %s, %d with status RESOURCE_EXHAUSTED (429); requests by principal: %s",
-		g.n, g.first.UTC().Format(time.RFC3339), g.last.UTC().Format(time.RFC3339), g.exhausted, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d %s from %s to %s, %d with status RESOURCE_EXHAUSTED (the code of HTTP 429); requests by principal: %s",
+		g.n, plural(g.n, "entry", "entries"), g.first.UTC().Format(time.RFC3339), g.last.UTC().Format(time.RFC3339), g.exhausted, strings.Join(parts, ", "))
 }
