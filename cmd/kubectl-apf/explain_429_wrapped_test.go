@@ -175,3 +175,35 @@ func TestNoAgreementOverNoRequest(t *testing.T) {
 		t.Errorf("notes %q, want the agreement on 3 of 4", n)
 	}
 }
+
+// TestExplainRequestFromWrappedAudit: explain request --from-audit finds
+// the request in audit events as CloudWatch and a gzipped S3 export hand
+// them over, and refuses an httplog given as an audit log.
+func TestExplainRequestFromWrappedAudit(t *testing.T) {
+	samples := filepath.Join("..", "..", "pkg", "engine", "workload", "testdata", "wrapped")
+	bundle := filepath.Join(simulateFixture(filepath.Join("recordings", "quiet")), recording.BundleFile)
+	var ev struct {
+		AuditID string `json:"auditID"`
+		User    struct {
+			Username string `json:"username"`
+		} `json:"user"`
+	}
+	first, _, _ := bytes.Cut(mustRead(t, filepath.Join(samples, "raw-audit.log")), []byte("\n"))
+	if err := json.Unmarshal(first, &ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		filepath.Join(samples, "cloudwatch-filter-log-events", "filter-log-events.json"),
+		filepath.Join(samples, "cloudwatch-s3-export", "exportedlogs", "4c1e2a3b-9f7d-4e1a-8b6c-1d2e3f4a5b6c", "kube-apiserver-audit-0a1b2c3d4e5f60718293a4b5c6d7e8f9", "000000.gz"),
+	} {
+		code, out, errOut := runPlugin("explain", "request", "--from", bundle, "--from-audit", p, "--audit-id", ev.AuditID)
+		if code != 0 || !strings.Contains(out, "user "+ev.User.Username) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want the request of user %s", p, code, out, errOut, ev.User.Username)
+		}
+	}
+	httplog := filepath.Join("..", "..", "testdata", "workload", "httplog-v1.37.log")
+	code, _, errOut := runPlugin("explain", "request", "--from", bundle, "--from-audit", httplog, "--audit-id", ev.AuditID)
+	if code == 0 || !strings.Contains(errOut, "not audit events: give httplog lines with --from-log") {
+		t.Errorf("an httplog as --from-audit: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -71,6 +71,10 @@ func formatNoun(f Format) string {
 	return string(f)
 }
 
+// AuditFormat reports whether f is audit events: raw, or wrapped by a cloud
+// or a log pipeline.
+func AuditFormat(f Format) bool { return f == FormatAudit || wrapped(f) }
+
 // wrapped reports whether f is one of the wrapped formats.
 func wrapped(f Format) bool {
 	switch f {
