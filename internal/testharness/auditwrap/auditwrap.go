@@ -57,6 +57,7 @@ func Formats() []Format {
 		{"fluent-bit-log", "fluent-bit-log.jsonl", aksPod, fluentBitLog},
 		{"vector", "vector.jsonl", aksPod, vector},
 		{"otel-collector", "otel.jsonl", aksPod, otel},
+		{"otlp-json", "otlp.jsonl", aksPod, otlp},
 		{"elasticsearch", "search.json", aksPod, elasticsearch},
 		{"gzipped-docker", "container-json.log.gz", "", func(ev [][]byte) []byte { return gz(Docker(ev, splitAt)) }},
 	}
@@ -384,5 +385,25 @@ func elasticsearch(events [][]byte) []byte {
 		fmt.Fprintf(&b, `{"_index":"kube-audit-2026.11.27","_id":"%s","_score":1.0,"_source":%s}`, strings.Repeat("x", 4)+fmt.Sprint(i), r)
 	}
 	b.WriteString("]}}\n")
+	return b.Bytes()
+}
+
+// otlp is the OpenTelemetry collector's file exporter: OTLP JSON, one
+// {"resourceLogs": [...]} a line per batch, the pod a resource attribute
+// and each event a log record's string body.
+func otlp(events [][]byte) []byte {
+	var b bytes.Buffer
+	for start := 0; start < len(events); start += 100 {
+		fmt.Fprintf(&b, `{"resourceLogs":[{"resource":{"attributes":[{"key":"k8s.namespace.name","value":{"stringValue":"kube-system"}},{"key":"k8s.pod.name","value":{"stringValue":%q}},{"key":"k8s.container.name","value":{"stringValue":"kube-apiserver"}}]},"scopeLogs":[{"scope":{},"logRecords":[`, aksPod)
+		for i, ev := range events[start:min(start+100, len(events))] {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			t := stamp(ev)
+			fmt.Fprintf(&b, `{"timeUnixNano":"%d","observedTimeUnixNano":"%d","body":{"stringValue":%s},"attributes":[{"key":"log.iostream","value":{"stringValue":"stdout"}},{"key":"log.file.path","value":{"stringValue":"/var/log/pods/kube-system_%s/kube-apiserver/0.log"}}],"traceId":"","spanId":""}`,
+				t.UnixNano(), t.UnixNano()+1000, str(ev, true), aksPod)
+		}
+		b.WriteString("]}]}]}\n")
+	}
 	return b.Bytes()
 }

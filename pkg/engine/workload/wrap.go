@@ -177,7 +177,7 @@ func formatOfDocument(b []byte) (Format, bool) {
 			return FormatCloudWatch, true
 		case "records":
 			return FormatAzure, true
-		case "hits", "took", "_shards", "timed_out":
+		case "hits", "took", "_shards", "timed_out", "resourceLogs":
 			return FormatPipeline, true
 		}
 	}
@@ -265,12 +265,13 @@ const (
 	kResource
 	kPodName
 	kStage
+	kScopeLogs
 	nRecordKeys
 )
 
 var recordKeys = [nRecordKeys]string{"message", "logStreamName", "@message", "@logStream", "properties", "category", "Category",
 	"log_s", "pod_s", "log", "body", "stream", "time", "kubernetes", "host", "hostname", "protoPayload", "_source",
-	"AuditId", "kind", "auditID", "eventId", "ingestionTime", "resource", "PodName", "stage"}
+	"AuditId", "kind", "auditID", "eventId", "ingestionTime", "resource", "PodName", "stage", "scopeLogs"}
 
 // formatOfRecord tells the format of one JSON record.
 func formatOfRecord(rec []byte) (Format, bool) {
@@ -286,6 +287,8 @@ func formatOfRecord(rec []byte) (Format, bool) {
 		return FormatPipeline, true
 	case f[kProtoPayload].set:
 		return FormatGKE, true
+	case f[kScopeLogs].set:
+		return FormatPipeline, true
 	case f[kAuditIdCap].set, f[kLogS].set, f[kProperties].set && (f[kCategory].set || f[kCategoryCap].set):
 		return FormatAzure, true
 	case f[kAtMessage].set:
@@ -317,6 +320,9 @@ type record struct {
 	// partial: a piece of a line split by the runtime (CRI's P, docker's
 	// line without its newline); the next records complete it
 	partial bool
+	// more are the events of a record that holds several (an OTLP
+	// resource's log records), read in turn
+	more [][]byte
 }
 
 // recordOf reads one JSON record into rec; buf is scratch for an
@@ -361,6 +367,13 @@ func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([
 	switch {
 	case f[kSource].set && !f[kSource].isStr:
 		return recordOf(f[kSource].raw, rec, buf)
+	case f[kScopeLogs].set:
+		// OTLP JSON (the OpenTelemetry collector's file exporter): a
+		// resource's log records, each event a string body
+		rec.kind = FormatPipeline
+		var err error
+		rec.instance, rec.more, err = otlpResourceLogs(b)
+		return buf, err
 	case f[kProtoPayload].set:
 		rec.kind = FormatGKE
 		e, err := parseGKE(b)
@@ -565,6 +578,10 @@ type wrapReader struct {
 	buf      []byte
 	part     []byte // the pieces of a split line so far
 	gke      *gkeSummary
+	// more are the events of the last record still to be read, of
+	// instance moreInstance
+	more         [][]byte
+	moreInstance string
 	*reorder
 }
 
@@ -679,7 +696,17 @@ func (w *wrapReader) nextRecord(rec *record) error {
 func (w *wrapReader) read(r *Request) (time.Time, error) {
 	for {
 		var rec record
-		err := w.nextRecord(&rec)
+		var err error
+		if len(w.more) > 0 {
+			rec = record{kind: w.format, msg: w.more[0], instance: w.moreInstance}
+			w.more = w.more[1:]
+		} else {
+			err = w.nextRecord(&rec)
+			if err == nil && rec.more != nil {
+				w.more, w.moreInstance = rec.more, rec.instance
+				continue
+			}
+		}
 		if errors.Is(err, io.EOF) {
 			if len(w.part) > 0 {
 				w.part = w.part[:0]

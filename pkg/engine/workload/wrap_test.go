@@ -68,6 +68,7 @@ func TestWrappedSamples(t *testing.T) {
 		{"fluent-bit-log", "pipeline", "kube-apiserver-7b9c5d4f8-x2lkq"},
 		{"vector", "pipeline", "kube-apiserver-7b9c5d4f8-x2lkq"},
 		{"otel-collector", "pipeline", "kube-apiserver-7b9c5d4f8-x2lkq"},
+		{"otlp-json", "pipeline", "kube-apiserver-7b9c5d4f8-x2lkq"},
 		{"elasticsearch", "pipeline", "kube-apiserver-7b9c5d4f8-x2lkq"},
 	} {
 		t.Run(tt.dir, func(t *testing.T) {

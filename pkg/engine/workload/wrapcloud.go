@@ -190,3 +190,54 @@ func (g *gkeSummary) describe() string {
 	return fmt.Sprintf("%d %s from %s to %s, %d with status RESOURCE_EXHAUSTED (the code of HTTP 429); requests by principal: %s",
 		g.n, plural(g.n, "entry", "entries"), g.first.UTC().Format(time.RFC3339), g.last.UTC().Format(time.RFC3339), g.exhausted, strings.Join(parts, ", "))
 }
+
+// otlpResourceLogs reads one element of OTLP JSON's resourceLogs: the
+// apiserver instance its resource names (k8s.pod.name, else host.name)
+// and the string body of each of its log records (encoding/json: the
+// records nest three deep).
+func otlpResourceLogs(b []byte) (string, [][]byte, error) {
+	type kv struct {
+		Key   string `json:"key"`
+		Value struct {
+			StringValue string `json:"stringValue"`
+		} `json:"value"`
+	}
+	var rl struct {
+		Resource struct {
+			Attributes []kv `json:"attributes"`
+		} `json:"resource"`
+		ScopeLogs []struct {
+			LogRecords []struct {
+				Body struct {
+					StringValue *string `json:"stringValue"`
+				} `json:"body"`
+			} `json:"logRecords"`
+		} `json:"scopeLogs"`
+	}
+	if err := json.Unmarshal(b, &rl); err != nil {
+		return "", nil, err
+	}
+	var instance, host string
+	for _, a := range rl.Resource.Attributes {
+		switch a.Key {
+		case "k8s.pod.name":
+			instance = a.Value.StringValue
+		case "host.name":
+			host = a.Value.StringValue
+		}
+	}
+	if instance == "" {
+		instance = host
+	}
+	more := [][]byte{}
+	for _, sl := range rl.ScopeLogs {
+		for _, lr := range sl.LogRecords {
+			if lr.Body.StringValue != nil {
+				more = append(more, []byte(*lr.Body.StringValue))
+			} else {
+				more = append(more, nil) // counted as not an audit event
+			}
+		}
+	}
+	return instance, more, nil
+}

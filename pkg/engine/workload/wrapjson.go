@@ -381,7 +381,7 @@ const (
 
 // recordArrays are the key paths, from the top-level object, of the
 // arrays of records a document may hold.
-var recordArrays = [][]string{{"events"}, {"records"}, {"hits", "hits"}, {"value"}}
+var recordArrays = [][]string{{"events"}, {"records"}, {"hits", "hits"}, {"resourceLogs"}}
 
 func newDocStream(r io.Reader, name string, maxBytes int) *docStream {
 	return &docStream{r: r, buf: make([]byte, 0, 256<<10), name: name, max: maxBytes, arrays: recordArrays}
