@@ -112,7 +112,7 @@ func detectWrapped(buf []byte, final bool) (Format, layout, bool) {
 		ds := newDocStream(bytes.NewReader(buf), "", len(buf)+1)
 		rec, err := ds.next()
 		if err != nil || len(rec) == 0 {
-			if !final && errors.Is(err, io.EOF) == false {
+			if !final && !errors.Is(err, io.EOF) {
 				// the first record is longer than what was peeked: look
 				// at its start
 				return formatOfRecordStart(b[1:]), layoutDoc, true
@@ -826,7 +826,6 @@ type csvSource struct {
 	name string
 	line int64
 	cols map[string]int
-	err  error
 }
 
 // detectCSV tells a CSV export by its header line.

@@ -619,13 +619,6 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 	return v, ok, nil
 }
 
-// grow reads more input, keeping what is unread.
-func (d *docStream) grow() bool {
-	n := len(d.buf) - d.pos
-	d.fill()
-	return len(d.buf)-d.pos > n
-}
-
 // afterRecord consumes the comma or the bracket after a record.
 func (d *docStream) afterRecord() error {
 	switch d.peekByte() {
