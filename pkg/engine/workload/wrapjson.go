@@ -240,50 +240,52 @@ func scanFields(b []byte, names []string, out []field, unq uint64, buf *[]byte) 
 }
 
 // unquoteScan unescapes the JSON string whose contents start at b[i],
-// appending them to dst, and returns the index past its closing quote. It
-// finds the quotes and backslashes with bytes.IndexByte, so a run without
-// escapes is copied at once; the bytes between escapes are copied as they
-// are (a control character there is left for the event's decoding to
-// refuse; invalid UTF-8 too, which the event's decoding replaces as
-// encoding/json does).
+// appending them to dst, and returns the index past its closing quote.
+// The contents are copied byte by byte into room made once (what a string
+// unescapes to is never longer than it is): an event carried as a string
+// has an escape every few bytes, too often for copies by runs to pay. The
+// bytes between escapes are copied as they are (a control character there
+// is left for the event's decoding to refuse; invalid UTF-8 too, which the
+// event's decoding replaces as encoding/json does).
 func unquoteScan(b []byte, i int, dst []byte) (int, []byte, bool) {
-	for {
-		// the run up to the next quote or backslash: a plain loop, as
-		// escapes come every few bytes in an event carried as a string
-		j := i
-		for j < len(b) && b[j] != '"' && b[j] != '\\' {
-			j++
+	w := len(dst)
+	if need := w + len(b) - i; cap(dst) < need {
+		nd := make([]byte, w, need+need/4)
+		copy(nd, dst)
+		dst = nd
+	}
+	out := dst[:cap(dst)]
+	for i < len(b) {
+		c := b[i]
+		if c != '"' && c != '\\' {
+			out[w] = c
+			w++
+			i++
+			continue
 		}
-		if j == len(b) {
-			return 0, dst, false
+		if c == '"' {
+			return i + 1, out[:w], true
 		}
-		dst = append(dst, b[i:j]...)
-		i = j
-		if b[i] == '"' {
-			return i + 1, dst, true
-		}
-		// one escape at b[i]
 		if i+1 >= len(b) {
-			return 0, dst, false
+			return 0, out[:w], false
 		}
-		switch c := b[i+1]; c {
+		switch e := b[i+1]; e {
 		case '"', '\\', '/':
-			dst = append(dst, c)
-			i += 2
+			out[w] = e
 		case 'b':
-			dst, i = append(dst, '\b'), i+2
+			out[w] = '\b'
 		case 'f':
-			dst, i = append(dst, '\f'), i+2
+			out[w] = '\f'
 		case 'n':
-			dst, i = append(dst, '\n'), i+2
+			out[w] = '\n'
 		case 'r':
-			dst, i = append(dst, '\r'), i+2
+			out[w] = '\r'
 		case 't':
-			dst, i = append(dst, '\t'), i+2
+			out[w] = '\t'
 		case 'u':
 			r, ok := hex4(b[i+2:])
 			if !ok {
-				return 0, dst, false
+				return 0, out[:w], false
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
@@ -300,11 +302,15 @@ func unquoteScan(b []byte, i int, dst []byte) (int, []byte, bool) {
 					r = utf8.RuneError
 				}
 			}
-			dst = utf8.AppendRune(dst, r)
+			w += utf8.EncodeRune(out[w:], r)
+			continue
 		default:
-			return 0, dst, false
+			return 0, out[:w], false
 		}
+		w++
+		i += 2
 	}
+	return 0, out[:w], false
 }
 
 // objectKeys lists the top-level keys of the object b (at most max), for
