@@ -207,3 +207,39 @@ func TestExplainRequestFromWrappedAudit(t *testing.T) {
 		t.Errorf("an httplog as --from-audit: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestSimulateWrappedWorkload: simulate --workload on the quiet
+// recording's audit log as CloudWatch and Fluent Bit hand it over predicts
+// what the raw file predicts, to the byte of its JSON.
+func TestSimulateWrappedWorkload(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "quiet"))
+	tmp := t.TempDir()
+	raw := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	var events [][]byte
+	for _, l := range bytes.Split(mustRead(t, raw), []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			events = append(events, l)
+		}
+	}
+	simulate := func(path string) string {
+		t.Helper()
+		code, out, errOut := runPlugin("simulate", "--from", filepath.Join(dir, recording.BundleFile), "--workload", path, "-f", filepath.Join(dir, "whatif.yaml"), "-o", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", path, code, errOut)
+		}
+		return out
+	}
+	want := simulate(raw)
+	for _, f := range auditwrap.Formats() {
+		if f.Name != "cloudwatch-filter-log-events" && f.Name != "fluent-bit-fields" {
+			continue
+		}
+		path := filepath.Join(tmp, f.File)
+		if err := os.WriteFile(path, f.Wrap(events), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := simulate(path); got != want {
+			t.Errorf("%s: simulate's answer differs from the raw file's:\n%s\nwant\n%s", f.Name, got, want)
+		}
+	}
+}
