@@ -266,12 +266,13 @@ const (
 	kPodName
 	kStage
 	kScopeLogs
+	kBigQueryAuditLog
 	nRecordKeys
 )
 
 var recordKeys = [nRecordKeys]string{"message", "logStreamName", "@message", "@logStream", "properties", "category", "Category",
 	"log_s", "pod_s", "log", "body", "stream", "time", "kubernetes", "host", "hostname", "protoPayload", "_source",
-	"AuditId", "kind", "auditID", "eventId", "ingestionTime", "resource", "PodName", "stage", "scopeLogs"}
+	"AuditId", "kind", "auditID", "eventId", "ingestionTime", "resource", "PodName", "stage", "scopeLogs", "protopayload_auditlog"}
 
 // formatOfRecord tells the format of one JSON record.
 func formatOfRecord(rec []byte) (Format, bool) {
@@ -285,7 +286,7 @@ func formatOfRecord(rec []byte) (Format, bool) {
 			return g, true
 		}
 		return FormatPipeline, true
-	case f[kProtoPayload].set:
+	case f[kProtoPayload].set, f[kBigQueryAuditLog].set:
 		return FormatGKE, true
 	case f[kScopeLogs].set:
 		return FormatPipeline, true
@@ -374,7 +375,7 @@ func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([
 		var err error
 		rec.instance, rec.more, err = otlpResourceLogs(b)
 		return buf, err
-	case f[kProtoPayload].set:
+	case f[kProtoPayload].set || f[kBigQueryAuditLog].set:
 		rec.kind = FormatGKE
 		e, err := parseGKE(b)
 		if err != nil {

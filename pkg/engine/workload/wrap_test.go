@@ -156,6 +156,8 @@ func TestUnwrapErrors(t *testing.T) {
 			"a container log (CRI) whose records hold no audit event that can be replayed: 1 container log line that is not an audit event (the apiserver's own log: give it as an httplog file)"},
 		{"audit events of other stages only", `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"RequestReceived","requestURI":"/api","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2026-11-27T10:00:00Z"}` + "\n",
 			"its 1 audit event is of stages other than ResponseComplete and Panic"},
+		{"GKE entries of a BigQuery sink", `{"logName":"projects/p/logs/cloudaudit.googleapis.com%2Factivity","timestamp":"2026-11-27T10:00:00.123Z","resource":{"type":"k8s_cluster","labels":{"cluster_name":"c"}},"protopayload_auditlog":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.list","authenticationInfo":{"principalEmail":"alice@example.com"},"status":{"code":8}}}` + "\n",
+			"1 entry from 2026-11-27T10:00:00Z to 2026-11-27T10:00:00Z, 1 with status RESOURCE_EXHAUSTED (the code of HTTP 429); requests by principal: alice@example.com 1"},
 		{"Elasticsearch answer without hits", `{"took":3,"timed_out":false,"hits":{"total":{"value":0},"hits":[]}}`, "a log pipeline's JSON that holds no record"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,6 +126,15 @@ func parseGKE(b []byte) (*gkeEntry, error) {
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, err
 	}
+	// a BigQuery sink's row: the payload under protopayload_auditlog
+	var bq struct {
+		Payload *json.RawMessage `json:"protopayload_auditlog"`
+	}
+	if json.Unmarshal(b, &bq) == nil && bq.Payload != nil {
+		if err := json.Unmarshal(*bq.Payload, &e.ProtoPayload); err != nil {
+			return nil, err
+		}
+	}
 	if e.ProtoPayload.ServiceName != "" && e.ProtoPayload.ServiceName != "k8s.io" {
 		return nil, fmt.Errorf("a Cloud Audit Logs entry of service %q, not k8s.io", e.ProtoPayload.ServiceName)
 	}
