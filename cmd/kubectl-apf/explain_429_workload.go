@@ -95,7 +95,7 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 		return err
 	}
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNote(res))
+	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
 }
 
@@ -114,7 +114,7 @@ func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report)
 	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	rep.Notes = append(rep.Notes, stories.Attach(rep.Incidents, res.Start, res.End)...)
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNote(res))
+	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return nil
 }
 
@@ -132,10 +132,14 @@ func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error
 	return st, nil
 }
 
-// agreementNote says how far the reconstruction agrees with the log.
-func agreementNote(res *reconstruct.Result) string {
+// agreementNotes say how far the reconstruction agrees with the log:
+// nothing when no request was compared (a share of none is no figure).
+func agreementNotes(res *reconstruct.Result) []string {
 	sum := res.Sum()
-	return fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
+	if sum.Total() == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())}
 }
 
 // writeJoinedClients prints, after a store's report, the log's clients of

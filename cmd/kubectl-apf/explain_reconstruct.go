@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -62,8 +63,15 @@ func snapshotCounts(st *state.State) engine.ObjectCounts {
 
 // malformedLines says what reading name skipped as unreadable (s has
 // Malformed lines).
+//
+// It says how much of the input was used: the requests read of its lines,
+// and the lines skipped for each reason (unreadable ones, and those that
+// are no request: audit events of other stages, a wrapper's other
+// records).
 func malformedLines(name string, s *workload.Stats) string {
-	return fmt.Sprintf("%s: %d %s could not be read as requests (first: %s)", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0])
+	reasons := append(s.MalformedReasons(), s.SkippedReasons()...)
+	return fmt.Sprintf("%s: %d %s could not be read as requests (first: %s); of its %d %s, %d gave requests, skipped: %s", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0],
+		s.Lines, plural(int(s.Lines), "line", "lines"), s.Records, strings.Join(reasons, ", "))
 }
 
 // workloadNotesOf says what reading the workload skipped.

@@ -121,5 +121,16 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 	if httplog {
 		return workload.NewHTTPLogReader(in, name, opts, st), name, st, closeFn, nil
 	}
-	return workload.NewAuditReader(in, name, opts, st), name, st, closeFn, nil
+	// audit events as the apiserver writes them, or wrapped by a cloud or
+	// a log pipeline, gzipped or not
+	rd, f, err := workload.NewReader(in, name, opts, st)
+	if err != nil {
+		closeFn()
+		return nil, "", nil, nil, err
+	}
+	if !workload.AuditFormat(f) {
+		closeFn()
+		return nil, "", nil, nil, fmt.Errorf("%s holds %s, not audit events: give httplog lines with --from-log", name, f)
+	}
+	return rd, name, st, closeFn, nil
 }

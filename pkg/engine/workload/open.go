@@ -81,20 +81,21 @@ func detectPrefix(buf []byte, final bool) (Format, bool) {
 	return "", false
 }
 
-// NewReader detects the format of r and returns the matching reader.
+// NewReader detects the format of r and returns the matching reader. r may
+// be gzipped, and audit events may come wrapped (see detectWrapped).
 func NewReader(r io.Reader, name string, opts Options, stats *Stats) (Reader, Format, error) {
-	f, br, err := Detect(r)
+	zr, err := gunzipped(r, name)
+	if err != nil {
+		return nil, "", err
+	}
+	info, br, err := detectInput(zr)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	switch f {
-	case FormatAudit:
-		return NewAuditReader(br, name, opts, stats), f, nil
-	case FormatJSONL:
-		return NewJSONLReader(br, name, opts, stats), f, nil
-	default:
-		return NewHTTPLogReader(br, name, opts, stats), f, nil
+	if stats == nil {
+		stats = &Stats{}
 	}
+	return newInputReader(info, br, name, opts, stats), info.format, nil
 }
 
 // Files is a workload read from several files, merged in arrival order;
@@ -127,35 +128,33 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	}
 	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}}
 	type input struct {
-		name   string
-		format Format
-		r      io.Reader
+		name string
+		info inputInfo
+		r    io.Reader
 	}
 	var inputs []input
 	for _, p := range paths {
-		var r io.Reader = os.Stdin
-		if p != "-" {
-			fh, err := os.Open(p)
-			if err != nil {
-				fs.Close()
-				return nil, fmt.Errorf("opening workload: %w", err)
-			}
-			fs.files = append(fs.files, fh)
-			r = fh
-		}
-		f, br, err := Detect(r)
+		// a directory is its files; a gzipped file is read decompressed
+		ins, err := expandPath(p, &fs.files)
 		if err != nil {
 			fs.Close()
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, err
 		}
-		inputs = append(inputs, input{p, f, br})
+		for _, in := range ins {
+			info, br, err := detectInput(in.r)
+			if err != nil {
+				fs.Close()
+				return nil, fmt.Errorf("%s: %w", in.name, err)
+			}
+			inputs = append(inputs, input{in.name, info, br})
+		}
 	}
 	// klog text headers have no year: take it from the audit log when one is
 	// given, so that the two line up for the join
 	if opts.Year == 0 {
 		for _, in := range inputs {
-			if in.format == FormatAudit {
-				if y, ok := firstAuditYear(in.r.(*bufio.Reader)); ok {
+			if in.info.format == FormatAudit || wrapped(in.info.format) {
+				if y, ok := firstYear(in.info, in.r.(*bufio.Reader), in.name); ok {
 					opts.Year = y
 				}
 				break
@@ -165,14 +164,15 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	var logs, audits, others []Reader
 	for _, in := range inputs {
 		st := &Stats{}
-		fs.Stats[in.name], fs.Formats[in.name] = st, in.format
-		switch in.format {
-		case FormatHTTPLog:
-			logs = append(logs, NewHTTPLogReader(in.r, in.name, opts, st))
-		case FormatAudit:
-			audits = append(audits, NewAuditReader(in.r, in.name, opts, st))
+		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
+		rd := newInputReader(in.info, in.r, in.name, opts, st)
+		switch f := in.info.format; {
+		case f == FormatHTTPLog:
+			logs = append(logs, rd)
+		case f == FormatAudit || wrapped(f):
+			audits = append(audits, rd)
 		default:
-			others = append(others, NewJSONLReader(in.r, in.name, opts, st))
+			others = append(others, rd)
 		}
 	}
 	var all []Reader

@@ -155,6 +155,10 @@ type Stats struct {
 	FirstMalformed []string
 	// MalformedBy counts the malformed lines by reason.
 	MalformedBy map[Reason]int64
+	// SkippedBy counts the Skipped lines by reason, where the reader
+	// tells it (audit events of other stages, a wrapper's records of
+	// other categories).
+	SkippedBy map[Reason]int64
 }
 
 // MaxFirstMalformed is how many malformed lines Stats keeps for a report.
