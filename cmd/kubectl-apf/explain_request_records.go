@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -123,14 +125,36 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 	}
 	// audit events as the apiserver writes them, or wrapped by a cloud or
 	// a log pipeline, gzipped or not
-	rd, f, err := workload.NewReader(in, name, opts, st)
+	br := bufio.NewReaderSize(in, 1<<16)
+	head, _ := br.Peek(1 << 16)
+	rd, f, err := workload.NewReader(br, name, opts, st)
 	if err != nil {
 		closeFn()
 		return nil, "", nil, nil, err
 	}
 	if !workload.AuditFormat(f) {
-		closeFn()
+		defer closeFn()
+		if f == workload.FormatHTTPLog && !bytes.Contains(head, []byte(`"HTTP"`)) {
+			// not the apiserver's log either: text around pasted events
+			return nil, "", nil, nil, notAuditEvents(name, head)
+		}
 		return nil, "", nil, nil, fmt.Errorf("%s holds %s, not audit events: give httplog lines with --from-log", name, f)
 	}
 	return rd, name, st, closeFn, nil
+}
+
+// notAuditEvents is the error for an --from-audit input that holds neither
+// audit events nor the apiserver's httplog lines (a paste of cut events,
+// say), counting the non-blank lines of its head.
+func notAuditEvents(name string, head []byte) error {
+	n, more := 0, ""
+	if len(head) == 1<<16 {
+		more = "at least "
+	}
+	for _, l := range bytes.Split(head, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return fmt.Errorf("no audit event (ResponseComplete stage) request found in %s: %s%d lines could not be read as requests: none is an audit event (one JSON object a line, or events as a cloud or log pipeline exports them)", name, more, n)
 }

@@ -149,7 +149,12 @@ func detectWrapped(buf []byte, final bool) (Format, layout, bool) {
 		}
 		return "", 0, false
 	}
-	if _, _, _, ok := cutCRI(line); ok {
+	if content, _, _, ok := cutCRI(line); ok {
+		if c := bytes.TrimSpace(content); len(c) > 0 && c[0] != '{' {
+			// the apiserver's own klog lines in a container log: httplog,
+			// whose reader takes the runtime's prefix (and its year) itself
+			return "", 0, false
+		}
 		return FormatCRI, layoutCRI, true
 	}
 	if r := bytes.TrimSpace(rest); len(r) > 0 && r[0] == '{' {

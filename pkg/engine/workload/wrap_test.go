@@ -153,7 +153,9 @@ func TestUnwrapErrors(t *testing.T) {
 		{"AKS records of other categories only", `{"category":"kube-apiserver","properties":{"log":"I1127 started","pod":"kube-apiserver-1"}}` + "\n",
 			"an Azure (AKS diagnostic settings or Log Analytics) export whose records hold no audit event that can be replayed: 1 AKS record of another category than kube-audit and kube-audit-admin"},
 		{"CRI lines of klog text", "2026-11-27T10:00:00.000000001Z stderr F I1127 10:00:00.000000       1 controller.go:615] started\n",
-			"a container log (CRI) whose records hold no audit event that can be replayed: 1 container log line that is not an audit event (the apiserver's own log: give it as an httplog file)"},
+			// read as the apiserver's own log (whose reader takes the CRI
+			// prefix), in which no line is an "HTTP" one
+			`no line is an httplog "HTTP" line, an audit event or a record of a log wrapper this reads (first line: "2026-11-27T10:00:00.000000001Z stderr F I1127`},
 		{"audit events of other stages only", `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"RequestReceived","requestURI":"/api","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2026-11-27T10:00:00Z"}` + "\n",
 			"its 1 audit event is of stages other than ResponseComplete and Panic"},
 		{"GKE entries of a BigQuery sink", `{"logName":"projects/p/logs/cloudaudit.googleapis.com%2Factivity","timestamp":"2026-11-27T10:00:00.123Z","resource":{"type":"k8s_cluster","labels":{"cluster_name":"c"}},"protopayload_auditlog":{"serviceName":"k8s.io","methodName":"io.k8s.core.v1.pods.list","authenticationInfo":{"principalEmail":"alice@example.com"},"status":{"code":8}}}` + "\n",
