@@ -138,6 +138,9 @@ type Result struct {
 	Incidents []rejections.Incident
 	// Start and End span the arrivals.
 	Start, End time.Time
+	// Instances are the apiserver instances reconstructed, each on its own
+	// (RunInstances), by name; the figures above sum them.
+	Instances []InstanceResult
 }
 
 // LevelResult is the reconstruction of one priority level.

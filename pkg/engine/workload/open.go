@@ -106,8 +106,13 @@ type Files struct {
 	// Formats of every input.
 	Formats map[string]Format
 	// Join counts how httplog lines met audit events, when both were given.
-	Join  *JoinStats
-	files []*os.File
+	Join *JoinStats
+	// Instances are the instances each input's requests default to, and
+	// why (instances.go); Named the instances the inputs named themselves.
+	Instances []FileInstance
+	Named     map[string]bool
+	join      *joined
+	files     []*os.File
 }
 
 // Close closes the files.
@@ -125,7 +130,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
-	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}}
+	fs.Instances = fileInstances(paths, opts.Instances)
 	type input struct {
 		name   string
 		format Format
@@ -163,23 +169,28 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		}
 	}
 	var logs, audits, others []Reader
-	for _, in := range inputs {
+	for i, in := range inputs {
 		st := &Stats{}
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.format
+		fi := fs.Instances[i]
+		inst := func(r Reader) Reader {
+			return &instanced{Reader: r, name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named}
+		}
 		switch in.format {
 		case FormatHTTPLog:
-			logs = append(logs, NewHTTPLogReader(in.r, in.name, opts, st))
+			logs = append(logs, inst(NewHTTPLogReader(in.r, in.name, opts, st)))
 		case FormatAudit:
-			audits = append(audits, NewAuditReader(in.r, in.name, opts, st))
+			audits = append(audits, inst(NewAuditReader(in.r, in.name, opts, st)))
 		default:
-			others = append(others, NewJSONLReader(in.r, in.name, opts, st))
+			others = append(others, inst(NewJSONLReader(in.r, in.name, opts, st)))
 		}
 	}
 	var all []Reader
 	switch {
 	case len(logs) > 0 && len(audits) > 0:
 		fs.Join = &JoinStats{}
-		all = append(all, Join(Merge(logs...), Merge(audits...), 0, fs.Join))
+		fs.join = Join(Merge(logs...), Merge(audits...), 0, fs.Join).(*joined)
+		all = append(all, fs.join)
 	default:
 		all = append(all, logs...)
 		all = append(all, audits...)
@@ -269,12 +280,15 @@ type joined struct {
 	haveHead     bool
 	auditDone    bool
 	stats        *JoinStats
+	// pairs counts the httplog lines of an instance (their file's) joined
+	// to audit events of an instance, by the two (instances.go)
+	pairs map[[2]string]int64
 }
 
 // identity is what a join takes from an audit event.
 type identity struct {
 	arrival                    time.Time
-	user                       string
+	user, instance             string
 	groups                     []string
 	queueWait, preAPF, total   time.Duration
 	hasQueueWait, hasLatencies bool
@@ -340,7 +354,7 @@ func (j *joined) Next(r *Request) error {
 			break
 		}
 		if a := &j.head; a.AuditID != "" {
-			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, groups: a.Groups,
+			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			j.order = append(j.order, a.AuditID)
 		}
@@ -363,6 +377,8 @@ func (j *joined) Next(r *Request) error {
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
 		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
+		j.countPair(r.Instance, a.instance)
+		r.Instance = a.instance
 		j.stats.Matched++
 	} else {
 		j.stats.Unmatched++
