@@ -107,6 +107,12 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 		return Run(func() (workload.Reader, error) { return workload.Merge(), nil }, opts)
 	}
 	names := slices.Sorted(maps.Keys(groups))
+	var out *Result
+	defer func() {
+		if out != nil {
+			out.InstancesRead = names
+		}
+	}()
 	var results []InstanceResult
 	for _, name := range names {
 		parts := groups[name]
@@ -138,14 +144,17 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 	}
 	if len(results) == 0 {
 		// the focus is in no instance: nothing to reconstruct
-		return &Result{Records: records}, nil
+		out = &Result{Records: records}
+		return out, nil
 	}
 	if len(results) == 1 {
 		res := *results[0].Result
 		res.Instances = results
-		return &res, nil
+		out = &res
+		return out, nil
 	}
-	return merge(results, opts.IncidentGap), nil
+	out = merge(results, opts.IncidentGap)
+	return out, nil
 }
 
 // defaultServerConcurrencyLimit is Run's default limit.
