@@ -39,8 +39,9 @@ type InstanceResult struct {
 
 // RunInstances reconstructs the workload src yields, each apiserver
 // instance on its own (Request.Instance, resolved by inst.Resolve). src is
-// read once, onto one workload.Tape per instance (in memory up to its
-// limit, then in a temporary file), which the later passes read; wrap, if
+// read once, onto a workload.Tape (in memory up to its limit, then in a
+// temporary file), which the later passes read, each pass of an instance
+// keeping that instance's requests in the order src gave them; wrap, if
 // not nil, wraps every reader (to stop on a cancelled context).
 //
 // The Result sums the instances (Records, agreements by level, incidents
@@ -53,23 +54,15 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 	if wrap == nil {
 		wrap = func(r workload.Reader) workload.Reader { return r }
 	}
-	type split struct {
-		tape    *workload.Tape
-		slot    *slotReader
-		rec     workload.Reader
-		focused bool
-	}
-	tapes := map[string]*split{}
-	defer func() {
-		for _, s := range tapes {
-			s.tape.Close()
-		}
-	}()
-	rd := wrap(src)
+	tape := workload.NewTape()
+	defer tape.Close()
+	rd := wrap(tape.Record(src))
 	if opts.Progress != nil {
 		rd = &progressReader{r: rd, f: opts.Progress, stage: "reading"}
 	}
-	var w, tmp workload.Request
+	// the instances as read, and whether each holds a focused request
+	raws, focused := map[string]bool{}, map[string]bool{}
+	var w workload.Request
 	var records int64
 	for {
 		err := rd.Next(&w)
@@ -80,31 +73,28 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 			return nil, fmt.Errorf("reading the workload: %w", err)
 		}
 		records++
-		s := tapes[w.Instance]
-		if s == nil {
-			s = &split{tape: workload.NewTape(), slot: &slotReader{}}
-			s.rec = s.tape.Record(s.slot)
-			tapes[w.Instance] = s
+		raws[w.Instance] = true
+		if opts.Focus != nil && !focused[w.Instance] && opts.Focus(&w) {
+			focused[w.Instance] = true
 		}
-		if opts.Focus != nil && !s.focused && opts.Focus(&w) {
-			s.focused = true
-		}
-		s.slot.r = &w
-		if err := s.rec.Next(&tmp); err != nil {
-			return nil, fmt.Errorf("keeping the workload: %w", err)
-		}
+	}
+	if records == 0 {
+		return Run(func() (workload.Reader, error) { return workload.Merge(), nil }, opts)
 	}
 	// the instances, resolved
-	groups := map[string][]*split{}
-	for raw, s := range tapes {
-		name := raw
-		if inst.Resolve != nil {
-			name = inst.Resolve(raw)
-		}
-		groups[name] = append(groups[name], s)
+	resolve := inst.Resolve
+	if resolve == nil {
+		resolve = func(s string) string { return s }
 	}
-	if len(tapes) == 0 {
-		return Run(func() (workload.Reader, error) { return workload.Merge(), nil }, opts)
+	resolved := map[string]string{}
+	groups := map[string]bool{}
+	focusedIn := map[string]bool{}
+	for raw := range raws {
+		name := resolve(raw)
+		resolved[raw], groups[name] = name, true
+		if focused[raw] {
+			focusedIn[name] = true
+		}
 	}
 	names := slices.Sorted(maps.Keys(groups))
 	var out *Result
@@ -115,8 +105,7 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 	}()
 	var results []InstanceResult
 	for _, name := range names {
-		parts := groups[name]
-		if opts.Focus != nil && len(names) > 1 && !slices.ContainsFunc(parts, func(s *split) bool { return s.focused }) {
+		if opts.Focus != nil && len(names) > 1 && !focusedIn[name] {
 			continue
 		}
 		o := opts
@@ -124,11 +113,10 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 			inst.Tune(name, &o)
 		}
 		res, err := Run(func() (workload.Reader, error) {
-			rs := make([]workload.Reader, len(parts))
-			for i, s := range parts {
-				rs[i] = s.tape.Reader()
+			if len(names) == 1 {
+				return wrap(&named{Reader: tape.Reader(), name: name}), nil
 			}
-			return wrap(&named{Reader: workload.Merge(rs...), name: name}), nil
+			return wrap(&named{Reader: &instanceOnly{Reader: tape.Reader(), resolved: resolved, name: name}, name: name}), nil
 		}, o)
 		if err != nil {
 			if len(names) > 1 {
@@ -160,12 +148,23 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 // defaultServerConcurrencyLimit is Run's default limit.
 const defaultServerConcurrencyLimit = 600
 
-// slotReader yields the one request put in it.
-type slotReader struct{ r *workload.Request }
+// instanceOnly yields the requests of one instance (resolved), in the
+// order the workload held them.
+type instanceOnly struct {
+	workload.Reader
+	resolved map[string]string
+	name     string
+}
 
-func (s *slotReader) Next(r *workload.Request) error {
-	*r = *s.r
-	return nil
+func (o *instanceOnly) Next(r *workload.Request) error {
+	for {
+		if err := o.Reader.Next(r); err != nil {
+			return err
+		}
+		if o.resolved[r.Instance] == o.name {
+			return nil
+		}
+	}
 }
 
 // named gives every request its instance's name (a tape keeps it, but the

@@ -2,6 +2,7 @@ package reconstruct_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -344,5 +345,53 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 	if err := os.WriteFile(dst, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInstanceKeepsTheOrderOfTies: an instance whose requests come from two
+// inputs (an audit log, and the httplog lines that joined none of its
+// events) is reconstructed in the order the workload gave them, ties of
+// arrival included: who of a burst arriving at one instant finds the seat
+// and the queue taken depends on it.
+func TestInstanceKeepsTheOrderOfTies(t *testing.T) {
+	var reqs, onlyA []workload.Request
+	for i, u := range []string{"alice", "bob", "alice", "bob", "alice", "bob"} {
+		r := logged(fmt.Sprintf("a%d", i), u, 0, 10, 10, 200)
+		r.Instance = "a.log"
+		if u == "bob" {
+			r.Instance = "a-httplog.log" // joined to no audit event
+		}
+		reqs = append(reqs, r)
+		onlyA = append(onlyA, r)
+		b := logged(fmt.Sprintf("b%d", i), "carol", 0, 1, 1, 200)
+		b.Instance = "b.log"
+		reqs = append(reqs, b)
+	}
+	order := func(run func(opts reconstruct.Options) error) []string {
+		var ids []string
+		if err := run(reconstruct.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, OnFate: func(f *reconstruct.Fate) {
+			if !strings.HasPrefix(f.Record.AuditID, "b") {
+				ids = append(ids, fmt.Sprintf("%s:%v:%s", f.Record.AuditID, f.Rejected, f.Reason))
+			}
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	want := order(func(o reconstruct.Options) error {
+		_, err := reconstruct.RunReader(&sliceReader{reqs: onlyA}, o, nil)
+		return err
+	})
+	got := order(func(o reconstruct.Options) error {
+		_, err := reconstruct.RunInstances(&sliceReader{reqs: reqs}, o, reconstruct.InstanceOptions{Resolve: func(s string) string {
+			if s == "a-httplog.log" {
+				return "a.log"
+			}
+			return s
+		}}, nil)
+		return err
+	})
+	if !slices.Equal(got, want) {
+		t.Errorf("fates of instance a.log\n got %v\nwant %v (alone, in the workload's order)", got, want)
 	}
 }
