@@ -42,8 +42,8 @@ type FileInstance struct {
 // (gopkg.in/natefinch/lumberjack.v2: <name>-<time><ext>) and logrotate
 // (<name>.1) give the older files of one log, once a ".gz" is cut.
 var (
-	lumberjackName = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}(\.[^.]+)?$`)
-	logrotateName  = regexp.MustCompile(`^(.+)\.\d{1,4}$`)
+	lumberjackName = regexp.MustCompile(`(?s)^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}(\.[^.]+)?$`)
+	logrotateName  = regexp.MustCompile(`(?s)^(.+)\.\d{1,4}$`)
 )
 
 // RotationBase is the name of the log a file of a rotated series belongs

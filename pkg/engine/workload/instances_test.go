@@ -2,6 +2,7 @@ package workload
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -53,4 +54,24 @@ func TestFileInstances(t *testing.T) {
 			t.Errorf("%v %+v:\n got %q\nwant %q", c.paths, c.opts, got, c.want)
 		}
 	}
+}
+
+// FuzzRotationBase: any name gives a name no longer than itself, without a
+// ".gz", and the name of a log is its own base.
+func FuzzRotationBase(f *testing.F) {
+	for _, s := range []string{"audit.log", "audit-2026-11-27T10-00-00.000.log.gz", "audit.log.1", "", ".gz", "-2026-11-27T10-00-00.000", "a.1.2.3.gz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		got := RotationBase(name)
+		if len(got) > len(name) {
+			t.Fatalf("RotationBase(%q) = %q, longer", name, got)
+		}
+		if got != "" && !strings.ContainsAny(got, ".") {
+			// a log "<got>.log" rotated is one of its series
+			if r := RotationBase(got + "-2026-11-27T10-00-00.000.log.gz"); r != got+".log" {
+				t.Fatalf("the rotated name of %q.log gives %q", got, r)
+			}
+		}
+	})
 }
