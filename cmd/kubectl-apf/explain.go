@@ -116,6 +116,8 @@ type ExplainRequestOptions struct {
 	// Workloads are more log files the logged request's moment is
 	// reconstructed from.
 	Workloads []string
+	// Instances say which apiserver instance served each file's requests.
+	Instances instanceFlags
 
 	// Server are --server-concurrency and --server-request-timeout.
 	Server *state.ServerOptions
@@ -149,7 +151,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	cmd := &cobra.Command{
 		Use:     "request [--user-name NAME] [--group G]... [--service-account NS/NAME] [--anonymous] VERB_OR_METHOD PATH",
 		Short:   "Explain which FlowSchema and priority level a request gets and whether it runs, waits or gets 429",
-		Long:    explainRequestLong,
+		Long:    explainRequestLong + workloadInstancesHelp,
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(2),
 		RunE:    runOptions(o),
@@ -164,6 +166,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
+	o.Instances.addFlags(f)
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)

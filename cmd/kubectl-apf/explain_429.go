@@ -99,7 +99,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long + explain429WorkloadHelp,
+		Long:    explain429Long + explain429WorkloadHelp + workloadInstancesHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),

@@ -158,6 +158,9 @@ func (o *ExplainRequestOptions) Validate() error {
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
 	}
+	if err := o.Instances.validate(o.pastFiles()); err != nil {
+		return err
+	}
 	if o.messageOnly() {
 		return nil
 	}

@@ -85,11 +85,13 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 	}
 	_, yearKnown := logYear(paths)
-	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
+	var instance string
+	res, files, err := reconstructFiles(ctx, paths, &o.Instances, st, o.Server.RequestTimeout, reconstruct.Options{
 		Focus:    match,
 		Identify: identify,
 		OnFate: func(f *reconstruct.Fate) {
 			if found == nil && f.Snapshot != nil {
+				instance = f.Record.Instance
 				g := *f
 				g.Record = nil
 				found = &g
@@ -106,6 +108,9 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 			return true, nil
 		}
 		return false, nil
+	}
+	if len(res.InstancesRead) > 1 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("note: apiserver instance %s served the request: its moment is reconstructed from that instance's requests alone, with its own calibration and limit (the log holds %d instances)", instance, len(res.InstancesRead)))
 	}
 	ex.SetPast(pastOf(found, yearKnown))
 	return true, nil

@@ -144,6 +144,13 @@ type Result struct {
 	Incidents []rejections.Incident
 	// Start and End span the arrivals.
 	Start, End time.Time
+	// Instances are the apiserver instances reconstructed, each on its own
+	// (RunInstances), by name; the figures above sum them. With
+	// Options.Focus, only those that hold a focused request.
+	Instances []InstanceResult
+	// InstancesRead are the names of every instance the workload held
+	// (RunInstances), reconstructed or not.
+	InstancesRead []string
 }
 
 // LevelResult is the reconstruction of one priority level.

@@ -16,9 +16,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
-// fateOf is what the wrapped tests compare of one request's
+// wrappedFate is what the wrapped tests compare of one request's
 // reconstruction.
-type fateOf struct {
+type wrappedFate struct {
 	AuditID, Level, FlowSchema, Distinguisher, Reason, Class string
 	Rejected, Agrees                                         bool
 	Status, Seats, Queue                                     int
@@ -30,7 +30,7 @@ type fateOf struct {
 // request's fate, and the instances the requests were read with.
 type reconstructed struct {
 	report    []byte
-	fates     []fateOf
+	fates     []wrappedFate
 	instances map[string]int
 }
 
@@ -43,7 +43,7 @@ func reconstructPaths(t *testing.T, f fixture, paths ...string) reconstructed {
 	defer files.Close()
 	out := reconstructed{instances: map[string]int{}}
 	opts := reconstruct.Options{Config: f.config, ServerConcurrencyLimit: f.scl, Counts: f.counts, OnFate: func(fa *reconstruct.Fate) {
-		out.fates = append(out.fates, fateOf{fa.Record.AuditID, fa.Level, fa.FlowSchema, fa.Distinguisher, fa.Reason, fa.Class,
+		out.fates = append(out.fates, wrappedFate{fa.Record.AuditID, fa.Level, fa.FlowSchema, fa.Distinguisher, fa.Reason, fa.Class,
 			fa.Rejected, fa.Agrees, fa.Status, fa.Seats, fa.Queue, int64(fa.Wait), int64(fa.Execution)})
 	}}
 	res, err := reconstruct.RunReader(files, opts, nil)
@@ -142,8 +142,13 @@ func TestWrappedRecordingsMatchRaw(t *testing.T) {
 					got := reconstructPaths(t, f, path)
 					runs++
 					compareReconstructions(t, got, want)
-					if len(got.instances) != 1 || got.instances[format.Instance] == 0 {
-						t.Errorf("instances %v, want every request of %q", got.instances, format.Instance)
+					// a wrapper that names no instance leaves the file's
+					inst := format.Instance
+					if inst == "" {
+						inst = workload.RotationBase(filepath.Base(format.File))
+					}
+					if len(got.instances) != 1 || got.instances[inst] == 0 {
+						t.Errorf("instances %v, want every request of %q", got.instances, inst)
 					}
 				})
 			}
@@ -177,7 +182,7 @@ func compareReconstructions(t *testing.T, got, want reconstructed) {
 		t.Errorf("%d fates, the raw file %d", len(got.fates), len(want.fates))
 		return
 	}
-	if i := slices.IndexFunc(got.fates, func(g fateOf) bool { return g != want.fates[slices.Index(got.fates, g)] }); i >= 0 {
+	if i := slices.IndexFunc(got.fates, func(g wrappedFate) bool { return g != want.fates[slices.Index(got.fates, g)] }); i >= 0 {
 		t.Errorf("fate %d differs: got %+v, want %+v", i, got.fates[i], want.fates[i])
 	}
 }

@@ -15,7 +15,7 @@ import (
 // given, rather than the process's standard input that workload.OpenFiles
 // reads.
 func openWorkload(cfg Config) (*workload.Files, error) {
-	opts := workload.Options{Lenient: !cfg.Strict}
+	opts := workload.Options{Lenient: !cfg.Strict, Instances: cfg.Instances}
 	if len(cfg.Workloads) != 1 || cfg.Workloads[0] != "-" || cfg.Stdin == nil {
 		return workload.OpenFiles(cfg.Workloads, opts)
 	}

@@ -110,6 +110,9 @@ type Options struct {
 	// it is counted in Stats.Malformed, with the first few in
 	// Stats.FirstMalformed. Real logs interleave other components' lines.
 	Lenient bool
+	// Instances say which apiserver instance served each input's requests
+	// (OpenFiles; instances.go).
+	Instances InstanceOptions
 }
 
 func (o *Options) defaults() {

@@ -86,12 +86,19 @@ func TestWrappedSamples(t *testing.T) {
 			if len(got) != len(raw) {
 				t.Fatalf("%d requests, the raw file %d", len(got), len(raw))
 			}
+			// a wrapper that names no instance leaves the file's
+			want := tt.instance
+			if want == "" {
+				for name := range fs.Formats {
+					want = RotationBase(filepath.Base(name))
+				}
+			}
 			for i := range got {
-				if got[i].Instance != tt.instance {
-					t.Errorf("request %d: instance %q, want %q", i, got[i].Instance, tt.instance)
+				if got[i].Instance != want {
+					t.Errorf("request %d: instance %q, want %q", i, got[i].Instance, want)
 				}
 				g, w := got[i], raw[i]
-				g.Instance, g.Source, w.Source = "", "", ""
+				g.Instance, g.Source, w.Instance, w.Source = "", "", "", ""
 				if !equalRequests(g, w) {
 					t.Errorf("request %d: %+v\nthe raw file's: %+v", i, g, w)
 				}
