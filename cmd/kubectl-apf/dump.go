@@ -155,6 +155,9 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	case dumpLevels:
 		return render.PrintLevels(o.Out, ro, c.Snapshots, o.Level)
 	case dumpQueues:
+		if n := render.HiddenQueues(c.Snapshots, o.Level); n > 0 && !o.All {
+			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, plural(n, "queue", "queues"), plural(n, "it", "them"))
+		}
 		return render.PrintQueues(o.Out, ro, c.Snapshots, o.Level, o.All)
 	default:
 		for _, s := range c.Snapshots {

@@ -213,6 +213,12 @@ func QueueRows(snaps []*dump.Snapshot, level string, all bool) []QueueRow {
 	return out
 }
 
+// HiddenQueues counts the queues QueueRows leaves out without all: those
+// with no waiting and no executing request.
+func HiddenQueues(snaps []*dump.Snapshot, level string) int {
+	return len(QueueRows(snaps, level, true)) - len(QueueRows(snaps, level, false))
+}
+
 // PrintQueues prints "kubectl apf dump queues".
 func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, all bool) error {
 	rows := QueueRows(snaps, level, all)

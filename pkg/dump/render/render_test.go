@@ -329,3 +329,42 @@ func TestLevelsJSONAbsentCounters(t *testing.T) {
 		t.Error("no exempt row")
 	}
 }
+
+// TestQueuesHiddenAndEmptyJSON: without --all, idle queues are left out and
+// counted by HiddenQueues (a 1.20 dump whose five queues are all idle), and
+// no rows print as [] in JSON and YAML, never null (issue 47's field test,
+// N1).
+func TestQueuesHiddenAndEmptyJSON(t *testing.T) {
+	body := "PriorityLevelName, Index, PendingRequests, ExecutingRequests, VirtualStart,\n" +
+		"workload-high, 2, 0, 0, 0.0000,\n" +
+		"workload-low, 7, 1, 0, 0.0000,\n" +
+		"workload-low, 9, 0, 2, 0.0000,\n" +
+		"global-default, 1, 0, 0, 0.0000,\n"
+	rows, err := dump.ParseQueues([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*dump.Snapshot{{Instance: "a", QueueDump: rows}}
+	if n := HiddenQueues(snaps, ""); n != 2 {
+		t.Errorf("HiddenQueues = %d, want 2 (workload-high 2, global-default 1)", n)
+	}
+	if n := HiddenQueues(snaps, "workload-low"); n != 0 {
+		t.Errorf("HiddenQueues of workload-low = %d, want 0", n)
+	}
+	for _, f := range []Format{FormatJSON, FormatYAML} {
+		var b bytes.Buffer
+		if err := PrintQueues(&b, Options{Format: f}, snaps, "workload-high", false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(b.String()); got != "[]" {
+			t.Errorf("%s of no rows = %q, want []", f, got)
+		}
+	}
+	var b bytes.Buffer
+	if err := PrintRequests(&b, Options{Format: FormatJSON}, snaps, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(b.String()); got != "[]" {
+		t.Errorf("requests JSON of no rows = %q, want []", got)
+	}
+}
