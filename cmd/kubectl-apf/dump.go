@@ -170,6 +170,10 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 					render.Sanitize(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
 			}
 		}
+		if n := render.SeatsAssumed(render.RequestRows(c.Snapshots, o.Level)); n > 0 {
+			fmt.Fprintf(o.ErrOut, "note: the dump's layout has no InitialSeats column (it predates it): SEATS shows 1 for %s, an assumption (before work estimation every request took one seat); -o json gives its seats as null\n",
+				plural(n, "its request", fmt.Sprintf("each of its %d requests", n)))
+		}
 		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
 	}
 }
