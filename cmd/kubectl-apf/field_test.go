@@ -363,12 +363,13 @@ func fieldRows() []fieldRow {
 		{name: "kubectl get table: explain 429 refuses it", artifact: "get-flowschemas-eks.txt",
 			args: []string{"explain", "429", "--from", "@"}, code: 1,
 			want: []string{`line 2: "NAME`}},
-		// lint says "cannot unmarshal string into Go value of type
-		// lint.typeMeta" (N6, not in issue 47): the answer should say the
-		// file is a table and how to get objects.
+		// lint said "cannot unmarshal string into Go value of type
+		// lint.typeMeta" (N6, not in issue 47): the answer says the file
+		// is a table and how to get objects.
 		{name: "kubectl get table: lint refuses it plainly", artifact: "get-flowschemas-eks.txt",
 			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
-			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"lint.typeMeta"}, pending: "N6"},
+			want:   []string{`a "kubectl get" table, not objects`},
+			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"lint.typeMeta", "Go value"}},
 		// eks-list-events-flowschema.yaml: precedence 8000, level
 		// catch-all, ServiceAccount default/default, list events in
 		// default. The guide: catch-all "only allows 13 inflight
