@@ -190,3 +190,57 @@ apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",pr
 		t.Errorf("state %+v", st)
 	}
 }
+
+// TestExplain429RejectionsUnknown: an input without any rejection counter
+// cannot tell whether a level rejects: the 1.20 dump_priority_levels of the
+// documentation (no RejectedRequests column) and the EKS guide's grep of
+// the limits alone (no apiserver_flowcontrol_rejected_requests_total) say
+// so and name the input that would tell, instead of "no priority level is
+// rejecting requests"; a 1.27 dump whose counters are all 0 still says
+// nothing is rejected (issue 47's field test, N9 and N10).
+func TestExplain429RejectionsUnknown(t *testing.T) {
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{"k8s-docs-2020-dump_priority_levels.txt", "its dump_priority_levels has no RejectedRequests column"},
+		{"eks-concurrency-limit.txt", "its metrics have no apiserver_flowcontrol_rejected_requests_total"},
+		{"docs-dump_priority_levels.txt", ""},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in dump.RawInput
+			if err := dump.DetectRaw(tt.file, b, &in); err != nil {
+				t.Fatal(err)
+			}
+			live, err := in.Snapshot(tt.file, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+			if len(tr.Incidents) != 0 {
+				t.Fatalf("incidents %+v", tr.Incidents)
+			}
+			got := tr.Instances[0].RejectionsUnknown
+			var text strings.Builder
+			if err := WriteTriageText(&text, tr); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if got != "" || !strings.Contains(text.String(), "no priority level is rejecting requests") {
+					t.Errorf("unknown %q, text:\n%s", got, text.String())
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) || !strings.Contains(got, "give the metrics with apiserver_flowcontrol_rejected_requests_total") {
+				t.Errorf("unknown %q, want %q", got, tt.want)
+			}
+			if s := text.String(); strings.Contains(s, "no priority level is rejecting requests") || !strings.Contains(s, "cannot tell whether a priority level is rejecting requests") ||
+				strings.Contains(s, "rejections are counted from dump_priority_levels only") {
+				t.Errorf("text:\n%s", s)
+			}
+		})
+	}
+}
