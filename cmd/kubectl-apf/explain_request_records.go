@@ -112,7 +112,8 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 		if f, err := os.Open(value); err == nil {
 			in, closeFn = f, func() { f.Close() }
 		} else if httplog && strings.Contains(value, "\"HTTP\"") {
-			in, name, opts.Lenient = strings.NewReader(value), "the line given", false
+			// a line without its klog header is read too, its time unknown
+			in, name, opts.Lenient, opts.Headerless = strings.NewReader(value), lineGiven, false, true
 		} else {
 			return nil, "", nil, nil, fmt.Errorf("reading %s: %w", value, err)
 		}
@@ -123,3 +124,6 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 	}
 	return workload.NewAuditReader(in, name, opts, st), name, st, closeFn, nil
 }
+
+// lineGiven names a --from-log value read as the log line itself.
+const lineGiven = "the line given"

@@ -65,6 +65,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 			ex.Notes = append(ex.Notes, noteCaptureTime)
 		}
 		ex.Notes = append(ex.Notes, o.skippedNotes()...)
+		if o.recorded.TimeUnknown {
+			ex.Notes = append(ex.Notes, "the log line has no klog header (Lmmdd hh:mm:ss.uuuuuu ...), as it was published: when the request was logged is unknown")
+		}
 	}
 	if o.Probe {
 		if err := o.probe(ctx, r, ex, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels)); err != nil {

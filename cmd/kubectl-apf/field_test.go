@@ -309,12 +309,15 @@ func fieldRows() []fieldRow {
 			want: []string{"system:node-problem-detector"}, pending: "N4"},
 		// The kube-proxy line as published has no klog header, but holds
 		// "HTTP", verb, URI, apf_pl, apf_fs and apf_fd global-default /
-		// system:kube-proxy: it is an httplog request (N3, not in issue
-		// 47; today "no ... request found in the line given").
+		// system:kube-proxy, latency 1.36583ms: it is an httplog request
+		// whose time is unknown (N3, not in issue 47; it was "no ...
+		// request found in the line given").
 		{name: "kube-proxy line without klog header", artifact: "k8s-105370-httplog-global-default.txt",
-			args:    []string{"explain", "request", "--defaults", "--from-log", "@line:3", "--user-name", "system:kube-proxy"},
-			want:    []string{"✓ global-default (precedence 9900, level global-default)", `Flow: distinguisher "system:kube-proxy"`},
-			notWant: []string{"no kube-apiserver httplog"}, pending: "N3"},
+			args: []string{"explain", "request", "--defaults", "--from-log", "@line:3", "--user-name", "system:kube-proxy"},
+			want: []string{"✓ global-default (precedence 9900, level global-default)", `Flow: distinguisher "system:kube-proxy"`,
+				"AGREES: the replay agrees with the server: FlowSchema global-default, priority level global-default", "the server took latency 1.36583ms",
+				"the log line has no klog header", "when the request was logged is unknown"},
+			notWant: []string{"no kube-apiserver httplog"}},
 
 		// kueue-4508, line 2: kuberay-operator's POST of a pod, apf_fs
 		// service-accounts, apf_pl workload-low, apf_iseats=1,
