@@ -356,12 +356,13 @@ func fieldRows() []fieldRow {
 		{name: "1.18 httplog file: no request of the -v=3 form", artifact: "k3s-2278-httplog-pre-apf.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@"}, code: 1,
 			want: []string{`no kube-apiserver httplog ("HTTP" lines, -v=3) request found in`}},
-		// Given as a line, it is taken for a file name and the error is
+		// Given as a line, it was taken for a file name and the error was
 		// "open <the whole line>: no such file or directory" (N5, not in
-		// issue 47).
+		// issue 47); it is read as a line, and refused with why.
 		{name: "1.18 httplog line is not taken for a file name", artifact: "k3s-2278-httplog-pre-apf.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@line:1"}, code: 1,
-			notWant: []string{"no such file or directory"}, pending: "N5"},
+			want:    []string{"request found in the line given: it is an httplog line of the form before 1.22", `without the "HTTP" message and the apf_* fields`},
+			notWant: []string{"no such file or directory"}},
 
 		// get-flowschemas-eks.txt is the table of "kubectl get
 		// flowschemas", not objects: a clear refusal.
