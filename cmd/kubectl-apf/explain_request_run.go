@@ -47,6 +47,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	}
 	if o.recorded != nil && o.FromLog != "" {
 		ex.CompareNames("httplog", o.recorded.FlowSchema, o.recorded.PriorityLevel, o.recorded.Status)
+		if o.recorded.HasFlowDistinguisher {
+			ex.CompareDistinguisher(o.recorded.FlowDistinguisher)
+		}
 		rw := o.recorded
 		ex.CompareWork(explain.RecordedWork{HasSeats: rw.HasSeats, InitialSeats: rw.InitialSeats, FinalSeats: rw.FinalSeats, AdditionalLatency: rw.AdditionalLatency,
 			HasExecution: rw.HasServiceTime, ExecutionTime: rw.ServiceTime, Latency: rw.Latency})

@@ -302,11 +302,12 @@ func fieldRows() []fieldRow {
 				"AGREES: the replay agrees with the server: FlowSchema global-default, priority level global-default", "the server took latency 5.586004ms"}},
 		// The same line explained as bob: the server's apf_fd says the
 		// flow was system:node-problem-detector's, so the given identity
-		// is not the request's; today the answer AGREES and never names
+		// is not the request's; the answer said AGREES and never named
 		// the logged flow (N4, not in issue 47).
 		{name: "NPD line as another user: the logged flow disagrees", artifact: "k8s-105370-httplog-global-default.txt",
-			args: []string{"explain", "request", "--defaults", "--from-log", "@line:7", "--user-name", "bob"},
-			want: []string{"system:node-problem-detector"}, pending: "N4"},
+			args:    []string{"explain", "request", "--defaults", "--from-log", "@line:7", "--user-name", "bob"},
+			want:    []string{`DISAGREES: the replay's FlowSchema global-default and priority level global-default are the server's, but its flow is not: the server's flow distinguisher (apf_fd) was "system:node-problem-detector", the replay's "bob"`},
+			notWant: []string{"AGREES: the replay agrees"}},
 		// The kube-proxy line as published has no klog header, but holds
 		// "HTTP", verb, URI, apf_pl, apf_fs and apf_fd global-default /
 		// system:kube-proxy, latency 1.36583ms: it is an httplog request

@@ -37,6 +37,43 @@ func (ex *Explanation) CompareNames(source, flowSchema, priorityLevel string, st
 		flowSchema, priorityLevel, gotFS, gotPL)
 }
 
+// maxLoggedField is how much of a name the server's httplog keeps
+// (k8s.io/apiserver pkg/server/filters/priority-and-fairness.go,
+// truncateLogField).
+const maxLoggedField = 64
+
+// CompareDistinguisher records the flow distinguisher the server logged
+// (httplog apf_fd, which some releases wrote) next to the replay's. A
+// different one means the identity explained is not the request's, so the
+// flow, hand and queues shown are another flow's: the comparison then
+// disagrees, whatever the FlowSchema and level.
+func (ex *Explanation) CompareDistinguisher(logged string) {
+	rec := ex.Recorded
+	if rec == nil || ex.FlowSchema == nil {
+		return
+	}
+	rec.FlowDistinguisher = &logged
+	got := ex.FlowDistinguisher
+	if len(got) > maxLoggedField && len(logged) == maxLoggedField {
+		got = got[:maxLoggedField]
+	}
+	if got == logged {
+		return
+	}
+	flow := fmt.Sprintf("the server's flow distinguisher (apf_fd) was %q, the replay's %q: the identity explained is not the request's", logged, ex.FlowDistinguisher)
+	if ex.FlowDistinguisherMethod == "ByUser" {
+		flow += fmt.Sprintf(" (the server's user was %q)", logged)
+	}
+	flow += ", so the flow, hand and queues shown are another flow's"
+	if rec.Agrees != nil && *rec.Agrees {
+		rec.Detail = fmt.Sprintf("the replay's FlowSchema %s and priority level %s are the server's, but its flow is not: %s", rec.FlowSchema, rec.PriorityLevel, flow)
+	} else {
+		rec.Detail += "; and " + flow
+	}
+	disagree := false
+	rec.Agrees = &disagree
+}
+
 // CompareUIDs records the X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers of a probe next to the replay;
 // names maps UIDs to names (nil: unresolved). Imagined mandatory objects
