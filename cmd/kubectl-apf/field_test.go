@@ -266,6 +266,21 @@ func fieldRows() []fieldRow {
 			want:    []string{"AGREES: the replay agrees with the server: FlowSchema service-accounts, priority level workload-low", "Verdict: runs", "latency 11.586316ms, execution 11.024848ms"},
 			notWant: []string{"Verdict: queued"}},
 
+		// The same request's moment: the log starts with it, so no
+		// borrowing pass has seen any demand of the log; the
+		// reconstruction's current limit of workload-low is the share
+		// borrowing gives an idle level, its lower limit scaled to the
+		// server's seats: 245 - round(245 × 90%) = 24 of the lower limits
+		// 13 + 24 + 25 + 73 + 50 + 49 + 24 = 258, so 600 × 24/258 = 55.8,
+		// 56 seats; its nominal limit is ceil(600 × 100/245) = 245. It
+		// printed "0 of
+		// workload-low's 56 seats" under "nominal limit 245 seats" without
+		// saying which was which (N11, not in issue 47).
+		{name: "kueue pods log: the assumed current limit is said to be one", artifact: "kueue-4508-httplog-kuberay-pods.log",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator"},
+			want: []string{"nominal limit 245 seats (of a server limit of 600)", "workload-low: 0 of 56 seats in use (current limit; nominal 245), 0 waiting",
+				"workload-low's 56 seats at the time are an assumed current limit, not a figure of the log"}},
+
 		// k8s-120126, line 1: GET configmaps/nginx-cfgmap by a kubelet,
 		// apf_fs system-nodes, apf_pl system, latency 1.926865ms,
 		// execution 1.269527ms. As system:node:node-1 in system:nodes
