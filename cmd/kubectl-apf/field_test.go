@@ -511,13 +511,28 @@ func fieldRows() []fieldRow {
 		// input holds (one FlowSchema, no PriorityLevelConfiguration), so
 		// it is read and takes its place in the matching order at
 		// precedence 8000, not "ignored" (issue 47, also seen). Its level,
-		// catch-all, is not among the input's objects: upstream's
-		// controller digests the FlowSchemas before it imagines the
-		// mandatory levels, so with these objects alone it is dangling.
+		// catch-all, is not among the input's objects, but is mandatory
+		// (see the next row).
 		{name: "metrics and a FlowSchema in one directory: the object is used", artifact: "built/metrics-and-flowschema",
 			args:    []string{"explain", "request", "--from", "@", "--service-account", "default/default", "list", "/api/v1/namespaces/default/events"},
 			want:    []string{"objects from eks-list-events-flowschema.yaml: 1 FlowSchema, 0 PriorityLevelConfigurations", "list-events-default-service-accounts (precedence 8000, level catch-all)"},
 			notWant: []string{"ignored eks-list-events-flowschema.yaml"}},
+		// The same: the metrics show catch-all's current limit 13, so the
+		// server has that level, and kube-apiserver always creates the
+		// mandatory catch-all as an object; with no level among the
+		// input's objects, the FlowSchema was called dangling, catch-all
+		// "imagined by the server" printed its nominal 600 beside
+		// "current 13" with nothing saying which was which (N12, not in
+		// issue 47). The mandatory levels are taken as the input's, the
+		// FlowSchema matches, and notes say the levels are those alone
+		// and that 13 is the server's, outside what 600 allows (lower
+		// 600, upper 1200).
+		{name: "metrics and a FlowSchema in one directory: no PriorityLevelConfigurations said", artifact: "built/metrics-and-flowschema",
+			args: []string{"explain", "request", "--from", "@", "--service-account", "default/default", "list", "/api/v1/namespaces/default/events"},
+			want: []string{"✓ list-events-default-service-accounts (precedence 8000, level catch-all)",
+				"the input holds FlowSchemas but no PriorityLevelConfigurations: the levels are the mandatory exempt and catch-all",
+				"catch-all's current limit 13 is the server's (its metrics), outside the lower and upper limits (600 to 1200)"},
+			notWant: []string{"skipped: dangling", "Priority level catch-all (uid none: imagined by the server)"}},
 		// built/prometheus-ui-table.txt: the EKS figures in the table view
 		// form, labels joined by ", " and the value after a tab. This
 		// form is read; R9's refused paste is not public, so R9 has no row.

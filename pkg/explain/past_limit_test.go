@@ -36,3 +36,27 @@ func TestPastLimitSaid(t *testing.T) {
 		t.Errorf("notes at the nominal limit %q", n)
 	}
 }
+
+// TestCurrentOutsideNote: a current limit from the server's metrics that
+// borrowing could not reach under the configuration explained (the EKS
+// guide's catch-all at 13 beside a catch-all whose nominal limit is 600,
+// lower 600 and upper 1200, when the input's only level objects are the
+// mandatory ones) says that the two are of different configurations; one
+// within the lower and upper limits says nothing (issue 47's field test,
+// N12).
+func TestCurrentOutsideNote(t *testing.T) {
+	cur := func(v float64) *float64 { return &v }
+	pl := &PriorityLevelView{Name: "catch-all", Type: "Limited", NominalLimit: 600, LowerLimit: 600, UpperLimit: 1200, CurrentLimit: cur(13)}
+	if n := currentOutsideNote(pl); !strings.Contains(n, "catch-all's current limit 13 is the server's (its metrics), outside the lower and upper limits (600 to 1200)") ||
+		!strings.Contains(n, "600 is not the server's nominal limit") {
+		t.Errorf("note %q", n)
+	}
+	pl.CurrentLimit = cur(700)
+	if n := currentOutsideNote(pl); n != "" {
+		t.Errorf("within the limits: %q", n)
+	}
+	pl.CurrentLimit = nil
+	if n := currentOutsideNote(pl); n != "" {
+		t.Errorf("without metrics: %q", n)
+	}
+}
