@@ -201,15 +201,22 @@ apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",pr
 func TestExplain429RejectionsUnknown(t *testing.T) {
 	for _, tt := range []struct {
 		file, want string
+		// dispatched adds a dispatched_requests_total line: a whole
+		// scrape, whose counters of rejections would be there if any
+		dispatched bool
 	}{
-		{"k8s-docs-2020-dump_priority_levels.txt", "its dump_priority_levels has no RejectedRequests column"},
-		{"eks-concurrency-limit.txt", "its metrics have no apiserver_flowcontrol_rejected_requests_total"},
-		{"docs-dump_priority_levels.txt", ""},
+		{file: "k8s-docs-2020-dump_priority_levels.txt", want: "its dump_priority_levels has no RejectedRequests column"},
+		{file: "eks-concurrency-limit.txt", want: "its metrics have no apiserver_flowcontrol_rejected_requests_total"},
+		{file: "eks-concurrency-limit.txt", want: "", dispatched: true},
+		{file: "docs-dump_priority_levels.txt", want: ""},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", tt.file))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.dispatched {
+				b = append(b, "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"global-default\",priority_level=\"global-default\"} 46\n"...)
 			}
 			var in dump.RawInput
 			if err := dump.DetectRaw(tt.file, b, &in); err != nil {

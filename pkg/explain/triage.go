@@ -180,7 +180,12 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		// Without apiserver_request_total the other 429s are unknown.
 		it.Other429 = nil
 	}
-	if !cur.Has(metrics.RejectedRequestsTotal) && !countsRejections(live) {
+	// A counter of a label set is exposed from its first increment on:
+	// a whole scrape (its dispatched or request counters read) without
+	// rejected_requests_total had no rejection since the apiserver
+	// started; a grep of other families cannot tell.
+	wholeScrape := cur.Has(metrics.DispatchedRequestsTotal) || cur.Has(metrics.FamilyRequestTotal)
+	if !cur.Has(metrics.RejectedRequestsTotal) && !wholeScrape && !countsRejections(live) {
 		it.RejectionsUnknown = rejectionsUnknown(live, cur != nil)
 		// nothing was counted from dump_priority_levels either
 		it.Notes = slices.DeleteFunc(it.Notes, func(n string) bool { return n == noMetricsNote })
