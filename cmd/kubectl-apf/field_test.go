@@ -550,7 +550,7 @@ func fieldRows() []fieldRow {
 		{name: "dump with a grepped line: explain 429 sees 1533 rejected", artifact: "built/dump-levels-rejected-plus-grep.txt",
 			args:    []string{"explain", "429", "--from", "@"},
 			wantRe:  []string{`global-default[^\n]*\b1,?533\b`},
-			notWant: []string{"no priority level is rejecting requests", "e+03"}},
+			notWant: []string{"no priority level is rejecting requests", "e+03", "--seat level"}},
 		// built/prose-then-rejected.txt: the guide's sentence, then its
 		// block (100 time-out rejections of workload-low), piped (R10).
 		{name: "prose then metrics, piped to explain 429", artifact: "built/prose-then-rejected.txt", stdin: true,

@@ -102,6 +102,27 @@ func TestExplain429DumpCountsBesideAMetricLine(t *testing.T) {
 	if n := tr.Instances[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "dump_priority_levels' RejectedRequests") {
 		t.Errorf("notes %q do not say where the count came from", n)
 	}
+	// built/dump-levels-rejected-plus-grep.txt is the same dump with
+	// workload-low's limit line: global-default's limit is in neither, so
+	// its evidence names the level without a size, not "the --seat level"
+	b, err = os.ReadFile(filepath.Join("..", "..", "testdata", "field", "built", "dump-levels-rejected-plus-grep.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = dump.RawInput{}
+	if err := dump.DetectRaw("built", b, &in); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = in.Snapshot("built", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	tr = Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	if ev := tr.Incidents[0].Causes[0].Evidence; strings.Contains(ev, "--seat") || !strings.Contains(ev, "fill the level and its queues") {
+		t.Errorf("evidence without global-default's limit: %q", ev)
+	}
 }
 
 // TestExplain429ReasonsWithoutObjects: without the objects, the reason

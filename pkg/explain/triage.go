@@ -354,7 +354,11 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			case math.IsNaN(waiting):
 				ev = fmt.Sprintf("%s; how many requests wait is unknown (no debug dump and no %s were read)", share(st.SeatsInUse), metrics.CurrentInqueueRequests)
 			case waiting == 0:
-				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), lengthLimit(" of %d"))
+				size := "level" // its limit unknown: not "the --seat level"
+				if st.NominalLimit != nil {
+					size = Num(st.NominalLimit) + "-seat level"
+				}
+				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], size, lengthLimit(" of %d"))
 			case len(lt.Flows) == 0:
 				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
 			default:
