@@ -155,6 +155,9 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	case dumpLevels:
 		return render.PrintLevels(o.Out, ro, c.Snapshots, o.Level)
 	case dumpQueues:
+		if n := render.HiddenQueues(c.Snapshots, o.Level); n > 0 && !o.All {
+			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, plural(n, "queue", "queues"), plural(n, "it", "them"))
+		}
 		return render.PrintQueues(o.Out, ro, c.Snapshots, o.Level, o.All)
 	default:
 		for _, s := range c.Snapshots {
@@ -166,6 +169,10 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 				fmt.Fprintf(o.ErrOut, "note: %s does not say when it was taken: AGE counts from %s (%s), so each request had waited or run %s that long\n",
 					render.Sanitize(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
 			}
+		}
+		if n := render.SeatsAssumed(render.RequestRows(c.Snapshots, o.Level)); n > 0 {
+			fmt.Fprintf(o.ErrOut, "note: the dump's layout has no InitialSeats column (it predates it): SEATS shows 1 for %s, an assumption (before work estimation every request took one seat); -o json gives its seats as null\n",
+				plural(n, "its request", fmt.Sprintf("each of its %d requests", n)))
 		}
 		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
 	}

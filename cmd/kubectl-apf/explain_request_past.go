@@ -134,6 +134,7 @@ func recordClient(w *workload.Request) string {
 // says whether the log told the year of its time.
 func pastOf(f *reconstruct.Fate, yearKnown bool) *explain.Past {
 	p := &explain.Past{At: explain.LogTime{Time: f.At, YearKnown: yearKnown}, YearUnknown: !yearKnown, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
+		NominalLimit: f.NominalLimit, LimitFromLog: f.LimitFromLog,
 		WaitLimit: explain.Duration(f.WaitLimit), Holders: []explain.PastFlow{}}
 	p.Reconstructed = explain.VerdictRuns
 	if f.Rejected {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +54,11 @@ func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader)
 		auditRd, auditName, reads[fromAudit] = rd, name, read{name, st}
 	}
 	r, err = pickRecorded(logRd, auditRd, logName, auditName, auditID)
+	if err != nil && logName == lineGiven && !strings.Contains(fromLog, `"HTTP"`) {
+		if why := whyNoHTTPLine(fromLog); why != "" {
+			err = fmt.Errorf("%w: %s", err, why)
+		}
+	}
 	for value, rd := range reads {
 		if rd.st.Malformed == 0 {
 			continue
@@ -113,8 +120,9 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 	default:
 		if f, err := os.Open(value); err == nil {
 			in, closeFn = f, func() { f.Close() }
-		} else if httplog && strings.Contains(value, "\"HTTP\"") {
-			in, name, opts.Lenient = strings.NewReader(value), "the line given", false
+		} else if httplog && (strings.Contains(value, "\"HTTP\"") || looksLikeLogLine(value, err)) {
+			// a line without its klog header is read too, its time unknown
+			in, name, opts.Lenient, opts.Headerless = strings.NewReader(value), lineGiven, false, true
 		} else {
 			return nil, "", nil, nil, fmt.Errorf("reading %s: %w", value, err)
 		}
@@ -157,4 +165,27 @@ func notAuditEvents(name string, head []byte) error {
 		}
 	}
 	return fmt.Errorf("no audit event (ResponseComplete stage) request found in %s: %s%d lines could not be read as requests: none is an audit event (one JSON object a line, or events as a cloud or log pipeline exports them)", name, more, n)
+}
+
+// lineGiven names a --from-log value read as the log line itself.
+const lineGiven = "the line given"
+
+// looksLikeLogLine reports whether a --from-log value that is no file
+// (openErr) is a log line given in place of one: a line of key=value
+// fields, as kube-apiserver writes, not a mistyped file name.
+func looksLikeLogLine(value string, openErr error) bool {
+	return errors.Is(openErr, fs.ErrNotExist) && strings.ContainsAny(value, " \t") && strings.Contains(value, "=")
+}
+
+// preHTTPLine is an httplog line of the form before 1.22 ('verb="GET"
+// URI=... resp=200' without the "HTTP" message).
+var preHTTPLine = regexp.MustCompile(`(^|\s)verb="?[A-Z]+"? URI=`)
+
+// whyNoHTTPLine says why a line given holds no request: an httplog line of
+// the form before 1.22, which records no APF classification.
+func whyNoHTTPLine(line string) string {
+	if !preHTTPLine.MatchString(line) {
+		return ""
+	}
+	return `it is an httplog line of the form before 1.22 (verb=, URI=, resp=, without the "HTTP" message and the apf_* fields), which records no APF classification or seats: explain the request with its verb, path and identity instead`
 }

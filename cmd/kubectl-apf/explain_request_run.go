@@ -47,6 +47,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	}
 	if o.recorded != nil && o.FromLog != "" {
 		ex.CompareNames("httplog", o.recorded.FlowSchema, o.recorded.PriorityLevel, o.recorded.Status)
+		if o.recorded.HasFlowDistinguisher {
+			ex.CompareDistinguisher(o.recorded.FlowDistinguisher)
+		}
 		rw := o.recorded
 		ex.CompareWork(explain.RecordedWork{HasSeats: rw.HasSeats, InitialSeats: rw.InitialSeats, FinalSeats: rw.FinalSeats, AdditionalLatency: rw.AdditionalLatency,
 			HasExecution: rw.HasServiceTime, ExecutionTime: rw.ServiceTime, Latency: rw.Latency})
@@ -65,6 +68,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 			ex.Notes = append(ex.Notes, noteCaptureTime)
 		}
 		ex.Notes = append(ex.Notes, o.skippedNotes()...)
+		if o.recorded.TimeUnknown {
+			ex.Notes = append(ex.Notes, "the log line has no klog header (Lmmdd hh:mm:ss.uuuuuu ...), as it was published: when the request was logged is unknown")
+		}
 	}
 	if o.Probe {
 		if err := o.probe(ctx, r, ex, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels)); err != nil {

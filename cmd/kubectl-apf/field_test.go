@@ -114,12 +114,13 @@ func fieldRows() []fieldRow {
 			wantRe: []string{`workload-low\s+Queue\s+100\s`}, notWant: []string{"give one"}},
 		// The grep holds one family, the limits: no
 		// apiserver_flowcontrol_rejected_requests_total and no dump, so
-		// whether a level rejects is not in it. Today: "no priority level
-		// is rejecting requests" (N10, not in issue 47).
+		// whether a level rejects is not in it. It said "no priority level
+		// is rejecting requests" (N10, not in issue 47); a partial answer,
+		// exit 0.
 		{name: "EKS limits: explain 429 does not claim no rejections", artifact: "eks-concurrency-limit.txt",
 			args:    []string{"explain", "429", "--from", "@"},
-			want:    []string{"rejected_requests_total"},
-			notWant: []string{"no priority level is rejecting requests"}, pending: "N10"},
+			want:    []string{"cannot tell whether a priority level is rejecting requests: its metrics have no apiserver_flowcontrol_rejected_requests_total", "rejected_requests_total (kubectl get --raw /metrics)"},
+			notWant: []string{"no priority level is rejecting requests"}},
 		// eks-rejected-inqueue.txt: limit 245, 145 in use (145/245 =
 		// 59.2%), 10 in queue, 100 time-out rejections.
 		{name: "EKS rejections: top levels", artifact: "eks-rejected-inqueue.txt",
@@ -156,13 +157,14 @@ func fieldRows() []fieldRow {
 			want:    []string{`"name": "workload-low"`, `"isIdle": true`},
 			notWant: []string{`"dispatchedRequests": 0`, `"rejectedRequests": 0`, `"isIdle": false`}},
 		// That layout has no RejectedRequests column: whether a level
-		// rejects is not in the input. Today explain 429 answers "no
-		// priority level is rejecting requests", counted "from
-		// dump_priority_levels only" (N9, not in issue 47).
+		// rejects is not in the input. explain 429 answered "no priority
+		// level is rejecting requests", counted "from dump_priority_levels
+		// only" (N9, not in issue 47); a partial answer, exit 0.
 		{name: "2020 docs levels: explain 429 does not claim no rejections", artifact: "k8s-docs-2020-dump_priority_levels.txt",
 			args:    []string{"explain", "429", "--from", "@"},
+			want:    []string{"cannot tell whether a priority level is rejecting requests: its dump_priority_levels has no RejectedRequests column", "apiserver_flowcontrol_rejected_requests_total"},
 			wantRe:  []string{`(?i)unknown|not count|no rejectedrequests`},
-			notWant: []string{"no priority level is rejecting requests"}, pending: "N9"},
+			notWant: []string{"no priority level is rejecting requests", "counted from dump_priority_levels only"}},
 		// k8s-docs-2020-dump_queues.txt (VirtualStart layout): five
 		// queues, all 0 pending and 0 executing; no SeatsInUse column.
 		{name: "2020 docs queues: --all shows the five", artifact: "k8s-docs-2020-dump_queues.txt",
@@ -176,14 +178,15 @@ func fieldRows() []fieldRow {
 			want:    []string{`"index": 15`, `"pendingRequests": 0`},
 			notWant: []string{`"seatsInUse": 0`, `"initialSeatsSum": 0`, `"maxSeatsSum": 0`, `"totalWorkSum": 0`}},
 		// Without --all the five idle queues are hidden: the table is a
-		// bare header and JSON is "null", and nothing says five queues
-		// were read but not shown (N1, not in issue 47).
+		// bare header, and the note says the five were read but not shown
+		// and how to see them; JSON is an empty list, not "null" (N1, not
+		// in issue 47).
 		{name: "2020 docs queues: hidden idle queues are said to be hidden", artifact: "k8s-docs-2020-dump_queues.txt",
 			args: []string{"dump", "queues", "--from", "@"},
-			want: []string{"--all"}, pending: "N1"},
+			want: []string{"5 queues with no request waiting or executing not shown; --all shows them"}},
 		{name: "2020 docs queues JSON without --all is not null", artifact: "k8s-docs-2020-dump_queues.txt",
-			args:      []string{"dump", "queues", "-o", "json", "--from", "@"},
-			notWantRe: []string{`(?m)^null$`}, pending: "N1"},
+			args: []string{"dump", "queues", "-o", "json", "--from", "@"},
+			want: []string{"[]"}, notWantRe: []string{`(?m)^null$`}},
 		// k8s-docs-2020-dump_requests.txt: the exempt phantom line and one
 		// system-nodes request of system:node:127.0.0.1, queue 12,
 		// position 0; the layout has no seats and no executing requests.
@@ -193,12 +196,17 @@ func fieldRows() []fieldRow {
 			wantRe:  []string{`system\s+system-nodes\s+waiting\s+12\s+0\s+system:node:127.0.0.1\s`},
 			notWant: []string{"exempt"}},
 		// The 1.20 layout has no seat columns; the table and top flows
-		// count the request as 1 seat, dump requests -o json as
+		// count the request as 1 seat, dump requests -o json gave
 		// initialSeats 0 (N8, not in issue 47): one input, two figures.
+		// Absent is null, and the table's 1 is said to be assumed.
 		{name: "2020 docs requests JSON: the seats the table shows", artifact: "k8s-docs-2020-dump_requests.txt",
 			args:    []string{"dump", "requests", "-o", "json", "--from", "@"},
-			want:    []string{`"queueIndex": 12`, `"flowDistinguisher": "system:node:127.0.0.1"`},
-			notWant: []string{`"initialSeats": 0`}, pending: "N8"},
+			want:    []string{`"queueIndex": 12`, `"flowDistinguisher": "system:node:127.0.0.1"`, `"initialSeats": null`},
+			notWant: []string{`"initialSeats": 0`}},
+		{name: "2020 docs requests: the table's 1 seat is said to be assumed", artifact: "k8s-docs-2020-dump_requests.txt",
+			args:   []string{"dump", "requests", "--from", "@"},
+			want:   []string{"SEATS shows 1 for its request, an assumption"},
+			wantRe: []string{`system:node:127.0.0.1\s+1\s`}},
 		{name: "2020 docs requests: top levels executing unknown", artifact: "k8s-docs-2020-dump_requests.txt",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`system\s+-\s+-\s+-\s+-\s+1\s+1\s+-\s`}},
@@ -211,11 +219,14 @@ func fieldRows() []fieldRow {
 		// k8s-docs-2020-dump_requests-details.txt: the documentation's
 		// rows stop after APIPath (9 of the header's 14 columns); what is
 		// there is two system-nodes creates in queue 12, positions 0 and
-		// 1. Today: refused whole; a partial input should give a partial
-		// answer that says what is missing (N2, not in issue 47).
+		// 1, each by system:node:127.0.0.1, create, with its APIPath. It
+		// was refused whole; a partial input gives a partial answer that
+		// says what is missing (N2, not in issue 47).
 		{name: "2020 docs detailed requests: the columns present are read", artifact: "k8s-docs-2020-dump_requests-details.txt",
-			args:   []string{"dump", "requests", "--from", "@"},
-			wantRe: []string{`system\s+system-nodes\s+waiting\s+12\s+0\s`, `system\s+system-nodes\s+waiting\s+12\s+1\s`}, pending: "N2"},
+			args: []string{"dump", "requests", "--from", "@"},
+			want: []string{"2 rows of dump_requests stop after column APIPath: the columns after it are not in the input and show as -"},
+			wantRe: []string{`system\s+system-nodes\s+waiting\s+12\s+0\s[^\n]*system:node:127.0.0.1\s+create\s+/api/v1/namespaces/scaletest/configmaps\n`,
+				`system\s+system-nodes\s+waiting\s+12\s+1\s`}},
 
 		// k8s-106826: kubectl 1.21 against an exempt request (/version of
 		// an admin), headers Audit-Id, Cache-Control, Content-Type,
@@ -255,6 +266,21 @@ func fieldRows() []fieldRow {
 			want:    []string{"AGREES: the replay agrees with the server: FlowSchema service-accounts, priority level workload-low", "Verdict: runs", "latency 11.586316ms, execution 11.024848ms"},
 			notWant: []string{"Verdict: queued"}},
 
+		// The same request's moment: the log starts with it, so no
+		// borrowing pass has seen any demand of the log; the
+		// reconstruction's current limit of workload-low is the share
+		// borrowing gives an idle level, its lower limit scaled to the
+		// server's seats: 245 - round(245 × 90%) = 24 of the lower limits
+		// 13 + 24 + 25 + 73 + 50 + 49 + 24 = 258, so 600 × 24/258 = 55.8,
+		// 56 seats; its nominal limit is ceil(600 × 100/245) = 245. It
+		// printed "0 of
+		// workload-low's 56 seats" under "nominal limit 245 seats" without
+		// saying which was which (N11, not in issue 47).
+		{name: "kueue pods log: the assumed current limit is said to be one", artifact: "kueue-4508-httplog-kuberay-pods.log",
+			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator"},
+			want: []string{"nominal limit 245 seats (of a server limit of 600)", "workload-low: 0 of 56 seats in use (current limit; nominal 245), 0 waiting",
+				"workload-low's 56 seats at the time are an assumed current limit, not a figure of the log"}},
+
 		// k8s-120126, line 1: GET configmaps/nginx-cfgmap by a kubelet,
 		// apf_fs system-nodes, apf_pl system, latency 1.926865ms,
 		// execution 1.269527ms. As system:node:node-1 in system:nodes
@@ -291,19 +317,23 @@ func fieldRows() []fieldRow {
 				"AGREES: the replay agrees with the server: FlowSchema global-default, priority level global-default", "the server took latency 5.586004ms"}},
 		// The same line explained as bob: the server's apf_fd says the
 		// flow was system:node-problem-detector's, so the given identity
-		// is not the request's; today the answer AGREES and never names
+		// is not the request's; the answer said AGREES and never named
 		// the logged flow (N4, not in issue 47).
 		{name: "NPD line as another user: the logged flow disagrees", artifact: "k8s-105370-httplog-global-default.txt",
-			args: []string{"explain", "request", "--defaults", "--from-log", "@line:7", "--user-name", "bob"},
-			want: []string{"system:node-problem-detector"}, pending: "N4"},
+			args:    []string{"explain", "request", "--defaults", "--from-log", "@line:7", "--user-name", "bob"},
+			want:    []string{`DISAGREES: the replay's FlowSchema global-default and priority level global-default are the server's, but its flow is not: the server's flow distinguisher (apf_fd) was "system:node-problem-detector", the replay's "bob"`},
+			notWant: []string{"AGREES: the replay agrees"}},
 		// The kube-proxy line as published has no klog header, but holds
 		// "HTTP", verb, URI, apf_pl, apf_fs and apf_fd global-default /
-		// system:kube-proxy: it is an httplog request (N3, not in issue
-		// 47; today "no ... request found in the line given").
+		// system:kube-proxy, latency 1.36583ms: it is an httplog request
+		// whose time is unknown (N3, not in issue 47; it was "no ...
+		// request found in the line given").
 		{name: "kube-proxy line without klog header", artifact: "k8s-105370-httplog-global-default.txt",
-			args:    []string{"explain", "request", "--defaults", "--from-log", "@line:3", "--user-name", "system:kube-proxy"},
-			want:    []string{"✓ global-default (precedence 9900, level global-default)", `Flow: distinguisher "system:kube-proxy"`},
-			notWant: []string{"no kube-apiserver httplog"}, pending: "N3"},
+			args: []string{"explain", "request", "--defaults", "--from-log", "@line:3", "--user-name", "system:kube-proxy"},
+			want: []string{"✓ global-default (precedence 9900, level global-default)", `Flow: distinguisher "system:kube-proxy"`,
+				"AGREES: the replay agrees with the server: FlowSchema global-default, priority level global-default", "the server took latency 1.36583ms",
+				"the log line has no klog header", "when the request was logged is unknown"},
+			notWant: []string{"no kube-apiserver httplog"}},
 
 		// kueue-4508, line 2: kuberay-operator's POST of a pod, apf_fs
 		// service-accounts, apf_pl workload-low, apf_iseats=1,
@@ -342,24 +372,26 @@ func fieldRows() []fieldRow {
 		{name: "1.18 httplog file: no request of the -v=3 form", artifact: "k3s-2278-httplog-pre-apf.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@"}, code: 1,
 			want: []string{`no kube-apiserver httplog ("HTTP" lines, -v=3) request found in`}},
-		// Given as a line, it is taken for a file name and the error is
+		// Given as a line, it was taken for a file name and the error was
 		// "open <the whole line>: no such file or directory" (N5, not in
-		// issue 47).
+		// issue 47); it is read as a line, and refused with why.
 		{name: "1.18 httplog line is not taken for a file name", artifact: "k3s-2278-httplog-pre-apf.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@line:1"}, code: 1,
-			notWant: []string{"no such file or directory"}, pending: "N5"},
+			want:    []string{"request found in the line given: it is an httplog line of the form before 1.22", `without the "HTTP" message and the apf_* fields`},
+			notWant: []string{"no such file or directory"}},
 
 		// get-flowschemas-eks.txt is the table of "kubectl get
 		// flowschemas", not objects: a clear refusal.
 		{name: "kubectl get table: explain 429 refuses it", artifact: "get-flowschemas-eks.txt",
 			args: []string{"explain", "429", "--from", "@"}, code: 1,
 			want: []string{`line 2: "NAME`}},
-		// lint says "cannot unmarshal string into Go value of type
-		// lint.typeMeta" (N6, not in issue 47): the answer should say the
-		// file is a table and how to get objects.
+		// lint said "cannot unmarshal string into Go value of type
+		// lint.typeMeta" (N6, not in issue 47): the answer says the file
+		// is a table and how to get objects.
 		{name: "kubectl get table: lint refuses it plainly", artifact: "get-flowschemas-eks.txt",
 			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
-			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"lint.typeMeta"}, pending: "N6"},
+			want:   []string{`a "kubectl get" table, not objects`},
+			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"lint.typeMeta", "Go value"}},
 		// eks-list-events-flowschema.yaml: precedence 8000, level
 		// catch-all, ServiceAccount default/default, list events in
 		// default. The guide: catch-all "only allows 13 inflight
@@ -479,13 +511,28 @@ func fieldRows() []fieldRow {
 		// input holds (one FlowSchema, no PriorityLevelConfiguration), so
 		// it is read and takes its place in the matching order at
 		// precedence 8000, not "ignored" (issue 47, also seen). Its level,
-		// catch-all, is not among the input's objects: upstream's
-		// controller digests the FlowSchemas before it imagines the
-		// mandatory levels, so with these objects alone it is dangling.
+		// catch-all, is not among the input's objects, but is mandatory
+		// (see the next row).
 		{name: "metrics and a FlowSchema in one directory: the object is used", artifact: "built/metrics-and-flowschema",
 			args:    []string{"explain", "request", "--from", "@", "--service-account", "default/default", "list", "/api/v1/namespaces/default/events"},
 			want:    []string{"objects from eks-list-events-flowschema.yaml: 1 FlowSchema, 0 PriorityLevelConfigurations", "list-events-default-service-accounts (precedence 8000, level catch-all)"},
 			notWant: []string{"ignored eks-list-events-flowschema.yaml"}},
+		// The same: the metrics show catch-all's current limit 13, so the
+		// server has that level, and kube-apiserver always creates the
+		// mandatory catch-all as an object; with no level among the
+		// input's objects, the FlowSchema was called dangling, catch-all
+		// "imagined by the server" printed its nominal 600 beside
+		// "current 13" with nothing saying which was which (N12, not in
+		// issue 47). The mandatory levels are taken as the input's, the
+		// FlowSchema matches, and notes say the levels are those alone
+		// and that 13 is the server's, outside what 600 allows (lower
+		// 600, upper 1200).
+		{name: "metrics and a FlowSchema in one directory: no PriorityLevelConfigurations said", artifact: "built/metrics-and-flowschema",
+			args: []string{"explain", "request", "--from", "@", "--service-account", "default/default", "list", "/api/v1/namespaces/default/events"},
+			want: []string{"✓ list-events-default-service-accounts (precedence 8000, level catch-all)",
+				"the input holds FlowSchemas but no PriorityLevelConfigurations: the levels are the mandatory exempt and catch-all",
+				"catch-all's current limit 13 is the server's (its metrics), outside the lower and upper limits (600 to 1200)"},
+			notWant: []string{"skipped: dangling", "Priority level catch-all (uid none: imagined by the server)"}},
 		// built/prometheus-ui-table.txt: the EKS figures in the table view
 		// form, labels joined by ", " and the value after a tab. This
 		// form is read; R9's refused paste is not public, so R9 has no row.
@@ -503,7 +550,7 @@ func fieldRows() []fieldRow {
 		{name: "dump with a grepped line: explain 429 sees 1533 rejected", artifact: "built/dump-levels-rejected-plus-grep.txt",
 			args:    []string{"explain", "429", "--from", "@"},
 			wantRe:  []string{`global-default[^\n]*\b1,?533\b`},
-			notWant: []string{"no priority level is rejecting requests", "e+03"}},
+			notWant: []string{"no priority level is rejecting requests", "e+03", "--seat level"}},
 		// built/prose-then-rejected.txt: the guide's sentence, then its
 		// block (100 time-out rejections of workload-low), piped (R10).
 		{name: "prose then metrics, piped to explain 429", artifact: "built/prose-then-rejected.txt", stdin: true,

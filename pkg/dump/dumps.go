@@ -101,6 +101,10 @@ type RequestRow struct {
 	// only: before 1.28 (the layout without StartTime) executing requests
 	// were not listed, so how many executed is not in the dump.
 	WaitingOnly bool `json:"-"`
+	// CutAfter is the last column of a row that stops before the header's
+	// last request-detail column (a paste cut to fit a page): the columns
+	// after it are not in the input, and read as "". Empty for a whole row.
+	CutAfter string `json:"-"`
 }
 
 // Executing reports whether the request was executing (not waiting) when
@@ -213,10 +217,15 @@ var requestColumns = knownSet("PriorityLevelName", "FlowSchemaName", "QueueIndex
 	"FlowDistingsher", "ArriveTime", "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime",
 	"UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
 
+// requestDetails are the columns of includeRequestDetails: a row may stop
+// before them (the documentation's example rows stop after APIPath), and
+// the columns it lacks read as absent (RequestRow.CutAfter).
+var requestDetails = knownSet("UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
+
 // ParseRequests parses a dump_requests body of any layout from 1.20 on, with
 // or without includeRequestDetails.
 func ParseRequests(body []byte) ([]RequestRow, error) {
-	t, err := parseTable("dump_requests", body, "PriorityLevelName")
+	t, err := parseTableCut("dump_requests", body, "PriorityLevelName", requestDetails)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +268,9 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			Resource:          c.str("Resource"),
 			SubResource:       c.str("SubResource"),
 			Extra:             t.extra(r, unknown),
+		}
+		if len(r.cells) < len(t.header) {
+			row.CutAfter = t.header[len(r.cells)-1]
 		}
 		if c.err != nil {
 			return nil, c.err

@@ -146,7 +146,18 @@ func quoteLine(line string) string {
 // header column must have; it is how a dump is told from garbage such as an
 // HTML page or a JSON Status.
 func parseTable(endpoint string, body []byte, first string) (*table, error) {
+	return parseTableCut(endpoint, body, first, nil)
+}
+
+// parseTableCut is parseTable that also keeps a row cut short after a
+// whole cell (its line ends with the cell's comma), when every column it
+// lacks is one of cuttable: the columns a paste may leave out (the
+// request details that documentation cuts to fit a page). Such a row has
+// fewer cells than the header; a row cut inside a cell (no comma at its
+// end) is still an error.
+func parseTableCut(endpoint string, body []byte, first string, cuttable map[string]bool) (*table, error) {
 	t := &table{endpoint: endpoint, index: map[string]int{}}
+	minCells := -1
 	// One string for the whole body: every line and cell is a substring of it,
 	// so a row costs no copy of its text.
 	text := string(body)
@@ -174,6 +185,7 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 		if t.header == nil && strings.HasSuffix(strings.TrimRight(line, " "), ",") {
 			trailingComma = true
 		}
+		closed := strings.HasSuffix(strings.TrimRight(line, " "), ",")
 		if trailingComma {
 			line = strings.TrimSuffix(strings.TrimRight(line, " "), ",")
 		}
@@ -198,6 +210,12 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 				t.index[h] = i
 			}
 			t.offsets = headerOffsets(line)
+			if cuttable != nil {
+				minCells = len(t.header)
+				for minCells > 0 && cuttable[t.header[minCells-1]] {
+					minCells--
+				}
+			}
 			continue
 		}
 		var cells []string
@@ -211,7 +229,8 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 				}
 			}
 		}
-		if len(cells) != len(t.header) {
+		cut := closed && minCells >= 0 && len(cells) >= minCells && len(cells) < len(t.header)
+		if len(cells) != len(t.header) && !cut {
 			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
 		}
 		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
@@ -257,7 +276,9 @@ func (t *table) extra(r tableRow, unknown []int) map[string]string {
 	}
 	m := make(map[string]string, len(unknown))
 	for _, i := range unknown {
-		m[t.header[i]] = r.cells[i]
+		if i < len(r.cells) {
+			m[t.header[i]] = r.cells[i]
+		}
 	}
 	return m
 }
@@ -280,6 +301,10 @@ func (c *cellReader) cell(col string) (string, bool) {
 	i, ok := c.t.index[col]
 	if !ok {
 		return "", false
+	}
+	if i >= len(c.r.cells) {
+		// a row cut short (parseTableCut): the column is not in it
+		return "", true
 	}
 	return c.r.cells[i], true
 }

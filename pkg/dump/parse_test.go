@@ -291,3 +291,44 @@ type reparseError struct{ err error }
 func (e *reparseError) Error() string { return "re-parsing formatted rows: " + e.err.Error() }
 
 func readFixtureMetrics(t testing.TB, name string) []byte { return fixture.Read(t, "metrics", name) }
+
+// TestParseRequestsCutRows: the documentation's 1.20 dump_requests with
+// details (kubernetes/website, flow-control.md as of commit c3167659)
+// cuts its rows after APIPath, 9 of the header's 14 columns: the columns
+// present are read, the rest are absent (CutAfter names where the row
+// stops). A row cut inside a cell, or before the request details, is
+// still refused (issue 47's field test, N2).
+func TestParseRequestsCutRows(t *testing.T) {
+	header := "PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher,       ArriveTime,                     UserName,              Verb,   APIPath,                                                     Namespace, Name,   APIVersion, Resource, SubResource,\n"
+	body := header +
+		"system,            system-nodes,   12,         0,                   system:node:127.0.0.1, 2020-07-23T15:31:03.583823404Z, system:node:127.0.0.1, create, /api/v1/namespaces/scaletest/configmaps,\n" +
+		"system,            system-nodes,   12,         1,                   system:node:127.0.0.1, 2020-07-23T15:31:03.594555947Z, system:node:127.0.0.1, create, /api/v1/namespaces/scaletest/configmaps,\n"
+	rows, err := ParseRequests([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	for i, r := range rows {
+		if r.QueueIndex != 12 || r.IndexInQueue != i || r.UserName != "system:node:127.0.0.1" || r.Verb != "create" ||
+			r.APIPath != "/api/v1/namespaces/scaletest/configmaps" || r.Namespace != "" || r.Resource != "" || r.CutAfter != "APIPath" || !r.HasDetails {
+			t.Errorf("row %d = %+v", i, r)
+		}
+	}
+	whole, err := ParseRequests([]byte(header + "system, system-nodes, 12, 0, u, 2020-07-23T15:31:03.583823404Z, u, create, /api/v1/namespaces/s/configmaps, s, , v1, configmaps, ,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole[0].CutAfter != "" || whole[0].Resource != "configmaps" {
+		t.Errorf("whole row = %+v", whole[0])
+	}
+	for name, line := range map[string]string{
+		"cut inside a cell":          "system, system-nodes, 12, 0, u, 2020-07-23T15:31:03.583823404Z, u, create, /api/v1/name\n",
+		"cut before the details end": "system, system-nodes, 12, 0,\n",
+	} {
+		if _, err := ParseRequests([]byte(header + line)); err == nil || !strings.Contains(err.Error(), "columns where the header has 14") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}

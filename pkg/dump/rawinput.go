@@ -40,6 +40,12 @@ type RawInput struct {
 	// start); zero when there is none.
 	Newest time.Time
 
+	// cutRows counts the rows of the request dump cut short before their
+	// request details end (RequestRow.CutAfter), cutAfter the columns they
+	// stop after.
+	cutRows  int
+	cutAfter map[string]bool
+
 	// counts are the rows parsed, by bundle file name.
 	counts map[string]int
 	// merge joins the metrics bodies, each series once.
@@ -335,6 +341,13 @@ func (in *RawInput) add(name string, s *section) error {
 		}
 		in.count(s.kind, len(rows))
 		for _, r := range rows {
+			if r.CutAfter != "" {
+				if in.cutAfter == nil {
+					in.cutAfter = map[string]bool{}
+				}
+				in.cutRows++
+				in.cutAfter[r.CutAfter] = true
+			}
 			for _, t := range []time.Time{r.ArriveTime, r.StartTime} {
 				if t.After(in.Newest) {
 					in.Newest = t
@@ -420,6 +433,15 @@ func (in *RawInput) Note(name string) string {
 		if n := in.merge.note(); n != "" {
 			b.WriteString("; " + n)
 		}
+	}
+	if in.cutRows > 0 {
+		after := make([]string, 0, len(in.cutAfter))
+		for c := range in.cutAfter {
+			after = append(after, c)
+		}
+		sort.Strings(after)
+		fmt.Fprintf(&b, "; %s of dump_requests %s after column %s: the columns after it are not in the input and show as -",
+			plural(in.cutRows, "row"), map[bool]string{true: "stops", false: "stop"}[in.cutRows == 1], strings.Join(after, " or "))
 	}
 	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 || in.Tables > 0 {
 		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))

@@ -95,7 +95,8 @@ func TestGoldenText(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			live.RequestDump = append(live.RequestDump, dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[i%2].Index, IndexInQueue: i / 2, InitialSeats: 1 + i})
 		}
-		idle := &dump.Snapshot{Instance: "https://apiserver-2", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q"}}}
+		// a dump of 1.27 or later, whose counters say nothing was rejected
+		idle := &dump.Snapshot{Instance: "https://apiserver-2", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", HasCounters: true}}}
 		var buf bytes.Buffer
 		if err := WriteTriageText(&buf, Explain429(small, 100, time.Minute, []*dump.Snapshot{live, idle})); err != nil {
 			t.Fatal(err)

@@ -102,6 +102,27 @@ func TestExplain429DumpCountsBesideAMetricLine(t *testing.T) {
 	if n := tr.Instances[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "dump_priority_levels' RejectedRequests") {
 		t.Errorf("notes %q do not say where the count came from", n)
 	}
+	// built/dump-levels-rejected-plus-grep.txt is the same dump with
+	// workload-low's limit line: global-default's limit is in neither, so
+	// its evidence names the level without a size, not "the --seat level"
+	b, err = os.ReadFile(filepath.Join("..", "..", "testdata", "field", "built", "dump-levels-rejected-plus-grep.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = dump.RawInput{}
+	if err := dump.DetectRaw("built", b, &in); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = in.Snapshot("built", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	tr = Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	if ev := tr.Incidents[0].Causes[0].Evidence; strings.Contains(ev, "--seat") || !strings.Contains(ev, "fill the level and its queues") {
+		t.Errorf("evidence without global-default's limit: %q", ev)
+	}
 }
 
 // TestExplain429ReasonsWithoutObjects: without the objects, the reason
@@ -188,5 +209,66 @@ apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",pr
 	st := tr.Incidents[0].State
 	if st.MeanUtilisation == nil || *st.MeanUtilisation != 0.9 || st.FullFraction == nil || *st.FullFraction != 0.8 {
 		t.Errorf("state %+v", st)
+	}
+}
+
+// TestExplain429RejectionsUnknown: an input without any rejection counter
+// cannot tell whether a level rejects: the 1.20 dump_priority_levels of the
+// documentation (no RejectedRequests column) and the EKS guide's grep of
+// the limits alone (no apiserver_flowcontrol_rejected_requests_total) say
+// so and name the input that would tell, instead of "no priority level is
+// rejecting requests"; a 1.27 dump whose counters are all 0 still says
+// nothing is rejected (issue 47's field test, N9 and N10).
+func TestExplain429RejectionsUnknown(t *testing.T) {
+	for _, tt := range []struct {
+		file, want string
+		// dispatched adds a dispatched_requests_total line: a whole
+		// scrape, whose counters of rejections would be there if any
+		dispatched bool
+	}{
+		{file: "k8s-docs-2020-dump_priority_levels.txt", want: "its dump_priority_levels has no RejectedRequests column"},
+		{file: "eks-concurrency-limit.txt", want: "its metrics have no apiserver_flowcontrol_rejected_requests_total"},
+		{file: "eks-concurrency-limit.txt", want: "", dispatched: true},
+		{file: "docs-dump_priority_levels.txt", want: ""},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.dispatched {
+				b = append(b, "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"global-default\",priority_level=\"global-default\"} 46\n"...)
+			}
+			var in dump.RawInput
+			if err := dump.DetectRaw(tt.file, b, &in); err != nil {
+				t.Fatal(err)
+			}
+			live, err := in.Snapshot(tt.file, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+			if len(tr.Incidents) != 0 {
+				t.Fatalf("incidents %+v", tr.Incidents)
+			}
+			got := tr.Instances[0].RejectionsUnknown
+			var text strings.Builder
+			if err := WriteTriageText(&text, tr); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if got != "" || !strings.Contains(text.String(), "no priority level is rejecting requests") {
+					t.Errorf("unknown %q, text:\n%s", got, text.String())
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) || !strings.Contains(got, "give the metrics with apiserver_flowcontrol_rejected_requests_total") {
+				t.Errorf("unknown %q, want %q", got, tt.want)
+			}
+			if s := text.String(); strings.Contains(s, "no priority level is rejecting requests") || !strings.Contains(s, "cannot tell whether a priority level is rejecting requests") ||
+				strings.Contains(s, "rejections are counted from dump_priority_levels only") {
+				t.Errorf("text:\n%s", s)
+			}
+		})
 	}
 }

@@ -295,7 +295,10 @@ func WriteTriageText(w io.Writer, t *rejections.Report) error {
 				incidents = append(incidents, l)
 			}
 		}
-		if len(incidents) == 0 {
+		switch {
+		case len(incidents) == 0 && it.RejectionsUnknown != "":
+			p.f("  cannot tell whether a priority level is rejecting requests: %s\n", clean(it.RejectionsUnknown))
+		case len(incidents) == 0:
 			p.f("  no priority level is rejecting requests\n")
 		}
 		for _, l := range incidents {

@@ -37,6 +37,43 @@ func (ex *Explanation) CompareNames(source, flowSchema, priorityLevel string, st
 		flowSchema, priorityLevel, gotFS, gotPL)
 }
 
+// maxLoggedField is how much of a name the server's httplog keeps
+// (k8s.io/apiserver pkg/server/filters/priority-and-fairness.go,
+// truncateLogField).
+const maxLoggedField = 64
+
+// CompareDistinguisher records the flow distinguisher the server logged
+// (httplog apf_fd, which some releases wrote) next to the replay's. A
+// different one means the identity explained is not the request's, so the
+// flow, hand and queues shown are another flow's: the comparison then
+// disagrees, whatever the FlowSchema and level.
+func (ex *Explanation) CompareDistinguisher(logged string) {
+	rec := ex.Recorded
+	if rec == nil || ex.FlowSchema == nil {
+		return
+	}
+	rec.FlowDistinguisher = &logged
+	got := ex.FlowDistinguisher
+	if len(got) > maxLoggedField && len(logged) == maxLoggedField {
+		got = got[:maxLoggedField]
+	}
+	if got == logged {
+		return
+	}
+	flow := fmt.Sprintf("the server's flow distinguisher (apf_fd) was %q, the replay's %q: the identity explained is not the request's", logged, ex.FlowDistinguisher)
+	if ex.FlowDistinguisherMethod == "ByUser" {
+		flow += fmt.Sprintf(" (the server's user was %q)", logged)
+	}
+	flow += ", so the flow, hand and queues shown are another flow's"
+	if rec.Agrees != nil && *rec.Agrees {
+		rec.Detail = fmt.Sprintf("the replay's FlowSchema %s and priority level %s are the server's, but its flow is not: %s", rec.FlowSchema, rec.PriorityLevel, flow)
+	} else {
+		rec.Detail += "; and " + flow
+	}
+	disagree := false
+	rec.Agrees = &disagree
+}
+
 // CompareUIDs records the X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers of a probe next to the replay;
 // names maps UIDs to names (nil: unresolved). Imagined mandatory objects
@@ -155,6 +192,12 @@ type Past struct {
 	SeatsInUse int `json:"seatsInUse"`
 	Limit      int `json:"limit"`
 	Waiting    int `json:"waiting"`
+	// NominalLimit is the level's nominal limit; Limit, its current
+	// limit, differs from it by borrowing between levels: from the log's
+	// demand when LimitFromLog, else (the log's first 10 s) the share
+	// borrowing gives the level when no level has any demand.
+	NominalLimit int  `json:"nominalLimit"`
+	LimitFromLog bool `json:"limitFromLog"`
 	// Queue is the queue it was put in (or turned away from), nil for a
 	// level without queues; QueueLengthLimit the level's.
 	Queue            *int `json:"queue,omitempty"`
@@ -261,6 +304,9 @@ func (ex *Explanation) SetPast(p *Past) {
 	default:
 		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %d of %s's %d seats were in use", at, p.SeatsInUse, p.Level, p.Limit)
 	}
+	if n := limitNote(p); n != "" {
+		ex.Notes = append(ex.Notes, n)
+	}
 	if p.Disagreement != "" {
 		found := "found room for it"
 		if p.Reconstructed == VerdictRejected {
@@ -270,6 +316,18 @@ func (ex *Explanation) SetPast(p *Past) {
 	}
 	ex.Verdict = v
 	ex.Instances = nil
+}
+
+// limitNote says where the reconstruction's current limit of the level
+// comes from when it is not the nominal limit the explanation shows.
+func limitNote(p *Past) string {
+	if p.NominalLimit == 0 || p.Limit == p.NominalLimit {
+		return ""
+	}
+	if p.LimitFromLog {
+		return fmt.Sprintf("%s's %d seats at the time are its current limit as borrowing between levels set it from the demand in the log; its nominal limit is %d", p.Level, p.Limit, p.NominalLimit)
+	}
+	return fmt.Sprintf("%s's %d seats at the time are an assumed current limit, not a figure of the log: the share borrowing between levels gives it when no level has any demand (the reconstruction's state at the log's start; its nominal limit is %d); the server's own current limit then depended on its load before the log, which the log does not hold", p.Level, p.Limit, p.NominalLimit)
 }
 
 // CompareFate records whether the reconstructed fate is what the server
@@ -329,7 +387,11 @@ func writePast(p *printer, past *Past) {
 		return
 	}
 	p.f("\nAt the time (reconstructed from the log)\n")
-	p.f("  %s: %d of %d seats in use, %d waiting\n", clean(past.Level), past.SeatsInUse, past.Limit, past.Waiting)
+	limit := ""
+	if past.NominalLimit != 0 && past.Limit != past.NominalLimit {
+		limit = fmt.Sprintf(" (current limit; nominal %d)", past.NominalLimit)
+	}
+	p.f("  %s: %d of %d seats in use%s, %d waiting\n", clean(past.Level), past.SeatsInUse, past.Limit, limit, past.Waiting)
 	for _, q := range past.Queues {
 		mark := " "
 		if q.Chosen {

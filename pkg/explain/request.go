@@ -68,6 +68,9 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	if lm.found {
 		v := lm.stats.CurrentLimit
 		ex.PriorityLevel.CurrentLimit = &v
+		if n := currentOutsideNote(ex.PriorityLevel); n != "" {
+			ex.Notes = append(ex.Notes, n)
+		}
 	}
 	ex.Seats = seatsFromCounts(estimateSeats(in.Release, r, limits), in.Release, r, limits, in.Live)
 
@@ -312,4 +315,18 @@ func expectedWait(live *dump.Snapshot, lm levelMetrics, level string, ahead int,
 		before += min(rows[i].PendingRequests, ahead+1)
 	}
 	return time.Duration(float64(before) / cl * float64(lm.meanExec)), true
+}
+
+// currentOutsideNote says when the server's current limit of a level (its
+// metrics) lies outside the lower and upper limits of the configuration
+// explained: borrowing keeps it between them, so the server's
+// configuration is not the one explained, and its nominal limit is not the
+// server's.
+func currentOutsideNote(pl *PriorityLevelView) string {
+	c := pl.CurrentLimit
+	if c == nil || pl.Type == "Exempt" || (*c >= float64(pl.LowerLimit) && *c <= float64(pl.UpperLimit)) {
+		return ""
+	}
+	return fmt.Sprintf("%s's current limit %v is the server's (its metrics), outside the lower and upper limits (%d to %d) of the configuration explained, whose nominal limit is %d: the server's configuration is not the one explained (its levels or its limit differ), so %d is not the server's nominal limit",
+		pl.Name, *c, pl.LowerLimit, pl.UpperLimit, pl.NominalLimit, pl.NominalLimit)
 }

@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,11 +90,14 @@ func windowOf(live *dump.Snapshot) rejections.Window {
 	return w
 }
 
+// noMetricsNote is the note of an instance read without metrics.
+const noMetricsNote = "no metrics were read: rejections are counted from dump_priority_levels only (totals since the apiserver started)"
+
 func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeout time.Duration, live *dump.Snapshot) (rejections.Instance, []rejections.Incident) {
 	it := rejections.Instance{Name: live.Instance}
 	prev, cur := live.LatestMetrics()
 	if cur == nil {
-		it.Notes = append(it.Notes, "no metrics were read: rejections are counted from dump_priority_levels only (totals since the apiserver started)")
+		it.Notes = append(it.Notes, noMetricsNote)
 	}
 	rows := map[string]levels.Row{}
 	for _, r := range levels.Compute(levels.Input{Snapshot: live, Limits: limits}) {
@@ -175,6 +179,16 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 	if !cur.Has(metrics.FamilyRequestTotal) {
 		// Without apiserver_request_total the other 429s are unknown.
 		it.Other429 = nil
+	}
+	// A counter of a label set is exposed from its first increment on:
+	// a whole scrape (its dispatched or request counters read) without
+	// rejected_requests_total had no rejection since the apiserver
+	// started; a grep of other families cannot tell.
+	wholeScrape := cur.Has(metrics.DispatchedRequestsTotal) || cur.Has(metrics.FamilyRequestTotal)
+	if !cur.Has(metrics.RejectedRequestsTotal) && !wholeScrape && !countsRejections(live) {
+		it.RejectionsUnknown = rejectionsUnknown(live, cur != nil)
+		// nothing was counted from dump_priority_levels either
+		it.Notes = slices.DeleteFunc(it.Notes, func(n string) bool { return n == noMetricsNote })
 	}
 	names := make([]string, 0, len(rejectedBy))
 	for n := range rejectedBy {
@@ -340,7 +354,11 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			case math.IsNaN(waiting):
 				ev = fmt.Sprintf("%s; how many requests wait is unknown (no debug dump and no %s were read)", share(st.SeatsInUse), metrics.CurrentInqueueRequests)
 			case waiting == 0:
-				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), lengthLimit(" of %d"))
+				size := "level" // its limit unknown: not "the --seat level"
+				if st.NominalLimit != nil {
+					size = Num(st.NominalLimit) + "-seat level"
+				}
+				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], size, lengthLimit(" of %d"))
 			case len(lt.Flows) == 0:
 				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
 			default:
@@ -497,4 +515,32 @@ func count429(s *metrics.Scrape) float64 {
 		}
 	}
 	return t
+}
+
+// countsRejections reports whether live's dump_priority_levels counts
+// rejections: the layouts from 1.27 have RejectedRequests, the older ones
+// (and the exempt level's "<none>" row) do not.
+func countsRejections(live *dump.Snapshot) bool {
+	for _, r := range live.PriorityLevelDump {
+		if r.HasCounters && !r.Placeholder {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectionsUnknown says why an input without a rejection counter cannot
+// tell whether a level rejects, and what input would.
+func rejectionsUnknown(live *dump.Snapshot, hasMetrics bool) string {
+	var held []string
+	if live.PriorityLevelDump != nil {
+		held = append(held, "its dump_priority_levels has no RejectedRequests column (a layout before 1.27)")
+	}
+	if hasMetrics {
+		held = append(held, "its metrics have no "+metrics.RejectedRequestsTotal)
+	}
+	if len(held) == 0 {
+		held = append(held, "it holds no rejection counter")
+	}
+	return strings.Join(held, " and ") + ": give the metrics with " + metrics.RejectedRequestsTotal + " (kubectl get --raw /metrics), or a dump_priority_levels of 1.27 or later"
 }

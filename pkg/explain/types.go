@@ -246,6 +246,9 @@ type Recorded struct {
 	// UIDs for a probe; "" when not recorded or not resolvable).
 	FlowSchema    string `json:"flowSchema,omitempty"`
 	PriorityLevel string `json:"priorityLevel,omitempty"`
+	// FlowDistinguisher is the flow distinguisher the server logged
+	// (httplog apf_fd), when it did.
+	FlowDistinguisher *string `json:"flowDistinguisher,omitempty"`
 	// FlowSchemaUID and PriorityLevelUID are the response headers of a probe.
 	FlowSchemaUID    string `json:"flowSchemaUID,omitempty"`
 	PriorityLevelUID string `json:"priorityLevelUID,omitempty"`

@@ -2,9 +2,11 @@ package lint
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -110,7 +112,7 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 	}
 	var tm typeMeta
 	if err := yaml.Unmarshal(raw, &tm); err != nil {
-		return fmt.Errorf("not a Kubernetes object: %w", err)
+		return notAnObject(raw)
 	}
 	group, version, _ := strings.Cut(tm.APIVersion, "/")
 	if !strings.Contains(tm.APIVersion, "/") {
@@ -214,7 +216,7 @@ func sharesNote(version, kind string) string {
 func strictDecode(raw []byte, into any) error {
 	strict, err := sigsjson.UnmarshalStrict(raw, into)
 	if err != nil {
-		return fmt.Errorf("is malformed: %w", err)
+		return fmt.Errorf("is malformed: %s", plainDecodeError(err))
 	}
 	if len(strict) > 0 {
 		var msgs []string
@@ -270,4 +272,85 @@ func RequireObjects(source string, o Objects) error {
 		return fmt.Errorf("-f %s holds no FlowSchema or PriorityLevelConfiguration (%d other %s): nothing to apply", source, o.Skipped, map[bool]string{true: "object", false: "objects"}[o.Skipped == 1])
 	}
 	return fmt.Errorf("-f %s holds no FlowSchema or PriorityLevelConfiguration: nothing to apply", source)
+}
+
+// notAnObject says what a document that is no object with apiVersion and
+// kind is, without the decoder's Go type names: above all the table that
+// "kubectl get flowschemas" prints, which users give for its objects.
+func notAnObject(raw []byte) error {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		if isGetTable(text) {
+			return fmt.Errorf(`a "kubectl get" table, not objects: give the objects themselves, as "kubectl get flowschemas,prioritylevelconfigurations -o yaml" prints them`)
+		}
+		return fmt.Errorf("not a Kubernetes object: text, where a YAML or JSON object with apiVersion and kind is expected")
+	}
+	what := "a value"
+	var v any
+	if json.Unmarshal(raw, &v) == nil {
+		switch v.(type) {
+		case []any:
+			what = "a list"
+		case float64:
+			what = "a number"
+		case bool:
+			what = "true or false"
+		case map[string]any:
+			return fmt.Errorf("not a Kubernetes object: its apiVersion, kind or items is not of the right form (apiVersion and kind are strings, items a list)")
+		}
+	}
+	return fmt.Errorf("not a Kubernetes object: %s, where a YAML or JSON object with apiVersion and kind is expected", what)
+}
+
+// getTableHeader is the header of a "kubectl get" table: NAME, then
+// upper-case column names. YAML folds the lines of a plain text document
+// into one, so it is looked for among the words.
+var getTableHeader = regexp.MustCompile(`(^|\s)NAME(\s+[A-Z][A-Z0-9-]+)+(\s|$)`)
+
+func isGetTable(text string) bool { return getTableHeader.MatchString(text) }
+
+// goTypeError is the decoder's message for a value of the wrong type.
+var goTypeError = regexp.MustCompile(`json: cannot unmarshal (\w+) into Go (?:struct field \w+\.(\S+)|value) of type (\S+)`)
+
+// plainDecodeError rewrites the decoder's "cannot unmarshal X into Go
+// struct field F of type T" as the field and the kinds of value, the way a
+// manifest's author reads them.
+func plainDecodeError(err error) string {
+	m := goTypeError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	where := "the object"
+	if m[2] != "" {
+		where = m[2]
+	}
+	return fmt.Sprintf("%s: %s where %s is expected", where, jsonValueKind(m[1]), goKind(m[3]))
+}
+
+func jsonValueKind(k string) string {
+	switch k {
+	case "array":
+		return "a list"
+	case "object":
+		return "a mapping"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + k
+}
+
+func goKind(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"), strings.HasPrefix(t, "float"):
+		return "a number"
+	}
+	return "a mapping"
 }

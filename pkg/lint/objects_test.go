@@ -116,6 +116,7 @@ func TestParseObjectsClearsNamespace(t *testing.T) {
 
 func FuzzParseObjects(f *testing.F) {
 	f.Add([]byte(twoDocs))
+	f.Add([]byte("$ kubectl get flowschemas\nNAME   PRIORITYLEVEL   MATCHINGPRECEDENCE\nexempt   exempt   1\n"))
 	f.Add([]byte(`{"kind":"List","items":[{"kind":"List","items":[]}]}`))
 	f.Add([]byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {rules: [{subjects: [{kind: User}]}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -133,4 +134,31 @@ func FuzzParseObjects(f *testing.F) {
 		fss, pls = Overlay(fss, pls, objs)
 		Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
 	})
+}
+
+// TestParseObjectsPlainErrors: a document that is no object says what it
+// is, and names no Go type: above all the table "kubectl get flowschemas"
+// prints (the EKS guide's, testdata/field/get-flowschemas-eks.txt), whose
+// fix is -o yaml; a field of the wrong type is named with the kinds of
+// value (issue 47's field test, N6).
+func TestParseObjectsPlainErrors(t *testing.T) {
+	table := "$ kubectl get flowschemas\nNAME                           PRIORITYLEVEL     MATCHINGPRECEDENCE   DISTINGUISHERMETHOD   AGE     MISSINGPL\n" +
+		"exempt                         exempt            1                    <none>                7h19m   False\n"
+	for _, tt := range []struct{ name, in, want string }{
+		{"kubectl get table", table, `f.yaml: document 1: a "kubectl get" table, not objects: give the objects themselves, as "kubectl get flowschemas,prioritylevelconfigurations -o yaml" prints them`},
+		{"plain text", "hello world\n", "not a Kubernetes object: text, where a YAML or JSON object with apiVersion and kind is expected"},
+		{"a list", "- a\n- b\n", "not a Kubernetes object: a list, where"},
+		{"a field of the wrong type", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {rules: x, priorityLevelConfiguration: {name: p}}\n",
+			"FlowSchema is malformed: spec.rules: a string where a list is expected"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseObjects([]byte(tt.in), "f.yaml")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "typeMeta") {
+				t.Errorf("a Go type in %q", err)
+			}
+		})
+	}
 }

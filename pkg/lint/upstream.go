@@ -87,3 +87,13 @@ func copyPL(in []*flowcontrolv1.PriorityLevelConfiguration) []*flowcontrolv1.Pri
 	}
 	return out
 }
+
+// MandatoryPriorityLevels returns copies of the mandatory levels (exempt
+// and catch-all), which kube-apiserver always creates as objects.
+func MandatoryPriorityLevels() []*flowcontrolv1.PriorityLevelConfiguration {
+	out := make([]*flowcontrolv1.PriorityLevelConfiguration, 0, len(bootstrap.MandatoryPriorityLevelConfigurations))
+	for _, pl := range bootstrap.MandatoryPriorityLevelConfigurations {
+		out = append(out, pl.DeepCopy())
+	}
+	return out
+}

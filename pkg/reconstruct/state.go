@@ -622,6 +622,7 @@ func (l *level) canAccommodate(seats int) bool {
 func (s *state) arrive(p *pending) {
 	r, l, f := p.r, p.r.lv, &p.fate
 	f.SeatsInUse, f.Limit, f.Waiting = l.seatsInUse, l.limit, l.waiting
+	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.nextB > borrowingPeriod
 	rec429 := r.status == 429
 	if p.focus {
 		f.Snapshot = s.snapshot(l, f.Hand)

@@ -87,6 +87,13 @@ type Fate struct {
 	// SeatsInUse, Limit, Waiting are the level's at the request's arrival
 	// (before it).
 	SeatsInUse, Limit, Waiting int
+	// NominalLimit is the level's nominal limit (from the configuration);
+	// Limit, its current limit, differs from it by borrowing.
+	// LimitFromLog is false while no borrowing pass has run on the log's
+	// demand (its first 10 s): Limit is then what borrowing gives the
+	// level when no level has any demand, not a figure of the log.
+	NominalLimit int
+	LimitFromLog bool
 	// WaitLimit is the request's wait limit.
 	WaitLimit time.Duration
 	// Snapshot is the state around the request, when Options.Focus asked.

@@ -141,7 +141,12 @@ type Instance struct {
 	IntervalSeconds float64 `json:"intervalSeconds,omitempty"`
 	// Other429 is as in Report, for this instance.
 	Other429 *float64 `json:"other429,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	// RejectionsUnknown says why the input cannot tell whether a level of
+	// this instance rejects (no rejection counter in it: neither
+	// apiserver_flowcontrol_rejected_requests_total nor a
+	// dump_priority_levels with RejectedRequests); "" when it can.
+	RejectionsUnknown string   `json:"rejectionsUnknown,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
 	// ServerConcurrencyLimit is the limit the instance was reconstructed
 	// with (a log of several instances: each has its own APF and limit).
 	ServerConcurrencyLimit int `json:"serverConcurrencyLimit,omitempty"`

@@ -136,3 +136,34 @@ func TestLoadRawDirObjects(t *testing.T) {
 		t.Errorf("notes %q", st.Notes)
 	}
 }
+
+// TestLoadRawDirFlowSchemasOnly: the EKS guide's limits beside its
+// FlowSchema of catch-all, no PriorityLevelConfiguration
+// (testdata/field/built/metrics-and-flowschema). kube-apiserver always
+// creates the mandatory levels, so they are taken as the input's levels
+// (the FlowSchema is not dangling), and a note says that the levels are
+// those alone; an input with levels gets none added (issue 47's field
+// test, N12).
+func TestLoadRawDirFlowSchemasOnly(t *testing.T) {
+	o := &Options{From: field(filepath.Join("built", "metrics-and-flowschema")), inputs: Config | Instances}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), Request{Parts: 0xff, NeedObjects: "requests cannot be classified"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var levels []string
+	for _, pl := range st.BasePriorityLevels {
+		levels = append(levels, pl.Name)
+	}
+	if strings.Join(levels, ",") != "catch-all,exempt" || len(st.BaseFlowSchemas) != 1 {
+		t.Errorf("levels %v, flow schemas %d", levels, len(st.BaseFlowSchemas))
+	}
+	if notes := strings.Join(st.Notes, "\n"); !strings.Contains(notes, "the input holds FlowSchemas but no PriorityLevelConfigurations: the levels are the mandatory exempt and catch-all") {
+		t.Errorf("notes %q", st.Notes)
+	}
+	if d := st.Config().Dangling; len(d) != 0 {
+		t.Errorf("dangling %v", d)
+	}
+}

@@ -387,6 +387,16 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 	snap := capture.Snapshots[0]
 	st.BaseFlowSchemas, st.BasePriorityLevels = snap.Objects()
 	st.NoObjects = !snap.HasObjects()
+	if len(st.BaseFlowSchemas) > 0 && len(st.BasePriorityLevels) == 0 {
+		// FlowSchemas without any level (object files beside raw dumps or
+		// metrics): kube-apiserver always creates the mandatory levels as
+		// objects (its configuration-producing controller), so a
+		// FlowSchema of catch-all is not dangling there, though upstream's
+		// digest of these objects alone would imagine catch-all only
+		// after the FlowSchemas
+		st.BasePriorityLevels = lint.MandatoryPriorityLevels()
+		st.Notes = append(st.Notes, "note: the input holds FlowSchemas but no PriorityLevelConfigurations: the levels are the mandatory exempt and catch-all, which kube-apiserver always creates, alone; limits and borrowing are those of these objects, not of the server's whole configuration (give its PriorityLevelConfigurations, kubectl get prioritylevelconfigurations -o yaml, for them)")
+	}
 	if snap.ServerVersion != nil {
 		st.ServerVersion = snap.ServerVersion.GitVersion
 	}

@@ -213,6 +213,12 @@ func QueueRows(snaps []*dump.Snapshot, level string, all bool) []QueueRow {
 	return out
 }
 
+// HiddenQueues counts the queues QueueRows leaves out without all: those
+// with no waiting and no executing request.
+func HiddenQueues(snaps []*dump.Snapshot, level string) int {
+	return len(QueueRows(snaps, level, true)) - len(QueueRows(snaps, level, false))
+}
+
 // PrintQueues prints "kubectl apf dump queues".
 func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, all bool) error {
 	rows := QueueRows(snaps, level, all)
@@ -262,6 +268,60 @@ type RequestRow struct {
 	// ageKnown is false when the capture time is unknown (a raw dump
 	// read from standard input without request times).
 	ageKnown bool
+}
+
+// MarshalJSON prints as null the seat figures a layout lacks (InitialSeats,
+// FinalSeats and AdditionalLatency of the dumps before their columns), as
+// the other rows print an absent figure: a 0 there would read as a request
+// that takes no seat. The table's SEATS shows 1 for such a request
+// (dump.RequestRow.Seats), which is an assumption (SeatsAssumed).
+func (r RequestRow) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Instance          string            `json:"instance"`
+		PriorityLevel     string            `json:"priorityLevel"`
+		FlowSchema        string            `json:"flowSchema"`
+		QueueIndex        int               `json:"queueIndex"`
+		IndexInQueue      int               `json:"indexInQueue"`
+		FlowDistinguisher string            `json:"flowDistinguisher"`
+		ArriveTime        time.Time         `json:"arriveTime"`
+		InitialSeats      *int              `json:"initialSeats"`
+		FinalSeats        *int              `json:"finalSeats"`
+		AdditionalLatency *time.Duration    `json:"additionalLatency"`
+		StartTime         time.Time         `json:"startTime"`
+		HasSeats          bool              `json:"hasSeats"`
+		HasDetails        bool              `json:"hasDetails"`
+		UserName          string            `json:"userName,omitempty"`
+		Verb              string            `json:"verb,omitempty"`
+		APIPath           string            `json:"apiPath,omitempty"`
+		Namespace         string            `json:"namespace,omitempty"`
+		Name              string            `json:"name,omitempty"`
+		APIVersion        string            `json:"apiVersion,omitempty"`
+		Resource          string            `json:"resource,omitempty"`
+		SubResource       string            `json:"subResource,omitempty"`
+		Extra             map[string]string `json:"extra,omitempty"`
+		State             string            `json:"state"`
+		Age               time.Duration     `json:"age"`
+	}{Instance: r.Instance, PriorityLevel: r.PriorityLevel, FlowSchema: r.FlowSchema, QueueIndex: r.QueueIndex, IndexInQueue: r.IndexInQueue,
+		FlowDistinguisher: r.FlowDistinguisher, ArriveTime: r.ArriveTime, StartTime: r.StartTime, HasSeats: r.HasSeats, HasDetails: r.HasDetails,
+		UserName: r.UserName, Verb: r.Verb, APIPath: r.APIPath, Namespace: r.Namespace, Name: r.Name, APIVersion: r.APIVersion, Resource: r.Resource,
+		SubResource: r.SubResource, Extra: r.Extra, State: r.State, Age: r.Age}
+	if r.HasSeats {
+		out.InitialSeats, out.FinalSeats, out.AdditionalLatency = &r.InitialSeats, &r.FinalSeats, &r.AdditionalLatency
+	}
+	return json.Marshal(out)
+}
+
+// SeatsAssumed counts the requests of the rows whose dump has no seat
+// columns (the layouts before InitialSeats): the SEATS the table shows
+// for them, 1 each, is assumed, not read.
+func SeatsAssumed(rows []RequestRow) int {
+	n := 0
+	for _, r := range rows {
+		if !r.HasSeats {
+			n++
+		}
+	}
+	return n
 }
 
 // RequestRows flattens the request dumps: waiting requests first (by

@@ -276,10 +276,14 @@ func TestRowJSONKeepsEveryField(t *testing.T) {
 	queue := QueueRow{Instance: "i", QueueRow: dump.QueueRow{PriorityLevel: "n", Index: 1, PendingRequests: 2, ExecutingRequests: 3, SeatsInUse: 4, NextDispatchR: 5.5,
 		InitialSeatsSum: 6, MaxSeatsSum: 7, TotalWorkSum: 8.5, HasSeats: true, Extra: extra}}
 	flow := FlowRow{Instance: "i", Level: "n", FlowSchema: "f", Distinguisher: "d", WaitingRequests: 1, WaitingSeats: 2, ExecutingRequest: 3, ExecutingSeats: 4, Queues: []int{5}}
+	type plainRequest RequestRow
+	request := RequestRow{Instance: "i", RequestRow: dump.RequestRow{PriorityLevel: "n", FlowSchema: "f", QueueIndex: 1, IndexInQueue: 2, FlowDistinguisher: "d",
+		ArriveTime: time.Unix(3, 0).UTC(), InitialSeats: 4, FinalSeats: 5, AdditionalLatency: 6, StartTime: time.Unix(7, 0).UTC(), HasSeats: true, HasDetails: true,
+		UserName: "u", Verb: "v", APIPath: "/p", Namespace: "ns", Name: "nm", APIVersion: "av", Resource: "r", SubResource: "s", Extra: extra}, State: "executing", Age: 8}
 	for _, tt := range []struct {
 		name        string
 		custom, std any
-	}{{"level", level, plainLevel(level)}, {"queue", queue, plainQueue(queue)}, {"flow", flow, plainFlow(flow)}} {
+	}{{"level", level, plainLevel(level)}, {"queue", queue, plainQueue(queue)}, {"flow", flow, plainFlow(flow)}, {"request", request, plainRequest(request)}} {
 		a, err := json.Marshal(tt.custom)
 		if err != nil {
 			t.Fatal(err)
@@ -327,5 +331,89 @@ func TestLevelsJSONAbsentCounters(t *testing.T) {
 	}
 	if !sawExempt {
 		t.Error("no exempt row")
+	}
+}
+
+// TestQueuesHiddenAndEmptyJSON: without --all, idle queues are left out and
+// counted by HiddenQueues (a 1.20 dump whose five queues are all idle), and
+// no rows print as [] in JSON and YAML, never null (issue 47's field test,
+// N1).
+func TestQueuesHiddenAndEmptyJSON(t *testing.T) {
+	body := "PriorityLevelName, Index, PendingRequests, ExecutingRequests, VirtualStart,\n" +
+		"workload-high, 2, 0, 0, 0.0000,\n" +
+		"workload-low, 7, 1, 0, 0.0000,\n" +
+		"workload-low, 9, 0, 2, 0.0000,\n" +
+		"global-default, 1, 0, 0, 0.0000,\n"
+	rows, err := dump.ParseQueues([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*dump.Snapshot{{Instance: "a", QueueDump: rows}}
+	if n := HiddenQueues(snaps, ""); n != 2 {
+		t.Errorf("HiddenQueues = %d, want 2 (workload-high 2, global-default 1)", n)
+	}
+	if n := HiddenQueues(snaps, "workload-low"); n != 0 {
+		t.Errorf("HiddenQueues of workload-low = %d, want 0", n)
+	}
+	for _, f := range []Format{FormatJSON, FormatYAML} {
+		var b bytes.Buffer
+		if err := PrintQueues(&b, Options{Format: f}, snaps, "workload-high", false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(b.String()); got != "[]" {
+			t.Errorf("%s of no rows = %q, want []", f, got)
+		}
+	}
+	var b bytes.Buffer
+	if err := PrintRequests(&b, Options{Format: FormatJSON}, snaps, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(b.String()); got != "[]" {
+		t.Errorf("requests JSON of no rows = %q, want []", got)
+	}
+}
+
+// TestRequestsJSONAbsentSeats: the 1.20 dump_requests layout has no seat
+// columns: -o json prints initialSeats, finalSeats and additionalLatency as
+// null, not 0, and SeatsAssumed counts the requests whose table SEATS (1)
+// is assumed; a layout with the columns prints its figures (issue 47's
+// field test, N8).
+func TestRequestsJSONAbsentSeats(t *testing.T) {
+	old, err := dump.ParseRequests([]byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime,\n" +
+		"system, system-nodes, 12, 0, system:node:127.0.0.1, 2020-07-23T15:26:57.179170694Z,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := dump.ParseRequests([]byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency\n" +
+		"workload-low, service-accounts, 14, 0, u, 2023-07-18T00:13:09.086476021Z, 10, 0, 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*dump.Snapshot{{Instance: "old", RequestDump: old}, {Instance: "new", RequestDump: cur}}
+	rows := RequestRows(snaps, "")
+	if n := SeatsAssumed(rows); n != 1 {
+		t.Errorf("SeatsAssumed = %d, want 1", n)
+	}
+	var b bytes.Buffer
+	if err := PrintRequests(&b, Options{Format: FormatJSON}, snaps, ""); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		for _, k := range []string{"initialSeats", "finalSeats", "additionalLatency"} {
+			v, ok := r[k]
+			if !ok {
+				t.Fatalf("no %s in %v", k, r)
+			}
+			if (v == nil) != (r["instance"] == "old") {
+				t.Errorf("%v: %s = %v", r["instance"], k, v)
+			}
+		}
+		if r["instance"] == "new" && r["initialSeats"] != 10.0 {
+			t.Errorf("new: initialSeats = %v, want 10", r["initialSeats"])
+		}
 	}
 }

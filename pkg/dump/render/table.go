@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -43,7 +44,13 @@ func (o Options) isData() bool { return o.Format != FormatTable && o.Format != F
 
 // writeData prints the rows as -o json and -o yaml print (package output),
 // or through o.Data.
+//
+// No rows print as an empty list ([]), as every other -o json list of the
+// project does, never as null.
 func (o Options) writeData(w io.Writer, rows any) error {
+	if v := reflect.ValueOf(rows); v.Kind() == reflect.Slice && v.IsNil() {
+		rows = reflect.MakeSlice(v.Type(), 0, 0).Interface()
+	}
 	switch {
 	case o.Format == FormatYAML:
 		return output.WriteYAML(w, rows)

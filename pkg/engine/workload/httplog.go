@@ -77,13 +77,24 @@ func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
 	bad := func(err error) (time.Time, bool, error) {
 		return time.Time{}, false, lineError{fmt.Errorf("%s: %w", h.ls.where(), err)}
 	}
-	if i := bytes.Index(line, httpMarker); i >= 0 {
+	var rest []byte
+	i := bytes.Index(line, httpMarker)
+	if i >= 0 {
+		rest = line[i+len(httpMarker):]
+	} else if t := bytes.TrimLeft(line, " \t"); h.opts.Headerless && bytes.HasPrefix(t, httpMarker[2:]) {
+		// "HTTP" at the start: the line as published without its klog
+		// header, so when it was logged is unknown (a zero ts)
+		rest = t[len(httpMarker)-2:]
+	}
+	if rest != nil {
 		where := h.ls.where()
-		ts, err := parseKlogHeader(line[:i], h.opts)
-		if err != nil {
-			return bad(err)
+		var ts time.Time
+		if i >= 0 {
+			var err error
+			if ts, err = parseKlogHeader(line[:i], h.opts); err != nil {
+				return bad(err)
+			}
 		}
-		rest := line[i+len(httpMarker):]
 		if bytes.HasSuffix(rest, []byte("=<")) {
 			// a multi-line value (addedInfo) follows: klog indents its lines
 			// with a tab and closes it with a line " >"
@@ -260,11 +271,12 @@ const (
 	kISeats
 	kFSeats
 	kAdditionalLatency
+	kFD
 	nKeys
 )
 
 var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "srcIP", "audit-ID", "apf_fs", "apf_pl", "resp", "hijacked",
-	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency"}
+	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency", "apf_fd"}
 
 func keyOf(k []byte) int {
 	for i, n := range keyNames {
@@ -438,11 +450,16 @@ func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	if r.Latency, err = durationKV(kv, kLatency); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	r.Arrival = ts.Add(-r.Latency)
+	if ts.IsZero() {
+		r.TimeUnknown = true
+	} else {
+		r.Arrival = ts.Add(-r.Latency)
+	}
 	r.UserAgent = h.in.get(kv.v[kUserAgent])
 	r.SourceIP = h.in.get(kv.v[kSrcIP])
 	r.AuditID = kv.str(kAuditID)
 	r.FlowSchema, r.PriorityLevel = h.in.get(kv.v[kFS]), h.in.get(kv.v[kPL])
+	r.FlowDistinguisher, r.HasFlowDistinguisher = kv.str(kFD), kv.has[kFD]
 	if kv.has[kResp] {
 		if r.Status, err = atoi(kv.v[kResp]); err != nil {
 			return fmt.Errorf("%s: resp %q is not a status code", where, kv.v[kResp])

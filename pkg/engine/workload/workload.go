@@ -49,6 +49,14 @@ type Request struct {
 	// FlowSchema and PriorityLevel are the recorded classification (apf_fs,
 	// apf_pl), if any.
 	FlowSchema, PriorityLevel string
+	// FlowDistinguisher is the flow distinguisher the server logged
+	// (apf_fd, which some releases' httplog lines carry, at most 64
+	// bytes), valid when HasFlowDistinguisher.
+	FlowDistinguisher    string
+	HasFlowDistinguisher bool
+	// TimeUnknown is true for a line read without its klog header
+	// (Options.Headerless): Arrival is zero, when it was logged unknown.
+	TimeUnknown bool
 	// Status is the HTTP status answered, 0 if unknown.
 	Status int
 	// QueueWait is the audit annotation apiserver.latency.k8s.io/apf-queue-wait
@@ -113,6 +121,11 @@ type Options struct {
 	// Instances say which apiserver instance served each input's requests
 	// (OpenFiles; instances.go).
 	Instances InstanceOptions
+	// Headerless also reads an httplog line that starts with "HTTP", as
+	// lines are published without their klog header: its time is unknown
+	// (Request.TimeUnknown). For a line given alone, not for a log, whose
+	// requests need their times.
+	Headerless bool
 }
 
 func (o *Options) defaults() {
