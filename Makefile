@@ -19,15 +19,16 @@ build: ## Build bin/kubectl-apf.
 	cp kubectl_complete-apf $(BIN)/ 2>/dev/null || true
 
 .PHONY: binaries
-binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus and promtool for the tests and the demo.
+binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus, promtool and VictoriaLogs for the tests and the demo.
 	hack/bin.sh kube-apiserver >/dev/null
 	hack/bin.sh etcd >/dev/null
 	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
+	hack/bin.sh victoria-logs >/dev/null
 
 # make test runs in two lines at once, each step's output printed whole when
 # it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
-# promtool) and runs gofmt, the go mod tidy check and go vet side by side, then
+# promtool), VictoriaLogs and runs gofmt, the go mod tidy check and go vet side by side, then
 # go test, which does not vet again. Beside it, after go vet, one chain under
 # $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
 # test-release: dist, the krew tools, kubectl, the release tests), one step at
@@ -36,7 +37,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # tests down (the chain's sub-make shares make test's job slots, one or two).
 # Builds that compile the same packages never run at once
 # (concurrent go commands do not share a compilation): kubectl waits for
-# kube-apiserver (hack/bin.sh's lock), promtool follows Prometheus, and go test
+# kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
+# Prometheus, and go test
 # follows go vet.
 NICE ?=
 
@@ -62,6 +64,7 @@ bin-kube-apiserver bin-etcd:
 bin-prometheus:
 	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
+	hack/bin.sh victoria-logs >/dev/null
 bin-kubectl: bin-kube-apiserver
 	$(NICE) hack/bin.sh kubectl >/dev/null
 

@@ -77,6 +77,8 @@ type Explain429Options struct {
 	MaxIncidents int
 	// Workload reads apiserver logs instead (--workload).
 	Workload workload429Flags
+	// VLogs reads audit events from VictoriaLogs instead (--victorialogs).
+	VLogs vlogs429Flags
 
 	genericiooptions.IOStreams
 }
@@ -95,7 +97,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long + explain429WorkloadHelp,
+		Long:    explain429Long + explain429WorkloadHelp + explain429VLogsHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -107,6 +109,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	o.Flags.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	o.Workload.addFlags(f)
+	o.VLogs.addFlags(f, configFlags)
 	return cmd
 }
 
@@ -120,6 +123,9 @@ func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
+	if o.VLogs.enabled() {
+		return o.validateVLogs()
+	}
 	if len(o.Workload.Files) > 0 {
 		if err := o.validateWorkload(); err != nil || !o.Store.Enabled() {
 			return err
@@ -145,6 +151,9 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
+	if o.VLogs.enabled() {
+		return o.runVLogs(ctx)
+	}
 	if len(o.Workload.Files) > 0 && !o.Store.Enabled() {
 		return o.runWorkload(ctx)
 	}

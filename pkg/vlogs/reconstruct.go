@@ -1,0 +1,111 @@
+package vlogs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// ReconstructOptions tune Reconstruct.
+type ReconstructOptions struct {
+	// Gap joins bursts of 429s less than this apart (the incident gap).
+	Gap time.Duration
+	// Margin is pulled before and after each burst.
+	Margin time.Duration
+	// Reconstruct are the reconstruction's options (configuration, limits).
+	Reconstruct reconstruct.Options
+	// Wrap wraps the reader (to stop on a cancelled context); nil for none.
+	Wrap func(workload.Reader) workload.Reader
+}
+
+// Pull says what Reconstruct read from the store.
+type Pull struct {
+	Where   string
+	Totals  Totals
+	Windows []Window
+	Pulled  Pulled
+	Stats   workload.Stats
+	// Bytes are the bytes of every answer; EventBytes those of the events
+	// pulled.
+	Bytes, EventBytes int64
+	Queries           int64
+	Partial           bool
+	PartialCause      string
+}
+
+// RawBytes estimates the bytes a pull of every event of the window would
+// have moved, at the pulled events' average size; 0 when none was pulled.
+func (p *Pull) RawBytes() int64 {
+	if p.Pulled.Events == 0 {
+		return 0
+	}
+	return int64(float64(p.EventBytes) / float64(p.Pulled.Events) * float64(p.Totals.Events))
+}
+
+// Notes say what was pulled, and what is missing.
+func (p *Pull) Notes() []string {
+	var notes []string
+	if p.Partial {
+		notes = append(notes, fmt.Sprintf("partial: a storage node of %s did not answer (%s): the events it holds are missing from the counts and the reconstruction", p.Where, p.PartialCause))
+	}
+	if p.Totals.Rejected == 0 {
+		notes = append(notes, fmt.Sprintf("note: none of the %d audit events of the window was answered 429", p.Totals.Events))
+		return notes
+	}
+	n := fmt.Sprintf("note: %s counted %d 429s of %d audit events in the store; pulled the %d events of %d window(s) around them (%d bytes in %d queries)",
+		p.Where, p.Totals.Rejected, p.Totals.Events, p.Pulled.Events, len(p.Windows), p.Bytes, p.Queries)
+	if raw := p.RawBytes(); raw > 0 && p.Bytes > 0 {
+		n += fmt.Sprintf("; every event would be about %d bytes (%.1fx)", raw, float64(raw)/float64(p.Bytes))
+	}
+	notes = append(notes, n)
+	if p.Pulled.Bad > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d row(s) of the store could not be made audit events (first: %s)", p.Pulled.Bad, p.Pulled.FirstBad))
+	}
+	if p.Stats.Malformed > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d event(s) could not be read as requests (first: %s)", p.Stats.Malformed, p.Stats.FirstMalformed[0]))
+	}
+	return notes
+}
+
+// Reconstruct counts the window's events and 429s in the store, pulls the
+// events around the bursts of 429s and reconstructs them. A window without
+// any audit event is an error; one without 429s gives a Result without
+// incidents.
+func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconstruct.Result, *Pull, error) {
+	p := &Pull{Where: s.Client.Describe()}
+	defer func() {
+		p.Bytes, p.Queries, p.Partial = s.Client.Bytes.Load(), s.Client.Queries.Load(), s.Client.Partial.Load()
+		if c, ok := s.Client.PartialCause.Load().(string); ok {
+			p.PartialCause = c
+		}
+	}()
+	var err error
+	if p.Totals, err = s.Totals(ctx); err != nil {
+		return nil, p, err
+	}
+	if p.Totals.Events == 0 {
+		what := ""
+		if s.Filter != "" {
+			what = " matching --victorialogs-query"
+		}
+		return nil, p, fmt.Errorf("%s holds no audit event%s from %s to %s: check --since/--until, --victorialogs-query and --victorialogs-prefix (the events' fields are %sstage, %sverb, ...)",
+			s.Client.Describe(), what, s.Start.UTC().Format(time.RFC3339), s.End.UTC().Format(time.RFC3339), s.Mapping.Prefix, s.Mapping.Prefix)
+	}
+	if p.Totals.Rejected == 0 {
+		return &reconstruct.Result{Start: s.Start, End: s.End}, p, nil
+	}
+	if p.Windows, err = s.Windows(ctx, o.Gap, o.Margin); err != nil {
+		return nil, p, err
+	}
+	before := s.Client.Bytes.Load()
+	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
+	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
+	p.EventBytes = s.Client.Bytes.Load() - before
+	if err != nil {
+		return nil, p, err
+	}
+	return res, p, nil
+}
