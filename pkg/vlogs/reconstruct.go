@@ -28,21 +28,11 @@ type Pull struct {
 	Windows []Window
 	Pulled  Pulled
 	Stats   workload.Stats
-	// Bytes are the bytes of every answer; EventBytes those of the events
-	// pulled.
-	Bytes, EventBytes int64
-	Queries           int64
-	Partial           bool
-	PartialCause      string
-}
-
-// RawBytes estimates the bytes a pull of every event of the window would
-// have moved, at the pulled events' average size; 0 when none was pulled.
-func (p *Pull) RawBytes() int64 {
-	if p.Pulled.Events == 0 {
-		return 0
-	}
-	return int64(float64(p.EventBytes) / float64(p.Pulled.Events) * float64(p.Totals.Events))
+	// Bytes are the bytes of every answer.
+	Bytes        int64
+	Queries      int64
+	Partial      bool
+	PartialCause string
 }
 
 // Notes say what was pulled, and what is missing.
@@ -57,8 +47,8 @@ func (p *Pull) Notes() []string {
 	}
 	n := fmt.Sprintf("note: %s counted %d 429s of %d audit events in the store; pulled the %d events of %d window(s) around them (%d bytes in %d queries)",
 		p.Where, p.Totals.Rejected, p.Totals.Events, p.Pulled.Events, len(p.Windows), p.Bytes, p.Queries)
-	if raw := p.RawBytes(); raw > 0 && p.Bytes > 0 {
-		n += fmt.Sprintf("; every event would be about %d bytes (%.1fx)", raw, float64(raw)/float64(p.Bytes))
+	if raw := p.Totals.RawBytes; raw > 0 && p.Bytes > 0 {
+		n += fmt.Sprintf("; pulling every event would move about %d bytes (%.1fx)", raw, float64(raw)/float64(p.Bytes))
 	}
 	notes = append(notes, n)
 	if p.Pulled.Bad > 0 {
@@ -100,10 +90,8 @@ func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconst
 	if p.Windows, err = s.Windows(ctx, o.Gap, o.Margin); err != nil {
 		return nil, p, err
 	}
-	before := s.Client.Bytes.Load()
 	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
 	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
-	p.EventBytes = s.Client.Bytes.Load() - before
 	if err != nil {
 		return nil, p, err
 	}

@@ -180,23 +180,30 @@ func (s *Source) base(start, end time.Time) string {
 type Totals struct {
 	// Events are the completed requests; Rejected those answered 429.
 	Events, Rejected int64
+	// RawBytes is the size of every event's fields the reconstruction
+	// reads, as JSON: about what pulling every event would move.
+	RawBytes int64
 }
 
-// Totals counts the window's requests and 429s in the store.
+// Totals counts the window's requests and 429s in the store, and the
+// bytes of a pull of them all.
 func (s *Source) Totals(ctx context.Context) (Totals, error) {
-	q := s.base(s.Start, s.End) + " | stats count() events, count() if (" + quote(s.Mapping.f("responseStatus.code")) + ":=429) rejected"
+	q := s.RawQuery() + " | pack_json as _raw | stats count() events, count() if (" + quote(s.Mapping.f("responseStatus.code")) + ":=429) rejected, sum_len(_raw) raw"
 	var t Totals
-	var err error
 	qerr := s.Client.Query(ctx, q, func(line []byte) error {
 		var row map[string]string
 		if e := json.Unmarshal(line, &row); e != nil {
 			return fmt.Errorf("%s: the counts are not a JSON object: %w", s.Client.Describe(), e)
 		}
-		if t.Events, err = strconv.ParseInt(row["events"], 10, 64); err != nil {
-			return fmt.Errorf("%s: the event count %q is not a number", s.Client.Describe(), row["events"])
-		}
-		if t.Rejected, err = strconv.ParseInt(row["rejected"], 10, 64); err != nil {
-			return fmt.Errorf("%s: the 429 count %q is not a number", s.Client.Describe(), row["rejected"])
+		for _, f := range []struct {
+			name string
+			n    *int64
+		}{{"events", &t.Events}, {"rejected", &t.Rejected}, {"raw", &t.RawBytes}} {
+			n, err := strconv.ParseFloat(row[f.name], 64)
+			if err != nil {
+				return fmt.Errorf("%s: the count %s %q is not a number", s.Client.Describe(), f.name, row[f.name])
+			}
+			*f.n = int64(n)
 		}
 		return nil
 	})
@@ -397,4 +404,10 @@ func (ir *instanceReader) Next(r *workload.Request) error {
 	}
 	ir.mu.Unlock()
 	return nil
+}
+
+// RawQuery is the query of every event of the window with the fields the
+// reconstruction reads: what a tool that pulls everything would pull.
+func (s *Source) RawQuery() string {
+	return s.base(s.Start, s.End) + " | fields " + s.Mapping.fieldList()
 }
