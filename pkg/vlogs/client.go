@@ -121,14 +121,21 @@ func (c *Client) Describe() string { return c.where }
 // during the call. A cluster whose storage node is down answers 502: the
 // query is run again with allow_partial_response=1, and Partial is set.
 func (c *Client) Query(ctx context.Context, query string, fn func(line []byte) error) error {
+	if c.Partial.Load() {
+		return c.explainErr(c.query(ctx, query, true, fn))
+	}
 	err := c.query(ctx, query, false, fn)
 	var se *storeError
-	if errors.As(err, &se) && se.storageDown() {
-		c.Partial.Store(true)
-		c.PartialCause.Store(se.msg)
-		return c.query(ctx, query, true, fn)
+	if !errors.As(err, &se) || !se.storageDown() {
+		return c.explainErr(err)
 	}
-	return err
+	// fn saw nothing yet: an error answer has no rows
+	if perr := c.query(ctx, query, true, fn); perr != nil {
+		return c.explainErr(perr)
+	}
+	c.Partial.Store(true)
+	c.PartialCause.Store(shorten(afterQuery(se.msg)))
+	return nil
 }
 
 func (c *Client) query(ctx context.Context, query string, partial bool, fn func(line []byte) error) error {
@@ -153,13 +160,13 @@ func (c *Client) query(ctx context.Context, query string, partial bool, fn func(
 	c.Queries.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return c.explain(err)
+		return err
 	}
 	defer resp.Body.Close()
 	body := &countingReader{r: resp.Body, n: &c.Bytes}
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(body, 4096))
-		return c.explain(&storeError{code: resp.StatusCode, msg: detail(string(b))})
+		b, _ := io.ReadAll(io.LimitReader(body, 64<<10))
+		return &storeError{code: resp.StatusCode, msg: detail(string(b))}
 	}
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
@@ -175,17 +182,20 @@ func (c *Client) query(ctx context.Context, query string, partial bool, fn func(
 		}
 		if l := bytes.TrimSpace(line); len(l) > 0 {
 			if ferr := fn(l); ferr != nil {
-				return ferr
+				return rowError{ferr}
 			}
 		}
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return c.explain(fmt.Errorf("reading the answer: %w", err))
+			return fmt.Errorf("reading the answer: %w", err)
 		}
 	}
 }
+
+// rowError is the error of a row's callback, returned as it is.
+type rowError struct{ error }
 
 // storeError is a non-200 answer.
 type storeError struct {
@@ -196,31 +206,57 @@ type storeError struct {
 func (e *storeError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
 
 // storageDown tells a cluster's answer when one of its storage nodes is
-// unavailable (vlselect answers 502 Bad Gateway, see VictoriaLogs'
-// docs/victorialogs/querying/README.md, "Partial responses").
+// unavailable: vlselect answers 502 Bad Gateway (see VictoriaLogs'
+// docs/victorialogs/querying/README.md, "Partial responses"), and again
+// with allow_partial_response=1 only when every node is down.
 func (e *storeError) storageDown() bool {
-	return e.code == http.StatusBadGateway && strings.Contains(e.msg, "storage")
+	return e.code == http.StatusBadGateway
+}
+
+// afterQuery is a message without the query it quotes ("cannot execute
+// query [...]: why").
+func afterQuery(msg string) string {
+	if i := strings.LastIndex(msg, "]: "); i >= 0 {
+		return msg[i+3:]
+	}
+	return msg
+}
+
+// explainErr is explain, nil for nil.
+func (c *Client) explainErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.explain(err)
 }
 
 // explain turns an error into one line that says what to do.
 func (c *Client) explain(err error) error {
 	var se *storeError
 	var ne net.Error
+	var re rowError
 	switch {
+	case errors.As(err, &re):
+		return re.error
 	case errors.As(err, &se):
 		switch {
 		case se.code == http.StatusForbidden && c.opts.Service != "":
 			return fmt.Errorf("%s: forbidden (403): the kubectl identity needs get on services/proxy in that namespace", c.where)
 		case se.code == http.StatusUnauthorized || se.code == http.StatusForbidden:
 			return fmt.Errorf("%s: %s (HTTP %d): check the credentials", c.where, http.StatusText(se.code), se.code)
+		case se.code == http.StatusBadRequest && strings.Contains(se.msg, "unsupported path"):
+			return fmt.Errorf("%s: no LogsQL API there (HTTP 400, %s): give VictoriaLogs' base URL, such as http://victorialogs:9428", c.where, se.msg)
+		case se.code == http.StatusBadRequest && strings.Contains(se.msg, "cannot parse `query`"):
+			msg := shorten(afterQuery(se.msg))
+			return fmt.Errorf("%s: the store cannot parse the query (check --victorialogs-query and --victorialogs-prefix): %s", c.where, msg)
 		case se.code == http.StatusNotFound:
 			return fmt.Errorf("%s: no LogsQL API at /select/logsql/query (HTTP 404): is it the URL of VictoriaLogs (a single node or a cluster's select node)?", c.where)
 		case strings.Contains(se.msg, "timeout") || strings.Contains(se.msg, "deadline"):
 			return fmt.Errorf("%s: the query timed out in the store (%s): narrow --since/--until or the filter, or raise --victorialogs-timeout", c.where, se.msg)
 		case se.storageDown():
-			return fmt.Errorf("%s: a storage node is unavailable (HTTP 502): %s", c.where, se.msg)
+			return fmt.Errorf("%s: no storage node answered (HTTP 502): %s", c.where, shorten(afterQuery(se.msg)))
 		}
-		return fmt.Errorf("%s: the store refused the query (HTTP %d): %s", c.where, se.code, se.msg)
+		return fmt.Errorf("%s: the store refused the query (HTTP %d): %s", c.where, se.code, shorten(se.msg))
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return fmt.Errorf("%s: no answer in time: narrow --since/--until or raise --victorialogs-timeout", c.where)
 	case errors.Is(err, context.Canceled):
@@ -233,15 +269,21 @@ func (c *Client) explain(err error) error {
 	return fmt.Errorf("%s: cannot reach VictoriaLogs: %v", c.where, err)
 }
 
+// shorten keeps the first 300 bytes of a message.
+func shorten(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
 // detail is the first line of an error body, shortened.
 func detail(body string) string {
 	body = strings.TrimSpace(body)
 	if i := strings.IndexByte(body, '\n'); i >= 0 {
 		body = body[:i]
 	}
-	if len(body) > 300 {
-		body = body[:300] + "..."
-	}
+
 	if body == "" {
 		return "empty answer"
 	}

@@ -204,14 +204,34 @@ func StartT(t testing.TB, cluster bool) *Store {
 
 // Ingest sends JSON lines (audit events) to the insert node's
 // /insert/jsonline, their time from timeField, with streamFields as
-// stream fields, and waits until the select node sees want events
+// stream fields, and waits until the select node sees want events in all
 // (VictoriaLogs makes ingested rows visible within a second or so).
 func (s *Store) Ingest(ctx context.Context, lines []byte, timeField string, streamFields []string, want int) error {
+	return s.ingest(ctx, "/insert/jsonline", lines, timeField, streamFields, want)
+}
+
+// IngestBulk sends the same lines through the Elasticsearch bulk API
+// (/insert/elasticsearch/_bulk), as Filebeat, Fluent Bit or Vector ship
+// them: a create action before each event.
+func (s *Store) IngestBulk(ctx context.Context, lines []byte, timeField string, streamFields []string, want int) error {
+	var body bytes.Buffer
+	for _, l := range bytes.Split(lines, []byte{'\n'}) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		body.WriteString(`{"create":{"_index":"audit"}}` + "\n")
+		body.Write(l)
+		body.WriteByte('\n')
+	}
+	return s.ingest(ctx, "/insert/elasticsearch/_bulk", body.Bytes(), timeField, streamFields, want)
+}
+
+func (s *Store) ingest(ctx context.Context, path string, lines []byte, timeField string, streamFields []string, want int) error {
 	q := url.Values{"_time_field": {timeField}, "_msg_field": {"auditID"}}
 	if len(streamFields) > 0 {
 		q.Set("_stream_fields", strings.Join(streamFields, ","))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Insert.URL+"/insert/jsonline?"+q.Encode(), bytes.NewReader(lines))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Insert.URL+path+"?"+q.Encode(), bytes.NewReader(lines))
 	if err != nil {
 		return err
 	}
@@ -262,7 +282,7 @@ func (s *Store) Count(ctx context.Context, filter string) (int, error) {
 	var row struct {
 		N string `json:"n"`
 	}
-	if err := jsonUnmarshal(bytes.TrimSpace(b), &row); err != nil {
+	if err := json.Unmarshal(bytes.TrimSpace(b), &row); err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(row.N)
@@ -271,5 +291,3 @@ func (s *Store) Count(ctx context.Context, filter string) (int, error) {
 	}
 	return n, nil
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testvlogs"
+)
+
+// vlogsRecordings are the recordings the store tests load (two of the
+// smallest; pkg/vlogs reads every recording back from a store).
+var vlogsRecordings = []string{"quiet", "timeouts"}
+
+// TestExplain429VictoriaLogs ships recorded audit logs into a real
+// VictoriaLogs, a single node (as JSON lines) and a cluster of two storage
+// nodes behind an insert and a select node (through the Elasticsearch bulk
+// API), each event tagged with its recording as a pipeline tags its
+// cluster. "explain 429 --victorialogs URL --victorialogs-query
+// recording:=NAME --since ... --until ..." must print the report of
+// "explain 429 --workload FILE" on the same events. With one storage node
+// down the answer says it is partial; with both down, and for a store that
+// is down, a wrong URL, a query timeout, an empty window and a 403 through
+// the service proxy, the command exits 1 with one line that says what to
+// do.
+func TestExplain429VictoriaLogs(t *testing.T) {
+	c := cluster(t)
+	kc := kubeconfig(t, c)
+	dir := t.TempDir()
+	var lines []byte
+	files := map[string]string{}
+	n := 0
+	for _, name := range vlogsRecordings {
+		raw := gunzipFile(t, filepath.Join("..", "..", "testdata", "simulate", "recordings", name, recording.AuditLogFile))
+		files[name] = filepath.Join(dir, name+"-audit.log")
+		if err := os.WriteFile(files[name], raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines = fmt.Appendf(lines, `{"recording":%q,%s`+"\n", name, sc.Bytes()[1:])
+			n++
+		}
+	}
+	bundle := func(name string) string {
+		return filepath.Join("..", "..", "testdata", "simulate", "recordings", name, recording.BundleFile)
+	}
+	// the window: the last 30 days, which hold the recordings
+	window := []string{"--since", "30d"}
+
+	for _, mode := range []struct {
+		name    string
+		cluster bool
+	}{{"single", false}, {"cluster", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			store := testvlogs.StartT(t, mode.cluster)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ingest := store.Ingest
+			if mode.cluster {
+				ingest = store.IngestBulk
+			}
+			if err := ingest(ctx, lines, "stageTimestamp", []string{"recording"}, n); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range vlogsRecordings {
+				from := []string{"explain", "429", "--from", bundle(name), "-o", "json"}
+				want := runJSON(t, c, append(from, "--workload", files[name])...)
+				got := runJSON(t, c, append(append(from, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:="+name), window...)...)
+				if w, g := sameReport(t, want), sameReport(t, got); w != g {
+					t.Errorf("%s: --victorialogs reports\n%s\n--workload\n%s", name, g, w)
+				}
+				if !strings.Contains(string(got), "counted") {
+					t.Errorf("%s: the report does not say what the store counted and moved: %s", name, got)
+				}
+			}
+			if !mode.cluster {
+				return
+			}
+			// one storage node down: a partial answer, said so
+			if err := store.Storage[1].Stop(); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runLintPlugin(t, c, append([]string{"explain", "429", "--from", bundle("quiet"), "--victorialogs", store.Select.URL}, window...)...)
+			if code != 0 || !strings.Contains(string(out), "partial: a storage node") {
+				t.Errorf("one storage node down: exit %d, want 0 and a partial answer that says so:\n%s\n%s", code, out, errOut)
+			}
+			// both down: an error
+			if err := store.Storage[0].Stop(); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut = runLintPlugin(t, c, append([]string{"explain", "429", "--from", bundle("quiet"), "--victorialogs", store.Select.URL}, window...)...)
+			oneLineError(t, "every storage node down", code, string(out), errOut, "no storage node answered")
+		})
+	}
+
+	t.Run("errors", func(t *testing.T) {
+		store := testvlogs.StartT(t, false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := store.Ingest(ctx, lines, "stageTimestamp", []string{"recording"}, n); err != nil {
+			t.Fatal(err)
+		}
+		port, err := testcluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := []string{"explain", "429", "--from", bundle("quiet")}
+		for _, tc := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"store down", append([]string{"--victorialogs", "http://127.0.0.1:" + strconv.Itoa(port)}, window...), "cannot reach VictoriaLogs"},
+			{"wrong URL", append([]string{"--victorialogs", store.Select.URL + "/logs"}, window...), "give VictoriaLogs' base URL"},
+			{"query timeout", append([]string{"--victorialogs", store.Select.URL, "--victorialogs-timeout", "1ns"}, window...), "timed out"},
+			{"empty window", []string{"--victorialogs", store.Select.URL, "--since", "1h", "--until", "2020-01-01T00:00:00Z"}, "holds no audit event"},
+			{"bad filter", append([]string{"--victorialogs", store.Select.URL, "--victorialogs-query", "recording:("}, window...), "check --victorialogs-query"},
+		} {
+			code, out, errOut := runLintPlugin(t, c, append(base, tc.args...)...)
+			oneLineError(t, tc.name, code, string(out), errOut, tc.want)
+		}
+		// a 403 through the apiserver's service proxy: carol may not get
+		// services/proxy
+		code, out, errOut := apf(t, "", append(append(base, window...), "--victorialogs-service", "logging/victorialogs:9428", "--kubeconfig", kc, "--context", "apf-local-carol")...)
+		oneLineError(t, "403 through the proxy", code, out, errOut, "forbidden (403): the kubectl identity needs get on services/proxy")
+	})
+}
+
+// oneLineError checks an exit of 1 with nothing on stdout and one line on
+// stderr holding want.
+func oneLineError(t *testing.T, what string, code int, out, errOut, want string) {
+	t.Helper()
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "goroutine") {
+		t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1, nothing, and one line with %q", what, code, out, errOut, want)
+	} else {
+		t.Logf("%s: %s", what, strings.TrimSpace(errOut))
+	}
+}
+
+// runJSON runs the plugin and returns its stdout, failing on a non-zero
+// exit.
+func runJSON(t *testing.T, c *testcluster.Cluster, args ...string) []byte {
+	t.Helper()
+	code, out, errOut := runLintPlugin(t, c, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+// sameReport is an explain 429 report without what names its source
+// (source, instances, notes), its numbers to 12 significant digits (the
+// shares are sums whose order changes from run to run).
+func sameReport(t *testing.T, b []byte) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	delete(v, "source")
+	delete(v, "instances")
+	delete(v, "notes")
+	out, err := json.MarshalIndent(roundNumbers(v), "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func roundNumbers(v any) any {
+	switch v := v.(type) {
+	case float64:
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+		return f
+	case []any:
+		for i := range v {
+			v[i] = roundNumbers(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = roundNumbers(v[k])
+		}
+	}
+	return v
+}
+
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
