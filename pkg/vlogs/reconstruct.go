@@ -33,6 +33,9 @@ type Pull struct {
 	Queries      int64
 	Partial      bool
 	PartialCause string
+	// Levels are the window's totals by level (nil when no event was
+	// answered 429).
+	Levels *LevelTotals
 }
 
 // Notes say what was pulled, and what is missing.
@@ -51,6 +54,9 @@ func (p *Pull) Notes() []string {
 		n += fmt.Sprintf("; pulling every event would move about %d bytes (%.1fx)", raw, float64(raw)/float64(p.Bytes))
 	}
 	notes = append(notes, n)
+	if p.Levels != nil {
+		notes = append(notes, p.Levels.Notes()...)
+	}
 	if p.Pulled.Bad > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d row(s) of the store could not be made audit events (first: %s)", p.Pulled.Bad, p.Pulled.FirstBad))
 	}
@@ -86,6 +92,9 @@ func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconst
 	}
 	if p.Totals.Rejected == 0 {
 		return &reconstruct.Result{Start: s.Start, End: s.End}, p, nil
+	}
+	if p.Levels, err = s.LevelTotals(ctx, o.Reconstruct.Config); err != nil {
+		return nil, p, err
 	}
 	if p.Windows, err = s.Windows(ctx, o.Gap, o.Margin); err != nil {
 		return nil, p, err

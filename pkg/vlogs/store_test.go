@@ -191,6 +191,21 @@ func TestRecordingsFromStore(t *testing.T) {
 			if !reflect.DeepEqual(got.Sum(), want.Sum()) {
 				t.Errorf("fates: store %+v, file %+v", got.Sum(), want.Sum())
 			}
+			// the window's totals, counted in the store by key and
+			// classified here, are the file's by level
+			totals := map[string]vlogs.LevelTotal{}
+			for _, l := range pull.Levels.Levels {
+				totals[l.Level] = l
+			}
+			if len(totals) != len(want.Levels) {
+				t.Errorf("%d levels counted in the store, the file has %d", len(totals), len(want.Levels))
+			}
+			for _, l := range want.Levels {
+				g := totals[l.Level]
+				if w := l.Agreement.BothRejected + l.Agreement.OnlyRecorded; g.Rejected != w || g.Requests != l.Agreement.Total() {
+					t.Errorf("%s: the store's keys give %d 429s of %d requests, the file %d of %d", l.Level, g.Rejected, g.Requests, w, l.Agreement.Total())
+				}
+			}
 			t.Logf("%d incidents; %v", len(got.Incidents), pull.Notes())
 		})
 	}
