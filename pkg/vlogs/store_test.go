@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -279,5 +280,71 @@ func TestSparseDayFromStore(t *testing.T) {
 	}
 	if pull.Bytes*5 > raw.Bytes.Load() {
 		t.Errorf("the store moved %d bytes, not 5 times fewer than a raw pull's %d", pull.Bytes, raw.Bytes.Load())
+	}
+}
+
+// TestInstancesFromStore stores the quiet recording as served by apiserver
+// a, and the same requests all answered 200 as served by apiserver b (the
+// instance a stream field, host): only a answered 429, so only a's events
+// are pulled, each request carries its instance, and the incidents are the
+// file's.
+func TestInstancesFromStore(t *testing.T) {
+	store := testvlogs.StartT(t, false)
+	ctx := context.Background()
+	dir := filepath.Join(recordings, "quiet")
+	audit := gunzip(t, filepath.Join(dir, recording.AuditLogFile))
+	o := options(t, dir)
+	want := fromFile(t, audit, o)
+	var lines []byte
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(audit))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Bytes()
+		lines = fmt.Appendf(lines, `{"host":"a",%s`+"\n", l[1:])
+		b := bytes.ReplaceAll(bytes.Replace(l, []byte(`"auditID":"`), []byte(`"auditID":"b-`), 1), []byte(`"code":429`), []byte(`"code":200`))
+		lines = fmt.Appendf(lines, `{"host":"b",%s`+"\n", b[1:])
+		n += 2
+	}
+	if err := store.Ingest(ctx, lines, "stageTimestamp", []string{"host"}, n); err != nil {
+		t.Fatal(err)
+	}
+	client, err := vlogs.New(vlogs.Options{URL: store.Select.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := want.Start.Truncate(24 * time.Hour)
+	src := &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Instance: "host"}, Start: day, End: day.Add(24 * time.Hour)}
+	ws, err := src.Windows(ctx, 10*time.Second, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 || !reflect.DeepEqual(ws[0].Instances, []string{"a"}) || ws[0].Rejected != 105 {
+		t.Fatalf("windows %+v, want one of instance a with the recording's 105 429s", ws)
+	}
+	var pulled vlogs.Pulled
+	rd := src.Reader(ctx, ws, "store", workload.Options{}, nil, &pulled)
+	for {
+		var r workload.Request
+		err := rd.Next(&r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Instance != "a" {
+			t.Fatalf("request %s has instance %q, want a", r.AuditID, r.Instance)
+		}
+	}
+	if pulled.Events != int64(n/2) {
+		t.Errorf("pulled %d events, want the %d of instance a", pulled.Events, n/2)
+	}
+	got, _, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: 10 * time.Second, Margin: 2 * time.Minute, Reconstruct: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, g := reportJSON(t, want), reportJSON(t, got); w != g {
+		t.Errorf("the store's report differs from the file's:\n%s\n---\n%s", g, w)
 	}
 }

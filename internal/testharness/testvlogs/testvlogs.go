@@ -227,7 +227,7 @@ func (s *Store) IngestBulk(ctx context.Context, lines []byte, timeField string, 
 }
 
 func (s *Store) ingest(ctx context.Context, path string, lines []byte, timeField string, streamFields []string, want int) error {
-	q := url.Values{"_time_field": {timeField}, "_msg_field": {"auditID"}}
+	q := url.Values{"_time_field": {timeField}}
 	if len(streamFields) > 0 {
 		q.Set("_stream_fields", strings.Join(streamFields, ","))
 	}
