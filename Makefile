@@ -28,8 +28,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 
 # make test runs in two lines at once, each step's output printed whole when
 # it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
-# promtool), VictoriaLogs and runs gofmt, the go mod tidy check and go vet side by side, then
-# go test, which does not vet again. Beside it, after go vet, one chain under
+# promtool) and VictoriaLogs and runs gofmt, the go mod tidy check and go vet
+# side by side, then go test, which does not vet again. Beside it, after go vet, one chain under
 # $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
 # test-release: dist, the krew tools, kubectl, the release tests), one step at
 # a time: it takes the CPU the path leaves, above all while
@@ -38,8 +38,7 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # Builds that compile the same packages never run at once
 # (concurrent go commands do not share a compilation): kubectl waits for
 # kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
-# Prometheus, and go test
-# follows go vet.
+# Prometheus, and go test follows go vet.
 NICE ?=
 
 .PHONY: test
