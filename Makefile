@@ -82,6 +82,10 @@ test-versions: binaries ## The version e2e against real kube-apiservers 1.29, 1.
 bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers x 30 days in a real Prometheus against a naive raw fetch (minutes; not part of make test).
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
 
+.PHONY: bench-vlogs
+bench-vlogs: binaries ## Benchmark "explain 429 --victorialogs --since 24h" on a generated fleet day (3 clusters x 3 apiservers, 20 million audit events; KUBECTL_APF_BENCH_VLOGS_EVENTS and _CLUSTERS change them) in a real VictoriaLogs against a raw pull and the file reader (tens of minutes and about 15 GB of disk at the default size; not part of make test).
+	KUBECTL_APF_BENCH_VLOGS=1 $(GO) test -run '^$$' -bench BenchmarkFleetDay -benchtime 1x -timeout 180m -v ./pkg/vlogs
+
 .PHONY: e2e-whatif
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/

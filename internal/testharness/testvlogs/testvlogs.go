@@ -226,6 +226,12 @@ func (s *Store) IngestBulk(ctx context.Context, lines []byte, timeField string, 
 	return s.ingest(ctx, "/insert/elasticsearch/_bulk", body.Bytes(), timeField, streamFields, want)
 }
 
+// IngestOnly sends JSON lines as Ingest does, without waiting for them to
+// be searchable (WaitFor does).
+func (s *Store) IngestOnly(ctx context.Context, lines []byte, timeField string, streamFields []string) error {
+	return s.ingest(ctx, "/insert/jsonline", lines, timeField, streamFields, -1)
+}
+
 func (s *Store) ingest(ctx context.Context, path string, lines []byte, timeField string, streamFields []string, want int) error {
 	q := url.Values{"_time_field": {timeField}}
 	if len(streamFields) > 0 {
@@ -245,20 +251,30 @@ func (s *Store) ingest(ctx context.Context, path string, lines []byte, timeField
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("ingesting: HTTP %d: %s", resp.StatusCode, body)
 	}
-	// flush the nodes' buffers, then wait until the rows are searchable
+	if want < 0 {
+		return nil
+	}
+	return s.WaitFor(ctx, want)
+}
+
+// WaitFor flushes the nodes' buffers and waits until want events in all
+// are searchable.
+func (s *Store) WaitFor(ctx context.Context, want int) error {
 	for _, n := range append([]*Node{s.Insert}, s.Storage...) {
 		if r, err := http.Get(n.URL + "/internal/force_flush"); err == nil {
 			_, _ = io.Copy(io.Discard, r.Body)
 			r.Body.Close()
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	// 30 s, and 30 s more for each million events
+	wait := 30*time.Second + time.Duration(want/1_000_000)*30*time.Second
+	for deadline := time.Now().Add(wait); ; time.Sleep(200 * time.Millisecond) {
 		n, err := s.Count(ctx, "*")
 		if err == nil && n >= want {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingested %d events, %d searchable after 30 s (%v)", want, n, err)
+			return fmt.Errorf("ingested %d events, %d searchable after %s (%v)", want, n, wait, err)
 		}
 	}
 }
