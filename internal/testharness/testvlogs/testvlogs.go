@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -46,21 +47,37 @@ type Store struct {
 	Storage []*Node
 }
 
+// where runs a node: in a network namespace (ip netns exec), listening
+// on host (127.0.0.1 when empty).
+type where struct{ netns, host string }
+
 // start starts one node with args in dir.
 func start(ctx context.Context, bin, dir, name string, args ...string) (*Node, error) {
+	return startIn(ctx, where{}, bin, dir, name, args...)
+}
+
+func startIn(ctx context.Context, at where, bin, dir, name string, args ...string) (*Node, error) {
+	host := "127.0.0.1"
+	if at.host != "" {
+		host = at.host
+	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := testcluster.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
 		n := &Node{URL: "http://" + addr, Addr: addr, LogFile: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 		log, err := os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, err
 		}
 		cmd := exec.Command(bin, append([]string{"-httpListenAddr=" + addr, "-loggerLevel=WARN", "-retentionPeriod=100y"}, args...)...)
+		if at.netns != "" {
+			// ip execs VictoriaLogs after entering the namespace: same process
+			cmd = exec.Command("ip", append([]string{"netns", "exec", at.netns}, cmd.Args...)...)
+		}
 		cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		err = cmd.Start()
@@ -134,6 +151,27 @@ func StartSingle(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{Insert: n, Select: n}, nil
+}
+
+// StartSingleIn starts a single node inside a network namespace,
+// listening on host, an address of the namespace (for the apiserver's
+// service proxy, which refuses loopback endpoints). It is stopped when
+// the test ends.
+func StartSingleIn(t testing.TB, netns, host string) *Store {
+	t.Helper()
+	bin, err := testcluster.Binary("victoria-logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	n, err := startIn(ctx, where{netns, host}, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatalf("starting VictoriaLogs in %s: %v", netns, err)
+	}
+	t.Cleanup(func() { _ = n.Stop() })
+	return &Store{Insert: n, Select: n}
 }
 
 // StartCluster starts two storage nodes, an insert node and a select node.
