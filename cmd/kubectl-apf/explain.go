@@ -115,6 +115,8 @@ type ExplainRequestOptions struct {
 	// Workloads are more log files the logged request's moment is
 	// reconstructed from.
 	Workloads []string
+	// VLogs reads the request and its moment from VictoriaLogs instead.
+	VLogs vlogsRequestFlags
 
 	// Server are --server-concurrency and --server-request-timeout.
 	Server *state.ServerOptions
@@ -162,6 +164,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
+	o.VLogs.addFlags(f, configFlags)
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")

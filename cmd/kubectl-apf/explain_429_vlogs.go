@@ -61,16 +61,11 @@ func (v *vlogs429Flags) addFlags(f *pflag.FlagSet, configFlags *genericclioption
 
 func (v *vlogs429Flags) enabled() bool { return v.URL != "" || v.Service != "" }
 
-// validateVLogs checks the flags of --victorialogs.
-func (o *Explain429Options) validateVLogs() error {
-	v := &o.VLogs
+// check checks the flags of the store itself.
+func (v *vlogs429Flags) check() error {
 	switch {
 	case v.URL != "" && v.Service != "":
 		return errors.New("--victorialogs and --victorialogs-service are mutually exclusive")
-	case len(o.Workload.Files) > 0 || o.Store.Enabled():
-		return errors.New("--victorialogs is a source of its own: give it without --workload and --prometheus")
-	case o.Store.At != "":
-		return errors.New("--at is one moment: the incidents of --victorialogs take a window (--since, --until)")
 	case v.Timeout <= 0 || v.Margin < 0:
 		return errors.New("--victorialogs-timeout must be positive, --victorialogs-margin not negative")
 	}
@@ -89,13 +84,11 @@ func (o *Explain429Options) validateVLogs() error {
 			return fmt.Errorf("--victorialogs-header %q: want NAME=VALUE, such as AccountID=1", h)
 		}
 	}
-	return o.validateWorkload()
+	return nil
 }
 
-// runVLogs reads the window's audit events from the store and prints their
-// incidents, as runWorkload does for files.
-func (o *Explain429Options) runVLogs(ctx context.Context) error {
-	v := &o.VLogs
+// open builds the store's client.
+func (v *vlogs429Flags) open() (*vlogs.Client, error) {
 	vo := vlogs.Options{URL: v.URL, Service: v.Service, Timeout: v.Timeout, Headers: map[string]string{}}
 	for _, h := range v.Headers {
 		k, val, _ := strings.Cut(h, "=")
@@ -104,11 +97,32 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if v.Service != "" {
 		rc, err := v.configFlags.ToRESTConfig()
 		if err != nil {
-			return fmt.Errorf("--victorialogs-service reads the kubeconfig: %w", err)
+			return nil, fmt.Errorf("--victorialogs-service reads the kubeconfig: %w", err)
 		}
 		vo.REST = rc
 	}
-	client, err := vlogs.New(vo)
+	return vlogs.New(vo)
+}
+
+// validateVLogs checks the flags of --victorialogs.
+func (o *Explain429Options) validateVLogs() error {
+	switch {
+	case len(o.Workload.Files) > 0 || o.Store.Enabled():
+		return errors.New("--victorialogs is a source of its own: give it without --workload and --prometheus")
+	case o.Store.At != "":
+		return errors.New("--at is one moment: the incidents of --victorialogs take a window (--since, --until)")
+	}
+	if err := o.VLogs.check(); err != nil {
+		return err
+	}
+	return o.validateWorkload()
+}
+
+// runVLogs reads the window's audit events from the store and prints their
+// incidents, as runWorkload does for files.
+func (o *Explain429Options) runVLogs(ctx context.Context) error {
+	v := &o.VLogs
+	client, err := v.open()
 	if err != nil {
 		return err
 	}
@@ -137,8 +151,22 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	rep := res.Report("VictoriaLogs " + client.Describe())
 	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	rep.Notes = append(rep.Notes, pull.Notes()...)
+	rep.Notes = append(rep.Notes, resultNotes(res)...)
 	if pull.Pulled.Events > 0 {
 		rep.Notes = append(rep.Notes, agreementNote(res))
 	}
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+}
+
+// resultNotes say what the reconstruction skipped or estimated (as
+// workloadNotesOf says for files).
+func resultNotes(res *reconstruct.Result) []string {
+	var notes []string
+	if res.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d request(s) could not be reconstructed (first: %s)", res.Skipped, res.FirstSkip))
+	}
+	if res.EstimatedWaits > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d request(s) record no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", res.EstimatedWaits))
+	}
+	return notes
 }

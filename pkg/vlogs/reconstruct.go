@@ -1,6 +1,7 @@
 package vlogs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -101,6 +102,56 @@ func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconst
 	}
 	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
 	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
+	if err != nil {
+		return nil, p, err
+	}
+	return res, p, nil
+}
+
+// Event finds the completed request of one audit ID in the window.
+func (s *Source) Event(ctx context.Context, auditID string) (*workload.Request, string, error) {
+	q := s.base(s.Start, s.End) + " " + quote(s.Mapping.f("auditID")) + ":=" + quote(auditID) + " | fields " + s.Mapping.fieldList() + " | limit 1"
+	var line []byte
+	var inst string
+	err := s.Client.Query(ctx, q, func(row []byte) error {
+		ev, in, err := s.Mapping.Event(row, nil)
+		if err != nil {
+			return fmt.Errorf("%s: the event of audit ID %s: %w", s.Client.Describe(), auditID, err)
+		}
+		line, inst = ev, in
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if line == nil {
+		return nil, "", fmt.Errorf("%s holds no completed request of audit ID %s from %s to %s: widen the window, or check --victorialogs-query and --victorialogs-prefix",
+			s.Client.Describe(), auditID, s.Start.UTC().Format(time.RFC3339), s.End.UTC().Format(time.RFC3339))
+	}
+	var r workload.Request
+	if err := workload.NewAuditReader(bytes.NewReader(line), "VictoriaLogs", workload.Options{}, nil).Next(&r); err != nil {
+		return nil, "", fmt.Errorf("%s: the event of audit ID %s: %w", s.Client.Describe(), auditID, err)
+	}
+	r.Instance = inst
+	return &r, inst, nil
+}
+
+// ReconstructAround pulls the events within o.Margin of one request (of
+// its instance when the instance is known) and reconstructs them.
+func ReconstructAround(ctx context.Context, s *Source, r *workload.Request, o ReconstructOptions) (*reconstruct.Result, *Pull, error) {
+	p := &Pull{Where: s.Client.Describe()}
+	w := Window{Start: r.Arrival.Add(-o.Margin), End: r.Arrival.Add(r.Latency + o.Margin)}
+	if s.Mapping.Instance != "" && r.Instance != "" {
+		w.Instances = []string{r.Instance}
+	}
+	p.Windows = []Window{w}
+	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
+	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
+	p.Bytes, p.Queries = s.Client.Bytes.Load(), s.Client.Queries.Load()
+	p.Partial = s.Client.Partial.Load()
+	if c, ok := s.Client.PartialCause.Load().(string); ok {
+		p.PartialCause = c
+	}
 	if err != nil {
 		return nil, p, err
 	}

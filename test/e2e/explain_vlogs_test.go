@@ -94,6 +94,23 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 					t.Errorf("%s: the report does not say what the store counted and moved: %s", name, got)
 				}
 			}
+			// explain request: a 429 of quiet, read by its audit ID
+			var id string
+			for _, l := range bytes.Split(gunzipFile(t, filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", recording.AuditLogFile)), []byte{'\n'}) {
+				if bytes.Contains(l, []byte(`"code":429`)) {
+					var ev struct{ AuditID string }
+					if err := json.Unmarshal(l, &ev); err != nil {
+						t.Fatal(err)
+					}
+					id = ev.AuditID
+				}
+			}
+			req := []string{"explain", "request", "--from", bundle("quiet"), "--audit-id", id, "-o", "json"}
+			want := runJSON(t, c, append(req, "--from-audit", files["quiet"])...)
+			got := runJSON(t, c, append(req, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet")...)
+			if w, g := sameReport(t, want), sameReport(t, got); w != g || !strings.Contains(g, `"fate": "rejected"`) {
+				t.Errorf("explain request %s: --victorialogs explains\n%s\n--from-audit\n%s", id, g, w)
+			}
 			if !mode.cluster {
 				return
 			}
