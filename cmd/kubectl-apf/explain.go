@@ -63,7 +63,9 @@ identity; --from-message takes a pasted client-go or error message. When
 verdict is the request's fate at its own moment, reconstructed from the log:
 its hand's queues and who waited in them, who held the level's seats, and the
 reason of a 429 or the wait before dispatch; otherwise it is the fate under
-the state read now, and the output says so.
+the state read now, and the output says so. --victorialogs URL with
+--audit-id reads the request from the audit events a VictoriaLogs holds and
+reconstructs its moment from the events within --victorialogs-margin of it.
 --probe sends the request for real (GET, or LIST with limit=1) impersonating
 the identity and compares the server's X-Kubernetes-PF-* headers with the
 replay.`
