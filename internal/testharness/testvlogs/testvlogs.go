@@ -30,10 +30,10 @@ import (
 
 // Node is one running VictoriaLogs process.
 type Node struct {
-	URL     string
-	Addr    string
-	LogFile string
-	PID     int
+	URL     string `json:"url"`
+	Addr    string `json:"addr"`
+	LogFile string `json:"logFile"`
+	PID     int    `json:"pid"`
 
 	done chan struct{}
 	err  error
@@ -48,8 +48,12 @@ type Store struct {
 }
 
 // where runs a node: in a network namespace (ip netns exec), listening
-// on host (127.0.0.1 when empty).
-type where struct{ netns, host string }
+// on host (127.0.0.1 when empty); detach leaves it running after this
+// process exits (for the demo).
+type where struct {
+	netns, host string
+	detach      bool
+}
 
 // start starts one node with args in dir.
 func start(ctx context.Context, bin, dir, name string, args ...string) (*Node, error) {
@@ -80,6 +84,9 @@ func startIn(ctx context.Context, at where, bin, dir, name string, args ...strin
 		}
 		cmd.Stdout, cmd.Stderr, cmd.Dir = log, log, dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if at.detach {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		err = cmd.Start()
 		log.Close()
 		if err != nil {
@@ -120,24 +127,47 @@ func (n *Node) wait(ctx context.Context) error {
 	}
 }
 
-// Stop ends the node: SIGTERM, then SIGKILL after 10 seconds.
+// Stop ends the node: SIGTERM, then SIGKILL after 10 seconds. A node read
+// back from its JSON (a detached one) is watched by its PID.
 func (n *Node) Stop() error {
 	if n == nil || n.PID == 0 {
 		return nil
 	}
-	select {
-	case <-n.done:
+	exited := func() bool {
+		if n.done == nil {
+			return syscall.Kill(n.PID, 0) != nil
+		}
+		select {
+		case <-n.done:
+			return true
+		default:
+			return false
+		}
+	}
+	if exited() {
 		return nil
-	default:
 	}
 	_ = syscall.Kill(n.PID, syscall.SIGTERM)
-	select {
-	case <-n.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(n.PID, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if exited() {
+			return nil
+		}
+	}
+	_ = syscall.Kill(n.PID, syscall.SIGKILL)
+	if n.done != nil {
 		<-n.done
 	}
 	return nil
+}
+
+// StartDetached starts a single node storing in dir that keeps running
+// after this process exits (the demo's); Stop ends it.
+func StartDetached(ctx context.Context, dir string) (*Node, error) {
+	bin, err := testcluster.Binary("victoria-logs")
+	if err != nil {
+		return nil, err
+	}
+	return startIn(ctx, where{detach: true}, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
 }
 
 // StartSingle starts a single node storing in dir.
@@ -166,7 +196,7 @@ func StartSingleIn(t testing.TB, netns, host string) *Store {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	n, err := startIn(ctx, where{netns, host}, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
+	n, err := startIn(ctx, where{netns: netns, host: host}, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatalf("starting VictoriaLogs in %s: %v", netns, err)
 	}
@@ -344,4 +374,42 @@ func (s *Store) Count(ctx context.Context, filter string) (int, error) {
 		return 0, errors.New("count is not a number: " + string(b))
 	}
 	return n, nil
+}
+
+// Ship follows an audit log as a log pipeline does: every interval it
+// sends the complete lines written since the last time to url's
+// /insert/jsonline (_time from stageTimestamp), until ctx ends. It starts
+// from the file's beginning.
+func Ship(ctx context.Context, path, url string, every time.Duration) error {
+	var off int64
+	var pending []byte
+	for {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			f.Close()
+			return err
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		off += int64(len(b))
+		pending = append(pending, b...)
+		if i := bytes.LastIndexByte(pending, '\n'); i >= 0 {
+			s := &Store{Insert: &Node{URL: url}}
+			if err := s.ingest(ctx, "/insert/jsonline", pending[:i+1], "stageTimestamp", nil, -1); err != nil && ctx.Err() == nil {
+				return err
+			}
+			pending = append(pending[:0], pending[i+1:]...)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
 }
