@@ -105,8 +105,9 @@ func fromFile(t testing.TB, audit []byte, o reconstruct.Options) *reconstruct.Re
 }
 
 // reportJSON is a result's explain 429 report, its source's name aside,
-// its numbers to 12 significant digits: the shares are sums whose order
-// changes from run to run, and with it their last bits.
+// its numbers to 12 significant digits: the shares are sums in the order
+// of the requests, and requests of the same microsecond come from the
+// store in another order than the file's, which changes their last bits.
 func reportJSON(t testing.TB, res *reconstruct.Result) string {
 	t.Helper()
 	b, err := json.Marshal(res.Report("same"))

@@ -188,7 +188,8 @@ func runJSON(t *testing.T, c *testcluster.Cluster, args ...string) []byte {
 
 // sameReport is an explain 429 report without what names its source
 // (source, instances, notes), its numbers to 12 significant digits (the
-// shares are sums whose order changes from run to run).
+// shares are sums in the order of the requests, and requests of the same
+// microsecond come from the store in another order than the file's).
 func sameReport(t *testing.T, b []byte) string {
 	t.Helper()
 	var v map[string]any
