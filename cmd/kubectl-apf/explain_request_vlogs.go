@@ -36,7 +36,8 @@ func (v *vlogsRequestFlags) addFlags(f *pflag.FlagSet, configFlags *genericcliop
 	f.StringArrayVar(&v.Headers, "victorialogs-header", nil, "With --victorialogs: a header NAME=VALUE sent with every query (repeatable).")
 	f.DurationVar(&v.Timeout, "victorialogs-timeout", time.Minute, "With --victorialogs: the longest a query may take.")
 	f.DurationVar(&v.Margin, "victorialogs-margin", 2*time.Minute, "With --victorialogs: the events pulled before and after the request.")
-	f.DurationVar(&v.Since, "victorialogs-since", 7*24*time.Hour, "With --victorialogs: how far back from now the audit ID is looked for.")
+	v.Since = 7 * 24 * time.Hour
+	f.Var(daysDuration{&v.Since}, "victorialogs-since", "With --victorialogs: how far back from now the audit ID is looked for (24h, 7d).")
 }
 
 // validate checks the flags of --victorialogs.

@@ -36,8 +36,10 @@ var vlogsRecordings = []string{"quiet", "timeouts"}
 // nodes behind an insert and a select node (through the Elasticsearch bulk
 // API), each event tagged with its recording as a pipeline tags its
 // cluster. "explain 429 --victorialogs URL --victorialogs-query
-// recording:=NAME --since ... --until ..." must print the report of
-// "explain 429 --workload FILE" on the same events. With one storage node
+// recording:=NAME --since ..." must print the report of "explain 429
+// --workload FILE" on the same events; "explain request --victorialogs
+// --audit-id" the explanation of --from-audit FILE, and "simulate
+// --victorialogs" the prediction of --workload FILE. With one storage node
 // down the answer says it is partial; with both down, and for a store that
 // is down, a wrong URL, a query timeout, an empty window and a 403 through
 // the service proxy, the command exits 1 with one line that says what to
@@ -111,6 +113,13 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 			if w, g := sameReport(t, want), sameReport(t, got); w != g || !strings.Contains(g, `"fate": "rejected"`) {
 				t.Errorf("explain request %s: --victorialogs explains\n%s\n--from-audit\n%s", id, g, w)
 			}
+			// simulate: quiet's what-if replayed from the store
+			sim := []string{"simulate", "--from", bundle("quiet"), "--set", "apf-load.queueLengthLimit=10", "-o", "json"}
+			want = runJSON(t, c, append(sim, "--workload", files["quiet"])...)
+			got = runJSON(t, c, append(sim, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet", "--victorialogs-since", "30d")...)
+			if w, g := sameReport(t, want), sameReport(t, got); w != g {
+				t.Errorf("simulate: --victorialogs predicts\n%s\n--workload\n%s", g, w)
+			}
 			if !mode.cluster {
 				return
 			}
@@ -157,10 +166,16 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 			code, out, errOut := runLintPlugin(t, c, append(base, tc.args...)...)
 			oneLineError(t, tc.name, code, string(out), errOut, tc.want)
 		}
+		// explain request of an audit ID the store does not hold, and
+		// simulate over an empty window
+		code, out, errOut := runLintPlugin(t, c, "explain", "request", "--from", bundle("quiet"), "--victorialogs", store.Select.URL, "--audit-id", "no-such-id")
+		oneLineError(t, "unknown audit ID", code, string(out), errOut, "holds no completed request of audit ID no-such-id")
+		code, out, errOut = runLintPlugin(t, c, "simulate", "--from", bundle("quiet"), "--victorialogs", store.Select.URL, "--victorialogs-until", "2020-01-01T00:00:00Z")
+		oneLineError(t, "simulate, empty window", code, string(out), errOut, "holds no audit event")
 		// a 403 through the apiserver's service proxy: carol may not get
 		// services/proxy
-		code, out, errOut := apf(t, "", append(append(base, window...), "--victorialogs-service", "logging/victorialogs:9428", "--kubeconfig", kc, "--context", "apf-local-carol")...)
-		oneLineError(t, "403 through the proxy", code, out, errOut, "forbidden (403): the kubectl identity needs get on services/proxy")
+		code, outs, errOuts := apf(t, "", append(append(base, window...), "--victorialogs-service", "logging/victorialogs:9428", "--kubeconfig", kc, "--context", "apf-local-carol")...)
+		oneLineError(t, "403 through the proxy", code, outs, errOuts, "forbidden (403): the kubectl identity needs get on services/proxy")
 	})
 }
 
