@@ -104,12 +104,12 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	}
 	f := cmd.Flags()
 	o.Options.AddFlags(f)
+	o.VLogs.addFlags(f, configFlags)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	o.Workload.addFlags(f)
-	o.VLogs.addFlags(f, configFlags)
 	return cmd
 }
 
