@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -52,6 +53,9 @@ const capacityExample = `  # Seat table of the cluster's priority levels
 
   # Compare a configuration repository with the upstream defaults, offline
   kubectl apf capacity --defaults -f deploy/apf/ --server-concurrency 1200
+
+  # A metrics file saved from the apiserver, against the defaults of its release
+  kubectl apf capacity --from metrics.txt --defaults
 
   # As JSON
   kubectl apf capacity -o json
@@ -139,29 +143,58 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 	}
 	scl := st.ServerConcurrency
 	rep := capacity.Report{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
-	if st.NoObjects && len(o.Files) == 0 {
-		rep.Unconfigured = "the input holds no PriorityLevelConfigurations (give -f, a bundle or the cluster for the configured levels' arithmetic)"
-	} else {
-		cur, err := capacity.Compute(st.BasePriorityLevels, scl, o.Server.RequestTimeout)
+	// The input's own objects, if it holds any: a raw dump or metrics file
+	// holds none, and then no level is imagined from the mandatory objects.
+	inputHasObjects := len(st.Snapshots) > 0 && st.Snapshots[0].HasObjects()
+	basePL, proposedPL := st.BasePriorityLevels, st.PriorityLevels
+	var named []string
+	for _, s := range st.Live {
+		for _, r := range levels.Compute(levels.Input{Snapshot: s}) {
+			named = append(named, r.Name)
+		}
+	}
+	switch {
+	case !st.NoObjects:
+	case len(o.Files) == 0:
+		rep.Unconfigured = "the input holds no PriorityLevelConfigurations (give -f, --defaults for the upstream defaults of its release, a bundle or the cluster for the configured levels' arithmetic)"
+	default:
+		base, assumed, why := capacity.AssumeBase(st.Release, named)
+		if base == nil {
+			rep.Unconfigured = why
+			break
+		}
+		basePL, rep.Assumed = base, assumed
+		_, proposedPL = lint.Overlay(nil, base, st.Overlay)
+	}
+	if rep.Unconfigured == "" {
+		cur, err := capacity.Compute(basePL, scl, o.Server.RequestTimeout)
 		if err != nil {
 			return err
 		}
 		rep.Current = &cur
-	}
-	if len(o.Files) > 0 || len(o.settings) > 0 {
-		proposedPL, err := capacity.Apply(st.PriorityLevels, o.settings)
-		if err != nil {
-			return err
+		if len(o.Files) > 0 || len(o.settings) > 0 {
+			proposedPL, err := capacity.Apply(proposedPL, o.settings)
+			if err != nil {
+				return err
+			}
+			p, err := capacity.Compute(proposedPL, scl, o.Server.RequestTimeout)
+			if err != nil {
+				return fmt.Errorf("proposed configuration: %w", err)
+			}
+			rep.Proposed = &p
 		}
-		p, err := capacity.Compute(proposedPL, scl, o.Server.RequestTimeout)
-		if err != nil {
-			return fmt.Errorf("proposed configuration: %w", err)
-		}
-		rep.Proposed = &p
 	}
-	limits := engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels).Limits(scl)
+	// The configuration's limits fill the figures the input lacks only
+	// when the configuration is the input's own.
+	var limits []engine.LevelLimits
+	if inputHasObjects {
+		limits = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels).Limits(scl)
+	}
 	for _, s := range st.Live {
 		rep.Now = append(rep.Now, capacity.NowRows(levels.Compute(levels.Input{Snapshot: s, Limits: limits}))...)
+	}
+	if rep.Assumed != "" && rep.Current != nil {
+		rep.Assumed += capacity.CheckAssumed(*rep.Current, rep.Now)
 	}
 	if o.Store.Enabled() {
 		if err := o.Store.Open(); err != nil {

@@ -81,3 +81,64 @@ func TestCapacityFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCapacityRawMetrics: capacity over raw metrics (issue 47, R6). The
+// Now table holds the levels the metrics name and no other (no exempt 0/0,
+// no catch-all at 600); -f starts from the upstream defaults when the
+// metrics name only default levels, and says so; --defaults beside --from
+// takes the defaults of the input's release.
+func TestCapacityRawMetrics(t *testing.T) {
+	proposal := filepath.Join("..", "..", "testdata", "capacity", "proposal.yaml")
+	nowRows := func(out string) []string {
+		_, now, ok := strings.Cut(out, "\nNow, from the state read")
+		if !ok {
+			t.Fatalf("no Now table in %q", out)
+		}
+		var names []string
+		for _, line := range strings.Split(now, "\n")[2:] {
+			if f := strings.Fields(line); len(f) > 1 {
+				names = append(names, f[1])
+			}
+		}
+		return names
+	}
+	code, out, errOut := runPlugin("capacity", "--from", fieldPath("eks-rejected-inqueue.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := strings.Join(nowRows(out), " "); got != "workload-low" {
+		t.Errorf("Now rows %q, want the metrics' one level workload-low", got)
+	}
+
+	code, out, errOut = runPlugin("capacity", "--from", fieldPath("eks-concurrency-limit.txt"), "-f", proposal)
+	if code != 0 {
+		t.Fatalf("-f: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "Assumed: the input holds no PriorityLevelConfigurations; the current configuration is assumed to be the upstream defaults") ||
+		!strings.Contains(out, "the input's nominal limits agree with them at 600 seats") {
+		t.Errorf("-f does not say what it assumed:\n%s", out)
+	}
+	// The defaults at the assumed 600 seats: workload-low 245, catch-all
+	// 13, as the metrics say; not the mandatory catch-all at 600.
+	for _, want := range []string{"workload-low", "245", "catch-all"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-f: %q missing:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "exempt  ") && strings.Contains(strings.Join(nowRows(out), " "), "exempt") {
+		t.Errorf("-f: exempt row the metrics lack:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 5 && f[0] == "catch-all" && strings.HasPrefix(f[5], "600") {
+			t.Errorf("-f: catch-all at 600 seats: %s", l)
+		}
+	}
+
+	code, out, errOut = runPlugin("capacity", "--defaults", "--from", fieldPath("eks-concurrency-limit.txt"))
+	if code != 0 {
+		t.Fatalf("--defaults --from: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "Assumed:") || !strings.Contains(out, "workload-low") || !strings.Contains(out, "\nNow, from the state read") {
+		t.Errorf("--defaults --from:\n%s", out)
+	}
+}

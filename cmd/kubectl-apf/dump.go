@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -156,6 +157,16 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	case dumpQueues:
 		return render.PrintQueues(o.Out, ro, c.Snapshots, o.Level, o.All)
 	default:
+		for _, s := range c.Snapshots {
+			if s.CapturedAtFrom != "" && len(s.RequestDump) > 0 {
+				bound := "at least"
+				if s.CapturedAtFrom == dump.AtFileTime {
+					bound = "at most"
+				}
+				fmt.Fprintf(o.ErrOut, "note: %s does not say when it was taken: AGE counts from %s (%s), so each request had waited or run %s that long\n",
+					render.Sanitize(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
+			}
+		}
 		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
 	}
 }

@@ -47,7 +47,8 @@ takes, the flow and its hand of queues with their current lengths, and the
 verdict: runs now, queued (where, behind how much work, expected wait against
 the wait limit), or rejected. Requests that bypass APF (exec, log,
 port-forward, proxy) and messages that are not about APF (client-side
-throttling, PodDisruptionBudget evictions) are recognised.
+throttling, PodDisruptionBudget evictions, the EventRateLimit plugin, a
+consistent LIST the watch cache answered 429) are recognised.
 
 Configuration and live state come from the cluster, from a bundle (--from) or
 from the upstream defaults (--defaults); -f applies FlowSchemas and
@@ -117,6 +118,8 @@ type ExplainRequestOptions struct {
 	// Workloads are more log files the logged request's moment is
 	// reconstructed from.
 	Workloads []string
+	// Instances say which apiserver instance served each file's requests.
+	Instances instanceFlags
 	// VLogs reads the request and its moment from VictoriaLogs instead.
 	VLogs vlogsRequestFlags
 
@@ -152,7 +155,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	cmd := &cobra.Command{
 		Use:     "request [--user-name NAME] [--group G]... [--service-account NS/NAME] [--anonymous] VERB_OR_METHOD PATH",
 		Short:   "Explain which FlowSchema and priority level a request gets and whether it runs, waits or gets 429",
-		Long:    explainRequestLong,
+		Long:    explainRequestLong + workloadInstancesHelp,
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(2),
 		RunE:    runOptions(o),
@@ -168,6 +171,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
 	o.VLogs.addFlags(f, configFlags)
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
+	o.Instances.addFlags(f)
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,8 +30,10 @@ limit, seats in use and waiting requests, the heaviest flows with how many of
 their queues are full, and the likely causes with their evidence and fix: too
 little concurrency, one elephant flow filling its hand, wide requests, time-
 outs, or a level without queues. 429s that APF did not produce (evictions
-blocked by a PodDisruptionBudget, a watch cache initializing) are counted
-apart.
+blocked by a PodDisruptionBudget, a watch cache initializing or, from 1.37,
+too far behind etcd for a consistent LIST) are counted apart. To tell
+whether one 429's text is APF's, use 'kubectl apf explain request
+--from-message TEXT'.
 
 With --from, a bundle written by 'kubectl apf dump' is read instead.
 
@@ -97,7 +101,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long + explain429WorkloadHelp + explain429VLogsHelp,
+		Long:    explain429Long + explain429WorkloadHelp + workloadInstancesHelp + explain429VLogsHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -110,7 +114,30 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	o.Flags.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	o.Workload.addFlags(f)
+	cmd.SetFlagErrorFunc(explain429FlagError)
 	return cmd
+}
+
+// requestOnlyFlags are the flags of explain request that a user may carry
+// over to explain 429 by mistake: they name one request, which explain 429
+// does not take.
+var requestOnlyFlags = []string{"from-message", "from-log", "from-audit", "audit-id", "user-name", "group", "service-account", "anonymous", "probe"}
+
+// explain429FlagError points a flag of explain request given to explain
+// 429 to the command that has it; other flag errors are kept as they are.
+func explain429FlagError(_ *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	name, _, _ = strings.Cut(name, "=")
+	switch {
+	case name == "from-message":
+		return fmt.Errorf("%w: explain 429 reads no message; 'kubectl apf explain request --from-message TEXT' tells whether a 429's text is APF's (and with the request's path and identity, its level and queues)", err)
+	case slices.Contains(requestOnlyFlags, name):
+		return fmt.Errorf("%w: --%s names one request, a flag of 'kubectl apf explain request'; explain 429 looks at every rejecting level", err, name)
+	}
+	return err
 }
 
 // Complete resolves the source: with --workload and --prometheus both,

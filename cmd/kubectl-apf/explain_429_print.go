@@ -23,6 +23,9 @@ func writeLogReport(w io.Writer, rep *rejections.Report) error {
 			p.f("\n")
 		}
 		p.f("Incident %d: %s, %s to %s: %.0f rejected (%s)\n", i+1, sanitize.Line(in.Level), in.Start.UTC().Format(time.RFC3339Nano), in.End.UTC().Format(time.RFC3339Nano), in.Rejected, reasonsText(in.Reasons))
+		if len(rep.Instances) > 1 {
+			p.f("  on %s\n", instanceCounts(in.Instances))
+		}
 		if in.Summary != "" {
 			p.f("  %s\n", sanitize.Line(in.Summary))
 		}
@@ -37,8 +40,31 @@ func writeLogReport(w io.Writer, rep *rejections.Report) error {
 			}
 		}
 	}
+	if len(rep.Instances) > 1 {
+		p.f("\nInstances (each reconstructed on its own; the incidents above merge theirs)\n")
+		for _, ri := range rep.Instances {
+			p.f("  %s: server concurrency limit %d", sanitize.Line(ri.Name), ri.ServerConcurrencyLimit)
+			if f := ri.Fates; f != nil && f.Total > 0 {
+				p.f(", fates agree on %d of %d requests (%.1f%%)", f.Agreeing, f.Total, 100*float64(f.Agreeing)/float64(f.Total))
+			}
+			var n float64
+			for _, in := range ri.Incidents {
+				n += in.Rejected
+			}
+			p.f(", %d %s, %.0f rejected\n", len(ri.Incidents), plural(len(ri.Incidents), "incident", "incidents"), n)
+		}
+	}
 	p.notes(rep.Notes)
 	return p.err
+}
+
+// instanceCounts says how many rejections each instance gave.
+func instanceCounts(ics []rejections.InstanceCount) string {
+	parts := make([]string, len(ics))
+	for i, ic := range ics {
+		parts[i] = fmt.Sprintf("%s %.0f", sanitize.Line(ic.Instance), ic.Count)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // clients prints who was rejected, who held the seats and who waited.

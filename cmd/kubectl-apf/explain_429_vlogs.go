@@ -152,9 +152,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	rep.Notes = append(rep.Notes, pull.Notes()...)
 	rep.Notes = append(rep.Notes, resultNotes(res)...)
-	if pull.Pulled.Events > 0 {
-		rep.Notes = append(rep.Notes, agreementNote(res))
-	}
+	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
 }
 

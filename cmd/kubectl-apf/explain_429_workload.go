@@ -21,6 +21,8 @@ import (
 // of apiserver logs, reconstructed (package reconstruct).
 type workload429Flags struct {
 	Files []string
+	// Instances say which apiserver instance served each file's requests.
+	Instances instanceFlags
 	// Gap ends an incident after this long without a 429.
 	Gap time.Duration
 }
@@ -50,6 +52,7 @@ incidents the log does not cover, or covers only in part.`
 func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
 	f.DurationVar(&w.Gap, "incident-gap", 10*time.Second, "With --workload: an incident ends after this long without a 429.")
+	w.Instances.addFlags(f)
 }
 
 // validateWorkload checks the flags of a log's incidents (the time flags
@@ -58,6 +61,9 @@ func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 func (o *Explain429Options) validateWorkload() error {
 	if o.Workload.Gap <= 0 {
 		return fmt.Errorf("--incident-gap must be positive, not %v", o.Workload.Gap)
+	}
+	if err := o.Workload.Instances.validate(o.Workload.Files); err != nil {
+		return err
 	}
 	if o.Store.Enabled() {
 		return nil
@@ -85,7 +91,7 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, &o.Workload.Instances, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -95,7 +101,7 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 		return err
 	}
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNote(res))
+	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
 }
 
@@ -107,14 +113,14 @@ func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report)
 		return err
 	}
 	stories := reconstruct.NewStories(rep.Incidents, o.Store.ScrapeInterval)
-	res, files, err := reconstructFiles(ctx, o.Workload.Files, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
+	res, files, err := reconstructFiles(ctx, o.Workload.Files, &o.Workload.Instances, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
 	if err != nil {
 		return err
 	}
 	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	rep.Notes = append(rep.Notes, stories.Attach(rep.Incidents, res.Start, res.End)...)
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNote(res))
+	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return nil
 }
 
@@ -132,10 +138,18 @@ func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error
 	return st, nil
 }
 
-// agreementNote says how far the reconstruction agrees with the log.
-func agreementNote(res *reconstruct.Result) string {
+// agreementNotes say how far the reconstruction agrees with the log:
+// nothing when no request was compared (a share of none is no figure).
+func agreementNotes(res *reconstruct.Result) []string {
 	sum := res.Sum()
-	return fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
+	if sum.Total() == 0 {
+		return nil
+	}
+	s := fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
+	if by := instanceAgreement(res); by != "" {
+		s += "; " + by
+	}
+	return []string{s}
 }
 
 // writeJoinedClients prints, after a store's report, the log's clients of

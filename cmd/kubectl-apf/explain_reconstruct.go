@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -17,11 +18,18 @@ import (
 )
 
 // reconstructFiles reconstructs what APF did over the workload files
-// (httplog, audit, both joined) under the loaded configuration; the files
-// are read once (reconstruct.RunReader). Progress goes to errOut when it is
-// a terminal.
-func reconstructFiles(ctx context.Context, paths []string, st *state.State, requestTimeout time.Duration, opts reconstruct.Options, errOut io.Writer) (*reconstruct.Result, *workload.Files, error) {
-	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+// (httplog, audit, both joined) under the loaded configuration, each
+// apiserver instance on its own (inst and the inputs say which served each
+// request); the files are read once (reconstruct.RunInstances). Progress
+// goes to errOut when it is a terminal.
+func reconstructFiles(ctx context.Context, paths []string, inst *instanceFlags, st *state.State, requestTimeout time.Duration, opts reconstruct.Options, errOut io.Writer) (*reconstruct.Result, *workload.Files, error) {
+	iopts, err := inst.options(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	// the year of klog's text headers, when a file tells it
+	year, _ := logYear(paths)
+	files, err := workload.OpenFiles(paths, workload.Options{Lenient: true, Year: year, Instances: iopts})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +40,8 @@ func reconstructFiles(ctx context.Context, paths []string, st *state.State, requ
 		opts.Progress = func(stage string, n int64) { fmt.Fprintf(errOut, "\r%s: %d requests read", stage, n) }
 		defer fmt.Fprint(errOut, "\r\033[K")
 	}
-	res, err := reconstruct.RunReader(files, opts, func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} })
+	res, err := reconstruct.RunInstances(files, opts, reconstruct.InstanceOptions{Resolve: files.Resolve},
+		func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,13 +69,20 @@ func snapshotCounts(st *state.State) engine.ObjectCounts {
 
 // malformedLines says what reading name skipped as unreadable (s has
 // Malformed lines).
+//
+// It says how much of the input was used: the requests read of its lines,
+// and the lines skipped for each reason (unreadable ones, and those that
+// are no request: audit events of other stages, a wrapper's other
+// records).
 func malformedLines(name string, s *workload.Stats) string {
-	return fmt.Sprintf("%s: %d %s could not be read as requests (first: %s)", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0])
+	reasons := append(s.MalformedReasons(), s.SkippedReasons()...)
+	return fmt.Sprintf("%s: %d %s could not be read as requests (first: %s); of its %d %s, %d gave requests, skipped: %s", name, s.Malformed, plural(int(s.Malformed), "line", "lines"), s.FirstMalformed[0],
+		s.Lines, plural(int(s.Lines), "line", "lines"), s.Records, strings.Join(reasons, ", "))
 }
 
 // workloadNotesOf says what reading the workload skipped.
 func workloadNotesOf(files *workload.Files, res *reconstruct.Result) []string {
-	var notes []string
+	notes := splitNotes(files, res)
 	for name, s := range files.Stats {
 		if s.Malformed > 0 {
 			notes = append(notes, "note: "+malformedLines(name, s))

@@ -70,7 +70,10 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		}
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		r, skipped, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, o.In)
+		// the year the reconstruction reads the files with, so that the
+		// request is found among them by its arrival
+		year, _ := logYear(o.pastFiles())
+		r, skipped, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, year, o.In)
 		if err != nil {
 			return err
 		}
@@ -158,6 +161,9 @@ func (o *ExplainRequestOptions) Validate() error {
 	}
 	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" && !o.VLogs.enabled() {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
+	}
+	if err := o.Instances.validate(o.pastFiles()); err != nil {
+		return err
 	}
 	if o.messageOnly() {
 		return nil

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -70,10 +72,29 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
 	}
-	res, files, err := reconstructFiles(ctx, paths, st, o.Server.RequestTimeout, reconstruct.Options{
-		Focus: match,
+	// the request is reconstructed with explain's identity (the flags', or
+	// its audit event's), so that its flow and hand are the ones explain
+	// shows; so are the other requests of its client (user agent and
+	// address) whose log names no user, which the reconstruction would
+	// otherwise put in a flow of that client, apart from it
+	var identify func(*workload.Request) (engine.Identity, bool)
+	if id := o.identity; id != nil {
+		client := recordClient(rec)
+		identify = func(w *workload.Request) (engine.Identity, bool) {
+			if match(w) || !w.UserKnown && client != "" && recordClient(w) == client {
+				return *id, true
+			}
+			return engine.Identity{}, false
+		}
+	}
+	_, yearKnown := logYear(paths)
+	var instance string
+	res, files, err := reconstructFiles(ctx, paths, &o.Instances, st, o.Server.RequestTimeout, reconstruct.Options{
+		Focus:    match,
+		Identify: identify,
 		OnFate: func(f *reconstruct.Fate) {
 			if found == nil && f.Snapshot != nil {
+				instance = f.Record.Instance
 				g := *f
 				g.Record = nil
 				found = &g
@@ -91,13 +112,31 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return false, nil
 	}
-	ex.SetPast(pastOf(found))
+	if len(res.InstancesRead) > 1 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("note: apiserver instance %s served the request: its moment is reconstructed from that instance's requests alone, with its own calibration and limit (the log holds %d instances)", instance, len(res.InstancesRead)))
+	}
+	ex.SetPast(pastOf(found, yearKnown))
 	return true, nil
 }
 
-// pastOf turns a reconstructed fate into explain's view of it.
-func pastOf(f *reconstruct.Fate) *explain.Past {
-	p := &explain.Past{At: f.At, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
+// recordClient is a record's client as the reconstruction tells the requests
+// of a log without users apart: its user agent and address without the
+// port ("" when the record names neither).
+func recordClient(w *workload.Request) string {
+	if w.UserAgent == "" && w.SourceIP == "" {
+		return ""
+	}
+	host := w.SourceIP
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return w.UserAgent + "@" + host
+}
+
+// pastOf turns a reconstructed fate into explain's view of it; yearKnown
+// says whether the log told the year of its time.
+func pastOf(f *reconstruct.Fate, yearKnown bool) *explain.Past {
+	p := &explain.Past{At: explain.LogTime{Time: f.At, YearKnown: yearKnown}, YearUnknown: !yearKnown, Level: f.Level, Reason: f.Reason, SeatsInUse: f.SeatsInUse, Limit: f.Limit, Waiting: f.Waiting,
 		WaitLimit: explain.Duration(f.WaitLimit), Holders: []explain.PastFlow{}}
 	p.Reconstructed = explain.VerdictRuns
 	if f.Rejected {

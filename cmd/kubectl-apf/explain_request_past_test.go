@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,6 +173,12 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 		{[]string{"--workload", "a.log", "--incident-gap", "0s"}, "--incident-gap must be positive"},
 		{[]string{"--workload", "a.log", "--at", "now"}, "--at is one moment"},
 		{[]string{"--from", filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), "--workload", filepath.Join(t.TempDir(), "missing.log")}, "opening workload"},
+		// explain request's flags carried over: the message (a 429's text) is
+		// explain request's to read, and the identity names one request
+		{[]string{"--from-message", "Too many requests, please try again later."}, "'kubectl apf explain request --from-message TEXT' tells whether a 429's text is APF's"},
+		{[]string{"--from-message=Too many requests"}, "'kubectl apf explain request --from-message TEXT'"},
+		{[]string{"--user-name", "alice"}, "--user-name names one request, a flag of 'kubectl apf explain request'"},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 	} {
 		code, _, errOut := runPlugin(append([]string{"explain", "429"}, tt.args...)...)
 		if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
@@ -191,4 +199,87 @@ func TestExplain429WorkloadGolden(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	checkGolden(t, "explain/cmd-429-workload.golden", []byte(out))
+}
+
+// TestExplainRequestPastOfAUserlessLine explains the kuberay operator's
+// first pod creation in testdata/field/kueue-4508-httplog-kuberay-pods.log,
+// httplog lines that name no user, on a per-user level (service-accounts,
+// ByUser), with the identity given by a flag. The reconstructed moment must
+// be that identity's: its queues are explain's hand and the queue it went to
+// one of them. Its time is the line's less its latency
+// (22:40:41.976983 − 11.586316 ms), with the year of the lines' dated prefix,
+// or, from klog's header alone, without a year and saying so. Its 561 µs
+// between arrival and execution (latency − apf_execution_time), on a level
+// with every seat free and nobody waiting, are no queue: four lines give no
+// measured τ, and upstream dispatches such a request at once.
+func TestExplainRequestPastOfAUserlessLine(t *testing.T) {
+	src := fieldPath("kueue-4508-httplog-kuberay-pods.log")
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	klogOnly := filepath.Join(t.TempDir(), "klog.log")
+	if err := os.WriteFile(klogOnly, regexp.MustCompile(`(?m)^\S+ stderr F `).ReplaceAll(raw, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, file, wantAt string
+		wantYearUnknown    bool
+	}{
+		{"a container runtime's dated prefix", src, "2025-03-05T22:40:41.965396684Z", false},
+		{"klog's header alone", klogOnly, "--03-05T22:40:41.965396684Z", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPlugin("explain", "request", "--defaults", "--from-log", tt.file, "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05",
+				"--service-account", "ray-system/kuberay-operator", "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var ex explain.Explanation
+			if err := json.Unmarshal([]byte(out), &ex); err != nil {
+				t.Fatal(err)
+			}
+			var asWritten struct {
+				Past struct {
+					At          string `json:"at"`
+					YearUnknown bool   `json:"yearUnknown"`
+				} `json:"past"`
+			}
+			if err := json.Unmarshal([]byte(out), &asWritten); err != nil {
+				t.Fatal(err)
+			}
+			if ex.Past == nil || ex.Queues == nil {
+				t.Fatalf("no reconstructed moment or hand: %s", out)
+			}
+			if asWritten.Past.At != tt.wantAt || asWritten.Past.YearUnknown != tt.wantYearUnknown {
+				t.Errorf("past.at %q, yearUnknown %v; want %q, %v", asWritten.Past.At, asWritten.Past.YearUnknown, tt.wantAt, tt.wantYearUnknown)
+			}
+			if ex.FlowDistinguisher != "system:serviceaccount:ray-system:kuberay-operator" {
+				t.Errorf("flow distinguisher %q, want the service account's user name", ex.FlowDistinguisher)
+			}
+			var hand, past []int
+			for _, q := range ex.Queues.Hand {
+				hand = append(hand, q.Index)
+			}
+			for _, q := range ex.Past.Queues {
+				past = append(past, q.Index)
+			}
+			if !slices.Equal(hand, past) {
+				t.Errorf("the queues at the time are %v, explain's hand %v", past, hand)
+			}
+			if ex.Past.Queue == nil || !slices.Contains(hand, *ex.Past.Queue) {
+				t.Errorf("the request went to queue %s, not one of its hand %v", queueOf(ex.Past.Queue), hand)
+			}
+			if ex.Past.Fate != explain.VerdictRuns || ex.Verdict.Kind != explain.VerdictRuns || ex.Past.Wait != nil {
+				t.Errorf("fate %q, verdict %q, wait %v: want dispatched at once (%d of %d seats in use, %d waiting)", ex.Past.Fate, ex.Verdict.Kind, ex.Past.Wait, ex.Past.SeatsInUse, ex.Past.Limit, ex.Past.Waiting)
+			}
+		})
+	}
+}
+
+func queueOf(q *int) string {
+	if q == nil {
+		return "-"
+	}
+	return strconv.Itoa(*q)
 }

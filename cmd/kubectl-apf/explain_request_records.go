@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +24,9 @@ import (
 // another component's) is skipped, and skipped says so (malformedLines)
 // for each value that skipped any, keyed by the value. A line given itself
 // is read strictly: its error is the answer.
-func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+//
+// year completes klog's text headers (0: the readers' default).
+func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
 	// the readers' counts, by value, with the name each reads
@@ -32,7 +36,7 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workl
 	}
 	reads := map[string]read{}
 	if fromLog != "" {
-		rd, name, st, closeFn, err := openRecordReader(fromLog, true, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromLog, true, year, stdin)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--from-log: %w", err)
 		}
@@ -40,7 +44,7 @@ func readRecorded(fromLog, fromAudit, auditID string, stdin io.Reader) (r *workl
 		logRd, logName, reads[fromLog] = rd, name, read{name, st}
 	}
 	if fromAudit != "" {
-		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, stdin)
+		rd, name, st, closeFn, err := openRecordReader(fromAudit, false, year, stdin)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--from-audit: %w", err)
 		}
@@ -99,10 +103,10 @@ func pickRecorded(logRd, auditRd workload.Reader, logName, auditName, auditID st
 // Arrival order does not matter here (one record is kept), so the smallest
 // re-ordering window keeps the reader's memory at one record however long
 // the file is. Files and stdin are read leniently, the line given strictly.
-func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
+func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
 	var in io.Reader
 	name, closeFn := value, func() {}
-	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true}
+	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true, Year: year}
 	switch {
 	case value == "-":
 		in, name = stdin, "stdin"
@@ -119,5 +123,38 @@ func openRecordReader(value string, httplog bool, stdin io.Reader) (workload.Rea
 	if httplog {
 		return workload.NewHTTPLogReader(in, name, opts, st), name, st, closeFn, nil
 	}
-	return workload.NewAuditReader(in, name, opts, st), name, st, closeFn, nil
+	// audit events as the apiserver writes them, or wrapped by a cloud or
+	// a log pipeline, gzipped or not
+	br := bufio.NewReaderSize(in, 1<<16)
+	head, _ := br.Peek(1 << 16)
+	rd, f, err := workload.NewReader(br, name, opts, st)
+	if err != nil {
+		closeFn()
+		return nil, "", nil, nil, err
+	}
+	if !workload.AuditFormat(f) {
+		defer closeFn()
+		if f == workload.FormatHTTPLog && !bytes.Contains(head, []byte(`"HTTP"`)) {
+			// not the apiserver's log either: text around pasted events
+			return nil, "", nil, nil, notAuditEvents(name, head)
+		}
+		return nil, "", nil, nil, fmt.Errorf("%s holds %s, not audit events: give httplog lines with --from-log", name, f)
+	}
+	return rd, name, st, closeFn, nil
+}
+
+// notAuditEvents is the error for an --from-audit input that holds neither
+// audit events nor the apiserver's httplog lines (a paste of cut events,
+// say), counting the non-blank lines of its head.
+func notAuditEvents(name string, head []byte) error {
+	n, more := 0, ""
+	if len(head) == 1<<16 {
+		more = "at least "
+	}
+	for _, l := range bytes.Split(head, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return fmt.Errorf("no audit event (ResponseComplete stage) request found in %s: %s%d lines could not be read as requests: none is an audit event (one JSON object a line, or events as a cloud or log pipeline exports them)", name, more, n)
 }

@@ -100,7 +100,7 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 		{[]string{"--defaults", "--user-name", "a", "get", "/api/v1/pods"}, `verb "get" contradicts path`},
 		{[]string{"--defaults", "--user-name", "a", "list", "https://h/api/v1/pods"}, "is a full URL"},
 		{[]string{"--defaults", "--user-name", "a", "-o", "wide", "get", "/version"}, "--output must be"},
-		{[]string{"--defaults", "--from", "x.tgz", "--user-name", "a", "get", "/version"}, "--defaults and --from"},
+		{[]string{"--defaults", "--from", "x.tgz", "--user-name", "a", "get", "/version"}, "x.tgz"},
 		{[]string{"--defaults", "--probe", "--user-name", "a", "get", "/version"}, "--probe sends the request to the cluster"},
 		{[]string{"--defaults", "--audit-id", "x", "--user-name", "a", "get", "/version"}, "--audit-id selects a record"},
 		{[]string{"--defaults", "--from-log", nodeLogLine}, "carries no user"},

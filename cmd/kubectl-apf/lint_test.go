@@ -99,7 +99,7 @@ func TestLintFlagErrors(t *testing.T) {
 	}{
 		{[]string{"lint", "--defaults", "-o", "xml"}, "--output must be one of '' (or table), json, yaml, sarif, junit, jsonpath=..."},
 		{[]string{"lint", "--defaults", "--min-severity", "loud"}, "--min-severity: severity must be one of error, warning, info"},
-		{[]string{"lint", "--defaults", "--from", "x.tar.gz"}, "--defaults and --from both name the base configuration"},
+		{[]string{"lint", "--defaults", "--from", "x.tar.gz"}, "x.tar.gz"},
 		{[]string{"lint", "--defaults", "-f", "does-not-exist"}, "-f does-not-exist:"},
 		{[]string{"lint", "--from", "does-not-exist.tar.gz"}, "does-not-exist.tar.gz"},
 	}

@@ -72,7 +72,7 @@ func TestMonitoringFlagErrors(t *testing.T) {
 		{[]string{"monitoring", "rules", "-o", "wide"}, "--output"},
 		{[]string{"monitoring", "dashboard", "--defaults", "-o", "yaml"}, "--output"},
 		{[]string{"monitoring", "rules", "--labels", "a=b"}, "-o prometheusrule"},
-		{[]string{"monitoring", "dashboard", "--defaults", "--from", "x.tar.gz"}, "--defaults and --from"},
+		{[]string{"monitoring", "dashboard", "--defaults", "--from", "x.tar.gz"}, "x.tar.gz"},
 		{[]string{"monitoring", "dashboard", "--defaults", "--uid", ""}, "--uid"},
 		{[]string{"monitoring", "dashboard", "--defaults", "--cluster-label", "a b"}, "--cluster-label"},
 		{[]string{"monitoring", "dashboard", "--from", filepath.Join(t.TempDir(), "missing.tar.gz")}, "missing.tar.gz"},

@@ -108,6 +108,8 @@ type SimulateOptions struct {
 	*state.Options
 
 	Workloads []string
+	// Instances say which apiserver instance served each file's requests.
+	Instances instanceFlags
 	Sets      []string
 	// Server are --server-concurrency and --server-request-timeout.
 	Server      *state.ServerOptions
@@ -149,13 +151,14 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd := &cobra.Command{
 		Use:     "simulate --workload FILE...",
 		Short:   "Replay recorded traffic through APF's queues, before and after a configuration change",
-		Long:    simulateLong,
+		Long:    simulateLong + workloadInstancesHelp,
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
 	o.VLogs.addFlags(cmd.Flags(), configFlags)
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
+	o.Instances.addFlags(cmd.Flags())
 	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	o.Server.AddFlags(cmd.Flags())
@@ -207,6 +210,9 @@ func (o *SimulateOptions) Validate() error {
 	if stdin > 1 {
 		return fmt.Errorf("--workload -: standard input can be read only once")
 	}
+	if err := o.Instances.validate(o.Workloads); err != nil {
+		return err
+	}
 	for _, f := range o.Files {
 		if f == "-" && stdin > 0 {
 			return fmt.Errorf("-f - and --workload - both read standard input; give one of them a file")
@@ -234,7 +240,11 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := simulate.Config{Workloads: o.Workloads, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
+	insts, err := o.Instances.options(o.Workloads)
+	if err != nil {
+		return err
+	}
+	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
 		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.cpuLimit, ServerSpeed: o.ServerSpeed}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()

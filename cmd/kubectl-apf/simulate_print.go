@@ -105,7 +105,46 @@ func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	if err := printAgreement(w, rep); err != nil {
 		return err
 	}
-	return printCalibration(w, rep)
+	if err := printCalibration(w, rep); err != nil {
+		return err
+	}
+	return printInstances(w, rep)
+}
+
+// printInstances says, for a workload of several apiserver instances, what
+// each instance's replay gave, and its calibration.
+func printInstances(w io.Writer, rep *simulate.Result) error {
+	if len(rep.Instances) < 2 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nInstances (each replayed on its own, the change applied to each; the tables above sum them, with the largest wait and peak of any instance):\n")
+	for _, in := range rep.Instances {
+		before, after := int64(0), int64(-1)
+		for _, l := range in.Levels {
+			before += levelTotal(&l) - l.Dispatched
+		}
+		if in.After != nil {
+			after = 0
+			for _, l := range in.After.Levels {
+				after += levelTotal(&l) - l.Dispatched
+			}
+		}
+		fmt.Fprintf(w, "  %s: server concurrency limit %d, %d %s replayed, %d recorded 429s, %d predicted", sanitize.Line(in.Name), in.ServerConcurrencyLimit,
+			in.Requests, plural(int(in.Requests), "request", "requests"), in.Workload.RecordedRejections, before)
+		if after >= 0 {
+			fmt.Fprintf(w, ", %d after the change", after)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, in := range rep.Instances {
+		if calibrationFound(in.Calibration) {
+			fmt.Fprintf(w, "\nInstance %s:", sanitize.Line(in.Name))
+			if err := printCalibration(w, in.Result); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // simulateLegend says what the columns count. PEAK-QUEUE counts a request

@@ -146,7 +146,7 @@ func TestSimulateErrors(t *testing.T) {
 		{"stdin twice", []string{"--workload", "-", "-f", "-"}, "both read standard input"},
 		{"--cpu-limit not a quantity", []string{"--workload", burst, "--cpu-limit", "two"}, `--cpu-limit "two": give the CPU limit in cores`},
 		{"--cpu-limit zero", []string{"--workload", burst, "--cpu-limit", "0m"}, `--cpu-limit "0m"`},
-		{"defaults and from", []string{"--workload", burst, "--from", dir}, "--defaults and --from"},
+		{"defaults and from: the input is read", []string{"--workload", burst, "--from", dir}, "not a kubectl-apf bundle"},
 		{"--server-speed zero", []string{"--workload", burst, "--server-speed", "0"}, "--server-speed must be a number above 0"},
 		{"--server-speed negative", []string{"--workload", burst, "--server-speed", "-2"}, "--server-speed must be a number above 0"},
 		{"--server-speed NaN", []string{"--workload", burst, "--server-speed", "NaN"}, "--server-speed must be a number above 0"},

@@ -210,6 +210,9 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if o.Kind == "levels" {
 			err = o.printLevels(c.Snapshots)
 		} else {
+			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
+				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", render.Sanitize(inst))
+			}
 			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
 		}
 		if err != nil || !o.Watch {
@@ -262,8 +265,7 @@ func (o *TopOptions) runStore(ctx context.Context) error {
 			rows = slices.DeleteFunc(rows, func(r history.LevelWindow) bool { return r.Name != o.Level })
 		}
 		if len(rows) == 0 {
-			return fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
-				h.Window.Start.UTC().Format(time.RFC3339), h.Window.End.UTC().Format(time.RFC3339))
+			return history.NoSeriesError(ctx, h.Querier, h.Describe(), h.Window)
 		}
 		return printObject(o.Out, o.Flags, rows, func(w io.Writer) error { return historyrender.WriteLevelWindows(w, rows, o.NoHeaders) })
 	}

@@ -70,8 +70,7 @@ func storeRecording(ctx context.Context, h *state.StoreOptions, w history.Window
 		return nil, err
 	}
 	if len(caps) == 0 {
-		return nil, fmt.Errorf("%s holds no APF series from %s to %s matching the selector", h.Describe(),
-			w.Start.UTC().Format(time.RFC3339), w.End.UTC().Format(time.RFC3339))
+		return nil, history.NoSeriesError(ctx, h.Querier, h.Describe(), w)
 	}
 	rec := &record.Recording{Header: record.Header{Source: h.Describe(), Started: w.Start.UTC(), Interval: w.Step}}
 	for i, c := range caps {

@@ -29,7 +29,10 @@ type Report struct {
 	// only the mandatory levels.
 	Current      *Table `json:"current,omitempty"`
 	Unconfigured string `json:"unconfigured,omitempty"`
-	Proposed     *Table `json:"proposed,omitempty"`
+	// Assumed says what Current was assumed to be when the input held no
+	// PriorityLevelConfigurations and -f changes them (AssumeBase).
+	Assumed  string `json:"assumed,omitempty"`
+	Proposed *Table `json:"proposed,omitempty"`
 	// Now is what each level of each instance holds in the state read
 	// (pkg/levels: the dumps, then the metrics, then the configuration);
 	// empty without live state (--defaults, a bundle of objects alone).
@@ -87,6 +90,9 @@ func WriteText(w io.Writer, rep Report) error {
 		return writeNow(w, rep)
 	}
 	cur := *rep.Current
+	if rep.Assumed != "" {
+		fmt.Fprintf(w, "Assumed: %s\n", sanitize.Line(rep.Assumed))
+	}
 	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))
@@ -133,6 +139,7 @@ func WriteText(w io.Writer, rep Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "note: UPPER is %s; the most each can reach: %s\n", UpperNote, reachable(rep))
 	for _, t := range []*Table{rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
@@ -205,4 +212,40 @@ func levelCells(l Level, ok bool) []string {
 	return []string{typ, fmt.Sprint(l.Shares), pct(l.LendablePercent), pct(l.BorrowingLimitPercent),
 		fmt.Sprint(l.NominalCL), fmt.Sprint(l.LendableCL), fmt.Sprint(l.BorrowingCL), fmt.Sprint(l.LowerCL), fmt.Sprint(l.UpperCL),
 		maxSeats, queues, wait, probs[0], probs[1], probs[2]}
+}
+
+// reachable lists each limited level's ReachableCL, current -> proposed.
+func reachable(rep Report) string {
+	prop := map[string]Level{}
+	if rep.Proposed != nil {
+		for _, l := range rep.Proposed.Levels {
+			prop[l.Name] = l
+		}
+	}
+	var parts []string
+	seen := map[string]bool{}
+	add := func(l Level, p string) {
+		if l.ReachableCL == nil {
+			return
+		}
+		parts = append(parts, sanitize.Line(l.Name)+" "+Change(fmt.Sprint(*l.ReachableCL), p))
+	}
+	for _, l := range rep.Current.Levels {
+		seen[l.Name] = true
+		p := ""
+		if pl, ok := prop[l.Name]; ok && pl.ReachableCL != nil {
+			p = fmt.Sprint(*pl.ReachableCL)
+		} else if rep.Proposed != nil {
+			p = "-"
+		}
+		add(l, p)
+	}
+	if rep.Proposed != nil {
+		for _, l := range rep.Proposed.Levels {
+			if !seen[l.Name] {
+				add(l, "")
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }

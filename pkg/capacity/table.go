@@ -32,6 +32,15 @@ type Level struct {
 	BorrowingCL int `json:"borrowingLimitSeats"`
 	LowerCL     int `json:"lowerLimitSeats"`
 	UpperCL     int `json:"upperLimitSeats"`
+	// ReachableCL is the most seats the level can reach by borrowing: its
+	// nominal limit plus what every other level lends, within UpperCL. The
+	// apiserver's upper limit (UpperCL, upper_limit_seats) assumes the
+	// whole server can be borrowed, which overstates it
+	// (kubernetes/kubernetes#129086, not fixed upstream): in
+	// apf_controller.go's updateBorrowingLocked the levels share the sum of
+	// the nominal limits, each kept at or above its lower limit. Exempt
+	// levels are never limited: nil for them.
+	ReachableCL *int `json:"reachableLimitSeats,omitempty"`
 	// MaxSeats is the most seats one request can take here (0: none set, the
 	// work estimator's global caps apply).
 	MaxSeats uint64 `json:"maxSeatsPerRequest"`
@@ -115,5 +124,19 @@ func Compute(pls []*flowcontrolv1.PriorityLevelConfiguration, serverConcurrencyL
 		}
 		t.Levels = append(t.Levels, lv)
 	}
+	lent := 0
+	for _, l := range t.Levels {
+		lent += l.LendableCL
+	}
+	for i, l := range t.Levels {
+		if l.Type != string(flowcontrolv1.PriorityLevelEnablementExempt) {
+			r := min(l.UpperCL, l.NominalCL+lent-l.LendableCL)
+			t.Levels[i].ReachableCL = &r
+		}
+	}
 	return t, nil
 }
+
+// UpperNote is the note on the UPPER column wherever it is shown: upstream's
+// upper limit overstates what a level can borrow.
+const UpperNote = "the apiserver's upper limit (apiserver_flowcontrol_upper_limit_seats), which overstates what a level can reach: it assumes the whole server can be borrowed, but a level borrows only what the other levels lend (kubernetes/kubernetes#129086, not fixed upstream)"

@@ -225,8 +225,21 @@ func readTarball(p string, r io.Reader) (map[string][]byte, error) {
 type BundleSource struct {
 	Path  string
 	Stdin io.Reader
+	// ObjectFiles is true when the command takes -f: the notes on an input
+	// without FlowSchemas and PriorityLevelConfigurations point to it then,
+	// and to the cluster or a bundle only otherwise.
+	ObjectFiles bool
+	// ReadObjects reads the FlowSchemas and PriorityLevelConfigurations of
+	// a file (YAML or JSON, any served version) in a directory of raw
+	// files, which are then used as a bundle's are; nil: such files are
+	// ignored. The state package sets it to the reader of -f.
+	ReadObjects ObjectReader
 
 	in *input
+	// err is why the input could not be read: kept, so a command that
+	// captures twice (with metrics, then without) gives the reason again
+	// instead of reading an emptied standard input.
+	err error
 }
 
 // Describe names the source.
@@ -243,24 +256,52 @@ func (b *BundleSource) Describe() string {
 // Capture returns the bundle's snapshots. Parts not in opts are dropped, so
 // a command shows the same from a bundle as from the cluster.
 func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
 	if b.in == nil {
-		in, err := readInput(b.Path, b.Stdin)
+		in, err := readInput(b.Path, b.Stdin, b.ReadObjects)
 		if err != nil {
+			b.err = err
 			return nil, err
 		}
 		b.in = in
 	}
 	if b.in.raw != nil {
+		b.in.raw.ObjectFiles = b.ObjectFiles
 		return b.in.captureRaw(opts)
 	}
 	c, _, err := CaptureFromFiles(b.in.bundle, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.in.name, err)
 	}
+	if n := elidedRows(b.in.bundle, opts.Parts); n > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
+	}
 	if opts.Parts&PartObjects != 0 && len(c.Snapshots) > 0 && !c.Snapshots[0].HasObjects() {
-		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, NoObjectsNote))
+		c.Notes = append(c.Notes, fmt.Sprintf("note: %s holds %s", b.in.name, noObjectsNote(b.ObjectFiles)))
 	}
 	return c, nil
+}
+
+// elidedRows counts the elision lines ("...") of a bundle's dumps, which
+// the dump parsers skip as the raw route does.
+func elidedRows(files map[string][]byte, parts Parts) int {
+	n := 0
+	for name, b := range files {
+		switch base := path.Base(name); base {
+		case FilePriorityLevels, FileQueues, FileRequests:
+			if !wanted(base, parts) {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if isElision(strings.TrimSpace(l)) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // CaptureFromFiles rebuilds a capture from bundle files.

@@ -148,3 +148,33 @@ func TestRedact(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBundleElisions: a bundle whose dump_queues was trimmed by hand the
+// way the documentation shows it ("..." lines; the docs' own paste) reads as
+// the raw route reads it, with a note, where it was refused at the first
+// elision (issue 47).
+func TestBundleElisions(t *testing.T) {
+	c := captureFake(t)
+	out := filepath.Join(t.TempDir(), "b")
+	if err := WriteBundle(out, c, Manifest{CreatedAt: c.Snapshots[0].CapturedAt, Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "instance-0", FileQueues), fieldFile(t, "docs-dump_queues.txt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(back.Snapshots[0].QueueDump); n != 6 {
+		t.Errorf("%d queues, want the docs' 6", n)
+	}
+	if !strings.Contains(strings.Join(back.Notes, "\n"), "skipped 2 elision lines in its dumps") {
+		t.Errorf("notes %q", back.Notes)
+	}
+	// Without the queues asked for, their elisions are not counted.
+	back, err = (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartRequests})
+	if err != nil || strings.Contains(strings.Join(back.Notes, "\n"), "elision") {
+		t.Errorf("err %v, notes %q", err, back.Notes)
+	}
+}

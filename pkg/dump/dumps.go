@@ -96,6 +96,11 @@ type RequestRow struct {
 	Resource    string            `json:"resource,omitempty"`
 	SubResource string            `json:"subResource,omitempty"`
 	Extra       map[string]string `json:"extra,omitempty"`
+
+	// WaitingOnly is true when the dump's layout lists the waiting requests
+	// only: before 1.28 (the layout without StartTime) executing requests
+	// were not listed, so how many executed is not in the dump.
+	WaitingOnly bool `json:"-"`
 }
 
 // Executing reports whether the request was executing (not waiting) when
@@ -221,6 +226,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 	}
 	_, hasDetails := t.index["UserName"]
 	_, hasSeats := t.index["InitialSeats"]
+	_, hasStart := t.index["StartTime"]
 	unknown := t.unknownColumns(requestColumns)
 	out := make([]RequestRow, 0, len(t.rows))
 	for _, r := range t.rows {
@@ -243,6 +249,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			StartTime:         c.time("StartTime"),
 			HasSeats:          hasSeats,
 			HasDetails:        hasDetails,
+			WaitingOnly:       !hasStart,
 			UserName:          c.str("UserName"),
 			Verb:              c.str("Verb"),
 			APIPath:           c.str("APIPath"),

@@ -120,17 +120,24 @@ func FormatQueues(rows []QueueRow) []byte {
 // columns are included when any row has details.
 func FormatRequests(rows []RequestRow) []byte {
 	header := []string{"PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime"}
-	details, seats := false, len(rows) == 0
+	details, seats, start := false, len(rows) == 0, len(rows) == 0
 	var ms []map[string]string
 	for _, r := range rows {
 		details = details || r.HasDetails
+		start = start || !r.WaitingOnly
 		seats = seats || r.HasSeats || r.InitialSeats != 0 || r.FinalSeats != 0 || r.AdditionalLatency != 0
 		ms = append(ms, r.Extra)
 	}
 	// The 1.20 layout has no seat columns: keep it so (rows built in Go
 	// without HasSeats but with seats get the columns).
+	// The 1.26 and 1.27 layouts have the seat columns but no StartTime
+	// (they list waiting requests only).
+	start = start && seats
 	if seats {
-		header = append(header, "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime")
+		header = append(header, "InitialSeats", "FinalSeats", "AdditionalLatency")
+	}
+	if start {
+		header = append(header, "StartTime")
 	}
 	if details {
 		header = append(header, "UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
@@ -142,7 +149,10 @@ func FormatRequests(rows []RequestRow) []byte {
 		cells := []string{r.PriorityLevel, r.FlowSchema, strconv.Itoa(r.QueueIndex), strconv.Itoa(r.IndexInQueue), r.FlowDistinguisher,
 			r.ArriveTime.UTC().Format(time.RFC3339Nano)}
 		if seats {
-			cells = append(cells, strconv.Itoa(r.InitialSeats), strconv.Itoa(r.FinalSeats), r.AdditionalLatency.String(), r.StartTime.UTC().Format(time.RFC3339Nano))
+			cells = append(cells, strconv.Itoa(r.InitialSeats), strconv.Itoa(r.FinalSeats), r.AdditionalLatency.String())
+		}
+		if start {
+			cells = append(cells, r.StartTime.UTC().Format(time.RFC3339Nano))
 		}
 		if details {
 			cells = append(cells, r.UserName, r.Verb, r.APIPath, r.Namespace, r.Name, r.APIVersion, r.Resource, r.SubResource)

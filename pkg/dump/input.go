@@ -2,12 +2,16 @@ package dump
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
 // StdinPath is the --from argument that reads standard input.
@@ -25,13 +29,15 @@ type input struct {
 	// snapshot (zero: unknown).
 	name string
 	at   time.Time
+	// atFrom says where at comes from (Snapshot.CapturedAtFrom).
+	atFrom string
 }
 
 // readInput reads what --from names: a bundle (a directory with
 // bundle.json, or a .tar.gz), a raw dump or metrics file, a directory of
 // such files, or "-" for stdin (a tarball or raw text). The kind is told by
 // the content, never by the name.
-func readInput(path string, stdin io.Reader) (*input, error) {
+func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, error) {
 	if path == StdinPath {
 		if stdin == nil {
 			stdin = os.Stdin
@@ -57,7 +63,7 @@ func readInput(path string, stdin io.Reader) (*input, error) {
 			}
 			return &input{bundle: files, name: "bundle " + path}, nil
 		}
-		return rawDir(path)
+		return rawDir(path, objects)
 	}
 	if st.Size() > maxBundleFile {
 		return nil, fmt.Errorf("reading --from %s: larger than %d bytes", path, maxBundleFile)
@@ -89,22 +95,44 @@ func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 	if err := DetectRaw(name, data, raw); err != nil {
 		return nil, err
 	}
-	return &input{raw: raw, name: name, at: rawTime(raw, mtime)}, nil
+	at, from := rawTime(raw, mtime)
+	return &input{raw: raw, name: name, at: at, atFrom: from}, nil
 }
 
 // rawTime is when a raw input was captured: the newest time its request
 // dump shows (requests arrive before the dump is taken), else the file's
-// modification time, else unknown.
-func rawTime(raw *RawInput, mtime time.Time) time.Time {
+// modification time, else unknown; and where that time comes from.
+func rawTime(raw *RawInput, mtime time.Time) (time.Time, string) {
 	if !raw.Newest.IsZero() {
-		return raw.Newest.UTC()
+		return raw.Newest.UTC(), AtNewestRequest
 	}
-	return mtime.UTC()
+	if mtime.IsZero() {
+		return time.Time{}, ""
+	}
+	return mtime.UTC(), AtFileTime
 }
 
+// Where the capture time of a raw input comes from (Snapshot.CapturedAtFrom).
+const (
+	// AtNewestRequest: the newest arrival or start its dump_requests
+	// shows, no later than the dump: ages counted from it are at least
+	// what they were.
+	AtNewestRequest = "the newest arrival or start in its dump_requests"
+	// AtFileTime: when its file was last written (the newest, for a
+	// directory), no earlier than the dump: ages counted from it are at
+	// most what they were.
+	AtFileTime = "the time its file was last written"
+)
+
+// ObjectReader reads the FlowSchemas and PriorityLevelConfigurations of a
+// file named name, converted to v1; none and no error when it holds none.
+type ObjectReader func(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error)
+
 // rawDir reads the files of a directory that is not a bundle, each told by
-// its content; files that are none of the kinds are listed in the note.
-func rawDir(dir string) (*input, error) {
+// its content: dumps and metrics, and with objects the FlowSchemas and
+// PriorityLevelConfigurations of YAML or JSON files; files that are none of
+// these are listed in the note.
+func rawDir(dir string, objects ObjectReader) (*input, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading --from: %w", err)
@@ -136,11 +164,17 @@ func rawDir(dir string) (*input, error) {
 		// is, but is broken, is an error.
 		var one RawInput
 		if err := DetectRaw(p, data, &one); err != nil {
-			if !looksRaw(data) {
-				raw.Ignored = append(raw.Ignored, n)
-				continue
+			if looksRaw(data) {
+				return nil, err
 			}
-			return nil, err
+			used, err := raw.addObjects(objects, n, p, data)
+			if err != nil {
+				return nil, err
+			}
+			if !used {
+				raw.Ignored = append(raw.Ignored, n)
+			}
+			continue
 		}
 		if err := DetectRaw(p, data, raw); err != nil {
 			return nil, err
@@ -149,10 +183,14 @@ func rawDir(dir string) (*input, error) {
 			newest = info.ModTime()
 		}
 	}
-	if len(raw.Files) == 0 {
+	if len(raw.Files) == 0 || !raw.hasLive() {
 		return nil, fmt.Errorf("reading --from %s: not a kubectl-apf bundle (no %s) and no file in it is a debug dump or /metrics text", dir, manifestFile)
 	}
-	return &input{raw: raw, name: dir, at: rawTime(raw, newest)}, nil
+	if err := raw.encodeObjects(); err != nil {
+		return nil, err
+	}
+	at, from := rawTime(raw, newest)
+	return &input{raw: raw, name: dir, at: at, atFrom: from}, nil
 }
 
 // looksRaw reports whether a file of a directory means to be a dump or
@@ -161,7 +199,10 @@ func rawDir(dir string) (*input, error) {
 func looksRaw(data []byte) bool {
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		t := string(bytes.TrimSpace(l))
-		if t == "" || isElision(t) || promptRE.MatchString(t) {
+		if t == "" || isElision(t) || promptRE.MatchString(t) || strings.HasPrefix(t, "```") {
+			continue
+		}
+		if kind, _ := dumpKindOf(t); kind == "" && !isMetricsLine(t) && isProse(t, false) {
 			continue
 		}
 		kind, err := dumpKindOf(t)
@@ -183,5 +224,60 @@ func (in *input) captureRaw(opts CaptureOptions) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.CapturedAtFrom = in.atFrom
 	return &Capture{Snapshots: []*Snapshot{s}, Notes: []string{in.raw.Note(in.name)}}, nil
+}
+
+// objectExts are the extensions of the files rawDir reads objects from.
+var objectExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
+
+// addObjects reads the objects of a file of a raw directory, reporting
+// whether it held any. A YAML or JSON file that does not decode is left
+// to the note's ignored files, with why.
+func (in *RawInput) addObjects(read ObjectReader, base, p string, data []byte) (bool, error) {
+	if read == nil || !objectExts[strings.ToLower(filepath.Ext(base))] {
+		return false, nil
+	}
+	fs, pl, err := read(p, data)
+	if err != nil {
+		in.Ignored = append(in.Ignored, fmt.Sprintf("%s (%v)", base, err))
+		return true, nil
+	}
+	if len(fs)+len(pl) == 0 {
+		return false, nil
+	}
+	in.flowSchemas = append(in.flowSchemas, fs...)
+	in.priorityLevels = append(in.priorityLevels, pl...)
+	in.objectFiles = append(in.objectFiles, base)
+	return true, nil
+}
+
+// hasLive reports whether the input holds a dump or metrics, not objects
+// alone.
+func (in *RawInput) hasLive() bool {
+	for _, k := range rawKinds {
+		if _, ok := in.Files[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeObjects keeps the objects read as a bundle keeps them: v1 lists.
+func (in *RawInput) encodeObjects() error {
+	if len(in.flowSchemas) > 0 {
+		b, err := json.Marshal(flowcontrolv1.FlowSchemaList{TypeMeta: typeMetaList("FlowSchemaList"), Items: in.flowSchemas})
+		if err != nil {
+			return err
+		}
+		in.Files[FileFlowSchemas] = b
+	}
+	if len(in.priorityLevels) > 0 {
+		b, err := json.Marshal(flowcontrolv1.PriorityLevelConfigurationList{TypeMeta: typeMetaList("PriorityLevelConfigurationList"), Items: in.priorityLevels})
+		if err != nil {
+			return err
+		}
+		in.Files[FilePLCs] = b
+	}
+	return nil
 }

@@ -160,7 +160,9 @@ func parseTable(endpoint string, body []byte, first string) (*table, error) {
 		// cell and line breaks, so these can only come from re-formatting;
 		// treat them as padding.
 		line := tabwriterControls.Replace(strings.TrimRight(raw, "\r"))
-		if strings.TrimSpace(line) == "" {
+		// An elision ("...", "…") stands for rows left out of a paste or a
+		// hand-trimmed bundle; no dump row is made of dots alone.
+		if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
 			continue
 		}
 		if !utf8.ValidString(line) {

@@ -7,7 +7,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -25,8 +28,11 @@ type RawInput struct {
 	// From names where each body was found ("pl.txt", "standard input").
 	From map[string]string
 	// Elided counts the elision lines ("...", "…") skipped, Prompts the
-	// shell command lines ("$ kubectl get --raw ...").
-	Elided, Prompts int
+	// shell command lines ("$ kubectl get --raw ..."), Prose the lines of
+	// text around them ("Here is the dump:"), Tables the header and rule
+	// lines of a Prometheus UI table pasted as Markdown ("series | value",
+	// "-- | --").
+	Elided, Prompts, Prose, Tables int
 	// Ignored are the files of a directory that hold none of the kinds,
 	// with why.
 	Ignored []string
@@ -36,6 +42,17 @@ type RawInput struct {
 
 	// counts are the rows parsed, by bundle file name.
 	counts map[string]int
+	// merge joins the metrics bodies, each series once.
+	merge *metricsMerge
+	// ObjectFiles is true when the command reading the input takes -f (the
+	// note points to it only then).
+	ObjectFiles bool
+
+	// The FlowSchemas and PriorityLevelConfigurations of the object files
+	// of a directory, and those files' names.
+	flowSchemas    []flowcontrolv1.FlowSchema
+	priorityLevels []flowcontrolv1.PriorityLevelConfiguration
+	objectFiles    []string
 }
 
 // rawKinds are the bodies a raw input may hold, in the order a note names
@@ -105,6 +122,28 @@ func dumpKindOf(t string) (string, error) {
 	return "", fmt.Errorf("a dump header of no known layout (neither dump_priority_levels, dump_queues nor dump_requests): %s", quoteLine(t))
 }
 
+// isProse reports whether a trimmed line is a sentence around a paste
+// ("Here are the queues:", "Output of the command below"): it starts with
+// a letter, has at least two words, and is neither a dump header nor
+// /metrics text (the caller checks those first). A line of a dump has cells
+// separated by commas, so inDump takes only lines without any.
+func isProse(t string, inDump bool) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	if !unicode.IsLetter(r) || !strings.ContainsAny(t, " \t") {
+		return false
+	}
+	if inDump && strings.Contains(t, ",") {
+		return false
+	}
+	// A sentence starts with a word, not a metric name or a key=value.
+	if first, _, _ := strings.Cut(t, " "); strings.ContainsAny(first, "_=/<>\"") {
+		return false
+	}
+	// A series with labels and no value, or with a value the metrics
+	// grammar refuses, is no sentence: let the reader say what is wrong.
+	return !strings.Contains(t, "{")
+}
+
 func isMetricsLine(t string) bool {
 	if strings.HasPrefix(t, "# HELP ") || strings.HasPrefix(t, "# TYPE ") {
 		return true
@@ -136,6 +175,12 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	}
 	var secs []*section
 	var cur *section
+	// The first prose line, quoted when nothing else is found: the input
+	// was then no paste of a dump but something else.
+	proseLine, proseText := 0, ""
+	// A series of a Prometheus UI table copied with its value on the next
+	// line waits here for it.
+	pending, pendingLine := "", 0
 	text := string(data)
 	for n := 1; len(text) > 0; n++ {
 		var line string
@@ -159,6 +204,26 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 			// A comment of a shell session or of /metrics text.
 			continue
 		}
+		inMetrics := cur == nil || cur.kind == MetricsFile(0)
+		switch {
+		case pending != "":
+			if !isSampleValue(t) {
+				return fmt.Errorf("%s line %d: the metrics series %s has no value: the next line, %s, is no number (a line of /metrics text is name{labels} value)", name, pendingLine, quoteLine(pending), quoteLine(t))
+			}
+			t = pending + " " + t
+			line, pending = t, ""
+		case inMetrics:
+			if row, skip, ok := promTableLine(t); ok {
+				if skip {
+					in.Tables++
+					continue
+				}
+				t, line = row, row
+			} else if isBareSeries(t) {
+				pending, pendingLine = t, n
+				continue
+			}
+		}
 		kind, err := dumpKindOf(t)
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", name, n, err)
@@ -170,8 +235,19 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 		case isMetricsLine(t) && (cur == nil || cur.kind != MetricsFile(0)):
 			cur = &section{kind: MetricsFile(0), start: n}
 			secs = append(secs, cur)
-		case cur == nil:
-			return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
+		case (cur == nil || cur.kind == MetricsFile(0) && !isMetricsLine(t)) && isProse(t, false),
+			cur != nil && cur.kind != MetricsFile(0) && isProse(t, true):
+			// Text around the paste ends the body it follows.
+			if proseLine == 0 {
+				proseLine, proseText = n, t
+			}
+			in.Prose++
+			cur = nil
+			continue
+		case inMetrics && !isMetricsLine(t) && seriesTail(t) != "":
+			return fmt.Errorf("%s line %d: a metrics series whose value is no number: after its labels comes %s (a line of /metrics text is name{labels} value): %s", name, n, quoteLine(seriesTail(t)), quoteLine(t))
+		case cur == nil, cur.kind == MetricsFile(0) && !isMetricsLine(t):
+			return notRaw(name, n, t)
 		}
 		// A dump keeps its alignment (cells may hold ", "); metrics lines
 		// are taken trimmed.
@@ -180,7 +256,13 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 		}
 		cur.lines = append(cur.lines, line)
 	}
+	if pending != "" {
+		return fmt.Errorf("%s line %d: the metrics series %s has no value (a line of /metrics text is name{labels} value)", name, pendingLine, quoteLine(pending))
+	}
 	if len(secs) == 0 {
+		if proseLine > 0 {
+			return notRaw(name, proseLine, proseText)
+		}
 		return fmt.Errorf("%s holds no debug dump and no /metrics text (only %s)", name, skippedLines(in))
 	}
 	for _, s := range secs {
@@ -191,6 +273,11 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	return nil
 }
 
+// notRaw is the error of a line that is none of the kinds.
+func notRaw(name string, n int, t string) error {
+	return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
+}
+
 func skippedLines(in *RawInput) string {
 	var parts []string
 	if in.Elided > 0 {
@@ -199,8 +286,17 @@ func skippedLines(in *RawInput) string {
 	if in.Prompts > 0 {
 		parts = append(parts, plural(in.Prompts, "command line"))
 	}
+	if in.Prose > 0 {
+		parts = append(parts, plural(in.Prose, "line")+" of text")
+	}
+	if in.Tables > 0 {
+		parts = append(parts, plural(in.Tables, "table header line"))
+	}
 	if len(parts) == 0 {
 		return "code fences"
+	}
+	if len(parts) > 2 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 	}
 	return strings.Join(parts, " and ")
 }
@@ -246,10 +342,13 @@ func (in *RawInput) add(name string, s *section) error {
 			}
 		}
 	default:
-		// Several greps of one scrape join into one body.
-		if prev, ok := in.Files[s.kind]; ok {
-			body = append(prev, body...)
+		// Several greps of one scrape join into one body, where a series
+		// read twice counts once.
+		if in.merge == nil {
+			in.merge = newMetricsMerge()
 		}
+		in.merge.add(fmt.Sprintf("%s from line %d", name, s.start), s.lines)
+		body = in.merge.body()
 		sc, _, err := metrics.ParseAPF(bytes.NewReader(body), time.Time{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
@@ -311,8 +410,18 @@ func (in *RawInput) Note(name string) string {
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "; not in it: %s", strings.Join(missing, ", "))
 	}
-	b.WriteString("; " + NoObjectsNote)
-	if in.Elided > 0 || in.Prompts > 0 {
+	if len(in.objectFiles) > 0 {
+		fmt.Fprintf(&b, "; objects from %s: %s, %s", strings.Join(in.objectFiles, ", "),
+			plural(len(in.flowSchemas), "FlowSchema"), plural(len(in.priorityLevels), "PriorityLevelConfiguration"))
+	} else {
+		b.WriteString("; " + noObjectsNote(in.ObjectFiles))
+	}
+	if in.merge != nil {
+		if n := in.merge.note(); n != "" {
+			b.WriteString("; " + n)
+		}
+	}
+	if in.Elided > 0 || in.Prompts > 0 || in.Prose > 0 || in.Tables > 0 {
 		fmt.Fprintf(&b, "; skipped %s", skippedLines(in))
 	}
 	if len(in.Ignored) > 0 {
@@ -323,8 +432,17 @@ func (in *RawInput) Note(name string) string {
 }
 
 // NoObjectsNote says what an input without FlowSchema and
-// PriorityLevelConfiguration objects cannot give.
+// PriorityLevelConfiguration objects cannot give, to a command that takes
+// -f.
 const NoObjectsNote = "no FlowSchemas or PriorityLevelConfigurations: level names come from the dumps and metrics, classification and configured limits need the cluster, a bundle or -f"
+
+// noObjectsNote is NoObjectsNote, without -f for a command that has none.
+func noObjectsNote(objectFiles bool) string {
+	if objectFiles {
+		return NoObjectsNote
+	}
+	return strings.TrimSuffix(NoObjectsNote, ", a bundle or -f") + " or a bundle"
+}
 
 func pluralUnit(n int, unit string) string {
 	if strings.HasSuffix(unit, "famil") {

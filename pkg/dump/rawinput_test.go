@@ -7,8 +7,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // TestDetectRawEveryLayout: every captured dump of testdata/dump (1.20 to
@@ -157,7 +161,10 @@ func TestDetectRawGarbage(t *testing.T) {
 		{"html", "<html><body>502 Bad Gateway</body></html>\n", `line 1: "<html><body>502 Bad Gateway</body></html>" is neither a debug dump`},
 		{"status", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`, "is neither a debug dump"},
 		{"binary", "\x00\x01\x02PriorityLevelName", "binary data"},
-		{"prose", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "line 1"},
+		{"prose then a cut header", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "(the dump_priority_levels from line 2): dump_priority_levels: header lacks column(s) IsIdle"},
+		{"an error message alone", "Error from server (Forbidden): forbidden: User \"u\" cannot get path \"/debug/api_priority_and_fairness/dump_queues\"\n",
+			`line 1: "Error from server (Forbidden): forbidden: User \"u\" cannot get path`},
+		{"prose then garbage", "The output is similar to this:\n<html>\n", `line 2: "<html>" is neither`},
 		{"only elisions", "...\n…\n", "holds no debug dump and no /metrics text (only 2 elision lines)"},
 		{"unknown dump", "PriorityLevelName, Frobs\nx, 1\n", "a dump header of no known layout"},
 		{"two level dumps", "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\na, 0, true, false, 0, 0\n" +
@@ -310,6 +317,7 @@ func FuzzDetectRaw(f *testing.F) {
 	}
 	f.Add([]byte("$ kubectl get --raw /metrics\n# HELP x y\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\n...\nPriorityLevelName, Index\n"))
 	f.Add([]byte("```\n…\n```\n"))
+	f.Add([]byte("Here are the limits:\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\nAnd the levels:\nPriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\na, 0, true, false, 0, 0\nThat is all.\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var in RawInput
 		err := DetectRaw("fuzz", b, &in)
@@ -330,4 +338,226 @@ func FuzzDetectRaw(f *testing.F) {
 			t.Fatalf("note of several lines: %q", n)
 		}
 	})
+}
+
+// TestDetectRawProse: the sentences around a paste ("Here is the
+// dump:") are skipped and counted, before a dump, between bodies and after
+// metrics, where they once stopped the input at line 1 (issue 47, R10).
+func TestDetectRawProse(t *testing.T) {
+	levels := string(fieldFile(t, "docs-dump_priority_levels.txt"))
+	metrics := string(fieldFile(t, "eks-concurrency-limit.txt"))
+	data := "Here is what the apiserver showed:\n" + levels + "\nAnd the limits, from the metrics:\n" + metrics + "That is all I have.\n"
+	var in RawInput
+	if err := DetectRaw("standard input", []byte(data), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Prose != 3 || in.Files[FilePriorityLevels] == nil || in.Files[MetricsFile(0)] == nil {
+		t.Errorf("prose %d, files %v", in.Prose, len(in.Files))
+	}
+	if note := in.Note("standard input"); !strings.Contains(note, "3 lines of text") {
+		t.Errorf("note = %q", note)
+	}
+	// Read through the source twice, as commands that ask for the metrics
+	// first do: the second capture gives the same answer, never "standard
+	// input is empty".
+	src := &BundleSource{Path: StdinPath, Stdin: strings.NewReader("Some text first:\n<html>\n")}
+	_, err1 := src.Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	_, err2 := src.Capture(context.Background(), CaptureOptions{Parts: PartObjects})
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || strings.Contains(err2.Error(), "empty") {
+		t.Errorf("errors %v, then %v", err1, err2)
+	}
+}
+
+// TestDetectRawSeriesOnce: the same grep pasted twice, and two scrapes of
+// one server in a directory, count each series once, from the last read,
+// with a note; they were summed (workload-low's limit 245 read as 490) or,
+// for full scrapes, refused for their second HELP lines (issue 47, R7).
+func TestDetectRawSeriesOnce(t *testing.T) {
+	eks := fieldFile(t, "eks-rejected-inqueue.txt")
+	var in RawInput
+	if err := DetectRaw("standard input", append(append([]byte{}, eks...), eks...), &in); err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot("x", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sc := s.LatestMetrics()
+	if got := sc.SumBy("apiserver_flowcontrol_request_concurrency_limit", "priority_level")["workload-low"]; got != 245 {
+		t.Errorf("workload-low limit %v, want 245", got)
+	}
+	if got := sc.SumBy("apiserver_flowcontrol_rejected_requests_total", "priority_level")["workload-low"]; got != 100 {
+		t.Errorf("workload-low rejected %v, want 100", got)
+	}
+	if note := in.Note("standard input"); !strings.Contains(note, "4 metrics series read again (two scrapes of one server, or a paste repeated) counted once") || strings.Contains(note, "changed") {
+		t.Errorf("note = %q", note)
+	}
+
+	// Two scrapes of one server, as a directory holds them: the later
+	// file's values are kept.
+	dir := t.TempDir()
+	for _, n := range []string{"modern-a.txt", "modern-b.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &BundleSource{Path: dir}
+	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sc = c.Snapshots[0].LatestMetrics()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", "modern-b.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := metrics.ParseAPF(bytes.NewReader(b), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range []string{"apiserver_flowcontrol_dispatched_requests_total", "apiserver_flowcontrol_current_limit_seats", "apiserver_flowcontrol_current_inqueue_requests"} {
+		got, w := sc.SumBy(fam, "priority_level"), want.SumBy(fam, "priority_level")
+		if len(w) == 0 || !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: %v, want modern-b's %v", fam, got, w)
+		}
+	}
+	if !strings.Contains(c.Notes[0], "metrics series read again") || !strings.Contains(c.Notes[0], "from the last read ("+filepath.Join(dir, "modern-b.txt")+" from line 1)") || !strings.Contains(c.Notes[0], "changed between reads") {
+		t.Errorf("note = %q", c.Notes[0])
+	}
+}
+
+// FuzzMetricsMerge: joining a body with itself changes nothing but the
+// count of series read again, whatever the lines hold.
+func FuzzMetricsMerge(f *testing.F) {
+	f.Add("# HELP a x\n# TYPE a histogram\na_bucket{le=\"1\"} 2\na_sum 3\na_count 2\nb{x=\"1\", y=\"}\"} 4\nb{y=\"}\",x=\"1\"} 5\n")
+	f.Add("c{a=\"\\\"\"} 1 1700000000\nc{\n{} 1\n# TYPE\n")
+	for _, n := range []string{"eks-rejected-inqueue.txt", "eks-concurrency-limit.txt"} {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", n)); err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lines := strings.Split(s, "\n")
+		once := newMetricsMerge()
+		once.add("a", lines)
+		twice := newMetricsMerge()
+		twice.add("a", lines)
+		twice.add("b", lines)
+		if string(once.body()) != string(twice.body()) {
+			t.Fatalf("body changed when read twice:\n%s\n%s", once.body(), twice.body())
+		}
+		if twice.changed < once.changed || twice.repeated < len(once.series) {
+			t.Fatalf("repeated %d of %d series, changed %d", twice.repeated, len(once.series), twice.changed)
+		}
+	})
+}
+
+// TestDetectRawPrometheusTable: a Prometheus UI table pasted into a GitHub
+// comment (kubernetes/kubernetes#106085, a Markdown table) is read as the
+// samples it shows, and so is the same table copied one cell a line (built
+// here from that paste: the UI's cells, series then value). A row that is
+// not one is refused with what follows its labels quoted, where the whole
+// line was once refused at "line 2", cut before that part (issue 47, R9).
+func TestDetectRawPrometheusTable(t *testing.T) {
+	paste := string(fieldFile(t, "k8s-106085-prometheus-table.txt"))
+	var cells strings.Builder
+	for _, l := range strings.Split(paste, "\n") {
+		if series, value, ok := strings.Cut(l, "} | "); ok {
+			cells.WriteString(series + "}\n" + value + "\n")
+		}
+	}
+	want := map[string]float64{"catch-all": 14, "global-default": 53, "leader-election": 27, "node-high": 105, "system": 79, "workload-high": 105}
+	for name, data := range map[string]string{"markdown": paste, "one cell a line": cells.String()} {
+		var in RawInput
+		if err := DetectRaw(name, []byte(data), &in); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s, err := in.Snapshot("x", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sc := s.LatestMetrics()
+		if got := sc.SumBy("apiserver_flowcontrol_request_concurrency_limit", "priority_level"); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: limits %v, want %v", name, got, want)
+		}
+		if name == "markdown" && in.Tables != 2 {
+			t.Errorf("%d table header lines skipped, want 2", in.Tables)
+		}
+	}
+	row := `apiserver_flowcontrol_request_concurrency_limit{endpoint="apiserver", instance="10.40.3.217:443", job="master", namespace="monitoring", priority_level="catch-all", service="master"}`
+	for _, tt := range []struct{ data, want string }{
+		{"```\n" + row + " | 14 seats\n", `line 2: a metrics series whose value is no number: after its labels comes "| 14 seats"`},
+		{"```\n" + row + "\nfourteen\n", `line 2: the metrics series "apiserver_flowcontrol_request_concurrency_limit{endpoint=`},
+		{row + "\n", "line 1: the metrics series"},
+	} {
+		var in RawInput
+		err := DetectRaw("in.txt", []byte(tt.data), &in)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("err = %v, want one line with %q", err, tt.want)
+		}
+	}
+}
+
+// TestDetectRawSeveralInstances: rows of two apiservers in one paste (the
+// instance label of a store) are summed per level, and the note says so.
+func TestDetectRawSeveralInstances(t *testing.T) {
+	paste := string(fieldFile(t, "k8s-106085-prometheus-table.txt"))
+	two := paste + strings.ReplaceAll(paste, "10.40.3.217:443", "10.40.3.218:443")
+	var one, both RawInput
+	if err := DetectRaw("a", []byte(paste), &one); err != nil {
+		t.Fatal(err)
+	}
+	if err := DetectRaw("b", []byte(two), &both); err != nil {
+		t.Fatal(err)
+	}
+	if n := one.Note("a"); strings.Contains(n, "apiservers (instance label)") {
+		t.Errorf("one instance: %q", n)
+	}
+	if n := both.Note("b"); !strings.Contains(n, "metrics of 2 apiservers (instance label) are summed per level") || strings.Contains(n, "read again") {
+		t.Errorf("two instances: %q", n)
+	}
+}
+
+// TestRawDirProse: a file of a directory that starts with a sentence and
+// holds a dump is read (it was ignored, its first line being no dump); a
+// file of sentences alone is still ignored.
+func TestRawDirProse(t *testing.T) {
+	dir := t.TempDir()
+	paste := "Here is the output of the command:\n" + string(fieldFile(t, "docs-dump_queues.txt"))
+	if err := os.WriteFile(filepath.Join(dir, "paste.txt"), []byte(paste), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("Notes on the incident of Monday.\nThe queues filled at 03:10.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Snapshots[0].QueueDump); n != 6 {
+		t.Errorf("%d queues, want the docs' 6", n)
+	}
+	if !strings.Contains(c.Notes[0], "ignored README.md") || !strings.Contains(c.Notes[0], "1 line of text") {
+		t.Errorf("note %q", c.Notes[0])
+	}
+}
+
+func TestIsProse(t *testing.T) {
+	for _, s := range []string{"Here is the dump:", "Output of the command below", "Error from server (Forbidden): forbidden: User \"u\" cannot get path"} {
+		if !isProse(s, false) {
+			t.Errorf("%q is prose", s)
+		}
+	}
+	for _, s := range []string{"apiserver_flowcontrol_x 1 2 3", "<html>", "Forbidden", "1 2 3", `{"kind":"Status"}`, "level=info msg=x", "name{a=\"b\"} x"} {
+		if isProse(s, false) {
+			t.Errorf("%q is no prose", s)
+		}
+	}
+	if isProse("workload-low, 14, 27", true) {
+		t.Error("a dump row is no prose")
+	}
 }

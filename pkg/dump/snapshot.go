@@ -22,6 +22,10 @@ type Snapshot struct {
 	PriorityLevelDump  []PriorityLevelRow                         `json:"priorityLevelDump,omitempty"`
 	QueueDump          []QueueRow                                 `json:"queueDump,omitempty"`
 	RequestDump        []RequestRow                               `json:"requestDump,omitempty"`
+	// CapturedAtFrom says where CapturedAt comes from when the input does
+	// not tell when it was taken (a raw dump): AtNewestRequest or
+	// AtFileTime; "" when the capture time is known, or unknown (zero).
+	CapturedAtFrom string `json:"-"`
 	// Metrics holds the scrapes, oldest first.
 	Metrics []*metrics.Scrape `json:"-"`
 	// Raw holds the bodies as read, by bundle file name.

@@ -27,6 +27,11 @@ const (
 	// limitenforcer.go:accept, wrapped by apimachinery's
 	// NewTooManyRequestsError), a 429 that is not APF's.
 	MessageEventRateLimit = "event-rate-limit"
+	// MessageConsistentListCache: a consistent LIST the watch cache could
+	// not serve in time ("Too large resource version"), answered 429 by
+	// 1.37's ConsistentListFromCacheSkipTimeoutFallback
+	// (k8s.io/apiserver pkg/storage/cacher/delegator.go); not APF's.
+	MessageConsistentListCache = "consistent-list-from-cache"
 	// MessageAPF429: the body APF writes with a 429
 	// (server/filters/priority-and-fairness.go:tooManyRequests).
 	MessageAPF429 = "apf-429"
@@ -69,9 +74,19 @@ var (
 	// resource, with the object's name if any.
 	// The EventRateLimit admission plugin's refusal, inside
 	// NewTooManyRequestsError's "Too many requests: %s"; several limits
-	// reached at once are joined in brackets.
-	reEventRateLimit = regexp.MustCompile(`limit reached on type (Server|Namespace|User|SourceAndObject) for key ([^,\]\n]*)`)
-	reGeneric429     = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
+	// reached at once are joined in brackets. In a client's log line the
+	// error is a quoted value (client-go's event recorder logs
+	// `"Server rejected event (will not retry!)" err="Too many requests:
+	// ..." event="&Event{...}"`), so the key also ends at a quote.
+	reEventRateLimit = regexp.MustCompile(`limit reached on type (Server|Namespace|User|SourceAndObject) for key ([^,\]\n"\\]*)`)
+	// A consistent LIST the watch cache could not serve in time: the
+	// cacher's "Too large resource version" (k8s.io/apiserver
+	// pkg/storage/errors.go:NewTooLargeResourceVersionError, inside
+	// apimachinery's NewTimeoutError "Timeout: %s"), which 1.37's
+	// ConsistentListFromCacheSkipTimeoutFallback answers with 429
+	// (pkg/storage/cacher/delegator.go:GetList) instead of reading etcd.
+	reTooLargeRV = regexp.MustCompile(`Too large resource version: (\d+), current: (\d+)`)
+	reGeneric429 = regexp.MustCompile(`the server has received too many requests and has asked us to try again later(?: \(([a-z]+) ([^()\s]+)(?: ([^()\s]+))?\))?`)
 )
 
 // ParseMessage recognises a message pasted by the user: a client-go
@@ -112,6 +127,9 @@ func ParseMessage(text string) (*Message, error) {
 		per := map[string]string{"Server": "the whole apiserver", "Namespace": "namespace " + strconv.Quote(key),
 			"User": "user " + strconv.Quote(key), "SourceAndObject": "the source and object " + strconv.Quote(key)}[m[1]]
 		return &Message{Kind: MessageEventRateLimit, Explanation: fmt.Sprintf("this 429 comes from the EventRateLimit admission plugin, not from API Priority and Fairness: creating Events is limited per %s (limit type %s) and the limit was reached. The client (often a controller in a loop) should emit fewer Events; the cluster admin sets the plugin's qps, burst and cacheSize in its configuration (EventRateLimit in the --admission-control-config-file of kube-apiserver)", per, m[1])}, nil
+	}
+	if m := reTooLargeRV.FindStringSubmatch(t); m != nil {
+		return &Message{Kind: MessageConsistentListCache, Explanation: fmt.Sprintf("this comes from the apiserver's watch cache, not from API Priority and Fairness: a consistent LIST (no resourceVersion) needed resource version %s and the cache, at %s, did not catch up with etcd in time. With the feature gate ConsistentListFromCacheSkipTimeoutFallback (1.37, alpha, off by default) the server answers such a LIST 429 with Retry-After: 1 instead of reading etcd; the same text with a 504 answers a request for an explicit resourceVersion the cache has not reached. Retrying is right; if it lasts, check the apiserver's watch of etcd (etcd latency, apiserver_watch_cache_* metrics)", m[1], m[2])}, nil
 	}
 	if m := reGeneric429.FindStringSubmatch(t); m != nil {
 		// APF answers its rejections with a plain-text body

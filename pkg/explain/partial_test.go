@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // TestExplain429WithoutObjects: metrics pasted from a vendor guide show
@@ -38,8 +41,18 @@ func TestExplain429WithoutObjects(t *testing.T) {
 	if inc.Level != "workload-low" || len(inc.Causes) != 1 {
 		t.Fatalf("incident %+v", inc)
 	}
-	if ev := inc.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "the input holds no PriorityLevelConfiguration objects") {
+	// All 100 rejections are time-outs (the reason label), with 145 of the
+	// 245 seats in use: the cause is the time-outs, as it is with the
+	// objects read, not a level short of concurrency (issue 47, R4).
+	if k := inc.Causes[0].Kind; k != rejections.CauseTimeOuts {
+		t.Errorf("cause %s, want %s", k, rejections.CauseTimeOuts)
+	}
+	if ev := inc.Causes[0].Evidence; strings.Contains(ev, "deleted") || !strings.Contains(ev, "145 of 245 seats in use (59%)") {
 		t.Errorf("evidence %q", ev)
+	}
+	// explain 429 has no -f: the note does not suggest it (issue 47).
+	if n := strings.Join(tr.Instances[0].Notes, "\n"); !strings.Contains(n, "the input holds no PriorityLevelConfiguration objects (none for workload-low)") || strings.Contains(n, "-f") {
+		t.Errorf("notes %q do not say the configuration is unknown", n)
 	}
 	// With the objects read, a level missing from them is still called
 	// deleted or draining.
@@ -47,5 +60,133 @@ func TestExplain429WithoutObjects(t *testing.T) {
 	tr = Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
 	if ev := tr.Incidents[0].Causes[0].Evidence; !strings.Contains(ev, "deleted, or being drained") {
 		t.Errorf("evidence with objects %q", ev)
+	}
+}
+
+// TestExplain429DumpCountsBesideAMetricLine: dump_priority_levels pasted
+// with one grepped metric line (issue 47, R3). The metric line names no
+// rejection, so global-default's 1533 RejectedRequests are the rejections,
+// not "no priority level is rejecting requests".
+func TestExplain429DumpCountsBesideAMetricLine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", "docs-dump_priority_levels.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The documentation's dump, with global-default's RejectedRequests
+	// (the eighth column) at 1533.
+	const docs = "global-default,    0,            true,   false,       0,               0,                 46,                 0,"
+	if !strings.Contains(string(b), docs) {
+		t.Fatalf("global-default row not found in the documentation's dump")
+	}
+	paste := strings.Replace(string(b), docs, "global-default,    0,            true,   false,       0,               0,                 46,                 1533,", 1) +
+		"apiserver_flowcontrol_request_concurrency_limit{priority_level=\"global-default\"} 49\n"
+	var in dump.RawInput
+	if err := dump.DetectRaw("paste", []byte(paste), &in); err != nil {
+		t.Fatal(err)
+	}
+	live, err := in.Snapshot("paste", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, cur := live.LatestMetrics(); cur == nil {
+		t.Fatal("the metric line was not read")
+	}
+	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 {
+		t.Fatalf("incidents %+v, want global-default's", tr.Incidents)
+	}
+	inc := tr.Incidents[0]
+	if inc.Level != "global-default" || inc.Rejected != 1533 || inc.Reasons["any"] != 1533 {
+		t.Errorf("incident %s rejected %v reasons %v, want global-default 1533 of reason any", inc.Level, inc.Rejected, inc.Reasons)
+	}
+	if n := tr.Instances[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "dump_priority_levels' RejectedRequests") {
+		t.Errorf("notes %q do not say where the count came from", n)
+	}
+}
+
+// TestExplain429ReasonsWithoutObjects: without the objects, the reason
+// label tells the cause as it does with them (issue 47, R4): concurrency-
+// limit is the reason of a level without queues alone, queue-full of a
+// level whose queues are full, time-out of waits past the wait limit.
+func TestExplain429ReasonsWithoutObjects(t *testing.T) {
+	for reason, want := range map[string]string{
+		rejections.ReasonConcurrencyLimit: rejections.CauseNoQueues,
+		rejections.ReasonQueueFull:        rejections.CauseTooLittleConcurrency,
+		rejections.ReasonTimeOut:          rejections.CauseTimeOuts,
+	} {
+		text := levelMetricsText("lvl", 20, 20, 10, time.Second) + rejectedText("lvl", map[string]int{reason: 7}, 0)
+		live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, t0, text)}}
+		tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+		if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+			t.Fatalf("%s: incidents %+v", reason, tr.Incidents)
+		}
+		c := tr.Incidents[0].Causes[0]
+		if c.Kind != want {
+			t.Errorf("%s: cause %s (%s), want %s", reason, c.Kind, c.Evidence, want)
+		}
+		if strings.Contains(c.Evidence+c.Fix, " of 0") {
+			t.Errorf("%s: an unknown queue length limit shows as 0: %s / %s", reason, c.Evidence, c.Fix)
+		}
+	}
+}
+
+// TestCountsPrintWhole: counts print as integers (issue 47: "1.53e+03"),
+// in the reasons, the figures and the note on other 429s.
+func TestCountsPrintWhole(t *testing.T) {
+	v, other := 1533.0, 2500000.0
+	rep := &rejections.Report{Instances: []rejections.Instance{{Name: "a", Other429: &other, Notes: nil}},
+		Incidents: []rejections.Incident{{Level: "global-default", Rejected: v, Reasons: map[string]float64{"queue-full": v, "time-out": 1533.4},
+			Instances: []rejections.InstanceCount{{Instance: "a", Count: v}}, State: rejections.LevelState{CurrentLimit: &other, SeatsInUse: &v}}}}
+	var b strings.Builder
+	if err := WriteTriageText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"queue-full 1533", "time-out 1533", "limit 2500000 seats", "1533 in use"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing from\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "e+") {
+		t.Errorf("a count in exponent form:\n%s", out)
+	}
+	for in, want := range map[float64]string{1533: "1533", 0.25: "0.25", 1533.3: "1533", 2.5e6: "2500000", 12.345: "12.3"} {
+		if got := count(in); got != want {
+			t.Errorf("count(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestExplain429SeatUtilization: where the server exports
+// priority_level_seat_utilization, the evidence gives the seat use over
+// the interval, not only the moment of the scrape (issue 47).
+func TestExplain429SeatUtilization(t *testing.T) {
+	util := func(le99, count, sum float64) string {
+		return fmt.Sprintf(`# TYPE apiserver_flowcontrol_priority_level_seat_utilization histogram
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="lvl",le="0.99"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="lvl",le="+Inf"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_sum{phase="executing",priority_level="lvl"} %v
+apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",priority_level="lvl"} %v
+`, le99, count, sum, count)
+	}
+	// Between the scrapes: 1e10 ns, 8e9 of them with every seat in use,
+	// a mean use of 0.9; at the second scrape, 5 of 20 seats in use.
+	p := scrape(t, t0, levelMetricsText("lvl", 20, 5, 10, time.Second)+rejectedText("lvl", map[string]int{"time-out": 0}, 0)+util(1e10, 1e10, 1e9))
+	c := scrape(t, t0.Add(10*time.Second), levelMetricsText("lvl", 20, 5, 20, time.Second)+rejectedText("lvl", map[string]int{"time-out": 30}, 0)+util(1.2e10, 2e10, 1e10))
+	live := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{p, c}}
+	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	ev := tr.Incidents[0].Causes[0].Evidence
+	if !strings.Contains(ev, "over the interval the seats were 90% in use on average, every seat 80% of the time (apiserver_flowcontrol_priority_level_seat_utilization)") {
+		t.Errorf("evidence %q", ev)
+	}
+	if strings.Contains(ev, "not full now") {
+		t.Errorf("the moment's 25%% contradicts the interval's use: %q", ev)
+	}
+	st := tr.Incidents[0].State
+	if st.MeanUtilisation == nil || *st.MeanUtilisation != 0.9 || st.FullFraction == nil || *st.FullFraction != 0.8 {
+		t.Errorf("state %+v", st)
 	}
 }

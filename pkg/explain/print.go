@@ -306,7 +306,7 @@ func WriteTriageText(w io.Writer, t *rejections.Report) error {
 			sort.Strings(reasons)
 			var parts []string
 			for _, r := range reasons {
-				parts = append(parts, fmt.Sprintf("%s %.3g", r, l.Reasons[r]))
+				parts = append(parts, fmt.Sprintf("%s %s", r, count(l.Reasons[r])))
 			}
 			st := l.State
 			p.f("\n  Level %s: rejected %s\n", clean(l.Level), strings.Join(parts, ", "))

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -133,9 +134,12 @@ func (ex *Explanation) CompareWork(w RecordedWork) {
 // Past is a logged request's moment as reconstructed from the log (package
 // reconstruct): the state of its level when it reached APF.
 type Past struct {
-	// At is when the request reached APF; Level its priority level.
-	At    time.Time `json:"at"`
-	Level string    `json:"level"`
+	// At is when the request reached APF, as the log tells it: without its
+	// year when the log does not tell it (YearUnknown); Level its priority
+	// level.
+	At          LogTime `json:"at"`
+	YearUnknown bool    `json:"yearUnknown,omitempty"`
+	Level       string  `json:"level"`
 	// Fate is VerdictRuns, VerdictQueued or VerdictRejected, with Reason
 	// (queue-full, concurrency-limit, time-out) for a rejection.
 	Fate   string `json:"fate"`
@@ -168,6 +172,50 @@ type Past struct {
 	WaitLimit Duration `json:"waitLimit"`
 }
 
+// LogTime is a time read from a log. klog's text header
+// ("I0305 22:40:41.976983") carries no year: unless something else read
+// with it does (a container runtime's or kubectl logs --timestamps' prefix,
+// an audit event), YearKnown is false and the time is written without a
+// year, in ISO 8601's form for a date whose year is left out:
+// "--03-05T22:40:41.965396684Z". With the year it is RFC 3339.
+type LogTime struct {
+	Time      time.Time
+	YearKnown bool
+}
+
+// noYearLayout writes a time without its year.
+const noYearLayout = "--01-02T15:04:05.999999999Z07:00"
+
+// MarshalJSON writes RFC 3339, or the time without its year.
+func (t LogTime) MarshalJSON() ([]byte, error) {
+	if t.YearKnown {
+		return t.Time.MarshalJSON()
+	}
+	return json.Marshal(t.Time.Format(noYearLayout))
+}
+
+// UnmarshalJSON reads either form.
+func (t *LogTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if strings.HasPrefix(s, "--") {
+		v, err := time.Parse(noYearLayout, s)
+		if err != nil {
+			return err
+		}
+		*t = LogTime{Time: v}
+		return nil
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = LogTime{Time: v, YearKnown: true}
+	return nil
+}
+
 // PastQueue is one queue of the hand at the request's moment.
 type PastQueue struct {
 	Index  int        `json:"index"`
@@ -197,7 +245,7 @@ func (ex *Explanation) SetPast(p *Past) {
 			}
 		}
 	}
-	at := p.At.UTC().Format("15:04:05.000")
+	at := p.At.Time.UTC().Format("15:04:05.000")
 	switch {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
 		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %d of %d seats in use, %d requests waiting, and its hand's queues: %s", at, p.Level, p.SeatsInUse, p.Limit, p.Waiting, queuesText(p.Queues))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -127,12 +128,41 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		all429 := metrics.Rate(count429(prev), count429(cur), interval) * interval.Seconds()
 		apf429 := metrics.Rate(countRejected(prev), countRejected(cur), interval) * interval.Seconds()
 		it.Other429 = rejections.Of(math.Max(0, math.Round(all429-apf429)) / interval.Seconds())
+		if !cur.Has(metrics.RejectedRequestsTotal) {
+			var counted []string
+			for _, r := range rows {
+				if r.RejectedCount > 0 {
+					counted = append(counted, fmt.Sprintf("%s %d", r.Name, r.RejectedCount))
+				}
+			}
+			if len(counted) > 0 {
+				sort.Strings(counted)
+				it.Notes = append(it.Notes, fmt.Sprintf("the metrics read have no %s to give rates, but dump_priority_levels counts rejections since the apiserver started: %s", metrics.RejectedRequestsTotal, strings.Join(counted, ", ")))
+			}
+		}
 	case cur != nil:
 		for k, v := range cur.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason") {
 			if v > 0 {
 				add(k[0], k[1], v)
 				apfTotal += v
 			}
+		}
+		// A paste of dump_priority_levels beside a grepped metric line: the
+		// metrics lack the rejections the dump counts, and both are totals
+		// since the apiserver started. RejectedRequests counts every reason
+		// (queueset.go increments totRequestsRejected for time-outs too,
+		// and never totRequestsTimedout).
+		var fromDump []string
+		for _, r := range rows {
+			if r.RejectedCount > 0 && rejectedBy[r.Name] == nil {
+				add(r.Name, rejections.ReasonAny, float64(r.RejectedCount))
+				apfTotal += float64(r.RejectedCount)
+				fromDump = append(fromDump, r.Name)
+			}
+		}
+		if len(fromDump) > 0 {
+			sort.Strings(fromDump)
+			it.Notes = append(it.Notes, fmt.Sprintf("the metrics read count no rejections of %s: their rejections are dump_priority_levels' RejectedRequests (totals since the apiserver started, of every reason: queue-full, concurrency-limit and time-out alike; its TimedoutRequests is never counted upstream)", strings.Join(fromDump, ", ")))
 		}
 		it.Other429 = rejections.Of(math.Max(0, count429(cur)-apfTotal))
 	default:
@@ -175,12 +205,21 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		inc.Instances = []rejections.InstanceCount{{Instance: live.Instance, Count: inc.Rejected}}
 		incidents = append(incidents, inc)
 	}
+	var unconfigured []string
+	for _, inc := range incidents {
+		if c.PriorityLevels[inc.Level] == nil && !live.HasObjects() {
+			unconfigured = append(unconfigured, inc.Level)
+		}
+	}
+	if len(unconfigured) > 0 {
+		it.Notes = append(it.Notes, fmt.Sprintf("the input holds no PriorityLevelConfiguration objects (none for %s): the causes come from the rejections' reasons and the seats in use alone, and the shares, queues and limit response are unknown (explain 429 on the cluster, or on a bundle written by 'kubectl apf dump bundle', has them)", strings.Join(unconfigured, ", ")))
+	}
 	if it.Other429 != nil && *it.Other429 > 0 {
 		unit := "since the apiserver started"
 		if it.HasRates {
 			unit = "per second"
 		}
-		it.Notes = append(it.Notes, fmt.Sprintf("%.3g HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing, or another filter", *it.Other429, unit))
+		it.Notes = append(it.Notes, fmt.Sprintf("%s HTTP 429 answers %s did not come from APF (apiserver_request_total{code=\"429\"} minus rejected_requests_total): evictions blocked by a PodDisruptionBudget, a watch cache that is (re)initializing or (1.37+, ConsistentListFromCacheSkipTimeoutFallback) too far behind etcd for a consistent LIST, the EventRateLimit admission plugin, or another filter", count(*it.Other429), unit))
 	}
 	return it, incidents
 }
@@ -189,7 +228,8 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 func stateOf(r levels.Row) rejections.LevelState {
 	figure := levels.Figure
 	st := rejections.LevelState{NominalLimit: figure(r.NominalLimit), CurrentLimit: figure(r.CurrentLimit), SeatsInUse: figure(r.SeatsInUse),
-		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99)}
+		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99),
+		MeanUtilisation: figure(r.MeanUtilisation), FullFraction: figure(r.FullFraction)}
 	if len(r.From) > 0 {
 		st.From = map[string]string{}
 		for k, v := range r.From {
@@ -199,12 +239,28 @@ func stateOf(r levels.Row) rejections.LevelState {
 	return st
 }
 
-// Num formats a figure for a sentence: "-" when absent.
+// Num formats a figure for a sentence: "-" when absent, a whole number
+// (a count, seats) in full (1533, not 1.53e+03).
 func Num(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(*v, 'g', -1, 64)
+	return count(*v)
+}
+
+// count formats a count or a rate: whole numbers in full, others to three
+// significant digits but never in exponent form above 100 (1533.3/s is
+// 1533).
+func count(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration, live *dump.Snapshot, rejected map[string]float64) rejections.Incident {
@@ -237,13 +293,23 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
 	}
 
-	if pl == nil {
-		lt.Causes = append(lt.Causes, missingLevelCause(live))
+	if pl == nil && (live == nil || live.HasObjects()) {
+		lt.Causes = append(lt.Causes, missingLevelCause())
 		return lt
+	}
+	// Without the objects (a raw dump or metrics) the level's configuration
+	// is unknown: the reasons of the rejections and the seats in use tell
+	// the cause, as they do with it (concurrency-limit is the reason of a
+	// level without queues alone: queueset.go, StartRequest's step 0).
+	lengthLimit := func(format string) string {
+		if q == nil {
+			return ""
+		}
+		return fmt.Sprintf(format, st.QueueLengthLimit)
 	}
 	if rejected[rejections.ReasonConcurrencyLimit] > 0 {
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
+			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues; the reason concurrency-limit is given by no other level): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
 			Fix:      fmt.Sprintf("move the rejected clients to a queuing level with a FlowSchema of their own (see 'kubectl apf explain request' for one of them), or give %s queues and more nominalConcurrencyShares", name)})
 	}
 	var top *rejections.FlowLoad
@@ -274,15 +340,15 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			case math.IsNaN(waiting):
 				ev = fmt.Sprintf("%s; how many requests wait is unknown (no debug dump and no %s were read)", share(st.SeatsInUse), metrics.CurrentInqueueRequests)
 			case waiting == 0:
-				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues of %d faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), st.QueueLengthLimit)
+				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s-seat level and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], Num(st.NominalLimit), lengthLimit(" of %d"))
 			case len(lt.Flows) == 0:
 				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
 			default:
 				ev = fmt.Sprintf("%s; %s requests wait across %d flows: the level is saturated by many clients rather than one", share(st.SeatsInUse), Num(st.Waiting), len(lt.Flows))
 			}
 			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-				Evidence: ev,
-				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit of %d for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, st.QueueLengthLimit, name)})
+				Evidence: ev + utilisationOver(row),
+				Fix:      fmt.Sprintf("raise nominalConcurrencyShares of %s (or its borrowingLimitPercent, or lendablePercent of idle levels), or the queueLengthLimit%s for bursts; 'kubectl apf capacity --set %s.shares=N' shows the effect", name, lengthLimit(" of %d"), name)})
 		}
 	}
 	if w := wideRequests(live, name); w != "" {
@@ -294,10 +360,34 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		if st.WaitP99Seconds != nil {
 			ev += fmt.Sprintf("; p99 wait %.3gs", *st.WaitP99Seconds)
 		}
+		if u := row.Utilisation; !math.IsNaN(u) {
+			ev += fmt.Sprintf("; %s (%.0f%%)", share(st.SeatsInUse), 100*u)
+			if u < 0.9 && math.IsNaN(row.FullFraction) {
+				ev += ": the level is not full now, so the time-outs came from bursts that held every seat while they waited"
+			}
+		}
+		ev += utilisationOver(row)
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTimeOuts, Evidence: ev,
 			Fix: fmt.Sprintf("give %s more concurrency so queues drain faster; clients with a short ?timeout= (kubectl --request-timeout) get a shorter wait limit", name)})
 	}
 	return lt
+}
+
+// utilisationOver is the seat use over time that seat_utilization gives,
+// for evidence: "" when the server does not export it.
+func utilisationOver(row levels.Row) string {
+	if math.IsNaN(row.MeanUtilisation) {
+		return ""
+	}
+	over := "since the apiserver started"
+	if row.HasRates {
+		over = "over the interval"
+	}
+	s := fmt.Sprintf("; %s the seats were %.0f%% in use on average", over, 100*row.MeanUtilisation)
+	if !math.IsNaN(row.FullFraction) {
+		s += fmt.Sprintf(", every seat %.0f%% of the time", 100*row.FullFraction)
+	}
+	return s + " (" + metrics.SeatUtilization + ")"
 }
 
 // flowLoads groups the dumped requests of a level by flow, heaviest first.

@@ -39,10 +39,14 @@ func Diagnose(inc *Incident, waitLimit time.Duration) Diagnosis {
 			seatsFull = seats >= 0.9*cur
 			ev = append(ev, fmt.Sprintf("seats in use peaked at %s of a current limit of %s", num(seats), num(cur)))
 			if up, ok := peak(StateUpper); ok {
+				// upper_limit_seats assumes the whole server can be
+				// borrowed; a level borrows only what the others lend
+				// (kubernetes/kubernetes#129086, not fixed upstream).
+				const overstated = " (upper_limit_seats, which overstates what borrowing can reach: kubernetes/kubernetes#129086)"
 				if cur >= up {
-					ev = append(ev, fmt.Sprintf("the current limit was at its upper limit %s: no more seats to borrow", num(up)))
+					ev = append(ev, fmt.Sprintf("the current limit was at its upper limit %s%s: no more seats to borrow", num(up), overstated))
 				} else {
-					ev = append(ev, fmt.Sprintf("the current limit stayed below its upper limit %s: other levels had no seats to lend", num(up)))
+					ev = append(ev, fmt.Sprintf("the current limit stayed below its upper limit %s%s: other levels had no seats to lend", num(up), overstated))
 				}
 			}
 			if d, ok := peak(StateDemand); ok && d > cur {
@@ -103,8 +107,10 @@ func dominantReason(m map[string]float64) (string, float64) {
 	return best, bv / total
 }
 
+// num formats a count or a rate: whole numbers in full, others to three
+// significant digits but never in exponent form above 100.
 func num(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 || math.Abs(v) >= 100 {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)

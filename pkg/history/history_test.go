@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -208,8 +209,14 @@ func TestQueries(t *testing.T) {
 		t.Errorf("Count:\n got %s\nwant %s", got, want)
 	}
 	got = Query{}.Quantile(0.99, "h", []string{LabelLevel}, time.Minute)
-	if want = `histogram_quantile(0.99, sum by (priority_level, le) (increase(h_bucket[1m])))`; got != want {
+	// The classic buckets, or the native histogram where a label set has
+	// none (issue 47: Kubernetes 1.36's native histograms, not counted twice).
+	if want = `(histogram_quantile(0.99, sum by (priority_level, le) (increase(h_bucket[1m]))) or histogram_quantile(0.99, sum by (priority_level) (increase(h[1m]))))`; got != want {
 		t.Errorf("Quantile:\n got %s\nwant %s", got, want)
+	}
+	got = q.Quantile(0.5, "h", []string{LabelLevel}, time.Minute)
+	if want = `(histogram_quantile(0.5, sum by (priority_level, le, pod) (increase(h_bucket{cluster="prod"}[1m]))) or histogram_quantile(0.5, sum by (priority_level, pod) (increase(h{cluster="prod"}[1m]))))`; got != want {
+		t.Errorf("Quantile per instance:\n got %s\nwant %s", got, want)
 	}
 	var tg Tagged
 	tg.Add("a", "up")
@@ -315,4 +322,58 @@ func TestPointJSON(t *testing.T) {
 	if err := back.UnmarshalJSON(b); err != nil || !back.T.Equal(now) || !math.IsNaN(back.V) {
 		t.Errorf("round trip: %+v %v", back, err)
 	}
+}
+
+// TestNumWhole: a count or a rate above 100 prints in full, never in
+// exponent form (issue 47: "1.53e+03").
+func TestNumWhole(t *testing.T) {
+	for in, want := range map[float64]string{1533: "1533", 1533.3: "1533", 0.25: "0.25", 12.345: "12.3"} {
+		if got := num(in); got != want {
+			t.Errorf("num(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// startedQuerier is a store that tells when it started and holds nothing.
+type startedQuerier struct {
+	start time.Time
+	err   error
+	// up: the store holds scrapes from before it started (restarted over
+	// its data).
+	up bool
+}
+
+func (q startedQuerier) QueryRange(_ context.Context, expr string, start, _ time.Time, _ time.Duration) ([]Series, error) {
+	if q.up && expr == "count(up)" {
+		return []Series{{Points: []rejections.Point{{T: start, V: 3}}}}, nil
+	}
+	return nil, nil
+}
+func (q startedQuerier) StartTime(context.Context) (time.Time, error) { return q.start, q.err }
+
+// TestNoSeriesErrorYoungStore: a store that started after the window's
+// start is young, and the error says the history fills as it scrapes
+// (issue 47: the live view's first frame read as an error).
+func TestNoSeriesErrorYoungStore(t *testing.T) {
+	w := Window{Start: now.Add(-30 * time.Minute), End: now}
+	young := NoSeriesError(context.Background(), startedQuerier{start: now.Add(-40 * time.Second)}, "http://prom:9090", w).Error()
+	if !strings.Contains(young, "http://prom:9090 started at 2026-11-23T11:59:20Z, 40s before 2026-11-23T12:00:00Z, and has no APF series matching the selector yet: the history fills in as it scrapes") {
+		t.Errorf("young store: %s", young)
+	}
+	for name, q := range map[string]Querier{
+		"old store":       startedQuerier{start: now.Add(-time.Hour)},
+		"restarted store": startedQuerier{start: now.Add(-40 * time.Second), up: true},
+		"start unknown":   startedQuerier{err: context.DeadlineExceeded},
+		"no start at all": emptyQuerier{},
+	} {
+		if got := NoSeriesError(context.Background(), q, "s", w).Error(); got != "s holds no APF series from 2026-11-23T11:30:00Z to 2026-11-23T12:00:00Z matching the selector" {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+}
+
+type emptyQuerier struct{}
+
+func (emptyQuerier) QueryRange(context.Context, string, time.Time, time.Time, time.Duration) ([]Series, error) {
+	return nil, nil
 }

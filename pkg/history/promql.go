@@ -211,14 +211,24 @@ func (q Query) withBorn(inc, s, d string) string {
 }
 
 // Quantile is the phi-quantile of a histogram family over the r before each
-// evaluation, by labels.
+// evaluation, by labels: from the classic buckets (family_bucket), or, for
+// the label sets that have none, from the native histogram (the series
+// named family itself), which Kubernetes 1.36 can export beside or instead
+// of the classic buckets (behind a feature gate) and a store ingests when
+// it scrapes protobuf. A store that keeps both has each observation in
+// both; "or" takes the classic answer where there is one, so nothing is
+// counted twice.
 func (q Query) Quantile(phi float64, family string, labels []string, r time.Duration, extra ...string) string {
-	by := append(append([]string{}, labels...), "le")
+	by := append([]string{}, labels...)
 	if q.PerInstance {
 		by = append(by, q.instance())
 	}
-	return fmt.Sprintf("histogram_quantile(%s, sum by (%s) (increase(%s[%s])))", strconv.FormatFloat(phi, 'g', -1, 64),
-		strings.Join(by, ", "), q.sel(family+"_bucket", extra...), promDuration(r))
+	p := strconv.FormatFloat(phi, 'g', -1, 64)
+	classic := fmt.Sprintf("histogram_quantile(%s, sum by (%s) (increase(%s[%s])))", p,
+		strings.Join(append(append([]string{}, labels...), append([]string{"le"}, by[len(labels):]...)...), ", "), q.sel(family+"_bucket", extra...), promDuration(r))
+	native := fmt.Sprintf("histogram_quantile(%s, sum by (%s) (increase(%s[%s])))", p,
+		strings.Join(by, ", "), q.sel(family, extra...), promDuration(r))
+	return "(" + classic + " or " + native + ")"
 }
 
 // Buckets is the increase of a histogram family's buckets over r, by labels

@@ -94,6 +94,14 @@ type Row struct {
 	// WaitP99 is the 99th percentile of the queue wait over the scrapes'
 	// interval, in seconds; NaN without observations.
 	WaitP99 float64
+	// MeanUtilisation and FullFraction are read from
+	// apiserver_flowcontrol_priority_level_seat_utilization where the
+	// server exports it: the time-weighted mean of seats in use over the
+	// current limit, and the fraction of the time every seat was in use,
+	// over the scrapes' interval (since the apiserver started with one
+	// scrape), where Utilisation is one moment. NaN without the family,
+	// for exempt, and in a Merge (a mean of means would not weigh them).
+	MeanUtilisation, FullFraction float64
 	// From names the input of each figure present (Figure* → From*).
 	From map[string]string
 }
@@ -117,7 +125,8 @@ func newRow(inst, name string) *Row {
 	nan := math.NaN()
 	return &Row{Instance: inst, Name: name, Exempt: name == flowcontrolv1.PriorityLevelConfigurationNameExempt,
 		Waiting: nan, Executing: nan, WaitingSeats: nan, SeatsInUse: nan, NominalLimit: nan, CurrentLimit: nan,
-		Utilisation: nan, DispatchedPerSec: nan, RejectedTotal: nan, RejectedCount: -1, WaitP99: nan, From: map[string]string{}}
+		Utilisation: nan, DispatchedPerSec: nan, RejectedTotal: nan, RejectedCount: -1, WaitP99: nan,
+		MeanUtilisation: nan, FullFraction: nan, From: map[string]string{}}
 }
 
 // Empty is a row of level name on instance with every figure absent.
@@ -312,6 +321,7 @@ func fromMetrics(cur *metrics.Scrape, stats []metrics.LevelStats, rows map[strin
 	for _, l := range stats {
 		r := rows[l.Name]
 		r.WaitP99 = l.WaitP99
+		r.MeanUtilisation, r.FullFraction = l.MeanUtilisation, l.FullFraction
 		if l.HasRates {
 			r.HasRates, r.DispatchedPerSec, r.RejectedTotal = true, l.DispatchedPerSec, 0
 			for k, v := range l.RejectedPerSec {

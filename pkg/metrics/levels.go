@@ -26,6 +26,14 @@ const (
 	DispatchedRequestsTotal   = FlowcontrolPrefix + "dispatched_requests_total"
 	RejectedRequestsTotal     = FlowcontrolPrefix + "rejected_requests_total"
 	RequestWaitDurationSecond = FlowcontrolPrefix + "request_wait_duration_seconds"
+	// SeatUtilization is a timing ratio histogram of seats in use over
+	// the level's current limit, observed at the end of every nanosecond
+	// (phase="executing"): its count is nanoseconds, its sum the integral
+	// of the ratio over them, its buckets the time spent at or below each
+	// bound (k8s.io/apiserver pkg/util/flowcontrol/metrics: timing ratio
+	// histograms; k8s.io/component-base prometheusextension). Alpha to
+	// 1.37, beta from 1.38.
+	SeatUtilization = FlowcontrolPrefix + "priority_level_seat_utilization"
 )
 
 // LevelStats is what "kubectl apf top levels" shows for one priority level
@@ -57,6 +65,28 @@ type LevelStats struct {
 	// the interval between the scrapes (since start with one scrape), in
 	// seconds; NaN without observations.
 	WaitP99 float64 `json:"waitP99"`
+	// MeanUtilisation is the time-weighted mean of seat_utilization over
+	// the interval between the scrapes (since the level's histogram began
+	// with one scrape), and FullFraction the fraction of that time the
+	// ratio was above 0.99 (every seat in use); NaN where the server does
+	// not export the family (or its 0.99 bucket).
+	MeanUtilisation float64 `json:"meanUtilisation"`
+	FullFraction    float64 `json:"fullFraction"`
+}
+
+// utilisationOf is the mean and the fraction of time above 0.99 of a
+// seat_utilization histogram.
+func utilisationOf(h *Histogram) (mean, full float64) {
+	if h == nil || h.Count <= 0 {
+		return math.NaN(), math.NaN()
+	}
+	mean, full = h.Sum/h.Count, math.NaN()
+	for _, b := range h.Buckets {
+		if b.UpperBound == 0.99 {
+			full = math.Max(0, 1-b.Count/h.Count)
+		}
+	}
+	return mean, full
 }
 
 // RejectedTotalPerSec sums the rejection rates of every reason.
@@ -113,11 +143,13 @@ func Levels(prev, cur *Scrape) []LevelStats {
 	// observations are waits, so merge both values of "execute".
 	waitCur := cur.HistogramsBy(RequestWaitDurationSecond, pl, nil)
 	waitPrev := prev.HistogramsBy(RequestWaitDurationSecond, pl, nil)
+	utilCur := cur.HistogramsBy(SeatUtilization, pl, nil)
+	utilPrev := prev.HistogramsBy(SeatUtilization, pl, nil)
 
 	out := make([]LevelStats, 0, len(names))
 	for name := range names {
 		st := LevelStats{Name: name, NominalLimit: nominal[name], WaitingRequests: waiting[name], SeatsInUse: inUse[name],
-			WaitingSeats: math.NaN(), WaitP99: math.NaN(), Utilisation: math.NaN()}
+			WaitingSeats: math.NaN(), WaitP99: math.NaN(), Utilisation: math.NaN(), MeanUtilisation: math.NaN(), FullFraction: math.NaN()}
 		st.CurrentLimit = st.NominalLimit
 		if hasCurrent {
 			st.CurrentLimit = current[name]
@@ -150,6 +182,12 @@ func Levels(prev, cur *Scrape) []LevelStats {
 				h = h.Sub(waitPrev[name])
 			}
 			st.WaitP99 = h.Quantile(0.99)
+		}
+		if h := utilCur[name]; h != nil && name != "exempt" {
+			if hasRates {
+				h = h.Sub(utilPrev[name])
+			}
+			st.MeanUtilisation, st.FullFraction = utilisationOf(h)
 		}
 		out = append(out, st)
 	}

@@ -229,3 +229,50 @@ func TestThrottled429PerSec(t *testing.T) {
 		t.Errorf("one scrape gave rates %v", got)
 	}
 }
+
+// TestSeatUtilization reads priority_level_seat_utilization from a real
+// 1.37 scrape under load (issue 47). apf-load has one seat, so its ratio is
+// 0 or 1 and the mean equals the time above 0.99: by hand from the file,
+// sum/count = 17146306523/20332834185 = 0.8433 and 1 - the 0.99 bucket /
+// count = 1 - 3186527662/20332834185 = 0.8433. workload-low was idle (sum
+// 0). A 1.20-shaped scrape has no such family: NaN, never 0.
+func TestSeatUtilization(t *testing.T) {
+	cur := mustScrape(t, "v1.37.1-load.txt", t0)
+	by := map[string]LevelStats{}
+	for _, l := range Levels(nil, cur) {
+		by[l.Name] = l
+	}
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-4 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	near("apf-load mean", by["apf-load"].MeanUtilisation, 17146306523.0/20332834185)
+	near("apf-load full", by["apf-load"].FullFraction, 1-3186527662.0/20332834185)
+	near("workload-low mean", by["workload-low"].MeanUtilisation, 0)
+	near("workload-low full", by["workload-low"].FullFraction, 0)
+	if e := by["exempt"]; !math.IsNaN(e.MeanUtilisation) {
+		t.Errorf("exempt mean %v, want NaN (never limited)", e.MeanUtilisation)
+	}
+	for _, l := range Levels(nil, mustScrape(t, "v1.20-shape.txt", t0)) {
+		if !math.IsNaN(l.MeanUtilisation) || !math.IsNaN(l.FullFraction) {
+			t.Errorf("%s: %v %v from a scrape without the family", l.Name, l.MeanUtilisation, l.FullFraction)
+		}
+	}
+	// Over an interval: the difference of two scrapes' histograms.
+	prev := parseBody(t, `apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="a",le="0.99"} 100
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="a",le="+Inf"} 100
+apiserver_flowcontrol_priority_level_seat_utilization_sum{phase="executing",priority_level="a"} 10
+apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",priority_level="a"} 100
+apiserver_flowcontrol_nominal_limit_seats{priority_level="a"} 4
+`, t0)
+	curText := `apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="a",le="0.99"} 150
+apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase="executing",priority_level="a",le="+Inf"} 200
+apiserver_flowcontrol_priority_level_seat_utilization_sum{phase="executing",priority_level="a"} 85
+apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",priority_level="a"} 200
+apiserver_flowcontrol_nominal_limit_seats{priority_level="a"} 4
+`
+	l := Levels(prev, parseBody(t, curText, t0.Add(10*time.Second)))[0]
+	near("interval mean", l.MeanUtilisation, 75.0/100)
+	near("interval full", l.FullFraction, 1-50.0/100)
+}

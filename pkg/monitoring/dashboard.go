@@ -306,7 +306,7 @@ func NewDashboard(levels []*flowcontrolv1.PriorityLevelConfiguration, opts Optio
 				series{"sum by (" + inst + ") (\n" + e.seatsInUse(m) + "\n)", "{{" + inst + "}}"})
 			continue
 		}
-		b.add("Seats", "short", "Seats in use against the limits: nominal, lower and upper bound the current limit, which borrowing moves.",
+		b.add("Seats", "short", "Seats in use against the limits: nominal, lower and upper bound the current limit, which borrowing moves. The upper limit overstates what borrowing can reach: a level borrows only what the other levels lend (kubernetes/kubernetes#129086).",
 			series{"sum by (" + inst + ") (\n" + e.seatsInUse(m) + "\n)", "in use {{" + inst + "}}"},
 			series{"max by (" + inst + ") (\n" + e.limitOrNominal(metrics.CurrentLimitSeats, m) + "\n)", "current limit {{" + inst + "}}"},
 			series{"max by (" + inst + ") (\n" + e.nominal(m) + "\n)", "nominal {{" + inst + "}}"},

@@ -284,6 +284,22 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	return FromMatrix(m), nil
 }
 
+// StartTime implements history.Started: when the store started, from
+// /api/v1/status/runtimeinfo (Prometheus; other stores may not serve it,
+// and then the error says so).
+func (c *Client) StartTime(ctx context.Context) (time.Time, error) {
+	if c.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
+	ri, err := c.api.Runtimeinfo(ctx)
+	if err != nil {
+		return time.Time{}, c.explain(err)
+	}
+	return ri.StartTime, nil
+}
+
 // RawSamples fetches the raw samples of a series selector over [start, end]
 // (a range-vector instant query). kubectl-apf never does this; the scale
 // benchmark does, as the naive alternative to pushing the aggregation to

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func TestAgainstRealPrometheus(t *testing.T) {
 	if _, err := fleet.CreateBlocks(ctx, dir, filepath.Join(dir, "data")); err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	prom := testprom.StartT(t, testprom.Options{Dir: dir})
 
 	// A gateway like Mimir's: a tenant header and a token, GETs only.
@@ -80,6 +82,26 @@ func TestAgainstRealPrometheus(t *testing.T) {
 	}
 	q := history.Query{Selector: `job="apiserver"`}
 	w := history.Window{Start: fleet.Start, End: fleet.End, Step: history.AutoStep(fleet.End.Sub(fleet.Start), iv)}
+
+	// The store started with this test: a window that began before it is
+	// the window of a young store, not one without APF (issue 47).
+	t.Run("young store", func(t *testing.T) {
+		st, err := c.StartTime(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Before(started.Add(-time.Second)) {
+			t.Fatalf("start time %v is before the store was started (%v)", st, started)
+		}
+		young := history.Window{Start: st.Add(-30 * time.Minute), End: st.Add(time.Minute)}
+		if err := history.NoSeriesError(ctx, c, c.Describe(), young); !strings.Contains(err.Error(), "has no APF series matching the selector yet: the history fills in as it scrapes") {
+			t.Errorf("young store: %v", err)
+		}
+		later := history.Window{Start: st.Add(time.Second), End: st.Add(time.Minute)}
+		if err := history.NoSeriesError(ctx, c, c.Describe(), later); !strings.Contains(err.Error(), "holds no APF series from") {
+			t.Errorf("a window after the store started: %v", err)
+		}
+	})
 
 	t.Run("incidents", func(t *testing.T) {
 		rep, err := history.FindIncidents(ctx, c, history.IncidentOptions{Query: q, Window: w, ScrapeInterval: iv, WaitLimit: 15 * time.Second})

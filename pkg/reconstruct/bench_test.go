@@ -198,3 +198,56 @@ func BenchmarkReconstruct(b *testing.B) {
 	b.ReportMetric(float64(tRec)/float64(tRead), "reconstruct/read")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
 }
+
+// BenchmarkInstances measures what telling instances apart costs a log of
+// one instance: the overload of BenchmarkReconstruct (200,000 requests)
+// reconstructed by RunInstances (one more pass over the tape, which
+// records the workload before the calibration reads it) and, in the same
+// run, by RunReader. It reports the ratio instances/reader.
+//
+//	go test ./pkg/reconstruct -run '^$' -bench BenchmarkInstances -benchtime 1x -count=1
+func BenchmarkInstances(b *testing.B) {
+	const n = 200_000
+	httplog, audit := writeOverload(b, n)
+	f := loadFixture(b, filepath.Join(recordings, "starved"))
+	var tReader, tInstances time.Duration
+	run := func(instances bool) *reconstruct.Result {
+		files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer files.Close()
+		opts := reconstruct.Options{Config: f.config, ServerConcurrencyLimit: f.scl}
+		var res *reconstruct.Result
+		if instances {
+			res, err = reconstruct.RunInstances(files, opts, reconstruct.InstanceOptions{Resolve: files.Resolve}, nil)
+		} else {
+			res, err = reconstruct.RunReader(files, opts, nil)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Reconstructed != n {
+			b.Fatalf("%d requests reconstructed, want %d", res.Reconstructed, n)
+		}
+		return res
+	}
+	for b.Loop() {
+		runtime.GC()
+		t0 := time.Now()
+		r1 := run(false)
+		t1 := time.Now()
+		runtime.GC()
+		t2 := time.Now()
+		r2 := run(true)
+		tInstances += time.Since(t2)
+		tReader += t1.Sub(t0)
+		if r1.Sum() != r2.Sum() || len(r2.Instances) != 1 {
+			b.Fatalf("RunInstances %+v (%d instances), RunReader %+v", r2.Sum(), len(r2.Instances), r1.Sum())
+		}
+	}
+	k := float64(b.N)
+	b.ReportMetric(tReader.Seconds()/k, "s-reader")
+	b.ReportMetric(tInstances.Seconds()/k, "s-instances")
+	b.ReportMetric(float64(tInstances)/float64(tReader), "instances/reader")
+}

@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -139,8 +140,10 @@ func (s *state) closeIncident(l *level) {
 	}
 	var held float64
 	seatSec := map[int32]float64{}
-	for ci, end := range inc.seatsEnd {
-		if v := (end - inc.seatsAt[ci]) / 1e9; v > 0 {
+	// summed in the clients' order, not the map's: the shares are then the
+	// same at every run to the last bit
+	for _, ci := range slices.Sorted(maps.Keys(inc.seatsEnd)) {
+		if v := (inc.seatsEnd[ci] - inc.seatsAt[ci]) / 1e9; v > 0 {
 			seatSec[ci] = v
 			held += v
 		}
@@ -279,7 +282,22 @@ func (r *Result) Report(name string) *rejections.Report {
 		rep.Rejected[in.Level] += in.Rejected
 	}
 	rep.Incidents = append(rep.Incidents, r.Incidents...)
-	slices.SortStableFunc(rep.Incidents, func(a, b rejections.Incident) int { return int(b.Rejected - a.Rejected) })
-	rep.Instances = append(rep.Instances, rejections.Instance{Name: name})
+	byRejected := func(a, b rejections.Incident) int { return int(b.Rejected - a.Rejected) }
+	slices.SortStableFunc(rep.Incidents, byRejected)
+	if len(r.Instances) <= 1 {
+		rep.Instances = append(rep.Instances, rejections.Instance{Name: name})
+		return rep
+	}
+	for _, in := range r.Instances {
+		sum := in.Sum()
+		ri := rejections.Instance{Name: in.Name, ServerConcurrencyLimit: in.ServerConcurrencyLimit,
+			Fates: &rejections.Fates{Agreeing: sum.Agreeing(), Total: sum.Total()}, Incidents: []rejections.Incident{}}
+		for _, inc := range in.Incidents {
+			inc.Instances = []rejections.InstanceCount{{Instance: in.Name, Count: inc.Rejected}}
+			ri.Incidents = append(ri.Incidents, inc)
+		}
+		slices.SortStableFunc(ri.Incidents, byRejected)
+		rep.Instances = append(rep.Instances, ri)
+	}
 	return rep
 }

@@ -177,3 +177,37 @@ func TestReconstructDecidesFromTheState(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmeasuredThresholdKeepsNoIdleWait: a log too short to measure τ
+// (no lag of requests dispatched at once) leaves τ at its smallest
+// candidate, which the filters around APF can exceed on their own. A
+// request whose latency less its execution is above it, on a level with a
+// seat free and nobody waiting, did not wait: upstream dispatches it in the
+// StartRequest that enqueues it. One that found the seat taken still waited.
+func TestUnmeasuredThresholdKeepsNoIdleWait(t *testing.T) {
+	reqs := []workload.Request{
+		logged("p", "alice", 0, 10.6, 10, 200), // 0.6 ms outside its execution, tiny idle
+		logged("q", "bob", 1, 19, 9, 200),      // arrives while p holds the one seat: waits to 10 ms
+	}
+	fates := map[string]reconstruct.Fate{}
+	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true,
+		OnFate: func(f *reconstruct.Fate) {
+			g := *f
+			g.Record = nil
+			fates[f.Record.AuditID] = g
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Threshold != 500*time.Microsecond {
+		t.Fatalf("τ %v: the test wants the unmeasured τ of 500µs, below p's 0.6 ms", res.Threshold)
+	}
+	if p := fates["p"]; p.Wait != 0 || p.SeatsInUse != 0 || p.Waiting != 0 {
+		t.Errorf("p waited %v with %d seats in use and %d waiting; want no wait on an idle level", p.Wait, p.SeatsInUse, p.Waiting)
+	}
+	if q := fates["q"]; q.Wait < 8*time.Millisecond {
+		t.Errorf("q waited %v, want about 9 ms: the seat was p's", q.Wait)
+	}
+}

@@ -182,6 +182,9 @@ type state struct {
 	prev    map[string]int
 	nextB   int64
 	fate    Fate
+	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
+	// it does not show a queue by itself
+	tauUnmeasured bool
 }
 
 type clientKey struct {
@@ -191,6 +194,7 @@ type clientKey struct {
 func newState(opts Options, cal *calibrate.Result) *state {
 	s := &state{opts: opts, cal: cal, levels: map[string]*level{}, flowIx: map[string]int32{}, clientX: map[clientKey]int32{}, prev: map[string]int{}}
 	s.res.Threshold = time.Duration(cal.Threshold)
+	s.tauUnmeasured = cal.ThresholdFrom == calibrate.ThresholdUnmeasured
 	s.res.AuditOnly = cal.AuditOnly
 	lims := opts.Config.Limits(opts.ServerConcurrencyLimit)
 	var initial map[string]int
@@ -303,6 +307,14 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if AnsweredBeforeAPF(w) {
 		s.res.BeforeAPF++
 		return
+	}
+	if s.opts.Identify != nil {
+		if id, ok := s.opts.Identify(w); ok {
+			// a copy: the reader reuses w for the next record
+			wc := *w
+			wc.User, wc.Groups, wc.UserKnown = id.User, id.Groups, true
+			w = &wc
+		}
 	}
 	er, err := s.parsed.Parse(w.Method, w.URI, identityOf(w))
 	if err != nil {
@@ -660,6 +672,17 @@ func (s *state) arrive(p *pending) {
 	if rec429 {
 		s.decided(f, r, true)
 		return
+	}
+	if r.waiting && !r.estimated && s.tauUnmeasured && l.queues != nil && l.canAccommodate(r.seats) && l.waiting == 0 {
+		// τ rests on no measured lag (too few requests with an execution
+		// time), so a wait above it may be the filters' own time: with a
+		// seat free and nothing waiting, upstream dispatches the request
+		// in the same StartRequest that enqueues it
+		// (queueset.go:dispatchAsMuchAsPossibleLocked), so it did not wait
+		r.waiting, r.waitShown = false, false
+		r.dispatch = s.now
+		f.Execution += f.Wait
+		f.Wait = 0
 	}
 	// what the request's own times say of the limit (for an audit event
 	// without annotation: a latency above τ counts as a wait)

@@ -33,6 +33,12 @@ type Options struct {
 	// Focus, if set, asks for the state around a request (Fate.Snapshot):
 	// the queues of its hand and who held the seats.
 	Focus func(*workload.Request) bool
+	// Identify, if set, gives the identity of a record (ok true) in place
+	// of the one it carries, if any: explain request's identity (given by
+	// flags, or read from the audit event) for the request it explains,
+	// whose httplog line names no user. The record's flow and hand are
+	// then those of that identity, as explain shows them.
+	Identify func(*workload.Request) (engine.Identity, bool)
 	// Progress, if set, is called with the records read so far and the
 	// stage ("calibrating", "reconstructing") every 65,536 records.
 	Progress func(stage string, records int64)
@@ -138,6 +144,13 @@ type Result struct {
 	Incidents []rejections.Incident
 	// Start and End span the arrivals.
 	Start, End time.Time
+	// Instances are the apiserver instances reconstructed, each on its own
+	// (RunInstances), by name; the figures above sum them. With
+	// Options.Focus, only those that hold a focused request.
+	Instances []InstanceResult
+	// InstancesRead are the names of every instance the workload held
+	// (RunInstances), reconstructed or not.
+	InstancesRead []string
 }
 
 // LevelResult is the reconstruction of one priority level.

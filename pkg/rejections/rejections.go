@@ -142,6 +142,23 @@ type Instance struct {
 	// Other429 is as in Report, for this instance.
 	Other429 *float64 `json:"other429,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
+	// ServerConcurrencyLimit is the limit the instance was reconstructed
+	// with (a log of several instances: each has its own APF and limit).
+	ServerConcurrencyLimit int `json:"serverConcurrencyLimit,omitempty"`
+	// Fates is how far the instance's reconstructed fates agree with the
+	// log's answers (a log of several instances).
+	Fates *Fates `json:"fates,omitempty"`
+	// Incidents are the instance's own incidents, as reconstructed on it
+	// alone (a log of several instances; the Report's incidents merge
+	// them across instances).
+	Incidents []Incident `json:"incidents,omitempty"`
+}
+
+// Fates counts the requests whose reconstructed fate (429 or not) agrees
+// with the log's answer, of those compared.
+type Fates struct {
+	Agreeing int64 `json:"agreeing"`
+	Total    int64 `json:"total"`
 }
 
 // Incident is the rejections of one priority level: on one instance at one
@@ -206,6 +223,12 @@ type LevelState struct {
 	HandSize         int32    `json:"handSize,omitempty"`
 	QueueLengthLimit int32    `json:"queueLengthLimit,omitempty"`
 	WaitP99Seconds   *float64 `json:"waitP99Seconds,omitempty"`
+	// MeanUtilisation and FullFraction are read from
+	// priority_level_seat_utilization: the mean of seats in use over the
+	// current limit, and the fraction of the time every seat was in use,
+	// over the scrapes' interval (since start with one scrape).
+	MeanUtilisation *float64 `json:"meanUtilisation,omitempty"`
+	FullFraction    *float64 `json:"fullFraction,omitempty"`
 	// WaitLimitSeconds is the default wait limit in a queue (a quarter of
 	// the request deadline, at most a minute).
 	WaitLimitSeconds float64           `json:"waitLimitSeconds,omitempty"`

@@ -38,6 +38,9 @@ type Config struct {
 	// Strict fails on the first line that cannot be read as a request
 	// instead of skipping it with a count.
 	Strict bool
+	// Instances say which apiserver instance served each file's requests
+	// (by default, the instance the input names, else one per file).
+	Instances workload.InstanceOptions
 	// Sets are the --set changes, applied over the state's configuration
 	// (which has the -f files applied).
 	Sets []capacity.Setting
@@ -105,6 +108,11 @@ type Result struct {
 	// Notes say what of the input could not be used as given, "note: ..."
 	// each, for stderr (the state's own notes are the state's).
 	Notes []string `json:"-"`
+	// Instances are the apiserver instances of a workload of several,
+	// each replayed on its own (its own calibration, server concurrency
+	// limit and queues) with the change applied to each; the levels,
+	// agreement and fit above then sum them (instances.go).
+	Instances []InstanceResult `json:"instances,omitempty"`
 }
 
 // Run replays the workload against the state's configuration and, when
@@ -127,8 +135,34 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 	}
 	defer files.Close()
 	m := readServerMetrics(st, cfg)
+	src := workload.Reader(&cancellableReader{ctx: ctx, r: files.Reader})
+	split, err := splitInstances(ctx, src, files)
+	if err != nil {
+		return nil, err
+	}
+	if split != nil {
+		defer split.tape.Close()
+		if len(split.names) > 1 {
+			return runInstances(ctx, st, cfg, before, after, notes, m, files, split)
+		}
+		src = &cancellableReader{ctx: ctx, r: split.tape.Reader()}
+	}
+	res, err := runOne(ctx, st, cfg, before, after, m, src)
+	if err != nil {
+		return nil, err
+	}
+	if res.Workload.Records == 0 {
+		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+	}
+	res.Join = files.Join
+	res.Notes = slices.Concat(notes, m.notes, workloadNotes(res.Report, files))
+	return res, nil
+}
+
+// runOne calibrates and replays the workload of one apiserver instance.
+func runOne(ctx context.Context, st *state.State, cfg Config, before, after *engine.Config, m serverMetrics, src workload.Reader) (*Result, error) {
 	rc := newReplayConfigs(st, cfg, before, after, m.counts)
-	src, cal, err := prepareWorkload(ctx, &cancellableReader{ctx: ctx, r: files.Reader}, &rc, m, cfg)
+	src, cal, err := prepareWorkload(ctx, src, &rc, m, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -140,19 +174,18 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if res.Workload.Records == 0 {
-		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
+		return res, nil
 	}
 	if res.CPUComparison, err = compareCPU(ctx, res, cal, rc, st.ServerConcurrency); err != nil {
 		return nil, err
 	}
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
-	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom
+	res.Release, res.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	res.Calibration = cal
 	if cfg.ServerSpeed != 1 {
 		res.ServerSpeed = cfg.ServerSpeed
 	}
 	res.Warnings = calibrate.Regime(before, after, st.ServerConcurrency, res.Report, cal)
-	res.Notes = slices.Concat(notes, m.notes, workloadNotes(res.Report, files))
 	return res, nil
 }
 

@@ -18,7 +18,7 @@ func openWorkload(cfg Config) (*workload.Files, error) {
 	if cfg.Open != nil {
 		return cfg.Open()
 	}
-	opts := workload.Options{Lenient: !cfg.Strict}
+	opts := workload.Options{Lenient: !cfg.Strict, Instances: cfg.Instances}
 	if len(cfg.Workloads) != 1 || cfg.Workloads[0] != "-" || cfg.Stdin == nil {
 		return workload.OpenFiles(cfg.Workloads, opts)
 	}

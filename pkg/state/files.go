@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
@@ -86,8 +88,27 @@ func expandPath(arg string, recursive bool) ([]string, error) {
 	return paths, nil
 }
 
+// readObjects reads the FlowSchemas and PriorityLevelConfigurations of a
+// file of a raw --from directory as -f reads them (any served version,
+// converted to v1, validated).
+func readObjects(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error) {
+	objs, err := lint.ParseObjects(data, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := make([]flowcontrolv1.FlowSchema, 0, len(objs.FlowSchemas))
+	for _, f := range objs.FlowSchemas {
+		fs = append(fs, *f)
+	}
+	pl := make([]flowcontrolv1.PriorityLevelConfiguration, 0, len(objs.PriorityLevels))
+	for _, p := range objs.PriorityLevels {
+		pl = append(pl, *p)
+	}
+	return fs, pl, nil
+}
+
 // FromUsage is the help of --from.
-const FromUsage = `Read this instead of the cluster: a bundle (a directory or .tar.gz written by "kubectl apf dump bundle"), a raw debug dump or /metrics text saved or pasted from "kubectl get --raw" (dump_priority_levels, dump_queues, dump_requests, "/metrics | grep flowcontrol"), a directory of such files, or "-" for standard input. The kind is told by the content.`
+const FromUsage = `Read this instead of the cluster: a bundle (a directory or .tar.gz written by "kubectl apf dump bundle"), a raw debug dump or /metrics text saved or pasted from "kubectl get --raw" (dump_priority_levels, dump_queues, dump_requests, "/metrics | grep flowcontrol"), a directory of such files (its YAML or JSON files of FlowSchemas and PriorityLevelConfigurations are used as a bundle's objects), or "-" for standard input. The kind is told by the content.`
 
 // validateStdin refuses two readers of standard input.
 func validateStdin(from string, files []string) error {

@@ -94,3 +94,45 @@ func TestLoadRawStdin(t *testing.T) {
 		t.Errorf("--from - with -f -: %v", err)
 	}
 }
+
+// TestLoadRawDirObjects: the FlowSchema and PriorityLevelConfiguration
+// files of a raw --from directory (kueue's published objects, beside the
+// documentation's request dump) are used as a bundle's objects, where they
+// were listed as "ignored" and the input refused for holding no objects;
+// a YAML file of other kinds (kueue's APIService) is still ignored
+// (issue 47).
+func TestLoadRawDirObjects(t *testing.T) {
+	dir := t.TempDir()
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kueue := filepath.Join("..", "..", "testdata", "lint", "public", "kueue")
+	copyFile(field("docs-dump_requests-details.txt"), "requests.txt")
+	copyFile(filepath.Join(kueue, "flowschema.yaml"), "flowschema.yaml")
+	copyFile(filepath.Join(kueue, "prioritylevelconfigurations.yaml"), "plc.yaml")
+	copyFile(filepath.Join(kueue, "apiservice_v1beta2.yaml"), "apiservice.yaml")
+	o := &Options{From: dir, inputs: Config | Instances}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), Request{Parts: 0xff, NeedObjects: "requests cannot be classified"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NoObjects || len(st.BaseFlowSchemas) != 1 || st.BaseFlowSchemas[0].Name != "visibility" || len(st.BasePriorityLevels) != 1 || st.BasePriorityLevels[0].Name != "visibility" {
+		t.Errorf("NoObjects %v, flow schemas %d, levels %d", st.NoObjects, len(st.BaseFlowSchemas), len(st.BasePriorityLevels))
+	}
+	notes := strings.Join(st.Notes, "\n")
+	_, ignored, _ := strings.Cut(notes, "; ignored ")
+	ignored, _, _ = strings.Cut(ignored, "\n")
+	if !strings.Contains(notes, "objects from flowschema.yaml, plc.yaml: 1 FlowSchema, 1 PriorityLevelConfiguration") || ignored != "apiservice.yaml" {
+		t.Errorf("notes %q", st.Notes)
+	}
+}

@@ -116,7 +116,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.BoolVarP(&o.Recursive, "recursive", "R", false, "Read the directories given with -f recursively.")
 		fs.StringVar(&o.KubeVersion, "kube-version", o.KubeVersion, fmt.Sprintf("Kubernetes release whose APF behaviour to replay (%s to %s, e.g. 1.31), and whose default objects --defaults uses; default: the server's, from /version or the bundle, else %s.",
 			engine.OldestRelease, engine.NewestRelease, engine.NewestRelease))
-		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+lint.UpstreamVersion+") as the base instead of the cluster.")
+		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+lint.UpstreamVersion+") as the base instead of the cluster; with --from, the defaults of the input's release (or --kube-version), its live state read beside them.")
 	}
 	if o.Store != nil {
 		o.Store.AddFlags(fs)
@@ -129,9 +129,6 @@ func (o *Options) Validate() error {
 		if _, err := engine.ParseRelease(o.KubeVersion); err != nil {
 			return fmt.Errorf("--kube-version: %w", err)
 		}
-	}
-	if o.Defaults && o.From != "" {
-		return fmt.Errorf("--defaults and --from both name the base configuration; give one")
 	}
 	live := o.AllAPIServers || len(o.APIServerURLs) > 0
 	if live && o.Defaults {
@@ -181,11 +178,11 @@ func (o *Options) Complete() error {
 			return nil
 		}
 	}
-	if o.Source != nil || o.Defaults {
+	if o.Source != nil || (o.Defaults && o.From == "") {
 		return nil
 	}
 	if o.From != "" {
-		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin}
+		o.Source = &dump.BundleSource{Path: o.From, Stdin: o.Stdin, ObjectFiles: o.inputs&Config != 0, ReadObjects: readObjects}
 		return nil
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
@@ -302,7 +299,9 @@ func (s *State) Config() *engine.Config { return engine.NewConfig(s.FlowSchemas,
 // asked for, and applies -f.
 func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 	st := &State{}
-	if !o.Defaults {
+	// --defaults with --from: the input's live state, and the defaults of
+	// its release as the base.
+	if !o.Defaults || o.From != "" {
 		if err := o.capture(ctx, req, st); err != nil {
 			return nil, err
 		}
@@ -322,6 +321,7 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 	}
 	if o.Defaults {
 		st.BaseFlowSchemas, st.BasePriorityLevels = lint.DefaultsFor(rel)
+		st.NoObjects = false
 	}
 	st.FlowSchemas, st.PriorityLevels = st.BaseFlowSchemas, st.BasePriorityLevels
 	if err := o.checkObjects(req, st); err != nil {
@@ -343,7 +343,7 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		st.ServerConcurrency, st.ServerConcurrencySource = st.InferredConcurrency, SourceMetrics
 	default:
 		st.ServerConcurrency, st.ServerConcurrencySource = engine.DefaultServerConcurrencyLimit, SourceDefault
-		if req.InferConcurrency && !o.Defaults {
+		if req.InferConcurrency && (!o.Defaults || o.From != "") {
 			st.Notes = append(st.Notes, fmt.Sprintf("note: could not infer the server concurrency limit from the metrics; assuming %d seats (give --server-concurrency)", st.ServerConcurrency))
 		}
 	}

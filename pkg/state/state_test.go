@@ -16,7 +16,8 @@ func TestValidate(t *testing.T) {
 		{"from and all", Options{From: "b", AllAPIServers: true}, "mutually exclusive"},
 		{"all and urls", Options{AllAPIServers: true, APIServerURLs: []string{"https://a:1"}}, "mutually exclusive"},
 		{"bad url", Options{APIServerURLs: []string{"10.0.0.1:6443"}}, `--apiserver-urls: "10.0.0.1:6443" is not a URL`},
-		{"defaults and from", Options{Defaults: true, From: "b"}, "--defaults and --from both name the base configuration"},
+		// --defaults with --from: the defaults of the input's release (issue 47, R6).
+		{"defaults and from", Options{Defaults: true, From: "b"}, ""},
 		{"defaults and all", Options{Defaults: true, AllAPIServers: true}, "read live apiservers: drop --defaults"},
 	}
 	for _, tt := range tests {

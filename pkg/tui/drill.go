@@ -36,7 +36,7 @@ func (m *Model) drillLines(w, body int) []string {
 			qs[j] = strconv.Itoa(q)
 		}
 		lines = append(lines, joinCells(fcols, []string{clean(f.FlowSchema), clean(dashed(f.Distinguisher)), strconv.Itoa(f.WaitingRequests),
-			strconv.Itoa(f.WaitingSeats), strconv.Itoa(f.ExecutingRequest), strconv.Itoa(f.ExecutingSeats), dashed(strings.Join(qs, ","))}))
+			strconv.Itoa(f.WaitingSeats), f.ExecutingCell(f.ExecutingRequest), f.ExecutingCell(f.ExecutingSeats), dashed(strings.Join(qs, ","))}))
 	}
 	if len(flows) == 0 {
 		lines = append(lines, "  no request of this level in the dump")

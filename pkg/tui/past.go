@@ -241,7 +241,13 @@ func (p *pastModel) notes(st Styles) []string {
 	if p.held != nil && p.held.Incident != "" {
 		lines = append(lines, "last incident in the store: "+clean(p.held.Incident))
 	}
-	if p.err != nil {
+	var young interface{ Young() bool }
+	switch {
+	case p.err == nil:
+	case errors.As(p.err, &young) && young.Young():
+		// A store that just started: its history is to come, not a fault.
+		lines = append(lines, st.paint(st.Dim, "history from the store: "+clean(firstLine(p.err.Error()))))
+	default:
 		lines = append(lines, st.paint(st.Warn, "! history from the store: "+clean(firstLine(p.err.Error()))))
 	}
 	return lines

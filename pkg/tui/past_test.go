@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,29 @@ func TestPaceKeysWhileInThePast(t *testing.T) {
 	press(m, "right")
 	if frame := content(m); !strings.Contains(frame, "every 5s") || !strings.Contains(frame, "● PAUSED") {
 		t.Errorf("back to live after p and +:\n%s", frame)
+	}
+}
+
+// youngErr is the error of a store that just started (history's
+// YoungStoreError, told by its Young method).
+type youngErr struct{}
+
+func (youngErr) Error() string {
+	return "http://prom:9090 started at 2026-11-23T11:59:20Z, 40s before 2026-11-23T12:00:00Z, and has no APF series matching the selector yet: the history fills in as it scrapes the apiservers"
+}
+func (youngErr) Young() bool { return true }
+
+// TestLiveViewPastYoungStore: the first frame of a cold demo, whose store
+// has just started, says the history fills in, as a note and not a
+// warning ("!") (issue 47).
+func TestLiveViewPastYoungStore(t *testing.T) {
+	m := New(Options{Source: &fakeSource{}, Clock: func() time.Time { return fixtureAt },
+		Past: func(context.Context) (*Past, error) { return nil, fmt.Errorf("reading the store: %w", youngErr{}) }})
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
+	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: idleFixture().capture(t)}})
+	m.Update(m.past.load()())
+	frame := content(m)
+	if strings.Contains(frame, "! history from the store") || !strings.Contains(frame, "history from the store: reading the store: http://prom:9090 started at") {
+		t.Fatalf("a young store:\n%s", frame)
 	}
 }

@@ -101,7 +101,7 @@ func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconst
 		return nil, p, err
 	}
 	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
-	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
+	res, err := reconstruct.RunInstances(rd, o.Reconstruct, reconstruct.InstanceOptions{}, o.Wrap)
 	if err != nil {
 		return nil, p, err
 	}
@@ -146,7 +146,7 @@ func ReconstructAround(ctx context.Context, s *Source, r *workload.Request, o Re
 	}
 	p.Windows = []Window{w}
 	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
-	res, err := reconstruct.RunReader(rd, o.Reconstruct, o.Wrap)
+	res, err := reconstruct.RunInstances(rd, o.Reconstruct, reconstruct.InstanceOptions{}, o.Wrap)
 	p.Bytes, p.Queries = s.Client.Bytes.Load(), s.Client.Queries.Load()
 	p.Partial = s.Client.Partial.Load()
 	if c, ok := s.Client.PartialCause.Load().(string); ok {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"io"
 	"sort"
 	"strconv"
@@ -18,6 +19,38 @@ type LevelRow struct {
 	dump.PriorityLevelRow
 	Type string `json:"type,omitempty"`
 	UID  string `json:"uid,omitempty"`
+}
+
+// MarshalJSON prints as null what the table prints as "-": the four
+// counters a layout before 1.27 lacks, and every figure of a pre-1.28
+// "<none>" row (the exempt level, which had no queues); a 0 there would
+// read as a level that dispatched or rejected nothing.
+func (r LevelRow) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Instance           string            `json:"instance"`
+		Name               string            `json:"name"`
+		Placeholder        bool              `json:"placeholder,omitempty"`
+		ActiveQueues       *int              `json:"activeQueues"`
+		IsIdle             *bool             `json:"isIdle"`
+		IsQuiescing        bool              `json:"isQuiescing"`
+		WaitingRequests    *int              `json:"waitingRequests"`
+		ExecutingRequests  *int              `json:"executingRequests"`
+		HasCounters        bool              `json:"hasCounters"`
+		DispatchedRequests *int              `json:"dispatchedRequests"`
+		RejectedRequests   *int              `json:"rejectedRequests"`
+		TimedoutRequests   *int              `json:"timedoutRequests"`
+		CancelledRequests  *int              `json:"cancelledRequests"`
+		Extra              map[string]string `json:"extra,omitempty"`
+		Type               string            `json:"type,omitempty"`
+		UID                string            `json:"uid,omitempty"`
+	}{Instance: r.Instance, Name: r.Name, Placeholder: r.Placeholder, IsQuiescing: r.IsQuiescing, HasCounters: r.HasCounters, Extra: r.Extra, Type: r.Type, UID: r.UID}
+	if !r.Placeholder {
+		out.ActiveQueues, out.IsIdle, out.WaitingRequests, out.ExecutingRequests = &r.ActiveQueues, &r.IsIdle, &r.WaitingRequests, &r.ExecutingRequests
+		if r.HasCounters {
+			out.DispatchedRequests, out.RejectedRequests, out.TimedoutRequests, out.CancelledRequests = &r.DispatchedRequests, &r.RejectedRequests, &r.TimedoutRequests, &r.CancelledRequests
+		}
+	}
+	return json.Marshal(out)
 }
 
 // LevelRows flattens the level dumps of the snapshots, with the level's
@@ -122,6 +155,34 @@ func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) e
 type QueueRow struct {
 	Instance string `json:"instance"`
 	dump.QueueRow
+}
+
+// MarshalJSON prints the seat columns a layout lacks (SeatsInUse and the
+// three sums of the 1.20 dump_queues) as null, as the table prints them as
+// "-" and every absent figure of the other -o json outputs is null: a 0
+// there would read as an idle queue.
+func (q QueueRow) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Instance          string            `json:"instance"`
+		PriorityLevel     string            `json:"priorityLevel"`
+		Placeholder       bool              `json:"placeholder,omitempty"`
+		Index             int               `json:"index"`
+		PendingRequests   int               `json:"pendingRequests"`
+		ExecutingRequests int               `json:"executingRequests"`
+		SeatsInUse        *int              `json:"seatsInUse"`
+		NextDispatchR     float64           `json:"nextDispatchR"`
+		InitialSeatsSum   *int              `json:"initialSeatsSum"`
+		MaxSeatsSum       *int              `json:"maxSeatsSum"`
+		TotalWorkSum      *jsonFloat        `json:"totalWorkSum"`
+		HasSeats          bool              `json:"hasSeats"`
+		Extra             map[string]string `json:"extra,omitempty"`
+	}{Instance: q.Instance, PriorityLevel: q.PriorityLevel, Placeholder: q.Placeholder, Index: q.Index, PendingRequests: q.PendingRequests,
+		ExecutingRequests: q.ExecutingRequests, NextDispatchR: q.NextDispatchR, HasSeats: q.HasSeats, Extra: q.Extra}
+	if q.HasSeats {
+		work := jsonFloat(q.TotalWorkSum)
+		out.SeatsInUse, out.InitialSeatsSum, out.MaxSeatsSum, out.TotalWorkSum = &q.SeatsInUse, &q.InitialSeatsSum, &q.MaxSeatsSum, &work
+	}
+	return json.Marshal(out)
 }
 
 // QueueRows flattens the queue dumps, sorted by level and index; all=false

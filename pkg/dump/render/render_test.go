@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,5 +174,158 @@ func TestSanitize(t *testing.T) {
 	}
 	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "evil?[31mred?") {
 		t.Errorf("escape sequences reached the output: %q", b.String())
+	}
+}
+
+// TestQueuesJSONAbsentSeats: the 1.20 dump_queues (a real capture) has no
+// SeatsInUse, InitialSeatsSum, MaxSeatsSum or TotalWorkSum; -o json prints
+// them as null, as the table prints "-", while the 1.26 layout's are
+// numbers (issue 47, R8).
+func TestQueuesJSONAbsentSeats(t *testing.T) {
+	old, err := dump.ParseQueues(fixture(t, "dump", "v1.20.0-inprocess", dump.FileQueues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := dump.ParseQueues(fixture(t, "dump", "v1.26-layout", dump.FileQueues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*dump.Snapshot{{Instance: "old", QueueDump: old}, {Instance: "new", QueueDump: cur}}
+	var b bytes.Buffer
+	if err := PrintQueues(&b, Options{Format: FormatJSON}, snaps, "", true); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		inst := r["instance"].(string)
+		seen[inst] = true
+		for _, k := range []string{"seatsInUse", "initialSeatsSum", "maxSeatsSum", "totalWorkSum"} {
+			v, ok := r[k]
+			if !ok {
+				t.Fatalf("%s: no %s in %v", inst, k, r)
+			}
+			if (v == nil) != (inst == "old") {
+				t.Errorf("%s queue %v: %s = %v", inst, r["index"], k, v)
+			}
+		}
+	}
+	if !seen["old"] || !seen["new"] {
+		t.Errorf("rows of %v", seen)
+	}
+}
+
+// TestTopFlowsExecutingBefore128: a request dump before 1.28 (a real 1.27
+// capture under load) lists the waiting requests only, so a flow's
+// executing figures are unknown: "-" in the table and null in JSON, where
+// the 1.28 layout (a real capture under load) gives numbers (issue 47, R2).
+func TestTopFlowsExecutingBefore128(t *testing.T) {
+	for _, tt := range []struct {
+		dir   string
+		known bool
+	}{{"v1.27.4-load", false}, {"v1.28.15-load", true}} {
+		reqs, err := dump.ParseRequests(fixture(t, "dump", tt.dir, dump.FileRequests))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps := []*dump.Snapshot{{Instance: tt.dir, RequestDump: reqs}}
+		if got := len(UnlistedExecuting(snaps)) == 0; got != tt.known {
+			t.Errorf("%s: UnlistedExecuting = %v", tt.dir, UnlistedExecuting(snaps))
+		}
+		var tb, js bytes.Buffer
+		if err := PrintTopFlows(&tb, Options{Format: FormatTable, NoHeaders: true}, snaps, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := PrintTopFlows(&js, Options{Format: FormatJSON}, snaps, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(tb.String()), "\n")
+		var rows []map[string]any
+		if err := json.Unmarshal(js.Bytes(), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) == 0 || len(lines) != len(rows) {
+			t.Fatalf("%s: %d lines, %d rows", tt.dir, len(lines), len(rows))
+		}
+		for i, l := range lines {
+			f := strings.Fields(l)
+			exec, seats := f[len(f)-2], f[len(f)-1]
+			if (exec == "-") == tt.known || (seats == "-") == tt.known {
+				t.Errorf("%s: %q", tt.dir, l)
+			}
+			if (rows[i]["executingRequests"] == nil) == tt.known || (rows[i]["executingSeats"] == nil) == tt.known {
+				t.Errorf("%s: %v", tt.dir, rows[i])
+			}
+		}
+	}
+}
+
+// TestRowJSONKeepsEveryField: the rows whose MarshalJSON prints absent
+// figures as null print, when nothing is absent, exactly what their fields
+// would (so a field added to a row is not dropped from -o json).
+func TestRowJSONKeepsEveryField(t *testing.T) {
+	type plainLevel LevelRow
+	type plainQueue QueueRow
+	type plainFlow FlowRow
+	extra := map[string]string{"NewColumn": "1"}
+	level := LevelRow{Instance: "i", PriorityLevelRow: dump.PriorityLevelRow{Name: "n", ActiveQueues: 1, IsIdle: true, IsQuiescing: true, WaitingRequests: 2, ExecutingRequests: 3,
+		HasCounters: true, DispatchedRequests: 4, RejectedRequests: 5, TimedoutRequests: 6, CancelledRequests: 7, Extra: extra}, Type: "Limited", UID: "u"}
+	queue := QueueRow{Instance: "i", QueueRow: dump.QueueRow{PriorityLevel: "n", Index: 1, PendingRequests: 2, ExecutingRequests: 3, SeatsInUse: 4, NextDispatchR: 5.5,
+		InitialSeatsSum: 6, MaxSeatsSum: 7, TotalWorkSum: 8.5, HasSeats: true, Extra: extra}}
+	flow := FlowRow{Instance: "i", Level: "n", FlowSchema: "f", Distinguisher: "d", WaitingRequests: 1, WaitingSeats: 2, ExecutingRequest: 3, ExecutingSeats: 4, Queues: []int{5}}
+	for _, tt := range []struct {
+		name        string
+		custom, std any
+	}{{"level", level, plainLevel(level)}, {"queue", queue, plainQueue(queue)}, {"flow", flow, plainFlow(flow)}} {
+		a, err := json.Marshal(tt.custom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(tt.std)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Errorf("%s:\n%s\n%s", tt.name, a, b)
+		}
+	}
+}
+
+// TestLevelsJSONAbsentCounters: the 1.20 dump_priority_levels (a real
+// capture) has no counters and a "<none>" row for exempt; -o json prints
+// null where the table prints "-", not 0.
+func TestLevelsJSONAbsentCounters(t *testing.T) {
+	rows, err := dump.ParsePriorityLevels(fixture(t, "dump", "v1.20.0-inprocess", dump.FilePriorityLevels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := PrintLevels(&b, Options{Format: FormatJSON}, []*dump.Snapshot{{Instance: "old", PriorityLevelDump: rows}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	sawExempt := false
+	for _, r := range got {
+		for _, k := range []string{"dispatchedRequests", "rejectedRequests", "timedoutRequests", "cancelledRequests"} {
+			if v, ok := r[k]; !ok || v != nil {
+				t.Errorf("%v: %s = %v", r["name"], k, v)
+			}
+		}
+		placeholder := r["name"] == "exempt"
+		sawExempt = sawExempt || placeholder
+		for _, k := range []string{"activeQueues", "waitingRequests", "executingRequests"} {
+			if (r[k] == nil) != placeholder {
+				t.Errorf("%v: %s = %v", r["name"], k, r[k])
+			}
+		}
+	}
+	if !sawExempt {
+		t.Error("no exempt row")
 	}
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -166,6 +167,54 @@ type FlowRow struct {
 	ExecutingRequest int    `json:"executingRequests"`
 	ExecutingSeats   int    `json:"executingSeats"`
 	Queues           []int  `json:"queues,omitempty"`
+	// ExecutingUnknown is true when the request dump lists no executing
+	// requests (its layout is older than 1.28): the executing figures are
+	// then unknown, printed "-" and null, not 0.
+	ExecutingUnknown bool `json:"-"`
+}
+
+// MarshalJSON prints the executing figures as null when the dump does not
+// list executing requests.
+func (f FlowRow) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Instance         string `json:"instance"`
+		Level            string `json:"level"`
+		FlowSchema       string `json:"flowSchema"`
+		Distinguisher    string `json:"distinguisher"`
+		WaitingRequests  int    `json:"waitingRequests"`
+		WaitingSeats     int    `json:"waitingSeats"`
+		ExecutingRequest *int   `json:"executingRequests"`
+		ExecutingSeats   *int   `json:"executingSeats"`
+		Queues           []int  `json:"queues,omitempty"`
+	}{Instance: f.Instance, Level: f.Level, FlowSchema: f.FlowSchema, Distinguisher: f.Distinguisher, WaitingRequests: f.WaitingRequests, WaitingSeats: f.WaitingSeats, Queues: f.Queues}
+	if !f.ExecutingUnknown {
+		out.ExecutingRequest, out.ExecutingSeats = &f.ExecutingRequest, &f.ExecutingSeats
+	}
+	return json.Marshal(out)
+}
+
+// ExecutingCell prints an executing figure of a flow row: "-" when the
+// dump does not list executing requests.
+func (f FlowRow) ExecutingCell(v int) string {
+	if f.ExecutingUnknown {
+		return "-"
+	}
+	return strconv.Itoa(v)
+}
+
+// UnlistedExecuting names the instances whose request dump lists no
+// executing requests (a layout before 1.28), for a note.
+func UnlistedExecuting(snaps []*dump.Snapshot) []string {
+	var out []string
+	for _, s := range snaps {
+		for _, r := range s.RequestDump {
+			if r.WaitingOnly {
+				out = append(out, s.Instance)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // FlowRows groups the request dumps by flow and sorts the heaviest first
@@ -182,7 +231,7 @@ func FlowRows(snaps []*dump.Snapshot, level string, limit int) []FlowRow {
 			k := key{s.Instance, r.PriorityLevel, r.FlowSchema, r.FlowDistinguisher}
 			f := idx[k]
 			if f == nil {
-				f = &FlowRow{Instance: s.Instance, Level: r.PriorityLevel, FlowSchema: r.FlowSchema, Distinguisher: r.FlowDistinguisher}
+				f = &FlowRow{Instance: s.Instance, Level: r.PriorityLevel, FlowSchema: r.FlowSchema, Distinguisher: r.FlowDistinguisher, ExecutingUnknown: r.WaitingOnly}
 				idx[k] = f
 				out = append(out, f)
 			}
@@ -246,7 +295,7 @@ func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string,
 			cells = append(cells, r.Instance)
 		}
 		cells = append(cells, r.Level, r.FlowSchema, dash(r.Distinguisher), strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.WaitingSeats),
-			strconv.Itoa(r.ExecutingRequest), strconv.Itoa(r.ExecutingSeats))
+			r.ExecutingCell(r.ExecutingRequest), r.ExecutingCell(r.ExecutingSeats))
 		if o.Format == FormatWide {
 			var qs []string
 			for _, q := range r.Queues {

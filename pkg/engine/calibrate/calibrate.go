@@ -330,6 +330,11 @@ func (r *Result) Overhead(level string) time.Duration {
 	return time.Duration(r.ServerOverhead)
 }
 
+// ThresholdUnmeasured is the ThresholdFrom of a τ for which no lag could
+// be measured (too few requests with an execution time): τ is then the
+// smallest candidate, which the filters' own time may well exceed.
+const ThresholdUnmeasured = "too few requests with an execution time"
+
 // nThresholds candidate thresholds τ; the smallest above the non-queued
 // lag is used
 const nThresholds = 9
@@ -675,7 +680,7 @@ func (o *observer) threshold() (int, string) {
 		// stands for those dispatched on arrival
 		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution: too few exempt requests"
 	default:
-		lag, from = 0, "too few requests with an execution time"
+		lag, from = 0, ThresholdUnmeasured
 	}
 	for i, t := range thresholds {
 		if t >= lag {

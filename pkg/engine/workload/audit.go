@@ -125,7 +125,7 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
 			bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", a.ls.where(), ev.Kind, ev.APIVersion))
 		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
-			a.stats.Skipped++
+			a.stats.skip(reasonOtherStage)
 			continue
 		default:
 			if err := auditToRequest(&ev, r); err != nil {

@@ -81,20 +81,21 @@ func detectPrefix(buf []byte, final bool) (Format, bool) {
 	return "", false
 }
 
-// NewReader detects the format of r and returns the matching reader.
+// NewReader detects the format of r and returns the matching reader. r may
+// be gzipped, and audit events may come wrapped (see detectWrapped).
 func NewReader(r io.Reader, name string, opts Options, stats *Stats) (Reader, Format, error) {
-	f, br, err := Detect(r)
+	zr, err := gunzipped(r, name)
+	if err != nil {
+		return nil, "", err
+	}
+	info, br, err := detectInput(zr)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	switch f {
-	case FormatAudit:
-		return NewAuditReader(br, name, opts, stats), f, nil
-	case FormatJSONL:
-		return NewJSONLReader(br, name, opts, stats), f, nil
-	default:
-		return NewHTTPLogReader(br, name, opts, stats), f, nil
+	if stats == nil {
+		stats = &Stats{}
 	}
+	return newInputReader(info, br, name, opts, stats), info.format, nil
 }
 
 // Files is a workload read from several files, merged in arrival order;
@@ -106,8 +107,13 @@ type Files struct {
 	// Formats of every input.
 	Formats map[string]Format
 	// Join counts how httplog lines met audit events, when both were given.
-	Join  *JoinStats
-	files []*os.File
+	Join *JoinStats
+	// Instances are the instances each input's requests default to, and
+	// why (instances.go); Named the instances the inputs named themselves.
+	Instances []FileInstance
+	Named     map[string]bool
+	join      *joined
+	files     []*os.File
 }
 
 // Close closes the files.
@@ -125,37 +131,53 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
-	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}}
 	type input struct {
-		name   string
-		format Format
-		r      io.Reader
+		name string
+		info inputInfo
+		r    io.Reader
+		// given is the path as given, of which this is a file (a
+		// directory's, or the path itself)
+		given string
 	}
 	var inputs []input
 	for _, p := range paths {
-		var r io.Reader = os.Stdin
-		if p != "-" {
-			fh, err := os.Open(p)
-			if err != nil {
-				fs.Close()
-				return nil, fmt.Errorf("opening workload: %w", err)
-			}
-			fs.files = append(fs.files, fh)
-			r = fh
-		}
-		f, br, err := Detect(r)
+		// a directory is its files; a gzipped file is read decompressed
+		ins, err := expandPath(p, &fs.files)
 		if err != nil {
 			fs.Close()
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, err
 		}
-		inputs = append(inputs, input{p, f, br})
+		for _, in := range ins {
+			info, br, err := detectInput(in.r)
+			if err != nil {
+				fs.Close()
+				return nil, fmt.Errorf("%s: %w", in.name, err)
+			}
+			inputs = append(inputs, input{in.name, info, br, p})
+		}
+	}
+	// each file defaults to an instance of its own (a directory's files
+	// too); a flag naming a directory names each of its files
+	keys := make([]string, len(inputs))
+	for i, in := range inputs {
+		keys[i] = in.name
+		if in.given == "-" {
+			keys[i] = "-"
+		}
+	}
+	fs.Instances = fileInstances(keys, opts.Instances)
+	for i, in := range inputs {
+		if n := opts.Instances.ByPath[in.given]; n != "" && opts.Instances.All == "" {
+			fs.Instances[i].Instance, fs.Instances[i].Why = n, WhyPathFlag
+		}
 	}
 	// klog text headers have no year: take it from the audit log when one is
 	// given, so that the two line up for the join
 	if opts.Year == 0 {
 		for _, in := range inputs {
-			if in.format == FormatAudit {
-				if y, ok := firstAuditYear(in.r.(*bufio.Reader)); ok {
+			if in.info.format == FormatAudit || wrapped(in.info.format) {
+				if y, ok := firstYear(in.info, in.r.(*bufio.Reader), in.name); ok {
 					opts.Year = y
 				}
 				break
@@ -163,23 +185,26 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		}
 	}
 	var logs, audits, others []Reader
-	for _, in := range inputs {
+	for i, in := range inputs {
 		st := &Stats{}
-		fs.Stats[in.name], fs.Formats[in.name] = st, in.format
-		switch in.format {
-		case FormatHTTPLog:
-			logs = append(logs, NewHTTPLogReader(in.r, in.name, opts, st))
-		case FormatAudit:
-			audits = append(audits, NewAuditReader(in.r, in.name, opts, st))
+		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
+		fi := fs.Instances[i]
+		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named}
+		switch f := in.info.format; {
+		case f == FormatHTTPLog:
+			logs = append(logs, rd)
+		case f == FormatAudit || wrapped(f):
+			audits = append(audits, rd)
 		default:
-			others = append(others, NewJSONLReader(in.r, in.name, opts, st))
+			others = append(others, rd)
 		}
 	}
 	var all []Reader
 	switch {
 	case len(logs) > 0 && len(audits) > 0:
 		fs.Join = &JoinStats{}
-		all = append(all, Join(Merge(logs...), Merge(audits...), 0, fs.Join))
+		fs.join = Join(Merge(logs...), Merge(audits...), 0, fs.Join).(*joined)
+		all = append(all, fs.join)
 	default:
 		all = append(all, logs...)
 		all = append(all, audits...)
@@ -269,12 +294,15 @@ type joined struct {
 	haveHead     bool
 	auditDone    bool
 	stats        *JoinStats
+	// pairs counts the httplog lines of an instance (their file's) joined
+	// to audit events of an instance, by the two (instances.go)
+	pairs map[[2]string]int64
 }
 
 // identity is what a join takes from an audit event.
 type identity struct {
 	arrival                    time.Time
-	user                       string
+	user, instance             string
 	groups                     []string
 	queueWait, preAPF, total   time.Duration
 	hasQueueWait, hasLatencies bool
@@ -340,7 +368,7 @@ func (j *joined) Next(r *Request) error {
 			break
 		}
 		if a := &j.head; a.AuditID != "" {
-			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, groups: a.Groups,
+			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			j.order = append(j.order, a.AuditID)
 		}
@@ -363,6 +391,8 @@ func (j *joined) Next(r *Request) error {
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
 		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
+		j.countPair(r.Instance, a.instance)
+		r.Instance = a.instance
 		j.stats.Matched++
 	} else {
 		j.stats.Unmatched++

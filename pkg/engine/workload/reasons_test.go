@@ -39,12 +39,17 @@ func TestMalformedReasons(t *testing.T) {
 				t.Fatal(err)
 			}
 			var q Request
-			for {
-				if err := r.Next(&q); errors.Is(err, io.EOF) {
-					break
-				} else if err != nil {
-					t.Fatal(err)
+			var end error
+			for end == nil {
+				end = r.Next(&q)
+			}
+			// an input of which no request came is an error naming why
+			if st.Records == 0 {
+				if errors.Is(end, io.EOF) || !strings.Contains(end.Error(), tt.want[0]) {
+					t.Errorf("no request read: got %v, want an error naming %q", end, tt.want[0])
 				}
+			} else if !errors.Is(end, io.EOF) {
+				t.Fatal(end)
 			}
 			if got := st.MalformedReasons(); !slices.Equal(got, tt.want) {
 				t.Errorf("reasons %q, want %q (skipped: %q)", got, tt.want, st.FirstMalformed)

@@ -174,7 +174,7 @@ func (t *Tape) append(r *Request) error {
 	} else {
 		b = appendString(b, r.AuditID)
 	}
-	for _, s := range []string{r.User, r.Method, r.Verb, r.UserAgent, r.SourceIP, r.FlowSchema, r.PriorityLevel} {
+	for _, s := range []string{r.User, r.Method, r.Verb, r.UserAgent, r.SourceIP, r.FlowSchema, r.PriorityLevel, r.Instance} {
 		b = t.appendStr(b, s)
 	}
 	b = t.appendList(b, r.Groups)
@@ -401,7 +401,7 @@ func (tr *tapeReader) decode(r *Request) error {
 	} else {
 		r.AuditID = d.str()
 	}
-	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel} {
+	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel, &r.Instance} {
 		*p = d.tab(t.strTab)
 	}
 	if groups := d.list(t.listTab); flags&tGroupsNil == 0 {

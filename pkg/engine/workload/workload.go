@@ -110,6 +110,9 @@ type Options struct {
 	// it is counted in Stats.Malformed, with the first few in
 	// Stats.FirstMalformed. Real logs interleave other components' lines.
 	Lenient bool
+	// Instances say which apiserver instance served each input's requests
+	// (OpenFiles; instances.go).
+	Instances InstanceOptions
 }
 
 func (o *Options) defaults() {
@@ -155,6 +158,10 @@ type Stats struct {
 	FirstMalformed []string
 	// MalformedBy counts the malformed lines by reason.
 	MalformedBy map[Reason]int64
+	// SkippedBy counts the Skipped lines by reason, where the reader
+	// tells it (audit events of other stages, a wrapper's records of
+	// other categories).
+	SkippedBy map[Reason]int64
 }
 
 // MaxFirstMalformed is how many malformed lines Stats keeps for a report.

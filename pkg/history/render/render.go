@@ -272,7 +272,13 @@ func limits(st history.LevelState) string {
 	for _, x := range []struct{ label, name string }{{"lower", history.StateLower}, {"nominal", history.StateNominal},
 		{"current (peak)", history.StateCurrent}, {"upper", history.StateUpper}} {
 		if v, ok := st.Peaks[x.name]; ok {
-			parts = append(parts, x.label+" "+num(v))
+			p := x.label + " " + num(v)
+			if x.name == history.StateUpper {
+				// upper_limit_seats assumes the whole server can be
+				// borrowed (kubernetes/kubernetes#129086).
+				p += " (overstated: a level borrows only what the others lend, kubernetes/kubernetes#129086)"
+			}
+			parts = append(parts, p)
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+)
+
+// logYearPeek is how much of a file logYear reads.
+const logYearPeek = 1 << 20
+
+// logYear is the year of the logs at paths, when one of them tells it:
+// an audit log (its events carry whole timestamps; it wins, as
+// workload.OpenFiles takes its year), else an httplog line in klog's JSON
+// format (ts, in milliseconds since the epoch) or one whose klog header
+// follows a dated prefix (a container runtime's
+// "2025-03-05T22:40:41.977203895Z stderr F", kubectl logs --timestamps').
+// klog's text header alone ("I0305 22:40:41.976983") has no year: known is
+// false, and the readers' default year stands in, which only the
+// differences between times may rest on.
+func logYear(paths []string) (year int, known bool) {
+	for _, p := range paths {
+		if p == "" || p == "-" {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		format, r, err := workload.Detect(f)
+		if err == nil {
+			y, ok := 0, false
+			switch format {
+			case workload.FormatAudit:
+				y, ok = auditYear(r)
+			case workload.FormatHTTPLog:
+				y, ok = httplogYear(r)
+			}
+			if ok && (format == workload.FormatAudit || !known) {
+				year, known = y, true
+			}
+			if ok && format == workload.FormatAudit {
+				f.Close()
+				return year, known
+			}
+		}
+		f.Close()
+	}
+	return year, known
+}
+
+// auditYear is the year of the first audit event of r.
+func auditYear(r io.Reader) (int, bool) {
+	sc := bufio.NewScanner(io.LimitReader(r, logYearPeek))
+	sc.Buffer(nil, logYearPeek)
+	for sc.Scan() {
+		var ev struct {
+			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && !ev.RequestReceivedTimestamp.IsZero() {
+			return ev.RequestReceivedTimestamp.Year(), true
+		}
+	}
+	return 0, false
+}
+
+// httplogYear is the year of the first httplog line of r that tells it.
+func httplogYear(r io.Reader) (int, bool) {
+	sc := bufio.NewScanner(io.LimitReader(r, logYearPeek))
+	sc.Buffer(nil, logYearPeek)
+	for sc.Scan() {
+		if y, ok := httplogLineYear(sc.Bytes()); ok {
+			return y, true
+		}
+	}
+	return 0, false
+}
+
+var httpMarker = []byte(`] "HTTP" `)
+
+// httplogLineYear is the year an httplog line tells, if it tells one.
+func httplogLineYear(line []byte) (int, bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) > 0 && line[0] == '{' && bytes.Contains(line, []byte(`"msg":"HTTP"`)) {
+		var l struct {
+			TS float64 `json:"ts"`
+		}
+		if json.Unmarshal(line, &l) != nil || l.TS <= 0 {
+			return 0, false
+		}
+		return time.UnixMilli(int64(l.TS)).UTC().Year(), true
+	}
+	i := bytes.Index(line, httpMarker)
+	if i < 0 {
+		return 0, false
+	}
+	// the prefix's first field, then klog's "Lmmdd hh:mm:ss.uuuuuu
+	// threadid file:line"
+	fields := bytes.Fields(line[:i])
+	if len(fields) < 5 {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(fields[0]))
+	if err != nil {
+		return 0, false
+	}
+	header := fields[len(fields)-4]
+	if len(header) != 5 {
+		return 0, false
+	}
+	month, err := strconv.Atoi(string(header[1:3]))
+	if err != nil {
+		return 0, false
+	}
+	// the prefix and klog may be in different time zones on either side
+	// of New Year
+	y := t.Year()
+	switch {
+	case t.Month() == time.January && month == 12:
+		y--
+	case t.Month() == time.December && month == 1:
+		y++
+	}
+	return y, true
+}

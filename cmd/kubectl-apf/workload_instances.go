@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// instanceFlags say which apiserver instance served the requests of the
+// workload files (--instance, --workload-instance); without them each file
+// is one instance (a rotated series of one file joined), unless the input
+// names its instance itself.
+type instanceFlags struct {
+	All    string
+	ByPath []string
+}
+
+// workloadInstancesHelp is added to the help of the commands that read a
+// workload.
+const workloadInstancesHelp = `
+
+Several apiserver instances: each instance has its own APF (its own server
+concurrency limit, its own queues), so the requests of each are
+reconstructed on their own, each with its own calibration. A request's
+instance is the one its input names (a log pipeline's stream, pod or host),
+else its file's: one instance per file, a rotated series of one log
+(audit.log, audit-2026-11-27T10-00-00.000.log.gz, audit.log.1) joined into
+one; httplog lines go to the instance of the audit events they are joined
+to by audit ID. --instance NAME makes every file one instance;
+--workload-instance FILE=NAME names the instance of one file (files given
+the same NAME are one instance). The notes say how the input was split.`
+
+func (f *instanceFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.All, "instance", "", "The apiserver instance that served every request of the workload files: they are reconstructed as one (by default each file is one instance, a rotated series joined).")
+	fs.StringArrayVar(&f.ByPath, "workload-instance", nil, "FILE=NAME: the apiserver instance that served the requests of one workload file (repeatable; files given the same NAME are one instance).")
+}
+
+// options checks the flags against the files given and returns them for
+// workload.OpenFiles.
+func (f *instanceFlags) options(paths []string) (workload.InstanceOptions, error) {
+	opts := workload.InstanceOptions{All: f.All}
+	if f.All != "" && len(f.ByPath) > 0 {
+		return opts, fmt.Errorf("--instance names the instance of every file: give it or --workload-instance, not both")
+	}
+	for _, v := range f.ByPath {
+		i := strings.LastIndex(v, "=")
+		if i <= 0 || i == len(v)-1 {
+			return opts, fmt.Errorf("--workload-instance %q: want FILE=NAME", v)
+		}
+		path, name := v[:i], v[i+1:]
+		if !slices.Contains(paths, path) {
+			return opts, fmt.Errorf("--workload-instance %s: %s is not one of the workload files given (%s)", v, path, strings.Join(paths, ", "))
+		}
+		if opts.ByPath == nil {
+			opts.ByPath = map[string]string{}
+		}
+		opts.ByPath[path] = name
+	}
+	return opts, nil
+}
+
+// validate checks the flags' form (the files are checked when known).
+func (f *instanceFlags) validate(paths []string) error {
+	_, err := f.options(paths)
+	return err
+}
+
+// splitNotes say how the workload was split into instances and why, when
+// it was not one file read as one instance.
+func splitNotes(files *workload.Files, res *reconstruct.Result) []string {
+	names := res.InstancesRead
+	if len(names) == 0 {
+		return nil
+	}
+	told := len(names) > 1
+	for _, fi := range files.Instances {
+		if fi.Why != workload.WhyFile && fi.Why != workload.WhyStdin {
+			told = true
+		}
+	}
+	if !told {
+		return nil
+	}
+	notes := []string{fmt.Sprintf("note: the log is %d apiserver %s, each reconstructed on its own (its own calibration, server concurrency limit and queues)", len(names), plural(len(names), "instance", "instances"))}
+	if len(names) == 1 {
+		notes[0] = "note: the log is one apiserver instance"
+	}
+	for _, s := range files.Split(names) {
+		notes = append(notes, "note: instance "+s)
+	}
+	return notes
+}
+
+// instanceAgreement says, for a log of several instances, how far each
+// instance's reconstruction agrees with its answers.
+func instanceAgreement(res *reconstruct.Result) string {
+	if len(res.Instances) < 2 {
+		return ""
+	}
+	parts := make([]string, len(res.Instances))
+	for i, in := range res.Instances {
+		sum := in.Sum()
+		parts[i] = fmt.Sprintf("%s %d of %d (%.1f%%, limit %d)", in.Name, sum.Agreeing(), sum.Total(), 100*sum.Fraction(), in.ServerConcurrencyLimit)
+	}
+	return "by instance: " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,285 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// inputFile is one input after a path is expanded: a file of a
+// directory, decompressed when gzipped.
+type inputFile struct {
+	name string
+	r    io.Reader
+}
+
+// expandPath opens p: standard input for "-", every regular file under a
+// directory (in name order, hidden files and directories left out), and
+// the decompressed contents of a gzipped file, told by its magic bytes.
+// The files opened are appended to *open.
+func expandPath(p string, open *[]*os.File) ([]inputFile, error) {
+	if p == "-" {
+		r, err := gunzipped(os.Stdin, "stdin")
+		if err != nil {
+			return nil, err
+		}
+		return []inputFile{{"stdin", r}}, nil
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening workload: %w", err)
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("opening workload: %w", err)
+	}
+	var names []string
+	if !fi.IsDir() {
+		*open = append(*open, fh)
+		r, err := gunzipped(fh, p)
+		if err != nil {
+			return nil, err
+		}
+		return []inputFile{{p, r}}, nil
+	}
+	fh.Close()
+	{
+		err := filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if q != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				names = append(names, q)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the workload directory: %w", err)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%s: a directory without files", p)
+		}
+		slices.Sort(names)
+	}
+	var out []inputFile
+	for _, n := range names {
+		fh, err := os.Open(n)
+		if err != nil {
+			return nil, fmt.Errorf("opening workload: %w", err)
+		}
+		*open = append(*open, fh)
+		r, err := gunzipped(fh, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inputFile{n, r})
+	}
+	return out, nil
+}
+
+// gunzipped returns r decompressed when it starts with gzip's magic
+// bytes, r (buffered) otherwise.
+func gunzipped(r io.Reader, name string) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	magic, _ := br.Peek(2)
+	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable gzip file: %w", name, err)
+	}
+	return &gzipReader{zr: zr, name: name}, nil
+}
+
+// gzipReader says, on a gzip stream cut short or corrupt, which file it
+// is.
+type gzipReader struct {
+	zr   *gzip.Reader
+	name string
+}
+
+func (g *gzipReader) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the gzip file is cut short (truncated): %w", err)
+		} else {
+			err = fmt.Errorf("the gzip file is corrupt: %w", err)
+		}
+	}
+	return n, err
+}
+
+// inputInfo is what detection found at the start of an input.
+type inputInfo struct {
+	format Format
+	layout layout
+	// first is the first non-blank line, clipped, for messages
+	first []byte
+}
+
+// detectInput detects the format of r, wrapped formats first, and
+// returns a reader that still yields all of r.
+func detectInput(r io.Reader) (inputInfo, *bufio.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	buf, err := br.Peek(1 << 16)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", err)
+	}
+	info := inputInfo{first: firstLine(buf)}
+	if f, lay, ok := detectWrapped(buf, err != nil && errors.Is(err, io.EOF)); ok {
+		info.format, info.layout = f, lay
+		return info, br, nil
+	}
+	f, dr, err := Detect(br)
+	if err != nil {
+		return inputInfo{}, nil, err
+	}
+	info.format = f
+	return info, dr.(*bufio.Reader), nil
+}
+
+func firstLine(buf []byte) []byte {
+	for len(buf) > 0 {
+		line, rest, _ := bytes.Cut(buf, []byte("\n"))
+		buf = rest
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			if len(line) > 4096 {
+				line = line[:4096]
+			}
+			return line
+		}
+	}
+	return nil
+}
+
+// mustYield is the reader of one input, which it fails at its end when no
+// request came of it: an input with nothing usable in it is an error
+// that names what was seen, never an empty answer.
+type mustYield struct {
+	Reader
+	name  string
+	info  inputInfo
+	stats *Stats
+	err   error
+}
+
+func (m *mustYield) Next(r *Request) error {
+	if m.err != nil {
+		return m.err
+	}
+	err := m.Reader.Next(r)
+	if errors.Is(err, io.EOF) && m.stats.Records == 0 {
+		m.err = errors.New(m.emptyReason())
+		return m.err
+	}
+	return err
+}
+
+// emptyReason says what an input that yielded no request holds.
+func (m *mustYield) emptyReason() string {
+	st := m.stats
+	if w, ok := m.Reader.(*wrapReader); ok && w.gke != nil {
+		return fmt.Sprintf("%s: %s: %s; what the entries tell: %s", m.name, formatNoun(FormatGKE), gkeLacks, w.gke.describe())
+	}
+	if st.Lines == 0 && len(m.info.first) > 0 && wrapped(m.info.format) {
+		return fmt.Sprintf("%s: %s that holds no record", m.name, formatNoun(m.info.format))
+	}
+	if st.Lines == 0 || len(m.info.first) == 0 {
+		return fmt.Sprintf("%s: the file is empty: no audit event, httplog line or workload record in it", m.name)
+	}
+	reasons := append(st.MalformedReasons(), st.SkippedReasons()...)
+	why := ""
+	if len(reasons) > 0 {
+		why = ": " + strings.Join(reasons, ", ")
+	}
+	first := ""
+	if len(st.FirstMalformed) > 0 {
+		first = " (first: " + st.FirstMalformed[0] + ")"
+	}
+	switch f := m.info.format; {
+	case f == FormatAudit:
+		if st.Malformed == 0 && st.Skipped > 0 {
+			return fmt.Sprintf("%s: its %d audit %s %s of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, plural(st.Skipped, "event", "events"), plural(st.Skipped, "is", "are all"))
+		}
+		return fmt.Sprintf("%s: no audit event in it could be read%s%s", m.name, why, first)
+	case f == FormatJSONL:
+		if keys := objectKeys(m.info.first, 8); len(keys) > 0 {
+			return fmt.Sprintf("%s: JSON lines that are not audit events, httplog lines or workload records (first line's keys: %s)", m.name, strings.Join(keys, ", "))
+		}
+		return fmt.Sprintf("%s: no line is an audit event, an httplog line or a workload record%s%s", m.name, why, first)
+	case wrapped(f):
+		return fmt.Sprintf("%s: %s whose records hold no audit event that can be replayed%s%s", m.name, formatNoun(f), why, first)
+	}
+	if st.Malformed > 0 {
+		return fmt.Sprintf("%s: none of its %d %s could be read as a request%s%s", m.name, st.Lines, plural(st.Lines, "line", "lines"), why, first)
+	}
+	return fmt.Sprintf("%s: no line is an httplog \"HTTP\" line, an audit event or a record of a log wrapper this reads (first line: %q)", m.name, clip(m.info.first, 100))
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// SkippedReasons says, most frequent first, how many lines were skipped
+// as not requests for each reason counted ("12 audit events of another
+// stage than ResponseComplete and Panic").
+func (s *Stats) SkippedReasons() []string {
+	t := Stats{MalformedBy: s.SkippedBy}
+	return t.MalformedReasons()
+}
+
+// newInputReader returns the reader of one detected input.
+func newInputReader(info inputInfo, r io.Reader, name string, opts Options, st *Stats) Reader {
+	var rd Reader
+	switch f := info.format; {
+	case wrapped(f):
+		rd = newWrapReader(r, name, f, info.layout, opts, st)
+	case f == FormatAudit:
+		rd = NewAuditReader(r, name, opts, st)
+	case f == FormatJSONL:
+		rd = NewJSONLReader(r, name, opts, st)
+	default:
+		rd = NewHTTPLogReader(r, name, opts, st)
+	}
+	return &mustYield{Reader: rd, name: name, info: info, stats: st}
+}
+
+// firstYear is the year of the first audit event of an input (raw or
+// wrapped), peeked at without consuming it.
+func firstYear(info inputInfo, br *bufio.Reader, name string) (int, bool) {
+	if info.format == FormatAudit {
+		return firstAuditYear(br)
+	}
+	buf, _ := br.Peek(br.Size())
+	rd := newWrapReader(bytes.NewReader(buf), name, info.format, info.layout, Options{Lenient: true}, nil).(*wrapReader)
+	for range 64 {
+		var r Request
+		if _, err := rd.read(&r); err != nil {
+			return 0, false
+		}
+		if !r.Arrival.IsZero() {
+			return r.Arrival.Year(), true
+		}
+	}
+	return 0, false
+}
