@@ -125,6 +125,26 @@ func reportJSON(t testing.TB, res *reconstruct.Result) string {
 	return string(b)
 }
 
+// incidentsJSON is the report's incidents alone, rounded as reportJSON
+// rounds them (a pull of a day's windows has fewer requests than the day's
+// files, counted in the report's per-instance fates).
+func incidentsJSON(t testing.TB, res *reconstruct.Result) string {
+	t.Helper()
+	b, err := json.Marshal(res.Report("same").Incidents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, err = json.Marshal(rounded(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func rounded(v any) any {
 	switch v := v.(type) {
 	case float64:
