@@ -19,16 +19,17 @@ build: ## Build bin/kubectl-apf.
 	cp kubectl_complete-apf $(BIN)/ 2>/dev/null || true
 
 .PHONY: binaries
-binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus and promtool for the tests and the demo.
+binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prometheus, promtool and VictoriaLogs for the tests and the demo.
 	hack/bin.sh kube-apiserver >/dev/null
 	hack/bin.sh etcd >/dev/null
 	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
+	hack/bin.sh victoria-logs >/dev/null
 
 # make test runs in two lines at once, each step's output printed whole when
 # it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
-# promtool) and runs gofmt, the go mod tidy check and go vet side by side, then
-# go test, which does not vet again. Beside it, after go vet, one chain under
+# promtool) and VictoriaLogs and runs gofmt, the go mod tidy check and go vet
+# side by side, then go test, which does not vet again. Beside it, after go vet, one chain under
 # $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
 # test-release: dist, the krew tools, kubectl, the release tests), one step at
 # a time: it takes the CPU the path leaves, above all while
@@ -36,8 +37,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # tests down (the chain's sub-make shares make test's job slots, one or two).
 # Builds that compile the same packages never run at once
 # (concurrent go commands do not share a compilation): kubectl waits for
-# kube-apiserver (hack/bin.sh's lock), promtool follows Prometheus, and go test
-# follows go vet.
+# kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
+# Prometheus, and go test follows go vet.
 NICE ?=
 
 .PHONY: test
@@ -62,6 +63,7 @@ bin-kube-apiserver bin-etcd:
 bin-prometheus:
 	hack/bin.sh prometheus >/dev/null
 	hack/bin.sh promtool >/dev/null
+	hack/bin.sh victoria-logs >/dev/null
 bin-kubectl: bin-kube-apiserver
 	$(NICE) hack/bin.sh kubectl >/dev/null
 
@@ -79,6 +81,10 @@ test-versions: binaries ## The version e2e against real kube-apiservers 1.29, 1.
 .PHONY: bench-history
 bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers x 30 days in a real Prometheus against a naive raw fetch (minutes; not part of make test).
 	KUBECTL_APF_BENCH_HISTORY=1 $(GO) test -run '^$$' -bench BenchmarkExplain429Scale -benchtime 1x -timeout 60m -v ./pkg/promfetch
+
+.PHONY: bench-vlogs
+bench-vlogs: binaries ## Benchmark "explain 429 --victorialogs --since 24h" on a generated fleet day (3 clusters x 3 apiservers, 20 million audit events; KUBECTL_APF_BENCH_VLOGS_EVENTS and _CLUSTERS change them) in a real VictoriaLogs against a raw pull and the file reader (tens of minutes and about 15 GB of disk at the default size; not part of make test).
+	KUBECTL_APF_BENCH_VLOGS=1 $(GO) test -run '^$$' -bench BenchmarkFleetDay -benchtime 1x -timeout 180m -v ./pkg/vlogs
 
 .PHONY: e2e-whatif
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).

@@ -7,7 +7,7 @@
 # clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE to move the cache.
 set -euo pipefail
 
-name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool}
+name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool|victoria-logs}
 hack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KUBECTL_APF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-apf}
 mkdir -p "$cache/bin"
@@ -40,6 +40,14 @@ prometheus | promtool)
 	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "github.com/prometheus/prometheus") {print $(i+1); exit}}' "$moddir/go.mod")
 	ldflags="-s -w -X github.com/prometheus/common/version.Version=${version#v}"
 	tags=remove_all_sd
+	;;
+victoria-logs)
+	# The VictoriaLogs server (single node, or any node of a cluster: the same
+	# binary with -storageNode), pure Go (CGO_ENABLED=0 picks its Go zstd).
+	moddir=$hack/victorialogs
+	pkg=github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs
+	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "github.com/VictoriaMetrics/VictoriaLogs") {print $(i+1); exit}}' "$moddir/go.mod")
+	ldflags="-s -w -X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-$version"
 	;;
 *)
 	echo "hack/bin.sh: unknown binary $name" >&2

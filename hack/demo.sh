@@ -9,10 +9,12 @@ bin=$1
 dir=$2
 plugin=$bin/kubectl-apf
 load_pid=
+ship_pid=
 
 cleanup() {
 	trap - EXIT INT TERM
 	if [ -n "$load_pid" ]; then kill "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true; fi
+	if [ -n "$ship_pid" ]; then kill "$ship_pid" 2>/dev/null || true; wait "$ship_pid" 2>/dev/null || true; fi
 	echo "stopping the local control plane..." >&2
 	"$bin/apf-devcluster" down -dir "$dir" || true
 }
@@ -34,6 +36,16 @@ if [ -n "$prom" ]; then
 	echo "  $plugin explain 429 --prometheus $prom --scrape-interval 1s --since 10m" >&2
 	echo "  $plugin top --prometheus $prom --scrape-interval 1s --since 10m     # a window of the past only" >&2
 	sleep 3
+fi
+
+# "up" also started VictoriaLogs: the audit log is shipped to it every second,
+# as a log pipeline would (it stops by itself after 30 minutes).
+vlogs=$(cat "$dir/victorialogs-url" 2>/dev/null || true)
+if [ -n "$vlogs" ]; then
+	"$bin/apf-devcluster" ship -dir "$dir" -duration 30m >"$dir/ship.log" 2>&1 &
+	ship_pid=$!
+	echo "VictoriaLogs at $vlogs holds the audit log; in another terminal:" >&2
+	echo "  $plugin explain 429 --victorialogs $vlogs --since 10m" >&2
 fi
 
 # Bounded background load (it stops by itself after 30 minutes).

@@ -64,7 +64,9 @@ identity; --from-message takes a pasted client-go or error message. When
 verdict is the request's fate at its own moment, reconstructed from the log:
 its hand's queues and who waited in them, who held the level's seats, and the
 reason of a 429 or the wait before dispatch; otherwise it is the fate under
-the state read now, and the output says so.
+the state read now, and the output says so. --victorialogs URL with
+--audit-id reads the request from the audit events a VictoriaLogs holds and
+reconstructs its moment from the events within --victorialogs-margin of it.
 --probe sends the request for real (GET, or LIST with limit=1) impersonating
 the identity and compares the server's X-Kubernetes-PF-* headers with the
 replay.`
@@ -118,6 +120,8 @@ type ExplainRequestOptions struct {
 	Workloads []string
 	// Instances say which apiserver instance served each file's requests.
 	Instances instanceFlags
+	// VLogs reads the request and its moment from VictoriaLogs instead.
+	VLogs vlogsRequestFlags
 
 	// Server are --server-concurrency and --server-request-timeout.
 	Server *state.ServerOptions
@@ -165,6 +169,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.FromLog, "from-log", "", "A kube-apiserver httplog line, or a file of them (the last one, or the one with --audit-id), to replay.")
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
+	o.VLogs.addFlags(f, configFlags)
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")

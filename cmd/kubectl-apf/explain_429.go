@@ -81,6 +81,8 @@ type Explain429Options struct {
 	MaxIncidents int
 	// Workload reads apiserver logs instead (--workload).
 	Workload workload429Flags
+	// VLogs reads audit events from VictoriaLogs instead (--victorialogs).
+	VLogs vlogs429Flags
 
 	genericiooptions.IOStreams
 }
@@ -99,13 +101,14 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	cmd := &cobra.Command{
 		Use:     "429",
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
-		Long:    explain429Long + explain429WorkloadHelp + workloadInstancesHelp,
+		Long:    explain429Long + explain429WorkloadHelp + workloadInstancesHelp + explain429VLogsHelp,
 		Example: explain429Example,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
 	o.Options.AddFlags(f)
+	o.VLogs.addFlags(f, configFlags)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
@@ -147,6 +150,9 @@ func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
+	if o.VLogs.enabled() {
+		return o.validateVLogs()
+	}
 	if len(o.Workload.Files) > 0 {
 		if err := o.validateWorkload(); err != nil || !o.Store.Enabled() {
 			return err
@@ -172,6 +178,9 @@ func (o *Explain429Options) Validate() error {
 
 // Run captures the state and prints the triage.
 func (o *Explain429Options) Run(ctx context.Context) error {
+	if o.VLogs.enabled() {
+		return o.runVLogs(ctx)
+	}
 	if len(o.Workload.Files) > 0 && !o.Store.Enabled() {
 		return o.runWorkload(ctx)
 	}

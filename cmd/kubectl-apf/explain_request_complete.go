@@ -51,7 +51,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	} else if len(args) == 1 {
 		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web'")
 	}
-	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) == 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "",
+	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) == 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "" || o.VLogs.enabled(),
 		FromMessage: o.FromMessage != "", IdentityFlags: o.UserName != "" || o.ServiceAccount != "" || o.Anonymous || len(o.Groups) > 0,
 		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
 		return err
@@ -78,6 +78,10 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 			return err
 		}
 		o.recorded, o.recordSkipped = r, skipped
+	} else if o.VLogs.enabled() {
+		if err := o.recordedFromVLogs(); err != nil {
+			return err
+		}
 	}
 	if o.recorded != nil && o.verb == "" {
 		o.verb, o.path = o.recorded.Method, o.recorded.URI
@@ -155,7 +159,7 @@ func (o *ExplainRequestOptions) Validate() error {
 	if err := o.Server.Validate(); err != nil {
 		return err
 	}
-	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" {
+	if o.AuditID != "" && o.FromAudit == "" && o.FromLog == "" && !o.VLogs.enabled() {
 		return fmt.Errorf("--audit-id selects a record of --from-audit or --from-log; give one of them")
 	}
 	if err := o.Instances.validate(o.pastFiles()); err != nil {

@@ -57,6 +57,9 @@ func (o *ExplainRequestOptions) skippedNotes() []string {
 // reconstruct from, or the request is not found in it (true, with a note,
 // when the server answered it ahead of APF).
 func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State, ex *explain.Explanation) (bool, error) {
+	if o.VLogs.enabled() && o.recorded != nil {
+		return o.explainPastVLogs(ctx, st, ex)
+	}
 	paths := o.pastFiles()
 	if len(paths) == 0 || o.recorded == nil {
 		return false, nil

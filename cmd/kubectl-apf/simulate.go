@@ -134,6 +134,9 @@ type SimulateOptions struct {
 	settings []capacity.Setting
 	cpuLimit float64
 
+	// VLogs reads the workload from VictoriaLogs instead (--victorialogs).
+	VLogs vlogsSimulateFlags
+
 	genericiooptions.IOStreams
 }
 
@@ -153,6 +156,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
+	o.VLogs.addFlags(cmd.Flags(), configFlags)
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	o.Instances.addFlags(cmd.Flags())
 	o.Options.AddFlags(cmd.Flags())
@@ -190,7 +194,11 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 
 // Validate checks the flags; it is pure.
 func (o *SimulateOptions) Validate() error {
-	if len(o.Workloads) == 0 {
+	if o.VLogs.enabled() {
+		if err := o.VLogs.validate(o); err != nil {
+			return err
+		}
+	} else if len(o.Workloads) == 0 {
 		return fmt.Errorf("no workload given: pass --workload FILE (httplog lines, audit events or JSONL; give the apiserver's log and audit log together to join them)")
 	}
 	stdin := 0
@@ -241,9 +249,15 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()
 	}
+	if o.VLogs.enabled() {
+		cfg.Open = o.VLogs.opener(ctx, o.Strict)
+	}
 	res, err := simulate.Run(ctx, st, cfg)
 	if err != nil {
 		return err
+	}
+	if n := o.VLogs.note(); n != "" {
+		res.Notes = append(res.Notes, n)
 	}
 	for _, n := range append(st.Notes, res.Notes...) {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))

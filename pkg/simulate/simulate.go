@@ -66,6 +66,10 @@ type Config struct {
 	// Source names where the state was read from, for notes
 	// (dump.Source.Describe).
 	Source string
+
+	// Open, when set, opens the workload instead of Workloads (the audit
+	// events of a log store).
+	Open func() (*workload.Files, error)
 }
 
 // Result is a replay's answer. It encodes as "simulate -o json" prints it.

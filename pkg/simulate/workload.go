@@ -15,6 +15,9 @@ import (
 // given, rather than the process's standard input that workload.OpenFiles
 // reads.
 func openWorkload(cfg Config) (*workload.Files, error) {
+	if cfg.Open != nil {
+		return cfg.Open()
+	}
 	opts := workload.Options{Lenient: !cfg.Strict, Instances: cfg.Instances}
 	if len(cfg.Workloads) != 1 || cfg.Workloads[0] != "-" || cfg.Stdin == nil {
 		return workload.OpenFiles(cfg.Workloads, opts)

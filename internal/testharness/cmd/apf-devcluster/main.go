@@ -2,9 +2,12 @@
 // "make cluster-up", "make cluster-down" and "make demo":
 //
 //	apf-devcluster up   [-dir DIR]          start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig,
-//	                                        and Prometheus scraping the apiserver every second (-prometheus=false: not)
+//	                                        and Prometheus scraping the apiserver every second (-prometheus=false: not),
+//	                                        and VictoriaLogs (-victorialogs=false: not)
 //	apf-devcluster down [-dir DIR]          stop them and remove DIR
 //	apf-devcluster load [-dir DIR] [flags]  send bounded bursts that make APF queue and reject
+//	apf-devcluster ship [-dir DIR]          ship the apiserver's audit log into the VictoriaLogs of "up"
+//	                                        every second, as a log pipeline does
 //
 // The processes of "up" keep running after it exits; their state is in DIR.
 package main
@@ -18,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,11 +31,12 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testvlogs"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: apf-devcluster up|down|load [-dir DIR] [flags]")
+		fmt.Fprintln(os.Stderr, "usage: apf-devcluster up|down|load|ship [-dir DIR] [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,8 +49,10 @@ func main() {
 		err = down(os.Args[2:])
 	case "load":
 		err = load(ctx, os.Args[2:])
+	case "ship":
+		err = ship(ctx, os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want up, down or load)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want up, down, load or ship)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "apf-devcluster: %v\n", err)
@@ -59,6 +66,7 @@ func up(ctx context.Context, args []string) error {
 	inflight := fs.Int("max-requests-inflight", 10, "kube-apiserver --max-requests-inflight")
 	mutating := fs.Int("max-mutating-requests-inflight", 5, "kube-apiserver --max-mutating-requests-inflight")
 	withProm := fs.Bool("prometheus", true, "also start Prometheus on 127.0.0.1, scraping the apiserver every second; its URL goes to DIR/prometheus-url")
+	withVLogs := fs.Bool("victorialogs", true, "also start VictoriaLogs on 127.0.0.1 for the audit log (apf-devcluster ship sends it); its URL goes to DIR/victorialogs-url")
 	_ = fs.Parse(args)
 	if c, err := testcluster.Load(*dir); err == nil {
 		if done := c.APIServers[0].Proc.PID; done != 0 && syscall.Kill(done, 0) == nil {
@@ -66,6 +74,7 @@ func up(ctx context.Context, args []string) error {
 			return nil
 		}
 		_ = stopPrometheus(*dir)
+		_ = stopVictoriaLogs(*dir)
 		_ = testcluster.StopDir(*dir)
 	}
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
@@ -99,7 +108,64 @@ func up(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "Prometheus up at %s, scraping the apiserver every second\n", p.URL)
 	}
+	if *withVLogs {
+		vdir := filepath.Join(*dir, "victorialogs")
+		if err := os.MkdirAll(vdir, 0o700); err != nil {
+			return err
+		}
+		n, err := testvlogs.StartDetached(ctx, vdir)
+		if err != nil {
+			return err
+		}
+		state, _ := json.Marshal(n)
+		if err := os.WriteFile(filepath.Join(*dir, vlogsState), state, 0o600); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*dir, "victorialogs-url"), []byte(n.URL+"\n"), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "VictoriaLogs up at %s (apf-devcluster ship sends it the audit log)\n", n.URL)
+	}
 	return nil
+}
+
+// vlogsState holds the detached VictoriaLogs's state in the control
+// plane's directory.
+const vlogsState = "victorialogs.json"
+
+func stopVictoriaLogs(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, vlogsState))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var n testvlogs.Node
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("reading %s: %w", vlogsState, err)
+	}
+	return n.Stop()
+}
+
+// ship sends the apiserver's audit log to the VictoriaLogs of "up" every
+// second until interrupted or -duration ends.
+func ship(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("ship", flag.ExitOnError)
+	dir := fs.String("dir", ".cluster", "directory of the control plane")
+	duration := fs.Duration("duration", 30*time.Minute, "stop after this long")
+	_ = fs.Parse(args)
+	c, err := testcluster.Load(*dir)
+	if err != nil {
+		return fmt.Errorf("no local control plane in %s (run make cluster-up): %w", *dir, err)
+	}
+	u, err := os.ReadFile(filepath.Join(*dir, "victorialogs-url"))
+	if err != nil {
+		return fmt.Errorf("no VictoriaLogs in %s (apf-devcluster up starts one): %w", *dir, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	return testvlogs.Ship(ctx, c.APIServers[0].AuditLog, strings.TrimSpace(string(u)), time.Second)
 }
 
 // promState holds the detached Prometheus's state in the control plane's
@@ -126,6 +192,9 @@ func down(args []string) error {
 	dir := fs.String("dir", ".cluster", "directory of the control plane")
 	_ = fs.Parse(args)
 	if err := stopPrometheus(*dir); err != nil {
+		return err
+	}
+	if err := stopVictoriaLogs(*dir); err != nil {
 		return err
 	}
 	return testcluster.StopDir(*dir)
