@@ -23,12 +23,9 @@ import (
 // TestExplainPastTwoInstances drives 429s on two kube-apiservers sharing
 // one etcd, each with its own APF (server concurrency limit 15: the load
 // level has 1 seat, 8 queues, hand 2, length 3 on each), the same clients
-// sending to both for 30 s. The load is moderate (a few percent of 429s):
-// under heavier queueing the reconstruction from an audit log alone takes
-// its threshold τ from the annotated (slower than 500 ms) requests and
-// misses 429s on an instance that serves few exempt requests, whether it
-// is given alone or with the other. Then "explain 429 --workload" over both instances' logs
-// (each apiserver's httplog and audit log, and the audit logs alone) must:
+// sending to both for 30 s. The load is moderate (a few percent of 429s).
+// Then "explain 429 --workload" over both instances' logs (each
+// apiserver's httplog and audit log, and the audit logs alone) must:
 //
 //   - split them into the two instances, each httplog joined to its
 //     instance's audit log;
