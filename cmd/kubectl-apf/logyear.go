@@ -16,7 +16,8 @@ import (
 const logYearPeek = 1 << 20
 
 // logYear is the year of the logs at paths, when one of them tells it:
-// an audit log (its events carry whole timestamps; it wins, as
+// an audit log or audit events wrapped by a cloud or a pipeline
+// (workload.InputYear: their times are whole; it wins, as
 // workload.OpenFiles takes its year), else an httplog line in klog's JSON
 // format (ts, in milliseconds since the epoch) or one whose klog header
 // follows a dated prefix (a container runtime's
@@ -29,45 +30,21 @@ func logYear(paths []string) (year int, known bool) {
 		if p == "" || p == "-" {
 			continue
 		}
+		// an audit log, or audit events in a cloud's or a pipeline's
+		// records (gzipped, or a directory's files)
+		if y, ok := workload.InputYear(p); ok {
+			return y, true
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		format, r, err := workload.Detect(f)
-		if err == nil {
-			y, ok := 0, false
-			switch format {
-			case workload.FormatAudit:
-				y, ok = auditYear(r)
-			case workload.FormatHTTPLog:
-				y, ok = httplogYear(r)
-			}
-			if ok && (format == workload.FormatAudit || !known) {
-				year, known = y, true
-			}
-			if ok && format == workload.FormatAudit {
-				f.Close()
-				return year, known
-			}
+		if format, r, err := workload.Detect(f); err == nil && format == workload.FormatHTTPLog && !known {
+			year, known = httplogYear(r)
 		}
 		f.Close()
 	}
 	return year, known
-}
-
-// auditYear is the year of the first audit event of r.
-func auditYear(r io.Reader) (int, bool) {
-	sc := bufio.NewScanner(io.LimitReader(r, logYearPeek))
-	sc.Buffer(nil, logYearPeek)
-	for sc.Scan() {
-		var ev struct {
-			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && !ev.RequestReceivedTimestamp.IsZero() {
-			return ev.RequestReceivedTimestamp.Year(), true
-		}
-	}
-	return 0, false
 }
 
 // httplogYear is the year of the first httplog line of r that tells it.

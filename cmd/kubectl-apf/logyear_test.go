@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
 )
 
 func TestLogYear(t *testing.T) {
@@ -24,6 +28,14 @@ func TestLogYear(t *testing.T) {
 	newYear := write("newyear.log", "2026-01-01T00:30:00.000000000+01:00 I1231 23:30:00.000000       1 httplog.go:134] \"HTTP\" verb=\"GET\" URI=\"/api\" latency=\"1ms\" resp=200\n")
 	jsonLine := write("json.log", `{"ts":1741214441976.983,"caller":"httplog/httplog.go:134","msg":"HTTP","v":3,"verb":"GET","URI":"/api","latency":"1ms","resp":200}`+"\n")
 	audit := write("audit.log", `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","auditID":"a","requestReceivedTimestamp":"2024-11-21T14:15:17.977828Z","stageTimestamp":"2024-11-21T14:15:17.980328Z","verb":"get","requestURI":"/api","user":{"username":"u"},"responseStatus":{"code":200}}`+"\n")
+	// the audit event as EKS exports it, and gzipped
+	event := []byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","auditID":"a","requestReceivedTimestamp":"2024-11-21T14:15:17.977828Z","stageTimestamp":"2024-11-21T14:15:17.980328Z","verb":"get","requestURI":"/api","user":{"username":"u"},"responseStatus":{"code":200}}`)
+	cloudWatch := write("filter-log-events.json", string(auditwrap.CloudWatchFilterStreams([]auditwrap.Stream{{Name: "kube-apiserver-audit-1", Events: [][]byte{event}}})))
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(append(event, '\n'))
+	zw.Close()
+	gzipped := write("audit.log.gz", zipped.String())
 	for _, tt := range []struct {
 		name      string
 		paths     []string
@@ -35,6 +47,9 @@ func TestLogYear(t *testing.T) {
 		{"a prefix in January, klog in December", []string{newYear}, 2025, true},
 		{"klog JSON", []string{jsonLine}, 2025, true},
 		{"an audit log wins", []string{cri, audit}, 2024, true},
+		{"a CloudWatch export of audit events", []string{cloudWatch}, 2024, true},
+		{"a CloudWatch export wins", []string{plain, cri, cloudWatch}, 2024, true},
+		{"a gzipped audit log", []string{gzipped}, 2024, true},
 		{"missing and stdin", []string{filepath.Join(dir, "missing"), "-"}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,29 +1,31 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // TestExplainPastTwoInstances drives 429s on two kube-apiservers sharing
 // one etcd, each with its own APF (server concurrency limit 15: the load
 // level has 1 seat, 8 queues, hand 2, length 3 on each), the same clients
-// sending to both for 30 s. The load is moderate (a few percent of 429s):
-// under heavier queueing the reconstruction from an audit log alone takes
-// its threshold τ from the annotated (slower than 500 ms) requests and
-// misses 429s on an instance that serves few exempt requests, whether it
-// is given alone or with the other. Then "explain 429 --workload" over both instances' logs
-// (each apiserver's httplog and audit log, and the audit logs alone) must:
+// sending to both for 30 s. The load is moderate (a few percent of 429s).
+// Then "explain 429 --workload" over both instances' logs (each
+// apiserver's httplog and audit log, and the audit logs alone) must:
 //
 //   - split them into the two instances, each httplog joined to its
 //     instance's audit log;
@@ -32,6 +34,16 @@ import (
 //     from the audit log alone;
 //   - give each instance's rejections by client exactly as its audit log
 //     counts its 429s, and the merged incidents their sums.
+//
+// Then the two audit logs are given as one CloudWatch export of the log
+// group (aws logs filter-log-events: one log stream per instance, the
+// events of both interleaved in time order), as EKS hands them over. It
+// must split into the two streams and give each the answer of its file:
+// for "explain 429 --workload", the same fates, 429s and rejected clients
+// with their counts; for "simulate --workload" with a change, the same
+// replay of each instance; and "explain request --from-audit" of a
+// request the second instance served must reconstruct that instance's
+// moment, as its file alone does, and say which instance it was.
 func TestExplainPastTwoInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the local control plane")
@@ -171,7 +183,185 @@ func TestExplainPastTwoInstances(t *testing.T) {
 			t.Errorf("%s: the merged incidents' rejected by user %v, the instances' sums %v", in.name, got, merged)
 		}
 	}
+
+	// the same audit logs as one CloudWatch export of the log group, and
+	// as files again: copies taken at the same moment (the apiservers
+	// still write their leases' updates)
+	streamOf := map[string]string{ // file instance → log stream
+		"kube-apiserver-audit.log":   "kube-apiserver-audit-3f6c0a9e1b2d4c5e8f7a6b5c4d3e2f1a",
+		"kube-apiserver-2-audit.log": "kube-apiserver-audit-9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a",
+	}
+	tmp := t.TempDir()
+	var streams []auditwrap.Stream
+	var copies []string
+	for _, a := range c.APIServers {
+		lines := rawLines(t, a.AuditLog)
+		streams = append(streams, auditwrap.Stream{Name: streamOf[instanceOf[a]], Events: lines})
+		cp := filepath.Join(tmp, instanceOf[a])
+		if err := os.WriteFile(cp, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		copies = append(copies, cp)
+	}
+	export := filepath.Join(tmp, "filter-log-events.json")
+	if err := os.WriteFile(export, auditwrap.CloudWatchFilterStreams(streams), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a2Copy := filepath.Join(tmp, instanceOf[a2])
+	files := explain429("audit copies", nil, copies...)
+	fromExport := explain429("cloudwatch export", nil, export)
+	if got, want := instanceNames(fromExport.Instances), slices.Sorted(maps.Values(streamOf)); !slices.Equal(got, want) {
+		t.Fatalf("cloudwatch export: instances %q, want its log streams %q", got, want)
+	}
+	for _, fi := range files.Instances {
+		var ei *rejections.Instance
+		for i := range fromExport.Instances {
+			if fromExport.Instances[i].Name == streamOf[fi.Name] {
+				ei = &fromExport.Instances[i]
+			}
+		}
+		f := ei.Fates
+		if f == nil || f.Total == 0 {
+			t.Errorf("cloudwatch export: %s: no fate compared", ei.Name)
+			continue
+		}
+		frac := float64(f.Agreeing) / float64(f.Total)
+		t.Logf("cloudwatch export: %s (limit %d): fates agree on %d of %d requests (%.1f%%)", ei.Name, ei.ServerConcurrencyLimit, f.Agreeing, f.Total, 100*frac)
+		if frac < 0.90 {
+			t.Errorf("cloudwatch export: %s: the reconstructed fates agree with the server on %.1f%% of the requests, below 90%%", ei.Name, 100*frac)
+		}
+		if !reflect.DeepEqual(f, fi.Fates) || ei.ServerConcurrencyLimit != fi.ServerConcurrencyLimit {
+			t.Errorf("cloudwatch export: %s: fates %+v with limit %d, its file %s's %+v with limit %d", ei.Name, *f, ei.ServerConcurrencyLimit, fi.Name, *fi.Fates, fi.ServerConcurrencyLimit)
+		}
+		if got := rejectedByUser(ei.Incidents); !maps.Equal(got, want[fi.Name]) {
+			t.Errorf("cloudwatch export: %s: rejected by user %v, its audit log's 429s %v", ei.Name, got, want[fi.Name])
+		}
+		// the incidents, with the file's instance named as the stream
+		wantIncidents := slices.Clone(fi.Incidents)
+		for j := range wantIncidents {
+			wantIncidents[j].Instances = []rejections.InstanceCount{{Instance: ei.Name, Count: wantIncidents[j].Rejected}}
+		}
+		if !reflect.DeepEqual(ei.Incidents, wantIncidents) {
+			t.Errorf("cloudwatch export: %s: the instance's incidents differ from its file %s's", ei.Name, fi.Name)
+		}
+	}
+	if got, want := rejectedByUser(fromExport.Incidents), rejectedByUser(files.Incidents); !maps.Equal(got, want) {
+		t.Errorf("cloudwatch export: the merged incidents' rejected by user %v, the files' %v", got, want)
+	}
+
+	// simulate: each instance of the export replayed as its file, with a
+	// change applied to both
+	simulate := func(name string, files ...string) map[string]string {
+		t.Helper()
+		args := []string{"simulate", "-o", "json", "--set", loadgen.Level + ".queueLengthLimit=6"}
+		for _, f := range files {
+			args = append(args, "--workload", f)
+		}
+		start := time.Now()
+		code, out, errOut := runLintPlugin(t, c, args...)
+		if code != 0 {
+			t.Fatalf("%s: simulate --workload: exit %d: %s", name, code, errOut)
+		}
+		var res struct {
+			Instances []map[string]any `json:"instances"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("%s: %v: %s", name, err, out)
+		}
+		t.Logf("%s: simulate took %v", name, time.Since(start).Round(time.Millisecond))
+		byName := map[string]string{}
+		for _, in := range res.Instances {
+			n, _ := in["name"].(string)
+			if in["agreement"] == nil {
+				t.Errorf("%s: simulate: instance %s compares no rejection with the recorded 429s", name, n)
+			}
+			delete(in, "name")
+			b, _ := json.Marshal(in)
+			byName[n] = string(b)
+		}
+		return byName
+	}
+	simFiles, simExport := simulate("files", copies...), simulate("cloudwatch export", export)
+	if len(simFiles) != 2 || len(simExport) != 2 {
+		t.Fatalf("simulate: instances %v of the files, %v of the export, want 2 each", slices.Sorted(maps.Keys(simFiles)), slices.Sorted(maps.Keys(simExport)))
+	}
+	for file, replay := range simFiles {
+		stream := streamOf[file]
+		got, ok := simExport[stream]
+		if !ok {
+			t.Errorf("simulate: the export has no instance %s (its instances: %v)", stream, slices.Sorted(maps.Keys(simExport)))
+			continue
+		}
+		if got != strings.ReplaceAll(replay, file, stream) {
+			t.Errorf("simulate: instance %s of the export is not replayed as its file %s:\nexport: %s\nfile:   %s", stream, file, got, replay)
+		}
+	}
+
+	// explain request: a 429 the second instance served, from the export
+	var id429 string
+	for _, ev := range readAudit(t, a2.AuditLog) {
+		if ev.ResponseStatus.Code == 429 && slices.Contains(users[:4], userNumber(ev.User.Username)) {
+			id429 = ev.AuditID
+			break
+		}
+	}
+	if id429 == "" {
+		t.Fatalf("%s's audit log has no 429 of the queuing level", a2.Name)
+	}
+	explainPast := func(name, file string) *explain.Explanation {
+		t.Helper()
+		code, out, errOut := runLintPlugin(t, c, "explain", "request", "-o", "json", "--from-audit", file, "--audit-id", id429)
+		if code != 0 {
+			t.Fatalf("%s: explain request %s: exit %d: %s", name, id429, code, errOut)
+		}
+		var ex explain.Explanation
+		if err := json.Unmarshal(out, &ex); err != nil {
+			t.Fatalf("%s: %v: %s", name, err, out)
+		}
+		if ex.Past == nil {
+			t.Fatalf("%s: explain request %s: no reconstructed moment; notes %q", name, id429, ex.Notes)
+		}
+		t.Logf("%s: explain request %s: %s (%d seats of %d in use, %d waiting); notes %q", name, id429, ex.Past.Reconstructed, ex.Past.SeatsInUse, ex.Past.Limit, ex.Past.Waiting, ex.Notes)
+		return &ex
+	}
+	exExport, exFile := explainPast("cloudwatch export", export), explainPast(a2.Name+" alone", a2Copy)
+	if !reflect.DeepEqual(exExport.Past, exFile.Past) {
+		t.Errorf("explain request %s: the export's moment %+v, the second instance's file alone %+v", id429, *exExport.Past, *exFile.Past)
+	}
+	said := false
+	for _, n := range exExport.Notes {
+		said = said || strings.Contains(n, "instance "+streamOf["kube-apiserver-2-audit.log"]+" served the request")
+	}
+	if !said {
+		t.Errorf("explain request %s: the notes %q do not say that %s served it", id429, exExport.Notes, streamOf["kube-apiserver-2-audit.log"])
+	}
 	t.Logf("test time %v", time.Since(began).Round(time.Second))
+}
+
+// rawLines are the lines of a file.
+func rawLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// userNumber is the number of a load user's name (0 for another user).
+func userNumber(name string) int {
+	for u := 1; u <= 16; u++ {
+		if testcluster.LoadUserName(u) == name {
+			return u
+		}
+	}
+	return 0
 }
 
 func instanceNames(is []rejections.Instance) []string {

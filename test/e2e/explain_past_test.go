@@ -120,8 +120,9 @@ func TestExplainPastIncident(t *testing.T) {
 }
 
 type auditEvent struct {
-	Stage string `json:"stage"`
-	User  struct {
+	AuditID string `json:"auditID"`
+	Stage   string `json:"stage"`
+	User    struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ResponseStatus struct {

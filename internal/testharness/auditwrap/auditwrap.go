@@ -9,10 +9,12 @@ package auditwrap
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -87,18 +89,53 @@ func millis(t time.Time) int64 { return t.UnixMilli() }
 // cloudWatchFilter is `aws logs filter-log-events --output json`: the AWS
 // CLI's indented JSON.
 func cloudWatchFilter(events [][]byte) []byte {
+	return CloudWatchFilterStreams([]Stream{{Name: eksStream, Events: events}})
+}
+
+// Stream is the raw audit events (lines of JSON) of one log stream: on
+// EKS, one apiserver instance's (kube-apiserver-audit-<id>).
+type Stream struct {
+	Name   string
+	Events [][]byte
+}
+
+// CloudWatchFilterStreams is `aws logs filter-log-events --output json`
+// over a log group of several streams: the events of all of them in one
+// answer, interleaved in the order of their timestamps (milliseconds) as
+// CloudWatch returns them, the events of a stream that share a timestamp
+// in the stream's order.
+func CloudWatchFilterStreams(streams []Stream) []byte {
+	type event struct {
+		stream string
+		at     int64
+		ev     []byte
+	}
+	var events []event
+	for _, s := range streams {
+		for _, ev := range s.Events {
+			events = append(events, event{s.Name, millis(stamp(ev)), ev})
+		}
+	}
+	slices.SortStableFunc(events, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	var b bytes.Buffer
 	b.WriteString("{\n    \"events\": [\n")
-	for i, ev := range events {
-		t := stamp(ev)
+	for i, e := range events {
 		fmt.Fprintf(&b, "        {\n            \"logStreamName\": %q,\n            \"timestamp\": %d,\n            \"message\": %s,\n            \"ingestionTime\": %d,\n            \"eventId\": \"%056d\"\n        }",
-			eksStream, millis(t), str(ev, false), millis(t)+812, i)
+			e.stream, e.at, str(e.ev, false), e.at+812, i)
 		if i < len(events)-1 {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "    ],\n    \"searchedLogStreams\": [\n        {\n            \"logStreamName\": %q,\n            \"searchedCompletely\": true\n        }\n    ]\n}\n", eksStream)
+	b.WriteString("    ],\n    \"searchedLogStreams\": [\n")
+	for i, s := range streams {
+		fmt.Fprintf(&b, "        {\n            \"logStreamName\": %q,\n            \"searchedCompletely\": true\n        }", s.Name)
+		if i < len(streams)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("    ]\n}\n")
 	return b.Bytes()
 }
 

@@ -106,12 +106,15 @@ func fileInstances(paths []string, opts InstanceOptions) []FileInstance {
 
 // instanced gives the requests of one input its instance: the input's own
 // (when it names one and force is false), else name. named records the
-// instances the input named itself.
+// instances the input named itself, and namedIn the inputs (base, the
+// input's base name) that named each.
 type instanced struct {
 	Reader
-	name  string
-	force bool
-	named map[string]bool
+	name    string
+	force   bool
+	named   map[string]bool
+	base    string
+	namedIn map[string][]string
 }
 
 func (in *instanced) Next(r *Request) error {
@@ -123,6 +126,9 @@ func (in *instanced) Next(r *Request) error {
 		r.Instance = in.name
 	default:
 		in.named[r.Instance] = true
+		if ps := in.namedIn[r.Instance]; in.namedIn != nil && !slices.Contains(ps, in.base) {
+			in.namedIn[r.Instance] = append(ps, in.base)
+		}
 	}
 	return nil
 }
@@ -170,6 +176,11 @@ func (f *Files) Split(names []string) []string {
 	}
 	for n := range f.Named {
 		p := get(n)
+		for _, in := range f.namedIn[n] {
+			if !slices.Contains(p.files, in) {
+				p.files = append(p.files, in)
+			}
+		}
 		if !slices.Contains(p.whys, WhyInputName) {
 			p.whys = append(p.whys, WhyInputName)
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -112,8 +113,10 @@ type Files struct {
 	// why (instances.go); Named the instances the inputs named themselves.
 	Instances []FileInstance
 	Named     map[string]bool
-	join      *joined
-	files     []*os.File
+	// namedIn are the inputs (by base name) that named each of Named.
+	namedIn map[string][]string
+	join    *joined
+	files   []*os.File
 }
 
 // Close closes the files.
@@ -131,7 +134,7 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
-	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}, namedIn: map[string][]string{}}
 	type input struct {
 		name string
 		info inputInfo
@@ -189,7 +192,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		st := &Stats{}
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
 		fi := fs.Instances[i]
-		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named}
+		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named,
+			base: filepath.Base(in.name), namedIn: fs.namedIn}
 		switch f := in.info.format; {
 		case f == FormatHTTPLog:
 			logs = append(logs, rd)

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
 )
 
 const wrappedTestdata = "testdata/wrapped"
@@ -240,4 +242,60 @@ func countStage(lines [][]byte) int {
 		}
 	}
 	return n
+}
+
+// TestCloudWatchStreams reads one filter-log-events answer over a log
+// group of two streams (an apiserver instance each, their events
+// interleaved in time): every request takes its stream's instance and is
+// the request its event gives raw, and the split names the export as the
+// input that named both instances.
+func TestCloudWatchStreams(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(wrappedTestdata, "raw-audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := []auditwrap.Stream{{Name: "kube-apiserver-audit-a"}, {Name: "kube-apiserver-audit-b"}}
+	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		streams[i%2].Events = append(streams[i%2].Events, l)
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "filter-log-events.json")
+	if err := os.WriteFile(export, auditwrap.CloudWatchFilterStreams(streams), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, fs, err := readFiles(t, export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		raw := filepath.Join(dir, s.Name+".log")
+		if err := os.WriteFile(raw, append(bytes.Join(s.Events, []byte("\n")), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := readFiles(t, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []Request
+		for _, r := range got {
+			if r.Instance == s.Name {
+				mine = append(mine, r)
+			}
+		}
+		if len(mine) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: %d requests, its events raw %d", s.Name, len(mine), len(want))
+		}
+		for i := range mine {
+			g, w := mine[i], want[i]
+			g.Instance, g.Source, w.Instance, w.Source = "", "", "", ""
+			if !equalRequests(g, w) {
+				t.Errorf("%s: request %d: %+v\nits event raw: %+v", s.Name, i, g, w)
+			}
+		}
+	}
+	for i, line := range fs.Split([]string{"kube-apiserver-audit-a", "kube-apiserver-audit-b"}) {
+		if want := streams[i].Name + ": filter-log-events.json (" + WhyInputName + ")"; line != want {
+			t.Errorf("split %q, want %q", line, want)
+		}
+	}
 }

@@ -283,3 +283,35 @@ func firstYear(info inputInfo, br *bufio.Reader, name string) (int, bool) {
 	}
 	return 0, false
 }
+
+// InputYear is the year of the input at path (a file, gzipped or not, or a
+// directory's files) when its times carry it: the first audit event's, or
+// the first request of a wrapped input (a cloud's or a pipeline's record,
+// a container runtime's line), as OpenFiles takes it. ok is false for
+// other inputs (an httplog's klog header has no year), an unreadable one,
+// and standard input.
+func InputYear(path string) (year int, ok bool) {
+	if path == "" || path == "-" {
+		return 0, false
+	}
+	var open []*os.File
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	ins, err := expandPath(path, &open)
+	if err != nil {
+		return 0, false
+	}
+	for _, in := range ins {
+		info, br, err := detectInput(in.r)
+		if err != nil || info.format != FormatAudit && !wrapped(info.format) {
+			continue
+		}
+		if y, ok := firstYear(info, br, in.name); ok {
+			return y, true
+		}
+	}
+	return 0, false
+}
