@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -198,7 +199,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	// Suggested objects are compared with those of the release replayed.
-	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: lint.ReferenceFor(st.Release),
+	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: config.ReferenceFor(st.Release),
 		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: o.ServerConcurrency}
 	findings := lint.Lint(in, lint.DefaultOptions())
 	var suppressed []lint.Suppressed
