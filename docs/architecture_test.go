@@ -1,5 +1,5 @@
-// Package docs holds the check that docs/architecture.md names every package
-// of the module.
+// Package docs holds the checks that docs/architecture.md names every package
+// of the module, and every package's imports in its "may import" cell.
 package docs
 
 import (

@@ -11,12 +11,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -164,7 +164,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 			break
 		}
 		basePL, rep.Assumed = base, assumed
-		_, proposedPL = lint.Overlay(nil, base, st.Overlay)
+		_, proposedPL = config.Overlay(nil, base, st.Overlay)
 	}
 	if rep.Unconfigured == "" {
 		cur, err := capacity.Compute(basePL, scl, o.Server.RequestTimeout)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
@@ -31,8 +32,8 @@ func TestExplain429PrometheusWorkload(t *testing.T) {
 	}
 	dir := simulateFixture(filepath.Join("recordings", "quiet"))
 	tmp := t.TempDir()
-	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	at := func(hms string) time.Time {
 		v, err := time.Parse(time.RFC3339, "2026-11-23T"+hms+"Z")
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
@@ -22,7 +23,7 @@ import (
 func TestExplain429WrappedWorkload(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved"))
 	tmp := t.TempDir()
-	raw := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	raw := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	bundle := filepath.Join(dir, recording.BundleFile)
 	b, err := os.ReadFile(raw)
 	if err != nil {
@@ -214,7 +215,7 @@ func TestExplainRequestFromWrappedAudit(t *testing.T) {
 func TestSimulateWrappedWorkload(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "quiet"))
 	tmp := t.TempDir()
-	raw := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	raw := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	var events [][]byte
 	for _, l := range bytes.Split(mustRead(t, raw), []byte("\n")) {
 		if len(bytes.TrimSpace(l)) > 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
@@ -27,8 +28,8 @@ func twoRecordings(t *testing.T) (bundle string, starved, quiet [2]string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r.out[0] = recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), d)
-		r.out[1] = recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), d)
+		r.out[0] = fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), d)
+		r.out[1] = fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), d)
 	}
 	return filepath.Join(simulateFixture(filepath.Join("recordings", "starved")), recording.BundleFile), starved, quiet
 }

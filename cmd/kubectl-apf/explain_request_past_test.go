@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
@@ -50,8 +51,8 @@ func recordedLines(t *testing.T, httplog, level, status string) []string {
 func TestExplainRequestFromTheLog(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved"))
 	tmp := t.TempDir()
-	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	bundle := filepath.Join(dir, recording.BundleFile)
 	rejected, served := recordedLines(t, httplog, "apf-load", "429"), recordedLines(t, httplog, "apf-load", "200")
 	if len(rejected) < 100 || len(served) < 100 {
@@ -99,8 +100,8 @@ func TestExplainRequestFromTheLog(t *testing.T) {
 func TestExplain429FromTheLog(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved"))
 	tmp := t.TempDir()
-	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	want := rejectedByUser(t, audit)
 	for _, files := range [][]string{{httplog, audit}, {audit}} {
 		args := []string{"explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json"}
@@ -192,8 +193,8 @@ func TestExplain429WorkloadFlagErrors(t *testing.T) {
 func TestExplain429WorkloadGolden(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "quiet"))
 	tmp := t.TempDir()
-	httplog := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	code, out, errOut := runPlugin("explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "--workload", httplog, "--workload", audit)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -391,7 +391,7 @@ func fieldRows() []fieldRow {
 		{name: "kubectl get table: lint refuses it plainly", artifact: "get-flowschemas-eks.txt",
 			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
 			want:   []string{`a "kubectl get" table, not objects`},
-			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"lint.typeMeta", "Go value"}},
+			wantRe: []string{`-o (yaml|json)`}, notWant: []string{"typeMeta", "Go value"}},
 		// eks-list-events-flowschema.yaml: precedence 8000, level
 		// catch-all, ServiceAccount default/default, list events in
 		// default. The guide: catch-all "only allows 13 inflight

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -77,16 +78,18 @@ type LintOptions struct {
 	DisallowSuppressions bool
 	ShowSuppressed       bool
 	TargetVersion        string
-	ServerConcurrency    int
-	minSeverity, failOn  lint.Severity
-	target               engine.Release
-	config               lint.Config
+	// Server is --server-concurrency, for seat arithmetic.
+	Server              *state.ServerOptions
+	minSeverity, failOn lint.Severity
+	target              engine.Release
+	config              lint.Config
 	genericiooptions.IOStreams
 }
 
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
 	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
+		Server:      state.NewServerOptionsOf(state.ServerConcurrencyGiven),
 		MinSeverity: string(lint.SeverityWarning), FailOn: string(lint.SeverityError), IOStreams: streams}
 }
 
@@ -115,7 +118,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 	f.BoolVar(&o.DisallowSuppressions, "disallow-suppressions", false, "Ignore suppressions, by annotation and by --config.")
 	f.BoolVar(&o.ShowSuppressed, "show-suppressed", false, "List suppressed findings with their reasons.")
 	f.StringVar(&o.TargetVersion, "target-version", "", "Kubernetes release the cluster is about to be upgraded to: say what the upgrade moves (e.g. 1.34).")
-	f.IntVar(&o.ServerConcurrency, "server-concurrency", 0, fmt.Sprintf("The server's total concurrency limit, for seat arithmetic (default %d).", engine.DefaultServerConcurrencyLimit))
+	o.Server.AddFlags(f)
 	return cmd
 }
 
@@ -143,8 +146,8 @@ func (o *LintOptions) Complete(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--target-version: %w", err)
 		}
 	}
-	if o.ServerConcurrency < 0 {
-		return fmt.Errorf("--server-concurrency must be positive, not %d", o.ServerConcurrency)
+	if err := o.Server.Validate(); err != nil {
+		return err
 	}
 	if o.ConfigFile != "" {
 		data, err := os.ReadFile(o.ConfigFile)
@@ -198,8 +201,8 @@ func (o *LintOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	// Suggested objects are compared with those of the release replayed.
-	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: lint.ReferenceFor(st.Release),
-		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: o.ServerConcurrency}
+	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: config.ReferenceFor(st.Release),
+		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: o.Server.Concurrency}
 	findings := lint.Lint(in, lint.DefaultOptions())
 	var suppressed []lint.Suppressed
 	if !o.DisallowSuppressions {

@@ -50,7 +50,8 @@ type MonitoringOptions struct {
 	Selector      string
 	ClusterLabel  string
 	InstanceLabel string
-	WaitLimit     time.Duration
+	// Server is --wait-limit.
+	Server *state.ServerOptions
 
 	opts monitoring.Options
 }
@@ -59,7 +60,7 @@ func (o *MonitoringOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Selector, "selector", o.Selector, `Label matchers that select the apiservers' series, for example 'job="apiserver"'.`)
 	fs.StringVar(&o.ClusterLabel, "cluster-label", o.ClusterLabel, "Label that tells clusters apart in the store ('' when it holds one cluster).")
 	fs.StringVar(&o.InstanceLabel, "instance-label", o.InstanceLabel, "Label that names one apiserver instance.")
-	fs.DurationVar(&o.WaitLimit, "wait-limit", o.WaitLimit, "How long a request may wait in a queue: a quarter of the apiserver's --request-timeout.")
+	o.Server.AddFlags(fs)
 }
 
 // complete parses the shared flags into o.opts, over defaults.
@@ -68,14 +69,14 @@ func (o *MonitoringOptions) complete(defaults monitoring.Options) error {
 	if err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
-	defaults.Selector, defaults.ClusterLabel, defaults.InstanceLabel, defaults.WaitLimit = strings.Join(ms, ", "), o.ClusterLabel, o.InstanceLabel, o.WaitLimit
+	defaults.Selector, defaults.ClusterLabel, defaults.InstanceLabel, defaults.WaitLimit = strings.Join(ms, ", "), o.ClusterLabel, o.InstanceLabel, o.Server.WaitLimit()
 	o.opts = defaults
 	return nil
 }
 
 func newMonitoringOptions() MonitoringOptions {
 	d := monitoring.DefaultOptions()
-	return MonitoringOptions{ClusterLabel: d.ClusterLabel, InstanceLabel: d.InstanceLabel, WaitLimit: d.WaitLimit}
+	return MonitoringOptions{ClusterLabel: d.ClusterLabel, InstanceLabel: d.InstanceLabel, Server: state.NewServerOptionsOf(state.ServerWaitLimit)}
 }
 
 // validateMonitoring names the flags in the messages of Options.Validate.

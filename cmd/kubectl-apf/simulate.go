@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -111,7 +109,8 @@ type SimulateOptions struct {
 	// Instances say which apiserver instance served each file's requests.
 	Instances instanceFlags
 	Sets      []string
-	// Server are --server-concurrency and --server-request-timeout.
+	// Server are --server-concurrency, --server-request-timeout,
+	// --cpu-limit and --server-speed.
 	Server      *state.ServerOptions
 	NoBorrowing bool
 	MaxFlows    int
@@ -124,15 +123,8 @@ type SimulateOptions struct {
 	// CPUModel replays a server its CPU limit throttled with the model of
 	// its garbage collector's stalls (calibrate.CPUModel).
 	CPUModel bool
-	// CPULimit is the recorded server's CPU limit as in its pod spec
-	// ("200m", "0.5"); empty when unknown.
-	CPULimit string
-	// ServerSpeed is how fast the changed server executes requests
-	// against the recorded one (simulate.Config.ServerSpeed).
-	ServerSpeed float64
 
 	settings []capacity.Setting
-	cpuLimit float64
 
 	// VLogs reads the workload from VictoriaLogs instead (--victorialogs).
 	VLogs vlogsSimulateFlags
@@ -142,7 +134,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), Server: state.NewServerOptions(), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, ServerSpeed: 1, IOStreams: streams}
+	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -167,8 +159,6 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	o.Flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
-	cmd.Flags().StringVar(&o.CPULimit, "cpu-limit", "", "The recorded kube-apiserver's CPU limit, as in its pod spec (200m, 0.5, 2): the CPU model then takes how long the server runs in each CFS period from it (the limit over GOMAXPROCS) instead of estimating it from the stalls.")
-	cmd.Flags().Float64Var(&o.ServerSpeed, "server-speed", o.ServerSpeed, "How fast the changed server runs requests against the recorded one: 1.25 shortens every execution and seat hold to 1/1.25 of the recorded (a faster node, a less crowded one), 0.8 lengthens them; other than 1, it is a change by itself.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
 	return cmd
 }
@@ -182,12 +172,8 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 		}
 		o.settings = append(o.settings, set)
 	}
-	if o.CPULimit != "" {
-		q, err := resource.ParseQuantity(o.CPULimit)
-		if err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("--cpu-limit %q: give the CPU limit in cores, as in a pod spec (200m, 0.5, 2)", o.CPULimit)
-		}
-		o.cpuLimit = q.AsApproximateFloat64()
+	if err := o.Server.Complete(); err != nil {
+		return err
 	}
 	return o.Options.Complete()
 }
@@ -224,9 +210,6 @@ func (o *SimulateOptions) Validate() error {
 	if err := o.Server.Validate(); err != nil {
 		return err
 	}
-	if !(o.ServerSpeed > 0) || math.IsInf(o.ServerSpeed, 1) {
-		return fmt.Errorf("--server-speed must be a number above 0 (1 is the recorded server's speed), not %g", o.ServerSpeed)
-	}
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
@@ -245,7 +228,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
-		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.cpuLimit, ServerSpeed: o.ServerSpeed}
+		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()
 	}

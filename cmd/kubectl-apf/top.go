@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -119,7 +120,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
   # The table as it was at 03:10, and over the night, from Prometheus
   kubectl apf top levels --prometheus http://prometheus:9090 --at 2026-11-23T03:10:00Z
   kubectl apf top levels --prometheus http://prometheus:9090 --since 8h --until "2h ago"`
-		fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort by one of: "+strings.Join(render.TopSortKeys, ", ")+".")
+		fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort by one of: "+strings.Join(levelsrender.TopSortKeys, ", ")+".")
 		fs.DurationVar(&o.RateWindow, "rate-window", o.RateWindow, "Time between the two /metrics scrapes that give rates (0: no rates).")
 	} else {
 		cmd.Short = "Show the heaviest flows (user or namespace) in the request dump, with level and waiting seats"
@@ -145,8 +146,8 @@ func (o *TopOptions) Validate() error {
 	if err := o.Flags.Validate(); err != nil {
 		return err
 	}
-	if o.Kind == "levels" && !slices.Contains(render.TopSortKeys, o.SortBy) {
-		return fmt.Errorf("--sort-by must be one of %s, not %q", strings.Join(render.TopSortKeys, ", "), o.SortBy)
+	if o.Kind == "levels" && !slices.Contains(levelsrender.TopSortKeys, o.SortBy) {
+		return fmt.Errorf("--sort-by must be one of %s, not %q", strings.Join(levelsrender.TopSortKeys, ", "), o.SortBy)
 	}
 	if o.Limit < 0 {
 		return fmt.Errorf("--limit must not be negative")
@@ -241,7 +242,7 @@ func (o *TopOptions) printLevels(snaps []*dump.Snapshot) error {
 	if !shown && len(snaps) > 0 {
 		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", render.Sanitize(o.Source.Describe()))
 	}
-	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), snaps, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), snaps, o.Level, o.SortBy)
 }
 
 // runStore prints the level table from the store: at one moment in the
@@ -273,5 +274,5 @@ func (o *TopOptions) runStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return render.PrintTopLevels(o.Out, renderOptions(o.Flags), c.Snapshots, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), c.Snapshots, o.Level, o.SortBy)
 }

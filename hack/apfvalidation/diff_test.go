@@ -1,4 +1,4 @@
-// Package apfvalidation checks pkg/lint's port of kube-apiserver's validation
+// Package apfvalidation checks pkg/config's port of kube-apiserver's validation
 // and beta conversion of FlowSchemas and PriorityLevelConfigurations against
 // upstream's own code (k8s.io/kubernetes pkg/apis/flowcontrol), object by
 // object, on generated objects that hit every rule.
@@ -24,7 +24,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/flowcontrol/install"
 	"k8s.io/kubernetes/pkg/apis/flowcontrol/validation"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {
@@ -175,7 +175,7 @@ func TestValidationAgreesWithUpstream(t *testing.T) {
 		if err := s.Convert(up, &in, nil); err != nil {
 			t.Fatal(err)
 		}
-		want, got := keys(validation.ValidateFlowSchema(&in)), keys(lint.ValidateFlowSchema(fs))
+		want, got := keys(validation.ValidateFlowSchema(&in)), keys(config.ValidateFlowSchema(fs))
 		if !slices.Equal(got, want) {
 			b, _ := json.Marshal(fs)
 			t.Fatalf("FlowSchema %d %s:\n port     %q\n upstream %q", i, b, got, want)
@@ -192,7 +192,7 @@ func TestValidationAgreesWithUpstream(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = keys(validation.ValidatePriorityLevelConfiguration(&inp, flowcontrolv1.SchemeGroupVersion, validation.PriorityLevelValidationOptions{}))
-		got = keys(lint.ValidatePriorityLevel(pl, ""))
+		got = keys(config.ValidatePriorityLevel(pl, ""))
 		if !slices.Equal(got, want) {
 			b, _ := json.Marshal(pl)
 			t.Fatalf("PriorityLevelConfiguration %d %s:\n port     %q\n upstream %q", i, b, got, want)
@@ -208,7 +208,7 @@ func TestValidationAgreesWithUpstream(t *testing.T) {
 }
 
 // TestBetaConversionAgreesWithUpstream reads generated priority levels in
-// each beta version with lint.ParseObjects and with upstream's decoder
+// each beta version with config.ParseObjects and with upstream's decoder
 // (defaulting and conversion to the internal version, then validation with
 // the request's version), and requires the same verdict and, when valid,
 // the same internal object.
@@ -248,7 +248,7 @@ func TestBetaConversionAgreesWithUpstream(t *testing.T) {
 		want := obj.(*flowcontrol.PriorityLevelConfiguration)
 		upErrs := validation.ValidatePriorityLevelConfiguration(want, gv, validation.PriorityLevelValidationOptions{})
 
-		objs, err := lint.ParseObjects(doc, "gen")
+		objs, err := config.ParseObjects(doc, "gen")
 		if (err != nil) != (len(upErrs) > 0) {
 			t.Fatalf("%d %s:\n port error %v\n upstream   %v", i, doc, err, upErrs)
 		}

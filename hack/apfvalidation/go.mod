@@ -1,4 +1,4 @@
-// Checks pkg/lint's port of kube-apiserver's FlowSchema and
+// Checks pkg/config's port of kube-apiserver's FlowSchema and
 // PriorityLevelConfiguration validation and beta conversion against
 // k8s.io/kubernetes itself, which the plugin's own go.mod must never require.
 module github.com/kubectl-apf/kubectl-apf/hack/apfvalidation

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
 // TestIsolationYAMLIsValidAndWins decodes the advice strictly as the API
@@ -14,7 +14,7 @@ import (
 // with the engine that the level is usable, the schema is not dangling, and
 // the same request now lands in the new schema and level.
 func TestIsolationYAMLIsValidAndWins(t *testing.T) {
-	fss, pls := lint.UpstreamDefaults()
+	fss, pls := config.UpstreamDefaults()
 	base := engine.NewConfig(fss, pls)
 	tests := []struct {
 		name       string
@@ -35,7 +35,7 @@ func TestIsolationYAMLIsValidAndWins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs, err := lint.ParseObjects([]byte(y), "advice")
+			objs, err := config.ParseObjects([]byte(y), "advice")
 			if err != nil {
 				t.Fatalf("the advice does not decode strictly: %v\n%s", err, y)
 			}
@@ -46,7 +46,7 @@ func TestIsolationYAMLIsValidAndWins(t *testing.T) {
 			if len(name) > 63 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 				t.Errorf("name %q is not a DNS label", name)
 			}
-			f2, p2 := lint.Overlay(fss, pls, objs)
+			f2, p2 := config.Overlay(fss, pls, objs)
 			after := engine.NewConfig(f2, p2)
 			if len(after.Broken) != 0 || len(after.Dangling) != 0 {
 				t.Fatalf("broken %+v, dangling %+v\n%s", after.Broken, after.Dangling, y)

@@ -11,15 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 func defaultsConfig(t testing.TB) *engine.Config {
 	t.Helper()
-	fss, pls := lint.UpstreamDefaults()
+	fss, pls := config.UpstreamDefaults()
 	return engine.NewConfig(fss, pls)
 }
 
@@ -410,7 +410,7 @@ func ptrTo[T any](v T) *T { return &v }
 // TestDanglingNote: a dangling schema is noted only when it sorts before
 // the winner (the server skips it there).
 func TestDanglingNote(t *testing.T) {
-	fss, pls := lint.UpstreamDefaults()
+	fss, pls := config.UpstreamDefaults()
 	dangling := func(name string, prec int32) *flowcontrolv1.FlowSchema {
 		return &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: flowcontrolv1.FlowSchemaSpec{MatchingPrecedence: prec,
 			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "missing"},

@@ -11,6 +11,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -68,20 +69,8 @@ const (
 	RuleExemptReach             = "exempt-reach"
 )
 
-// ObjectRef names an object a finding is about.
-type ObjectRef struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-}
-
-// String renders the reference as kubectl names objects
-// (flowschema/NAME, prioritylevelconfiguration/NAME).
-func (o ObjectRef) String() string {
-	if o.Kind == kindPL {
-		return "prioritylevelconfiguration/" + o.Name
-	}
-	return "flowschema/" + o.Name
-}
+// ObjectRef names an object a finding is about (config.ObjectRef).
+type ObjectRef = config.ObjectRef
 
 const (
 	kindFS = "FlowSchema"
@@ -109,15 +98,9 @@ type Finding struct {
 	ManagedBy string `json:"managedBy,omitempty"`
 }
 
-// Reference holds upstream's suggested objects for the server's version: the
-// apiserver keeps them current unless they are annotated
-// apf.kubernetes.io/autoupdate-spec=false.
-type Reference struct {
-	// Version names the upstream release the objects come from, for messages.
-	Version                 string
-	SuggestedFlowSchemas    []*flowcontrolv1.FlowSchema
-	SuggestedPriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
-}
+// Reference holds upstream's suggested objects for the server's version
+// (config.Reference).
+type Reference = config.Reference
 
 // Options tune the checks.
 type Options struct {
@@ -141,7 +124,7 @@ type Input struct {
 	Reference      Reference
 	// Callbacks are the APIServices and webhooks whose backends the
 	// apiserver calls (read from -f input), for callback-below-caller.
-	Callbacks []Callback
+	Callbacks []config.Callback
 	// Release is the release the configuration runs on, Target the one it
 	// is about to be upgraded to (zero: no upgrade), for
 	// leader-election-moves and seat-starvation's list seats.

@@ -7,6 +7,8 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 // Builders: small, so that each case shows only what it is about.
@@ -361,7 +363,7 @@ func TestLintRules(t *testing.T) {
 			fss, pls := base()
 			fss = append(tt.fss, fss...)
 			pls = append(pls, tt.pls...)
-			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
 			for _, w := range tt.want {
 				if !hasFinding(got, w) {
 					t.Errorf("missing finding %+v; got:\n%s", w, dumpFindings(got))
@@ -398,8 +400,8 @@ func dumpFindings(fs []Finding) string {
 // TestLintUpstreamDefaults pins what the suggested configuration itself gets:
 // no error, and exactly the known weak spots.
 func TestLintUpstreamDefaults(t *testing.T) {
-	fss, pls := UpstreamDefaults()
-	got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	fss, pls := config.UpstreamDefaults()
+	got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
 	if HasErrors(got) {
 		t.Fatalf("the upstream defaults produce errors:\n%s", dumpFindings(got))
 	}
@@ -442,7 +444,7 @@ func TestLintSuggestedObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fss, pls := UpstreamDefaults()
+			fss, pls := config.UpstreamDefaults()
 			for _, p := range pls {
 				if p.Name != "workload-low" {
 					continue
@@ -454,7 +456,7 @@ func TestLintSuggestedObjects(t *testing.T) {
 					p.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](200)
 				}
 			}
-			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
 			var msgs []string
 			for _, f := range got {
 				if f.Rule == RuleSuggestedDiffers {
@@ -475,14 +477,14 @@ func TestLintSuggestedObjects(t *testing.T) {
 }
 
 func TestCatchAllWithRealTraffic(t *testing.T) {
-	fss, pls := UpstreamDefaults()
+	fss, pls := config.UpstreamDefaults()
 	var kept []*flowcontrolv1.FlowSchema
 	for _, fs := range fss {
 		if fs.Name != "global-default" {
 			kept = append(kept, fs)
 		}
 	}
-	got := Lint(Input{FlowSchemas: kept, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	got := Lint(Input{FlowSchemas: kept, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
 	if !hasFinding(got, want{RuleRejectWithTraffic, SeverityWarning, "flowschema/catch-all,prioritylevelconfiguration/catch-all"}) {
 		t.Fatalf("without global-default, catch-all gets real traffic; findings:\n%s", dumpFindings(got))
 	}

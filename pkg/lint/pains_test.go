@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -15,13 +16,13 @@ var painRules = []string{RuleCallbackBelowCaller, RuleLeaderElectionMoves, RuleR
 // lintOver lints the defaults of rel with the YAML objects of extra applied.
 func lintOver(t *testing.T, rel engine.Release, target engine.Release, extra string) []Finding {
 	t.Helper()
-	objs, err := ParseObjects([]byte(extra), "extra.yaml")
+	objs, err := config.ParseObjects([]byte(extra), "extra.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fss, pls := DefaultsFor(rel)
-	fss, pls = Overlay(fss, pls, objs)
-	return Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: ReferenceFor(rel), Callbacks: objs.ResolvedCallbacks(),
+	fss, pls := config.DefaultsFor(rel)
+	fss, pls = config.Overlay(fss, pls, objs)
+	return Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.ReferenceFor(rel), Callbacks: objs.ResolvedCallbacks(),
 		Release: rel, Target: target}, DefaultOptions())
 }
 

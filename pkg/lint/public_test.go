@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 // TestPublicConfigurations lints what public projects ship
@@ -58,14 +60,14 @@ func TestPublicConfigurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.dirs, "+"), func(t *testing.T) {
-			var objs Objects
+			var objs config.Objects
 			for _, d := range tt.dirs {
 				objs.Add(readDir(t, filepath.Join("..", "..", "testdata", "lint", "public", d)))
 			}
-			fss, pls := UpstreamDefaults()
-			fss, pls = Overlay(fss, pls, objs)
+			fss, pls := config.UpstreamDefaults()
+			fss, pls = config.Overlay(fss, pls, objs)
 			var got []string
-			for _, f := range Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions()) {
+			for _, f := range Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions()) {
 				if f.Severity != SeverityInfo {
 					got = append(got, string(f.Severity)+" "+f.Rule+" "+refsKey(f.Objects))
 				}

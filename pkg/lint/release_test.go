@@ -7,6 +7,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -45,7 +46,7 @@ func TestReferenceFollowsRelease(t *testing.T) {
 		return out
 	}
 	rel129 := engine.Release{Minor: 29}
-	if got := differs(ReferenceFor(rel129)); len(got) != 0 {
+	if got := differs(config.ReferenceFor(rel129)); len(got) != 0 {
 		t.Errorf("the 1.29 server's own defaults differ from the 1.29 suggestions: %v", got)
 	}
 	for _, fs := range in.FlowSchemas {
@@ -54,13 +55,13 @@ func TestReferenceFollowsRelease(t *testing.T) {
 			fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
 		}
 	}
-	if got := differs(ReferenceFor(rel129)); len(got) != 1 {
+	if got := differs(config.ReferenceFor(rel129)); len(got) != 1 {
 		t.Errorf("an edited endpoint-controller against 1.29: %v, want one finding", got)
 	}
-	if got := differs(ReferenceFor(engine.NewestRelease)); len(got) != 0 {
+	if got := differs(config.ReferenceFor(engine.NewestRelease)); len(got) != 0 {
 		t.Errorf("against 1.37, which has no endpoint-controller: %v", got)
 	}
-	fss, _ := DefaultsFor(rel129)
+	fss, _ := config.DefaultsFor(rel129)
 	if len(fss) != len(captured.FlowSchemas) {
 		t.Errorf("DefaultsFor(1.29) has %d FlowSchemas, the 1.29 server %d", len(fss), len(captured.FlowSchemas))
 	}

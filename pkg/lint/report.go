@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 // Report is what the SARIF and JUnit writers render.
@@ -14,7 +16,7 @@ type Report struct {
 	Findings   []Finding
 	Suppressed []Suppressed
 	// Locations place objects of -f input (Objects.Locations).
-	Locations map[ObjectRef]Location
+	Locations map[ObjectRef]config.Location
 	// FailOn is the least severe severity that fails the run.
 	FailOn Severity
 	// ToolVersion is the plugin's version.
@@ -25,13 +27,13 @@ type Report struct {
 func (r Report) Fails(f Finding) bool { return f.Severity.Rank() <= r.FailOn.Rank() }
 
 // location is where f is written: its first object placed in the input.
-func (r Report) location(f Finding) (Location, bool) {
+func (r Report) location(f Finding) (config.Location, bool) {
 	for _, o := range f.Objects {
 		if l, ok := r.Locations[o]; ok {
 			return l, true
 		}
 	}
-	return Location{}, false
+	return config.Location{}, false
 }
 
 // sarifLevel maps a severity to SARIF's result levels.

@@ -11,6 +11,8 @@ import (
 
 	junit "github.com/joshdk/go-junit"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 var sarifSchema = filepath.Join("..", "..", "testdata", "lint", "sarif", "sarif-schema-2.1.0.json")
@@ -29,9 +31,9 @@ func brokenReport(t *testing.T, failOn Severity) Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fss, pls := UpstreamDefaults()
-	fss, pls = Overlay(fss, pls, objs)
-	in := Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}
+	fss, pls := config.UpstreamDefaults()
+	fss, pls = config.Overlay(fss, pls, objs)
+	in := Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}
 	kept, suppressed, _ := Suppress(Lint(in, DefaultOptions()), in, cfg)
 	if len(suppressed) != 2 {
 		t.Fatalf("%d suppressed", len(suppressed))

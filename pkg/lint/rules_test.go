@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 var docsDir = filepath.Join("..", "..", "docs", "lint")
@@ -73,9 +74,9 @@ func TestRuleRegistry(t *testing.T) {
 // registered rule and links its page.
 func TestFindingsLinkTheirRule(t *testing.T) {
 	objs := readDir(t, filepath.Join("..", "..", "testdata", "lint", "broken"))
-	fss, pls := UpstreamDefaults()
-	fss, pls = Overlay(fss, pls, objs)
-	fs := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+	fss, pls := config.UpstreamDefaults()
+	fss, pls = config.Overlay(fss, pls, objs)
+	fs := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
 	if len(fs) == 0 {
 		t.Fatal("no findings")
 	}
@@ -87,13 +88,13 @@ func TestFindingsLinkTheirRule(t *testing.T) {
 	}
 }
 
-func readDir(t *testing.T, dir string) Objects {
+func readDir(t *testing.T, dir string) config.Objects {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Objects
+	var out config.Objects
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".yaml") {
 			continue
@@ -103,7 +104,7 @@ func readDir(t *testing.T, dir string) Objects {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := ParseObjects(data, p)
+		o, err := config.ParseObjects(data, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,14 +119,14 @@ func TestRuleExamplesTrip(t *testing.T) {
 	for _, id := range []string{RuleEmptyFlowSchema, RuleShadowedFlowSchema, RuleDanglingPriorityLevel, RuleExemptBeyondMasters,
 		RuleCrushRisk, RuleRejectAdmitsWhenIdle, RuleExemptReach, RuleSuggestedDiffers, RuleUnusedPriorityLevel} {
 		r, _ := RuleByID(id)
-		objs, err := ParseObjects([]byte(r.Example), id+" example")
+		objs, err := config.ParseObjects([]byte(r.Example), id+" example")
 		if err != nil {
 			t.Errorf("%s: %v", id, err)
 			continue
 		}
-		fss, pls := UpstreamDefaults()
-		fss, pls = Overlay(fss, pls, objs)
-		if got := ofRule(Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions()), id); len(got) == 0 {
+		fss, pls := config.UpstreamDefaults()
+		fss, pls = config.Overlay(fss, pls, objs)
+		if got := ofRule(Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions()), id); len(got) == 0 {
 			t.Errorf("the example of %s does not trip it", id)
 		}
 	}

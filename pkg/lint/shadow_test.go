@@ -8,6 +8,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -338,7 +339,7 @@ func pl(name string) *flowcontrolv1.PriorityLevelConfiguration {
 // with the naive alternative it replaces: classifying sampled requests with
 // the engine (which can only ever show reachability, never prove shadowing).
 func BenchmarkShadowing(b *testing.B) {
-	fss, pls := UpstreamDefaults()
+	fss, pls := config.UpstreamDefaults()
 	cfg := engine.NewConfig(fss, pls)
 	b.Run("exact/defaults", func(b *testing.B) {
 		for b.Loop() {

@@ -3,6 +3,8 @@ package lint
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -37,38 +39,8 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		// What parses suppresses without panicking.
-		fss, pls := UpstreamDefaults()
-		in := Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}
+		fss, pls := config.UpstreamDefaults()
+		in := Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}
 		Suppress(Lint(in, DefaultOptions()), in, cfg)
 	})
-}
-
-func TestLocate(t *testing.T) {
-	in := `# comment
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata:
-  labels:
-    name: not-this
-  name: first   # the name
-spec: {}
----
-kind: PriorityLevelConfiguration
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-metadata: {name: second, namespace: x}
----
-{"apiVersion": "v1", "kind": "List", "items": [
-  {"kind": "FlowSchema",
-   "metadata": {"name": "third"}}]}
-`
-	got := locate([]byte(in), "f.yaml")
-	want := map[ObjectRef]int{fsRef("first"): 7, plRef("second"): 12, fsRef("third"): 16}
-	for ref, line := range want {
-		if got[ref].Line != line || got[ref].File != "f.yaml" {
-			t.Errorf("%s at %+v, want line %d", ref, got[ref], line)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("located %v", got)
-	}
 }

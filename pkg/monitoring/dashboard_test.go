@@ -12,11 +12,11 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 )
 
 func upstreamLevels() []*flowcontrolv1.PriorityLevelConfiguration {
-	_, pls := lint.UpstreamDefaults()
+	_, pls := config.UpstreamDefaults()
 	return pls
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	testfixture "github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -76,7 +77,7 @@ func unzipped(t *testing.T, f fixture, dir string) (httplog, audit string) {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return recording.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), d), recording.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), d)
+	return testfixture.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), d), testfixture.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), d)
 }
 
 // withoutInstances is an incident without its instance counts (which a

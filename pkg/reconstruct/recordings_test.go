@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	testfixture "github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -131,8 +132,8 @@ func TestReconstructRecordings(t *testing.T) {
 		}
 		f := loadFixture(t, filepath.Join(recordings, e.Name()))
 		tmp := t.TempDir()
-		httplog := recording.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
-		audit := recording.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), tmp)
+		httplog := testfixture.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
+		audit := testfixture.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), tmp)
 		for _, in := range []struct {
 			name  string
 			paths []string

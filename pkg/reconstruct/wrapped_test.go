@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
+	testfixture "github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -118,7 +119,7 @@ func TestWrappedRecordingsMatchRaw(t *testing.T) {
 			}
 			logs++
 			tmp := t.TempDir()
-			raw := recording.Gunzip(t, src, tmp)
+			raw := testfixture.Gunzip(t, src, tmp)
 			want := reconstructPaths(t, f, raw)
 			if len(want.fates) == 0 {
 				t.Fatalf("%s: no request reconstructed from the raw log", src)
@@ -154,7 +155,7 @@ func TestWrappedRecordingsMatchRaw(t *testing.T) {
 			}
 			if name == recording.AuditLogFile {
 				// the httplog joined to the audit log as CloudWatch hands it
-				httplog := recording.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
+				httplog := testfixture.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
 				cw := formats[0]
 				path := filepath.Join(tmp, "joined-"+cw.File)
 				if err := os.WriteFile(path, cw.Wrap(events), 0o644); err != nil {

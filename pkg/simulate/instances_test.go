@@ -29,7 +29,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		files[name+"/audit.log"] = []string{recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), d), recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), d)}
+		files[name+"/audit.log"] = []string{fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), d), fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), d)}
 	}
 	in := input{from: filepath.Join(fixture.Path("simulate", "recordings", "starved"), recording.BundleFile)}
 	cfg := commandDefaults()

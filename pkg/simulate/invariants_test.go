@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -35,8 +36,8 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
 			tmp := t.TempDir()
-			logFile := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 			bundle := filepath.Join(dir, recording.BundleFile)
 			for _, mode := range []struct {
 				name  string

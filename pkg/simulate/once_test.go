@@ -23,7 +23,7 @@ import (
 func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 	dir := fixture.Path("simulate", "recordings", "starved")
 	tmp := t.TempDir()
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	bundle := filepath.Join(dir, recording.BundleFile)
 	fifo := filepath.Join(tmp, "audit.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -21,7 +21,7 @@ import (
 // passes read the tape of the one reading of the input.
 func TestSimulateStdinCalibrated(t *testing.T) {
 	dir := fixture.Path("simulate", "recordings", "starved")
-	audit := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())
 	in := input{from: filepath.Join(dir, recording.BundleFile)}
 	cfg := commandDefaults()
 	cfg.Workloads = []string{audit}
@@ -114,7 +114,7 @@ func (s *countingSource) Capture(ctx context.Context, opts dump.CaptureOptions) 
 func TestSimulateReadsTheStateOnce(t *testing.T) {
 	dir := fixture.Path("simulate", "recordings", "lists")
 	cfg := commandDefaults()
-	cfg.Workloads = []string{recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())}
+	cfg.Workloads = []string{fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())}
 	for _, failMetrics := range []bool{false, true} {
 		src := &countingSource{BundleSource: dump.BundleSource{Path: filepath.Join(dir, recording.BundleFile)}, failMetrics: failMetrics}
 		o := state.NewOptions(nil, state.Config)

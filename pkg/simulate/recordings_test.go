@@ -110,8 +110,8 @@ func TestSimulateRecordings(t *testing.T) {
 				t.Fatal(err)
 			}
 			tmp := t.TempDir()
-			logFile := recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := recording.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 			bundle := filepath.Join(dir, recording.BundleFile)
 			quota := "no CPU quota"
 			if rec.APIServerCPUs > 0 {
@@ -278,7 +278,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			t.Fatalf("%s: %v", dir, err)
 		}
 		limits := recording.LevelLimits(capture.Snapshots[0], scls[filepath.Base(dir)])
-		res, err := recording.CompareListSeats(recording.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir()), engine.NewestRelease, counts, limits)
+		res, err := recording.CompareListSeats(fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir()), engine.NewestRelease, counts, limits)
 		if err != nil {
 			t.Fatal(err)
 		}

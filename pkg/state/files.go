@@ -10,46 +10,46 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
 // ReadObjectFiles reads -f arguments: files, directories (their .yaml, .yml
 // and .json files, sorted; recursively with -R) or "-" for stdin. Beta
 // objects are converted to v1 (listed in Converted) and every object is
-// validated as kube-apiserver would (lint.ParseObjects); an argument that
-// holds no APF object is an error (lint.RequireObjects).
-func ReadObjectFiles(args []string, recursive bool, stdin io.Reader) (lint.Objects, error) {
-	var out lint.Objects
+// validated as kube-apiserver would (config.ParseObjects); an argument that
+// holds no APF object is an error (config.RequireObjects).
+func ReadObjectFiles(args []string, recursive bool, stdin io.Reader) (config.Objects, error) {
+	var out config.Objects
 	for _, arg := range args {
-		var objs lint.Objects
+		var objs config.Objects
 		if arg == "-" {
 			data, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
 			if err != nil {
-				return lint.Objects{}, fmt.Errorf("reading stdin: %w", err)
+				return config.Objects{}, fmt.Errorf("reading stdin: %w", err)
 			}
-			if objs, err = lint.ParseObjects(data, "stdin"); err != nil {
-				return lint.Objects{}, err
+			if objs, err = config.ParseObjects(data, "stdin"); err != nil {
+				return config.Objects{}, err
 			}
 		} else {
 			paths, err := expandPath(arg, recursive)
 			if err != nil {
-				return lint.Objects{}, err
+				return config.Objects{}, err
 			}
 			for _, p := range paths {
 				data, err := os.ReadFile(p)
 				if err != nil {
-					return lint.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
+					return config.Objects{}, fmt.Errorf("reading -f %s: %w", p, err)
 				}
-				fo, err := lint.ParseObjects(data, p)
+				fo, err := config.ParseObjects(data, p)
 				if err != nil {
-					return lint.Objects{}, err
+					return config.Objects{}, err
 				}
 				objs.Add(fo)
 			}
 		}
-		if err := lint.RequireObjects(arg, objs); err != nil {
-			return lint.Objects{}, err
+		if err := config.RequireObjects(arg, objs); err != nil {
+			return config.Objects{}, err
 		}
 		out.Add(objs)
 	}
@@ -92,7 +92,7 @@ func expandPath(arg string, recursive bool) ([]string, error) {
 // file of a raw --from directory as -f reads them (any served version,
 // converted to v1, validated).
 func readObjects(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error) {
-	objs, err := lint.ParseObjects(data, name)
+	objs, err := config.ParseObjects(data, name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -27,10 +27,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
-	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 )
 
 // Inputs selects the flags of the group a command takes beyond --from.
@@ -116,7 +116,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.BoolVarP(&o.Recursive, "recursive", "R", false, "Read the directories given with -f recursively.")
 		fs.StringVar(&o.KubeVersion, "kube-version", o.KubeVersion, fmt.Sprintf("Kubernetes release whose APF behaviour to replay (%s to %s, e.g. 1.31), and whose default objects --defaults uses; default: the server's, from /version or the bundle, else %s.",
 			engine.OldestRelease, engine.NewestRelease, engine.NewestRelease))
-		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+lint.UpstreamVersion+") as the base instead of the cluster; with --from, the defaults of the input's release (or --kube-version), its live state read beside them.")
+		fs.BoolVar(&o.Defaults, "defaults", false, "Use the upstream default configuration (of --kube-version, default "+config.UpstreamVersion+") as the base instead of the cluster; with --from, the defaults of the input's release (or --kube-version), its live state read beside them.")
 	}
 	if o.Store != nil {
 		o.Store.AddFlags(fs)
@@ -259,7 +259,7 @@ type State struct {
 	FlowSchemas    []*flowcontrolv1.FlowSchema
 	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
 	// Overlay is what -f held (empty without -f).
-	Overlay lint.Objects
+	Overlay config.Objects
 	// Snapshots are the instances that answered (nil with --defaults).
 	Snapshots []*dump.Snapshot
 	// Live are the snapshots with live state (dumps or metrics).
@@ -320,7 +320,7 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		st.Notes = append(st.Notes, note)
 	}
 	if o.Defaults {
-		st.BaseFlowSchemas, st.BasePriorityLevels = lint.DefaultsFor(rel)
+		st.BaseFlowSchemas, st.BasePriorityLevels = config.DefaultsFor(rel)
 		st.NoObjects = false
 	}
 	st.FlowSchemas, st.PriorityLevels = st.BaseFlowSchemas, st.BasePriorityLevels
@@ -334,7 +334,7 @@ func (o *Options) Load(ctx context.Context, req Request) (*State, error) {
 		}
 		st.Notes = append(st.Notes, objs.Converted...)
 		st.Overlay = objs
-		st.FlowSchemas, st.PriorityLevels = lint.Overlay(st.BaseFlowSchemas, st.BasePriorityLevels, objs)
+		st.FlowSchemas, st.PriorityLevels = config.Overlay(st.BaseFlowSchemas, st.BasePriorityLevels, objs)
 	}
 	st.ServerConcurrency, st.ServerConcurrencySource = req.ServerConcurrency, SourceFlag
 	switch {
@@ -394,7 +394,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *State) error {
 		// FlowSchema of catch-all is not dangling there, though upstream's
 		// digest of these objects alone would imagine catch-all only
 		// after the FlowSchemas
-		st.BasePriorityLevels = lint.MandatoryPriorityLevels()
+		st.BasePriorityLevels = config.MandatoryPriorityLevels()
 		st.Notes = append(st.Notes, "note: the input holds FlowSchemas but no PriorityLevelConfigurations: the levels are the mandatory exempt and catch-all, which kube-apiserver always creates, alone; limits and borrowing are those of these objects, not of the server's whole configuration (give its PriorityLevelConfigurations, kubectl get prioritylevelconfigurations -o yaml, for them)")
 	}
 	if snap.ServerVersion != nil {

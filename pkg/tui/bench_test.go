@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -127,7 +128,7 @@ func BenchmarkRefresh(b *testing.B) {
 		defer cpuPerOp(b)()
 		for b.Loop() {
 			c := parse(b)
-			if err := render.PrintTopLevels(io.Discard, render.Options{}, c.Snapshots, "", "name"); err != nil {
+			if err := levelsrender.PrintTopLevels(io.Discard, render.Options{}, c.Snapshots, "", "name"); err != nil {
 				b.Fatal(err)
 			}
 			if err := render.PrintTopFlows(io.Discard, render.Options{}, c.Snapshots, "", 20); err != nil {

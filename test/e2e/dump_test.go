@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 )
 
 // -capture-fixtures DIR writes the raw dumps and APF metrics captured from
@@ -238,7 +239,7 @@ func TestBundleReadBackGivesSameOutput(t *testing.T) {
 			return render.PrintRequests(b, render.Options{Format: render.FormatWide}, live.Snapshots, "")
 		}},
 		{[]string{"top", "levels"}, func(b *bytes.Buffer) error {
-			return render.PrintTopLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "", "utilisation")
+			return levelsrender.PrintTopLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "", "utilisation")
 		}},
 		{[]string{"top", "flows", "-o", "json"}, func(b *bytes.Buffer) error {
 			return render.PrintTopFlows(b, render.Options{Format: render.FormatJSON}, live.Snapshots, "", 20)

@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
@@ -246,14 +246,14 @@ func TestHistoryFromPrometheus(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("top levels --at: exit %d: %s", code, errOut)
 		}
-		var live, past []render.TopLevelRow
+		var live, past []levelsrender.TopLevelRow
 		if err := json.Unmarshal(liveOut, &live); err != nil {
 			t.Fatalf("%v: %s", err, liveOut)
 		}
 		if err := json.Unmarshal(out, &past); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		byName := map[string]render.TopLevelRow{}
+		byName := map[string]levelsrender.TopLevelRow{}
 		for _, r := range past {
 			byName[r.Level] = r
 		}

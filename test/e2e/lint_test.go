@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
@@ -105,13 +106,13 @@ func TestLintClusterFindsAppliedMistakes(t *testing.T) {
 	fc := c.Client(testcluster.Admin).FlowcontrolV1()
 	const prefix = "e2e-lint-"
 
-	var objs lint.Objects
+	var objs config.Objects
 	for _, f := range []string{"levels.yaml", "flowschemas.yaml"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "lint", "broken", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := lint.ParseObjects(data, f)
+		o, err := config.ParseObjects(data, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +349,7 @@ func TestLintCallbackAndJail(t *testing.T) {
 	admin := c.Client(testcluster.Admin)
 	fc := admin.FlowcontrolV1()
 
-	objs, err := lint.ParseObjects([]byte(lintPainsManifest), "manifest")
+	objs, err := config.ParseObjects([]byte(lintPainsManifest), "manifest")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +471,7 @@ func TestNamespacedFlowSchemaIsAccepted(t *testing.T) {
 		if got.Namespace != "" {
 			t.Errorf("the server kept namespace %q on %s", got.Namespace, o.resource)
 		}
-		objs, err := lint.ParseObjects([]byte(o.body), o.resource)
+		objs, err := config.ParseObjects([]byte(o.body), o.resource)
 		if err != nil {
 			t.Fatalf("lint refuses what the server accepted: %v", err)
 		}

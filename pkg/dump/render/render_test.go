@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,15 +100,6 @@ func TestPrintersGolden(t *testing.T) {
 		{"requests.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatTable}, one, "") }},
 		{"requests-wide-multi.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatWide}, all, "") }},
 		{"requests.json", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatJSON}, one, "tiny") }},
-		{"top-levels.txt", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, Options{Format: FormatTable}, metricsOnly(one), "", "utilisation")
-		}},
-		{"top-levels-multi-by-name.txt", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, Options{Format: FormatTable}, metricsOnly(all), "", "name")
-		}},
-		{"top-levels.json", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, Options{Format: FormatJSON}, metricsOnly(one), "apf-load", "rejected")
-		}},
 		{"top-flows.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatTable}, all, "", 0) }},
 		{"top-flows-wide-limit.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatWide}, all, "", 2) }},
 		{"top-flows.yaml", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatYAML}, one, "", 0) }},
@@ -127,42 +117,6 @@ func TestPrintersGolden(t *testing.T) {
 			}
 			golden(t, tt.name, b.Bytes())
 		})
-	}
-}
-
-// metricsOnly is snaps without their dumps: the fixtures' dumps come from
-// other captures than their metrics, and the top table takes the dumps'
-// figures first (pkg/levels), so the tables of the metrics alone are
-// checked here and the order in pkg/levels.
-func metricsOnly(snaps []*dump.Snapshot) []*dump.Snapshot {
-	out := make([]*dump.Snapshot, len(snaps))
-	for i, s := range snaps {
-		out[i] = &dump.Snapshot{Instance: s.Instance, CapturedAt: s.CapturedAt, Metrics: s.Metrics}
-	}
-	return out
-}
-
-// TestTopLevelsValues checks the numbers behind the top table, computed by
-// hand from the fixtures (modern-a then modern-b, 10 s apart).
-func TestTopLevelsValues(t *testing.T) {
-	rows := TopLevelRows(metricsOnly(snapshots(t))[:1], "apf-load", "utilisation")
-	if len(rows) != 1 {
-		t.Fatalf("rows = %+v", rows)
-	}
-	r := rows[0]
-	if r.DispatchedPerS != 6 || r.RejectedPerS["queue-full"] != 3 || r.Utilisation != 1 || r.WaitingSeats != 6 {
-		t.Errorf("row = %+v", r)
-	}
-	// Merged rows sum the instances and recompute utilisation.
-	var merged *TopLevelRow
-	for _, r := range TopLevelRows(metricsOnly(snapshots(t)), "global-default", "name") {
-		if r.Instance == AllInstances {
-			r := r
-			merged = &r
-		}
-	}
-	if merged == nil || merged.NominalLimit != 2+49 || merged.SeatsInUse != 0+2 || math.Abs(float64(merged.Utilisation)-2.0/(3+49)) > 1e-9 {
-		t.Errorf("merged = %+v", merged)
 	}
 }
 

@@ -137,3 +137,37 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(float64(f))
 }
+
+// The table kit, exported for the tables printed beside their models
+// (pkg/levels/render).
+
+// JSONFloat is a figure that marshals NaN (absent) as null.
+type JSONFloat = jsonFloat
+
+// Table is a table of cells, with an INSTANCE column when multi.
+type Table = table
+
+// NewTable returns a table with the columns cols.
+func NewTable(multi bool, cols ...string) *Table { return newTable(multi, cols...) }
+
+// Add appends a row.
+func (t *table) Add(cells ...string) { t.add(cells...) }
+
+// Write prints the table.
+func (t *table) Write(w io.Writer, noHeaders bool) error { return t.write(w, noHeaders) }
+
+// IsData reports whether o prints data (JSON, YAML, a template) rather
+// than a table.
+func (o Options) IsData() bool { return o.isData() }
+
+// WriteData prints rows in o's data format.
+func (o Options) WriteData(w io.Writer, rows any) error { return o.writeData(w, rows) }
+
+// Num is the cell of a figure.
+func Num(f float64) string { return num(f) }
+
+// Pct is the cell of a fraction.
+func Pct(f float64) string { return pct(f) }
+
+// Seconds is the cell of a duration in seconds.
+func Seconds(f float64) string { return seconds(f) }

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"

@@ -1,4 +1,4 @@
-package lint
+package config
 
 import (
 	"strings"
@@ -127,12 +127,11 @@ func FuzzParseObjects(f *testing.F) {
 			}
 			return
 		}
-		// Whatever parses must lint without panicking, alone and over the
-		// defaults.
-		Lint(Input{FlowSchemas: objs.FlowSchemas, PriorityLevels: objs.PriorityLevels}, DefaultOptions())
+		// Whatever parses must overlay the defaults and resolve its
+		// callbacks without panicking (pkg/lint's FuzzLintParsed lints it).
 		fss, pls := UpstreamDefaults()
-		fss, pls = Overlay(fss, pls, objs)
-		Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: UpstreamReference()}, DefaultOptions())
+		Overlay(fss, pls, objs)
+		objs.ResolvedCallbacks()
 	})
 }
 

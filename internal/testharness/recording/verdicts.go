@@ -1,0 +1,67 @@
+package recording
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The verdicts on runs: whether a prediction agrees with a re-run, and
+// whether a control run met the recorded run's server.
+
+// WhatIfAgrees is the rule a level's predicted 429s are held to against
+// the 429s a re-run of the same plan got: within 0.75–1.25 of them when
+// either side has 20 or more, else within 10 requests (small counts are
+// dominated by noise).
+func WhatIfAgrees(predicted, real int64) bool {
+	if max(predicted, real) >= 20 {
+		ratio := float64(predicted) / float64(max(real, 1))
+		return ratio >= 0.75 && ratio <= 1.25
+	}
+	return predicted-real <= 10 && real-predicted <= 10
+}
+
+// Levels is the levels that got 429s in any of runs, sorted.
+func Levels(runs ...Run) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		for l := range r.Rejected429 {
+			if !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SameServer says whether control, a re-run of the recorded configuration
+// itself, met the server rec (the recorded run) met: every level's 429s
+// within WhatIfAgrees of the recorded ones, kube-apiserver's CPU within
+// 0.8–1.25 of the recorded run's, and the machine's speed the same
+// (SameSpeed). The cgroups pin the server's share of the machine, not the
+// machine's speed: a recording made while something else slowed the
+// machine (a neighbour on the host, a build on the same cores) carries
+// slower executions and more 429s than the re-runs that follow it will
+// meet, whatever the prediction. It returns nil when they agree, else
+// what differs.
+func SameServer(rec, control Run) error {
+	var diff []string
+	for _, l := range Levels(rec, control) {
+		if r, c := int64(rec.Rejected429[l]), int64(control.Rejected429[l]); !WhatIfAgrees(c, r) {
+			diff = append(diff, fmt.Sprintf("%s got %d 429s, the recorded run %d", l, c, r))
+		}
+	}
+	if rec.APIServerCPU > 0 && control.APIServerCPU > 0 {
+		if !sameWithin(control.APIServerCPU / rec.APIServerCPU) {
+			diff = append(diff, fmt.Sprintf("kube-apiserver used %.3f cores, in the recorded run %.3f", control.APIServerCPU, rec.APIServerCPU))
+		}
+	}
+	diff = append(diff, speedDiff(rec, control)...)
+	if len(diff) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a re-run of the recorded configuration did not meet the recorded run's server: %s", strings.Join(diff, "; "))
+}
