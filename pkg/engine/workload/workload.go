@@ -368,10 +368,21 @@ func (q *arrivalQueue) push() {
 			lo = m + 1
 		}
 	}
-	for i := q.n; i > lo; i-- {
-		q.slots[(q.head+i)%len(q.slots)] = q.at(i - 1)
+	// move the slots of lo..n-1 up by one, by runs that do not wrap
+	size := len(q.slots)
+	from, to := q.head+lo, q.head+q.n // ring positions, unwrapped
+	switch {
+	case from == to:
+	case to < size:
+		copy(q.slots[from+1:to+1], q.slots[from:to])
+	case from >= size:
+		copy(q.slots[from-size+1:to-size+1], q.slots[from-size:to-size])
+	default:
+		copy(q.slots[1:to-size+1], q.slots[:to-size])
+		q.slots[0] = q.slots[size-1]
+		copy(q.slots[from+1:size], q.slots[from:size-1])
 	}
-	q.slots[(q.head+lo)%len(q.slots)] = r
+	q.slots[from%size] = r
 	q.n++
 }
 
