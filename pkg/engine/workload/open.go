@@ -114,10 +114,28 @@ type Files struct {
 	Named     map[string]bool
 	join      *joined
 	files     []*os.File
+	// prefetchers read groups of inputs in goroutines of their own; the
+	// inputs of each name instances in a map of its own (named), merged
+	// into Named once read
+	prefetchers []*prefetched
+	named       []map[string]bool
+}
+
+// settle merges the instances the inputs named into Named; once the files
+// have been read.
+func (f *Files) settle() {
+	for _, m := range f.named {
+		for n := range m {
+			f.Named[n] = true
+		}
+	}
 }
 
 // Close closes the files.
 func (f *Files) Close() error {
+	for _, p := range f.prefetchers {
+		p.close()
+	}
 	var errs []error
 	for _, fh := range f.files {
 		errs = append(errs, fh.Close())
@@ -184,12 +202,41 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			}
 		}
 	}
+	// httplog and audit inputs are read in two goroutines when they are
+	// joined, and all inputs in one otherwise, each apart from the
+	// caller's (prefetched)
+	join := false
+	for _, in := range inputs {
+		if in.info.format == FormatHTTPLog {
+			join = true
+		}
+	}
+	if join {
+		join = false
+		for _, in := range inputs {
+			if f := in.info.format; f == FormatAudit || wrapped(f) {
+				join = true
+			}
+		}
+	}
+	groupOf := func(f Format) int {
+		switch {
+		case !join:
+			return 0
+		case f == FormatHTTPLog:
+			return 0
+		case f == FormatAudit || wrapped(f):
+			return 1
+		}
+		return 2
+	}
+	fs.named = []map[string]bool{{}, {}, {}}
 	var logs, audits, others []Reader
 	for i, in := range inputs {
 		st := &Stats{}
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
 		fi := fs.Instances[i]
-		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named}
+		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[groupOf(in.info.format)]}
 		switch f := in.info.format; {
 		case f == FormatHTTPLog:
 			logs = append(logs, rd)
@@ -199,18 +246,24 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			others = append(others, rd)
 		}
 	}
-	var all []Reader
-	switch {
-	case len(logs) > 0 && len(audits) > 0:
-		fs.Join = &JoinStats{}
-		fs.join = Join(Merge(logs...), Merge(audits...), 0, fs.Join).(*joined)
-		all = append(all, fs.join)
-	default:
-		all = append(all, logs...)
-		all = append(all, audits...)
+	ahead := func(r Reader) Reader {
+		p := prefetch(r)
+		fs.prefetchers = append(fs.prefetchers, p)
+		return p
 	}
+	var all []Reader
+	if join {
+		fs.Join = &JoinStats{}
+		fs.join = Join(ahead(Merge(logs...)), ahead(Merge(audits...)), 0, fs.Join).(*joined)
+		all = append(all, fs.join)
+		all = append(all, others...)
+		fs.Reader = Merge(all...)
+		return fs, nil
+	}
+	all = append(all, logs...)
+	all = append(all, audits...)
 	all = append(all, others...)
-	fs.Reader = Merge(all...)
+	fs.Reader = ahead(Merge(all...))
 	return fs, nil
 }
 
