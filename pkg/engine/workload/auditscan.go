@@ -324,7 +324,7 @@ func (s *jscan) strings(dst *[]string, in *interner) bool {
 		}
 	}
 	raw := s.b[start:s.i]
-	if v, ok := in.lists[string(raw)]; ok {
+	if v, ok := in.list(raw); ok {
 		*dst = v
 		return true
 	}
@@ -683,6 +683,38 @@ const maxInterned = 1 << 16
 type interner struct {
 	strs  map[string]string
 	lists map[string][]string
+	// recent is a direct-mapped cache in front of strs, and recentLists
+	// of lists (by their raw JSON): most values are the few that every
+	// event repeats (kind, stage, verb, user agent), and a comparison costs
+	// less than a map's hash and probe
+	recent      [256]string
+	recentLists [64]recentList
+}
+
+type recentList struct {
+	raw  string
+	list []string
+}
+
+// slot is the cache slot of b.
+func slot(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	return (len(b)*31 + int(b[0])*7 + int(b[len(b)-1])*3 + int(b[len(b)/2])) & 255
+}
+
+// list returns the list interned for raw, if any.
+func (in *interner) list(raw []byte) ([]string, bool) {
+	c := &in.recentLists[slot(raw)&63]
+	if c.list != nil && c.raw == string(raw) {
+		return c.list, true
+	}
+	v, ok := in.lists[string(raw)]
+	if ok {
+		c.raw, c.list = string(raw), v
+	}
+	return v, ok
 }
 
 func newInterner() *interner {
@@ -690,12 +722,18 @@ func newInterner() *interner {
 }
 
 func (in *interner) get(b []byte) string {
+	c := &in.recent[slot(b)]
+	if *c == string(b) {
+		return *c
+	}
 	if s, ok := in.strs[string(b)]; ok {
+		*c = s
 		return s
 	}
 	s := string(b)
 	if len(in.strs) < maxInterned {
 		in.strs[s] = s
+		*c = s
 	}
 	return s
 }

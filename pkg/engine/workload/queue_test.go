@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -41,6 +42,29 @@ func TestArrivalQueueOrder(t *testing.T) {
 			if q.len() != len(held) {
 				t.Fatalf("round %d: %d held, want %d", round, q.len(), len(held))
 			}
+		}
+	}
+}
+
+// TestInternerRecent: the interner's cache of recent values never gives
+// a value for another (slots collide: 5,000 values share 256), with the
+// map full or not.
+func TestInternerRecent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	in := newInterner()
+	for i := range 200_000 {
+		b := []byte(fmt.Sprintf("v%d", rng.IntN(5000)))
+		if i%3 == 0 {
+			b = b[:1+rng.IntN(len(b))]
+		}
+		if got := in.get(b); got != string(b) {
+			t.Fatalf("get(%q) = %q", b, got)
+		}
+		raw := []byte(fmt.Sprintf(`["%s"]`, b))
+		if l, ok := in.list(raw); ok && (len(l) != 1 || l[0] != string(b)) {
+			t.Fatalf("list(%s) = %q", raw, l)
+		} else if !ok {
+			in.lists[string(raw)] = []string{string(b)}
 		}
 	}
 }
