@@ -150,3 +150,43 @@ func TestRecordDecodedInPlace(t *testing.T) {
 		})
 	}
 }
+
+// FuzzEscapedReaderPath: a wrapped input gives the same requests, the
+// same error and the same counts with the events decoded where they stand
+// as with them unescaped first (decodeEscaped off), leniently or not.
+func FuzzEscapedReaderPath(f *testing.F) {
+	addWrappedSeeds(f)
+	ev := `{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\",\"requestURI\":\"/api/v1/pods\",\"verb\":\"list\",\"user\":{\"username\":\"u\"},\"requestReceivedTimestamp\":\"2026-11-23T15:24:45Z\",\"stageTimestamp\":\"2026-11-23T15:24:46Z\"}`
+	f.Add([]byte(`{"log":"` + ev + `\n","stream":"stdout","time":"2026-11-23T15:24:46Z"}` + "\n" +
+		`{"log":"` + ev[:40] + `","stream":"stdout","time":"2026-11-23T15:24:46Z"}` + "\n" +
+		`{"log":"` + ev[40:] + `\n","stream":"stdout","time":"2026-11-23T15:24:46Z"}` + "\n"))
+	f.Add([]byte(`{"events":[{"logStreamName":"s","timestamp":1,"message":"` + ev + `","eventId":"1"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, lenient := range []bool{true, false} {
+			type outcome struct {
+				reqs  []Request
+				err   string
+				stats Stats
+			}
+			var got [2]outcome
+			for i, on := range []bool{true, false} {
+				decodeEscaped = on
+				st := &Stats{}
+				r, _, err := NewReader(bytes.NewReader(b), "fuzz", Options{Lenient: lenient}, st)
+				if err != nil {
+					got[i].err = err.Error()
+					continue
+				}
+				got[i].reqs, err = readAll(t, r)
+				if err != nil {
+					got[i].err = err.Error()
+				}
+				got[i].stats = *st
+			}
+			decodeEscaped = true
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Fatalf("lenient %v:\nin place  %+v\nunescaped %+v", lenient, got[0], got[1])
+			}
+		}
+	})
+}
