@@ -224,6 +224,32 @@ func verbHint(verb string) string {
 // timeoutParam parses the ?timeout= query parameter like
 // endpoints/filters/request_deadline.go:parseTimeout (0 when absent).
 func timeoutParam(rawURL string) (time.Duration, error) {
+	if plainURIWithoutTimeout(rawURL) {
+		return 0, nil
+	}
+	return timeoutParamParsed(rawURL)
+}
+
+// plainURIWithoutTimeout reports whether rawURL is a path (with or
+// without a query) that url.ParseRequestURI accepts and whose query has no
+// timeout: it starts with '/', holds no control character and no '%'
+// (nothing to unescape, so no key that unescapes to "timeout"), and no
+// "timeout" at all. A replay asks this of every request: this saves the
+// parse of the URL and its query for nearly all of them.
+func plainURIWithoutTimeout(rawURL string) bool {
+	if rawURL == "" || rawURL[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(rawURL); i++ {
+		if c := rawURL[i]; c < 0x20 || c == 0x7f || c == '%' {
+			return false
+		}
+	}
+	return !strings.Contains(rawURL, "timeout")
+}
+
+// timeoutParamParsed is timeoutParam by url.ParseRequestURI.
+func timeoutParamParsed(rawURL string) (time.Duration, error) {
 	u, err := url.ParseRequestURI(rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("parsing path %q: %w", rawURL, err)

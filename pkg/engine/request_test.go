@@ -255,3 +255,21 @@ func TestRequestCache(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTimeoutParam: the fast path of timeoutParam (a plain path without
+// a timeout) gives what the parse by url.ParseRequestURI gives.
+func FuzzTimeoutParam(f *testing.F) {
+	for _, s := range []string{"/api/v1/pods", "/api/v1/pods?limit=5&timeout=3s", "/api?x=1&time%6Fut=1s", "/a%zz", "/a\x7f", "api", "/?timeout=", "//x?timeout=1m", "/x?a=b+c&timeout=0.5s", "/x?"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := timeoutParamParsed(s)
+		if plainURIWithoutTimeout(s) && (d != 0 || err != nil) {
+			t.Fatalf("%q: the fast path gives 0, nil; the parse %v, %v", s, d, err)
+		}
+		fd, ferr := timeoutParam(s)
+		if fd != d || (ferr == nil) != (err == nil) || (err != nil && ferr.Error() != err.Error()) {
+			t.Fatalf("%q: %v, %v; the parse %v, %v", s, fd, ferr, d, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package reconstruct_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,35 +141,117 @@ func peakLiveHeap() (stop func() uint64) {
 	return func() uint64 { close(done); return <-result }
 }
 
+// jsonEvent is what the engine reads of an audit event, for
+// encoding/json: the reflection-based decoding the readers do not use.
+type jsonEvent struct {
+	Kind, APIVersion, AuditID, Stage, RequestURI, Verb, UserAgent string
+	User                                                          struct {
+		Username string
+		Groups   []string
+	}
+	ImpersonatedUser *struct {
+		Username string
+		Groups   []string
+	}
+	SourceIPs []string
+	ObjectRef *struct {
+		Resource, Namespace, Name, APIGroup, APIVersion, Subresource string
+	}
+	ResponseStatus                           *struct{ Code int }
+	RequestReceivedTimestamp, StageTimestamp time.Time
+	Annotations                              map[string]string
+}
+
+// decodeJSON decodes every line of an audit log with encoding/json into
+// jsonEvent and returns how many.
+func decodeJSON(b *testing.B, path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	n := 0
+	for sc.Scan() {
+		var ev jsonEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's load average over the last minute (0 where
+// it cannot be read): the benchmark is only as quiet as the machine.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
+}
+
 // BenchmarkReconstruct reconstructs an overload's httplog + audit log of
 // 500,000 requests (1,000,000 lines, writeOverload) under the starved
 // recording's configuration and builds its explain 429 report, and in the
 // same run scans the same files line by line and reads them as the
 // workload readers do (parsed, joined). It reports the seconds of each, the
 // ratios reconstruct/scan and reconstruct/read, and the peak live heap of
-// the reconstruction (the requests in flight, not the log).
+// the reconstruction (the requests in flight, not the log). It also reads
+// the audit log alone, by the readers and by encoding/json (jsonEvent),
+// and reports json/read-audit. The readers run in goroutines of their own:
+// the figures are wall-clock seconds (s-*) and the process's CPU seconds
+// (cpu-*, which other processes of a loaded machine move least); the
+// ratios of both are reported, and the load average when the run began.
 //
 //	go test ./pkg/reconstruct -run '^$' -bench BenchmarkReconstruct -benchtime 1x -count=1
 func BenchmarkReconstruct(b *testing.B) {
 	const n = 500_000
 	httplog, audit := writeOverload(b, n)
 	f := loadFixture(b, filepath.Join(recordings, "starved"))
-	var tScan, tRead, tRec time.Duration
+	load := loadAverage()
+	var tScan, tRead, tRec, tAudit, tJSON time.Duration
+	var cScan, cRead, cRec, cAudit, cJSON time.Duration
 	var peak uint64
 	for b.Loop() {
 		runtime.GC()
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		if got := scanLines(b, httplog, audit); got != 2*n {
 			b.Fatalf("%d lines, want %d", got, 2*n)
 		}
-		t1 := time.Now()
+		t1, c1 := time.Now(), cpuTime()
 		if got := readWorkload(b, httplog, audit); got != n {
 			b.Fatalf("%d requests, want %d", got, n)
 		}
-		t2 := time.Now()
+		t2, c2 := time.Now(), cpuTime()
+		if got := readWorkload(b, audit); got != n {
+			b.Fatalf("%d audit requests, want %d", got, n)
+		}
+		t4, c4 := time.Now(), cpuTime()
+		if got := decodeJSON(b, audit); got != n {
+			b.Fatalf("%d audit events decoded by encoding/json, want %d", got, n)
+		}
+		t5, c5 := time.Now(), cpuTime()
+		tAudit, cAudit, tJSON, cJSON = tAudit+t4.Sub(t2), cAudit+c4-c2, tJSON+t5.Sub(t4), cJSON+c5-c4
 		runtime.GC()
 		stop := peakLiveHeap()
-		t3 := time.Now()
+		t3, c3 := time.Now(), cpuTime()
 		files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -179,12 +263,13 @@ func BenchmarkReconstruct(b *testing.B) {
 		rep := res.Report("bench")
 		files.Close()
 		tRec += time.Since(t3)
+		cRec += cpuTime() - c3
 		peak = max(peak, stop())
 		if res.Reconstructed != n || len(rep.Incidents) == 0 {
 			b.Fatalf("%d requests reconstructed, %d incidents", res.Reconstructed, len(rep.Incidents))
 		}
-		tScan += t1.Sub(t0)
-		tRead += t2.Sub(t1)
+		tScan, cScan = tScan+t1.Sub(t0), cScan+c1-c0
+		tRead, cRead = tRead+t2.Sub(t1), cRead+c2-c1
 		if b.N == 1 {
 			sum := res.Sum()
 			b.Logf("%d incidents, %.0f 429s; fates agree on %.3f", len(rep.Incidents), rep.Rejected["apf-load"], sum.Fraction())
@@ -196,6 +281,15 @@ func BenchmarkReconstruct(b *testing.B) {
 	b.ReportMetric(tRec.Seconds()/k, "s-reconstruct")
 	b.ReportMetric(float64(tRec)/float64(tScan), "reconstruct/scan")
 	b.ReportMetric(float64(tRec)/float64(tRead), "reconstruct/read")
+	b.ReportMetric(float64(tRead)/float64(tScan), "read/scan")
+	b.ReportMetric(float64(tJSON)/float64(tAudit), "json/read-audit")
+	b.ReportMetric(cScan.Seconds()/k, "cpu-scan")
+	b.ReportMetric(cRead.Seconds()/k, "cpu-read")
+	b.ReportMetric(cRec.Seconds()/k, "cpu-reconstruct")
+	b.ReportMetric(float64(cRead)/float64(cScan), "cpu-read/scan")
+	b.ReportMetric(float64(cRec)/float64(cScan), "cpu-reconstruct/scan")
+	b.ReportMetric(float64(cJSON)/float64(cAudit), "cpu-json/read-audit")
+	b.ReportMetric(load, "load1")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
 }
 

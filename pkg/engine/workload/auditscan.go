@@ -16,11 +16,43 @@ import (
 // uses encoding/json, so the result never depends on the path.
 func scanAuditEvent(line []byte, ev *auditEvent, in *interner) bool {
 	s := jscan{b: line}
+	if !s.event(ev, in) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// scanEscapedEvent is scanAuditEvent on an event carried as a JSON string
+// (a docker log's "log", CloudWatch's "message", a pipeline's "log",
+// "message" or "body"), read where it stands, escaped: b[i:] is the
+// string's contents, after its opening quote. It returns the index just
+// past the string's closing quote. The event's quotes come as \" and its
+// white space may be \n, \t or \r; anything else escaped (an escape inside
+// a field it keeps, a \u or \/ of the string itself, a control character)
+// makes it give up, returning false: the caller then unescapes the string
+// and decodes it as before (unquoteScan, then decodeAuditEvent), so the
+// result never depends on the path. Where it succeeds, it gives the fields
+// that path gives.
+func scanEscapedEvent(b []byte, i int, ev *auditEvent, in *interner) (int, bool) {
+	s := jscan{b: b, i: i, esc: true}
+	if !s.event(ev, in) {
+		return 0, false
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		return s.i + 1, true
+	}
+	return 0, false
+}
+
+// event scans an audit event's object into ev.
+func (s *jscan) event(ev *auditEvent, in *interner) bool {
 	*ev = auditEvent{}
 	// the string fields; the IDs and paths, unique, are not interned
 	strs := [...]*string{fKind: &ev.Kind, fAPIVersion: &ev.APIVersion, fAuditID: &ev.AuditID, fStage: &ev.Stage,
 		fRequestURI: &ev.RequestURI, fVerb: &ev.Verb, fUserAgent: &ev.UserAgent}
-	ok := s.members(auditFieldNames[:], 0, func(f int) bool {
+	return s.members(auditFieldNames[:], 0, func(f int) bool {
 		switch f {
 		case fAuditID, fRequestURI:
 			return s.str(strs[f], nil)
@@ -49,11 +81,6 @@ func scanAuditEvent(line []byte, ev *auditEvent, in *interner) bool {
 		}
 		return false
 	})
-	if !ok {
-		return false
-	}
-	s.ws()
-	return s.i == len(s.b)
 }
 
 // The fields of auditEvent, as bits of a set.
@@ -121,6 +148,9 @@ func fieldOf(key []byte, names []string) int {
 type jscan struct {
 	b []byte
 	i int
+	// esc: the value is read inside a JSON string, escaped (its quotes are
+	// \", its white space may be \n, \t, \r); a bare quote ends the string
+	esc bool
 }
 
 func (s *jscan) ws() {
@@ -128,19 +158,51 @@ func (s *jscan) ws() {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
+		case '\\':
+			if !s.esc || s.i+1 >= len(s.b) {
+				return
+			}
+			switch s.b[s.i+1] {
+			case 'n', 't', 'r':
+				s.i += 2
+			default:
+				return
+			}
 		default:
 			return
 		}
 	}
 }
 
-// peek skips white space and returns the next byte (0 at the end).
+// peek skips white space and returns the next byte (0 at the end). When
+// escaped, an escaped quote is '"' and a bare quote, the end of the
+// string, is 0.
 func (s *jscan) peek() byte {
 	s.ws()
-	if s.i < len(s.b) {
-		return s.b[s.i]
+	if s.i >= len(s.b) {
+		return 0
 	}
-	return 0
+	c := s.b[s.i]
+	if s.esc {
+		switch {
+		case c == '"':
+			return 0
+		case c == '\\':
+			if s.i+1 < len(s.b) && s.b[s.i+1] == '"' {
+				return '"'
+			}
+			return 0
+		}
+	}
+	return c
+}
+
+// quoteLen is the length of a quote of the value: 2 when escaped (\").
+func (s *jscan) quoteLen() int {
+	if s.esc {
+		return 2
+	}
+	return 1
 }
 
 // null consumes a null if one comes next.
@@ -190,13 +252,22 @@ func (s *jscan) rawString() ([]byte, bool) {
 	if s.peek() != '"' {
 		return nil, false
 	}
-	start := s.i + 1
+	start := s.i + s.quoteLen()
 	for j := start; j < len(s.b); j++ {
 		switch c := s.b[j]; {
 		case c == '"':
+			if s.esc {
+				return nil, false
+			}
 			s.i = j + 1
 			return s.b[start:j], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
+		case c == '\\':
+			if s.esc && j+1 < len(s.b) && s.b[j+1] == '"' {
+				s.i = j + 2
+				return s.b[start:j], true
+			}
+			return nil, false
+		case c < 0x20 || c >= 0x80:
 			return nil, false
 		}
 	}
@@ -253,12 +324,12 @@ func (s *jscan) strings(dst *[]string, in *interner) bool {
 		}
 	}
 	raw := s.b[start:s.i]
-	if v, ok := in.lists[string(raw)]; ok {
+	if v, ok := in.list(raw); ok {
 		*dst = v
 		return true
 	}
 	out := make([]string, 0, n)
-	t := jscan{b: raw, i: 1}
+	t := jscan{b: raw, i: 1, esc: s.esc}
 	for range n {
 		t.ws()
 		if t.b[t.i] == ',' {
@@ -349,10 +420,22 @@ func (s *jscan) time(dst *time.Time) bool {
 		return true
 	}
 	start := s.i
-	if _, ok := s.rawString(); !ok {
+	v, ok := s.rawString()
+	if !ok {
 		return false
 	}
-	return dst.UnmarshalJSON(s.b[start:s.i]) == nil
+	if !s.esc {
+		return dst.UnmarshalJSON(s.b[start:s.i]) == nil
+	}
+	// the quoted text, as time.Time's UnmarshalJSON takes it
+	var q [64]byte
+	if len(v)+2 > len(q) {
+		return false
+	}
+	q[0] = '"'
+	copy(q[1:], v)
+	q[len(v)+1] = '"'
+	return dst.UnmarshalJSON(q[:len(v)+2]) == nil
 }
 
 // annotations keeps the latency annotations of an object of strings.
@@ -444,6 +527,9 @@ func (s *jscan) literal(lit string) bool {
 
 // skipString scans a string with any escapes, checking them.
 func (s *jscan) skipString() bool {
+	if s.esc {
+		return s.skipEscapedString()
+	}
 	j := s.i + 1
 	for j < len(s.b) {
 		c := s.b[j]
@@ -470,6 +556,67 @@ func (s *jscan) skipString() bool {
 					}
 				}
 				j += 6
+			default:
+				return false
+			}
+		default:
+			j++
+		}
+	}
+	return false
+}
+
+// skipEscapedString is skipString on a string of a value read escaped:
+// its quotes are \", its escapes \\ followed by the escaped character
+// (itself escaped when it is a quote or a backslash). A string escape that
+// is not one of these (\/, \u, \n... of a character of the string) makes
+// it give up, as does a bare quote (the end of the outer string).
+func (s *jscan) skipEscapedString() bool {
+	b := s.b
+	j := s.i + 2
+	for j < len(b) {
+		c := b[j]
+		switch {
+		case c == '"' || c < 0x20:
+			return false
+		case c == '\\':
+			if j+1 >= len(b) {
+				return false
+			}
+			switch b[j+1] {
+			case '"':
+				s.i = j + 2
+				return true
+			case '/':
+				// the string's own \/, a slash
+				j += 2
+				continue
+			case '\\':
+			default:
+				return false
+			}
+			// an escape of the event's string: \\ then its character
+			if j+2 >= len(b) {
+				return false
+			}
+			switch b[j+2] {
+			case '\\':
+				if j+3 >= len(b) || (b[j+3] != '"' && b[j+3] != '\\') {
+					return false
+				}
+				j += 4
+			case '/', 'b', 'f', 'n', 'r', 't':
+				j += 3
+			case 'u':
+				if j+7 > len(b) {
+					return false
+				}
+				for _, h := range b[j+3 : j+7] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				j += 7
 			default:
 				return false
 			}
@@ -536,6 +683,38 @@ const maxInterned = 1 << 16
 type interner struct {
 	strs  map[string]string
 	lists map[string][]string
+	// recent is a direct-mapped cache in front of strs, and recentLists
+	// of lists (by their raw JSON): most values are the few that every
+	// event repeats (kind, stage, verb, user agent), and a comparison costs
+	// less than a map's hash and probe
+	recent      [256]string
+	recentLists [64]recentList
+}
+
+type recentList struct {
+	raw  string
+	list []string
+}
+
+// slot is the cache slot of b.
+func slot(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	return (len(b)*31 + int(b[0])*7 + int(b[len(b)-1])*3 + int(b[len(b)/2])) & 255
+}
+
+// list returns the list interned for raw, if any.
+func (in *interner) list(raw []byte) ([]string, bool) {
+	c := &in.recentLists[slot(raw)&63]
+	if c.list != nil && c.raw == string(raw) {
+		return c.list, true
+	}
+	v, ok := in.lists[string(raw)]
+	if ok {
+		c.raw, c.list = string(raw), v
+	}
+	return v, ok
 }
 
 func newInterner() *interner {
@@ -543,12 +722,18 @@ func newInterner() *interner {
 }
 
 func (in *interner) get(b []byte) string {
+	c := &in.recent[slot(b)]
+	if *c == string(b) {
+		return *c
+	}
 	if s, ok := in.strs[string(b)]; ok {
+		*c = s
 		return s
 	}
 	s := string(b)
 	if len(in.strs) < maxInterned {
 		in.strs[s] = s
+		*c = s
 	}
 	return s
 }

@@ -37,5 +37,7 @@
 //
 // Every reader streams: it holds one line (or, when re-ordering completed
 // requests by arrival, the requests of the re-ordering window), never the
-// whole input.
+// whole input. OpenFiles parses its inputs in goroutines of their own (the
+// httplog files apart from the audit files), a few batches of requests
+// ahead of the caller.
 package workload

@@ -154,6 +154,7 @@ func (f *Files) Resolve(name string) string {
 // instance, in the order of names: its files and why, and the httplog
 // files joined to it by audit ID. Call it once the files have been read.
 func (f *Files) Split(names []string) []string {
+	f.settle()
 	type part struct{ files, whys, joined []string }
 	parts := map[string]*part{}
 	get := func(n string) *part {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -117,10 +118,39 @@ type Files struct {
 	namedIn map[string][]string
 	join    *joined
 	files   []*os.File
+	// prefetchers read groups of inputs in goroutines of their own; the
+	// inputs of each name instances in maps of their own (named, and the
+	// inputs that named each in namedBy), merged into Named and namedIn
+	// once read
+	prefetchers []*prefetched
+	named       []map[string]bool
+	namedBy     []map[string][]string
+}
+
+// settle merges the instances the inputs named into Named, and the inputs
+// that named each into namedIn; once the files have been read.
+func (f *Files) settle() {
+	for _, m := range f.named {
+		for n := range m {
+			f.Named[n] = true
+		}
+	}
+	for _, m := range f.namedBy {
+		for n, ins := range m {
+			for _, in := range ins {
+				if !slices.Contains(f.namedIn[n], in) {
+					f.namedIn[n] = append(f.namedIn[n], in)
+				}
+			}
+		}
+	}
 }
 
 // Close closes the files.
 func (f *Files) Close() error {
+	for _, p := range f.prefetchers {
+		p.close()
+	}
 	var errs []error
 	for _, fh := range f.files {
 		errs = append(errs, fh.Close())
@@ -187,13 +217,44 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			}
 		}
 	}
+	// httplog and audit inputs are read in two goroutines when they are
+	// joined, and all inputs in one otherwise, each apart from the
+	// caller's (prefetched)
+	join := false
+	for _, in := range inputs {
+		if in.info.format == FormatHTTPLog {
+			join = true
+		}
+	}
+	if join {
+		join = false
+		for _, in := range inputs {
+			if f := in.info.format; f == FormatAudit || wrapped(f) {
+				join = true
+			}
+		}
+	}
+	groupOf := func(f Format) int {
+		switch {
+		case !join:
+			return 0
+		case f == FormatHTTPLog:
+			return 0
+		case f == FormatAudit || wrapped(f):
+			return 1
+		}
+		return 2
+	}
+	fs.named = []map[string]bool{{}, {}, {}}
+	fs.namedBy = []map[string][]string{{}, {}, {}}
 	var logs, audits, others []Reader
 	for i, in := range inputs {
 		st := &Stats{}
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
 		fi := fs.Instances[i]
-		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.Named,
-			base: filepath.Base(in.name), namedIn: fs.namedIn}
+		g := groupOf(in.info.format)
+		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
+			base: filepath.Base(in.name), namedIn: fs.namedBy[g]}
 		switch f := in.info.format; {
 		case f == FormatHTTPLog:
 			logs = append(logs, rd)
@@ -203,18 +264,24 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			others = append(others, rd)
 		}
 	}
-	var all []Reader
-	switch {
-	case len(logs) > 0 && len(audits) > 0:
-		fs.Join = &JoinStats{}
-		fs.join = Join(Merge(logs...), Merge(audits...), 0, fs.Join).(*joined)
-		all = append(all, fs.join)
-	default:
-		all = append(all, logs...)
-		all = append(all, audits...)
+	ahead := func(r Reader) Reader {
+		p := prefetch(r)
+		fs.prefetchers = append(fs.prefetchers, p)
+		return p
 	}
+	var all []Reader
+	if join {
+		fs.Join = &JoinStats{}
+		fs.join = Join(ahead(Merge(logs...)), ahead(Merge(audits...)), 0, fs.Join).(*joined)
+		all = append(all, fs.join)
+		all = append(all, others...)
+		fs.Reader = Merge(all...)
+		return fs, nil
+	}
+	all = append(all, logs...)
+	all = append(all, audits...)
 	all = append(all, others...)
-	fs.Reader = Merge(all...)
+	fs.Reader = ahead(Merge(all...))
 	return fs, nil
 }
 

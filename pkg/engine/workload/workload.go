@@ -305,7 +305,7 @@ func (ro *reorder) Next(out *Request) error {
 			// drained: the ring's slots (MaxHeld requests' worth) would
 			// otherwise stay allocated as long as the reader is kept,
 			// through the passes that read the tape
-			ro.q.slots, ro.q.head = nil, 0
+			ro.q.slots, ro.q.keys, ro.q.head = nil, nil, 0
 			return io.EOF
 		}
 		r := ro.q.next()
@@ -333,17 +333,42 @@ func (ro *reorder) Next(out *Request) error {
 // whose order is kept by insertion. Requests are logged at completion, so
 // a new one usually belongs at or near the back (a binary search finds its
 // place and the few later ones move up); the slots are reused, so holding
-// requests allocates only when the window grows.
+// requests allocates only when the window grows. The search reads the
+// arrivals from keys, a ring beside the slots, not through the slots'
+// pointers, which scatter its reads over the heap.
 type arrivalQueue struct {
 	slots   []*Request // ring storage; slots[(head+i)%len] is the i-th
+	keys    []arrivalKey
 	head    int
 	n       int
 	maxHeld int
 }
 
+// arrivalKey orders arrivals as time.Time's Before does on times without
+// a monotonic reading (parsed ones).
+type arrivalKey struct {
+	sec  int64
+	nsec int32
+}
+
+func arrivalKeyOf(t time.Time) arrivalKey { return arrivalKey{t.Unix(), int32(t.Nanosecond())} }
+
+func (a arrivalKey) before(b arrivalKey) bool {
+	return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec
+}
+
 func (q *arrivalQueue) len() int { return q.n }
 
-func (q *arrivalQueue) at(i int) *Request { return q.slots[(q.head+i)%len(q.slots)] }
+// pos is the ring position of the i-th request.
+func (q *arrivalQueue) pos(i int) int {
+	j := q.head + i
+	if j >= len(q.slots) {
+		j -= len(q.slots)
+	}
+	return j
+}
+
+func (q *arrivalQueue) at(i int) *Request { return q.slots[q.pos(i)] }
 
 func (q *arrivalQueue) first() time.Time { return q.at(0).Arrival }
 
@@ -353,13 +378,14 @@ func (q *arrivalQueue) next() *Request {
 	if q.n == len(q.slots) {
 		// the queue holds at most maxHeld+1 requests: the ring need not
 		// be larger (every slot gets a request of its own)
-		grown := make([]*Request, min(max(2*len(q.slots), 64), max(q.maxHeld+1, len(q.slots)+1)))
+		size := min(max(2*len(q.slots), 64), max(q.maxHeld+1, len(q.slots)+1))
+		grown, keys := make([]*Request, size), make([]arrivalKey, size)
 		for i := range q.n {
-			grown[i] = q.at(i)
+			grown[i], keys[i] = q.at(i), q.keys[q.pos(i)]
 		}
-		q.slots, q.head = grown, 0
+		q.slots, q.keys, q.head = grown, keys, 0
 	}
-	i := (q.head + q.n) % len(q.slots)
+	i := q.pos(q.n)
 	if q.slots[i] == nil {
 		q.slots[i] = new(Request)
 	}
@@ -368,7 +394,31 @@ func (q *arrivalQueue) next() *Request {
 
 func (q *arrivalQueue) push() {
 	r := q.at(q.n)
+	if r.Arrival.Round(0) != r.Arrival {
+		// a monotonic reading, which Before compares instead (never one
+		// of a parsed time): search through the slots
+		q.pushSlow(r)
+		return
+	}
+	k := arrivalKeyOf(r.Arrival)
 	// the first position whose arrival is after r's
+	lo, hi := 0, q.n
+	if hi > 0 && !k.before(q.keys[q.pos(hi-1)]) {
+		lo = hi
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if k.before(q.keys[q.pos(m)]) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	q.insert(lo, r, k)
+}
+
+// pushSlow is push comparing the requests' times.
+func (q *arrivalQueue) pushSlow(r *Request) {
 	lo, hi := 0, q.n
 	if hi > 0 && !r.Arrival.Before(q.at(hi-1).Arrival) {
 		lo = hi
@@ -381,11 +431,35 @@ func (q *arrivalQueue) push() {
 			lo = m + 1
 		}
 	}
-	for i := q.n; i > lo; i-- {
-		q.slots[(q.head+i)%len(q.slots)] = q.at(i - 1)
-	}
-	q.slots[(q.head+lo)%len(q.slots)] = r
+	q.insert(lo, r, arrivalKeyOf(r.Arrival))
+}
+
+// insert puts r (the slot after the last) at position lo, moving the
+// requests of lo..n-1 up by one.
+func (q *arrivalQueue) insert(lo int, r *Request, k arrivalKey) {
+	from, to := q.head+lo, q.head+q.n // ring positions, unwrapped
+	shiftUp(q.slots, from, to)
+	shiftUp(q.keys, from, to)
+	i := q.pos(lo)
+	q.slots[i], q.keys[i] = r, k
 	q.n++
+}
+
+// shiftUp moves the ring positions from..to-1 of s (unwrapped: at most
+// 2*len(s)-1) up by one, by runs that do not wrap.
+func shiftUp[T any](s []T, from, to int) {
+	size := len(s)
+	switch {
+	case from == to:
+	case to < size:
+		copy(s[from+1:to+1], s[from:to])
+	case from >= size:
+		copy(s[from-size+1:to-size+1], s[from-size:to-size])
+	default:
+		copy(s[1:to-size+1], s[:to-size])
+		s[0] = s[size-1]
+		copy(s[from+1:size], s[from:size-1])
+	}
 }
 
 // pop copies the first request to out; its slot is reused.

@@ -321,8 +321,11 @@ type record struct {
 	msg      []byte
 	instance string
 	kind     Format
-	skip     *Reason
-	gke      *gkeEntry
+	// ev, when not nil, is the event msg carries, already decoded: msg is
+	// then the string's escaped contents
+	ev   *auditEvent
+	skip *Reason
+	gke  *gkeEntry
 	// partial: a piece of a line split by the runtime (CRI's P, docker's
 	// line without its newline); the next records complete it
 	partial bool
@@ -332,9 +335,10 @@ type record struct {
 }
 
 // recordOf reads one JSON record into rec; buf is scratch for an
-// unescaped message (returned, to be reused).
-func recordOf(b []byte, rec *record, buf []byte) ([]byte, error) {
-	_, buf, err := recordAt(b, rec, buf)
+// unescaped message (returned, to be reused). dec, when not nil, decodes
+// an event carried as a string where it stands (escEvent).
+func recordOf(b []byte, rec *record, buf []byte, dec *escEvent) ([]byte, error) {
+	_, buf, err := recordAt(b, rec, buf, dec)
 	return buf, err
 }
 
@@ -344,21 +348,34 @@ const unescaped = 1<<kMessage | 1<<kAtMessage | 1<<kLogS | 1<<kLog | 1<<kBody
 
 // recordAt is recordOf on a record at the start of b, followed by anything:
 // it returns where the record ends.
-func recordAt(b []byte, rec *record, buf []byte) (int, []byte, error) {
+func recordAt(b []byte, rec *record, buf []byte, dec *escEvent) (int, []byte, error) {
 	var f [nRecordKeys]field
 	buf = buf[:0]
-	end, ok := scanFields(b, recordKeys[:], f[:], unescaped, &buf)
+	if dec != nil {
+		dec.used = false
+	}
+	end, ok := scanFieldsDec(b, recordKeys[:], f[:], unescaped, &buf, dec)
 	if !ok {
 		return 0, buf, errNotRecord
 	}
-	buf, err := recordOfFields(b[:end], &f, rec, buf)
+	buf, err := recordOfFields(b[:end], &f, rec, buf, dec)
 	return end, buf, err
 }
 
-func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([]byte, error) {
+func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte, dec *escEvent) ([]byte, error) {
 	msgOf := func(v field) ([]byte, bool) {
 		if !v.isStr {
 			return nil, false
+		}
+		if v.decoded {
+			if dec.lazy {
+				rec.ev = &dec.ev
+				return v.raw, true
+			}
+			var m []byte
+			var ok bool
+			buf, m, ok = unescapeField(v, buf)
+			return m, ok
 		}
 		if v.plain {
 			return v.raw, true
@@ -372,7 +389,7 @@ func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([
 	}
 	switch {
 	case f[kSource].set && !f[kSource].isStr:
-		return recordOf(f[kSource].raw, rec, buf)
+		return recordOf(f[kSource].raw, rec, buf, dec)
 	case f[kScopeLogs].set:
 		// OTLP JSON (the OpenTelemetry collector's file exporter): a
 		// resource's log records, each event a string body
@@ -467,6 +484,18 @@ func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte) ([
 		m, ok := msgOf(f[kLog])
 		if !ok {
 			return buf, errBadString
+		}
+		if rec.ev != nil {
+			// escaped: a whole line's ends with \n; a piece is joined to
+			// the next unescaped
+			if n := len(m); n >= 2 && m[n-2] == '\\' && m[n-1] == 'n' {
+				rec.msg = m[:n-2]
+				return buf, nil
+			}
+			rec.ev = nil
+			if buf, m, ok = unescapeField(f[kLog], buf); !ok {
+				return buf, errBadString
+			}
 		}
 		if n := len(m); n > 0 && m[n-1] == '\n' {
 			m = m[:n-1]
@@ -581,6 +610,7 @@ type wrapReader struct {
 	stats    *Stats
 	lenient  bool
 	in       *interner
+	dec      escEvent
 	buf      []byte
 	part     []byte // the pieces of a split line so far
 	gke      *gkeSummary
@@ -598,6 +628,7 @@ func newWrapReader(r io.Reader, name string, f Format, lay layout, opts Options,
 		stats = &Stats{}
 	}
 	w := &wrapReader{name: name, format: f, lay: lay, stats: stats, lenient: opts.Lenient, in: newInterner()}
+	w.dec.in = w.in
 	switch lay {
 	case layoutDoc:
 		w.doc = newDocStream(r, name, opts.MaxLineBytes)
@@ -656,7 +687,7 @@ func (w *wrapReader) nextRecord(rec *record) error {
 		_, ok, err := w.doc.nextWith(func(b []byte) (int, bool) {
 			*rec = record{kind: w.format}
 			var end int
-			end, w.buf, rerr = recordAt(b, rec, w.buf)
+			end, w.buf, rerr = recordAt(b, rec, w.buf, w.decoder())
 			return end, rerr == nil || !errors.Is(rerr, errNotRecord)
 		})
 		if err != nil {
@@ -695,7 +726,7 @@ func (w *wrapReader) nextRecord(rec *record) error {
 		return nil
 	}
 	var rerr error
-	w.buf, rerr = recordOf(line, rec, w.buf)
+	w.buf, rerr = recordOf(line, rec, w.buf, w.decoder())
 	return rerr
 }
 
@@ -759,7 +790,7 @@ func (w *wrapReader) read(r *Request) (time.Time, error) {
 			}
 			msg = w.part
 		}
-		t, err := w.event(msg, rec.instance, r)
+		t, err := w.event(msg, rec.ev, rec.instance, r)
 		w.part = w.part[:0]
 		if err != nil {
 			if err := w.stats.malformed(w.lenient, Reason{}, err); err != nil {
@@ -776,18 +807,12 @@ func (w *wrapReader) read(r *Request) (time.Time, error) {
 
 // event decodes the audit event msg into r; a zero time when the event is
 // of a stage that is skipped.
-func (w *wrapReader) event(msg []byte, instance string, r *Request) (time.Time, error) {
-	msg = bytes.TrimSpace(msg)
-	if len(msg) == 0 || msg[0] != '{' {
-		what := "whose message is not an audit event"
-		if len(msg) > 0 && (w.format == FormatCRI || w.format == FormatDocker) {
-			what = "that is not an audit event (the apiserver's own log: give it as an httplog file)"
-		}
-		return time.Time{}, because(w.noun(), what, fmt.Errorf("%s: %s: %q is not an audit event", w.where(), formatNoun(w.format), clip(msg, 60)))
-	}
+func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *Request) (time.Time, error) {
 	var ev auditEvent
-	if err := decodeAuditEvent(msg, &ev, w.in); err != nil {
-		return time.Time{}, because(w.noun(), "whose message could not be decoded as an audit event (cut short?)", fmt.Errorf("%s: the audit event in %s: %w", w.where(), formatNoun(w.format), err))
+	if decoded != nil {
+		ev = *decoded
+	} else if err := w.decode(msg, &ev); err != nil {
+		return time.Time{}, err
 	}
 	if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
 		return time.Time{}, because(w.noun(), "whose message is not an audit event", fmt.Errorf("%s: %s: a JSON message of kind %q apiVersion %q, not an audit.k8s.io Event", w.where(), formatNoun(w.format), ev.Kind, ev.APIVersion))
@@ -802,6 +827,36 @@ func (w *wrapReader) event(msg []byte, instance string, r *Request) (time.Time, 
 	r.Instance = instance
 	r.Source = w.where()
 	return ev.StageTimestamp, nil
+}
+
+// decode decodes the audit event msg (unescaped) into ev.
+func (w *wrapReader) decode(msg []byte, ev *auditEvent) error {
+	msg = bytes.TrimSpace(msg)
+	if len(msg) == 0 || msg[0] != '{' {
+		what := "whose message is not an audit event"
+		if len(msg) > 0 && (w.format == FormatCRI || w.format == FormatDocker) {
+			what = "that is not an audit event (the apiserver's own log: give it as an httplog file)"
+		}
+		return because(w.noun(), what, fmt.Errorf("%s: %s: %q is not an audit event", w.where(), formatNoun(w.format), clip(msg, 60)))
+	}
+	if err := decodeAuditEvent(msg, ev, w.in); err != nil {
+		return because(w.noun(), "whose message could not be decoded as an audit event (cut short?)", fmt.Errorf("%s: the audit event in %s: %w", w.where(), formatNoun(w.format), err))
+	}
+	return nil
+}
+
+// decodeEscaped turns the decoding of events where they stand (escEvent)
+// on; tests turn it off to compare the two paths.
+var decodeEscaped = true
+
+// decoder is the escEvent of the next record: lazy while no split line
+// is pending.
+func (w *wrapReader) decoder() *escEvent {
+	if !decodeEscaped {
+		return nil
+	}
+	w.dec.lazy = len(w.part) == 0
+	return &w.dec
 }
 
 // reasonOtherStage counts the audit events of the stages a replay does

@@ -140,6 +140,29 @@ type field struct {
 	set   bool
 	// plain: raw is a string's text, escapes already resolved (a CSV cell)
 	plain bool
+	// decoded: raw, still escaped, holds the audit event an escEvent holds
+	decoded bool
+}
+
+// escEvent is the audit event of a record that carries it as a string,
+// decoded where it stands (scanEscapedEvent) instead of unescaped first.
+type escEvent struct {
+	in *interner
+	ev auditEvent
+	// used: a field of the record holds ev
+	used bool
+	// lazy: the record's message may stay escaped (no split line is
+	// pending, whose pieces are joined unescaped)
+	lazy bool
+}
+
+// unescapeField appends to buf the unescaped contents of a string field
+// (whose closing quote follows raw), as scanFields would have unescaped
+// it, and returns buf and them.
+func unescapeField(v field, buf []byte) ([]byte, []byte, bool) {
+	from := len(buf)
+	_, nb, ok := unquoteScan(v.raw[:len(v.raw)+1], 0, buf)
+	return nb, nb[from:], ok
 }
 
 // text returns the field as a string (escapes resolved), "" when it is
@@ -168,6 +191,14 @@ func topFields(b []byte, names []string, out []field) bool {
 // keys whose bit is set in unq into *buf as it finds their end, in one
 // pass (their fields are plain).
 func scanFields(b []byte, names []string, out []field, unq uint64, buf *[]byte) (int, bool) {
+	return scanFieldsDec(b, names, out, unq, buf, nil)
+}
+
+// scanFieldsDec is scanFields that first tries to decode the first value
+// to unescape as an audit event, escaped, into dec (when not nil): that
+// field is then left escaped, and decoded. Where the decoding gives up, the
+// value is unescaped as scanFields does.
+func scanFieldsDec(b []byte, names []string, out []field, unq uint64, buf *[]byte, dec *escEvent) (int, bool) {
 	s := jscan{b: b}
 	if s.peek() != '{' {
 		return 0, false
@@ -202,6 +233,14 @@ func scanFields(b []byte, names []string, out []field, unq uint64, buf *[]byte) 
 		var f field
 		switch {
 		case start == '"' && idx >= 0 && unq&(1<<idx) != 0 && !out[idx].set:
+			if dec != nil && !dec.used {
+				if e, ok := scanEscapedEvent(s.b, s.i+1, &dec.ev, dec.in); ok {
+					dec.used = true
+					f = field{raw: s.b[s.i+1 : e-1], isStr: true, set: true, decoded: true}
+					s.i = e
+					break
+				}
+			}
 			from := len(*buf)
 			e, nb, ok := unquoteScan(s.b, s.i+1, *buf)
 			if !ok {

@@ -1,0 +1,93 @@
+package workload
+
+import "sync"
+
+// prefetched reads its source in a goroutine of its own, batches of
+// requests ahead of the caller: the httplog files and the audit files of
+// a workload are then parsed in parallel, on other cores than the one
+// that joins them and reconstructs the requests. The source yields the
+// same requests, in the same order, with the same error at the end; it
+// must not share mutable state with the caller's goroutine while it runs
+// (its Stats are read once it has ended). Memory: at most
+// prefetchAhead+2 batches of prefetchBatch requests.
+type prefetched struct {
+	src     Reader
+	ch      chan prefetchBatchOf
+	free    chan []Request
+	stop    chan struct{}
+	once    sync.Once
+	started bool
+	cur     []Request
+	i       int
+	err     error
+}
+
+type prefetchBatchOf struct {
+	rs  []Request
+	err error
+}
+
+const (
+	prefetchBatch = 256
+	prefetchAhead = 2
+)
+
+func prefetch(src Reader) *prefetched {
+	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+1), stop: make(chan struct{})}
+}
+
+func (p *prefetched) Next(r *Request) error {
+	for {
+		if p.i < len(p.cur) {
+			*r = p.cur[p.i]
+			p.i++
+			return nil
+		}
+		if p.err != nil {
+			return p.err
+		}
+		if !p.started {
+			p.started = true
+			go p.run()
+		}
+		if p.cur != nil {
+			select {
+			case p.free <- p.cur[:0]:
+			default:
+			}
+		}
+		b := <-p.ch
+		p.cur, p.i, p.err = b.rs, 0, b.err
+	}
+}
+
+// close stops the goroutine at its next batch (it may be blocked reading
+// its input until the input is closed).
+func (p *prefetched) close() { p.once.Do(func() { close(p.stop) }) }
+
+func (p *prefetched) run() {
+	for {
+		var rs []Request
+		select {
+		case rs = <-p.free:
+		default:
+			rs = make([]Request, 0, prefetchBatch)
+		}
+		var err error
+		for len(rs) < prefetchBatch {
+			rs = append(rs, Request{})
+			if err = p.src.Next(&rs[len(rs)-1]); err != nil {
+				rs = rs[:len(rs)-1]
+				break
+			}
+		}
+		select {
+		case p.ch <- prefetchBatchOf{rs, err}:
+		case <-p.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
