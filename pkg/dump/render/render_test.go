@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	goldenfile "github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/snapfixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 var t0 = time.Date(2026, 11, 21, 14, 15, 19, 0, time.UTC)
@@ -28,49 +25,11 @@ func fixture(t *testing.T, parts ...string) []byte {
 	return b
 }
 
-func scrape(t *testing.T, name string, at time.Time) *metrics.Scrape {
-	t.Helper()
-	s, err := metrics.ParseText(fixture(t, "metrics", name), at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// snapshots builds two instances from the fixtures: a current one and a
-// 1.20-era one, so every printer shows its multi-instance and merged view
-// and the columns old layouts lack.
+// snapshots are the two instances every printer is tested on
+// (internal/testharness/snapfixture).
 func snapshots(t *testing.T) []*dump.Snapshot {
 	t.Helper()
-	a := &dump.Snapshot{Instance: "https://127.0.0.1:6443", CapturedAt: t0,
-		PriorityLevels: []flowcontrolv1.PriorityLevelConfiguration{
-			{ObjectMeta: metav1.ObjectMeta{Name: "catch-all", UID: "c0c0c0c0-0000-0000-0000-000000000001"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "exempt", UID: "e0e0e0e0-0000-0000-0000-000000000002"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementExempt}},
-		},
-		Metrics: []*metrics.Scrape{scrape(t, "modern-a.txt", t0.Add(-10*time.Second)), scrape(t, "modern-b.txt", t0)},
-	}
-	b := &dump.Snapshot{Instance: "https://127.0.0.1:6444", CapturedAt: t0.Add(time.Second),
-		Metrics: []*metrics.Scrape{scrape(t, "v1.20-shape.txt", t0)}}
-	var err error
-	if a.PriorityLevelDump, err = dump.ParsePriorityLevels(fixture(t, "dump", "v1.27-layout", dump.FilePriorityLevels)); err != nil {
-		t.Fatal(err)
-	}
-	if a.QueueDump, err = dump.ParseQueues(fixture(t, "dump", "v1.26-layout", dump.FileQueues)); err != nil {
-		t.Fatal(err)
-	}
-	if a.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "synthetic-requests", dump.FileRequests)); err != nil {
-		t.Fatal(err)
-	}
-	if b.PriorityLevelDump, err = dump.ParsePriorityLevels(fixture(t, "dump", "v1.20-layout", dump.FilePriorityLevels)); err != nil {
-		t.Fatal(err)
-	}
-	if b.QueueDump, err = dump.ParseQueues(fixture(t, "dump", "v1.20-layout", dump.FileQueues)); err != nil {
-		t.Fatal(err)
-	}
-	if b.RequestDump, err = dump.ParseRequests(fixture(t, "dump", "v1.20-layout", dump.FileRequests)); err != nil {
-		t.Fatal(err)
-	}
-	return []*dump.Snapshot{a, b}
+	return snapfixture.Snapshots(t, t0)
 }
 
 // golden compares got with testdata/dump/golden/<name> (internal/testharness/golden: go
