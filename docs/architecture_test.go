@@ -19,14 +19,31 @@ const module = "github.com/kubectl-apf/kubectl-apf"
 // "Who owns what" table, the line that names it.
 func tableRows(t *testing.T, doc string) map[string]int {
 	t.Helper()
+	rows := map[string]int{}
+	tableLines(t, doc, func(line int, cols []string) {
+		for _, m := range packageName.FindAllStringSubmatch(cols[1], -1) {
+			if prev, dup := rows[m[1]]; dup {
+				t.Errorf("%s:%d: %s already has a row, on line %d", doc, line, m[1], prev)
+			}
+			rows[m[1]] = line
+		}
+	})
+	return rows
+}
+
+// packageName is a package named in a cell.
+var packageName = regexp.MustCompile("`([^`]+)`")
+
+// tableLines calls fn with the columns of each row of the "Who owns what"
+// table, split at "|" (cols[1] is the first column), and its line.
+func tableLines(t *testing.T, doc string, fn func(line int, cols []string)) {
+	t.Helper()
 	f, err := os.Open(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rows := map[string]int{}
 	inTable := false
-	name := regexp.MustCompile("`([^`]+)`")
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Text()
@@ -37,18 +54,11 @@ func tableRows(t *testing.T, doc string) map[string]int {
 		if !inTable || !strings.HasPrefix(text, "| ") || strings.HasPrefix(text, "|---") {
 			continue
 		}
-		first := strings.Split(text, "|")[1]
-		for _, m := range name.FindAllStringSubmatch(first, -1) {
-			if prev, dup := rows[m[1]]; dup {
-				t.Errorf("%s:%d: %s already has a row, on line %d", doc, line, m[1], prev)
-			}
-			rows[m[1]] = line
-		}
+		fn(line, strings.Split(text, "|"))
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return rows
 }
 
 // TestEveryPackageHasARow fails when a package of the module has no row in

@@ -1,8 +1,6 @@
 package docs
 
 import (
-	"bufio"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -42,36 +40,16 @@ type cell struct {
 // what" table.
 func tableCells(t *testing.T, doc string) map[string]cell {
 	t.Helper()
-	f, err := os.Open(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	cells := map[string]cell{}
-	inTable := false
-	name := regexp.MustCompile("`([^`]+)`")
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		if strings.HasPrefix(text, "## ") {
-			inTable = text == "## Who owns what"
-			continue
-		}
-		if !inTable || !strings.HasPrefix(text, "| ") || strings.HasPrefix(text, "|---") {
-			continue
-		}
-		cols := strings.Split(text, "|")
+	tableLines(t, doc, func(line int, cols []string) {
 		if len(cols) < 5 {
 			t.Errorf("%s:%d: a row has three columns", doc, line)
-			continue
+			return
 		}
-		for _, m := range name.FindAllStringSubmatch(cols[1], -1) {
+		for _, m := range packageName.FindAllStringSubmatch(cols[1], -1) {
 			cells[m[1]] = cell{line: line, text: strings.TrimSpace(cols[3])}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return cells
 }
 
