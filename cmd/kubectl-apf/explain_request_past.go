@@ -72,21 +72,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		}
 		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
 	}
-	// the request is reconstructed with explain's identity (the flags', or
-	// its audit event's), so that its flow and hand are the ones explain
-	// shows; so are the other requests of its client (user agent and
-	// address) whose log names no user, which the reconstruction would
-	// otherwise put in a flow of that client, apart from it
-	var identify func(*workload.Request) (engine.Identity, bool)
-	if id := o.identity; id != nil {
-		client := recordClient(rec)
-		identify = func(w *workload.Request) (engine.Identity, bool) {
-			if match(w) || !w.UserKnown && client != "" && recordClient(w) == client {
-				return *id, true
-			}
-			return engine.Identity{}, false
-		}
-	}
+	identify := o.identifyLike(rec, match)
 	_, yearKnown := logYear(paths)
 	var instance string
 	res, files, err := reconstructFiles(ctx, paths, &o.Instances, st, o.Server.RequestTimeout, reconstruct.Options{
@@ -180,4 +166,24 @@ func pastOf(f *reconstruct.Fate, yearKnown bool) *explain.Past {
 		}
 	}
 	return p
+}
+
+// identifyLike is the reconstruction's identity of the recorded request rec
+// (which match finds): explain's (the flags', or its audit event's), so
+// that its flow and hand are the ones explain shows; so are the other
+// requests of its client (user agent and address) whose log names no
+// user, which the reconstruction would otherwise put in a flow of that
+// client, apart from it. nil when explain has no identity.
+func (o *ExplainRequestOptions) identifyLike(rec *workload.Request, match func(*workload.Request) bool) func(*workload.Request) (engine.Identity, bool) {
+	id := o.identity
+	if id == nil {
+		return nil
+	}
+	client := recordClient(rec)
+	return func(w *workload.Request) (engine.Identity, bool) {
+		if match(w) || !w.UserKnown && client != "" && recordClient(w) == client {
+			return *id, true
+		}
+		return engine.Identity{}, false
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -96,16 +95,7 @@ func (o *ExplainRequestOptions) explainPastVLogs(ctx context.Context, st *state.
 	match := func(w *workload.Request) bool { return w.AuditID == rec.AuditID }
 	// the request is reconstructed with explain's identity, as explainPast
 	// does for files
-	var identify func(*workload.Request) (engine.Identity, bool)
-	if id := o.identity; id != nil {
-		client := recordClient(rec)
-		identify = func(w *workload.Request) (engine.Identity, bool) {
-			if match(w) || !w.UserKnown && client != "" && recordClient(w) == client {
-				return *id, true
-			}
-			return engine.Identity{}, false
-		}
-	}
+	identify := o.identifyLike(rec, match)
 	opts := reconstruct.Options{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, RequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, Counts: snapshotCounts(st), Focus: match, Identify: identify,
 		OnFate: func(f *reconstruct.Fate) {
