@@ -510,22 +510,39 @@ func (p *Process) Stop() error {
 			p.group = nil
 		}
 	}()
-	if done, _ := p.exited(); done {
-		return nil
-	}
-	_ = syscall.Kill(p.PID, syscall.SIGTERM)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if done, _ := p.exited(); done {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = syscall.Kill(p.PID, syscall.SIGKILL)
-	if p.done != nil {
-		<-p.done
-	}
+	StopPID(p.PID, p.done, 15*time.Second)
 	return nil
+}
+
+// StopPID ends process pid: SIGTERM, then SIGKILL after grace. done, when
+// not nil, is closed once this program has reaped it (cmd.Wait); without
+// it (a process started by another run and read back by its PID) the PID
+// is watched.
+func StopPID(pid int, done <-chan struct{}, grace time.Duration) {
+	exited := func() bool {
+		if done == nil {
+			return syscall.Kill(pid, 0) != nil
+		}
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	if exited() {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if exited() {
+			return
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if done != nil {
+		<-done
+	}
 }
 
 // errExitedEarly is a process's exit before it became ready.

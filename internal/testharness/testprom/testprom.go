@@ -258,29 +258,6 @@ func (p *Prometheus) Stop() error {
 	if p == nil || p.PID == 0 {
 		return nil
 	}
-	exited := func() bool {
-		if p.done == nil {
-			return syscall.Kill(p.PID, 0) != nil
-		}
-		select {
-		case <-p.done:
-			return true
-		default:
-			return false
-		}
-	}
-	if exited() {
-		return nil
-	}
-	_ = syscall.Kill(p.PID, syscall.SIGTERM)
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if exited() {
-			return nil
-		}
-	}
-	_ = syscall.Kill(p.PID, syscall.SIGKILL)
-	if p.done != nil {
-		<-p.done
-	}
+	testcluster.StopPID(p.PID, p.done, 15*time.Second)
 	return nil
 }

@@ -133,30 +133,7 @@ func (n *Node) Stop() error {
 	if n == nil || n.PID == 0 {
 		return nil
 	}
-	exited := func() bool {
-		if n.done == nil {
-			return syscall.Kill(n.PID, 0) != nil
-		}
-		select {
-		case <-n.done:
-			return true
-		default:
-			return false
-		}
-	}
-	if exited() {
-		return nil
-	}
-	_ = syscall.Kill(n.PID, syscall.SIGTERM)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if exited() {
-			return nil
-		}
-	}
-	_ = syscall.Kill(n.PID, syscall.SIGKILL)
-	if n.done != nil {
-		<-n.done
-	}
+	testcluster.StopPID(n.PID, n.done, 10*time.Second)
 	return nil
 }
 
