@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +117,7 @@ func reportJSON(t testing.TB, res *reconstruct.Result) string {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	b, err = json.Marshal(rounded(v))
+	b, err = json.Marshal(testvlogs.Rounded(v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,28 +137,11 @@ func incidentsJSON(t testing.TB, res *reconstruct.Result) string {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	b, err = json.Marshal(rounded(v))
+	b, err = json.Marshal(testvlogs.Rounded(v))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func rounded(v any) any {
-	switch v := v.(type) {
-	case float64:
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
-		return f
-	case []any:
-		for i := range v {
-			v[i] = rounded(v[i])
-		}
-	case map[string]any:
-		for k := range v {
-			v[k] = rounded(v[k])
-		}
-	}
-	return v
 }
 
 // TestRecordingsFromStore loads every recording's audit log into a real

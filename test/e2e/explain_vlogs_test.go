@@ -214,28 +214,11 @@ func sameReport(t *testing.T, b []byte) string {
 	delete(v, "source")
 	delete(v, "instances")
 	delete(v, "notes")
-	out, err := json.MarshalIndent(roundNumbers(v), "", " ")
+	out, err := json.MarshalIndent(testvlogs.Rounded(v), "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(out)
-}
-
-func roundNumbers(v any) any {
-	switch v := v.(type) {
-	case float64:
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
-		return f
-	case []any:
-		for i := range v {
-			v[i] = roundNumbers(v[i])
-		}
-	case map[string]any:
-		for k := range v {
-			v[k] = roundNumbers(v[k])
-		}
-	}
-	return v
 }
 
 func gunzipFile(t *testing.T, path string) []byte {

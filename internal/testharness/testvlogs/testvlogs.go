@@ -390,3 +390,25 @@ func Ship(ctx context.Context, path, url string, every time.Duration) error {
 		}
 	}
 }
+
+// Rounded rounds every number of a decoded JSON value (v, from
+// json.Unmarshal into an any) to 12 significant digits, in place: reports
+// read from the store and from the files sum the same shares in another
+// order when requests of the same microsecond come back in another order,
+// which changes only their last bits.
+func Rounded(v any) any {
+	switch v := v.(type) {
+	case float64:
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+		return f
+	case []any:
+		for i := range v {
+			v[i] = Rounded(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = Rounded(v[k])
+		}
+	}
+	return v
+}
