@@ -16,11 +16,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
@@ -265,41 +261,8 @@ func TestExplain429VictoriaLogsThroughServiceProxy(t *testing.T) {
 	port, _ := strconv.Atoi(u.Port())
 	admin := c.Client(testcluster.Admin)
 	ns, name := fmt.Sprintf("logging-%d", os.Getpid()), "victorialogs"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	// no controller manager makes the namespace's default service account
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, Labels: map[string]string{"app": name}},
-		Spec: corev1.PodSpec{NodeName: "netns-host", AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{{Name: name, Image: "victoriametrics/victoria-logs", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: there, PodIPs: []corev1.PodIP{{IP: there}}}
-	if pod, err = admin.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9428, TargetPort: intstr.FromInt32(int32(port))}}}}
-	if _, err := admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name + "-netns", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port))}},
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{there}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}}},
-	}
-	if _, err := admin.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	netnsService(t, admin, ns, name, "victoriametrics/victoria-logs", "http", 9428, port, "", there)
 	base := []string{"explain", "429", "--from", filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", recording.BundleFile), "--since", "30d", "-o", "json"}
 	direct := runJSON(t, c, append(base, "--victorialogs", store.Select.URL)...)
 	proxied := runJSON(t, c, append(base, "--victorialogs-service", ns+"/"+name+":9428")...)

@@ -11,12 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
@@ -70,40 +64,7 @@ func TestHistoryThroughServiceProxy(t *testing.T) {
 	ctx := context.Background()
 	admin := c.Client(testcluster.Admin)
 	const ns, name = "monitoring", "prometheus"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// No controller manager makes the namespace's default service account.
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, Labels: map[string]string{"app": name}},
-		Spec: corev1.PodSpec{NodeName: "netns-host", AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{{Name: name, Image: "prom/prometheus", Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(promPort)}}}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: here, HostIPs: []corev1.HostIP{{IP: here}}, PodIP: there, PodIPs: []corev1.PodIP{{IP: there}}}
-	if pod, err = admin.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 9090, TargetPort: intstr.FromInt32(int32(promPort))}}}}
-	if _, err := admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name + "-netns", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("web"), Port: ptr.To(int32(promPort))}},
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{there}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}}},
-	}
-	if _, err := admin.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	netnsService(t, admin, ns, name, "prom/prometheus", "web", 9090, promPort, here, there)
 
 	// Real APF series: the load levels driven into 429s while the store
 	// scrapes the apiserver.
