@@ -3,13 +3,11 @@ package explain
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
-	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
 // clean makes a server-supplied string safe on one terminal line.
@@ -270,74 +268,5 @@ func WriteMessageText(w io.Writer, m *Message) error {
 		p.f("\n")
 	}
 	p.f("  %s\n", clean(m.Explanation))
-	return p.err
-}
-
-// WriteTriageText renders a Report of live state for people, instance by
-// instance.
-func WriteTriageText(w io.Writer, t *rejections.Report) error {
-	p := &printer{w: w}
-	if t.Release != "" {
-		p.f("Replaying Kubernetes %s (%s)\n\n", clean(t.Release), clean(t.ReleaseFrom))
-	}
-	for i, it := range t.Instances {
-		if i > 0 {
-			p.f("\n")
-		}
-		unit := "total since the apiserver started"
-		if it.HasRates {
-			unit = fmt.Sprintf("per second over %v", time.Duration(it.IntervalSeconds*float64(time.Second)))
-		}
-		p.f("Apiserver %s (rejections %s)\n", clean(it.Name), unit)
-		var incidents []rejections.Incident
-		for _, l := range t.Incidents {
-			if len(l.Instances) > 0 && l.Instances[0].Instance == it.Name {
-				incidents = append(incidents, l)
-			}
-		}
-		switch {
-		case len(incidents) == 0 && it.RejectionsUnknown != "":
-			p.f("  cannot tell whether a priority level is rejecting requests: %s\n", clean(it.RejectionsUnknown))
-		case len(incidents) == 0:
-			p.f("  no priority level is rejecting requests\n")
-		}
-		for _, l := range incidents {
-			reasons := make([]string, 0, len(l.Reasons))
-			for r := range l.Reasons {
-				reasons = append(reasons, r)
-			}
-			sort.Strings(reasons)
-			var parts []string
-			for _, r := range reasons {
-				parts = append(parts, fmt.Sprintf("%s %s", r, count(l.Reasons[r])))
-			}
-			st := l.State
-			p.f("\n  Level %s: rejected %s\n", clean(l.Level), strings.Join(parts, ", "))
-			p.f("    limit %s seats (nominal %s), %s in use, %s waiting", Num(st.CurrentLimit), Num(st.NominalLimit), Num(st.SeatsInUse), Num(st.Waiting))
-			if st.Queues > 0 {
-				p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", st.Queues, st.HandSize, st.QueueLengthLimit, time.Duration(st.WaitLimitSeconds*float64(time.Second)))
-			} else if st.LimitResponse != "" {
-				p.f("; limitResponse %s", st.LimitResponse)
-			}
-			p.f("\n")
-			if len(l.Flows) > 0 {
-				tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
-				fmt.Fprintf(tw, "    FLOWSCHEMA\tDISTINGUISHER\tWAITING\tEXECUTING\tSEATS\tFULL QUEUES OF ITS HAND\n")
-				for _, f := range l.Flows {
-					fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%d of %d %v\n", clean(f.FlowSchema), clean(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand), f.Hand)
-				}
-				_ = tw.Flush()
-			}
-			for _, c := range l.Causes {
-				p.f("    cause %s: %s\n      fix: %s\n", c.Kind, clean(c.Evidence), clean(c.Fix))
-			}
-		}
-		for _, n := range it.Notes {
-			p.f("  note: %s\n", clean(n))
-		}
-	}
-	for _, n := range t.Notes {
-		p.f("note: %s\n", clean(n))
-	}
 	return p.err
 }
