@@ -167,7 +167,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 					bound = "at most"
 				}
 				fmt.Fprintf(o.ErrOut, "note: %s does not say when it was taken: AGE counts from %s (%s), so each request had waited or run %s that long\n",
-					render.Sanitize(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
+					sanitize.Line(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
 			}
 		}
 		if n := render.SeatsAssumed(render.RequestRows(c.Snapshots, o.Level)); n > 0 {

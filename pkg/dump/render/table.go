@@ -86,16 +86,12 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 	}
 	for _, r := range t.rows {
 		for i := range r {
-			r[i] = Sanitize(r[i])
+			r[i] = sanitize.Line(r[i])
 		}
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }
-
-// Sanitize makes a server-supplied string safe on one terminal line and in
-// one table cell (sanitize.Line).
-func Sanitize(s string) string { return sanitize.Line(s) }
 
 // num formats a number for a table: integers plainly, others with up to
 // two decimals, NaN (no data, or a zero denominator) as "-".

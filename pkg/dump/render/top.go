@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 )
 
@@ -169,7 +170,7 @@ func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string,
 // the caller's choice of w).
 func PrintFailures(w io.Writer, failures []dump.InstanceError) {
 	for _, f := range failures {
-		fmt.Fprintf(w, "warning: apiserver %s could not be read: %s\n", Sanitize(f.Instance), Sanitize(f.Error()))
+		fmt.Fprintf(w, "warning: apiserver %s could not be read: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
 }
 
