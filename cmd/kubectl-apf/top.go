@@ -208,14 +208,13 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
 		printNotes(o.ErrOut, c.Notes)
-		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
 			err = o.printLevels(c.Snapshots)
 		} else {
 			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
 				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
 			}
-			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
+			err = render.PrintTopFlows(o.Out, o.Flags, c.Snapshots, o.Level, o.Limit)
 		}
 		if err != nil || !o.Watch {
 			return err
@@ -243,7 +242,7 @@ func (o *TopOptions) printLevels(snaps []*dump.Snapshot) error {
 	if !shown && len(snaps) > 0 {
 		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", sanitize.Line(o.Source.Describe()))
 	}
-	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), snaps, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, o.Flags, snaps, o.Level, o.SortBy)
 }
 
 // runStore prints the level table from the store: at one moment in the
@@ -275,5 +274,5 @@ func (o *TopOptions) runStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), c.Snapshots, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, o.Flags, c.Snapshots, o.Level, o.SortBy)
 }
