@@ -73,3 +73,23 @@ func TestLiveNotes(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// TestStoreNotes: a store's notes print whether or not a log was joined
+// (they printed only after a joined log's clients).
+func TestStoreNotes(t *testing.T) {
+	start, end := time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC), time.Date(2026, 11, 23, 21, 30, 0, 0, time.UTC)
+	rep := rejections.New(rejections.Source{Kind: rejections.SourcePrometheus})
+	rep.Window = rejections.Window{Start: &start, End: &end, StepSeconds: 30}
+	rep.All429, rep.Other429 = rejections.Of(0), rejections.Of(0)
+	rep.Notes = []string{"the store \x1b[31mwarned"}
+	var b strings.Builder
+	if err := WriteText(&b, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "429s from 2026-11-23 21:00:00Z to 2026-11-23 21:30:00Z (step 30s)\n" +
+		"APF rejected 0 requests in 0 incident(s); 0 HTTP 429s in all, 0 not from APF\n" +
+		"No priority level rejected a request in the window.\n\nNotes\n  - the store ?[31mwarned\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}

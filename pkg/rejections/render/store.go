@@ -14,7 +14,8 @@ import (
 )
 
 // writeStore prints a store's window: its incidents with the timelines of
-// their level, the 429s not from APF, and the clients of a joined log.
+// their level, the 429s not from APF, the clients of a joined log, and the
+// notes.
 func writeStore(p *printer, rep *rejections.Report, o Options) {
 	width := o.Width
 	if width <= 0 {
@@ -52,6 +53,7 @@ func writeStore(p *printer, rep *rejections.Report, o Options) {
 	if len(o.JoinedLog) > 0 {
 		writeJoinedClients(p, rep, o.JoinedLog)
 	}
+	p.notes(rep.Notes)
 }
 
 // seconds is a step in seconds as a duration ("30s").
@@ -179,7 +181,7 @@ func limits(peaks map[string]float64) string {
 }
 
 // writeJoinedClients prints, after a store's incidents, the log's clients
-// of each incident, numbered as the incidents are, and the notes.
+// of each incident, numbered as the incidents are.
 func writeJoinedClients(p *printer, rep *rejections.Report, files []string) {
 	names := make([]string, len(files))
 	for i, f := range files {
@@ -197,7 +199,6 @@ func writeJoinedClients(p *printer, rep *rejections.Report, files []string) {
 		}
 		p.clients(in.Clients)
 	}
-	p.notes(rep.Notes)
 }
 
 var sparks = []rune("▁▂▃▄▅▆▇█")
