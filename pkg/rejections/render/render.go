@@ -33,39 +33,23 @@ type Options struct {
 // the state read now (a cluster or a bundle, and a Report without a
 // source).
 func WriteText(w io.Writer, rep *rejections.Report, o Options) error {
-	p := &printer{w: w}
+	var p printer
 	switch rep.Source.Kind {
 	case rejections.SourcePrometheus:
-		writeStore(p, rep, o)
+		writeStore(&p, rep, o)
 	case rejections.SourceLog:
-		writeLog(p, rep)
+		writeLog(&p, rep)
 	default:
-		writeLive(p, rep)
+		writeLive(&p, rep)
 	}
-	return p.err
+	_, err := io.WriteString(w, p.String())
+	return err
 }
 
-// printer writes through w and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
+// printer builds the text, which WriteText writes in one piece.
+type printer struct{ strings.Builder }
 
-// Write lets a tabwriter write through the printer.
-func (p *printer) Write(b []byte) (int, error) {
-	if p.err != nil {
-		return 0, p.err
-	}
-	n, err := p.w.Write(b)
-	p.err = err
-	return n, err
-}
-
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
-}
+func (p *printer) f(format string, args ...any) { fmt.Fprintf(p, format, args...) }
 
 // count formats a count or a rate (rejections.Count).
 func count(v float64) string { return rejections.Count(v) }
@@ -142,7 +126,7 @@ func (p *printer) clients(cl *rejections.Clients) {
 
 // clientTable prints clients with their figure and share.
 func (p *printer) clientTable(title, head string, cs []rejections.ClientShare, figure func(rejections.ClientShare) string) {
-	if len(cs) == 0 || p.err != nil {
+	if len(cs) == 0 {
 		return
 	}
 	p.f("  %s\n", title)

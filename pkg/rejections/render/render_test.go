@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,18 @@ func TestStoreNotes(t *testing.T) {
 		"No priority level rejected a request in the window.\n\nNotes\n  - the store ?[31mwarned\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestWriteError: a writer's error is WriteText's.
+func TestWriteError(t *testing.T) {
+	for _, kind := range []string{rejections.SourceCluster, rejections.SourceLog, rejections.SourcePrometheus} {
+		if err := WriteText(failingWriter{}, rejections.New(rejections.Source{Kind: kind}), Options{}); err == nil || err.Error() != "disk full" {
+			t.Errorf("%s: WriteText = %v, want the writer's error", kind, err)
+		}
 	}
 }
