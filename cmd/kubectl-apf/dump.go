@@ -150,15 +150,14 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("%s holds no %s: give a bundle, the dump itself, or read the cluster", o.Source.Describe(), strings.TrimSuffix(file, ".txt"))
 	}
 	printNotes(o.ErrOut, c.Notes)
-	ro := renderOptions(o.Flags)
 	switch o.Kind {
 	case dumpLevels:
-		return render.PrintLevels(o.Out, ro, c.Snapshots, o.Level)
+		return render.PrintLevels(o.Out, o.Flags, c.Snapshots, o.Level)
 	case dumpQueues:
 		if n := render.HiddenQueues(c.Snapshots, o.Level); n > 0 && !o.All {
 			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, plural(n, "queue", "queues"), plural(n, "it", "them"))
 		}
-		return render.PrintQueues(o.Out, ro, c.Snapshots, o.Level, o.All)
+		return render.PrintQueues(o.Out, o.Flags, c.Snapshots, o.Level, o.All)
 	default:
 		for _, s := range c.Snapshots {
 			if s.CapturedAtFrom != "" && len(s.RequestDump) > 0 {
@@ -167,25 +166,15 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 					bound = "at most"
 				}
 				fmt.Fprintf(o.ErrOut, "note: %s does not say when it was taken: AGE counts from %s (%s), so each request had waited or run %s that long\n",
-					render.Sanitize(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
+					sanitize.Line(s.Instance), s.CapturedAtFrom, s.CapturedAt.Format(time.RFC3339Nano), bound)
 			}
 		}
 		if n := render.SeatsAssumed(render.RequestRows(c.Snapshots, o.Level)); n > 0 {
 			fmt.Fprintf(o.ErrOut, "note: the dump's layout has no InitialSeats column (it predates it): SEATS shows 1 for %s, an assumption (before work estimation every request took one seat); -o json gives its seats as null\n",
 				plural(n, "its request", fmt.Sprintf("each of its %d requests", n)))
 		}
-		return render.PrintRequests(o.Out, ro, c.Snapshots, o.Level)
+		return render.PrintRequests(o.Out, o.Flags, c.Snapshots, o.Level)
 	}
-}
-
-// renderOptions are the render options of -o: table, wide, json and yaml
-// by package render, the other formats by package output.
-func renderOptions(f *output.Flags) render.Options {
-	own, ok := f.Own()
-	if !ok {
-		return render.Options{Format: render.Format(f.Output), NoHeaders: f.NoHeaders, Data: f.Print}
-	}
-	return render.Options{Format: render.Format(own), NoHeaders: f.NoHeaders}
 }
 
 // captureOrFail captures from src and fails when no instance answered.

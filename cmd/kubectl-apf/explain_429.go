@@ -15,9 +15,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
-	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -200,7 +200,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	rep := explain.Explain429(st.Config(), st.ServerConcurrency, o.Server.RequestTimeout, st.Live)
 	rep.Source = sourceOf(o.Options)
 	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return explain.WriteTriageText(w, rep) })
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
 }
 
 // runStore finds the incidents of the window in the store and, with
@@ -225,13 +225,7 @@ func (o *Explain429Options) runStore(ctx context.Context) error {
 		}
 	}
 	return printObject(o.Out, o.Flags, out, func(w io.Writer) error {
-		if err := historyrender.WriteReport(w, historyrender.Options{Width: terminalWidth(o.Out)}, rep); err != nil {
-			return err
-		}
-		if len(o.Workload.Files) == 0 {
-			return nil
-		}
-		return writeJoinedClients(w, out, o.Workload.Files)
+		return rejrender.WriteText(w, out, rejrender.Options{Width: terminalWidth(o.Out), JoinedLog: o.Workload.Files})
 	})
 }
 

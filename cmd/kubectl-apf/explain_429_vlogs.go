@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
@@ -153,7 +154,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	rep.Notes = append(rep.Notes, pull.Notes()...)
 	rep.Notes = append(rep.Notes, resultNotes(res)...)
 	rep.Notes = append(rep.Notes, agreementNotes(res)...)
-	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
 }
 
 // resultNotes say what the reconstruction skipped or estimated (as

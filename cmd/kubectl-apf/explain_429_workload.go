@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -102,7 +101,7 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 	}
 	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
 	rep.Notes = append(rep.Notes, agreementNotes(res)...)
-	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return writeLogReport(w, rep) })
+	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
 }
 
 // joinLog reconstructs the logs once and gives each of the store's
@@ -150,30 +149,6 @@ func agreementNotes(res *reconstruct.Result) []string {
 		s += "; " + by
 	}
 	return []string{s}
-}
-
-// writeJoinedClients prints, after a store's report, the log's clients of
-// each incident, numbered as the report numbers them, and the notes.
-func writeJoinedClients(w io.Writer, rep *rejections.Report, files []string) error {
-	p := &errWriter{w: w}
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = filepath.Base(f)
-	}
-	p.f("\nClients from the log (%s)\n", sanitize.Line(strings.Join(names, ", ")))
-	for i, in := range rep.Incidents {
-		p.f("\n#%d  %s  %s → %s\n", i+1, sanitize.Line(in.Level), in.Start.UTC().Format(time.RFC3339), in.End.UTC().Format(time.RFC3339))
-		if in.Clients == nil {
-			p.f("  the log does not cover it\n")
-			continue
-		}
-		if c := in.Clients.Window; c != nil {
-			p.f("  counted from %s to %s\n", c.Start.UTC().Format(time.RFC3339Nano), c.End.UTC().Format(time.RFC3339Nano))
-		}
-		p.clients(in.Clients)
-	}
-	p.notes(rep.Notes)
-	return p.err
 }
 
 // windowOf keeps the incidents of --since/--until, counted back from the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/ctxsleep"
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
@@ -203,18 +204,17 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			if i > 0 {
 				fmt.Fprintln(o.Out)
 			}
-			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), render.Sanitize(o.Source.Describe()))
+			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), sanitize.Line(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
 		printNotes(o.ErrOut, c.Notes)
-		ro := renderOptions(o.Flags)
 		if o.Kind == "levels" {
 			err = o.printLevels(c.Snapshots)
 		} else {
 			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
-				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", render.Sanitize(inst))
+				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
 			}
-			err = render.PrintTopFlows(o.Out, ro, c.Snapshots, o.Level, o.Limit)
+			err = render.PrintTopFlows(o.Out, o.Flags, c.Snapshots, o.Level, o.Limit)
 		}
 		if err != nil || !o.Watch {
 			return err
@@ -235,14 +235,14 @@ func (o *TopOptions) printLevels(snaps []*dump.Snapshot) error {
 	shown := false
 	for _, s := range snaps {
 		if m := levels.Missing(s); m != "" {
-			fmt.Fprintf(o.ErrOut, "note: %s: %s\n", render.Sanitize(s.Instance), m)
+			fmt.Fprintf(o.ErrOut, "note: %s: %s\n", sanitize.Line(s.Instance), m)
 		}
 		shown = shown || len(levels.Compute(levels.Input{Snapshot: s})) > 0
 	}
 	if !shown && len(snaps) > 0 {
-		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", render.Sanitize(o.Source.Describe()))
+		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", sanitize.Line(o.Source.Describe()))
 	}
-	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), snaps, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, o.Flags, snaps, o.Level, o.SortBy)
 }
 
 // runStore prints the level table from the store: at one moment in the
@@ -274,5 +274,5 @@ func (o *TopOptions) runStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return levelsrender.PrintTopLevels(o.Out, renderOptions(o.Flags), c.Snapshots, o.Level, o.SortBy)
+	return levelsrender.PrintTopLevels(o.Out, o.Flags, c.Snapshots, o.Level, o.SortBy)
 }

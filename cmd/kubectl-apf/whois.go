@@ -116,7 +116,7 @@ func (o *WhoisOptions) Run(ctx context.Context) error {
 	}
 	printNotes(o.ErrOut, c.Notes)
 	res := dump.Resolve(c.Snapshots[0], o.refs)
-	return render.PrintWhois(o.Out, renderOptions(o.Flags), res)
+	return render.PrintWhois(o.Out, o.Flags, res)
 }
 
 // The releases the causes of a trace without PF headers turn on.

@@ -13,8 +13,8 @@
 // Explain builds an Explanation of one request; Explain429 builds the
 // rejections visible in the live state in the one explain 429 schema
 // (package rejections), each level's figures from package levels. WriteText
-// and WriteTriageText render them for people; both types marshal to stable
-// JSON for -o json.
+// renders an Explanation for people, package rejections/render a Report;
+// both types marshal to stable JSON for -o json.
 //
 // The package is pure: no client-go, no cobra, no terminal styling and no
 // wall clock (an imports test keeps it so). The caller fetches, this package

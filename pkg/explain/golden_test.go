@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 )
 
 // goldenDir is the repository's testdata/explain.
@@ -98,7 +99,7 @@ func TestGoldenText(t *testing.T) {
 		// a dump of 1.27 or later, whose counters say nothing was rejected
 		idle := &dump.Snapshot{Instance: "https://apiserver-2", PriorityLevelDump: []dump.PriorityLevelRow{{Name: "q", HasCounters: true}}}
 		var buf bytes.Buffer
-		if err := WriteTriageText(&buf, Explain429(small, 100, time.Minute, []*dump.Snapshot{live, idle})); err != nil {
+		if err := rejrender.WriteText(&buf, Explain429(small, 100, time.Minute, []*dump.Snapshot{live, idle}), rejrender.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "triage.txt", buf.Bytes())

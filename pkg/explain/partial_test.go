@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 )
 
 // TestExplain429WithoutObjects: metrics pasted from a vendor guide show
@@ -151,33 +152,6 @@ func TestExplain429ReasonsWithoutObjects(t *testing.T) {
 	}
 }
 
-// TestCountsPrintWhole: counts print as integers (issue 47: "1.53e+03"),
-// in the reasons, the figures and the note on other 429s.
-func TestCountsPrintWhole(t *testing.T) {
-	v, other := 1533.0, 2500000.0
-	rep := &rejections.Report{Instances: []rejections.Instance{{Name: "a", Other429: &other, Notes: nil}},
-		Incidents: []rejections.Incident{{Level: "global-default", Rejected: v, Reasons: map[string]float64{"queue-full": v, "time-out": 1533.4},
-			Instances: []rejections.InstanceCount{{Instance: "a", Count: v}}, State: rejections.LevelState{CurrentLimit: &other, SeatsInUse: &v}}}}
-	var b strings.Builder
-	if err := WriteTriageText(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"queue-full 1533", "time-out 1533", "limit 2500000 seats", "1533 in use"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("%q missing from\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "e+") {
-		t.Errorf("a count in exponent form:\n%s", out)
-	}
-	for in, want := range map[float64]string{1533: "1533", 0.25: "0.25", 1533.3: "1533", 2.5e6: "2500000", 12.345: "12.3"} {
-		if got := count(in); got != want {
-			t.Errorf("count(%v) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestExplain429SeatUtilization: where the server exports
 // priority_level_seat_utilization, the evidence gives the seat use over
 // the interval, not only the moment of the scrape (issue 47).
@@ -253,7 +227,7 @@ func TestExplain429RejectionsUnknown(t *testing.T) {
 			}
 			got := tr.Instances[0].RejectionsUnknown
 			var text strings.Builder
-			if err := WriteTriageText(&text, tr); err != nil {
+			if err := rejrender.WriteText(&text, tr, rejrender.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if tt.want == "" {

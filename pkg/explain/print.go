@@ -3,17 +3,12 @@ package explain
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
-	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
-
-// clean makes a server-supplied string safe on one terminal line.
-func clean(s string) string { return sanitize.Line(s) }
 
 type printer struct {
 	w   io.Writer
@@ -42,45 +37,45 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	p := &printer{w: w}
 	rv := ex.Request
 	p.f("Request\n")
-	p.f("  %s %s\n", clean(rv.Method), clean(rv.URL))
+	p.f("  %s %s\n", sanitize.Line(rv.Method), sanitize.Line(rv.URL))
 	if rv.IsResourceRequest {
 		group := rv.APIGroup
 		if group == "" {
 			group = `"" (core)`
 		}
-		p.f("  verb %s, API group %s, version %s, resource %s", clean(rv.Verb), clean(group), clean(rv.APIVersion), clean(rsName(rv.Resource, rv.Subresource)))
+		p.f("  verb %s, API group %s, version %s, resource %s", sanitize.Line(rv.Verb), sanitize.Line(group), sanitize.Line(rv.APIVersion), sanitize.Line(rsName(rv.Resource, rv.Subresource)))
 		if rv.Namespace != "" {
-			p.f(", namespace %s", clean(rv.Namespace))
+			p.f(", namespace %s", sanitize.Line(rv.Namespace))
 		} else {
 			p.f(", cluster-scoped")
 		}
 		if rv.Name != "" {
-			p.f(", name %s", clean(rv.Name))
+			p.f(", name %s", sanitize.Line(rv.Name))
 		}
 		p.f("\n")
 	} else {
-		p.f("  verb %s, non-resource path %s\n", clean(rv.Verb), clean(rv.Path))
+		p.f("  verb %s, non-resource path %s\n", sanitize.Line(rv.Verb), sanitize.Line(rv.Path))
 	}
 	if rv.User != "" {
-		p.f("  user %s, groups %s", clean(rv.User), clean(strings.Join(rv.Groups, ", ")))
+		p.f("  user %s, groups %s", sanitize.Line(rv.User), sanitize.Line(strings.Join(rv.Groups, ", ")))
 		if len(rv.ImpliedGroups) > 0 {
-			p.f(" (implied: %s)", clean(strings.Join(rv.ImpliedGroups, ", ")))
+			p.f(" (implied: %s)", sanitize.Line(strings.Join(rv.ImpliedGroups, ", ")))
 		}
 		p.f("\n")
 	}
 	if ex.Instance != "" {
-		p.f("  live state of %s\n", clean(ex.Instance))
+		p.f("  live state of %s\n", sanitize.Line(ex.Instance))
 	}
 	if ex.Release != "" {
-		p.f("  replaying Kubernetes %s", clean(ex.Release))
+		p.f("  replaying Kubernetes %s", sanitize.Line(ex.Release))
 		if ex.ReleaseFrom != "" {
-			p.f(" (%s)", clean(ex.ReleaseFrom))
+			p.f(" (%s)", sanitize.Line(ex.ReleaseFrom))
 		}
 		p.f("\n")
 	}
 
 	if ex.FlowSchema == nil {
-		p.f("\nVerdict: %s\n  %s\n", ex.Verdict.Kind, clean(ex.Verdict.Reason))
+		p.f("\nVerdict: %s\n  %s\n", ex.Verdict.Kind, sanitize.Line(ex.Verdict.Reason))
 		writeRecorded(p, ex.Recorded)
 		return p.err
 	}
@@ -100,16 +95,16 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		if len(t.TiedWith) > 0 {
 			extra += ", same precedence as " + strings.Join(t.TiedWith, ", ") + " (ties are ordered by name)"
 		}
-		p.f("%s %s (precedence %d, level %s%s)\n      %s\n", mark, clean(t.FlowSchema), t.Precedence, clean(t.PriorityLevel), clean(extra), clean(t.Reason))
+		p.f("%s %s (precedence %d, level %s%s)\n      %s\n", mark, sanitize.Line(t.FlowSchema), t.Precedence, sanitize.Line(t.PriorityLevel), sanitize.Line(extra), sanitize.Line(t.Reason))
 	}
 
 	fs, pl := ex.FlowSchema, ex.PriorityLevel
-	p.f("\nFlowSchema %s (uid %s)", clean(fs.Name), uidText(fs.UID, fs.Imagined))
+	p.f("\nFlowSchema %s (uid %s)", sanitize.Line(fs.Name), uidText(fs.UID, fs.Imagined))
 	if fs.Fallback {
 		p.f(", fallback")
 	}
 	p.f("\n")
-	p.f("Priority level %s (uid %s): %s", clean(pl.Name), uidText(pl.UID, pl.Imagined), pl.Type)
+	p.f("Priority level %s (uid %s): %s", sanitize.Line(pl.Name), uidText(pl.UID, pl.Imagined), pl.Type)
 	if pl.LimitResponse != "" {
 		p.f(", limitResponse %s", pl.LimitResponse)
 	}
@@ -140,7 +135,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		if method == "" {
 			method = "none"
 		}
-		p.f("\nFlow: distinguisher %q (method %s), hash %s\n", clean(ex.FlowDistinguisher), method, ex.FlowHash)
+		p.f("\nFlow: distinguisher %q (method %s), hash %s\n", sanitize.Line(ex.FlowDistinguisher), method, ex.FlowHash)
 	}
 	if q := ex.Queues; q != nil {
 		p.f("Hand of queues:")
@@ -162,7 +157,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	if ex.Verdict.RejectReason != "" {
 		p.f(" (%s)", ex.Verdict.RejectReason)
 	}
-	p.f("\n  %s\n", clean(ex.Verdict.Reason))
+	p.f("\n  %s\n", sanitize.Line(ex.Verdict.Reason))
 	writePast(p, ex.Past)
 	if len(ex.Instances) > 1 {
 		p.f("\nOn each apiserver\n")
@@ -171,20 +166,20 @@ func WriteText(w io.Writer, ex *Explanation) error {
 			if iv.Verdict.RejectReason != "" {
 				kind += " (" + iv.Verdict.RejectReason + ")"
 			}
-			p.f("  %s: %s\n      %s\n", clean(iv.Instance), kind, clean(iv.Verdict.Reason))
+			p.f("  %s: %s\n      %s\n", sanitize.Line(iv.Instance), kind, sanitize.Line(iv.Verdict.Reason))
 		}
 	}
 	if len(ex.Notes) > 0 {
 		p.f("\nNotes\n")
 		for _, n := range ex.Notes {
-			p.f("  - %s\n", clean(n))
+			p.f("  - %s\n", sanitize.Line(n))
 		}
 	}
 	writeRecorded(p, ex.Recorded)
 	if len(ex.Advice) > 0 {
 		p.f("\nAdvice\n")
 		for _, a := range ex.Advice {
-			p.f("  - %s\n", clean(a.Text))
+			p.f("  - %s\n", sanitize.Line(a.Text))
 			if a.YAML != "" {
 				p.f("\n%s\n", indent(a.YAML, "    "))
 			}
@@ -209,7 +204,7 @@ func writeRecorded(p *printer, r *Recorded) {
 			verdict = "DISAGREES"
 		}
 	}
-	p.f("  %s: %s\n", verdict, clean(r.Detail))
+	p.f("  %s: %s\n", verdict, sanitize.Line(r.Detail))
 	writeFate(p, r)
 	if r.InitialSeats != nil {
 		p.f("  the server estimated %d seat(s)", *r.InitialSeats)
@@ -237,7 +232,7 @@ func uidText(uid string, imagined bool) string {
 	case uid == "":
 		return "none: not read from a cluster"
 	}
-	return clean(uid)
+	return sanitize.Line(uid)
 }
 
 func indent(s, prefix string) string {
@@ -263,81 +258,12 @@ func WriteMessageText(w io.Writer, m *Message) error {
 		if target == "" {
 			target = m.Resource
 		}
-		p.f("  request %s %s", clean(m.Method), clean(target))
+		p.f("  request %s %s", sanitize.Line(m.Method), sanitize.Line(target))
 		if m.Delay != "" {
-			p.f(", delayed %s", clean(m.Delay))
+			p.f(", delayed %s", sanitize.Line(m.Delay))
 		}
 		p.f("\n")
 	}
-	p.f("  %s\n", clean(m.Explanation))
-	return p.err
-}
-
-// WriteTriageText renders a Report of live state for people, instance by
-// instance.
-func WriteTriageText(w io.Writer, t *rejections.Report) error {
-	p := &printer{w: w}
-	if t.Release != "" {
-		p.f("Replaying Kubernetes %s (%s)\n\n", clean(t.Release), clean(t.ReleaseFrom))
-	}
-	for i, it := range t.Instances {
-		if i > 0 {
-			p.f("\n")
-		}
-		unit := "total since the apiserver started"
-		if it.HasRates {
-			unit = fmt.Sprintf("per second over %v", time.Duration(it.IntervalSeconds*float64(time.Second)))
-		}
-		p.f("Apiserver %s (rejections %s)\n", clean(it.Name), unit)
-		var incidents []rejections.Incident
-		for _, l := range t.Incidents {
-			if len(l.Instances) > 0 && l.Instances[0].Instance == it.Name {
-				incidents = append(incidents, l)
-			}
-		}
-		switch {
-		case len(incidents) == 0 && it.RejectionsUnknown != "":
-			p.f("  cannot tell whether a priority level is rejecting requests: %s\n", clean(it.RejectionsUnknown))
-		case len(incidents) == 0:
-			p.f("  no priority level is rejecting requests\n")
-		}
-		for _, l := range incidents {
-			reasons := make([]string, 0, len(l.Reasons))
-			for r := range l.Reasons {
-				reasons = append(reasons, r)
-			}
-			sort.Strings(reasons)
-			var parts []string
-			for _, r := range reasons {
-				parts = append(parts, fmt.Sprintf("%s %s", r, count(l.Reasons[r])))
-			}
-			st := l.State
-			p.f("\n  Level %s: rejected %s\n", clean(l.Level), strings.Join(parts, ", "))
-			p.f("    limit %s seats (nominal %s), %s in use, %s waiting", Num(st.CurrentLimit), Num(st.NominalLimit), Num(st.SeatsInUse), Num(st.Waiting))
-			if st.Queues > 0 {
-				p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", st.Queues, st.HandSize, st.QueueLengthLimit, time.Duration(st.WaitLimitSeconds*float64(time.Second)))
-			} else if st.LimitResponse != "" {
-				p.f("; limitResponse %s", st.LimitResponse)
-			}
-			p.f("\n")
-			if len(l.Flows) > 0 {
-				tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
-				fmt.Fprintf(tw, "    FLOWSCHEMA\tDISTINGUISHER\tWAITING\tEXECUTING\tSEATS\tFULL QUEUES OF ITS HAND\n")
-				for _, f := range l.Flows {
-					fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%d of %d %v\n", clean(f.FlowSchema), clean(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand), f.Hand)
-				}
-				_ = tw.Flush()
-			}
-			for _, c := range l.Causes {
-				p.f("    cause %s: %s\n      fix: %s\n", c.Kind, clean(c.Evidence), clean(c.Fix))
-			}
-		}
-		for _, n := range it.Notes {
-			p.f("  note: %s\n", clean(n))
-		}
-	}
-	for _, n := range t.Notes {
-		p.f("note: %s\n", clean(n))
-	}
+	p.f("  %s\n", sanitize.Line(m.Explanation))
 	return p.err
 }

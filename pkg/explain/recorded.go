@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
 // CompareNames records what the server logged (httplog apf_fs and apf_pl,
@@ -391,15 +393,15 @@ func writePast(p *printer, past *Past) {
 	if past.NominalLimit != 0 && past.Limit != past.NominalLimit {
 		limit = fmt.Sprintf(" (current limit; nominal %d)", past.NominalLimit)
 	}
-	p.f("  %s: %d of %d seats in use%s, %d waiting\n", clean(past.Level), past.SeatsInUse, past.Limit, limit, past.Waiting)
+	p.f("  %s: %d of %d seats in use%s, %d waiting\n", sanitize.Line(past.Level), past.SeatsInUse, past.Limit, limit, past.Waiting)
 	for _, q := range past.Queues {
 		mark := " "
 		if q.Chosen {
 			mark = "*"
 		}
-		p.f("  %s queue %d: %d of %d waiting: %s\n", mark, q.Index, q.Length, past.QueueLengthLimit, clean(flowsText(q.Flows)))
+		p.f("  %s queue %d: %d of %d waiting: %s\n", mark, q.Index, q.Length, past.QueueLengthLimit, sanitize.Line(flowsText(q.Flows)))
 	}
-	p.f("  seats held by: %s\n", clean(flowsText(past.Holders)))
+	p.f("  seats held by: %s\n", sanitize.Line(flowsText(past.Holders)))
 }
 
 // writeFate prints the comparison of the fate with the server's answer.
@@ -411,5 +413,5 @@ func writeFate(p *printer, r *Recorded) {
 	if !*r.FateAgrees {
 		verdict = "DISAGREES"
 	}
-	p.f("  fate %s: %s\n", verdict, clean(r.FateDetail))
+	p.f("  fate %s: %s\n", verdict, sanitize.Line(r.FateDetail))
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -262,20 +261,8 @@ func Num(v *float64) string {
 	return count(*v)
 }
 
-// count formats a count or a rate: whole numbers in full, others to three
-// significant digits but never in exponent form above 100 (1533.3/s is
-// 1533).
-func count(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case math.Abs(v) >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// count formats a count or a rate (rejections.Count).
+func count(v float64) string { return rejections.Count(v) }
 
 func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration, live *dump.Snapshot, rejected map[string]float64) rejections.Incident {
 	name := row.Name

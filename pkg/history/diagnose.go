@@ -107,14 +107,8 @@ func dominantReason(m map[string]float64) (string, float64) {
 	return best, bv / total
 }
 
-// num formats a count or a rate: whole numbers in full, others to three
-// significant digits but never in exponent form above 100.
-func num(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 || math.Abs(v) >= 100 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
+// num formats a count or a rate (rejections.Count).
+func num(v float64) string { return rejections.Count(v) }
 
 func seconds(v float64) string {
 	return (time.Duration(v * float64(time.Second))).Round(time.Millisecond).String()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
+	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 )
 
 var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -308,6 +309,13 @@ func TestDiagnose(t *testing.T) {
 			if d.Kind != tt.want {
 				t.Errorf("Diagnose = %s (%s, %q), want %s", d.Kind, d.Summary, d.Evidence, tt.want)
 			}
+			// the schema joins the facts with "; ", and the text splits
+			// them there (pkg/rejections/render)
+			for _, e := range d.Evidence {
+				if strings.Contains(e, "; ") {
+					t.Errorf("a fact holds the separator of the schema's evidence: %q", e)
+				}
+			}
 		})
 	}
 }
@@ -376,4 +384,37 @@ type emptyQuerier struct{}
 
 func (emptyQuerier) QueryRange(context.Context, string, time.Time, time.Time, time.Duration) ([]Series, error) {
 	return nil, nil
+}
+
+// TestSchemaText: a store's incident, in the schema, prints with its
+// series drawn over the time they cover and each fact of its diagnosis on a
+// line of its own, as the store's report itself did.
+func TestSchemaText(t *testing.T) {
+	from, step := now.Add(-5*time.Minute), 30*time.Second
+	var pts []Point
+	for i := range 21 {
+		pts = append(pts, Point{T: from.Add(time.Duration(i) * step), V: float64(i % 3)})
+	}
+	inc := &Incident{Level: "l", Start: now, End: now.Add(step), Rejected: 40, Reasons: map[string]float64{ReasonTimeOut: 30, ReasonQueueFull: 10},
+		State: LevelState{From: from, To: from.Add(20 * step), Step: step, Series: map[string]Series{StateSeats: {Points: pts}},
+			Peaks: map[string]float64{StateSeats: 10, StateCurrent: 10, StateWaitP99: 14}}}
+	inc.Diagnosis = Diagnose(inc, 15*time.Second)
+	rep := &Report{Start: from, End: now.Add(time.Hour), Step: step, Rejected: map[string]float64{"l": 40}, Incidents: []Incident{*inc}}
+	var b strings.Builder
+	if err := rejrender.WriteText(&b, rep.Schema(rejections.Source{Kind: rejections.SourcePrometheus}), rejrender.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := []string{"  11:55:00 … 12:05:00, 30s a point\n", "  reasons:      time-out 30, queue-full 10\n"}
+	for _, e := range inc.Diagnosis.Evidence {
+		want = append(want, "\n                - "+e+"\n")
+	}
+	if len(inc.Diagnosis.Evidence) < 2 {
+		t.Fatalf("want several facts to split, have %q", inc.Diagnosis.Evidence)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%q missing from\n%s", w, out)
+		}
+	}
 }

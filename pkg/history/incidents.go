@@ -108,20 +108,21 @@ type LevelState struct {
 	Peaks map[string]float64 `json:"peaks"`
 }
 
-// The names of LevelState's series.
+// The names of LevelState's series: those of the schema's
+// (rejections.Series*).
 const (
-	StateRejected   = "rejected"
-	StateDispatched = "dispatched"
-	StateSeats      = "seatsInUse"
-	StateNominal    = "nominalLimit"
-	StateLower      = "lowerLimit"
-	StateUpper      = "upperLimit"
-	StateCurrent    = "currentLimit"
-	StateDemand     = "demandHighWatermark"
-	StateWaiting    = "waitingRequests"
-	StateWaitP99    = "waitP99Seconds"
-	StateQueueP50   = "queueLengthP50"
-	StateQueueP99   = "queueLengthP99"
+	StateRejected   = rejections.SeriesRejected
+	StateDispatched = rejections.SeriesDispatched
+	StateSeats      = rejections.SeriesSeats
+	StateNominal    = rejections.SeriesNominal
+	StateLower      = rejections.SeriesLower
+	StateUpper      = rejections.SeriesUpper
+	StateCurrent    = rejections.SeriesCurrent
+	StateDemand     = rejections.SeriesDemand
+	StateWaiting    = rejections.SeriesWaiting
+	StateWaitP99    = rejections.SeriesWaitP99
+	StateQueueP50   = rejections.SeriesQueueP50
+	StateQueueP99   = rejections.SeriesQueueP99
 )
 
 // Diagnosis is what an incident points to.

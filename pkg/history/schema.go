@@ -44,6 +44,8 @@ func incident(inc Incident) rejections.Incident {
 		out.Reasons[k] = v
 	}
 	out.FlowSchemas, out.Instances = inc.FlowSchemas, inc.Instances
+	from, to := inc.State.From, inc.State.To
+	out.SeriesWindow = &rejections.Window{Start: &from, End: &to, StepSeconds: inc.State.Step.Seconds()}
 	for name, s := range inc.State.Series {
 		out.Series[name] = s.Points
 	}

@@ -119,6 +119,12 @@ func (f *Flags) Own() (string, bool) {
 	return "", false
 }
 
+// Wide reports whether -o asks for the command's wide table.
+func (f *Flags) Wide() bool {
+	own, ok := f.Own()
+	return ok && own == "wide"
+}
+
 // Validate checks -o.
 func (f *Flags) Validate() error {
 	if _, ok := f.Own(); ok {

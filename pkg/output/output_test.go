@@ -161,3 +161,25 @@ func TestPrintObject(t *testing.T) {
 		t.Errorf("missing writer: err = %v", err)
 	}
 }
+
+// TestWide: only -o wide, of a command that prints a wide table, asks for
+// it; the human format by either name does not.
+func TestWide(t *testing.T) {
+	for _, tt := range []struct {
+		own  []string
+		o    string
+		want bool
+	}{
+		{[]string{"table", "wide", "json"}, "wide", true},
+		{[]string{"table", "wide", "json"}, "", false},
+		{[]string{"table", "wide", "json"}, "table", false},
+		{[]string{"table", "wide", "json"}, "json", false},
+		{[]string{"table", "json"}, "wide", false},
+	} {
+		f := NewFlags(true, tt.own...)
+		f.Output = tt.o
+		if got := f.Wide(); got != tt.want {
+			t.Errorf("own %q, -o %q: Wide() = %v, want %v", tt.own, tt.o, got, tt.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ package rejections
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -76,6 +77,27 @@ const (
 	CauseNotAPF = "not-apf"
 	// CauseUnclear: the source does not tell.
 	CauseUnclear = "unclear"
+)
+
+// The names of an Incident's Series (a store's series of the level around
+// a burst, summed over the apiservers): rejections and dispatches per step,
+// seats in use against the lower, nominal, current and upper limits and the
+// demand (borrowing: apf_controller.go updateBorrowingLocked), waiting
+// requests, the queue wait p99 and the queue lengths requests found (p50
+// and p99 of request_queue_length_after_enqueue).
+const (
+	SeriesRejected   = "rejected"
+	SeriesDispatched = "dispatched"
+	SeriesSeats      = "seatsInUse"
+	SeriesNominal    = "nominalLimit"
+	SeriesLower      = "lowerLimit"
+	SeriesUpper      = "upperLimit"
+	SeriesCurrent    = "currentLimit"
+	SeriesDemand     = "demandHighWatermark"
+	SeriesWaiting    = "waitingRequests"
+	SeriesWaitP99    = "waitP99Seconds"
+	SeriesQueueP50   = "queueLengthP50"
+	SeriesQueueP99   = "queueLengthP99"
 )
 
 // Report is the answer of "kubectl apf explain 429".
@@ -186,9 +208,11 @@ type Incident struct {
 	// or at its peak (a store).
 	State LevelState `json:"state"`
 	// Series are the level's series around the burst (a store), by the
-	// names of pkg/history's LevelState; Peaks their peaks in the burst.
-	Series map[string][]Point `json:"series,omitempty"`
-	Peaks  map[string]float64 `json:"peaks,omitempty"`
+	// Series* names; SeriesWindow the time they cover and their step;
+	// Peaks their peaks in the burst.
+	Series       map[string][]Point `json:"series,omitempty"`
+	SeriesWindow *Window            `json:"seriesWindow,omitempty"`
+	Peaks        map[string]float64 `json:"peaks,omitempty"`
 	// Flows are the heaviest flows in the request dump.
 	Flows []FlowLoad `json:"flows,omitempty"`
 	// Clients are who was rejected and who held the seats (a log).
@@ -342,6 +366,20 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 // New returns an empty Report of the schema, from src.
 func New(src Source) *Report {
 	return &Report{Schema: Schema, Source: src, Rejected: map[string]float64{}, Instances: []Instance{}, Incidents: []Incident{}}
+}
+
+// Count writes a count or a rate as every source's evidence and the text
+// print it: "-" when it is no number, whole numbers in full, others to
+// three significant digits but never in exponent form above 100 (1533.3/s
+// is 1533, not 1.53e+03).
+func Count(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15, math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // Of returns a pointer to v: a figure that is present.

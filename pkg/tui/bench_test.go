@@ -128,10 +128,10 @@ func BenchmarkRefresh(b *testing.B) {
 		defer cpuPerOp(b)()
 		for b.Loop() {
 			c := parse(b)
-			if err := levelsrender.PrintTopLevels(io.Discard, render.Options{}, c.Snapshots, "", "name"); err != nil {
+			if err := levelsrender.PrintTopLevels(io.Discard, render.Flags(""), c.Snapshots, "", "name"); err != nil {
 				b.Fatal(err)
 			}
-			if err := render.PrintTopFlows(io.Discard, render.Options{}, c.Snapshots, "", 20); err != nil {
+			if err := render.PrintTopFlows(io.Discard, render.Flags(""), c.Snapshots, "", 20); err != nil {
 				b.Fatal(err)
 			}
 		}

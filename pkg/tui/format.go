@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 )
 
 // fit pads or cuts lines to exactly w columns and h lines.
@@ -45,7 +45,7 @@ func padLeft(s string, w int) string {
 	return strings.Repeat(" ", w-sw) + s
 }
 
-func clean(s string) string { return render.Sanitize(s) }
+func clean(s string) string { return sanitize.Line(s) }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

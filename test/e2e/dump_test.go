@@ -230,19 +230,19 @@ func TestBundleReadBackGivesSameOutput(t *testing.T) {
 		print func(*bytes.Buffer) error
 	}{
 		{[]string{"dump", "levels"}, func(b *bytes.Buffer) error {
-			return render.PrintLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "")
+			return render.PrintLevels(b, render.Flags("table"), live.Snapshots, "")
 		}},
 		{[]string{"dump", "queues", "--all"}, func(b *bytes.Buffer) error {
-			return render.PrintQueues(b, render.Options{Format: render.FormatTable}, live.Snapshots, "", true)
+			return render.PrintQueues(b, render.Flags("table"), live.Snapshots, "", true)
 		}},
 		{[]string{"dump", "requests", "-o", "wide"}, func(b *bytes.Buffer) error {
-			return render.PrintRequests(b, render.Options{Format: render.FormatWide}, live.Snapshots, "")
+			return render.PrintRequests(b, render.Flags("wide"), live.Snapshots, "")
 		}},
 		{[]string{"top", "levels"}, func(b *bytes.Buffer) error {
-			return levelsrender.PrintTopLevels(b, render.Options{Format: render.FormatTable}, live.Snapshots, "", "utilisation")
+			return levelsrender.PrintTopLevels(b, render.Flags("table"), live.Snapshots, "", "utilisation")
 		}},
 		{[]string{"top", "flows", "-o", "json"}, func(b *bytes.Buffer) error {
-			return render.PrintTopFlows(b, render.Options{Format: render.FormatJSON}, live.Snapshots, "", 20)
+			return render.PrintTopFlows(b, render.Flags("json"), live.Snapshots, "", 20)
 		}},
 	}
 	for _, ch := range checks {

@@ -280,8 +280,8 @@ func TestInputsRawFromAndStdin(t *testing.T) {
 	bare := &dump.Snapshot{Instance: live.Instance, CapturedAt: live.CapturedAt,
 		PriorityLevelDump: live.PriorityLevelDump, QueueDump: live.QueueDump, RequestDump: live.RequestDump}
 	var wantLevels, wantQueues bytes.Buffer
-	render.PrintLevels(&wantLevels, render.Options{Format: render.FormatTable}, []*dump.Snapshot{bare}, "")
-	render.PrintQueues(&wantQueues, render.Options{Format: render.FormatTable}, []*dump.Snapshot{bare}, "", true)
+	render.PrintLevels(&wantLevels, render.Flags("table"), []*dump.Snapshot{bare}, "")
+	render.PrintQueues(&wantQueues, render.Flags("table"), []*dump.Snapshot{bare}, "", true)
 	noObjects := "no FlowSchemas or PriorityLevelConfigurations"
 
 	t.Run("a dump file", func(t *testing.T) {

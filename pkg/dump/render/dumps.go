@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 // AllInstances labels the merged rows of a multi-instance view.
@@ -108,14 +109,15 @@ func LevelRows(snaps []*dump.Snapshot, level string) []LevelRow {
 func boolStr(b bool) string { return strconv.FormatBool(b) }
 
 // PrintLevels prints "kubectl apf dump levels".
-func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
+func PrintLevels(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level string) error {
 	rows := LevelRows(snaps, level)
-	if o.isData() {
-		return o.writeData(w, rows)
-	}
-	multi := len(snaps) > 1
+	return Print(w, f, rows, func(wide bool) *Table { return levelsTable(rows, len(snaps) > 1, wide) })
+}
+
+// levelsTable is the table of PrintLevels.
+func levelsTable(rows []LevelRow, multi, wide bool) *table {
 	t := newTable(multi, "NAME", "TYPE", "ACTIVE-QUEUES", "IDLE", "WAITING", "EXECUTING", "DISPATCHED", "REJECTED", "TIMEDOUT", "CANCELLED")
-	if o.Format == FormatWide {
+	if wide {
 		t.header = append(t.header, "QUIESCING", "UID")
 	}
 	for _, r := range rows {
@@ -139,7 +141,7 @@ func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) e
 			cells = append(cells, r.Name, typ, strconv.Itoa(r.ActiveQueues), boolStr(r.IsIdle), strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.ExecutingRequests),
 				counter(r.DispatchedRequests), counter(r.RejectedRequests), counter(r.TimedoutRequests), counter(r.CancelledRequests))
 		}
-		if o.Format == FormatWide {
+		if wide {
 			uid := r.UID
 			if uid == "" {
 				uid = "-"
@@ -148,7 +150,7 @@ func PrintLevels(w io.Writer, o Options, snaps []*dump.Snapshot, level string) e
 		}
 		t.add(cells...)
 	}
-	return t.write(w, o.NoHeaders)
+	return t
 }
 
 // QueueRow is one printed row of "kubectl apf dump queues".
@@ -220,14 +222,15 @@ func HiddenQueues(snaps []*dump.Snapshot, level string) int {
 }
 
 // PrintQueues prints "kubectl apf dump queues".
-func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, all bool) error {
+func PrintQueues(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level string, all bool) error {
 	rows := QueueRows(snaps, level, all)
-	if o.isData() {
-		return o.writeData(w, rows)
-	}
-	multi := len(snaps) > 1
+	return Print(w, f, rows, func(wide bool) *Table { return queuesTable(rows, len(snaps) > 1, wide) })
+}
+
+// queuesTable is the table of PrintQueues.
+func queuesTable(rows []QueueRow, multi, wide bool) *table {
 	t := newTable(multi, "LEVEL", "QUEUE", "WAITING", "EXECUTING", "SEATS-IN-USE", "WAITING-SEATS")
-	if o.Format == FormatWide {
+	if wide {
 		t.header = append(t.header, "MAX-SEATS-SUM", "NEXT-DISPATCH-R", "TOTAL-WORK")
 	}
 	for _, q := range rows {
@@ -243,7 +246,7 @@ func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, a
 		}
 		cells = append(cells, q.PriorityLevel, strconv.Itoa(q.Index), strconv.Itoa(q.PendingRequests), strconv.Itoa(q.ExecutingRequests),
 			seats(q.SeatsInUse), seats(q.InitialSeatsSum))
-		if o.Format == FormatWide {
+		if wide {
 			// The 1.20 layout has VirtualStart for NextDispatchR, but no
 			// TotalWorkSum.
 			work := "-"
@@ -254,7 +257,7 @@ func PrintQueues(w io.Writer, o Options, snaps []*dump.Snapshot, level string, a
 		}
 		t.add(cells...)
 	}
-	return t.write(w, o.NoHeaders)
+	return t
 }
 
 // RequestRow is one printed row of "kubectl apf dump requests".
@@ -374,14 +377,15 @@ func dash(s string) string {
 }
 
 // PrintRequests prints "kubectl apf dump requests".
-func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string) error {
+func PrintRequests(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level string) error {
 	rows := RequestRows(snaps, level)
-	if o.isData() {
-		return o.writeData(w, rows)
-	}
-	multi := len(snaps) > 1
+	return Print(w, f, rows, func(wide bool) *Table { return requestsTable(rows, len(snaps) > 1, wide) })
+}
+
+// requestsTable is the table of PrintRequests.
+func requestsTable(rows []RequestRow, multi, wide bool) *table {
 	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "STATE", "QUEUE", "POSITION", "FLOW", "SEATS", "AGE", "USER", "VERB", "PATH")
-	if o.Format == FormatWide {
+	if wide {
 		t.header = append(t.header, "NAMESPACE", "RESOURCE", "NAME", "API-VERSION", "FINAL-SEATS", "ADDITIONAL-LATENCY", "ARRIVED")
 	}
 	for _, r := range rows {
@@ -402,7 +406,7 @@ func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string)
 		}
 		cells = append(cells, r.PriorityLevel, r.FlowSchema, r.State, q, pos, dash(r.FlowDistinguisher), strconv.Itoa(r.Seats()),
 			age, dash(r.UserName), dash(r.Verb), dash(r.APIPath))
-		if o.Format == FormatWide {
+		if wide {
 			res := r.Resource
 			if r.SubResource != "" {
 				res += "/" + r.SubResource
@@ -416,5 +420,5 @@ func PrintRequests(w io.Writer, o Options, snaps []*dump.Snapshot, level string)
 		}
 		t.add(cells...)
 	}
-	return t.write(w, o.NoHeaders)
+	return t
 }

@@ -12,6 +12,7 @@ import (
 	goldenfile "github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/snapfixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 var t0 = time.Date(2026, 11, 21, 14, 15, 19, 0, time.UTC)
@@ -46,24 +47,24 @@ func TestPrintersGolden(t *testing.T) {
 		name  string
 		print func(*bytes.Buffer) error
 	}{
-		{"levels.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatTable}, one, "") }},
-		{"levels-wide.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatWide}, one, "") }},
-		{"levels-multi.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatTable}, all, "") }},
-		{"levels-level.json", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatJSON}, one, "catch-all") }},
-		{"levels.yaml", func(b *bytes.Buffer) error { return PrintLevels(b, Options{Format: FormatYAML}, one, "") }},
-		{"queues.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Options{Format: FormatTable}, all, "", false) }},
-		{"queues-all-wide.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Options{Format: FormatWide}, all, "", true) }},
+		{"levels.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Flags("table"), one, "") }},
+		{"levels-wide.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Flags("wide"), one, "") }},
+		{"levels-multi.txt", func(b *bytes.Buffer) error { return PrintLevels(b, Flags("table"), all, "") }},
+		{"levels-level.json", func(b *bytes.Buffer) error { return PrintLevels(b, Flags("json"), one, "catch-all") }},
+		{"levels.yaml", func(b *bytes.Buffer) error { return PrintLevels(b, Flags("yaml"), one, "") }},
+		{"queues.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Flags("table"), all, "", false) }},
+		{"queues-all-wide.txt", func(b *bytes.Buffer) error { return PrintQueues(b, Flags("wide"), all, "", true) }},
 		{"queues-noheaders.txt", func(b *bytes.Buffer) error {
-			return PrintQueues(b, Options{Format: FormatTable, NoHeaders: true}, one, "global-default", false)
+			return PrintQueues(b, headless(Flags("table")), one, "global-default", false)
 		}},
-		{"requests.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatTable}, one, "") }},
-		{"requests-wide-multi.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatWide}, all, "") }},
-		{"requests.json", func(b *bytes.Buffer) error { return PrintRequests(b, Options{Format: FormatJSON}, one, "tiny") }},
-		{"top-flows.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatTable}, all, "", 0) }},
-		{"top-flows-wide-limit.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatWide}, all, "", 2) }},
-		{"top-flows.yaml", func(b *bytes.Buffer) error { return PrintTopFlows(b, Options{Format: FormatYAML}, one, "", 0) }},
+		{"requests.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Flags("table"), one, "") }},
+		{"requests-wide-multi.txt", func(b *bytes.Buffer) error { return PrintRequests(b, Flags("wide"), all, "") }},
+		{"requests.json", func(b *bytes.Buffer) error { return PrintRequests(b, Flags("json"), one, "tiny") }},
+		{"top-flows.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Flags("table"), all, "", 0) }},
+		{"top-flows-wide-limit.txt", func(b *bytes.Buffer) error { return PrintTopFlows(b, Flags("wide"), all, "", 2) }},
+		{"top-flows.yaml", func(b *bytes.Buffer) error { return PrintTopFlows(b, Flags("yaml"), one, "", 0) }},
 		{"whois.txt", func(b *bytes.Buffer) error {
-			return PrintWhois(b, Options{Format: FormatTable}, dump.Resolve(one[0], []dump.UIDRef{
+			return PrintWhois(b, Flags("table"), dump.Resolve(one[0], []dump.UIDRef{
 				{Kind: dump.KindPriorityLevel, UID: "c0c0c0c0-0000-0000-0000-000000000001"}, {UID: "e0e0e0e0-0000-0000-0000-000000000002"},
 				{Kind: dump.KindFlowSchema, UID: "deadbeef-0000-0000-0000-000000000000"}, {Kind: dump.KindFlowSchema}}))
 		}},
@@ -82,7 +83,7 @@ func TestPrintersGolden(t *testing.T) {
 func TestSanitize(t *testing.T) {
 	var b bytes.Buffer
 	s := &dump.Snapshot{Instance: "x", RequestDump: []dump.RequestRow{{PriorityLevel: "pl", FlowSchema: "fs", UserName: "evil\x1b[31mred\x07", HasDetails: true}}}
-	if err := PrintRequests(&b, Options{Format: FormatTable}, []*dump.Snapshot{s}, ""); err != nil {
+	if err := PrintRequests(&b, Flags("table"), []*dump.Snapshot{s}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "evil?[31mred?") {
@@ -105,7 +106,7 @@ func TestQueuesJSONAbsentSeats(t *testing.T) {
 	}
 	snaps := []*dump.Snapshot{{Instance: "old", QueueDump: old}, {Instance: "new", QueueDump: cur}}
 	var b bytes.Buffer
-	if err := PrintQueues(&b, Options{Format: FormatJSON}, snaps, "", true); err != nil {
+	if err := PrintQueues(&b, Flags("json"), snaps, "", true); err != nil {
 		t.Fatal(err)
 	}
 	var rows []map[string]any
@@ -149,10 +150,10 @@ func TestTopFlowsExecutingBefore128(t *testing.T) {
 			t.Errorf("%s: UnlistedExecuting = %v", tt.dir, UnlistedExecuting(snaps))
 		}
 		var tb, js bytes.Buffer
-		if err := PrintTopFlows(&tb, Options{Format: FormatTable, NoHeaders: true}, snaps, "", 0); err != nil {
+		if err := PrintTopFlows(&tb, headless(Flags("table")), snaps, "", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := PrintTopFlows(&js, Options{Format: FormatJSON}, snaps, "", 0); err != nil {
+		if err := PrintTopFlows(&js, Flags("json"), snaps, "", 0); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(tb.String()), "\n")
@@ -220,7 +221,7 @@ func TestLevelsJSONAbsentCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := PrintLevels(&b, Options{Format: FormatJSON}, []*dump.Snapshot{{Instance: "old", PriorityLevelDump: rows}}, ""); err != nil {
+	if err := PrintLevels(&b, Flags("json"), []*dump.Snapshot{{Instance: "old", PriorityLevelDump: rows}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -268,9 +269,9 @@ func TestQueuesHiddenAndEmptyJSON(t *testing.T) {
 	if n := HiddenQueues(snaps, "workload-low"); n != 0 {
 		t.Errorf("HiddenQueues of workload-low = %d, want 0", n)
 	}
-	for _, f := range []Format{FormatJSON, FormatYAML} {
+	for _, f := range []string{"json", "yaml"} {
 		var b bytes.Buffer
-		if err := PrintQueues(&b, Options{Format: f}, snaps, "workload-high", false); err != nil {
+		if err := PrintQueues(&b, Flags(f), snaps, "workload-high", false); err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.TrimSpace(b.String()); got != "[]" {
@@ -278,7 +279,7 @@ func TestQueuesHiddenAndEmptyJSON(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := PrintRequests(&b, Options{Format: FormatJSON}, snaps, ""); err != nil {
+	if err := PrintRequests(&b, Flags("json"), snaps, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.TrimSpace(b.String()); got != "[]" {
@@ -308,7 +309,7 @@ func TestRequestsJSONAbsentSeats(t *testing.T) {
 		t.Errorf("SeatsAssumed = %d, want 1", n)
 	}
 	var b bytes.Buffer
-	if err := PrintRequests(&b, Options{Format: FormatJSON}, snaps, ""); err != nil {
+	if err := PrintRequests(&b, Flags("json"), snaps, ""); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -328,5 +329,33 @@ func TestRequestsJSONAbsentSeats(t *testing.T) {
 		if r["instance"] == "new" && r["initialSeats"] != 10.0 {
 			t.Errorf("new: initialSeats = %v, want 10", r["initialSeats"])
 		}
+	}
+}
+
+// headless drops the table header (--no-headers).
+func headless(f *output.Flags) *output.Flags {
+	f.NoHeaders = true
+	return f
+}
+
+// TestPrintTemplates: the printers dispatch every -o through
+// output.Flags, the template formats included (they once needed the
+// command to hand its printer in, and printed JSON without it), and an
+// empty table prints an empty list to a template too.
+func TestPrintTemplates(t *testing.T) {
+	one := snapshots(t)[:1]
+	var b bytes.Buffer
+	if err := PrintLevels(&b, Flags("custom-columns=NAME:.name,TYPE:.type"), one, "catch-all"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "NAME        TYPE\ncatch-all   Limited\n"; got != want {
+		t.Errorf("custom-columns:\n%q\nwant\n%q", got, want)
+	}
+	b.Reset()
+	if err := PrintQueues(&b, Flags("jsonpath={.kind} {.items}"), one, "no-such-level", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "List []"; got != want {
+		t.Errorf("jsonpath of no rows = %q, want %q", got, want)
 	}
 }

@@ -19,45 +19,28 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
-// Format is an output format: table, wide, json or yaml.
-type Format string
-
-// The output formats.
-const (
-	FormatTable Format = "table"
-	FormatWide  Format = "wide"
-	FormatJSON  Format = "json"
-	FormatYAML  Format = "yaml"
-)
-
-// Options shape every printer.
-type Options struct {
-	Format    Format
-	NoHeaders bool
-	// Data prints the rows in a format other than table, wide, json and
-	// yaml (package output: jsonpath, go-template, custom-columns, name).
-	Data func(w io.Writer, rows any) error
+// Flags returns the -o group of the tables printed here, set to format
+// ("": the default, table): table, wide, json and yaml, and kubectl's
+// printers over the rows (custom-columns, jsonpath, go-template).
+func Flags(format string) *output.Flags {
+	f := output.NewFlags(true, "table", "wide", "json", "yaml")
+	if format != "" {
+		f.Output = format
+	}
+	return f
 }
 
-// isData reports whether the rows are printed as data, not as a table.
-func (o Options) isData() bool { return o.Format != FormatTable && o.Format != FormatWide }
-
-// writeData prints the rows as -o json and -o yaml print (package output),
-// or through o.Data.
+// Print prints rows in the -o format of f (output.Flags.PrintObject): the
+// table that table builds (wide with -o wide) for table and wide, the rows
+// themselves for json, yaml and kubectl's printers.
 //
 // No rows print as an empty list ([]), as every other -o json list of the
 // project does, never as null.
-func (o Options) writeData(w io.Writer, rows any) error {
+func Print(w io.Writer, f *output.Flags, rows any, table func(wide bool) *Table) error {
 	if v := reflect.ValueOf(rows); v.Kind() == reflect.Slice && v.IsNil() {
 		rows = reflect.MakeSlice(v.Type(), 0, 0).Interface()
 	}
-	switch {
-	case o.Format == FormatYAML:
-		return output.WriteYAML(w, rows)
-	case o.Format == FormatJSON || o.Data == nil:
-		return output.WriteJSON(w, rows)
-	}
-	return o.Data(w, rows)
+	return f.PrintObject(w, rows, f.Text(func(w io.Writer) error { return table(f.Wide()).write(w, f.NoHeaders) }))
 }
 
 // table is rows of cells under a header, printed as kubectl prints.
@@ -86,16 +69,12 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 	}
 	for _, r := range t.rows {
 		for i := range r {
-			r[i] = Sanitize(r[i])
+			r[i] = sanitize.Line(r[i])
 		}
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }
-
-// Sanitize makes a server-supplied string safe on one terminal line and in
-// one table cell (sanitize.Line).
-func Sanitize(s string) string { return sanitize.Line(s) }
 
 // num formats a number for a table: integers plainly, others with up to
 // two decimals, NaN (no data, or a zero denominator) as "-".
@@ -155,13 +134,6 @@ func (t *table) Add(cells ...string) { t.add(cells...) }
 
 // Write prints the table.
 func (t *table) Write(w io.Writer, noHeaders bool) error { return t.write(w, noHeaders) }
-
-// IsData reports whether o prints data (JSON, YAML, a template) rather
-// than a table.
-func (o Options) IsData() bool { return o.isData() }
-
-// WriteData prints rows in o's data format.
-func (o Options) WriteData(w io.Writer, rows any) error { return o.writeData(w, rows) }
 
 // Num is the cell of a figure.
 func Num(f float64) string { return num(f) }

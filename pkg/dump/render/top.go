@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 // FlowRow is one printed row of "kubectl apf top flows": the requests of
@@ -136,14 +138,15 @@ func FlowRows(snaps []*dump.Snapshot, level string, limit int) []FlowRow {
 }
 
 // PrintTopFlows prints "kubectl apf top flows".
-func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string, limit int) error {
+func PrintTopFlows(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level string, limit int) error {
 	rows := FlowRows(snaps, level, limit)
-	if o.isData() {
-		return o.writeData(w, rows)
-	}
-	multi := len(snaps) > 1
+	return Print(w, f, rows, func(wide bool) *Table { return flowsTable(rows, len(snaps) > 1, wide) })
+}
+
+// flowsTable is the table of PrintTopFlows.
+func flowsTable(rows []FlowRow, multi, wide bool) *table {
 	t := newTable(multi, "LEVEL", "FLOWSCHEMA", "FLOW", "WAITING", "WAITING-SEATS", "EXECUTING", "EXECUTING-SEATS")
-	if o.Format == FormatWide {
+	if wide {
 		t.header = append(t.header, "QUEUES")
 	}
 	for _, r := range rows {
@@ -153,7 +156,7 @@ func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string,
 		}
 		cells = append(cells, r.Level, r.FlowSchema, dash(r.Distinguisher), strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.WaitingSeats),
 			r.ExecutingCell(r.ExecutingRequest), r.ExecutingCell(r.ExecutingSeats))
-		if o.Format == FormatWide {
+		if wide {
 			var qs []string
 			for _, q := range r.Queues {
 				qs = append(qs, strconv.Itoa(q))
@@ -162,22 +165,24 @@ func PrintTopFlows(w io.Writer, o Options, snaps []*dump.Snapshot, level string,
 		}
 		t.add(cells...)
 	}
-	return t.write(w, o.NoHeaders)
+	return t
 }
 
 // PrintFailures prints one line per unreachable instance (to stderr, by
 // the caller's choice of w).
 func PrintFailures(w io.Writer, failures []dump.InstanceError) {
 	for _, f := range failures {
-		fmt.Fprintf(w, "warning: apiserver %s could not be read: %s\n", Sanitize(f.Instance), Sanitize(f.Error()))
+		fmt.Fprintf(w, "warning: apiserver %s could not be read: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
 }
 
 // PrintWhois prints "kubectl apf whois".
-func PrintWhois(w io.Writer, o Options, res []dump.Resolution) error {
-	if o.isData() {
-		return o.writeData(w, res)
-	}
+func PrintWhois(w io.Writer, f *output.Flags, res []dump.Resolution) error {
+	return Print(w, f, res, func(bool) *Table { return whoisTable(res) })
+}
+
+// whoisTable is the table of PrintWhois.
+func whoisTable(res []dump.Resolution) *table {
 	t := &table{header: []string{"UID", "HEADER", "KIND", "NAME", "NOTE"}}
 	for _, r := range res {
 		header := "-"
@@ -193,5 +198,5 @@ func PrintWhois(w io.Writer, o Options, res []dump.Resolution) error {
 		}
 		t.add(uid, header, dash(r.FoundKind), dash(r.Name), dash(r.Note))
 	}
-	return t.write(w, o.NoHeaders)
+	return t
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
 // TopLevelRow is one printed row of "kubectl apf top levels": a
@@ -132,12 +133,13 @@ func rejectedCell(r TopLevelRow) string {
 }
 
 // PrintTopLevels prints "kubectl apf top levels".
-func PrintTopLevels(w io.Writer, o render.Options, snaps []*dump.Snapshot, level, sortBy string) error {
+func PrintTopLevels(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level, sortBy string) error {
 	rows := TopLevelRows(snaps, level, sortBy)
-	if o.IsData() {
-		return o.WriteData(w, rows)
-	}
-	multi := len(snaps) > 1
+	return render.Print(w, f, rows, func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
+}
+
+// topLevelsTable is the table of PrintTopLevels.
+func topLevelsTable(rows []TopLevelRow, multi bool) *render.Table {
 	t := render.NewTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "EXECUTING", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
 	for _, r := range rows {
 		var cells []string
@@ -152,5 +154,5 @@ func PrintTopLevels(w io.Writer, o render.Options, snaps []*dump.Snapshot, level
 			render.Num(float64(r.WaitingRequests)), render.Num(float64(r.WaitingSeats)), render.Num(float64(r.ExecutingRequests)), disp, rejectedCell(r), render.Seconds(float64(r.WaitP99Seconds)))
 		t.Add(cells...)
 	}
-	return t.Write(w, o.NoHeaders)
+	return t
 }

@@ -37,13 +37,13 @@ func TestTopLevelsGolden(t *testing.T) {
 		print func(*bytes.Buffer) error
 	}{
 		{"top-levels.txt", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, render.Options{Format: render.FormatTable}, metricsOnly(one), "", "utilisation")
+			return PrintTopLevels(b, render.Flags("table"), metricsOnly(one), "", "utilisation")
 		}},
 		{"top-levels-multi-by-name.txt", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, render.Options{Format: render.FormatTable}, metricsOnly(all), "", "name")
+			return PrintTopLevels(b, render.Flags("table"), metricsOnly(all), "", "name")
 		}},
 		{"top-levels.json", func(b *bytes.Buffer) error {
-			return PrintTopLevels(b, render.Options{Format: render.FormatJSON}, metricsOnly(one), "apf-load", "rejected")
+			return PrintTopLevels(b, render.Flags("json"), metricsOnly(one), "apf-load", "rejected")
 		}},
 	}
 	for _, tt := range tests {
