@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -143,8 +144,8 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	}
 	res, pull, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: o.Workload.Gap, Margin: v.Margin,
 		Reconstruct: reconstruct.Options{IncidentGap: o.Workload.Gap, Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency,
-			RequestTimeout: o.Server.RequestTimeout, Release: st.Release, Counts: snapshotCounts(st)},
-		Wrap: func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} }})
+			RequestTimeout: o.Server.RequestTimeout, Release: st.Release, Counts: objectCounts(st)},
+		Wrap: func(r workload.Reader) workload.Reader { return logs.Cancellable(ctx, r) }})
 	if err != nil {
 		return err
 	}

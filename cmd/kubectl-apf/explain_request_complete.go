@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // Complete turns the flags and arguments into an identity and a request.
@@ -72,7 +73,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	if o.FromLog != "" || o.FromAudit != "" {
 		// the year the reconstruction reads the files with, so that the
 		// request is found among them by its arrival
-		year, _ := logYear(o.pastFiles())
+		year, _ := logs.Year(o.pastFiles())
 		r, skipped, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, year, o.In)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -73,7 +74,7 @@ func (o *ExplainRequestOptions) explainPast(ctx context.Context, st *state.State
 		return w.Arrival.Equal(rec.Arrival) && w.URI == rec.URI
 	}
 	identify := o.identifyLike(rec, match)
-	_, yearKnown := logYear(paths)
+	_, yearKnown := logs.Year(paths)
 	var instance string
 	res, files, err := reconstructFiles(ctx, paths, &o.Instances, st, o.Server.RequestTimeout, reconstruct.Options{
 		Focus:    match,

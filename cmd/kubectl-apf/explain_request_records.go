@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // readRecorded reads the request of --from-log and/or --from-audit: each
@@ -66,7 +67,7 @@ func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader)
 		if skipped == nil {
 			skipped = map[string]string{}
 		}
-		skipped[value] = malformedLines(rd.name, rd.st)
+		skipped[value] = logs.MalformedNote(rd.name, rd.st, "")
 	}
 	if err != nil && len(skipped) > 0 {
 		// the request looked for may be on a line that could not be read

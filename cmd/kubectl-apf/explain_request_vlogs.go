@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
@@ -97,7 +98,7 @@ func (o *ExplainRequestOptions) explainPastVLogs(ctx context.Context, st *state.
 	// does for files
 	identify := o.identifyLike(rec, match)
 	opts := reconstruct.Options{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, RequestTimeout: o.Server.RequestTimeout,
-		Release: st.Release, Counts: snapshotCounts(st), Focus: match, Identify: identify,
+		Release: st.Release, Counts: objectCounts(st), Focus: match, Identify: identify,
 		OnFate: func(f *reconstruct.Fate) {
 			if found == nil && f.Snapshot != nil {
 				g := *f
@@ -106,7 +107,7 @@ func (o *ExplainRequestOptions) explainPastVLogs(ctx context.Context, st *state.
 			}
 		}}
 	res, pull, err := vlogs.ReconstructAround(ctx, src, rec, vlogs.ReconstructOptions{Margin: o.VLogs.Margin, Reconstruct: opts,
-		Wrap: func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} }})
+		Wrap: func(r workload.Reader) workload.Reader { return logs.Cancellable(ctx, r) }})
 	if err != nil {
 		return false, err
 	}
