@@ -21,9 +21,6 @@ type Spec struct {
 	// Strict fails on the first line that cannot be read as a request;
 	// otherwise such lines are skipped and counted (Notes).
 	Strict bool
-	// StrictFlag names the flag that makes the reading strict, said in
-	// the notes of the lines skipped ("" when there is none).
-	StrictFlag string
 	// FindYear completes klog's text headers with the year the files tell
 	// (Year), when one does; otherwise the readers' default year stands
 	// in.
@@ -37,7 +34,6 @@ type Workload struct {
 	// Spec.FindYear).
 	YearKnown bool
 	ctx       context.Context
-	spec      Spec
 }
 
 // Open opens the workload of spec; reading it stops with an error once ctx
@@ -53,7 +49,7 @@ func Open(ctx context.Context, spec Spec) (*Workload, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Workload{Files: files, YearKnown: known, ctx: ctx, spec: spec}, nil
+		return &Workload{Files: files, YearKnown: known, ctx: ctx}, nil
 	}
 	st := &workload.Stats{}
 	r, f, err := workload.NewReader(spec.Stdin, "stdin", opts, st)
@@ -61,13 +57,7 @@ func Open(ctx context.Context, spec Spec) (*Workload, error) {
 		return nil, err
 	}
 	files := &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}
-	return &Workload{Files: files, ctx: ctx, spec: spec}, nil
-}
-
-// Of is a workload opened elsewhere (a store's events read as files are),
-// read as Open's are.
-func Of(ctx context.Context, files *workload.Files, spec Spec) *Workload {
-	return &Workload{Files: files, ctx: ctx, spec: spec}
+	return &Workload{Files: files, ctx: ctx}, nil
 }
 
 // Cancellable is the workload's reader, stopping when the context is
@@ -82,9 +72,10 @@ func (w *Workload) Wrap(r workload.Reader) workload.Reader {
 }
 
 // Notes say which lines of the workload could not be read as requests,
-// file by file in the order of their names.
+// file by file in the order of their names (MalformedNotes; no flag makes
+// the reading strict).
 func (w *Workload) Notes() []string {
-	return MalformedNotes(w.Files, w.spec.StrictFlag)
+	return MalformedNotes(w.Files, "")
 }
 
 // Cancellable stops reading r when ctx is cancelled (SIGINT): a replay or
