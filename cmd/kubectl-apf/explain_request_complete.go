@@ -11,7 +11,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
-	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // Complete turns the flags and arguments into an identity and a request.
@@ -71,10 +70,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		}
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		// the year the reconstruction reads the files with, so that the
-		// request is found among them by its arrival
-		year, _ := logs.Year(o.pastFiles())
-		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, year, o.In)
+		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In)
 		if err != nil {
 			return err
 		}

@@ -31,8 +31,12 @@ import (
 // for each value that skipped any, keyed by the value. A line given itself
 // is read strictly: its error is the answer.
 //
-// year completes klog's text headers (0: the readers' default).
-func ReadRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+// past are the files the request's moment is reconstructed from: the year
+// they tell (logs.Year) completes klog's text headers, as the
+// reconstruction reads them, so that the request is found among them by
+// its arrival (none: the readers' default year).
+func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+	year, _ := logs.Year(past)
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
 	// the readers' counts, by value, with the name each reads
