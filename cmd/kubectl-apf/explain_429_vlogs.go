@@ -11,9 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -142,30 +141,9 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, pull, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: o.Workload.Gap, Margin: v.Margin,
-		Reconstruct: reconstruct.Options{IncidentGap: o.Workload.Gap, Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency,
-			RequestTimeout: o.Server.RequestTimeout, Release: st.Release, Counts: snapshotCounts(st)},
-		Wrap: func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} }})
+	rep, err := fromlog.IncidentsVLogs(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout}, src, o.Workload.Gap, v.Margin)
 	if err != nil {
 		return err
 	}
-	rep := res.Report("VictoriaLogs " + client.Describe())
-	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	rep.Notes = append(rep.Notes, pull.Notes()...)
-	rep.Notes = append(rep.Notes, resultNotes(res)...)
-	rep.Notes = append(rep.Notes, agreementNotes(res)...)
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
-}
-
-// resultNotes say what the reconstruction skipped or estimated (as
-// workloadNotesOf says for files).
-func resultNotes(res *reconstruct.Result) []string {
-	var notes []string
-	if res.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d request(s) could not be reconstructed (first: %s)", res.Skipped, res.FirstSkip))
-	}
-	if res.EstimatedWaits > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d request(s) record no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", res.EstimatedWaits))
-	}
-	return notes
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -90,17 +89,19 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, files, err := reconstructFiles(ctx, o.Workload.Files, &o.Workload.Instances, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap}, o.ErrOut)
+	spec, err := o.Workload.Instances.spec(o.Workload.Files)
 	if err != nil {
 		return err
 	}
-	rep := res.Report(strings.Join(o.Workload.Files, ","))
-	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	if err := o.windowOf(rep, res.End); err != nil {
+	c, done := logConfig(st, o.Server.RequestTimeout, o.ErrOut)
+	rep, end, err := fromlog.Incidents(ctx, c, spec, o.Workload.Gap)
+	done()
+	if err != nil {
 		return err
 	}
-	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNotes(res)...)
+	if err := o.windowOf(rep, end); err != nil {
+		return err
+	}
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
 }
 
@@ -111,16 +112,13 @@ func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report)
 	if err != nil {
 		return err
 	}
-	stories := reconstruct.NewStories(rep.Incidents, o.Store.ScrapeInterval)
-	res, files, err := reconstructFiles(ctx, o.Workload.Files, &o.Workload.Instances, st, o.Server.RequestTimeout, reconstruct.Options{IncidentGap: o.Workload.Gap, OnFate: stories.Add}, o.ErrOut)
+	spec, err := o.Workload.Instances.spec(o.Workload.Files)
 	if err != nil {
 		return err
 	}
-	rep.Release, rep.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	rep.Notes = append(rep.Notes, stories.Attach(rep.Incidents, res.Start, res.End)...)
-	rep.Notes = append(rep.Notes, workloadNotesOf(files, res)...)
-	rep.Notes = append(rep.Notes, agreementNotes(res)...)
-	return nil
+	c, done := logConfig(st, o.Server.RequestTimeout, o.ErrOut)
+	defer done()
+	return fromlog.JoinIncidents(ctx, c, spec, o.Workload.Gap, o.Store.ScrapeInterval, rep)
 }
 
 // loadForLog loads the configuration the logs are reconstructed with (a
@@ -135,20 +133,6 @@ func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	return st, nil
-}
-
-// agreementNotes say how far the reconstruction agrees with the log:
-// nothing when no request was compared (a share of none is no figure).
-func agreementNotes(res *reconstruct.Result) []string {
-	sum := res.Sum()
-	if sum.Total() == 0 {
-		return nil
-	}
-	s := fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
-	if by := instanceAgreement(res); by != "" {
-		s += "; " + by
-	}
-	return []string{s}
 }
 
 // windowOf keeps the incidents of --since/--until, counted back from the

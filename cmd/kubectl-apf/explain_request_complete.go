@@ -9,8 +9,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
 )
 
 // Complete turns the flags and arguments into an identity and a request.
@@ -23,7 +23,7 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 		return err
 	}
 	if id == nil && o.recorded != nil && o.recorded.UserKnown {
-		rid := recordedIdentity(o.recorded)
+		rid := fromlog.RecordedIdentity(o.recorded)
 		id, given = &rid, o.recorded.Groups
 	}
 	o.identity, o.givenGroups = id, given
@@ -70,10 +70,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		}
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		// the year the reconstruction reads the files with, so that the
-		// request is found among them by its arrival
-		year, _ := logYear(o.pastFiles())
-		r, skipped, err := readRecorded(o.FromLog, o.FromAudit, o.AuditID, year, o.In)
+		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In)
 		if err != nil {
 			return err
 		}
@@ -128,24 +125,6 @@ func (o *ExplainRequestOptions) identityFromFlags() (*engine.Identity, []string,
 		return nil, nil, fmt.Errorf("--group needs --user-name or --service-account")
 	}
 	return nil, nil, nil
-}
-
-// recordedIdentity is the identity of an audit record, with the groups the
-// impersonation filter adds when the record is of an impersonated user
-// (filters/impersonation.go adds system:authenticated to every
-// non-anonymous user).
-func recordedIdentity(r *workload.Request) engine.Identity {
-	id := engine.Identity{User: r.User, Groups: append([]string(nil), r.Groups...)}
-	if r.User == user.Anonymous {
-		return id
-	}
-	for _, g := range id.Groups {
-		if g == user.AllAuthenticated || g == user.AllUnauthenticated {
-			return id
-		}
-	}
-	id.Groups = append(id.Groups, user.AllAuthenticated)
-	return id
 }
 
 // Validate checks the flags.

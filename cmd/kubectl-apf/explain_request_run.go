@@ -45,31 +45,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
 	}
-	if o.recorded != nil && o.FromLog != "" {
-		ex.CompareNames("httplog", o.recorded.FlowSchema, o.recorded.PriorityLevel, o.recorded.Status)
-		if o.recorded.HasFlowDistinguisher {
-			ex.CompareDistinguisher(o.recorded.FlowDistinguisher)
-		}
-		rw := o.recorded
-		ex.CompareWork(explain.RecordedWork{HasSeats: rw.HasSeats, InitialSeats: rw.InitialSeats, FinalSeats: rw.FinalSeats, AdditionalLatency: rw.AdditionalLatency,
-			HasExecution: rw.HasServiceTime, ExecutionTime: rw.ServiceTime, Latency: rw.Latency})
-	} else if o.recorded != nil {
-		ex.Recorded = &explain.Recorded{Source: "audit", Status: o.recorded.Status,
-			Detail: "audit events do not record the classification; use --probe to compare with the server"}
-	}
 	if o.recorded != nil {
-		past, err := o.explainPast(ctx, st, ex)
-		if err != nil {
+		if err := o.explainRecorded(ctx, st, ex); err != nil {
 			return err
-		}
-		if past {
-			ex.CompareFate(o.recorded.Status)
-		} else {
-			ex.Notes = append(ex.Notes, noteCaptureTime)
-		}
-		ex.Notes = append(ex.Notes, o.skippedNotes()...)
-		if o.recorded.TimeUnknown {
-			ex.Notes = append(ex.Notes, "the log line has no klog header (Lmmdd hh:mm:ss.uuuuuu ...), as it was published: when the request was logged is unknown")
 		}
 	}
 	if o.Probe {

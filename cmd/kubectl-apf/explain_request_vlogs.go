@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
@@ -81,48 +76,4 @@ func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	}
 	o.recorded = r
 	return nil
-}
-
-// explainPastVLogs reconstructs the request's moment from the events the
-// store holds around it, as explainPast does from files.
-func (o *ExplainRequestOptions) explainPastVLogs(ctx context.Context, st *state.State, ex *explain.Explanation) (bool, error) {
-	src, err := o.VLogs.source()
-	if err != nil {
-		return false, err
-	}
-	rec := o.recorded
-	var found *reconstruct.Fate
-	match := func(w *workload.Request) bool { return w.AuditID == rec.AuditID }
-	// the request is reconstructed with explain's identity, as explainPast
-	// does for files
-	identify := o.identifyLike(rec, match)
-	opts := reconstruct.Options{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, RequestTimeout: o.Server.RequestTimeout,
-		Release: st.Release, Counts: snapshotCounts(st), Focus: match, Identify: identify,
-		OnFate: func(f *reconstruct.Fate) {
-			if found == nil && f.Snapshot != nil {
-				g := *f
-				g.Record = nil
-				found = &g
-			}
-		}}
-	res, pull, err := vlogs.ReconstructAround(ctx, src, rec, vlogs.ReconstructOptions{Margin: o.VLogs.Margin, Reconstruct: opts,
-		Wrap: func(r workload.Reader) workload.Reader { return &contextReader{ctx: ctx, r: r} }})
-	if err != nil {
-		return false, err
-	}
-	if pull.Partial {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("partial: a storage node of %s did not answer (%s): the events it holds are missing from the reconstruction", pull.Where, pull.PartialCause))
-	}
-	ex.Notes = append(ex.Notes, fmt.Sprintf("note: %s: pulled the %d events within %s of the request (%d bytes)", pull.Where, pull.Pulled.Events, o.VLogs.Margin, pull.Bytes))
-	ex.Notes = append(ex.Notes, resultNotes(res)...)
-	if found == nil {
-		if reconstruct.AnsweredBeforeAPF(rec) {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d ahead of APF (authentication, or a refused impersonation), which never saw this request", rec.Status))
-			return true, nil
-		}
-		return false, nil
-	}
-	// audit events carry the year
-	ex.SetPast(pastOf(found, true))
-	return true, nil
 }

@@ -237,7 +237,7 @@ func TestExplainFromLogSkipsUnreadableLines(t *testing.T) {
 			}
 			said := 0
 			for _, n := range ex.Notes {
-				if strings.Contains(n, "1 line could not be read as requests") && strings.Contains(n, ":1:") {
+				if strings.Contains(n, "skipped 1 line that could not be read as a request") && strings.Contains(n, ":1:") {
 					said++
 				}
 			}
@@ -248,7 +248,7 @@ func TestExplainFromLogSkipsUnreadableLines(t *testing.T) {
 	}
 	t.Run("not found", func(t *testing.T) {
 		code, _, errOut := runPlugin(append([]string{"explain", "request", "--defaults", "--from-log", log, "--audit-id", "nope"}, who...)...)
-		if code == 0 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `no request with audit ID "nope"`) || !strings.Contains(errOut, "1 line could not be read") {
+		if code == 0 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `no request with audit ID "nope"`) || !strings.Contains(errOut, "skipped 1 line that could not be read") {
 			t.Errorf("exit %d, stderr %q: want one line naming the ID and the line skipped", code, errOut)
 		}
 	})

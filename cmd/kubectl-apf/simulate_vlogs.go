@@ -74,10 +74,7 @@ func (v *vlogsSimulateFlags) opener(ctx context.Context, strict bool) func() (*w
 			return nil, fmt.Errorf("%s holds no audit event from %s to %s: check --victorialogs-since/--victorialogs-until, --victorialogs-query and --victorialogs-prefix",
 				client.Describe(), win.Start.UTC().Format(time.RFC3339), win.End.UTC().Format(time.RFC3339))
 		}
-		st := &workload.Stats{}
-		rd := src.Reader(ctx, []vlogs.Window{{Start: win.Start, End: win.End}}, "VictoriaLogs", workload.Options{Lenient: !strict}, st, &v.pulled)
-		name := "VictoriaLogs " + client.Describe()
-		return &workload.Files{Reader: rd, Stats: map[string]*workload.Stats{name: st}, Formats: map[string]workload.Format{name: workload.FormatAudit}}, nil
+		return src.Workload(ctx, strict, &v.pulled), nil
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // instanceFlags say which apiserver instance served the requests of the
@@ -70,42 +70,8 @@ func (f *instanceFlags) validate(paths []string) error {
 	return err
 }
 
-// splitNotes say how the workload was split into instances and why, when
-// it was not one file read as one instance.
-func splitNotes(files *workload.Files, res *reconstruct.Result) []string {
-	names := res.InstancesRead
-	if len(names) == 0 {
-		return nil
-	}
-	told := len(names) > 1
-	for _, fi := range files.Instances {
-		if fi.Why != workload.WhyFile && fi.Why != workload.WhyStdin {
-			told = true
-		}
-	}
-	if !told {
-		return nil
-	}
-	notes := []string{fmt.Sprintf("note: the log is %d apiserver %s, each reconstructed on its own (its own calibration, server concurrency limit and queues)", len(names), plural(len(names), "instance", "instances"))}
-	if len(names) == 1 {
-		notes[0] = "note: the log is one apiserver instance"
-	}
-	for _, s := range files.Split(names) {
-		notes = append(notes, "note: instance "+s)
-	}
-	return notes
-}
-
-// instanceAgreement says, for a log of several instances, how far each
-// instance's reconstruction agrees with its answers.
-func instanceAgreement(res *reconstruct.Result) string {
-	if len(res.Instances) < 2 {
-		return ""
-	}
-	parts := make([]string, len(res.Instances))
-	for i, in := range res.Instances {
-		sum := in.Sum()
-		parts[i] = fmt.Sprintf("%s %d of %d (%.1f%%, limit %d)", in.Name, sum.Agreeing(), sum.Total(), 100*sum.Fraction(), in.ServerConcurrencyLimit)
-	}
-	return "by instance: " + strings.Join(parts, ", ")
+// spec is the workload of paths, with the instances the flags give.
+func (f *instanceFlags) spec(paths []string) (logs.Spec, error) {
+	opts, err := f.options(paths)
+	return logs.Spec{Paths: paths, Instances: opts}, err
 }

@@ -2,13 +2,13 @@ package simulate
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -42,7 +42,7 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 		m.notes = append(m.notes, "note: no object counts: "+st.MetricsError.Error())
 		return m
 	}
-	counts, err := objectCounts(st, cfg.Source)
+	counts, err := logs.ObjectCounts(st, cfg.Source)
 	if err != nil {
 		m.notes = append(m.notes, "note: no object counts: "+err.Error())
 	}
@@ -74,25 +74,6 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 	return m
 }
 
-// objectCounts returns the object counts of the state's latest metrics,
-// the estimate of the seats of LISTs that record none; source names where
-// the state was read from.
-func objectCounts(st *state.State, source string) (engine.ObjectCounts, error) {
-	if len(st.Snapshots) == 0 {
-		return nil, fmt.Errorf("%s gave no metrics", source)
-	}
-	_, cur := st.Snapshots[0].LatestMetrics()
-	oc := metrics.ObjectCounts(cur)
-	if oc == nil {
-		return nil, fmt.Errorf("the metrics of %s have neither %s nor %s: LISTs that record no seats get 1", source, metrics.FamilyResourceObjects, metrics.FamilyStorageObjects)
-	}
-	out := engine.ObjectCounts{}
-	for k, c := range oc {
-		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
-	}
-	return out, nil
-}
-
 // prepareWorkload returns the reader of the requests the replay reads:
 // with cfg.Calibrate, the calibration's reading of src, kept on a tape
 // (rc.tape) from which the replay reads them again, prepared by the
@@ -106,11 +87,11 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 		return nil, nil, err
 	}
 	rc.tape = tape
-	if err := cal.DeriveShared(&cancellableReader{ctx: ctx, r: tape.Reader()}); err != nil {
+	if err := cal.DeriveShared(logs.Cancellable(ctx, tape.Reader())); err != nil {
 		tape.Close()
 		return nil, nil, err
 	}
-	return cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), cal, nil
+	return cal.Apply(logs.Cancellable(ctx, tape.Reader())), cal, nil
 }
 
 // calibrateWorkload derives the calibration of the workload against the
@@ -128,7 +109,7 @@ func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqu
 			first = false
 			return tape.Record(src), nil
 		}
-		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
+		return logs.Cancellable(ctx, tape.Reader()), nil
 	}
 	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, FixedPointIterations)
 	if err != nil {
@@ -152,7 +133,7 @@ func replay(ctx context.Context, src workload.Reader, cal *calibrate.Result, rc 
 		if !cal.CheckDispatches(res.Fit, i < DispatchChecks) {
 			break
 		}
-		res, err = replayOnce(ctx, cal.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), cal, rc)
+		res, err = replayOnce(ctx, cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), cal, rc)
 	}
 	return res, err
 }
@@ -218,7 +199,7 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*R
 			a = &ac
 		}
 		fit := calibrate.NewFit(0)
-		rep, err := fairqueue.Replay(cal.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), b, a, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
+		rep, err := fairqueue.Replay(cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), b, a, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // CPUComparison puts, for a change that adds concurrency on a server the
@@ -59,7 +60,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		return nil, nil
 	}
 	plain := cal.WithoutCPU()
-	without, err := replayOnce(ctx, plain.Apply(&cancellableReader{ctx: ctx, r: rc.tape.Reader()}), plain, rc)
+	without, err := replayOnce(ctx, plain.Apply(logs.Cancellable(ctx, rc.tape.Reader())), plain, rc)
 	if err != nil {
 		return nil, err
 	}

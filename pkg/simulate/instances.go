@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -93,7 +94,7 @@ func runInstances(ctx context.Context, st *state.State, cfg Config, before, afte
 	}
 	var insts []InstanceResult
 	for _, name := range sp.names {
-		res, err := runOne(ctx, st, cfg, before, after, m, &cancellableReader{ctx: ctx, r: &instanceReader{Reader: sp.tape.Reader(), resolved: sp.resolved, name: name}})
+		res, err := runOne(ctx, st, cfg, before, after, m, logs.Cancellable(ctx, &instanceReader{Reader: sp.tape.Reader(), resolved: sp.resolved, name: name}))
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", name, err)
 		}

@@ -80,7 +80,7 @@ func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy 
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := openWorkload(cfg)
+	files, err := openWorkload(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

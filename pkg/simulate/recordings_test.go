@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // rejected sums the rejections of level in the replay, after the change
@@ -273,7 +274,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := load(t, input{from: bundle}, Config{Calibrate: true})
-		counts, err := objectCounts(st, bundle)
+		counts, err := logs.ObjectCounts(st, bundle)
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}

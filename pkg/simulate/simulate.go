@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -129,13 +130,13 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		// the server's speed is the change
 		after = before
 	}
-	files, err := openWorkload(cfg)
+	files, err := openWorkload(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer files.Close()
 	m := readServerMetrics(st, cfg)
-	src := workload.Reader(&cancellableReader{ctx: ctx, r: files.Reader})
+	src := logs.Cancellable(ctx, files.Reader)
 	split, err := splitInstances(ctx, src, files)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		if len(split.names) > 1 {
 			return runInstances(ctx, st, cfg, before, after, notes, m, files, split)
 		}
-		src = &cancellableReader{ctx: ctx, r: split.tape.Reader()}
+		src = logs.Cancellable(ctx, split.tape.Reader())
 	}
 	res, err := runOne(ctx, st, cfg, before, after, m, src)
 	if err != nil {

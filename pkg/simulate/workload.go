@@ -9,57 +9,26 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
-// openWorkload opens the workload files. A lone "-" reads cfg.Stdin, when
-// given, rather than the process's standard input that workload.OpenFiles
-// reads.
-func openWorkload(cfg Config) (*workload.Files, error) {
+// openWorkload opens the workload files (logs.Open), or cfg.Open's.
+func openWorkload(ctx context.Context, cfg Config) (*workload.Files, error) {
 	if cfg.Open != nil {
 		return cfg.Open()
 	}
-	opts := workload.Options{Lenient: !cfg.Strict, Instances: cfg.Instances}
-	if len(cfg.Workloads) != 1 || cfg.Workloads[0] != "-" || cfg.Stdin == nil {
-		return workload.OpenFiles(cfg.Workloads, opts)
-	}
-	st := &workload.Stats{}
-	r, f, err := workload.NewReader(cfg.Stdin, "stdin", opts, st)
+	w, err := logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict})
 	if err != nil {
 		return nil, err
 	}
-	return &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}, nil
-}
-
-// cancellableReader stops a replay when the context is cancelled (SIGINT):
-// the replay itself takes no context, and a workload of millions of
-// requests takes seconds to read.
-type cancellableReader struct {
-	ctx context.Context
-	r   workload.Reader
-	n   int
-}
-
-func (c *cancellableReader) Next(r *workload.Request) error {
-	// checking the context costs a lock; every 4096 records is often enough
-	if c.n++; c.n&4095 == 0 {
-		if err := c.ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted: %w", err)
-		}
-	}
-	return c.r.Next(r)
+	return w.Files, nil
 }
 
 // workloadNotes say what of the workload could not be used as recorded.
 func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
-	var notes []string
 	ws := rep.Workload
+	notes := logs.MalformedNotes(files, "--strict")
 	names := slices.Sorted(maps.Keys(files.Stats))
-	for _, name := range names {
-		if st := files.Stats[name]; st.Malformed > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: skipped %d %s that could not be read as a request (%s; --strict refuses them): %s",
-				name, st.Malformed, plural(st.Malformed, "line", "lines"), strings.Join(st.MalformedReasons(), ", "), strings.Join(st.FirstMalformed, "; ")))
-		}
-	}
 	for _, name := range names {
 		if st := files.Stats[name]; st.Clamped > 0 {
 			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(st.Clamped, "request", "requests"), plural(st.Clamped, "was", "were")))

@@ -1,4 +1,4 @@
-package main
+package logs
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
-// logYearPeek is how much of a file logYear reads.
-const logYearPeek = 1 << 20
+// yearPeek is how much of a file Year reads.
+const yearPeek = 1 << 20
 
-// logYear is the year of the logs at paths, when one of them tells it:
+// Year is the year of the logs at paths, when one of them tells it:
 // an audit log or audit events wrapped by a cloud or a pipeline
 // (workload.InputYear: their times are whole; it wins, as
 // workload.OpenFiles takes its year), else an httplog line in klog's JSON
@@ -25,7 +25,7 @@ const logYearPeek = 1 << 20
 // klog's text header alone ("I0305 22:40:41.976983") has no year: known is
 // false, and the readers' default year stands in, which only the
 // differences between times may rest on.
-func logYear(paths []string) (year int, known bool) {
+func Year(paths []string) (year int, known bool) {
 	for _, p := range paths {
 		if p == "" || p == "-" {
 			continue
@@ -49,8 +49,8 @@ func logYear(paths []string) (year int, known bool) {
 
 // httplogYear is the year of the first httplog line of r that tells it.
 func httplogYear(r io.Reader) (int, bool) {
-	sc := bufio.NewScanner(io.LimitReader(r, logYearPeek))
-	sc.Buffer(nil, logYearPeek)
+	sc := bufio.NewScanner(io.LimitReader(r, yearPeek))
+	sc.Buffer(nil, yearPeek)
 	for sc.Scan() {
 		if y, ok := httplogLineYear(sc.Bytes()); ok {
 			return y, true

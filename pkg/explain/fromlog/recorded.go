@@ -1,4 +1,4 @@
-package main
+package fromlog
 
 import (
 	"bufio"
@@ -13,10 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
-// readRecorded reads the request of --from-log and/or --from-audit: each
+// ReadRecorded reads the request of --from-log and/or --from-audit: each
 // value is a file name, "-" for stdin, or (for --from-log) the line itself.
 // With both, the log line is joined to the audit event of the same audit ID
 // (workload.PickJoined), never to another one.
@@ -27,8 +31,12 @@ import (
 // for each value that skipped any, keyed by the value. A line given itself
 // is read strictly: its error is the answer.
 //
-// year completes klog's text headers (0: the readers' default).
-func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+// past are the files the request's moment is reconstructed from: the year
+// they tell (logs.Year) completes klog's text headers, as the
+// reconstruction reads them, so that the request is found among them by
+// its arrival (none: the readers' default year).
+func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+	year, _ := logs.Year(past)
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
 	// the readers' counts, by value, with the name each reads
@@ -66,7 +74,7 @@ func readRecorded(fromLog, fromAudit, auditID string, year int, stdin io.Reader)
 		if skipped == nil {
 			skipped = map[string]string{}
 		}
-		skipped[value] = malformedLines(rd.name, rd.st)
+		skipped[value] = logs.MalformedNote(rd.name, rd.st, "")
 	}
 	if err != nil && len(skipped) > 0 {
 		// the request looked for may be on a line that could not be read
@@ -188,4 +196,22 @@ func whyNoHTTPLine(line string) string {
 		return ""
 	}
 	return `it is an httplog line of the form before 1.22 (verb=, URI=, resp=, without the "HTTP" message and the apf_* fields), which records no APF classification or seats: explain the request with its verb, path and identity instead`
+}
+
+// RecordedIdentity is the identity of an audit record, with the groups the
+// impersonation filter adds when the record is of an impersonated user
+// (filters/impersonation.go adds system:authenticated to every
+// non-anonymous user).
+func RecordedIdentity(r *workload.Request) engine.Identity {
+	id := engine.Identity{User: r.User, Groups: append([]string(nil), r.Groups...)}
+	if r.User == user.Anonymous {
+		return id
+	}
+	for _, g := range id.Groups {
+		if g == user.AllAuthenticated || g == user.AllUnauthenticated {
+			return id
+		}
+	}
+	id.Groups = append(id.Groups, user.AllAuthenticated)
+	return id
 }

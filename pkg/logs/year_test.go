@@ -1,4 +1,4 @@
-package main
+package logs
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/auditwrap"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 )
 
 func TestLogYear(t *testing.T) {
@@ -22,7 +23,7 @@ func TestLogYear(t *testing.T) {
 	const klog = `I0305 22:40:41.976983       1 httplog.go:134] "HTTP" verb="GET" URI="/api" latency="1ms" userAgent="x" audit-ID="a" srcIP="1.2.3.4:5" resp=200` + "\n"
 	plain := write("plain.log", klog)
 	// the published lines, with a container runtime's prefix
-	cri := fieldPath("kueue-4508-httplog-kuberay-pods.log")
+	cri := fixture.Path("field", "kueue-4508-httplog-kuberay-pods.log")
 	// kubectl logs --timestamps in local time across New Year: the prefix
 	// is already in January, klog's header still in December
 	newYear := write("newyear.log", "2026-01-01T00:30:00.000000000+01:00 I1231 23:30:00.000000       1 httplog.go:134] \"HTTP\" verb=\"GET\" URI=\"/api\" latency=\"1ms\" resp=200\n")
@@ -53,9 +54,9 @@ func TestLogYear(t *testing.T) {
 		{"missing and stdin", []string{filepath.Join(dir, "missing"), "-"}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			y, ok := logYear(tt.paths)
+			y, ok := Year(tt.paths)
 			if y != tt.wantYear || ok != tt.wantKnown {
-				t.Errorf("logYear = %d, %v; want %d, %v", y, ok, tt.wantYear, tt.wantKnown)
+				t.Errorf("Year = %d, %v; want %d, %v", y, ok, tt.wantYear, tt.wantKnown)
 			}
 		})
 	}
