@@ -14,7 +14,8 @@ const maxQuotedLine = 120
 
 var tabwriterControls = strings.NewReplacer("\t", " ", "\v", " ", "\f", " ")
 
-// table is one debug dump split into a header and rows of cells.
+// table is the header of one debug dump and what it says about the rows:
+// how to split them and which cells they must hold.
 //
 // The apiserver writes every dump through
 // text/tabwriter.NewWriter(w, 8, 0, 1, ' ', 0) with cells joined by ",\t"
@@ -30,27 +31,38 @@ type table struct {
 	// aligns every line of a dump to them, which lets us split a line whose
 	// values themselves contain ", " (user names and paths are not escaped).
 	offsets []int
-	rows    []tableRow
+	// commaOnly: the padding was stripped (plain CSV); trailingComma:
+	// every line ends with a comma (the documentation's layout).
+	commaOnly, trailingComma bool
+	// minCells is the fewest cells a row cut short may have (-1: a row
+	// must be whole).
+	minCells int
 }
 
+// tableRow is one row of a dump. Its cells are substrings of the body and
+// the slice is reused for the next row: a row handler copies what it keeps.
 type tableRow struct {
 	lineNo int
 	line   string
 	cells  []string
 }
 
-// splitCells splits one dump line. A separator is a comma followed by a
-// space or by the end of the line; the padding after it is dropped. width is
-// the expected number of cells (the header's), so that one allocation holds
-// them.
-func splitCells(line string, width int) []string {
-	cells := make([]string, 0, width)
+// splitCells splits one dump line into dst's storage. A separator is a
+// comma followed by a space or by the end of the line; the padding after
+// it is dropped.
+func splitCells(dst []string, line string) []string {
+	cells := dst[:0]
 	start := 0
-	for i := 0; i < len(line); i++ {
-		if line[i] != ',' {
-			continue
+	for i := 0; ; {
+		// The cells are padded to the header's columns: jump from comma
+		// to comma rather than step through the padding.
+		c := strings.IndexByte(line[i:], ',')
+		if c < 0 {
+			break
 		}
+		i += c
 		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
+			i++
 			continue
 		}
 		cells = append(cells, strings.TrimSpace(line[start:i]))
@@ -58,8 +70,7 @@ func splitCells(line string, width int) []string {
 		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
 			j++
 		}
-		start = j
-		i = j - 1
+		start, i = j, j
 	}
 	cells = append(cells, strings.TrimSpace(line[start:]))
 	return cells
@@ -142,27 +153,36 @@ func quoteLine(line string) string {
 	return strconv.Quote(line)
 }
 
-// parseTable splits body into a header and rows. first is the name the first
-// header column must have; it is how a dump is told from garbage such as an
-// HTML page or a JSON Status.
-func parseTable(endpoint string, body []byte, first string) (*table, error) {
-	return parseTableCut(endpoint, body, first, nil)
+// hasTabwriterControls reports whether line holds one of the bytes
+// tabwriterControls replaces; a line of a dump as served has none.
+func hasTabwriterControls(line string) bool {
+	return strings.IndexByte(line, '\t') >= 0 || strings.IndexByte(line, '\v') >= 0 || strings.IndexByte(line, '\f') >= 0
 }
 
-// parseTableCut is parseTable that also keeps a row cut short after a
-// whole cell (its line ends with the cell's comma), when every column it
-// lacks is one of cuttable: the columns a paste may leave out (the
-// request details that documentation cuts to fit a page). Such a row has
-// fewer cells than the header; a row cut inside a cell (no comma at its
-// end) is still an error.
-func parseTableCut(endpoint string, body []byte, first string, cuttable map[string]bool) (*table, error) {
-	t := &table{endpoint: endpoint, index: map[string]int{}}
-	minCells := -1
+// scanTable reads body as a dump: a header, then rows. first is the name
+// the first header column must have; it is how a dump is told from garbage
+// such as an HTML page or a JSON Status. cuttable, when not nil, also
+// keeps a row cut short after a whole cell (its line ends with the cell's
+// comma) when every column it lacks is one of cuttable: the columns a paste
+// may leave out (the request details that documentation cuts to fit a
+// page). Such a row has fewer cells than the header; a row cut inside a
+// cell (no comma at its end) is still an error.
+//
+// onHeader checks the header and prepares the rows' reading; onRow reads
+// each row, in order. The rows are read in the same pass as they are
+// split, but the errors keep their precedence: a line that does not split
+// into the header's columns, anywhere in the body, is the error before
+// what onHeader or onRow says of an earlier line (after their first error,
+// the rest is only split).
+func scanTable(endpoint string, body []byte, first string, cuttable map[string]bool,
+	onHeader func(t *table) error, onRow func(t *table, r tableRow) error) error {
+	t := &table{endpoint: endpoint, index: map[string]int{}, minCells: -1}
 	// One string for the whole body: every line and cell is a substring of it,
 	// so a row costs no copy of its text.
 	text := string(body)
 	lineNo := 0
-	commaOnly, trailingComma := false, false
+	var cells []string
+	var deferred error
 	for len(text) > 0 {
 		var raw string
 		raw, text, _ = strings.Cut(text, "\n")
@@ -170,75 +190,90 @@ func parseTableCut(endpoint string, body []byte, first string, cuttable map[stri
 		// The apiserver's tabwriter turns tabs into padding and \v, \f into
 		// cell and line breaks, so these can only come from re-formatting;
 		// treat them as padding.
-		line := tabwriterControls.Replace(strings.TrimRight(raw, "\r"))
+		line := strings.TrimRight(raw, "\r")
+		if hasTabwriterControls(line) {
+			line = tabwriterControls.Replace(line)
+		}
 		// An elision ("...", "…") stands for rows left out of a paste or a
 		// hand-trimmed bundle; no dump row is made of dots alone.
 		if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
 			continue
 		}
 		if !utf8.ValidString(line) {
-			return nil, fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+			return fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
 		}
 		// The layout of Kubernetes' documentation ends every line, header
 		// included, with a comma; no column is ever empty at the end of a
 		// header, so one trailing comma there means "drop it on every line".
-		if t.header == nil && strings.HasSuffix(strings.TrimRight(line, " "), ",") {
-			trailingComma = true
+		untrimmed := strings.TrimRight(line, " ")
+		closed := strings.HasSuffix(untrimmed, ",")
+		if t.header == nil {
+			t.trailingComma = closed
 		}
-		closed := strings.HasSuffix(strings.TrimRight(line, " "), ",")
-		if trailingComma {
-			line = strings.TrimSuffix(strings.TrimRight(line, " "), ",")
+		if t.trailingComma {
+			line = strings.TrimSuffix(untrimmed, ",")
 		}
 		if t.header == nil {
-			t.header = splitCells(line, 16)
-			if len(t.header) == 1 && strings.Contains(line, ",") {
-				commaOnly = true
-				t.header = splitCommas(line)
+			if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
+				return err
 			}
-			if t.header[0] != first {
-				return nil, fmt.Errorf("%s line %d: expected a header starting with %q, got %s", endpoint, lineNo, first, quoteLine(line))
-			}
-			for i, h := range t.header {
-				// Upstream column names are CamelCase identifiers; anything
-				// else means this is not a dump header.
-				if !isColumnName(h) {
-					return nil, fmt.Errorf("%s line %d: %s is not a column name in header %s", endpoint, lineNo, strconv.Quote(h), quoteLine(line))
-				}
-				if _, dup := t.index[h]; dup {
-					return nil, fmt.Errorf("%s line %d: column %q appears twice in header %s", endpoint, lineNo, h, quoteLine(line))
-				}
-				t.index[h] = i
-			}
-			t.offsets = headerOffsets(line)
-			if cuttable != nil {
-				minCells = len(t.header)
-				for minCells > 0 && cuttable[t.header[minCells-1]] {
-					minCells--
-				}
-			}
+			cells = make([]string, 0, len(t.header))
+			deferred = onHeader(t)
 			continue
 		}
-		var cells []string
-		if commaOnly {
+		if t.commaOnly {
 			cells = splitCommas(line)
 		} else {
-			cells = splitCells(line, len(t.header))
+			cells = splitCells(cells, line)
 			if len(cells) != len(t.header) {
 				if aligned, ok := splitAligned(line, t.offsets); ok && len(t.offsets) == len(t.header) {
 					cells = aligned
 				}
 			}
 		}
-		cut := closed && minCells >= 0 && len(cells) >= minCells && len(cells) < len(t.header)
+		cut := closed && t.minCells >= 0 && len(cells) >= t.minCells && len(cells) < len(t.header)
 		if len(cells) != len(t.header) && !cut {
-			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
+			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
 		}
-		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
+		if deferred == nil {
+			deferred = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
+		}
 	}
 	if t.header == nil {
-		return nil, fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
+		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
 	}
-	return t, nil
+	return deferred
+}
+
+// readHeader reads the header line of a dump.
+func (t *table) readHeader(line string, lineNo int, first string, cuttable map[string]bool) error {
+	t.header = splitCells(make([]string, 0, 16), line)
+	if len(t.header) == 1 && strings.Contains(line, ",") {
+		t.commaOnly = true
+		t.header = splitCommas(line)
+	}
+	if t.header[0] != first {
+		return fmt.Errorf("%s line %d: expected a header starting with %q, got %s", t.endpoint, lineNo, first, quoteLine(line))
+	}
+	for i, h := range t.header {
+		// Upstream column names are CamelCase identifiers; anything
+		// else means this is not a dump header.
+		if !isColumnName(h) {
+			return fmt.Errorf("%s line %d: %s is not a column name in header %s", t.endpoint, lineNo, strconv.Quote(h), quoteLine(line))
+		}
+		if _, dup := t.index[h]; dup {
+			return fmt.Errorf("%s line %d: column %q appears twice in header %s", t.endpoint, lineNo, h, quoteLine(line))
+		}
+		t.index[h] = i
+	}
+	t.offsets = headerOffsets(line)
+	if cuttable != nil {
+		t.minCells = len(t.header)
+		for t.minCells > 0 && cuttable[t.header[t.minCells-1]] {
+			t.minCells--
+		}
+	}
+	return nil
 }
 
 // require checks that every named column is in the header.
@@ -283,6 +318,22 @@ func (t *table) extra(r tableRow, unknown []int) map[string]string {
 	return m
 }
 
+// column is a header column resolved once per dump: its name (for
+// errors) and index (-1 when the header lacks it).
+type column struct {
+	name string
+	i    int
+}
+
+// col resolves the column named name.
+func (t *table) col(name string) column {
+	i, ok := t.index[name]
+	if !ok {
+		i = -1
+	}
+	return column{name: name, i: i}
+}
+
 // cellReader reads typed cells of one row and remembers the first error.
 type cellReader struct {
 	t   *table
@@ -290,34 +341,31 @@ type cellReader struct {
 	err error
 }
 
-func (c *cellReader) fail(col, val, what string) {
+func (c *cellReader) fail(col column, val, what string) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col, strconv.Quote(val), what, quoteLine(c.r.line))
+		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col.name, strconv.Quote(val), what, quoteLine(c.r.line))
 	}
 }
 
 // cell returns the cell of column col and whether the header has it.
-func (c *cellReader) cell(col string) (string, bool) {
-	i, ok := c.t.index[col]
-	if !ok {
+func (c *cellReader) cell(col column) (string, bool) {
+	if col.i < 0 {
 		return "", false
 	}
-	if i >= len(c.r.cells) {
-		// a row cut short (parseTableCut): the column is not in it
+	if col.i >= len(c.r.cells) {
+		// a row cut short (scanTable's cuttable): the column is not in it
 		return "", true
 	}
-	return c.r.cells[i], true
+	return c.r.cells[col.i], true
 }
 
 // str returns the cell of column col, or "" when the header lacks it.
-func (c *cellReader) str(col string) string {
+func (c *cellReader) str(col column) string {
 	v, _ := c.cell(col)
 	return v
 }
 
-func (c *cellReader) has(col string) bool { _, ok := c.t.index[col]; return ok }
-
-func (c *cellReader) int(col string) int {
+func (c *cellReader) int(col column) int {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0
@@ -329,7 +377,7 @@ func (c *cellReader) int(col string) int {
 	return n
 }
 
-func (c *cellReader) bool(col string) bool {
+func (c *cellReader) bool(col column) bool {
 	v, ok := c.cell(col)
 	if !ok {
 		return false
@@ -341,7 +389,7 @@ func (c *cellReader) bool(col string) bool {
 	return b
 }
 
-func (c *cellReader) time(col string) time.Time {
+func (c *cellReader) time(col column) time.Time {
 	v, ok := c.cell(col)
 	if !ok {
 		return time.Time{}
@@ -353,7 +401,7 @@ func (c *cellReader) time(col string) time.Time {
 	return ts
 }
 
-func (c *cellReader) duration(col string) time.Duration {
+func (c *cellReader) duration(col column) time.Duration {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0
@@ -368,7 +416,7 @@ func (c *cellReader) duration(col string) time.Duration {
 // seatSeconds parses a SeatSeconds string such as "0.00300000ss"
 // (k8s.io/apiserver pkg/util/flowcontrol/request/seat_seconds.go:
 // SeatSeconds.String) or, from 1.20-era dumps, a bare "%.4f" VirtualStart.
-func (c *cellReader) seatSeconds(col string) float64 {
+func (c *cellReader) seatSeconds(col column) float64 {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0
