@@ -3,6 +3,7 @@ package dump
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The differential targets check that the parsers give what the reference
@@ -72,6 +73,29 @@ func FuzzIsElisionMatchesReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := isElision(s), refIsElision(s); got != want {
 			t.Fatalf("isElision(%q) = %v, the reference's %v", s, got, want)
+		}
+	})
+}
+
+// FuzzParseUTCMatchesTimeParse checks that the fast path of a dump's times
+// reads what time.Parse reads, to the location, wherever it reads at all.
+func FuzzParseUTCMatchesTimeParse(f *testing.F) {
+	for _, s := range []string{"2026-11-21T11:59:59.9Z", "0001-01-01T00:00:00Z", "2024-02-29T23:59:59.123456789Z", "2023-02-29T00:00:00Z",
+		"2020-07-23T15:31:03.583823404Z", "2020-07-23T15:31:03.Z", "2020-07-23T15:31:03.1234567891Z", "2020-07-23T24:00:00Z",
+		"2020-07-23T15:31:60Z", "2020-13-01T00:00:00Z", "2020-07-23T15:31:03+02:00", "2020-07-23 15:31:03Z", "+020-07-23T15:31:03Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseUTC(s)
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatalf("parseUTC(%q) = %v, time.Parse refuses it: %v", s, got, err)
+		}
+		if got != want || got.Location() != want.Location() {
+			t.Fatalf("parseUTC(%q) = %#v, time.Parse %#v", s, got, want)
 		}
 	})
 }

@@ -394,11 +394,68 @@ func (c *cellReader) time(col column) time.Time {
 	if !ok {
 		return time.Time{}
 	}
+	if ts, ok := parseUTC(v); ok {
+		return ts
+	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		c.fail(col, v, "an RFC 3339 time")
 	}
 	return ts
+}
+
+// parseUTC is time.Parse(time.RFC3339Nano, s) for the one form the
+// apiserver writes (Go's RFC 3339 in UTC: 2006-01-02T15:04:05.999999999Z,
+// zero fraction digits dropped), which a dump repeats twice a request. It
+// reports false for anything else, valid or not, which time.Parse reads.
+func parseUTC(s string) (time.Time, bool) {
+	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return -1
+			}
+			n = n*10 + int(d)
+		}
+		return n
+	}
+	year, month, day, hour, minute, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case frac == "":
+	case len(frac) < 2 || frac[0] != '.':
+		return time.Time{}, false
+	default:
+		if nsec = num(20, len(s)-1); nsec < 0 {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 func (c *cellReader) duration(col column) time.Duration {
