@@ -97,7 +97,7 @@ func BenchmarkRefresh(b *testing.B) {
 		}
 		m := New(Options{Clock: func() time.Time { return fixtureAt }})
 		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
-		m.cursor = "level-05"
+		m.table.cursor = "level-05"
 		b.ReportAllocs()
 		defer cpuPerOp(b)()
 		i := 0
@@ -116,8 +116,8 @@ func BenchmarkRefresh(b *testing.B) {
 			m := New(Options{Clock: func() time.Time { return fixtureAt }})
 			m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 			m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: parse(b), Requests: 5}})
-			m.cursor = "level-05"
-			m.drill = drill
+			m.table.cursor = "level-05"
+			m.drill.open = drill
 			b.ReportAllocs()
 			defer cpuPerOp(b)()
 			for b.Loop() {
@@ -135,7 +135,7 @@ func BenchmarkRefresh(b *testing.B) {
 		m := New(Options{Clock: func() time.Time { return fixtureAt }})
 		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 		m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: parse(b), Requests: 5}})
-		m.cursor = "level-05"
+		m.table.cursor = "level-05"
 		var parseCPU, viewCPU, csvCPU time.Duration
 		b.ReportAllocs()
 		for b.Loop() {

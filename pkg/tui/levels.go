@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/charmbracelet/x/ansi"
 )
 
 // shortReason abbreviates the reasons of rejected_requests_total
@@ -69,9 +67,9 @@ func levelColumns(w int) (cols []column, wide bool) {
 	return cols, wide
 }
 
-func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
+func (t *levelTable) cells(f frame, l LevelRow, wide bool, cols []column) []string {
 	mark := " "
-	if l.Name == m.cursor {
+	if l.Name == t.cursor {
 		mark = ">"
 	}
 	if l.Rejecting {
@@ -80,7 +78,7 @@ func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
 		mark += " "
 	}
 	use := num(l.SeatsInUse) + "/" + num(l.CurrentLimit)
-	bar := m.styles.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
+	bar := f.st.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
 	lend := "0"
 	switch {
 	case l.Exempt:
@@ -100,17 +98,30 @@ func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
 	cells := []string{mark, clean(l.Name), bar, use, num(l.NominalLimit), lend, wait,
 		rate(l.DispatchedPS, l.HasRates)}
 	if wide {
-		cells = append(cells, rejectedCell(l, true), sparkline(m.sparkData(l.Name), cols[9].width))
+		cells = append(cells, rejectedCell(l, true), sparkline(f.spark(l.Name), cols[9].width))
 	} else {
 		cells = append(cells, rejectedCell(l, false))
 	}
 	return append(cells, secs(l.WaitP99))
 }
 
-func (m *Model) levelLines(w, body int) []string {
-	st := m.styles
-	iv := m.view()
-	rows := m.rows()
+// frame is what a component's View draws on: its width and the lines of
+// the body, the styles and the instance shown.
+type frame struct {
+	w, body int
+	st      Styles
+	iv      *InstanceView
+	// spark is the rejection sparkline of a level of the instance.
+	spark func(level string) []float64
+	// past: the store's past is shown, which holds no queue dump.
+	past bool
+}
+
+// View draws the table: the totals, the rows that fit and the queue map
+// of the selected level.
+func (t *levelTable) View(f frame) []string {
+	st, iv, w, body := f.st, f.iv, f.w, f.body
+	rows := t.rows(iv)
 	// Totals line: what the e2e test and a glance look for.
 	var seats, limit, waiting, rejected float64
 	rejKnown := false
@@ -130,18 +141,18 @@ func (m *Model) levelLines(w, body int) []string {
 		}
 	}
 	sum := fmt.Sprintf("levels %d · seats %s/%s · waiting %s · rejected %s/s · sort %s",
-		len(iv.Levels), num(seats), num(limit), num(waiting), rate(rejected, rejKnown), sortKeys[m.sortIdx])
-	if m.filter != "" {
-		sum += " · filter /" + clean(m.filter) + "/"
+		len(iv.Levels), num(seats), num(limit), num(waiting), rate(rejected, rejKnown), sortKeys[t.sortIdx])
+	if t.filter != "" {
+		sum += " · filter /" + clean(t.filter) + "/"
 	}
 	lines := []string{sum}
 	cols, wide := levelColumns(w)
 	lines = append(lines, st.paint(st.Header, padRight(titles(cols), w)))
 
-	sel := m.cursorIndex(rows)
+	sel := t.cursorIndex(rows)
 	var queueLines []string
 	if sel < len(rows) {
-		queueLines = m.queueLines(w, iv, rows[sel])
+		queueLines = t.queues.View(f, rows[sel])
 	}
 	// Rows get what the queue map leaves, at least three.
 	space := body - len(lines) - len(queueLines)
@@ -149,17 +160,17 @@ func (m *Model) levelLines(w, body int) []string {
 		queueLines = nil
 		space = body - len(lines)
 	}
-	if sel < m.offset {
-		m.offset = sel
+	if sel < t.offset {
+		t.offset = sel
 	}
-	if sel >= m.offset+space {
-		m.offset = sel - space + 1
+	if sel >= t.offset+space {
+		t.offset = sel - space + 1
 	}
-	if m.offset > max(0, len(rows)-space) {
-		m.offset = max(0, len(rows)-space)
+	if t.offset > max(0, len(rows)-space) {
+		t.offset = max(0, len(rows)-space)
 	}
-	for i := m.offset; i < len(rows) && i < m.offset+space; i++ {
-		line := padRight(joinCells(cols, m.levelCells(rows[i], wide, cols)), w)
+	for i := t.offset; i < len(rows) && i < t.offset+space; i++ {
+		line := padRight(joinCells(cols, t.cells(f, rows[i], wide, cols)), w)
 		switch {
 		case i == sel:
 			line = st.paint(st.Selected, line)
@@ -175,78 +186,4 @@ func (m *Model) levelLines(w, body int) []string {
 		lines = append(lines, "")
 	}
 	return append(lines, queueLines...)
-}
-
-// queueLines is the heat map of the selected level's queues: one cell per
-// queue on three rows (waiting requests, executing seats, distinct flows),
-// so a shuffle-sharding collision (two flows on a queue) or an elephant
-// (one flow filling every queue of its hand) is visible at a glance.
-func (m *Model) queueLines(w int, iv *InstanceView, l LevelRow) []string {
-	qs := Queues(iv.Snapshot, l.Name)
-	title := "── queues of " + clean(l.Name) + " "
-	if m.inPast() {
-		// The store keeps the metrics, not the queue dump.
-		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
-	}
-	if len(qs) == 0 {
-		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
-	}
-	flows := map[int]map[string]bool{}
-	for _, r := range iv.Snapshot.RequestDump {
-		if r.PriorityLevel != l.Name || r.QueueIndex < 0 || r.Executing() {
-			continue
-		}
-		f := flows[r.QueueIndex]
-		if f == nil {
-			f = map[string]bool{}
-			flows[r.QueueIndex] = f
-		}
-		f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
-	}
-	var hiWait, hiExec float64
-	hiWaitQ, collisions := -1, 0
-	for _, q := range qs {
-		if float64(q.Waiting) > hiWait {
-			hiWait, hiWaitQ = float64(q.Waiting), q.Index
-		}
-		hiExec = max(hiExec, float64(q.ExecSeats))
-		if len(flows[q.Index]) > 1 {
-			collisions++
-		}
-	}
-	legend := fmt.Sprintf("(%d · max wait %s", len(qs), num(hiWait))
-	if hiWaitQ >= 0 {
-		legend += fmt.Sprintf(" @q%d", hiWaitQ)
-	}
-	legend += fmt.Sprintf(" · max exec %s · %d shared) ", num(hiExec), collisions)
-	head := title + legend
-	lines := []string{head + strings.Repeat("─", max(0, w-ansi.StringWidth(head)))}
-	per := w - 6
-	rowsOf := func(label string, glyph func(q QueueCell) rune) {
-		for start := 0; start < len(qs); start += per {
-			var b strings.Builder
-			if start == 0 {
-				b.WriteString(padRight(label, 5) + " ")
-			} else {
-				b.WriteString("      ")
-			}
-			for _, q := range qs[start:min(start+per, len(qs))] {
-				b.WriteRune(glyph(q))
-			}
-			lines = append(lines, b.String())
-		}
-	}
-	rowsOf("wait", func(q QueueCell) rune { return heat(float64(q.Waiting), hiWait) })
-	rowsOf("exec", func(q QueueCell) rune { return heat(float64(q.ExecSeats), hiExec) })
-	rowsOf("flows", func(q QueueCell) rune {
-		n := len(flows[q.Index])
-		switch {
-		case n == 0:
-			return '·'
-		case n > 9:
-			return '+'
-		}
-		return rune('0' + n)
-	})
-	return lines
 }

@@ -95,8 +95,8 @@ func TestFilterJumpSort(t *testing.T) {
 			if got := strings.Join(levelNames(m), " "); got != tt.wantRows {
 				t.Errorf("rows = %s, want %s", got, tt.wantRows)
 			}
-			if m.cursor != tt.wantCursor {
-				t.Errorf("cursor = %q, want %q", m.cursor, tt.wantCursor)
+			if m.table.cursor != tt.wantCursor {
+				t.Errorf("cursor = %q, want %q", m.table.cursor, tt.wantCursor)
 			}
 			if m.status != tt.wantStatus {
 				t.Errorf("status = %q, want %q", m.status, tt.wantStatus)
@@ -195,7 +195,7 @@ func TestDrillDownAndHelp(t *testing.T) {
 		t.Error("? does not show the help")
 	}
 	press(m, "x")
-	if m.showHelp {
+	if m.help.shown {
 		t.Error("a key does not close the help")
 	}
 	if cmd := press(m, "q"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" {
