@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // shortReason abbreviates the reasons of rejected_requests_total
@@ -20,15 +22,15 @@ func shortReason(r string) string {
 	return r
 }
 
-func rejectedCell(l LevelRow, byReason bool) string {
+func rejectedCell(l levels.Row, byReason bool) string {
 	if !l.HasRates {
 		return "-"
 	}
-	if !byReason || len(l.Rejected) == 0 {
+	if !byReason || len(l.RejectedPerSec) == 0 {
 		return rate(l.RejectedTotal, true)
 	}
 	var parts []string
-	for _, r := range l.Rejected {
+	for _, r := range l.Reasons() {
 		if r.PerSec > 0 {
 			parts = append(parts, shortReason(r.Reason)+"="+rate(r.PerSec, true))
 		}
@@ -41,6 +43,9 @@ func rejectedCell(l LevelRow, byReason bool) string {
 
 // levelColumns chooses the columns for width w: the narrow set fits 80
 // columns; wider terminals get the rejection reasons and the sparkline.
+// The columns are pkg/levels' (levels.Column), with their short titles,
+// but for the mark, the lent or borrowed seats (Row.Lending) and the
+// sparkline, which only the live view has.
 func levelColumns(w int) (cols []column, wide bool) {
 	wide = w >= 120
 	name := 18
@@ -48,31 +53,33 @@ func levelColumns(w int) (cols []column, wide bool) {
 	if wide {
 		name, bar = 28, 16
 	}
+	short := func(c levels.Column) column { return column{c.Short, c.Width, true} }
 	cols = []column{
 		{"", 2, false},
-		{"LEVEL", name, false},
-		{"SEATS", bar, false},
-		{"USE/LIM", 7, true},
-		{"NOM", 4, true},
+		{levels.ColLevel.Short, name, false},
+		{levels.ColUtilisation.Short, bar, false},
+		short(levels.ColSeatsInUse),
+		short(levels.ColNominalLimit),
 		{"±", 4, true},
-		{"WAIT", 7, true},
-		{"DISP/S", 6, true},
+		short(levels.ColWaiting),
+		short(levels.ColDispatched),
 	}
 	if wide {
-		cols = append(cols, column{"REJECTED/S", 22, false}, column{"REJECTED/S (history)", 24, false})
+		rej := levels.ColRejected.Title
+		cols = append(cols, column{rej, 22, false}, column{rej + " (history)", 24, false})
 	} else {
-		cols = append(cols, column{"REJ/S", 6, true})
+		cols = append(cols, short(levels.ColRejected))
 	}
-	cols = append(cols, column{"P99", 6, true})
+	cols = append(cols, short(levels.ColWaitP99))
 	return cols, wide
 }
 
-func (t *levelTable) cells(f frame, l LevelRow, wide bool, cols []column) []string {
+func (t *levelTable) cells(f frame, l levels.Row, wide bool, cols []column) []string {
 	mark := " "
 	if l.Name == t.cursor {
 		mark = ">"
 	}
-	if l.Rejecting {
+	if l.Rejecting() {
 		mark += "!"
 	} else {
 		mark += " "
@@ -80,23 +87,25 @@ func (t *levelTable) cells(f frame, l LevelRow, wide bool, cols []column) []stri
 	use := num(l.SeatsInUse) + "/" + num(l.CurrentLimit)
 	bar := f.st.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
 	lend := "0"
+	borrowed, lent := l.Lending()
 	switch {
 	case l.Exempt:
-		// No limit applies (LevelRow.Exempt).
+		// No limit applies: exempt's current limit only sets metric
+		// denominators (levels.Row.Exempt).
 		use, lend, bar = num(l.SeatsInUse)+"/-", "-", padRight("exempt", cols[2].width)
-	case l.Borrowed > 0:
-		lend = "+" + num(l.Borrowed)
-	case l.Lent > 0:
-		lend = "-" + num(l.Lent)
+	case borrowed > 0:
+		lend = "+" + num(borrowed)
+	case lent > 0:
+		lend = "-" + num(lent)
 	case math.IsNaN(l.CurrentLimit):
 		lend = "-"
 	}
-	wait := num(l.WaitingRequests)
-	if !math.IsNaN(l.WaitingSeats) && l.WaitingSeats != l.WaitingRequests {
+	wait := num(l.Waiting)
+	if !math.IsNaN(l.WaitingSeats) && l.WaitingSeats != l.Waiting {
 		wait += "/" + num(l.WaitingSeats)
 	}
 	cells := []string{mark, clean(l.Name), bar, use, num(l.NominalLimit), lend, wait,
-		rate(l.DispatchedPS, l.HasRates)}
+		rate(l.DispatchedPerSec, l.HasRates)}
 	if wide {
 		cells = append(cells, rejectedCell(l, true), sparkline(f.spark(l.Name), cols[9].width))
 	} else {
@@ -132,8 +141,8 @@ func (t *levelTable) View(f frame) []string {
 		if !math.IsNaN(l.CurrentLimit) && !l.Exempt {
 			limit += l.CurrentLimit
 		}
-		if !math.IsNaN(l.WaitingRequests) {
-			waiting += l.WaitingRequests
+		if !math.IsNaN(l.Waiting) {
+			waiting += l.Waiting
 		}
 		if l.HasRates {
 			rejKnown = true
@@ -174,7 +183,7 @@ func (t *levelTable) View(f frame) []string {
 		switch {
 		case i == sel:
 			line = st.paint(st.Selected, line)
-		case rows[i].Rejecting:
+		case rows[i].Rejecting():
 			line = st.paint(st.Rejecting, line)
 		}
 		lines = append(lines, line)

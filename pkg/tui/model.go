@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
@@ -332,7 +333,7 @@ func (m *Model) stepPast(msg tea.KeyPressMsg) tea.Cmd {
 func (m *Model) sparkData(level string) []float64 { return m.active().sparkData(m.instance, level) }
 
 // rows are the table's rows of the instance shown.
-func (m *Model) rows() []LevelRow { return m.table.rows(m.view()) }
+func (m *Model) rows() []levels.Row { return m.table.rows(m.view()) }
 
 func (m *Model) nextInstance() {
 	views := m.active().data().views

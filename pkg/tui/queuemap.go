@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // queueMap is the heat map of the selected level's queues, a component
@@ -15,7 +17,7 @@ import (
 type queueMap struct{}
 
 // View draws the map of level l of the instance shown.
-func (queueMap) View(f frame, l LevelRow) []string {
+func (queueMap) View(f frame, l levels.Row) []string {
 	w, iv := f.w, f.iv
 	qs := Queues(iv.Snapshot, l.Name)
 	title := "── queues of " + clean(l.Name) + " "

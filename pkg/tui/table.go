@@ -10,6 +10,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // sortKeys are the orders "s" cycles through.
@@ -107,18 +109,18 @@ func (t *levelTable) visible(name string) bool {
 }
 
 // rows returns the levels of iv, filtered and sorted.
-func (t *levelTable) rows(iv *InstanceView) []LevelRow {
+func (t *levelTable) rows(iv *InstanceView) []levels.Row {
 	if iv == nil {
 		return nil
 	}
-	rows := make([]LevelRow, 0, len(iv.Levels))
+	rows := make([]levels.Row, 0, len(iv.Levels))
 	for _, l := range iv.Levels {
 		if t.visible(l.Name) {
 			rows = append(rows, l)
 		}
 	}
 	by := sortKeys[t.sortIdx]
-	keyOf := func(l LevelRow) float64 {
+	keyOf := func(l levels.Row) float64 {
 		switch by {
 		case "seats":
 			if l.CurrentLimit > 0 && !l.Exempt {
@@ -126,11 +128,11 @@ func (t *levelTable) rows(iv *InstanceView) []LevelRow {
 			}
 			return nanLow(l.SeatsInUse) - 1e9
 		case "waiting":
-			return nanLow(l.WaitingRequests)
+			return nanLow(l.Waiting)
 		case "rejected":
 			return nanLow(l.RejectedTotal)
 		case "dispatched":
-			return nanLow(l.DispatchedPS)
+			return nanLow(l.DispatchedPerSec)
 		case "p99":
 			return nanLow(l.WaitP99)
 		}
@@ -157,7 +159,7 @@ func (t *levelTable) move(iv *InstanceView, d int) {
 
 // cursorIndex is the selected row's index in rows, selecting the first row
 // when the selected level is gone (filtered out, deleted).
-func (t *levelTable) cursorIndex(rows []LevelRow) int {
+func (t *levelTable) cursorIndex(rows []levels.Row) int {
 	for i, r := range rows {
 		if r.Name == t.cursor {
 			return i
