@@ -14,22 +14,10 @@ import (
 	"unicode/utf8"
 )
 
+// refTable is a table with all its rows, split before any is read.
 type refTable struct {
-	endpoint string
-	header   []string
-	// index maps a header name to its column.
-	index map[string]int
-	// offsets are the rune offsets where each header cell starts; tabwriter
-	// aligns every line of a dump to them, which lets us split a line whose
-	// values themselves contain ", " (user names and paths are not escaped).
-	offsets []int
-	rows    []refTableRow
-}
-
-type refTableRow struct {
-	lineNo int
-	line   string
-	cells  []string
+	table
+	rows []tableRow
 }
 
 func refSplitCells(line string, width int) []string {
@@ -55,7 +43,7 @@ func refSplitCells(line string, width int) []string {
 }
 
 func refParseTableCut(endpoint string, body []byte, first string, cuttable map[string]bool) (*refTable, error) {
-	t := &refTable{endpoint: endpoint, index: map[string]int{}}
+	t := &refTable{table: table{endpoint: endpoint, index: map[string]int{}}}
 	minCells := -1
 	// One string for the whole body: every line and cell is a substring of it,
 	// so a row costs no copy of its text.
@@ -132,7 +120,7 @@ func refParseTableCut(endpoint string, body []byte, first string, cuttable map[s
 		if len(cells) != len(t.header) && !cut {
 			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
 		}
-		t.rows = append(t.rows, refTableRow{lineNo: lineNo, line: line, cells: cells})
+		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
 	}
 	if t.header == nil {
 		return nil, fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
@@ -140,131 +128,34 @@ func refParseTableCut(endpoint string, body []byte, first string, cuttable map[s
 	return t, nil
 }
 
-func (t *refTable) require(names ...string) error {
-	var missing []string
-	for _, n := range names {
-		if _, ok := t.index[n]; !ok {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s: header lacks column(s) %s: %s", t.endpoint, strings.Join(missing, ", "), quoteLine(strings.Join(t.header, ", ")))
-	}
-	return nil
-}
-
-func (t *refTable) unknownColumns(known map[string]bool) []int {
-	var idx []int
-	for i, h := range t.header {
-		if !known[h] {
-			idx = append(idx, i)
-		}
-	}
-	return idx
-}
-
-func (t *refTable) extra(r refTableRow, unknown []int) map[string]string {
-	if len(unknown) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(unknown))
-	for _, i := range unknown {
-		if i < len(r.cells) {
-			m[t.header[i]] = r.cells[i]
-		}
-	}
-	return m
-}
-
+// refCellReader reads the cells of a row by column name, a map lookup a
+// cell, as the parser did; it converts them as cellReader does, but for
+// times, which it reads with time.Parse alone.
 type refCellReader struct {
-	t   *refTable
-	r   refTableRow
-	err error
+	cellReader
 }
 
-func (c *refCellReader) fail(col, val, what string) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col, strconv.Quote(val), what, quoteLine(c.r.line))
-	}
+func (c *refCellReader) str(col string) string { return c.cellReader.str(c.t.col(col)) }
+func (c *refCellReader) has(col string) bool   { return c.t.col(col).i >= 0 }
+func (c *refCellReader) int(col string) int    { return c.cellReader.int(c.t.col(col)) }
+func (c *refCellReader) bool(col string) bool  { return c.cellReader.bool(c.t.col(col)) }
+func (c *refCellReader) duration(col string) time.Duration {
+	return c.cellReader.duration(c.t.col(col))
 }
-
-func (c *refCellReader) cell(col string) (string, bool) {
-	i, ok := c.t.index[col]
-	if !ok {
-		return "", false
-	}
-	if i >= len(c.r.cells) {
-		// a row cut short (parseTableCut): the column is not in it
-		return "", true
-	}
-	return c.r.cells[i], true
-}
-
-func (c *refCellReader) str(col string) string {
-	v, _ := c.cell(col)
-	return v
-}
-
-func (c *refCellReader) has(col string) bool { _, ok := c.t.index[col]; return ok }
-
-func (c *refCellReader) int(col string) int {
-	v, ok := c.cell(col)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		c.fail(col, v, "an integer")
-	}
-	return n
-}
-
-func (c *refCellReader) bool(col string) bool {
-	v, ok := c.cell(col)
-	if !ok {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil || (v != "true" && v != "false") {
-		c.fail(col, v, "true or false")
-	}
-	return b
+func (c *refCellReader) seatSeconds(col string) float64 {
+	return c.cellReader.seatSeconds(c.t.col(col))
 }
 
 func (c *refCellReader) time(col string) time.Time {
-	v, ok := c.cell(col)
+	v, ok := c.cell(c.t.col(col))
 	if !ok {
 		return time.Time{}
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		c.fail(col, v, "an RFC 3339 time")
+		c.fail(c.t.col(col), v, "an RFC 3339 time")
 	}
 	return ts
-}
-
-func (c *refCellReader) duration(col string) time.Duration {
-	v, ok := c.cell(col)
-	if !ok {
-		return 0
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		c.fail(col, v, "a duration")
-	}
-	return d
-}
-
-func (c *refCellReader) seatSeconds(col string) float64 {
-	v, ok := c.cell(col)
-	if !ok {
-		return 0
-	}
-	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "ss"), 64)
-	if err != nil {
-		c.fail(col, v, "a seat-seconds value")
-	}
-	return f
 }
 
 func refIsElision(t string) bool {
@@ -276,19 +167,7 @@ func refIsElision(t string) bool {
 		stripped := strings.Trim(low, "<>[]().… -")
 		return stripped == "snip" || stripped == "snipped"
 	}
-	dots := 0
-	for _, r := range t {
-		switch r {
-		case '.':
-			dots++
-		case '…':
-			dots += 3
-		case '[', ']', '(', ')', ' ', '\t':
-		default:
-			return false
-		}
-	}
-	return dots >= 3
+	return dotsOnly(t)
 }
 
 func refParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
@@ -303,7 +182,7 @@ func refParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
 	unknown := t.unknownColumns(plColumns)
 	out := make([]PriorityLevelRow, 0, len(t.rows))
 	for _, r := range t.rows {
-		c := &refCellReader{t: t, r: r}
+		c := &refCellReader{cellReader{t: &t.table, r: r}}
 		row := PriorityLevelRow{Name: c.str("PriorityLevelName"), HasCounters: hasCounters, Extra: t.extra(r, unknown)}
 		if row.Name == "" {
 			return nil, fmt.Errorf("dump_priority_levels line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
@@ -343,7 +222,7 @@ func refParseQueues(body []byte) ([]QueueRow, error) {
 	unknown := t.unknownColumns(queueColumns)
 	out := make([]QueueRow, 0, len(t.rows))
 	for _, r := range t.rows {
-		c := &refCellReader{t: t, r: r}
+		c := &refCellReader{cellReader{t: &t.table, r: r}}
 		row := QueueRow{PriorityLevel: c.str("PriorityLevelName"), HasSeats: hasSeats, Extra: t.extra(r, unknown)}
 		if row.PriorityLevel == "" {
 			return nil, fmt.Errorf("dump_queues line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
@@ -394,7 +273,7 @@ func refParseRequests(body []byte) ([]RequestRow, error) {
 		if placeholder(r.cells) {
 			continue
 		}
-		c := &refCellReader{t: t, r: r}
+		c := &refCellReader{cellReader{t: &t.table, r: r}}
 		row := RequestRow{
 			PriorityLevel:     c.str("PriorityLevelName"),
 			FlowSchema:        c.str("FlowSchemaName"),

@@ -97,6 +97,12 @@ func isElision(t string) bool {
 			return stripped == "snip" || stripped == "snipped"
 		}
 	}
+	return dotsOnly(t)
+}
+
+// dotsOnly reports whether t is made of dots ("...", "…") with brackets
+// and spaces around them.
+func dotsOnly(t string) bool {
 	dots := 0
 	for _, r := range t {
 		switch r {
