@@ -247,6 +247,9 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 	var unknown []int
 	var level, schema, queue, index, dist, arrive, initial, final, latency, start column
 	var user, verb, path, namespace, name, version, resource, subresource column
+	// prev is the row before, whose level and FlowSchema the next row
+	// most likely shares (a dump lists a level's requests together).
+	prev := &RequestRow{}
 	err := scanTable("dump_requests", body, "PriorityLevelName", requestDetails, func(t *table) error {
 		// "FlowDistingsher" is upstream's spelling.
 		if err := t.require("PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime"); err != nil {
@@ -271,8 +274,8 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 		}
 		c := &cellReader{t: t, r: r}
 		out = append(out, RequestRow{
-			PriorityLevel:     c.str(level),
-			FlowSchema:        c.str(schema),
+			PriorityLevel:     c.same(level, prev.PriorityLevel),
+			FlowSchema:        c.same(schema, prev.FlowSchema),
 			QueueIndex:        c.int(queue),
 			IndexInQueue:      c.int(index),
 			FlowDistinguisher: c.str(dist),
@@ -295,6 +298,7 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			Extra:             t.extra(r, unknown),
 		})
 		row := &out[len(out)-1]
+		prev = row
 		if len(r.cells) < len(t.header) {
 			row.CutAfter = t.header[len(r.cells)-1]
 		}

@@ -365,6 +365,16 @@ func (c *cellReader) str(col column) string {
 	return v
 }
 
+// same returns the cell of column col, or prev when they are equal: the
+// one string for a value that rows repeat (a level's name), so that
+// comparing it with the value of the row before costs no read of either.
+func (c *cellReader) same(col column, prev string) string {
+	if v := c.str(col); v != prev {
+		return v
+	}
+	return prev
+}
+
 func (c *cellReader) int(col column) int {
 	v, ok := c.cell(col)
 	if !ok {
