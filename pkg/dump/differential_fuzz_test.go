@@ -64,6 +64,9 @@ func addErrorSeeds(f *testing.F, header, badRow string) {
 	f.Add([]byte(header + "\n...\n[…]\n<SNIP>\n\n"))
 	f.Add([]byte(header + ",\na, 1,\n"))
 	f.Add([]byte("PriorityLevelName,Other\na,b\n"))
+	// white space splitCells' fast path must leave to strings.TrimSpace:
+	// Unicode spaces, control bytes, long padding
+	f.Add([]byte(header + "\n\u00a0a\u00a0,  \u2003b\v,\t\t c\u0085,                    d\r\n"))
 }
 
 func FuzzIsElisionMatchesReference(f *testing.F) {

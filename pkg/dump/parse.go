@@ -65,15 +65,29 @@ func splitCells(dst []string, line string) []string {
 			i++
 			continue
 		}
-		cells = append(cells, strings.TrimSpace(line[start:i]))
+		cells = append(cells, trimSpace(line[start:i]))
 		j := i + 1
+		// Eight spaces at a time (one comparison of a word), then one.
+		for j+8 <= len(line) && line[j:j+8] == "        " {
+			j += 8
+		}
 		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
 			j++
 		}
 		start, i = j, j
 	}
-	cells = append(cells, strings.TrimSpace(line[start:]))
+	cells = append(cells, trimSpace(line[start:]))
 	return cells
+}
+
+// trimSpace is strings.TrimSpace, without the call for a cell that has
+// nothing to trim: neither end is white space, a control byte or part of
+// a multi-byte rune.
+func trimSpace(s string) string {
+	if len(s) > 0 && s[0] > ' ' && s[0] < utf8.RuneSelf && s[len(s)-1] > ' ' && s[len(s)-1] < utf8.RuneSelf {
+		return s
+	}
+	return strings.TrimSpace(s)
 }
 
 // splitCommas is the fallback for a dump whose padding was stripped (for
