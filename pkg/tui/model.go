@@ -89,8 +89,8 @@ func (o Options) withDefaults() Options {
 // A mode is one of the view's three models: live (liveModel), a recording
 // played back (replayModel) or the store's past behind the live view
 // (pastModel). Each has its own Update (its refreshes, timers and keys)
-// and View (its status in the header); the shell renders the level table
-// of the data it shows.
+// and View (its status in the header); the shell's components draw the
+// data it shows.
 type mode interface {
 	Update(msg tea.Msg) tea.Cmd
 	// View returns the header's status line and, when something is wrong,
