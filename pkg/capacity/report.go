@@ -71,10 +71,11 @@ func cell(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
-// WriteNow prints the Now rows as a table.
+// WriteNow prints the Now rows as a table: an instance and
+// levels.NowColumns.
 func WriteNow(w io.Writer, rows []NowRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tLEVEL\tNOMINAL\tCURRENT\tSEATS-IN-USE\tWAITING\tEXECUTING")
+	fmt.Fprintln(tw, "INSTANCE\t"+strings.Join(levels.Titles(levels.NowColumns), "\t"))
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sanitize.Line(r.Instance), sanitize.Line(r.Level), cell(r.NominalLimit), cell(r.CurrentLimit),
 			cell(r.SeatsInUse), cell(r.Waiting), cell(r.Executing))

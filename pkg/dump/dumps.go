@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 )
@@ -127,41 +128,50 @@ var plColumns = knownSet("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuies
 // 1.20 on. Unknown extra columns are kept in Extra; anything else that does
 // not parse is an error quoting the offending line.
 func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
-	t, err := parseTable("dump_priority_levels", body, "PriorityLevelName")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.require("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing", "WaitingRequests", "ExecutingRequests"); err != nil {
-		return nil, err
-	}
-	_, hasCounters := t.index["DispatchedRequests"]
-	unknown := t.unknownColumns(plColumns)
-	out := make([]PriorityLevelRow, 0, len(t.rows))
-	for _, r := range t.rows {
+	var out []PriorityLevelRow
+	var hasCounters bool
+	var unknown []int
+	var name, active, idle, quiescing, waiting, executing, dispatched, rejected, timedout, cancelled column
+	err := scanTable("dump_priority_levels", body, "PriorityLevelName", nil, func(t *table) error {
+		if err := t.require("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing", "WaitingRequests", "ExecutingRequests"); err != nil {
+			return err
+		}
+		_, hasCounters = t.index["DispatchedRequests"]
+		unknown = t.unknownColumns(plColumns)
+		name, active, idle, quiescing = t.col("PriorityLevelName"), t.col("ActiveQueues"), t.col("IsIdle"), t.col("IsQuiescing")
+		waiting, executing = t.col("WaitingRequests"), t.col("ExecutingRequests")
+		dispatched, rejected, timedout, cancelled = t.col("DispatchedRequests"), t.col("RejectedRequests"), t.col("TimedoutRequests"), t.col("CancelledRequests")
+		out = make([]PriorityLevelRow, 0, bytes.Count(body, []byte{'\n'}))
+		return nil
+	}, func(t *table, r tableRow) error {
 		c := &cellReader{t: t, r: r}
-		row := PriorityLevelRow{Name: c.str("PriorityLevelName"), HasCounters: hasCounters, Extra: t.extra(r, unknown)}
+		row := PriorityLevelRow{Name: c.str(name), HasCounters: hasCounters, Extra: t.extra(r, unknown)}
 		if row.Name == "" {
-			return nil, fmt.Errorf("dump_priority_levels line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
+			return fmt.Errorf("dump_priority_levels line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
 		}
 		if placeholder(r.cells) {
 			row.Placeholder = true
 			row.Extra = nil
 			out = append(out, row)
-			continue
+			return nil
 		}
-		row.ActiveQueues = c.int("ActiveQueues")
-		row.IsIdle = c.bool("IsIdle")
-		row.IsQuiescing = c.bool("IsQuiescing")
-		row.WaitingRequests = c.int("WaitingRequests")
-		row.ExecutingRequests = c.int("ExecutingRequests")
-		row.DispatchedRequests = c.int("DispatchedRequests")
-		row.RejectedRequests = c.int("RejectedRequests")
-		row.TimedoutRequests = c.int("TimedoutRequests")
-		row.CancelledRequests = c.int("CancelledRequests")
+		row.ActiveQueues = c.int(active)
+		row.IsIdle = c.bool(idle)
+		row.IsQuiescing = c.bool(quiescing)
+		row.WaitingRequests = c.int(waiting)
+		row.ExecutingRequests = c.int(executing)
+		row.DispatchedRequests = c.int(dispatched)
+		row.RejectedRequests = c.int(rejected)
+		row.TimedoutRequests = c.int(timedout)
+		row.CancelledRequests = c.int(cancelled)
 		if c.err != nil {
-			return nil, c.err
+			return c.err
 		}
 		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -171,44 +181,51 @@ var queueColumns = knownSet("PriorityLevelName", "Index", "PendingRequests", "Ex
 
 // ParseQueues parses a dump_queues body of any layout from 1.20 on.
 func ParseQueues(body []byte) ([]QueueRow, error) {
-	t, err := parseTable("dump_queues", body, "PriorityLevelName")
-	if err != nil {
-		return nil, err
-	}
-	if err := t.require("PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests"); err != nil {
-		return nil, err
-	}
-	_, hasSeats := t.index["SeatsInUse"]
-	unknown := t.unknownColumns(queueColumns)
-	out := make([]QueueRow, 0, len(t.rows))
-	for _, r := range t.rows {
+	var out []QueueRow
+	var hasSeats bool
+	var unknown []int
+	var name, index, pending, executing, seats, next, initial, maxSeats, work column
+	err := scanTable("dump_queues", body, "PriorityLevelName", nil, func(t *table) error {
+		if err := t.require("PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests"); err != nil {
+			return err
+		}
+		_, hasSeats = t.index["SeatsInUse"]
+		unknown = t.unknownColumns(queueColumns)
+		name, index, pending, executing, seats = t.col("PriorityLevelName"), t.col("Index"), t.col("PendingRequests"), t.col("ExecutingRequests"), t.col("SeatsInUse")
+		if next = t.col("NextDispatchR"); next.i < 0 {
+			next = t.col("VirtualStart")
+		}
+		initial, maxSeats, work = t.col("InitialSeatsSum"), t.col("MaxSeatsSum"), t.col("TotalWorkSum")
+		out = make([]QueueRow, 0, bytes.Count(body, []byte{'\n'}))
+		return nil
+	}, func(t *table, r tableRow) error {
 		c := &cellReader{t: t, r: r}
-		row := QueueRow{PriorityLevel: c.str("PriorityLevelName"), HasSeats: hasSeats, Extra: t.extra(r, unknown)}
+		row := QueueRow{PriorityLevel: c.str(name), HasSeats: hasSeats, Extra: t.extra(r, unknown)}
 		if row.PriorityLevel == "" {
-			return nil, fmt.Errorf("dump_queues line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
+			return fmt.Errorf("dump_queues line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
 		}
 		if placeholder(r.cells) {
 			row.Placeholder = true
 			row.Extra = nil
 			out = append(out, row)
-			continue
+			return nil
 		}
-		row.Index = c.int("Index")
-		row.PendingRequests = c.int("PendingRequests")
-		row.ExecutingRequests = c.int("ExecutingRequests")
-		row.SeatsInUse = c.int("SeatsInUse")
-		if c.has("NextDispatchR") {
-			row.NextDispatchR = c.seatSeconds("NextDispatchR")
-		} else {
-			row.NextDispatchR = c.seatSeconds("VirtualStart")
-		}
-		row.InitialSeatsSum = c.int("InitialSeatsSum")
-		row.MaxSeatsSum = c.int("MaxSeatsSum")
-		row.TotalWorkSum = c.seatSeconds("TotalWorkSum")
+		row.Index = c.int(index)
+		row.PendingRequests = c.int(pending)
+		row.ExecutingRequests = c.int(executing)
+		row.SeatsInUse = c.int(seats)
+		row.NextDispatchR = c.seatSeconds(next)
+		row.InitialSeatsSum = c.int(initial)
+		row.MaxSeatsSum = c.int(maxSeats)
+		row.TotalWorkSum = c.seatSeconds(work)
 		if c.err != nil {
-			return nil, c.err
+			return c.err
 		}
 		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -225,64 +242,80 @@ var requestDetails = knownSet("UserName", "Verb", "APIPath", "Namespace", "Name"
 // ParseRequests parses a dump_requests body of any layout from 1.20 on, with
 // or without includeRequestDetails.
 func ParseRequests(body []byte) ([]RequestRow, error) {
-	t, err := parseTableCut("dump_requests", body, "PriorityLevelName", requestDetails)
-	if err != nil {
-		return nil, err
-	}
-	// "FlowDistingsher" is upstream's spelling.
-	if err := t.require("PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime"); err != nil {
-		return nil, err
-	}
-	_, hasDetails := t.index["UserName"]
-	_, hasSeats := t.index["InitialSeats"]
-	_, hasStart := t.index["StartTime"]
-	unknown := t.unknownColumns(requestColumns)
-	out := make([]RequestRow, 0, len(t.rows))
-	for _, r := range t.rows {
+	var out []RequestRow
+	var hasDetails, hasSeats, hasStart bool
+	var unknown []int
+	var level, schema, queue, index, dist, arrive, initial, final, latency, start column
+	var user, verb, path, namespace, name, version, resource, subresource column
+	// prev is the row before, whose level and FlowSchema the next row
+	// most likely shares (a dump lists a level's requests together).
+	prev := &RequestRow{}
+	err := scanTable("dump_requests", body, "PriorityLevelName", requestDetails, func(t *table) error {
+		// "FlowDistingsher" is upstream's spelling.
+		if err := t.require("PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime"); err != nil {
+			return err
+		}
+		_, hasDetails = t.index["UserName"]
+		_, hasSeats = t.index["InitialSeats"]
+		_, hasStart = t.index["StartTime"]
+		unknown = t.unknownColumns(requestColumns)
+		level, schema, queue, index = t.col("PriorityLevelName"), t.col("FlowSchemaName"), t.col("QueueIndex"), t.col("RequestIndexInQueue")
+		dist, arrive, initial, final = t.col("FlowDistingsher"), t.col("ArriveTime"), t.col("InitialSeats"), t.col("FinalSeats")
+		latency, start = t.col("AdditionalLatency"), t.col("StartTime")
+		user, verb, path, namespace = t.col("UserName"), t.col("Verb"), t.col("APIPath"), t.col("Namespace")
+		name, version, resource, subresource = t.col("Name"), t.col("APIVersion"), t.col("Resource"), t.col("SubResource")
+		out = make([]RequestRow, 0, bytes.Count(body, []byte{'\n'}))
+		return nil
+	}, func(t *table, r tableRow) error {
 		// Before 1.20 every exempt level had a row of "<none>" cells here
 		// too: a phantom, not a request (kubernetes/kubernetes#93376).
 		if placeholder(r.cells) {
-			continue
+			return nil
 		}
 		c := &cellReader{t: t, r: r}
-		row := RequestRow{
-			PriorityLevel:     c.str("PriorityLevelName"),
-			FlowSchema:        c.str("FlowSchemaName"),
-			QueueIndex:        c.int("QueueIndex"),
-			IndexInQueue:      c.int("RequestIndexInQueue"),
-			FlowDistinguisher: c.str("FlowDistingsher"),
-			ArriveTime:        c.time("ArriveTime"),
-			InitialSeats:      c.int("InitialSeats"),
-			FinalSeats:        c.int("FinalSeats"),
-			AdditionalLatency: c.duration("AdditionalLatency"),
-			StartTime:         c.time("StartTime"),
+		out = append(out, RequestRow{
+			PriorityLevel:     c.same(level, prev.PriorityLevel),
+			FlowSchema:        c.same(schema, prev.FlowSchema),
+			QueueIndex:        c.int(queue),
+			IndexInQueue:      c.int(index),
+			FlowDistinguisher: c.str(dist),
+			ArriveTime:        c.time(arrive),
+			InitialSeats:      c.int(initial),
+			FinalSeats:        c.int(final),
+			AdditionalLatency: c.duration(latency),
+			StartTime:         c.time(start),
 			HasSeats:          hasSeats,
 			HasDetails:        hasDetails,
 			WaitingOnly:       !hasStart,
-			UserName:          c.str("UserName"),
-			Verb:              c.str("Verb"),
-			APIPath:           c.str("APIPath"),
-			Namespace:         c.str("Namespace"),
-			Name:              c.str("Name"),
-			APIVersion:        c.str("APIVersion"),
-			Resource:          c.str("Resource"),
-			SubResource:       c.str("SubResource"),
+			UserName:          c.str(user),
+			Verb:              c.str(verb),
+			APIPath:           c.str(path),
+			Namespace:         c.str(namespace),
+			Name:              c.str(name),
+			APIVersion:        c.str(version),
+			Resource:          c.str(resource),
+			SubResource:       c.str(subresource),
 			Extra:             t.extra(r, unknown),
-		}
+		})
+		row := &out[len(out)-1]
+		prev = row
 		if len(r.cells) < len(t.header) {
 			row.CutAfter = t.header[len(r.cells)-1]
 		}
 		if c.err != nil {
-			return nil, c.err
+			return c.err
 		}
 		if row.PriorityLevel == "" {
-			return nil, fmt.Errorf("dump_requests line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
+			return fmt.Errorf("dump_requests line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
 		}
 		// A zero StartTime renders as 0001-01-01T00:00:00Z: keep it zero.
 		if row.StartTime.IsZero() {
 			row.StartTime = time.Time{}
 		}
-		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -14,7 +14,8 @@ const maxQuotedLine = 120
 
 var tabwriterControls = strings.NewReplacer("\t", " ", "\v", " ", "\f", " ")
 
-// table is one debug dump split into a header and rows of cells.
+// table is the header of one debug dump and what it says about the rows:
+// how to split them and which cells they must hold.
 //
 // The apiserver writes every dump through
 // text/tabwriter.NewWriter(w, 8, 0, 1, ' ', 0) with cells joined by ",\t"
@@ -30,39 +31,63 @@ type table struct {
 	// aligns every line of a dump to them, which lets us split a line whose
 	// values themselves contain ", " (user names and paths are not escaped).
 	offsets []int
-	rows    []tableRow
+	// commaOnly: the padding was stripped (plain CSV); trailingComma:
+	// every line ends with a comma (the documentation's layout).
+	commaOnly, trailingComma bool
+	// minCells is the fewest cells a row cut short may have (-1: a row
+	// must be whole).
+	minCells int
 }
 
+// tableRow is one row of a dump. Its cells are substrings of the body and
+// the slice is reused for the next row: a row handler copies what it keeps.
 type tableRow struct {
 	lineNo int
 	line   string
 	cells  []string
 }
 
-// splitCells splits one dump line. A separator is a comma followed by a
-// space or by the end of the line; the padding after it is dropped. width is
-// the expected number of cells (the header's), so that one allocation holds
-// them.
-func splitCells(line string, width int) []string {
-	cells := make([]string, 0, width)
+// splitCells splits one dump line into dst's storage. A separator is a
+// comma followed by a space or by the end of the line; the padding after
+// it is dropped.
+func splitCells(dst []string, line string) []string {
+	cells := dst[:0]
 	start := 0
-	for i := 0; i < len(line); i++ {
-		if line[i] != ',' {
-			continue
+	for i := 0; ; {
+		// The cells are padded to the header's columns: jump from comma
+		// to comma rather than step through the padding.
+		c := strings.IndexByte(line[i:], ',')
+		if c < 0 {
+			break
 		}
+		i += c
 		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
+			i++
 			continue
 		}
-		cells = append(cells, strings.TrimSpace(line[start:i]))
+		cells = append(cells, trimSpace(line[start:i]))
 		j := i + 1
+		// Eight spaces at a time (one comparison of a word), then one.
+		for j+8 <= len(line) && line[j:j+8] == "        " {
+			j += 8
+		}
 		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
 			j++
 		}
-		start = j
-		i = j - 1
+		start, i = j, j
 	}
-	cells = append(cells, strings.TrimSpace(line[start:]))
+	cells = append(cells, trimSpace(line[start:]))
 	return cells
+}
+
+// trimSpace is strings.TrimSpace, without the call for a cell that has
+// nothing to trim: neither end is white space, a control byte or part of
+// a multi-byte rune.
+func trimSpace(s string) string {
+	if len(s) > 0 && s[0] > ' ' && s[0] < utf8.RuneSelf && s[len(s)-1] > ' ' && s[len(s)-1] < utf8.RuneSelf {
+		return s
+	}
+	return strings.TrimSpace(s)
 }
 
 // splitCommas is the fallback for a dump whose padding was stripped (for
@@ -142,27 +167,36 @@ func quoteLine(line string) string {
 	return strconv.Quote(line)
 }
 
-// parseTable splits body into a header and rows. first is the name the first
-// header column must have; it is how a dump is told from garbage such as an
-// HTML page or a JSON Status.
-func parseTable(endpoint string, body []byte, first string) (*table, error) {
-	return parseTableCut(endpoint, body, first, nil)
+// hasTabwriterControls reports whether line holds one of the bytes
+// tabwriterControls replaces; a line of a dump as served has none.
+func hasTabwriterControls(line string) bool {
+	return strings.IndexByte(line, '\t') >= 0 || strings.IndexByte(line, '\v') >= 0 || strings.IndexByte(line, '\f') >= 0
 }
 
-// parseTableCut is parseTable that also keeps a row cut short after a
-// whole cell (its line ends with the cell's comma), when every column it
-// lacks is one of cuttable: the columns a paste may leave out (the
-// request details that documentation cuts to fit a page). Such a row has
-// fewer cells than the header; a row cut inside a cell (no comma at its
-// end) is still an error.
-func parseTableCut(endpoint string, body []byte, first string, cuttable map[string]bool) (*table, error) {
-	t := &table{endpoint: endpoint, index: map[string]int{}}
-	minCells := -1
+// scanTable reads body as a dump: a header, then rows. first is the name
+// the first header column must have; it is how a dump is told from garbage
+// such as an HTML page or a JSON Status. cuttable, when not nil, also
+// keeps a row cut short after a whole cell (its line ends with the cell's
+// comma) when every column it lacks is one of cuttable: the columns a paste
+// may leave out (the request details that documentation cuts to fit a
+// page). Such a row has fewer cells than the header; a row cut inside a
+// cell (no comma at its end) is still an error.
+//
+// onHeader checks the header and prepares the rows' reading; onRow reads
+// each row, in order. The rows are read in the same pass as they are
+// split, but the errors keep their precedence: a line that does not split
+// into the header's columns, anywhere in the body, is the error before
+// what onHeader or onRow says of an earlier line (after their first error,
+// the rest is only split).
+func scanTable(endpoint string, body []byte, first string, cuttable map[string]bool,
+	onHeader func(t *table) error, onRow func(t *table, r tableRow) error) error {
+	t := &table{endpoint: endpoint, index: map[string]int{}, minCells: -1}
 	// One string for the whole body: every line and cell is a substring of it,
 	// so a row costs no copy of its text.
 	text := string(body)
 	lineNo := 0
-	commaOnly, trailingComma := false, false
+	var cells []string
+	var deferred error
 	for len(text) > 0 {
 		var raw string
 		raw, text, _ = strings.Cut(text, "\n")
@@ -170,75 +204,90 @@ func parseTableCut(endpoint string, body []byte, first string, cuttable map[stri
 		// The apiserver's tabwriter turns tabs into padding and \v, \f into
 		// cell and line breaks, so these can only come from re-formatting;
 		// treat them as padding.
-		line := tabwriterControls.Replace(strings.TrimRight(raw, "\r"))
+		line := strings.TrimRight(raw, "\r")
+		if hasTabwriterControls(line) {
+			line = tabwriterControls.Replace(line)
+		}
 		// An elision ("...", "…") stands for rows left out of a paste or a
 		// hand-trimmed bundle; no dump row is made of dots alone.
 		if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
 			continue
 		}
 		if !utf8.ValidString(line) {
-			return nil, fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+			return fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
 		}
 		// The layout of Kubernetes' documentation ends every line, header
 		// included, with a comma; no column is ever empty at the end of a
 		// header, so one trailing comma there means "drop it on every line".
-		if t.header == nil && strings.HasSuffix(strings.TrimRight(line, " "), ",") {
-			trailingComma = true
+		untrimmed := strings.TrimRight(line, " ")
+		closed := strings.HasSuffix(untrimmed, ",")
+		if t.header == nil {
+			t.trailingComma = closed
 		}
-		closed := strings.HasSuffix(strings.TrimRight(line, " "), ",")
-		if trailingComma {
-			line = strings.TrimSuffix(strings.TrimRight(line, " "), ",")
+		if t.trailingComma {
+			line = strings.TrimSuffix(untrimmed, ",")
 		}
 		if t.header == nil {
-			t.header = splitCells(line, 16)
-			if len(t.header) == 1 && strings.Contains(line, ",") {
-				commaOnly = true
-				t.header = splitCommas(line)
+			if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
+				return err
 			}
-			if t.header[0] != first {
-				return nil, fmt.Errorf("%s line %d: expected a header starting with %q, got %s", endpoint, lineNo, first, quoteLine(line))
-			}
-			for i, h := range t.header {
-				// Upstream column names are CamelCase identifiers; anything
-				// else means this is not a dump header.
-				if !isColumnName(h) {
-					return nil, fmt.Errorf("%s line %d: %s is not a column name in header %s", endpoint, lineNo, strconv.Quote(h), quoteLine(line))
-				}
-				if _, dup := t.index[h]; dup {
-					return nil, fmt.Errorf("%s line %d: column %q appears twice in header %s", endpoint, lineNo, h, quoteLine(line))
-				}
-				t.index[h] = i
-			}
-			t.offsets = headerOffsets(line)
-			if cuttable != nil {
-				minCells = len(t.header)
-				for minCells > 0 && cuttable[t.header[minCells-1]] {
-					minCells--
-				}
-			}
+			cells = make([]string, 0, len(t.header))
+			deferred = onHeader(t)
 			continue
 		}
-		var cells []string
-		if commaOnly {
+		if t.commaOnly {
 			cells = splitCommas(line)
 		} else {
-			cells = splitCells(line, len(t.header))
+			cells = splitCells(cells, line)
 			if len(cells) != len(t.header) {
 				if aligned, ok := splitAligned(line, t.offsets); ok && len(t.offsets) == len(t.header) {
 					cells = aligned
 				}
 			}
 		}
-		cut := closed && minCells >= 0 && len(cells) >= minCells && len(cells) < len(t.header)
+		cut := closed && t.minCells >= 0 && len(cells) >= t.minCells && len(cells) < len(t.header)
 		if len(cells) != len(t.header) && !cut {
-			return nil, fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
+			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
 		}
-		t.rows = append(t.rows, tableRow{lineNo: lineNo, line: line, cells: cells})
+		if deferred == nil {
+			deferred = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
+		}
 	}
 	if t.header == nil {
-		return nil, fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
+		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
 	}
-	return t, nil
+	return deferred
+}
+
+// readHeader reads the header line of a dump.
+func (t *table) readHeader(line string, lineNo int, first string, cuttable map[string]bool) error {
+	t.header = splitCells(make([]string, 0, 16), line)
+	if len(t.header) == 1 && strings.Contains(line, ",") {
+		t.commaOnly = true
+		t.header = splitCommas(line)
+	}
+	if t.header[0] != first {
+		return fmt.Errorf("%s line %d: expected a header starting with %q, got %s", t.endpoint, lineNo, first, quoteLine(line))
+	}
+	for i, h := range t.header {
+		// Upstream column names are CamelCase identifiers; anything
+		// else means this is not a dump header.
+		if !isColumnName(h) {
+			return fmt.Errorf("%s line %d: %s is not a column name in header %s", t.endpoint, lineNo, strconv.Quote(h), quoteLine(line))
+		}
+		if _, dup := t.index[h]; dup {
+			return fmt.Errorf("%s line %d: column %q appears twice in header %s", t.endpoint, lineNo, h, quoteLine(line))
+		}
+		t.index[h] = i
+	}
+	t.offsets = headerOffsets(line)
+	if cuttable != nil {
+		t.minCells = len(t.header)
+		for t.minCells > 0 && cuttable[t.header[t.minCells-1]] {
+			t.minCells--
+		}
+	}
+	return nil
 }
 
 // require checks that every named column is in the header.
@@ -283,6 +332,22 @@ func (t *table) extra(r tableRow, unknown []int) map[string]string {
 	return m
 }
 
+// column is a header column resolved once per dump: its name (for
+// errors) and index (-1 when the header lacks it).
+type column struct {
+	name string
+	i    int
+}
+
+// col resolves the column named name.
+func (t *table) col(name string) column {
+	i, ok := t.index[name]
+	if !ok {
+		i = -1
+	}
+	return column{name: name, i: i}
+}
+
 // cellReader reads typed cells of one row and remembers the first error.
 type cellReader struct {
 	t   *table
@@ -290,34 +355,41 @@ type cellReader struct {
 	err error
 }
 
-func (c *cellReader) fail(col, val, what string) {
+func (c *cellReader) fail(col column, val, what string) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col, strconv.Quote(val), what, quoteLine(c.r.line))
+		c.err = fmt.Errorf("%s line %d: column %s: %s is not %s: %s", c.t.endpoint, c.r.lineNo, col.name, strconv.Quote(val), what, quoteLine(c.r.line))
 	}
 }
 
 // cell returns the cell of column col and whether the header has it.
-func (c *cellReader) cell(col string) (string, bool) {
-	i, ok := c.t.index[col]
-	if !ok {
+func (c *cellReader) cell(col column) (string, bool) {
+	if col.i < 0 {
 		return "", false
 	}
-	if i >= len(c.r.cells) {
-		// a row cut short (parseTableCut): the column is not in it
+	if col.i >= len(c.r.cells) {
+		// a row cut short (scanTable's cuttable): the column is not in it
 		return "", true
 	}
-	return c.r.cells[i], true
+	return c.r.cells[col.i], true
 }
 
 // str returns the cell of column col, or "" when the header lacks it.
-func (c *cellReader) str(col string) string {
+func (c *cellReader) str(col column) string {
 	v, _ := c.cell(col)
 	return v
 }
 
-func (c *cellReader) has(col string) bool { _, ok := c.t.index[col]; return ok }
+// same returns the cell of column col, or prev when they are equal: the
+// one string for a value that rows repeat (a level's name), so that
+// comparing it with the value of the row before costs no read of either.
+func (c *cellReader) same(col column, prev string) string {
+	if v := c.str(col); v != prev {
+		return v
+	}
+	return prev
+}
 
-func (c *cellReader) int(col string) int {
+func (c *cellReader) int(col column) int {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0
@@ -329,7 +401,7 @@ func (c *cellReader) int(col string) int {
 	return n
 }
 
-func (c *cellReader) bool(col string) bool {
+func (c *cellReader) bool(col column) bool {
 	v, ok := c.cell(col)
 	if !ok {
 		return false
@@ -341,10 +413,13 @@ func (c *cellReader) bool(col string) bool {
 	return b
 }
 
-func (c *cellReader) time(col string) time.Time {
+func (c *cellReader) time(col column) time.Time {
 	v, ok := c.cell(col)
 	if !ok {
 		return time.Time{}
+	}
+	if ts, ok := parseUTC(v); ok {
+		return ts
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
@@ -353,7 +428,61 @@ func (c *cellReader) time(col string) time.Time {
 	return ts
 }
 
-func (c *cellReader) duration(col string) time.Duration {
+// parseUTC is time.Parse(time.RFC3339Nano, s) for the one form the
+// apiserver writes (Go's RFC 3339 in UTC: 2006-01-02T15:04:05.999999999Z,
+// zero fraction digits dropped), which a dump repeats twice a request. It
+// reports false for anything else, valid or not, which time.Parse reads.
+func parseUTC(s string) (time.Time, bool) {
+	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return -1
+			}
+			n = n*10 + int(d)
+		}
+		return n
+	}
+	year, month, day, hour, minute, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case frac == "":
+	case len(frac) < 2 || frac[0] != '.':
+		return time.Time{}, false
+	default:
+		if nsec = num(20, len(s)-1); nsec < 0 {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+func (c *cellReader) duration(col column) time.Duration {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0
@@ -368,7 +497,7 @@ func (c *cellReader) duration(col string) time.Duration {
 // seatSeconds parses a SeatSeconds string such as "0.00300000ss"
 // (k8s.io/apiserver pkg/util/flowcontrol/request/seat_seconds.go:
 // SeatSeconds.String) or, from 1.20-era dumps, a bare "%.4f" VirtualStart.
-func (c *cellReader) seatSeconds(col string) float64 {
+func (c *cellReader) seatSeconds(col column) float64 {
 	v, ok := c.cell(col)
 	if !ok {
 		return 0

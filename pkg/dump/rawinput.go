@@ -86,11 +86,23 @@ func isElision(t string) bool {
 	if t == "" {
 		return false
 	}
-	low := strings.ToLower(t)
-	if strings.Contains(low, "snip") && len(low) <= 16 {
-		stripped := strings.Trim(low, "<>[]().… -")
-		return stripped == "snip" || stripped == "snipped"
+	// Only a short line can be a "snip": skip the lower-case copy of the
+	// others (every line of a dump goes through here). A line longer than
+	// 16 bytes whose lower case is shorter (a Kelvin sign) has a letter
+	// that is no part of "snip", and fails the dots below as it would fail
+	// the "snip" test.
+	if len(t) <= 16 {
+		if low := strings.ToLower(t); strings.Contains(low, "snip") && len(low) <= 16 {
+			stripped := strings.Trim(low, "<>[]().… -")
+			return stripped == "snip" || stripped == "snipped"
+		}
 	}
+	return dotsOnly(t)
+}
+
+// dotsOnly reports whether t is made of dots ("...", "…") with brackets
+// and spaces around them.
+func dotsOnly(t string) bool {
 	dots := 0
 	for _, r := range t {
 		switch r {

@@ -165,8 +165,14 @@ func Compute(in Input) []Row {
 			row(pl.Name)
 		}
 	}
-	for _, rq := range s.RequestDump {
-		row(rq.PriorityLevel)
+	// A dump lists the requests of a level together: look a level up
+	// once a run of its requests, not once a request.
+	last := ""
+	for i := range s.RequestDump {
+		if name := s.RequestDump[i].PriorityLevel; i == 0 || name != last {
+			row(name)
+			last = name
+		}
 	}
 	for _, q := range s.QueueDump {
 		if !q.Placeholder {
@@ -234,16 +240,32 @@ func fromDumps(s *dump.Snapshot, rows map[string]*Row) {
 		// It lists every request in a queue: a level without rows has
 		// none waiting. (Executing requests are listed only for queuing
 		// levels of some releases, so it gives no executing count.)
-		waiting, seats := map[string]float64{}, map[string]float64{}
-		for _, rq := range s.RequestDump {
-			if !rq.Executing() {
-				waiting[rq.PriorityLevel]++
-				seats[rq.PriorityLevel] += float64(rq.Seats())
+		type sums struct{ waiting, seats float64 }
+		by := map[string]*sums{}
+		var cur *sums
+		level := ""
+		for i := range s.RequestDump {
+			rq := &s.RequestDump[i]
+			if rq.Executing() {
+				continue
 			}
+			// Requests come in runs of one level (Compute).
+			if cur == nil || rq.PriorityLevel != level {
+				if cur, level = by[rq.PriorityLevel], rq.PriorityLevel; cur == nil {
+					cur = &sums{}
+					by[level] = cur
+				}
+			}
+			cur.waiting++
+			cur.seats += float64(rq.Seats())
 		}
 		for name, r := range rows {
-			r.set(FigureWaiting, &r.Waiting, waiting[name], FromRequestDump)
-			r.set(FigureWaitingSeats, &r.WaitingSeats, seats[name], FromRequestDump)
+			var w sums
+			if b := by[name]; b != nil {
+				w = *b
+			}
+			r.set(FigureWaiting, &r.Waiting, w.waiting, FromRequestDump)
+			r.set(FigureWaitingSeats, &r.WaitingSeats, w.seats, FromRequestDump)
 		}
 	}
 	type queues struct {

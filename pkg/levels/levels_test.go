@@ -158,3 +158,25 @@ apiserver_flowcontrol_current_executing_requests{flow_schema="x",priority_level=
 		t.Errorf("merged executing %v (want 3), waiting %v (want NaN: b has no inqueue gauge)", m.Executing, m.Waiting)
 	}
 }
+
+// TestRequestsOutOfRuns: Compute looks a level up once a run of its
+// requests; requests of two levels interleaved, and a level's requests
+// split by an executing one, still count to their own level.
+func TestRequestsOutOfRuns(t *testing.T) {
+	rq := func(level string, seats, index int) dump.RequestRow {
+		return dump.RequestRow{PriorityLevel: level, InitialSeats: seats, IndexInQueue: index}
+	}
+	s := &dump.Snapshot{Instance: "a", RequestDump: []dump.RequestRow{
+		rq("a", 1, 0), rq("b", 2, 0), rq("a", 3, 1), rq("a", 5, -1), rq("a", 4, 2), rq("b", 1, 1), rq("c", 7, -1),
+	}}
+	want := map[string][2]float64{"a": {3, 8}, "b": {2, 3}, "c": {0, 0}}
+	rows := Compute(Input{Snapshot: s})
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(want), rows)
+	}
+	for _, r := range rows {
+		if w := want[r.Name]; r.Waiting != w[0] || r.WaitingSeats != w[1] {
+			t.Errorf("%s: waiting %v requests, %v seats; want %v, %v", r.Name, r.Waiting, r.WaitingSeats, w[0], w[1])
+		}
+	}
+}

@@ -2,9 +2,11 @@ package tui
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +69,9 @@ func TestLargeFixtureShape(t *testing.T) {
 // parse (the bodies of the three dumps and two /metrics scrapes, through
 // the same parsers as a live capture), compute, render a 160x48 frame. It
 // compares, in the same run, the parse alone and "kubectl apf top levels"
-// plus "top flows" printing the same state as tables.
+// plus "top flows" printing the same state as tables. "share" times one
+// refresh by phase and reports the refresh's CPU time, the parse's share
+// of it and the parse against encoding/csv splitting the same dumps.
 func BenchmarkRefresh(b *testing.B) {
 	files := largeFixture(0).files(b)
 	parse := func(b *testing.B) *dump.Capture {
@@ -93,7 +97,7 @@ func BenchmarkRefresh(b *testing.B) {
 		}
 		m := New(Options{Clock: func() time.Time { return fixtureAt }})
 		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
-		m.cursor = "level-05"
+		m.table.cursor = "level-05"
 		b.ReportAllocs()
 		defer cpuPerOp(b)()
 		i := 0
@@ -112,8 +116,8 @@ func BenchmarkRefresh(b *testing.B) {
 			m := New(Options{Clock: func() time.Time { return fixtureAt }})
 			m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 			m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: parse(b), Requests: 5}})
-			m.cursor = "level-05"
-			m.drill = drill
+			m.table.cursor = "level-05"
+			m.drill.open = drill
 			b.ReportAllocs()
 			defer cpuPerOp(b)()
 			for b.Loop() {
@@ -123,6 +127,36 @@ func BenchmarkRefresh(b *testing.B) {
 			}
 		})
 	}
+	b.Run("share", func(b *testing.B) {
+		// One refresh timed by phase, beside the naive alternative to the
+		// parse: encoding/csv splitting the same three dumps into trimmed
+		// cells (no types, no checks, no defence against the commas of
+		// user names). The ratios are of the same run.
+		m := New(Options{Clock: func() time.Time { return fixtureAt }})
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: parse(b), Requests: 5}})
+		m.table.cursor = "level-05"
+		var parseCPU, viewCPU, csvCPU time.Duration
+		b.ReportAllocs()
+		for b.Loop() {
+			t0 := cpuTime()
+			c := parse(b)
+			t1 := cpuTime()
+			m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: c, Requests: 5}})
+			_ = m.Render()
+			t2 := cpuTime()
+			csvCells(b, files)
+			t3 := cpuTime()
+			parseCPU, viewCPU, csvCPU = parseCPU+t1-t0, viewCPU+t2-t1, csvCPU+t3-t2
+		}
+		n := float64(b.N)
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
+		b.ReportMetric(ms(parseCPU+viewCPU), "refresh-cpu-ms/op")
+		b.ReportMetric(ms(parseCPU), "parse-cpu-ms/op")
+		b.ReportMetric(float64(parseCPU)/float64(parseCPU+viewCPU), "parse-share")
+		b.ReportMetric(ms(csvCPU), "csv-cpu-ms/op")
+		b.ReportMetric(float64(parseCPU)/float64(csvCPU), "parse/csv")
+	})
 	b.Run("tables", func(b *testing.B) {
 		b.ReportAllocs()
 		defer cpuPerOp(b)()
@@ -136,6 +170,30 @@ func BenchmarkRefresh(b *testing.B) {
 			}
 		}
 	})
+}
+
+// csvCells splits the three dumps of files with encoding/csv, trimming
+// the padding: the naive alternative to their parse.
+func csvCells(b *testing.B, files map[string][]byte) int {
+	n := 0
+	for _, f := range []string{dump.FilePriorityLevels, dump.FileQueues, dump.FileRequests} {
+		r := csv.NewReader(bytes.NewReader(files["instance-0/"+f]))
+		r.FieldsPerRecord, r.LazyQuotes, r.ReuseRecord = -1, true, true
+		for {
+			rec, err := r.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range rec {
+				_ = strings.TrimSpace(c)
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // cpuPerOp reports the process's CPU time (user and system, every thread,

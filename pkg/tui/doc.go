@@ -14,12 +14,17 @@
 // sparklines, stepped through with left and right). Replay and the past
 // step through frames with one player (player.go). The shell (model.go)
 // routes messages and keys to the mode they are for, switches between live
-// and the past, and holds what the modes share: the size, styles, keymap
-// and help, and the level table's selection, sort and filter (table.go);
-// it renders the header, the level table and heat map (levels.go), the
-// drill-down (drill.go) and the help (view.go) of the mode shown. Each
-// refresh is turned into plain rows by ComputeInstance (levels: seats in
-// use against the current limit, nominal limit, lent or borrowed seats,
+// and the past, and holds what the rest shares: the size, styles and
+// keymap, the instance selected and the status line. It draws the header
+// and lays out the components, each with its own state, Update and View
+// (as gh-dash's): the level table with its selection, sort and filter
+// (table.go, its rows and columns in levels.go), the queue map of the
+// selected level under it (queuemap.go), the drill-down (drill.go), the
+// help and the footer's key line (help.go) and the line input of "/" and
+// ":" (input.go). A View draws on a frame: its size, the styles and the
+// instance shown, whichever mode it comes from. Each refresh is turned
+// into plain rows by ComputeInstance (levels: seats in use against the
+// current limit, nominal limit, lent or borrowed seats,
 // waiting requests and seats, dispatched and rejected rates by reason,
 // wait p99, from metrics.Levels and the three dumps), Queues (the heat map
 // of one level) and Waiting (the drill-down). Render is a pure function of

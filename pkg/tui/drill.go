@@ -5,16 +5,39 @@ import (
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 )
 
-// drillLines is the drill-down of the selected level (enter): its flows,
-// then its waiting requests, oldest first.
-func (m *Model) drillLines(w, body int) []string {
-	st := m.styles
-	iv := m.view()
-	level := m.cursor
+// drillDown is the drill-down of the selected level, a component: enter
+// opens it, esc closes it; its View lists the level's flows, then its
+// waiting requests, oldest first.
+type drillDown struct {
+	open bool
+}
+
+// Update opens the drill-down of the selected level (none: cursor "") or
+// closes it, reporting whether msg was one of its keys.
+func (d *drillDown) Update(msg tea.KeyPressMsg, k *KeyMap, cursor string) bool {
+	switch {
+	case key.Matches(msg, k.Back):
+		d.open = false
+	case key.Matches(msg, k.Enter):
+		if cursor != "" {
+			d.open = true
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// View draws the drill-down of level.
+func (d *drillDown) View(f frame, level string) []string {
+	st, iv, w, body := f.st, f.iv, f.w, f.body
 	flows := render.FlowRows([]*dump.Snapshot{iv.Snapshot}, level, 0)
 	waiting := Waiting(iv.Snapshot, level)
 	lines := []string{st.paint(st.Header, fmt.Sprintf("%s on %s · %d flows · %d waiting requests · esc back", clean(level), clean(iv.Instance), len(flows), len(waiting)))}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // shortReason abbreviates the reasons of rejected_requests_total
@@ -22,15 +22,15 @@ func shortReason(r string) string {
 	return r
 }
 
-func rejectedCell(l LevelRow, byReason bool) string {
+func rejectedCell(l levels.Row, byReason bool) string {
 	if !l.HasRates {
 		return "-"
 	}
-	if !byReason || len(l.Rejected) == 0 {
+	if !byReason || len(l.RejectedPerSec) == 0 {
 		return rate(l.RejectedTotal, true)
 	}
 	var parts []string
-	for _, r := range l.Rejected {
+	for _, r := range l.Reasons() {
 		if r.PerSec > 0 {
 			parts = append(parts, shortReason(r.Reason)+"="+rate(r.PerSec, true))
 		}
@@ -43,6 +43,9 @@ func rejectedCell(l LevelRow, byReason bool) string {
 
 // levelColumns chooses the columns for width w: the narrow set fits 80
 // columns; wider terminals get the rejection reasons and the sparkline.
+// The columns are pkg/levels' (levels.Column), with their short titles,
+// but for the mark, the lent or borrowed seats (Row.Lending) and the
+// sparkline, which only the live view has.
 func levelColumns(w int) (cols []column, wide bool) {
 	wide = w >= 120
 	name := 18
@@ -50,67 +53,84 @@ func levelColumns(w int) (cols []column, wide bool) {
 	if wide {
 		name, bar = 28, 16
 	}
+	short := func(c levels.Column) column { return column{c.Short, c.Width, true} }
 	cols = []column{
 		{"", 2, false},
-		{"LEVEL", name, false},
-		{"SEATS", bar, false},
-		{"USE/LIM", 7, true},
-		{"NOM", 4, true},
+		{levels.ColLevel.Short, name, false},
+		{levels.ColUtilisation.Short, bar, false},
+		short(levels.ColSeatsInUse),
+		short(levels.ColNominalLimit),
 		{"±", 4, true},
-		{"WAIT", 7, true},
-		{"DISP/S", 6, true},
+		short(levels.ColWaiting),
+		short(levels.ColDispatched),
 	}
 	if wide {
-		cols = append(cols, column{"REJECTED/S", 22, false}, column{"REJECTED/S (history)", 24, false})
+		rej := levels.ColRejected.Title
+		cols = append(cols, column{rej, 22, false}, column{rej + " (history)", 24, false})
 	} else {
-		cols = append(cols, column{"REJ/S", 6, true})
+		cols = append(cols, short(levels.ColRejected))
 	}
-	cols = append(cols, column{"P99", 6, true})
+	cols = append(cols, short(levels.ColWaitP99))
 	return cols, wide
 }
 
-func (m *Model) levelCells(l LevelRow, wide bool, cols []column) []string {
+func (t *levelTable) cells(f frame, l levels.Row, wide bool, cols []column) []string {
 	mark := " "
-	if l.Name == m.cursor {
+	if l.Name == t.cursor {
 		mark = ">"
 	}
-	if l.Rejecting {
+	if l.Rejecting() {
 		mark += "!"
 	} else {
 		mark += " "
 	}
 	use := num(l.SeatsInUse) + "/" + num(l.CurrentLimit)
-	bar := m.styles.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
+	bar := f.st.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
 	lend := "0"
+	borrowed, lent := l.Lending()
 	switch {
 	case l.Exempt:
-		// No limit applies (LevelRow.Exempt).
+		// No limit applies: exempt's current limit only sets metric
+		// denominators (levels.Row.Exempt).
 		use, lend, bar = num(l.SeatsInUse)+"/-", "-", padRight("exempt", cols[2].width)
-	case l.Borrowed > 0:
-		lend = "+" + num(l.Borrowed)
-	case l.Lent > 0:
-		lend = "-" + num(l.Lent)
+	case borrowed > 0:
+		lend = "+" + num(borrowed)
+	case lent > 0:
+		lend = "-" + num(lent)
 	case math.IsNaN(l.CurrentLimit):
 		lend = "-"
 	}
-	wait := num(l.WaitingRequests)
-	if !math.IsNaN(l.WaitingSeats) && l.WaitingSeats != l.WaitingRequests {
+	wait := num(l.Waiting)
+	if !math.IsNaN(l.WaitingSeats) && l.WaitingSeats != l.Waiting {
 		wait += "/" + num(l.WaitingSeats)
 	}
 	cells := []string{mark, clean(l.Name), bar, use, num(l.NominalLimit), lend, wait,
-		rate(l.DispatchedPS, l.HasRates)}
+		rate(l.DispatchedPerSec, l.HasRates)}
 	if wide {
-		cells = append(cells, rejectedCell(l, true), sparkline(m.sparkData(l.Name), cols[9].width))
+		cells = append(cells, rejectedCell(l, true), sparkline(f.spark(l.Name), cols[9].width))
 	} else {
 		cells = append(cells, rejectedCell(l, false))
 	}
 	return append(cells, secs(l.WaitP99))
 }
 
-func (m *Model) levelLines(w, body int) []string {
-	st := m.styles
-	iv := m.view()
-	rows := m.rows()
+// frame is what a component's View draws on: its width and the lines of
+// the body, the styles and the instance shown.
+type frame struct {
+	w, body int
+	st      Styles
+	iv      *InstanceView
+	// spark is the rejection sparkline of a level of the instance.
+	spark func(level string) []float64
+	// past: the store's past is shown, which holds no queue dump.
+	past bool
+}
+
+// View draws the table: the totals, the rows that fit and the queue map
+// of the selected level.
+func (t *levelTable) View(f frame) []string {
+	st, iv, w, body := f.st, f.iv, f.w, f.body
+	rows := t.rows(iv)
 	// Totals line: what the e2e test and a glance look for.
 	var seats, limit, waiting, rejected float64
 	rejKnown := false
@@ -121,8 +141,8 @@ func (m *Model) levelLines(w, body int) []string {
 		if !math.IsNaN(l.CurrentLimit) && !l.Exempt {
 			limit += l.CurrentLimit
 		}
-		if !math.IsNaN(l.WaitingRequests) {
-			waiting += l.WaitingRequests
+		if !math.IsNaN(l.Waiting) {
+			waiting += l.Waiting
 		}
 		if l.HasRates {
 			rejKnown = true
@@ -130,18 +150,18 @@ func (m *Model) levelLines(w, body int) []string {
 		}
 	}
 	sum := fmt.Sprintf("levels %d · seats %s/%s · waiting %s · rejected %s/s · sort %s",
-		len(iv.Levels), num(seats), num(limit), num(waiting), rate(rejected, rejKnown), sortKeys[m.sortIdx])
-	if m.filter != "" {
-		sum += " · filter /" + clean(m.filter) + "/"
+		len(iv.Levels), num(seats), num(limit), num(waiting), rate(rejected, rejKnown), sortKeys[t.sortIdx])
+	if t.filter != "" {
+		sum += " · filter /" + clean(t.filter) + "/"
 	}
 	lines := []string{sum}
 	cols, wide := levelColumns(w)
 	lines = append(lines, st.paint(st.Header, padRight(titles(cols), w)))
 
-	sel := m.cursorIndex(rows)
+	sel := t.cursorIndex(rows)
 	var queueLines []string
 	if sel < len(rows) {
-		queueLines = m.queueLines(w, iv, rows[sel])
+		queueLines = t.queues.View(f, rows[sel])
 	}
 	// Rows get what the queue map leaves, at least three.
 	space := body - len(lines) - len(queueLines)
@@ -149,21 +169,21 @@ func (m *Model) levelLines(w, body int) []string {
 		queueLines = nil
 		space = body - len(lines)
 	}
-	if sel < m.offset {
-		m.offset = sel
+	if sel < t.offset {
+		t.offset = sel
 	}
-	if sel >= m.offset+space {
-		m.offset = sel - space + 1
+	if sel >= t.offset+space {
+		t.offset = sel - space + 1
 	}
-	if m.offset > max(0, len(rows)-space) {
-		m.offset = max(0, len(rows)-space)
+	if t.offset > max(0, len(rows)-space) {
+		t.offset = max(0, len(rows)-space)
 	}
-	for i := m.offset; i < len(rows) && i < m.offset+space; i++ {
-		line := padRight(joinCells(cols, m.levelCells(rows[i], wide, cols)), w)
+	for i := t.offset; i < len(rows) && i < t.offset+space; i++ {
+		line := padRight(joinCells(cols, t.cells(f, rows[i], wide, cols)), w)
 		switch {
 		case i == sel:
 			line = st.paint(st.Selected, line)
-		case rows[i].Rejecting:
+		case rows[i].Rejecting():
 			line = st.paint(st.Rejecting, line)
 		}
 		lines = append(lines, line)
@@ -175,78 +195,4 @@ func (m *Model) levelLines(w, body int) []string {
 		lines = append(lines, "")
 	}
 	return append(lines, queueLines...)
-}
-
-// queueLines is the heat map of the selected level's queues: one cell per
-// queue on three rows (waiting requests, executing seats, distinct flows),
-// so a shuffle-sharding collision (two flows on a queue) or an elephant
-// (one flow filling every queue of its hand) is visible at a glance.
-func (m *Model) queueLines(w int, iv *InstanceView, l LevelRow) []string {
-	qs := Queues(iv.Snapshot, l.Name)
-	title := "── queues of " + clean(l.Name) + " "
-	if m.inPast() {
-		// The store keeps the metrics, not the queue dump.
-		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
-	}
-	if len(qs) == 0 {
-		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
-	}
-	flows := map[int]map[string]bool{}
-	for _, r := range iv.Snapshot.RequestDump {
-		if r.PriorityLevel != l.Name || r.QueueIndex < 0 || r.Executing() {
-			continue
-		}
-		f := flows[r.QueueIndex]
-		if f == nil {
-			f = map[string]bool{}
-			flows[r.QueueIndex] = f
-		}
-		f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
-	}
-	var hiWait, hiExec float64
-	hiWaitQ, collisions := -1, 0
-	for _, q := range qs {
-		if float64(q.Waiting) > hiWait {
-			hiWait, hiWaitQ = float64(q.Waiting), q.Index
-		}
-		hiExec = max(hiExec, float64(q.ExecSeats))
-		if len(flows[q.Index]) > 1 {
-			collisions++
-		}
-	}
-	legend := fmt.Sprintf("(%d · max wait %s", len(qs), num(hiWait))
-	if hiWaitQ >= 0 {
-		legend += fmt.Sprintf(" @q%d", hiWaitQ)
-	}
-	legend += fmt.Sprintf(" · max exec %s · %d shared) ", num(hiExec), collisions)
-	head := title + legend
-	lines := []string{head + strings.Repeat("─", max(0, w-ansi.StringWidth(head)))}
-	per := w - 6
-	rowsOf := func(label string, glyph func(q QueueCell) rune) {
-		for start := 0; start < len(qs); start += per {
-			var b strings.Builder
-			if start == 0 {
-				b.WriteString(padRight(label, 5) + " ")
-			} else {
-				b.WriteString("      ")
-			}
-			for _, q := range qs[start:min(start+per, len(qs))] {
-				b.WriteRune(glyph(q))
-			}
-			lines = append(lines, b.String())
-		}
-	}
-	rowsOf("wait", func(q QueueCell) rune { return heat(float64(q.Waiting), hiWait) })
-	rowsOf("exec", func(q QueueCell) rune { return heat(float64(q.ExecSeats), hiExec) })
-	rowsOf("flows", func(q QueueCell) rune {
-		n := len(flows[q.Index])
-		switch {
-		case n == 0:
-			return '·'
-		case n > 9:
-			return '+'
-		}
-		return rune('0' + n)
-	})
-	return lines
 }

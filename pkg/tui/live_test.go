@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 func TestPauseRefreshInterval(t *testing.T) {
@@ -131,19 +132,19 @@ func TestRatesAcrossRefreshes(t *testing.T) {
 		t.Fatalf("rates from a single scrape: %+v", l)
 	}
 	m.Update(refreshMsg{Refresh: Refresh{At: fixtureAt, Capture: only(1)}})
-	if l := rowOf(m, "apf-load"); !l.HasRates || l.RejectedTotal != 7 || l.DispatchedPS != 3 {
-		t.Errorf("apf-load after two one-scrape refreshes: rates %v rejected %v/s dispatched %v/s; want 7 and 3", l.HasRates, l.RejectedTotal, l.DispatchedPS)
+	if l := rowOf(m, "apf-load"); !l.HasRates || l.RejectedTotal != 7 || l.DispatchedPerSec != 3 {
+		t.Errorf("apf-load after two one-scrape refreshes: rates %v rejected %v/s dispatched %v/s; want 7 and 3", l.HasRates, l.RejectedTotal, l.DispatchedPerSec)
 	}
 	if prev := m.live.prevSnaps["https://127.0.0.1:6443"]; prev == nil || prev.Raw != nil || len(prev.Metrics) != 1 {
 		t.Errorf("the previous refresh is kept whole, not as its scrape: %+v", prev)
 	}
 }
 
-func rowOf(m *Model, level string) LevelRow {
+func rowOf(m *Model, level string) levels.Row {
 	for _, l := range m.view().Levels {
 		if l.Name == level {
 			return l
 		}
 	}
-	return LevelRow{}
+	return levels.Row{}
 }

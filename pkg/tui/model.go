@@ -2,14 +2,13 @@ package tui
 
 import (
 	"context"
-	"regexp"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
@@ -90,8 +89,8 @@ func (o Options) withDefaults() Options {
 // A mode is one of the view's three models: live (liveModel), a recording
 // played back (replayModel) or the store's past behind the live view
 // (pastModel). Each has its own Update (its refreshes, timers and keys)
-// and View (its status in the header); the shell renders the level table
-// of the data it shows.
+// and View (its status in the header); the shell's components draw the
+// data it shows.
 type mode interface {
 	Update(msg tea.Msg) tea.Cmd
 	// View returns the header's status line and, when something is wrong,
@@ -103,23 +102,14 @@ type mode interface {
 	sparkData(instance, level string) []float64
 }
 
-type inputMode int
-
-const (
-	inputNone inputMode = iota
-	inputFilter
-	inputJump
-)
-
 // Model is the bubbletea model of "kubectl apf top": a shell over the mode
-// shown (live or a replay; the store's past, stepped to from live). It
-// holds what the modes share: the size, styles, keymap and help, the
-// instance and level selected, the sort and the filter, the drill-down and
-// the line being typed.
+// shown (live or a replay; the store's past, stepped to from live) and
+// the components that draw it (the level table with its queue map, the
+// drill-down, the help and the line input). It holds what they share:
+// the size, styles and keymap, the instance selected and the status line.
 type Model struct {
 	opts   Options
 	keys   KeyMap
-	help   help.Model
 	styles Styles
 	clock  func() time.Time
 
@@ -130,18 +120,12 @@ type Model struct {
 	past   *pastModel   // nil without a store
 
 	instance string // selected apiserver
-	cursor   string // selected level
-	offset   int    // first visible row
-	sortIdx  int
-	filter   string
-	filterRe *regexp.Regexp
-	invert   bool
-	input    inputMode
-	inputBuf string
 	status   string
 
-	drill    bool
-	showHelp bool
+	table levelTable
+	drill drillDown
+	help  helpView
+	input lineInput
 }
 
 // New returns the view's model.
@@ -156,9 +140,7 @@ func New(opts Options) *Model {
 	if m.opts.Replay == nil && m.opts.Past != nil {
 		m.keys = m.keys.withHistory()
 	}
-	m.help = help.New()
-	m.help.Styles = m.styles.Help
-	m.help.ShortSeparator = " · "
+	m.help = newHelpView(&m.keys, &m.styles)
 	if m.opts.Replay != nil {
 		m.replay = newReplay(m.opts.Replay, &m.keys, m.opts.Interval)
 		return m
@@ -224,7 +206,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		m.help.SetWidth(msg.Width)
+		m.help.setWidth(msg.Width)
 	case clockMsg:
 		cmd = clockTick()
 	case refreshMsg, tickMsg:
@@ -270,43 +252,37 @@ func (m *Model) onPast(msg tea.Msg) tea.Cmd {
 	return cmd
 }
 
+// onKey hands a key to the component open (the line input, the help),
+// else to the shell's keys, the drill-down, the table and last the mode
+// that sets the pace.
 func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(msg, m.keys.ForceQuit) {
 		return tea.Quit
 	}
-	if m.input != inputNone {
-		return m.onInputKey(msg)
+	if m.input.active() {
+		m.onInput(msg)
+		return nil
 	}
-	if m.showHelp {
+	if m.help.shown {
 		if key.Matches(msg, m.keys.Quit) {
 			return tea.Quit
 		}
-		m.showHelp = false
+		m.help.Update(msg)
 		return nil
 	}
 	m.status = ""
-	k := m.keys
+	k := &m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
-	case key.Matches(msg, k.Back):
-		m.drill = false
-	case key.Matches(msg, k.Enter):
-		if m.cursor != "" {
-			m.drill = true
-		}
-	case key.Matches(msg, k.Up):
-		m.move(-1)
-	case key.Matches(msg, k.Down):
-		m.move(+1)
-	case key.Matches(msg, k.Sort):
-		m.sortIdx = (m.sortIdx + 1) % len(sortKeys)
+		m.help.shown = true
+	case m.drill.Update(msg, k, m.table.cursor):
+	case m.table.Update(msg, k, m.view()):
 	case key.Matches(msg, k.Filter):
-		m.input, m.inputBuf = inputFilter, m.filter
+		m.input.open(inputFilter, m.table.filter)
 	case key.Matches(msg, k.Jump):
-		m.input, m.inputBuf = inputJump, ""
+		m.input.open(inputJump, "")
 	case key.Matches(msg, k.Instance):
 		m.nextInstance()
 	case key.Matches(msg, k.Earlier, k.Later) && m.past != nil:
@@ -315,6 +291,17 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.pacer().Update(msg)
 	}
 	return nil
+}
+
+// onInput hands a key to the line input and what it typed to the table.
+func (m *Model) onInput(msg tea.KeyPressMsg) {
+	switch mode, text, done := m.input.Update(msg); {
+	case !done:
+	case mode == inputFilter:
+		m.status = m.table.setFilter(text)
+	default:
+		m.status = m.table.jump(m.view(), text)
+	}
 }
 
 // stepPast switches between live and the store's past: left from live
@@ -344,3 +331,29 @@ func (m *Model) stepPast(msg tea.KeyPressMsg) tea.Cmd {
 // sparkData is the rejection sparkline of a level of the selected
 // instance.
 func (m *Model) sparkData(level string) []float64 { return m.active().sparkData(m.instance, level) }
+
+// rows are the table's rows of the instance shown.
+func (m *Model) rows() []levels.Row { return m.table.rows(m.view()) }
+
+func (m *Model) nextInstance() {
+	views := m.active().data().views
+	if len(views) < 2 {
+		return
+	}
+	for i := range views {
+		if views[i].Instance == m.instance {
+			m.instance = views[(i+1)%len(views)].Instance
+			return
+		}
+	}
+	m.instance = views[0].Instance
+}
+
+func (m *Model) instanceIndex() int {
+	for i, iv := range m.active().data().views {
+		if iv.Instance == m.instance {
+			return i
+		}
+	}
+	return 0
+}

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // fakeSource returns its captures in turn (the last one forever), or err.
@@ -95,8 +96,8 @@ func TestFilterJumpSort(t *testing.T) {
 			if got := strings.Join(levelNames(m), " "); got != tt.wantRows {
 				t.Errorf("rows = %s, want %s", got, tt.wantRows)
 			}
-			if m.cursor != tt.wantCursor {
-				t.Errorf("cursor = %q, want %q", m.cursor, tt.wantCursor)
+			if m.table.cursor != tt.wantCursor {
+				t.Errorf("cursor = %q, want %q", m.table.cursor, tt.wantCursor)
 			}
 			if m.status != tt.wantStatus {
 				t.Errorf("status = %q, want %q", m.status, tt.wantStatus)
@@ -110,7 +111,7 @@ func TestFilterJumpSort(t *testing.T) {
 
 func TestComputeRows(t *testing.T) {
 	iv := ComputeInstance(nil, rejectingFixture().capture(t).Snapshots[0])
-	byName := map[string]LevelRow{}
+	byName := map[string]levels.Row{}
 	for _, l := range iv.Levels {
 		byName[l.Name] = l
 	}
@@ -135,10 +136,11 @@ func TestComputeRows(t *testing.T) {
 		if !ok {
 			t.Fatalf("no row for %s", tt.level)
 		}
-		if l.WaitingRequests != tt.waitReq || l.WaitingSeats != tt.waitSeats || l.DispatchedPS != tt.disp || l.RejectedTotal != tt.rej ||
-			l.Borrowed != tt.borrowed || l.Lent != tt.lent || l.Rejecting != tt.rejecting || l.Queues != tt.queues {
+		borrowed, lent := l.Lending()
+		if l.Waiting != tt.waitReq || l.WaitingSeats != tt.waitSeats || l.DispatchedPerSec != tt.disp || l.RejectedTotal != tt.rej ||
+			borrowed != tt.borrowed || lent != tt.lent || l.Rejecting() != tt.rejecting || l.Queues != tt.queues {
 			t.Errorf("%s: got wait %v/%v disp %v rej %v borrowed %v lent %v rejecting %v queues %d; want %v/%v %v %v %v %v %v %d", tt.level,
-				l.WaitingRequests, l.WaitingSeats, l.DispatchedPS, l.RejectedTotal, l.Borrowed, l.Lent, l.Rejecting, l.Queues,
+				l.Waiting, l.WaitingSeats, l.DispatchedPerSec, l.RejectedTotal, borrowed, lent, l.Rejecting(), l.Queues,
 				tt.waitReq, tt.waitSeats, tt.disp, tt.rej, tt.borrowed, tt.lent, tt.rejecting, tt.queues)
 		}
 	}
@@ -195,7 +197,7 @@ func TestDrillDownAndHelp(t *testing.T) {
 		t.Error("? does not show the help")
 	}
 	press(m, "x")
-	if m.showHelp {
+	if m.help.shown {
 		t.Error("a key does not close the help")
 	}
 	if cmd := press(m, "q"); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.QuitMsg" {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -40,7 +41,7 @@ func histKey(instance, level string) string { return instance + "\x00" + level }
 // addPoints appends each level's rejection rate to its sparkline in h,
 // keeping the last historyLen points (in place, so a long-running view's
 // memory stays flat).
-func addPoints(h map[string][]float64, instance string, levels []LevelRow) {
+func addPoints(h map[string][]float64, instance string, levels []levels.Row) {
 	for _, l := range levels {
 		k := histKey(instance, l.Name)
 		p := append(h[k], l.RejectedTotal)

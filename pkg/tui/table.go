@@ -8,97 +8,77 @@ import (
 	"sort"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-)
 
-// This file is the level table's state, which every mode shares: the
-// instance and level selected, the sort, the filter and the jump.
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+)
 
 // sortKeys are the orders "s" cycles through.
 var sortKeys = []string{"name", "seats", "waiting", "rejected", "dispatched", "p99"}
 
-func (m *Model) nextInstance() {
-	views := m.active().data().views
-	if len(views) < 2 {
-		return
-	}
-	for i := range views {
-		if views[i].Instance == m.instance {
-			m.instance = views[(i+1)%len(views)].Instance
-			return
-		}
-	}
-	m.instance = views[0].Instance
+// levelTable is the level table, a component: the levels of the instance
+// shown, filtered and sorted, the one selected and the first row visible.
+// Every mode's data renders through it. Its Update moves the selection
+// and changes the sort; setFilter and jump take what the line input typed;
+// its View draws the table and, under it, the queue map of the selected
+// level.
+type levelTable struct {
+	cursor   string // selected level
+	offset   int    // first visible row
+	sortIdx  int
+	filter   string
+	filterRe *regexp.Regexp
+	invert   bool
+	queues   queueMap
 }
 
-func (m *Model) instanceIndex() int {
-	for i, iv := range m.active().data().views {
-		if iv.Instance == m.instance {
-			return i
-		}
+// Update handles the keys of the table on the levels of iv, reporting
+// whether msg was one.
+func (t *levelTable) Update(msg tea.KeyPressMsg, k *KeyMap, iv *InstanceView) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		t.move(iv, -1)
+	case key.Matches(msg, k.Down):
+		t.move(iv, +1)
+	case key.Matches(msg, k.Sort):
+		t.sortIdx = (t.sortIdx + 1) % len(sortKeys)
+	default:
+		return false
 	}
-	return 0
-}
-
-func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc":
-		m.input, m.inputBuf = inputNone, ""
-		return nil
-	case "enter":
-		mode, text := m.input, m.inputBuf
-		m.input, m.inputBuf = inputNone, ""
-		if mode == inputFilter {
-			m.setFilter(text)
-		} else {
-			m.jump(text)
-		}
-		return nil
-	case "backspace":
-		if r := []rune(m.inputBuf); len(r) > 0 {
-			m.inputBuf = string(r[:len(r)-1])
-		}
-		return nil
-	}
-	if msg.Text != "" {
-		m.inputBuf += msg.Text
-	}
-	return nil
+	return true
 }
 
 // setFilter compiles a filter: a regular expression on level names, "!"
-// first inverts it. A bad expression keeps the previous filter and says why.
-func (m *Model) setFilter(text string) {
+// first inverts it. A bad expression keeps the previous filter and says
+// why (the status line).
+func (t *levelTable) setFilter(text string) (status string) {
 	invert := strings.HasPrefix(text, "!")
 	expr := strings.TrimPrefix(text, "!")
 	if expr == "" {
-		m.filter, m.filterRe, m.invert = "", nil, false
-		return
+		t.filter, t.filterRe, t.invert = "", nil, false
+		return ""
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		var perr *syntax.Error
 		if errors.As(err, &perr) {
-			m.status = fmt.Sprintf("filter %q: %s; filter unchanged", text, perr.Code)
-		} else {
-			m.status = fmt.Sprintf("filter %q: %v; filter unchanged", text, err)
+			return fmt.Sprintf("filter %q: %s; filter unchanged", text, perr.Code)
 		}
-		return
+		return fmt.Sprintf("filter %q: %v; filter unchanged", text, err)
 	}
-	m.filter, m.filterRe, m.invert = text, re, invert
-	m.offset = 0
+	t.filter, t.filterRe, t.invert = text, re, invert
+	t.offset = 0
+	return ""
 }
 
-// jump selects the first level whose name starts with text, else the first
-// that contains it (case-insensitive), clearing a filter that hides it.
-func (m *Model) jump(text string) {
+// jump selects the first level of iv whose name starts with text, else
+// the first that contains it (case-insensitive), clearing a filter that
+// hides it; the status line says when none matches.
+func (t *levelTable) jump(iv *InstanceView, text string) (status string) {
 	text = strings.ToLower(strings.TrimSpace(text))
-	if text == "" {
-		return
-	}
-	iv := m.view()
-	if iv == nil {
-		return
+	if text == "" || iv == nil {
+		return ""
 	}
 	pick := ""
 	for _, l := range iv.Levels {
@@ -112,36 +92,35 @@ func (m *Model) jump(text string) {
 		}
 	}
 	if pick == "" {
-		m.status = fmt.Sprintf("no priority level matches %q", text)
-		return
+		return fmt.Sprintf("no priority level matches %q", text)
 	}
-	if !m.visible(pick) {
-		m.filter, m.filterRe, m.invert = "", nil, false
+	if !t.visible(pick) {
+		t.filter, t.filterRe, t.invert = "", nil, false
 	}
-	m.cursor = pick
+	t.cursor = pick
+	return ""
 }
 
-func (m *Model) visible(name string) bool {
-	if m.filterRe == nil {
+func (t *levelTable) visible(name string) bool {
+	if t.filterRe == nil {
 		return true
 	}
-	return m.filterRe.MatchString(name) != m.invert
+	return t.filterRe.MatchString(name) != t.invert
 }
 
-// rows returns the selected instance's levels, filtered and sorted.
-func (m *Model) rows() []LevelRow {
-	iv := m.view()
+// rows returns the levels of iv, filtered and sorted.
+func (t *levelTable) rows(iv *InstanceView) []levels.Row {
 	if iv == nil {
 		return nil
 	}
-	rows := make([]LevelRow, 0, len(iv.Levels))
+	rows := make([]levels.Row, 0, len(iv.Levels))
 	for _, l := range iv.Levels {
-		if m.visible(l.Name) {
+		if t.visible(l.Name) {
 			rows = append(rows, l)
 		}
 	}
-	by := sortKeys[m.sortIdx]
-	keyOf := func(l LevelRow) float64 {
+	by := sortKeys[t.sortIdx]
+	keyOf := func(l levels.Row) float64 {
 		switch by {
 		case "seats":
 			if l.CurrentLimit > 0 && !l.Exempt {
@@ -149,11 +128,11 @@ func (m *Model) rows() []LevelRow {
 			}
 			return nanLow(l.SeatsInUse) - 1e9
 		case "waiting":
-			return nanLow(l.WaitingRequests)
+			return nanLow(l.Waiting)
 		case "rejected":
 			return nanLow(l.RejectedTotal)
 		case "dispatched":
-			return nanLow(l.DispatchedPS)
+			return nanLow(l.DispatchedPerSec)
 		case "p99":
 			return nanLow(l.WaitP99)
 		}
@@ -169,25 +148,25 @@ func (m *Model) rows() []LevelRow {
 }
 
 // move moves the selection by d visible rows.
-func (m *Model) move(d int) {
-	rows := m.rows()
+func (t *levelTable) move(iv *InstanceView, d int) {
+	rows := t.rows(iv)
 	if len(rows) == 0 {
 		return
 	}
-	i := max(0, min(m.cursorIndex(rows)+d, len(rows)-1))
-	m.cursor = rows[i].Name
+	i := max(0, min(t.cursorIndex(rows)+d, len(rows)-1))
+	t.cursor = rows[i].Name
 }
 
 // cursorIndex is the selected row's index in rows, selecting the first row
 // when the selected level is gone (filtered out, deleted).
-func (m *Model) cursorIndex(rows []LevelRow) int {
+func (t *levelTable) cursorIndex(rows []levels.Row) int {
 	for i, r := range rows {
-		if r.Name == m.cursor {
+		if r.Name == t.cursor {
 			return i
 		}
 	}
 	if len(rows) > 0 {
-		m.cursor = rows[0].Name
+		t.cursor = rows[0].Name
 	}
 	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -29,15 +28,16 @@ func (m *Model) Render() string {
 	lines = append(lines, m.headerLines()...)
 	footer := m.footer(w)
 	body := h - len(lines) - 1
+	f := frame{w: w, body: body, st: m.styles, iv: m.view(), spark: m.sparkData, past: m.inPast()}
 	switch {
-	case m.showHelp:
-		lines = append(lines, m.helpLines(w)...)
-	case m.view() == nil:
+	case m.help.shown:
+		lines = append(lines, m.help.View(w)...)
+	case f.iv == nil:
 		lines = append(lines, m.emptyLines()...)
-	case m.drill:
-		lines = append(lines, m.drillLines(w, body)...)
+	case m.drill.open:
+		lines = append(lines, m.drill.View(f, m.table.cursor)...)
 	default:
-		lines = append(lines, m.levelLines(w, body)...)
+		lines = append(lines, m.table.View(f)...)
 	}
 	lines = fitLines(lines, w, h-1)
 	lines = append(lines, footer)
@@ -89,38 +89,12 @@ func (m *Model) emptyLines() []string {
 	return []string{"", "waiting for the first refresh…"}
 }
 
-func (m *Model) helpLines(w int) []string {
-	groups := m.keys.FullHelp()
-	if w < 100 {
-		// One column fits 80 columns; bubbles/help would cut the others.
-		var all []key.Binding
-		for _, g := range groups {
-			all = append(all, g...)
-		}
-		half := (len(all) + 1) / 2
-		groups = [][]key.Binding{all[:half], all[half:]}
-	}
-	text := m.help.FullHelpView(groups)
-	lines := []string{m.styles.paint(m.styles.Header, "keys (any key closes this help)"), ""}
-	lines = append(lines, strings.Split(text, "\n")...)
-	lines = append(lines, "", "columns: SEATS in use of the current limit (after borrowing); NOM nominal limit;",
-		"± seats borrowed (+) or lent (-); WAIT waiting requests/seats; DISP/S dispatched",
-		"per second; REJ/S rejected per second (full = queue full, limit = concurrency",
-		"limit, timeout = waited too long); P99 wait time p99 over the last interval;",
-		"! marks a level rejecting right now.")
-	return lines
-}
-
 func (m *Model) footer(w int) string {
-	st := m.styles
-	switch m.input {
-	case inputFilter:
-		return padRight("filter (regex, ! inverts, enter applies, esc cancels): /"+m.inputBuf+"█", w)
-	case inputJump:
-		return padRight("jump to level (enter, esc cancels): :"+m.inputBuf+"█", w)
+	if m.input.active() {
+		return m.input.View(w)
 	}
 	if m.status != "" {
-		return padRight(st.paint(st.Warn, m.status), w)
+		return padRight(m.styles.paint(m.styles.Warn, m.status), w)
 	}
-	return padRight(m.help.ShortHelpView(m.keys.ShortHelp()), w)
+	return m.help.Short(w)
 }

@@ -89,7 +89,7 @@ func Check(t testing.TB, run Run, b string, capacityArgs ...string) int {
 	key := func(inst, level string) string { return inst + " " + level }
 	for _, s := range c.Snapshots {
 		for _, l := range tui.ComputeInstance(nil, s).Levels {
-			others["top (live view)"][key(s.Instance, l.Name)] = figures{nanToNil(l.WaitingRequests), nanToNil(l.Executing), nanToNil(l.NominalLimit), nanToNil(l.CurrentLimit)}
+			others["top (live view)"][key(s.Instance, l.Name)] = figures{nanToNil(l.Waiting), nanToNil(l.Executing), nanToNil(l.NominalLimit), nanToNil(l.CurrentLimit)}
 		}
 	}
 	for _, inc := range ex.Incidents {

@@ -15,8 +15,10 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
-// TopLevelRow is one printed row of "kubectl apf top levels": a
-// levels.Row (each figure from the best input present; null when absent).
+// TopLevelRow is a row of "kubectl apf top levels" in its JSON: a
+// levels.Row (each figure from the best input present; null when absent)
+// under the names the JSON has always given them. The table prints the
+// levels.Row itself (levels.TopColumns).
 type TopLevelRow struct {
 	Instance          string                      `json:"instance"`
 	Level             string                      `json:"level"`
@@ -31,7 +33,6 @@ type TopLevelRow struct {
 	DispatchedPerS    render.JSONFloat            `json:"dispatchedPerSecond"`
 	RejectedPerS      map[string]render.JSONFloat `json:"rejectedPerSecond,omitempty"`
 	WaitP99Seconds    render.JSONFloat            `json:"waitP99Seconds"`
-	rejectedTotal     float64
 }
 
 // TopSortKeys are the accepted --sort-by values of "top levels".
@@ -41,7 +42,7 @@ func topRow(l levels.Row) TopLevelRow {
 	r := TopLevelRow{Instance: l.Instance, Level: l.Name, NominalLimit: render.JSONFloat(l.NominalLimit), CurrentLimit: render.JSONFloat(l.CurrentLimit),
 		SeatsInUse: render.JSONFloat(l.SeatsInUse), Utilisation: render.JSONFloat(l.Utilisation), WaitingRequests: render.JSONFloat(l.Waiting),
 		WaitingSeats: render.JSONFloat(l.WaitingSeats), ExecutingRequests: render.JSONFloat(l.Executing), HasRates: l.HasRates,
-		DispatchedPerS: render.JSONFloat(l.DispatchedPerSec), WaitP99Seconds: render.JSONFloat(l.WaitP99), rejectedTotal: l.RejectedTotal}
+		DispatchedPerS: render.JSONFloat(l.DispatchedPerSec), WaitP99Seconds: render.JSONFloat(l.WaitP99)}
 	for k, v := range l.RejectedPerSec {
 		if r.RejectedPerS == nil {
 			r.RejectedPerS = map[string]render.JSONFloat{}
@@ -51,107 +52,131 @@ func topRow(l levels.Row) TopLevelRow {
 	return r
 }
 
-// TopLevelRows computes the rows of each snapshot (levels.Compute) and,
-// for several instances, merged rows (levels.Merge: sums, utilisation of
-// the sums, the wait p99 of the worst instance).
+// TopLevelRows are the rows of "top levels" as its JSON shows them
+// (Rows).
 func TopLevelRows(snaps []*dump.Snapshot, level, sortBy string) []TopLevelRow {
-	var out []TopLevelRow
-	var all []levels.Row
+	rows := Rows(snaps, level, sortBy)
+	out := make([]TopLevelRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, topRow(r))
+	}
+	return out
+}
+
+// Rows computes the rows of each snapshot (levels.Compute), sorted by
+// sortBy, and, for several instances, merged rows after them (levels.Merge:
+// sums, utilisation of the sums, the wait p99 of the worst instance).
+func Rows(snaps []*dump.Snapshot, level, sortBy string) []levels.Row {
+	var out []levels.Row
 	for _, s := range snaps {
 		for _, l := range levels.Compute(levels.Input{Snapshot: s}) {
 			if level != "" && l.Name != level {
 				continue
 			}
-			out = append(out, topRow(l))
-			all = append(all, l)
+			out = append(out, l)
 		}
 	}
 	less := topLess(sortBy)
+	var merged []levels.Row
+	if len(snaps) > 1 {
+		merged = levels.Merge(render.AllInstances, out)
+	}
 	sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
 	if len(snaps) > 1 {
-		var ms []TopLevelRow
-		for _, m := range levels.Merge(render.AllInstances, all) {
-			ms = append(ms, topRow(m))
-		}
-		sort.SliceStable(ms, func(i, j int) bool { return less(ms[i], ms[j]) })
-		out = append(out, ms...)
+		sort.SliceStable(merged, func(i, j int) bool { return less(merged[i], merged[j]) })
+		out = append(out, merged...)
 	}
 	return out
 }
 
 // nanLow orders NaN below every number, so levels without data sort last
 // in a descending order.
-func nanLow(f render.JSONFloat) float64 {
-	if math.IsNaN(float64(f)) {
+func nanLow(f float64) float64 {
+	if math.IsNaN(f) {
 		return math.Inf(-1)
 	}
-	return float64(f)
+	return f
 }
 
-func topLess(sortBy string) func(a, b TopLevelRow) bool {
-	key := func(r TopLevelRow) float64 {
+func topLess(sortBy string) func(a, b levels.Row) bool {
+	key := func(r levels.Row) float64 {
 		switch sortBy {
 		case "waiting":
-			return nanLow(r.WaitingRequests)
+			return nanLow(r.Waiting)
 		case "rejected":
-			return nanLow(render.JSONFloat(r.rejectedTotal))
+			return nanLow(r.RejectedTotal)
 		case "dispatched":
-			return nanLow(r.DispatchedPerS)
+			return nanLow(r.DispatchedPerSec)
 		}
 		return nanLow(r.Utilisation)
 	}
-	return func(a, b TopLevelRow) bool {
+	return func(a, b levels.Row) bool {
 		if sortBy != "name" {
 			if ka, kb := key(a), key(b); ka != kb {
 				return ka > kb
 			}
 		}
-		if a.Level != b.Level {
-			return a.Level < b.Level
+		if a.Name != b.Name {
+			return a.Name < b.Name
 		}
 		return a.Instance < b.Instance
 	}
 }
 
-func rejectedCell(r TopLevelRow) string {
-	if !r.HasRates {
-		return "-"
+// Cell is the text of column c of row r in the tables of pkg/dump/render.
+func Cell(c levels.Column, r levels.Row) string {
+	switch c.Kind {
+	case levels.Name:
+		return r.Name
+	case levels.Ratio:
+		return render.Pct(c.Figure(r))
+	case levels.Seconds:
+		return render.Seconds(c.Figure(r))
+	case levels.Rate, levels.Reasons:
+		if !r.HasRates {
+			return "-"
+		}
+		if c.Kind == levels.Rate {
+			return render.Num(c.Figure(r))
+		}
+		return rejectedCell(r)
 	}
-	if len(r.RejectedPerS) == 0 {
+	return render.Num(c.Figure(r))
+}
+
+func rejectedCell(r levels.Row) string {
+	if len(r.RejectedPerSec) == 0 {
 		return "0"
 	}
-	keys := make([]string, 0, len(r.RejectedPerS))
-	for k := range r.RejectedPerS {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
-		parts = append(parts, k+"="+render.Num(float64(r.RejectedPerS[k])))
+	for _, rr := range r.Reasons() {
+		parts = append(parts, rr.Reason+"="+render.Num(rr.PerSec))
 	}
 	return strings.Join(parts, ",")
 }
 
-// PrintTopLevels prints "kubectl apf top levels".
+// PrintTopLevels prints "kubectl apf top levels": levels.TopColumns, and
+// TopLevelRow in JSON and YAML.
 func PrintTopLevels(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level, sortBy string) error {
-	rows := TopLevelRows(snaps, level, sortBy)
-	return render.Print(w, f, rows, func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
+	rows := Rows(snaps, level, sortBy)
+	out := make([]TopLevelRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, topRow(r))
+	}
+	return render.Print(w, f, out, func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
 }
 
 // topLevelsTable is the table of PrintTopLevels.
-func topLevelsTable(rows []TopLevelRow, multi bool) *render.Table {
-	t := render.NewTable(multi, "LEVEL", "NOMINAL", "CURRENT", "SEATS-IN-USE", "UTIL", "WAITING", "WAITING-SEATS", "EXECUTING", "DISPATCHED/S", "REJECTED/S", "WAIT-P99")
+func topLevelsTable(rows []levels.Row, multi bool) *render.Table {
+	t := render.NewTable(multi, levels.Titles(levels.TopColumns)...)
 	for _, r := range rows {
 		var cells []string
 		if multi {
 			cells = append(cells, r.Instance)
 		}
-		disp := "-"
-		if r.HasRates {
-			disp = render.Num(float64(r.DispatchedPerS))
+		for _, c := range levels.TopColumns {
+			cells = append(cells, Cell(c, r))
 		}
-		cells = append(cells, r.Level, render.Num(float64(r.NominalLimit)), render.Num(float64(r.CurrentLimit)), render.Num(float64(r.SeatsInUse)), render.Pct(float64(r.Utilisation)),
-			render.Num(float64(r.WaitingRequests)), render.Num(float64(r.WaitingSeats)), render.Num(float64(r.ExecutingRequests)), disp, rejectedCell(r), render.Seconds(float64(r.WaitP99Seconds)))
 		t.Add(cells...)
 	}
 	return t

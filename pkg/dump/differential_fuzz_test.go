@@ -1,0 +1,104 @@
+package dump
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The differential targets check that the parsers give what the reference
+// (parse_reference_test.go, the parser before it streamed the rows) gives:
+// the same rows, or the same error.
+
+func sameResult[R any](t *testing.T, got []R, gotErr error, want []R, wantErr error) {
+	t.Helper()
+	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+		t.Fatalf("error %v, the reference's %v", gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows differ from the reference's:\n%+v\n---\n%+v", got, want)
+	}
+}
+
+func FuzzParsePriorityLevelsMatchesReference(f *testing.F) {
+	addSeeds(f, "dump_priority_levels.txt")
+	addErrorSeeds(f, "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests", "a, 1, maybe, false, 0, 0")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParsePriorityLevels(b)
+		want, wantErr := refParsePriorityLevels(b)
+		sameResult(t, got, err, want, wantErr)
+	})
+}
+
+func FuzzParseQueuesMatchesReference(f *testing.F) {
+	addSeeds(f, "dump_queues.txt")
+	addErrorSeeds(f, "PriorityLevelName, Index, PendingRequests, ExecutingRequests, VirtualStart", "a, 0, 1, 1, 12.5xs")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseQueues(b)
+		want, wantErr := refParseQueues(b)
+		sameResult(t, got, err, want, wantErr)
+	})
+}
+
+func FuzzParseRequestsMatchesReference(f *testing.F) {
+	addSeeds(f, "dump_requests.txt")
+	addErrorSeeds(f, "PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, UserName, Verb", "a, fs, 1, 0, d, 2020-02-30T00:00:00Z, u, get")
+	f.Add([]byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, UserName, Verb, APIPath, Namespace,\n" +
+		"system, system-nodes, 12, 0, u, 2020-07-23T15:31:03.583823404Z, u, create, /api/v1/namespaces/s/configmaps,\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseRequests(b)
+		want, wantErr := refParseRequests(b)
+		sameResult(t, got, err, want, wantErr)
+	})
+}
+
+// addErrorSeeds adds bodies with two faults, whose order decides the
+// error: a bad cell (badRow, the header's width) before a line of the
+// wrong width, a header that lacks
+// a column above such a line, elisions and a row cut short.
+func addErrorSeeds(f *testing.F, header, badRow string) {
+	f.Add([]byte(header + "\n" + badRow + "\na, 1\n"))
+	f.Add([]byte(header + "\n" + badRow + "\n"))
+	f.Add([]byte("PriorityLevelName, Other\na, b\na\n"))
+	f.Add([]byte("PriorityLevelName, Other\na, b\n"))
+	f.Add([]byte(header + "\n...\n[…]\n<SNIP>\n\n"))
+	f.Add([]byte(header + ",\na, 1,\n"))
+	f.Add([]byte("PriorityLevelName,Other\na,b\n"))
+	// white space splitCells' fast path must leave to strings.TrimSpace:
+	// Unicode spaces, control bytes, long padding
+	f.Add([]byte(header + "\n\u00a0a\u00a0,  \u2003b\v,\t\t c\u0085,                    d\r\n"))
+}
+
+func FuzzIsElisionMatchesReference(f *testing.F) {
+	for _, s := range []string{"...", "…", "[...]", "(…)", "<snip>", "...snip...", "SNIPPED", "KKKKKKsnip", "ȺȺȺȺȺȺsnip", "a...", ". . ."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isElision(s), refIsElision(s); got != want {
+			t.Fatalf("isElision(%q) = %v, the reference's %v", s, got, want)
+		}
+	})
+}
+
+// FuzzParseUTCMatchesTimeParse checks that the fast path of a dump's times
+// reads what time.Parse reads, to the location, wherever it reads at all.
+func FuzzParseUTCMatchesTimeParse(f *testing.F) {
+	for _, s := range []string{"2026-11-21T11:59:59.9Z", "0001-01-01T00:00:00Z", "2024-02-29T23:59:59.123456789Z", "2023-02-29T00:00:00Z",
+		"2020-07-23T15:31:03.583823404Z", "2020-07-23T15:31:03.Z", "2020-07-23T15:31:03.1234567891Z", "2020-07-23T24:00:00Z",
+		"2020-07-23T15:31:60Z", "2020-13-01T00:00:00Z", "2020-07-23T15:31:03+02:00", "2020-07-23 15:31:03Z", "+020-07-23T15:31:03Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseUTC(s)
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatalf("parseUTC(%q) = %v, time.Parse refuses it: %v", s, got, err)
+		}
+		if got != want || got.Location() != want.Location() {
+			t.Fatalf("parseUTC(%q) = %#v, time.Parse %#v", s, got, want)
+		}
+	})
+}

@@ -1,0 +1,89 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+)
+
+// queueMap is the heat map of the selected level's queues, a component
+// with no state of its own: one cell per queue on three rows (waiting
+// requests, executing seats, distinct flows), so a shuffle-sharding
+// collision (two flows on a queue) or an elephant (one flow filling every
+// queue of its hand) is visible at a glance.
+type queueMap struct{}
+
+// View draws the map of level l of the instance shown.
+func (queueMap) View(f frame, l levels.Row) []string {
+	w, iv := f.w, f.iv
+	qs := Queues(iv.Snapshot, l.Name)
+	title := "── queues of " + clean(l.Name) + " "
+	if f.past {
+		// The store keeps the metrics, not the queue dump.
+		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
+	}
+	if len(qs) == 0 {
+		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
+	}
+	flows := map[int]map[string]bool{}
+	for _, r := range iv.Snapshot.RequestDump {
+		if r.PriorityLevel != l.Name || r.QueueIndex < 0 || r.Executing() {
+			continue
+		}
+		f := flows[r.QueueIndex]
+		if f == nil {
+			f = map[string]bool{}
+			flows[r.QueueIndex] = f
+		}
+		f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
+	}
+	var hiWait, hiExec float64
+	hiWaitQ, collisions := -1, 0
+	for _, q := range qs {
+		if float64(q.Waiting) > hiWait {
+			hiWait, hiWaitQ = float64(q.Waiting), q.Index
+		}
+		hiExec = max(hiExec, float64(q.ExecSeats))
+		if len(flows[q.Index]) > 1 {
+			collisions++
+		}
+	}
+	legend := fmt.Sprintf("(%d · max wait %s", len(qs), num(hiWait))
+	if hiWaitQ >= 0 {
+		legend += fmt.Sprintf(" @q%d", hiWaitQ)
+	}
+	legend += fmt.Sprintf(" · max exec %s · %d shared) ", num(hiExec), collisions)
+	head := title + legend
+	lines := []string{head + strings.Repeat("─", max(0, w-ansi.StringWidth(head)))}
+	per := w - 6
+	rowsOf := func(label string, glyph func(q QueueCell) rune) {
+		for start := 0; start < len(qs); start += per {
+			var b strings.Builder
+			if start == 0 {
+				b.WriteString(padRight(label, 5) + " ")
+			} else {
+				b.WriteString("      ")
+			}
+			for _, q := range qs[start:min(start+per, len(qs))] {
+				b.WriteRune(glyph(q))
+			}
+			lines = append(lines, b.String())
+		}
+	}
+	rowsOf("wait", func(q QueueCell) rune { return heat(float64(q.Waiting), hiWait) })
+	rowsOf("exec", func(q QueueCell) rune { return heat(float64(q.ExecSeats), hiExec) })
+	rowsOf("flows", func(q QueueCell) rune {
+		n := len(flows[q.Index])
+		switch {
+		case n == 0:
+			return '·'
+		case n > 9:
+			return '+'
+		}
+		return rune('0' + n)
+	})
+	return lines
+}
