@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -213,6 +214,18 @@ func (e *storeError) storageDown() bool {
 	return e.code == http.StatusBadGateway
 }
 
+// maxQueryDuration finds the store's own limit in its message of a query
+// stopped at the deadline (app/vlselect/main.go, logRequestErrorIfNeeded).
+var maxQueryDuration = regexp.MustCompile(`-search\.maxQueryDuration=([0-9a-zµ.]+)`)
+
+// timeoutText is --victorialogs-timeout as said in a message.
+func timeoutText(d time.Duration) string {
+	if d <= 0 {
+		return "(none)"
+	}
+	return d.String()
+}
+
 // afterQuery is a message without the query it quotes ("cannot execute
 // query [...]: why").
 func afterQuery(msg string) string {
@@ -251,6 +264,11 @@ func (c *Client) explain(err error) error {
 			return fmt.Errorf("%s: the store cannot parse the query (check --victorialogs-query and --victorialogs-prefix): %s", c.where, msg)
 		case se.code == http.StatusNotFound:
 			return fmt.Errorf("%s: no LogsQL API at /select/logsql/query (HTTP 404): is it the URL of VictoriaLogs (a single node or a cluster's select node)?", c.where)
+		case maxQueryDuration.MatchString(se.msg):
+			// the store stops a query at the lower of its own limit and
+			// the timeout argument; its message names the former
+			return fmt.Errorf("%s: the query timed out in the store, which stops a query at the lower of its -search.maxQueryDuration=%s and this command's --victorialogs-timeout %s: narrow --since/--until or the filter, or raise the lower one",
+				c.where, maxQueryDuration.FindStringSubmatch(se.msg)[1], timeoutText(c.opts.Timeout))
 		case strings.Contains(se.msg, "timeout") || strings.Contains(se.msg, "deadline"):
 			return fmt.Errorf("%s: the query timed out in the store (%s): narrow --since/--until or the filter, or raise --victorialogs-timeout", c.where, se.msg)
 		case se.storageDown():

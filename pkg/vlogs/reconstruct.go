@@ -51,9 +51,6 @@ func (p *Pull) Notes() []string {
 	}
 	n := fmt.Sprintf("note: %s counted %d 429s of %d audit events in the store; pulled the %d events of %d window(s) around them (%d bytes in %d queries)",
 		p.Where, p.Totals.Rejected, p.Totals.Events, p.Pulled.Events, len(p.Windows), p.Bytes, p.Queries)
-	if raw := p.Totals.RawBytes; raw > 0 && p.Bytes > 0 {
-		n += fmt.Sprintf("; pulling every event would move about %d bytes (%.1fx)", raw, float64(raw)/float64(p.Bytes))
-	}
 	notes = append(notes, n)
 	if p.Levels != nil {
 		notes = append(notes, p.Levels.Notes()...)

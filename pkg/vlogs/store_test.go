@@ -276,11 +276,8 @@ func TestSparseDayFromStore(t *testing.T) {
 	if all != events+n {
 		t.Fatalf("the raw pull read %d events, want %d", all, events+n)
 	}
-	t.Logf("moved %d bytes in %d queries; a raw pull of all %d events moved %d bytes: %.1fx fewer (the store's estimate %d); %s",
-		pull.Bytes, pull.Queries, all, raw.Bytes.Load(), float64(raw.Bytes.Load())/float64(pull.Bytes), pull.Totals.RawBytes, strings.Join(pull.Notes(), "; "))
-	if est, real := float64(pull.Totals.RawBytes), float64(raw.Bytes.Load()); est < 0.95*real || est > 1.05*real {
-		t.Errorf("the store's estimate of a raw pull, %.0f bytes, is not within 5%% of the %.0f bytes it moved", est, real)
-	}
+	t.Logf("moved %d bytes in %d queries; a raw pull of all %d events moved %d bytes: %.1fx fewer; %s",
+		pull.Bytes, pull.Queries, all, raw.Bytes.Load(), float64(raw.Bytes.Load())/float64(pull.Bytes), strings.Join(pull.Notes(), "; "))
 	if pull.Bytes*5 > raw.Bytes.Load() {
 		t.Errorf("the store moved %d bytes, not 5 times fewer than a raw pull's %d", pull.Bytes, raw.Bytes.Load())
 	}

@@ -147,13 +147,13 @@ func StartDetached(ctx context.Context, dir string) (*Node, error) {
 	return startIn(ctx, where{detach: true}, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
 }
 
-// StartSingle starts a single node storing in dir.
-func StartSingle(ctx context.Context, dir string) (*Store, error) {
+// StartSingle starts a single node storing in dir, with extra flags.
+func StartSingle(ctx context.Context, dir string, extra ...string) (*Store, error) {
 	bin, err := testcluster.Binary("victoria-logs")
 	if err != nil {
 		return nil, err
 	}
-	n, err := start(ctx, bin, dir, "victoria-logs", "-storageDataPath="+filepath.Join(dir, "data"))
+	n, err := start(ctx, bin, dir, "victoria-logs", append([]string{"-storageDataPath=" + filepath.Join(dir, "data")}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,15 +181,16 @@ func StartSingleIn(t testing.TB, netns, host string) *Store {
 	return &Store{Insert: n, Select: n}
 }
 
-// StartCluster starts two storage nodes, an insert node and a select node.
-func StartCluster(ctx context.Context, dir string) (*Store, error) {
+// StartCluster starts two storage nodes, an insert node and a select node,
+// each with the extra flags.
+func StartCluster(ctx context.Context, dir string, extra ...string) (*Store, error) {
 	bin, err := testcluster.Binary("victoria-logs")
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{}
 	for i := range 2 {
-		n, err := start(ctx, bin, dir, fmt.Sprintf("storage-%d", i), "-storageDataPath="+filepath.Join(dir, fmt.Sprintf("storage-%d", i)))
+		n, err := start(ctx, bin, dir, fmt.Sprintf("storage-%d", i), append([]string{"-storageDataPath=" + filepath.Join(dir, fmt.Sprintf("storage-%d", i))}, extra...)...)
 		if err != nil {
 			s.Stop()
 			return nil, err
@@ -197,11 +198,11 @@ func StartCluster(ctx context.Context, dir string) (*Store, error) {
 		s.Storage = append(s.Storage, n)
 	}
 	nodes := "-storageNode=" + s.Storage[0].Addr + "," + s.Storage[1].Addr
-	if s.Insert, err = start(ctx, bin, dir, "insert", nodes, "-select.disable"); err != nil {
+	if s.Insert, err = start(ctx, bin, dir, "insert", append([]string{nodes, "-select.disable"}, extra...)...); err != nil {
 		s.Stop()
 		return nil, err
 	}
-	if s.Select, err = start(ctx, bin, dir, "select", nodes, "-insert.disable"); err != nil {
+	if s.Select, err = start(ctx, bin, dir, "select", append([]string{nodes, "-insert.disable"}, extra...)...); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -219,8 +220,8 @@ func (s *Store) Stop() {
 }
 
 // StartT starts a single node (cluster false) or a cluster for one test,
-// and stops it when the test ends.
-func StartT(t testing.TB, cluster bool) *Store {
+// each node with the extra flags, and stops it when the test ends.
+func StartT(t testing.TB, cluster bool, extra ...string) *Store {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("VictoriaLogs does not run with -short")
@@ -231,9 +232,9 @@ func StartT(t testing.TB, cluster bool) *Store {
 	var s *Store
 	var err error
 	if cluster {
-		s, err = StartCluster(ctx, dir)
+		s, err = StartCluster(ctx, dir, extra...)
 	} else {
-		s, err = StartSingle(ctx, dir)
+		s, err = StartSingle(ctx, dir, extra...)
 	}
 	if err != nil {
 		t.Fatalf("starting VictoriaLogs: %v", err)
