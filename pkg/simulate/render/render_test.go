@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -40,6 +40,21 @@ func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the calibration table lacks %q", want)
+		}
+	}
+}
+
+func TestFmtSeconds(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0s"}, {-1, "0s"}, {0.000000123, "123ns"}, {0.00085049, "850µs"}, {0.0123456, "12.3ms"},
+		{1.5, "1.5s"}, {14.9653, "15s"}, {75.4, "1m15.4s"}, {754, "12m34s"},
+	}
+	for _, tt := range tests {
+		if got := fmtSeconds(tt.in); got != tt.want {
+			t.Errorf("fmtSeconds(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
