@@ -23,13 +23,13 @@ func TestCPUWhyNamesTheQuotaWhereItIsTheCapacity(t *testing.T) {
 		cpu         *calibrate.CPUModel
 		model, want string
 	}{
-		{"metrics on the limit", &calibrate.SharedCPU{From: "metrics", Cores: 0.2, CoresFrom: "--cpu-limit", Share: 0.5}, cfs,
+		{"metrics on the limit", &calibrate.SharedCPU{From: calibrate.SharedFromMetrics, Cores: 0.2, CoresFrom: calibrate.CoresCPULimit, Share: 0.5}, cfs,
 			"shared CPU and CFS quota", "its process's CPU puts 50% of an execution on the CPU, and the server may spend 20ms of CPU per 100ms CFS period"},
-		{"fitted on the limit", &calibrate.SharedCPU{From: "limit", Cores: 0.2, CoresFrom: "--cpu-limit", Share: 0.25, Overlapped: 40}, cfs,
+		{"fitted on the limit", &calibrate.SharedCPU{From: calibrate.SharedFromLimit, Cores: 0.2, CoresFrom: calibrate.CoresCPULimit, Share: 0.25, Overlapped: 40}, cfs,
 			"shared CPU and CFS quota", "the 40 recorded executions that ran with others in flight put 25% of each on the CPU, and the server may spend 20ms"},
-		{"metrics on GOMAXPROCS", &calibrate.SharedCPU{From: "metrics", Cores: 2, CoresFrom: "GOMAXPROCS", Share: 0.5}, cfs,
+		{"metrics on GOMAXPROCS", &calibrate.SharedCPU{From: calibrate.SharedFromMetrics, Cores: 2, CoresFrom: calibrate.CoresGOMAXPROCS, Share: 0.5}, cfs,
 			"shared CPU and CFS quota", "the server had 2 cores (GOMAXPROCS)"},
-		{"the limit without the CFS model", &calibrate.SharedCPU{From: "limit", Cores: 1, CoresFrom: "--cpu-limit", Share: 0.25, Capacity: 1, Overlapped: 40}, nil,
+		{"the limit without the CFS model", &calibrate.SharedCPU{From: calibrate.SharedFromLimit, Cores: 1, CoresFrom: calibrate.CoresCPULimit, Share: 0.25, Capacity: 1, Overlapped: 40}, nil,
 			"shared CPU", "stretched as if 25% of each shared the 1.00 cores of its CPU limit"},
 		{"the CFS model alone", nil, cfs, "CFS quota", "the recorded executions of tiny stalled where the CFS quota ran out"},
 	} {

@@ -103,7 +103,7 @@ func pinResult(out *strings.Builder, r *Result) {
 		}
 		if m := c.Shared; m != nil {
 			p("  shared CPU: from %s, capacity %.6f, share %.6f, cores %g (%s), executions %d, overlapped %d, on arrival %d, requests CPU %v",
-				m.From, m.Capacity, m.Share, m.Cores, m.CoresFrom, m.Executions, m.Overlapped, m.OnArrival, time.Duration(m.RequestsCPU))
+				m.From, m.Capacity, m.Share, m.Cores, CoresName(m.CoresFrom), m.Executions, m.Overlapped, m.OnArrival, time.Duration(m.RequestsCPU))
 		} else {
 			p("  shared CPU: none (%s)", c.SharedWhy)
 		}

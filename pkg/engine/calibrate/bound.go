@@ -35,8 +35,8 @@ import (
 type Refusal struct {
 	// Overhead is the estimate refused; Level.Overhead is what replaced it.
 	Overhead Duration `json:"overhead"`
-	// Check is "seat time" or "dispatches": which check it broke.
-	Check string `json:"check"`
+	// Check is the check it broke.
+	Check Check `json:"check"`
 	// Why says how the estimate contradicts the recording.
 	Why string `json:"why"`
 	// ExecutionScale, when not 0, is the factor the execution times
@@ -150,7 +150,7 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 		if lv.Refused != nil {
 			was = lv.Refused.Overhead
 		}
-		ref := &Refusal{Overhead: was, Check: "seat time", Why: fmt.Sprintf(
+		ref := &Refusal{Overhead: was, Check: CheckSeatTime, Why: fmt.Sprintf(
 			"with it, its executed requests would hold %.3g seat-seconds, more than its %d %s over the %.3gs it had a request in the server (%.3g)",
 			time.Duration(implied).Seconds(), seats, seatWord(seats), s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
 		if implied > exec {
@@ -217,7 +217,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 	changed := false
 	for _, f := range fit {
 		lv := r.level(f.Level)
-		if lv == nil || lv.Source == "none" {
+		if lv == nil || lv.Source == SourceNone {
 			continue
 		}
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
@@ -250,7 +250,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 			was = lv.Refused.Overhead
 		}
 		r.scale(lv, scale)
-		lv.Refused = &Refusal{Overhead: was, Check: "dispatches", Why: fmt.Sprintf(
+		lv.Refused = &Refusal{Overhead: was, Check: CheckDispatches, Why: fmt.Sprintf(
 			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*DispatchTolerance)}
 		changed = true
 	}

@@ -110,9 +110,8 @@ type Level struct {
 	Level string `json:"level"`
 	// Overhead is the extra seat hold per dispatch from a queue.
 	Overhead Duration `json:"overhead"`
-	// Source is "saturated" (the level's own saturated time), "server"
-	// (the server-wide figure), "none" (exempt) or "disabled".
-	Source string `json:"source"`
+	// Source is what Overhead was read from.
+	Source LevelSource `json:"source"`
 	// Why explains a Source other than saturated.
 	Why string `json:"why,omitempty"`
 	// ConcurrencyLimit is the seats the evidence assumes.
@@ -289,7 +288,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if w, ok := r.windows[level][k]; ok {
 		return w
 	}
-	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != "server") {
+	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != SourceServer) {
 		return o
 	}
 	if w, ok := r.serverWindows[k]; ok {
@@ -298,13 +297,13 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	return r.Overhead(level)
 }
 
-func (r *Result) sourceOf(level string) string {
+func (r *Result) sourceOf(level string) LevelSource {
 	for _, l := range r.Levels {
 		if l.Level == level {
 			return l.Source
 		}
 	}
-	return "server"
+	return SourceServer
 }
 
 // overheadOf is the per-dispatch overhead of a level of c seats whose
@@ -644,7 +643,7 @@ func (o *observer) finish(opts Options) *Result {
 		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = res.source(lv, lim, known)
-		if lv.Source == "saturated" {
+		if lv.Source == SourceSaturated {
 			res.saturated(&lv, la, ti, float64(lim.NominalCL))
 		}
 		res.Levels = append(res.Levels, lv)
@@ -664,9 +663,9 @@ func (o *observer) finish(opts Options) *Result {
 	for n, la := range o.levels {
 		sts[n] = &la.seatTime
 	}
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "saturated" }, false)
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceSaturated }, false)
 	res.serverFigures(res.serverEvidence())
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "server" }, false)
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceServer }, false)
 	if res.CPU != nil {
 		res.stallThresholds()
 	}
@@ -738,22 +737,22 @@ func (la *levelAcc) level(ti int, lim engine.LevelLimits) Level {
 
 // source says where a level's overhead comes from, and why when it is not
 // its own saturated time.
-func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source, why string) {
+func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source LevelSource, why string) {
 	switch {
 	case !r.Enabled:
-		return "disabled", ""
+		return SourceDisabled, ""
 	case known && lim.Exempt:
-		return "none", "exempt: never queued"
+		return SourceNone, "exempt: never queued"
 	case !known:
-		return "server", "not in the configuration"
+		return SourceServer, "not in the configuration"
 	case !lim.Queuing:
-		return "server", "no queues: its requests are dispatched on arrival or rejected, never woken"
+		return SourceServer, "no queues: its requests are dispatched on arrival or rejected, never woken"
 	case lim.LendableCL > 0 || lim.BorrowingCL > 0:
-		return "server", "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
+		return SourceServer, "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
 	case lv.Dispatches < minEvidence:
-		return "server", "too few dispatches from a queue"
+		return SourceServer, "too few dispatches from a queue"
 	}
-	return "saturated", ""
+	return SourceSaturated, ""
 }
 
 // serverEvidence sums the saturated levels' overheads, weighted by their
@@ -768,7 +767,7 @@ type serverEvidence struct {
 func (r *Result) serverEvidence() serverEvidence {
 	server := serverEvidence{windows: map[int64][2]float64{}}
 	for _, lv := range r.Levels {
-		if lv.Source != "saturated" {
+		if lv.Source != SourceSaturated {
 			continue
 		}
 		server.seats += float64(lv.Seats)
@@ -821,10 +820,10 @@ func (r *Result) serverFigures(server serverEvidence) {
 	for i := range r.Levels {
 		lv := &r.Levels[i]
 		switch lv.Source {
-		case "server":
+		case SourceServer:
 			lv.Overhead = r.ServerOverhead
 			r.overhead[lv.Level] = time.Duration(r.ServerOverhead)
-		case "none":
+		case SourceNone:
 			r.overhead[lv.Level] = 0
 		}
 	}

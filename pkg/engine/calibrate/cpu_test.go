@@ -241,11 +241,11 @@ func TestSharedCapacityUnderTheQuota(t *testing.T) {
 		m    SharedCPU
 		want float64
 	}{
-		{SharedCPU{From: "limit", CoresFrom: "--cpu-limit", Capacity: 1, Share: 0.5}, 4},
-		{SharedCPU{From: "metrics", CoresFrom: "--cpu-limit", Capacity: 0.4, Share: 0.5}, 4},
-		{SharedCPU{From: "metrics", CoresFrom: "GOMAXPROCS", Capacity: 3, Share: 0.5}, 3},
-		{SharedCPU{From: "executions", CoresFrom: "--cpu-limit", Capacity: 1.3, Share: 0.7}, 1.3},
-		{SharedCPU{From: "overlaps", CoresFrom: "--cpu-limit", Capacity: 1.5, Share: 0.7}, 1.5},
+		{SharedCPU{From: SharedFromLimit, CoresFrom: CoresCPULimit, Capacity: 1, Share: 0.5}, 4},
+		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresCPULimit, Capacity: 0.4, Share: 0.5}, 4},
+		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresGOMAXPROCS, Capacity: 3, Share: 0.5}, 3},
+		{SharedCPU{From: SharedFromExecutions, CoresFrom: CoresCPULimit, Capacity: 1.3, Share: 0.7}, 1.3},
+		{SharedCPU{From: SharedFromOverlaps, CoresFrom: CoresCPULimit, Capacity: 1.5, Share: 0.7}, 1.5},
 	} {
 		if got := c.m.UnderQuota(cfs).Capacity; math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s (%s cores): capacity %g under the quota, want %g", c.m.From, c.m.CoresFrom, got, c.want)

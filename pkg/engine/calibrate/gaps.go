@@ -30,7 +30,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	}
 	var lv *Level
 	for i := range r.Levels {
-		if r.Levels[i].Level == la.name && r.Levels[i].Source == "saturated" && r.Levels[i].Seats > 0 {
+		if r.Levels[i].Level == la.name && r.Levels[i].Source == SourceSaturated && r.Levels[i].Seats > 0 {
 			lv = &r.Levels[i]
 		}
 	}

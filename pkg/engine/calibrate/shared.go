@@ -76,15 +76,15 @@ type SharedCPU struct {
 	// "limit": the capacity is the server's CPU limit (at least one
 	// core) and the share, at most the metrics', fitted to the
 	// executions that ran with others in flight.
-	From string `json:"from"`
+	From SharedFrom `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
 	Capacity float64 `json:"capacity"`
 	Share    float64 `json:"share"`
 	// Cores is what the server could use: GOMAXPROCS, or the CPU limit
 	// when given (CoresFrom says which); 0 when unknown.
-	Cores     float64 `json:"cores,omitempty"`
-	CoresFrom string  `json:"coresFrom,omitempty"`
+	Cores     float64     `json:"cores,omitempty"`
+	CoresFrom CoresSource `json:"coresFrom,omitempty"`
 	// Used is the CPU the server's process used over MetricsSpan, in
 	// cores, and RunnableWait the mean time its goroutines waited for a
 	// P (at least: the histogram's lower bounds); absent when the
@@ -302,10 +302,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	m.evidence(r.prep.opts)
 	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*1.05 {
-		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom)
+		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom.words())
 		return nil
 	}
-	m.From = "executions"
+	m.From = SharedFromExecutions
 	r.Shared = m
 	return nil
 }
@@ -320,11 +320,11 @@ func (m *SharedCPU) evidence(opts Options) {
 			m.RunnableWait = &d
 		}
 		if u.GOMAXPROCS > 0 {
-			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), "GOMAXPROCS"
+			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), CoresGOMAXPROCS
 		}
 	}
 	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
-		m.Cores, m.CoresFrom = opts.CPULimit, "--cpu-limit"
+		m.Cores, m.CoresFrom = opts.CPULimit, CoresCPULimit
 	}
 }
 
@@ -748,7 +748,7 @@ func (m *SharedCPU) UnderQuota(cpu *CPUModel) *SharedCPU {
 // ComposesWithQuota reports whether UnderQuota changes m under cpu: its
 // capacity was the server's CPU limit, and cpu holds the server to it.
 func (m *SharedCPU) ComposesWithQuota(cpu *CPUModel) bool {
-	return cpu != nil && m.CoresFrom == "--cpu-limit" && (m.From == "limit" || m.From == "metrics") && cpu.GOMAXPROCS >= 1 && m.Share > 0
+	return cpu != nil && m.CoresFrom == CoresCPULimit && (m.From == SharedFromLimit || m.From == SharedFromMetrics) && cpu.GOMAXPROCS >= 1 && m.Share > 0
 }
 
 // processorSharing is the shared CPU as the simulator runs it.
@@ -866,7 +866,7 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
 	}
-	m := &SharedCPU{From: "metrics"}
+	m := &SharedCPU{From: SharedFromMetrics}
 	m.evidence(opts)
 	if m.Cores <= 0 {
 		return nil, ""
@@ -894,23 +894,23 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
 	if over := overlappedOf(smp); len(over) > 0 {
-		if m.CoresFrom == "--cpu-limit" {
+		if m.CoresFrom == CoresCPULimit {
 			limit := max(1, m.Cores)
 			if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); share > 0 {
-				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = "limit", limit, share, len(over), spread, flat
+				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromLimit, limit, share, len(over), spread, flat
 			}
 		}
-		if m.From != "limit" {
+		if m.From != SharedFromLimit {
 			c, spread, flat := overlapCapacity(smp, over, nkinds, m.Share, procs/m.Share)
-			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, len(over), spread, flat
+			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromOverlaps, c, len(over), spread, flat
 		}
 	}
 	m.setStretched(smp.fl, all)
-	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
+	if m.From == SharedFromMetrics && m.MeanStretch > MaxUnseenStretch {
 		if procs <= m.Cores {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 		}
-		m.From, m.Capacity = "gomaxprocs", procs/m.Share
+		m.From, m.Capacity = SharedFromGOMAXPROCS, procs/m.Share
 		m.setStretched(smp.fl, all)
 		if m.MeanStretch > MaxUnseenStretch {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)

@@ -67,7 +67,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50\tSTALLS")
 	for _, l := range cal.Levels {
-		if l.Source == "none" {
+		if l.Source == calibrate.SourceNone {
 			continue
 		}
 		hold := "-"
@@ -78,7 +78,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		if l.MedianExecution > 0 {
 			stalls = fmt.Sprintf("%d (%.0f%%)", l.Stalls, 100*l.StallShare)
 		}
-		from := l.Source
+		from := string(l.Source)
 		if l.Refused != nil {
 			from += ", capped"
 		}
@@ -200,7 +200,7 @@ func calibrationFound(cal *calibrate.Result) bool {
 		return true
 	}
 	for _, l := range cal.Levels {
-		if l.Source == "saturated" || l.Annotated > 0 {
+		if l.Source == calibrate.SourceSaturated || l.Annotated > 0 {
 			return true
 		}
 	}
