@@ -182,7 +182,7 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 }
 
 // CPUReplays are the replays of a CPU model, one per phase of its
-// collections (calibrate.CPUPhases).
+// collections (calibrate.DefaultParams().CPUPhases).
 type CPUReplays struct {
 	// Replays are each replay's rejections per level, before and after
 	// the change.
@@ -205,10 +205,10 @@ type CPUReplay struct {
 // model and keeps the replay nearest the mean.
 func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
 	reps := &CPUReplays{}
-	results := make([]*Result, calibrate.CPUPhases)
-	vals := make([]float64, calibrate.CPUPhases)
+	results := make([]*Result, calibrate.DefaultParams().CPUPhases)
+	vals := make([]float64, calibrate.DefaultParams().CPUPhases)
 	level := cal.CPU.Level
-	for i := range calibrate.CPUPhases {
+	for i := range calibrate.DefaultParams().CPUPhases {
 		b := rc.before
 		b.CPU = cal.Server(i)
 		var a *fairqueue.ReplayConfig

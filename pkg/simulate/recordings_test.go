@@ -161,7 +161,7 @@ func TestSimulateRecordings(t *testing.T) {
 					// the CPU model
 					if m := cal.Calibration.CPU; m != nil {
 						report = append(report, fmt.Sprintf("  %-13s CPU model from %s: periods from %v, %v of running per period while marking, a collection every %.0f dispatches marking for %v; %d replays, mean %.1f rejections",
-							mode.name, m.Level, time.Duration(m.Phase), time.Duration(m.RunPerPeriod), m.ExecutionsPerCollection, time.Duration(m.Mark), calibrate.CPUPhases, cal.CPUReplays.Mean))
+							mode.name, m.Level, time.Duration(m.Phase), time.Duration(m.RunPerPeriod), m.ExecutionsPerCollection, time.Duration(m.Mark), calibrate.DefaultParams().CPUPhases, cal.CPUReplays.Mean))
 					} else if starved {
 						t.Errorf("kube-apiserver held to %.1f CPU, but no CPU model: %s", rec.APIServerCPUs, cal.Calibration.CPUWhy)
 					}

@@ -104,20 +104,8 @@ type CPUModel struct {
 	Background float64 `json:"background,omitempty"`
 }
 
-// CPUPhases is the number of replays of a CPU model, each with its first
-// collection at another share of ExecutionsPerCollection.
-const CPUPhases = 8
-
 // maxLong bounds the long executions kept per level for RunPerPeriod.
 const maxLong = 1 << 16
-
-// minFullPeriodStalls is the fewest full-period stalls RunPerPeriod is read
-// from: one tells it (to the spread of its own execution time).
-const minFullPeriodStalls = 1
-
-// minThrottledStalls is the fewest stalls from which a level's stalls, if
-// most end at one phase of the period, tell a CFS quota's throttling.
-const minThrottledStalls = 5
 
 // cpuModel derives the model from the level whose stalls tell a CFS
 // quota's throttling (the one with the most stalls), or says why there is
@@ -129,7 +117,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
-		if l.Stalls >= minThrottledStalls && l.StallsAtPeriodStart >= AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
+		if l.Stalls >= params.MinThrottledStalls && l.StallsAtPeriodStart >= params.AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
 			lv = l
 		}
 	}
@@ -145,12 +133,12 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	if rt.GCCycles < 2 || rt.Dispatched < 1 || rt.GOMAXPROCS < 1 {
 		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched)
 	}
-	P := cfsPeriod
+	P := params.CFSPeriod
 	med := time.Duration(lv.MedianExecution)
 	th := stallThreshold(med)
 	var full []time.Duration
 	for _, e := range accs[lv.Level].long {
-		if e >= th && e >= P/2 && e <= P+med+periodSlack {
+		if e >= th && e >= P/2 && e <= P+med+params.PeriodSlack {
 			full = append(full, e)
 		}
 	}
@@ -162,7 +150,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level)
 		}
 		run = max(run, 100*time.Microsecond)
-	case len(full) < minFullPeriodStalls:
+	case len(full) < params.MinFullPeriodStalls:
 		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (--cpu-limit gives it)", lv.Level)
 	default:
 		slices.Sort(full)
@@ -220,7 +208,7 @@ func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
 
 // Server returns the model's CPU for the i-th of CPUPhases replays.
 func (m *CPUModel) Server(i int) fairqueue.CPU {
-	return &throttled{m: m, next: (float64(i%CPUPhases) + 0.5) / CPUPhases * m.ExecutionsPerCollection}
+	return &throttled{m: m, next: (float64(i%params.CPUPhases) + 0.5) / float64(params.CPUPhases) * m.ExecutionsPerCollection}
 }
 
 // throttled is one replay's server under the model.

@@ -41,7 +41,7 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 		}
 	}
 	// a mark that starts later does not touch an execution before it
-	cpu = m.Server(CPUPhases - 1) // first collection after 3.75 dispatches
+	cpu = m.Server(params.CPUPhases - 1) // first collection after 3.75 dispatches
 	for i, want := range []time.Duration{2 * ms, 12 * ms, 22 * ms, 100*ms + 2*ms} {
 		start := time.Duration(i) * 10 * ms
 		if i == 3 {
@@ -102,7 +102,7 @@ func TestServerAtSpeed(t *testing.T) {
 // goroutine run is charged what the quota gave it.
 func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	m := &CPUModel{Period: Duration(100 * ms), RunPerPeriod: Duration(10 * ms), GOMAXPROCS: 2, Quota: Duration(20 * ms), ExecutionsPerCollection: 1e9, Mark: Duration(300 * ms)}
-	cpu := m.Server(CPUPhases - 1)
+	cpu := m.Server(params.CPUPhases - 1)
 	for _, s := range []struct {
 		name                   string
 		start, hold, work, end time.Duration
@@ -128,7 +128,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// the 14 ms left in 23.3 ms, and the rest after the boundary
 	m2 := *m
 	m2.CPUPerWork, m2.Background = 0.5, 0.1
-	cpu = m2.Server(CPUPhases - 1)
+	cpu = m2.Server(params.CPUPhases - 1)
 	if got, want := cpu.End(0, 10*ms, 10*ms), 10*ms; got != want {
 		t.Errorf("at half a core per work, 10 ms from 0 ends at %v, want %v", got, want)
 	}
@@ -140,7 +140,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// itself: charged at most 20 ms + 0.2 of its time, it runs about 91 ms
 	// of each period (it ends in the 11th, at about 2.08 s), not 20 ms of
 	// each (in the 50th)
-	cpu = m.Server(CPUPhases - 1)
+	cpu = m.Server(params.CPUPhases - 1)
 	if got := cpu.End(1000*ms, 990*ms, 990*ms); got < 2000*ms || got > 2100*ms {
 		t.Errorf("990 ms dispatched at 1 s ends at %v, want about 2.08 s", got)
 	}
@@ -149,7 +149,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// executions outside marks alone
 	m3 := *m
 	m3.Quota = 0
-	if got := m3.Server(CPUPhases-1).End(0, 50*ms, 50*ms); got != 50*ms {
+	if got := m3.Server(params.CPUPhases-1).End(0, 50*ms, 50*ms); got != 50*ms {
 		t.Errorf("without a quota, 50 ms from 0 ends at %v, want 50ms", got)
 	}
 }
@@ -260,7 +260,7 @@ var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Disp
 // endsAtBoundary ends the i-th stall 70–72 ms into a CFS period (170 ms
 // and up to 2 ms to wake after the period of its 37 ms slot).
 func endsAtBoundary(i int, rng *rand.Rand) time.Duration {
-	return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+	return time.Duration(i)*37*ms/params.CFSPeriod*params.CFSPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
 }
 
 // TestCPUModelFromStallsAndRuntime derives the model from a synthetic
@@ -294,7 +294,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	// the stalls end 70–72 ms into the period, 0–2 ms after the boundary;
 	// the phase counts from the workload's first arrival
 	first := reqs[0].Arrival.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	want := ((70*ms-first)%cfsPeriod+cfsPeriod)%cfsPeriod - med
+	want := ((70*ms-first)%params.CFSPeriod+params.CFSPeriod)%params.CFSPeriod - med
 	if got := time.Duration(m.Phase); got < want-ms || got > want+3*ms {
 		t.Errorf("periods start at %v, want about %v (the boundary less the median)", got, want)
 	}

@@ -110,7 +110,7 @@ func (a *applied) Next(w *workload.Request) error {
 		// the recorded execution is taken back to what it would have
 		// been alone
 		if f := a.r.recordedStretch(a.idx); f > 1 && w.HasServiceTime {
-			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), minExecution)
+			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), params.MinExecution)
 		}
 	}
 	a.idx++
@@ -200,7 +200,7 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 		}
 		prevMean = mean
 	}
-	for range reboundPasses {
+	for range params.ReboundPasses {
 		if src, err = open(); err != nil {
 			return nil, err
 		}

@@ -104,7 +104,7 @@ func TestScaledExecutionsMeetTheRecordedDispatches(t *testing.T) {
 			rec := first.Requests - first.Recorded
 			short := func(f LevelFit) int64 { return rec - (f.Requests - f.Predicted) }
 			switch {
-			case float64(short(first)) < ScaledDispatchTolerance*float64(rec):
+			case float64(short(first)) < params.ScaledDispatchTolerance*float64(rec):
 				if lv.Refused.Dispatched != 0 {
 					t.Errorf("the replay dispatched %d of %d at first, and the dispatch check scaled the executions by %g", rec-short(first), rec, lv.Refused.Dispatched)
 				}

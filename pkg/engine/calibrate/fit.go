@@ -275,7 +275,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []Warning {
 			// requests in flight
 			continue
 		}
-		if cal.CPU != nil && l.StallsAtPeriodStart >= AtBoundaryThrottled {
+		if cal.CPU != nil && l.StallsAtPeriodStart >= params.AtBoundaryThrottled {
 			// the CPU model places the stalls where the collections
 			// of the changed load fall
 			continue
@@ -288,7 +288,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []Warning {
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections%s",
-			l.Level, l.Stalls, StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
+			l.Level, l.Stalls, params.StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
 			after, before, 100*float64(after-before)/float64(before), why))
 	}
 	return out
@@ -298,15 +298,11 @@ func shortOfCPU(rep *fairqueue.Report, cal *Result) []Warning {
 // throttling when most of the stalls ended at one phase of the CFS period
 // (StallsAtPeriodStart), else the machine or the garbage collector.
 func (l Level) StallCause() string {
-	if l.StallsAtPeriodStart >= AtBoundaryThrottled {
+	if l.StallsAtPeriodStart >= params.AtBoundaryThrottled {
 		return fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
 	}
 	return "crowded out by other processes, or long garbage-collector pauses"
 }
-
-// minStalls is the fewest stalled executions a level's shortage of CPU is
-// told from.
-const minStalls = 10
 
 // ShortOfCPUWarning returns, of the texts of Regime's warnings as read back
 // from "simulate -o json" (which carries each warning as its text), the

@@ -90,7 +90,7 @@ func TestStallsTellAServerShortOfCPU(t *testing.T) {
 			if lv.ShortOfCPU != tt.short {
 				t.Errorf("short of CPU: %v, want %v", lv.ShortOfCPU, tt.short)
 			}
-			if tt.wantStalls > 0 && (lv.StallsAtPeriodStart >= AtBoundaryThrottled) != tt.throttled {
+			if tt.wantStalls > 0 && (lv.StallsAtPeriodStart >= params.AtBoundaryThrottled) != tt.throttled {
 				t.Errorf("%.2f of the stalls at one phase, want throttled %v", lv.StallsAtPeriodStart, tt.throttled)
 			}
 		})
@@ -154,7 +154,7 @@ func serialRecording(n int, withTimes bool) (reqs []workload.Request, stalled in
 		begin := max(at, free)
 		exec := 2*ms + time.Duration(rng.IntN(1000))*time.Microsecond
 		if i%25 == 0 {
-			end := (begin+60*ms-70*ms+cfsPeriod-1)/cfsPeriod*cfsPeriod + 70*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+			end := (begin+60*ms-70*ms+params.CFSPeriod-1)/params.CFSPeriod*params.CFSPeriod + 70*ms + time.Duration(rng.IntN(2000))*time.Microsecond
 			exec = end - begin
 			stalled++
 		}
@@ -190,7 +190,7 @@ func TestStallsOfAOneSeatLevelFromTheAuditLogAlone(t *testing.T) {
 		if lv.Stalls != int64(stalled) {
 			t.Errorf("with execution times %v: %d stalls, want %d", withTimes, lv.Stalls, stalled)
 		}
-		if lv.StallsAtPeriodStart < AtBoundaryThrottled {
+		if lv.StallsAtPeriodStart < params.AtBoundaryThrottled {
 			t.Errorf("with execution times %v: %.2f of the stalls at one phase, want a quota's throttling", withTimes, lv.StallsAtPeriodStart)
 		}
 	}

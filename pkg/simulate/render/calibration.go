@@ -102,7 +102,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 			then = "the CPU model below places the stalls of a CPU limit's throttling"
 		}
 		fmt.Fprintf(w, "STALLS: executions that took %d times the level's median and %v more, and their share of its execution time. Short of CPU: %s; %s.\n",
-			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "), then)
+			calibrate.DefaultParams().StallFactor, fmtDuration(calibrate.DefaultParams().StallMin), strings.Join(short, ", "), then)
 	}
 	printCPUModel(w, cal, rep.CPUReplays)
 	printSharedCPU(w, cal)
@@ -175,9 +175,9 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	}
 	for _, l := range cal.Levels {
 		rec, got := l.RecordedDispatches, l.ReplayedDispatches
-		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DispatchTolerance*float64(rec) {
+		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DefaultParams().DispatchTolerance*float64(rec) {
 			fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart, which the calibration does not explain.\n",
-				got, sanitize.Line(l.Level), rec, 100*calibrate.DispatchTolerance)
+				got, sanitize.Line(l.Level), rec, 100*calibrate.DefaultParams().DispatchTolerance)
 		}
 	}
 	for _, x := range rep.Warnings {
