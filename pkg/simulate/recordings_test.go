@@ -86,7 +86,7 @@ var whatIfReportedOnly = []string{"crowded"}
 // e2e test TestSimulateWhatIfMatchesRerun ("make e2e-whatif", which re-runs
 // the loads live): within 0.75–1.25 where either side has 20 or more, else
 // within 10 requests, except where simulate itself warns that the recorded
-// server was short of CPU and the change adds work (calibrate.WarnShortOfCPU):
+// server was short of CPU and the change adds work (WarnShortOfCPU):
 // those are reported and not checked. Which recordings show a server short
 // of CPU is checked: those whose kube-apiserver was held to less than half
 // a CPU, and no other. It is logged next to a repeat of the unchanged run
@@ -233,7 +233,7 @@ func TestSimulateRecordings(t *testing.T) {
 					got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
 				}
 				report = append(report, fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio))
-				if _, ok := calibrate.FindWarning(wi.Warnings, calibrate.WarnShortOfCPU, l); ok {
+				if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
 					// Not asserted: simulate itself says that its
 					// prediction falls short here (a server short of CPU
 					// given more work), so no band would be honest. The

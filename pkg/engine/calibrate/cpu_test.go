@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -375,25 +374,5 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		if got := time.Duration(res.CPU.RunPerPeriod); got != tt.wantRun || res.CPU.CPULimit != tt.limit {
 			t.Errorf("%s: runs %v per period from a limit of %g, want %v from %g", tt.name, got, res.CPU.CPULimit, tt.wantRun, tt.limit)
 		}
-	}
-}
-
-// TestRegimeLeavesAModelledLevelAlone: a level whose stalls the CPU model
-// places is not warned about; without a model the warning says why.
-func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
-	cfg := config(t, 1)
-	lv := Level{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * ms)}
-	rep := &fairqueue.Report{
-		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
-		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
-	}
-	modelled := &Result{Enabled: true, Levels: []Level{lv}, CPU: &CPUModel{Level: "slow"}}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
-		t.Errorf("a modelled level is warned about: %q", w)
-	}
-	why := "the metrics do not tell how often the garbage collector ran"
-	plain := &Result{Enabled: true, Levels: []Level{lv}, CPUWhy: why}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
-		t.Errorf("the warning without a model does not say why: %q", w)
 	}
 }

@@ -2,11 +2,9 @@ package calibrate
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -94,47 +92,6 @@ func TestStallsTellAServerShortOfCPU(t *testing.T) {
 				t.Errorf("%.2f of the stalls at one phase, want throttled %v", lv.StallsAtPeriodStart, tt.throttled)
 			}
 		})
-	}
-}
-
-// TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU: the warning comes for
-// a level short of CPU when the change has the server execute more than a
-// tenth more requests, and not otherwise.
-func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
-	cfg := config(t, 1)
-	cal := &Result{Enabled: true, Levels: []Level{
-		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * time.Millisecond)},
-		{Level: "other", Stalls: 2, StallShare: 0.01},
-	}}
-	report := func(before, after int64) *fairqueue.Report {
-		return &fairqueue.Report{
-			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: before}}},
-			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: after}}},
-		}
-	}
-	for _, tt := range []struct {
-		before, after int64
-		warn          bool
-	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
-		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
-		w, ok := FindWarning(ws, WarnShortOfCPU, "slow")
-		if ok != tt.warn {
-			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
-		}
-		if ok && !strings.Contains(w.Text, "CFS quota") {
-			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
-		}
-		if ok && ShortOfCPUWarning([]string{w.Text}, "slow") != w.Text {
-			t.Errorf("the warning's JSON text is not found again: %q", w)
-		}
-		if _, ok := FindWarning(ws, WarnShortOfCPU, "other"); ok {
-			t.Errorf("a level with 2 stalls is warned about: %q", ws)
-		}
-	}
-	cal.Enabled = false
-	ws := Regime(cfg, cfg, 6, report(1000, 2000), cal)
-	if _, ok := FindWarning(ws, WarnShortOfCPU, "slow"); ok {
-		t.Errorf("a disabled calibration warns: %q", ws)
 	}
 }
 
