@@ -27,8 +27,11 @@ type serverMetrics struct {
 	runtime *calibrate.Runtime
 	// cpu is what the same instance's process and scheduler counted: the
 	// shared-CPU model's evidence (nil otherwise)
-	cpu   *calibrate.CPUUse
-	notes []string
+	cpu *calibrate.CPUUse
+	// window is the time between the two scrapes runtime and cpu were
+	// counted over
+	window calibrate.TimeRange
+	notes  []string
 }
 
 // readServerMetrics reads, for the calibration, the metrics the state was
@@ -61,12 +64,13 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 		if seen++; seen > 1 {
 			// the workload mixes the instances: no one server's pace
 			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU models read none of them")
-			m.runtime, m.cpu = nil, nil
+			m.runtime, m.cpu, m.window = nil, nil, calibrate.TimeRange{}
 			break
 		}
 		if okGC {
 			m.runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
+		m.window = calibrate.TimeRange{From: first.Time, To: last.Time}
 		if okCPU {
 			m.cpu = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
 		}
@@ -120,7 +124,7 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 // alone and the replay then read them.
 func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, m serverMetrics, cfg Config) (*calibrate.Result, *workload.Tape, error) {
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout,
-		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, CPUUse: m.cpu, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
+		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, CPUUse: m.cpu, MetricsWindow: m.window, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {

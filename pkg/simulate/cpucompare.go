@@ -17,9 +17,10 @@ import (
 type CPUComparison struct {
 	// Model names the CPU model: "shared CPU", "CFS quota" or both.
 	Model string `json:"model"`
-	// Applies is "with" or "without": which prediction holds, and Why.
-	Applies string `json:"applies"`
-	Why     string `json:"why"`
+	// Applies says which prediction holds, or that simulate cannot
+	// choose (AppliesUndecided), and Why.
+	Applies Applies `json:"applies"`
+	Why     string  `json:"why"`
 	// Levels are the levels replayed, each with its concurrency limit
 	// before and after the change and its predictions.
 	Levels []CPUComparisonLevel `json:"levels"`
@@ -63,8 +64,11 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	if err != nil {
 		return nil, err
 	}
-	c := &CPUComparison{Applies: "with"}
+	c := &CPUComparison{Applies: AppliesWith}
 	c.Model, c.Why = cpuWhy(cal)
+	if ok, why := cpuEvidence(cal); !ok {
+		c.Applies, c.Why = AppliesUndecided, why
+	}
 	with := map[string]fairqueue.LevelResult{}
 	for _, l := range res.After.Levels {
 		with[l.Name] = l
@@ -75,6 +79,36 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched})
 	}
 	return c, nil
+}
+
+// Applies says which of a CPUComparison's predictions holds.
+type Applies string
+
+// The verdicts of a CPUComparison.
+const (
+	// AppliesWith: the prediction with the CPU model.
+	AppliesWith Applies = "with"
+	// AppliesUndecided: the evidence cannot choose; the two predictions
+	// are the ends of a range.
+	AppliesUndecided Applies = "undecided"
+)
+
+// cpuEvidence reports whether the calibration's CPU model rests on what
+// the server counted over the workload's own window: the Go runtime's
+// collections and CPU limit (the CFS model, which is built only from
+// scrapes around the recorded time), or the process's CPU over the
+// window (the shared-CPU model's Used). A shared-CPU model fitted to how
+// the recorded executions stretched, with no such figure, cannot tell a
+// change that adds concurrency how much CPU is left for it; why says what
+// is missing.
+func cpuEvidence(cal *calibrate.Result) (ok bool, why string) {
+	if cal.CPU != nil || cal.Shared != nil && cal.Shared.Used != nil {
+		return true, ""
+	}
+	if u := cal.Uncovered; u != nil {
+		return false, u.Why()
+	}
+	return false, "the metrics hold no process CPU from two scrapes around the load, so nothing tells how much CPU the server had left for the added executions"
 }
 
 // cpuWhy names the calibration's CPU model and says why the prediction

@@ -103,6 +103,10 @@ type Options struct {
 	// the recorded time, the shared-CPU model's evidence; nil when
 	// unknown.
 	CPUUse *CPUUse
+	// MetricsWindow is the window between the two scrapes Runtime and
+	// CPUUse were counted over; zero when unknown. When it does not cover
+	// the workload's arrivals, neither is used (Result.Uncovered).
+	MetricsWindow TimeRange
 }
 
 // Level is what was inferred for one priority level.
@@ -250,10 +254,17 @@ type Result struct {
 	// level has no model.
 	CPU    *CPUModel `json:"cpu,omitempty"`
 	CPUWhy string    `json:"cpuWhy,omitempty"`
+	// CPUNeeds is the evidence that would give the missing CPU model.
+	CPUNeeds Need `json:"cpuNeeds,omitempty"`
 	// Shared is the model of the server's CPU shared by every request it
 	// executes (DeriveShared), SharedWhy why there is none.
 	Shared    *SharedCPU `json:"sharedCPU,omitempty"`
 	SharedWhy string     `json:"sharedCPUWhy,omitempty"`
+	// Workload is the window of the workload's arrivals (zero when they
+	// carry no time). Uncovered, when the metrics' window does not cover
+	// it: their CPU evidence was then not used.
+	Workload  TimeRange  `json:"workload,omitzero"`
+	Uncovered *Uncovered `json:"uncovered,omitempty"`
 	// DispatchTimes says where the requests' dispatch times came from
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
@@ -614,7 +625,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 // finish turns the evidence into a Result: the threshold τ, each level's
 // evidence and where its overhead comes from, the server-wide figures for
 // the levels without their own, and the CPU model.
-func (o *observer) finish(opts Options) *Result {
+func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
 	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
 	ti, from := o.threshold()
 	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
@@ -636,7 +647,7 @@ func (o *observer) finish(opts Options) *Result {
 	// the CPU model before the bounds and the server's figures: the
 	// stalls it places come off its level's overhead first
 	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
+		res.CPU, res.CPUWhy, res.CPUNeeds = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit, uncovered)
 	}
 	if res.CPU != nil {
 		res.stalledGaps(o.levels[res.CPU.Level], limits)
@@ -970,7 +981,9 @@ type preparer struct {
 	opts   Options
 	limits map[string]engine.LevelLimits
 	start  time.Time
-	est    *Estimated
+	// last is the latest arrival read
+	last time.Time
+	est  *Estimated
 	// waits are the queue waits the previous replay gave each record (by
 	// index), for the fixed point of audit-only workloads; overheads the
 	// previous iteration's calibration
@@ -1020,6 +1033,9 @@ func (p *preparer) waitLimit(er engine.Request) time.Duration {
 func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Request, ok bool) {
 	if p.start.IsZero() {
 		p.start = w.Arrival
+	}
+	if w.Arrival.After(p.last) {
+		p.last = w.Arrival
 	}
 	er, err := p.parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
 	if err != nil || er.Bypass != "" {

@@ -113,7 +113,7 @@ const maxLong = 1 << 16
 // be short of CPU: a recorded run with few stalls, on a server throttled
 // all the same, is one the collector happened to spare, and a change that
 // adds work meets the collector as often as the runtime's pace says.
-func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64) (*CPUModel, string) {
+func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64, uncovered *Uncovered) (*CPUModel, string, Need) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
@@ -122,16 +122,19 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 		}
 	}
 	if lv == nil {
-		return nil, ""
+		return nil, "", NeedNothing
 	}
 	if off {
-		return nil, "the CPU model was turned off"
+		return nil, "the CPU model was turned off", NeedNothing
+	}
+	if rt == nil && uncovered != nil {
+		return nil, uncovered.Why(), NeedCoveringScrapes
 	}
 	if rt == nil {
-		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle taken during the overload with --metrics-interval) from a server that exports the Go runtime's metrics"
+		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle whose two scrapes span the overload) from a server that exports the Go runtime's metrics", NeedScrapes
 	}
 	if rt.GCCycles < 2 || rt.Dispatched < 1 || rt.GOMAXPROCS < 1 {
-		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched)
+		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched), NeedScrapes
 	}
 	P := params.CFSPeriod
 	med := time.Duration(lv.MedianExecution)
@@ -147,11 +150,11 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	case limit > 0:
 		run = time.Duration(limit * float64(P) / float64(rt.GOMAXPROCS))
 		if run >= P {
-			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level)
+			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level), NeedNothing
 		}
 		run = max(run, 100*time.Microsecond)
 	case len(full) < params.MinFullPeriodStalls:
-		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (--cpu-limit gives it)", lv.Level)
+		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (the server's CPU limit, when given, tells it)", lv.Level), NeedCPULimit
 	default:
 		slices.Sort(full)
 		run = min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
@@ -182,7 +185,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
 		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
-	}, ""
+	}, "", NeedNothing
 }
 
 // setCPUSpent sets CPUPerWork and Background from the process's CPU u:

@@ -47,7 +47,13 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 		}
 		idx++
 	}
-	res := o.finish(opts)
+	var wr TimeRange
+	if !p.start.IsZero() && !p.last.IsZero() {
+		wr = TimeRange{From: p.start, To: p.last}
+	}
+	opts, uncovered := coverEvidence(opts, wr)
+	res := o.finish(opts, uncovered)
+	res.Workload, res.Uncovered = wr, uncovered
 	res.AuditOnly = idx > 0 && !p.sawExec
 	res.prep = newPreparer(opts, &res.Estimated)
 	res.prep.waits = waits

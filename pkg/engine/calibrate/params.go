@@ -32,6 +32,11 @@ type Params struct {
 	// largest does. Below both, twice the 10th percentile of all requests'
 	// (with LagSamples of them), else none.
 	LagSamples, FewLagSamples int64
+	// ClockSlack is how far the clock of the metrics' scrapes and that of
+	// the server's log may differ: metrics whose scrapes cover the
+	// workload's arrivals to within it at each end are evidence of the
+	// recorded time (coverEvidence).
+	ClockSlack time.Duration
 	// MinExecution bounds an estimated execution time from below.
 	MinExecution time.Duration
 
@@ -112,6 +117,7 @@ func DefaultParams() Params {
 			10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
 		LagSamples:    20,
 		FewLagSamples: 5,
+		ClockSlack:    time.Second,
 		MinExecution:  100 * time.Microsecond,
 
 		StallFactor:         10,

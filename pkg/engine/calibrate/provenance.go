@@ -74,3 +74,22 @@ func (c CoresSource) words() string {
 	}
 	return string(c)
 }
+
+// Need is the evidence a missing model lacks, for the caller to name the
+// flag or capture that gives it (Result.CPUNeeds).
+type Need string
+
+// The evidence a CPU model may lack.
+const (
+	// NeedNothing: nothing a capture could give (no model was called
+	// for, it was turned off, or the evidence contradicts itself).
+	NeedNothing Need = ""
+	// NeedScrapes: two /metrics scrapes around the recorded time, from a
+	// server that exports the Go runtime's metrics.
+	NeedScrapes Need = "scrapes"
+	// NeedCoveringScrapes: scrapes that cover the workload's window (the
+	// metrics' do not: Result.Uncovered).
+	NeedCoveringScrapes Need = "covering-scrapes"
+	// NeedCPULimit: the server's CPU limit.
+	NeedCPULimit Need = "cpu-limit"
+)

@@ -19,7 +19,7 @@ func printCPUModel(w io.Writer, cal *calibrate.Result, reps *simulate.CPUReplays
 	m := cal.CPU
 	if m == nil {
 		if cal.CPUWhy != "" {
-			fmt.Fprintf(w, "CPU model: none, %s.\n", cal.CPUWhy)
+			fmt.Fprintf(w, "CPU model: none, %s.%s\n", cal.CPUWhy, cpuHint(cal))
 		}
 		return
 	}
@@ -232,3 +232,19 @@ func printRefusals(w io.Writer, cal *calibrate.Result) {
 			sanitize.Line(l.Level), fmtDuration(time.Duration(r.Overhead)), r.Check, r.Why, strings.Join(then, " and "))
 	}
 }
+
+// cpuHint names the flag or capture that gives the evidence a missing CPU
+// model lacks: the engine says what is missing, not which flag gives it.
+func cpuHint(cal *calibrate.Result) string {
+	switch cal.CPUNeeds {
+	case calibrate.NeedCoveringScrapes, calibrate.NeedScrapes:
+		return " " + settleCPU
+	case calibrate.NeedCPULimit:
+		return " --cpu-limit gives it."
+	}
+	return ""
+}
+
+// settleCPU names the capture that gives CPU evidence over the workload's
+// window.
+const settleCPU = "A bundle whose two scrapes span the load (kubectl apf bundle --metrics-interval, started before the load and ending after it) gives the server's CPU over the workload's window."

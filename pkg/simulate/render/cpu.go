@@ -88,10 +88,10 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	which := "with the CPU model"
-	if c.Applies != "with" {
-		which = "without the CPU model"
+	if c.Applies == simulate.AppliesUndecided {
+		fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		return nil
 	}
-	fmt.Fprintf(w, "The prediction %s applies (the tables above show it): %s.\n", which, c.Why)
+	fmt.Fprintf(w, "The prediction with the CPU model applies (the tables above show it): %s.\n", c.Why)
 	return nil
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,29 @@ func TestFmtSeconds(t *testing.T) {
 		if got := fmtSeconds(tt.in); got != tt.want {
 			t.Errorf("fmtSeconds(%v) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestCPUComparisonUndecided: without CPU evidence the comparison says
+// that simulate cannot choose, gives both ends, and names the capture that
+// would settle it; it does not say that a prediction applies.
+func TestCPUComparisonUndecided(t *testing.T) {
+	c := &simulate.CPUComparison{Model: "shared CPU", Applies: simulate.AppliesUndecided, Why: "the metrics hold no process CPU from two scrapes around the load",
+		Levels: []simulate.CPUComparisonLevel{{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 776, RejectedWithout: 536, DispatchedWith: 1208, DispatchedWithout: 1448}}}
+	var b bytes.Buffer
+	if err := printCPUComparison(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !regexp.MustCompile(`tiny +1->3 +776 +536 +1208/1448`).MatchString(out) {
+		t.Errorf("the comparison lacks tiny's two predictions:\n%s", out)
+	}
+	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "kubectl apf bundle --metrics-interval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "applies") {
+		t.Errorf("an undecided comparison says a prediction applies:\n%s", out)
 	}
 }
