@@ -205,6 +205,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		}
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
+		lv.Dispatch = dispatchVerdict(rec, rep)
 		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(params.MinEvidence) && float64(rep) < (1-params.ScaledDispatchTolerance)*float64(rec) {
 			// its throughput meets the recorded one with each hold
 			// shorter by the replay's shortfall
@@ -238,6 +239,22 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		changed = true
 	}
 	return changed
+}
+
+// dispatchVerdict holds a replay's dispatches of a level to the recorded
+// count, within DispatchTolerance of it in both directions, where the
+// server dispatched MinEvidence or more (below, one request is more than
+// the tolerance).
+func dispatchVerdict(rec, rep int64) DispatchVerdict {
+	switch {
+	case rec < int64(params.MinEvidence):
+		return DispatchUnchecked
+	case float64(rep) > (1+params.DispatchTolerance)*float64(rec):
+		return DispatchTooMany
+	case float64(rep) < (1-params.DispatchTolerance)*float64(rec):
+		return DispatchTooFew
+	}
+	return DispatchHeld
 }
 
 // level returns the calibration of the named level, nil when it has none.

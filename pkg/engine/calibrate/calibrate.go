@@ -180,6 +180,10 @@ type Level struct {
 	// configuration (CheckDispatches).
 	RecordedDispatches int64 `json:"recordedDispatches,omitempty"`
 	ReplayedDispatches int64 `json:"replayedDispatches,omitempty"`
+	// Dispatch is the dispatch check's verdict on the last replay: where
+	// it is not DispatchHeld, the replay does not reproduce the level's
+	// throughput, and no prediction for it holds.
+	Dispatch DispatchVerdict `json:"dispatchCheck,omitempty"`
 	// Refused is the estimate of the overhead the recording contradicts,
 	// when it did: Overhead is then what the recording supports.
 	Refused *Refusal `json:"refused,omitempty"`

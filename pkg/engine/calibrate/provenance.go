@@ -93,3 +93,27 @@ const (
 	// NeedCPULimit: the server's CPU limit.
 	NeedCPULimit Need = "cpu-limit"
 )
+
+// DispatchVerdict is the dispatch check's verdict on a level: whether the
+// replay of the recorded configuration dispatched, within
+// Params.DispatchTolerance, as many of its requests as the server did.
+type DispatchVerdict string
+
+// The dispatch check's verdicts.
+const (
+	// DispatchUnchecked: the server dispatched fewer than
+	// Params.MinEvidence of the level's requests, or no replay was
+	// checked.
+	DispatchUnchecked DispatchVerdict = ""
+	// DispatchHeld: within the tolerance.
+	DispatchHeld DispatchVerdict = "held"
+	// DispatchTooMany: the replay dispatched more: the server held its
+	// seats longer than the calibration explains.
+	DispatchTooMany DispatchVerdict = "too-many"
+	// DispatchTooFew: the replay dispatched fewer, after the calibration
+	// refused what it could.
+	DispatchTooFew DispatchVerdict = "too-few"
+)
+
+// Holds reports whether the replay reproduced the level's dispatches.
+func (v DispatchVerdict) Holds() bool { return v == DispatchHeld || v == DispatchUnchecked }

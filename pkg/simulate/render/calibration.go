@@ -167,19 +167,19 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 				}
 				ws = append(ws, fmt.Sprintf("%v %d/%d", time.Duration(x.Start), x.Recorded, x.Predicted))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, f.Quality, strings.Join(ws, ", "))
+			quality := f.Quality
+			if !dispatchHolds(cal, f.Level) {
+				// the replay does not reproduce the level's throughput:
+				// no verdict on its 429s holds
+				quality = "unreproduced"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, quality, strings.Join(ws, ", "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	for _, l := range cal.Levels {
-		rec, got := l.RecordedDispatches, l.ReplayedDispatches
-		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DefaultParams().DispatchTolerance*float64(rec) {
-			fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart, which the calibration does not explain.\n",
-				got, sanitize.Line(l.Level), rec, 100*calibrate.DefaultParams().DispatchTolerance)
-		}
-	}
+	printDispatchChecks(w, cal)
 	for _, x := range rep.Warnings {
 		fmt.Fprintln(w, sanitize.Line(x.Text))
 	}
@@ -248,3 +248,42 @@ func cpuHint(cal *calibrate.Result) string {
 // settleCPU names the capture that gives CPU evidence over the workload's
 // window.
 const settleCPU = "A bundle whose two scrapes span the load (kubectl apf bundle --metrics-interval, started before the load and ending after it) gives the server's CPU over the workload's window."
+
+// dispatchHolds reports whether the replay of the recorded configuration
+// reproduced the level's dispatches (calibrate.Level.Dispatch).
+func dispatchHolds(cal *calibrate.Result, level string) bool {
+	if cal == nil {
+		return true
+	}
+	for _, l := range cal.Levels {
+		if l.Level == level {
+			return l.Dispatch.Holds()
+		}
+	}
+	return true
+}
+
+// printDispatchChecks says, for every level whose replay of the recorded
+// configuration dispatched more than the tolerance away from the server,
+// in either direction, that its predictions do not hold and which
+// evidence the calibration lacks.
+func printDispatchChecks(w io.Writer, cal *calibrate.Result) {
+	tol := 100 * calibrate.DefaultParams().DispatchTolerance
+	for _, l := range cal.Levels {
+		var lacks string
+		switch l.Dispatch {
+		case calibrate.DispatchTooMany:
+			lacks = "what held the server's seats longer than the recorded executions and overheads explain (on a crowded server, the CPU that the requests and the rejections shared): the server's CPU over the workload's window. " + settleCPU
+		case calibrate.DispatchTooFew:
+			lacks = "execution times as short as the server's: the replay holds the seats longer than the server did, even with the overhead refused"
+			if cal.AuditOnly {
+				lacks += " (an audit log alone estimates them; the httplog's apf_execution_time records them)"
+			}
+			lacks += "."
+		default:
+			continue
+		}
+		fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart. Its predictions above (the levels table, the fit and the change) do not hold for it; the calibration lacks %s\n",
+			l.ReplayedDispatches, sanitize.Line(l.Level), l.RecordedDispatches, tol, lacks)
+	}
+}

@@ -70,6 +70,9 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 			continue
 		}
 		label := sanitize.Line(name)
+		if calibrationFound(rep.Calibration) && !dispatchHolds(rep.Calibration, name) {
+			label += " (unreproduced)"
+		}
 		switch {
 		case rep.After == nil:
 		case b == nil:
