@@ -89,24 +89,32 @@ type Options struct {
 	// Disabled derives nothing: Apply then only fills the estimated
 	// fields of audit-only records.
 	Disabled bool
-	// Runtime is what the server's Go runtime counted around the recorded
-	// time, for the model of a server short of CPU (CPUModel); nil when
-	// unknown.
-	Runtime *Runtime
-	// NoCPUModel builds no CPU model even with Runtime.
+	// NoCPUModel builds no CPU model even with Evidence.Runtime.
 	NoCPUModel bool
-	// CPULimit is the recorded server's CPU limit in cores (its CFS
-	// quota over its period), 0 when unknown. The CPU model then takes
-	// its RunPerPeriod from it instead of from the stalls.
-	CPULimit float64
-	// CPUUse is what the server's process and scheduler counted around
-	// the recorded time, the shared-CPU model's evidence; nil when
-	// unknown.
+	// Evidence is what the server's metrics and its operator tell of its
+	// CPU, read once before the workload.
+	Evidence
+}
+
+// Evidence is what the recorded server's metrics and its operator tell of
+// its CPU, beyond the workload: a plain value, read once (by pkg/simulate
+// from the state's metrics and --cpu-limit). A zero field is unknown.
+type Evidence struct {
+	// Runtime is what the server's Go runtime counted between two
+	// scrapes, the CFS model's evidence.
+	Runtime *Runtime
+	// CPUUse is what the server's process and scheduler counted between
+	// the same scrapes, the shared-CPU model's evidence.
 	CPUUse *CPUUse
-	// MetricsWindow is the window between the two scrapes Runtime and
-	// CPUUse were counted over; zero when unknown. When it does not cover
-	// the workload's arrivals, neither is used (Result.Uncovered).
+	// MetricsWindow is the window between those two scrapes. When it does
+	// not cover the workload's arrivals, neither Runtime nor CPUUse is
+	// used (Result.Uncovered).
 	MetricsWindow TimeRange
+	// CPULimit is the recorded server's CPU limit in cores (its CFS
+	// quota over its period). The CFS model then takes its RunPerPeriod
+	// from it instead of from the stalls, and the shared-CPU model its
+	// cores.
+	CPULimit float64
 }
 
 // Level is what was inferred for one priority level.

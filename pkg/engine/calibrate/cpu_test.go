@@ -191,7 +191,7 @@ func TestReplayedRunSpendsTheProcessCPU(t *testing.T) {
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	for _, processCPU := range []time.Duration{6 * time.Second, 3 * time.Second} {
 		u := &CPUUse{Span: time.Minute, ProcessCPU: processCPU, GOMAXPROCS: 2}
-		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Runtime: runtime8, CPUUse: u})
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: u}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		return time.Duration(i)*37*ms + 100*ms + time.Duration(rng.IntN(100_000))*time.Microsecond
 	}
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
-	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8})
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		{"stalls not at a period boundary", stallRecording(1000, 40, 90*ms, anywhere), runtime8, false},
 		{"no stall of about a period", stallRecording(1000, 40, 40*ms, endsAtBoundary), runtime8, true},
 	} {
-		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: tt.rt})
+		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: tt.rt}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +358,7 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		{"no stall of about a period", 40 * ms, 0.5, 25 * ms},
 		{"a limit above GOMAXPROCS", 90 * ms, 2.5, 0},
 	} {
-		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPULimit: tt.limit})
+		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPULimit: tt.limit}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func TestCoverEvidence(t *testing.T) {
 		{"scrapes over half the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(45 * time.Second)}, false},
 		{"no window known", TimeRange{}, true},
 	} {
-		opts, u := coverEvidence(Options{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}, load)
+		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load)
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v", tt.name, got, tt.used)
 		}
@@ -37,7 +37,7 @@ func TestCoverEvidence(t *testing.T) {
 			t.Errorf("%s: %q does not name both windows (%v, %v)", tt.name, u.Why(), tt.metrics, load)
 		}
 	}
-	if _, u := coverEvidence(Options{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}, TimeRange{}); u != nil {
+	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}); u != nil {
 		t.Errorf("a workload without times is refused its evidence: %v", u)
 	}
 }
@@ -54,14 +54,14 @@ func TestDeriveRefusesMetricsBeforeTheLoad(t *testing.T) {
 	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	around := TimeRange{From: first.Add(-time.Second), To: last.Add(time.Second)}
 	before := TimeRange{From: first.Add(-10 * time.Second), To: first.Add(-5 * time.Second)}
-	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: around})
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: around}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.CPU == nil || res.Uncovered != nil {
 		t.Fatalf("scrapes around the load: model %v, uncovered %v (%s)", res.CPU, res.Uncovered, res.CPUWhy)
 	}
-	res, err = Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: before})
+	res, err = Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: before}})
 	if err != nil {
 		t.Fatal(err)
 	}
