@@ -281,6 +281,15 @@ type Result struct {
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
 
+	// working is what Apply, the checks and the replays read, outside
+	// the report
+	working
+}
+
+// working is the calibration's working state: what the estimators leave for
+// Apply, the checks and the replay's servers, none of it in the report
+// (Result's exported fields).
+type working struct {
 	overhead map[string]time.Duration
 	// stallAt: per level, the execution time from which a recorded
 	// execution stalled, and the median it is replaced with under CPU
@@ -638,7 +647,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 // evidence and where its overhead comes from, the server-wide figures for
 // the levels without their own, and the CPU model.
 func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
-	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
+	res := &Result{Enabled: !opts.Disabled, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
 	ti, from := o.threshold()
 	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
 	limits := levelLimits(opts)

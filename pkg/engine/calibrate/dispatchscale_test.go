@@ -264,7 +264,7 @@ func TestDispatchCheckBothWays(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			over := Duration(5 * time.Millisecond)
 			r := &Result{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}},
-				overhead: map[string]time.Duration{"slow": time.Duration(over)}, windows: map[string]map[int64]time.Duration{}}
+				working: working{overhead: map[string]time.Duration{"slow": time.Duration(over)}, windows: map[string]map[int64]time.Duration{}}}
 			const requests = 2000
 			r.CheckDispatches([]LevelFit{{Level: "slow", Requests: requests, Recorded: requests - tt.recorded, Predicted: requests - tt.replayed}}, true)
 			lv := r.Levels[0]
