@@ -152,12 +152,12 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 		if run >= P {
 			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level), NeedNothing
 		}
-		run = max(run, 100*time.Microsecond)
+		run = max(run, params.MinRunPerPeriod)
 	case len(full) < params.MinFullPeriodStalls:
 		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (the server's CPU limit, when given, tells it)", lv.Level), NeedCPULimit
 	default:
 		slices.Sort(full)
-		run = min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
+		run = min(max(P+med-full[len(full)/2], params.MinRunPerPeriod), P/2)
 	}
 	phase := (time.Duration(lv.PeriodPhase) - med) % P
 	if phase < 0 {

@@ -51,7 +51,7 @@ type fitAcc struct {
 // NewFit returns a Fit with windows of the given length (default 5 s).
 func NewFit(window time.Duration) *Fit {
 	if window <= 0 {
-		window = 5 * time.Second
+		window = params.FitWindow
 	}
 	return &Fit{window: window, levels: map[int]*fitAcc{}}
 }
@@ -129,9 +129,9 @@ func (f *Fit) Result(levels []fairqueue.LevelResult) []LevelFit {
 func quality(recorded, predicted int64, agreement float64) string {
 	r := float64(predicted) / float64(max(recorded, 1))
 	switch {
-	case (recorded < 5 && predicted < 5 || r >= 0.75 && r <= 1.25) && agreement >= 0.8:
+	case (recorded < params.FewRejections && predicted < params.FewRejections || r >= params.GoodBand[0] && r <= params.GoodBand[1]) && agreement >= params.GoodAgreement:
 		return "good"
-	case r >= 0.5 && r <= 2:
+	case r >= params.FairBand[0] && r <= params.FairBand[1]:
 		return "fair"
 	}
 	return "poor"

@@ -62,10 +62,21 @@ type Params struct {
 	// MinFullPeriodStalls is the fewest stalls of about a period the CFS
 	// model's running per period is read from.
 	MinFullPeriodStalls int
+	// MinRunPerPeriod bounds the CFS model's running per period from
+	// below.
+	MinRunPerPeriod time.Duration
 	// CPUPhases is the number of replays of a CFS model, each with its
 	// first collection at another share of its collections' pace.
 	CPUPhases int
 
+	// FitWindow is the length of the fit's windows. A level's fit is good
+	// when predicted/recorded 429s lie within GoodBand (or both are below
+	// FewRejections) with at least GoodAgreement of its requests' fates
+	// agreeing, fair within FairBand, else poor.
+	FitWindow          time.Duration
+	GoodBand, FairBand [2]float64
+	GoodAgreement      float64
+	FewRejections      int64
 	// DispatchTolerance is how far, as a share of the recorded count, the
 	// replay of the recorded configuration may dispatch from the server
 	// before the calibration is refused; ScaledDispatchTolerance the same
@@ -129,7 +140,14 @@ func DefaultParams() Params {
 		AtBoundaryThrottled: 0.5,
 		MinThrottledStalls:  5,
 		MinFullPeriodStalls: 1,
+		MinRunPerPeriod:     100 * time.Microsecond,
 		CPUPhases:           8,
+
+		FitWindow:     5 * time.Second,
+		GoodBand:      [2]float64{0.75, 1.25},
+		FairBand:      [2]float64{0.5, 2},
+		GoodAgreement: 0.8,
+		FewRejections: 5,
 
 		DispatchTolerance:       0.10,
 		ScaledDispatchTolerance: 0.01,
