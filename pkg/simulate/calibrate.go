@@ -105,10 +105,6 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 		return nil, nil, err
 	}
 	rc.tape = tape
-	if err := cal.DeriveShared(&cancellableReader{ctx: ctx, r: tape.Reader()}); err != nil {
-		tape.Close()
-		return nil, nil, err
-	}
 	return cal.Apply(&cancellableReader{ctx: ctx, r: tape.Reader()}), cal, nil
 }
 
@@ -129,7 +125,7 @@ func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqu
 		}
 		return &cancellableReader{ctx: ctx, r: tape.Reader()}, nil
 	}
-	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, FixedPointIterations)
+	cal, err := calibrate.Calibrate(open, recorded, opts, FixedPointIterations)
 	if err != nil {
 		tape.Close()
 		return nil, nil, err

@@ -123,6 +123,30 @@ func (a *applied) Next(w *workload.Request) error {
 	return nil
 }
 
+// Calibrate is the calibration's one composition of its estimators, in
+// the order each needs the others: the observation pass (the queued
+// threshold, each level's overhead from its saturated time or the
+// server's, the stalls and the CFS model, the seat-time check), the fixed
+// point of the waits an audit log alone lacks and the seat-time check
+// again on its estimates (DeriveAuditOnly), then the shared-CPU model
+// over the executions as the calibration prepares them (DeriveShared).
+// The dispatch check follows, over the replays (CheckDispatches). open
+// must return a fresh reader of the same workload at every call.
+func Calibrate(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
+	res, err := DeriveAuditOnly(open, recorded, opts, maxIter)
+	if err != nil {
+		return nil, err
+	}
+	src, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if err := res.DeriveShared(src); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // DeriveAuditOnly is Derive for a workload that may have no execution
 // times (an audit log alone): it then iterates to a fixed point in which
 // every request not annotated with its queue wait is given the wait the
