@@ -33,23 +33,11 @@ func TestRecordingsPinned(t *testing.T) {
 	for _, dir := range recordingDirs(t) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			var rec recording.Result
-			b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
-			}
-			tmp := t.TempDir()
-			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
-			bundle := filepath.Join(dir, recording.BundleFile)
+			kr := openRecording(t, dir)
+			rec, logFile, auditFile := kr.rec, kr.logFile, kr.auditFile
 			sim := func(files []string, calibrate bool, changes ...string) *Result {
 				t.Helper()
-				cfg := commandDefaults()
-				cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, rec.APIServerCPUs
-				return simulateT(t, input{from: bundle, files: changes}, cfg)
+				return kr.simulate(t, files, calibrate, changes...)
 			}
 			var out strings.Builder
 			for _, mode := range []struct {
@@ -152,4 +140,38 @@ func figuresOf(r *Result, after bool) []levelFigures {
 		out = append(out, levelFigures{l.Name, l.Dispatched, strings.Join(rs, " ")})
 	}
 	return out
+}
+
+// keptRecording is one recording of testdata/simulate/recordings, opened
+// for a test: its result, its logs unzipped and its bundle.
+type keptRecording struct {
+	rec                        recording.Result
+	logFile, auditFile, bundle string
+}
+
+func openRecording(t *testing.T, dir string) keptRecording {
+	t.Helper()
+	var kr keptRecording
+	b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &kr.rec); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	kr.logFile = fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	kr.auditFile = fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	kr.bundle = filepath.Join(dir, recording.BundleFile)
+	return kr
+}
+
+// simulate replays files against the recording's bundle, with changes as
+// -f files. The recorder knows the quota it held kube-apiserver to, as an
+// operator knows the pod's CPU limit.
+func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, changes ...string) *Result {
+	t.Helper()
+	cfg := commandDefaults()
+	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
+	return simulateT(t, input{from: kr.bundle, files: changes}, cfg)
 }

@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -101,18 +100,8 @@ func TestSimulateRecordings(t *testing.T) {
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			var rec recording.Result
-			b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
-			}
-			tmp := t.TempDir()
-			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
-			bundle := filepath.Join(dir, recording.BundleFile)
+			kr := openRecording(t, dir)
+			rec, logFile, auditFile := kr.rec, kr.logFile, kr.auditFile
 			quota := "no CPU quota"
 			if rec.APIServerCPUs > 0 {
 				quota = fmt.Sprintf("kube-apiserver held to %.1f CPU", rec.APIServerCPUs)
@@ -121,11 +110,7 @@ func TestSimulateRecordings(t *testing.T) {
 				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, quota, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
 			sim := func(files []string, calibrate bool, changes ...string) *Result {
 				t.Helper()
-				// the recorder knows the quota it held kube-apiserver to,
-				// as an operator knows the pod's CPU limit
-				cfg := commandDefaults()
-				cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, rec.APIServerCPUs
-				return simulateT(t, input{from: bundle, files: changes}, cfg)
+				return kr.simulate(t, files, calibrate, changes...)
 			}
 			for _, mode := range []struct {
 				name  string
