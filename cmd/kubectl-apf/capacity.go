@@ -213,6 +213,3 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		return historyrender.WriteLevelWindows(w, rep.Observed, false)
 	})
 }
-
-// change renders "a" when b is empty or equal, else "a->b".
-func change(a, b string) string { return capacity.Change(a, b) }

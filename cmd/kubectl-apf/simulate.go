@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
+	simrender "github.com/kubectl-apf/kubectl-apf/pkg/simulate/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -246,5 +247,5 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, sanitize.Line(n))
 	}
 	res.ReleaseFrom = sanitize.Line(res.ReleaseFrom)
-	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return printSimulation(w, res, o.MaxFlows) })
+	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return simrender.Write(w, res, o.MaxFlows) })
 }

@@ -165,21 +165,6 @@ func TestSimulateErrors(t *testing.T) {
 	}
 }
 
-func TestFmtSeconds(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0s"}, {-1, "0s"}, {0.000000123, "123ns"}, {0.00085049, "850µs"}, {0.0123456, "12.3ms"},
-		{1.5, "1.5s"}, {14.9653, "15s"}, {75.4, "1m15.4s"}, {754, "12m34s"},
-	}
-	for _, tt := range tests {
-		if got := fmtSeconds(tt.in); got != tt.want {
-			t.Errorf("fmtSeconds(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestSimulateStdin checks that "--workload -" reads the command's input
 // and gives the same report as the file.
 func TestSimulateStdin(t *testing.T) {

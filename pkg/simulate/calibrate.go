@@ -21,14 +21,12 @@ type serverMetrics struct {
 	// counts are the object counts of the latest scrape (nil when
 	// unknown), for the seats of LISTs that record none.
 	counts engine.ObjectCounts
-	// runtime is what the Go runtime of the one instance with two scrapes
-	// or more counted between the first and the latest: the CPU model's
-	// evidence (nil otherwise).
-	runtime *calibrate.Runtime
-	// cpu is what the same instance's process and scheduler counted: the
-	// shared-CPU model's evidence (nil otherwise)
-	cpu   *calibrate.CPUUse
-	notes []string
+	// evidence is what the Go runtime and the process of the one instance
+	// with two scrapes or more counted between the first and the latest,
+	// and the window between them: the CPU models' evidence (none
+	// otherwise). calibrateWorkload adds --cpu-limit.
+	evidence calibrate.Evidence
+	notes    []string
 }
 
 // readServerMetrics reads, for the calibration, the metrics the state was
@@ -61,14 +59,15 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 		if seen++; seen > 1 {
 			// the workload mixes the instances: no one server's pace
 			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU models read none of them")
-			m.runtime, m.cpu = nil, nil
+			m.evidence = calibrate.Evidence{}
 			break
 		}
 		if okGC {
-			m.runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
+			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
+		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
 		if okCPU {
-			m.cpu = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
+			m.evidence.CPUUse = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
 		}
 	}
 	return m
@@ -87,10 +86,6 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 		return nil, nil, err
 	}
 	rc.tape = tape
-	if err := cal.DeriveShared(logs.Cancellable(ctx, tape.Reader())); err != nil {
-		tape.Close()
-		return nil, nil, err
-	}
 	return cal.Apply(logs.Cancellable(ctx, tape.Reader())), cal, nil
 }
 
@@ -100,8 +95,8 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 // keeps the requests on a tape, from which the fixed point of an audit log
 // alone and the replay then read them.
 func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, m serverMetrics, cfg Config) (*calibrate.Result, *workload.Tape, error) {
-	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout,
-		Counts: m.counts, Release: recorded.Release, Runtime: m.runtime, CPUUse: m.cpu, NoCPUModel: !cfg.CPUModel, CPULimit: cfg.CPULimit}
+	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: m.counts, Release: recorded.Release, NoCPUModel: !cfg.CPUModel, Evidence: m.evidence}
+	opts.CPULimit = cfg.CPULimit
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {
@@ -111,7 +106,7 @@ func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqu
 		}
 		return logs.Cancellable(ctx, tape.Reader()), nil
 	}
-	cal, err := calibrate.DeriveAuditOnly(open, recorded, opts, FixedPointIterations)
+	cal, err := calibrate.Calibrate(open, recorded, opts, FixedPointIterations)
 	if err != nil {
 		tape.Close()
 		return nil, nil, err
@@ -163,7 +158,7 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 }
 
 // CPUReplays are the replays of a CPU model, one per phase of its
-// collections (calibrate.CPUPhases).
+// collections (calibrate.DefaultParams().CPUPhases).
 type CPUReplays struct {
 	// Replays are each replay's rejections per level, before and after
 	// the change.
@@ -186,10 +181,10 @@ type CPUReplay struct {
 // model and keeps the replay nearest the mean.
 func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
 	reps := &CPUReplays{}
-	results := make([]*Result, calibrate.CPUPhases)
-	vals := make([]float64, calibrate.CPUPhases)
+	results := make([]*Result, calibrate.DefaultParams().CPUPhases)
+	vals := make([]float64, calibrate.DefaultParams().CPUPhases)
 	level := cal.CPU.Level
-	for i := range calibrate.CPUPhases {
+	for i := range calibrate.DefaultParams().CPUPhases {
 		b := rc.before
 		b.CPU = cal.Server(i)
 		var a *fairqueue.ReplayConfig

@@ -18,9 +18,10 @@ import (
 type CPUComparison struct {
 	// Model names the CPU model: "shared CPU", "CFS quota" or both.
 	Model string `json:"model"`
-	// Applies is "with" or "without": which prediction holds, and Why.
-	Applies string `json:"applies"`
-	Why     string `json:"why"`
+	// Applies says which prediction holds, or that simulate cannot
+	// choose (AppliesUndecided), and Why.
+	Applies Applies `json:"applies"`
+	Why     string  `json:"why"`
 	// Levels are the levels replayed, each with its concurrency limit
 	// before and after the change and its predictions.
 	Levels []CPUComparisonLevel `json:"levels"`
@@ -64,8 +65,11 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	if err != nil {
 		return nil, err
 	}
-	c := &CPUComparison{Applies: "with"}
+	c := &CPUComparison{Applies: AppliesWith}
 	c.Model, c.Why = cpuWhy(cal)
+	if ok, why := cpuEvidence(cal); !ok {
+		c.Applies, c.Why = AppliesUndecided, why
+	}
 	with := map[string]fairqueue.LevelResult{}
 	for _, l := range res.After.Levels {
 		with[l.Name] = l
@@ -76,6 +80,36 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched})
 	}
 	return c, nil
+}
+
+// Applies says which of a CPUComparison's predictions holds.
+type Applies string
+
+// The verdicts of a CPUComparison.
+const (
+	// AppliesWith: the prediction with the CPU model.
+	AppliesWith Applies = "with"
+	// AppliesUndecided: the evidence cannot choose; the two predictions
+	// are the ends of a range.
+	AppliesUndecided Applies = "undecided"
+)
+
+// cpuEvidence reports whether the calibration's CPU model rests on what
+// the server counted over the workload's own window: the Go runtime's
+// collections and CPU limit (the CFS model, which is built only from
+// scrapes around the recorded time), or the process's CPU over the
+// window (the shared-CPU model's Used). A shared-CPU model fitted to how
+// the recorded executions stretched, with no such figure, cannot tell a
+// change that adds concurrency how much CPU is left for it; why says what
+// is missing.
+func cpuEvidence(cal *calibrate.Result) (ok bool, why string) {
+	if cal.CPU != nil || cal.Shared != nil && cal.Shared.Used != nil {
+		return true, ""
+	}
+	if u := cal.Uncovered; u != nil {
+		return false, u.Why()
+	}
+	return false, "the metrics hold no process CPU from two scrapes around the load, so nothing tells how much CPU the server had left for the added executions"
 }
 
 // cpuWhy names the calibration's CPU model and says why the prediction
@@ -91,13 +125,13 @@ func cpuWhy(cal *calibrate.Result) (model, why string) {
 	}
 	if m := cal.Shared; m != nil && m.ComposesWithQuota(cal.CPU) {
 		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
-	} else if m != nil && m.From == "metrics" {
-		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, m.CoresFrom, 100*m.Share)
-	} else if m != nil && m.From == "gomaxprocs" {
+	} else if m != nil && m.From == calibrate.SharedFromMetrics {
+		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, CoresName(m.CoresFrom), 100*m.Share)
+	} else if m != nil && m.From == calibrate.SharedFromGOMAXPROCS {
 		why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
-	} else if m != nil && m.From == "limit" {
+	} else if m != nil && m.From == calibrate.SharedFromLimit {
 		why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
-	} else if m != nil && m.From == "overlaps" {
+	} else if m != nil && m.From == calibrate.SharedFromOverlaps {
 		why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
 	} else if m != nil {
 		why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
@@ -134,8 +168,17 @@ func total(m map[string]int64) int64 {
 // comes from: the executions that overlapped for a fitted share, the
 // process's CPU for the metrics'.
 func shareOf(m *calibrate.SharedCPU) string {
-	if m.From == "limit" {
+	if m.From == calibrate.SharedFromLimit {
 		return fmt.Sprintf("the %d recorded executions that ran with others in flight put %.0f%% of each on the CPU", m.Overlapped, 100*m.Share)
 	}
 	return fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU", 100*m.Share)
+}
+
+// CoresName names where the server's cores came from as the command's user
+// knows it: the --cpu-limit flag, or the Go runtime's GOMAXPROCS.
+func CoresName(c calibrate.CoresSource) string {
+	if c == calibrate.CoresCPULimit {
+		return "--cpu-limit"
+	}
+	return string(c)
 }

@@ -87,9 +87,9 @@ func (o *instanceReader) Next(r *workload.Request) error {
 // runInstances replays each instance of the workload on its own, the
 // change applied to each, and sums them.
 func runInstances(ctx context.Context, st *state.State, cfg Config, before, after *engine.Config, notes []string, m serverMetrics, files *workload.Files, sp *split) (*Result, error) {
-	if m.runtime != nil || m.cpu != nil {
+	if m.evidence.Runtime != nil || m.evidence.CPUUse != nil {
 		// the metrics are one server's; the instances are several
-		m.runtime, m.cpu = nil, nil
+		m.evidence = calibrate.Evidence{}
 		m.notes = append(m.notes, fmt.Sprintf("note: the workload holds %d apiserver instances: the CPU models, which read one server's metrics, are not used", len(sp.names)))
 	}
 	var insts []InstanceResult

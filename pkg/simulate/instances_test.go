@@ -51,7 +51,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := readServerMetrics(st, cfg)
-		m.runtime, m.cpu = nil, nil
+		m.evidence.Runtime, m.evidence.CPUUse = nil, nil
 		fs, err := workload.OpenFiles(files[gi.Name], workload.Options{Lenient: true})
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -87,7 +86,7 @@ var whatIfReportedOnly = []string{"crowded"}
 // e2e test TestSimulateWhatIfMatchesRerun ("make e2e-whatif", which re-runs
 // the loads live): within 0.75–1.25 where either side has 20 or more, else
 // within 10 requests, except where simulate itself warns that the recorded
-// server was short of CPU and the change adds work (calibrate.WarnShortOfCPU):
+// server was short of CPU and the change adds work (WarnShortOfCPU):
 // those are reported and not checked. Which recordings show a server short
 // of CPU is checked: those whose kube-apiserver was held to less than half
 // a CPU, and no other. It is logged next to a repeat of the unchanged run
@@ -102,18 +101,8 @@ func TestSimulateRecordings(t *testing.T) {
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			var rec recording.Result
-			b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
-			}
-			tmp := t.TempDir()
-			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
-			bundle := filepath.Join(dir, recording.BundleFile)
+			kr := openRecording(t, dir)
+			rec, logFile, auditFile := kr.rec, kr.logFile, kr.auditFile
 			quota := "no CPU quota"
 			if rec.APIServerCPUs > 0 {
 				quota = fmt.Sprintf("kube-apiserver held to %.1f CPU", rec.APIServerCPUs)
@@ -122,11 +111,7 @@ func TestSimulateRecordings(t *testing.T) {
 				name, rec.Recorded.LoadBefore, rec.Recorded.LoadAfter, quota, rec.Recorded.Sent, rec.Recorded.Late, rec.About))
 			sim := func(files []string, calibrate bool, changes ...string) *Result {
 				t.Helper()
-				// the recorder knows the quota it held kube-apiserver to,
-				// as an operator knows the pod's CPU limit
-				cfg := commandDefaults()
-				cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, rec.APIServerCPUs
-				return simulateT(t, input{from: bundle, files: changes}, cfg)
+				return kr.simulate(t, files, calibrate, changes...)
 			}
 			for _, mode := range []struct {
 				name  string
@@ -162,7 +147,7 @@ func TestSimulateRecordings(t *testing.T) {
 					// the CPU model
 					if m := cal.Calibration.CPU; m != nil {
 						report = append(report, fmt.Sprintf("  %-13s CPU model from %s: periods from %v, %v of running per period while marking, a collection every %.0f dispatches marking for %v; %d replays, mean %.1f rejections",
-							mode.name, m.Level, time.Duration(m.Phase), time.Duration(m.RunPerPeriod), m.ExecutionsPerCollection, time.Duration(m.Mark), calibrate.CPUPhases, cal.CPUReplays.Mean))
+							mode.name, m.Level, time.Duration(m.Phase), time.Duration(m.RunPerPeriod), m.ExecutionsPerCollection, time.Duration(m.Mark), calibrate.DefaultParams().CPUPhases, cal.CPUReplays.Mean))
 					} else if starved {
 						t.Errorf("kube-apiserver held to %.1f CPU, but no CPU model: %s", rec.APIServerCPUs, cal.Calibration.CPUWhy)
 					}
@@ -234,7 +219,7 @@ func TestSimulateRecordings(t *testing.T) {
 					got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
 				}
 				report = append(report, fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio))
-				if _, ok := calibrate.FindWarning(wi.Warnings, calibrate.WarnShortOfCPU, l); ok {
+				if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
 					// Not asserted: simulate itself says that its
 					// prediction falls short here (a server short of CPU
 					// given more work), so no band would be honest. The

@@ -105,7 +105,7 @@ type Result struct {
 	// configuration's server against the recorded one's (absent: 1).
 	ServerSpeed float64 `json:"serverSpeed,omitempty"`
 	// Warnings say where a change leaves the recorded regime.
-	Warnings []calibrate.Warning `json:"warnings,omitempty"`
+	Warnings []Warning `json:"warnings,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
 	// each, for stderr (the state's own notes are the state's).
 	Notes []string `json:"-"`
@@ -186,7 +186,7 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	if cfg.ServerSpeed != 1 {
 		res.ServerSpeed = cfg.ServerSpeed
 	}
-	res.Warnings = calibrate.Regime(before, after, st.ServerConcurrency, res.Report, cal)
+	res.Warnings = Regime(before, after, st.ServerConcurrency, res.Report, cal)
 	return res, nil
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
 
 // TestSimulateWhatIfMatchesRerun is the test that says whether a what-if can
@@ -36,7 +36,7 @@ import (
 // 429s on either side must be predicted within 0.75–1.25; below that,
 // within 10 requests (recording.WhatIfAgrees). Where simulate itself warns
 // that the recorded server was short of CPU and the change adds work
-// (calibrate.ShortOfCPUWarning), the figures are reported, not checked,
+// (simulate.ShortOfCPUWarning), the figures are reported, not checked,
 // and the report says so. With every what-if (make e2e-whatif), a re-run
 // of the recorded configuration itself, a control, follows the recording:
 // where it did not meet the recorded run's server (recording.SameServer),
@@ -284,7 +284,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 					// a limit of the model the scenario documents
 					continue
 				}
-				if w := calibrate.ShortOfCPUWarning(pred.Warnings, l); w != "" {
+				if w := simulate.ShortOfCPUWarning(pred.Warnings, l); w != "" {
 					// simulate says its prediction falls short here: the
 					// recorded server stalled for CPU and the change adds
 					// work. Reported, not held to the band.

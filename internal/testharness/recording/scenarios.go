@@ -405,7 +405,7 @@ func Scenarios() []Scenario {
 		MoreWhatIfs: []WhatIf{{Change: Change{About: "apf-load with 50 shares (3 seats) instead of 1 (1 seat)",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel(loadgen.Level, 50, 0, 0, 4, 2, 50)},
 			Seats:  map[string]int{loadgen.Level: 3, loadgen.RejectLevel: 1}},
-			Unchecked: "three LISTs at once burn the 1-CPU quota before the end of a CFS period and stall until the next one: the tail of those stalls, not the mean stretch, decides which requests outlast a 250 ms wait limit, and neither CPU model holds stalls outside the collector's marks (docs/simulate.md, the shared-CPU model's known limits)"}},
+			Unchecked: "three LISTs at once burn the 1-CPU quota before the end of a CFS period and stall until the next one: the tail of those stalls, not the mean stretch, decides which requests outlast a 250 ms wait limit, and neither CPU model holds stalls outside the collector's marks (docs/simulate.md, what it can be trusted for)"}},
 		Seats: map[string]int{loadgen.Level: 1, loadgen.RejectLevel: 1},
 	}, {
 		// A control-plane node whose kube-apiserver has no CPU quota but

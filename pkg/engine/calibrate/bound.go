@@ -35,8 +35,8 @@ import (
 type Refusal struct {
 	// Overhead is the estimate refused; Level.Overhead is what replaced it.
 	Overhead Duration `json:"overhead"`
-	// Check is "seat time" or "dispatches": which check it broke.
-	Check string `json:"check"`
+	// Check is the check it broke.
+	Check Check `json:"check"`
 	// Why says how the estimate contradicts the recording.
 	Why string `json:"why"`
 	// ExecutionScale, when not 0, is the factor the execution times
@@ -49,23 +49,6 @@ type Refusal struct {
 	// dispatched fewer than the server did.
 	Dispatched float64 `json:"dispatched,omitempty"`
 }
-
-// ScaledDispatchTolerance is how far the replay of the recorded
-// configuration may dispatch below the recorded count of a level whose
-// execution times, estimated from an audit log alone, were scaled to the
-// seat time the recording allows, before they are scaled down further.
-// Filling that seat time is an upper bound (the time a request was in the
-// server also holds the filters around APF), and on a level kept busy, a
-// few percent more hold per dispatch is a few percent less throughput,
-// which the 429s multiply: on six timeouts recordings the replay
-// dispatched 1.7 to 3.8% fewer than the server, and rejected 1.12 to 1.45
-// times as many.
-const ScaledDispatchTolerance = 0.01
-
-// DispatchTolerance is how far the replay of the recorded configuration may
-// dispatch from the recorded count of a level before the calibration is
-// refused.
-const DispatchTolerance = 0.10
 
 // seatTime is what the seat-time check reads of one level: per time window
 // of the arrivals, the seats of the level's executed requests and their
@@ -86,7 +69,7 @@ func (s *seatTime) add(x *obs) {
 	if s.win == nil {
 		s.win = map[int64]*[3]float64{}
 	}
-	k := int64(x.arrival / Window)
+	k := int64(x.arrival / params.Window)
 	w := s.win[k]
 	if w == nil {
 		w = new([3]float64)
@@ -107,7 +90,7 @@ func (r *Result) implied(level string, s *seatTime) (implied, exec, estimated fl
 	for k, w := range s.win {
 		exec += w[1]
 		estimated += w[2]
-		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*Window))
+		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*params.Window))
 	}
 	return implied, exec, estimated
 }
@@ -150,7 +133,7 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 		if lv.Refused != nil {
 			was = lv.Refused.Overhead
 		}
-		ref := &Refusal{Overhead: was, Check: "seat time", Why: fmt.Sprintf(
+		ref := &Refusal{Overhead: was, Check: CheckSeatTime, Why: fmt.Sprintf(
 			"with it, its executed requests would hold %.3g seat-seconds, more than its %d %s over the %.3gs it had a request in the server (%.3g)",
 			time.Duration(implied).Seconds(), seats, seatWord(seats), s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
 		if implied > exec {
@@ -181,10 +164,10 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 func (r *Result) scale(lv *Level, f float64) {
 	w := map[int64]time.Duration{}
 	for k := range r.windows[lv.Level] {
-		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*Window)))
+		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*params.Window)))
 	}
 	for k := range r.serverWindows {
-		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*Window)))
+		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*params.Window)))
 	}
 	o := time.Duration(f * float64(r.Overhead(lv.Level)))
 	r.windows[lv.Level] = w
@@ -217,12 +200,13 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 	changed := false
 	for _, f := range fit {
 		lv := r.level(f.Level)
-		if lv == nil || lv.Source == "none" {
+		if lv == nil || lv.Source == SourceNone {
 			continue
 		}
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
-		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= minEvidence && float64(rep) < (1-ScaledDispatchTolerance)*float64(rec) {
+		lv.Dispatch = dispatchVerdict(rec, rep)
+		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(params.MinEvidence) && float64(rep) < (1-params.ScaledDispatchTolerance)*float64(rec) {
 			// its throughput meets the recorded one with each hold
 			// shorter by the replay's shortfall
 			g := float64(rep) / float64(rec)
@@ -232,7 +216,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 			changed = true
 			continue
 		}
-		if !refuse || rec < minEvidence || float64(rep) >= (1-DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
+		if !refuse || rec < int64(params.MinEvidence) || float64(rep) >= (1-params.DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
 			continue
 		}
 		exec := float64(lv.MeanExecution)
@@ -250,11 +234,27 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 			was = lv.Refused.Overhead
 		}
 		r.scale(lv, scale)
-		lv.Refused = &Refusal{Overhead: was, Check: "dispatches", Why: fmt.Sprintf(
-			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*DispatchTolerance)}
+		lv.Refused = &Refusal{Overhead: was, Check: CheckDispatches, Why: fmt.Sprintf(
+			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*params.DispatchTolerance)}
 		changed = true
 	}
 	return changed
+}
+
+// dispatchVerdict holds a replay's dispatches of a level to the recorded
+// count, within DispatchTolerance of it in both directions, where the
+// server dispatched MinEvidence or more (below, one request is more than
+// the tolerance).
+func dispatchVerdict(rec, rep int64) DispatchVerdict {
+	switch {
+	case rec < int64(params.MinEvidence):
+		return DispatchUnchecked
+	case float64(rep) > (1+params.DispatchTolerance)*float64(rec):
+		return DispatchTooMany
+	case float64(rep) < (1-params.DispatchTolerance)*float64(rec):
+		return DispatchTooFew
+	}
+	return DispatchHeld
 }
 
 // level returns the calibration of the named level, nil when it has none.
@@ -302,10 +302,6 @@ func (r *Result) rebound(src workload.Reader) error {
 	r.bound(sts, limits, func(*Level) bool { return true }, true)
 	return nil
 }
-
-// reboundPasses bounds the passes of rebound: an execution scaled down
-// stays at least minExecution, so one pass may leave a little too much.
-const reboundPasses = 3
 
 func seatWord(n int) string {
 	if n == 1 {

@@ -89,20 +89,32 @@ type Options struct {
 	// Disabled derives nothing: Apply then only fills the estimated
 	// fields of audit-only records.
 	Disabled bool
-	// Runtime is what the server's Go runtime counted around the recorded
-	// time, for the model of a server short of CPU (CPUModel); nil when
-	// unknown.
-	Runtime *Runtime
-	// NoCPUModel builds no CPU model even with Runtime.
+	// NoCPUModel builds no CPU model even with Evidence.Runtime.
 	NoCPUModel bool
-	// CPULimit is the recorded server's CPU limit in cores (its CFS
-	// quota over its period), 0 when unknown. The CPU model then takes
-	// its RunPerPeriod from it instead of from the stalls.
-	CPULimit float64
-	// CPUUse is what the server's process and scheduler counted around
-	// the recorded time, the shared-CPU model's evidence; nil when
-	// unknown.
+	// Evidence is what the server's metrics and its operator tell of its
+	// CPU, read once before the workload.
+	Evidence
+}
+
+// Evidence is what the recorded server's metrics and its operator tell of
+// its CPU, beyond the workload: a plain value, read once (by pkg/simulate
+// from the state's metrics and --cpu-limit). A zero field is unknown.
+type Evidence struct {
+	// Runtime is what the server's Go runtime counted between two
+	// scrapes, the CFS model's evidence.
+	Runtime *Runtime
+	// CPUUse is what the server's process and scheduler counted between
+	// the same scrapes, the shared-CPU model's evidence.
 	CPUUse *CPUUse
+	// MetricsWindow is the window between those two scrapes. When it does
+	// not cover the workload's arrivals, neither Runtime nor CPUUse is
+	// used (Result.Uncovered).
+	MetricsWindow TimeRange
+	// CPULimit is the recorded server's CPU limit in cores (its CFS
+	// quota over its period). The CFS model then takes its RunPerPeriod
+	// from it instead of from the stalls, and the shared-CPU model its
+	// cores.
+	CPULimit float64
 }
 
 // Level is what was inferred for one priority level.
@@ -110,9 +122,8 @@ type Level struct {
 	Level string `json:"level"`
 	// Overhead is the extra seat hold per dispatch from a queue.
 	Overhead Duration `json:"overhead"`
-	// Source is "saturated" (the level's own saturated time), "server"
-	// (the server-wide figure), "none" (exempt) or "disabled".
-	Source string `json:"source"`
+	// Source is what Overhead was read from.
+	Source LevelSource `json:"source"`
 	// Why explains a Source other than saturated.
 	Why string `json:"why,omitempty"`
 	// ConcurrencyLimit is the seats the evidence assumes.
@@ -177,6 +188,10 @@ type Level struct {
 	// configuration (CheckDispatches).
 	RecordedDispatches int64 `json:"recordedDispatches,omitempty"`
 	ReplayedDispatches int64 `json:"replayedDispatches,omitempty"`
+	// Dispatch is the dispatch check's verdict on the last replay: where
+	// it is not DispatchHeld, the replay does not reproduce the level's
+	// throughput, and no prediction for it holds.
+	Dispatch DispatchVerdict `json:"dispatchCheck,omitempty"`
 	// Refused is the estimate of the overhead the recording contradicts,
 	// when it did: Overhead is then what the recording supports.
 	Refused *Refusal `json:"refused,omitempty"`
@@ -251,14 +266,30 @@ type Result struct {
 	// level has no model.
 	CPU    *CPUModel `json:"cpu,omitempty"`
 	CPUWhy string    `json:"cpuWhy,omitempty"`
+	// CPUNeeds is the evidence that would give the missing CPU model.
+	CPUNeeds Need `json:"cpuNeeds,omitempty"`
 	// Shared is the model of the server's CPU shared by every request it
 	// executes (DeriveShared), SharedWhy why there is none.
 	Shared    *SharedCPU `json:"sharedCPU,omitempty"`
 	SharedWhy string     `json:"sharedCPUWhy,omitempty"`
+	// Workload is the window of the workload's arrivals (zero when they
+	// carry no time). Uncovered, when the metrics' window does not cover
+	// it: their CPU evidence was then not used.
+	Workload  TimeRange  `json:"workload,omitzero"`
+	Uncovered *Uncovered `json:"uncovered,omitempty"`
 	// DispatchTimes says where the requests' dispatch times came from
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
 
+	// working is what Apply, the checks and the replays read, outside
+	// the report
+	working
+}
+
+// working is the calibration's working state: what the estimators leave for
+// Apply, the checks and the replay's servers, none of it in the report
+// (Result's exported fields).
+type working struct {
 	overhead map[string]time.Duration
 	// stallAt: per level, the execution time from which a recorded
 	// execution stalled, and the median it is replaced with under CPU
@@ -285,11 +316,11 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
 	}
-	k := int64(at / Window)
+	k := int64(at / params.Window)
 	if w, ok := r.windows[level][k]; ok {
 		return w
 	}
-	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != "server") {
+	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != SourceServer) {
 		return o
 	}
 	if w, ok := r.serverWindows[k]; ok {
@@ -298,13 +329,13 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	return r.Overhead(level)
 }
 
-func (r *Result) sourceOf(level string) string {
+func (r *Result) sourceOf(level string) LevelSource {
 	for _, l := range r.Levels {
 		if l.Level == level {
 			return l.Source
 		}
 	}
-	return "server"
+	return SourceServer
 }
 
 // overheadOf is the per-dispatch overhead of a level of c seats whose
@@ -338,21 +369,6 @@ const ThresholdUnmeasured = "too few requests with an execution time"
 // nThresholds candidate thresholds τ; the smallest above the non-queued
 // lag is used
 const nThresholds = 9
-
-var thresholds = [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
-	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
-
-// minEvidence is the fewest waiting dispatches a level's own figure rests
-// on, and minWindowEvidence those of one time window.
-const (
-	minEvidence       = 20
-	minWindowEvidence = 10
-)
-
-// Window is the length of the time windows over which the overhead is
-// also inferred: a busy machine's load changes during a recording (other
-// work starts and stops), and with it the overhead.
-const Window = 10 * time.Second
 
 // winAcc is the evidence of one level in one time window.
 type winAcc struct {
@@ -401,10 +417,10 @@ func (s *span) close() {
 		s.total += s.end - s.start
 		s.n++
 		s.open = false
-		s.window(int64(s.start/Window)).n++
+		s.window(int64(s.start/params.Window)).n++
 		for t := s.start; t < s.end; {
-			k := int64(t / Window)
-			next := min(time.Duration(k+1)*Window, s.end)
+			k := int64(t / params.Window)
+			next := min(time.Duration(k+1)*params.Window, s.end)
 			s.window(k).t += next - t
 			t = next
 		}
@@ -563,7 +579,7 @@ func (o *observer) add(x *obs) {
 		// estimated wait) holds whatever wait the estimate missed
 		la.exec.add(x.exec)
 		la.ends.add(x.exec, x.arrival+x.latency)
-		if x.exec >= StallMin && len(la.long) < maxLong {
+		if x.exec >= params.StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, x.exec)
 		}
 		if x.latency > 0 && len(la.recorded) < maxSerial {
@@ -596,7 +612,7 @@ func (o *observer) add(x *obs) {
 	if !x.rejected && x.hasExec {
 		la.seatTime.add(x)
 	}
-	for i, tau := range thresholds {
+	for i, tau := range params.QueuedThresholds {
 		switch {
 		case x.timedOut:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.latency)
@@ -622,7 +638,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 	la.dispatches[i]++
 	la.seats[i] += int64(x.seats)
 	la.seatExec[i] += float64(x.seats) * float64(x.exec)
-	w := la.spans[i].window(int64((x.arrival + x.wait) / Window))
+	w := la.spans[i].window(int64((x.arrival + x.wait) / params.Window))
 	w.seats += int64(x.seats)
 	w.seatExec += float64(x.seats) * float64(x.exec)
 }
@@ -630,10 +646,10 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 // finish turns the evidence into a Result: the threshold τ, each level's
 // evidence and where its overhead comes from, the server-wide figures for
 // the levels without their own, and the CPU model.
-func (o *observer) finish(opts Options) *Result {
-	res := &Result{Enabled: !opts.Disabled, overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}
+func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
+	res := &Result{Enabled: !opts.Disabled, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
 	ti, from := o.threshold()
-	res.Threshold, res.ThresholdFrom = Duration(thresholds[ti]), from
+	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
 	limits := levelLimits(opts)
 	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
 		la := o.levels[n]
@@ -644,7 +660,7 @@ func (o *observer) finish(opts Options) *Result {
 		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = res.source(lv, lim, known)
-		if lv.Source == "saturated" {
+		if lv.Source == SourceSaturated {
 			res.saturated(&lv, la, ti, float64(lim.NominalCL))
 		}
 		res.Levels = append(res.Levels, lv)
@@ -652,7 +668,7 @@ func (o *observer) finish(opts Options) *Result {
 	// the CPU model before the bounds and the server's figures: the
 	// stalls it places come off its level's overhead first
 	if res.Enabled {
-		res.CPU, res.CPUWhy = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit)
+		res.CPU, res.CPUWhy, res.CPUNeeds = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit, uncovered)
 	}
 	if res.CPU != nil {
 		res.stalledGaps(o.levels[res.CPU.Level], limits)
@@ -664,9 +680,9 @@ func (o *observer) finish(opts Options) *Result {
 	for n, la := range o.levels {
 		sts[n] = &la.seatTime
 	}
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "saturated" }, false)
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceSaturated }, false)
 	res.serverFigures(res.serverEvidence())
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == "server" }, false)
+	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceServer }, false)
 	if res.CPU != nil {
 		res.stallThresholds()
 	}
@@ -680,23 +696,23 @@ func (o *observer) threshold() (int, string) {
 	var lag time.Duration
 	var from string
 	switch {
-	case o.lag.n >= 20:
+	case o.lag.n >= params.LagSamples:
 		lag, from = o.lag.quantile(0.9), "90th percentile of latency − execution of exempt requests"
-	case o.lag.n >= 5:
+	case o.lag.n >= params.FewLagSamples:
 		lag, from = o.lag.quantile(1), "largest latency − execution of the few exempt requests"
-	case o.lagAll.n >= 20:
+	case o.lagAll.n >= params.LagSamples:
 		// most requests of a saturated level queue: the fastest tenth
 		// stands for those dispatched on arrival
 		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution: too few exempt requests"
 	default:
 		lag, from = 0, ThresholdUnmeasured
 	}
-	for i, t := range thresholds {
+	for i, t := range params.QueuedThresholds {
 		if t >= lag {
 			return i, from
 		}
 	}
-	return len(thresholds) - 1, from
+	return len(params.QueuedThresholds) - 1, from
 }
 
 // levelLimits returns the limits of the recorded configuration's levels.
@@ -728,7 +744,7 @@ func (la *levelAcc) level(ti int, lim engine.LevelLimits) Level {
 	if lv.Stalls > 0 {
 		lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(first)
 	}
-	lv.ShortOfCPU = lv.Stalls >= minStalls && lv.StallShare >= StallShareShort
+	lv.ShortOfCPU = lv.Stalls >= params.MinStalls && lv.StallShare >= params.StallShareShort
 	lv.ConcurrencyLimit = lim.NominalCL
 	if lv.Seats > 0 {
 		lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
@@ -738,22 +754,22 @@ func (la *levelAcc) level(ti int, lim engine.LevelLimits) Level {
 
 // source says where a level's overhead comes from, and why when it is not
 // its own saturated time.
-func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source, why string) {
+func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source LevelSource, why string) {
 	switch {
 	case !r.Enabled:
-		return "disabled", ""
+		return SourceDisabled, ""
 	case known && lim.Exempt:
-		return "none", "exempt: never queued"
+		return SourceNone, "exempt: never queued"
 	case !known:
-		return "server", "not in the configuration"
+		return SourceServer, "not in the configuration"
 	case !lim.Queuing:
-		return "server", "no queues: its requests are dispatched on arrival or rejected, never woken"
+		return SourceServer, "no queues: its requests are dispatched on arrival or rejected, never woken"
 	case lim.LendableCL > 0 || lim.BorrowingCL > 0:
-		return "server", "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
-	case lv.Dispatches < minEvidence:
-		return "server", "too few dispatches from a queue"
+		return SourceServer, "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
+	case lv.Dispatches < int64(params.MinEvidence):
+		return SourceServer, "too few dispatches from a queue"
 	}
-	return "saturated", ""
+	return SourceSaturated, ""
 }
 
 // serverEvidence sums the saturated levels' overheads, weighted by their
@@ -768,13 +784,13 @@ type serverEvidence struct {
 func (r *Result) serverEvidence() serverEvidence {
 	server := serverEvidence{windows: map[int64][2]float64{}}
 	for _, lv := range r.Levels {
-		if lv.Source != "saturated" {
+		if lv.Source != SourceSaturated {
 			continue
 		}
 		server.seats += float64(lv.Seats)
 		server.over += float64(lv.Overhead) * float64(lv.Seats)
 		for _, w := range lv.Windows {
-			k := int64(time.Duration(w.Start) / Window)
+			k := int64(time.Duration(w.Start) / params.Window)
 			sw := server.windows[k]
 			sw[0] += float64(w.Overhead) * float64(w.Seats)
 			sw[1] += float64(w.Seats)
@@ -792,11 +808,11 @@ func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64) {
 	lv.Overhead = Duration(over)
 	r.overhead[lv.Level] = time.Duration(over)
 	for k, w := range sp.win {
-		if w.seats < minWindowEvidence {
+		if w.seats < params.MinWindowEvidence {
 			continue
 		}
 		wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
-		lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * Window), Overhead: Duration(wo), Seats: w.seats})
+		lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * params.Window), Overhead: Duration(wo), Seats: w.seats})
 		if r.windows[lv.Level] == nil {
 			r.windows[lv.Level] = map[int64]time.Duration{}
 		}
@@ -821,10 +837,10 @@ func (r *Result) serverFigures(server serverEvidence) {
 	for i := range r.Levels {
 		lv := &r.Levels[i]
 		switch lv.Source {
-		case "server":
+		case SourceServer:
 			lv.Overhead = r.ServerOverhead
 			r.overhead[lv.Level] = time.Duration(r.ServerOverhead)
-		case "none":
+		case SourceNone:
 			r.overhead[lv.Level] = 0
 		}
 	}
@@ -866,21 +882,11 @@ func bucket(d time.Duration) int {
 	return min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, 95)
 }
 
-// StallShareShort is the share of a level's execution time in stalls
-// (Level.StallShare) from which the recorded server counts as short of
-// CPU: a quarter of the time its requests held seats, they could not run.
-const StallShareShort = 0.25
-
-// StallFactor and StallMin: an execution stalled when it took at least
-// StallFactor times the median and StallMin more.
-const (
-	StallFactor = 10
-	StallMin    = 20 * time.Millisecond
-)
-
 // stallThreshold is the time from which an execution (or a gap) whose
 // median is m stalled: StallFactor times m, and StallMin more.
-func stallThreshold(m time.Duration) time.Duration { return max(StallFactor*m, m+StallMin) }
+func stallThreshold(m time.Duration) time.Duration {
+	return max(time.Duration(params.StallFactor)*m, m+params.StallMin)
+}
 
 // stalls returns the median of the histogram, the number of durations in
 // the buckets wholly above max(StallFactor × median, median + StallMin),
@@ -908,17 +914,12 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 	return Duration(m.Round(10 * time.Microsecond)), n, share, first
 }
 
-// cfsPeriod is the CFS bandwidth period Linux uses unless configured
-// (cpu.cfs_period_us, 100 ms): a cgroup that used up its quota runs again
-// at the next period's start.
-const cfsPeriod = 100 * time.Millisecond
-
 // phases counts, per histogram bucket of execution time, where in a
 // cfsPeriod the executions of StallMin or more ended (1 ms bins).
 type phases map[int]*[100]int32
 
 func (p *phases) add(exec, end time.Duration) {
-	if exec < StallMin {
+	if exec < params.StallMin {
 		return
 	}
 	if *p == nil {
@@ -930,9 +931,9 @@ func (p *phases) add(exec, end time.Duration) {
 		h = new([100]int32)
 		(*p)[b] = h
 	}
-	ph := end % cfsPeriod
+	ph := end % params.CFSPeriod
 	if ph < 0 {
-		ph += cfsPeriod
+		ph += params.CFSPeriod
 	}
 	h[ph/time.Millisecond]++
 }
@@ -954,7 +955,7 @@ func (p phases) boundaryShare(first int) (float64, Duration) {
 	if n == 0 {
 		return 0, 0
 	}
-	w := int(periodSlack / time.Millisecond)
+	w := int(params.PeriodSlack / time.Millisecond)
 	var best int32
 	bi := 0
 	for i := range all {
@@ -973,17 +974,8 @@ func (p phases) boundaryShare(first int) (float64, Duration) {
 		sum += float64(j) * float64(all[(bi+j+100)%100])
 	}
 	ph := (float64(bi) + 0.5 + sum/float64(best)) * float64(time.Millisecond)
-	return float64(best) / float64(n), Duration((time.Duration(ph)%cfsPeriod + cfsPeriod) % cfsPeriod)
+	return float64(best) / float64(n), Duration((time.Duration(ph)%params.CFSPeriod + params.CFSPeriod) % params.CFSPeriod)
 }
-
-// periodSlack: a stall ends within this of the period's start (the
-// throttled goroutine then has to be scheduled).
-const periodSlack = 5 * time.Millisecond
-
-// AtBoundaryThrottled is the share of stalls ending at one phase of a
-// cfsPeriod (Level.StallsAtPeriodStart) from which they are a CPU
-// limit's throttling: by chance, the 11 ms around one phase hold 11%.
-const AtBoundaryThrottled = 0.5
 
 func (q *quantiles) quantile(p float64) time.Duration {
 	if q.n == 0 {
@@ -1010,7 +1002,9 @@ type preparer struct {
 	opts   Options
 	limits map[string]engine.LevelLimits
 	start  time.Time
-	est    *Estimated
+	// last is the latest arrival read
+	last time.Time
+	est  *Estimated
 	// waits are the queue waits the previous replay gave each record (by
 	// index), for the fixed point of audit-only workloads; overheads the
 	// previous iteration's calibration
@@ -1061,6 +1055,9 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	if p.start.IsZero() {
 		p.start = w.Arrival
 	}
+	if w.Arrival.After(p.last) {
+		p.last = w.Arrival
+	}
 	er, err := p.parsed.Parse(w.Method, w.URI, engine.Identity{User: w.User, Groups: w.Groups})
 	if err != nil || er.Bypass != "" {
 		return er, false
@@ -1110,14 +1107,14 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		if w.HasQueueWait {
 			x.wait += w.QueueWait
 		}
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, minExecution), true, fromAnnotations
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, params.MinExecution), true, fromAnnotations
 	case p.serialWait(idx):
 		// audit-only and faster than 500 ms, of a level of one seat: one
 		// execution at a time, so its ends tell each dispatch
 		// (placeSerial). Its own time, not its kind's mean: no replay's
 		// error is in it.
 		x.wait, x.hasWait, x.waitFrom = min(p.serial[idx], w.Latency), true, waitEnds
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, minExecution), true, fromEnds
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, params.MinExecution), true, fromEnds
 	default:
 		// audit-only and faster than 500 ms: the queue wait is what the
 		// replay of the previous iteration gave it (none before the first)
@@ -1127,7 +1124,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		}
 		wait = min(wait, w.Latency)
 		x.wait, x.hasWait, x.waitFrom = wait, p.waits != nil, waitReplay
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, minExecution), true, fromReplay
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, params.MinExecution), true, fromReplay
 		// pooled per kind of request: one request's replayed wait is off
 		// by what the replay dispatched before it, and taking that error
 		// into its execution time (longer where the wait is short, and
@@ -1138,11 +1135,11 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		k := kindOf(level, &er, w.URI)
 		p.kinds.add(k, x.exec)
 		if e, ok := p.kindExec[k]; ok {
-			x.exec = min(max(e, minExecution), max(w.Latency, minExecution))
+			x.exec = min(max(e, params.MinExecution), max(w.Latency, params.MinExecution))
 		}
 	}
 	if f, ok := p.overheads.execScaleOf(level); ok && x.hasExec && x.execFrom != fromRecord {
-		x.exec = max(time.Duration(f*float64(x.exec)), minExecution)
+		x.exec = max(time.Duration(f*float64(x.exec)), params.MinExecution)
 	}
 	return er, true
 }
@@ -1192,9 +1189,6 @@ func (m kindMeans) means() map[kind]time.Duration {
 	}
 	return out
 }
-
-// minExecution bounds estimated execution times from below.
-const minExecution = 100 * time.Microsecond
 
 // estimateSeats sizes a request that records no work estimate the way the
 // server would have, where the inputs are known.
@@ -1249,7 +1243,7 @@ func (la *levelAcc) serialExecutions(res *Result) {
 		}
 		la.exec.add(exec)
 		la.ends.add(exec, e.end)
-		if exec >= StallMin && len(la.long) < maxLong {
+		if exec >= params.StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, exec)
 		}
 	}

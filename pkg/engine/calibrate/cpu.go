@@ -104,20 +104,8 @@ type CPUModel struct {
 	Background float64 `json:"background,omitempty"`
 }
 
-// CPUPhases is the number of replays of a CPU model, each with its first
-// collection at another share of ExecutionsPerCollection.
-const CPUPhases = 8
-
 // maxLong bounds the long executions kept per level for RunPerPeriod.
 const maxLong = 1 << 16
-
-// minFullPeriodStalls is the fewest full-period stalls RunPerPeriod is read
-// from: one tells it (to the spread of its own execution time).
-const minFullPeriodStalls = 1
-
-// minThrottledStalls is the fewest stalls from which a level's stalls, if
-// most end at one phase of the period, tell a CFS quota's throttling.
-const minThrottledStalls = 5
 
 // cpuModel derives the model from the level whose stalls tell a CFS
 // quota's throttling (the one with the most stalls), or says why there is
@@ -125,32 +113,35 @@ const minThrottledStalls = 5
 // be short of CPU: a recorded run with few stalls, on a server throttled
 // all the same, is one the collector happened to spare, and a change that
 // adds work meets the collector as often as the runtime's pace says.
-func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64) (*CPUModel, string) {
+func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64, uncovered *Uncovered) (*CPUModel, string, Need) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
-		if l.Stalls >= minThrottledStalls && l.StallsAtPeriodStart >= AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
+		if l.Stalls >= params.MinThrottledStalls && l.StallsAtPeriodStart >= params.AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
 			lv = l
 		}
 	}
 	if lv == nil {
-		return nil, ""
+		return nil, "", NeedNothing
 	}
 	if off {
-		return nil, "the CPU model was turned off"
+		return nil, "the CPU model was turned off", NeedNothing
+	}
+	if rt == nil && uncovered != nil {
+		return nil, uncovered.Why(), NeedCoveringScrapes
 	}
 	if rt == nil {
-		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle taken during the overload with --metrics-interval) from a server that exports the Go runtime's metrics"
+		return nil, "the metrics do not tell how often the garbage collector ran: it needs two /metrics scrapes around the recorded time (a bundle whose two scrapes span the overload) from a server that exports the Go runtime's metrics", NeedScrapes
 	}
 	if rt.GCCycles < 2 || rt.Dispatched < 1 || rt.GOMAXPROCS < 1 {
-		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched)
+		return nil, fmt.Sprintf("the metrics' two scrapes, %v apart, saw %.0f garbage collections and %.0f dispatches: too few to tell their pace", rt.Span.Round(time.Second), rt.GCCycles, rt.Dispatched), NeedScrapes
 	}
-	P := cfsPeriod
+	P := params.CFSPeriod
 	med := time.Duration(lv.MedianExecution)
 	th := stallThreshold(med)
 	var full []time.Duration
 	for _, e := range accs[lv.Level].long {
-		if e >= th && e >= P/2 && e <= P+med+periodSlack {
+		if e >= th && e >= P/2 && e <= P+med+params.PeriodSlack {
 			full = append(full, e)
 		}
 	}
@@ -159,14 +150,14 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	case limit > 0:
 		run = time.Duration(limit * float64(P) / float64(rt.GOMAXPROCS))
 		if run >= P {
-			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level)
+			return nil, fmt.Sprintf("a CPU limit of %g cores lets GOMAXPROCS %d busy Ps run all through a CFS period, yet %s's stalls tell a quota's throttling: is the limit the server's?", limit, rt.GOMAXPROCS, lv.Level), NeedNothing
 		}
-		run = max(run, 100*time.Microsecond)
-	case len(full) < minFullPeriodStalls:
-		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (--cpu-limit gives it)", lv.Level)
+		run = max(run, params.MinRunPerPeriod)
+	case len(full) < params.MinFullPeriodStalls:
+		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (the server's CPU limit, when given, tells it)", lv.Level), NeedCPULimit
 	default:
 		slices.Sort(full)
-		run = min(max(P+med-full[len(full)/2], 100*time.Microsecond), P/2)
+		run = min(max(P+med-full[len(full)/2], params.MinRunPerPeriod), P/2)
 	}
 	phase := (time.Duration(lv.PeriodPhase) - med) % P
 	if phase < 0 {
@@ -194,7 +185,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
 		Collections: rt.GCCycles, Dispatched: rt.Dispatched, GOMAXPROCS: rt.GOMAXPROCS, MetricsSpan: Duration(rt.Span),
-	}, ""
+	}, "", NeedNothing
 }
 
 // setCPUSpent sets CPUPerWork and Background from the process's CPU u:
@@ -220,7 +211,7 @@ func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
 
 // Server returns the model's CPU for the i-th of CPUPhases replays.
 func (m *CPUModel) Server(i int) fairqueue.CPU {
-	return &throttled{m: m, next: (float64(i%CPUPhases) + 0.5) / CPUPhases * m.ExecutionsPerCollection}
+	return &throttled{m: m, next: (float64(i%params.CPUPhases) + 0.5) / float64(params.CPUPhases) * m.ExecutionsPerCollection}
 }
 
 // throttled is one replay's server under the model.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -41,7 +40,7 @@ func TestThrottledServerRunsOnlyAtPeriodStartsWhileMarking(t *testing.T) {
 		}
 	}
 	// a mark that starts later does not touch an execution before it
-	cpu = m.Server(CPUPhases - 1) // first collection after 3.75 dispatches
+	cpu = m.Server(params.CPUPhases - 1) // first collection after 3.75 dispatches
 	for i, want := range []time.Duration{2 * ms, 12 * ms, 22 * ms, 100*ms + 2*ms} {
 		start := time.Duration(i) * 10 * ms
 		if i == 3 {
@@ -102,7 +101,7 @@ func TestServerAtSpeed(t *testing.T) {
 // goroutine run is charged what the quota gave it.
 func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	m := &CPUModel{Period: Duration(100 * ms), RunPerPeriod: Duration(10 * ms), GOMAXPROCS: 2, Quota: Duration(20 * ms), ExecutionsPerCollection: 1e9, Mark: Duration(300 * ms)}
-	cpu := m.Server(CPUPhases - 1)
+	cpu := m.Server(params.CPUPhases - 1)
 	for _, s := range []struct {
 		name                   string
 		start, hold, work, end time.Duration
@@ -128,7 +127,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// the 14 ms left in 23.3 ms, and the rest after the boundary
 	m2 := *m
 	m2.CPUPerWork, m2.Background = 0.5, 0.1
-	cpu = m2.Server(CPUPhases - 1)
+	cpu = m2.Server(params.CPUPhases - 1)
 	if got, want := cpu.End(0, 10*ms, 10*ms), 10*ms; got != want {
 		t.Errorf("at half a core per work, 10 ms from 0 ends at %v, want %v", got, want)
 	}
@@ -140,7 +139,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// itself: charged at most 20 ms + 0.2 of its time, it runs about 91 ms
 	// of each period (it ends in the 11th, at about 2.08 s), not 20 ms of
 	// each (in the 50th)
-	cpu = m.Server(CPUPhases - 1)
+	cpu = m.Server(params.CPUPhases - 1)
 	if got := cpu.End(1000*ms, 990*ms, 990*ms); got < 2000*ms || got > 2100*ms {
 		t.Errorf("990 ms dispatched at 1 s ends at %v, want about 2.08 s", got)
 	}
@@ -149,7 +148,7 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 	// executions outside marks alone
 	m3 := *m
 	m3.Quota = 0
-	if got := m3.Server(CPUPhases-1).End(0, 50*ms, 50*ms); got != 50*ms {
+	if got := m3.Server(params.CPUPhases-1).End(0, 50*ms, 50*ms); got != 50*ms {
 		t.Errorf("without a quota, 50 ms from 0 ends at %v, want 50ms", got)
 	}
 }
@@ -192,7 +191,7 @@ func TestReplayedRunSpendsTheProcessCPU(t *testing.T) {
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	for _, processCPU := range []time.Duration{6 * time.Second, 3 * time.Second} {
 		u := &CPUUse{Span: time.Minute, ProcessCPU: processCPU, GOMAXPROCS: 2}
-		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Runtime: runtime8, CPUUse: u})
+		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: u}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,11 +240,11 @@ func TestSharedCapacityUnderTheQuota(t *testing.T) {
 		m    SharedCPU
 		want float64
 	}{
-		{SharedCPU{From: "limit", CoresFrom: "--cpu-limit", Capacity: 1, Share: 0.5}, 4},
-		{SharedCPU{From: "metrics", CoresFrom: "--cpu-limit", Capacity: 0.4, Share: 0.5}, 4},
-		{SharedCPU{From: "metrics", CoresFrom: "GOMAXPROCS", Capacity: 3, Share: 0.5}, 3},
-		{SharedCPU{From: "executions", CoresFrom: "--cpu-limit", Capacity: 1.3, Share: 0.7}, 1.3},
-		{SharedCPU{From: "overlaps", CoresFrom: "--cpu-limit", Capacity: 1.5, Share: 0.7}, 1.5},
+		{SharedCPU{From: SharedFromLimit, CoresFrom: CoresCPULimit, Capacity: 1, Share: 0.5}, 4},
+		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresCPULimit, Capacity: 0.4, Share: 0.5}, 4},
+		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresGOMAXPROCS, Capacity: 3, Share: 0.5}, 3},
+		{SharedCPU{From: SharedFromExecutions, CoresFrom: CoresCPULimit, Capacity: 1.3, Share: 0.7}, 1.3},
+		{SharedCPU{From: SharedFromOverlaps, CoresFrom: CoresCPULimit, Capacity: 1.5, Share: 0.7}, 1.5},
 	} {
 		if got := c.m.UnderQuota(cfs).Capacity; math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s (%s cores): capacity %g under the quota, want %g", c.m.From, c.m.CoresFrom, got, c.want)
@@ -260,7 +259,7 @@ var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Disp
 // endsAtBoundary ends the i-th stall 70–72 ms into a CFS period (170 ms
 // and up to 2 ms to wake after the period of its 37 ms slot).
 func endsAtBoundary(i int, rng *rand.Rand) time.Duration {
-	return time.Duration(i)*37*ms/cfsPeriod*cfsPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+	return time.Duration(i)*37*ms/params.CFSPeriod*params.CFSPeriod + 170*ms + time.Duration(rng.IntN(2000))*time.Microsecond
 }
 
 // TestCPUModelFromStallsAndRuntime derives the model from a synthetic
@@ -275,7 +274,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		return time.Duration(i)*37*ms + 100*ms + time.Duration(rng.IntN(100_000))*time.Microsecond
 	}
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
-	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8})
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +293,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 	// the stalls end 70–72 ms into the period, 0–2 ms after the boundary;
 	// the phase counts from the workload's first arrival
 	first := reqs[0].Arrival.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	want := ((70*ms-first)%cfsPeriod+cfsPeriod)%cfsPeriod - med
+	want := ((70*ms-first)%params.CFSPeriod+params.CFSPeriod)%params.CFSPeriod - med
 	if got := time.Duration(m.Phase); got < want-ms || got > want+3*ms {
 		t.Errorf("periods start at %v, want about %v (the boundary less the median)", got, want)
 	}
@@ -332,7 +331,7 @@ func TestCPUModelFromStallsAndRuntime(t *testing.T) {
 		{"stalls not at a period boundary", stallRecording(1000, 40, 90*ms, anywhere), runtime8, false},
 		{"no stall of about a period", stallRecording(1000, 40, 40*ms, endsAtBoundary), runtime8, true},
 	} {
-		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: tt.rt})
+		res, err := Derive(&sliceReader{reqs: tt.reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: tt.rt}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +358,7 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		{"no stall of about a period", 40 * ms, 0.5, 25 * ms},
 		{"a limit above GOMAXPROCS", 90 * ms, 2.5, 0},
 	} {
-		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Runtime: runtime8, CPULimit: tt.limit})
+		res, err := Derive(&sliceReader{reqs: stallRecording(1000, 40, tt.stall, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPULimit: tt.limit}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,25 +374,5 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		if got := time.Duration(res.CPU.RunPerPeriod); got != tt.wantRun || res.CPU.CPULimit != tt.limit {
 			t.Errorf("%s: runs %v per period from a limit of %g, want %v from %g", tt.name, got, res.CPU.CPULimit, tt.wantRun, tt.limit)
 		}
-	}
-}
-
-// TestRegimeLeavesAModelledLevelAlone: a level whose stalls the CPU model
-// places is not warned about; without a model the warning says why.
-func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
-	cfg := config(t, 1)
-	lv := Level{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * ms)}
-	rep := &fairqueue.Report{
-		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
-		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
-	}
-	modelled := &Result{Enabled: true, Levels: []Level{lv}, CPU: &CPUModel{Level: "slow"}}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
-		t.Errorf("a modelled level is warned about: %q", w)
-	}
-	why := "the metrics do not tell how often the garbage collector ran"
-	plain := &Result{Enabled: true, Levels: []Level{lv}, CPUWhy: why}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
-		t.Errorf("the warning without a model does not say why: %q", w)
 	}
 }

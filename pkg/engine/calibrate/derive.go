@@ -47,7 +47,13 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 		}
 		idx++
 	}
-	res := o.finish(opts)
+	var wr TimeRange
+	if !p.start.IsZero() && !p.last.IsZero() {
+		wr = TimeRange{From: p.start, To: p.last}
+	}
+	opts, uncovered := coverEvidence(opts, wr)
+	res := o.finish(opts, uncovered)
+	res.Workload, res.Uncovered = wr, uncovered
 	res.AuditOnly = idx > 0 && !p.sawExec
 	res.prep = newPreparer(opts, &res.Estimated)
 	res.prep.waits = waits
@@ -110,11 +116,35 @@ func (a *applied) Next(w *workload.Request) error {
 		// the recorded execution is taken back to what it would have
 		// been alone
 		if f := a.r.recordedStretch(a.idx); f > 1 && w.HasServiceTime {
-			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), minExecution)
+			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), params.MinExecution)
 		}
 	}
 	a.idx++
 	return nil
+}
+
+// Calibrate is the calibration's one composition of its estimators, in
+// the order each needs the others: the observation pass (the queued
+// threshold, each level's overhead from its saturated time or the
+// server's, the stalls and the CFS model, the seat-time check), the fixed
+// point of the waits an audit log alone lacks and the seat-time check
+// again on its estimates (DeriveAuditOnly), then the shared-CPU model
+// over the executions as the calibration prepares them (DeriveShared).
+// The dispatch check follows, over the replays (CheckDispatches). open
+// must return a fresh reader of the same workload at every call.
+func Calibrate(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
+	res, err := DeriveAuditOnly(open, recorded, opts, maxIter)
+	if err != nil {
+		return nil, err
+	}
+	src, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if err := res.DeriveShared(src); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // DeriveAuditOnly is Derive for a workload that may have no execution
@@ -200,7 +230,7 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 		}
 		prevMean = mean
 	}
-	for range reboundPasses {
+	for range params.ReboundPasses {
 		if src, err = open(); err != nil {
 			return nil, err
 		}

@@ -104,7 +104,7 @@ func TestScaledExecutionsMeetTheRecordedDispatches(t *testing.T) {
 			rec := first.Requests - first.Recorded
 			short := func(f LevelFit) int64 { return rec - (f.Requests - f.Predicted) }
 			switch {
-			case float64(short(first)) < ScaledDispatchTolerance*float64(rec):
+			case float64(short(first)) < params.ScaledDispatchTolerance*float64(rec):
 				if lv.Refused.Dispatched != 0 {
 					t.Errorf("the replay dispatched %d of %d at first, and the dispatch check scaled the executions by %g", rec-short(first), rec, lv.Refused.Dispatched)
 				}
@@ -236,4 +236,47 @@ func withinBand(p, r int64) bool {
 		return abs(p-r) <= 10
 	}
 	return float64(p) >= 0.75*float64(r) && float64(p) <= 1.25*float64(r)
+}
+
+// TestDispatchCheckBothWays: the dispatch check holds the replay of the
+// recorded configuration to the recorded dispatches within 10% in both
+// directions. A replay that dispatches too many is not reproduced (the
+// server held its seats longer than the calibration explains) and is
+// said so, its overhead left as it was; one that dispatches too few has
+// its overhead refused (as before) and, when even that leaves it short,
+// is not reproduced either.
+func TestDispatchCheckBothWays(t *testing.T) {
+	for _, tt := range []struct {
+		name               string
+		recorded, replayed int64
+		want               DispatchVerdict
+		refused            bool
+	}{
+		{"as many", 900, 900, DispatchHeld, false},
+		{"9% more", 900, 981, DispatchHeld, false},
+		{"11% more", 900, 999, DispatchTooMany, false},
+		{"4.5× as many", 49, 223, DispatchTooMany, false},
+		{"9% fewer", 900, 819, DispatchHeld, false},
+		{"11% fewer", 900, 801, DispatchTooFew, true},
+		{"none recorded", 0, 10, DispatchUnchecked, false},
+		{"too few recorded to tell", 3, 4, DispatchUnchecked, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			over := Duration(5 * time.Millisecond)
+			r := &Result{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}},
+				working: working{overhead: map[string]time.Duration{"slow": time.Duration(over)}, windows: map[string]map[int64]time.Duration{}}}
+			const requests = 2000
+			r.CheckDispatches([]LevelFit{{Level: "slow", Requests: requests, Recorded: requests - tt.recorded, Predicted: requests - tt.replayed}}, true)
+			lv := r.Levels[0]
+			if lv.Dispatch != tt.want || lv.Dispatch.Holds() != (tt.want == DispatchHeld || tt.want == DispatchUnchecked) {
+				t.Errorf("verdict %q, want %q", lv.Dispatch, tt.want)
+			}
+			if (lv.Refused != nil) != tt.refused {
+				t.Errorf("refused %+v, want a refusal: %v", lv.Refused, tt.refused)
+			}
+			if tt.want == DispatchTooMany && lv.Overhead != over {
+				t.Errorf("a replay that dispatched too many changed the overhead to %v", time.Duration(lv.Overhead))
+			}
+		})
+	}
 }

@@ -25,12 +25,12 @@ import (
 // execution counts for its level's median, and their time beyond it comes
 // off the level's saturated time, overall and in each time window.
 func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits) {
-	if la == nil || seatLimit(limits[la.name]) != 1 || len(la.recorded) < minEvidence {
+	if la == nil || seatLimit(limits[la.name]) != 1 || len(la.recorded) < params.MinEvidence {
 		return
 	}
 	var lv *Level
 	for i := range r.Levels {
-		if r.Levels[i].Level == la.name && r.Levels[i].Source == "saturated" && r.Levels[i].Seats > 0 {
+		if r.Levels[i].Level == la.name && r.Levels[i].Source == SourceSaturated && r.Levels[i].Seats > 0 {
 			lv = &r.Levels[i]
 		}
 	}
@@ -50,7 +50,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 			gaps = append(gaps, gap{d: xs[j].start - xs[j-1].end, at: xs[j].start})
 		}
 	}
-	if len(gaps) < minEvidence {
+	if len(gaps) < params.MinEvidence {
 		return
 	}
 	ds := make([]time.Duration, len(gaps))
@@ -66,7 +66,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 		if g.d >= th {
 			lv.StalledGaps++
 			excess += g.d - med
-			windows[int64(g.at/Window)] += g.d - med
+			windows[int64(g.at/params.Window)] += g.d - med
 		}
 	}
 	if excess == 0 {
@@ -77,7 +77,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	r.overhead[lv.Level] = time.Duration(lv.Overhead)
 	for i := range lv.Windows {
 		w := &lv.Windows[i]
-		k := int64(time.Duration(w.Start) / Window)
+		k := int64(time.Duration(w.Start) / params.Window)
 		if e := windows[k]; e > 0 && w.Seats > 0 {
 			w.Overhead = Duration(max(time.Duration(w.Overhead)-e/time.Duration(w.Seats), 0))
 			r.windows[lv.Level][k] = time.Duration(w.Overhead)

@@ -40,8 +40,8 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 	if over < 4*ms || over > 5*ms {
 		t.Fatalf("the gaps' mean is %v, want about 4.24 ms", over)
 	}
-	newResult := func(source string, seats int) (*Result, map[string]engine.LevelLimits) {
-		r := &Result{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}
+	newResult := func(source LevelSource, seats int) (*Result, map[string]engine.LevelLimits) {
+		r := &Result{working: working{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}}
 		r.Levels = []Level{{Level: "slow", Source: source, Seats: 99, Overhead: Duration(over), MeanExecution: Duration(2 * ms),
 			Windows: []WindowOverhead{{Start: 0, Overhead: Duration(over), Seats: 99}}}}
 		return r, map[string]engine.LevelLimits{"slow": {Name: "slow", Queuing: true, NominalCL: seats}}
@@ -66,7 +66,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 
 	for _, c := range []struct {
 		name   string
-		source string
+		source LevelSource
 		seats  int
 		la     *levelAcc
 	}{

@@ -76,15 +76,15 @@ type SharedCPU struct {
 	// "limit": the capacity is the server's CPU limit (at least one
 	// core) and the share, at most the metrics', fitted to the
 	// executions that ran with others in flight.
-	From string `json:"from"`
+	From SharedFrom `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
 	Capacity float64 `json:"capacity"`
 	Share    float64 `json:"share"`
 	// Cores is what the server could use: GOMAXPROCS, or the CPU limit
 	// when given (CoresFrom says which); 0 when unknown.
-	Cores     float64 `json:"cores,omitempty"`
-	CoresFrom string  `json:"coresFrom,omitempty"`
+	Cores     float64     `json:"cores,omitempty"`
+	CoresFrom CoresSource `json:"coresFrom,omitempty"`
 	// Used is the CPU the server's process used over MetricsSpan, in
 	// cores, and RunnableWait the mean time its goroutines waited for a
 	// P (at least: the histogram's lower bounds); absent when the
@@ -150,21 +150,6 @@ type KindDemand struct {
 
 // maxDemands bounds the kinds whose demands are kept.
 const maxDemands = 10
-
-// MinStretched is the least share of the recorded executions that must
-// have started with more requests in flight than the fitted capacity for
-// the shared-CPU model to be kept.
-const MinStretched = 0.05
-
-// MinImprovement is the least share of the executions' spread within
-// their kind the stretch must explain for the model to be kept.
-const MinImprovement = 0.15
-
-// minFitted is the fewest recorded executions the model is fitted on.
-const minFitted = 20
-
-// shareStep is the step of the shares of an execution the fit tries.
-const shareStep = 0.05
 
 // maxFit bounds the executions the capacity is fitted on (evenly
 // sampled beyond it).
@@ -301,11 +286,11 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		m.Demands[i].Kind = names[m.Demands[i].kind]
 	}
 	m.evidence(r.prep.opts)
-	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*1.05 {
-		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom)
+	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*params.CoresSlack {
+		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom.words())
 		return nil
 	}
-	m.From = "executions"
+	m.From = SharedFromExecutions
 	r.Shared = m
 	return nil
 }
@@ -320,11 +305,11 @@ func (m *SharedCPU) evidence(opts Options) {
 			m.RunnableWait = &d
 		}
 		if u.GOMAXPROCS > 0 {
-			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), "GOMAXPROCS"
+			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), CoresGOMAXPROCS
 		}
 	}
 	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
-		m.Cores, m.CoresFrom = opts.CPULimit, "--cpu-limit"
+		m.Cores, m.CoresFrom = opts.CPULimit, CoresCPULimit
 	}
 }
 
@@ -332,7 +317,7 @@ func (m *SharedCPU) evidence(opts Options) {
 // why it keeps none.
 func fitShared(execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
 	fitted := smp.fitted
-	if len(fitted) < minFitted {
+	if len(fitted) < params.MinFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
 	}
 	n, kindOfS, maxN, sumN := smp.n, smp.kinds, smp.maxN, smp.sumN
@@ -349,15 +334,15 @@ func fitShared(execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
 	// capacity up to one core (a quota below one core lengthens every
 	// execution alike, which the recorded times already hold). A coarse
 	// grid first, then a fine one around its best.
-	for share := 0.25; share <= 1; share += 0.25 {
-		for c := 1.0; c < maxN; c *= 1.1 {
+	for share := params.CoarseShareStep; share <= 1; share += params.CoarseShareStep {
+		for c := 1.0; c < maxN; c *= params.CapacityStep {
 			try(c, share)
 		}
 	}
 	if !math.IsInf(bestC, 1) {
 		c0, s0 := bestC, bestShare
-		for share := max(s0-0.2, shareStep); share <= min(s0+0.2, 1)+shareStep/2; share += shareStep {
-			for c := max(c0/1.15, 1); c <= c0*1.15; c *= 1.01 {
+		for share := max(s0-params.ShareSpan, params.ShareStep); share <= min(s0+params.ShareSpan, 1)+params.ShareStep/2; share += params.ShareStep {
+			for c := max(c0/params.FineCapacitySpan, 1); c <= c0*params.FineCapacitySpan; c *= params.FineCapacityStep {
 				try(c, min(share, 1))
 			}
 		}
@@ -367,9 +352,9 @@ func fitShared(execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
 		return nil, fmt.Sprintf("the executions did not run longer with more requests in flight (up to %.1f at once on average over an execution)", maxN)
 	}
 	m.setStretched(smp.fl, fitted)
-	if m.Stretched < MinStretched || best > (1-MinImprovement)*flat {
+	if m.Stretched < params.MinStretched || best > (1-params.MinImprovement)*flat {
 		return nil, fmt.Sprintf("the executions hardly ran longer with more requests in flight: the best fit, %.0f%% of an execution shared on %.2f cores, stretches %.0f%% of them and explains %.0f%% of their spread within their kind (a model needs %.0f%% and %.0f%%)",
-			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*MinStretched, 100*MinImprovement)
+			100*m.Share, bestC, 100*m.Stretched, 100*(1-best/flat), 100*params.MinStretched, 100*params.MinImprovement)
 	}
 	_, medians := sp.at(m.Capacity, m.Share)
 	counts := make([]int, nkinds)
@@ -748,7 +733,7 @@ func (m *SharedCPU) UnderQuota(cpu *CPUModel) *SharedCPU {
 // ComposesWithQuota reports whether UnderQuota changes m under cpu: its
 // capacity was the server's CPU limit, and cpu holds the server to it.
 func (m *SharedCPU) ComposesWithQuota(cpu *CPUModel) bool {
-	return cpu != nil && m.CoresFrom == "--cpu-limit" && (m.From == "limit" || m.From == "metrics") && cpu.GOMAXPROCS >= 1 && m.Share > 0
+	return cpu != nil && m.CoresFrom == CoresCPULimit && (m.From == SharedFromLimit || m.From == SharedFromMetrics) && cpu.GOMAXPROCS >= 1 && m.Share > 0
 }
 
 // processorSharing is the shared CPU as the simulator runs it.
@@ -822,10 +807,6 @@ func (k kind) String() string {
 	return out
 }
 
-// MaxUnseenStretch is the most the metrics' bound may have stretched the
-// recorded executions, which showed no stretch, for it to be kept.
-const MaxUnseenStretch = 1.1
-
 // boundShared is the shared CPU the metrics imply where the recorded
 // executions show too little stretch to fit both parameters: a server
 // whose process used ProcessCPU over the metrics' span, while its
@@ -866,7 +847,7 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
 		return nil, ""
 	}
-	m := &SharedCPU{From: "metrics"}
+	m := &SharedCPU{From: SharedFromMetrics}
 	m.evidence(opts)
 	if m.Cores <= 0 {
 		return nil, ""
@@ -894,44 +875,31 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 		procs = max(procs, float64(u.GOMAXPROCS))
 	}
 	if over := overlappedOf(smp); len(over) > 0 {
-		if m.CoresFrom == "--cpu-limit" {
+		if m.CoresFrom == CoresCPULimit {
 			limit := max(1, m.Cores)
 			if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); share > 0 {
-				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = "limit", limit, share, len(over), spread, flat
+				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromLimit, limit, share, len(over), spread, flat
 			}
 		}
-		if m.From != "limit" {
+		if m.From != SharedFromLimit {
 			c, spread, flat := overlapCapacity(smp, over, nkinds, m.Share, procs/m.Share)
-			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = "overlaps", c, len(over), spread, flat
+			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromOverlaps, c, len(over), spread, flat
 		}
 	}
 	m.setStretched(smp.fl, all)
-	if m.From == "metrics" && m.MeanStretch > MaxUnseenStretch {
+	if m.From == SharedFromMetrics && m.MeanStretch > params.MaxUnseenStretch {
 		if procs <= m.Cores {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
 		}
-		m.From, m.Capacity = "gomaxprocs", procs/m.Share
+		m.From, m.Capacity = SharedFromGOMAXPROCS, procs/m.Share
 		m.setStretched(smp.fl, all)
-		if m.MeanStretch > MaxUnseenStretch {
+		if m.MeanStretch > params.MaxUnseenStretch {
 			return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
 		}
 	}
 	m.setStretches(execs, smp.fl)
 	return m, ""
 }
-
-// minOverlapped is the fewest recorded executions that ran with others in
-// flight (overlapFlight or more on average) one parameter is fitted on,
-// the share on a CPU limit or the capacity with the metrics' share: read
-// from how much longer they ran than their kind's median. (The audit
-// logs of the quiet recordings hold 17 to 29 such requests that found
-// their level with room, their httplogs 36 to 46; those of the starved
-// recordings, a 1-seat level on a fifth of a core, 6 to 15.)
-const minOverlapped = 5
-
-// overlapFlight is the least mean number in flight over an execution for
-// it to count as having run with others.
-const overlapFlight = 1.1
 
 // overlappedOf returns the executions of smp (their indices in it) that
 // ran with others in flight (overlapFlight or more on average), which
@@ -944,20 +912,20 @@ const overlapFlight = 1.1
 func overlappedOf(smp sample) []int {
 	all := 0
 	for _, f := range smp.fl.mean {
-		if f >= overlapFlight {
+		if f >= params.OverlapFlight {
 			all++
 		}
 	}
-	if float64(all) >= MinStretched*float64(len(smp.fl.mean)) {
+	if float64(all) >= params.MinStretched*float64(len(smp.fl.mean)) {
 		return nil
 	}
 	var overlapped []int
 	for j, f := range smp.n {
-		if f >= overlapFlight {
+		if f >= params.OverlapFlight {
 			overlapped = append(overlapped, j)
 		}
 	}
-	if len(overlapped) < minOverlapped {
+	if len(overlapped) < params.MinOverlapped {
 		return nil
 	}
 	return overlapped
@@ -991,7 +959,7 @@ func overlapCapacity(smp sample, over []int, nkinds int, share, most float64) (c
 	top := max(1, min(smp.maxN, most))
 	flat = overlapSpread(sp, smp, over, top, share)
 	best, bestC := math.Inf(1), top
-	for c := 1.0; c < top; c *= 1.01 {
+	for c := 1.0; c < top; c *= params.FineCapacityStep {
 		if s, _ := sp.at(c, share); s < best {
 			best, bestC = s, c
 		}

@@ -147,7 +147,7 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		// process that computed the executions' share of their time alone
 		procs := int(math.Ceil(tc.capacity))
 		cpu := time.Duration(cpuSeconds(reqs, tc.share) * float64(time.Second))
-		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}})
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
 		m := res.Shared
 		if !tc.want {
 			// nothing to fit; the metrics' bound, where kept, stretches
@@ -290,7 +290,7 @@ func TestSharedCPUFromTheMetrics(t *testing.T) {
 	}
 	derive := func(processCPU time.Duration, cores int) *Result {
 		t.Helper()
-		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}})
+		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}}})
 	}
 	res := derive(execSum, 1)
 	m := res.Shared
@@ -470,7 +470,7 @@ func TestSharedCPUOnALimit(t *testing.T) {
 	derive := func(limit float64) *SharedCPU {
 		t.Helper()
 		// a process whose CPU was all its executions' time: the bound
-		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}})
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}}})
 		if res.Shared == nil {
 			t.Fatalf("a limit of %g: no model: %s", limit, res.SharedWhy)
 		}

@@ -2,11 +2,9 @@ package calibrate
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -90,51 +88,10 @@ func TestStallsTellAServerShortOfCPU(t *testing.T) {
 			if lv.ShortOfCPU != tt.short {
 				t.Errorf("short of CPU: %v, want %v", lv.ShortOfCPU, tt.short)
 			}
-			if tt.wantStalls > 0 && (lv.StallsAtPeriodStart >= AtBoundaryThrottled) != tt.throttled {
+			if tt.wantStalls > 0 && (lv.StallsAtPeriodStart >= params.AtBoundaryThrottled) != tt.throttled {
 				t.Errorf("%.2f of the stalls at one phase, want throttled %v", lv.StallsAtPeriodStart, tt.throttled)
 			}
 		})
-	}
-}
-
-// TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU: the warning comes for
-// a level short of CPU when the change has the server execute more than a
-// tenth more requests, and not otherwise.
-func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
-	cfg := config(t, 1)
-	cal := &Result{Enabled: true, Levels: []Level{
-		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: Duration(2 * time.Millisecond)},
-		{Level: "other", Stalls: 2, StallShare: 0.01},
-	}}
-	report := func(before, after int64) *fairqueue.Report {
-		return &fairqueue.Report{
-			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: before}}},
-			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: after}}},
-		}
-	}
-	for _, tt := range []struct {
-		before, after int64
-		warn          bool
-	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
-		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
-		w, ok := FindWarning(ws, WarnShortOfCPU, "slow")
-		if ok != tt.warn {
-			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
-		}
-		if ok && !strings.Contains(w.Text, "CFS quota") {
-			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
-		}
-		if ok && ShortOfCPUWarning([]string{w.Text}, "slow") != w.Text {
-			t.Errorf("the warning's JSON text is not found again: %q", w)
-		}
-		if _, ok := FindWarning(ws, WarnShortOfCPU, "other"); ok {
-			t.Errorf("a level with 2 stalls is warned about: %q", ws)
-		}
-	}
-	cal.Enabled = false
-	ws := Regime(cfg, cfg, 6, report(1000, 2000), cal)
-	if _, ok := FindWarning(ws, WarnShortOfCPU, "slow"); ok {
-		t.Errorf("a disabled calibration warns: %q", ws)
 	}
 }
 
@@ -154,7 +111,7 @@ func serialRecording(n int, withTimes bool) (reqs []workload.Request, stalled in
 		begin := max(at, free)
 		exec := 2*ms + time.Duration(rng.IntN(1000))*time.Microsecond
 		if i%25 == 0 {
-			end := (begin+60*ms-70*ms+cfsPeriod-1)/cfsPeriod*cfsPeriod + 70*ms + time.Duration(rng.IntN(2000))*time.Microsecond
+			end := (begin+60*ms-70*ms+params.CFSPeriod-1)/params.CFSPeriod*params.CFSPeriod + 70*ms + time.Duration(rng.IntN(2000))*time.Microsecond
 			exec = end - begin
 			stalled++
 		}
@@ -190,7 +147,7 @@ func TestStallsOfAOneSeatLevelFromTheAuditLogAlone(t *testing.T) {
 		if lv.Stalls != int64(stalled) {
 			t.Errorf("with execution times %v: %d stalls, want %d", withTimes, lv.Stalls, stalled)
 		}
-		if lv.StallsAtPeriodStart < AtBoundaryThrottled {
+		if lv.StallsAtPeriodStart < params.AtBoundaryThrottled {
 			t.Errorf("with execution times %v: %.2f of the stalls at one phase, want a quota's throttling", withTimes, lv.StallsAtPeriodStart)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ func printCPUModel(w io.Writer, cal *calibrate.Result, reps *simulate.CPUReplays
 	m := cal.CPU
 	if m == nil {
 		if cal.CPUWhy != "" {
-			fmt.Fprintf(w, "CPU model: none, %s.\n", cal.CPUWhy)
+			fmt.Fprintf(w, "CPU model: none, %s.%s\n", cal.CPUWhy, cpuHint(cal))
 		}
 		return
 	}
@@ -67,7 +67,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50\tSTALLS")
 	for _, l := range cal.Levels {
-		if l.Source == "none" {
+		if l.Source == calibrate.SourceNone {
 			continue
 		}
 		hold := "-"
@@ -78,7 +78,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		if l.MedianExecution > 0 {
 			stalls = fmt.Sprintf("%d (%.0f%%)", l.Stalls, 100*l.StallShare)
 		}
-		from := l.Source
+		from := string(l.Source)
 		if l.Refused != nil {
 			from += ", capped"
 		}
@@ -102,7 +102,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 			then = "the CPU model below places the stalls of a CPU limit's throttling"
 		}
 		fmt.Fprintf(w, "STALLS: executions that took %d times the level's median and %v more, and their share of its execution time. Short of CPU: %s; %s.\n",
-			calibrate.StallFactor, fmtDuration(calibrate.StallMin), strings.Join(short, ", "), then)
+			calibrate.DefaultParams().StallFactor, fmtDuration(calibrate.DefaultParams().StallMin), strings.Join(short, ", "), then)
 	}
 	printCPUModel(w, cal, rep.CPUReplays)
 	printSharedCPU(w, cal)
@@ -167,19 +167,19 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 				}
 				ws = append(ws, fmt.Sprintf("%v %d/%d", time.Duration(x.Start), x.Recorded, x.Predicted))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, f.Quality, strings.Join(ws, ", "))
+			quality := f.Quality
+			if !dispatchHolds(cal, f.Level) {
+				// the replay does not reproduce the level's throughput:
+				// no verdict on its 429s holds
+				quality = "unreproduced"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f%%\t%s\t%s\n", sanitize.Line(f.Level), f.Requests, f.Recorded, f.Predicted, f.Ratio, 100*f.Agreement, quality, strings.Join(ws, ", "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	for _, l := range cal.Levels {
-		rec, got := l.RecordedDispatches, l.ReplayedDispatches
-		if rec > 0 && math.Abs(float64(got-rec)) > calibrate.DispatchTolerance*float64(rec) {
-			fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart, which the calibration does not explain.\n",
-				got, sanitize.Line(l.Level), rec, 100*calibrate.DispatchTolerance)
-		}
-	}
+	printDispatchChecks(w, cal)
 	for _, x := range rep.Warnings {
 		fmt.Fprintln(w, sanitize.Line(x.Text))
 	}
@@ -200,7 +200,7 @@ func calibrationFound(cal *calibrate.Result) bool {
 		return true
 	}
 	for _, l := range cal.Levels {
-		if l.Source == "saturated" || l.Annotated > 0 {
+		if l.Source == calibrate.SourceSaturated || l.Annotated > 0 {
 			return true
 		}
 	}
@@ -230,5 +230,60 @@ func printRefusals(w io.Writer, cal *calibrate.Result) {
 		}
 		fmt.Fprintf(w, "Capped: %s's calibration (overhead %v) contradicts the recording (%s check): %s; %s.\n",
 			sanitize.Line(l.Level), fmtDuration(time.Duration(r.Overhead)), r.Check, r.Why, strings.Join(then, " and "))
+	}
+}
+
+// cpuHint names the flag or capture that gives the evidence a missing CPU
+// model lacks: the engine says what is missing, not which flag gives it.
+func cpuHint(cal *calibrate.Result) string {
+	switch cal.CPUNeeds {
+	case calibrate.NeedCoveringScrapes, calibrate.NeedScrapes:
+		return " " + settleCPU
+	case calibrate.NeedCPULimit:
+		return " --cpu-limit gives it."
+	}
+	return ""
+}
+
+// settleCPU names the capture that gives CPU evidence over the workload's
+// window.
+const settleCPU = "A bundle whose two scrapes span the load (kubectl apf bundle --metrics-interval, started before the load and ending after it) gives the server's CPU over the workload's window."
+
+// dispatchHolds reports whether the replay of the recorded configuration
+// reproduced the level's dispatches (calibrate.Level.Dispatch).
+func dispatchHolds(cal *calibrate.Result, level string) bool {
+	if cal == nil {
+		return true
+	}
+	for _, l := range cal.Levels {
+		if l.Level == level {
+			return l.Dispatch.Holds()
+		}
+	}
+	return true
+}
+
+// printDispatchChecks says, for every level whose replay of the recorded
+// configuration dispatched more than the tolerance away from the server,
+// in either direction, that its predictions do not hold and which
+// evidence the calibration lacks.
+func printDispatchChecks(w io.Writer, cal *calibrate.Result) {
+	tol := 100 * calibrate.DefaultParams().DispatchTolerance
+	for _, l := range cal.Levels {
+		var lacks string
+		switch l.Dispatch {
+		case calibrate.DispatchTooMany:
+			lacks = "what held the server's seats longer than the recorded executions and overheads explain (on a crowded server, the CPU that the requests and the rejections shared): the server's CPU over the workload's window. " + settleCPU
+		case calibrate.DispatchTooFew:
+			lacks = "execution times as short as the server's: the replay holds the seats longer than the server did, even with the overhead refused"
+			if cal.AuditOnly {
+				lacks += " (an audit log alone estimates them; the httplog's apf_execution_time records them)"
+			}
+			lacks += "."
+		default:
+			continue
+		}
+		fmt.Fprintf(w, "Dispatches: the replay of the recorded configuration dispatched %d of %s's requests, the server %d: more than %.0f%% apart. Its predictions above (the levels table, the fit and the change) do not hold for it; the calibration lacks %s\n",
+			l.ReplayedDispatches, sanitize.Line(l.Level), l.RecordedDispatches, tol, lacks)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
@@ -18,12 +19,12 @@ import (
 // they are the reason labels of apiserver_flowcontrol_rejected_requests_total.
 var simulateReasons = []string{"queue-full", "concurrency-limit", "time-out"}
 
-// printSimulation renders the report as a header, one table row per level
+// Write renders the report as a header, one table row per level
 // that saw requests (with its busiest maxFlows flows indented below it) and,
 // when the workload recorded the server's answers, the comparison of
 // predicted rejections with recorded 429s. With a changed configuration
 // every cell is "before->after".
-func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
+func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	ws := rep.Workload
 	fmt.Fprintf(w, "Workload: %d %s replayed, arriving over %s", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(ws.ArrivalSpanSeconds))
 	if extra := ws.Records - rep.Requests; extra > 0 {
@@ -69,6 +70,9 @@ func printSimulation(w io.Writer, rep *simulate.Result, maxFlows int) error {
 			continue
 		}
 		label := sanitize.Line(name)
+		if calibrationFound(rep.Calibration) && !dispatchHolds(rep.Calibration, name) {
+			label += " (unreproduced)"
+		}
 		switch {
 		case rep.After == nil:
 		case b == nil:
@@ -301,3 +305,14 @@ func ratio(n, d int64) string {
 	}
 	return fmt.Sprintf("%d/%d (%.1f%%)", n, d, 100*float64(n)/float64(d))
 }
+
+// plural picks the singular for one, the plural otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// change renders "a" when b is empty or equal, else "a->b".
+func change(a, b string) string { return capacity.Change(a, b) }

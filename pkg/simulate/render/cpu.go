@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"fmt"
@@ -25,18 +25,18 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
 		100*m.Share, 1-m.Share, m.Share, m.Capacity)
 	switch m.From {
-	case "metrics":
+	case calibrate.SharedFromMetrics:
 		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch, and the server's %g cores (%s) over the process's CPU bound the share of an execution on the CPU; they would have stretched the recorded ones %.2f× on average.\n",
-			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom, m.MeanStretch)
-	case "gomaxprocs":
+			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom), m.MeanStretch)
+	case calibrate.SharedFromGOMAXPROCS:
 		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch as the %g cores of %s would have made them, and the capacity is the process's %.0f GOMAXPROCS over the share of an execution on the CPU (a burst runs on every one of them until the CFS period's quota is spent); it would have stretched the recorded ones %.2f× on average.\n",
-			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom, m.Capacity*m.Share, m.MeanStretch)
-	case "limit":
+			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom), m.Capacity*m.Share, m.MeanStretch)
+	case calibrate.SharedFromLimit:
 		fmt.Fprintf(w, "The capacity is the server's CPU limit (%g cores, at least one), the share fitted to the %d recorded executions that ran with others in flight, at most the metrics' (the process's CPU over the executions' time); it explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d).\n",
 			m.Cores, m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight)
-	case "overlaps":
+	case calibrate.SharedFromOverlaps:
 		fmt.Fprintf(w, "The share from the metrics (the process's CPU over the executions' time), the capacity from the %d recorded executions that ran with others in flight, which explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d; the server's cores: %g, %s).\n",
-			m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, m.CoresFrom)
+			m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom))
 	default:
 		fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
 			m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
@@ -58,7 +58,7 @@ func printSharedCPU(w io.Writer, cal *calibrate.Result) {
 	}
 	cores := "-"
 	if m.Cores > 0 {
-		cores = fmt.Sprintf("%g (%s)", m.Cores, m.CoresFrom)
+		cores = fmt.Sprintf("%g (%s)", m.Cores, simulate.CoresName(m.CoresFrom))
 	}
 	used, wait := "-", "-"
 	if m.Used != nil {
@@ -88,10 +88,10 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	which := "with the CPU model"
-	if c.Applies != "with" {
-		which = "without the CPU model"
+	if c.Applies == simulate.AppliesUndecided {
+		fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		return nil
 	}
-	fmt.Fprintf(w, "The prediction %s applies (the tables above show it): %s.\n", which, c.Why)
+	fmt.Fprintf(w, "The prediction with the CPU model applies (the tables above show it): %s.\n", c.Why)
 	return nil
 }

@@ -1,0 +1,77 @@
+package calibrate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCoverEvidence: the metrics' CPU evidence is used only when the
+// window between their two scrapes covers the workload's arrivals (to
+// within the clocks' slack at each end); otherwise both figures are
+// dropped and Uncovered names both windows.
+func TestCoverEvidence(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
+	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	for _, tt := range []struct {
+		name    string
+		metrics TimeRange
+		used    bool
+	}{
+		{"scrapes around the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(95 * time.Second)}, true},
+		{"scrapes within the clocks' slack", TimeRange{From: t0.Add(500 * time.Millisecond), To: t0.Add(89500 * time.Millisecond)}, true},
+		{"a bundle captured before the load", TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}, false},
+		{"a bundle captured after the load", TimeRange{From: t0.Add(2 * time.Minute), To: t0.Add(125 * time.Second)}, false},
+		{"scrapes over half the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(45 * time.Second)}, false},
+		{"no window known", TimeRange{}, true},
+	} {
+		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load)
+		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
+			t.Errorf("%s: evidence used %v, want %v", tt.name, got, tt.used)
+		}
+		if (u == nil) != tt.used {
+			t.Errorf("%s: uncovered %v, want one: %v", tt.name, u, !tt.used)
+		}
+		if u != nil && (!strings.Contains(u.Why(), tt.metrics.String()) || !strings.Contains(u.Why(), load.String())) {
+			t.Errorf("%s: %q does not name both windows (%v, %v)", tt.name, u.Why(), tt.metrics, load)
+		}
+	}
+	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}); u != nil {
+		t.Errorf("a workload without times is refused its evidence: %v", u)
+	}
+}
+
+// TestDeriveRefusesMetricsBeforeTheLoad: the recording of a level a CPU
+// limit throttled gets the CFS model from the Go runtime's counters when
+// the scrapes span the load, and none, saying why and what would give it,
+// when they were taken before it; the shared-CPU model then reports no
+// process CPU either.
+func TestDeriveRefusesMetricsBeforeTheLoad(t *testing.T) {
+	cfg := config(t, 1)
+	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
+	first, last := reqs[0].Arrival, reqs[len(reqs)-1].Arrival
+	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	around := TimeRange{From: first.Add(-time.Second), To: last.Add(time.Second)}
+	before := TimeRange{From: first.Add(-10 * time.Second), To: first.Add(-5 * time.Second)}
+	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: around}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CPU == nil || res.Uncovered != nil {
+		t.Fatalf("scrapes around the load: model %v, uncovered %v (%s)", res.CPU, res.Uncovered, res.CPUWhy)
+	}
+	res, err = Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: before}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CPU != nil || res.Uncovered == nil || res.CPUNeeds != NeedCoveringScrapes || !strings.Contains(res.CPUWhy, before.String()) {
+		t.Errorf("scrapes before the load: model %v, uncovered %v, needs %q, why %q", res.CPU, res.Uncovered, res.CPUNeeds, res.CPUWhy)
+	}
+	if res.Shared != nil && res.Shared.Used != nil {
+		t.Errorf("the shared-CPU model reports the process CPU of scrapes before the load: %v", *res.Shared.Used)
+	}
+	if got := res.Workload; !got.From.Equal(first) || !got.To.Equal(last) {
+		t.Errorf("workload window %v, want %v–%v", got, first, last)
+	}
+}

@@ -1,0 +1,173 @@
+package calibrate
+
+import "time"
+
+// Params are every threshold, tolerance and search step of the
+// calibration, in one place. DefaultParams holds the figures the
+// calibration runs with; each field says what it decides. None was fitted
+// to a recording's result: each is a floor of evidence (how many
+// observations a figure rests on), a tolerance of a check, a fact of the
+// platform (the CFS period) or the step of a search.
+//
+// What is not here: the bounds on memory (maxSerial, maxKinds, maxLong,
+// maxFit, maxDemands), which cap what is kept, not what is decided.
+type Params struct {
+	// Window is the length of the time windows over which the overhead
+	// is also inferred: a busy machine's load changes during a recording.
+	Window time.Duration
+	// MinEvidence is the fewest waiting dispatches a level's own overhead
+	// rests on (else it takes the server-wide figure), the fewest recorded
+	// executions of a level of one seat its stalled gaps are read from,
+	// and the fewest recorded dispatches the dispatch check holds.
+	MinEvidence int
+	// MinWindowEvidence is the fewest seats dispatched from a queue in a
+	// window for the window's overhead to be its own.
+	MinWindowEvidence int64
+	// QueuedThresholds are the candidate waits τ above which a request
+	// counts as queued; the smallest above the lag of requests that never
+	// queue is used.
+	QueuedThresholds [nThresholds]time.Duration
+	// LagSamples is the fewest exempt requests whose 90th percentile of
+	// latency − execution gives the lag; FewLagSamples the fewest whose
+	// largest does. Below both, twice the 10th percentile of all requests'
+	// (with LagSamples of them), else none.
+	LagSamples, FewLagSamples int64
+	// ClockSlack is how far the clock of the metrics' scrapes and that of
+	// the server's log may differ: metrics whose scrapes cover the
+	// workload's arrivals to within it at each end are evidence of the
+	// recorded time (coverEvidence).
+	ClockSlack time.Duration
+	// MinExecution bounds an estimated execution time from below.
+	MinExecution time.Duration
+
+	// StallFactor and StallMin: an execution stalled when it took at
+	// least StallFactor times its level's median and StallMin more.
+	StallFactor int
+	StallMin    time.Duration
+	// StallShareShort is the share of a level's execution time in stalls
+	// from which the recorded server counts as short of CPU, with at least
+	// MinStalls stalls.
+	StallShareShort float64
+	MinStalls       int64
+	// CFSPeriod is the CFS bandwidth period Linux uses unless configured
+	// (cpu.cfs_period_us); PeriodSlack how near a period's start a stall
+	// ends to count as ending there.
+	CFSPeriod, PeriodSlack time.Duration
+	// AtBoundaryThrottled is the share of stalls ending at one phase of
+	// the period from which they are a CPU limit's throttling (by chance,
+	// the 11 ms around one phase hold 11%), with at least
+	// MinThrottledStalls stalls.
+	AtBoundaryThrottled float64
+	MinThrottledStalls  int64
+	// MinFullPeriodStalls is the fewest stalls of about a period the CFS
+	// model's running per period is read from.
+	MinFullPeriodStalls int
+	// MinRunPerPeriod bounds the CFS model's running per period from
+	// below.
+	MinRunPerPeriod time.Duration
+	// CPUPhases is the number of replays of a CFS model, each with its
+	// first collection at another share of its collections' pace.
+	CPUPhases int
+
+	// FitWindow is the length of the fit's windows. A level's fit is good
+	// when predicted/recorded 429s lie within GoodBand (or both are below
+	// FewRejections) with at least GoodAgreement of its requests' fates
+	// agreeing, fair within FairBand, else poor.
+	FitWindow          time.Duration
+	GoodBand, FairBand [2]float64
+	GoodAgreement      float64
+	FewRejections      int64
+	// DispatchTolerance is how far, as a share of the recorded count, the
+	// replay of the recorded configuration may dispatch from the server
+	// before the calibration is refused; ScaledDispatchTolerance the same
+	// for a level whose estimated execution times were already scaled to
+	// the seat time the recording allows.
+	DispatchTolerance, ScaledDispatchTolerance float64
+	// ReboundPasses bounds the passes of the seat-time check after the
+	// execution times were scaled.
+	ReboundPasses int
+
+	// MinFitted is the fewest recorded executions the shared-CPU model
+	// is fitted on.
+	MinFitted int
+	// MinStretched is the least share of the recorded executions that
+	// must have started with more in flight than the fitted capacity, and
+	// MinImprovement the least share of their spread within their kind
+	// the stretch must explain, for the shared-CPU model to be kept.
+	MinStretched, MinImprovement float64
+	// CoarseShareStep is the step of the shares of an execution the
+	// coarse fit tries; ShareStep that of the fine fit, within ShareSpan
+	// of the coarse fit's share.
+	CoarseShareStep, ShareStep, ShareSpan float64
+	// CapacityStep is the factor between the capacities the coarse fit
+	// tries; FineCapacityStep that of the fine fit, within FineCapacitySpan
+	// of the coarse fit's capacity, and of the fit to overlapped
+	// executions.
+	CapacityStep, FineCapacityStep, FineCapacitySpan float64
+	// CoresSlack is how far above the server's cores the fitted capacity
+	// times the share may go before the executions are said to wait for
+	// something other than the CPU.
+	CoresSlack float64
+	// MaxUnseenStretch is the most the metrics' bound may have stretched
+	// the recorded executions, which showed no stretch, for it to be kept.
+	MaxUnseenStretch float64
+	// MinOverlapped is the fewest executions that ran with others in
+	// flight (a mean of OverlapFlight or more over the execution) the
+	// capacity is fitted to.
+	MinOverlapped int
+	OverlapFlight float64
+}
+
+// DefaultParams are the figures the calibration runs with.
+func DefaultParams() Params {
+	return Params{
+		Window:            10 * time.Second,
+		MinEvidence:       20,
+		MinWindowEvidence: 10,
+		QueuedThresholds: [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+			10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
+		LagSamples:    20,
+		FewLagSamples: 5,
+		ClockSlack:    time.Second,
+		MinExecution:  100 * time.Microsecond,
+
+		StallFactor:         10,
+		StallMin:            20 * time.Millisecond,
+		StallShareShort:     0.25,
+		MinStalls:           10,
+		CFSPeriod:           100 * time.Millisecond,
+		PeriodSlack:         5 * time.Millisecond,
+		AtBoundaryThrottled: 0.5,
+		MinThrottledStalls:  5,
+		MinFullPeriodStalls: 1,
+		MinRunPerPeriod:     100 * time.Microsecond,
+		CPUPhases:           8,
+
+		FitWindow:     5 * time.Second,
+		GoodBand:      [2]float64{0.75, 1.25},
+		FairBand:      [2]float64{0.5, 2},
+		GoodAgreement: 0.8,
+		FewRejections: 5,
+
+		DispatchTolerance:       0.10,
+		ScaledDispatchTolerance: 0.01,
+		ReboundPasses:           3,
+
+		MinFitted:        20,
+		MinStretched:     0.05,
+		MinImprovement:   0.15,
+		CoarseShareStep:  0.25,
+		ShareStep:        0.05,
+		ShareSpan:        0.2,
+		CapacityStep:     1.1,
+		FineCapacityStep: 1.01,
+		FineCapacitySpan: 1.15,
+		CoresSlack:       1.05,
+		MaxUnseenStretch: 1.1,
+		MinOverlapped:    5,
+		OverlapFlight:    1.1,
+	}
+}
+
+// params are the calibration's Params.
+var params = DefaultParams()

@@ -1,0 +1,119 @@
+package calibrate
+
+// The provenance of the calibration's figures: what each estimate was read
+// from, as values a caller compares and a printer words. They encode in
+// JSON as their string.
+
+// LevelSource is what a level's overhead was read from.
+type LevelSource string
+
+// The sources of a level's overhead.
+const (
+	// SourceSaturated: the level's own saturated time.
+	SourceSaturated LevelSource = "saturated"
+	// SourceServer: the server-wide figure (Level.Why says why).
+	SourceServer LevelSource = "server"
+	// SourceNone: an exempt level, never queued.
+	SourceNone LevelSource = "none"
+	// SourceDisabled: no calibration.
+	SourceDisabled LevelSource = "disabled"
+)
+
+// Check is one of the checks the recording holds a calibration to.
+type Check string
+
+// The checks of bound.go.
+const (
+	// CheckSeatTime: the seat time a level's executed requests hold as
+	// calibrated fits in its seats over its busy time.
+	CheckSeatTime Check = "seat time"
+	// CheckDispatches: the replay of the recorded configuration dispatches
+	// as many requests as the server did, within DispatchTolerance.
+	CheckDispatches Check = "dispatches"
+)
+
+// SharedFrom is what the shared-CPU model rests on (SharedCPU.From).
+type SharedFrom string
+
+// The evidence of a shared-CPU model.
+const (
+	// SharedFromExecutions: share and capacity fitted to how the recorded
+	// executions stretched.
+	SharedFromExecutions SharedFrom = "executions"
+	// SharedFromOverlaps: the share from the metrics, the capacity fitted
+	// to the executions that ran with others in flight.
+	SharedFromOverlaps SharedFrom = "overlaps"
+	// SharedFromMetrics: the share from the metrics, the capacity the
+	// cores the server had.
+	SharedFromMetrics SharedFrom = "metrics"
+	// SharedFromGOMAXPROCS: the share from the metrics, the capacity the
+	// process's GOMAXPROCS over the share.
+	SharedFromGOMAXPROCS SharedFrom = "gomaxprocs"
+	// SharedFromLimit: the capacity the server's CPU limit, the share
+	// fitted to the executions that ran with others in flight.
+	SharedFromLimit SharedFrom = "limit"
+)
+
+// CoresSource is where the server's cores (SharedCPU.Cores) came from.
+type CoresSource string
+
+// The sources of the server's cores.
+const (
+	// CoresUnknown: no figure.
+	CoresUnknown CoresSource = ""
+	// CoresGOMAXPROCS: the Go runtime's GOMAXPROCS, from the metrics.
+	CoresGOMAXPROCS CoresSource = "GOMAXPROCS"
+	// CoresCPULimit: the CPU limit the caller gave (Options.CPULimit).
+	CoresCPULimit CoresSource = "cpu-limit"
+)
+
+// words names the source in a sentence of the engine's own.
+func (c CoresSource) words() string {
+	if c == CoresCPULimit {
+		return "the CPU limit given"
+	}
+	return string(c)
+}
+
+// Need is the evidence a missing model lacks, for the caller to name the
+// flag or capture that gives it (Result.CPUNeeds).
+type Need string
+
+// The evidence a CPU model may lack.
+const (
+	// NeedNothing: nothing a capture could give (no model was called
+	// for, it was turned off, or the evidence contradicts itself).
+	NeedNothing Need = ""
+	// NeedScrapes: two /metrics scrapes around the recorded time, from a
+	// server that exports the Go runtime's metrics.
+	NeedScrapes Need = "scrapes"
+	// NeedCoveringScrapes: scrapes that cover the workload's window (the
+	// metrics' do not: Result.Uncovered).
+	NeedCoveringScrapes Need = "covering-scrapes"
+	// NeedCPULimit: the server's CPU limit.
+	NeedCPULimit Need = "cpu-limit"
+)
+
+// DispatchVerdict is the dispatch check's verdict on a level: whether the
+// replay of the recorded configuration dispatched, within
+// Params.DispatchTolerance, as many of its requests as the server did.
+type DispatchVerdict string
+
+// The dispatch check's verdicts.
+const (
+	// DispatchUnchecked: the server dispatched fewer than
+	// Params.MinEvidence of the level's requests, or no replay was
+	// checked.
+	DispatchUnchecked DispatchVerdict = ""
+	// DispatchHeld: within the tolerance.
+	DispatchHeld DispatchVerdict = "held"
+	// DispatchTooMany: the replay dispatched more: the server held its
+	// seats longer than the calibration explains.
+	DispatchTooMany DispatchVerdict = "too-many"
+	// DispatchTooFew: the replay dispatched fewer, after the calibration
+	// refused what it could.
+	DispatchTooFew DispatchVerdict = "too-few"
+)
+
+// Holds reports whether the replay reproduced the level's dispatches.
+func (v DispatchVerdict) Holds() bool { return v == DispatchHeld || v == DispatchUnchecked }

@@ -1,0 +1,177 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+)
+
+// TestRecordingsPinned pins, for every kept recording
+// (testdata/simulate/recordings), the figures simulate derives from it: per
+// mode (httplog + audit, audit alone; calibrated and not), each level's
+// predicted dispatches and rejections, the fit against the recorded 429s,
+// the calibration (overheads, their sources, the dispatch check and what
+// it refused), the CPU models and their replays; and the prediction of the
+// recording's what-if. The golden files
+// (testdata/simulate/pinned/NAME.txt) hold what the code predicted when
+// they were written: they pin behaviour across a restructuring of the
+// calibration, and say nothing of whether the figures are right (that is
+// TestSimulateRecordings' band against the recorded and re-run 429s). A
+// change of model that moves a figure rewrites them with -update, and
+// its commit says why each moved.
+func TestRecordingsPinned(t *testing.T) {
+	for _, dir := range recordingDirs(t) {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			kr := openRecording(t, dir)
+			rec, logFile, auditFile := kr.rec, kr.logFile, kr.auditFile
+			sim := func(files []string, calibrate bool, changes ...string) *Result {
+				t.Helper()
+				return kr.simulate(t, files, calibrate, changes...)
+			}
+			var out strings.Builder
+			for _, mode := range []struct {
+				name  string
+				files []string
+			}{
+				{"httplog+audit", []string{logFile, auditFile}},
+				{"audit only", []string{auditFile}},
+			} {
+				for _, cal := range []bool{true, false} {
+					fmt.Fprintf(&out, "== %s, calibrated %v\n", mode.name, cal)
+					pinResult(&out, sim(mode.files, cal))
+				}
+			}
+			if rec.WhatIf != nil {
+				fmt.Fprintf(&out, "== what-if (httplog+audit, calibrated): %s\n", rec.WhatIfAbout)
+				pinResult(&out, sim([]string{logFile, auditFile}, true, filepath.Join(dir, recording.WhatIfFile)))
+			}
+			golden.AssertString(t, fixture.Path("simulate", "pinned", name+".txt"), out.String())
+		})
+	}
+}
+
+// pinResult writes the figures of a result that a restructuring must keep.
+func pinResult(out *strings.Builder, r *Result) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	levels := func(side string, rep []levelFigures) {
+		for _, l := range rep {
+			if l.dispatched == 0 && l.rejected == "" {
+				continue
+			}
+			p("  %s %s: dispatched %d, rejected %v", side, l.name, l.dispatched, l.rejected)
+		}
+	}
+	levels("before", figuresOf(r, false))
+	if r.After != nil {
+		levels("after", figuresOf(r, true))
+	}
+	for _, f := range r.Fit {
+		p("  fit %s: requests %d, recorded %d, predicted %d, agreement %.6f, %s", f.Level, f.Requests, f.Recorded, f.Predicted, f.Agreement, f.Quality)
+	}
+	if c := r.Calibration; c != nil {
+		p("  calibration: threshold %v (%s), server overhead %v, audit only %v, estimated %+v", time.Duration(c.Threshold), c.ThresholdFrom, time.Duration(c.ServerOverhead), c.AuditOnly, c.Estimated)
+		for _, l := range c.Levels {
+			p("  level %s: overhead %v (%s), limit %d, dispatches %d, seats %d, mean exec %v, hold %v, stalls %d, short %v, dispatches recorded %d replayed %d, stalled gaps %d %v, windows %d",
+				l.Level, time.Duration(l.Overhead), l.Source, l.ConcurrencyLimit, l.Dispatches, l.Seats, time.Duration(l.MeanExecution), time.Duration(l.HoldTime), l.Stalls, l.ShortOfCPU,
+				l.RecordedDispatches, l.ReplayedDispatches, l.StalledGaps, time.Duration(l.StalledGapTime), len(l.Windows))
+			if x := l.Refused; x != nil {
+				p("    refused: overhead %v (%s check), execution scale %.6f, dispatched %.6f", time.Duration(x.Overhead), x.Check, x.ExecutionScale, x.Dispatched)
+			}
+		}
+		if m := c.Shared; m != nil {
+			p("  shared CPU: from %s, capacity %.6f, share %.6f, cores %g (%s), executions %d, overlapped %d, on arrival %d, requests CPU %v",
+				m.From, m.Capacity, m.Share, m.Cores, CoresName(m.CoresFrom), m.Executions, m.Overlapped, m.OnArrival, time.Duration(m.RequestsCPU))
+		} else {
+			p("  shared CPU: none (%s)", c.SharedWhy)
+		}
+		if m := c.CPU; m != nil {
+			p("  CFS model: level %s, period %v, phase %v, run per period %v, quota %v, mark %v, every %.3f dispatches, CPU per work %.6f, background %.6f",
+				m.Level, time.Duration(m.Period), time.Duration(m.Phase), time.Duration(m.RunPerPeriod), time.Duration(m.Quota), time.Duration(m.Mark), m.ExecutionsPerCollection, m.CPUPerWork, m.Background)
+		} else {
+			p("  CFS model: none (%s)", c.CPUWhy)
+		}
+	}
+	if x := r.CPUReplays; x != nil {
+		p("  CPU replays: %d, chosen %d, mean %.3f", len(x.Replays), x.Chosen, x.Mean)
+	}
+	if x := r.CPUComparison; x != nil {
+		p("  CPU comparison: %s, applies %s", x.Model, x.Applies)
+		for _, l := range x.Levels {
+			p("    %s %d->%d: rejected with %d, without %d; dispatched with %d, without %d", l.Level, l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout)
+		}
+	}
+	for _, w := range r.Warnings {
+		p("  warning %s %s", w.Kind, w.Level)
+	}
+}
+
+// levelFigures are one level's predicted dispatches and rejections.
+type levelFigures struct {
+	name       string
+	dispatched int64
+	rejected   string
+}
+
+func figuresOf(r *Result, after bool) []levelFigures {
+	ls := r.Levels
+	if after {
+		ls = r.After.Levels
+	}
+	var out []levelFigures
+	for _, l := range ls {
+		var rs []string
+		for _, k := range slices.Sorted(maps.Keys(l.Rejected)) {
+			if l.Rejected[k] == 0 {
+				continue
+			}
+			rs = append(rs, fmt.Sprintf("%s=%d", k, l.Rejected[k]))
+		}
+		out = append(out, levelFigures{l.Name, l.Dispatched, strings.Join(rs, " ")})
+	}
+	return out
+}
+
+// keptRecording is one recording of testdata/simulate/recordings, opened
+// for a test: its result, its logs unzipped and its bundle.
+type keptRecording struct {
+	rec                        recording.Result
+	logFile, auditFile, bundle string
+}
+
+func openRecording(t *testing.T, dir string) keptRecording {
+	t.Helper()
+	var kr keptRecording
+	b, err := os.ReadFile(filepath.Join(dir, recording.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &kr.rec); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	kr.logFile = fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	kr.auditFile = fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	kr.bundle = filepath.Join(dir, recording.BundleFile)
+	return kr
+}
+
+// simulate replays files against the recording's bundle, with changes as
+// -f files. The recorder knows the quota it held kube-apiserver to, as an
+// operator knows the pod's CPU limit.
+func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, changes ...string) *Result {
+	t.Helper()
+	cfg := commandDefaults()
+	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
+	return simulateT(t, input{from: kr.bundle, files: changes}, cfg)
+}

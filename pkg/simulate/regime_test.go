@@ -1,0 +1,76 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+)
+
+// regimeConfig is a configuration for the warnings that do not depend on
+// it: the same before and after the change.
+func regimeConfig() *engine.Config { return engine.NewConfig(nil, nil) }
+
+// TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU: the warning comes for
+// a level short of CPU when the change has the server execute more than a
+// tenth more requests, and not otherwise.
+func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
+	cfg := regimeConfig()
+	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: calibrate.Duration(2 * time.Millisecond)},
+		{Level: "other", Stalls: 2, StallShare: 0.01},
+	}}
+	report := func(before, after int64) *fairqueue.Report {
+		return &fairqueue.Report{
+			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: before}}},
+			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: after}}},
+		}
+	}
+	for _, tt := range []struct {
+		before, after int64
+		warn          bool
+	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
+		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
+		w, ok := FindWarning(ws, WarnShortOfCPU, "slow")
+		if ok != tt.warn {
+			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
+		}
+		if ok && !strings.Contains(w.Text, "CFS quota") {
+			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
+		}
+		if ok && ShortOfCPUWarning([]string{w.Text}, "slow") != w.Text {
+			t.Errorf("the warning's JSON text is not found again: %q", w)
+		}
+		if _, ok := FindWarning(ws, WarnShortOfCPU, "other"); ok {
+			t.Errorf("a level with 2 stalls is warned about: %q", ws)
+		}
+	}
+	cal.Enabled = false
+	ws := Regime(cfg, cfg, 6, report(1000, 2000), cal)
+	if _, ok := FindWarning(ws, WarnShortOfCPU, "slow"); ok {
+		t.Errorf("a disabled calibration warns: %q", ws)
+	}
+}
+
+// TestRegimeLeavesAModelledLevelAlone: a level whose stalls the CPU model
+// places is not warned about; without a model the warning says why.
+func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
+	cfg := regimeConfig()
+	lv := calibrate.Level{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: calibrate.Duration(2 * time.Millisecond)}
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
+	}
+	modelled := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{lv}, CPU: &calibrate.CPUModel{Level: "slow"}}
+	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
+		t.Errorf("a modelled level is warned about: %q", w)
+	}
+	why := "the metrics do not tell how often the garbage collector ran"
+	plain := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{lv}, CPUWhy: why}
+	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
+		t.Errorf("the warning without a model does not say why: %q", w)
+	}
+}

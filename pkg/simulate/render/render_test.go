@@ -1,0 +1,126 @@
+package render
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
+)
+
+// TestPrintCalibrationSaysWhatWasRefused: a level whose estimate the
+// recording contradicted (calibrate.Level.Refused) is marked in the
+// calibration table and explained below it, with the refused figure and
+// what replaced it; so are the dispatch times that were only estimated, and
+// a level whose replayed dispatches stay more than 10% from the recorded.
+func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
+	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
+	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+		{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Overhead: ms(11.6), Dispatches: 422, Seats: 422, MeanExecution: ms(1.2), HoldTime: ms(12.8),
+			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than its 1 seat over the 13.7s it had a request in the server (13.7)"}},
+		{Level: "other", Source: "server", ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Dispatch: calibrate.DispatchTooMany, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
+	}, DispatchTimes: &calibrate.DispatchTimes{Annotated: 3, FromLatency: 1000}}
+	var b bytes.Buffer
+	if err := printCalibration(&b, &simulate.Result{Calibration: cal}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	for _, want := range []string{
+		"saturated, capped",
+		"Capped: tiny's calibration (overhead 31.1ms) contradicts the recording (seat time check): with it, its executed requests would hold 34.5 seat-seconds",
+		"; overhead 11.6ms instead.",
+		"Capped: other's calibration (overhead 0s)",
+		"its execution times estimated from the audit log scaled by 0.97.",
+		"dispatch times: 1000 from httplog latency − apf_execution_time",
+		"3 recorded by the filters' audit annotations",
+		"Dispatches: the replay of the recorded configuration dispatched 120 of other's requests, the server 100: more than 10% apart. Its predictions above",
+		"do not hold for it; the calibration lacks what held the server's seats longer",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the calibration table lacks %q", want)
+		}
+	}
+}
+
+func TestFmtSeconds(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0s"}, {-1, "0s"}, {0.000000123, "123ns"}, {0.00085049, "850µs"}, {0.0123456, "12.3ms"},
+		{1.5, "1.5s"}, {14.9653, "15s"}, {75.4, "1m15.4s"}, {754, "12m34s"},
+	}
+	for _, tt := range tests {
+		if got := fmtSeconds(tt.in); got != tt.want {
+			t.Errorf("fmtSeconds(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestCPUComparisonUndecided: without CPU evidence the comparison says
+// that simulate cannot choose, gives both ends, and names the capture that
+// would settle it; it does not say that a prediction applies.
+func TestCPUComparisonUndecided(t *testing.T) {
+	c := &simulate.CPUComparison{Model: "shared CPU", Applies: simulate.AppliesUndecided, Why: "the metrics hold no process CPU from two scrapes around the load",
+		Levels: []simulate.CPUComparisonLevel{{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 776, RejectedWithout: 536, DispatchedWith: 1208, DispatchedWithout: 1448}}}
+	var b bytes.Buffer
+	if err := printCPUComparison(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !regexp.MustCompile(`tiny +1->3 +776 +536 +1208/1448`).MatchString(out) {
+		t.Errorf("the comparison lacks tiny's two predictions:\n%s", out)
+	}
+	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "kubectl apf bundle --metrics-interval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "applies") {
+		t.Errorf("an undecided comparison says a prediction applies:\n%s", out)
+	}
+}
+
+// TestUnreproducedLevelIsNotShownAsHeld: a level whose replay of the
+// recorded configuration dispatched more than 10% more than the server
+// (calibrate.DispatchTooMany) is marked in the levels table, its fit gets
+// no quality verdict, and the line below says its predictions do not hold
+// and names the evidence the calibration lacks; a level that held keeps
+// its verdict and its plain name.
+func TestUnreproducedLevelIsNotShownAsHeld(t *testing.T) {
+	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+		{Level: "tiny", Source: calibrate.SourceSaturated, ConcurrencyLimit: 1, Annotated: 1, RecordedDispatches: 49, ReplayedDispatches: 223, Dispatch: calibrate.DispatchTooMany},
+		{Level: "wide", Source: calibrate.SourceSaturated, ConcurrencyLimit: 3, Annotated: 1, RecordedDispatches: 900, ReplayedDispatches: 910, Dispatch: calibrate.DispatchHeld},
+	}}
+	rep := &simulate.Result{Report: &fairqueue.Report{Result: fairqueue.Result{Levels: []fairqueue.LevelResult{
+		{Name: "tiny", Dispatched: 223, Rejected: map[string]int64{"queue-full": 1277}},
+		{Name: "wide", Dispatched: 910, Rejected: map[string]int64{"queue-full": 90}},
+	}}}, Calibration: cal, Fit: []calibrate.LevelFit{
+		{Level: "tiny", Requests: 1500, Recorded: 1451, Predicted: 1277, Ratio: 0.88, Agreement: 0.9, Quality: "good"},
+		{Level: "wide", Requests: 1000, Recorded: 100, Predicted: 90, Ratio: 0.9, Agreement: 0.95, Quality: "good"},
+	}}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{
+		`(?m)^tiny \(unreproduced\) +223 +1277`,
+		`(?m)^wide +910 +90`,
+		`(?m)^tiny +1500 +1451 +1277 +0\.88 +90\.0% +unreproduced`,
+		`(?m)^wide +1000 +100 +90 +0\.90 +95\.0% +good`,
+		`dispatched 223 of tiny's requests, the server 49: more than 10% apart\. Its predictions above .* do not hold for it; the calibration lacks .*the server's CPU over the workload's window`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the output does not match %q:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "wide's requests") {
+		t.Errorf("a level whose dispatches held is said not to:\n%s", out)
+	}
+}
