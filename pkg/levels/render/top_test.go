@@ -45,6 +45,15 @@ func TestTopLevelsGolden(t *testing.T) {
 		{"top-levels.json", func(b *bytes.Buffer) error {
 			return PrintTopLevels(b, render.Flags("json"), metricsOnly(one), "apf-load", "rejected")
 		}},
+		// Both instances and their merged rows, and the figures of the
+		// dumps beside the metrics' (levels.Compute): every field of the
+		// JSON, absent ones null.
+		{"top-levels-multi.json", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, render.Flags("json"), all, "", "name")
+		}},
+		{"top-levels-multi.yaml", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, render.Flags("yaml"), all, "", "waiting")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
