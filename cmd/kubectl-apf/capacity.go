@@ -191,7 +191,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		limits = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels).Limits(scl)
 	}
 	for _, s := range st.Live {
-		rep.Now = append(rep.Now, capacity.NowRows(levels.Compute(levels.Input{Snapshot: s, Limits: limits}))...)
+		rep.Now = append(rep.Now, levels.Compute(levels.Input{Snapshot: s, Limits: limits})...)
 	}
 	if rep.Assumed != "" && rep.Current != nil {
 		rep.Assumed += capacity.CheckAssumed(*rep.Current, rep.Now)

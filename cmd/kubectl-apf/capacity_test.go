@@ -20,6 +20,9 @@ func TestCapacityGolden(t *testing.T) {
 		{name: "set", args: []string{"capacity", "--defaults", "--set", "workload-low.shares=200", "--set", "global-default.queues=256"}, golden: "capacity/set.golden"},
 		{name: "file proposal at 1200 seats", args: []string{"capacity", "--defaults", "-f", proposal, "--server-concurrency", "1200"}, golden: "capacity/proposal.golden"},
 		{name: "json", args: []string{"capacity", "--defaults", "--set", "leader-election.queues=64", "-o", "json"}, golden: "capacity/set.json.golden"},
+		// The levels now of raw metrics: absent figures null, the input of each present one.
+		{name: "now json", args: []string{"capacity", "--from", fieldPath("eks-rejected-inqueue.txt"), "-o", "json"}, golden: "capacity/now.json.golden"},
+		{name: "now yaml", args: []string{"capacity", "--from", fieldPath("eks-concurrency-limit.txt"), "-f", proposal, "-o", "yaml"}, golden: "capacity/now.yaml.golden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ func AssumeBase(rel engine.Release, named []string) (pls []*flowcontrolv1.Priori
 // CheckAssumed compares the nominal limits the input gives (its metrics)
 // with those of the assumed configuration t, for the Assumed line: "" when
 // the input gives none, else whether they agree.
-func CheckAssumed(t Table, now []NowRow) string {
+func CheckAssumed(t Table, now []levels.Row) string {
 	nominal := map[string]int{}
 	for _, l := range t.Levels {
 		nominal[l.Name] = l.NominalCL
@@ -60,13 +61,13 @@ func CheckAssumed(t Table, now []NowRow) string {
 	var differ []string
 	n := 0
 	for _, r := range now {
-		want, ok := nominal[r.Level]
-		if r.NominalLimit == nil || !ok || r.From[levels.FigureNominalLimit] != levels.FromMetrics {
+		want, ok := nominal[r.Name]
+		if math.IsNaN(r.NominalLimit) || !ok || r.From[levels.FigureNominalLimit] != levels.FromMetrics {
 			continue
 		}
 		n++
-		if *r.NominalLimit != float64(want) {
-			differ = append(differ, fmt.Sprintf("%s %s against %d", r.Level, strconv.FormatFloat(*r.NominalLimit, 'f', -1, 64), want))
+		if r.NominalLimit != float64(want) {
+			differ = append(differ, fmt.Sprintf("%s %s against %d", r.Name, strconv.FormatFloat(r.NominalLimit, 'f', -1, 64), want))
 		}
 	}
 	switch {

@@ -70,10 +70,12 @@ func TestReachable(t *testing.T) {
 // (ceil(1000*100/245)).
 func TestCheckAssumed(t *testing.T) {
 	pls, _, _ := AssumeBase(engine.NewestRelease, nil)
-	row := func(level string, v float64, from string) NowRow {
-		return NowRow{Level: level, NominalLimit: &v, From: map[string]string{levels.FigureNominalLimit: from}}
+	row := func(level string, v float64, from string) levels.Row {
+		r := levels.Empty("", level)
+		r.NominalLimit, r.From[levels.FigureNominalLimit] = v, from
+		return r
 	}
-	now := []NowRow{row("workload-low", 245, levels.FromMetrics), row("catch-all", 99, levels.FromConfiguration)}
+	now := []levels.Row{row("workload-low", 245, levels.FromMetrics), row("catch-all", 99, levels.FromConfiguration)}
 	for scl, want := range map[int]string{
 		600:  "; the input's nominal limits agree with them at 600 seats",
 		1000: "; the input's nominal limits differ from them at 1000 seats (workload-low 245 against 409): the cluster's configuration or its server concurrency limit is not the one assumed",
@@ -87,7 +89,7 @@ func TestCheckAssumed(t *testing.T) {
 		}
 	}
 	tab, _ := Compute(pls, 600, time.Minute)
-	if got := CheckAssumed(tab, []NowRow{row("catch-all", 99, levels.FromConfiguration)}); got != "" {
+	if got := CheckAssumed(tab, []levels.Row{row("catch-all", 99, levels.FromConfiguration)}); got != "" {
 		t.Errorf("no nominal limit from the input: %q", got)
 	}
 }

@@ -1,8 +1,10 @@
 package capacity
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -36,51 +38,50 @@ type Report struct {
 	// Now is what each level of each instance holds in the state read
 	// (pkg/levels: the dumps, then the metrics, then the configuration);
 	// empty without live state (--defaults, a bundle of objects alone).
-	Now []NowRow `json:"now,omitempty"`
+	Now NowLevels `json:"now,omitempty"`
 	// Observed is what the levels used over the window of --prometheus.
 	Observed []history.LevelWindow `json:"observed,omitempty"`
 }
 
-// NowRow is one level of one instance now; an absent figure is null.
-type NowRow struct {
-	Instance     string            `json:"instance"`
-	Level        string            `json:"level"`
-	Waiting      *float64          `json:"waiting"`
-	Executing    *float64          `json:"executing"`
-	SeatsInUse   *float64          `json:"seatsInUse"`
-	NominalLimit *float64          `json:"nominalLimit"`
-	CurrentLimit *float64          `json:"currentLimit"`
-	From         map[string]string `json:"from,omitempty"`
+// NowLevels are the levels of each instance now: levels.NowColumns in a
+// table, levels.NowFields in JSON and YAML (an absent figure is null).
+type NowLevels []levels.Row
+
+// MarshalJSON writes the levels' levels.NowFields.
+func (n NowLevels) MarshalJSON() ([]byte, error) {
+	return json.Marshal(levels.Views(n, levels.NowFields))
 }
 
-// NowRows are the rows of the report's Now.
-func NowRows(rows []levels.Row) []NowRow {
-	fig := levels.Figure
-	out := make([]NowRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, NowRow{Instance: r.Instance, Level: r.Name, Waiting: fig(r.Waiting), Executing: fig(r.Executing),
-			SeatsInUse: fig(r.SeatsInUse), NominalLimit: fig(r.NominalLimit), CurrentLimit: fig(r.CurrentLimit), From: r.From})
-	}
-	return out
-}
+// UnmarshalJSON fails with levels.ErrViewOnly: the JSON shows rows and
+// does not give them back.
+func (n *NowLevels) UnmarshalJSON([]byte) error { return levels.ErrViewOnly }
 
-func cell(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*v, 'f', -1, 64)
-}
-
-// WriteNow prints the Now rows as a table: an instance and
+// WriteNow prints the levels now as a table: an instance and
 // levels.NowColumns.
-func WriteNow(w io.Writer, rows []NowRow) error {
+func WriteNow(w io.Writer, rows []levels.Row) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\t"+strings.Join(levels.Titles(levels.NowColumns), "\t"))
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sanitize.Line(r.Instance), sanitize.Line(r.Level), cell(r.NominalLimit), cell(r.CurrentLimit),
-			cell(r.SeatsInUse), cell(r.Waiting), cell(r.Executing))
+		cells := []string{sanitize.Line(r.Instance)}
+		for _, c := range levels.NowColumns {
+			cells = append(cells, nowCell(c, r))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// nowCell is the text of column c of row r in the levels now: the
+// level's name, or a count in full ("-" when absent).
+func nowCell(c levels.Column, r levels.Row) string {
+	if c.Kind == levels.Name {
+		return sanitize.Line(r.Name)
+	}
+	v := c.Figure(r)
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // WriteText prints the report's tables (without Observed, which the

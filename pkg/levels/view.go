@@ -1,16 +1,22 @@
 package levels
 
-import "sort"
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"sort"
+)
 
 // This file is how a Row is viewed: the figures the views derive from it
 // and its columns, defined once. "top levels" and "capacity" print Rows in
-// tables, the live view draws them; each picks its columns from these and
-// formats their cells its own way.
+// tables and in JSON and YAML (View), the live view draws them; each picks
+// its columns from these and formats their cells its own way.
 
-// Kind says how a column's figure reads, so that a view formats it.
+// Kind says how a column's figure reads, so that a view formats it, or
+// which of a row's other fields the column shows.
 type Kind int
 
-// The kinds of figures.
+// The kinds of columns.
 const (
 	// Count is a number of requests or seats.
 	Count Kind = iota
@@ -25,12 +31,23 @@ const (
 	Reasons
 	// Name is the level's name, which has no figure.
 	Name
+	// Instance is the row's apiserver instance, which has no figure; the
+	// tables print it in their own INSTANCE column.
+	Instance
+	// Flag is whether the row has rates (HasRates).
+	Flag
+	// Sources names the input of each figure present (From).
+	Sources
 )
 
 // Column is one column of a view of Rows: its title in a table, its
-// shorter title and width in the live view, and its figure.
+// shorter title and width in the live view, its name in JSON and its
+// figure. The columns of Kind Instance, Flag and Sources are fields of the
+// JSON alone.
 type Column struct {
 	Title string
+	// JSON names the column's field in JSON and YAML (View).
+	JSON string
 	// Short and Width head the column in the live view, when it shows it
 	// on its own.
 	Short string
@@ -42,26 +59,49 @@ type Column struct {
 
 // The columns of a Row.
 var (
-	ColLevel        = Column{Title: "LEVEL", Short: "LEVEL", Kind: Name}
-	ColNominalLimit = Column{Title: "NOMINAL", Short: "NOM", Width: 4, Figure: func(r Row) float64 { return r.NominalLimit }}
-	ColCurrentLimit = Column{Title: "CURRENT", Figure: func(r Row) float64 { return r.CurrentLimit }}
+	ColInstance     = Column{JSON: "instance", Kind: Instance}
+	ColLevel        = Column{Title: "LEVEL", Short: "LEVEL", JSON: "level", Kind: Name}
+	ColNominalLimit = Column{Title: "NOMINAL", Short: "NOM", Width: 4, JSON: FigureNominalLimit, Figure: func(r Row) float64 { return r.NominalLimit }}
+	ColCurrentLimit = Column{Title: "CURRENT", JSON: FigureCurrentLimit, Figure: func(r Row) float64 { return r.CurrentLimit }}
 	// The live view shows the seats in use of the current limit.
-	ColSeatsInUse   = Column{Title: "SEATS-IN-USE", Short: "USE/LIM", Width: 7, Figure: func(r Row) float64 { return r.SeatsInUse }}
-	ColUtilisation  = Column{Title: "UTIL", Short: "SEATS", Kind: Ratio, Figure: func(r Row) float64 { return r.Utilisation }}
-	ColWaiting      = Column{Title: "WAITING", Short: "WAIT", Width: 7, Figure: func(r Row) float64 { return r.Waiting }}
-	ColWaitingSeats = Column{Title: "WAITING-SEATS", Figure: func(r Row) float64 { return r.WaitingSeats }}
-	ColExecuting    = Column{Title: "EXECUTING", Figure: func(r Row) float64 { return r.Executing }}
-	ColDispatched   = Column{Title: "DISPATCHED/S", Short: "DISP/S", Width: 6, Kind: Rate, Figure: func(r Row) float64 { return r.DispatchedPerSec }}
-	ColRejected     = Column{Title: "REJECTED/S", Short: "REJ/S", Width: 6, Kind: Reasons, Figure: func(r Row) float64 { return r.RejectedTotal }}
-	ColWaitP99      = Column{Title: "WAIT-P99", Short: "P99", Width: 6, Kind: Seconds, Figure: func(r Row) float64 { return r.WaitP99 }}
+	ColSeatsInUse   = Column{Title: "SEATS-IN-USE", Short: "USE/LIM", Width: 7, JSON: FigureSeatsInUse, Figure: func(r Row) float64 { return r.SeatsInUse }}
+	ColUtilisation  = Column{Title: "UTIL", Short: "SEATS", JSON: "utilisation", Kind: Ratio, Figure: func(r Row) float64 { return r.Utilisation }}
+	ColWaiting      = Column{Title: "WAITING", Short: "WAIT", Width: 7, JSON: "waitingRequests", Figure: func(r Row) float64 { return r.Waiting }}
+	ColWaitingSeats = Column{Title: "WAITING-SEATS", JSON: FigureWaitingSeats, Figure: func(r Row) float64 { return r.WaitingSeats }}
+	ColExecuting    = Column{Title: "EXECUTING", JSON: "executingRequests", Figure: func(r Row) float64 { return r.Executing }}
+	ColHasRates     = Column{JSON: "hasRates", Kind: Flag}
+	ColDispatched   = Column{Title: "DISPATCHED/S", Short: "DISP/S", Width: 6, JSON: "dispatchedPerSecond", Kind: Rate, Figure: func(r Row) float64 { return r.DispatchedPerSec }}
+	// In JSON, the rejections are an object of each reason's rate
+	// (RejectedPerSec).
+	ColRejected = Column{Title: "REJECTED/S", Short: "REJ/S", Width: 6, JSON: "rejectedPerSecond", Kind: Reasons, Figure: func(r Row) float64 { return r.RejectedTotal }}
+	ColWaitP99  = Column{Title: "WAIT-P99", Short: "P99", Width: 6, JSON: "waitP99Seconds", Kind: Seconds, Figure: func(r Row) float64 { return r.WaitP99 }}
+	ColFrom     = Column{JSON: "from", Kind: Sources}
 )
+
+// Named is c under another name in JSON, for a view whose JSON has always
+// named it so.
+func (c Column) Named(name string) Column {
+	c.JSON = name
+	return c
+}
 
 // TopColumns are the columns of "kubectl apf top levels".
 var TopColumns = []Column{ColLevel, ColNominalLimit, ColCurrentLimit, ColSeatsInUse, ColUtilisation, ColWaiting,
 	ColWaitingSeats, ColExecuting, ColDispatched, ColRejected, ColWaitP99}
 
-// NowColumns are the columns of the levels now in "kubectl apf capacity".
+// TopFields are the fields of a row of "top levels" in JSON and YAML.
+var TopFields = []Column{ColInstance, ColLevel, ColNominalLimit, ColCurrentLimit, ColSeatsInUse, ColUtilisation, ColWaiting,
+	ColWaitingSeats, ColExecuting, ColHasRates, ColDispatched, ColRejected, ColWaitP99}
+
+// NowColumns are the columns of the levels now in "kubectl apf capacity",
+// after an instance.
 var NowColumns = []Column{ColLevel, ColNominalLimit, ColCurrentLimit, ColSeatsInUse, ColWaiting, ColExecuting}
+
+// NowFields are the fields of a level now in the JSON and YAML of
+// "kubectl apf capacity", which names the requests' figures as Row.From
+// does.
+var NowFields = []Column{ColInstance, ColLevel, ColWaiting.Named(FigureWaiting), ColExecuting.Named(FigureExecuting),
+	ColSeatsInUse, ColNominalLimit, ColCurrentLimit, ColFrom}
 
 // Titles are the titles of cols in a table.
 func Titles(cols []Column) []string {
@@ -70,6 +110,93 @@ func Titles(cols []Column) []string {
 		out[i] = c.Title
 	}
 	return out
+}
+
+// View is a row as a view shows it in JSON, and in YAML, which
+// sigs.k8s.io/yaml writes from the JSON: an object of the fields' JSON
+// names, in their order. An absent figure is null; the rejections without
+// any and From without a figure are left out.
+type View struct {
+	Row    Row
+	Fields []Column
+}
+
+// Views are rows, each shown by fields.
+func Views(rows []Row, fields []Column) []View {
+	out := make([]View, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, View{Row: r, Fields: fields})
+	}
+	return out
+}
+
+// ErrViewOnly is the error of decoding a view: a view writes a row, and
+// does not read one back (null is an absent figure, a field may be left
+// out). A program that reads the JSON decodes it into a struct of the
+// fields it needs, by their names.
+var ErrViewOnly = errors.New("levels: a view of rows is written, not read back: decode its JSON into a struct of the fields needed")
+
+// MarshalJSON writes the fields of the view's row.
+func (v View) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for _, c := range v.Fields {
+		val, err := c.value(v.Row)
+		if err != nil {
+			return nil, err
+		}
+		if val == nil {
+			continue
+		}
+		name, err := json.Marshal(c.JSON)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, name...), ':'), val...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON fails with ErrViewOnly.
+func (v *View) UnmarshalJSON([]byte) error { return ErrViewOnly }
+
+// value is the JSON of column c in row r; nil when the view leaves it out.
+func (c Column) value(r Row) ([]byte, error) {
+	switch c.Kind {
+	case Instance:
+		return json.Marshal(r.Instance)
+	case Name:
+		return json.Marshal(r.Name)
+	case Flag:
+		return json.Marshal(r.HasRates)
+	case Sources:
+		if len(r.From) == 0 {
+			return nil, nil
+		}
+		return json.Marshal(r.From)
+	case Reasons:
+		if len(r.RejectedPerSec) == 0 {
+			return nil, nil
+		}
+		m := make(map[string]json.RawMessage, len(r.RejectedPerSec))
+		for reason, v := range r.RejectedPerSec {
+			m[reason] = figureJSON(v)
+		}
+		return json.Marshal(m)
+	}
+	return figureJSON(c.Figure(r)), nil
+}
+
+// figureJSON is figure v in JSON: null when absent (NaN); JSON has no NaN
+// or infinity.
+func figureJSON(v float64) json.RawMessage {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return json.RawMessage("null")
+	}
+	b, _ := json.Marshal(v) // a finite float64 always marshals
+	return b
 }
 
 // Lending returns the seats the level borrows (its current limit above

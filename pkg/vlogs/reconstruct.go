@@ -59,7 +59,7 @@ func (p *Pull) Notes() []string {
 		notes = append(notes, fmt.Sprintf("note: %d row(s) of the store could not be made audit events (first: %s)", p.Pulled.Bad, p.Pulled.FirstBad))
 	}
 	if p.Stats.Malformed > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d event(s) could not be read as requests (first: %s)", p.Stats.Malformed, p.Stats.FirstMalformed[0]))
+		notes = append(notes, "note: "+p.Stats.MalformedNote("the pull from "+p.Where, "event", ""))
 	}
 	return notes
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
-	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
@@ -246,14 +245,23 @@ func TestHistoryFromPrometheus(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("top levels --at: exit %d: %s", code, errOut)
 		}
-		var live, past []levelsrender.TopLevelRow
+		// The fields of the JSON of top levels this test reads, by their
+		// documented names (levels.TopFields).
+		type topRow struct {
+			Level        string             `json:"level"`
+			NominalLimit float64            `json:"nominalLimit"`
+			CurrentLimit float64            `json:"currentLimit"`
+			SeatsInUse   float64            `json:"seatsInUse"`
+			RejectedPerS map[string]float64 `json:"rejectedPerSecond"`
+		}
+		var live, past []topRow
 		if err := json.Unmarshal(liveOut, &live); err != nil {
 			t.Fatalf("%v: %s", err, liveOut)
 		}
 		if err := json.Unmarshal(out, &past); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		byName := map[string]levelsrender.TopLevelRow{}
+		byName := map[string]topRow{}
 		for _, r := range past {
 			byName[r.Level] = r
 		}

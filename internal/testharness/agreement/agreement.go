@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
@@ -64,6 +63,9 @@ func show(v *float64) string {
 // many rows it compared.
 func Check(t testing.TB, run Run, b string, capacityArgs ...string) int {
 	t.Helper()
+	// The JSON of top levels and of capacity's levels now is decoded by
+	// the names it documents, as a program reading it would: the types
+	// that write it (levels.View) are not read back.
 	var top []struct {
 		Instance  string   `json:"instance"`
 		Level     string   `json:"level"`
@@ -78,7 +80,16 @@ func Check(t testing.TB, run Run, b string, capacityArgs ...string) int {
 	if ex.Schema != rejections.Schema || ex.Source.Kind != rejections.SourceBundle || ex.Source.Name != b || ex.Counts == "" {
 		t.Errorf("explain 429 --from %s: schema %q, source %+v, counts %q; want %s from the bundle", b, ex.Schema, ex.Source, ex.Counts, rejections.Schema)
 	}
-	var capa capacity.Report
+	var capa struct {
+		Now []struct {
+			Instance     string   `json:"instance"`
+			Level        string   `json:"level"`
+			Waiting      *float64 `json:"waiting"`
+			Executing    *float64 `json:"executing"`
+			NominalLimit *float64 `json:"nominalLimit"`
+			CurrentLimit *float64 `json:"currentLimit"`
+		} `json:"now"`
+	}
 	runJSON(t, run, &capa, append([]string{"capacity", "--from", b, "-o", "json"}, capacityArgs...)...)
 	c, err := (&dump.BundleSource{Path: b}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
 	if err != nil {

@@ -120,9 +120,6 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 // The table kit, exported for the tables printed beside their models
 // (pkg/levels/render).
 
-// JSONFloat is a figure that marshals NaN (absent) as null.
-type JSONFloat = jsonFloat
-
 // Table is a table of cells, with an INSTANCE column when multi.
 type Table = table
 

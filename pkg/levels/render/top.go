@@ -15,53 +15,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
-// TopLevelRow is a row of "kubectl apf top levels" in its JSON: a
-// levels.Row (each figure from the best input present; null when absent)
-// under the names the JSON has always given them. The table prints the
-// levels.Row itself (levels.TopColumns).
-type TopLevelRow struct {
-	Instance          string                      `json:"instance"`
-	Level             string                      `json:"level"`
-	NominalLimit      render.JSONFloat            `json:"nominalLimit"`
-	CurrentLimit      render.JSONFloat            `json:"currentLimit"`
-	SeatsInUse        render.JSONFloat            `json:"seatsInUse"`
-	Utilisation       render.JSONFloat            `json:"utilisation"`
-	WaitingRequests   render.JSONFloat            `json:"waitingRequests"`
-	WaitingSeats      render.JSONFloat            `json:"waitingSeats"`
-	ExecutingRequests render.JSONFloat            `json:"executingRequests"`
-	HasRates          bool                        `json:"hasRates"`
-	DispatchedPerS    render.JSONFloat            `json:"dispatchedPerSecond"`
-	RejectedPerS      map[string]render.JSONFloat `json:"rejectedPerSecond,omitempty"`
-	WaitP99Seconds    render.JSONFloat            `json:"waitP99Seconds"`
-}
-
 // TopSortKeys are the accepted --sort-by values of "top levels".
 var TopSortKeys = []string{"utilisation", "name", "waiting", "rejected", "dispatched"}
-
-func topRow(l levels.Row) TopLevelRow {
-	r := TopLevelRow{Instance: l.Instance, Level: l.Name, NominalLimit: render.JSONFloat(l.NominalLimit), CurrentLimit: render.JSONFloat(l.CurrentLimit),
-		SeatsInUse: render.JSONFloat(l.SeatsInUse), Utilisation: render.JSONFloat(l.Utilisation), WaitingRequests: render.JSONFloat(l.Waiting),
-		WaitingSeats: render.JSONFloat(l.WaitingSeats), ExecutingRequests: render.JSONFloat(l.Executing), HasRates: l.HasRates,
-		DispatchedPerS: render.JSONFloat(l.DispatchedPerSec), WaitP99Seconds: render.JSONFloat(l.WaitP99)}
-	for k, v := range l.RejectedPerSec {
-		if r.RejectedPerS == nil {
-			r.RejectedPerS = map[string]render.JSONFloat{}
-		}
-		r.RejectedPerS[k] = render.JSONFloat(v)
-	}
-	return r
-}
-
-// TopLevelRows are the rows of "top levels" as its JSON shows them
-// (Rows).
-func TopLevelRows(snaps []*dump.Snapshot, level, sortBy string) []TopLevelRow {
-	rows := Rows(snaps, level, sortBy)
-	out := make([]TopLevelRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, topRow(r))
-	}
-	return out
-}
 
 // Rows computes the rows of each snapshot (levels.Compute), sorted by
 // sortBy, and, for several instances, merged rows after them (levels.Merge:
@@ -155,15 +110,11 @@ func rejectedCell(r levels.Row) string {
 	return strings.Join(parts, ",")
 }
 
-// PrintTopLevels prints "kubectl apf top levels": levels.TopColumns, and
-// TopLevelRow in JSON and YAML.
+// PrintTopLevels prints "kubectl apf top levels": levels.TopColumns in a
+// table, levels.TopFields in JSON and YAML.
 func PrintTopLevels(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level, sortBy string) error {
 	rows := Rows(snaps, level, sortBy)
-	out := make([]TopLevelRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, topRow(r))
-	}
-	return render.Print(w, f, out, func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
+	return render.Print(w, f, levels.Views(rows, levels.TopFields), func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
 }
 
 // topLevelsTable is the table of PrintTopLevels.

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/snapfixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 var t0 = time.Date(2026, 11, 21, 14, 15, 19, 0, time.UTC)
@@ -45,6 +46,15 @@ func TestTopLevelsGolden(t *testing.T) {
 		{"top-levels.json", func(b *bytes.Buffer) error {
 			return PrintTopLevels(b, render.Flags("json"), metricsOnly(one), "apf-load", "rejected")
 		}},
+		// Both instances and their merged rows, and the figures of the
+		// dumps beside the metrics' (levels.Compute): every field of the
+		// JSON, absent ones null.
+		{"top-levels-multi.json", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, render.Flags("json"), all, "", "name")
+		}},
+		{"top-levels-multi.yaml", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, render.Flags("yaml"), all, "", "waiting")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,23 +82,23 @@ func metricsOnly(snaps []*dump.Snapshot) []*dump.Snapshot {
 // TestTopLevelsValues checks the numbers behind the top table, computed by
 // hand from the fixtures (modern-a then modern-b, 10 s apart).
 func TestTopLevelsValues(t *testing.T) {
-	rows := TopLevelRows(metricsOnly(snapshots(t))[:1], "apf-load", "utilisation")
+	rows := Rows(metricsOnly(snapshots(t))[:1], "apf-load", "utilisation")
 	if len(rows) != 1 {
 		t.Fatalf("rows = %+v", rows)
 	}
 	r := rows[0]
-	if r.DispatchedPerS != 6 || r.RejectedPerS["queue-full"] != 3 || r.Utilisation != 1 || r.WaitingSeats != 6 {
+	if r.DispatchedPerSec != 6 || r.RejectedPerSec["queue-full"] != 3 || r.Utilisation != 1 || r.WaitingSeats != 6 {
 		t.Errorf("row = %+v", r)
 	}
 	// Merged rows sum the instances and recompute utilisation.
-	var merged *TopLevelRow
-	for _, r := range TopLevelRows(metricsOnly(snapshots(t)), "global-default", "name") {
+	var merged *levels.Row
+	for _, r := range Rows(metricsOnly(snapshots(t)), "global-default", "name") {
 		if r.Instance == render.AllInstances {
 			r := r
 			merged = &r
 		}
 	}
-	if merged == nil || merged.NominalLimit != 2+49 || merged.SeatsInUse != 0+2 || math.Abs(float64(merged.Utilisation)-2.0/(3+49)) > 1e-9 {
+	if merged == nil || merged.NominalLimit != 2+49 || merged.SeatsInUse != 0+2 || math.Abs(merged.Utilisation-2.0/(3+49)) > 1e-9 {
 		t.Errorf("merged = %+v", merged)
 	}
 }
