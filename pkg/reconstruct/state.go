@@ -182,6 +182,9 @@ type state struct {
 	prev    map[string]int
 	nextB   int64
 	fate    Fate
+	// free are the records of settled requests, reused for the next ones:
+	// the records allocated follow the requests in flight, not the log
+	free []*pending
 	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
 	// it does not show a queue by itself
 	tauUnmeasured bool
@@ -360,7 +363,8 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
-	pend := &pending{r: r, fate: *f, rec: *w, hash: hash}
+	pend := s.newPending()
+	pend.r, pend.fate, pend.rec, pend.hash = r, *f, *w, hash
 	if s.opts.Focus != nil && s.opts.Focus(w) {
 		pend.focus = true
 	}
@@ -444,6 +448,16 @@ type pending struct {
 	rec   workload.Request
 	hash  uint64
 	focus bool
+}
+
+// newPending is a zero record, reused when one was let go.
+func (s *state) newPending() *pending {
+	if n := len(s.free); n > 0 {
+		p := s.free[n-1]
+		s.free = s.free[:n-1]
+		return p
+	}
+	return new(pending)
 }
 
 func (s *state) pending(p *pending) {
@@ -733,10 +747,14 @@ func (s *state) decided(f *Fate, r *req, settled bool) {
 
 // settle hands a request's fate on and lets its record go.
 func (s *state) settle(r *req) {
+	p := r.p
 	if s.opts.OnFate != nil {
-		s.opts.OnFate(&r.p.fate)
+		s.opts.OnFate(&p.fate)
 	}
 	r.p = nil
+	// the Fate and its Record are reused after OnFate (Options.OnFate)
+	*p = pending{}
+	s.free = append(s.free, p)
 }
 
 // snapshot is the state of l's queues in hand and its seat holders.

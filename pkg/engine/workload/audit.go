@@ -86,6 +86,8 @@ type auditReader struct {
 	stats   *Stats
 	lenient bool
 	in      *interner
+	// ev is the event being read, reused from line to line
+	ev auditEvent
 	*reorder
 }
 
@@ -117,9 +119,9 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			a.stats.Skipped++
 			continue
 		}
-		var ev auditEvent
+		ev := &a.ev
 		var bad error
-		switch err := decodeAuditEvent(line, &ev, a.in); {
+		switch err := decodeAuditEvent(line, ev, a.in); {
 		case err != nil:
 			bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err))
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
@@ -128,7 +130,7 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			a.stats.skip(reasonOtherStage)
 			continue
 		default:
-			if err := auditToRequest(&ev, r); err != nil {
+			if err := auditToRequest(ev, r); err != nil {
 				bad = fmt.Errorf("%s: %w", a.ls.where(), err)
 			}
 		}

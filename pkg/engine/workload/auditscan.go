@@ -71,7 +71,7 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 		case fObjectRef:
 			return s.objectRef(ev, in)
 		case fResponseStatus:
-			return s.responseStatus(ev)
+			return s.responseStatus(ev, in)
 		case fRequestReceivedTimestamp:
 			return s.time(&ev.RequestReceivedTimestamp)
 		case fStageTimestamp:
@@ -366,7 +366,9 @@ func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
 	if s.null() {
 		return true
 	}
-	o := &auditObjectRef{}
+	// the interner's, reused: the event is read before the next one is
+	o := &in.ref
+	*o = auditObjectRef{}
 	ev.ObjectRef = o
 	dst := [...]*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource}
 	return s.members(objectRefFieldNames[:], 1, func(f int) bool { return s.str(dst[f], in) })
@@ -374,11 +376,12 @@ func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
 
 var responseStatusFieldNames = [...]string{"code"}
 
-func (s *jscan) responseStatus(ev *auditEvent) bool {
+func (s *jscan) responseStatus(ev *auditEvent, in *interner) bool {
 	if s.null() {
 		return true
 	}
-	ev.ResponseStatus = &auditStatus{}
+	in.status = auditStatus{}
+	ev.ResponseStatus = &in.status
 	return s.members(responseStatusFieldNames[:], 1, func(int) bool {
 		if s.null() {
 			return true
@@ -689,6 +692,11 @@ type interner struct {
 	// less than a map's hash and probe
 	recent      [256]string
 	recentLists [64]recentList
+	// ref and status hold the objectRef and responseStatus of the event
+	// last scanned (auditEvent points at them): its reader turns it into a
+	// request before it scans the next
+	ref    auditObjectRef
+	status auditStatus
 }
 
 type recentList struct {

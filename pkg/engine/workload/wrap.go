@@ -611,6 +611,7 @@ type wrapReader struct {
 	lenient  bool
 	in       *interner
 	dec      escEvent
+	ev       auditEvent // the event being read, reused
 	buf      []byte
 	part     []byte // the pieces of a split line so far
 	gke      *gkeSummary
@@ -808,11 +809,12 @@ func (w *wrapReader) read(r *Request) (time.Time, error) {
 // event decodes the audit event msg into r; a zero time when the event is
 // of a stage that is skipped.
 func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *Request) (time.Time, error) {
-	var ev auditEvent
-	if decoded != nil {
-		ev = *decoded
-	} else if err := w.decode(msg, &ev); err != nil {
-		return time.Time{}, err
+	ev := decoded
+	if ev == nil {
+		ev = &w.ev
+		if err := w.decode(msg, ev); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
 		return time.Time{}, because(w.noun(), "whose message is not an audit event", fmt.Errorf("%s: %s: a JSON message of kind %q apiVersion %q, not an audit.k8s.io Event", w.where(), formatNoun(w.format), ev.Kind, ev.APIVersion))
@@ -821,7 +823,7 @@ func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *
 		w.stats.skip(reasonOtherStage)
 		return time.Time{}, nil
 	}
-	if err := auditToRequest(&ev, r); err != nil {
+	if err := auditToRequest(ev, r); err != nil {
 		return time.Time{}, fmt.Errorf("%s: %w", w.where(), err)
 	}
 	r.Instance = instance
