@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"encoding/binary"
 	"time"
 )
 
@@ -115,8 +116,14 @@ var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "req
 // up, as encoding/json would decode it into the same field.
 func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
 	var seen uint32
+	hint := 0
 	return s.object(func(key []byte) bool {
-		f := fieldOf(key, names)
+		f := fieldOf(key, names, hint)
+		if f >= 0 && f != fieldUnknownFolded {
+			// the fields come in an order (the apiserver's): the next
+			// name is tried first
+			hint = f + 1
+		}
 		if f < 0 {
 			return s.skipValue(depth)
 		}
@@ -129,10 +136,16 @@ func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
 }
 
 // fieldOf returns the index of key in names, -1 for none, or
-// fieldUnknownFolded.
-func fieldOf(key []byte, names []string) int {
-	for i, n := range names {
-		if string(key) == n {
+// fieldUnknownFolded. The names are tried from hint on, then from the
+// first.
+func fieldOf(key []byte, names []string, hint int) int {
+	for i := hint; i < len(names); i++ {
+		if string(key) == names[i] {
+			return i
+		}
+	}
+	for i := range min(hint, len(names)) {
+		if string(key) == names[i] {
 			return i
 		}
 	}
@@ -178,6 +191,12 @@ func (s *jscan) ws() {
 // escaped, an escaped quote is '"' and a bare quote, the end of the
 // string, is 0.
 func (s *jscan) peek() byte {
+	if s.i < len(s.b) {
+		// no white space (compact JSON): no need to skip it
+		if c := s.b[s.i]; c > ' ' && c != '\\' && (c != '"' || !s.esc) {
+			return c
+		}
+	}
 	s.ws()
 	if s.i >= len(s.b) {
 		return 0
@@ -253,26 +272,56 @@ func (s *jscan) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + s.quoteLen()
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
+	b := s.b
+	j := start
+	// the plain bytes, eight at a time
+	for j+8 <= len(b) && !specialIn(binary.LittleEndian.Uint64(b[j:])) {
+		j += 8
+	}
+	for ; j < len(b); j++ {
+		if plainByte[b[j]] != 0 {
+			continue
+		}
+		switch c := b[j]; {
 		case c == '"':
 			if s.esc {
 				return nil, false
 			}
 			s.i = j + 1
-			return s.b[start:j], true
+			return b[start:j], true
 		case c == '\\':
-			if s.esc && j+1 < len(s.b) && s.b[j+1] == '"' {
+			if s.esc && j+1 < len(b) && b[j+1] == '"' {
 				s.i = j + 2
-				return s.b[start:j], true
+				return b[start:j], true
 			}
 			return nil, false
-		case c < 0x20 || c >= 0x80:
-			return nil, false
 		}
+		// a control character or a byte above ASCII
+		return nil, false
 	}
 	return nil, false
 }
+
+// specialIn reports whether any of the eight bytes of x is not plain (a
+// quote, a backslash, a control character or a byte above ASCII): the
+// bit tricks of "has a zero byte" and "has a byte less than n", exact for
+// whether any byte is (not which).
+func specialIn(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return (x-ones*0x20)&^x&highs|zero(x^(ones*'"'))|zero(x^(ones*'\\'))|x&highs != 0
+}
+
+// plainByte is 1 for the bytes a raw string holds as they are: ASCII but
+// for the quote, the backslash and the control characters.
+var plainByte = func() (t [256]byte) {
+	for c := 0x20; c < 0x80; c++ {
+		if c != '"' && c != '\\' {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // str scans a string or null into *dst, interned through in when not nil.
 func (s *jscan) str(dst *string, in *interner) bool {
@@ -427,6 +476,10 @@ func (s *jscan) time(dst *time.Time) bool {
 	if !ok {
 		return false
 	}
+	if t, ok := parseUTC(v); ok {
+		*dst = t
+		return true
+	}
 	if !s.esc {
 		return dst.UnmarshalJSON(s.b[start:s.i]) == nil
 	}
@@ -439,6 +492,60 @@ func (s *jscan) time(dst *time.Time) bool {
 	copy(q[1:], v)
 	q[len(v)+1] = '"'
 	return dst.UnmarshalJSON(q[:len(v)+2]) == nil
+}
+
+// parseUTC parses the RFC 3339 times the apiserver writes (UTC, "Z", with
+// 1 to 9 digits of fraction or none) as time.Parse(time.RFC3339Nano, v)
+// does; any other form, or a field out of range, is not ok and is left to
+// time.Time's UnmarshalJSON (which then accepts or refuses it).
+func parseUTC(v []byte) (time.Time, bool) {
+	// 2006-01-02T15:04:05Z: 20 bytes; with a fraction, 22 to 30
+	if len(v) < 20 || len(v) > 30 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(v[0:4]), num(v[5:7]), num(v[8:10])
+	hour, minute, sec := num(v[11:13]), num(v[14:16]), num(v[17:19])
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := v[19 : len(v)-1]; len(frac) > 0 {
+		// a dot and 1 to 9 digits
+		if len(frac) < 2 || frac[0] != '.' {
+			return time.Time{}, false
+		}
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // annotations keeps the latency annotations of an object of strings.
