@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -86,7 +87,7 @@ func detectPrefix(buf []byte, final bool) (Format, bool) {
 // NewReader detects the format of r and returns the matching reader. r may
 // be gzipped, and audit events may come wrapped (see detectWrapped).
 func NewReader(r io.Reader, name string, opts Options, stats *Stats) (Reader, Format, error) {
-	zr, err := gunzipped(r, name)
+	zr, err := gunzipped(r, name, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -125,6 +126,10 @@ type Files struct {
 	prefetchers []*prefetched
 	named       []map[string]bool
 	namedBy     []map[string][]string
+	// stop ends the goroutines that decompress gzipped inputs ahead
+	// (gunzipped), at Close
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // settle merges the instances the inputs named into Named, and the inputs
@@ -151,6 +156,9 @@ func (f *Files) Close() error {
 	for _, p := range f.prefetchers {
 		p.close()
 	}
+	if f.stop != nil {
+		f.stopOnce.Do(func() { close(f.stop) })
+	}
 	var errs []error
 	for _, fh := range f.files {
 		errs = append(errs, fh.Close())
@@ -164,7 +172,7 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
-	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}, namedIn: map[string][]string{}}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}, namedIn: map[string][]string{}, stop: make(chan struct{})}
 	type input struct {
 		name string
 		info inputInfo
@@ -176,7 +184,7 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	var inputs []input
 	for _, p := range paths {
 		// a directory is its files; a gzipped file is read decompressed
-		ins, err := expandPath(p, &fs.files)
+		ins, err := expandPath(p, &fs.files, fs.stop)
 		if err != nil {
 			fs.Close()
 			return nil, err
