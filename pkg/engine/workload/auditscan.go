@@ -50,38 +50,57 @@ func scanEscapedEvent(b []byte, i int, ev *auditEvent, in *interner) (int, bool)
 // event scans an audit event's object into ev.
 func (s *jscan) event(ev *auditEvent, in *interner) bool {
 	*ev = auditEvent{}
-	// the string fields; the IDs and paths, unique, are not interned
-	strs := [...]*string{fKind: &ev.Kind, fAPIVersion: &ev.APIVersion, fAuditID: &ev.AuditID, fStage: &ev.Stage,
-		fRequestURI: &ev.RequestURI, fVerb: &ev.Verb, fUserAgent: &ev.UserAgent}
-	return s.members(auditFieldNames[:], 0, func(f int) bool {
+	it := fieldIter{names: auditFieldNames[:], n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
+			return false
+		}
 		switch f {
-		case fAuditID, fRequestURI:
-			return s.str(strs[f], nil)
-		case fKind, fAPIVersion, fStage, fVerb, fUserAgent:
-			return s.str(strs[f], in)
+		case -1:
+			return true
+		// the IDs and paths, unique, are not interned
+		case fAuditID:
+			ok = s.str(&ev.AuditID, nil)
+		case fRequestURI:
+			ok = s.str(&ev.RequestURI, nil)
+		case fKind:
+			ok = s.str(&ev.Kind, in)
+		case fAPIVersion:
+			ok = s.str(&ev.APIVersion, in)
+		case fStage:
+			ok = s.str(&ev.Stage, in)
+		case fVerb:
+			ok = s.str(&ev.Verb, in)
+		case fUserAgent:
+			ok = s.str(&ev.UserAgent, in)
 		case fUser:
-			return s.user(&ev.User.Username, &ev.User.Groups, in, false)
+			ok = s.user(&ev.User.Username, &ev.User.Groups, in, false)
 		case fImpersonatedUser:
 			if s.null() {
-				return true
+				break
 			}
 			ev.ImpersonatedUser = &auditUser{}
-			return s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
+			ok = s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
 		case fSourceIPs:
-			return s.strings(&ev.SourceIPs, in)
+			ok = s.strings(&ev.SourceIPs, in)
 		case fObjectRef:
-			return s.objectRef(ev, in)
+			ok = s.objectRef(ev, in)
 		case fResponseStatus:
-			return s.responseStatus(ev, in)
+			ok = s.responseStatus(ev, in)
 		case fRequestReceivedTimestamp:
-			return s.time(&ev.RequestReceivedTimestamp)
+			ok = s.time(&ev.RequestReceivedTimestamp)
 		case fStageTimestamp:
-			return s.time(&ev.StageTimestamp)
+			ok = s.time(&ev.StageTimestamp)
 		case fAnnotations:
-			return s.annotations(&ev.Annotations)
+			ok = s.annotations(&ev.Annotations)
+		default:
+			ok = false
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
 // The fields of auditEvent, as bits of a set.
@@ -115,24 +134,82 @@ var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "req
 // matches a name only when case is ignored, or comes twice, makes it give
 // up, as encoding/json would decode it into the same field.
 func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
-	var seen uint32
-	hint := 0
-	return s.object(func(key []byte) bool {
-		f := fieldOf(key, names, hint)
-		if f >= 0 && f != fieldUnknownFolded {
-			// the fields come in an order (the apiserver's): the next
-			// name is tried first
-			hint = f + 1
-		}
-		if f < 0 {
-			return s.skipValue(depth)
-		}
-		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
+	it := fieldIter{names: names, depth: depth, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
 			return false
 		}
-		seen |= 1 << f
-		return fn(f)
-	})
+		if f < 0 {
+			return true
+		}
+		if !fn(f) {
+			return false
+		}
+	}
+}
+
+// fieldIter walks the members of an object whose keys of interest are
+// names (members, without a function call per member).
+type fieldIter struct {
+	names []string
+	depth int
+	seen  uint32
+	// hint is where the next key is looked for first: the fields come in
+	// an order (the apiserver's)
+	hint int
+	// n is the number of members read, -1 before the object's brace
+	n int
+}
+
+// nextField moves to the value of the object's next key of interest and
+// returns its index, or -1 past the object's end; other keys' values are
+// skipped (checked). ok is false where the object is not one members
+// takes.
+func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
+	for {
+		switch {
+		case it.n < 0:
+			if s.peek() != '{' {
+				return -1, false
+			}
+			s.i++
+			it.n = 0
+			if s.peek() == '}' {
+				s.i++
+				return -1, true
+			}
+		default:
+			switch s.peek() {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return -1, true
+			default:
+				return -1, false
+			}
+		}
+		it.n++
+		key, ok := s.rawString()
+		if !ok || s.peek() != ':' {
+			return -1, false
+		}
+		s.i++
+		f := fieldOf(key, it.names, it.hint)
+		if f < 0 {
+			if !s.skipValue(it.depth) {
+				return -1, false
+			}
+			continue
+		}
+		if f == fieldUnknownFolded || it.seen&(1<<f) != 0 {
+			return -1, false
+		}
+		it.seen |= 1 << f
+		it.hint = f + 1
+		return f, true
+	}
 }
 
 // fieldOf returns the index of key in names, -1 for none, or
@@ -197,6 +274,11 @@ func (s *jscan) peek() byte {
 			return c
 		}
 	}
+	return s.peekSlow()
+}
+
+// peekSlow is peek past white space, or at an escape.
+func (s *jscan) peekSlow() byte {
 	s.ws()
 	if s.i >= len(s.b) {
 		return 0
@@ -399,12 +481,23 @@ func (s *jscan) user(name *string, groups *[]string, in *interner, pointer bool)
 	if !pointer && s.null() {
 		return true
 	}
-	return s.members(userFieldNames[:], 1, func(f int) bool {
-		if f == 0 {
-			return s.str(name, in)
+	it := fieldIter{names: userFieldNames[:], depth: 1, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		switch {
+		case !ok:
+			return false
+		case f < 0:
+			return true
+		case f == 0:
+			ok = s.str(name, in)
+		default:
+			ok = s.strings(groups, in)
 		}
-		return s.strings(groups, in)
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
 var userFieldNames = [...]string{"username", "groups"}
@@ -420,7 +513,19 @@ func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
 	*o = auditObjectRef{}
 	ev.ObjectRef = o
 	dst := [...]*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource}
-	return s.members(objectRefFieldNames[:], 1, func(f int) bool { return s.str(dst[f], in) })
+	it := fieldIter{names: objectRefFieldNames[:], depth: 1, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
+			return false
+		}
+		if f < 0 {
+			return true
+		}
+		if !s.str(dst[f], in) {
+			return false
+		}
+	}
 }
 
 var responseStatusFieldNames = [...]string{"code"}
