@@ -48,10 +48,10 @@ func TestParseUTCAccepts(t *testing.T) {
 	}
 }
 
-// FuzzSpecialIn checks the eight-bytes-at-once test of rawString against
-// the bytes one by one.
+// FuzzSpecialIn checks the eight-bytes-at-once tests of rawString and of
+// parseKV's quoted values against the bytes one by one.
 func FuzzSpecialIn(f *testing.F) {
-	for _, s := range []string{"abcdefgh", "abc\"efgh", "abcdefg\\", "\x1fbcdefgh", "abcd\x80fgh", "        ", "!!!!!!!!", "\x00\x00\x00\x00\x00\x00\x00\x00", "~~~~~~~\x7f"} {
+	for _, s := range []string{"abcdefgh", "abc\"efgh", "abcdefg\\", "\x1fbcdefgh", "abcd\x80fgh", "        ", "!!!!!!!!", "\x00\x00\x00\x00\x00\x00\x00\x00", "~~~~~~~\x7f", "abc\ndefg"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -66,6 +66,15 @@ func FuzzSpecialIn(f *testing.F) {
 		}
 		if got := specialIn(binary.LittleEndian.Uint64(b)); got != want {
 			t.Fatalf("specialIn(%q) = %v, want %v", b[:8], got, want)
+		}
+		want = false
+		for _, c := range b[:8] {
+			if c >= 0x80 || c == '"' || c == '\\' || c == '\n' {
+				want = true
+			}
+		}
+		if got := kvSpecialIn(binary.LittleEndian.Uint64(b)); got != want {
+			t.Fatalf("kvSpecialIn(%q) = %v, want %v", b[:8], got, want)
 		}
 	})
 }
