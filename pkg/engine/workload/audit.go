@@ -88,8 +88,15 @@ type auditReader struct {
 	in      *interner
 	// ev is the event being read, reused from line to line
 	ev auditEvent
+	// noSource: the requests' Source is left empty (dropSource)
+	noSource bool
 	*reorder
 }
+
+// dropSource leaves the requests' Source empty: a join takes only their
+// identity, and the line, as a string of its own, would be made for every
+// event only to be dropped. Errors still say where they are.
+func (a *auditReader) dropSource() { a.noSource = true }
 
 // NewAuditReader reads audit.k8s.io/v1 Events, one JSON object per line,
 // from r in arrival order. Only the ResponseComplete and Panic stages are
@@ -140,7 +147,9 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			}
 			continue
 		}
-		r.Source = a.ls.where()
+		if !a.noSource {
+			r.Source = a.ls.where()
+		}
 		return ev.StageTimestamp, nil
 	}
 }

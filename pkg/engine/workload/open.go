@@ -261,7 +261,14 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
 		fi := fs.Instances[i]
 		g := groupOf(in.info.format)
-		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
+		ir := newInputReader(in.info, in.r, in.name, opts, st)
+		if join && g == 1 {
+			// the join takes only the audit events' identity
+			if d, ok := ir.(*mustYield).Reader.(interface{ dropSource() }); ok {
+				d.dropSource()
+			}
+		}
+		rd := &instanced{Reader: ir, name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
 			base: filepath.Base(in.name), namedIn: fs.namedBy[g]}
 		switch f := in.info.format; {
 		case f == FormatHTTPLog:

@@ -612,6 +612,7 @@ type wrapReader struct {
 	in       *interner
 	dec      escEvent
 	ev       auditEvent // the event being read, reused
+	noSource bool       // the requests' Source is left empty (dropSource)
 	buf      []byte
 	part     []byte // the pieces of a split line so far
 	gke      *gkeSummary
@@ -827,7 +828,9 @@ func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *
 		return time.Time{}, fmt.Errorf("%s: %w", w.where(), err)
 	}
 	r.Instance = instance
-	r.Source = w.where()
+	if !w.noSource {
+		r.Source = w.where()
+	}
 	return ev.StageTimestamp, nil
 }
 
@@ -860,6 +863,9 @@ func (w *wrapReader) decoder() *escEvent {
 	w.dec.lazy = len(w.part) == 0
 	return &w.dec
 }
+
+// dropSource leaves the requests' Source empty, as auditReader's does.
+func (w *wrapReader) dropSource() { w.noSource = true }
 
 // reasonOtherStage counts the audit events of the stages a replay does
 // not use.
