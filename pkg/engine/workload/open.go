@@ -255,6 +255,18 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	}
 	fs.named = []map[string]bool{{}, {}, {}}
 	fs.namedBy = []map[string][]string{{}, {}, {}}
+	ahead := func(r Reader) Reader {
+		p := prefetch(r)
+		fs.prefetchers = append(fs.prefetchers, p)
+		return p
+	}
+	// the inputs merged together are each parsed in a goroutine of their
+	// own (perInputAhead), the instances they name counted as before, in
+	// the goroutine that merges them
+	merged := map[int]int{}
+	for _, in := range inputs {
+		merged[groupOf(in.info.format)]++
+	}
 	var logs, audits, others []Reader
 	for i, in := range inputs {
 		st := &Stats{}
@@ -268,6 +280,9 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 				d.dropSource()
 			}
 		}
+		if perInputAhead && merged[g] > 1 {
+			ir = ahead(ir)
+		}
 		rd := &instanced{Reader: ir, name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
 			base: filepath.Base(in.name), namedIn: fs.namedBy[g]}
 		switch f := in.info.format; {
@@ -278,11 +293,6 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		default:
 			others = append(others, rd)
 		}
-	}
-	ahead := func(r Reader) Reader {
-		p := prefetch(r)
-		fs.prefetchers = append(fs.prefetchers, p)
-		return p
 	}
 	var all []Reader
 	if join {
@@ -299,6 +309,11 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	fs.Reader = ahead(Merge(all...))
 	return fs, nil
 }
+
+// perInputAhead: OpenFiles parses each input merged with others in a
+// goroutine of its own (a variable for the tests, which compare the two
+// ways).
+var perInputAhead = true
 
 // merged yields the requests of several arrival-ordered readers in arrival
 // order.
