@@ -226,8 +226,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		}
 	}
 	// httplog and audit inputs are read in two goroutines when they are
-	// joined, and all inputs in one otherwise, each apart from the
-	// caller's (prefetched)
+	// joined (and joined in a third), and all inputs in one otherwise, each
+	// apart from the caller's (prefetched)
 	join := false
 	for _, in := range inputs {
 		if in.info.format == FormatHTTPLog {
@@ -300,7 +300,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		fs.join = Join(ahead(Merge(logs...)), ahead(Merge(audits...)), 0, fs.Join).(*joined)
 		all = append(all, fs.join)
 		all = append(all, others...)
-		fs.Reader = Merge(all...)
+		// the join too runs apart from the caller, which reconstructs
+		fs.Reader = ahead(Merge(all...))
 		return fs, nil
 	}
 	all = append(all, logs...)
