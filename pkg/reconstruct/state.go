@@ -164,24 +164,30 @@ var epoch = time.Unix(0, 0).UTC()
 
 // state is a reconstruction in progress.
 type state struct {
-	opts    Options
-	cal     *calibrate.Result
-	levels  map[string]*level
-	order   []*level
-	events  eventHeap
-	seq     int64
-	now     int64
-	start   time.Time
-	idx     int64
-	parsed  engine.RequestCache
-	flowIx  map[string]int32
-	flows   []string
-	clients []clientKey
-	clientX map[clientKey]int32
-	res     Result
-	prev    map[string]int
-	nextB   int64
-	fate    Fate
+	opts   Options
+	cal    *calibrate.Result
+	levels map[string]*level
+	order  []*level
+	events eventHeap
+	seq    int64
+	now    int64
+	start  time.Time
+	idx    int64
+	parsed engine.RequestCache
+	// flowIx indexes the flows by FlowSchema and distinguisher, and
+	// flowByName by their names (two pairs may share a name)
+	flowIx     map[[2]string]int32
+	flowByName map[string]int32
+	flows      []string
+	clients    []clientKey
+	clientX    map[clientKey]int32
+	res        Result
+	prev       map[string]int
+	nextB      int64
+	fate       Fate
+	// free are the records of settled requests, reused for the next ones:
+	// the records allocated follow the requests in flight, not the log
+	free []*pending
 	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
 	// it does not show a queue by itself
 	tauUnmeasured bool
@@ -192,7 +198,7 @@ type clientKey struct {
 }
 
 func newState(opts Options, cal *calibrate.Result) *state {
-	s := &state{opts: opts, cal: cal, levels: map[string]*level{}, flowIx: map[string]int32{}, clientX: map[clientKey]int32{}, prev: map[string]int{}}
+	s := &state{opts: opts, cal: cal, levels: map[string]*level{}, flowIx: map[[2]string]int32{}, flowByName: map[string]int32{}, clientX: map[clientKey]int32{}, prev: map[string]int{}}
 	s.res.Threshold = time.Duration(cal.Threshold)
 	s.tauUnmeasured = cal.ThresholdFrom == calibrate.ThresholdUnmeasured
 	s.res.AuditOnly = cal.AuditOnly
@@ -224,13 +230,13 @@ func newState(opts Options, cal *calibrate.Result) *state {
 
 func (s *state) push(t int64, kind uint8, r *req) {
 	s.seq++
-	heap.Push(&s.events, event{t: t, kind: kind, seq: s.seq, r: r})
+	s.events.push(event{t: t, kind: kind, seq: s.seq, r: r})
 }
 
 // advance handles every event up to t.
 func (s *state) advance(t int64) {
 	for len(s.events) > 0 && s.events[0].t <= t {
-		e := heap.Pop(&s.events).(event)
+		e := s.events.pop()
 		s.borrowUntil(e.t)
 		s.now = e.t
 		s.closeIncidents(e.t)
@@ -263,13 +269,21 @@ func (s *state) borrowUntil(t int64) {
 	}
 }
 
-func (s *state) flowOf(name string) int32 {
-	if i, ok := s.flowIx[name]; ok {
+// flowOf is the index of the flow named flowName(fs, dist), looked up by
+// the pair so that the name is built once per pair, not per request.
+func (s *state) flowOf(fs, dist string) int32 {
+	k := [2]string{fs, dist}
+	if i, ok := s.flowIx[k]; ok {
 		return i
 	}
-	i := int32(len(s.flows))
-	s.flowIx[name] = i
-	s.flows = append(s.flows, name)
+	name := flowName(fs, dist)
+	i, ok := s.flowByName[name]
+	if !ok {
+		i = int32(len(s.flows))
+		s.flowByName[name] = i
+		s.flows = append(s.flows, name)
+	}
+	s.flowIx[k] = i
 	return i
 }
 
@@ -342,7 +356,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	s.res.Reconstructed++
 	r := &req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
-	r.flow = s.flowOf(flowName(fs, dist))
+	r.flow = s.flowOf(fs, dist)
 	r.client = s.clientOf(clientKey{user: w.User, userAgent: w.UserAgent, fs: fs, dist: dist})
 	if w.HasSeats {
 		r.seats, r.final, r.addLat = max(int(w.InitialSeats), 1), int(w.FinalSeats), int64(w.AdditionalLatency)
@@ -360,7 +374,8 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
-	pend := &pending{r: r, fate: *f, rec: *w, hash: hash}
+	pend := s.newPending()
+	pend.r, pend.fate, pend.rec, pend.hash = r, *f, *w, hash
 	if s.opts.Focus != nil && s.opts.Focus(w) {
 		pend.focus = true
 	}
@@ -444,6 +459,16 @@ type pending struct {
 	rec   workload.Request
 	hash  uint64
 	focus bool
+}
+
+// newPending is a zero record, reused when one was let go.
+func (s *state) newPending() *pending {
+	if n := len(s.free); n > 0 {
+		p := s.free[n-1]
+		s.free = s.free[:n-1]
+		return p
+	}
+	return new(pending)
 }
 
 func (s *state) pending(p *pending) {
@@ -733,10 +758,14 @@ func (s *state) decided(f *Fate, r *req, settled bool) {
 
 // settle hands a request's fate on and lets its record go.
 func (s *state) settle(r *req) {
+	p := r.p
 	if s.opts.OnFate != nil {
-		s.opts.OnFate(&r.p.fate)
+		s.opts.OnFate(&p.fate)
 	}
 	r.p = nil
+	// the Fate and its Record are reused after OnFate (Options.OnFate)
+	*p = pending{}
+	s.free = append(s.free, p)
 }
 
 // snapshot is the state of l's queues in hand and its seat holders.

@@ -77,9 +77,30 @@ func (m Mapping) fieldList() string {
 // row's instance. stageTimestamp is the row's _time when the pipeline made
 // it the time field (then VictoriaLogs keeps no field of that name).
 func (m Mapping) Event(row []byte, buf []byte) ([]byte, string, error) {
+	ev, inst, _, err := m.event(row, buf, nil)
+	return ev, inst, err
+}
+
+// event is Event, which also returns the event's auditID: by the row
+// decoder (eventRow, reusing the scratch rd when not nil) where it takes
+// the row, by encoding/json (eventByJSON) otherwise; the two give the same
+// event, or the same refusal.
+func (m Mapping) event(row []byte, buf []byte, rd *rowDecoder) ([]byte, string, string, error) {
+	if rd == nil {
+		rd = &rowDecoder{}
+	}
+	if ev, ok := rd.event(m, row, buf); ok {
+		return ev, string(rd.val(rowInstance)), string(rd.val(fAuditID)), nil
+	}
+	return m.eventByJSON(row, buf)
+}
+
+// eventByJSON is Event by encoding/json: the row into a map, the event
+// built as maps and marshalled.
+func (m Mapping) eventByJSON(row []byte, buf []byte) ([]byte, string, string, error) {
 	var flat map[string]string
 	if err := json.Unmarshal(row, &flat); err != nil {
-		return nil, "", fmt.Errorf("a row of the answer is not a JSON object of strings: %w", err)
+		return nil, "", "", fmt.Errorf("a row of the answer is not a JSON object of strings: %w", err)
 	}
 	get := func(name string) string { return flat[m.f(name)] }
 	ev := map[string]any{}
@@ -123,7 +144,7 @@ func (m Mapping) Event(row []byte, buf []byte) ([]byte, string, error) {
 	if c := get("responseStatus.code"); c != "" {
 		n, err := strconv.Atoi(c)
 		if err != nil {
-			return nil, "", fmt.Errorf("event %s: responseStatus.code %q is not a number", get("auditID"), c)
+			return nil, "", "", fmt.Errorf("event %s: responseStatus.code %q is not a number", get("auditID"), c)
 		}
 		ev["responseStatus"] = map[string]any{"code": n}
 	}
@@ -136,9 +157,9 @@ func (m Mapping) Event(row []byte, buf []byte) ([]byte, string, error) {
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return append(append(buf, b...), '\n'), flat[m.Instance], nil
+	return append(append(buf, b...), '\n'), flat[m.Instance], get("auditID"), nil
 }
 
 // stringList reads an array VictoriaLogs stored as its JSON text; any other
@@ -347,9 +368,10 @@ func (s *Source) Reader(ctx context.Context, ws []Window, name string, opts work
 	go func() {
 		var buf []byte
 		var err error
+		var rd rowDecoder
 		for _, w := range ws {
 			err = s.Client.Query(ctx, s.eventsQuery(w), func(row []byte) error {
-				ev, in, e := s.Mapping.Event(row, buf[:0])
+				ev, in, auditID, e := s.Mapping.event(row, buf[:0], &rd)
 				if e != nil {
 					pulled.Bad++
 					if pulled.FirstBad == "" {
@@ -360,12 +382,8 @@ func (s *Source) Reader(ctx context.Context, ws []Window, name string, opts work
 				buf = ev
 				pulled.Events++
 				if s.Mapping.Instance != "" {
-					var id struct {
-						AuditID string `json:"auditID"`
-					}
-					_ = json.Unmarshal(ev, &id)
 					mu.Lock()
-					inst[id.AuditID] = in
+					inst[auditID] = in
 					mu.Unlock()
 				}
 				_, e = pw.Write(ev)

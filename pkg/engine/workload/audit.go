@@ -86,8 +86,17 @@ type auditReader struct {
 	stats   *Stats
 	lenient bool
 	in      *interner
+	// ev is the event being read, reused from line to line
+	ev auditEvent
+	// noSource: the requests' Source is left empty (dropSource)
+	noSource bool
 	*reorder
 }
+
+// dropSource leaves the requests' Source empty: a join takes only their
+// identity, and the line, as a string of its own, would be made for every
+// event only to be dropped. Errors still say where they are.
+func (a *auditReader) dropSource() { a.noSource = true }
 
 // NewAuditReader reads audit.k8s.io/v1 Events, one JSON object per line,
 // from r in arrival order. Only the ResponseComplete and Panic stages are
@@ -117,9 +126,9 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			a.stats.Skipped++
 			continue
 		}
-		var ev auditEvent
+		ev := &a.ev
 		var bad error
-		switch err := decodeAuditEvent(line, &ev, a.in); {
+		switch err := decodeAuditEvent(line, ev, a.in); {
 		case err != nil:
 			bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err))
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
@@ -128,7 +137,7 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			a.stats.skip(reasonOtherStage)
 			continue
 		default:
-			if err := auditToRequest(&ev, r); err != nil {
+			if err := auditToRequest(ev, r); err != nil {
 				bad = fmt.Errorf("%s: %w", a.ls.where(), err)
 			}
 		}
@@ -138,7 +147,9 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 			}
 			continue
 		}
-		r.Source = a.ls.where()
+		if !a.noSource {
+			r.Source = a.ls.where()
+		}
 		return ev.StageTimestamp, nil
 	}
 }

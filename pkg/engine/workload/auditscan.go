@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"encoding/binary"
 	"time"
 )
 
@@ -49,38 +50,57 @@ func scanEscapedEvent(b []byte, i int, ev *auditEvent, in *interner) (int, bool)
 // event scans an audit event's object into ev.
 func (s *jscan) event(ev *auditEvent, in *interner) bool {
 	*ev = auditEvent{}
-	// the string fields; the IDs and paths, unique, are not interned
-	strs := [...]*string{fKind: &ev.Kind, fAPIVersion: &ev.APIVersion, fAuditID: &ev.AuditID, fStage: &ev.Stage,
-		fRequestURI: &ev.RequestURI, fVerb: &ev.Verb, fUserAgent: &ev.UserAgent}
-	return s.members(auditFieldNames[:], 0, func(f int) bool {
+	it := fieldIter{names: auditFieldNames[:], n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
+			return false
+		}
 		switch f {
-		case fAuditID, fRequestURI:
-			return s.str(strs[f], nil)
-		case fKind, fAPIVersion, fStage, fVerb, fUserAgent:
-			return s.str(strs[f], in)
+		case -1:
+			return true
+		// the IDs and paths, unique, are not interned
+		case fAuditID:
+			ok = s.str(&ev.AuditID, nil)
+		case fRequestURI:
+			ok = s.str(&ev.RequestURI, nil)
+		case fKind:
+			ok = s.str(&ev.Kind, in)
+		case fAPIVersion:
+			ok = s.str(&ev.APIVersion, in)
+		case fStage:
+			ok = s.str(&ev.Stage, in)
+		case fVerb:
+			ok = s.str(&ev.Verb, in)
+		case fUserAgent:
+			ok = s.str(&ev.UserAgent, in)
 		case fUser:
-			return s.user(&ev.User.Username, &ev.User.Groups, in, false)
+			ok = s.user(&ev.User.Username, &ev.User.Groups, in, false)
 		case fImpersonatedUser:
 			if s.null() {
-				return true
+				break
 			}
 			ev.ImpersonatedUser = &auditUser{}
-			return s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
+			ok = s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
 		case fSourceIPs:
-			return s.strings(&ev.SourceIPs, in)
+			ok = s.strings(&ev.SourceIPs, in)
 		case fObjectRef:
-			return s.objectRef(ev, in)
+			ok = s.objectRef(ev, in)
 		case fResponseStatus:
-			return s.responseStatus(ev)
+			ok = s.responseStatus(ev, in)
 		case fRequestReceivedTimestamp:
-			return s.time(&ev.RequestReceivedTimestamp)
+			ok = s.time(&ev.RequestReceivedTimestamp)
 		case fStageTimestamp:
-			return s.time(&ev.StageTimestamp)
+			ok = s.time(&ev.StageTimestamp)
 		case fAnnotations:
-			return s.annotations(&ev.Annotations)
+			ok = s.annotations(&ev.Annotations)
+		default:
+			ok = false
 		}
-		return false
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
 // The fields of auditEvent, as bits of a set.
@@ -114,25 +134,95 @@ var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "req
 // matches a name only when case is ignored, or comes twice, makes it give
 // up, as encoding/json would decode it into the same field.
 func (s *jscan) members(names []string, depth int, fn func(f int) bool) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		f := fieldOf(key, names)
-		if f < 0 {
-			return s.skipValue(depth)
-		}
-		if f == fieldUnknownFolded || seen&(1<<f) != 0 {
+	it := fieldIter{names: names, depth: depth, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
 			return false
 		}
-		seen |= 1 << f
-		return fn(f)
-	})
+		if f < 0 {
+			return true
+		}
+		if !fn(f) {
+			return false
+		}
+	}
+}
+
+// fieldIter walks the members of an object whose keys of interest are
+// names (members, without a function call per member).
+type fieldIter struct {
+	names []string
+	depth int
+	seen  uint32
+	// hint is where the next key is looked for first: the fields come in
+	// an order (the apiserver's)
+	hint int
+	// n is the number of members read, -1 before the object's brace
+	n int
+}
+
+// nextField moves to the value of the object's next key of interest and
+// returns its index, or -1 past the object's end; other keys' values are
+// skipped (checked). ok is false where the object is not one members
+// takes.
+func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
+	for {
+		switch {
+		case it.n < 0:
+			if s.peek() != '{' {
+				return -1, false
+			}
+			s.i++
+			it.n = 0
+			if s.peek() == '}' {
+				s.i++
+				return -1, true
+			}
+		default:
+			switch s.peek() {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return -1, true
+			default:
+				return -1, false
+			}
+		}
+		it.n++
+		key, ok := s.rawString()
+		if !ok || s.peek() != ':' {
+			return -1, false
+		}
+		s.i++
+		f := fieldOf(key, it.names, it.hint)
+		if f < 0 {
+			if !s.skipValue(it.depth) {
+				return -1, false
+			}
+			continue
+		}
+		if f == fieldUnknownFolded || it.seen&(1<<f) != 0 {
+			return -1, false
+		}
+		it.seen |= 1 << f
+		it.hint = f + 1
+		return f, true
+	}
 }
 
 // fieldOf returns the index of key in names, -1 for none, or
-// fieldUnknownFolded.
-func fieldOf(key []byte, names []string) int {
-	for i, n := range names {
-		if string(key) == n {
+// fieldUnknownFolded. The names are tried from hint on, then from the
+// first.
+func fieldOf(key []byte, names []string, hint int) int {
+	for i := hint; i < len(names); i++ {
+		if string(key) == names[i] {
+			return i
+		}
+	}
+	for i := range min(hint, len(names)) {
+		if string(key) == names[i] {
 			return i
 		}
 	}
@@ -178,6 +268,17 @@ func (s *jscan) ws() {
 // escaped, an escaped quote is '"' and a bare quote, the end of the
 // string, is 0.
 func (s *jscan) peek() byte {
+	if s.i < len(s.b) {
+		// no white space (compact JSON): no need to skip it
+		if c := s.b[s.i]; c > ' ' && c != '\\' && (c != '"' || !s.esc) {
+			return c
+		}
+	}
+	return s.peekSlow()
+}
+
+// peekSlow is peek past white space, or at an escape.
+func (s *jscan) peekSlow() byte {
 	s.ws()
 	if s.i >= len(s.b) {
 		return 0
@@ -253,26 +354,56 @@ func (s *jscan) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + s.quoteLen()
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
+	b := s.b
+	j := start
+	// the plain bytes, eight at a time
+	for j+8 <= len(b) && !specialIn(binary.LittleEndian.Uint64(b[j:])) {
+		j += 8
+	}
+	for ; j < len(b); j++ {
+		if plainByte[b[j]] != 0 {
+			continue
+		}
+		switch c := b[j]; {
 		case c == '"':
 			if s.esc {
 				return nil, false
 			}
 			s.i = j + 1
-			return s.b[start:j], true
+			return b[start:j], true
 		case c == '\\':
-			if s.esc && j+1 < len(s.b) && s.b[j+1] == '"' {
+			if s.esc && j+1 < len(b) && b[j+1] == '"' {
 				s.i = j + 2
-				return s.b[start:j], true
+				return b[start:j], true
 			}
 			return nil, false
-		case c < 0x20 || c >= 0x80:
-			return nil, false
 		}
+		// a control character or a byte above ASCII
+		return nil, false
 	}
 	return nil, false
 }
+
+// specialIn reports whether any of the eight bytes of x is not plain (a
+// quote, a backslash, a control character or a byte above ASCII): the
+// bit tricks of "has a zero byte" and "has a byte less than n", exact for
+// whether any byte is (not which).
+func specialIn(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return (x-ones*0x20)&^x&highs|zero(x^(ones*'"'))|zero(x^(ones*'\\'))|x&highs != 0
+}
+
+// plainByte is 1 for the bytes a raw string holds as they are: ASCII but
+// for the quote, the backslash and the control characters.
+var plainByte = func() (t [256]byte) {
+	for c := 0x20; c < 0x80; c++ {
+		if c != '"' && c != '\\' {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // str scans a string or null into *dst, interned through in when not nil.
 func (s *jscan) str(dst *string, in *interner) bool {
@@ -350,12 +481,23 @@ func (s *jscan) user(name *string, groups *[]string, in *interner, pointer bool)
 	if !pointer && s.null() {
 		return true
 	}
-	return s.members(userFieldNames[:], 1, func(f int) bool {
-		if f == 0 {
-			return s.str(name, in)
+	it := fieldIter{names: userFieldNames[:], depth: 1, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		switch {
+		case !ok:
+			return false
+		case f < 0:
+			return true
+		case f == 0:
+			ok = s.str(name, in)
+		default:
+			ok = s.strings(groups, in)
 		}
-		return s.strings(groups, in)
-	})
+		if !ok {
+			return false
+		}
+	}
 }
 
 var userFieldNames = [...]string{"username", "groups"}
@@ -366,19 +508,34 @@ func (s *jscan) objectRef(ev *auditEvent, in *interner) bool {
 	if s.null() {
 		return true
 	}
-	o := &auditObjectRef{}
+	// the interner's, reused: the event is read before the next one is
+	o := &in.ref
+	*o = auditObjectRef{}
 	ev.ObjectRef = o
 	dst := [...]*string{&o.Resource, &o.Namespace, &o.Name, &o.APIGroup, &o.APIVersion, &o.Subresource}
-	return s.members(objectRefFieldNames[:], 1, func(f int) bool { return s.str(dst[f], in) })
+	it := fieldIter{names: objectRefFieldNames[:], depth: 1, n: -1}
+	for {
+		f, ok := s.nextField(&it)
+		if !ok {
+			return false
+		}
+		if f < 0 {
+			return true
+		}
+		if !s.str(dst[f], in) {
+			return false
+		}
+	}
 }
 
 var responseStatusFieldNames = [...]string{"code"}
 
-func (s *jscan) responseStatus(ev *auditEvent) bool {
+func (s *jscan) responseStatus(ev *auditEvent, in *interner) bool {
 	if s.null() {
 		return true
 	}
-	ev.ResponseStatus = &auditStatus{}
+	in.status = auditStatus{}
+	ev.ResponseStatus = &in.status
 	return s.members(responseStatusFieldNames[:], 1, func(int) bool {
 		if s.null() {
 			return true
@@ -424,6 +581,10 @@ func (s *jscan) time(dst *time.Time) bool {
 	if !ok {
 		return false
 	}
+	if t, ok := parseUTC(v); ok {
+		*dst = t
+		return true
+	}
 	if !s.esc {
 		return dst.UnmarshalJSON(s.b[start:s.i]) == nil
 	}
@@ -436,6 +597,60 @@ func (s *jscan) time(dst *time.Time) bool {
 	copy(q[1:], v)
 	q[len(v)+1] = '"'
 	return dst.UnmarshalJSON(q[:len(v)+2]) == nil
+}
+
+// parseUTC parses the RFC 3339 times the apiserver writes (UTC, "Z", with
+// 1 to 9 digits of fraction or none) as time.Parse(time.RFC3339Nano, v)
+// does; any other form, or a field out of range, is not ok and is left to
+// time.Time's UnmarshalJSON (which then accepts or refuses it).
+func parseUTC(v []byte) (time.Time, bool) {
+	// 2006-01-02T15:04:05Z: 20 bytes; with a fraction, 22 to 30
+	if len(v) < 20 || len(v) > 30 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(v[0:4]), num(v[5:7]), num(v[8:10])
+	hour, minute, sec := num(v[11:13]), num(v[14:16]), num(v[17:19])
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := v[19 : len(v)-1]; len(frac) > 0 {
+		// a dot and 1 to 9 digits
+		if len(frac) < 2 || frac[0] != '.' {
+			return time.Time{}, false
+		}
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // annotations keeps the latency annotations of an object of strings.
@@ -689,6 +904,11 @@ type interner struct {
 	// less than a map's hash and probe
 	recent      [256]string
 	recentLists [64]recentList
+	// ref and status hold the objectRef and responseStatus of the event
+	// last scanned (auditEvent points at them): its reader turns it into a
+	// request before it scans the next
+	ref    auditObjectRef
+	status auditStatus
 }
 
 type recentList struct {

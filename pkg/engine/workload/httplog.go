@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -278,9 +279,16 @@ const (
 var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "srcIP", "audit-ID", "apf_fs", "apf_pl", "resp", "hijacked",
 	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency", "apf_fd"}
 
-func keyOf(k []byte) int {
-	for i, n := range keyNames {
-		if string(k) == n {
+// keyOf is the index of k in keyNames, -1 for none. The names are tried
+// from hint on (the keys come in httplog's order), then from the first.
+func keyOf(k []byte, hint int) int {
+	for i := hint; i < nKeys; i++ {
+		if string(k) == keyNames[i] {
+			return i
+		}
+	}
+	for i := range min(hint, nKeys) {
+		if string(k) == keyNames[i] {
 			return i
 		}
 	}
@@ -311,7 +319,7 @@ func (kv *kvs) str(k int) string { return string(kv.v[k]) }
 // kept, but every value is checked.
 func parseKV(b []byte, kv *kvs) error {
 	kv.reset()
-	i := 0
+	i, hint := 0, 0
 	for {
 		for i < len(b) && b[i] == ' ' {
 			i++
@@ -324,10 +332,15 @@ func parseKV(b []byte, kv *kvs) error {
 			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
 		}
 		key := b[i : i+eq]
-		if bytes.ContainsAny(key, " \"") {
-			return fmt.Errorf("malformed key %q", abbrev(key))
+		for _, c := range key {
+			if c == ' ' || c == '"' {
+				return fmt.Errorf("malformed key %q", abbrev(key))
+			}
 		}
-		k := keyOf(key)
+		k := keyOf(key, hint)
+		if k >= 0 {
+			hint = k + 1
+		}
 		i += eq + 1
 		if i >= len(b) {
 			kv.set(k, nil)
@@ -336,6 +349,11 @@ func parseKV(b []byte, kv *kvs) error {
 		switch b[i] {
 		case '"':
 			j, plain := i+1, true
+			// eight bytes at a time while none ends, escapes or is
+			// not plain
+			for j+8 <= len(b) && !kvSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
+				j += 8
+			}
 			for j < len(b) && b[j] != '"' {
 				if b[j] == '\\' {
 					j++
@@ -397,6 +415,15 @@ func parseKV(b []byte, kv *kvs) error {
 	}
 }
 
+// kvSpecialIn reports whether any of the eight bytes of x is one a
+// quoted value's scan stops at: a quote, a backslash, a newline or a byte
+// above ASCII (specialIn's bit tricks).
+func kvSpecialIn(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|zero(x^(ones*'\n'))|x&highs != 0
+}
+
 func abbrev(b []byte) string {
 	if len(b) > 40 {
 		return string(b[:40]) + "..."
@@ -413,11 +440,11 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 	for k, v := range m {
 		switch v := v.(type) {
 		case string:
-			h.kv.set(keyOf([]byte(k)), []byte(v))
+			h.kv.set(keyOf([]byte(k), 0), []byte(v))
 		case float64:
-			h.kv.set(keyOf([]byte(k)), strconv.AppendFloat(nil, v, 'f', -1, 64))
+			h.kv.set(keyOf([]byte(k), 0), strconv.AppendFloat(nil, v, 'f', -1, 64))
 		case bool:
-			h.kv.set(keyOf([]byte(k)), strconv.AppendBool(nil, v))
+			h.kv.set(keyOf([]byte(k), 0), strconv.AppendBool(nil, v))
 		}
 	}
 	ts, ok := m["ts"].(float64)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -86,7 +87,7 @@ func detectPrefix(buf []byte, final bool) (Format, bool) {
 // NewReader detects the format of r and returns the matching reader. r may
 // be gzipped, and audit events may come wrapped (see detectWrapped).
 func NewReader(r io.Reader, name string, opts Options, stats *Stats) (Reader, Format, error) {
-	zr, err := gunzipped(r, name)
+	zr, err := gunzipped(r, name, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -125,6 +126,10 @@ type Files struct {
 	prefetchers []*prefetched
 	named       []map[string]bool
 	namedBy     []map[string][]string
+	// stop ends the goroutines that decompress gzipped inputs ahead
+	// (gunzipped), at Close
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // settle merges the instances the inputs named into Named, and the inputs
@@ -151,6 +156,9 @@ func (f *Files) Close() error {
 	for _, p := range f.prefetchers {
 		p.close()
 	}
+	if f.stop != nil {
+		f.stopOnce.Do(func() { close(f.stop) })
+	}
 	var errs []error
 	for _, fh := range f.files {
 		errs = append(errs, fh.Close())
@@ -164,7 +172,7 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no workload file given: pass --workload FILE (httplog lines, audit events or the JSONL format)")
 	}
-	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}, namedIn: map[string][]string{}}
+	fs := &Files{Stats: map[string]*Stats{}, Formats: map[string]Format{}, Named: map[string]bool{}, namedIn: map[string][]string{}, stop: make(chan struct{})}
 	type input struct {
 		name string
 		info inputInfo
@@ -176,7 +184,7 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	var inputs []input
 	for _, p := range paths {
 		// a directory is its files; a gzipped file is read decompressed
-		ins, err := expandPath(p, &fs.files)
+		ins, err := expandPath(p, &fs.files, fs.stop)
 		if err != nil {
 			fs.Close()
 			return nil, err
@@ -218,8 +226,8 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 		}
 	}
 	// httplog and audit inputs are read in two goroutines when they are
-	// joined, and all inputs in one otherwise, each apart from the
-	// caller's (prefetched)
+	// joined (and joined in a third), and all inputs in one otherwise, each
+	// apart from the caller's (prefetched)
 	join := false
 	for _, in := range inputs {
 		if in.info.format == FormatHTTPLog {
@@ -247,13 +255,35 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	}
 	fs.named = []map[string]bool{{}, {}, {}}
 	fs.namedBy = []map[string][]string{{}, {}, {}}
+	ahead := func(r Reader) Reader {
+		p := prefetch(r)
+		fs.prefetchers = append(fs.prefetchers, p)
+		return p
+	}
+	// the inputs merged together are each parsed in a goroutine of their
+	// own (perInputAhead), the instances they name counted as before, in
+	// the goroutine that merges them
+	merged := map[int]int{}
+	for _, in := range inputs {
+		merged[groupOf(in.info.format)]++
+	}
 	var logs, audits, others []Reader
 	for i, in := range inputs {
 		st := &Stats{}
 		fs.Stats[in.name], fs.Formats[in.name] = st, in.info.format
 		fi := fs.Instances[i]
 		g := groupOf(in.info.format)
-		rd := &instanced{Reader: newInputReader(in.info, in.r, in.name, opts, st), name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
+		ir := newInputReader(in.info, in.r, in.name, opts, st)
+		if join && g == 1 {
+			// the join takes only the audit events' identity
+			if d, ok := ir.(*mustYield).Reader.(interface{ dropSource() }); ok {
+				d.dropSource()
+			}
+		}
+		if perInputAhead && merged[g] > 1 {
+			ir = ahead(ir)
+		}
+		rd := &instanced{Reader: ir, name: fi.Instance, force: fi.Why == WhyFlag || fi.Why == WhyPathFlag, named: fs.named[g],
 			base: filepath.Base(in.name), namedIn: fs.namedBy[g]}
 		switch f := in.info.format; {
 		case f == FormatHTTPLog:
@@ -264,18 +294,14 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 			others = append(others, rd)
 		}
 	}
-	ahead := func(r Reader) Reader {
-		p := prefetch(r)
-		fs.prefetchers = append(fs.prefetchers, p)
-		return p
-	}
 	var all []Reader
 	if join {
 		fs.Join = &JoinStats{}
 		fs.join = Join(ahead(Merge(logs...)), ahead(Merge(audits...)), 0, fs.Join).(*joined)
 		all = append(all, fs.join)
 		all = append(all, others...)
-		fs.Reader = Merge(all...)
+		// the join too runs apart from the caller, which reconstructs
+		fs.Reader = ahead(Merge(all...))
 		return fs, nil
 	}
 	all = append(all, logs...)
@@ -284,6 +310,11 @@ func OpenFiles(paths []string, opts Options) (*Files, error) {
 	fs.Reader = ahead(Merge(all...))
 	return fs, nil
 }
+
+// perInputAhead: OpenFiles parses each input merged with others in a
+// goroutine of its own (a variable for the tests, which compare the two
+// ways).
+var perInputAhead = true
 
 // merged yields the requests of several arrival-ordered readers in arrival
 // order.

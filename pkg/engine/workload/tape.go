@@ -55,6 +55,22 @@ type Tape struct {
 	recorded bool
 	// maxTable bounds the string and list tables (default maxInterned)
 	maxTable int
+	// recent caches the ids of the strings last appended, by slot
+	recent [256]recentStr
+}
+
+type recentStr struct {
+	s  string
+	id uint64
+	ok bool
+}
+
+// slotString is slot of a string.
+func slotString(s string) int {
+	if len(s) == 0 {
+		return 0
+	}
+	return (len(s)*31 + int(s[0])*7 + int(s[len(s)-1])*3 + int(s[len(s)/2])) & 255
 }
 
 // NewTape returns an empty tape.
@@ -252,7 +268,15 @@ func (t *Tape) tableLimit() int {
 // appendStr appends s as 1 + its id in the string table, or, when the
 // table is full, as 0 and s itself.
 func (t *Tape) appendStr(b []byte, s string) []byte {
+	// most strings are the few that every record repeats, interned by
+	// their reader: a comparison with the last one of their slot (equal
+	// pointers compare at once) costs less than the table's hash
+	c := &t.recent[slotString(s)]
+	if c.ok && c.s == s {
+		return binary.AppendUvarint(b, c.id+1)
+	}
 	if id, ok := tableID(t.strs, &t.strTab, s, s, t.tableLimit()); ok {
+		*c = recentStr{s, id, true}
 		return binary.AppendUvarint(b, id+1)
 	}
 	return appendString(append(b, 0), s)

@@ -278,7 +278,12 @@ func (l *lineScanner) next() ([]byte, error) {
 	return bytes.TrimRight(l.sc.Bytes(), "\r"), nil
 }
 
-func (l *lineScanner) where() string { return l.name + ":" + strconv.FormatInt(l.line, 10) }
+// where is "name:line"; one allocation (the concatenation does not keep
+// the number's bytes).
+func (l *lineScanner) where() string {
+	var n [20]byte
+	return l.name + ":" + string(strconv.AppendInt(n[:0], l.line, 10))
+}
 
 // reorder puts requests that are logged at completion back in arrival
 // order, holding only those within the window. Requests of equal arrival

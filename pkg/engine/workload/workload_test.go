@@ -166,6 +166,13 @@ func TestOpenFilesJoinsHTTPLogAndAudit(t *testing.T) {
 	if *fs.Join != (JoinStats{Matched: 3, Unmatched: 2, AuditOnly: 1}) {
 		t.Errorf("join stats %+v", *fs.Join)
 	}
+	// a joined request is its httplog line's: the audit events give only
+	// their identity (their reader makes no Source for them)
+	for _, r := range got {
+		if !strings.HasPrefix(r.Source, filepath.Join(testdata, "httplog-v1.37.log")+":") {
+			t.Errorf("request %s from %q, want a line of the httplog", r.AuditID, r.Source)
+		}
+	}
 }
 
 func TestJSONLReader(t *testing.T) {

@@ -611,6 +611,8 @@ type wrapReader struct {
 	lenient  bool
 	in       *interner
 	dec      escEvent
+	ev       auditEvent // the event being read, reused
+	noSource bool       // the requests' Source is left empty (dropSource)
 	buf      []byte
 	part     []byte // the pieces of a split line so far
 	gke      *gkeSummary
@@ -808,11 +810,12 @@ func (w *wrapReader) read(r *Request) (time.Time, error) {
 // event decodes the audit event msg into r; a zero time when the event is
 // of a stage that is skipped.
 func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *Request) (time.Time, error) {
-	var ev auditEvent
-	if decoded != nil {
-		ev = *decoded
-	} else if err := w.decode(msg, &ev); err != nil {
-		return time.Time{}, err
+	ev := decoded
+	if ev == nil {
+		ev = &w.ev
+		if err := w.decode(msg, ev); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/") {
 		return time.Time{}, because(w.noun(), "whose message is not an audit event", fmt.Errorf("%s: %s: a JSON message of kind %q apiVersion %q, not an audit.k8s.io Event", w.where(), formatNoun(w.format), ev.Kind, ev.APIVersion))
@@ -821,11 +824,13 @@ func (w *wrapReader) event(msg []byte, decoded *auditEvent, instance string, r *
 		w.stats.skip(reasonOtherStage)
 		return time.Time{}, nil
 	}
-	if err := auditToRequest(&ev, r); err != nil {
+	if err := auditToRequest(ev, r); err != nil {
 		return time.Time{}, fmt.Errorf("%s: %w", w.where(), err)
 	}
 	r.Instance = instance
-	r.Source = w.where()
+	if !w.noSource {
+		r.Source = w.where()
+	}
 	return ev.StageTimestamp, nil
 }
 
@@ -858,6 +863,9 @@ func (w *wrapReader) decoder() *escEvent {
 	w.dec.lazy = len(w.part) == 0
 	return &w.dec
 }
+
+// dropSource leaves the requests' Source empty, as auditReader's does.
+func (w *wrapReader) dropSource() { w.noSource = true }
 
 // reasonOtherStage counts the audit events of the stages a replay does
 // not use.

@@ -25,9 +25,9 @@ type inputFile struct {
 // directory (in name order, hidden files and directories left out), and
 // the decompressed contents of a gzipped file, told by its magic bytes.
 // The files opened are appended to *open.
-func expandPath(p string, open *[]*os.File) ([]inputFile, error) {
+func expandPath(p string, open *[]*os.File, stop <-chan struct{}) ([]inputFile, error) {
 	if p == "-" {
-		r, err := gunzipped(os.Stdin, "stdin")
+		r, err := gunzipped(os.Stdin, "stdin", stop)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +45,7 @@ func expandPath(p string, open *[]*os.File) ([]inputFile, error) {
 	var names []string
 	if !fi.IsDir() {
 		*open = append(*open, fh)
-		r, err := gunzipped(fh, p)
+		r, err := gunzipped(fh, p, stop)
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +83,7 @@ func expandPath(p string, open *[]*os.File) ([]inputFile, error) {
 			return nil, fmt.Errorf("opening workload: %w", err)
 		}
 		*open = append(*open, fh)
-		r, err := gunzipped(fh, n)
+		r, err := gunzipped(fh, n, stop)
 		if err != nil {
 			return nil, err
 		}
@@ -93,8 +93,11 @@ func expandPath(p string, open *[]*os.File) ([]inputFile, error) {
 }
 
 // gunzipped returns r decompressed when it starts with gzip's magic
-// bytes, r (buffered) otherwise.
-func gunzipped(r io.Reader, name string) (io.Reader, error) {
+// bytes, r (buffered) otherwise. With a stop channel, the stream is
+// decompressed in a goroutine of its own, a few chunks ahead of its
+// reader (gzipAhead), until stop is closed: each file's decompression then
+// runs on a core of its own, beside the parsing.
+func gunzipped(r io.Reader, name string, stop <-chan struct{}) (io.Reader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	magic, _ := br.Peek(2)
 	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
@@ -104,7 +107,11 @@ func gunzipped(r io.Reader, name string) (io.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a readable gzip file: %w", name, err)
 	}
-	return &gzipReader{zr: zr, name: name}, nil
+	g := &gzipReader{zr: zr, name: name}
+	if stop == nil {
+		return g, nil
+	}
+	return &gzipAhead{src: g, ch: make(chan gzipChunk, gzipAheadChunks), free: make(chan []byte, gzipAheadChunks+1), stop: stop}, nil
 }
 
 // gzipReader says, on a gzip stream cut short or corrupt, which file it
@@ -124,6 +131,82 @@ func (g *gzipReader) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// gzipAhead reads src in a goroutine of its own, started by the first
+// Read, in chunks of gzipChunkBytes, at most gzipAheadChunks ahead of the
+// reader (memory: gzipAheadChunks+2 chunks). It yields the same bytes and
+// the same error at the end as src. The goroutine ends at the end of src,
+// or when stop is closed.
+type gzipAhead struct {
+	src     io.Reader
+	ch      chan gzipChunk
+	free    chan []byte
+	stop    <-chan struct{}
+	started bool
+	cur     []byte
+	off     int
+	err     error
+}
+
+type gzipChunk struct {
+	b   []byte
+	err error
+}
+
+const (
+	gzipChunkBytes  = 256 << 10
+	gzipAheadChunks = 4
+)
+
+func (g *gzipAhead) Read(p []byte) (int, error) {
+	for {
+		if g.off < len(g.cur) {
+			n := copy(p, g.cur[g.off:])
+			g.off += n
+			return n, nil
+		}
+		if g.err != nil {
+			return 0, g.err
+		}
+		if !g.started {
+			g.started = true
+			go g.run()
+		}
+		if g.cur != nil {
+			select {
+			case g.free <- g.cur[:0]:
+			default:
+			}
+		}
+		c := <-g.ch
+		g.cur, g.off, g.err = c.b, 0, c.err
+	}
+}
+
+func (g *gzipAhead) run() {
+	for {
+		var b []byte
+		select {
+		case b = <-g.free:
+		default:
+			b = make([]byte, 0, gzipChunkBytes)
+		}
+		var err error
+		for len(b) < cap(b) && err == nil {
+			var n int
+			n, err = g.src.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+		}
+		select {
+		case g.ch <- gzipChunk{b, err}:
+		case <-g.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // inputInfo is what detection found at the start of an input.
@@ -300,7 +383,7 @@ func InputYear(path string) (year int, ok bool) {
 			f.Close()
 		}
 	}()
-	ins, err := expandPath(path, &open)
+	ins, err := expandPath(path, &open, nil)
 	if err != nil {
 		return 0, false
 	}
