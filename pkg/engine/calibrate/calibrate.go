@@ -246,8 +246,11 @@ type Estimated struct {
 	FixedPointChange Duration `json:"fixedPointChange,omitempty"`
 }
 
-// Result is a calibration: per-level overheads with their evidence.
-type Result struct {
+// Report is what a calibration found, with its evidence: per-level
+// overheads, the CPU models and their provenance. It is what simulate
+// prints and returns in JSON, a plain value: the state that Apply, the
+// checks and the replay's servers read is Result's, not the report's.
+type Report struct {
 	Enabled bool `json:"enabled"`
 	// Threshold τ: a request whose dispatch came later than this after its
 	// arrival waited in a queue. ThresholdFrom says what it was read from.
@@ -280,9 +283,13 @@ type Result struct {
 	// DispatchTimes says where the requests' dispatch times came from
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
+}
 
-	// working is what Apply, the checks and the replays read, outside
-	// the report
+// Result is a calibration: its Report, and the working state the
+// estimators leave for Apply, the checks and the replay's servers, which
+// the report does not carry.
+type Result struct {
+	Report
 	working
 }
 
@@ -350,7 +357,22 @@ func overheadOf(c float64, t time.Duration, n int, seats int64, seatExec float64
 	return max(hold-seatExec/float64(seats), 0)
 }
 
-// Overhead returns the overhead applied to a request of level.
+// Overhead returns the overhead the calibration gives a request of level:
+// the level's own figure, else the server-wide one.
+func (r *Report) Overhead(level string) time.Duration {
+	if r == nil || !r.Enabled {
+		return 0
+	}
+	for _, l := range r.Levels {
+		if l.Level == level {
+			return time.Duration(l.Overhead)
+		}
+	}
+	return time.Duration(r.ServerOverhead)
+}
+
+// Overhead returns the overhead applied to a request of level: the
+// report's figure (Report.Overhead), looked up per request.
 func (r *Result) Overhead(level string) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
@@ -647,7 +669,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 // evidence and where its overhead comes from, the server-wide figures for
 // the levels without their own, and the CPU model.
 func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
-	res := &Result{Enabled: !opts.Disabled, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
+	res := &Result{Report: Report{Enabled: !opts.Disabled}, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
 	ti, from := o.threshold()
 	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
 	limits := levelLimits(opts)
