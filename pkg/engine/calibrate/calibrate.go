@@ -51,12 +51,35 @@
 // from the replay itself by iterating to a fixed point (DeriveAuditOnly;
 // the execution times so estimated are averaged per kind of request),
 // and the result says how many fields were estimated and how.
+//
+// The composition (Calibrate, estimate.go): each estimator is one value
+// of one type, estimator: what it estimates (Kind) and a function that
+// reads its evidence and the models the estimators before it set, and
+// sets its own model with its provenance. They run in two loops, not
+// one, because they read two kinds of evidence:
+//
+//   - passEstimators (the threshold τ, the levels' overheads, the CFS
+//     model, the seat-time check, the server-wide overhead) read what one
+//     observation pass over the workload gathered; they run at the end of
+//     every pass, and an audit log's fixed point runs the pass again with
+//     each iteration's waits;
+//   - workloadEstimators (that fixed point, the shared-CPU model) each read
+//     the workload again as the estimates before them prepare it (Apply):
+//     the shared-CPU model is fitted to the executions as the replay will
+//     take them, which exist only once the pass's estimates do.
+//
+// The dispatch check (CheckDispatches) is no estimator of Calibrate's: it
+// holds the calibration to the caller's own replays of the recorded
+// configuration, which the caller runs.
+//
+// Result is the calibration: its Report, a plain value (what simulate
+// prints and returns in JSON), and the working state that Apply, the
+// checks and the replay's servers (Server, ServerAt) read.
 package calibrate
 
 import (
 	"cmp"
 	"encoding/json"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -665,49 +688,12 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 	w.seatExec += float64(x.seats) * float64(x.exec)
 }
 
-// finish turns the evidence into a Result: the threshold τ, each level's
-// evidence and where its overhead comes from, the server-wide figures for
-// the levels without their own, and the CPU model.
+// finish turns the evidence into a Result: the pass's estimators
+// (passEstimators), in order.
 func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
 	res := &Result{Report: Report{Enabled: !opts.Disabled}, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
-	ti, from := o.threshold()
-	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
-	limits := levelLimits(opts)
-	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
-		la := o.levels[n]
-		lim, known := limits[n]
-		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 {
-			// an audit log alone: no execution time of its own
-			la.serialExecutions(res)
-		}
-		lv := la.level(ti, lim)
-		lv.Source, lv.Why = res.source(lv, lim, known)
-		if lv.Source == SourceSaturated {
-			res.saturated(&lv, la, ti, float64(lim.NominalCL))
-		}
-		res.Levels = append(res.Levels, lv)
-	}
-	// the CPU model before the bounds and the server's figures: the
-	// stalls it places come off its level's overhead first
-	if res.Enabled {
-		res.CPU, res.CPUWhy, res.CPUNeeds = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit, uncovered)
-	}
-	if res.CPU != nil {
-		res.stalledGaps(o.levels[res.CPU.Level], limits)
-	}
-	// a level's own figure that the recording contradicts is capped
-	// before it counts towards the server's, and the server's where it
-	// is given to a level the recording contradicts it for
-	sts := map[string]*seatTime{}
-	for n, la := range o.levels {
-		sts[n] = &la.seatTime
-	}
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceSaturated }, false)
-	res.serverFigures(res.serverEvidence())
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceServer }, false)
-	if res.CPU != nil {
-		res.stallThresholds()
-	}
+	// the pass's estimators read what the pass gathered and fail on nothing
+	_ = estimate(res, &inputs{opts: opts, limits: levelLimits(opts), uncovered: uncovered, pass: o}, passEstimators)
 	return res
 }
 
