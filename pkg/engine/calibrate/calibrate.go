@@ -66,7 +66,9 @@
 //   - workloadEstimators (that fixed point, the shared-CPU model) each read
 //     the workload again as the estimates before them prepare it (Apply):
 //     the shared-CPU model is fitted to the executions as the replay will
-//     take them, which exist only once the pass's estimates do.
+//     take them, which exist only once the pass's estimates do; the same
+//     reading gives the CFS model the CPU those executions spend
+//     (CPUModel.CPUPerWork).
 //
 // The dispatch check (CheckDispatches) is no estimator of Calibrate's: it
 // holds the calibration to the caller's own replays of the recorded
@@ -356,7 +358,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if w, ok := r.serverWindows[k]; ok {
 		return w
 	}
-	return r.Overhead(level)
+	return r.levelOverhead(level)
 }
 
 func (r *Result) sourceOf(level string) LevelSource {
@@ -394,9 +396,9 @@ func (r *Report) Overhead(level string) time.Duration {
 	return time.Duration(r.ServerOverhead)
 }
 
-// Overhead returns the overhead applied to a request of level: the
-// report's figure (Report.Overhead), looked up per request.
-func (r *Result) Overhead(level string) time.Duration {
+// levelOverhead is Report.Overhead from the working state's map, for the
+// lookups of every request.
+func (r *Result) levelOverhead(level string) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
 	}
