@@ -66,8 +66,8 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		return nil, err
 	}
 	c := &CPUComparison{Applies: AppliesWith}
-	c.Model, c.Why = cpuWhy(cal)
-	if ok, why := cpuEvidence(cal); !ok {
+	c.Model, c.Why = cpuWhy(&cal.Report)
+	if ok, why := cpuEvidence(&cal.Report); !ok {
 		c.Applies, c.Why = AppliesUndecided, why
 	}
 	with := map[string]fairqueue.LevelResult{}
@@ -102,7 +102,7 @@ const (
 // the recorded executions stretched, with no such figure, cannot tell a
 // change that adds concurrency how much CPU is left for it; why says what
 // is missing.
-func cpuEvidence(cal *calibrate.Result) (ok bool, why string) {
+func cpuEvidence(cal *calibrate.Report) (ok bool, why string) {
 	if cal.CPU != nil || cal.Shared != nil && cal.Shared.Used != nil {
 		return true, ""
 	}
@@ -114,7 +114,7 @@ func cpuEvidence(cal *calibrate.Result) (ok bool, why string) {
 
 // cpuWhy names the calibration's CPU model and says why the prediction
 // with it applies to a change that adds concurrency.
-func cpuWhy(cal *calibrate.Result) (model, why string) {
+func cpuWhy(cal *calibrate.Report) (model, why string) {
 	switch {
 	case cal.Shared != nil && cal.CPU != nil:
 		model = "shared CPU and CFS quota"

@@ -34,7 +34,7 @@ func TestCPUWhyNamesTheQuotaWhereItIsTheCapacity(t *testing.T) {
 		{"the CFS model alone", nil, cfs, "CFS quota", "the recorded executions of tiny stalled where the CFS quota ran out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model, why := cpuWhy(&calibrate.Result{Shared: tc.shared, CPU: tc.cpu})
+			model, why := cpuWhy(&calibrate.Report{Shared: tc.shared, CPU: tc.cpu})
 			if model != tc.model || !strings.Contains(why, tc.want) {
 				t.Errorf("cpuWhy = %q, %q; want %q and a reason with %q", model, why, tc.model, tc.want)
 			}
@@ -54,14 +54,14 @@ func TestCPUEvidenceDecides(t *testing.T) {
 	unc := &calibrate.Uncovered{Metrics: calibrate.TimeRange{From: t0, To: t0.Add(5 * time.Second)}, Workload: calibrate.TimeRange{From: t0.Add(time.Minute), To: t0.Add(2 * time.Minute)}}
 	for _, tt := range []struct {
 		name string
-		cal  *calibrate.Result
+		cal  *calibrate.Report
 		ok   bool
 		why  string
 	}{
-		{"CFS model", &calibrate.Result{CPU: &calibrate.CPUModel{Level: "slow"}}, true, ""},
-		{"shared CPU with the process's CPU", &calibrate.Result{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions, Used: &used}}, true, ""},
-		{"shared CPU from the stretch alone", &calibrate.Result{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions}}, false, "no process CPU from two scrapes around the load"},
-		{"metrics before the load", &calibrate.Result{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions}, Uncovered: unc}, false, unc.Metrics.String()},
+		{"CFS model", &calibrate.Report{CPU: &calibrate.CPUModel{Level: "slow"}}, true, ""},
+		{"shared CPU with the process's CPU", &calibrate.Report{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions, Used: &used}}, true, ""},
+		{"shared CPU from the stretch alone", &calibrate.Report{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions}}, false, "no process CPU from two scrapes around the load"},
+		{"metrics before the load", &calibrate.Report{Shared: &calibrate.SharedCPU{From: calibrate.SharedFromExecutions}, Uncovered: unc}, false, unc.Metrics.String()},
 	} {
 		ok, why := cpuEvidence(tt.cal)
 		if ok != tt.ok || !strings.Contains(why, tt.why) {

@@ -18,12 +18,14 @@ type WarningKind string
 const (
 	// WarnNewLevel: the change adds a level the recording never saw.
 	WarnNewLevel WarningKind = "new-level"
-	// WarnSeats: a level's nominal seats change by more than a factor of two.
+	// WarnSeats: a level's nominal seats change by more than
+	// Params.SeatsFactor.
 	WarnSeats WarningKind = "seats"
-	// WarnQueueCapacity: a level's queues hold more than twice as many requests.
+	// WarnQueueCapacity: a level's queues hold more than Params.QueueFactor
+	// times as many requests.
 	WarnQueueCapacity WarningKind = "queue-capacity"
-	// WarnMoreExecutions: a level would execute more than twice the
-	// requests recorded, on a server that paid an overhead per dispatch.
+	// WarnMoreExecutions: a level would execute more than
+	// Params.ExecutionsFactor times the requests recorded, on a server that paid an overhead per dispatch.
 	WarnMoreExecutions WarningKind = "more-executions"
 	// WarnShortOfCPU: the recorded server was short of CPU and the change
 	// gives it more work; the replay then predicts too few rejections.
@@ -58,12 +60,13 @@ func warnf(kind WarningKind, level, format string, args ...any) Warning {
 }
 
 // Regime returns warnings for a what-if that leaves the recorded regime:
-// a level whose seats or queue capacity change by more than a factor of
-// two, a level the recording never saw, one that would execute far more
-// requests than were recorded, or a server short of CPU that the change
+// a level whose seats or queue capacity change by more than a factor
+// (Params.SeatsFactor, QueueFactor), a level the recording never saw, one
+// that would execute far more requests than were recorded
+// (ExecutionsFactor), or a server short of CPU that the change
 // gives more work (shortOfCPU). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
-func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *calibrate.Result) []Warning {
+func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	if before == nil || after == nil {
 		return nil
 	}
@@ -92,14 +95,14 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 			out = append(out, warnf(WarnNewLevel, l.Name, "warning: %s is new: the recording holds no evidence of its hold time; it gets the server-wide overhead %v", l.Name, time.Duration(cal.Overhead(l.Name))))
 			continue
 		}
-		if l.NominalCL > 2*o.NominalCL || 2*l.NominalCL < o.NominalCL {
+		if l.NominalCL > params.SeatsFactor*o.NominalCL || params.SeatsFactor*l.NominalCL < o.NominalCL {
 			if cal != nil && cal.Shared != nil {
 				out = append(out, warnf(WarnSeats, l.Name, "warning: %s goes from %d to %d nominal seats: the shared-CPU model stretches the executions with the requests in flight, as far as the recording showed them stretch (up to %d in flight); the overhead per dispatch is the recorded one", l.Name, o.NominalCL, l.NominalCL, cal.Shared.MaxInFlight))
 				continue
 			}
 			out = append(out, warnf(WarnSeats, l.Name, "warning: %s goes from %d to %d nominal seats: the replay keeps the recorded execution times and overhead, which change when the server runs that much more or less at once", l.Name, o.NominalCL, l.NominalCL))
 		}
-		if oc, nc := capacity(before, l.Name), capacity(after, l.Name); nc > 2*oc && oc > 0 {
+		if oc, nc := capacity(before, l.Name), capacity(after, l.Name); nc > params.QueueFactor*oc && oc > 0 {
 			out = append(out, warnf(WarnQueueCapacity, l.Name, "warning: %s's queues hold %d requests instead of %d: requests the server rejected at once now wait, for times never recorded", l.Name, nc, oc))
 		}
 	}
@@ -109,7 +112,7 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 			b[l.Name] = l.Dispatched
 		}
 		for _, l := range rep.After.Levels {
-			if d := b[l.Name]; d > 0 && l.Dispatched > 2*d {
+			if d := b[l.Name]; d > 0 && l.Dispatched > params.ExecutionsFactor*d {
 				out = append(out, warnf(WarnMoreExecutions, l.Name, "warning: %s would execute %d requests where %d were recorded, on a server that already paid %v per dispatch from a queue: the replay cannot tell how much slower that would make it", l.Name, l.Dispatched, d, time.Duration(cal.ServerOverhead)))
 			}
 		}
@@ -119,11 +122,11 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 }
 
 // shortOfCPU warns, for every level whose recorded executions stalled for
-// CPU (Level.ShortOfCPU), when the change has the server execute more than
-// a tenth more requests: on a server short of CPU the added work makes
+// CPU (Level.ShortOfCPU), when the change has the server execute more
+// requests, by more than Params.MoreWork: on a server short of CPU the added work makes
 // every execution stall more often, which the replay, keeping the recorded
 // execution times, does not model; it then predicts too few rejections.
-func shortOfCPU(rep *fairqueue.Report, cal *calibrate.Result) []Warning {
+func shortOfCPU(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled {
 		return nil
 	}
@@ -134,7 +137,7 @@ func shortOfCPU(rep *fairqueue.Report, cal *calibrate.Result) []Warning {
 	for _, l := range rep.After.Levels {
 		after += l.Dispatched
 	}
-	if before == 0 || 10*after <= 11*before {
+	if before == 0 || float64(after) <= (1+params.MoreWork)*float64(before) {
 		return nil
 	}
 	var out []Warning

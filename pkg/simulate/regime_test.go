@@ -19,7 +19,7 @@ func regimeConfig() *engine.Config { return engine.NewConfig(nil, nil) }
 // tenth more requests, and not otherwise.
 func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 	cfg := regimeConfig()
-	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{
 		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, StallsAtPeriodStart: 0.9, MedianExecution: calibrate.Duration(2 * time.Millisecond)},
 		{Level: "other", Stalls: 2, StallShare: 0.01},
 	}}
@@ -64,13 +64,42 @@ func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
 		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
 		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
 	}
-	modelled := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{lv}, CPU: &calibrate.CPUModel{Level: "slow"}}
+	modelled := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{lv}, CPU: &calibrate.CPUModel{Level: "slow"}}
 	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
 		t.Errorf("a modelled level is warned about: %q", w)
 	}
 	why := "the metrics do not tell how often the garbage collector ran"
-	plain := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{lv}, CPUWhy: why}
+	plain := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{lv}, CPUWhy: why}
 	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
 		t.Errorf("the warning without a model does not say why: %q", w)
+	}
+}
+
+// TestRegimeReadsItsParams: Regime's thresholds are Params', not figures
+// of its own: a what-if it warns about under DefaultParams is left alone
+// under Params that allow it more.
+func TestRegimeReadsItsParams(t *testing.T) {
+	defer func(p Params) { params = p }(params)
+	cfg := regimeConfig()
+	cal := &calibrate.Report{Enabled: true, ServerOverhead: calibrate.Duration(time.Millisecond), Levels: []calibrate.Level{
+		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, MedianExecution: calibrate.Duration(2 * time.Millisecond)},
+	}}
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1000}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 2500}}},
+	}
+	kinds := []WarningKind{WarnShortOfCPU, WarnMoreExecutions}
+	ws := Regime(cfg, cfg, 6, rep, cal)
+	for _, k := range kinds {
+		if _, ok := FindWarning(ws, k, "slow"); !ok {
+			t.Fatalf("1000 → 2500 executions under DefaultParams: no %s warning in %q", k, ws)
+		}
+	}
+	params.MoreWork, params.ExecutionsFactor = 2, 3
+	ws = Regime(cfg, cfg, 6, rep, cal)
+	for _, k := range kinds {
+		if w, ok := FindWarning(ws, k, "slow"); ok {
+			t.Errorf("1000 → 2500 executions with MoreWork 2 and ExecutionsFactor 3: warned %q", w)
+		}
 	}
 }

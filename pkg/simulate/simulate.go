@@ -92,7 +92,7 @@ type Result struct {
 	// Calibration is what was inferred from the recording (absent without
 	// Config.Calibrate); Fit, the reproduction, how the replay of the
 	// recorded configuration reproduced the recorded 429s.
-	Calibration *calibrate.Result    `json:"calibration,omitempty"`
+	Calibration *calibrate.Report    `json:"calibration,omitempty"`
 	Fit         []calibrate.LevelFit `json:"fit,omitempty"`
 	// CPUReplays are the replays of a CPU model (Calibration.CPU), one
 	// per phase of its collections; Report is the one nearest their mean.
@@ -182,11 +182,15 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	}
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
 	res.Release, res.ReleaseFrom = st.Release.String(), st.ReleaseFrom
-	res.Calibration = cal
+	if cal != nil {
+		// the report alone: the calibration's working state stays here
+		report := cal.Report
+		res.Calibration = &report
+	}
 	if cfg.ServerSpeed != 1 {
 		res.ServerSpeed = cfg.ServerSpeed
 	}
-	res.Warnings = Regime(before, after, st.ServerConcurrency, res.Report, cal)
+	res.Warnings = Regime(before, after, st.ServerConcurrency, res.Report, res.Calibration)
 	return res, nil
 }
 

@@ -51,12 +51,37 @@
 // from the replay itself by iterating to a fixed point (DeriveAuditOnly;
 // the execution times so estimated are averaged per kind of request),
 // and the result says how many fields were estimated and how.
+//
+// The composition (Calibrate, estimate.go): each estimator is one value
+// of one type, estimator: what it estimates (Kind) and a function that
+// reads its evidence and the models the estimators before it set, and
+// sets its own model with its provenance. They run in two loops, not
+// one, because they read two kinds of evidence:
+//
+//   - passEstimators (the threshold τ, the levels' overheads, the CFS
+//     model, the seat-time check, the server-wide overhead) read what one
+//     observation pass over the workload gathered; they run at the end of
+//     every pass, and an audit log's fixed point runs the pass again with
+//     each iteration's waits;
+//   - workloadEstimators (that fixed point, the shared-CPU model) each read
+//     the workload again as the estimates before them prepare it (Apply):
+//     the shared-CPU model is fitted to the executions as the replay will
+//     take them, which exist only once the pass's estimates do; the same
+//     reading gives the CFS model the CPU those executions spend
+//     (CPUModel.CPUPerWork).
+//
+// The dispatch check (CheckDispatches) is no estimator of Calibrate's: it
+// holds the calibration to the caller's own replays of the recorded
+// configuration, which the caller runs.
+//
+// Result is the calibration: its Report, a plain value (what simulate
+// prints and returns in JSON), and the working state that Apply, the
+// checks and the replay's servers (Server, ServerAt) read.
 package calibrate
 
 import (
 	"cmp"
 	"encoding/json"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -246,8 +271,11 @@ type Estimated struct {
 	FixedPointChange Duration `json:"fixedPointChange,omitempty"`
 }
 
-// Result is a calibration: per-level overheads with their evidence.
-type Result struct {
+// Report is what a calibration found, with its evidence: per-level
+// overheads, the CPU models and their provenance. It is what simulate
+// prints and returns in JSON, a plain value: the state that Apply, the
+// checks and the replay's servers read is Result's, not the report's.
+type Report struct {
 	Enabled bool `json:"enabled"`
 	// Threshold τ: a request whose dispatch came later than this after its
 	// arrival waited in a queue. ThresholdFrom says what it was read from.
@@ -280,9 +308,13 @@ type Result struct {
 	// DispatchTimes says where the requests' dispatch times came from
 	// (of the last Apply; absent when none was known).
 	DispatchTimes *DispatchTimes `json:"dispatchTimes,omitempty"`
+}
 
-	// working is what Apply, the checks and the replays read, outside
-	// the report
+// Result is a calibration: its Report, and the working state the
+// estimators leave for Apply, the checks and the replay's servers, which
+// the report does not carry.
+type Result struct {
+	Report
 	working
 }
 
@@ -326,7 +358,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if w, ok := r.serverWindows[k]; ok {
 		return w
 	}
-	return r.Overhead(level)
+	return r.levelOverhead(level)
 }
 
 func (r *Result) sourceOf(level string) LevelSource {
@@ -350,8 +382,23 @@ func overheadOf(c float64, t time.Duration, n int, seats int64, seatExec float64
 	return max(hold-seatExec/float64(seats), 0)
 }
 
-// Overhead returns the overhead applied to a request of level.
-func (r *Result) Overhead(level string) time.Duration {
+// Overhead returns the overhead the calibration gives a request of level:
+// the level's own figure, else the server-wide one.
+func (r *Report) Overhead(level string) time.Duration {
+	if r == nil || !r.Enabled {
+		return 0
+	}
+	for _, l := range r.Levels {
+		if l.Level == level {
+			return time.Duration(l.Overhead)
+		}
+	}
+	return time.Duration(r.ServerOverhead)
+}
+
+// levelOverhead is Report.Overhead from the working state's map, for the
+// lookups of every request.
+func (r *Result) levelOverhead(level string) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
 	}
@@ -643,49 +690,12 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 	w.seatExec += float64(x.seats) * float64(x.exec)
 }
 
-// finish turns the evidence into a Result: the threshold τ, each level's
-// evidence and where its overhead comes from, the server-wide figures for
-// the levels without their own, and the CPU model.
+// finish turns the evidence into a Result: the pass's estimators
+// (passEstimators), in order.
 func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
-	res := &Result{Enabled: !opts.Disabled, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
-	ti, from := o.threshold()
-	res.Threshold, res.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
-	limits := levelLimits(opts)
-	for _, n := range slices.Sorted(maps.Keys(o.levels)) {
-		la := o.levels[n]
-		lim, known := limits[n]
-		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 {
-			// an audit log alone: no execution time of its own
-			la.serialExecutions(res)
-		}
-		lv := la.level(ti, lim)
-		lv.Source, lv.Why = res.source(lv, lim, known)
-		if lv.Source == SourceSaturated {
-			res.saturated(&lv, la, ti, float64(lim.NominalCL))
-		}
-		res.Levels = append(res.Levels, lv)
-	}
-	// the CPU model before the bounds and the server's figures: the
-	// stalls it places come off its level's overhead first
-	if res.Enabled {
-		res.CPU, res.CPUWhy, res.CPUNeeds = cpuModel(res.Levels, o.levels, opts.Runtime, opts.NoCPUModel, opts.CPULimit, uncovered)
-	}
-	if res.CPU != nil {
-		res.stalledGaps(o.levels[res.CPU.Level], limits)
-	}
-	// a level's own figure that the recording contradicts is capped
-	// before it counts towards the server's, and the server's where it
-	// is given to a level the recording contradicts it for
-	sts := map[string]*seatTime{}
-	for n, la := range o.levels {
-		sts[n] = &la.seatTime
-	}
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceSaturated }, false)
-	res.serverFigures(res.serverEvidence())
-	res.bound(sts, limits, func(lv *Level) bool { return lv.Source == SourceServer }, false)
-	if res.CPU != nil {
-		res.stallThresholds()
-	}
+	res := &Result{Report: Report{Enabled: !opts.Disabled}, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
+	// the pass's estimators read what the pass gathered and fail on nothing
+	_ = estimate(res, &inputs{opts: opts, limits: levelLimits(opts), uncovered: uncovered, pass: o}, passEstimators)
 	return res
 }
 

@@ -62,7 +62,7 @@ func TestServerAtSpeed(t *testing.T) {
 		speed float64
 		end   time.Duration // of 12 ms from 205 ms, after a mark from 5 ms
 	}{{1, 307 * ms}, {0, 307 * ms}, {2, 217 * ms}, {0.5, 307 * ms}, {100, 217 * ms}} {
-		cpu := (&Result{CPU: m}).ServerAt(0, c.speed)
+		cpu := (&Result{Report: Report{CPU: m}}).ServerAt(0, c.speed)
 		cpu.End(5*ms, 2*ms, 2*ms) // the first collection starts
 		if got := cpu.End(205*ms, 12*ms, 12*ms); got != c.end {
 			t.Errorf("speed %g: 12 ms dispatched at 205 ms ends at %v, want %v", c.speed, got, c.end)
@@ -77,7 +77,7 @@ func TestServerAtSpeed(t *testing.T) {
 		speed float64
 		end   time.Duration
 	}{{100, 215 * ms}, {1, 305 * ms}} {
-		if got := (&Result{CPU: m}).ServerAt(0, c.speed).End(5*ms, 30*ms, 30*ms); got != c.end {
+		if got := (&Result{Report: Report{CPU: m}}).ServerAt(0, c.speed).End(5*ms, 30*ms, 30*ms); got != c.end {
 			t.Errorf("speed %g: 30 ms dispatched at 5 ms ends at %v, want %v", c.speed, got, c.end)
 		}
 	}
@@ -87,7 +87,7 @@ func TestServerAtSpeed(t *testing.T) {
 	// the rest of the server's work outside the marks is CPU work too
 	withBackground := *m
 	withBackground.Background = 0.1
-	if th, ok := (&Result{CPU: &withBackground}).ServerAt(0, 2).(*throttled); !ok || th.m.Background != 0.05 {
+	if th, ok := (&Result{Report: Report{CPU: &withBackground}}).ServerAt(0, 2).(*throttled); !ok || th.m.Background != 0.05 {
 		t.Errorf("at speed 2, a background of 0.1 cores: got %+v, want 0.05 cores", th)
 	}
 }

@@ -124,24 +124,27 @@ func (a *applied) Next(w *workload.Request) error {
 }
 
 // Calibrate is the calibration's one composition of its estimators, in
-// the order each needs the others: the observation pass (the queued
-// threshold, each level's overhead from its saturated time or the
-// server's, the stalls and the CFS model, the seat-time check), the fixed
-// point of the waits an audit log alone lacks and the seat-time check
-// again on its estimates (DeriveAuditOnly), then the shared-CPU model
-// over the executions as the calibration prepares them (DeriveShared).
-// The dispatch check follows, over the replays (CheckDispatches). open
-// must return a fresh reader of the same workload at every call.
+// the order each needs the others: the observation pass and its
+// estimators (Derive: passEstimators), then the estimators over the
+// workload as the calibration prepares it (workloadEstimators: the fixed
+// point of the waits an audit log alone lacks, the shared-CPU model). The
+// dispatch check follows, over the replays (CheckDispatches). open must
+// return a fresh reader of the same workload at every call.
 func Calibrate(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
-	res, err := DeriveAuditOnly(open, recorded, opts, maxIter)
-	if err != nil {
-		return nil, err
-	}
+	return calibrate(open, recorded, opts, maxIter, workloadEstimators)
+}
+
+// calibrate is Derive over a first reader from open, then es.
+func calibrate(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int, es []estimator) (*Result, error) {
 	src, err := open()
 	if err != nil {
 		return nil, err
 	}
-	if err := res.DeriveShared(src); err != nil {
+	res, err := Derive(src, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := estimate(res, &inputs{opts: opts, open: open, recorded: recorded, maxIter: maxIter}, es); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -150,19 +153,20 @@ func Calibrate(open func() (workload.Reader, error), recorded fairqueue.ReplayCo
 // DeriveAuditOnly is Derive for a workload that may have no execution
 // times (an audit log alone): it then iterates to a fixed point in which
 // every request not annotated with its queue wait is given the wait the
+// replay of the recorded configuration gives it (fixedPoint). open must
+// return a fresh reader of the same workload at every call.
+func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
+	return calibrate(open, recorded, opts, maxIter, []estimator{{KindAuditWaits, auditWaits}})
+}
+
+// fixedPoint iterates, for an audit log alone, to a fixed point in which
+// every request not annotated with its queue wait is given the wait the
 // replay of the recorded configuration gives it, its execution time being
 // its latency minus that wait, and the overheads are derived again from
-// those waits. open must return a fresh reader of the same workload at
-// every call. The fixed point keeps one duration per record in memory.
-func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) (*Result, error) {
-	src, err := open()
-	if err != nil {
-		return nil, err
-	}
-	res, err := Derive(src, opts)
-	if err != nil || !res.AuditOnly {
-		return res, err
-	}
+// those waits (opts are the calibration's, as Derive was given them); the
+// seat-time check then holds the estimates again (rebound). It keeps one
+// duration per record in memory.
+func (res *Result) fixedPoint(open func() (workload.Reader, error), recorded fairqueue.ReplayConfig, opts Options, maxIter int) error {
 	var (
 		waits    []time.Duration
 		prevMean map[int]float64
@@ -170,7 +174,7 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 	for it := 1; it <= maxIter; it++ {
 		src, err := open()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// the new waits replace the old in place (an outcome comes after
 		// its record was prepared, which read the old one), damped: the
@@ -197,7 +201,7 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 			}
 		}})
 		if err != nil {
-			return nil, fmt.Errorf("calibrating: replay %d: %w", it, err)
+			return fmt.Errorf("calibrating: replay %d: %w", it, err)
 		}
 		for i := range old {
 			if executed[i/64]&(1<<(i%64)) == 0 {
@@ -215,13 +219,13 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 			}
 		}
 		if src, err = open(); err != nil {
-			return nil, err
+			return err
 		}
 		nres, err := derive(src, opts, waits, res)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		res = nres
+		*res = *nres
 		res.Estimated.FixedPointIterations = it
 		res.Estimated.FixedPointChange = Duration(change)
 		// converged when no level's mean wait moved by more than 1 ms or 2%
@@ -231,14 +235,15 @@ func DeriveAuditOnly(open func() (workload.Reader, error), recorded fairqueue.Re
 		prevMean = mean
 	}
 	for range params.ReboundPasses {
-		if src, err = open(); err != nil {
-			return nil, err
+		src, err := open()
+		if err != nil {
+			return err
 		}
 		if err := res.rebound(src); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // countWait counts where the dispatch time of x, about to be replayed,

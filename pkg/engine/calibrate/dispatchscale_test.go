@@ -135,7 +135,7 @@ func TestDispatchCheckOfScaledExecutions(t *testing.T) {
 		{"more dispatched", true, 50, 0.5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Result{Enabled: true, Levels: []Level{{Level: "slow", Source: "saturated"}}}
+			r := &Result{Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: "saturated"}}}}
 			if tt.scaled {
 				r.Levels[0].Refused = &Refusal{Check: "seat time", ExecutionScale: 0.5}
 				r.execScale = map[string]float64{"slow": 0.5}
@@ -263,7 +263,7 @@ func TestDispatchCheckBothWays(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			over := Duration(5 * time.Millisecond)
-			r := &Result{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}},
+			r := &Result{Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}}},
 				working: working{overhead: map[string]time.Duration{"slow": time.Duration(over)}, windows: map[string]map[int64]time.Duration{}}}
 			const requests = 2000
 			r.CheckDispatches([]LevelFit{{Level: "slow", Requests: requests, Recorded: requests - tt.recorded, Predicted: requests - tt.replayed}}, true)

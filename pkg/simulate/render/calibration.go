@@ -15,7 +15,7 @@ import (
 
 // printCPUModel says what the CPU model rests on and how far its replays
 // spread, or why a level short of CPU has none.
-func printCPUModel(w io.Writer, cal *calibrate.Result, reps *simulate.CPUReplays) {
+func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays) {
 	m := cal.CPU
 	if m == nil {
 		if cal.CPUWhy != "" {
@@ -188,7 +188,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 
 // calibrationFound reports whether a calibration rests on any evidence or
 // estimated anything beyond the 1 seat a replay assumes anyway.
-func calibrationFound(cal *calibrate.Result) bool {
+func calibrationFound(cal *calibrate.Report) bool {
 	if cal == nil {
 		return false
 	}
@@ -212,7 +212,7 @@ func fmtDuration(d time.Duration) string { return fmtSeconds(d.Seconds()) }
 
 // printRefusals says which estimates the recording contradicted, and what
 // replaced them.
-func printRefusals(w io.Writer, cal *calibrate.Result) {
+func printRefusals(w io.Writer, cal *calibrate.Report) {
 	for _, l := range cal.Levels {
 		r := l.Refused
 		if r == nil {
@@ -235,7 +235,7 @@ func printRefusals(w io.Writer, cal *calibrate.Result) {
 
 // cpuHint names the flag or capture that gives the evidence a missing CPU
 // model lacks: the engine says what is missing, not which flag gives it.
-func cpuHint(cal *calibrate.Result) string {
+func cpuHint(cal *calibrate.Report) string {
 	switch cal.CPUNeeds {
 	case calibrate.NeedCoveringScrapes, calibrate.NeedScrapes:
 		return " " + settleCPU
@@ -251,7 +251,7 @@ const settleCPU = "A bundle whose two scrapes span the load (kubectl apf bundle 
 
 // dispatchHolds reports whether the replay of the recorded configuration
 // reproduced the level's dispatches (calibrate.Level.Dispatch).
-func dispatchHolds(cal *calibrate.Result, level string) bool {
+func dispatchHolds(cal *calibrate.Report, level string) bool {
 	if cal == nil {
 		return true
 	}
@@ -267,7 +267,7 @@ func dispatchHolds(cal *calibrate.Result, level string) bool {
 // configuration dispatched more than the tolerance away from the server,
 // in either direction, that its predictions do not hold and which
 // evidence the calibration lacks.
-func printDispatchChecks(w io.Writer, cal *calibrate.Result) {
+func printDispatchChecks(w io.Writer, cal *calibrate.Report) {
 	tol := 100 * calibrate.DefaultParams().DispatchTolerance
 	for _, l := range cal.Levels {
 		var lacks string

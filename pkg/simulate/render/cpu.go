@@ -14,7 +14,7 @@ import (
 
 // printSharedCPU says what the shared-CPU model rests on, or why there is
 // none.
-func printSharedCPU(w io.Writer, cal *calibrate.Result) {
+func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 	m := cal.Shared
 	if m == nil {
 		if cal.SharedWhy != "" {

@@ -19,7 +19,7 @@ import (
 // a level whose replayed dispatches stay more than 10% from the recorded.
 func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
-	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{
 		{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Overhead: ms(11.6), Dispatches: 422, Seats: 422, MeanExecution: ms(1.2), HoldTime: ms(12.8),
 			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than its 1 seat over the 13.7s it had a request in the server (13.7)"}},
 		{Level: "other", Source: "server", ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Dispatch: calibrate.DispatchTooMany, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
@@ -93,7 +93,7 @@ func TestCPUComparisonUndecided(t *testing.T) {
 // and names the evidence the calibration lacks; a level that held keeps
 // its verdict and its plain name.
 func TestUnreproducedLevelIsNotShownAsHeld(t *testing.T) {
-	cal := &calibrate.Result{Enabled: true, Levels: []calibrate.Level{
+	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{
 		{Level: "tiny", Source: calibrate.SourceSaturated, ConcurrencyLimit: 1, Annotated: 1, RecordedDispatches: 49, ReplayedDispatches: 223, Dispatch: calibrate.DispatchTooMany},
 		{Level: "wide", Source: calibrate.SourceSaturated, ConcurrencyLimit: 3, Annotated: 1, RecordedDispatches: 900, ReplayedDispatches: 910, Dispatch: calibrate.DispatchHeld},
 	}}

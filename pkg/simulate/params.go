@@ -1,0 +1,32 @@
+package simulate
+
+// Params are the thresholds of simulate's own judgements, in one place:
+// where a what-if leaves the recorded regime (Regime). DefaultParams
+// holds the figures simulate runs with; each field says what it decides.
+// The calibration's thresholds are calibrate.Params.
+type Params struct {
+	// SeatsFactor: a level whose nominal seats grow or shrink by more
+	// than this factor runs that much more or less at once than was
+	// recorded (WarnSeats).
+	SeatsFactor int
+	// QueueFactor: a level whose queues hold more than this factor of the
+	// requests they held has requests wait that the server rejected at
+	// once (WarnQueueCapacity).
+	QueueFactor int
+	// ExecutionsFactor: a level that would execute more than this factor
+	// of its recorded dispatches, on a server that paid an overhead per
+	// dispatch, runs at a load never recorded (WarnMoreExecutions).
+	ExecutionsFactor int64
+	// MoreWork is the share of the recorded dispatches that the change
+	// must add, over all levels, for a level short of CPU to be warned
+	// about (WarnShortOfCPU).
+	MoreWork float64
+}
+
+// DefaultParams are the figures simulate runs with.
+func DefaultParams() Params {
+	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10}
+}
+
+// params are simulate's Params.
+var params = DefaultParams()
