@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxQuotedLine bounds how much of an offending line an error quotes, so a
@@ -13,6 +14,16 @@ import (
 const maxQuotedLine = 120
 
 var tabwriterControls = strings.NewReplacer("\t", " ", "\v", " ", "\f", " ")
+
+// bodyString is body as a string without a copy: a dump is megabytes and
+// its rows keep substrings of it, beside the body itself kept in
+// Snapshot.Raw. The caller must not modify body while the string lives.
+func bodyString(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return unsafe.String(&body[0], len(body))
+}
 
 // table is the header of one debug dump and what it says about the rows:
 // how to split them and which cells they must hold.
@@ -191,9 +202,11 @@ func hasTabwriterControls(line string) bool {
 func scanTable(endpoint string, body []byte, first string, cuttable map[string]bool,
 	onHeader func(t *table) error, onRow func(t *table, r tableRow) error) error {
 	t := &table{endpoint: endpoint, index: map[string]int{}, minCells: -1}
-	// One string for the whole body: every line and cell is a substring of it,
-	// so a row costs no copy of its text.
-	text := string(body)
+	// One string for the whole body, sharing its memory: every line and
+	// cell is a substring of it, so neither the body nor a row is copied.
+	// The rows' strings keep body alive, and it must not change after
+	// (the parsers' callers keep a body as read: Snapshot.Raw).
+	text := bodyString(body)
 	lineNo := 0
 	var cells []string
 	var deferred error
