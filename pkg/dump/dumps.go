@@ -239,6 +239,14 @@ var requestColumns = knownSet("PriorityLevelName", "FlowSchemaName", "QueueIndex
 // the columns it lacks read as absent (RequestRow.CutAfter).
 var requestDetails = knownSet("UserName", "Verb", "APIPath", "Namespace", "Name", "APIVersion", "Resource", "SubResource")
 
+// setString stores v in *dst unless it is empty, for a field that is
+// still zero: an empty cell costs no write.
+func setString(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
 // ParseRequests parses a dump_requests body of any layout from 1.20 on, with
 // or without includeRequestDetails.
 func ParseRequests(body []byte) ([]RequestRow, error) {
@@ -273,31 +281,40 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 			return nil
 		}
 		c := &cellReader{t: t, r: r}
-		out = append(out, RequestRow{
-			PriorityLevel:     c.same(level, prev.PriorityLevel),
-			FlowSchema:        c.same(schema, prev.FlowSchema),
-			QueueIndex:        c.int(queue),
-			IndexInQueue:      c.int(index),
-			FlowDistinguisher: c.str(dist),
-			ArriveTime:        c.time(arrive),
-			InitialSeats:      c.int(initial),
-			FinalSeats:        c.int(final),
-			AdditionalLatency: c.duration(latency),
-			StartTime:         c.time(start),
-			HasSeats:          hasSeats,
-			HasDetails:        hasDetails,
-			WaitingOnly:       !hasStart,
-			UserName:          c.str(user),
-			Verb:              c.str(verb),
-			APIPath:           c.str(path),
-			Namespace:         c.str(namespace),
-			Name:              c.str(name),
-			APIVersion:        c.str(version),
-			Resource:          c.str(resource),
-			SubResource:       c.str(subresource),
-			Extra:             t.extra(r, unknown),
-		})
+		// The row is written in place, in the slot make zeroed: a field
+		// left zero is not written (most detail cells are empty), and no
+		// row is built aside and copied in.
+		if len(out) < cap(out) {
+			out = out[:len(out)+1]
+		} else {
+			out = append(out, RequestRow{})
+		}
 		row := &out[len(out)-1]
+		row.PriorityLevel = c.same(level, prev.PriorityLevel)
+		row.FlowSchema = c.same(schema, prev.FlowSchema)
+		row.QueueIndex = c.int(queue)
+		row.IndexInQueue = c.int(index)
+		setString(&row.FlowDistinguisher, c.str(dist))
+		row.ArriveTime = c.time(arrive)
+		row.InitialSeats = c.int(initial)
+		row.FinalSeats = c.int(final)
+		row.AdditionalLatency = c.duration(latency)
+		// A zero StartTime renders as 0001-01-01T00:00:00Z: keep it zero.
+		if st := c.time(start); !st.IsZero() {
+			row.StartTime = st
+		}
+		row.HasSeats, row.HasDetails, row.WaitingOnly = hasSeats, hasDetails, !hasStart
+		setString(&row.UserName, c.str(user))
+		setString(&row.Verb, c.str(verb))
+		setString(&row.APIPath, c.str(path))
+		setString(&row.Namespace, c.str(namespace))
+		setString(&row.Name, c.str(name))
+		setString(&row.APIVersion, c.str(version))
+		setString(&row.Resource, c.str(resource))
+		setString(&row.SubResource, c.str(subresource))
+		if len(unknown) > 0 {
+			row.Extra = t.extra(r, unknown)
+		}
 		prev = row
 		if len(r.cells) < len(t.header) {
 			row.CutAfter = t.header[len(r.cells)-1]
@@ -307,10 +324,6 @@ func ParseRequests(body []byte) ([]RequestRow, error) {
 		}
 		if row.PriorityLevel == "" {
 			return fmt.Errorf("dump_requests line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
-		}
-		// A zero StartTime renders as 0001-01-01T00:00:00Z: keep it zero.
-		if row.StartTime.IsZero() {
-			row.StartTime = time.Time{}
 		}
 		return nil
 	})

@@ -478,7 +478,33 @@ func parseUTC(s string) (time.Time, bool) {
 			nsec *= 10
 		}
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	// time.Date's result, without its normalisation (the fields are in
+	// range) and its zone lookup (UTC): seconds since the epoch.
+	days := daysSinceEpoch(year, month, day)
+	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(nsec)).UTC(), true
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the date
+// (proleptic Gregorian; Howard Hinnant's days_from_civil).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	m := int64(month)
+	if m > 2 {
+		m -= 3
+	} else {
+		m += 9
+	}
+	doy := (153*m+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // daysIn is the number of days of month in year (proleptic Gregorian).
@@ -498,6 +524,10 @@ func daysIn(month, year int) int {
 func (c *cellReader) duration(col column) time.Duration {
 	v, ok := c.cell(col)
 	if !ok {
+		return 0
+	}
+	if v == "0s" {
+		// what an apiserver writes for almost every request
 		return 0
 	}
 	d, err := time.ParseDuration(v)
