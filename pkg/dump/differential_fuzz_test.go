@@ -102,3 +102,30 @@ func FuzzParseUTCMatchesTimeParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDayCacheMatchesParseUTC checks that reading a time after another
+// (whose date parseUTC remembers) reads what reading it alone reads, and
+// what time.Parse reads.
+func FuzzDayCacheMatchesParseUTC(f *testing.F) {
+	f.Add("2026-11-21T11:59:59.9Z", "2026-11-21T12:00:00Z")
+	f.Add("2024-02-29T23:59:59Z", "2024-02-29T25:00:00Z")
+	f.Add("2024-02-29T25:00:00Z", "2024-02-29T01:00:00.5Z")
+	f.Add("2023-02-28T00:00:00Z", "2023-02-29T00:00:00Z")
+	f.Add("0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z")
+	f.Fuzz(func(t *testing.T, first, s string) {
+		var d dayCache
+		d.parseUTC(first)
+		got, ok := d.parseUTC(s)
+		alone, aloneOK := parseUTC(s)
+		if ok != aloneOK || got != alone || got.Location() != alone.Location() {
+			t.Fatalf("after %q, parseUTC(%q) = %#v, %v; alone %#v, %v", first, s, got, ok, alone, aloneOK)
+		}
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || got != want || got.Location() != want.Location() {
+			t.Fatalf("parseUTC(%q) = %#v, time.Parse %#v, %v", s, got, want, err)
+		}
+	})
+}

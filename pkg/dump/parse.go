@@ -2,6 +2,7 @@ package dump
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,8 @@ type table struct {
 	// commaOnly: the padding was stripped (plain CSV); trailingComma:
 	// every line ends with a comma (the documentation's layout).
 	commaOnly, trailingComma bool
+	// days is the date its times were last read on (cellReader.time).
+	days dayCache
 	// minCells is the fewest cells a row cut short may have (-1: a row
 	// must be whole).
 	minCells int
@@ -67,7 +70,7 @@ func splitCells(dst []string, line string) []string {
 	for i := 0; ; {
 		// The cells are padded to the header's columns: jump from comma
 		// to comma rather than step through the padding.
-		c := strings.IndexByte(line[i:], ',')
+		c := indexComma(line[i:])
 		if c < 0 {
 			break
 		}
@@ -77,18 +80,64 @@ func splitCells(dst []string, line string) []string {
 			continue
 		}
 		cells = append(cells, trimSpace(line[start:i]))
-		j := i + 1
-		// Eight spaces at a time (one comparison of a word), then one.
-		for j+8 <= len(line) && line[j:j+8] == "        " {
-			j += 8
-		}
-		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
-			j++
-		}
+		j := skipPadding(line, i+1)
 		start, i = j, j
 	}
 	cells = append(cells, trimSpace(line[start:]))
 	return cells
+}
+
+// Words of eight bytes, for reading a line a word at a time (the SWAR
+// idiom of "Bit Twiddling Hacks": a word holds a zero byte when
+// (x-ones) &^ x & highs is not zero, and its lowest set bit is in the
+// first zero byte).
+const (
+	ones8   = 0x0101010101010101
+	highs8  = 0x8080808080808080
+	spaces8 = 0x2020202020202020
+	commas8 = 0x2c2c2c2c2c2c2c2c
+)
+
+// load64 reads the first eight bytes of s, the first the lowest.
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// indexComma is strings.IndexByte(s, ','), a word at a time: a cell is a
+// few bytes, for which the call costs more than the scan.
+func indexComma(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := load64(s[i:]) ^ commas8
+		if y := (x - ones8) &^ x & highs8; y != 0 {
+			return i + bits.TrailingZeros64(y)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == ',' {
+			return i
+		}
+	}
+	return -1
+}
+
+// skipPadding returns the index of the first byte of line from j on that
+// is neither a space nor a tab (len(line) if none), skipping spaces a word
+// at a time.
+func skipPadding(line string, j int) int {
+	for j+8 <= len(line) {
+		if x := load64(line[j:]) ^ spaces8; x != 0 {
+			j += bits.TrailingZeros64(x) / 8
+			break
+		}
+		j += 8
+	}
+	for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+		j++
+	}
+	return j
 }
 
 // trimSpace is strings.TrimSpace, without the call for a cell that has
@@ -431,7 +480,7 @@ func (c *cellReader) time(col column) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	if ts, ok := parseUTC(v); ok {
+	if ts, ok := c.t.days.parseUTC(v); ok {
 		return ts
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
@@ -446,6 +495,26 @@ func (c *cellReader) time(col column) time.Time {
 // zero fraction digits dropped), which a dump repeats twice a request. It
 // reports false for anything else, valid or not, which time.Parse reads.
 func parseUTC(s string) (time.Time, bool) {
+	var d dayCache
+	return d.parseUTC(s)
+}
+
+// dayCache is the date part of the last time parseUTC read and its day
+// count: a dump's times are mostly of one day.
+type dayCache struct {
+	date string
+	days int64
+}
+
+// zeroTime is how the apiserver writes a zero time (a waiting request's
+// StartTime).
+const zeroTime = "0001-01-01T00:00:00Z"
+
+// parseUTC is parseUTC, remembering the date it read in d.
+func (d *dayCache) parseUTC(s string) (time.Time, bool) {
+	if s == zeroTime {
+		return time.Time{}, true
+	}
 	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
@@ -460,9 +529,19 @@ func parseUTC(s string) (time.Time, bool) {
 		}
 		return n
 	}
-	year, month, day, hour, minute, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
-	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
-		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+	var days int64
+	if d.date != "" && s[:10] == d.date {
+		days = d.days
+	} else {
+		year, month, day := num(0, 4), num(5, 7), num(8, 10)
+		if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+			return time.Time{}, false
+		}
+		days = daysSinceEpoch(year, month, day)
+		d.date, d.days = s[:10], days
+	}
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -480,7 +559,6 @@ func parseUTC(s string) (time.Time, bool) {
 	}
 	// time.Date's result, without its normalisation (the fields are in
 	// range) and its zone lookup (UTC): seconds since the epoch.
-	days := daysSinceEpoch(year, month, day)
 	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(nsec)).UTC(), true
 }
 
