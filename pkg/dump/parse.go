@@ -46,8 +46,6 @@ type table struct {
 	// commaOnly: the padding was stripped (plain CSV); trailingComma:
 	// every line ends with a comma (the documentation's layout).
 	commaOnly, trailingComma bool
-	// days is the date its times were last read on (cellReader.time).
-	days dayCache
 	// minCells is the fewest cells a row cut short may have (-1: a row
 	// must be whole).
 	minCells int
@@ -250,6 +248,20 @@ func hasTabwriterControls(line string) bool {
 // the rest is only split).
 func scanTable(endpoint string, body []byte, first string, cuttable map[string]bool,
 	onHeader func(t *table) error, onRow func(t *table, r tableRow) error) error {
+	return scanTableParts(endpoint, body, first, cuttable, onHeader, 0, func([]int) []func(*table, tableRow) error {
+		return []func(*table, tableRow) error{onRow}
+	})
+}
+
+// scanTableParts is scanTable, reading the rows in two parts at once when
+// the rows after the header are at least parallel bytes (0: never): the
+// second part, from the line break nearest their middle, in a goroutine
+// of its own. parts gives the row handler of each part, given how many
+// lines each has at most (one part: every row). The error is the one
+// scanTable gives: the first line, in either part, that does not split,
+// else onHeader's, else the first row's error of part 0, else of part 1.
+func scanTableParts(endpoint string, body []byte, first string, cuttable map[string]bool,
+	onHeader func(t *table) error, parallel int, parts func(lines []int) []func(*table, tableRow) error) error {
 	t := &table{endpoint: endpoint, index: map[string]int{}, minCells: -1}
 	// One string for the whole body, sharing its memory: every line and
 	// cell is a substring of it, so neither the body nor a row is copied.
@@ -257,44 +269,122 @@ func scanTable(endpoint string, body []byte, first string, cuttable map[string]b
 	// (the parsers' callers keep a body as read: Snapshot.Raw).
 	text := bodyString(body)
 	lineNo := 0
-	var cells []string
-	var deferred error
 	for len(text) > 0 {
 		var raw string
 		raw, text, _ = strings.Cut(text, "\n")
 		lineNo++
-		// The apiserver's tabwriter turns tabs into padding and \v, \f into
-		// cell and line breaks, so these can only come from re-formatting;
-		// treat them as padding.
-		line := strings.TrimRight(raw, "\r")
-		if hasTabwriterControls(line) {
-			line = tabwriterControls.Replace(line)
+		line, closed, skip, err := t.prepare(raw, lineNo)
+		if err != nil {
+			return err
 		}
-		// An elision ("...", "…") stands for rows left out of a paste or a
-		// hand-trimmed bundle; no dump row is made of dots alone.
-		if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
+		if skip {
 			continue
 		}
-		if !utf8.ValidString(line) {
-			return fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+		if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
+			return err
 		}
-		// The layout of Kubernetes' documentation ends every line, header
-		// included, with a comma; no column is ever empty at the end of a
-		// header, so one trailing comma there means "drop it on every line".
-		untrimmed := strings.TrimRight(line, " ")
-		closed := strings.HasSuffix(untrimmed, ",")
-		if t.header == nil {
-			t.trailingComma = closed
+		t.trailingComma = closed
+		break
+	}
+	if t.header == nil {
+		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
+	}
+	deferred := onHeader(t)
+	if deferred != nil || parallel <= 0 || len(text) < parallel {
+		var onRow func(*table, tableRow) error
+		if deferred == nil {
+			onRow = parts([]int{lines(text)})[0]
 		}
-		if t.trailingComma {
-			line = strings.TrimSuffix(untrimmed, ",")
+		split, rowErr := t.scanRows(text, lineNo, onRow)
+		if split != nil {
+			return split
 		}
-		if t.header == nil {
-			if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
-				return err
-			}
-			cells = make([]string, 0, len(t.header))
-			deferred = onHeader(t)
+		if deferred != nil {
+			return deferred
+		}
+		return rowErr
+	}
+	// The parts meet at a line break; no break after the middle: one part.
+	first0, second := text, ""
+	if k := strings.IndexByte(text[len(text)/2:], '\n'); k >= 0 {
+		mid := len(text)/2 + k + 1
+		first0, second = text[:mid], text[mid:]
+	}
+	n0 := strings.Count(first0, "\n")
+	onRows := parts([]int{lines(first0), lines(second)})
+	type result struct{ split, row error }
+	done := make(chan result, 1)
+	go func() {
+		split, row := t.scanRows(second, lineNo+n0, onRows[1])
+		done <- result{split, row}
+	}()
+	split0, row0 := t.scanRows(first0, lineNo, onRows[0])
+	r1 := <-done
+	switch {
+	case split0 != nil:
+		return split0
+	case r1.split != nil:
+		return r1.split
+	case row0 != nil:
+		return row0
+	}
+	return r1.row
+}
+
+// lines is the number of lines of text, at most.
+func lines(text string) int {
+	n := strings.Count(text, "\n")
+	if len(text) > 0 && text[len(text)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// prepare readies one raw line of a dump: it returns the line to split,
+// whether its cells ended with a comma (closed), and whether it is to be
+// skipped (blank, an elision); an error for a line that is not text.
+func (t *table) prepare(raw string, lineNo int) (line string, closed, skip bool, err error) {
+	// The apiserver's tabwriter turns tabs into padding and \v, \f into
+	// cell and line breaks, so these can only come from re-formatting;
+	// treat them as padding.
+	line = strings.TrimRight(raw, "\r")
+	if hasTabwriterControls(line) {
+		line = tabwriterControls.Replace(line)
+	}
+	// An elision ("...", "…") stands for rows left out of a paste or a
+	// hand-trimmed bundle; no dump row is made of dots alone.
+	if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
+		return "", false, true, nil
+	}
+	if !utf8.ValidString(line) {
+		return "", false, false, fmt.Errorf("%s line %d: not UTF-8 text: %s", t.endpoint, lineNo, quoteLine(line))
+	}
+	// The layout of Kubernetes' documentation ends every line, header
+	// included, with a comma; no column is ever empty at the end of a
+	// header, so one trailing comma there means "drop it on every line".
+	untrimmed := strings.TrimRight(line, " ")
+	closed = strings.HasSuffix(untrimmed, ",")
+	if t.header == nil && closed || t.trailingComma {
+		line = strings.TrimSuffix(untrimmed, ",")
+	}
+	return line, closed, false, nil
+}
+
+// scanRows splits the rows of text, whose first line is line lineNo+1,
+// and hands them to onRow (nil: split only). It returns the first line
+// that does not split into the header's columns, and the first error of
+// onRow, after which the rest is only split.
+func (t *table) scanRows(text string, lineNo int, onRow func(*table, tableRow) error) (split, rowErr error) {
+	cells := make([]string, 0, len(t.header))
+	for len(text) > 0 {
+		var raw string
+		raw, text, _ = strings.Cut(text, "\n")
+		lineNo++
+		line, closed, skip, err := t.prepare(raw, lineNo)
+		if err != nil {
+			return err, rowErr
+		}
+		if skip {
 			continue
 		}
 		if t.commaOnly {
@@ -309,16 +399,13 @@ func scanTable(endpoint string, body []byte, first string, cuttable map[string]b
 		}
 		cut := closed && t.minCells >= 0 && len(cells) >= t.minCells && len(cells) < len(t.header)
 		if len(cells) != len(t.header) && !cut {
-			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
+			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", t.endpoint, lineNo, len(cells), len(t.header), quoteLine(line)), rowErr
 		}
-		if deferred == nil {
-			deferred = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
+		if rowErr == nil && onRow != nil {
+			rowErr = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
 		}
 	}
-	if t.header == nil {
-		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
-	}
-	return deferred
+	return nil, rowErr
 }
 
 // readHeader reads the header line of a dump.
@@ -415,6 +502,8 @@ type cellReader struct {
 	t   *table
 	r   tableRow
 	err error
+	// days, when not nil, is the date the rows read before ended on.
+	days *dayCache
 }
 
 func (c *cellReader) fail(col column, val, what string) {
@@ -480,7 +569,11 @@ func (c *cellReader) time(col column) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	if ts, ok := c.t.days.parseUTC(v); ok {
+	days := c.days
+	if days == nil {
+		days = &dayCache{}
+	}
+	if ts, ok := days.parseUTC(v); ok {
 		return ts
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
