@@ -545,6 +545,10 @@ func (c *cellReader) int(col column) int {
 	if !ok {
 		return 0
 	}
+	if len(v) == 1 && v[0]-'0' <= 9 {
+		// most counts and indexes of a dump are one digit
+		return int(v[0] - '0')
+	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		c.fail(col, v, "an integer")
