@@ -126,7 +126,9 @@ var plColumns = knownSet("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuies
 
 // ParsePriorityLevels parses a dump_priority_levels body of any layout from
 // 1.20 on. Unknown extra columns are kept in Extra; anything else that does
-// not parse is an error quoting the offending line.
+// not parse is an error quoting the offending line. The rows' strings
+// share body's memory: body must not change after (as every parser of this
+// package's).
 func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
 	var out []PriorityLevelRow
 	var hasCounters bool
@@ -179,7 +181,8 @@ func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
 var queueColumns = knownSet("PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests", "SeatsInUse",
 	"NextDispatchR", "VirtualStart", "InitialSeatsSum", "MaxSeatsSum", "TotalWorkSum")
 
-// ParseQueues parses a dump_queues body of any layout from 1.20 on.
+// ParseQueues parses a dump_queues body of any layout from 1.20 on. Its
+// rows' strings share body's memory: body must not change after.
 func ParseQueues(body []byte) ([]QueueRow, error) {
 	var out []QueueRow
 	var hasSeats bool
@@ -248,7 +251,9 @@ func setString(dst *string, v string) {
 }
 
 // ParseRequests parses a dump_requests body of any layout from 1.20 on, with
-// or without includeRequestDetails.
+// or without includeRequestDetails. Its rows' strings share body's memory:
+// body must not change after. A large body's rows are read in two parts at
+// once (parallelRows).
 func ParseRequests(body []byte) ([]RequestRow, error) {
 	var hasDetails, hasSeats, hasStart bool
 	var unknown []int
