@@ -5,8 +5,9 @@
 //
 // A large cluster's /metrics body is tens of megabytes, almost all of it
 // unrelated to APF, so FilterAPF skips foreign families line by line, looking
-// only at each line's metric name, and hands only the kept lines to
-// github.com/prometheus/common/expfmt.
+// only at each line's metric name, and only the kept lines are parsed:
+// in the form kube-apiserver writes them by a parser of this package's own
+// (ParseText), any other form by github.com/prometheus/common/expfmt.
 package metrics
 
 import (
