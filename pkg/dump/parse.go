@@ -62,23 +62,58 @@ type tableRow struct {
 // splitCells splits one dump line into dst's storage. A separator is a
 // comma followed by a space or by the end of the line; the padding after
 // it is dropped.
+//
+// It runs once a cell of every row: the search for the comma, the trim
+// and the skip of the padding are written out here rather than called.
 func splitCells(dst []string, line string) []string {
 	cells := dst[:0]
 	start := 0
 	for i := 0; ; {
 		// The cells are padded to the header's columns: jump from comma
-		// to comma rather than step through the padding.
-		c := indexComma(line[i:])
-		if c < 0 {
-			break
+		// to comma, a word of eight bytes at a time, rather than step
+		// through the padding.
+		c := -1
+		for ; i+8 <= len(line); i += 8 {
+			x := load64(line[i:]) ^ commas8
+			if y := (x - ones8) &^ x & highs8; y != 0 {
+				c = i + bits.TrailingZeros64(y)/8
+				break
+			}
 		}
-		i += c
+		if c < 0 {
+			for ; i < len(line); i++ {
+				if line[i] == ',' {
+					c = i
+					break
+				}
+			}
+			if c < 0 {
+				break
+			}
+		}
+		i = c
 		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
 			i++
 			continue
 		}
-		cells = append(cells, trimSpace(line[start:i]))
-		j := skipPadding(line, i+1)
+		// trimSpace, without its call
+		cell := line[start:i]
+		if len(cell) == 0 || cell[0] <= ' ' || cell[0] >= utf8.RuneSelf || cell[len(cell)-1] <= ' ' || cell[len(cell)-1] >= utf8.RuneSelf {
+			cell = strings.TrimSpace(cell)
+		}
+		cells = append(cells, cell)
+		// The padding, eight spaces at a time, then a byte at a time.
+		j := i + 1
+		for j+8 <= len(line) {
+			if x := load64(line[j:]) ^ spaces8; x != 0 {
+				j += bits.TrailingZeros64(x) / 8
+				break
+			}
+			j += 8
+		}
+		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
 		start, i = j, j
 	}
 	cells = append(cells, trimSpace(line[start:]))
@@ -101,41 +136,6 @@ func load64(s string) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// indexComma is strings.IndexByte(s, ','), a word at a time: a cell is a
-// few bytes, for which the call costs more than the scan.
-func indexComma(s string) int {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := load64(s[i:]) ^ commas8
-		if y := (x - ones8) &^ x & highs8; y != 0 {
-			return i + bits.TrailingZeros64(y)/8
-		}
-	}
-	for ; i < len(s); i++ {
-		if s[i] == ',' {
-			return i
-		}
-	}
-	return -1
-}
-
-// skipPadding returns the index of the first byte of line from j on that
-// is neither a space nor a tab (len(line) if none), skipping spaces a word
-// at a time.
-func skipPadding(line string, j int) int {
-	for j+8 <= len(line) {
-		if x := load64(line[j:]) ^ spaces8; x != 0 {
-			j += bits.TrailingZeros64(x) / 8
-			break
-		}
-		j += 8
-	}
-	for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
-		j++
-	}
-	return j
 }
 
 // trimSpace is strings.TrimSpace, without the call for a cell that has
