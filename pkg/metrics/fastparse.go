@@ -109,12 +109,8 @@ func (p *strictParser) family(name string) (mf *dto.MetricFamily, isCount, isSum
 	if mf = p.fams[name]; mf != nil {
 		return mf, false, false
 	}
-	if base := strings.TrimSuffix(strings.TrimSuffix(name, "_count"), "_sum"); base != name && len(base) > 0 {
-		// a summary would be found here first; parseStrict reads none
-		if mf = p.fams[base]; mf != nil && mf.GetType() == dto.MetricType_SUMMARY {
-			return nil, false, false
-		}
-	}
+	// expfmt looks for a summary the name is a series of first: parseStrict
+	// reads no summary (a TYPE summary line leaves the text to expfmt).
 	base := name
 	switch {
 	case len(name) > 6 && strings.HasSuffix(name, "_count"):
@@ -142,9 +138,6 @@ func (p *strictParser) sample(line string) bool {
 		return false
 	}
 	mf, isCount, isSum := p.family(name)
-	if mf == nil {
-		return false
-	}
 	if mf.Type == nil {
 		mf.Type = dto.MetricType_UNTYPED.Enum()
 	}
