@@ -2,6 +2,7 @@ package dump
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,5 +101,73 @@ func FuzzParseUTCMatchesTimeParse(f *testing.F) {
 		if got != want || got.Location() != want.Location() {
 			t.Fatalf("parseUTC(%q) = %#v, time.Parse %#v", s, got, want)
 		}
+	})
+}
+
+// FuzzDayCacheMatchesParseUTC checks that reading a time after another
+// (whose date parseUTC remembers) reads what reading it alone reads, and
+// what time.Parse reads.
+func FuzzDayCacheMatchesParseUTC(f *testing.F) {
+	f.Add("2026-11-21T11:59:59.9Z", "2026-11-21T12:00:00Z")
+	f.Add("2024-02-29T23:59:59Z", "2024-02-29T25:00:00Z")
+	f.Add("2024-02-29T25:00:00Z", "2024-02-29T01:00:00.5Z")
+	f.Add("2023-02-28T00:00:00Z", "2023-02-29T00:00:00Z")
+	f.Add("0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z")
+	f.Fuzz(func(t *testing.T, first, s string) {
+		var d dayCache
+		d.parseUTC(first)
+		got, ok := d.parseUTC(s)
+		alone, aloneOK := parseUTC(s)
+		if ok != aloneOK || got != alone || got.Location() != alone.Location() {
+			t.Fatalf("after %q, parseUTC(%q) = %#v, %v; alone %#v, %v", first, s, got, ok, alone, aloneOK)
+		}
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || got != want || got.Location() != want.Location() {
+			t.Fatalf("parseUTC(%q) = %#v, time.Parse %#v, %v", s, got, want, err)
+		}
+	})
+}
+
+// FuzzParseRequestsInPartsMatchesReference checks the request parser on
+// bodies large enough to be read in two parts at once: the real load
+// capture's rows repeated, with line inserted before the at-th row (of
+// either part, or at the line break where they meet) and again before the
+// second-th. The rows or the error must be the reference's: which fault
+// wins when both parts have one, line numbers after the break, and rows
+// of the second part behind skipped lines of the first.
+func FuzzParseRequestsInPartsMatchesReference(f *testing.F) {
+	body := readFixture(f, "v1.37.1-load", FileRequests)
+	header, rowText, _ := strings.Cut(string(body), "\n")
+	rows := strings.Split(strings.TrimSuffix(rowText, "\n"), "\n")
+	var big []string
+	for n := 0; n < parallelRows*5/4; {
+		for _, r := range rows {
+			big = append(big, r)
+			n += len(r) + 1
+		}
+	}
+	mid := len(big) / 2
+	for _, line := range []string{"", "...", "<none>, <none>, <none>, <none>, <none>, <none>", "apf-load, apf-load, x, 0, d, 2026-11-21T15:16:42Z",
+		rows[1] + ", extra", strings.Replace(rows[1], "2026-11-21", "2026-02-30", 1), strings.Replace(rows[1], "apf-load", "", 1), "\xff\xfe", rows[0]} {
+		for _, at := range [][2]uint32{{1, 2}, {uint32(mid - 1), uint32(mid + 1)}, {uint32(mid), uint32(mid)}, {2, uint32(mid + 2)}, {uint32(mid + 3), 5}} {
+			f.Add(line, at[0], at[1])
+		}
+	}
+	f.Fuzz(func(t *testing.T, line string, at, second uint32) {
+		if strings.ContainsAny(line, "\n") {
+			return
+		}
+		lines := append([]string{header}, big...)
+		for _, i := range []uint32{at, second} {
+			i = 1 + i%uint32(len(lines))
+			lines = append(lines[:i], append([]string{line}, lines[i:]...)...)
+		}
+		b := []byte(strings.Join(lines, "\n") + "\n")
+		got, err := ParseRequests(b)
+		want, wantErr := refParseRequests(b)
+		sameResult(t, got, err, want, wantErr)
 	})
 }

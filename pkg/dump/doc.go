@@ -17,7 +17,8 @@
 //   - PriorityLevelDump, QueueDump, RequestDump: the three debug dumps
 //     (/debug/api_priority_and_fairness/dump_*), parsed in every column layout
 //     from Kubernetes 1.20 on (see ParsePriorityLevels, ParseQueues,
-//     ParseRequests);
+//     ParseRequests), whose strings share the memory of the bodies in Raw
+//     (so neither is changed after the parse);
 //   - Metrics: zero, one or two scrapes of the APF families of /metrics
 //     (package metrics), oldest first; two give rates.
 //

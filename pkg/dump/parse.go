@@ -2,10 +2,12 @@ package dump
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxQuotedLine bounds how much of an offending line an error quotes, so a
@@ -13,6 +15,16 @@ import (
 const maxQuotedLine = 120
 
 var tabwriterControls = strings.NewReplacer("\t", " ", "\v", " ", "\f", " ")
+
+// bodyString is body as a string without a copy: a dump is megabytes and
+// its rows keep substrings of it, beside the body itself kept in
+// Snapshot.Raw. The caller must not modify body while the string lives.
+func bodyString(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return unsafe.String(&body[0], len(body))
+}
 
 // table is the header of one debug dump and what it says about the rows:
 // how to split them and which cells they must hold.
@@ -50,25 +62,53 @@ type tableRow struct {
 // splitCells splits one dump line into dst's storage. A separator is a
 // comma followed by a space or by the end of the line; the padding after
 // it is dropped.
+//
+// It runs once a cell of every row: the search for the comma, the trim
+// and the skip of the padding are written out here rather than called.
 func splitCells(dst []string, line string) []string {
 	cells := dst[:0]
 	start := 0
 	for i := 0; ; {
 		// The cells are padded to the header's columns: jump from comma
-		// to comma rather than step through the padding.
-		c := strings.IndexByte(line[i:], ',')
-		if c < 0 {
-			break
+		// to comma, a word of eight bytes at a time, rather than step
+		// through the padding.
+		c := -1
+		for ; i+8 <= len(line); i += 8 {
+			x := load64(line[i:]) ^ commas8
+			if y := (x - ones8) &^ x & highs8; y != 0 {
+				c = i + bits.TrailingZeros64(y)/8
+				break
+			}
 		}
-		i += c
+		if c < 0 {
+			for ; i < len(line); i++ {
+				if line[i] == ',' {
+					c = i
+					break
+				}
+			}
+			if c < 0 {
+				break
+			}
+		}
+		i = c
 		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
 			i++
 			continue
 		}
-		cells = append(cells, trimSpace(line[start:i]))
+		// trimSpace, without its call
+		cell := line[start:i]
+		if len(cell) == 0 || cell[0] <= ' ' || cell[0] >= utf8.RuneSelf || cell[len(cell)-1] <= ' ' || cell[len(cell)-1] >= utf8.RuneSelf {
+			cell = strings.TrimSpace(cell)
+		}
+		cells = append(cells, cell)
+		// The padding, eight spaces at a time, then a byte at a time.
 		j := i + 1
-		// Eight spaces at a time (one comparison of a word), then one.
-		for j+8 <= len(line) && line[j:j+8] == "        " {
+		for j+8 <= len(line) {
+			if x := load64(line[j:]) ^ spaces8; x != 0 {
+				j += bits.TrailingZeros64(x) / 8
+				break
+			}
 			j += 8
 		}
 		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
@@ -78,6 +118,24 @@ func splitCells(dst []string, line string) []string {
 	}
 	cells = append(cells, trimSpace(line[start:]))
 	return cells
+}
+
+// Words of eight bytes, for reading a line a word at a time (the SWAR
+// idiom of "Bit Twiddling Hacks": a word holds a zero byte when
+// (x-ones) &^ x & highs is not zero, and its lowest set bit is in the
+// first zero byte).
+const (
+	ones8   = 0x0101010101010101
+	highs8  = 0x8080808080808080
+	spaces8 = 0x2020202020202020
+	commas8 = 0x2c2c2c2c2c2c2c2c
+)
+
+// load64 reads the first eight bytes of s, the first the lowest.
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // trimSpace is strings.TrimSpace, without the call for a cell that has
@@ -190,49 +248,143 @@ func hasTabwriterControls(line string) bool {
 // the rest is only split).
 func scanTable(endpoint string, body []byte, first string, cuttable map[string]bool,
 	onHeader func(t *table) error, onRow func(t *table, r tableRow) error) error {
+	return scanTableParts(endpoint, body, first, cuttable, onHeader, 0, func([]int) []func(*table, tableRow) error {
+		return []func(*table, tableRow) error{onRow}
+	})
+}
+
+// scanTableParts is scanTable, reading the rows in two parts at once when
+// the rows after the header are at least parallel bytes (0: never): the
+// second part, from the line break nearest their middle, in a goroutine
+// of its own. parts gives the row handler of each part, given how many
+// lines each has at most (one part: every row). The error is the one
+// scanTable gives: the first line, in either part, that does not split,
+// else onHeader's, else the first row's error of part 0, else of part 1.
+func scanTableParts(endpoint string, body []byte, first string, cuttable map[string]bool,
+	onHeader func(t *table) error, parallel int, parts func(lines []int) []func(*table, tableRow) error) error {
 	t := &table{endpoint: endpoint, index: map[string]int{}, minCells: -1}
-	// One string for the whole body: every line and cell is a substring of it,
-	// so a row costs no copy of its text.
-	text := string(body)
+	// One string for the whole body, sharing its memory: every line and
+	// cell is a substring of it, so neither the body nor a row is copied.
+	// The rows' strings keep body alive, and it must not change after
+	// (the parsers' callers keep a body as read: Snapshot.Raw).
+	text := bodyString(body)
 	lineNo := 0
-	var cells []string
-	var deferred error
 	for len(text) > 0 {
 		var raw string
 		raw, text, _ = strings.Cut(text, "\n")
 		lineNo++
-		// The apiserver's tabwriter turns tabs into padding and \v, \f into
-		// cell and line breaks, so these can only come from re-formatting;
-		// treat them as padding.
-		line := strings.TrimRight(raw, "\r")
-		if hasTabwriterControls(line) {
-			line = tabwriterControls.Replace(line)
+		line, closed, skip, err := t.prepare(raw, lineNo)
+		if err != nil {
+			return err
 		}
-		// An elision ("...", "…") stands for rows left out of a paste or a
-		// hand-trimmed bundle; no dump row is made of dots alone.
-		if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
+		if skip {
 			continue
 		}
-		if !utf8.ValidString(line) {
-			return fmt.Errorf("%s line %d: not UTF-8 text: %s", endpoint, lineNo, quoteLine(line))
+		if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
+			return err
 		}
-		// The layout of Kubernetes' documentation ends every line, header
-		// included, with a comma; no column is ever empty at the end of a
-		// header, so one trailing comma there means "drop it on every line".
-		untrimmed := strings.TrimRight(line, " ")
-		closed := strings.HasSuffix(untrimmed, ",")
-		if t.header == nil {
-			t.trailingComma = closed
+		t.trailingComma = closed
+		break
+	}
+	if t.header == nil {
+		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
+	}
+	deferred := onHeader(t)
+	if deferred != nil || parallel <= 0 || len(text) < parallel {
+		var onRow func(*table, tableRow) error
+		if deferred == nil {
+			onRow = parts([]int{lines(text)})[0]
 		}
-		if t.trailingComma {
-			line = strings.TrimSuffix(untrimmed, ",")
+		split, rowErr := t.scanRows(text, lineNo, onRow)
+		if split != nil {
+			return split
 		}
-		if t.header == nil {
-			if err := t.readHeader(line, lineNo, first, cuttable); err != nil {
-				return err
-			}
-			cells = make([]string, 0, len(t.header))
-			deferred = onHeader(t)
+		if deferred != nil {
+			return deferred
+		}
+		return rowErr
+	}
+	// The parts meet at a line break; no break after the middle: one part.
+	first0, second := text, ""
+	if k := strings.IndexByte(text[len(text)/2:], '\n'); k >= 0 {
+		mid := len(text)/2 + k + 1
+		first0, second = text[:mid], text[mid:]
+	}
+	n0 := strings.Count(first0, "\n")
+	onRows := parts([]int{lines(first0), lines(second)})
+	type result struct{ split, row error }
+	done := make(chan result, 1)
+	go func() {
+		split, row := t.scanRows(second, lineNo+n0, onRows[1])
+		done <- result{split, row}
+	}()
+	split0, row0 := t.scanRows(first0, lineNo, onRows[0])
+	r1 := <-done
+	switch {
+	case split0 != nil:
+		return split0
+	case r1.split != nil:
+		return r1.split
+	case row0 != nil:
+		return row0
+	}
+	return r1.row
+}
+
+// lines is the number of lines of text, at most.
+func lines(text string) int {
+	n := strings.Count(text, "\n")
+	if len(text) > 0 && text[len(text)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// prepare readies one raw line of a dump: it returns the line to split,
+// whether its cells ended with a comma (closed), and whether it is to be
+// skipped (blank, an elision); an error for a line that is not text.
+func (t *table) prepare(raw string, lineNo int) (line string, closed, skip bool, err error) {
+	// The apiserver's tabwriter turns tabs into padding and \v, \f into
+	// cell and line breaks, so these can only come from re-formatting;
+	// treat them as padding.
+	line = strings.TrimRight(raw, "\r")
+	if hasTabwriterControls(line) {
+		line = tabwriterControls.Replace(line)
+	}
+	// An elision ("...", "…") stands for rows left out of a paste or a
+	// hand-trimmed bundle; no dump row is made of dots alone.
+	if trimmed := strings.TrimSpace(line); trimmed == "" || isElision(trimmed) {
+		return "", false, true, nil
+	}
+	if !utf8.ValidString(line) {
+		return "", false, false, fmt.Errorf("%s line %d: not UTF-8 text: %s", t.endpoint, lineNo, quoteLine(line))
+	}
+	// The layout of Kubernetes' documentation ends every line, header
+	// included, with a comma; no column is ever empty at the end of a
+	// header, so one trailing comma there means "drop it on every line".
+	untrimmed := strings.TrimRight(line, " ")
+	closed = strings.HasSuffix(untrimmed, ",")
+	if t.header == nil && closed || t.trailingComma {
+		line = strings.TrimSuffix(untrimmed, ",")
+	}
+	return line, closed, false, nil
+}
+
+// scanRows splits the rows of text, whose first line is line lineNo+1,
+// and hands them to onRow (nil: split only). It returns the first line
+// that does not split into the header's columns, and the first error of
+// onRow, after which the rest is only split.
+func (t *table) scanRows(text string, lineNo int, onRow func(*table, tableRow) error) (split, rowErr error) {
+	cells := make([]string, 0, len(t.header))
+	for len(text) > 0 {
+		var raw string
+		raw, text, _ = strings.Cut(text, "\n")
+		lineNo++
+		line, closed, skip, err := t.prepare(raw, lineNo)
+		if err != nil {
+			return err, rowErr
+		}
+		if skip {
 			continue
 		}
 		if t.commaOnly {
@@ -247,16 +399,13 @@ func scanTable(endpoint string, body []byte, first string, cuttable map[string]b
 		}
 		cut := closed && t.minCells >= 0 && len(cells) >= t.minCells && len(cells) < len(t.header)
 		if len(cells) != len(t.header) && !cut {
-			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", endpoint, lineNo, len(cells), len(t.header), quoteLine(line))
+			return fmt.Errorf("%s line %d: %d columns where the header has %d: %s", t.endpoint, lineNo, len(cells), len(t.header), quoteLine(line)), rowErr
 		}
-		if deferred == nil {
-			deferred = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
+		if rowErr == nil && onRow != nil {
+			rowErr = onRow(t, tableRow{lineNo: lineNo, line: line, cells: cells})
 		}
 	}
-	if t.header == nil {
-		return fmt.Errorf("%s: empty body, expected a header starting with %q", endpoint, first)
-	}
-	return deferred
+	return nil, rowErr
 }
 
 // readHeader reads the header line of a dump.
@@ -353,6 +502,8 @@ type cellReader struct {
 	t   *table
 	r   tableRow
 	err error
+	// days, when not nil, is the date the rows read before ended on.
+	days *dayCache
 }
 
 func (c *cellReader) fail(col column, val, what string) {
@@ -394,6 +545,10 @@ func (c *cellReader) int(col column) int {
 	if !ok {
 		return 0
 	}
+	if len(v) == 1 && v[0]-'0' <= 9 {
+		// most counts and indexes of a dump are one digit
+		return int(v[0] - '0')
+	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		c.fail(col, v, "an integer")
@@ -418,7 +573,11 @@ func (c *cellReader) time(col column) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	if ts, ok := parseUTC(v); ok {
+	days := c.days
+	if days == nil {
+		days = &dayCache{}
+	}
+	if ts, ok := days.parseUTC(v); ok {
 		return ts
 	}
 	ts, err := time.Parse(time.RFC3339Nano, v)
@@ -433,6 +592,26 @@ func (c *cellReader) time(col column) time.Time {
 // zero fraction digits dropped), which a dump repeats twice a request. It
 // reports false for anything else, valid or not, which time.Parse reads.
 func parseUTC(s string) (time.Time, bool) {
+	var d dayCache
+	return d.parseUTC(s)
+}
+
+// dayCache is the date part of the last time parseUTC read and its day
+// count: a dump's times are mostly of one day.
+type dayCache struct {
+	date string
+	days int64
+}
+
+// zeroTime is how the apiserver writes a zero time (a waiting request's
+// StartTime).
+const zeroTime = "0001-01-01T00:00:00Z"
+
+// parseUTC is parseUTC, remembering the date it read in d.
+func (d *dayCache) parseUTC(s string) (time.Time, bool) {
+	if s == zeroTime {
+		return time.Time{}, true
+	}
 	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
@@ -447,9 +626,19 @@ func parseUTC(s string) (time.Time, bool) {
 		}
 		return n
 	}
-	year, month, day, hour, minute, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
-	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
-		minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+	var days int64
+	if d.date != "" && s[:10] == d.date {
+		days = d.days
+	} else {
+		year, month, day := num(0, 4), num(5, 7), num(8, 10)
+		if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+			return time.Time{}, false
+		}
+		days = daysSinceEpoch(year, month, day)
+		d.date, d.days = s[:10], days
+	}
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -465,7 +654,32 @@ func parseUTC(s string) (time.Time, bool) {
 			nsec *= 10
 		}
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	// time.Date's result, without its normalisation (the fields are in
+	// range) and its zone lookup (UTC): seconds since the epoch.
+	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(nsec)).UTC(), true
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the date
+// (proleptic Gregorian; Howard Hinnant's days_from_civil).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	m := int64(month)
+	if m > 2 {
+		m -= 3
+	} else {
+		m += 9
+	}
+	doy := (153*m+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // daysIn is the number of days of month in year (proleptic Gregorian).
@@ -485,6 +699,10 @@ func daysIn(month, year int) int {
 func (c *cellReader) duration(col column) time.Duration {
 	v, ok := c.cell(col)
 	if !ok {
+		return 0
+	}
+	if v == "0s" {
+		// what an apiserver writes for almost every request
 		return 0
 	}
 	d, err := time.ParseDuration(v)

@@ -332,3 +332,17 @@ func TestParseRequestsCutRows(t *testing.T) {
 		}
 	}
 }
+
+// TestDaysSinceEpoch checks parseUTC's day count against time.Date over
+// every day of years around the edges it reads (year 0, a leap year;
+// centuries; the Unix epoch; 9999): each day starts at midnight, so the
+// Unix time divides exactly.
+func TestDaysSinceEpoch(t *testing.T) {
+	for _, year := range []int{0, 1, 4, 99, 100, 400, 1600, 1900, 1969, 1970, 2000, 2024, 2100, 9999} {
+		for d := time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() == year; d = d.AddDate(0, 0, 1) {
+			if got, want := daysSinceEpoch(d.Year(), int(d.Month()), d.Day()), d.Unix()/86400; got != want {
+				t.Fatalf("daysSinceEpoch(%s) = %d, time.Date gives %d", d.Format(time.DateOnly), got, want)
+			}
+		}
+	}
+}

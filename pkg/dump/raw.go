@@ -74,8 +74,27 @@ func ConvertList(body []byte) ([]byte, error) {
 
 // ParseRaw fills the typed fields from Raw. A live capture and a bundle read
 // back both go through here, so they print the same.
+//
+// A large request dump (most of a refresh's parse, at tens of thousands of
+// requests) is parsed in a goroutine of its own while the rest is parsed
+// here; the error returned is the one of the first input, in the order
+// below, that fails, as when they are parsed one after the other.
 func (s *Snapshot) ParseRaw() error {
 	var err error
+	var requests chan requestsResult
+	if b, ok := s.Raw[FileRequests]; ok && len(b) >= parallelRequests {
+		requests = make(chan requestsResult, 1)
+		go func() {
+			rows, err := ParseRequests(b)
+			requests <- requestsResult{rows, err}
+		}()
+		// Wait on every return: the goroutine writes nothing of s.
+		defer func() {
+			if requests != nil {
+				<-requests
+			}
+		}()
+	}
 	if b, ok := s.Raw[FileVersion]; ok && s.ServerVersion == nil {
 		var v version.Info
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -107,12 +126,13 @@ func (s *Snapshot) ParseRaw() error {
 			return err
 		}
 	}
-	if b, ok := s.Raw[FileRequests]; ok {
+	if b, ok := s.Raw[FileRequests]; ok && requests == nil {
 		if s.RequestDump, err = ParseRequests(b); err != nil {
 			return err
 		}
 	}
-	s.Metrics = nil
+	var scrapes []*metrics.Scrape
+	var metricsErr error
 	for i := 0; ; i++ {
 		b, ok := s.Raw[MetricsFile(i)]
 		if !ok {
@@ -126,11 +146,31 @@ func (s *Snapshot) ParseRaw() error {
 		}
 		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
 		if err != nil {
-			return fmt.Errorf("%s: %w", MetricsFile(i), err)
+			metricsErr = fmt.Errorf("%s: %w", MetricsFile(i), err)
+			break
 		}
-		s.Metrics = append(s.Metrics, sc)
+		scrapes = append(scrapes, sc)
 	}
-	return nil
+	if requests != nil {
+		r := <-requests
+		requests = nil
+		if r.err != nil {
+			return r.err
+		}
+		s.RequestDump = r.rows
+	}
+	s.Metrics = scrapes
+	return metricsErr
+}
+
+// parallelRequests is the size of a request dump from which ParseRaw
+// parses it in a goroutine of its own (about a thousand requests): below
+// it, the goroutine costs more than it saves.
+const parallelRequests = 256 << 10
+
+type requestsResult struct {
+	rows []RequestRow
+	err  error
 }
 
 func typeMetaList(kind string) metav1.TypeMeta {

@@ -3,6 +3,10 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -233,4 +237,45 @@ func FuzzFilterAPF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// onlyReader hides every method of a reader but Read, so FilterAPF cannot
+// see the body's length.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// TestFilterSizedBufferKeepsTheSame checks that a body whose length
+// FilterAPF sees (a bytes.Reader: its read buffer and output are sized to
+// it) keeps the same bytes and the same families as the same body read
+// through a plain reader (the 256 KiB buffer), or the same error, for
+// every /metrics body in testdata/metrics and testdata/field, and a
+// generated body larger than the buffer: the same bytes parse the same.
+func TestFilterSizedBufferKeepsTheSame(t *testing.T) {
+	bodies := map[string][]byte{"generated": genBody(1 << 20)}
+	for _, dir := range []string{filepath.Join("..", "..", "testdata", "metrics"), filepath.Join("..", "..", "testdata", "field")} {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".txt") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(b, []byte(FlowcontrolPrefix)) && !bytes.Contains(b, []byte("PriorityLevelName")) {
+				bodies[p] = b
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bodies) < 10 {
+		t.Fatalf("%d bodies: testdata moved?", len(bodies))
+	}
+	for name, body := range bodies {
+		want, wantErr := FilterAPF(onlyReader{bytes.NewReader(body)})
+		got, err := FilterAPF(bytes.NewReader(body))
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+			t.Errorf("%s: sized: %d bytes, %v; plain reader: %d bytes, %v", name, len(got), err, len(want), wantErr)
+		}
+	}
 }

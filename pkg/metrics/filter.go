@@ -5,8 +5,9 @@
 //
 // A large cluster's /metrics body is tens of megabytes, almost all of it
 // unrelated to APF, so FilterAPF skips foreign families line by line, looking
-// only at each line's metric name, and hands only the kept lines to
-// github.com/prometheus/common/expfmt.
+// only at each line's metric name, and only the kept lines are parsed:
+// in the form kube-apiserver writes them by a parser of this package's own
+// (ParseText), any other form by github.com/prometheus/common/expfmt.
 package metrics
 
 import (
@@ -121,6 +122,9 @@ func keepSample(name, line []byte) bool {
 	return false
 }
 
+// readBuffer is the buffer FilterAPF reads a body through.
+const readBuffer = 256 * 1024
+
 // maxLine bounds one line of a /metrics body; anything longer is garbage.
 const maxLine = 1 << 20
 
@@ -141,8 +145,16 @@ var ErrNotMetrics = errors.New("not the Prometheus text format")
 // so is the quoted-name syntax of UTF-8 metric names (a line starting with
 // "{"), which kube-apiserver does not emit.
 func FilterAPF(r io.Reader) ([]byte, error) {
-	br := bufio.NewReaderSize(r, 256*1024)
+	size := readBuffer
 	var out bytes.Buffer
+	if l, ok := r.(interface{ Len() int }); ok && l.Len() < readBuffer {
+		// A body in memory, smaller than the buffer (a bundle's filtered
+		// scrape, a refresh's): a buffer of its size, and room for all
+		// of it in out, rather than 256 KiB zeroed for nothing.
+		size = l.Len() + 1
+		out.Grow(l.Len() + 1)
+	}
+	br := bufio.NewReaderSize(r, size)
 	lineNo := 0
 	for {
 		line, err := br.ReadSlice('\n')

@@ -36,7 +36,9 @@ func ParseAPF(r io.Reader, at time.Time) (*Scrape, []byte, error) {
 	return s, kept, nil
 }
 
-// ParseText parses Prometheus text with expfmt, without filtering. Metric
+// ParseText parses Prometheus text with expfmt, without filtering (the
+// text kube-apiserver writes through parseStrict, which reads the same
+// families faster and leaves the rest to expfmt). Metric
 // names are validated with the legacy scheme: kube-apiserver only emits
 // legacy names, and the text format cannot carry quoted UTF-8 names anyway.
 func ParseText(body []byte, at time.Time) (s *Scrape, err error) {
@@ -47,6 +49,9 @@ func ParseText(body []byte, at time.Time) (s *Scrape, err error) {
 			s, err = nil, fmt.Errorf("parsing metrics: malformed text (%v)", r)
 		}
 	}()
+	if fams, ok := parseStrict(body); ok {
+		return &Scrape{Time: at, Families: fams}, nil
+	}
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
