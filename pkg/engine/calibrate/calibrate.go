@@ -1019,6 +1019,7 @@ type preparer struct {
 	serial  map[int]time.Duration
 	sawExec bool
 	parsed  engine.RequestCache
+	classes engine.ClassifyMemo
 	rooms   *rooms
 }
 
@@ -1064,7 +1065,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	}
 	level := w.PriorityLevel
 	if w.UserKnown && (level == "" || p.opts.Config != nil) && p.opts.Config != nil {
-		level = p.opts.Config.Classify(er).PriorityLevel.Name
+		level = p.classes.Classify(p.opts.Config, &er).PriorityLevel.Name
 	}
 	if level == "" {
 		return er, false
