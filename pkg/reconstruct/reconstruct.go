@@ -32,7 +32,7 @@ func RunReader(src workload.Reader, opts Options, wrap func(workload.Reader) wor
 			first = false
 			return wrap(tape.Record(src)), nil
 		}
-		return wrap(tape.Reader()), nil
+		return wrap(tape.ReaderAhead()), nil
 	}, opts)
 }
 
