@@ -273,7 +273,7 @@ func timeoutParamParsed(rawURL string) (time.Duration, error) {
 // afresh. The zero value is ready to use; it is not safe for concurrent
 // use.
 type RequestCache struct {
-	m map[requestKey]cachedRequest
+	m map[requestKey]*cachedRequest
 }
 
 // MaxCachedRequests bounds a RequestCache.
@@ -291,11 +291,12 @@ type cachedRequest struct {
 // must not modify it.
 func (c *RequestCache) Parse(verbOrMethod, pathWithQuery string, id Identity) (Request, error) {
 	k := requestKey{verbOrMethod, pathWithQuery}
-	e, ok := c.m[k]
-	if !ok {
+	e := c.m[k]
+	if e == nil {
+		e = new(cachedRequest)
 		e.r, e.err = ParseRequest(verbOrMethod, pathWithQuery, Identity{})
 		if c.m == nil || len(c.m) >= MaxCachedRequests {
-			c.m = make(map[requestKey]cachedRequest)
+			c.m = make(map[requestKey]*cachedRequest)
 		}
 		c.m[k] = e
 	}

@@ -251,7 +251,7 @@ func TestRequestCache(t *testing.T) {
 		}
 		// fill the cache so that the next round starts afresh
 		for j := len(c.m); j < MaxCachedRequests; j++ {
-			c.m[requestKey{"GET", fmt.Sprintf("/filler/%d", j)}] = cachedRequest{}
+			c.m[requestKey{"GET", fmt.Sprintf("/filler/%d", j)}] = &cachedRequest{}
 		}
 	}
 }

@@ -114,9 +114,9 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 		}
 		res, err := Run(func() (workload.Reader, error) {
 			if len(names) == 1 {
-				return wrap(&named{Reader: tape.Reader(), name: name}), nil
+				return wrap(&named{Reader: tape.ReaderAhead(), name: name}), nil
 			}
-			return wrap(&named{Reader: &instanceOnly{Reader: tape.Reader(), resolved: resolved, name: name}, name: name}), nil
+			return wrap(&named{Reader: &instanceOnly{Reader: tape.ReaderAhead(), resolved: resolved, name: name}, name: name}), nil
 		}, o)
 		if err != nil {
 			if len(names) > 1 {

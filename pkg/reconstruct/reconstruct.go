@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -32,7 +33,7 @@ func RunReader(src workload.Reader, opts Options, wrap func(workload.Reader) wor
 			first = false
 			return wrap(tape.Record(src)), nil
 		}
-		return wrap(tape.Reader()), nil
+		return wrap(tape.ReaderAhead()), nil
 	}, opts)
 }
 
@@ -72,26 +73,124 @@ func Run(open func() (workload.Reader, error), opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	src, err := progressing(open, opts.Progress, "reconstructing")()
+	src, err := open()
 	if err != nil {
 		return nil, err
 	}
 	rs := newState(opts, cal)
 	tap := &tapper{src: src}
-	rd := cal.Apply(tap)
-	var w workload.Request
+	// the calibration completes the records in a goroutine of its own,
+	// batches ahead of the reconstruction, which reads them here in the
+	// same order; progress is told here, as the records arrive
+	ah := applyAhead(cal.Apply(tap), tap)
+	defer ah.close()
+	var n int64
 	for {
-		err := rd.Next(&w)
+		it, err := ah.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the workload: %w", err)
 		}
-		rs.add(&w, tap.orig)
+		if n++; opts.Progress != nil && n%progressEvery == 0 {
+			opts.Progress("reconstructing", n)
+		}
+		rs.add(&it.w, it.orig)
 	}
 	return rs.finish(), nil
 }
+
+// applied is a record as the calibration completed it, with what it
+// carried as read.
+type applied struct {
+	w    workload.Request
+	orig recorded
+}
+
+// ahead reads a calibrated reader in a goroutine of its own, batches of
+// records ahead of the caller. The reader's state (the calibration's
+// counts) is the goroutine's until next has returned the reader's error
+// (io.EOF at the end). Memory: at most aheadDepth+2 batches of aheadBatch
+// records.
+type ahead struct {
+	ch   chan aheadBatchOf
+	free chan []applied
+	stop chan struct{}
+	once sync.Once
+	cur  []applied
+	i    int
+	err  error
+}
+
+type aheadBatchOf struct {
+	items []applied
+	err   error
+}
+
+const (
+	aheadBatch = 256
+	aheadDepth = 2
+)
+
+func applyAhead(rd workload.Reader, tap *tapper) *ahead {
+	a := &ahead{ch: make(chan aheadBatchOf, aheadDepth), free: make(chan []applied, aheadDepth+1), stop: make(chan struct{})}
+	go a.run(rd, tap)
+	return a
+}
+
+func (a *ahead) run(rd workload.Reader, tap *tapper) {
+	for {
+		var items []applied
+		select {
+		case items = <-a.free:
+		default:
+			items = make([]applied, 0, aheadBatch)
+		}
+		var err error
+		for len(items) < aheadBatch {
+			items = append(items, applied{})
+			it := &items[len(items)-1]
+			if err = rd.Next(&it.w); err != nil {
+				items = items[:len(items)-1]
+				break
+			}
+			it.orig = tap.orig
+		}
+		select {
+		case a.ch <- aheadBatchOf{items, err}:
+		case <-a.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next record, valid until the next call.
+func (a *ahead) next() (*applied, error) {
+	for {
+		if a.i < len(a.cur) {
+			a.i++
+			return &a.cur[a.i-1], nil
+		}
+		if a.err != nil {
+			return nil, a.err
+		}
+		if a.cur != nil {
+			select {
+			case a.free <- a.cur[:0]:
+			default:
+			}
+		}
+		b := <-a.ch
+		a.cur, a.i, a.err = b.items, 0, b.err
+	}
+}
+
+// close stops the goroutine at its next batch.
+func (a *ahead) close() { a.once.Do(func() { close(a.stop) }) }
 
 // progressing wraps open so that its readers report progress.
 func progressing(open func() (workload.Reader, error), progress func(string, int64), stage string) func() (workload.Reader, error) {

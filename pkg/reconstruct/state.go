@@ -174,6 +174,8 @@ type state struct {
 	start  time.Time
 	idx    int64
 	parsed engine.RequestCache
+	// classes memoizes the classification of the requests
+	classes engine.ClassifyMemo
 	// flowIx indexes the flows by FlowSchema and distinguisher, and
 	// flowByName by their names (two pairs may share a name)
 	flowIx     map[[2]string]int32
@@ -338,7 +340,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if er.Bypass != "" {
 		return
 	}
-	rf, err := fairqueue.ClassifyRecorded(s.opts.Config, w, &er)
+	rf, err := fairqueue.ClassifyRecordedMemo(&s.classes, s.opts.Config, w, &er)
 	if err != nil {
 		s.skip(err.Error())
 		return

@@ -1029,6 +1029,7 @@ type preparer struct {
 	serial  map[int]time.Duration
 	sawExec bool
 	parsed  engine.RequestCache
+	classes engine.ClassifyMemo
 	rooms   *rooms
 }
 
@@ -1074,7 +1075,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 	}
 	level := w.PriorityLevel
 	if w.UserKnown && (level == "" || p.opts.Config != nil) && p.opts.Config != nil {
-		level = p.opts.Config.Classify(er).PriorityLevel.Name
+		level = p.classes.Classify(p.opts.Config, &er).PriorityLevel.Name
 	}
 	if level == "" {
 		return er, false

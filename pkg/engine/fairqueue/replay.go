@@ -168,6 +168,8 @@ type run struct {
 	flowIx  map[flowKey]int32
 	names   []string
 	prev    map[string]int
+	// classes memoizes the classification of the records
+	classes engine.ClassifyMemo
 }
 
 type flowKey struct {
@@ -278,9 +280,20 @@ type RecordedFlow struct {
 // and the per-flow state would grow with the requests rather than the
 // clients.
 func ClassifyRecorded(c *engine.Config, w *workload.Request, er *engine.Request) (RecordedFlow, error) {
+	return ClassifyRecordedMemo(nil, c, w, er)
+}
+
+// ClassifyRecordedMemo is ClassifyRecorded with the engine's
+// classification memoized in m (none when m is nil).
+func ClassifyRecordedMemo(m *engine.ClassifyMemo, c *engine.Config, w *workload.Request, er *engine.Request) (RecordedFlow, error) {
 	var out RecordedFlow
 	if w.UserKnown {
-		cl := c.Classify(*er)
+		var cl engine.Classification
+		if m != nil {
+			cl = m.Classify(c, er)
+		} else {
+			cl = c.Classify(*er)
+		}
 		return RecordedFlow{cl.FlowSchema.Name, cl.PriorityLevel.Name, cl.Flow.Distinguisher, cl.Flow.Hash}, nil
 	}
 	fs := findFlowSchema(c, w.FlowSchema)
@@ -308,7 +321,7 @@ func ClassifyRecorded(c *engine.Config, w *workload.Request, er *engine.Request)
 
 // toSim classifies a recorded request under this run's configuration.
 func (ru *run) toSim(w *workload.Request, er *engine.Request, sr *Request) error {
-	rf, err := ClassifyRecorded(ru.cfg.Config, w, er)
+	rf, err := ClassifyRecordedMemo(&ru.classes, ru.cfg.Config, w, er)
 	if err != nil {
 		return errSkip{err.Error()}
 	}

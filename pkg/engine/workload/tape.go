@@ -57,6 +57,8 @@ type Tape struct {
 	maxTable int
 	// recent caches the ids of the strings last appended, by slot
 	recent [256]recentStr
+	// ahead are the readers of ReaderAhead, stopped by Close
+	ahead []*prefetched
 }
 
 type recentStr struct {
@@ -88,8 +90,13 @@ func (t *Tape) Bytes() int64 { return int64(t.memBytes) + t.spilled }
 // chunks, not by copying what it holds.
 const tapeChunk = 1 << 20
 
-// Close removes the temporary file, if any.
+// Close stops the goroutines of ReaderAhead and removes the temporary
+// file, if any.
 func (t *Tape) Close() error {
+	for _, p := range t.ahead {
+		p.close()
+	}
+	t.ahead = nil
 	if t.spill == nil {
 		return nil
 	}
@@ -144,6 +151,21 @@ func (t *Tape) Reader() Reader {
 	}
 	src := io.MultiReader(srcs...)
 	return &tapeReader{t: t, left: t.n, dec: decoder{br: bufio.NewReaderSize(src, 1<<16)}}
+}
+
+// ReaderAhead is Reader, decoding the records in a goroutine of its own,
+// batches ahead of the caller: a pass over the tape then decodes on
+// another core than the one that uses the requests. It yields the same
+// requests, in the same order, with the same error at the end. A reader
+// left before its end holds its goroutine until the tape is closed.
+func (t *Tape) ReaderAhead() Reader {
+	r := t.Reader()
+	if _, ok := r.(*tapeReader); !ok {
+		return r
+	}
+	p := prefetch(r)
+	t.ahead = append(t.ahead, p)
+	return p
 }
 
 // The flags of a record.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -65,6 +66,7 @@ func TestTapeReplaysTheWorkload(t *testing.T) {
 		}
 		for range 2 {
 			sameRequests(t, want, readTape(t, tape.Reader()))
+			sameRequests(t, want, readTape(t, tape.ReaderAhead()))
 		}
 		name := ""
 		if tape.spill != nil {
@@ -78,6 +80,31 @@ func TestTapeReplaysTheWorkload(t *testing.T) {
 				t.Fatalf("temporary file %s left behind: %v", name, err)
 			}
 		}
+	}
+}
+
+// TestTapeReaderAheadStopsAtClose leaves a ReaderAhead after one request
+// and checks that closing the tape ends its goroutine.
+func TestTapeReaderAheadStopsAtClose(t *testing.T) {
+	tape := NewTape()
+	rs := make([]Request, 10*prefetchBatch)
+	for i := range rs {
+		rs[i] = Request{AuditID: fmt.Sprint(i), URI: "/api/v1/pods"}
+	}
+	readTape(t, tape.Record(&sliceReader{rs: rs}))
+	before := runtime.NumGoroutine()
+	var r Request
+	if err := tape.ReaderAhead().Next(&r); err != nil || r.AuditID != "0" {
+		t.Fatalf("first request %q, %v; want audit ID 0", r.AuditID, err)
+	}
+	if err := tape.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; runtime.NumGoroutine() >= before+1; i++ {
+		if i == 10000 {
+			t.Fatalf("%d goroutines, %d before the reader", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
