@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -252,22 +249,7 @@ func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 // every /metrics body in testdata/metrics and testdata/field, and a
 // generated body larger than the buffer: the same bytes parse the same.
 func TestFilterSizedBufferKeepsTheSame(t *testing.T) {
-	bodies := map[string][]byte{"generated": genBody(1 << 20)}
-	for _, dir := range []string{filepath.Join("..", "..", "testdata", "metrics"), filepath.Join("..", "..", "testdata", "field")} {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".txt") {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err == nil && bytes.Contains(b, []byte(FlowcontrolPrefix)) && !bytes.Contains(b, []byte("PriorityLevelName")) {
-				bodies[p] = b
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	bodies := metricsBodies(t)
 	if len(bodies) < 10 {
 		t.Fatalf("%d bodies: testdata moved?", len(bodies))
 	}
