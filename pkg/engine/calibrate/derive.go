@@ -30,9 +30,10 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	}
 	o := newObserver()
 	var (
-		w   workload.Request
-		x   obs
-		idx int
+		w        workload.Request
+		x        obs
+		idx      int
+		arrivals arrivalCount
 	)
 	for {
 		err := src.Next(&w)
@@ -42,6 +43,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 		if err != nil {
 			return nil, fmt.Errorf("reading the workload for calibration: %w", err)
 		}
+		arrivals.add(opts.MetricsWindow, w.Arrival)
 		if _, ok := p.prepare(idx, &w, &x); ok {
 			o.add(&x)
 		}
@@ -51,7 +53,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	if !p.start.IsZero() && !p.last.IsZero() {
 		wr = TimeRange{From: p.start, To: p.last}
 	}
-	opts, uncovered := coverEvidence(opts, wr)
+	opts, uncovered := coverEvidence(opts, wr, arrivals)
 	res := o.finish(opts, uncovered)
 	res.Workload, res.Uncovered = wr, uncovered
 	res.AuditOnly = idx > 0 && !p.sawExec

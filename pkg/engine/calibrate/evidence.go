@@ -34,24 +34,50 @@ type Uncovered struct {
 	// recorded arrivals.
 	Metrics  TimeRange `json:"metrics"`
 	Workload TimeRange `json:"workload"`
+	// Covered is the share of the workload's arrivals between the
+	// scrapes.
+	Covered float64 `json:"covered"`
 }
 
 // Why says it in a sentence.
 func (u *Uncovered) Why() string {
-	return fmt.Sprintf("the metrics' scrapes cover %v, the workload arrived over %v: what the server counted between them is not evidence of the recorded load", u.Metrics, u.Workload)
+	return fmt.Sprintf("the metrics' scrapes cover %v, the workload arrived over %v (%.0f%% of its arrivals between the scrapes): what the server counted between them is not evidence of the recorded load", u.Metrics, u.Workload, 100*u.Covered)
 }
 
 // coverEvidence returns opts without the metrics' CPU evidence when the
 // metrics' window does not cover the workload's arrivals, and what it
-// refused; opts as it is when either window is unknown or it covers.
-func coverEvidence(opts Options, workload TimeRange) (Options, *Uncovered) {
+// refused; opts as it is when either window is unknown, it covers them
+// all, or it holds at least MinCoveredArrivals of them (arrivals.share).
+func coverEvidence(opts Options, workload TimeRange, arrivals arrivalCount) (Options, *Uncovered) {
 	if opts.Runtime == nil && opts.CPUUse == nil || opts.MetricsWindow.IsZero() || workload.IsZero() {
 		return opts, nil
 	}
-	if opts.MetricsWindow.covers(workload, params.ClockSlack) {
+	if opts.MetricsWindow.covers(workload, params.ClockSlack) || arrivals.share() >= params.MinCoveredArrivals {
 		return opts, nil
 	}
-	u := &Uncovered{Metrics: opts.MetricsWindow, Workload: workload}
+	u := &Uncovered{Metrics: opts.MetricsWindow, Workload: workload, Covered: arrivals.share()}
 	opts.Runtime, opts.CPUUse = nil, nil
 	return opts, u
+}
+
+// arrivalCount counts the workload's arrivals, and those between the
+// metrics' scrapes (widened by ClockSlack).
+type arrivalCount struct{ all, inside int64 }
+
+func (a *arrivalCount) add(metrics TimeRange, at time.Time) {
+	if metrics.IsZero() || at.IsZero() {
+		return
+	}
+	a.all++
+	if !at.Before(metrics.From.Add(-params.ClockSlack)) && !at.After(metrics.To.Add(params.ClockSlack)) {
+		a.inside++
+	}
+}
+
+// share is the share of the arrivals between the scrapes (0 for none).
+func (a arrivalCount) share() float64 {
+	if a.all == 0 {
+		return 0
+	}
+	return float64(a.inside) / float64(a.all)
 }

@@ -26,7 +26,7 @@ func TestCoverEvidence(t *testing.T) {
 		{"scrapes over half the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(45 * time.Second)}, false},
 		{"no window known", TimeRange{}, true},
 	} {
-		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load)
+		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load, everySecond(tt.metrics, nil, load))
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v", tt.name, got, tt.used)
 		}
@@ -37,8 +37,52 @@ func TestCoverEvidence(t *testing.T) {
 			t.Errorf("%s: %q does not name both windows (%v, %v)", tt.name, u.Why(), tt.metrics, load)
 		}
 	}
-	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}); u != nil {
+	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}, arrivalCount{}); u != nil {
 		t.Errorf("a workload without times is refused its evidence: %v", u)
+	}
+}
+
+// everySecond counts, against the metrics' window, an arrival at extra's
+// times and one each second of load.
+func everySecond(metrics TimeRange, extra []time.Time, load TimeRange) arrivalCount {
+	var a arrivalCount
+	for _, at := range extra {
+		a.add(metrics, at)
+	}
+	for at := load.From; !at.After(load.To); at = at.Add(time.Second) {
+		a.add(metrics, at)
+	}
+	return a
+}
+
+// TestCoverEvidenceStrayArrivals: scrapes around the load are evidence of
+// it even when a few requests came before or after them (a lease renewed
+// before the load, a bundle's own reads after it: the workload's window
+// then starts or ends outside the scrapes), and are not when a sixth of
+// the load fell outside them.
+func TestCoverEvidenceStrayArrivals(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
+	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	around := TimeRange{From: t0.Add(-time.Second), To: t0.Add(91 * time.Second)}
+	for _, tt := range []struct {
+		name     string
+		metrics  TimeRange
+		workload TimeRange
+		extra    []time.Time
+		used     bool
+	}{
+		{"a lease renewed 20 s before the load", around, TimeRange{From: t0.Add(-20 * time.Second), To: load.To}, []time.Time{t0.Add(-20 * time.Second)}, true},
+		{"a bundle's reads 5 s after the load", around, TimeRange{From: t0, To: t0.Add(95 * time.Second)}, []time.Time{t0.Add(95 * time.Second), t0.Add(95 * time.Second)}, true},
+		{"the load's first 15 s before the scrapes", TimeRange{From: t0.Add(15 * time.Second), To: t0.Add(91 * time.Second)}, load, nil, false},
+	} {
+		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, tt.workload, everySecond(tt.metrics, tt.extra, load))
+		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
+			t.Errorf("%s: evidence used %v, want %v (uncovered %v)", tt.name, got, tt.used, u)
+		}
+		if u != nil && !strings.Contains(u.Why(), "% of its arrivals between the scrapes") {
+			t.Errorf("%s: %q does not say how many arrivals the scrapes hold", tt.name, u.Why())
+		}
 	}
 }
 

@@ -37,6 +37,14 @@ type Params struct {
 	// workload's arrivals to within it at each end are evidence of the
 	// recorded time (coverEvidence).
 	ClockSlack time.Duration
+	// MinCoveredArrivals is the least share of the workload's arrivals
+	// that must fall between the metrics' scrapes (widened by ClockSlack)
+	// for them to be evidence of the recorded time when the scrapes do not
+	// span every arrival: a few requests before or after the load (a
+	// lease renewed before it, a bundle's own reads after it) do not
+	// refuse the evidence; a bundle captured before or after the load, or
+	// over part of it, is refused.
+	MinCoveredArrivals float64
 	// MinExecution bounds an estimated execution time from below.
 	MinExecution time.Duration
 
@@ -126,10 +134,11 @@ func DefaultParams() Params {
 		MinWindowEvidence: 10,
 		QueuedThresholds: [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
 			10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
-		LagSamples:    20,
-		FewLagSamples: 5,
-		ClockSlack:    time.Second,
-		MinExecution:  100 * time.Microsecond,
+		LagSamples:         20,
+		FewLagSamples:      5,
+		ClockSlack:         time.Second,
+		MinCoveredArrivals: 0.9,
+		MinExecution:       100 * time.Microsecond,
 
 		StallFactor:         10,
 		StallMin:            20 * time.Millisecond,
