@@ -67,6 +67,73 @@ func recordingDirs(t *testing.T) []string {
 // by make e2e-whatif, three re-runs each.
 var whatIfReportedOnly = []string{"crowded"}
 
+// fileExists says whether path names a file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// whatIfLevels are the levels with 429s in the recorded run or any of runs.
+func whatIfLevels(runs []recording.Run, recorded recording.Run) []string {
+	return recording.Levels(append([]recording.Run{recorded}, runs...)...)
+}
+
+// checkWhatIf predicts a what-if from the recording (httplog + audit,
+// calibrated) and holds it to the mean of its re-runs, returning the
+// report's lines.
+func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.WhatIfRuns) []string {
+	t.Helper()
+	rec := kr.rec
+	wi := kr.simulate(t, []string{kr.logFile, kr.auditFile}, true, filepath.Join(dir, w.File))
+	if wi.After == nil {
+		t.Fatal("-f gave no after run")
+	}
+	report := []string{fmt.Sprintf("  what-if: %s", w.About)}
+	for _, x := range wi.Warnings {
+		report = append(report, "    "+x.Text)
+	}
+	without := map[string]int64{}
+	if c := wi.CPUComparison; c != nil {
+		report = append(report, fmt.Sprintf("    CPU comparison (%s): %s", c.Model, c.Applies))
+		for _, l := range c.Levels {
+			without[l.Level] = l.RejectedWithout
+		}
+	}
+	for _, l := range whatIfLevels(w.Runs, rec.Recorded) {
+		real, pred := w.Real(l), rejected(wi, true, l)
+		ratio := float64(pred) / float64(max(real, 1))
+		got := fmt.Sprintf("re-run got %5d 429s", real)
+		if len(w.Runs) > 1 {
+			var each []string
+			for _, r := range w.Runs {
+				each = append(each, fmt.Sprint(r.Rejected429[l]))
+			}
+			got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
+		}
+		line := fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio)
+		if n, ok := without[l]; ok {
+			line += fmt.Sprintf(", without the CPU model %d (%.2f)", n, float64(n)/float64(max(real, 1)))
+		}
+		report = append(report, line)
+		if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
+			// Not asserted: simulate itself says that its
+			// prediction falls short here (a server short of CPU
+			// given more work), so no band would be honest. The
+			// figure is reported.
+			report = append(report, fmt.Sprintf("      not checked: simulate warns that the recorded server was short of CPU (agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
+			continue
+		}
+		if slices.Contains(whatIfReportedOnly, name) {
+			report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
+			continue
+		}
+		if !recording.WhatIfAgrees(pred, real) {
+			t.Errorf("what-if %q, %s: predicted %d rejections after the change, the re-runs got %d", w.About, l, pred, real)
+		}
+	}
+	return report
+}
+
 // TestSimulateRecordings replays each overload recorded on the local control
 // plane (testdata/simulate/recordings, written by "make record-simulate":
 // the apiserver's httplog and audit log of a seeded load, and a bundle of its
@@ -189,50 +256,28 @@ func TestSimulateRecordings(t *testing.T) {
 				}
 				report = append(report, fmt.Sprintf("  the same load again on the same configuration (load average %s): %s", rec.Repeat.LoadBefore, strings.Join(rep, ", ")))
 			}
-			wi := sim([]string{logFile, auditFile}, true, filepath.Join(dir, recording.WhatIfFile))
-			if wi.After == nil {
-				t.Fatal("-f gave no after run")
+			whatIfs := []recording.WhatIfRuns{{About: rec.WhatIfAbout, File: recording.WhatIfFile, Runs: append([]recording.Run{*rec.WhatIf}, rec.WhatIfMore...)}}
+			whatIfs = append(whatIfs, rec.MoreWhatIfs...)
+			for _, w := range whatIfs {
+				report = append(report, checkWhatIf(t, kr, dir, name, w)...)
 			}
-			report = append(report, fmt.Sprintf("  what-if: %s", rec.WhatIfAbout))
-			for _, w := range wi.Warnings {
-				report = append(report, "    "+w.Text)
-			}
-			var levels []string
-			for l := range rec.WhatIf.Rejected429 {
-				levels = append(levels, l)
-			}
-			for l := range rec.Recorded.Rejected429 {
-				if !slices.Contains(levels, l) {
-					levels = append(levels, l)
-				}
-			}
-			slices.Sort(levels)
-			for _, l := range levels {
-				real, pred := rec.WhatIfReal(l), rejected(wi, true, l)
-				ratio := float64(pred) / float64(max(real, 1))
-				got := fmt.Sprintf("re-run got %5d 429s", real)
-				if len(rec.WhatIfMore) > 0 {
-					each := []string{fmt.Sprint(rec.WhatIf.Rejected429[l])}
-					for _, r := range rec.WhatIfMore {
-						each = append(each, fmt.Sprint(r.Rejected429[l]))
+			// a bundle captured before the load: its one scrape is no
+			// evidence of the recorded run's CPU, which simulate must say
+			// rather than use it
+			if before := filepath.Join(dir, recording.BundleBeforeFile); fileExists(before) {
+				kb := kr
+				kb.bundle = before
+				res := kb.simulate(t, []string{logFile, auditFile}, true, filepath.Join(dir, recording.WhatIfFile))
+				line := fmt.Sprintf("  with the bundle captured before the load: %s", rec.WhatIfAbout)
+				if c := res.CPUComparison; c != nil {
+					line += fmt.Sprintf("; the CPU comparison %s (%s)", c.Applies, c.Why)
+					if c.Applies == AppliesWith {
+						t.Errorf("with a bundle captured before the load, simulate applied its CPU model to the what-if: %s", c.Why)
 					}
-					got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
 				}
-				report = append(report, fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio))
-				if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
-					// Not asserted: simulate itself says that its
-					// prediction falls short here (a server short of CPU
-					// given more work), so no band would be honest. The
-					// figure is reported.
-					report = append(report, fmt.Sprintf("      not checked: simulate warns that the recorded server was short of CPU (agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
-					continue
-				}
-				if slices.Contains(whatIfReportedOnly, name) {
-					report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", recording.WhatIfAgrees(pred, real)))
-					continue
-				}
-				if !recording.WhatIfAgrees(pred, real) {
-					t.Errorf("what-if, %s: predicted %d rejections after the change, the re-run got %d", l, pred, real)
+				report = append(report, line)
+				for _, l := range whatIfLevels(whatIfs[0].Runs, rec.Recorded) {
+					report = append(report, fmt.Sprintf("    %-16s re-runs' mean %5d  predicted %5d", l, whatIfs[0].Real(l), rejected(res, true, l)))
 				}
 			}
 		})
