@@ -127,6 +127,8 @@ func cpuWhy(cal *calibrate.Report) (model, why string) {
 		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
 	} else if m != nil && m.From == calibrate.SharedFromMetrics {
 		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, CoresName(m.CoresFrom), 100*m.Share)
+	} else if m != nil && m.From == calibrate.SharedFromSaturated {
+		why = fmt.Sprintf("its CPU was saturated over the recorded load (its goroutines waited runnable for a CPU), and its executions shared the %.2f cores its requests' other work left: the change runs more at once on that CPU, each slower", m.Capacity)
 	} else if m != nil && m.From == calibrate.SharedFromGOMAXPROCS {
 		why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
 	} else if m != nil && m.From == calibrate.SharedFromLimit {

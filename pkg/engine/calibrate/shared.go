@@ -116,6 +116,9 @@ type SharedCPU struct {
 	Spread         float64 `json:"spread"`
 	SpreadRecorded float64 `json:"spreadRecorded"`
 
+	// Saturated, From "saturated", is how the capacity was read.
+	Saturated *Saturated `json:"saturated,omitempty"`
+
 	// RequestsCPU is the CPU time the model says the executions needed
 	// (each one's share of its execution alone), to set beside the
 	// process's (Used over MetricsSpan), which also holds everything the
@@ -146,6 +149,22 @@ type KindDemand struct {
 	Executions int      `json:"executions"`
 	Demand     Duration `json:"demand"`
 	kind       int32
+}
+
+// Saturated is the evidence of a saturated server's capacity
+// (SharedFromSaturated): over Busy, the time the recorded executions were
+// in flight (at most the metrics' span), the process used ProcessCPU; its
+// Requests requests (rejected or not) cost RequestCost each before APF,
+// the median latency of its Rejected 429s (a rejection is that work and
+// its answer); the executions shared the rest, Capacity = (ProcessCPU −
+// Requests × RequestCost) / Busy cores.
+type Saturated struct {
+	RunnableWait Duration `json:"runnableWait"`
+	Busy         Duration `json:"busy"`
+	ProcessCPU   Duration `json:"processCPU"`
+	Requests     int      `json:"requests"`
+	Rejected     int      `json:"rejected"`
+	RequestCost  Duration `json:"requestCost"`
 }
 
 // maxDemands bounds the kinds whose demands are kept.
@@ -196,6 +215,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	var caps []int
 	// recorded: the level has an execution time of its own (httplog's)
 	var recorded []bool
+	// every request of the workload, and the latencies of its 429s, for a
+	// saturated server's cost of a request before APF
+	requests := 0
+	var rejections []time.Duration
 	for {
 		err := a.Next(&w)
 		if errors.Is(err, io.EOF) {
@@ -206,6 +229,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		}
 		x := &a.x
 		if a.ok && a.er.Info.Verb != "watch" {
+			requests++
+			if x.rejected && x.latency > 0 {
+				rejections = append(rejections, x.latency)
+			}
 			if !seen || x.arrival < from {
 				from, seen = x.arrival, true
 			}
@@ -261,6 +288,12 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
 	smp := sampleOf(execs, inFlight(execs, caps))
+	// a server whose CPU the metrics show saturated: the executions
+	// shared what it had, whatever the stretch fits would read
+	if m, ok := saturatedShared(execs, smp, requests, rejections, r.prep.opts); ok {
+		r.Shared = m
+		return nil
+	}
 	m, why := fitShared(execs, smp, len(kinds))
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
@@ -899,6 +932,69 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 	}
 	m.setStretches(execs, smp.fl)
 	return m, ""
+}
+
+// saturatedShared is the shared-CPU model of a server whose CPU the
+// metrics over the workload's window show saturated (its goroutines waited
+// runnable for a P SaturatedRunnableWait or more on average): it used all
+// the CPU it could get, the cores, its quota, or what other processes left
+// it. A request costs CPU before APF (TLS, authentication, and its 429 when
+// rejected), the median latency of the recorded 429s; the executions shared
+// the rest of the process's CPU over the time they were in flight, every
+// one of them on the CPU. A change runs them on the same capacity: more at
+// once each run slower, fewer faster. ok is false where the metrics do not
+// show it, or leave the executions no CPU.
+func saturatedShared(execs []execution, smp sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
+	u := opts.CPUUse
+	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 || len(rejections) == 0 {
+		return nil, false
+	}
+	busy := min(busyTime(execs), u.Span)
+	if busy <= 0 {
+		return nil, false
+	}
+	slices.Sort(rejections)
+	cost := rejections[len(rejections)/2]
+	left := float64(u.ProcessCPU) - float64(requests)*float64(cost)
+	if left <= 0 {
+		return nil, false
+	}
+	m := &SharedCPU{From: SharedFromSaturated, Share: 1, Capacity: left / float64(busy),
+		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}}
+	m.evidence(opts)
+	all := make([]int, len(execs))
+	var maxN float64
+	for i := range execs {
+		all[i] = i
+		maxN = max(maxN, smp.fl.mean[i])
+		m.MeanInFlight += smp.fl.mean[i]
+	}
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	m.setStretched(smp.fl, all)
+	m.setStretches(execs, smp.fl)
+	return m, true
+}
+
+// busyTime is the time at least one of execs was in flight.
+func busyTime(execs []execution) time.Duration {
+	spans := make([][2]time.Duration, 0, len(execs))
+	for _, e := range execs {
+		if e.end > e.start {
+			spans = append(spans, [2]time.Duration{e.start, e.end})
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
+	var busy, end time.Duration
+	for i, sp := range spans {
+		if i == 0 || sp[0] > end {
+			busy += sp[1] - sp[0]
+			end = sp[1]
+		} else if sp[1] > end {
+			busy += sp[1] - end
+			end = sp[1]
+		}
+	}
+	return busy
 }
 
 // overlappedOf returns the executions of smp (their indices in it) that

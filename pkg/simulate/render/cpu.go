@@ -22,6 +22,14 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 		}
 		return
 	}
+	if s := m.Saturated; m.From == calibrate.SharedFromSaturated && s != nil {
+		fmt.Fprintf(w, "Shared CPU: the server's CPU was saturated (its goroutines waited runnable for a CPU %v on average), so its executions shared what it had: %.2f cores, the process's %v of CPU over the %v they were in flight, less %v for its %d requests before APF (%v each, the median latency of its %d 429s, which are that work and their answer). An execution runs max(1, in flight / %.2f) times as long as alone (%d recorded executions, %.1f in flight on average, up to %d, %.1f× as long as alone on average); a change that runs more at once runs each slower, fewer at once faster.\n",
+			fmtDuration(time.Duration(s.RunnableWait)), m.Capacity, fmtDuration(time.Duration(s.ProcessCPU)), fmtDuration(time.Duration(s.Busy)),
+			fmtDuration(time.Duration(s.Requests)*time.Duration(s.RequestCost)), s.Requests, fmtDuration(time.Duration(s.RequestCost)), s.Rejected,
+			m.Capacity, m.Executions, m.MeanInFlight, m.MaxInFlight, m.MeanStretch)
+		printServerCPU(w, m)
+		return
+	}
 	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
 		100*m.Share, 1-m.Share, m.Share, m.Capacity)
 	switch m.From {
@@ -56,6 +64,11 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 		}
 		fmt.Fprintf(w, "Execution alone per kind of request (executions fitted): %s.\n", strings.Join(ds, ", "))
 	}
+	printServerCPU(w, m)
+}
+
+// printServerCPU gives the server's CPU evidence of a shared-CPU model.
+func printServerCPU(w io.Writer, m *calibrate.SharedCPU) {
 	cores := "-"
 	if m.Cores > 0 {
 		cores = fmt.Sprintf("%g (%s)", m.Cores, simulate.CoresName(m.CoresFrom))
