@@ -941,20 +941,25 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 // it. A request costs CPU before APF (TLS, authentication, and its 429 when
 // rejected), the median latency of the recorded 429s; the executions shared
 // the rest of the process's CPU over the time they were in flight, every
-// one of them on the CPU. A change runs them on the same capacity: more at
+// one of them on the CPU (a workload without 429s tells no cost, and none
+// is taken out). A change runs them on the same capacity: more at
 // once each run slower, fewer faster. ok is false where the metrics do not
 // show it, or leave the executions no CPU.
 func saturatedShared(execs []execution, smp sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
 	u := opts.CPUUse
-	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 || len(rejections) == 0 {
+	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
 		return nil, false
 	}
 	busy := min(busyTime(execs), u.Span)
 	if busy <= 0 {
 		return nil, false
 	}
-	slices.Sort(rejections)
-	cost := rejections[len(rejections)/2]
+	// without a 429, nothing tells the cost: none is taken out
+	var cost time.Duration
+	if len(rejections) > 0 {
+		slices.Sort(rejections)
+		cost = rejections[len(rejections)/2]
+	}
 	left := float64(u.ProcessCPU) - float64(requests)*float64(cost)
 	if left <= 0 {
 		return nil, false
