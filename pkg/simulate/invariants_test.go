@@ -19,6 +19,19 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
+// unreproducedKnown are the levels (recording/mode/level) whose replay of
+// the recorded configuration is known to miss the recorded dispatches by
+// more than 10%, with why: simulate marks them unreproduced, which the
+// test checks, and the figure is reported.
+var unreproducedKnown = map[string]string{
+	// the saturated-CPU model from the audit log alone: wide's executions
+	// are only estimated (latency less the replay's wait), so the requests
+	// in flight while tiny's one seat executed are too, and the replay
+	// stretches tiny's executions by more than the server did (188
+	// dispatches of the server's 223; httplog + audit replays 222)
+	"crowded-95/audit only/tiny": "the audit log alone estimates the wide level's executions, and with them the requests in flight that stretched tiny's",
+}
+
 // TestCalibrationNeverContradictsTheRecordings holds the calibration of
 // every recording under testdata/simulate/recordings, from httplog + audit
 // and from the audit log alone, to what the recording itself says:
@@ -29,7 +42,8 @@ import (
 //     most seats over the time it had a request in the server (the union
 //     of arrival to arrival + latency, computed here from the records);
 //   - the replay of the recorded configuration dispatches each level's
-//     requests within 10% of the recorded count (requests less 429s).
+//     requests within 10% of the recorded count (requests less 429s), or
+//     marks the level unreproduced where unreproducedKnown says why.
 func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 	var report []string
 	for _, dir := range recordingDirs(t) {
@@ -59,9 +73,26 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 				for _, f := range res.Fit {
 					rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 					report = append(report, fmt.Sprintf("%-9s %-13s %-16s dispatches recorded %5d, replayed %5d", name, mode.name, f.Level, rec, rep))
-					if d := float64(rep - rec); rec >= 20 && (d > 0.1*float64(rec) || -d > 0.1*float64(rec)) {
-						t.Errorf("%s, %s: the replay of the recorded configuration dispatched %d requests, the server %d", mode.name, f.Level, rep, rec)
+					d := float64(rep - rec)
+					if rec < 20 || (d <= 0.1*float64(rec) && -d <= 0.1*float64(rec)) {
+						continue
 					}
+					if why, known := unreproducedKnown[name+"/"+mode.name+"/"+f.Level]; known {
+						// simulate must say it, not print the level's
+						// figures as if they held
+						held := true
+						for _, l := range res.Calibration.Levels {
+							if l.Level == f.Level {
+								held = l.Dispatch.Holds()
+							}
+						}
+						if held {
+							t.Errorf("%s, %s: dispatched %d of the server's %d, and simulate does not mark it unreproduced", mode.name, f.Level, rep, rec)
+						}
+						report = append(report, "          known, and marked unreproduced: "+why)
+						continue
+					}
+					t.Errorf("%s, %s: the replay of the recorded configuration dispatched %d requests, the server %d", mode.name, f.Level, rep, rec)
 				}
 			}
 		})

@@ -58,6 +58,11 @@ const (
 	// the process used less what its requests cost before APF, their 429s
 	// included.
 	SharedFromSaturated SharedFrom = "saturated"
+	// SharedFromAssumedSaturated: no evidence; the server's CPU assumed
+	// saturated through the recorded time, so that the executions shared
+	// what they had and no change runs more of them in the same time
+	// (Result.AssumingSaturated, one end of a range).
+	SharedFromAssumedSaturated SharedFrom = "assumed saturated"
 )
 
 // CoresSource is where the server's cores (SharedCPU.Cores) came from.

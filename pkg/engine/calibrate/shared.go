@@ -193,7 +193,7 @@ type execution struct {
 // which must yield the records Derive read, and sets r.Shared, or
 // r.SharedWhy to why there is none.
 func (r *Result) DeriveShared(src workload.Reader) error {
-	r.Shared, r.SharedWhy = nil, ""
+	r.Shared, r.SharedWhy, r.saturatedEnd = nil, "", nil
 	if !r.Enabled {
 		return nil
 	}
@@ -288,6 +288,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
 	smp := sampleOf(execs, inFlight(execs, caps))
+	r.saturatedEnd = assumeSaturated(execs, smp)
 	// a server whose CPU the metrics show saturated: the executions
 	// shared what it had, whatever the stretch fits would read
 	if m, ok := saturatedShared(execs, smp, requests, rejections, r.prep.opts); ok {
@@ -978,6 +979,45 @@ func saturatedShared(execs []execution, smp sample, requests int, rejections []t
 	m.setStretched(smp.fl, all)
 	m.setStretches(execs, smp.fl)
 	return m, true
+}
+
+// assumeSaturated is the shared CPU of a server whose CPU is assumed
+// saturated through the recorded time (SharedFromAssumedSaturated): every
+// execution on the CPU, sharing what the recorded ones had, so that an
+// execution runs in proportion to the requests in flight with it, and
+// the executions' pace in all stays the recorded one. Any capacity up to
+// one execution's gives that; 1 stands for them. nil without executions.
+func assumeSaturated(execs []execution, smp sample) *SharedCPU {
+	if len(execs) == 0 {
+		return nil
+	}
+	m := &SharedCPU{From: SharedFromAssumedSaturated, Share: 1, Capacity: 1}
+	all := make([]int, len(execs))
+	var maxN float64
+	for i := range execs {
+		all[i] = i
+		maxN = max(maxN, smp.fl.mean[i])
+		m.MeanInFlight += smp.fl.mean[i]
+	}
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	m.setStretched(smp.fl, all)
+	m.setStretches(execs, smp.fl)
+	return m
+}
+
+// AssumingSaturated is the calibration with the server's CPU assumed
+// saturated through the recorded time instead of its CPU models
+// (SharedFromAssumedSaturated): the end of the range a change that adds
+// concurrency spans where no evidence tells how much CPU the server had
+// left, the other end being WithoutCPU. nil where no recorded execution
+// tells the pace.
+func (r *Result) AssumingSaturated() *Result {
+	if r.saturatedEnd == nil {
+		return nil
+	}
+	c := r.WithoutCPU()
+	c.Shared = r.saturatedEnd
+	return c
 }
 
 // busyTime is the time at least one of execs was in flight.

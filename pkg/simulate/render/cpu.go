@@ -89,20 +89,67 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	if c == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nThe change adds concurrency on a server the recording shows CPU-bound (%s model). Rejections predicted after the change:\n", c.Model)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tSEATS\tWITH-CPU-MODEL\tWITHOUT (RECORDED EXECUTION TIMES)\tDISPATCHED WITH/WITHOUT")
+	saturated := false
 	for _, l := range c.Levels {
-		if l.RejectedWith+l.RejectedWithout == 0 && l.LimitAfter <= l.LimitBefore {
+		saturated = saturated || l.RejectedSaturated != nil
+	}
+	if c.Model != "" {
+		fmt.Fprintf(w, "\nThe change adds concurrency on a server the recording shows CPU-bound (%s model). Rejections predicted after the change:\n", c.Model)
+	} else {
+		fmt.Fprintf(w, "\nThe change adds concurrency, and nothing tells how much CPU the server had left for it. Rejections predicted after the change:\n")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "LEVEL\tSEATS"
+	if c.Model != "" {
+		head += "\tWITH-CPU-MODEL"
+	}
+	if saturated {
+		head += "\tCPU-SATURATED"
+	}
+	head += "\tRECORDED-EXECUTION-TIMES\tDISPATCHED"
+	var disp []string
+	if c.Model != "" {
+		disp = append(disp, "WITH")
+	}
+	if saturated {
+		disp = append(disp, "SATURATED")
+	}
+	fmt.Fprintln(tw, head+" "+strings.Join(append(disp, "RECORDED"), "/"))
+	for _, l := range c.Levels {
+		if l.RejectedWith+l.RejectedWithout == 0 && l.LimitAfter <= l.LimitBefore && (l.RejectedSaturated == nil || *l.RejectedSaturated == 0) {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d->%d\t%d\t%d\t%d/%d\n", sanitize.Line(l.Level), l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout)
+		row := fmt.Sprintf("%s\t%d->%d", sanitize.Line(l.Level), l.LimitBefore, l.LimitAfter)
+		var ds []string
+		if c.Model != "" {
+			row += fmt.Sprintf("\t%d", l.RejectedWith)
+			ds = append(ds, fmt.Sprint(l.DispatchedWith))
+		}
+		if saturated {
+			if l.RejectedSaturated != nil {
+				row += fmt.Sprintf("\t%d", *l.RejectedSaturated)
+				ds = append(ds, fmt.Sprint(*l.DispatchedSaturated))
+			} else {
+				row += "\t-"
+				ds = append(ds, "-")
+			}
+		}
+		ds = append(ds, fmt.Sprint(l.DispatchedWithout))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", row, l.RejectedWithout, strings.Join(ds, "/"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if c.Applies == simulate.AppliesUndecided {
-		fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		shown := "the prediction with the CPU model"
+		if c.Model == "" {
+			shown = "the prediction with the recorded execution times"
+		}
+		if saturated {
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The rejections after the change lie between the prediction with the CPU saturated through the recorded time (the executions share what the recorded ones had, so that the server runs no more of them than it did) and the one with the recorded execution times; the tables above show %s. %s\n", c.Why, shown, settleCPU)
+		} else {
+			fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		}
 		return nil
 	}
 	fmt.Fprintf(w, "The prediction with the CPU model applies (the tables above show it): %s.\n", c.Why)
