@@ -115,6 +115,16 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		if n, ok := without[l]; ok {
 			line += fmt.Sprintf(", without the CPU model %d (%.2f)", n, float64(n)/float64(max(real, 1)))
 		}
+		// where nearly every request is rejected the 429s hardly move: the
+		// dispatches say more
+		for _, f := range wi.Fit {
+			for _, a := range wi.After.Levels {
+				if f.Level == l && a.Name == l {
+					served := f.Requests - real
+					line += fmt.Sprintf("; dispatched: re-runs %d, predicted %d (%.2f)", served, a.Dispatched, float64(a.Dispatched)/float64(max(served, 1)))
+				}
+			}
+		}
 		// simulate cannot choose: it gives a range, which the re-runs
 		// must fall in (within the band of its ends)
 		agrees := recording.WhatIfAgrees(pred, real)
@@ -285,7 +295,20 @@ func TestSimulateRecordings(t *testing.T) {
 				}
 				report = append(report, line)
 				for _, l := range whatIfLevels(whatIfs[0].Runs, rec.Recorded) {
-					report = append(report, fmt.Sprintf("    %-16s re-runs' mean %5d  predicted %5d", l, whatIfs[0].Real(l), rejected(res, true, l)))
+					real := whatIfs[0].Real(l)
+					line := fmt.Sprintf("    %-16s re-runs' mean %5d  predicted %5d", l, real, rejected(res, true, l))
+					if c := res.CPUComparison; c != nil && c.Applies == AppliesUndecided {
+						for _, cl := range c.Levels {
+							if lo, hi, ok := cl.Range(); ok && cl.Level == l {
+								in := recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
+								line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, in)
+								if !in {
+									t.Errorf("with the bundle captured before the load, %s: the re-runs' mean %d is outside the range %d–%d simulate gives", l, real, lo, hi)
+								}
+							}
+						}
+					}
+					report = append(report, line)
 				}
 			}
 		})
