@@ -97,7 +97,10 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		c.Model, c.Why = cpuWhy(&cal.Report)
 	}
 	ok, why := cpuEvidence(&cal.Report)
-	if ok && c.Model == "" {
+	if c.Model == "" && cal.HasProcessCPU() {
+		// the process's CPU over the window, and no CPU model: the
+		// recorded executions did not stretch with what was in flight,
+		// and the recorded execution times are the prediction
 		return nil, nil
 	}
 	sat := map[string]fairqueue.LevelResult{}

@@ -1020,6 +1020,12 @@ func (r *Result) AssumingSaturated() *Result {
 	return c
 }
 
+// HasProcessCPU reports whether the calibration read the process's CPU
+// over the workload's window (metrics whose scrapes cover it).
+func (r *Result) HasProcessCPU() bool {
+	return r.prep != nil && r.prep.opts.CPUUse != nil && r.prep.opts.CPUUse.ProcessCPU > 0
+}
+
 // busyTime is the time at least one of execs was in flight.
 func busyTime(execs []execution) time.Duration {
 	spans := make([][2]time.Duration, 0, len(execs))
