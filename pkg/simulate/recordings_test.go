@@ -85,6 +85,7 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 	if wi.After == nil {
 		t.Fatal("-f gave no after run")
 	}
+	audit := kr.simulate(t, []string{kr.auditFile}, true, filepath.Join(dir, w.File))
 	report := []string{fmt.Sprintf("  what-if: %s", w.About)}
 	for _, x := range wi.Warnings {
 		report = append(report, "    "+x.Text)
@@ -133,6 +134,21 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 			line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", r[0], r[1], agrees)
 		}
 		report = append(report, line)
+		// from the audit log alone
+		ap := rejected(audit, true, l)
+		aAgrees := recording.WhatIfAgrees(ap, real)
+		if c := audit.CPUComparison; c != nil && c.Applies == AppliesUndecided {
+			for _, cl := range c.Levels {
+				if lo, hi, ok := cl.Range(); ok && cl.Level == l {
+					aAgrees = recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
+					ap = -1
+					report = append(report, fmt.Sprintf("      from the audit log alone: simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, aAgrees))
+				}
+			}
+		}
+		if ap >= 0 {
+			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)", ap, float64(ap)/float64(max(real, 1))))
+		}
 		if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
 			// Not asserted: simulate itself says that its
 			// prediction falls short here (a server short of CPU
@@ -147,6 +163,9 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		}
 		if !agrees {
 			t.Errorf("what-if %q, %s: predicted %d rejections after the change, the re-runs got %d", w.About, l, pred, real)
+		}
+		if !aAgrees {
+			t.Errorf("what-if %q, %s, from the audit log alone: predicted %d rejections after the change, the re-runs got %d", w.About, l, ap, real)
 		}
 	}
 	return report
