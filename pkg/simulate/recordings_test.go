@@ -358,7 +358,11 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		limits := recording.LevelLimits(capture.Snapshots[0], scls[filepath.Base(dir)])
+		sc, err := recording.ScenarioOf(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits := recording.LevelLimits(capture.Snapshots[0], sc.Inflight+sc.Mutating)
 		res, err := recording.CompareListSeats(fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir()), engine.NewestRelease, counts, limits)
 		if err != nil {
 			t.Fatal(err)
@@ -381,13 +385,3 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		t.Errorf("the recordings hold LISTs of only %d different sizes: %v", len(bySeats), bySeats)
 	}
 }
-
-// scls are the recordings' server concurrency limits (their scenarios'
-// max-requests-inflight + max-mutating-requests-inflight).
-var scls = func() map[string]int {
-	m := map[string]int{}
-	for _, s := range recording.Scenarios() {
-		m[s.Name] = s.Inflight + s.Mutating
-	}
-	return m
-}()

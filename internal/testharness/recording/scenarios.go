@@ -9,7 +9,10 @@
 package recording
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -493,4 +496,25 @@ func ByName(name string) (Scenario, bool) {
 		}
 	}
 	return Scenario{}, false
+}
+
+// ScenarioOf returns the scenario a recording directory was recorded from,
+// as its recording.json names it (a directory may hold a second recording
+// of a scenario, such as one with another seed).
+func ScenarioOf(dir string) (Scenario, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return Scenario{}, err
+	}
+	var r struct {
+		Scenario string `json:"scenario"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	sc, ok := ByName(r.Scenario)
+	if !ok {
+		return Scenario{}, fmt.Errorf("%s names scenario %q, which internal/testharness/recording/scenarios.go does not have", filepath.Join(dir, ResultFile), r.Scenario)
+	}
+	return sc, nil
 }
