@@ -42,14 +42,11 @@ func loadFixture(t testing.TB, dir string) fixture {
 	snap := capture.Snapshots[0]
 	fss, pls := snap.Objects()
 	f := fixture{name: name, dir: dir, config: engine.NewConfig(fss, pls), rejected: map[[2]string]float64{}}
-	for _, sc := range recording.Scenarios() {
-		if sc.Name == name {
-			f.scl = sc.Inflight + sc.Mutating
-		}
+	sc, err := recording.ScenarioOf(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if f.scl == 0 {
-		t.Fatalf("%s: no scenario of that name", name)
-	}
+	f.scl = sc.Inflight + sc.Mutating
 	last := snap.Metrics[len(snap.Metrics)-1]
 	cur := last.SumBy2(metrics.RejectedRequestsTotal, "priority_level", "reason")
 	var prev map[[2]string]float64

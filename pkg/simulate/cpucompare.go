@@ -16,7 +16,9 @@ import (
 // CFS quota's stalls, or both), the prediction with the model beside the
 // one that keeps the recorded execution times, and says which applies.
 type CPUComparison struct {
-	// Model names the CPU model: "shared CPU", "CFS quota" or both.
+	// Model names the CPU model: "shared CPU", "CFS quota" or both;
+	// empty where the calibration has none (the comparison then sets the
+	// saturated end beside the recorded execution times).
 	Model string `json:"model"`
 	// Applies says which prediction holds, or that simulate cannot
 	// choose (AppliesUndecided), and Why.
@@ -41,13 +43,38 @@ type CPUComparisonLevel struct {
 	RejectedWithout   int64 `json:"rejectedWithout"`
 	DispatchedWith    int64 `json:"dispatchedWith"`
 	DispatchedWithout int64 `json:"dispatchedWithout"`
+	// RejectedSaturated and DispatchedSaturated, where no evidence tells
+	// the server's CPU (AppliesUndecided), are the predictions with its
+	// CPU assumed saturated through the recorded time
+	// (calibrate.Result.AssumingSaturated): one end of the range, the
+	// recorded execution times the other.
+	RejectedSaturated   *int64 `json:"rejectedSaturated,omitempty"`
+	DispatchedSaturated *int64 `json:"dispatchedSaturated,omitempty"`
+}
+
+// Range is the level's range of rejections after the change where the
+// comparison cannot choose: from the fewer of the two ends (the CPU
+// saturated, the recorded execution times) to the more; ok is false
+// where it has no saturated end.
+func (l CPUComparisonLevel) Range() (lo, hi int64, ok bool) {
+	if l.RejectedSaturated == nil {
+		return 0, 0, false
+	}
+	return min(*l.RejectedSaturated, l.RejectedWithout), max(*l.RejectedSaturated, l.RejectedWithout), true
 }
 
 // compareCPU replays the change once more without the calibration's CPU
 // models and returns the comparison, or nil when there is no change, no
-// CPU model, or the change adds no concurrency to any level.
+// CPU model and no recorded execution to assume a saturated CPU from, or
+// the change adds no concurrency to any level. Where no evidence over the
+// workload's window tells the server's CPU, the change is replayed once
+// more with the CPU assumed saturated, the other end of the range.
 func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int) (*CPUComparison, error) {
-	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil || (cal.Shared == nil && cal.CPU == nil) {
+	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil {
+		return nil, nil
+	}
+	saturated := cal.AssumingSaturated()
+	if cal.Shared == nil && cal.CPU == nil && saturated == nil {
 		return nil, nil
 	}
 	before, after := limitsOf(rc.before.Config, scl), limitsOf(rc.after.Config, scl)
@@ -66,9 +93,28 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		return nil, err
 	}
 	c := &CPUComparison{Applies: AppliesWith}
-	c.Model, c.Why = cpuWhy(&cal.Report)
-	if ok, why := cpuEvidence(&cal.Report); !ok {
+	if cal.Shared != nil || cal.CPU != nil {
+		c.Model, c.Why = cpuWhy(&cal.Report)
+	}
+	ok, why := cpuEvidence(&cal.Report)
+	if c.Model == "" && cal.HasProcessCPU() {
+		// the process's CPU over the window, and no CPU model: the
+		// recorded executions did not stretch with what was in flight,
+		// and the recorded execution times are the prediction
+		return nil, nil
+	}
+	sat := map[string]fairqueue.LevelResult{}
+	if !ok {
 		c.Applies, c.Why = AppliesUndecided, why
+		if saturated != nil {
+			r, err := replayOnce(ctx, saturated.Apply(logs.Cancellable(ctx, rc.tape.Reader())), saturated, rc)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range r.After.Levels {
+				sat[l.Name] = l
+			}
+		}
 	}
 	with := map[string]fairqueue.LevelResult{}
 	for _, l := range res.After.Levels {
@@ -76,8 +122,13 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	}
 	for _, l := range without.After.Levels {
 		w := with[l.Name]
-		c.Levels = append(c.Levels, CPUComparisonLevel{Level: l.Name, LimitBefore: before[l.Name], LimitAfter: after[l.Name],
-			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched})
+		cl := CPUComparisonLevel{Level: l.Name, LimitBefore: before[l.Name], LimitAfter: after[l.Name],
+			RejectedWith: total(w.Rejected), RejectedWithout: total(l.Rejected), DispatchedWith: w.Dispatched, DispatchedWithout: l.Dispatched}
+		if s, found := sat[l.Name]; found {
+			rej, disp := total(s.Rejected), s.Dispatched
+			cl.RejectedSaturated, cl.DispatchedSaturated = &rej, &disp
+		}
+		c.Levels = append(c.Levels, cl)
 	}
 	return c, nil
 }
@@ -127,6 +178,8 @@ func cpuWhy(cal *calibrate.Report) (model, why string) {
 		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
 	} else if m != nil && m.From == calibrate.SharedFromMetrics {
 		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, CoresName(m.CoresFrom), 100*m.Share)
+	} else if m != nil && m.From == calibrate.SharedFromSaturated {
+		why = fmt.Sprintf("its CPU was saturated over the recorded load (its goroutines waited runnable for a CPU), and its executions shared the %.2f cores its requests' other work left: the change runs more at once on that CPU, each slower", m.Capacity)
 	} else if m != nil && m.From == calibrate.SharedFromGOMAXPROCS {
 		why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
 	} else if m != nil && m.From == calibrate.SharedFromLimit {

@@ -108,7 +108,11 @@ func pinResult(out *strings.Builder, r *Result) {
 	if x := r.CPUComparison; x != nil {
 		p("  CPU comparison: %s, applies %s", x.Model, x.Applies)
 		for _, l := range x.Levels {
-			p("    %s %d->%d: rejected with %d, without %d; dispatched with %d, without %d", l.Level, l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout)
+			sat := ""
+			if l.RejectedSaturated != nil {
+				sat = fmt.Sprintf("; CPU saturated: rejected %d, dispatched %d", *l.RejectedSaturated, *l.DispatchedSaturated)
+			}
+			p("    %s %d->%d: rejected with %d, without %d; dispatched with %d, without %d%s", l.Level, l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout, sat)
 		}
 	}
 	for _, w := range r.Warnings {

@@ -39,14 +39,11 @@ func options(t testing.TB, dir string) reconstruct.Options {
 	snap := capture.Snapshots[0]
 	fss, pls := snap.Objects()
 	o := reconstruct.Options{Config: engine.NewConfig(fss, pls)}
-	for _, sc := range recording.Scenarios() {
-		if sc.Name == filepath.Base(dir) {
-			o.ServerConcurrencyLimit = sc.Inflight + sc.Mutating
-		}
+	sc, err := recording.ScenarioOf(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if o.ServerConcurrencyLimit == 0 {
-		t.Fatalf("%s: no scenario of that name", dir)
-	}
+	o.ServerConcurrencyLimit = sc.Inflight + sc.Mutating
 	if oc := metrics.ObjectCounts(snap.Metrics[len(snap.Metrics)-1]); oc != nil {
 		o.Counts = engine.ObjectCounts{}
 		for k, c := range oc {

@@ -130,6 +130,8 @@ type whatIfOutput struct {
 			Level           string `json:"level"`
 			RejectedWith    int64  `json:"rejectedWith"`
 			RejectedWithout int64  `json:"rejectedWithout"`
+			// the CPU saturated, where simulate cannot choose
+			RejectedSaturated *int64 `json:"rejectedSaturated"`
 		} `json:"levels"`
 	} `json:"cpuComparison"`
 }
@@ -147,6 +149,23 @@ func (o whatIfOutput) withoutCPUModel(level string) string {
 		}
 	}
 	return ""
+}
+
+// undecidedRange is the range simulate gives level where it cannot choose
+// (no evidence of the server's CPU over the workload's window): from the
+// CPU saturated to the recorded execution times; ok is false where it
+// chose.
+func (o whatIfOutput) undecidedRange(level string) (lo, hi int64, ok bool) {
+	c := o.CPUComparison
+	if c == nil || c.Applies != "undecided" {
+		return 0, 0, false
+	}
+	for _, l := range c.Levels {
+		if l.Level == level && l.RejectedSaturated != nil {
+			return min(*l.RejectedSaturated, l.RejectedWithout), max(*l.RejectedSaturated, l.RejectedWithout), true
+		}
+	}
+	return 0, 0, false
 }
 
 // whatIfModes are the inputs a prediction is made from: the httplog
@@ -275,11 +294,17 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				pred := checked[mode]
 				p := simLevel(pred.After.Levels, l).rejected()
 				ok := recording.WhatIfAgrees(p, real)
+				var rng string
+				if lo, hi, undecided := pred.undecidedRange(l); undecided {
+					// simulate gives a range: the re-runs must fall in it
+					ok = recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
+					rng = fmt.Sprintf("; simulate cannot choose: from %d to %d", lo, hi)
+				}
 				var recorded string
 				if atSpeed {
 					recorded = fmt.Sprintf("; at the recorded run's speed %d", simLevel(preds[i][mode].After.Levels, l).rejected())
 				}
-				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l), recorded))
+				report = append(report, fmt.Sprintf("      predicted from %-15s %5d (ratio %.2f)%s%s%s%s", mode, p, float64(p)/float64(max(real, 1)), outside(ok), pred.withoutCPUModel(l), rng, recorded))
 				if w.Unchecked != "" {
 					// a limit of the model the scenario documents
 					continue

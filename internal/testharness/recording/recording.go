@@ -35,7 +35,15 @@ const (
 	// on the changed configuration.
 	WhatIfHTTPLogFile  = "whatif-apiserver.log.gz"
 	WhatIfAuditLogFile = "whatif-audit.log.gz"
+	// BundleBeforeFile is a bundle captured before the load, as a user who
+	// took one before an incident holds: its one scrape does not cover the
+	// recorded run.
+	BundleBeforeFile = "bundle-before.tar.gz"
 )
+
+// MoreWhatIfFile is the file of the scenario's further what-if i
+// (Scenario.MoreWhatIfs[i]), for simulate -f: whatif-2.yaml for the first.
+func MoreWhatIfFile(i int) string { return fmt.Sprintf("whatif-%d.yaml", i+2) }
 
 // Run is what one run of a plan got.
 type Run struct {
@@ -127,7 +135,21 @@ type Result struct {
 	WhatIf      *Run   `json:"whatIf,omitempty"`
 	WhatIfMore  []Run  `json:"whatIfMore,omitempty"`
 	WhatIfAbout string `json:"whatIfAbout"`
+	// MoreWhatIfs are the re-runs of the scenario's further what-ifs
+	// (apf-record -all-whatifs), in the order of Scenario.MoreWhatIfs.
+	MoreWhatIfs []WhatIfRuns `json:"moreWhatIfs,omitempty"`
 }
+
+// WhatIfRuns are the re-runs of one further what-if: its change is File
+// (MoreWhatIfFile) in the recording's directory.
+type WhatIfRuns struct {
+	About string `json:"about"`
+	File  string `json:"file"`
+	Runs  []Run  `json:"runs"`
+}
+
+// Real is the mean of a level's 429s over the re-runs, rounded.
+func (w WhatIfRuns) Real(level string) int64 { return MeanRejected(w.Runs, level) }
 
 // WhatIfReal is what a prediction of the what-if is checked against: a
 // level's 429s in the re-run, or their mean over the re-runs, rounded.
@@ -477,13 +499,22 @@ func (s *Session) metrics(ctx context.Context) (string, error) {
 // to path, right after a run: its metrics are the scrape of the run's
 // start and one now, so that they bracket the run.
 func (s *Session) WriteBundle(ctx context.Context, path string, m dump.Manifest) error {
+	return s.writeBundle(ctx, path, m, true)
+}
+
+// writeBundle writes a bundle of the server's objects, version and one
+// scrape of its metrics, now; with bracket, the scrape of the last run's
+// start goes before it.
+func (s *Session) writeBundle(ctx context.Context, path string, m dump.Manifest, bracket bool) error {
 	capture, err := (&fetch.ClusterSource{Config: s.Cluster.RESTConfig(testcluster.Admin)}).Capture(ctx,
 		dump.CaptureOptions{Parts: dump.PartObjects | dump.PartVersion | dump.PartMetrics})
 	if err != nil {
 		return err
 	}
-	if err := s.prependLoadStart(capture); err != nil {
-		return err
+	if bracket {
+		if err := s.prependLoadStart(capture); err != nil {
+			return err
+		}
 	}
 	return dump.WriteBundle(path, capture, m)
 }
@@ -546,7 +577,13 @@ func perLevel(body, prefix string) map[string]float64 {
 // whatIf, the same plan is then sent again on the same server (the repeat),
 // and once more by Rerun on a fresh control plane with the change applied;
 // the figures of both go to recording.json.
-func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bool, phaseOffset time.Duration, progress io.Writer) (*Result, error) {
+//
+// With allWhatIfs, every further what-if of the scenario (MoreWhatIfs) is
+// re-run too, each its Reruns times on fresh control planes; their changes
+// go to MoreWhatIfFile and their figures to recording.json. A bundle
+// captured before the load (BundleBeforeFile) is written beside the one
+// taken after it.
+func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf, allWhatIfs bool, phaseOffset time.Duration, progress io.Writer) (*Result, error) {
 	tmp, err := os.MkdirTemp("", "apf-record-")
 	if err != nil {
 		return nil, err
@@ -562,14 +599,20 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	if phaseOffset != 0 {
 		res.PhaseOffset = phaseOffset.String()
 	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	manifest := dump.Manifest{Source: "local control plane, scenario " + sc.Name, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	before := filepath.Join(out, BundleBeforeFile)
+	_ = os.Remove(before)
+	if err := s.writeBundle(ctx, before, manifest, false); err != nil {
+		return nil, err
+	}
 	run, err := s.RunLoad(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res.Recorded = *run
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
 	if err := gzipTail(a.LogFile, logFrom, filepath.Join(out, HTTPLogFile)); err != nil {
 		return nil, err
 	}
@@ -578,7 +621,7 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 	}
 	bundle := filepath.Join(out, BundleFile)
 	_ = os.Remove(bundle)
-	if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: "local control plane, scenario " + sc.Name, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+	if err := s.WriteBundle(ctx, bundle, manifest); err != nil {
 		return nil, err
 	}
 	y, err := ChangeYAML(sc.WhatIf)
@@ -620,6 +663,32 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf bo
 				return nil, err
 			}
 			res.WhatIfMore = append(res.WhatIfMore, *run)
+		}
+		for i, w := range sc.MoreWhatIfs {
+			if !allWhatIfs {
+				break
+			}
+			y, err := ChangeYAML(w.Change)
+			if err != nil {
+				return nil, err
+			}
+			wr := WhatIfRuns{About: w.Change.About, File: MoreWhatIfFile(i)}
+			if err := os.WriteFile(filepath.Join(out, wr.File), y, 0o644); err != nil {
+				return nil, err
+			}
+			for range max(w.Reruns, 1) {
+				dir, err := os.MkdirTemp("", "apf-record-whatif-")
+				if err != nil {
+					return nil, err
+				}
+				run, err := Rerun(ctx, sc.With(w), seed, dir, phaseOffset, progress, nil)
+				os.RemoveAll(dir)
+				if err != nil {
+					return nil, err
+				}
+				wr.Runs = append(wr.Runs, *run)
+			}
+			res.MoreWhatIfs = append(res.MoreWhatIfs, wr)
 		}
 	}
 	b, err := json.MarshalIndent(res, "", "  ")

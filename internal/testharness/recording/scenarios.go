@@ -9,6 +9,10 @@
 package recording
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -201,7 +205,7 @@ const cms = "/api/v1/namespaces/" + loadgen.Namespace + "/configmaps"
 // Scenarios returns the recorded overloads, by name: quiet, starved,
 // borrowing, lists, borrowing-three, timeouts and crowded.
 func Scenarios() []Scenario {
-	return []Scenario{{
+	scs := []Scenario{{
 		Name:     "quiet",
 		About:    "a 1-seat queuing level (8 queues, hand 2, length 3) and a 1-seat Reject level under bursts of whole LISTs, on a kube-apiserver held to 1 CPU",
 		Inflight: 10, Mutating: 5, RejectUser: 8,
@@ -450,6 +454,38 @@ func Scenarios() []Scenario {
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("tiny", 1, 0, 0, 4, 2, 6)}}, Reruns: 3,
 		}},
 	}}
+	// Three more crowded servers, at about 30%, 60% and 95% of their
+	// requests rejected: the same levels, changes and seeds as crowded's,
+	// the crowding varied by the client processes and the load (rates and
+	// the size of each LIST). Their share of 429s depends on how fast the
+	// machine runs them, so "about": what each recording got is in its
+	// recording.json.
+	crowded := scs[len(scs)-1]
+	return append(scs,
+		crowdedAt(crowded, "crowded-30", "light", 50, 3, 3.5, 60),
+		crowdedAt(crowded, "crowded-60", "heavy", 100, 7, 8, 0),
+		crowdedAt(crowded, "crowded-95", "flooded", 200, 30, 35, 0))
+}
+
+// crowdedAt is crowded's (sc's) server, levels and what-ifs under another
+// crowd: processes client processes, each of tiny's four users sending
+// bursts of 1 to 9 GETs of path at tinyRate bursts a second, each of
+// wide's at wideRate bursts of 1 to 11; each GET lists limit of the 100
+// ConfigMaps (32 KiB each), or all of them with 0.
+func crowdedAt(sc Scenario, name, how string, processes int, tinyRate, wideRate float64, limit int) Scenario {
+	path, lists := cms, "whole LISTs"
+	if limit > 0 {
+		path, lists = fmt.Sprintf("%s?limit=%d", cms, limit), fmt.Sprintf("LISTs of %d ConfigMaps", limit)
+	}
+	sc.Name = name
+	sc.About = fmt.Sprintf("crowded's levels, %s: tiny (1 seat, 4 queues, hand 2, length 2) and wide (3 seats, the same queues) under bursts of %s from %d client processes at %g and %g bursts a second per user, on a kube-apiserver with no CPU quota that shares the machine's 2 cores with etcd and those processes", how, lists, processes, tinyRate, wideRate)
+	sc.Processes = processes
+	sc.Flows = nil
+	for _, f := range append(userFlows("tiny", tinyRate, 9, 1, 2, 3, 4), userFlows("wide", wideRate, 11, 5, 6, 7, 8)...) {
+		f.Path = path
+		sc.Flows = append(sc.Flows, f)
+	}
+	return sc
 }
 
 // ByName returns the scenario called name.
@@ -460,4 +496,25 @@ func ByName(name string) (Scenario, bool) {
 		}
 	}
 	return Scenario{}, false
+}
+
+// ScenarioOf returns the scenario a recording directory was recorded from,
+// as its recording.json names it (a directory may hold a second recording
+// of a scenario, such as one with another seed).
+func ScenarioOf(dir string) (Scenario, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return Scenario{}, err
+	}
+	var r struct {
+		Scenario string `json:"scenario"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	sc, ok := ByName(r.Scenario)
+	if !ok {
+		return Scenario{}, fmt.Errorf("%s names scenario %q, which internal/testharness/recording/scenarios.go does not have", filepath.Join(dir, ResultFile), r.Scenario)
+	}
+	return sc, nil
 }

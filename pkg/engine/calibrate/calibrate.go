@@ -339,6 +339,10 @@ type working struct {
 	// seat tell its audit-only records (placeSerial), which the
 	// derivations after the first give them instead of the replay's
 	serialWaits map[int]time.Duration
+	// saturatedEnd is the shared CPU with the server's CPU assumed
+	// saturated (AssumingSaturated), the end of a range where no evidence
+	// tells the CPU; nil without recorded executions
+	saturatedEnd *SharedCPU
 }
 
 // OverheadAt returns the overhead applied to a request of level arriving

@@ -124,6 +124,14 @@ type Params struct {
 	// capacity is fitted to.
 	MinOverlapped int
 	OverlapFlight float64
+	// SaturatedRunnableWait is the mean time the server's goroutines
+	// waited runnable for a P (go_sched_latencies_seconds over the
+	// workload's window) from which its CPU counts as saturated: the
+	// process used all the CPU it could get, and its executions shared
+	// what its requests' other work left (SharedFromSaturated). Half a
+	// millisecond is a few of Go's scheduling quanta and far below a
+	// CFS period; chosen before any recording was read against it.
+	SaturatedRunnableWait time.Duration
 }
 
 // DefaultParams are the figures the calibration runs with.
@@ -175,6 +183,8 @@ func DefaultParams() Params {
 		MaxUnseenStretch: 1.1,
 		MinOverlapped:    5,
 		OverlapFlight:    1.1,
+
+		SaturatedRunnableWait: 500 * time.Microsecond,
 	}
 }
 

@@ -52,6 +52,17 @@ const (
 	// SharedFromLimit: the capacity the server's CPU limit, the share
 	// fitted to the executions that ran with others in flight.
 	SharedFromLimit SharedFrom = "limit"
+	// SharedFromSaturated: the server's CPU was saturated over the
+	// workload's window (its goroutines waited runnable for a P); every
+	// execution is on the CPU (share 1) and the executions shared the CPU
+	// the process used less what its requests cost before APF, their 429s
+	// included.
+	SharedFromSaturated SharedFrom = "saturated"
+	// SharedFromAssumedSaturated: no evidence; the server's CPU assumed
+	// saturated through the recorded time, so that the executions shared
+	// what they had and no change runs more of them in the same time
+	// (Result.AssumingSaturated, one end of a range).
+	SharedFromAssumedSaturated SharedFrom = "assumed saturated"
 )
 
 // CoresSource is where the server's cores (SharedCPU.Cores) came from.

@@ -116,6 +116,9 @@ type SharedCPU struct {
 	Spread         float64 `json:"spread"`
 	SpreadRecorded float64 `json:"spreadRecorded"`
 
+	// Saturated, From "saturated", is how the capacity was read.
+	Saturated *Saturated `json:"saturated,omitempty"`
+
 	// RequestsCPU is the CPU time the model says the executions needed
 	// (each one's share of its execution alone), to set beside the
 	// process's (Used over MetricsSpan), which also holds everything the
@@ -148,6 +151,22 @@ type KindDemand struct {
 	kind       int32
 }
 
+// Saturated is the evidence of a saturated server's capacity
+// (SharedFromSaturated): over Busy, the time the recorded executions were
+// in flight (at most the metrics' span), the process used ProcessCPU; its
+// Requests requests (rejected or not) cost RequestCost each before APF,
+// the median latency of its Rejected 429s (a rejection is that work and
+// its answer); the executions shared the rest, Capacity = (ProcessCPU −
+// Requests × RequestCost) / Busy cores.
+type Saturated struct {
+	RunnableWait Duration `json:"runnableWait"`
+	Busy         Duration `json:"busy"`
+	ProcessCPU   Duration `json:"processCPU"`
+	Requests     int      `json:"requests"`
+	Rejected     int      `json:"rejected"`
+	RequestCost  Duration `json:"requestCost"`
+}
+
 // maxDemands bounds the kinds whose demands are kept.
 const maxDemands = 10
 
@@ -174,7 +193,7 @@ type execution struct {
 // which must yield the records Derive read, and sets r.Shared, or
 // r.SharedWhy to why there is none.
 func (r *Result) DeriveShared(src workload.Reader) error {
-	r.Shared, r.SharedWhy = nil, ""
+	r.Shared, r.SharedWhy, r.saturatedEnd = nil, "", nil
 	if !r.Enabled {
 		return nil
 	}
@@ -196,6 +215,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	var caps []int
 	// recorded: the level has an execution time of its own (httplog's)
 	var recorded []bool
+	// every request of the workload, and the latencies of its 429s, for a
+	// saturated server's cost of a request before APF
+	requests := 0
+	var rejections []time.Duration
 	for {
 		err := a.Next(&w)
 		if errors.Is(err, io.EOF) {
@@ -206,6 +229,10 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		}
 		x := &a.x
 		if a.ok && a.er.Info.Verb != "watch" {
+			requests++
+			if x.rejected && x.latency > 0 {
+				rejections = append(rejections, x.latency)
+			}
 			if !seen || x.arrival < from {
 				from, seen = x.arrival, true
 			}
@@ -261,6 +288,13 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
 	smp := sampleOf(execs, inFlight(execs, caps))
+	r.saturatedEnd = assumeSaturated(execs, smp)
+	// a server whose CPU the metrics show saturated: the executions
+	// shared what it had, whatever the stretch fits would read
+	if m, ok := saturatedShared(execs, smp, requests, rejections, r.prep.opts); ok {
+		r.Shared = m
+		return nil
+	}
 	m, why := fitShared(execs, smp, len(kinds))
 	if m == nil {
 		// no stretch to fit: what the metrics say the server's CPU could
@@ -899,6 +933,119 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 	}
 	m.setStretches(execs, smp.fl)
 	return m, ""
+}
+
+// saturatedShared is the shared-CPU model of a server whose CPU the
+// metrics over the workload's window show saturated (its goroutines waited
+// runnable for a P SaturatedRunnableWait or more on average): it used all
+// the CPU it could get, the cores, its quota, or what other processes left
+// it. A request costs CPU before APF (TLS, authentication, and its 429 when
+// rejected), the median latency of the recorded 429s; the executions shared
+// the rest of the process's CPU over the time they were in flight, every
+// one of them on the CPU (a workload without 429s tells no cost, and none
+// is taken out). A change runs them on the same capacity: more at
+// once each run slower, fewer faster. ok is false where the metrics do not
+// show it, or leave the executions no CPU.
+func saturatedShared(execs []execution, smp sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
+	u := opts.CPUUse
+	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
+		return nil, false
+	}
+	busy := min(busyTime(execs), u.Span)
+	if busy <= 0 {
+		return nil, false
+	}
+	// without a 429, nothing tells the cost: none is taken out
+	var cost time.Duration
+	if len(rejections) > 0 {
+		slices.Sort(rejections)
+		cost = rejections[len(rejections)/2]
+	}
+	left := float64(u.ProcessCPU) - float64(requests)*float64(cost)
+	if left <= 0 {
+		return nil, false
+	}
+	m := &SharedCPU{From: SharedFromSaturated, Share: 1, Capacity: left / float64(busy),
+		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}}
+	m.evidence(opts)
+	all := make([]int, len(execs))
+	var maxN float64
+	for i := range execs {
+		all[i] = i
+		maxN = max(maxN, smp.fl.mean[i])
+		m.MeanInFlight += smp.fl.mean[i]
+	}
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	m.setStretched(smp.fl, all)
+	m.setStretches(execs, smp.fl)
+	return m, true
+}
+
+// assumeSaturated is the shared CPU of a server whose CPU is assumed
+// saturated through the recorded time (SharedFromAssumedSaturated): every
+// execution on the CPU, sharing what the recorded ones had, so that an
+// execution runs in proportion to the requests in flight with it, and
+// the executions' pace in all stays the recorded one. Any capacity up to
+// one execution's gives that; 1 stands for them. nil without executions.
+func assumeSaturated(execs []execution, smp sample) *SharedCPU {
+	if len(execs) == 0 {
+		return nil
+	}
+	m := &SharedCPU{From: SharedFromAssumedSaturated, Share: 1, Capacity: 1}
+	all := make([]int, len(execs))
+	var maxN float64
+	for i := range execs {
+		all[i] = i
+		maxN = max(maxN, smp.fl.mean[i])
+		m.MeanInFlight += smp.fl.mean[i]
+	}
+	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
+	m.setStretched(smp.fl, all)
+	m.setStretches(execs, smp.fl)
+	return m
+}
+
+// AssumingSaturated is the calibration with the server's CPU assumed
+// saturated through the recorded time instead of its CPU models
+// (SharedFromAssumedSaturated): the end of the range a change that adds
+// concurrency spans where no evidence tells how much CPU the server had
+// left, the other end being WithoutCPU. nil where no recorded execution
+// tells the pace.
+func (r *Result) AssumingSaturated() *Result {
+	if r.saturatedEnd == nil {
+		return nil
+	}
+	c := r.WithoutCPU()
+	c.Shared = r.saturatedEnd
+	return c
+}
+
+// HasProcessCPU reports whether the calibration read the process's CPU
+// over the workload's window (metrics whose scrapes cover it).
+func (r *Result) HasProcessCPU() bool {
+	return r.prep != nil && r.prep.opts.CPUUse != nil && r.prep.opts.CPUUse.ProcessCPU > 0
+}
+
+// busyTime is the time at least one of execs was in flight.
+func busyTime(execs []execution) time.Duration {
+	spans := make([][2]time.Duration, 0, len(execs))
+	for _, e := range execs {
+		if e.end > e.start {
+			spans = append(spans, [2]time.Duration{e.start, e.end})
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
+	var busy, end time.Duration
+	for i, sp := range spans {
+		if i == 0 || sp[0] > end {
+			busy += sp[1] - sp[0]
+			end = sp[1]
+		} else if sp[1] > end {
+			busy += sp[1] - end
+			end = sp[1]
+		}
+	}
+	return busy
 }
 
 // overlappedOf returns the executions of smp (their indices in it) that

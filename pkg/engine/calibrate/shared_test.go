@@ -548,3 +548,98 @@ func TestOneSeatExecutionsFromTheEnds(t *testing.T) {
 		t.Errorf("%d estimated executions placed, want 3", n)
 	}
 }
+
+// TestSharedCPUSaturated: a server that other processes leave half a core
+// (every execution on the CPU) runs its one seat's executions twice as long
+// as alone; with three seats, three share that half core, and the level
+// serves no more. The metrics show its goroutines waiting for a CPU: the
+// model reads the capacity from the process's CPU over the time the
+// executions were in flight, and the waits with more seats are the exact
+// server's, where the replay without it has them all but gone. Below the
+// runnable wait that tells a saturated CPU, or without it, the model is not
+// this one; the requests' cost before APF, the median latency of their
+// 429s, comes out of the capacity.
+func TestSharedCPUSaturated(t *testing.T) {
+	before, after := configQueues(t, 1, 1000), configQueues(t, 3, 1000)
+	const scl = 6
+	seats := levelLimits(Options{Config: before, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats != 1 || more < 2 {
+		t.Fatalf("seats %d → %d: the test needs 1 → more", seats, more)
+	}
+	const capacity = 0.5
+	const rate = 0.9 * capacity / 0.004 // bursts of 1.35 times what the half core serves
+	reqs := partlySharedRecording(4, seats, capacity, 1, rate, 10*time.Second)
+	truth := partlySharedRecording(4, more, capacity, 1, rate, 10*time.Second)
+	// one seat: the executions never overlapped, each on the half core
+	// for all of its time
+	cpu := time.Duration(capacity * cpuSeconds(reqs, 1) * float64(time.Second))
+	derive := func(use CPUUse) *Result {
+		t.Helper()
+		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &use}})
+	}
+	res := derive(CPUUse{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 2 * time.Millisecond, HasRunnableWait: true})
+	m := res.Shared
+	if m == nil || m.From != SharedFromSaturated || m.Saturated == nil {
+		t.Fatalf("no model from a saturated CPU: %+v, %s", m, res.SharedWhy)
+	}
+	if m.Share != 1 || m.Capacity < 0.45 || m.Capacity > 0.55 {
+		t.Errorf("the executions shared %.3f cores (share %.2f), the server had %g", m.Capacity, m.Share, capacity)
+	}
+	real := medianWait(truth)
+	_, with := medianWaits(t, res, reqs, before, after, scl)
+	_, without := medianWaits(t, res.WithoutCPU(), reqs, before, after, scl)
+	t.Logf("%d requests, 1 → %d seats on %.2f cores; the model's %.3f cores; median wait: exact %.3fs, with the model %.3fs, without %.3fs", len(reqs), more, capacity, m.Capacity, real, with, without)
+	if with < 0.75*real || with > 1.25*real {
+		t.Errorf("with the saturated CPU the median wait is predicted %.3fs; the exact server waits %.3fs", with, real)
+	}
+	if without > 0.5*real {
+		t.Errorf("without the model the added seats should all but end the waits (%.3fs predicted, %.3fs real)", without, real)
+	}
+	// goroutines that hardly waited for a CPU, or a runtime that does not
+	// say: not this model
+	for _, use := range []CPUUse{
+		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 100 * time.Microsecond, HasRunnableWait: true},
+		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2},
+	} {
+		if g := derive(use).Shared; g != nil && g.From == SharedFromSaturated {
+			t.Errorf("runnable wait %v (known: %v) read as a saturated CPU", use.RunnableWait, use.HasRunnableWait)
+		}
+	}
+}
+
+// TestSaturatedSharedTakesOutTheRequestsCost: 1,000 requests whose 429s
+// took 1 ms (the median; the slowest do not move it) cost 1 s of the
+// process's 8 s of CPU over the 10 s the executions were in flight: they
+// shared 0.7 cores. Where the requests' cost takes all of it, there is no
+// model.
+func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
+	execs := []execution{
+		{start: 0, end: 4 * time.Second},
+		{start: 2 * time.Second, end: 6 * time.Second},
+		{start: 7 * time.Second, end: 13 * time.Second},
+	}
+	smp := sampleOf(execs, inFlight(execs, nil))
+	rej := []time.Duration{time.Millisecond, time.Millisecond, 900 * time.Microsecond, time.Second, 2 * time.Second}
+	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
+	if got := busyTime(execs); got != 12*time.Second {
+		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
+	}
+	m, ok := saturatedShared(execs, smp, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
+	if !ok {
+		t.Fatal("no model")
+	}
+	// (8 s − 1,000 × 1 ms) / 12 s
+	if want := 7.0 / 12; math.Abs(m.Capacity-want) > 1e-9 || m.Saturated.RequestCost != Duration(time.Millisecond) || m.Saturated.Busy != Duration(12*time.Second) {
+		t.Errorf("capacity %v (want %v), cost %v, busy %v", m.Capacity, want, time.Duration(m.Saturated.RequestCost), time.Duration(m.Saturated.Busy))
+	}
+	// the metrics' span bounds the busy time
+	short := *use
+	short.Span = 10 * time.Second
+	if m, ok := saturatedShared(execs, smp, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
+		t.Errorf("over a 10 s span: %+v, %v", m, ok)
+	}
+	if m, ok := saturatedShared(execs, smp, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
+		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
+	}
+}

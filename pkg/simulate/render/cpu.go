@@ -22,6 +22,14 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 		}
 		return
 	}
+	if s := m.Saturated; m.From == calibrate.SharedFromSaturated && s != nil {
+		fmt.Fprintf(w, "Shared CPU: the server's CPU was saturated (its goroutines waited runnable for a CPU %v on average), so its executions shared what it had: %.2f cores, the process's %v of CPU over the %v they were in flight, less %v for its %d requests before APF (%v each, the median latency of its %d 429s, which are that work and their answer). An execution runs max(1, in flight / %.2f) times as long as alone (%d recorded executions, %.1f in flight on average, up to %d, %.1f× as long as alone on average); a change that runs more at once runs each slower, fewer at once faster.\n",
+			fmtDuration(time.Duration(s.RunnableWait)), m.Capacity, fmtDuration(time.Duration(s.ProcessCPU)), fmtDuration(time.Duration(s.Busy)),
+			fmtDuration(time.Duration(s.Requests)*time.Duration(s.RequestCost)), s.Requests, fmtDuration(time.Duration(s.RequestCost)), s.Rejected,
+			m.Capacity, m.Executions, m.MeanInFlight, m.MaxInFlight, m.MeanStretch)
+		printServerCPU(w, m)
+		return
+	}
 	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
 		100*m.Share, 1-m.Share, m.Share, m.Capacity)
 	switch m.From {
@@ -56,6 +64,11 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 		}
 		fmt.Fprintf(w, "Execution alone per kind of request (executions fitted): %s.\n", strings.Join(ds, ", "))
 	}
+	printServerCPU(w, m)
+}
+
+// printServerCPU gives the server's CPU evidence of a shared-CPU model.
+func printServerCPU(w io.Writer, m *calibrate.SharedCPU) {
 	cores := "-"
 	if m.Cores > 0 {
 		cores = fmt.Sprintf("%g (%s)", m.Cores, simulate.CoresName(m.CoresFrom))
@@ -76,20 +89,67 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	if c == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nThe change adds concurrency on a server the recording shows CPU-bound (%s model). Rejections predicted after the change:\n", c.Model)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tSEATS\tWITH-CPU-MODEL\tWITHOUT (RECORDED EXECUTION TIMES)\tDISPATCHED WITH/WITHOUT")
+	saturated := false
 	for _, l := range c.Levels {
-		if l.RejectedWith+l.RejectedWithout == 0 && l.LimitAfter <= l.LimitBefore {
+		saturated = saturated || l.RejectedSaturated != nil
+	}
+	if c.Model != "" {
+		fmt.Fprintf(w, "\nThe change adds concurrency on a server the recording shows CPU-bound (%s model). Rejections predicted after the change:\n", c.Model)
+	} else {
+		fmt.Fprintf(w, "\nThe change adds concurrency, and nothing tells how much CPU the server had left for it. Rejections predicted after the change:\n")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "LEVEL\tSEATS"
+	if c.Model != "" {
+		head += "\tWITH-CPU-MODEL"
+	}
+	if saturated {
+		head += "\tCPU-SATURATED"
+	}
+	head += "\tRECORDED-EXECUTION-TIMES\tDISPATCHED"
+	var disp []string
+	if c.Model != "" {
+		disp = append(disp, "WITH")
+	}
+	if saturated {
+		disp = append(disp, "SATURATED")
+	}
+	fmt.Fprintln(tw, head+" "+strings.Join(append(disp, "RECORDED"), "/"))
+	for _, l := range c.Levels {
+		if l.RejectedWith+l.RejectedWithout == 0 && l.LimitAfter <= l.LimitBefore && (l.RejectedSaturated == nil || *l.RejectedSaturated == 0) {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d->%d\t%d\t%d\t%d/%d\n", sanitize.Line(l.Level), l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout)
+		row := fmt.Sprintf("%s\t%d->%d", sanitize.Line(l.Level), l.LimitBefore, l.LimitAfter)
+		var ds []string
+		if c.Model != "" {
+			row += fmt.Sprintf("\t%d", l.RejectedWith)
+			ds = append(ds, fmt.Sprint(l.DispatchedWith))
+		}
+		if saturated {
+			if l.RejectedSaturated != nil {
+				row += fmt.Sprintf("\t%d", *l.RejectedSaturated)
+				ds = append(ds, fmt.Sprint(*l.DispatchedSaturated))
+			} else {
+				row += "\t-"
+				ds = append(ds, "-")
+			}
+		}
+		ds = append(ds, fmt.Sprint(l.DispatchedWithout))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", row, l.RejectedWithout, strings.Join(ds, "/"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if c.Applies == simulate.AppliesUndecided {
-		fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		shown := "the prediction with the CPU model"
+		if c.Model == "" {
+			shown = "the prediction with the recorded execution times"
+		}
+		if saturated {
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The rejections after the change lie between the prediction with the CPU saturated through the recorded time (the executions share what the recorded ones had, so that the server runs no more of them than it did) and the one with the recorded execution times; the tables above show %s. %s\n", c.Why, shown, settleCPU)
+		} else {
+			fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+		}
 		return nil
 	}
 	fmt.Fprintf(w, "The prediction with the CPU model applies (the tables above show it): %s.\n", c.Why)

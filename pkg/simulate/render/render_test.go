@@ -86,6 +86,44 @@ func TestCPUComparisonUndecided(t *testing.T) {
 	}
 }
 
+// TestCPUComparisonRange: without CPU evidence, and with no CPU model at
+// all, the comparison gives the range from the CPU saturated through the
+// recorded time to the recorded execution times, per level, with the
+// dispatches of each end, says it cannot choose and what would settle it;
+// a level without a saturated end shows "-", not 0.
+func TestCPUComparisonRange(t *testing.T) {
+	sat, satDisp := int64(905), int64(1079)
+	c := &simulate.CPUComparison{Applies: simulate.AppliesUndecided, Why: "the metrics hold no process CPU from two scrapes around the load",
+		Levels: []simulate.CPUComparisonLevel{
+			{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 536, RejectedWithout: 536, DispatchedWith: 1448, DispatchedWithout: 1448, RejectedSaturated: &sat, DispatchedSaturated: &satDisp},
+			{Level: "new", LimitBefore: 0, LimitAfter: 2, RejectedWith: 7, RejectedWithout: 7, DispatchedWith: 20, DispatchedWithout: 20},
+		}}
+	var b bytes.Buffer
+	if err := printCPUComparison(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{`CPU-SATURATED +RECORDED-EXECUTION-TIMES +DISPATCHED SATURATED/RECORDED`, `tiny +1->3 +905 +536 +1079/1448`, `new +0->2 +- +7 +-/20`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the comparison lacks %q:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "WITH-CPU-MODEL") {
+		t.Errorf("a comparison without a CPU model shows its column:\n%s", out)
+	}
+	for _, want := range []string{"cannot choose", "saturated through the recorded time", "kubectl apf bundle --metrics-interval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if lo, hi, ok := c.Levels[0].Range(); !ok || lo != 536 || hi != 905 {
+		t.Errorf("tiny's range %d–%d (%v), want 536–905", lo, hi, ok)
+	}
+	if _, _, ok := c.Levels[1].Range(); ok {
+		t.Error("a level without a saturated end has a range")
+	}
+}
+
 // TestUnreproducedLevelIsNotShownAsHeld: a level whose replay of the
 // recorded configuration dispatched more than 10% more than the server
 // (calibrate.DispatchTooMany) is marked in the levels table, its fit gets
