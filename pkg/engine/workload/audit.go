@@ -88,14 +88,17 @@ type auditReader struct {
 	in      *interner
 	// ev is the event being read, reused from line to line
 	ev auditEvent
-	// noSource: the requests' Source is left empty (dropSource)
+	// noSource: the requests' Source is left empty, their URI "/"
+	// (dropSource)
 	noSource bool
 	*reorder
 }
 
-// dropSource leaves the requests' Source empty: a join takes only their
-// identity, and the line, as a string of its own, would be made for every
-// event only to be dropped. Errors still say where they are.
+// dropSource leaves the requests' Source empty, and their URI "/" where
+// the event's requestURI is a path: a join takes only their identity, and
+// the line and the path, as strings of their own, would be made for every
+// event only to be dropped. Errors still say where they are, and the
+// events refused are the same.
 func (a *auditReader) dropSource() { a.noSource = true }
 
 // NewAuditReader reads audit.k8s.io/v1 Events, one JSON object per line,
@@ -128,7 +131,7 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 		}
 		ev := &a.ev
 		var bad error
-		switch err := decodeAuditEvent(line, ev, a.in); {
+		switch err := decodeAuditEventAs(line, ev, a.in, a.noSource); {
 		case err != nil:
 			bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", a.ls.where(), err))
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
@@ -158,7 +161,13 @@ func (a *auditReader) read(r *Request) (time.Time, error) {
 // encoding/json where the scan gives up (and for the error of a line that
 // is not an event).
 func decodeAuditEvent(line []byte, ev *auditEvent, in *interner) error {
-	if scanAuditEvent(line, ev, in) {
+	return decodeAuditEventAs(line, ev, in, false)
+}
+
+// decodeAuditEventAs is decodeAuditEvent; with pathOnly, the scan keeps a
+// requestURI that is a path as "/" (scanAuditEventAs).
+func decodeAuditEventAs(line []byte, ev *auditEvent, in *interner, pathOnly bool) error {
+	if scanAuditEventAs(line, ev, in, pathOnly) {
 		return nil
 	}
 	*ev = auditEvent{}

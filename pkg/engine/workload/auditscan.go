@@ -16,7 +16,15 @@ import (
 // number that is not a plain integer, any syntax error): the caller then
 // uses encoding/json, so the result never depends on the path.
 func scanAuditEvent(line []byte, ev *auditEvent, in *interner) bool {
-	s := jscan{b: line}
+	return scanAuditEventAs(line, ev, in, false)
+}
+
+// scanAuditEventAs is scanAuditEvent; with pathOnly, a requestURI that is a
+// path (starts with /) is kept as "/" alone, not copied: for a join, which
+// takes only the event's identity, and would drop a string made for every
+// event. The URI's checks (auditToRequest) see the same first byte.
+func scanAuditEventAs(line []byte, ev *auditEvent, in *interner, pathOnly bool) bool {
+	s := jscan{b: line, pathOnly: pathOnly}
 	if !s.event(ev, in) {
 		return false
 	}
@@ -63,7 +71,11 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 		case fAuditID:
 			ok = s.str(&ev.AuditID, nil)
 		case fRequestURI:
-			ok = s.str(&ev.RequestURI, nil)
+			if s.pathOnly {
+				ok = s.path(&ev.RequestURI)
+			} else {
+				ok = s.str(&ev.RequestURI, nil)
+			}
 		case fKind:
 			ok = s.str(&ev.Kind, in)
 		case fAPIVersion:
@@ -241,6 +253,8 @@ type jscan struct {
 	// esc: the value is read inside a JSON string, escaped (its quotes are
 	// \", its white space may be \n, \t, \r); a bare quote ends the string
 	esc bool
+	// pathOnly: a requestURI that is a path is kept as "/" (scanAuditEventAs)
+	pathOnly bool
 }
 
 func (s *jscan) ws() {
@@ -416,6 +430,24 @@ func (s *jscan) str(dst *string, in *interner) bool {
 	}
 	if in != nil {
 		*dst = in.get(v)
+	} else {
+		*dst = string(v)
+	}
+	return true
+}
+
+// path is str of a requestURI, uninterned, kept as "/" when it starts with
+// one (scanAuditEventAs).
+func (s *jscan) path(dst *string) bool {
+	if s.null() {
+		return true
+	}
+	v, ok := s.rawString()
+	if !ok {
+		return false
+	}
+	if len(v) > 0 && v[0] == '/' {
+		*dst = "/"
 	} else {
 		*dst = string(v)
 	}

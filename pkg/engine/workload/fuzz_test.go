@@ -197,6 +197,34 @@ func FuzzAuditScan(f *testing.F) {
 		if (ef == nil) != (es == nil) || !reflect.DeepEqual(rf, rs) {
 			t.Fatalf("%q: scan gives %+v, %v; json %+v, %v", b, rf, ef, rs, es)
 		}
+		// for a join (pathOnly), the same event but for a path kept as
+		// "/", and the same request but for its URI, or the same refusal
+		var path auditEvent
+		if !scanAuditEventAs(b, &path, newInterner(), true) {
+			t.Fatalf("%q: the scan for a join refused what the scan accepted", b)
+		}
+		path.Annotations = latencyOnly(path.Annotations)
+		wantPath := slow
+		if strings.HasPrefix(wantPath.RequestURI, "/") {
+			wantPath.RequestURI = "/"
+		}
+		if !reflect.DeepEqual(path, wantPath) {
+			t.Fatalf("%q:\nscan for a join %+v\njson %+v", b, path, slow)
+		}
+		var rp Request
+		ep := auditToRequest(&path, &rp)
+		if (ep == nil) != (es == nil) {
+			t.Fatalf("%q: the scan for a join gives %v; json %v", b, ep, es)
+		}
+		if es == nil {
+			if !strings.HasPrefix(rp.URI, "/") {
+				t.Fatalf("%q: the scan for a join gives URI %q", b, rp.URI)
+			}
+			rp.URI = rs.URI
+			if !reflect.DeepEqual(rp, rs) {
+				t.Fatalf("%q: the scan for a join gives %+v; json %+v", b, rp, rs)
+			}
+		}
 	})
 }
 

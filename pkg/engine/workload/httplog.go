@@ -20,6 +20,7 @@ type httpLogReader struct {
 	stats *Stats
 	kv    kvs
 	in    *interner
+	buf   []byte // a line's URI and audit ID, made one string (fill)
 	*reorder
 }
 
@@ -469,7 +470,16 @@ func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	if r.Method == "" {
 		return because(httplogLine, "with an unknown verb", fmt.Errorf("%s: unknown verb %q", where, r.Verb))
 	}
-	r.URI = kv.str(kURI)
+	// the URI and the audit ID, unique to the request, in one string
+	// (one allocation, not two)
+	uri, id := kv.v[kURI], kv.v[kAuditID]
+	if len(id) == 0 || len(uri) == 0 {
+		r.URI = string(uri)
+	} else {
+		h.buf = append(append(h.buf[:0], uri...), id...)
+		both := string(h.buf)
+		r.URI, r.AuditID = both[:len(uri)], both[len(uri):]
+	}
 	if r.URI == "" || r.URI[0] != '/' {
 		return because(httplogLine, "with a URI that is not a path", fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI))
 	}
@@ -484,7 +494,6 @@ func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
 	}
 	r.UserAgent = h.in.get(kv.v[kUserAgent])
 	r.SourceIP = h.in.get(kv.v[kSrcIP])
-	r.AuditID = kv.str(kAuditID)
 	r.FlowSchema, r.PriorityLevel = h.in.get(kv.v[kFS]), h.in.get(kv.v[kPL])
 	r.FlowDistinguisher, r.HasFlowDistinguisher = kv.str(kFD), kv.has[kFD]
 	if kv.has[kResp] {

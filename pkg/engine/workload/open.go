@@ -390,15 +390,31 @@ type JoinStats struct {
 type joined struct {
 	logs, audits Reader
 	slack        time.Duration
-	pending      map[string]identity
-	order        []string // audit IDs in arrival order, for eviction
-	head         Request
-	haveHead     bool
-	auditDone    bool
-	stats        *JoinStats
+	// pending holds, by audit ID, the identity of the audit event read
+	// last with that ID; it is pending (present) until an httplog line
+	// takes it or it is evicted. An entry stays in the map while order
+	// refers to it, present or not, so that the eviction reads it through
+	// order's pointer, not by a lookup of its ID (most of which, of IDs
+	// already taken, would miss); npresent counts the present ones.
+	pending   map[string]*pendingID
+	npresent  int
+	order     []*pendingID // one per audit event held, in arrival order, for eviction
+	free      []*pendingID // entries out of the map, to reuse
+	head      Request
+	haveHead  bool
+	auditDone bool
+	stats     *JoinStats
 	// pairs counts the httplog lines of an instance (their file's) joined
 	// to audit events of an instance, by the two (instances.go)
 	pairs map[[2]string]int64
+}
+
+// pendingID is an audit ID's entry in a join's pending map.
+type pendingID struct {
+	id string
+	identity
+	present bool
+	refs    int // the entries of order that point to it
 }
 
 // identity is what a join takes from an audit event.
@@ -424,15 +440,15 @@ func Join(httplog, audit Reader, slack time.Duration, stats *JoinStats) Reader {
 	if stats == nil {
 		stats = &JoinStats{}
 	}
-	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]identity{}, stats: stats}
+	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]*pendingID{}, stats: stats}
 }
 
 func (j *joined) Next(r *Request) error {
 	if err := j.logs.Next(r); err != nil {
 		if errors.Is(err, io.EOF) {
-			j.stats.AuditOnly += int64(len(j.pending))
+			j.stats.AuditOnly += int64(j.npresent)
 			// the map keeps its buckets when cleared: drop it
-			j.pending, j.order = nil, nil
+			j.pending, j.order, j.free, j.npresent = nil, nil, nil, 0
 			// the audit events after the last httplog line have none either:
 			// count them too, so that none is dropped unreported
 			if j.haveHead {
@@ -470,26 +486,48 @@ func (j *joined) Next(r *Request) error {
 			break
 		}
 		if a := &j.head; a.AuditID != "" {
-			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
+			p := j.pending[a.AuditID]
+			if p == nil {
+				if n := len(j.free); n > 0 {
+					p, j.free = j.free[n-1], j.free[:n-1]
+				} else {
+					p = new(pendingID)
+				}
+				p.id = a.AuditID
+				j.pending[a.AuditID] = p
+			}
+			if !p.present {
+				p.present = true
+				j.npresent++
+			}
+			p.identity = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
-			j.order = append(j.order, a.AuditID)
+			p.refs++
+			j.order = append(j.order, p)
 		}
 		j.haveHead = false
 	}
 	// evict events that arrived long before this request
 	for len(j.order) > 0 {
-		a, ok := j.pending[j.order[0]]
-		if ok && !a.arrival.Before(r.Arrival.Add(-j.slack)) {
+		p := j.order[0]
+		if p.present && !p.arrival.Before(r.Arrival.Add(-j.slack)) {
 			break
 		}
-		if ok {
-			delete(j.pending, j.order[0])
+		if p.present {
+			j.take(p)
 			j.stats.AuditOnly++
 		}
+		j.order[0] = nil
 		j.order = j.order[1:]
+		if p.refs--; p.refs == 0 && !p.present {
+			delete(j.pending, p.id)
+			*p = pendingID{}
+			j.free = append(j.free, p)
+		}
 	}
-	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
-		delete(j.pending, r.AuditID)
+	if p := j.pending[r.AuditID]; p != nil && p.present && r.AuditID != "" {
+		a := p.identity
+		j.take(p)
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
 		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
@@ -500,6 +538,14 @@ func (j *joined) Next(r *Request) error {
 		j.stats.Unmatched++
 	}
 	return nil
+}
+
+// take marks p's identity taken, no longer pending (its entry leaves the
+// map when order no longer refers to it).
+func (j *joined) take(p *pendingID) {
+	p.present = false
+	p.identity = identity{}
+	j.npresent--
 }
 
 // firstAuditYear peeks at the first audit event of br and returns the year of

@@ -19,9 +19,8 @@ type Request struct {
 	// AuditID is the audit ID, if recorded.
 	AuditID string
 	// User and Groups identify the requester when UserKnown.
-	User      string
-	Groups    []string
-	UserKnown bool
+	User   string
+	Groups []string
 	// Method is the HTTP method (GET, POST, PUT, PATCH, DELETE, ...) and
 	// Verb the verb as recorded (httplog's LIST, WATCH, APPLY; an audit or
 	// JSONL Kubernetes verb).
@@ -39,39 +38,31 @@ type Request struct {
 	Latency time.Duration
 	// ServiceTime is the execution time once dispatched (apf_execution_time),
 	// valid when HasServiceTime.
-	ServiceTime    time.Duration
-	HasServiceTime bool
+	ServiceTime time.Duration
 	// InitialSeats, FinalSeats and AdditionalLatency are the recorded work
 	// estimate, valid when HasSeats.
 	InitialSeats, FinalSeats uint64
 	AdditionalLatency        time.Duration
-	HasSeats                 bool
 	// FlowSchema and PriorityLevel are the recorded classification (apf_fs,
 	// apf_pl), if any.
 	FlowSchema, PriorityLevel string
 	// FlowDistinguisher is the flow distinguisher the server logged
 	// (apf_fd, which some releases' httplog lines carry, at most 64
 	// bytes), valid when HasFlowDistinguisher.
-	FlowDistinguisher    string
-	HasFlowDistinguisher bool
-	// TimeUnknown is true for a line read without its klog header
-	// (Options.Headerless): Arrival is zero, when it was logged unknown.
-	TimeUnknown bool
+	FlowDistinguisher string
 	// Status is the HTTP status answered, 0 if unknown.
 	Status int
 	// QueueWait is the audit annotation apiserver.latency.k8s.io/apf-queue-wait
 	// (the time in an APF queue until the request's handler ran), valid when
 	// HasQueueWait. The apiserver annotates only requests slower than 500 ms
 	// (endpoints/filters/audit.go:writeLatencyToAnnotation).
-	QueueWait    time.Duration
-	HasQueueWait bool
+	QueueWait time.Duration
 	// PreAPF is the time the filters ahead of APF recorded in the same
 	// annotations (apiserver.latency.k8s.io/authentication and
 	// .../impersonation), valid when HasLatencyAnnotations; TotalLatency is
 	// .../total.
-	PreAPF                time.Duration
-	TotalLatency          time.Duration
-	HasLatencyAnnotations bool
+	PreAPF       time.Duration
+	TotalLatency time.Duration
 	// QueuedOverhead is not read from any input: a calibration (package
 	// calibrate) sets it to the extra time the recorded server held a seat
 	// for a request dispatched from a queue.
@@ -83,6 +74,17 @@ type Request struct {
 	Instance string
 	// Source names the input and line, for error messages.
 	Source string
+
+	// The flags, together at the end: a bool between wider fields takes a
+	// word of its own, and the readers copy each request a few times (into
+	// and out of the reorder ring and the prefetch batches), so the fewer
+	// bytes the better. UserKnown tells that User and Groups are known; the
+	// others tell which of the fields above hold a recorded figure.
+	UserKnown, HasServiceTime, HasSeats, HasFlowDistinguisher bool
+	// TimeUnknown is true for a line read without its klog header
+	// (Options.Headerless): Arrival is zero, when it was logged unknown.
+	TimeUnknown                         bool
+	HasQueueWait, HasLatencyAnnotations bool
 }
 
 // Reader yields requests. Next fills r and returns io.EOF at the end.
@@ -310,7 +312,7 @@ func (ro *reorder) Next(out *Request) error {
 			// drained: the ring's slots (MaxHeld requests' worth) would
 			// otherwise stay allocated as long as the reader is kept,
 			// through the passes that read the tape
-			ro.q.slots, ro.q.keys, ro.q.head = nil, nil, 0
+			ro.q.slots, ro.q.keys, ro.q.head, ro.q.spare = nil, nil, 0, nil
 			return io.EOF
 		}
 		r := ro.q.next()
@@ -347,6 +349,7 @@ type arrivalQueue struct {
 	head    int
 	n       int
 	maxHeld int
+	spare   []Request // allocated, not yet a slot
 }
 
 // arrivalKey orders arrivals as time.Time's Before does on times without
@@ -392,10 +395,20 @@ func (q *arrivalQueue) next() *Request {
 	}
 	i := q.pos(q.n)
 	if q.slots[i] == nil {
-		q.slots[i] = new(Request)
+		// the slots are allocated in runs of adjacent requests, in ring
+		// order: the ring is then read (pop) and written (the source)
+		// mostly in address order, which the processor's prefetch
+		// follows, where requests allocated one by one lie apart
+		if len(q.spare) == 0 {
+			q.spare = make([]Request, min(slotRun, max(len(q.slots)-q.n, 1)))
+		}
+		q.slots[i], q.spare = &q.spare[0], q.spare[1:]
 	}
 	return q.slots[i]
 }
+
+// slotRun is how many ring slots are allocated together.
+const slotRun = 256
 
 func (q *arrivalQueue) push() {
 	r := q.at(q.n)
