@@ -968,16 +968,7 @@ func saturatedShared(execs []execution, smp sample, requests int, rejections []t
 	m := &SharedCPU{From: SharedFromSaturated, Share: 1, Capacity: left / float64(busy),
 		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}}
 	m.evidence(opts)
-	all := make([]int, len(execs))
-	var maxN float64
-	for i := range execs {
-		all[i] = i
-		maxN = max(maxN, smp.fl.mean[i])
-		m.MeanInFlight += smp.fl.mean[i]
-	}
-	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
-	m.setStretched(smp.fl, all)
-	m.setStretches(execs, smp.fl)
+	m.setAll(execs, smp)
 	return m, true
 }
 
@@ -992,6 +983,14 @@ func assumeSaturated(execs []execution, smp sample) *SharedCPU {
 		return nil
 	}
 	m := &SharedCPU{From: SharedFromAssumedSaturated, Share: 1, Capacity: 1}
+	m.setAll(execs, smp)
+	return m
+}
+
+// setAll sets, from every one of execs (not a sample of them), what the
+// model read (Executions, MaxInFlight, MeanInFlight), how far they
+// stretched under it and the stretch each ran under.
+func (m *SharedCPU) setAll(execs []execution, smp sample) {
 	all := make([]int, len(execs))
 	var maxN float64
 	for i := range execs {
@@ -1002,7 +1001,6 @@ func assumeSaturated(execs []execution, smp sample) *SharedCPU {
 	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
 	m.setStretched(smp.fl, all)
 	m.setStretches(execs, smp.fl)
-	return m
 }
 
 // AssumingSaturated is the calibration with the server's CPU assumed
