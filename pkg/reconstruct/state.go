@@ -36,6 +36,8 @@ type req struct {
 	work   float64 // seat-seconds for the queue choice
 
 	apfAt, dispatch, end int64
+	// start is when its recorded execution began
+	start int64
 	waitLimit            int64
 	queue                int
 	waiting              bool
@@ -430,6 +432,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 	}
 	execStart := r.apfAt + wait
 	r.end = execStart + exec
+	r.start = execStart
 	if wait < int64(s.cal.Threshold) || r.lv.queues == nil {
 		// dispatched at once (a level without queues never makes a
 		// request wait): the time was execution
@@ -633,6 +636,13 @@ func (l *level) learnLimit(r *req) {
 	}
 }
 
+// atCeiling reports whether l's current limit is the highest it can have:
+// its upper limit, or the nominal one when the reconstruction does not
+// borrow.
+func (s *state) atCeiling(l *level) bool {
+	return s.opts.NoBorrowing || l.limit >= max(l.limits.UpperCL, 1)
+}
+
 // canAccommodate mirrors canAccommodateSeatsLocked.
 func (l *level) canAccommodate(seats int) bool {
 	switch {
@@ -711,6 +721,17 @@ func (s *state) arrive(p *pending) {
 		r.dispatch = s.now
 		f.Execution += f.Wait
 		f.Wait = 0
+	}
+	if !r.waiting && !r.estimated && l.queues != nil && r.start > r.apfAt && s.atCeiling(l) && !l.canAccommodate(r.seats) {
+		// its wait was under τ, but it found every seat taken that the
+		// level can have: upstream enqueues it (StartRequest dispatches
+		// only what the seats allow), so it waited, in its queue, at the
+		// latest until its recorded execution began. τ is the lag of the
+		// filters around APF, which on a CPU-starved server exceeds the
+		// time a slot takes to open; the level's seats tell here.
+		r.waiting, r.waitShown = true, true
+		r.dispatch = r.start
+		f.Wait, f.Execution = time.Duration(r.start-r.apfAt), time.Duration(r.end-r.start)
 	}
 	// what the request's own times say of the limit (for an audit event
 	// without annotation: a latency above τ counts as a wait)

@@ -1,0 +1,67 @@
+package reconstruct_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// reconstructAt reconstructs reqs against tinyConfig with the calibration
+// the requests give, but τ set to tau (0: as calibrated), as on a server
+// whose filters around APF lag by about tau. It returns the fates by audit
+// ID.
+func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
+	t.Helper()
+	open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
+	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
+		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tau > 0 {
+		cal.Threshold, cal.ThresholdFrom = calibrate.Duration(tau), "set by the test"
+	}
+	fates := map[string]reconstruct.Fate{}
+	if _, err := reconstruct.Run(open, reconstruct.Options{
+		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, Calibration: cal,
+		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
+		OnFate: func(f *reconstruct.Fate) {
+			g := *f
+			g.Record = nil
+			fates[f.Record.AuditID] = g
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return fates
+}
+
+// TestShortWaitWithNoSeatQueues: on a server whose filters lag by more
+// than a slot takes to open (τ 200 ms), a request whose latency less its
+// execution is under τ, arriving when the level's every seat is taken,
+// waited in its queue all the same (upstream enqueues it; StartRequest
+// dispatches only what the seats allow): a 429 arriving behind it finds
+// the queue full, as the server did.
+func TestShortWaitWithNoSeatQueues(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 50, 50, 200),     // holds tiny's one seat to 50 ms
+		logged("b", "bob", 1, 79, 30, 200),       // 48 ms outside its execution, under τ: waited to 50 ms
+		logged("c", "alice", 2, 0.1, 0, 429),     // the seat a's, the one queue b's: queue-full
+		logged("d", "alice", 200, 10.5, 10, 200), // tiny idle: dispatched at once
+	}
+	fates := reconstructAt(t, reqs, 200*time.Millisecond, "c")
+	b := fates["b"]
+	if b.Wait < 45*time.Millisecond || b.Wait > 50*time.Millisecond || b.Queue != 0 {
+		t.Errorf("b waited %v in queue %d, want 48 ms in queue 0: the one seat was a's", b.Wait, b.Queue)
+	}
+	if c := fates["c"]; !c.Rejected || c.Reason != "queue-full" || !c.Agrees || c.Snapshot == nil || c.Snapshot.Queues[0].Length != 1 {
+		t.Errorf("c: rejected %v reason %q agrees %v class %q snapshot %+v, want queue-full with b in the queue", c.Rejected, c.Reason, c.Agrees, c.Class, c.Snapshot)
+	}
+	if d := fates["d"]; d.Wait != 0 || !d.Agrees {
+		t.Errorf("d waited %v (agrees %v), want no wait on an idle level", d.Wait, d.Agrees)
+	}
+}
