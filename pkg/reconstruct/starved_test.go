@@ -65,3 +65,39 @@ func TestShortWaitWithNoSeatQueues(t *testing.T) {
 		t.Errorf("d waited %v (agrees %v), want no wait on an idle level", d.Wait, d.Agrees)
 	}
 }
+
+// annotated is logged with the audit's latency annotations joined to it:
+// the time ahead of APF and the queue wait (apf-queue-wait), as an
+// apiserver writes them for a request slower than 500 ms.
+func annotated(r workload.Request, preAPF, queueWait float64) workload.Request {
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = d(preAPF), r.Latency, true
+	r.QueueWait, r.HasQueueWait = d(queueWait), true
+	return r
+}
+
+// TestSeatsFreeWhenTheExecutionEnds: the audit's apf-queue-wait places a
+// joined request's execution (APF's decision, then the wait, then
+// apf_execution_time), which ended, and freed the seat, before the
+// httplog line was written (50 ms later here, as on a CPU-starved
+// server). The request waiting is dispatched then, and one arriving after
+// finds the queue empty, as the server did.
+func TestSeatsFreeWhenTheExecutionEnds(t *testing.T) {
+	reqs := []workload.Request{
+		annotated(logged("a", "alice", 0, 650, 600, 200), 0.01, 0.05), // holds the seat to 600 ms, its line at 650 ms
+		annotated(logged("b", "bob", 1, 700, 50, 200), 0, 599.1),      // dispatched when a's execution ended
+		logged("c", "alice", 610, 71, 30, 200),                        // b's seat, the queue empty: waits to 650 ms
+		logged("d", "bob", 620, 0.1, 0, 429),                          // b's seat, c in the queue: queue-full
+	}
+	fates := reconstructAt(t, reqs, 0, "c")
+	if b := fates["b"]; b.Wait < 598*time.Millisecond || b.Wait > 600*time.Millisecond {
+		t.Errorf("b waited %v, want its apf-queue-wait of 599.1 ms", b.Wait)
+	}
+	c := fates["c"]
+	if c.Rejected || !c.Agrees || c.Snapshot == nil || c.Snapshot.Queues[0].Length != 0 {
+		t.Errorf("c: rejected %v agrees %v class %q snapshot %+v, want served into an empty queue (a's execution over)", c.Rejected, c.Agrees, c.Class, c.Snapshot)
+	}
+	if d := fates["d"]; !d.Rejected || !d.Agrees {
+		t.Errorf("d: rejected %v agrees %v class %q, want queue-full", d.Rejected, d.Agrees, d.Class)
+	}
+}

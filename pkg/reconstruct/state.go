@@ -37,11 +37,11 @@ type req struct {
 
 	apfAt, dispatch, end int64
 	// start is when its recorded execution began
-	start int64
-	waitLimit            int64
-	queue                int
-	waiting              bool
-	timeOut              bool // a recorded 429 that waited its wait limit
+	start     int64
+	waitLimit int64
+	queue     int
+	waiting   bool
+	timeOut   bool // a recorded 429 that waited its wait limit
 	// waitShown: its times show that it waited (for learnLimit)
 	waitShown  bool
 	estimated  bool // its wait was estimated
@@ -410,6 +410,15 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 	case orig.exec:
 		exec = int64(w.ServiceTime)
 		wait = max(answered-exec-r.apfAt, 0)
+		if orig.queueWait {
+			// the audit's apf-queue-wait is the server's own measure
+			// from APF's decision to the execution's start
+			// (apf_filter.go: observeQueueWaitTime): the execution
+			// ended, and freed its seats, that long after, not when
+			// the httplog line was written, which a CPU-starved
+			// server does tens of milliseconds later
+			wait = int64(w.QueueWait)
+		}
 		f.WaitFrom = "httplog"
 	case orig.queueWait:
 		wait = int64(w.QueueWait)
