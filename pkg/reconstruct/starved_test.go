@@ -101,3 +101,29 @@ func TestSeatsFreeWhenTheExecutionEnds(t *testing.T) {
 		t.Errorf("d: rejected %v agrees %v class %q, want queue-full", d.Rejected, d.Agrees, d.Class)
 	}
 }
+
+// TestServedFullWaitsForRoom: a served request that the reconstruction
+// found with the seat taken and its queue full is counted so
+// (ClassFullButServed), but it is not enqueued past the queue's length
+// limit: the server enqueued it, so its queue had room when it reached
+// APF. It is enqueued when the queue has room again (b dispatched), and a
+// 429 behind it finds the queue as long as the server let it be.
+func TestServedFullWaitsForRoom(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 100, 100, 200), // holds the seat to 100 ms
+		logged("b", "bob", 1, 119, 20, 200),    // waits to 100 ms
+		logged("e", "alice", 5, 125, 10, 200),  // served, though the seat and the queue were taken
+		logged("f", "bob", 6, 0.1, 0, 429),     // queue-full
+		logged("g", "bob", 105, 0.1, 0, 429),   // b's seat, e in the queue: queue-full
+	}
+	fates := reconstructAt(t, reqs, 0, "f")
+	if e := fates["e"]; !e.Rejected || e.Class != reconstruct.ClassFullButServed || e.Queue != 0 {
+		t.Errorf("e: rejected %v class %q queue %d, want counted as served though the queue was full, in queue 0", e.Rejected, e.Class, e.Queue)
+	}
+	if f := fates["f"]; !f.Rejected || !f.Agrees || f.Snapshot == nil || f.Snapshot.Queues[0].Length != 1 {
+		t.Errorf("f: rejected %v agrees %v snapshot %+v, want queue-full with one request (b) in the queue of length 1", f.Rejected, f.Agrees, f.Snapshot)
+	}
+	if g := fates["g"]; !g.Rejected || !g.Agrees {
+		t.Errorf("g: rejected %v agrees %v class %q, want queue-full (e enqueued when b was dispatched)", g.Rejected, g.Agrees, g.Class)
+	}
+}

@@ -151,11 +151,14 @@ type level struct {
 	stats      engine.SeatDemandStats
 	limits     engine.LevelLimits
 	next       byDispatch // the waiting requests the log dispatched
-	flows      map[int32]*acc
-	clients    map[int32]*acc
-	res        *LevelResult
-	inc        *incidentAcc
-	dirty      bool // seats changed since the incident's last mark
+	// held are the served requests held back until a queue of their
+	// hand has room (state.holdBack), in arrival order
+	held    []*pending
+	flows   map[int32]*acc
+	clients map[int32]*acc
+	res     *LevelResult
+	inc     *incidentAcc
+	dirty   bool // seats changed since the incident's last mark
 }
 
 func (l *level) noteDemand(t int64) {
@@ -469,6 +472,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 // pending is a request between its record and its arrival at APF.
 type pending struct {
 	r     *req
+	held  bool
 	fate  Fate
 	rec   workload.Request
 	hash  uint64
@@ -496,6 +500,12 @@ func (s *state) handle(e event) {
 	switch e.kind {
 	case evArrive:
 		s.arrive(r.p)
+	case evLateArrive:
+		if p := r.p; p != nil && p.held {
+			l.held = slices.DeleteFunc(l.held, func(q *pending) bool { return q == p })
+			p.held = false
+			s.enqueue(p)
+		}
 	case evDispatch:
 		if r.hidx >= 0 {
 			s.dispatch(r)
@@ -522,6 +532,9 @@ func (s *state) handle(e event) {
 			f.Class = ClassTimeOutDispatchable
 		}
 		s.decided(f, r, true)
+		if len(l.held) > 0 {
+			s.roomFreed(l)
+		}
 	}
 }
 
@@ -537,6 +550,63 @@ func (s *state) dispatch(r *req) {
 			f.Wait, f.Execution = time.Duration(s.now-r.apfAt), time.Duration(max(r.end-s.now, 0))
 		}
 		s.settle(r)
+	}
+	if len(r.lv.held) > 0 {
+		s.roomFreed(r.lv)
+	}
+}
+
+// holdBack holds back the enqueuing of a served request that found, in the
+// reconstruction, every seat taken and every queue of its hand full, once
+// its fate was decided (ClassFullButServed). The server enqueued it, so a
+// queue of its hand had room when it reached APF
+// (rejectOrEnqueueToBoundLocked), later than the log's arrival: the
+// filters ahead of APF ran first, which on a CPU-starved server takes
+// milliseconds, while a queue's slot opens and is taken again in as many.
+// Enqueued past its queue's length limit, it would stand in a queue that
+// was full without it, and leave the one it went to looking shorter than
+// it was, to the requests after it. It is enqueued when a queue of its hand
+// has room or a seat frees (roomFreed), at the latest at its recorded
+// dispatch.
+func (s *state) holdBack(p *pending) bool {
+	r, l := p.r, p.r.lv
+	if r.dispatch <= s.now || l.hasRoom(p.fate.Hand) {
+		return false
+	}
+	// the server chose its queue once, when it was enqueued
+	l.arrivals--
+	p.held = true
+	l.held = append(l.held, p)
+	s.push(r.dispatch, evLateArrive, r)
+	return true
+}
+
+// hasRoom reports whether a request of the hand would be enqueued: a seat
+// is free or a queue of the hand is shorter than its length limit.
+func (l *level) hasRoom(hand []int) bool {
+	if l.seatsInUse < l.limit {
+		return true
+	}
+	for _, q := range hand {
+		if l.queues[q].length < l.qll {
+			return true
+		}
+	}
+	return false
+}
+
+// roomFreed enqueues the held requests whose hand now has room, in their
+// order.
+func (s *state) roomFreed(l *level) {
+	for i := 0; i < len(l.held); {
+		p := l.held[i]
+		if !l.hasRoom(p.fate.Hand) {
+			i++
+			continue
+		}
+		l.held = slices.Delete(l.held, i, i+1)
+		p.held = false
+		s.enqueue(p)
 	}
 }
 
@@ -755,12 +825,25 @@ func (s *state) arrive(p *pending) {
 	queued := r.waiting && l.queues != nil
 	s.decided(f, r, !queued)
 	if queued {
+		if s.holdBack(p) {
+			return
+		}
 		s.wait(r, f.Queue)
 		heap.Push(&l.next, r)
 		s.push(max(r.dispatch, s.now), evDispatch, r)
 		return
 	}
 	s.execute(r)
+}
+
+// enqueue puts a request held back (holdBack) in the queue of its hand
+// that the shuffle sharding picks now, to wait for its dispatch.
+func (s *state) enqueue(p *pending) {
+	r, l := p.r, p.r.lv
+	p.fate.Queue = l.chooseQueue(p.hash)
+	s.wait(r, p.fate.Queue)
+	heap.Push(&l.next, r)
+	s.push(max(r.dispatch, s.now), evDispatch, r)
 }
 
 // decided counts a fate and, when settled (rejected, or dispatched at
