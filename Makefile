@@ -94,6 +94,8 @@ e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded
 record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU or, for crowded, share it with the load's client processes).
 	for s in quiet starved borrowing lists crowded; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done
 	for s in borrowing-three timeouts; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -whatif=false -out testdata/simulate/recordings/$$s; done
+	for s in crowded-30 crowded-60 crowded-95; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -all-whatifs -out testdata/simulate/recordings/$$s; done
+	$(GO) run ./internal/testharness/cmd/apf-record -scenario crowded-95 -seed 2 -all-whatifs -out testdata/simulate/recordings/crowded-95-seed2
 
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/testharness/golden. Review the diff.

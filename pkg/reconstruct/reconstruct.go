@@ -257,6 +257,9 @@ const (
 	evFinalEnd
 	evDispatch
 	evTimeOut
+	// evLateArrive: a served request held back (state.holdBack) is
+	// enqueued at the latest here
+	evLateArrive
 	evArrive
 	// evMark: an incident's seat holders are counted to here at least
 	evMark

@@ -36,10 +36,12 @@ type req struct {
 	work   float64 // seat-seconds for the queue choice
 
 	apfAt, dispatch, end int64
-	waitLimit            int64
-	queue                int
-	waiting              bool
-	timeOut              bool // a recorded 429 that waited its wait limit
+	// start is when its recorded execution began
+	start     int64
+	waitLimit int64
+	queue     int
+	waiting   bool
+	timeOut   bool // a recorded 429 that waited its wait limit
 	// waitShown: its times show that it waited (for learnLimit)
 	waitShown  bool
 	estimated  bool // its wait was estimated
@@ -149,11 +151,14 @@ type level struct {
 	stats      engine.SeatDemandStats
 	limits     engine.LevelLimits
 	next       byDispatch // the waiting requests the log dispatched
-	flows      map[int32]*acc
-	clients    map[int32]*acc
-	res        *LevelResult
-	inc        *incidentAcc
-	dirty      bool // seats changed since the incident's last mark
+	// held are the served requests held back until a queue of their
+	// hand has room (state.holdBack), in arrival order
+	held    []*pending
+	flows   map[int32]*acc
+	clients map[int32]*acc
+	res     *LevelResult
+	inc     *incidentAcc
+	dirty   bool // seats changed since the incident's last mark
 }
 
 func (l *level) noteDemand(t int64) {
@@ -408,6 +413,15 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 	case orig.exec:
 		exec = int64(w.ServiceTime)
 		wait = max(answered-exec-r.apfAt, 0)
+		if orig.queueWait {
+			// the audit's apf-queue-wait is the server's own measure
+			// from APF's decision to the execution's start
+			// (apf_filter.go: observeQueueWaitTime): the execution
+			// ended, and freed its seats, that long after, not when
+			// the httplog line was written, which a CPU-starved
+			// server does tens of milliseconds later
+			wait = int64(w.QueueWait)
+		}
 		f.WaitFrom = "httplog"
 	case orig.queueWait:
 		wait = int64(w.QueueWait)
@@ -430,6 +444,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 	}
 	execStart := r.apfAt + wait
 	r.end = execStart + exec
+	r.start = execStart
 	if wait < int64(s.cal.Threshold) || r.lv.queues == nil {
 		// dispatched at once (a level without queues never makes a
 		// request wait): the time was execution
@@ -457,6 +472,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 // pending is a request between its record and its arrival at APF.
 type pending struct {
 	r     *req
+	held  bool
 	fate  Fate
 	rec   workload.Request
 	hash  uint64
@@ -484,6 +500,12 @@ func (s *state) handle(e event) {
 	switch e.kind {
 	case evArrive:
 		s.arrive(r.p)
+	case evLateArrive:
+		if p := r.p; p != nil && p.held {
+			l.held = slices.DeleteFunc(l.held, func(q *pending) bool { return q == p })
+			p.held = false
+			s.enqueue(p)
+		}
 	case evDispatch:
 		if r.hidx >= 0 {
 			s.dispatch(r)
@@ -510,6 +532,9 @@ func (s *state) handle(e event) {
 			f.Class = ClassTimeOutDispatchable
 		}
 		s.decided(f, r, true)
+		if len(l.held) > 0 {
+			s.roomFreed(l)
+		}
 	}
 }
 
@@ -525,6 +550,63 @@ func (s *state) dispatch(r *req) {
 			f.Wait, f.Execution = time.Duration(s.now-r.apfAt), time.Duration(max(r.end-s.now, 0))
 		}
 		s.settle(r)
+	}
+	if len(r.lv.held) > 0 {
+		s.roomFreed(r.lv)
+	}
+}
+
+// holdBack holds back the enqueuing of a served request that found, in the
+// reconstruction, every seat taken and every queue of its hand full, once
+// its fate was decided (ClassFullButServed). The server enqueued it, so a
+// queue of its hand had room when it reached APF
+// (rejectOrEnqueueToBoundLocked), later than the log's arrival: the
+// filters ahead of APF ran first, which on a CPU-starved server takes
+// milliseconds, while a queue's slot opens and is taken again in as many.
+// Enqueued past its queue's length limit, it would stand in a queue that
+// was full without it, and leave the one it went to looking shorter than
+// it was, to the requests after it. It is enqueued when a queue of its hand
+// has room or a seat frees (roomFreed), at the latest at its recorded
+// dispatch.
+func (s *state) holdBack(p *pending) bool {
+	r, l := p.r, p.r.lv
+	if r.dispatch <= s.now || l.hasRoom(p.fate.Hand) {
+		return false
+	}
+	// the server chose its queue once, when it was enqueued
+	l.arrivals--
+	p.held = true
+	l.held = append(l.held, p)
+	s.push(r.dispatch, evLateArrive, r)
+	return true
+}
+
+// hasRoom reports whether a request of the hand would be enqueued: a seat
+// is free or a queue of the hand is shorter than its length limit.
+func (l *level) hasRoom(hand []int) bool {
+	if l.seatsInUse < l.limit {
+		return true
+	}
+	for _, q := range hand {
+		if l.queues[q].length < l.qll {
+			return true
+		}
+	}
+	return false
+}
+
+// roomFreed enqueues the held requests whose hand now has room, in their
+// order.
+func (s *state) roomFreed(l *level) {
+	for i := 0; i < len(l.held); {
+		p := l.held[i]
+		if !l.hasRoom(p.fate.Hand) {
+			i++
+			continue
+		}
+		l.held = slices.Delete(l.held, i, i+1)
+		p.held = false
+		s.enqueue(p)
 	}
 }
 
@@ -633,6 +715,13 @@ func (l *level) learnLimit(r *req) {
 	}
 }
 
+// atCeiling reports whether l's current limit is the highest it can have:
+// its upper limit, or the nominal one when the reconstruction does not
+// borrow.
+func (s *state) atCeiling(l *level) bool {
+	return s.opts.NoBorrowing || l.limit >= max(l.limits.UpperCL, 1)
+}
+
 // canAccommodate mirrors canAccommodateSeatsLocked.
 func (l *level) canAccommodate(seats int) bool {
 	switch {
@@ -712,6 +801,17 @@ func (s *state) arrive(p *pending) {
 		f.Execution += f.Wait
 		f.Wait = 0
 	}
+	if !r.waiting && !r.estimated && l.queues != nil && r.start > r.apfAt && s.atCeiling(l) && !l.canAccommodate(r.seats) {
+		// its wait was under τ, but it found every seat taken that the
+		// level can have: upstream enqueues it (StartRequest dispatches
+		// only what the seats allow), so it waited, in its queue, at the
+		// latest until its recorded execution began. τ is the lag of the
+		// filters around APF, which on a CPU-starved server exceeds the
+		// time a slot takes to open; the level's seats tell here.
+		r.waiting, r.waitShown = true, true
+		r.dispatch = r.start
+		f.Wait, f.Execution = time.Duration(r.start-r.apfAt), time.Duration(r.end-r.start)
+	}
 	// what the request's own times say of the limit (for an audit event
 	// without annotation: a latency above τ counts as a wait)
 	l.learnLimit(r)
@@ -725,12 +825,25 @@ func (s *state) arrive(p *pending) {
 	queued := r.waiting && l.queues != nil
 	s.decided(f, r, !queued)
 	if queued {
+		if s.holdBack(p) {
+			return
+		}
 		s.wait(r, f.Queue)
 		heap.Push(&l.next, r)
 		s.push(max(r.dispatch, s.now), evDispatch, r)
 		return
 	}
 	s.execute(r)
+}
+
+// enqueue puts a request held back (holdBack) in the queue of its hand
+// that the shuffle sharding picks now, to wait for its dispatch.
+func (s *state) enqueue(p *pending) {
+	r, l := p.r, p.r.lv
+	p.fate.Queue = l.chooseQueue(p.hash)
+	s.wait(r, p.fate.Queue)
+	heap.Push(&l.next, r)
+	s.push(max(r.dispatch, s.now), evDispatch, r)
 }
 
 // decided counts a fate and, when settled (rejected, or dispatched at

@@ -60,9 +60,10 @@ import (
 // one and a half to two minutes; with all their what-ifs, starved (two,
 // three re-runs each) takes about seven, crowded (three, three re-runs
 // each) six, quiet and lists (a seats change with three re-runs) about
-// five, timeouts four, each a minute more for its control: all of them
-// about 37, and up to an hour when the machine's speed moves and
-// scenarios are recorded again.
+// five, timeouts four, each a minute more for its control, crowded-30,
+// crowded-60 and crowded-95 about eight each: all of them about an hour,
+// and more when the machine's speed moves and scenarios are recorded
+// again.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
 // of whatIfInMakeTest; KUBECTL_APF_WHATIF=1 ("make e2e-whatif") runs every
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and

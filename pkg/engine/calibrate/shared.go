@@ -290,8 +290,17 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	smp := sampleOf(execs, inFlight(execs, caps))
 	r.saturatedEnd = assumeSaturated(execs, smp)
 	// a server whose CPU the metrics show saturated: the executions
-	// shared what it had, whatever the stretch fits would read
-	if m, ok := saturatedShared(execs, smp, requests, rejections, r.prep.opts); ok {
+	// shared what it had, whatever the stretch fits would read. Its levels
+	// hold requests in their queues all through, and APF dispatches a
+	// waiting request the moment a seat frees: a level without execution
+	// times of its own (an audit log alone) executes as many as it holds,
+	// up to its seats, which its requests' arrivals and ends tell where
+	// the estimated starts do not
+	present := make([]bool, len(caps))
+	for l := range caps {
+		present[l] = caps[l] > 0 && !recorded[l]
+	}
+	if m, ok := saturatedShared(execs, func() sample { return sampleOf(execs, inFlightPresent(execs, caps, present)) }, requests, rejections, r.prep.opts); ok {
 		r.Shared = m
 		return nil
 	}
@@ -508,7 +517,13 @@ func sampleOf(execs []execution, fl *flights) sample {
 // at once (none where the cap is 0): an audit record's execution is
 // placed back from its end by an estimate, and estimates of a busy level
 // that overlap each other beyond its seats never ran so.
-func inFlight(execs []execution, caps []int) *flights {
+func inFlight(execs []execution, caps []int) *flights { return inFlightPresent(execs, caps, nil) }
+
+// inFlightPresent is inFlight where the levels marked present count their
+// requests from arrival, not from the start of their execution (up to
+// their caps): the executions of a level that dispatches whenever a seat
+// is free, known by their arrivals and ends.
+func inFlightPresent(execs []execution, caps []int, present []bool) *flights {
 	type edge struct {
 		at    time.Duration
 		d     int
@@ -517,7 +532,11 @@ func inFlight(execs []execution, caps []int) *flights {
 	edges := make([]edge, 0, 2*len(execs))
 	levels := 0
 	for _, e := range execs {
-		edges = append(edges, edge{e.start, 1, e.level}, edge{e.end, -1, e.level})
+		from := e.start
+		if int(e.level) < len(present) && present[e.level] {
+			from = min(e.arrival, e.start)
+		}
+		edges = append(edges, edge{from, 1, e.level}, edge{e.end, -1, e.level})
 		levels = max(levels, int(e.level)+1)
 	}
 	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
@@ -946,7 +965,7 @@ func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*Shar
 // is taken out). A change runs them on the same capacity: more at
 // once each run slower, fewer faster. ok is false where the metrics do not
 // show it, or leave the executions no CPU.
-func saturatedShared(execs []execution, smp sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
+func saturatedShared(execs []execution, sampled func() sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
 	u := opts.CPUUse
 	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
 		return nil, false
@@ -968,16 +987,7 @@ func saturatedShared(execs []execution, smp sample, requests int, rejections []t
 	m := &SharedCPU{From: SharedFromSaturated, Share: 1, Capacity: left / float64(busy),
 		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}}
 	m.evidence(opts)
-	all := make([]int, len(execs))
-	var maxN float64
-	for i := range execs {
-		all[i] = i
-		maxN = max(maxN, smp.fl.mean[i])
-		m.MeanInFlight += smp.fl.mean[i]
-	}
-	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
-	m.setStretched(smp.fl, all)
-	m.setStretches(execs, smp.fl)
+	m.setAll(execs, sampled())
 	return m, true
 }
 
@@ -992,6 +1002,14 @@ func assumeSaturated(execs []execution, smp sample) *SharedCPU {
 		return nil
 	}
 	m := &SharedCPU{From: SharedFromAssumedSaturated, Share: 1, Capacity: 1}
+	m.setAll(execs, smp)
+	return m
+}
+
+// setAll sets, from every one of execs (not a sample of them), what the
+// model read (Executions, MaxInFlight, MeanInFlight), how far they
+// stretched under it and the stretch each ran under.
+func (m *SharedCPU) setAll(execs []execution, smp sample) {
 	all := make([]int, len(execs))
 	var maxN float64
 	for i := range execs {
@@ -1002,7 +1020,6 @@ func assumeSaturated(execs []execution, smp sample) *SharedCPU {
 	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
 	m.setStretched(smp.fl, all)
 	m.setStretches(execs, smp.fl)
-	return m
 }
 
 // AssumingSaturated is the calibration with the server's CPU assumed

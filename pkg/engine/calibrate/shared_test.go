@@ -518,6 +518,31 @@ func TestInFlightCapsALevel(t *testing.T) {
 	}
 }
 
+// TestInFlightPresentCountsFromArrival: a level of two seats whose
+// executions an audit log only estimates (starts too late: at 8 ms of
+// requests that arrived at 0 and 2 ms and ended at 10 and 12) is counted,
+// when present, from its requests' arrivals up to its seats: the one seat
+// of the other level executing from 1 to 11 ms had 2 of them with it
+// from 2 ms on, 1 before; counted from the estimated starts, none before
+// 8 ms.
+func TestInFlightPresentCountsFromArrival(t *testing.T) {
+	ms := time.Millisecond
+	execs := []execution{
+		{arrival: 0, start: 8 * ms, end: 10 * ms, level: 0},
+		{arrival: 2 * ms, start: 8 * ms, end: 12 * ms, level: 0},
+		{arrival: 1 * ms, start: 1 * ms, end: 11 * ms, level: 1},
+	}
+	caps := []int{2, 1}
+	// 1–2 ms: 1 + 1; 2–10 ms: 2 + 1; 10–11 ms: 1 + 1, over 10 ms
+	if got, want := inFlightPresent(execs, caps, []bool{true, false}).mean[2], (2*1.0+3*8.0+2*1.0)/10; math.Abs(got-want) > 1e-9 {
+		t.Errorf("counted from arrival: %.2f in flight, want %.2f", got, want)
+	}
+	// from the starts: 1–8 ms alone, 8–10 ms 3, 10–11 ms 2
+	if got, want := inFlight(execs, caps).mean[2], (1*7.0+3*2.0+2*1.0)/10; math.Abs(got-want) > 1e-9 {
+		t.Errorf("counted from the starts: %.2f in flight, want %.2f", got, want)
+	}
+}
+
 // TestOneSeatExecutionsFromTheEnds: the audit-only executions of a level
 // of one seat start when they arrived or when the one before them ended,
 // and are fitted on; those of a level of two seats, or of a level whose
@@ -625,7 +650,7 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	if got := busyTime(execs); got != 12*time.Second {
 		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
 	}
-	m, ok := saturatedShared(execs, smp, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
+	m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
 	if !ok {
 		t.Fatal("no model")
 	}
@@ -636,10 +661,10 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	// the metrics' span bounds the busy time
 	short := *use
 	short.Span = 10 * time.Second
-	if m, ok := saturatedShared(execs, smp, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
+	if m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
 		t.Errorf("over a 10 s span: %+v, %v", m, ok)
 	}
-	if m, ok := saturatedShared(execs, smp, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
+	if m, ok := saturatedShared(execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
 		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
 	}
 }

@@ -1,0 +1,129 @@
+package reconstruct_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
+)
+
+// reconstructAt reconstructs reqs against tinyConfig with the calibration
+// the requests give, but τ set to tau (0: as calibrated), as on a server
+// whose filters around APF lag by about tau. It returns the fates by audit
+// ID.
+func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
+	t.Helper()
+	open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
+	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
+		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tau > 0 {
+		cal.Threshold, cal.ThresholdFrom = calibrate.Duration(tau), "set by the test"
+	}
+	fates := map[string]reconstruct.Fate{}
+	if _, err := reconstruct.Run(open, reconstruct.Options{
+		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, Calibration: cal,
+		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
+		OnFate: func(f *reconstruct.Fate) {
+			g := *f
+			g.Record = nil
+			fates[f.Record.AuditID] = g
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return fates
+}
+
+// TestShortWaitWithNoSeatQueues: on a server whose filters lag by more
+// than a slot takes to open (τ 200 ms), a request whose latency less its
+// execution is under τ, arriving when the level's every seat is taken,
+// waited in its queue all the same (upstream enqueues it; StartRequest
+// dispatches only what the seats allow): a 429 arriving behind it finds
+// the queue full, as the server did.
+func TestShortWaitWithNoSeatQueues(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 50, 50, 200),     // holds tiny's one seat to 50 ms
+		logged("b", "bob", 1, 79, 30, 200),       // 48 ms outside its execution, under τ: waited to 50 ms
+		logged("c", "alice", 2, 0.1, 0, 429),     // the seat a's, the one queue b's: queue-full
+		logged("d", "alice", 200, 10.5, 10, 200), // tiny idle: dispatched at once
+	}
+	fates := reconstructAt(t, reqs, 200*time.Millisecond, "c")
+	b := fates["b"]
+	if b.Wait < 45*time.Millisecond || b.Wait > 50*time.Millisecond || b.Queue != 0 {
+		t.Errorf("b waited %v in queue %d, want 48 ms in queue 0: the one seat was a's", b.Wait, b.Queue)
+	}
+	if c := fates["c"]; !c.Rejected || c.Reason != "queue-full" || !c.Agrees || c.Snapshot == nil || c.Snapshot.Queues[0].Length != 1 {
+		t.Errorf("c: rejected %v reason %q agrees %v class %q snapshot %+v, want queue-full with b in the queue", c.Rejected, c.Reason, c.Agrees, c.Class, c.Snapshot)
+	}
+	if d := fates["d"]; d.Wait != 0 || !d.Agrees {
+		t.Errorf("d waited %v (agrees %v), want no wait on an idle level", d.Wait, d.Agrees)
+	}
+}
+
+// annotated is logged with the audit's latency annotations joined to it:
+// the time ahead of APF and the queue wait (apf-queue-wait), as an
+// apiserver writes them for a request slower than 500 ms.
+func annotated(r workload.Request, preAPF, queueWait float64) workload.Request {
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = d(preAPF), r.Latency, true
+	r.QueueWait, r.HasQueueWait = d(queueWait), true
+	return r
+}
+
+// TestSeatsFreeWhenTheExecutionEnds: the audit's apf-queue-wait places a
+// joined request's execution (APF's decision, then the wait, then
+// apf_execution_time), which ended, and freed the seat, before the
+// httplog line was written (50 ms later here, as on a CPU-starved
+// server). The request waiting is dispatched then, and one arriving after
+// finds the queue empty, as the server did.
+func TestSeatsFreeWhenTheExecutionEnds(t *testing.T) {
+	reqs := []workload.Request{
+		annotated(logged("a", "alice", 0, 650, 600, 200), 0.01, 0.05), // holds the seat to 600 ms, its line at 650 ms
+		annotated(logged("b", "bob", 1, 700, 50, 200), 0, 599.1),      // dispatched when a's execution ended
+		logged("c", "alice", 610, 71, 30, 200),                        // b's seat, the queue empty: waits to 650 ms
+		logged("d", "bob", 620, 0.1, 0, 429),                          // b's seat, c in the queue: queue-full
+	}
+	fates := reconstructAt(t, reqs, 0, "c")
+	if b := fates["b"]; b.Wait < 598*time.Millisecond || b.Wait > 600*time.Millisecond {
+		t.Errorf("b waited %v, want its apf-queue-wait of 599.1 ms", b.Wait)
+	}
+	c := fates["c"]
+	if c.Rejected || !c.Agrees || c.Snapshot == nil || c.Snapshot.Queues[0].Length != 0 {
+		t.Errorf("c: rejected %v agrees %v class %q snapshot %+v, want served into an empty queue (a's execution over)", c.Rejected, c.Agrees, c.Class, c.Snapshot)
+	}
+	if d := fates["d"]; !d.Rejected || !d.Agrees {
+		t.Errorf("d: rejected %v agrees %v class %q, want queue-full", d.Rejected, d.Agrees, d.Class)
+	}
+}
+
+// TestServedFullWaitsForRoom: a served request that the reconstruction
+// found with the seat taken and its queue full is counted so
+// (ClassFullButServed), but it is not enqueued past the queue's length
+// limit: the server enqueued it, so its queue had room when it reached
+// APF. It is enqueued when the queue has room again (b dispatched), and a
+// 429 behind it finds the queue as long as the server let it be.
+func TestServedFullWaitsForRoom(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 100, 100, 200), // holds the seat to 100 ms
+		logged("b", "bob", 1, 119, 20, 200),    // waits to 100 ms
+		logged("e", "alice", 5, 125, 10, 200),  // served, though the seat and the queue were taken
+		logged("f", "bob", 6, 0.1, 0, 429),     // queue-full
+		logged("g", "bob", 105, 0.1, 0, 429),   // b's seat, e in the queue: queue-full
+	}
+	fates := reconstructAt(t, reqs, 0, "f")
+	if e := fates["e"]; !e.Rejected || e.Class != reconstruct.ClassFullButServed || e.Queue != 0 {
+		t.Errorf("e: rejected %v class %q queue %d, want counted as served though the queue was full, in queue 0", e.Rejected, e.Class, e.Queue)
+	}
+	if f := fates["f"]; !f.Rejected || !f.Agrees || f.Snapshot == nil || f.Snapshot.Queues[0].Length != 1 {
+		t.Errorf("f: rejected %v agrees %v snapshot %+v, want queue-full with one request (b) in the queue of length 1", f.Rejected, f.Agrees, f.Snapshot)
+	}
+	if g := fates["g"]; !g.Rejected || !g.Agrees {
+		t.Errorf("g: rejected %v agrees %v class %q, want queue-full (e enqueued when b was dispatched)", g.Rejected, g.Agrees, g.Class)
+	}
+}
