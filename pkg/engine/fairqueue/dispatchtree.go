@@ -70,3 +70,45 @@ func (t *finishTree) query(node, nl, nr, l, r int) (SeatSeconds, int) {
 	}
 	return lv, li
 }
+
+// next is the queue findDispatchQueueToBoundLocked picks after the one at
+// robinIndex, among n, or -1 when every queue is empty. Upstream visits
+// every queue from robinIndex+1 round the ring and keeps the first strict
+// minimum of nextDispatchR + head work: that is the leftmost minimum of
+// [robinIndex+1, n) unless [0, robinIndex+1) holds a strictly smaller one.
+// A full turn leaves robinIndex as it was.
+func (t *finishTree) next(robinIndex, n int) int {
+	start := (robinIndex + 1) % n
+	v1, i1 := t.leftmostMin(start, n)
+	v2, i2 := t.leftmostMin(0, start)
+	if v2 < v1 {
+		return i2
+	}
+	return i1
+}
+
+// DispatchOrder is the order in which a level's queues are dispatched
+// from, for a caller that keeps the queues' virtual times itself: per
+// queue, the virtual finish time of its head (nextDispatchR + the head's
+// work), and the round robin's position.
+type DispatchOrder struct {
+	tree finishTree
+	n    int
+	// RobinIndex is the queue dispatched from last (queueSet.robinIndex,
+	// 0 at first as upstream's).
+	RobinIndex int
+}
+
+// NewDispatchOrder is the order of n queues, none of them with a request
+// to dispatch.
+func NewDispatchOrder(n int) *DispatchOrder {
+	return &DispatchOrder{tree: newFinishTree(n), n: n}
+}
+
+// Set records queue i's head's virtual finish time, MaxSeatSeconds for a
+// queue with none to dispatch.
+func (o *DispatchOrder) Set(i int, finish SeatSeconds) { o.tree.set(i, finish) }
+
+// Next is the queue upstream dispatches from next
+// (findDispatchQueueToBoundLocked), or -1 when none has a request.
+func (o *DispatchOrder) Next() int { return o.tree.next(o.RobinIndex, o.n) }
