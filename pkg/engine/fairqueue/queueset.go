@@ -136,23 +136,19 @@ type queueSet struct {
 	stats  levelStats
 }
 
-// syncTime mirrors syncTimeLocked (AdvanceR).
+// syncTime mirrors syncTimeLocked: R advances at
+// min(seatsRequested, ConcurrencyLimit)/activeQueues seats per second since
+// the last lock acquisition, rounded once per acquisition. The epoch
+// advance at R >= 1.5*2^63 is not reproduced: it needs about 10^11
+// seat-seconds of simulated work.
 func (qs *queueSet) syncTime(now int64) {
 	dt := time.Duration(now - qs.lastTime)
 	qs.lastTime = now
-	qs.currentR = AdvanceR(qs.currentR, qs.seatsRequested, qs.concurrencyLimit, qs.activeQueues, dt)
-}
-
-// AdvanceR is a level's virtual clock R advanced by dt as syncTimeLocked
-// does: at min(seatsRequested, concurrencyLimit)/activeQueues seats per
-// second, rounded once per advance. The epoch advance at R >= 1.5*2^63 is
-// not reproduced: it needs about 10^11 seat-seconds of work.
-func AdvanceR(r SeatSeconds, seatsRequested, concurrencyLimit, activeQueues int, dt time.Duration) SeatSeconds {
 	ratio := 0.0
-	if activeQueues != 0 {
-		ratio = math.Min(float64(seatsRequested), float64(concurrencyLimit)) / float64(activeQueues)
+	if qs.activeQueues != 0 {
+		ratio = math.Min(float64(qs.seatsRequested), float64(qs.concurrencyLimit)) / float64(qs.activeQueues)
 	}
-	return r + SeatsTimesDuration(ratio, dt)
+	qs.currentR += SeatsTimesDuration(ratio, dt)
 }
 
 func (qs *queueSet) updateActive(q *queue) {
@@ -263,7 +259,18 @@ func (qs *queueSet) dispatchAsMuchAsPossible(now int64) {
 
 // dispatchOne mirrors dispatchLocked and findDispatchQueueToBoundLocked.
 func (qs *queueSet) dispatchOne(now int64) bool {
-	minIndex := qs.finishes.next(qs.robinIndex, len(qs.queues))
+	// Upstream visits every queue from robinIndex+1 round the ring and
+	// keeps the first strict minimum of nextDispatchR + head work: that is
+	// the leftmost minimum of [robinIndex+1, n) unless [0, robinIndex+1)
+	// holds a strictly smaller one. A full turn leaves robinIndex as it was.
+	nq := len(qs.queues)
+	start := (qs.robinIndex + 1) % nq
+	v1, i1 := qs.finishes.leftmostMin(start, nq)
+	v2, i2 := qs.finishes.leftmostMin(0, start)
+	minIndex := i1
+	if v2 < v1 {
+		minIndex = i2
+	}
 	if minIndex < 0 {
 		return false
 	}
