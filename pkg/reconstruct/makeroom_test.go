@@ -51,15 +51,7 @@ func reconstructFan(t *testing.T, reqs []workload.Request) map[string]reconstruc
 // the server did; with c held out of the queues instead, b's empty queue
 // had room for it.
 func TestServedFullMovesAWaitingRequest(t *testing.T) {
-	// hands of users u0..u39, from one request each
-	var probe []workload.Request
-	for i := range 40 {
-		probe = append(probe, logged(fmt.Sprint("p", i), fmt.Sprint("u", i), float64(1000*i), 1, 1, 200))
-	}
-	hands := map[string][]int{}
-	for id, f := range reconstructFan(t, probe) {
-		hands["u"+id[1:]] = f.Hand
-	}
+	hands := fanHands(t)
 	// x's second queue (where b goes: a took the offset's first turn,
 	// and every queue is empty) is in y's hand, x's first is not
 	var x, y string
@@ -92,4 +84,58 @@ func TestServedFullMovesAWaitingRequest(t *testing.T) {
 	if e := fates["e"]; !e.Rejected || !e.Agrees || e.Reason != "queue-full" {
 		t.Errorf("e: rejected %v agrees %v reason %q class %q, want queue-full: both queues of its hand held a request", e.Rejected, e.Agrees, e.Reason, e.Class)
 	}
+}
+
+// TestRoomFor429MovesAWaitingRequest: a 429 of a hand shows every queue of
+// the hand full (between queues of equal work the chosen one is full only
+// if all are). Where the reconstruction has room in one, a request waiting
+// in a full queue outside the hand, whose own hand holds that queue, went
+// there on the server: b is moved, and the next 429 of the hand finds it
+// full, as the server did.
+func TestRoomFor429MovesAWaitingRequest(t *testing.T) {
+	hands := fanHands(t)
+	byQueues := map[[2]int]string{}
+	for u, h := range hands {
+		k := [2]int{min(h[0], h[1]), max(h[0], h[1])}
+		if byQueues[k] == "" || u < byQueues[k] {
+			byQueues[k] = u
+		}
+	}
+	pair := func(a, b int) string { return byQueues[[2]int{min(a, b), max(a, b)}] }
+	y := pair(0, 1)
+	hy := hands[y]
+	third := 3 - hy[0] - hy[1]
+	w1, w2 := pair(hy[1], third), pair(hy[0], third)
+	if y == "" || w1 == "" || w2 == "" {
+		t.Fatalf("not every pair of queues is a hand among %v", hands)
+	}
+	reqs := []workload.Request{
+		logged("a", y, 0, 100, 100, 200), // holds the seat to 100 ms
+		logged("b", y, 1, 109, 10, 200),  // waits in y's second queue (a took the first turn)
+		logged("c", w1, 2, 118, 10, 200), // waits in the third queue (b's has work)
+		logged("d", w2, 3, 0.1, 0, 429),  // y's first queue empty in the reconstruction
+		logged("e", w2, 4, 0.1, 0, 429),  // queue-full: b moved to y's first queue
+	}
+	fates := reconstructFan(t, reqs)
+	if b := fates["b"]; b.Queue != hy[0] {
+		t.Errorf("b waited in queue %d, want %d: moved to the other queue of its hand, in d's hand", b.Queue, hy[0])
+	}
+	if e := fates["e"]; !e.Rejected || !e.Agrees || e.Reason != "queue-full" {
+		t.Errorf("e: rejected %v agrees %v reason %q class %q, want queue-full: both queues of its hand held a request", e.Rejected, e.Agrees, e.Reason, e.Class)
+	}
+}
+
+// fanHands are the hands of users u0..u39 in fanConfig, from one request
+// each.
+func fanHands(t *testing.T) map[string][]int {
+	t.Helper()
+	var probe []workload.Request
+	for i := range 40 {
+		probe = append(probe, logged(fmt.Sprint("p", i), fmt.Sprint("u", i), float64(1000*i), 1, 1, 200))
+	}
+	hands := map[string][]int{}
+	for id, f := range reconstructFan(t, probe) {
+		hands["u"+id[1:]] = f.Hand
+	}
+	return hands
 }

@@ -656,6 +656,39 @@ func (l *level) makeRoom(hand []int) int {
 	return -1
 }
 
+// fillHand moves waiting requests from full queues outside hand into the
+// queues of hand with room, where their own hands hold them, after a 429
+// of hand found room in the reconstruction with every seat taken: the 429
+// shows every queue of its hand full (between queues of equal work the
+// chosen one is full only if all are), so a request was in the wrong queue
+// of its own hand (makeRoom).
+func (l *level) fillHand(hand []int) {
+	for _, qr := range hand {
+		for l.queues[qr].length < l.qll {
+			moved := false
+			for qs := range l.queues {
+				if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
+					continue
+				}
+				for x := l.queues[qs].tail; x != nil && !moved; x = x.prev {
+					if x.p != nil && slices.Contains(x.p.fate.Hand, qr) {
+						l.queues[qs].remove(x)
+						l.queues[qr].insert(x)
+						x.queue, x.p.fate.Queue = qr, qr
+						moved = true
+					}
+				}
+				if moved {
+					break
+				}
+			}
+			if !moved {
+				break
+			}
+		}
+	}
+}
+
 // roomFreed enqueues the held requests whose hand now has room, in their
 // order.
 func (s *state) roomFreed(l *level) {
@@ -843,6 +876,7 @@ func (s *state) arrive(p *pending) {
 			f.Class = ClassSeatsFree
 		case rec429 && !full:
 			f.Class = ClassRoomInQueue
+			l.fillHand(f.Hand)
 		case !rec429 && full:
 			f.Class = ClassFullButServed
 		}
