@@ -16,8 +16,15 @@ import (
 // ID.
 func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
 	t.Helper()
+	return reconstructWith(t, tinyConfig(), 7, reqs, tau, focus)
+}
+
+// reconstructWith is reconstructAt against config on a server of scl
+// seats.
+func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
+	t.Helper()
 	open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
-	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
+	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: config, ServerConcurrencyLimit: scl,
 		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +34,7 @@ func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, foc
 	}
 	fates := map[string]reconstruct.Fate{}
 	if _, err := reconstruct.Run(open, reconstruct.Options{
-		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, Calibration: cal,
+		Config: config, ServerConcurrencyLimit: scl, NoBorrowing: true, Calibration: cal,
 		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
 		OnFate: func(f *reconstruct.Fate) {
 			g := *f

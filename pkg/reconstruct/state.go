@@ -99,6 +99,33 @@ func (q *queue) push(r *req) {
 	q.work += r.work
 }
 
+// insert puts r in q in the order of arrival.
+func (q *queue) insert(r *req) {
+	at := q.tail
+	for at != nil && at.idx > r.idx {
+		at = at.prev
+	}
+	if at == q.tail {
+		q.push(r)
+		return
+	}
+	var next *req
+	if at == nil {
+		next = q.head
+	} else {
+		next = at.next
+	}
+	r.prev, r.next = at, next
+	if at == nil {
+		q.head = r
+	} else {
+		at.next = r
+	}
+	next.prev = r
+	q.length++
+	q.work += r.work
+}
+
 func (q *queue) remove(r *req) {
 	if r.prev != nil {
 		r.prev.next = r.next
@@ -573,6 +600,10 @@ func (s *state) holdBack(p *pending) bool {
 	if r.dispatch <= s.now || l.hasRoom(p.fate.Hand) {
 		return false
 	}
+	if q := l.makeRoom(p.fate.Hand); q >= 0 {
+		p.fate.Queue = q
+		return false
+	}
 	// the server chose its queue once, when it was enqueued
 	l.arrivals--
 	p.held = true
@@ -593,6 +624,69 @@ func (l *level) hasRoom(hand []int) bool {
 		}
 	}
 	return false
+}
+
+// makeRoom moves a waiting request of a full queue of hand (the one
+// enqueued last first) to another queue of its own hand that has room, in
+// the order of arrival there, and returns the queue it made room in, or
+// -1. The server enqueued the served request of hand, so a queue of its
+// hand had room: the reconstruction put a request in the wrong queue.
+// Which queue of a hand a request goes to is most often decided between
+// queues of equal work by the offset turning with every request that
+// reaches the choice (shuffleShardLocked), which the log cannot tell: a
+// request that reached APF a moment earlier or later than the log says
+// turns it for every request after.
+func (l *level) makeRoom(hand []int) int {
+	for _, qi := range hand {
+		for x := l.queues[qi].tail; x != nil; x = x.prev {
+			if x.p == nil {
+				continue
+			}
+			for _, to := range x.p.fate.Hand {
+				if to == qi || l.queues[to].length >= l.qll {
+					continue
+				}
+				l.queues[qi].remove(x)
+				l.queues[to].insert(x)
+				x.queue, x.p.fate.Queue = to, to
+				return qi
+			}
+		}
+	}
+	return -1
+}
+
+// fillHand moves waiting requests from full queues outside hand into the
+// queues of hand with room, where their own hands hold them, after a 429
+// of hand found room in the reconstruction with every seat taken: the 429
+// shows every queue of its hand full (between queues of equal work the
+// chosen one is full only if all are), so a request was in the wrong queue
+// of its own hand (makeRoom).
+func (l *level) fillHand(hand []int) {
+	for _, qr := range hand {
+		for l.queues[qr].length < l.qll {
+			moved := false
+			for qs := range l.queues {
+				if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
+					continue
+				}
+				for x := l.queues[qs].tail; x != nil && !moved; x = x.prev {
+					if x.p != nil && slices.Contains(x.p.fate.Hand, qr) {
+						l.queues[qs].remove(x)
+						l.queues[qr].insert(x)
+						x.queue, x.p.fate.Queue = qr, qr
+						moved = true
+					}
+				}
+				if moved {
+					break
+				}
+			}
+			if !moved {
+				break
+			}
+		}
+	}
 }
 
 // roomFreed enqueues the held requests whose hand now has room, in their
@@ -782,6 +876,7 @@ func (s *state) arrive(p *pending) {
 			f.Class = ClassSeatsFree
 		case rec429 && !full:
 			f.Class = ClassRoomInQueue
+			l.fillHand(f.Hand)
 		case !rec429 && full:
 			f.Class = ClassFullButServed
 		}
