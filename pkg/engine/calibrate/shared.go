@@ -1043,26 +1043,16 @@ func (r *Result) HasProcessCPU() bool {
 	return r.prep != nil && r.prep.opts.CPUUse != nil && r.prep.opts.CPUUse.ProcessCPU > 0
 }
 
-// busyTime is the time at least one of execs was in flight.
+// busyTime is the time at least one of execs was in flight: the union
+// of their spans, taken in the order of their starts (span).
 func busyTime(execs []execution) time.Duration {
-	spans := make([][2]time.Duration, 0, len(execs))
-	for _, e := range execs {
-		if e.end > e.start {
-			spans = append(spans, [2]time.Duration{e.start, e.end})
-		}
+	byStart := slices.SortedFunc(slices.Values(execs), func(a, b execution) int { return cmp.Compare(a.start, b.start) })
+	var busy span
+	for _, e := range byStart {
+		busy.add(e.start, e.end)
 	}
-	slices.SortFunc(spans, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
-	var busy, end time.Duration
-	for i, sp := range spans {
-		if i == 0 || sp[0] > end {
-			busy += sp[1] - sp[0]
-			end = sp[1]
-		} else if sp[1] > end {
-			busy += sp[1] - end
-			end = sp[1]
-		}
-	}
-	return busy
+	busy.close()
+	return busy.total
 }
 
 // overlappedOf returns the executions of smp (their indices in it) that
