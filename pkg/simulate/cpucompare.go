@@ -63,6 +63,21 @@ func (l CPUComparisonLevel) Range() (lo, hi int64, ok bool) {
 	return min(*l.RejectedSaturated, l.RejectedWithout), max(*l.RejectedSaturated, l.RejectedWithout), true
 }
 
+// RangeOf is level's Range where the comparison cannot choose
+// (AppliesUndecided); ok is false where it chose, or the level has no
+// saturated end.
+func (c *CPUComparison) RangeOf(level string) (lo, hi int64, ok bool) {
+	if c == nil || c.Applies != AppliesUndecided {
+		return 0, 0, false
+	}
+	for _, l := range c.Levels {
+		if l.Level == level {
+			return l.Range()
+		}
+	}
+	return 0, 0, false
+}
+
 // compareCPU replays the change once more without the calibration's CPU
 // models and returns the comparison, or nil when there is no change, no
 // CPU model and no recorded execution to assume a saturated CPU from, or

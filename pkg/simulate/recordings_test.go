@@ -91,14 +91,10 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		report = append(report, "    "+x.Text)
 	}
 	without := map[string]int64{}
-	ranges := map[string][2]int64{}
 	if c := wi.CPUComparison; c != nil {
 		report = append(report, fmt.Sprintf("    CPU comparison (%s): %s", c.Model, c.Applies))
 		for _, l := range c.Levels {
 			without[l.Level] = l.RejectedWithout
-			if lo, hi, ok := l.Range(); ok && c.Applies == AppliesUndecided {
-				ranges[l.Level] = [2]int64{lo, hi}
-			}
 		}
 	}
 	for _, l := range whatIfLevels(w.Runs, rec.Recorded) {
@@ -129,24 +125,18 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		// simulate cannot choose: it gives a range, which the re-runs
 		// must fall in (within the band of its ends)
 		agrees := recording.WhatIfAgrees(pred, real)
-		if r, ok := ranges[l]; ok {
-			agrees = recording.WhatIfAgrees(r[0], real) || recording.WhatIfAgrees(r[1], real) || (real >= r[0] && real <= r[1])
-			line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", r[0], r[1], agrees)
+		if lo, hi, ok := wi.CPUComparison.RangeOf(l); ok {
+			agrees = recording.WhatIfRangeAgrees(lo, hi, real)
+			line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, agrees)
 		}
 		report = append(report, line)
 		// from the audit log alone
 		ap := rejected(audit, true, l)
 		aAgrees := recording.WhatIfAgrees(ap, real)
-		if c := audit.CPUComparison; c != nil && c.Applies == AppliesUndecided {
-			for _, cl := range c.Levels {
-				if lo, hi, ok := cl.Range(); ok && cl.Level == l {
-					aAgrees = recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
-					ap = -1
-					report = append(report, fmt.Sprintf("      from the audit log alone: simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, aAgrees))
-				}
-			}
-		}
-		if ap >= 0 {
+		if lo, hi, ok := audit.CPUComparison.RangeOf(l); ok {
+			aAgrees = recording.WhatIfRangeAgrees(lo, hi, real)
+			report = append(report, fmt.Sprintf("      from the audit log alone: simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, aAgrees))
+		} else {
 			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)", ap, float64(ap)/float64(max(real, 1))))
 		}
 		if _, ok := FindWarning(wi.Warnings, WarnShortOfCPU, l); ok {
@@ -316,15 +306,11 @@ func TestSimulateRecordings(t *testing.T) {
 				for _, l := range whatIfLevels(whatIfs[0].Runs, rec.Recorded) {
 					real := whatIfs[0].Real(l)
 					line := fmt.Sprintf("    %-16s re-runs' mean %5d  predicted %5d", l, real, rejected(res, true, l))
-					if c := res.CPUComparison; c != nil && c.Applies == AppliesUndecided {
-						for _, cl := range c.Levels {
-							if lo, hi, ok := cl.Range(); ok && cl.Level == l {
-								in := recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
-								line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, in)
-								if !in {
-									t.Errorf("with the bundle captured before the load, %s: the re-runs' mean %d is outside the range %d–%d simulate gives", l, real, lo, hi)
-								}
-							}
+					if lo, hi, ok := res.CPUComparison.RangeOf(l); ok {
+						in := recording.WhatIfRangeAgrees(lo, hi, real)
+						line += fmt.Sprintf("; simulate cannot choose: from %d to %d (the re-runs in it: %v)", lo, hi, in)
+						if !in {
+							t.Errorf("with the bundle captured before the load, %s: the re-runs' mean %d is outside the range %d–%d simulate gives", l, real, lo, hi)
 						}
 					}
 					report = append(report, line)

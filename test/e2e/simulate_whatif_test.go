@@ -124,17 +124,7 @@ type whatIfOutput struct {
 		Recorded  int64  `json:"recorded"`
 		Predicted int64  `json:"predicted"`
 	} `json:"fit"`
-	CPUComparison *struct {
-		Model   string `json:"model"`
-		Applies string `json:"applies"`
-		Levels  []struct {
-			Level           string `json:"level"`
-			RejectedWith    int64  `json:"rejectedWith"`
-			RejectedWithout int64  `json:"rejectedWithout"`
-			// the CPU saturated, where simulate cannot choose
-			RejectedSaturated *int64 `json:"rejectedSaturated"`
-		} `json:"levels"`
-	} `json:"cpuComparison"`
+	CPUComparison *simulate.CPUComparison `json:"cpuComparison"`
 }
 
 // withoutCPUModel describes the prediction for level without the CPU
@@ -150,23 +140,6 @@ func (o whatIfOutput) withoutCPUModel(level string) string {
 		}
 	}
 	return ""
-}
-
-// undecidedRange is the range simulate gives level where it cannot choose
-// (no evidence of the server's CPU over the workload's window): from the
-// CPU saturated to the recorded execution times; ok is false where it
-// chose.
-func (o whatIfOutput) undecidedRange(level string) (lo, hi int64, ok bool) {
-	c := o.CPUComparison
-	if c == nil || c.Applies != "undecided" {
-		return 0, 0, false
-	}
-	for _, l := range c.Levels {
-		if l.Level == level && l.RejectedSaturated != nil {
-			return min(*l.RejectedSaturated, l.RejectedWithout), max(*l.RejectedSaturated, l.RejectedWithout), true
-		}
-	}
-	return 0, 0, false
 }
 
 // whatIfModes are the inputs a prediction is made from: the httplog
@@ -296,9 +269,9 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				p := simLevel(pred.After.Levels, l).rejected()
 				ok := recording.WhatIfAgrees(p, real)
 				var rng string
-				if lo, hi, undecided := pred.undecidedRange(l); undecided {
+				if lo, hi, undecided := pred.CPUComparison.RangeOf(l); undecided {
 					// simulate gives a range: the re-runs must fall in it
-					ok = recording.WhatIfAgrees(lo, real) || recording.WhatIfAgrees(hi, real) || (real >= lo && real <= hi)
+					ok = recording.WhatIfRangeAgrees(lo, hi, real)
 					rng = fmt.Sprintf("; simulate cannot choose: from %d to %d", lo, hi)
 				}
 				var recorded string

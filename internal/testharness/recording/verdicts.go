@@ -21,6 +21,13 @@ func WhatIfAgrees(predicted, real int64) bool {
 	return predicted-real <= 10 && real-predicted <= 10
 }
 
+// WhatIfRangeAgrees is WhatIfAgrees for a prediction given as a range
+// (simulate cannot choose between its ends): real lies between lo and hi,
+// or agrees with either end.
+func WhatIfRangeAgrees(lo, hi, real int64) bool {
+	return (real >= lo && real <= hi) || WhatIfAgrees(lo, real) || WhatIfAgrees(hi, real)
+}
+
 // Levels is the levels that got 429s in any of runs, sorted.
 func Levels(runs ...Run) []string {
 	seen := map[string]bool{}
