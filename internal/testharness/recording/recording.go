@@ -653,21 +653,15 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf, a
 			return nil, err
 		}
 		for range sc.WhatIfReruns - 1 {
-			dir, err := os.MkdirTemp("", "apf-record-whatif-")
-			if err != nil {
-				return nil, err
-			}
-			run, err := Rerun(ctx, sc, seed, dir, phaseOffset, progress, nil)
-			os.RemoveAll(dir)
+			run, err := rerunInTemp(ctx, sc, seed, phaseOffset, progress)
 			if err != nil {
 				return nil, err
 			}
 			res.WhatIfMore = append(res.WhatIfMore, *run)
 		}
+	}
+	if whatIf && allWhatIfs {
 		for i, w := range sc.MoreWhatIfs {
-			if !allWhatIfs {
-				break
-			}
 			y, err := ChangeYAML(w.Change)
 			if err != nil {
 				return nil, err
@@ -677,12 +671,7 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf, a
 				return nil, err
 			}
 			for range max(w.Reruns, 1) {
-				dir, err := os.MkdirTemp("", "apf-record-whatif-")
-				if err != nil {
-					return nil, err
-				}
-				run, err := Rerun(ctx, sc.With(w), seed, dir, phaseOffset, progress, nil)
-				os.RemoveAll(dir)
+				run, err := rerunInTemp(ctx, sc.With(w), seed, phaseOffset, progress)
 				if err != nil {
 					return nil, err
 				}
@@ -696,6 +685,17 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf, a
 		return nil, err
 	}
 	return res, os.WriteFile(filepath.Join(out, ResultFile), append(b, '\n'), 0o644)
+}
+
+// rerunInTemp is Rerun in a directory of its own, removed after, keeping
+// none of the run's logs.
+func rerunInTemp(ctx context.Context, sc Scenario, seed uint64, phaseOffset time.Duration, progress io.Writer) (*Run, error) {
+	dir, err := os.MkdirTemp("", "apf-record-whatif-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return Rerun(ctx, sc, seed, dir, phaseOffset, progress, nil)
 }
 
 // ChangeYAML renders a change as a multi-document YAML file for -f.
