@@ -646,9 +646,7 @@ func (l *level) makeRoom(hand []int) int {
 				if to == qi || l.queues[to].length >= l.qll {
 					continue
 				}
-				l.queues[qi].remove(x)
-				l.queues[to].insert(x)
-				x.queue, x.p.fate.Queue = to, to
+				l.move(x, qi, to)
 				return qi
 			}
 		}
@@ -664,29 +662,35 @@ func (l *level) makeRoom(hand []int) int {
 // of its own hand (makeRoom).
 func (l *level) fillHand(hand []int) {
 	for _, qr := range hand {
-		for l.queues[qr].length < l.qll {
-			moved := false
-			for qs := range l.queues {
-				if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
-					continue
-				}
-				for x := l.queues[qs].tail; x != nil && !moved; x = x.prev {
-					if x.p != nil && slices.Contains(x.p.fate.Hand, qr) {
-						l.queues[qs].remove(x)
-						l.queues[qr].insert(x)
-						x.queue, x.p.fate.Queue = qr, qr
-						moved = true
-					}
-				}
-				if moved {
-					break
-				}
-			}
-			if !moved {
-				break
+		for l.queues[qr].length < l.qll && l.moveInto(qr, hand) {
+		}
+	}
+}
+
+// moveInto moves into queue qr the request enqueued last, of the first
+// full queue outside hand, whose own hand holds qr, and reports whether
+// there was one.
+func (l *level) moveInto(qr int, hand []int) bool {
+	for qs := range l.queues {
+		if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
+			continue
+		}
+		for x := l.queues[qs].tail; x != nil; x = x.prev {
+			if x.p != nil && slices.Contains(x.p.fate.Hand, qr) {
+				l.move(x, qs, qr)
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// move moves the waiting request x from queue from to queue to, in the
+// order of arrival there.
+func (l *level) move(x *req, from, to int) {
+	l.queues[from].remove(x)
+	l.queues[to].insert(x)
+	x.queue, x.p.fate.Queue = to, to
 }
 
 // roomFreed enqueues the held requests whose hand now has room, in their
