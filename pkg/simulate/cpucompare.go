@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -189,18 +188,8 @@ func cpuWhy(cal *calibrate.Report) (model, why string) {
 	default:
 		model = "CFS quota"
 	}
-	if m := cal.Shared; m != nil && m.ComposesWithQuota(cal.CPU) {
-		why = fmt.Sprintf("%s, and the server may spend %v of CPU per %v CFS period: the change runs more at once, on its %d GOMAXPROCS, and spends the quota sooner", shareOf(m), time.Duration(cal.CPU.Quota), time.Duration(cal.CPU.Period), cal.CPU.GOMAXPROCS)
-	} else if m != nil && m.From == calibrate.SharedFromMetrics {
-		why = fmt.Sprintf("the server had %g cores (%s) and its process's CPU puts %.0f%% of an execution on the CPU: the change runs more at once than that CPU can take, which the recorded executions never did", m.Cores, CoresName(m.CoresFrom), 100*m.Share)
-	} else if m != nil && m.From == calibrate.SharedFromSaturated {
+	if m := cal.Shared; m != nil && m.From == calibrate.SharedFromSaturated {
 		why = fmt.Sprintf("its CPU was saturated over the recorded load (its goroutines waited runnable for a CPU), and its executions shared the %.2f cores its requests' other work left: the change runs more at once on that CPU, each slower", m.Capacity)
-	} else if m != nil && m.From == calibrate.SharedFromGOMAXPROCS {
-		why = fmt.Sprintf("its process runs goroutines on %.0f cores at once (GOMAXPROCS) and its CPU puts %.0f%% of an execution on the CPU: the change runs more at once than those cores can take, which the recorded executions never did", m.Capacity*m.Share, 100*m.Share)
-	} else if m != nil && m.From == calibrate.SharedFromLimit {
-		why = fmt.Sprintf("the %d recorded executions that ran with others in flight stretched as if %.0f%% of each shared the %.2f cores of its CPU limit: the change runs more at once", m.Overlapped, 100*m.Share, m.Capacity)
-	} else if m != nil && m.From == calibrate.SharedFromOverlaps {
-		why = fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU, and the %d recorded executions that ran with others in flight stretched as if they shared %.2f cores: the change runs more at once", 100*m.Share, m.Overlapped, m.Capacity)
 	} else if m != nil {
 		why = fmt.Sprintf("the recorded executions ran longer the more requests were in flight: %.0f%% of them ran with more than the %.2f cores the fit finds shared, %.1f× as long as alone on average, and the change adds executions to share them", 100*m.Stretched, m.Capacity, m.MeanStretch)
 	} else {
@@ -230,16 +219,6 @@ func total(m map[string]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-// shareOf says where the shared CPU's share of an execution on the CPU
-// comes from: the executions that overlapped for a fitted share, the
-// process's CPU for the metrics'.
-func shareOf(m *calibrate.SharedCPU) string {
-	if m.From == calibrate.SharedFromLimit {
-		return fmt.Sprintf("the %d recorded executions that ran with others in flight put %.0f%% of each on the CPU", m.Overlapped, 100*m.Share)
-	}
-	return fmt.Sprintf("its process's CPU puts %.0f%% of an execution on the CPU", 100*m.Share)
 }
 
 // CoresName names where the server's cores came from as the command's user

@@ -90,8 +90,8 @@ func pinResult(out *strings.Builder, r *Result) {
 			}
 		}
 		if m := c.Shared; m != nil {
-			p("  shared CPU: from %s, capacity %.6f, share %.6f, cores %g (%s), executions %d, overlapped %d, on arrival %d, requests CPU %v",
-				m.From, m.Capacity, m.Share, m.Cores, CoresName(m.CoresFrom), m.Executions, m.Overlapped, m.OnArrival, time.Duration(m.RequestsCPU))
+			p("  shared CPU: from %s, capacity %.6f, share %.6f, cores %g (%s), executions %d, requests CPU %v",
+				m.From, m.Capacity, m.Share, m.Cores, CoresName(m.CoresFrom), m.Executions, time.Duration(m.RequestsCPU))
 		} else {
 			p("  shared CPU: none (%s)", c.SharedWhy)
 		}

@@ -230,28 +230,6 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// TestSharedCapacityUnderTheQuota: composed with the CFS model, a shared
-// CPU whose capacity was the CPU limit shares GOMAXPROCS between its
-// throttles, the quota being the CFS model's; a capacity fitted to the
-// executions stays.
-func TestSharedCapacityUnderTheQuota(t *testing.T) {
-	cfs := &CPUModel{GOMAXPROCS: 2}
-	for _, c := range []struct {
-		m    SharedCPU
-		want float64
-	}{
-		{SharedCPU{From: SharedFromLimit, CoresFrom: CoresCPULimit, Capacity: 1, Share: 0.5}, 4},
-		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresCPULimit, Capacity: 0.4, Share: 0.5}, 4},
-		{SharedCPU{From: SharedFromMetrics, CoresFrom: CoresGOMAXPROCS, Capacity: 3, Share: 0.5}, 3},
-		{SharedCPU{From: SharedFromExecutions, CoresFrom: CoresCPULimit, Capacity: 1.3, Share: 0.7}, 1.3},
-		{SharedCPU{From: SharedFromOverlaps, CoresFrom: CoresCPULimit, Capacity: 1.5, Share: 0.7}, 1.5},
-	} {
-		if got := c.m.UnderQuota(cfs).Capacity; math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("%s (%s cores): capacity %g under the quota, want %g", c.m.From, c.m.CoresFrom, got, c.want)
-		}
-	}
-}
-
 // runtime8 is a recorded server that collected 8 times for 1,200
 // dispatches, its mark workers taking 6.4 s of CPU on 2 Ps.
 var runtime8 = &Runtime{Span: time.Minute, GCCycles: 8, MarkCPU: 6400 * ms, Dispatched: 1200, GOMAXPROCS: 2}

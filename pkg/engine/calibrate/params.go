@@ -109,21 +109,12 @@ type Params struct {
 	CoarseShareStep, ShareStep, ShareSpan float64
 	// CapacityStep is the factor between the capacities the coarse fit
 	// tries; FineCapacityStep that of the fine fit, within FineCapacitySpan
-	// of the coarse fit's capacity, and of the fit to overlapped
-	// executions.
+	// of the coarse fit's capacity.
 	CapacityStep, FineCapacityStep, FineCapacitySpan float64
 	// CoresSlack is how far above the server's cores the fitted capacity
 	// times the share may go before the executions are said to wait for
 	// something other than the CPU.
 	CoresSlack float64
-	// MaxUnseenStretch is the most the metrics' bound may have stretched
-	// the recorded executions, which showed no stretch, for it to be kept.
-	MaxUnseenStretch float64
-	// MinOverlapped is the fewest executions that ran with others in
-	// flight (a mean of OverlapFlight or more over the execution) the
-	// capacity is fitted to.
-	MinOverlapped int
-	OverlapFlight float64
 	// SaturatedRunnableWait is the mean time the server's goroutines
 	// waited runnable for a P (go_sched_latencies_seconds over the
 	// workload's window) from which its CPU counts as saturated: the
@@ -180,9 +171,6 @@ func DefaultParams() Params {
 		FineCapacityStep: 1.01,
 		FineCapacitySpan: 1.15,
 		CoresSlack:       1.05,
-		MaxUnseenStretch: 1.1,
-		MinOverlapped:    5,
-		OverlapFlight:    1.1,
 
 		SaturatedRunnableWait: 500 * time.Microsecond,
 	}

@@ -40,18 +40,6 @@ const (
 	// SharedFromExecutions: share and capacity fitted to how the recorded
 	// executions stretched.
 	SharedFromExecutions SharedFrom = "executions"
-	// SharedFromOverlaps: the share from the metrics, the capacity fitted
-	// to the executions that ran with others in flight.
-	SharedFromOverlaps SharedFrom = "overlaps"
-	// SharedFromMetrics: the share from the metrics, the capacity the
-	// cores the server had.
-	SharedFromMetrics SharedFrom = "metrics"
-	// SharedFromGOMAXPROCS: the share from the metrics, the capacity the
-	// process's GOMAXPROCS over the share.
-	SharedFromGOMAXPROCS SharedFrom = "gomaxprocs"
-	// SharedFromLimit: the capacity the server's CPU limit, the share
-	// fitted to the executions that ran with others in flight.
-	SharedFromLimit SharedFrom = "limit"
 	// SharedFromSaturated: the server's CPU was saturated over the
 	// workload's window (its goroutines waited runnable for a P); every
 	// execution is on the CPU (share 1) and the executions shared the CPU

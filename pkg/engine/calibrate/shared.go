@@ -64,18 +64,11 @@ type CPUUse struct {
 // and the capacity is checked against them: the fitted capacity is not
 // more than the cores the server had (GOMAXPROCS, or the CPU limit).
 type SharedCPU struct {
-	// From is what the model rests on: "executions", fitted to how the
-	// recorded executions stretched; where they stretched too little to
-	// fit both parameters (the recording seldom ran more than the
-	// server's CPU could take), the share is the CPU its process used
-	// over the executions' time (boundShared) and the capacity
-	// "overlaps", fitted to the executions that ran with others in
-	// flight (Overlapped), or "metrics", the cores the server had, or
-	// "gomaxprocs", the cores its Go runtime runs goroutines on at
-	// once, where the recording contradicts a CPU limit as a capacity;
-	// "limit": the capacity is the server's CPU limit (at least one
-	// core) and the share, at most the metrics', fitted to the
-	// executions that ran with others in flight.
+	// From is what the model rests on: "saturated", the metrics show
+	// the server's CPU saturated over the workload's window
+	// (saturatedShared); "executions", share and capacity fitted to how
+	// the recorded executions stretched (fitShared); "assumed saturated",
+	// no evidence, one end of a range (assumeSaturated).
 	From SharedFrom `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
@@ -99,14 +92,6 @@ type SharedCPU struct {
 	Kinds        int     `json:"kinds"`
 	MaxInFlight  int     `json:"maxInFlight"`
 	MeanInFlight float64 `json:"meanInFlight"`
-	// Overlapped is, From "overlaps", the recorded executions that ran
-	// with others in flight the capacity was fitted to; Spread and
-	// SpreadRecorded are then theirs alone.
-	Overlapped int `json:"overlapped,omitempty"`
-	// OnArrival is the audit records without timing of their own whose
-	// execution the fit read from their latency: they found their level
-	// with room (rooms), so dispatched on arrival.
-	OnArrival int `json:"onArrival,omitempty"`
 	// Stretched is the share of the executions that started with more
 	// than Capacity in flight, and MeanStretch their mean stretch.
 	Stretched   float64 `json:"stretched"`
@@ -204,7 +189,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	a := r.Apply(src).(*applied)
 	kinds := map[kind]int32{}
 	var execs []execution
-	replayed, onArrival := 0, 0
+	replayed := 0
 	var w workload.Request
 	// the executions' work as the replay takes it, and the time from the
 	// first arrival to the last end, for the CFS model
@@ -256,7 +241,6 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		start := max(end-w.ServiceTime, x.arrival)
 		if estimated && x.room {
 			start, estimated = x.arrival, false
-			onArrival++
 		}
 		if estimated {
 			replayed++
@@ -306,15 +290,6 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	m, why := fitShared(execs, smp, len(kinds))
 	if m == nil {
-		// no stretch to fit: what the metrics say the server's CPU could
-		// give the executions, if the recording does not contradict it
-		if b, bwhy := boundShared(execs, smp, len(kinds), r.prep.opts); b != nil {
-			b.OnArrival = onArrival
-			r.Shared = b
-			return nil
-		} else if bwhy != "" {
-			why += "; " + bwhy
-		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
 		}
@@ -766,27 +741,7 @@ func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
 	case cpu == nil:
 		return processorSharing{r.Shared}
 	}
-	return &sharedServer{m: r.Shared.UnderQuota(cpu), next: cpu.Server(i)}
-}
-
-// UnderQuota is the shared CPU composed with the CFS model cpu: where its
-// capacity is the server's CPU limit (From "limit", or "metrics" with the
-// cores of --cpu-limit), a capacity over the period, the CFS model holds
-// the server to its quota period by period, and between its throttles the
-// executions share every P: the capacity is GOMAXPROCS over the share.
-func (m *SharedCPU) UnderQuota(cpu *CPUModel) *SharedCPU {
-	if !m.ComposesWithQuota(cpu) {
-		return m
-	}
-	c := *m
-	c.Capacity = float64(cpu.GOMAXPROCS) / m.Share
-	return &c
-}
-
-// ComposesWithQuota reports whether UnderQuota changes m under cpu: its
-// capacity was the server's CPU limit, and cpu holds the server to it.
-func (m *SharedCPU) ComposesWithQuota(cpu *CPUModel) bool {
-	return cpu != nil && m.CoresFrom == CoresCPULimit && (m.From == SharedFromLimit || m.From == SharedFromMetrics) && cpu.GOMAXPROCS >= 1 && m.Share > 0
+	return &sharedServer{m: r.Shared, next: cpu.Server(i)}
 }
 
 // processorSharing is the shared CPU as the simulator runs it.
@@ -858,100 +813,6 @@ func (k kind) String() string {
 		out += " ?" + k.query
 	}
 	return out
-}
-
-// boundShared is the shared CPU the metrics imply where the recorded
-// executions show too little stretch to fit both parameters: a server
-// whose process used ProcessCPU over the metrics' span, while its
-// executions added up to E, spends at most a share min(1, ProcessCPU / E)
-// of an execution on the CPU, and n executions in flight need n × share
-// cores.
-//
-// Where enough of the recorded executions ran with others in flight
-// (minOverlapped), they tell one parameter, not both: a few executions
-// two at once stretch alike under many pairs of share and capacity.
-// Where the server's CPU limit is known (below GOMAXPROCS), it is the
-// capacity, the CPU the process gets over a CFS period, at least one
-// core; the share is fitted to them, at most the metrics' (overlapShare):
-// From "limit". The metrics only bound the share from above: the
-// process's CPU also holds the work outside the executions. Where the
-// executions tell both (the crowded recordings, 60-80% of an execution
-// on 1.2-1.4 cores; the quiet server's 3-seat re-runs, 50% on 1.17
-// cores under its 1-CPU limit), the share is well below that bound.
-// Without a limit, or where the fitted share is 0, the capacity is
-// fitted to them with the metrics' share (overlapCapacity): From
-// "overlaps". A CPU limit is a budget per CFS period, which a burst
-// spends on every core the process has (GOMAXPROCS), so how far a few
-// executions at once stretch is the recording's to say, between one
-// core and GOMAXPROCS / share.
-// Otherwise the capacity is the cores the server had (its CPU limit, or
-// GOMAXPROCS) over the share: From "metrics", kept only where the
-// recording does not contradict it: the recorded executions, which did
-// not stretch, would have stretched by MaxUnseenStretch or less under it
-// on average. Where it does contradict a CPU limit below GOMAXPROCS,
-// the capacity is GOMAXPROCS over the share, From "gomaxprocs", kept
-// on the same condition: however large its quota, a Go process runs at
-// most GOMAXPROCS goroutines at a time, and a CFS quota lets a burst
-// run on all of them until the period's budget is spent. All need the
-// process's CPU (two scrapes) and the cores.
-func boundShared(execs []execution, smp sample, nkinds int, opts Options) (*SharedCPU, string) {
-	flight := smp.fl.mean
-	u := opts.CPUUse
-	if u == nil || u.ProcessCPU <= 0 || len(execs) == 0 {
-		return nil, ""
-	}
-	m := &SharedCPU{From: SharedFromMetrics}
-	m.evidence(opts)
-	if m.Cores <= 0 {
-		return nil, ""
-	}
-	var e float64
-	for _, x := range execs {
-		e += float64(x.end - x.start)
-	}
-	m.Share = min(1, float64(u.ProcessCPU)/e)
-	m.Share = math.Round(m.Share*100) / 100
-	if m.Share <= 0 {
-		return nil, ""
-	}
-	m.Capacity = m.Cores / m.Share
-	all := make([]int, len(execs))
-	var maxN float64
-	for i := range execs {
-		all[i] = i
-		maxN = max(maxN, flight[i])
-		m.MeanInFlight += flight[i]
-	}
-	m.Executions, m.MaxInFlight, m.MeanInFlight = len(execs), int(math.Ceil(maxN)), m.MeanInFlight/float64(len(execs))
-	procs := m.Cores
-	if u.GOMAXPROCS > 0 {
-		procs = max(procs, float64(u.GOMAXPROCS))
-	}
-	if over := overlappedOf(smp); len(over) > 0 {
-		if m.CoresFrom == CoresCPULimit {
-			limit := max(1, m.Cores)
-			if share, spread, flat := overlapShare(smp, over, nkinds, limit, m.Share); share > 0 {
-				m.From, m.Capacity, m.Share, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromLimit, limit, share, len(over), spread, flat
-			}
-		}
-		if m.From != SharedFromLimit {
-			c, spread, flat := overlapCapacity(smp, over, nkinds, m.Share, procs/m.Share)
-			m.From, m.Capacity, m.Overlapped, m.Spread, m.SpreadRecorded = SharedFromOverlaps, c, len(over), spread, flat
-		}
-	}
-	m.setStretched(smp.fl, all)
-	if m.From == SharedFromMetrics && m.MeanStretch > params.MaxUnseenStretch {
-		if procs <= m.Cores {
-			return nil, fmt.Sprintf("the metrics' bound (%g cores, %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, 100*m.Share, m.MeanStretch)
-		}
-		m.From, m.Capacity = SharedFromGOMAXPROCS, procs/m.Share
-		m.setStretched(smp.fl, all)
-		if m.MeanStretch > params.MaxUnseenStretch {
-			return nil, fmt.Sprintf("the metrics' bound (%g cores, or even the %g GOMAXPROCS, with %.0f%% of an execution on the CPU) would have stretched the recorded executions %.2f× on average, which they did not", m.Cores, procs, 100*m.Share, m.MeanStretch)
-		}
-	}
-	m.setStretches(execs, smp.fl)
-	return m, ""
 }
 
 // saturatedShared is the shared-CPU model of a server whose CPU the
@@ -1053,89 +914,4 @@ func busyTime(execs []execution) time.Duration {
 	}
 	busy.close()
 	return busy.total
-}
-
-// overlappedOf returns the executions of smp (their indices in it) that
-// ran with others in flight (overlapFlight or more on average), which
-// overlapCapacity and overlapShare read: for a recording whose executions
-// seldom overlapped (fewer than MinStretched of all, estimated ones too),
-// which the fit of both parameters cannot read. None where there are
-// fewer than minOverlapped, or MinStretched of the executions or more:
-// where many of the server's executions ran with others, the fit of both
-// parameters had them, and its refusal stands (the stretch is not there).
-func overlappedOf(smp sample) []int {
-	all := 0
-	for _, f := range smp.fl.mean {
-		if f >= params.OverlapFlight {
-			all++
-		}
-	}
-	if float64(all) >= params.MinStretched*float64(len(smp.fl.mean)) {
-		return nil
-	}
-	var overlapped []int
-	for j, f := range smp.n {
-		if f >= params.OverlapFlight {
-			overlapped = append(overlapped, j)
-		}
-	}
-	if len(overlapped) < params.MinOverlapped {
-		return nil
-	}
-	return overlapped
-}
-
-// overlapSpread is the spread within their kind of the executions over
-// of smp under (c, share).
-func overlapSpread(sp *spreader, smp sample, over []int, c, share float64) float64 {
-	_, medians := sp.at(c, share)
-	var sum float64
-	for _, j := range over {
-		sum += math.Abs(smp.logExec[j] - math.Log(smp.fl.stretchOf(int(smp.exec[j]), c, share)) - medians[smp.kinds[j]])
-	}
-	return sum / float64(len(over))
-}
-
-// overlapCapacity fits the capacity, with the share given, to the
-// executions over of smp (overlappedOf), between one core and most (or
-// the most executions seen at once): the one under which the recorded
-// executions of each kind vary least once each is divided by its
-// stretch. With one parameter, and the bound of the CPU limit the
-// alternative, the fit is kept however little the stretch explains:
-// executions that ran two at once on a one-core limit without stretching
-// twofold contradict the limit as a capacity. spread and flat are their
-// spread under the capacity and without a stretch.
-func overlapCapacity(smp sample, over []int, nkinds int, share, most float64) (c, spread, flat float64) {
-	sp := newSpreader(smp, nkinds)
-	// at the most executions seen at once, or the cores, nothing the
-	// recording holds stretches: a capacity that high says the stretch
-	// starts beyond what was seen
-	top := max(1, min(smp.maxN, most))
-	flat = overlapSpread(sp, smp, over, top, share)
-	best, bestC := math.Inf(1), top
-	for c := 1.0; c < top; c *= params.FineCapacityStep {
-		if s, _ := sp.at(c, share); s < best {
-			best, bestC = s, c
-		}
-	}
-	if s, _ := sp.at(top, share); s <= best {
-		bestC = top
-	}
-	return math.Round(bestC*100) / 100, overlapSpread(sp, smp, over, bestC, share), flat
-}
-
-// overlapShare fits the share, on capacity c, to the executions over of
-// smp (overlappedOf), in steps of a hundredth up to most: the one under
-// which the recorded executions of each kind vary least once each is
-// divided by its stretch. 0 where they did not stretch. spread and flat
-// are their spread under it and without a stretch.
-func overlapShare(smp sample, over []int, nkinds int, c, most float64) (share, spread, flat float64) {
-	sp := newSpreader(smp, nkinds)
-	best := math.Inf(1)
-	for i := 0; float64(i) <= math.Round(most*100); i++ {
-		if s, _ := sp.at(c, float64(i)/100); s < best {
-			best, share = s, float64(i)/100
-		}
-	}
-	return share, overlapSpread(sp, smp, over, c, share), overlapSpread(sp, smp, over, c, 0)
 }

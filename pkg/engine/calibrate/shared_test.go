@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,14 +25,6 @@ import (
 // tests.
 func partlySharedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
 	return recordingOf(seed, seats, capacity, share, rate, span, false)
-}
-
-// pacedRecording is partlySharedRecording on the model's own server:
-// every executing request progresses at the pace 1 / stretch(n) of the n
-// executing with it, all through its execution, instead of computing
-// first and writing after.
-func pacedRecording(seed uint64, seats int, capacity, share, rate float64, span time.Duration) []workload.Request {
-	return recordingOf(seed, seats, capacity, share, rate, span, true)
 }
 
 func recordingOf(seed uint64, seats int, capacity, share, rate float64, span time.Duration, paced bool) []workload.Request {
@@ -150,9 +141,9 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
 		m := res.Shared
 		if !tc.want {
-			// nothing to fit; the metrics' bound, where kept, stretches
-			// nothing the level can run
-			if m != nil && (m.From != "metrics" || m.Stretch(seats) > 1) {
+			// nothing to fit: no model, and the recorded execution
+			// times are the prediction
+			if m != nil {
 				t.Errorf("capacity %g (as many cores as seats): a model of %.0f%% on %.2f cores from the %s", tc.capacity, 100*m.Share, m.Capacity, m.From)
 			}
 			continue
@@ -264,77 +255,6 @@ func levelOf(ls []fairqueue.LevelResult, name string) fairqueue.LevelResult {
 	return fairqueue.LevelResult{}
 }
 
-// TestSharedCPUFromTheMetrics: a level of one seat on a one-core server
-// never runs two executions at once, so its recording shows no stretch;
-// the metrics (one core, and a process that spent on the CPU all the
-// time its executions took) bound what more seats can buy. Replayed with
-// more seats, the median wait is within 0.75–1.25 of the exact server's,
-// where the replay without the bound predicts it all but gone; where the
-// process's CPU says the executions were mostly off the CPU, the bound
-// stretches them little; and where the recorded executions would have
-// stretched under it, which they did not, it is refused.
-func TestSharedCPUFromTheMetrics(t *testing.T) {
-	before, after := configQueues(t, 1, 1000), configQueues(t, 3, 1000)
-	const scl = 6
-	seats := levelLimits(Options{Config: before, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	more := levelLimits(Options{Config: after, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	if seats != 1 || more < 2 {
-		t.Fatalf("seats %d → %d: the test needs 1 → more", seats, more)
-	}
-	const rate = 0.9 / 0.004 // bursts of 1.35 times what one core serves
-	reqs := partlySharedRecording(3, seats, 1, 1, rate, 10*time.Second)
-	truth := partlySharedRecording(3, more, 1, 1, rate, 10*time.Second)
-	var execSum time.Duration
-	for _, w := range reqs {
-		execSum += w.ServiceTime
-	}
-	derive := func(processCPU time.Duration, cores int) *Result {
-		t.Helper()
-		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 12 * time.Second, ProcessCPU: processCPU, GOMAXPROCS: cores}}})
-	}
-	res := derive(execSum, 1)
-	m := res.Shared
-	if m == nil || m.From != "metrics" {
-		t.Fatalf("no model from the metrics: %+v, %s", m, res.SharedWhy)
-	}
-	real := medianWait(truth)
-	_, with := medianWaits(t, res, reqs, before, after, scl)
-	_, without := medianWaits(t, res.WithoutCPU(), reqs, before, after, scl)
-	t.Logf("%d requests, 1 → %d seats; share %.2f, capacity %.2f; median wait: exact %.3fs, with the bound %.3fs, without %.3fs", len(reqs), more, m.Share, m.Capacity, real, with, without)
-	if with < 0.75*real || with > 1.25*real {
-		t.Errorf("with the metrics' bound the median wait is predicted %.3fs; the exact server waits %.3fs", with, real)
-	}
-	if without > 0.5*real {
-		t.Errorf("without the bound the added seats should all but end the waits (%.3fs predicted, %.3fs real)", without, real)
-	}
-	// a process that used a tenth of the executions' time: mostly off the CPU
-	if light := derive(execSum/10, 1).Shared; light == nil || light.Share > 0.11 || light.Stretch(more) > 1.1 {
-		t.Errorf("a process CPU of a tenth of the executions: %+v", light)
-	}
-	// half a core (a CPU limit) for executions all on the CPU: the one
-	// seat's executions, which ran at full pace, would have stretched;
-	// the one core the runtime runs goroutines on (GOMAXPROCS) bounds
-	// them instead, which is the exact server's
-	half := derive(execSum, 1)
-	half.prep.opts.CPULimit = 0.5
-	if err := half.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-		t.Fatal(err)
-	}
-	if g := half.Shared; g == nil || g.From != "gomaxprocs" || g.Capacity != 1 || g.Cores != 0.5 {
-		t.Errorf("a CPU limit the recording contradicts, on GOMAXPROCS 1: %+v, %q", g, half.SharedWhy)
-	}
-	// GOMAXPROCS unknown: nothing bounds them but the limit, which the
-	// recording contradicts
-	unknown := derive(execSum, 0)
-	unknown.prep.opts.CPULimit = 0.5
-	if err := unknown.DeriveShared(&sliceReader{reqs: reqs}); err != nil {
-		t.Fatal(err)
-	}
-	if unknown.Shared != nil || !strings.Contains(unknown.SharedWhy, "which they did not") {
-		t.Errorf("a bound the recording contradicts was kept: %+v, %q", unknown.Shared, unknown.SharedWhy)
-	}
-}
-
 // cpuSeconds is the CPU, in seconds, of share of each execution.
 func cpuSeconds(reqs []workload.Request, share float64) float64 {
 	var cpu time.Duration
@@ -342,53 +262,6 @@ func cpuSeconds(reqs []workload.Request, share float64) float64 {
 		cpu += time.Duration(share * float64(w.ServiceTime))
 	}
 	return cpu.Seconds()
-}
-
-// TestSharedCPUCapacityFromOverlaps: with the share given (by the
-// metrics, in boundShared), the few executions of a lightly loaded
-// two-seat level that ran two at once tell the capacity: on a server of
-// 1.5 cores, where a CPU limit of one core alone would say 1; where they
-// did not stretch (as many cores as seats) the capacity stretches nothing
-// they ran. Where too few overlapped, or so many that the fit of both
-// parameters had them, none is fitted.
-func TestSharedCPUCapacityFromOverlaps(t *testing.T) {
-	for _, tc := range []struct {
-		capacity, rate float64
-		span           time.Duration
-		want           string // "capacity", "no stretch" or "none"
-	}{
-		{1.5, 5, 300 * time.Second, "capacity"},
-		{1.5, 4, 400 * time.Second, "capacity"},
-		{2, 5, 300 * time.Second, "no stretch"},
-		{1.5, 0.5, 20 * time.Second, "none"},
-		{1.5, 60, 20 * time.Second, "none"},
-	} {
-		reqs := partlySharedRecording(7, 2, tc.capacity, 1, tc.rate, tc.span)
-		execs := overlapTestExecutions(reqs)
-		flight := inFlight(execs, nil)
-		smp := sampleOf(execs, flight)
-		over := overlappedOf(smp)
-		n := len(over)
-		var c, spread, flat float64
-		if n > 0 {
-			c, spread, flat = overlapCapacity(smp, over, 2, 1, 2)
-		}
-		t.Logf("%g cores, %g requests/s: %d executions, %.2f cores fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.rate, len(execs), c, n, spread, flat)
-		switch tc.want {
-		case "capacity":
-			if n == 0 || c < 0.8*tc.capacity || c > 1.25*tc.capacity {
-				t.Errorf("%g cores, %g requests/s: fitted %.2f cores to %d overlapped executions", tc.capacity, tc.rate, c, n)
-			}
-		case "no stretch":
-			if n == 0 || stretch(2, c, 1) > 1 {
-				t.Errorf("%g cores, %g requests/s: %.2f cores fitted to %d overlapped executions stretch two at once %.2f×, which they did not", tc.capacity, tc.rate, c, n, stretch(2, c, 1))
-			}
-		case "none":
-			if n > 0 {
-				t.Errorf("%g cores, %g requests/s: a capacity of %.2f fitted to %d overlapped executions, too few", tc.capacity, tc.rate, c, n)
-			}
-		}
-	}
 }
 
 // deriveShared calibrates reqs under opts, with the shared-CPU model.
@@ -402,90 +275,6 @@ func deriveShared(t *testing.T, reqs []workload.Request, opts Options) *Result {
 		t.Fatal(err)
 	}
 	return res
-}
-
-// overlapTestExecutions is the executions of reqs (partlySharedRecording)
-// the overlap fits read, with their kinds (by URI, as kindOf tells them).
-func overlapTestExecutions(reqs []workload.Request) []execution {
-	execs := make([]execution, len(reqs))
-	for i, w := range reqs {
-		end := w.Arrival.Sub(reqs[0].Arrival) + w.Latency
-		execs[i] = execution{start: end - w.ServiceTime, end: end, kind: 0, idx: int32(i)}
-		if strings.Contains(w.URI, "secrets") {
-			execs[i].kind = 1
-		}
-	}
-	return execs
-}
-
-// TestSharedCPUShareFromOverlaps: on a CPU limit of one core, the few
-// executions of a lightly loaded two-seat level that ran two at once (on
-// the model's own server, most of them partly) tell the share of an
-// execution that shares the core: whatever it is, and at most the bound
-// given (the metrics'); where two at once did not stretch (two cores),
-// it is 0.
-func TestSharedCPUShareFromOverlaps(t *testing.T) {
-	for _, tc := range []struct {
-		capacity, share, most float64
-		lo, hi                float64
-	}{
-		{1, 0.3, 1, 0.2, 0.4},
-		{1, 0.6, 1, 0.5, 0.7},
-		{1, 1, 1, 0.9, 1},
-		{1, 0.6, 0.2, 0.2, 0.2},
-		{2, 1, 1, 0, 0},
-	} {
-		execs := overlapTestExecutions(pacedRecording(7, 2, tc.capacity, tc.share, 5, 300*time.Second))
-		flight := inFlight(execs, nil)
-		smp := sampleOf(execs, flight)
-		over := overlappedOf(smp)
-		if len(over) == 0 {
-			t.Fatalf("%g cores, share %g: no overlapped executions", tc.capacity, tc.share)
-		}
-		share, spread, flat := overlapShare(smp, over, 2, 1, tc.most)
-		t.Logf("%g cores, share %g, at most %g: %d executions, share %.2f fitted to %d overlapped (spread %.3f against %.3f)", tc.capacity, tc.share, tc.most, len(execs), share, len(over), spread, flat)
-		if share < tc.lo || share > tc.hi {
-			t.Errorf("%g cores, share %g, at most %g: fitted a share of %.2f, want %.2f-%.2f", tc.capacity, tc.share, tc.most, share, tc.lo, tc.hi)
-		}
-	}
-}
-
-// TestSharedCPUOnALimit: DeriveShared on such a recording takes the CPU
-// limit, where it is given, as the capacity and fits the share ("limit");
-// without it, the share is the metrics' bound and the capacity is fitted
-// ("overlaps"). Both fit the two at once the recording holds; only the
-// first holds where more run at once.
-func TestSharedCPUOnALimit(t *testing.T) {
-	cfg := configQueues(t, 3, 1000)
-	const scl = 6
-	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	if seats < 2 {
-		t.Fatalf("the level has %d seats; the test needs 2 or more", seats)
-	}
-	reqs := pacedRecording(7, seats, 1, 0.4, 5, 300*time.Second)
-	var execSum time.Duration
-	for _, w := range reqs {
-		execSum += w.ServiceTime
-	}
-	derive := func(limit float64) *SharedCPU {
-		t.Helper()
-		// a process whose CPU was all its executions' time: the bound
-		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPULimit: limit, CPUUse: &CPUUse{Span: 300 * time.Second, ProcessCPU: execSum, GOMAXPROCS: 2}}})
-		if res.Shared == nil {
-			t.Fatalf("a limit of %g: no model: %s", limit, res.SharedWhy)
-		}
-		return res.Shared
-	}
-	m := derive(1)
-	t.Logf("on the limit: %s, %.2f of an execution on %.2f cores, from %d overlapped; stretch at 3: %.2f (the server's %.2f)", m.From, m.Share, m.Capacity, m.Overlapped, m.Stretch(3), 1+2*0.4)
-	if m.From != "limit" || m.Capacity != 1 || m.Share < 0.3 || m.Share > 0.5 {
-		t.Errorf("a 1-CPU limit, 40%% of an execution on it: %+v", m)
-	}
-	free := derive(0)
-	t.Logf("without it: %s, %.2f of an execution on %.2f cores; stretch at 3: %.2f", free.From, free.Share, free.Capacity, free.Stretch(3))
-	if free.From != "overlaps" || free.Share != 1 {
-		t.Errorf("no CPU limit: %+v", free)
-	}
 }
 
 // TestInFlightCapsALevel: estimated executions of a one-seat level that

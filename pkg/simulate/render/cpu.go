@@ -32,31 +32,8 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 	}
 	fmt.Fprintf(w, "Shared CPU: %.0f%% of an execution shares the CPU with the requests in flight server-wide: it runs %.2f + %.2f × max(1, in flight / %.2f) times as long as alone. ",
 		100*m.Share, 1-m.Share, m.Share, m.Capacity)
-	switch m.From {
-	case calibrate.SharedFromMetrics:
-		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch, and the server's %g cores (%s) over the process's CPU bound the share of an execution on the CPU; they would have stretched the recorded ones %.2f× on average.\n",
-			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom), m.MeanStretch)
-	case calibrate.SharedFromGOMAXPROCS:
-		fmt.Fprintf(w, "From the metrics: the recorded executions (%d, %.1f in flight on average, up to %d) did not stretch as the %g cores of %s would have made them, and the capacity is the process's %.0f GOMAXPROCS over the share of an execution on the CPU (a burst runs on every one of them until the CFS period's quota is spent); it would have stretched the recorded ones %.2f× on average.\n",
-			m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom), m.Capacity*m.Share, m.MeanStretch)
-	case calibrate.SharedFromLimit:
-		fmt.Fprintf(w, "The capacity is the server's CPU limit (%g cores, at least one), the share fitted to the %d recorded executions that ran with others in flight, at most the metrics' (the process's CPU over the executions' time); it explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d).\n",
-			m.Cores, m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight)
-	case calibrate.SharedFromOverlaps:
-		fmt.Fprintf(w, "The share from the metrics (the process's CPU over the executions' time), the capacity from the %d recorded executions that ran with others in flight, which explains %.0f%% of their spread within their kind (the recorded executions: %d, %.1f in flight on average, up to %d; the server's cores: %g, %s).\n",
-			m.Overlapped, 100*(1-m.Spread/m.SpreadRecorded), m.Executions, m.MeanInFlight, m.MaxInFlight, m.Cores, simulate.CoresName(m.CoresFrom))
-	default:
-		fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
-			m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
-	}
-	if cal.CPU != nil {
-		if q := m.UnderQuota(cal.CPU); q.Capacity != m.Capacity {
-			fmt.Fprintf(w, "With the CFS model, which holds the server to its quota period by period, the replay shares the server's %d GOMAXPROCS between its throttles: in flight / %.2f.\n", cal.CPU.GOMAXPROCS, q.Capacity)
-		}
-	}
-	if m.OnArrival > 0 {
-		fmt.Fprintf(w, "Of the executions fitted, %d are audit records without timing of their own that found their level with room, by the recorded arrivals and latencies: dispatched on arrival, their latency is their execution.\n", m.OnArrival)
-	}
+	fmt.Fprintf(w, "Fitted to %d recorded executions of %d kinds (%.1f in flight on average, up to %d); %.0f%% of them ran stretched, %.1f× on average, which explains %.0f%% of their spread within their kind.\n",
+		m.Executions, m.Kinds, m.MeanInFlight, m.MaxInFlight, 100*m.Stretched, m.MeanStretch, 100*(1-m.Spread/m.SpreadRecorded))
 	if len(m.Demands) > 0 {
 		var ds []string
 		for _, d := range m.Demands {
