@@ -86,6 +86,10 @@ bench-history: binaries ## Benchmark "explain 429 --since 30d" on 200 apiservers
 bench-vlogs: binaries ## Benchmark "explain 429 --victorialogs --since 24h" on a generated fleet day (3 clusters x 3 apiservers, 20 million audit events; KUBECTL_APF_BENCH_VLOGS_EVENTS and _CLUSTERS change them) in a real VictoriaLogs against a raw pull and the file reader (tens of minutes and about 15 GB of disk at the default size; not part of make test).
 	KUBECTL_APF_BENCH_VLOGS=1 $(GO) test -run '^$$' -bench BenchmarkFleetDay -benchtime 1x -timeout 180m -v ./pkg/vlogs
 
+.PHONY: ablation
+ablation: ## The ablation study of simulate's calibration: every kept recording predicted with every rule of the model, then without each in turn; a rule stays only where its removal makes the held-out recordings worse (about three minutes; not part of make test).
+	KUBECTL_APF_ABLATION=1 $(GO) test -count=1 -run TestEveryRuleEarnsItsPlace -v ./pkg/simulate
+
 .PHONY: e2e-whatif
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/

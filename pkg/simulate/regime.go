@@ -92,7 +92,7 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 		}
 		o, ok := old[l.Name]
 		if !ok {
-			out = append(out, warnf(WarnNewLevel, l.Name, "warning: %s is new: the recording holds no evidence of its hold time; it gets the server-wide overhead %v", l.Name, time.Duration(cal.Overhead(l.Name))))
+			out = append(out, warnf(WarnNewLevel, l.Name, "warning: %s is new: the recording holds no evidence of its hold time; it gets no overhead per dispatch from a queue", l.Name))
 			continue
 		}
 		if l.NominalCL > params.SeatsFactor*o.NominalCL || params.SeatsFactor*l.NominalCL < o.NominalCL {

@@ -166,9 +166,6 @@ func (r *Result) scale(lv *Level, f float64) {
 	for k := range r.windows[lv.Level] {
 		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*params.Window)))
 	}
-	for k := range r.serverWindows {
-		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*params.Window)))
-	}
 	o := time.Duration(f * float64(r.levelOverhead(lv.Level)))
 	r.windows[lv.Level] = w
 	r.overhead[lv.Level] = o

@@ -37,9 +37,10 @@
 //     latency minus apf_execution_time, which also holds the filters ahead
 //     of APF and the time after the handler, or the replay's own wait (an
 //     audit log alone). Result.DispatchTimes counts each source;
-//   - for a level without saturated time of its own, or whose limit moves
-//     with borrowing, the server-wide figure (the seat-weighted mean of the
-//     levels with evidence): the overhead is the server's, not the level's.
+//   - a level without saturated time of its own, or whose limit moves
+//     with borrowing, has none (SourceUnmeasured): a server-wide figure
+//     given to such levels changed no prediction of any kept recording
+//     (TestEveryRuleEarnsItsPlace), and went.
 //
 // A calibration never contradicts the recording: bound.go holds each
 // level's calibrated seat time to the time it was busy, and the replay of
@@ -59,7 +60,7 @@
 // one, because they read two kinds of evidence:
 //
 //   - passEstimators (the threshold τ, the levels' overheads, the CFS
-//     model, the seat-time check, the server-wide overhead) read what one
+//     model, the seat-time check, the server-wide summary) read what one
 //     observation pass over the workload gathered; they run at the end of
 //     every pass, and an audit log's fixed point runs the pass again with
 //     each iteration's waits;
@@ -281,8 +282,9 @@ type Report struct {
 	// arrival waited in a queue. ThresholdFrom says what it was read from.
 	Threshold     Duration `json:"threshold"`
 	ThresholdFrom string   `json:"thresholdFrom"`
-	// ServerOverhead is the seat-weighted mean over the levels with
-	// evidence of their own.
+	// ServerOverhead is the seat-weighted mean of the overheads of the
+	// levels with evidence of their own: a summary of the server (the
+	// warning of a change that executes more), given to no level.
 	ServerOverhead Duration `json:"serverOverhead"`
 	// AuditOnly is true when no record had an execution time.
 	AuditOnly bool      `json:"auditOnly"`
@@ -325,9 +327,8 @@ type working struct {
 	overhead map[string]time.Duration
 	// stallAt: per level, the execution time from which a recorded
 	// execution stalled, and the median it is replaced with under CPU
-	stallAt       map[string][2]time.Duration
-	windows       map[string]map[int64]time.Duration
-	serverWindows map[int64]time.Duration
+	stallAt map[string][2]time.Duration
+	windows map[string]map[int64]time.Duration
 	// capped: levels whose overhead the recording bounded (Refused), which
 	// keep their own figure in every window
 	capped map[string]bool
@@ -356,22 +357,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if w, ok := r.windows[level][k]; ok {
 		return w
 	}
-	if o, ok := r.overhead[level]; ok && (r.capped[level] || r.sourceOf(level) != SourceServer) {
-		return o
-	}
-	if w, ok := r.serverWindows[k]; ok {
-		return w
-	}
 	return r.levelOverhead(level)
-}
-
-func (r *Result) sourceOf(level string) LevelSource {
-	for _, l := range r.Levels {
-		if l.Level == level {
-			return l.Source
-		}
-	}
-	return SourceServer
 }
 
 // overheadOf is the per-dispatch overhead of a level of c seats whose
@@ -387,7 +373,7 @@ func overheadOf(c float64, t time.Duration, n int, seats int64, seatExec float64
 }
 
 // Overhead returns the overhead the calibration gives a request of level:
-// the level's own figure, else the server-wide one.
+// the level's own figure, else none.
 func (r *Report) Overhead(level string) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
@@ -397,7 +383,7 @@ func (r *Report) Overhead(level string) time.Duration {
 			return time.Duration(l.Overhead)
 		}
 	}
-	return time.Duration(r.ServerOverhead)
+	return 0
 }
 
 // levelOverhead is Report.Overhead from the working state's map, for the
@@ -406,10 +392,7 @@ func (r *Result) levelOverhead(level string) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
 	}
-	if o, ok := r.overhead[level]; ok {
-		return o
-	}
-	return time.Duration(r.ServerOverhead)
+	return r.overhead[level]
 }
 
 // ThresholdUnmeasured is the ThresholdFrom of a τ for which no lag could
@@ -775,43 +758,15 @@ func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source Le
 	case known && lim.Exempt:
 		return SourceNone, "exempt: never queued"
 	case !known:
-		return SourceServer, "not in the configuration"
+		return SourceUnmeasured, "not in the configuration"
 	case !lim.Queuing:
-		return SourceServer, "no queues: its requests are dispatched on arrival or rejected, never woken"
+		return SourceUnmeasured, "no queues: its requests are dispatched on arrival or rejected, never woken"
 	case lim.LendableCL > 0 || lim.BorrowingCL > 0:
-		return SourceServer, "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
+		return SourceUnmeasured, "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
 	case lv.Dispatches < int64(params.MinEvidence):
-		return SourceServer, "too few dispatches from a queue"
+		return SourceUnmeasured, "too few dispatches from a queue"
 	}
 	return SourceSaturated, ""
-}
-
-// serverEvidence sums the saturated levels' overheads, weighted by their
-// seats, over the whole workload and per time window.
-type serverEvidence struct {
-	seats, over float64
-	windows     map[int64][2]float64 // Σ overhead × seats, Σ seats
-}
-
-// serverEvidence returns the saturated levels' overheads (as bounded by
-// the recording), weighted by their seats, overall and per time window.
-func (r *Result) serverEvidence() serverEvidence {
-	server := serverEvidence{windows: map[int64][2]float64{}}
-	for _, lv := range r.Levels {
-		if lv.Source != SourceSaturated {
-			continue
-		}
-		server.seats += float64(lv.Seats)
-		server.over += float64(lv.Overhead) * float64(lv.Seats)
-		for _, w := range lv.Windows {
-			k := int64(time.Duration(w.Start) / params.Window)
-			sw := server.windows[k]
-			sw[0] += float64(w.Overhead) * float64(w.Seats)
-			sw[1] += float64(w.Seats)
-			server.windows[k] = sw
-		}
-	}
-	return server
 }
 
 // saturated sets the overhead of a level of c seats from its own saturated
@@ -838,25 +793,19 @@ func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64) {
 	}
 }
 
-// serverFigures sets the server-wide overhead, overall and per time window,
-// and gives it to the levels without evidence of their own.
-func (r *Result) serverFigures(server serverEvidence) {
-	if server.seats > 0 {
-		r.ServerOverhead = Duration(server.over / server.seats)
-	}
-	r.serverWindows = map[int64]time.Duration{}
-	for k, sw := range server.windows {
-		r.serverWindows[k] = time.Duration(sw[0] / sw[1])
-	}
-	for i := range r.Levels {
-		lv := &r.Levels[i]
-		switch lv.Source {
-		case SourceServer:
-			lv.Overhead = r.ServerOverhead
-			r.overhead[lv.Level] = time.Duration(r.ServerOverhead)
-		case SourceNone:
-			r.overhead[lv.Level] = 0
+// serverFigures sets the server-wide overhead, the seat-weighted mean of
+// the saturated levels' own (as bounded by the recording): a summary of
+// the server, given to no level.
+func (r *Result) serverFigures() {
+	var seats, over float64
+	for _, lv := range r.Levels {
+		if lv.Source == SourceSaturated {
+			seats += float64(lv.Seats)
+			over += float64(lv.Overhead) * float64(lv.Seats)
 		}
+	}
+	if seats > 0 {
+		r.ServerOverhead = Duration(over / seats)
 	}
 }
 

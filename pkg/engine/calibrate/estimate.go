@@ -29,8 +29,8 @@ const (
 	// KindSeatTime: the overheads as the seat-time check bounds them
 	// (Level.Refused, CheckSeatTime).
 	KindSeatTime
-	// KindServerOverhead: the server-wide overhead, given to the levels
-	// without their own (Report.ServerOverhead).
+	// KindServerOverhead: the server-wide overhead, a summary given to no
+	// level (Report.ServerOverhead).
 	KindServerOverhead
 	// KindAuditWaits: the waits and execution times an audit log alone
 	// lacks, by a fixed point of replays (Estimated).
@@ -78,9 +78,8 @@ var passEstimators = []estimator{
 	{KindThreshold, queuedThreshold},
 	{KindOverheads, levelOverheads},
 	{KindCFS, cfsQuota},
-	{KindSeatTime, seatTimeBound(SourceSaturated)},
+	{KindSeatTime, seatTimeBound},
 	{KindServerOverhead, serverOverhead},
-	{KindSeatTime, seatTimeBound(SourceServer)},
 }
 
 // workloadEstimators run, in this order, once, after the observation pass,
@@ -115,13 +114,13 @@ func levelOverheads(r *Result, in *inputs) error {
 	for _, n := range slices.Sorted(maps.Keys(in.pass.levels)) {
 		la := in.pass.levels[n]
 		lim, known := in.limits[n]
-		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 {
+		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 && params.runs(RuleSerialEnds) {
 			// an audit log alone: no execution time of its own
 			la.serialExecutions(r)
 		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = r.source(lv, lim, known)
-		if lv.Source == SourceSaturated {
+		if lv.Source == SourceSaturated && params.runs(RuleLevelOverhead) {
 			r.saturated(&lv, la, ti, float64(lim.NominalCL))
 		}
 		r.Levels = append(r.Levels, lv)
@@ -133,36 +132,35 @@ func levelOverheads(r *Result, in *inputs) error {
 // quota's throttling, before the seat-time check and the server's
 // figures: the stalls it places come off its level's overhead first.
 func cfsQuota(r *Result, in *inputs) error {
-	if !r.Enabled {
+	if !r.Enabled || !params.runs(RuleCFS) {
 		return nil
 	}
 	r.CPU, r.CPUWhy, r.CPUNeeds = cpuModel(r.Levels, in.pass.levels, in.opts.Runtime, in.opts.NoCPUModel, in.opts.CPULimit, in.uncovered)
-	if r.CPU != nil {
+	if r.CPU != nil && params.runs(RuleStalledGaps) {
 		r.stalledGaps(in.pass.levels[r.CPU.Level], in.limits)
 		r.stallThresholds()
 	}
 	return nil
 }
 
-// seatTimeBound holds the overheads of the levels of source to the seat
-// time the recording allows: a level's own figure before it counts towards
-// the server's, the server's where it is given to a level the recording
-// contradicts it for.
-func seatTimeBound(source LevelSource) func(*Result, *inputs) error {
-	return func(r *Result, in *inputs) error {
-		sts := map[string]*seatTime{}
-		for n, la := range in.pass.levels {
-			sts[n] = &la.seatTime
-		}
-		r.bound(sts, in.limits, func(lv *Level) bool { return lv.Source == source }, false)
+// seatTimeBound holds the levels' own overheads to the seat time the
+// recording allows, before they count towards the server's summary.
+func seatTimeBound(r *Result, in *inputs) error {
+	if !params.runs(RuleSeatTime) {
 		return nil
 	}
+	sts := map[string]*seatTime{}
+	for n, la := range in.pass.levels {
+		sts[n] = &la.seatTime
+	}
+	r.bound(sts, in.limits, func(lv *Level) bool { return lv.Source == SourceSaturated }, false)
+	return nil
 }
 
 // serverOverhead sets the server-wide overhead, the seat-weighted mean of
-// the levels' own, and gives it to the levels without.
+// the levels' own: a summary, given to no level.
 func serverOverhead(r *Result, _ *inputs) error {
-	r.serverFigures(r.serverEvidence())
+	r.serverFigures()
 	return nil
 }
 

@@ -8,10 +8,10 @@ import (
 // TestEstimatorsRunInTheOrderTheyNeed: the composition runs each estimator
 // once, after those whose models it reads, in the order of their Kinds
 // (which the Kind constants document): the pass's estimators, with the
-// seat-time check after the levels' own figures and after the server's,
-// then those over the prepared workload.
+// seat-time check after the levels' own figures and the server's summary
+// of them after it, then those over the prepared workload.
 func TestEstimatorsRunInTheOrderTheyNeed(t *testing.T) {
-	want := []Kind{KindThreshold, KindOverheads, KindCFS, KindSeatTime, KindServerOverhead, KindSeatTime, KindAuditWaits, KindShared}
+	want := []Kind{KindThreshold, KindOverheads, KindCFS, KindSeatTime, KindServerOverhead, KindAuditWaits, KindShared}
 	var got []Kind
 	for _, e := range append(append([]estimator{}, passEstimators...), workloadEstimators...) {
 		got = append(got, e.kind)

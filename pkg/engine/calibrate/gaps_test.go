@@ -71,7 +71,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 		la     *levelAcc
 	}{
 		{"two seats", "saturated", 2, la},
-		{"the server's overhead", "server", 1, la},
+		{"a level without saturated time of its own", SourceUnmeasured, 1, la},
 		{"no recorded executions (an audit log alone)", "saturated", 1, &levelAcc{name: "slow"}},
 	} {
 		r, limits := newResult(c.source, c.seats)

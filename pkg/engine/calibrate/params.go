@@ -16,7 +16,7 @@ type Params struct {
 	// is also inferred: a busy machine's load changes during a recording.
 	Window time.Duration
 	// MinEvidence is the fewest waiting dispatches a level's own overhead
-	// rests on (else it takes the server-wide figure), the fewest recorded
+	// rests on (else it has none), the fewest recorded
 	// executions of a level of one seat its stalled gaps are read from,
 	// and the fewest recorded dispatches the dispatch check holds.
 	MinEvidence int
@@ -123,6 +123,81 @@ type Params struct {
 	// millisecond is a few of Go's scheduling quanta and far below a
 	// CFS period; chosen before any recording was read against it.
 	SaturatedRunnableWait time.Duration
+
+	// Without are the model's rules it runs without: none in
+	// DefaultParams. The ablation study removes each in turn, and a rule
+	// stays only where its removal makes the predictions of the kept
+	// recordings worse (pkg/simulate, TestEveryRuleEarnsItsPlace).
+	Without Rule
+}
+
+// Rule is one rule of the calibration's model, as a bit of a set
+// (Params.Without).
+type Rule uint16
+
+// The rules of the model, each a case of how the server's CPU and the
+// time a request holds its seats are read from the evidence
+// (docs/simulate.md).
+const (
+	// RuleSaturated: the metrics show the server's CPU saturated over the
+	// workload's window, and the executions shared what its requests'
+	// other work left (SharedFromSaturated).
+	RuleSaturated Rule = 1 << iota
+	// RuleFitted: the shared CPU's share and capacity fitted to how the
+	// recorded executions stretched with the requests in flight
+	// (SharedFromExecutions).
+	RuleFitted
+	// RuleCFS: the CFS model of a server throttled by its CPU limit.
+	RuleCFS
+	// RuleStalledGaps: the CFS model's stalls taken out of the level's
+	// recorded executions and overhead, to be put back where the model
+	// places them.
+	RuleStalledGaps
+	// RuleSerialEnds: the executions of a one-seat level that an audit log
+	// alone records without timing, read back to back from their ends.
+	RuleSerialEnds
+	// RuleLevelOverhead: a level's own overhead per dispatch from a queue,
+	// read from its throughput while it was saturated.
+	RuleLevelOverhead
+	// RuleSeatTime: the overheads and estimated execution times held to
+	// the seat time the recording allows.
+	RuleSeatTime
+)
+
+// Rules are every Rule, in the order of their constants.
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime}
+
+// String names the rule as docs/simulate.md does.
+func (r Rule) String() string {
+	switch r {
+	case RuleSaturated:
+		return "saturated CPU"
+	case RuleFitted:
+		return "fitted stretch"
+	case RuleCFS:
+		return "CFS model"
+	case RuleStalledGaps:
+		return "stalled gaps"
+	case RuleSerialEnds:
+		return "serial ends"
+	case RuleLevelOverhead:
+		return "level overhead"
+	case RuleSeatTime:
+		return "seat-time check"
+	}
+	return "rules"
+}
+
+// runs reports whether the model runs rule r.
+func (p *Params) runs(r Rule) bool { return p.Without&r == 0 }
+
+// SetParams makes the calibrations that start after it run with p, until
+// restore is called: for the tests and the ablation study, never while a
+// calibration runs.
+func SetParams(p Params) (restore func()) {
+	old := params
+	params = p
+	return func() { params = old }
 }
 
 // DefaultParams are the figures the calibration runs with.

@@ -11,8 +11,10 @@ type LevelSource string
 const (
 	// SourceSaturated: the level's own saturated time.
 	SourceSaturated LevelSource = "saturated"
-	// SourceServer: the server-wide figure (Level.Why says why).
-	SourceServer LevelSource = "server"
+	// SourceUnmeasured: no saturated time of its own to read an overhead
+	// from (Level.Why says why): none. (A server-wide figure given to such
+	// levels changed no prediction of any kept recording, and went.)
+	SourceUnmeasured LevelSource = "unmeasured"
 	// SourceNone: an exempt level, never queued.
 	SourceNone LevelSource = "none"
 	// SourceDisabled: no calibration.

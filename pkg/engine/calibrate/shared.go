@@ -289,6 +289,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		return nil
 	}
 	m, why := fitShared(execs, smp, len(kinds))
+	if !params.runs(RuleFitted) {
+		m, why = nil, "the model runs without the fitted stretch"
+	}
 	if m == nil {
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
@@ -828,7 +831,7 @@ func (k kind) String() string {
 // show it, or leave the executions no CPU.
 func saturatedShared(execs []execution, sampled func() sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
 	u := opts.CPUUse
-	if u == nil || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
+	if u == nil || !params.runs(RuleSaturated) || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
 		return nil, false
 	}
 	busy := min(busyTime(execs), u.Span)

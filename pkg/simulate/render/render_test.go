@@ -22,7 +22,7 @@ func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{
 		{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Overhead: ms(11.6), Dispatches: 422, Seats: 422, MeanExecution: ms(1.2), HoldTime: ms(12.8),
 			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than its 1 seat over the 13.7s it had a request in the server (13.7)"}},
-		{Level: "other", Source: "server", ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Dispatch: calibrate.DispatchTooMany, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
+		{Level: "other", Source: calibrate.SourceUnmeasured, ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Dispatch: calibrate.DispatchTooMany, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
 	}, DispatchTimes: &calibrate.DispatchTimes{Annotated: 3, FromLatency: 1000}}
 	var b bytes.Buffer
 	if err := printCalibration(&b, &simulate.Result{Calibration: cal}); err != nil {

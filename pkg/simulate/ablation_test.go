@@ -1,0 +1,197 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+)
+
+// heldOut are the kept recordings the model was not developed on
+// (docs/simulate.md): recorded after its last rule was fixed, read only to
+// report it.
+var heldOut = []string{"crowded-30", "crowded-60", "crowded-95-seed2"}
+
+// figure is one prediction of a kept recording held to what the server
+// did: a calibrated fit's 429s (levels with 20 or more recorded), a
+// what-if's 429s against its re-runs' mean, or a what-if's dispatches
+// (20 or more served in the re-runs), from httplog + audit or from the
+// audit log alone.
+type figure struct {
+	key      string
+	ratio    float64
+	ok       bool // within the band TestSimulateRecordings holds it to
+	dispatch bool
+	heldOut  bool
+}
+
+// recordingFigures predicts every figure of a kept recording under the
+// calibration's current Params.
+func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
+	t.Helper()
+	name := filepath.Base(dir)
+	held := slices.Contains(heldOut, name)
+	var out []figure
+	add := func(key string, pred, real int64, ok, dispatch bool) {
+		out = append(out, figure{key: name + " " + key, ratio: float64(max(pred, 1)) / float64(max(real, 1)), ok: ok, dispatch: dispatch, heldOut: held})
+	}
+	modes := []struct {
+		name  string
+		files []string
+	}{{"httplog+audit", []string{kr.logFile, kr.auditFile}}, {"audit", []string{kr.auditFile}}}
+	for _, m := range modes {
+		for _, f := range kr.simulate(t, m.files, true).Fit {
+			if f.Recorded >= 20 {
+				r := float64(f.Predicted) / float64(f.Recorded)
+				add(fmt.Sprintf("fit %s %s", f.Level, m.name), f.Predicted, f.Recorded, r >= 0.75 && r <= 1.25, false)
+			}
+		}
+	}
+	rec := kr.rec
+	if rec.WhatIf == nil {
+		return out
+	}
+	whatIfs := append([]recording.WhatIfRuns{{About: rec.WhatIfAbout, File: recording.WhatIfFile, Runs: append([]recording.Run{*rec.WhatIf}, rec.WhatIfMore...)}}, rec.MoreWhatIfs...)
+	for _, w := range whatIfs {
+		for _, m := range modes {
+			wi := kr.simulate(t, m.files, true, filepath.Join(dir, w.File))
+			for _, l := range whatIfLevels(w.Runs, rec.Recorded) {
+				real, pred := w.Real(l), rejected(wi, true, l)
+				ok := recording.WhatIfAgrees(pred, real)
+				if lo, hi, in := wi.CPUComparison.RangeOf(l); in {
+					ok = recording.WhatIfRangeAgrees(lo, hi, real)
+				}
+				key := fmt.Sprintf("what-if %q %s %s", w.About, l, m.name)
+				add(key+" 429s", pred, real, ok, false)
+				for _, f := range wi.Fit {
+					for _, a := range wi.After.Levels {
+						if served := f.Requests - real; f.Level == l && a.Name == l && served >= 20 {
+							add(key+" dispatches", a.Dispatched, served, true, true)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// score sums a set's figures: the figures outside their band, and the
+// mean absolute log-ratio of its 429s and of its dispatches.
+type score struct {
+	n, failed           int
+	log429, logDispatch float64
+}
+
+func scoreOf(fs []figure, held bool) score {
+	var s score
+	var n429, nd int
+	for _, f := range fs {
+		if f.heldOut != held {
+			continue
+		}
+		s.n++
+		if !f.ok {
+			s.failed++
+		}
+		if f.dispatch {
+			s.logDispatch += math.Abs(math.Log(f.ratio))
+			nd++
+		} else {
+			s.log429 += math.Abs(math.Log(f.ratio))
+			n429++
+		}
+	}
+	s.log429 /= float64(max(n429, 1))
+	s.logDispatch /= float64(max(nd, 1))
+	return s
+}
+
+// worse reports whether a is worse than b: more figures outside their
+// band, else a larger error in all.
+func (a score) worse(b score) bool {
+	if a.failed != b.failed {
+		return a.failed > b.failed
+	}
+	return a.log429+a.logDispatch > b.log429+b.logDispatch+1e-12
+}
+
+func (s score) String() string {
+	return fmt.Sprintf("%d of %d outside, |log| 429s %.4f, dispatches %.4f", s.failed, s.n, s.log429, s.logDispatch)
+}
+
+// TestEveryRuleEarnsItsPlace is the ablation study of the calibration's
+// model: every kept recording's figures (recordingFigures) predicted with
+// every rule, then without each rule in turn (calibrate.Params.Without).
+// A rule stays only where its removal makes the predictions worse (more
+// figures outside their band, else a larger mean error) on the held-out
+// recordings, or, where no held-out recording exercises it (its removal
+// changes none of their figures), on the development ones; a rule whose
+// removal changes no figure at all, or makes the held-out set better, is
+// an error. It logs the table docs/simulate.md gives.
+//
+// It replays every recording eight times (about three minutes on two
+// cores): "make ablation" runs it, not "make test".
+func TestEveryRuleEarnsItsPlace(t *testing.T) {
+	if os.Getenv("KUBECTL_APF_ABLATION") == "" {
+		t.Skip("the ablation study runs with KUBECTL_APF_ABLATION=1 (make ablation)")
+	}
+	dirs := recordingDirs(t)
+	krs := make([]keptRecording, len(dirs))
+	for i, dir := range dirs {
+		krs[i] = openRecording(t, dir)
+	}
+	figures := func(p calibrate.Params) []figure {
+		restore := calibrate.SetParams(p)
+		defer restore()
+		var fs []figure
+		for i, dir := range dirs {
+			fs = append(fs, recordingFigures(t, krs[i], dir)...)
+		}
+		return fs
+	}
+	base := figures(calibrate.DefaultParams())
+	baseDev, baseHeld := scoreOf(base, false), scoreOf(base, true)
+	rows := []string{fmt.Sprintf("%-16s development: %s; held out: %s", "every rule", baseDev, baseHeld)}
+	for _, r := range calibrate.Rules {
+		p := calibrate.DefaultParams()
+		p.Without = r
+		abl := figures(p)
+		if len(abl) != len(base) {
+			t.Fatalf("without the %s: %d figures, %d with every rule", r, len(abl), len(base))
+		}
+		changedHeld, changed := false, false
+		for i := range abl {
+			if abl[i].key != base[i].key {
+				t.Fatalf("without the %s: figure %d is %q, with every rule %q", r, i, abl[i].key, base[i].key)
+			}
+			if abl[i].ratio != base[i].ratio || abl[i].ok != base[i].ok {
+				changed = true
+				changedHeld = changedHeld || abl[i].heldOut
+			}
+		}
+		dev, held := scoreOf(abl, false), scoreOf(abl, true)
+		verdict := "kept: the held-out recordings are worse without it"
+		switch {
+		case !changed:
+			verdict = "changes no figure of any recording"
+			t.Errorf("the %s changes no figure of any kept recording: it goes", r)
+		case changedHeld && !held.worse(baseHeld):
+			verdict = "the held-out recordings are no worse without it"
+			t.Errorf("without the %s the held-out recordings are no worse (%s; with it %s): it goes", r, held, baseHeld)
+		case !changedHeld && dev.worse(baseDev):
+			verdict = "kept on the development recordings alone: no held-out recording exercises it"
+		case !changedHeld:
+			verdict = "the development recordings are no worse without it"
+			t.Errorf("without the %s the development recordings are no worse (%s; with it %s), and no held-out recording exercises it: it goes", r, dev, baseDev)
+		}
+		rows = append(rows, fmt.Sprintf("%-16s development: %s; held out: %s: %s", "without "+r.String(), dev, held, verdict))
+	}
+	t.Logf("the ablation study (%d figures):\n%s", len(base), strings.Join(rows, "\n"))
+}
