@@ -1039,7 +1039,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		p.estimateSeats(w, er, lim)
 	}
 	x.seats = max(w.InitialSeats, 1)
-	x.room = p.rooms.arrive(x, lim, known)
+	x.room = p.rooms.arrive(x, lim, known) && params.runs(RuleRooms)
 	x.annotated, x.annWait = w.HasQueueWait, w.QueueWait
 	if x.rejected && !w.HasServiceTime && w.Latency >= p.waitLimit(er) {
 		x.timedOut = true

@@ -162,10 +162,14 @@ const (
 	// RuleSeatTime: the overheads and estimated execution times held to
 	// the seat time the recording allows.
 	RuleSeatTime
+	// RuleRooms: an audit record without timing of its own that found its
+	// level with room was dispatched on arrival, and its latency is its
+	// execution (the fitted stretch reads it so).
+	RuleRooms
 )
 
 // Rules are every Rule, in the order of their constants.
-var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime}
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms}
 
 // String names the rule as docs/simulate.md does.
 func (r Rule) String() string {
@@ -184,6 +188,8 @@ func (r Rule) String() string {
 		return "level overhead"
 	case RuleSeatTime:
 		return "seat-time check"
+	case RuleRooms:
+		return "rooms"
 	}
 	return "rules"
 }
