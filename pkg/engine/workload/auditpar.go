@@ -1,0 +1,197 @@
+package workload
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The audit reader decodes its lines in parallel: the goroutine that reads
+// (and re-orders) the requests scans the lines into chunks and hands each
+// chunk to a goroutine of its own, which decodes the chunk's lines into
+// requests; the reader then takes the chunks' outcomes in the order of the
+// lines. A line's outcome depends on that line alone, so the requests,
+// their order, the Stats and the errors are those of reading line by line
+// (auditReader.read): the counts and the lenient handling of a malformed
+// line are done in order, by the reader, and a line the reader never
+// reaches (after an error) is decoded but not counted. Memory: at most
+// auditAhead chunks of auditChunkLines lines (or auditChunkBytes bytes).
+
+const (
+	auditChunkBytes = 256 << 10
+	auditAhead      = 4
+)
+
+// auditChunkLines is how many lines a chunk holds at most (a variable for
+// the tests, which cut inputs into many chunks).
+var auditChunkLines = 256
+
+// parallelAudit: audit readers decode in parallel where there is more than
+// one processor to run on (a variable for the tests, which compare the two
+// ways).
+var parallelAudit = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+
+// The outcomes of an audit line.
+const (
+	auditLineOK = iota
+	auditLineBlank
+	auditLineOtherStage
+	auditLineBad
+)
+
+type auditLineOut struct {
+	r         Request
+	completed time.Time
+	kind      uint8
+	bad       error
+}
+
+// auditChunk is a run of lines, decoded by a goroutine of its own.
+type auditChunk struct {
+	buf   []byte
+	ends  []int // the end of each line in buf
+	first int64 // the line number of the first line
+	// err is the scanner's error after the lines (io.EOF at the end), nil
+	// when more lines follow
+	err  error
+	out  []auditLineOut
+	done chan struct{}
+	dec  *auditDecoder
+}
+
+// auditDecoder is what a goroutine decoding a chunk holds: it decodes one
+// chunk at a time.
+type auditDecoder struct {
+	in *interner
+	ev auditEvent
+}
+
+// auditPar is an audit reader's parallel decoding.
+type auditPar struct {
+	queue []*auditChunk // launched, in line order
+	free  []*auditChunk
+	decs  [auditAhead]*auditDecoder
+	next  int // the decoder of the next chunk
+	cur   *auditChunk
+	pos   int
+	ended bool // the scanner returned an error: no chunk follows
+}
+
+// readParallel is read, the lines decoded in parallel.
+func (a *auditReader) readParallel(r *Request) (time.Time, error) {
+	p := a.par
+	for {
+		if p.cur == nil || p.pos == len(p.cur.out) {
+			if p.cur != nil && p.cur.err != nil {
+				return time.Time{}, p.cur.err
+			}
+			if p.cur != nil {
+				p.free = append(p.free, p.cur)
+				p.cur = nil
+			}
+			for len(p.queue) < auditAhead && !p.ended {
+				a.launch()
+			}
+			p.cur, p.queue = p.queue[0], p.queue[1:]
+			<-p.cur.done
+			p.pos = 0
+			continue
+		}
+		o := &p.cur.out[p.pos]
+		p.pos++
+		a.stats.Lines++
+		switch o.kind {
+		case auditLineBlank:
+			a.stats.Skipped++
+		case auditLineOtherStage:
+			a.stats.skip(reasonOtherStage)
+		case auditLineBad:
+			if err := a.stats.malformed(a.lenient, Reason{auditEventNoun, "that could not be read"}, o.bad); err != nil {
+				return time.Time{}, err
+			}
+		default:
+			*r = o.r
+			return o.completed, nil
+		}
+	}
+}
+
+// launch scans the next chunk and starts its decoding.
+func (a *auditReader) launch() {
+	p := a.par
+	var c *auditChunk
+	if n := len(p.free); n > 0 {
+		c, p.free = p.free[n-1], p.free[:n-1]
+		c.buf, c.ends, c.err = c.buf[:0], c.ends[:0], nil
+	} else {
+		c = &auditChunk{}
+	}
+	c.first = a.ls.line + 1
+	for len(c.ends) < auditChunkLines && len(c.buf) < auditChunkBytes {
+		line, err := a.ls.next()
+		if err != nil {
+			c.err, p.ended = err, true
+			break
+		}
+		c.buf = append(c.buf, line...)
+		c.ends = append(c.ends, len(c.buf))
+	}
+	if p.decs[p.next] == nil {
+		p.decs[p.next] = &auditDecoder{in: newInterner()}
+	}
+	c.dec = p.decs[p.next]
+	p.next = (p.next + 1) % auditAhead
+	c.done = make(chan struct{})
+	p.queue = append(p.queue, c)
+	go c.decode(a.ls.name, a.noSource)
+}
+
+// decode decodes the chunk's lines into their outcomes, as read does.
+func (c *auditChunk) decode(name string, noSource bool) {
+	defer close(c.done)
+	c.out = c.out[:0]
+	ev, start := &c.dec.ev, 0
+	for i, end := range c.ends {
+		line := c.buf[start:end]
+		start = end
+		c.out = append(c.out, auditLineOut{})
+		o := &c.out[len(c.out)-1]
+		if len(bytes.TrimSpace(line)) == 0 {
+			o.kind = auditLineBlank
+			continue
+		}
+		n := c.first + int64(i)
+		switch err := decodeAuditEventAs(line, ev, c.dec.in, noSource); {
+		case err != nil:
+			o.bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", whereOf(name, n), err))
+		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
+			o.bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", whereOf(name, n), ev.Kind, ev.APIVersion))
+		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
+			o.kind = auditLineOtherStage
+			continue
+		default:
+			if err := auditToRequest(ev, &o.r); err != nil {
+				o.bad = fmt.Errorf("%s: %w", whereOf(name, n), err)
+			}
+		}
+		if o.bad != nil {
+			o.kind = auditLineBad
+			continue
+		}
+		if !noSource {
+			o.r.Source = whereOf(name, n)
+		}
+		o.completed = ev.StageTimestamp
+	}
+	// the event's strings are the requests' now; the decoder keeps none
+	*ev = auditEvent{}
+}
+
+// whereOf is lineScanner.where of line n of name.
+func whereOf(name string, n int64) string {
+	var b [20]byte
+	return name + ":" + string(strconv.AppendInt(b[:0], n, 10))
+}
