@@ -118,7 +118,7 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 	}
 	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
 	src := a.read
-	if parallelAudit() {
+	if parallelDecode() {
 		a.par, src = &auditPar{}, a.readParallel
 	}
 	a.reorder = &reorder{src: src, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}

@@ -29,10 +29,10 @@ const (
 // the tests, which cut inputs into many chunks).
 var auditChunkLines = 256
 
-// parallelAudit: audit readers decode in parallel where there is more than
-// one processor to run on (a variable for the tests, which compare the two
-// ways).
-var parallelAudit = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+// parallelDecode: the audit and httplog readers decode in parallel where
+// there is more than one processor to run on (a variable for the tests,
+// which compare the two ways).
+var parallelDecode = func() bool { return runtime.GOMAXPROCS(0) > 1 }
 
 // The outcomes of an audit line.
 const (

@@ -22,8 +22,8 @@ type readOutcome struct {
 }
 
 func readAuditWay(b []byte, opts Options, parallel bool, chunkLines int) readOutcome {
-	defer func(p func() bool, n int) { parallelAudit, auditChunkLines = p, n }(parallelAudit, auditChunkLines)
-	parallelAudit = func() bool { return parallel }
+	defer func(p func() bool, n int) { parallelDecode, auditChunkLines = p, n }(parallelDecode, auditChunkLines)
+	parallelDecode = func() bool { return parallel }
 	auditChunkLines = chunkLines
 	var out readOutcome
 	r := NewAuditReader(bytes.NewReader(b), "in", opts, &out.stats)
