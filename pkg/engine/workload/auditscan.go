@@ -203,6 +203,20 @@ func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
 			}
 		}
 		it.n++
+		// the key expected next, or the one after it, as it stands in
+		// compact JSON: "name": (its bytes are the key's, which has no
+		// escape)
+		for f := it.hint; f < min(it.hint+2, len(it.names)) && !s.esc; f++ {
+			if !s.keyAt(it.names[f]) {
+				continue
+			}
+			if it.seen&(1<<f) != 0 {
+				return -1, false
+			}
+			it.seen |= 1 << f
+			it.hint = f + 1
+			return f, true
+		}
 		key, ok := s.rawString()
 		if !ok || s.peek() != ':' {
 			return -1, false
@@ -222,6 +236,17 @@ func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
 		it.hint = f + 1
 		return f, true
 	}
+}
+
+// keyAt consumes "name": when it comes next, as it is; name holds no quote,
+// backslash or control character.
+func (s *jscan) keyAt(name string) bool {
+	b, i := s.b, s.i
+	if e := i + len(name) + 3; e <= len(b) && b[i] == '"' && b[e-2] == '"' && b[e-1] == ':' && string(b[i+1:e-2]) == name {
+		s.i = e
+		return true
+	}
+	return false
 }
 
 // fieldOf returns the index of key in names, -1 for none, or
