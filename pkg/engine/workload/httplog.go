@@ -287,28 +287,31 @@ func digits(b []byte) (int, bool) {
 	return v, true
 }
 
-// The keys of an httplog line the reader uses.
+// The keys of an httplog line the reader uses, in the order kube-apiserver
+// writes them (httplog.go:respLogger.Log, the apf_ keys added in
+// priority-and-fairness.go): parseKV looks for the next key first where it
+// expects it.
 const (
 	kVerb = iota
 	kURI
 	kLatency
 	kUserAgent
-	kSrcIP
 	kAuditID
-	kFS
+	kSrcIP
 	kPL
-	kResp
-	kHijacked
-	kExecutionTime
+	kFS
 	kISeats
 	kFSeats
 	kAdditionalLatency
+	kExecutionTime
 	kFD
+	kResp
+	kHijacked
 	nKeys
 )
 
-var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "srcIP", "audit-ID", "apf_fs", "apf_pl", "resp", "hijacked",
-	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency", "apf_fd"}
+var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "audit-ID", "srcIP", "apf_pl", "apf_fs", "apf_iseats", "apf_fseats",
+	"apf_additionalLatency", "apf_execution_time", "apf_fd", "resp", "hijacked"}
 
 // keyOf is the index of k in keyNames, -1 for none. The names are tried
 // from hint on (the keys come in httplog's order), then from the first.
@@ -358,21 +361,33 @@ func parseKV(b []byte, kv *kvs) error {
 		if i >= len(b) {
 			return nil
 		}
-		eq := bytes.IndexByte(b[i:], '=')
-		if eq <= 0 {
-			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
-		}
-		key := b[i : i+eq]
-		for _, c := range key {
-			if c == ' ' || c == '"' {
-				return fmt.Errorf("malformed key %q", abbrev(key))
+		var key []byte
+		k := -1
+		// the key expected next, or the one after it: its name and "="
+		// (no name holds a space, a quote or "=")
+		for n := hint; n < min(hint+2, nKeys); n++ {
+			if name := keyNames[n]; len(b)-i > len(name) && b[i+len(name)] == '=' && string(b[i:i+len(name)]) == name {
+				key, k = b[i:i+len(name)], n
+				break
 			}
 		}
-		k := keyOf(key, hint)
+		if k < 0 {
+			eq := bytes.IndexByte(b[i:], '=')
+			if eq <= 0 {
+				return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
+			}
+			key = b[i : i+eq]
+			for _, c := range key {
+				if c == ' ' || c == '"' {
+					return fmt.Errorf("malformed key %q", abbrev(key))
+				}
+			}
+			k = keyOf(key, hint)
+		}
 		if k >= 0 {
 			hint = k + 1
 		}
-		i += eq + 1
+		i += len(key) + 1
 		if i >= len(b) {
 			kv.set(k, nil)
 			return nil
