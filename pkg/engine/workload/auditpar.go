@@ -18,16 +18,16 @@ import (
 // (auditReader.read): the counts and the lenient handling of a malformed
 // line are done in order, by the reader, and a line the reader never
 // reaches (after an error) is decoded but not counted. Memory: at most
-// auditAhead chunks of auditChunkLines lines (or auditChunkBytes bytes).
+// chunksAhead chunks of chunkLines lines (or chunkBytes bytes).
 
 const (
-	auditChunkBytes = 256 << 10
-	auditAhead      = 4
+	chunkBytes  = 256 << 10
+	chunksAhead = 4
 )
 
-// auditChunkLines is how many lines a chunk holds at most (a variable for
+// chunkLines is how many lines a chunk holds at most (a variable for
 // the tests, which cut inputs into many chunks).
-var auditChunkLines = 256
+var chunkLines = 256
 
 // parallelDecode: the audit and httplog readers decode in parallel where
 // there is more than one processor to run on (a variable for the tests,
@@ -73,7 +73,7 @@ type auditDecoder struct {
 type auditPar struct {
 	queue []*auditChunk // launched, in line order
 	free  []*auditChunk
-	decs  [auditAhead]*auditDecoder
+	decs  [chunksAhead]*auditDecoder
 	next  int // the decoder of the next chunk
 	cur   *auditChunk
 	pos   int
@@ -92,7 +92,7 @@ func (a *auditReader) readParallel(r *Request) (time.Time, error) {
 				p.free = append(p.free, p.cur)
 				p.cur = nil
 			}
-			for len(p.queue) < auditAhead && !p.ended {
+			for len(p.queue) < chunksAhead && !p.ended {
 				a.launch()
 			}
 			p.cur, p.queue = p.queue[0], p.queue[1:]
@@ -130,7 +130,7 @@ func (a *auditReader) launch() {
 		c = &auditChunk{}
 	}
 	c.first = a.ls.line + 1
-	for len(c.ends) < auditChunkLines && len(c.buf) < auditChunkBytes {
+	for len(c.ends) < chunkLines && len(c.buf) < chunkBytes {
 		line, err := a.ls.next()
 		if err != nil {
 			c.err, p.ended = err, true
@@ -143,7 +143,7 @@ func (a *auditReader) launch() {
 		p.decs[p.next] = &auditDecoder{in: newInterner()}
 	}
 	c.dec = p.decs[p.next]
-	p.next = (p.next + 1) % auditAhead
+	p.next = (p.next + 1) % chunksAhead
 	c.done = make(chan struct{})
 	p.queue = append(p.queue, c)
 	go c.decode(a.ls.name, a.noSource)

@@ -21,10 +21,10 @@ type readOutcome struct {
 	stats Stats
 }
 
-func readAuditWay(b []byte, opts Options, parallel bool, chunkLines int) readOutcome {
-	defer func(p func() bool, n int) { parallelDecode, auditChunkLines = p, n }(parallelDecode, auditChunkLines)
+func readAuditWay(b []byte, opts Options, parallel bool, lines int) readOutcome {
+	defer func(p func() bool, n int) { parallelDecode, chunkLines = p, n }(parallelDecode, chunkLines)
 	parallelDecode = func() bool { return parallel }
-	auditChunkLines = chunkLines
+	chunkLines = lines
 	var out readOutcome
 	r := NewAuditReader(bytes.NewReader(b), "in", opts, &out.stats)
 	for range 4*bytes.Count(b, []byte("\n")) + 8 {

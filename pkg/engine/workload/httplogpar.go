@@ -54,7 +54,7 @@ type httpChunk struct {
 type httpPar struct {
 	queue []*httpChunk
 	free  []*httpChunk
-	decs  [auditAhead]*httpDecoder
+	decs  [chunksAhead]*httpDecoder
 	next  int
 	cur   *httpChunk
 	pos   int
@@ -73,7 +73,7 @@ func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
 				p.free = append(p.free, p.cur)
 				p.cur = nil
 			}
-			for len(p.queue) < auditAhead && !p.ended {
+			for len(p.queue) < chunksAhead && !p.ended {
 				h.launch()
 			}
 			p.cur, p.queue = p.queue[0], p.queue[1:]
@@ -111,7 +111,7 @@ func (h *httpLogReader) launch() {
 	} else {
 		c = &httpChunk{}
 	}
-	for len(c.recs) < auditChunkLines && len(c.buf) < auditChunkBytes && c.err == nil {
+	for len(c.recs) < chunkLines && len(c.buf) < chunkBytes && c.err == nil {
 		line, err := h.ls.next()
 		if err != nil {
 			c.err = err
@@ -150,7 +150,7 @@ func (h *httpLogReader) launch() {
 		p.decs[p.next] = &httpDecoder{opts: h.opts, in: newInterner()}
 	}
 	c.dec = p.decs[p.next]
-	p.next = (p.next + 1) % auditAhead
+	p.next = (p.next + 1) % chunksAhead
 	c.done = make(chan struct{})
 	p.queue = append(p.queue, c)
 	go c.decode(h.ls.name)

@@ -12,10 +12,10 @@ import (
 	"testing"
 )
 
-func readHTTPLogWay(b []byte, opts Options, parallel bool, chunkLines int) readOutcome {
-	defer func(p func() bool, n int) { parallelDecode, auditChunkLines = p, n }(parallelDecode, auditChunkLines)
+func readHTTPLogWay(b []byte, opts Options, parallel bool, lines int) readOutcome {
+	defer func(p func() bool, n int) { parallelDecode, chunkLines = p, n }(parallelDecode, chunkLines)
 	parallelDecode = func() bool { return parallel }
-	auditChunkLines = chunkLines
+	chunkLines = lines
 	var out readOutcome
 	r := NewHTTPLogReader(bytes.NewReader(b), "in", opts, &out.stats)
 	for range 4*bytes.Count(b, []byte("\n")) + 8 {
