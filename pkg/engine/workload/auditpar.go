@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,10 +57,10 @@ type auditChunk struct {
 	first int64 // the line number of the first line
 	// err is the scanner's error after the lines (io.EOF at the end), nil
 	// when more lines follow
-	err  error
-	out  []auditLineOut
-	done chan struct{}
-	dec  *auditDecoder
+	err error
+	out []auditLineOut
+	job *chunkJob
+	dec *auditDecoder
 }
 
 // auditDecoder is what a goroutine decoding a chunk holds: it decodes one
@@ -96,7 +97,11 @@ func (a *auditReader) readParallel(r *Request) (time.Time, error) {
 				a.launch()
 			}
 			p.cur, p.queue = p.queue[0], p.queue[1:]
-			<-p.cur.done
+			if p.cur.job.claim() {
+				p.cur.decode(a.ls.name, a.noSource)
+			} else {
+				<-p.cur.job.done
+			}
 			p.pos = 0
 			continue
 		}
@@ -144,14 +149,22 @@ func (a *auditReader) launch() {
 	}
 	c.dec = p.decs[p.next]
 	p.next = (p.next + 1) % chunksAhead
-	c.done = make(chan struct{})
+	j := &chunkJob{done: make(chan struct{})}
+	c.job = j
 	p.queue = append(p.queue, c)
-	go c.decode(a.ls.name, a.noSource)
+	name, noSource := a.ls.name, a.noSource
+	if chunkGoroutines {
+		go func() {
+			if j.claim() {
+				c.decode(name, noSource)
+				close(j.done)
+			}
+		}()
+	}
 }
 
 // decode decodes the chunk's lines into their outcomes, as read does.
 func (c *auditChunk) decode(name string, noSource bool) {
-	defer close(c.done)
 	c.out = c.out[:0]
 	ev, start := &c.dec.ev, 0
 	for i, end := range c.ends {
@@ -189,6 +202,24 @@ func (c *auditChunk) decode(name string, noSource bool) {
 	// the event's strings are the requests' now; the decoder keeps none
 	*ev = auditEvent{}
 }
+
+// chunkJob is the decoding of a chunk, done once: by the goroutine started
+// for it, or by the reader itself when it needs the chunk before that
+// goroutine has begun (on a busy machine a goroutine may wait long for a
+// processor; the reader then does not wait on it, and reads at worst as
+// fast as line by line). The goroutine that finds the chunk claimed leaves
+// it alone.
+type chunkJob struct {
+	claimed atomic.Bool
+	done    chan struct{} // closed when the goroutine has decoded it
+}
+
+// chunkGoroutines: a goroutine is started for every chunk (false in tests
+// of the reader decoding every chunk itself).
+var chunkGoroutines = true
+
+// claim reports whether the caller is the one to decode the chunk.
+func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }
 
 // whereOf is lineScanner.where of line n of name.
 func whereOf(name string, n int64) string {

@@ -56,9 +56,22 @@ func checkParallelAudit(t *testing.T, b []byte) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("lenient %v, max line %d, chunks of %d lines: parallel\n%+v\none by one\n%+v", lenient, maxLine, chunk, got, want)
 				}
+				got = inlineOnly(func() readOutcome { return readAuditWay(b, opts, true, chunk) })
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("lenient %v, max line %d, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", lenient, maxLine, chunk, got, want)
+				}
 			}
 		}
 	}
+}
+
+// inlineOnly runs read with no goroutine started for the chunks: the
+// reader decodes every chunk itself, as it does one whose goroutine has not
+// begun.
+func inlineOnly(read func() readOutcome) readOutcome {
+	defer func(g bool) { chunkGoroutines = g }(chunkGoroutines)
+	chunkGoroutines = false
+	return read()
 }
 
 // mixedAudit is an audit log of events of every outcome: kept, of other

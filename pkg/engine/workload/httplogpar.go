@@ -47,7 +47,7 @@ type httpChunk struct {
 	buf  []byte
 	recs []httpRecord
 	err  error // the scanner's error after the records, nil if more follow
-	done chan struct{}
+	job  *chunkJob
 	dec  *httpDecoder
 }
 
@@ -77,7 +77,11 @@ func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
 				h.launch()
 			}
 			p.cur, p.queue = p.queue[0], p.queue[1:]
-			<-p.cur.done
+			if p.cur.job.claim() {
+				p.cur.decode(h.ls.name)
+			} else {
+				<-p.cur.job.done
+			}
 			p.pos = 0
 			continue
 		}
@@ -151,14 +155,22 @@ func (h *httpLogReader) launch() {
 	}
 	c.dec = p.decs[p.next]
 	p.next = (p.next + 1) % chunksAhead
-	c.done = make(chan struct{})
+	j := &chunkJob{done: make(chan struct{})}
+	c.job = j
 	p.queue = append(p.queue, c)
-	go c.decode(h.ls.name)
+	name := h.ls.name
+	if chunkGoroutines {
+		go func() {
+			if j.claim() {
+				c.decode(name)
+				close(j.done)
+			}
+		}()
+	}
 }
 
 // decode decodes the chunk's records, as readLine does.
 func (c *httpChunk) decode(name string) {
-	defer close(c.done)
 	d, start := c.dec, 0
 	for i := range c.recs {
 		o := &c.recs[i]

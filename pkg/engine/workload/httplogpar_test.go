@@ -48,6 +48,10 @@ func checkParallelHTTPLog(t *testing.T, b []byte) {
 					if !reflect.DeepEqual(got, want) {
 						t.Fatalf("lenient %v, headerless %v, max line %d, chunks of %d lines: parallel\n%+v\none by one\n%+v", lenient, headerless, maxLine, chunk, got, want)
 					}
+					got = inlineOnly(func() readOutcome { return readHTTPLogWay(b, opts, true, chunk) })
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("lenient %v, headerless %v, max line %d, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", lenient, headerless, maxLine, chunk, got, want)
+					}
 				}
 			}
 		}
