@@ -91,6 +91,9 @@ type auditReader struct {
 	// noSource: the requests' Source is left empty, their URI "/"
 	// (dropSource)
 	noSource bool
+	// par is the parallel decoding's state, nil when the lines are
+	// decoded one by one (auditpar.go)
+	par *auditPar
 	*reorder
 }
 
@@ -114,7 +117,11 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *Stats) Reader
 		stats = &Stats{}
 	}
 	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
-	a.reorder = &reorder{src: a.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
+	src := a.read
+	if parallelDecode() {
+		a.par, src = &auditPar{}, a.readParallel
+	}
+	a.reorder = &reorder{src: src, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return a
 }
 

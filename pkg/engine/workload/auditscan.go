@@ -101,9 +101,9 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 		case fResponseStatus:
 			ok = s.responseStatus(ev, in)
 		case fRequestReceivedTimestamp:
-			ok = s.time(&ev.RequestReceivedTimestamp)
+			ok = s.time(&ev.RequestReceivedTimestamp, in)
 		case fStageTimestamp:
-			ok = s.time(&ev.StageTimestamp)
+			ok = s.time(&ev.StageTimestamp, in)
 		case fAnnotations:
 			ok = s.annotations(&ev.Annotations)
 		default:
@@ -203,6 +203,20 @@ func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
 			}
 		}
 		it.n++
+		// the key expected next, or the one after it, as it stands in
+		// compact JSON: "name": (its bytes are the key's, which has no
+		// escape)
+		for f := it.hint; f < min(it.hint+2, len(it.names)) && !s.esc; f++ {
+			if !s.keyAt(it.names[f]) {
+				continue
+			}
+			if it.seen&(1<<f) != 0 {
+				return -1, false
+			}
+			it.seen |= 1 << f
+			it.hint = f + 1
+			return f, true
+		}
 		key, ok := s.rawString()
 		if !ok || s.peek() != ':' {
 			return -1, false
@@ -222,6 +236,17 @@ func (s *jscan) nextField(it *fieldIter) (f int, ok bool) {
 		it.hint = f + 1
 		return f, true
 	}
+}
+
+// keyAt consumes "name": when it comes next, as it is; name holds no quote,
+// backslash or control character.
+func (s *jscan) keyAt(name string) bool {
+	b, i := s.b, s.i
+	if e := i + len(name) + 3; e <= len(b) && b[i] == '"' && b[e-2] == '"' && b[e-1] == ':' && string(b[i+1:e-2]) == name {
+		s.i = e
+		return true
+	}
+	return false
 }
 
 // fieldOf returns the index of key in names, -1 for none, or
@@ -603,8 +628,9 @@ func (s *jscan) responseStatus(ev *auditEvent, in *interner) bool {
 	})
 }
 
-// time scans an RFC 3339 string, or null, as time.Time's UnmarshalJSON does.
-func (s *jscan) time(dst *time.Time) bool {
+// time scans an RFC 3339 string, or null, as time.Time's UnmarshalJSON
+// does; in, if not nil, caches the start of the hour of the last one.
+func (s *jscan) time(dst *time.Time, in *interner) bool {
 	if s.null() {
 		return true
 	}
@@ -613,7 +639,11 @@ func (s *jscan) time(dst *time.Time) bool {
 	if !ok {
 		return false
 	}
-	if t, ok := parseUTC(v); ok {
+	var hour *utcHour
+	if in != nil {
+		hour = &in.hour
+	}
+	if t, ok := hour.parse(v); ok {
 		*dst = t
 		return true
 	}
@@ -635,7 +665,21 @@ func (s *jscan) time(dst *time.Time) bool {
 // 1 to 9 digits of fraction or none) as time.Parse(time.RFC3339Nano, v)
 // does; any other form, or a field out of range, is not ok and is left to
 // time.Time's UnmarshalJSON (which then accepts or refuses it).
-func parseUTC(v []byte) (time.Time, bool) {
+func parseUTC(v []byte) (time.Time, bool) { return (*utcHour)(nil).parse(v) }
+
+// utcHour is the start of the hour of the last time parsed (utcHour.parse):
+// the times of a log come hour after hour, and adding the minutes, seconds
+// and fraction to the hour's start costs less than time.Date. Both give
+// the same time.Time, for UTC (which has no offset to change within an
+// hour, and Go no leap seconds).
+type utcHour struct {
+	prefix [13]byte // "2006-01-02T15"
+	start  time.Time
+	ok     bool
+}
+
+// parse is parseUTC, with the hour's start from c when not nil.
+func (c *utcHour) parse(v []byte) (time.Time, bool) {
 	// 2006-01-02T15:04:05Z: 20 bytes; with a fraction, 22 to 30
 	if len(v) < 20 || len(v) > 30 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
 		return time.Time{}, false
@@ -650,9 +694,8 @@ func parseUTC(v []byte) (time.Time, bool) {
 		}
 		return n
 	}
-	year, month, day := num(v[0:4]), num(v[5:7]), num(v[8:10])
-	hour, minute, sec := num(v[11:13]), num(v[14:16]), num(v[17:19])
-	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+	minute, sec := num(v[14:16]), num(v[17:19])
+	if minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -668,7 +711,20 @@ func parseUTC(v []byte) (time.Time, bool) {
 			nsec *= 10
 		}
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	within := time.Duration(minute)*time.Minute + time.Duration(sec)*time.Second + time.Duration(nsec)
+	if c != nil && c.ok && string(v[:13]) == string(c.prefix[:]) {
+		return c.start.Add(within), true
+	}
+	year, month, day, hour := num(v[0:4]), num(v[5:7]), num(v[8:10]), num(v[11:13])
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 {
+		return time.Time{}, false
+	}
+	start := time.Date(year, time.Month(month), day, hour, 0, 0, 0, time.UTC)
+	if c != nil {
+		copy(c.prefix[:], v[:13])
+		c.start, c.ok = start, true
+	}
+	return start.Add(within), true
 }
 
 // daysIn is the number of days of month in year (proleptic Gregorian).
@@ -941,6 +997,8 @@ type interner struct {
 	// request before it scans the next
 	ref    auditObjectRef
 	status auditStatus
+	// hour caches the hour of the last timestamp scanned
+	hour utcHour
 }
 
 type recentList struct {

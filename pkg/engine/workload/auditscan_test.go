@@ -29,6 +29,15 @@ func FuzzParseUTC(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("parseUTC(%q) = %#v; UnmarshalJSON gives %#v", s, got, want)
 		}
+		// from the start of the hour cached, by the same text or
+		// another time of the same hour
+		for _, prime := range []string{s, s[:13] + ":00:00Z", s[:13] + ":59:59.999999999Z"} {
+			var c utcHour
+			c.parse([]byte(prime))
+			if got, ok := c.parse([]byte(s)); !ok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("parseUTC(%q) after %q = %#v, %v; UnmarshalJSON gives %#v", s, prime, got, ok, want)
+			}
+		}
 	})
 }
 

@@ -39,5 +39,7 @@
 // requests by arrival, the requests of the re-ordering window), never the
 // whole input. OpenFiles parses its inputs in goroutines of their own (the
 // httplog files apart from the audit files), a few batches of requests
-// ahead of the caller.
+// ahead of the caller; the audit and httplog readers decode their lines in
+// parallel, in a few chunks of at most 256 lines at a time, and yield them
+// in the order of the lines.
 package workload

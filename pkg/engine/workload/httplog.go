@@ -16,12 +16,20 @@ import (
 // httpLogReader parses kube-apiserver httplog "HTTP" lines.
 type httpLogReader struct {
 	ls    *lineScanner
-	opts  Options
 	stats *Stats
-	kv    kvs
-	in    *interner
-	buf   []byte // a line's URI and audit ID, made one string (fill)
+	httpDecoder
+	// par is the parallel decoding's state, nil when the lines are
+	// decoded one by one (httplogpar.go)
+	par *httpPar
 	*reorder
+}
+
+// httpDecoder turns httplog lines into requests, one at a time.
+type httpDecoder struct {
+	opts Options
+	kv   kvs
+	in   *interner
+	buf  []byte // a line's URI and audit ID, made one string (fill)
 }
 
 // NewHTTPLogReader reads kube-apiserver httplog lines (klog text format,
@@ -33,8 +41,12 @@ func NewHTTPLogReader(r io.Reader, name string, opts Options, stats *Stats) Read
 	if stats == nil {
 		stats = &Stats{}
 	}
-	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), opts: opts, stats: stats, in: newInterner()}
-	h.reorder = &reorder{src: h.read, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
+	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, httpDecoder: httpDecoder{opts: opts, in: newInterner()}}
+	src := h.read
+	if parallelDecode() {
+		h.par, src = &httpPar{}, h.readParallel
+	}
+	h.reorder = &reorder{src: src, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return h
 }
 
@@ -76,26 +88,10 @@ func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
 		return time.Time{}, false, err
 	}
 	h.stats.Lines++
-	bad := func(err error) (time.Time, bool, error) {
-		return time.Time{}, false, lineError{fmt.Errorf("%s: %w", h.ls.where(), err)}
-	}
-	var rest []byte
-	i := bytes.Index(line, httpMarker)
-	if i >= 0 {
-		rest = line[i+len(httpMarker):]
-	} else if t := bytes.TrimLeft(line, " \t"); h.opts.Headerless && bytes.HasPrefix(t, httpMarker[2:]) {
-		// "HTTP" at the start: the line as published without its klog
-		// header, so when it was logged is unknown (a zero ts)
-		rest = t[len(httpMarker)-2:]
-	}
-	if rest != nil {
+	if rest, ts, err := httpHead(line, &h.opts); rest != nil {
 		where := h.ls.where()
-		var ts time.Time
-		if i >= 0 {
-			var err error
-			if ts, err = parseKlogHeader(line[:i], h.opts); err != nil {
-				return bad(err)
-			}
+		if err != nil {
+			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, err)}
 		}
 		if bytes.HasSuffix(rest, []byte("=<")) {
 			// a multi-line value (addedInfo) follows: klog indents its lines
@@ -104,25 +100,59 @@ func (h *httpLogReader) readLine(r *Request) (time.Time, bool, error) {
 				return time.Time{}, false, err
 			}
 		}
-		if err := parseKV(rest, &h.kv); err != nil {
-			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, because(httplogLine, "with an unreadable key/value list", err))}
-		}
-		if err := h.fill(r, ts, where); err != nil {
-			return time.Time{}, false, lineError{err}
-		}
-		return ts, true, nil
+		return h.request(r, rest, ts, where)
 	}
+	ts, ok, err := h.other(r, line, h.ls.where)
+	if !ok && err == nil {
+		h.stats.Skipped++
+	}
+	return ts, ok, err
+}
+
+// httpHead finds the request of an httplog line: rest is what follows
+// "HTTP" (nil for a line that is not an httplog line of the klog text
+// format), ts the time of its klog header, err the header's error.
+func httpHead(line []byte, opts *Options) (rest []byte, ts time.Time, err error) {
+	i := bytes.Index(line, httpMarker)
+	if i >= 0 {
+		rest = line[i+len(httpMarker):]
+	} else if t := bytes.TrimLeft(line, " \t"); opts.Headerless && bytes.HasPrefix(t, httpMarker[2:]) {
+		// "HTTP" at the start: the line as published without its klog
+		// header, so when it was logged is unknown (a zero ts)
+		rest = t[len(httpMarker)-2:]
+	}
+	if rest != nil && i >= 0 {
+		ts, err = parseKlogHeader(line[:i], *opts)
+	}
+	return rest, ts, err
+}
+
+// request fills r from the key/values of an httplog line of the klog text
+// format that completed at ts.
+func (h *httpDecoder) request(r *Request, rest []byte, ts time.Time, where string) (time.Time, bool, error) {
+	if err := parseKV(rest, &h.kv); err != nil {
+		return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, because(httplogLine, "with an unreadable key/value list", err))}
+	}
+	if err := h.fill(r, ts, where); err != nil {
+		return time.Time{}, false, lineError{err}
+	}
+	return ts, true, nil
+}
+
+// other reads a line that is not of the klog text format: an httplog line
+// of klog's JSON format, or a line that is not a request (ok false, nil
+// error). where says where the line is.
+func (h *httpDecoder) other(r *Request, line []byte, where func() string) (time.Time, bool, error) {
 	if len(line) > 0 && line[0] == '{' && bytes.Contains(line, []byte(`"msg":"HTTP"`)) {
 		ts, err := h.parseJSONLine(line)
 		if err != nil {
-			return bad(err)
+			return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where(), err)}
 		}
-		if err := h.fill(r, ts, h.ls.where()); err != nil {
+		if err := h.fill(r, ts, where()); err != nil {
 			return time.Time{}, false, lineError{err}
 		}
 		return ts, true, nil
 	}
-	h.stats.Skipped++
 	return time.Time{}, false, nil
 }
 
@@ -257,28 +287,31 @@ func digits(b []byte) (int, bool) {
 	return v, true
 }
 
-// The keys of an httplog line the reader uses.
+// The keys of an httplog line the reader uses, in the order kube-apiserver
+// writes them (httplog.go:respLogger.Log, the apf_ keys added in
+// priority-and-fairness.go): parseKV looks for the next key first where it
+// expects it.
 const (
 	kVerb = iota
 	kURI
 	kLatency
 	kUserAgent
-	kSrcIP
 	kAuditID
-	kFS
+	kSrcIP
 	kPL
-	kResp
-	kHijacked
-	kExecutionTime
+	kFS
 	kISeats
 	kFSeats
 	kAdditionalLatency
+	kExecutionTime
 	kFD
+	kResp
+	kHijacked
 	nKeys
 )
 
-var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "srcIP", "audit-ID", "apf_fs", "apf_pl", "resp", "hijacked",
-	"apf_execution_time", "apf_iseats", "apf_fseats", "apf_additionalLatency", "apf_fd"}
+var keyNames = [nKeys]string{"verb", "URI", "latency", "userAgent", "audit-ID", "srcIP", "apf_pl", "apf_fs", "apf_iseats", "apf_fseats",
+	"apf_additionalLatency", "apf_execution_time", "apf_fd", "resp", "hijacked"}
 
 // keyOf is the index of k in keyNames, -1 for none. The names are tried
 // from hint on (the keys come in httplog's order), then from the first.
@@ -328,21 +361,33 @@ func parseKV(b []byte, kv *kvs) error {
 		if i >= len(b) {
 			return nil
 		}
-		eq := bytes.IndexByte(b[i:], '=')
-		if eq <= 0 {
-			return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
-		}
-		key := b[i : i+eq]
-		for _, c := range key {
-			if c == ' ' || c == '"' {
-				return fmt.Errorf("malformed key %q", abbrev(key))
+		var key []byte
+		k := -1
+		// the key expected next, or the one after it: its name and "="
+		// (no name holds a space, a quote or "=")
+		for n := hint; n < min(hint+2, nKeys); n++ {
+			if name := keyNames[n]; len(b)-i > len(name) && b[i+len(name)] == '=' && string(b[i:i+len(name)]) == name {
+				key, k = b[i:i+len(name)], n
+				break
 			}
 		}
-		k := keyOf(key, hint)
+		if k < 0 {
+			eq := bytes.IndexByte(b[i:], '=')
+			if eq <= 0 {
+				return fmt.Errorf("malformed key/value list at %q", abbrev(b[i:]))
+			}
+			key = b[i : i+eq]
+			for _, c := range key {
+				if c == ' ' || c == '"' {
+					return fmt.Errorf("malformed key %q", abbrev(key))
+				}
+			}
+			k = keyOf(key, hint)
+		}
 		if k >= 0 {
 			hint = k + 1
 		}
-		i += eq + 1
+		i += len(key) + 1
 		if i >= len(b) {
 			kv.set(k, nil)
 			return nil
@@ -432,7 +477,7 @@ func abbrev(b []byte) string {
 	return string(b)
 }
 
-func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
+func (h *httpDecoder) parseJSONLine(line []byte) (time.Time, error) {
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
 		return time.Time{}, because(httplogLine, "with invalid JSON", fmt.Errorf("klog JSON line: %w", err))
@@ -459,7 +504,7 @@ func (h *httpLogReader) parseJSONLine(line []byte) (time.Time, error) {
 
 // fill builds a Request from the parsed key/values of a line that
 // completed at ts.
-func (h *httpLogReader) fill(r *Request, ts time.Time, where string) error {
+func (h *httpDecoder) fill(r *Request, ts time.Time, where string) error {
 	kv := &h.kv
 	if err := complete(kv); err != nil {
 		return fmt.Errorf("%s: %w", where, err)

@@ -1,0 +1,228 @@
+package workload
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The audit reader decodes its lines in parallel: the goroutine that reads
+// (and re-orders) the requests scans the lines into chunks and hands each
+// chunk to a goroutine of its own, which decodes the chunk's lines into
+// requests; the reader then takes the chunks' outcomes in the order of the
+// lines. A line's outcome depends on that line alone, so the requests,
+// their order, the Stats and the errors are those of reading line by line
+// (auditReader.read): the counts and the lenient handling of a malformed
+// line are done in order, by the reader, and a line the reader never
+// reaches (after an error) is decoded but not counted. Memory: at most
+// chunksAhead chunks of chunkLines lines (or chunkBytes bytes).
+
+const (
+	chunkBytes  = 256 << 10
+	chunksAhead = 4
+)
+
+// chunkLines is how many lines a chunk holds at most (a variable for
+// the tests, which cut inputs into many chunks).
+var chunkLines = 256
+
+// parallelDecode: the audit and httplog readers decode in parallel where
+// there is more than one processor to run on (a variable for the tests,
+// which compare the two ways).
+var parallelDecode = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+
+// The outcomes of an audit line.
+const (
+	auditLineOK = iota
+	auditLineBlank
+	auditLineOtherStage
+	auditLineBad
+)
+
+type auditLineOut struct {
+	r         Request
+	completed time.Time
+	kind      uint8
+	bad       error
+}
+
+// auditChunk is a run of lines, decoded by a goroutine of its own.
+type auditChunk struct {
+	buf   []byte
+	ends  []int // the end of each line in buf
+	first int64 // the line number of the first line
+	// err is the scanner's error after the lines (io.EOF at the end), nil
+	// when more lines follow
+	err error
+	out []auditLineOut
+	job *chunkJob
+	dec *auditDecoder
+}
+
+// auditDecoder is what a goroutine decoding a chunk holds: it decodes one
+// chunk at a time.
+type auditDecoder struct {
+	in *interner
+	ev auditEvent
+}
+
+// auditPar is an audit reader's parallel decoding.
+type auditPar struct {
+	queue []*auditChunk // launched, in line order
+	free  []*auditChunk
+	decs  [chunksAhead]*auditDecoder
+	next  int // the decoder of the next chunk
+	cur   *auditChunk
+	pos   int
+	ended bool // the scanner returned an error: no chunk follows
+}
+
+// readParallel is read, the lines decoded in parallel.
+func (a *auditReader) readParallel(r *Request) (time.Time, error) {
+	p := a.par
+	for {
+		if p.cur == nil || p.pos == len(p.cur.out) {
+			if p.cur != nil && p.cur.err != nil {
+				return time.Time{}, p.cur.err
+			}
+			if p.cur != nil {
+				p.free = append(p.free, p.cur)
+				p.cur = nil
+			}
+			for len(p.queue) < chunksAhead && !p.ended {
+				a.launch()
+			}
+			p.cur, p.queue = p.queue[0], p.queue[1:]
+			if p.cur.job.claim() {
+				p.cur.decode(a.ls.name, a.noSource)
+			} else {
+				<-p.cur.job.done
+			}
+			p.pos = 0
+			continue
+		}
+		o := &p.cur.out[p.pos]
+		p.pos++
+		a.stats.Lines++
+		switch o.kind {
+		case auditLineBlank:
+			a.stats.Skipped++
+		case auditLineOtherStage:
+			a.stats.skip(reasonOtherStage)
+		case auditLineBad:
+			if err := a.stats.malformed(a.lenient, Reason{auditEventNoun, "that could not be read"}, o.bad); err != nil {
+				return time.Time{}, err
+			}
+		default:
+			*r = o.r
+			return o.completed, nil
+		}
+	}
+}
+
+// launch scans the next chunk and starts its decoding.
+func (a *auditReader) launch() {
+	p := a.par
+	var c *auditChunk
+	if n := len(p.free); n > 0 {
+		c, p.free = p.free[n-1], p.free[:n-1]
+		c.buf, c.ends, c.err = c.buf[:0], c.ends[:0], nil
+	} else {
+		c = &auditChunk{}
+	}
+	c.first = a.ls.line + 1
+	for len(c.ends) < chunkLines && len(c.buf) < chunkBytes {
+		line, err := a.ls.next()
+		if err != nil {
+			c.err, p.ended = err, true
+			break
+		}
+		c.buf = append(c.buf, line...)
+		c.ends = append(c.ends, len(c.buf))
+	}
+	if p.decs[p.next] == nil {
+		p.decs[p.next] = &auditDecoder{in: newInterner()}
+	}
+	c.dec = p.decs[p.next]
+	p.next = (p.next + 1) % chunksAhead
+	j := &chunkJob{done: make(chan struct{})}
+	c.job = j
+	p.queue = append(p.queue, c)
+	name, noSource := a.ls.name, a.noSource
+	if chunkGoroutines {
+		go func() {
+			if j.claim() {
+				c.decode(name, noSource)
+				close(j.done)
+			}
+		}()
+	}
+}
+
+// decode decodes the chunk's lines into their outcomes, as read does.
+func (c *auditChunk) decode(name string, noSource bool) {
+	c.out = c.out[:0]
+	ev, start := &c.dec.ev, 0
+	for i, end := range c.ends {
+		line := c.buf[start:end]
+		start = end
+		c.out = append(c.out, auditLineOut{})
+		o := &c.out[len(c.out)-1]
+		if len(bytes.TrimSpace(line)) == 0 {
+			o.kind = auditLineBlank
+			continue
+		}
+		n := c.first + int64(i)
+		switch err := decodeAuditEventAs(line, ev, c.dec.in, noSource); {
+		case err != nil:
+			o.bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", whereOf(name, n), err))
+		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
+			o.bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", whereOf(name, n), ev.Kind, ev.APIVersion))
+		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
+			o.kind = auditLineOtherStage
+			continue
+		default:
+			if err := auditToRequest(ev, &o.r); err != nil {
+				o.bad = fmt.Errorf("%s: %w", whereOf(name, n), err)
+			}
+		}
+		if o.bad != nil {
+			o.kind = auditLineBad
+			continue
+		}
+		if !noSource {
+			o.r.Source = whereOf(name, n)
+		}
+		o.completed = ev.StageTimestamp
+	}
+	// the event's strings are the requests' now; the decoder keeps none
+	*ev = auditEvent{}
+}
+
+// chunkJob is the decoding of a chunk, done once: by the goroutine started
+// for it, or by the reader itself when it needs the chunk before that
+// goroutine has begun (on a busy machine a goroutine may wait long for a
+// processor; the reader then does not wait on it, and reads at worst as
+// fast as line by line). The goroutine that finds the chunk claimed leaves
+// it alone.
+type chunkJob struct {
+	claimed atomic.Bool
+	done    chan struct{} // closed when the goroutine has decoded it
+}
+
+// chunkGoroutines: a goroutine is started for every chunk (false in tests
+// of the reader decoding every chunk itself).
+var chunkGoroutines = true
+
+// claim reports whether the caller is the one to decode the chunk.
+func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }
+
+// whereOf is lineScanner.where of line n of name.
+func whereOf(name string, n int64) string {
+	var b [20]byte
+	return name + ":" + string(strconv.AppendInt(b[:0], n, 10))
+}

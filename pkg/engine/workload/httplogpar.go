@@ -1,0 +1,206 @@
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The httplog reader decodes its lines in parallel as the audit reader
+// does (auditpar.go): the reader scans the lines into chunks of records,
+// each decoded by a goroutine of its own, and takes the records' outcomes
+// in line order. A record is a line, and the lines of a multi-line value
+// that follow it (an httplog line ending in "=<", whose value klog closes
+// with a line " >"): the reader finds them as it scans, as readLine
+// skips them, and the goroutine decodes the record's first line alone.
+
+// The outcomes of an httplog record.
+const (
+	httpRecordOK = iota
+	httpRecordSkipped
+	httpRecordBad
+	// the scanner's error came within the record's multi-line value: the
+	// chunk's err is returned once its lines are counted
+	httpRecordFatal
+)
+
+// httpRecord is a record of a chunk: its first line, its extent and its
+// outcome.
+type httpRecord struct {
+	end   int   // the end of its first line in the chunk's buf
+	n     int64 // the line number of its first line
+	lines int64 // the lines it holds
+	// unclosed is the line number where its multi-line value was found
+	// not closed (at the end of the input), 0 for none
+	unclosed int64
+	fatal    bool
+	// the outcome, filled by the decoding goroutine
+	kind uint8
+	ts   time.Time
+	r    Request
+	bad  error
+}
+
+type httpChunk struct {
+	buf  []byte
+	recs []httpRecord
+	err  error // the scanner's error after the records, nil if more follow
+	job  *chunkJob
+	dec  *httpDecoder
+}
+
+type httpPar struct {
+	queue []*httpChunk
+	free  []*httpChunk
+	decs  [chunksAhead]*httpDecoder
+	next  int
+	cur   *httpChunk
+	pos   int
+	ended bool
+}
+
+// readParallel is read, the lines decoded in parallel.
+func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
+	p := h.par
+	for {
+		if p.cur == nil || p.pos == len(p.cur.recs) {
+			if p.cur != nil && p.cur.err != nil {
+				return time.Time{}, p.cur.err
+			}
+			if p.cur != nil {
+				p.free = append(p.free, p.cur)
+				p.cur = nil
+			}
+			for len(p.queue) < chunksAhead && !p.ended {
+				h.launch()
+			}
+			p.cur, p.queue = p.queue[0], p.queue[1:]
+			if p.cur.job.claim() {
+				p.cur.decode(h.ls.name)
+			} else {
+				<-p.cur.job.done
+			}
+			p.pos = 0
+			continue
+		}
+		o := &p.cur.recs[p.pos]
+		p.pos++
+		h.stats.Lines += o.lines
+		switch o.kind {
+		case httpRecordSkipped:
+			h.stats.Skipped++
+		case httpRecordBad:
+			if err := h.stats.malformed(h.opts.Lenient, Reason{httplogLine, "that could not be read"}, o.bad); err != nil {
+				return time.Time{}, err
+			}
+		case httpRecordFatal:
+			p.pos = len(p.cur.recs)
+			return time.Time{}, p.cur.err
+		default:
+			*r = o.r
+			return o.ts, nil
+		}
+	}
+}
+
+// launch scans the next chunk of records and starts its decoding.
+func (h *httpLogReader) launch() {
+	p := h.par
+	var c *httpChunk
+	if n := len(p.free); n > 0 {
+		c, p.free = p.free[n-1], p.free[:n-1]
+		c.buf, c.recs, c.err = c.buf[:0], c.recs[:0], nil
+	} else {
+		c = &httpChunk{}
+	}
+	for len(c.recs) < chunkLines && len(c.buf) < chunkBytes && c.err == nil {
+		line, err := h.ls.next()
+		if err != nil {
+			c.err = err
+			break
+		}
+		c.buf = append(c.buf, line...)
+		c.recs = append(c.recs, httpRecord{end: len(c.buf), n: h.ls.line, lines: 1})
+		rec := &c.recs[len(c.recs)-1]
+		if !bytes.HasSuffix(line, []byte("=<")) {
+			continue
+		}
+		if rest, _, err := httpHead(line, &h.opts); rest == nil || err != nil || !bytes.HasSuffix(rest, []byte("=<")) {
+			continue
+		}
+		// a multi-line value: its lines, up to " >", are the record's
+		for {
+			line, err := h.ls.next()
+			if errors.Is(err, io.EOF) {
+				rec.unclosed = h.ls.line
+				c.err = err
+				break
+			}
+			if err != nil {
+				rec.fatal = true
+				c.err = err
+				break
+			}
+			rec.lines++
+			if bytes.Equal(line, []byte(" >")) {
+				break
+			}
+		}
+	}
+	p.ended = c.err != nil
+	if p.decs[p.next] == nil {
+		p.decs[p.next] = &httpDecoder{opts: h.opts, in: newInterner()}
+	}
+	c.dec = p.decs[p.next]
+	p.next = (p.next + 1) % chunksAhead
+	j := &chunkJob{done: make(chan struct{})}
+	c.job = j
+	p.queue = append(p.queue, c)
+	name := h.ls.name
+	if chunkGoroutines {
+		go func() {
+			if j.claim() {
+				c.decode(name)
+				close(j.done)
+			}
+		}()
+	}
+}
+
+// decode decodes the chunk's records, as readLine does.
+func (c *httpChunk) decode(name string) {
+	d, start := c.dec, 0
+	for i := range c.recs {
+		o := &c.recs[i]
+		line := c.buf[start:o.end]
+		start = o.end
+		o.kind, o.bad = httpRecordOK, nil
+		if o.fatal {
+			o.kind = httpRecordFatal
+			continue
+		}
+		var ok bool
+		var err error
+		if rest, ts, herr := httpHead(line, &d.opts); rest != nil {
+			where := whereOf(name, o.n)
+			switch {
+			case herr != nil:
+				err = lineError{fmt.Errorf("%s: %w", where, herr)}
+			case o.unclosed != 0:
+				err = lineError{because(httplogLine, "with a multi-line value not closed", fmt.Errorf("%s: multi-line value not closed by a line \" >\"", whereOf(name, o.unclosed)))}
+			default:
+				o.ts, ok, err = d.request(&o.r, rest, ts, where)
+			}
+		} else {
+			o.ts, ok, err = d.other(&o.r, line, func() string { return whereOf(name, o.n) })
+		}
+		switch {
+		case err != nil:
+			o.kind, o.bad = httpRecordBad, err
+		case !ok:
+			o.kind = httpRecordSkipped
+		}
+	}
+}
