@@ -71,15 +71,7 @@ type auditDecoder struct {
 }
 
 // auditPar is an audit reader's parallel decoding.
-type auditPar struct {
-	queue []*auditChunk // launched, in line order
-	free  []*auditChunk
-	decs  [chunksAhead]*auditDecoder
-	next  int // the decoder of the next chunk
-	cur   *auditChunk
-	pos   int
-	ended bool // the scanner returned an error: no chunk follows
-}
+type auditPar = chunks[auditChunk, auditDecoder]
 
 // readParallel is read, the lines decoded in parallel.
 func (a *auditReader) readParallel(r *Request) (time.Time, error) {
@@ -89,20 +81,7 @@ func (a *auditReader) readParallel(r *Request) (time.Time, error) {
 			if p.cur != nil && p.cur.err != nil {
 				return time.Time{}, p.cur.err
 			}
-			if p.cur != nil {
-				p.free = append(p.free, p.cur)
-				p.cur = nil
-			}
-			for len(p.queue) < chunksAhead && !p.ended {
-				a.launch()
-			}
-			p.cur, p.queue = p.queue[0], p.queue[1:]
-			if p.cur.job.claim() {
-				p.cur.decode(a.ls.name, a.noSource)
-			} else {
-				<-p.cur.job.done
-			}
-			p.pos = 0
+			p.advance(a.launch, func(c *auditChunk) *chunkJob { return c.job })
 			continue
 		}
 		o := &p.cur.out[p.pos]
@@ -127,13 +106,8 @@ func (a *auditReader) readParallel(r *Request) (time.Time, error) {
 // launch scans the next chunk and starts its decoding.
 func (a *auditReader) launch() {
 	p := a.par
-	var c *auditChunk
-	if n := len(p.free); n > 0 {
-		c, p.free = p.free[n-1], p.free[:n-1]
-		c.buf, c.ends, c.err = c.buf[:0], c.ends[:0], nil
-	} else {
-		c = &auditChunk{}
-	}
+	c := p.reuse()
+	c.buf, c.ends, c.err = c.buf[:0], c.ends[:0], nil
 	c.first = a.ls.line + 1
 	for len(c.ends) < chunkLines && len(c.buf) < chunkBytes {
 		line, err := a.ls.next()
@@ -144,23 +118,9 @@ func (a *auditReader) launch() {
 		c.buf = append(c.buf, line...)
 		c.ends = append(c.ends, len(c.buf))
 	}
-	if p.decs[p.next] == nil {
-		p.decs[p.next] = &auditDecoder{in: newInterner()}
-	}
-	c.dec = p.decs[p.next]
-	p.next = (p.next + 1) % chunksAhead
-	j := &chunkJob{done: make(chan struct{})}
-	c.job = j
-	p.queue = append(p.queue, c)
+	c.dec = p.decoder(func() *auditDecoder { return &auditDecoder{in: newInterner()} })
 	name, noSource := a.ls.name, a.noSource
-	if chunkGoroutines {
-		go func() {
-			if j.claim() {
-				c.decode(name, noSource)
-				close(j.done)
-			}
-		}()
-	}
+	c.job = p.launched(c, func() { c.decode(name, noSource) })
 }
 
 // decode decodes the chunk's lines into their outcomes, as read does.
@@ -203,6 +163,76 @@ func (c *auditChunk) decode(name string, noSource bool) {
 	*ev = auditEvent{}
 }
 
+// chunks is a reader's parallel decoding: the chunks C launched, in line
+// order, those free to reuse, the decoders D the chunks take in turn (one
+// chunk at a time each), and the chunk being read.
+type chunks[C, D any] struct {
+	queue []*C // launched, in line order
+	free  []*C
+	decs  [chunksAhead]*D
+	next  int // the decoder of the next chunk
+	cur   *C
+	pos   int
+	ended bool // the scanner returned an error: no chunk follows
+}
+
+// reuse returns a chunk to scan into: a free one, or a new one.
+func (p *chunks[C, D]) reuse() *C {
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free = p.free[:n-1]
+		return c
+	}
+	return new(C)
+}
+
+// decoder returns the decoder of the next chunk, made by newDec the first
+// time.
+func (p *chunks[C, D]) decoder(newDec func() *D) *D {
+	if p.decs[p.next] == nil {
+		p.decs[p.next] = newDec()
+	}
+	d := p.decs[p.next]
+	p.next = (p.next + 1) % chunksAhead
+	return d
+}
+
+// launched queues c, scanned, and starts its decoding in a goroutine of
+// its own; it returns the job the reader waits on.
+func (p *chunks[C, D]) launched(c *C, decode func()) *chunkJob {
+	j := &chunkJob{done: make(chan struct{}), decode: decode}
+	p.queue = append(p.queue, c)
+	if chunkGoroutines {
+		go func() {
+			if j.claim() {
+				j.decode()
+				close(j.done)
+			}
+		}()
+	}
+	return j
+}
+
+// advance moves past the current chunk (freed for reuse): it launches
+// chunks up to chunksAhead ahead (unless the scanner has ended), takes
+// the first, and has it decoded: by the reader, where its goroutine has
+// not begun, else by waiting for that goroutine.
+func (p *chunks[C, D]) advance(launch func(), job func(*C) *chunkJob) {
+	if p.cur != nil {
+		p.free = append(p.free, p.cur)
+		p.cur = nil
+	}
+	for len(p.queue) < chunksAhead && !p.ended {
+		launch()
+	}
+	p.cur, p.queue, p.pos = p.queue[0], p.queue[1:], 0
+	if j := job(p.cur); j.claim() {
+		j.decode()
+	} else {
+		<-j.done
+	}
+}
+
 // chunkJob is the decoding of a chunk, done once: by the goroutine started
 // for it, or by the reader itself when it needs the chunk before that
 // goroutine has begun (on a busy machine a goroutine may wait long for a
@@ -212,6 +242,7 @@ func (c *auditChunk) decode(name string, noSource bool) {
 type chunkJob struct {
 	claimed atomic.Bool
 	done    chan struct{} // closed when the goroutine has decoded it
+	decode  func()
 }
 
 // chunkGoroutines: a goroutine is started for every chunk (false in tests

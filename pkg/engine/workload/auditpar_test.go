@@ -21,12 +21,18 @@ type readOutcome struct {
 	stats Stats
 }
 
-func readAuditWay(b []byte, opts Options, parallel bool, lines int) readOutcome {
+// newReader is the constructor of a reader of one format
+// (NewAuditReader, NewHTTPLogReader).
+type newReader func(r io.Reader, name string, opts Options, stats *Stats) Reader
+
+// readWay reads b with a reader of newR, its lines decoded in parallel or
+// one by one, in chunks of lines lines.
+func readWay(newR newReader, b []byte, opts Options, parallel bool, lines int) readOutcome {
 	defer func(p func() bool, n int) { parallelDecode, chunkLines = p, n }(parallelDecode, chunkLines)
 	parallelDecode = func() bool { return parallel }
 	chunkLines = lines
 	var out readOutcome
-	r := NewAuditReader(bytes.NewReader(b), "in", opts, &out.stats)
+	r := newR(bytes.NewReader(b), "in", opts, &out.stats)
 	for range 4*bytes.Count(b, []byte("\n")) + 8 {
 		var q Request
 		err := r.Next(&q)
@@ -42,27 +48,39 @@ func readAuditWay(b []byte, opts Options, parallel bool, lines int) readOutcome 
 	return out
 }
 
-// checkParallelAudit checks that the parallel decoding of b's lines gives
-// what decoding them one by one gives, strict and lenient, with lines
-// within and over the length limit, in chunks of a few lines and of the
-// default size.
-func checkParallelAudit(t *testing.T, b []byte) {
-	for _, lenient := range []bool{false, true} {
-		for _, maxLine := range []int{0, 400} {
-			for _, chunk := range []int{1, 3, 256} {
-				opts := Options{Lenient: lenient, MaxLineBytes: maxLine}
-				want := readAuditWay(b, opts, false, chunk)
-				got := readAuditWay(b, opts, true, chunk)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("lenient %v, max line %d, chunks of %d lines: parallel\n%+v\none by one\n%+v", lenient, maxLine, chunk, got, want)
-				}
-				got = inlineOnly(func() readOutcome { return readAuditWay(b, opts, true, chunk) })
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("lenient %v, max line %d, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", lenient, maxLine, chunk, got, want)
-				}
+// checkParallel checks that a reader of newR, decoding b's lines in
+// parallel, gives what it gives decoding them one by one, under each of
+// opts (strict and lenient, lines within and over the length limit), in
+// chunks of a few lines and of the default size, and with every chunk
+// decoded by the reader itself.
+func checkParallel(t *testing.T, newR newReader, b []byte, opts []Options) {
+	t.Helper()
+	for _, o := range opts {
+		for _, chunk := range []int{1, 3, 256} {
+			want := readWay(newR, b, o, false, chunk)
+			got := readWay(newR, b, o, true, chunk)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%+v, chunks of %d lines: parallel\n%+v\none by one\n%+v", o, chunk, got, want)
+			}
+			got = inlineOnly(func() readOutcome { return readWay(newR, b, o, true, chunk) })
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%+v, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", o, chunk, got, want)
 			}
 		}
 	}
+}
+
+// checkParallelAudit is checkParallel of the audit reader, strict and
+// lenient, with lines within and over the length limit.
+func checkParallelAudit(t *testing.T, b []byte) {
+	t.Helper()
+	var opts []Options
+	for _, lenient := range []bool{false, true} {
+		for _, maxLine := range []int{0, 400} {
+			opts = append(opts, Options{Lenient: lenient, MaxLineBytes: maxLine})
+		}
+	}
+	checkParallel(t, NewAuditReader, b, opts)
 }
 
 // inlineOnly runs read with no goroutine started for the chunks: the
@@ -126,7 +144,7 @@ func TestParallelAuditEqualsSerial(t *testing.T) {
 			good.WriteString("\n")
 		}
 	}
-	got := readAuditWay(good.Bytes(), Options{}, true, 256)
+	got := readWay(NewAuditReader, good.Bytes(), Options{}, true, 256)
 	if len(got.reqs) < 1000 || len(got.errs) != 1 || got.errs[0] != io.EOF.Error() {
 		t.Fatalf("%d requests, errors %q", len(got.reqs), got.errs)
 	}

@@ -51,15 +51,8 @@ type httpChunk struct {
 	dec  *httpDecoder
 }
 
-type httpPar struct {
-	queue []*httpChunk
-	free  []*httpChunk
-	decs  [chunksAhead]*httpDecoder
-	next  int
-	cur   *httpChunk
-	pos   int
-	ended bool
-}
+// httpPar is an httplog reader's parallel decoding.
+type httpPar = chunks[httpChunk, httpDecoder]
 
 // readParallel is read, the lines decoded in parallel.
 func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
@@ -69,20 +62,7 @@ func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
 			if p.cur != nil && p.cur.err != nil {
 				return time.Time{}, p.cur.err
 			}
-			if p.cur != nil {
-				p.free = append(p.free, p.cur)
-				p.cur = nil
-			}
-			for len(p.queue) < chunksAhead && !p.ended {
-				h.launch()
-			}
-			p.cur, p.queue = p.queue[0], p.queue[1:]
-			if p.cur.job.claim() {
-				p.cur.decode(h.ls.name)
-			} else {
-				<-p.cur.job.done
-			}
-			p.pos = 0
+			p.advance(h.launch, func(c *httpChunk) *chunkJob { return c.job })
 			continue
 		}
 		o := &p.cur.recs[p.pos]
@@ -108,13 +88,8 @@ func (h *httpLogReader) readParallel(r *Request) (time.Time, error) {
 // launch scans the next chunk of records and starts its decoding.
 func (h *httpLogReader) launch() {
 	p := h.par
-	var c *httpChunk
-	if n := len(p.free); n > 0 {
-		c, p.free = p.free[n-1], p.free[:n-1]
-		c.buf, c.recs, c.err = c.buf[:0], c.recs[:0], nil
-	} else {
-		c = &httpChunk{}
-	}
+	c := p.reuse()
+	c.buf, c.recs, c.err = c.buf[:0], c.recs[:0], nil
 	for len(c.recs) < chunkLines && len(c.buf) < chunkBytes && c.err == nil {
 		line, err := h.ls.next()
 		if err != nil {
@@ -150,23 +125,9 @@ func (h *httpLogReader) launch() {
 		}
 	}
 	p.ended = c.err != nil
-	if p.decs[p.next] == nil {
-		p.decs[p.next] = &httpDecoder{opts: h.opts, in: newInterner()}
-	}
-	c.dec = p.decs[p.next]
-	p.next = (p.next + 1) % chunksAhead
-	j := &chunkJob{done: make(chan struct{})}
-	c.job = j
-	p.queue = append(p.queue, c)
+	c.dec = p.decoder(func() *httpDecoder { return &httpDecoder{opts: h.opts, in: newInterner()} })
 	name := h.ls.name
-	if chunkGoroutines {
-		go func() {
-			if j.claim() {
-				c.decode(name)
-				close(j.done)
-			}
-		}()
-	}
+	c.job = p.launched(c, func() { c.decode(name) })
 }
 
 // decode decodes the chunk's records, as readLine does.

@@ -2,60 +2,27 @@ package workload
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
 
-func readHTTPLogWay(b []byte, opts Options, parallel bool, lines int) readOutcome {
-	defer func(p func() bool, n int) { parallelDecode, chunkLines = p, n }(parallelDecode, chunkLines)
-	parallelDecode = func() bool { return parallel }
-	chunkLines = lines
-	var out readOutcome
-	r := NewHTTPLogReader(bytes.NewReader(b), "in", opts, &out.stats)
-	for range 4*bytes.Count(b, []byte("\n")) + 8 {
-		var q Request
-		err := r.Next(&q)
-		if err == nil {
-			out.reqs = append(out.reqs, q)
-			continue
-		}
-		out.errs = append(out.errs, err.Error())
-		if errors.Is(err, io.EOF) || len(out.errs) > 3 {
-			break
-		}
-	}
-	return out
-}
-
-// checkParallelHTTPLog checks that the parallel decoding of b's lines
-// gives what decoding them one by one gives, strict and lenient, with
-// lines within and over the length limit, with and without headerless
-// lines, in chunks of a few lines and of the default size.
+// checkParallelHTTPLog is checkParallel of the httplog reader, strict and
+// lenient, with and without headerless lines, with lines within and over
+// the length limit.
 func checkParallelHTTPLog(t *testing.T, b []byte) {
+	t.Helper()
+	var opts []Options
 	for _, lenient := range []bool{false, true} {
 		for _, headerless := range []bool{false, true} {
 			for _, maxLine := range []int{0, 400} {
-				for _, chunk := range []int{1, 3, 256} {
-					opts := Options{Lenient: lenient, Headerless: headerless, MaxLineBytes: maxLine}
-					want := readHTTPLogWay(b, opts, false, chunk)
-					got := readHTTPLogWay(b, opts, true, chunk)
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("lenient %v, headerless %v, max line %d, chunks of %d lines: parallel\n%+v\none by one\n%+v", lenient, headerless, maxLine, chunk, got, want)
-					}
-					got = inlineOnly(func() readOutcome { return readHTTPLogWay(b, opts, true, chunk) })
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("lenient %v, headerless %v, max line %d, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", lenient, headerless, maxLine, chunk, got, want)
-					}
-				}
+				opts = append(opts, Options{Lenient: lenient, Headerless: headerless, MaxLineBytes: maxLine})
 			}
 		}
 	}
+	checkParallel(t, NewHTTPLogReader, b, opts)
 }
 
 // mixedHTTPLog is a kube-apiserver log with lines of every outcome:
@@ -108,7 +75,7 @@ func mixedHTTPLog(t *testing.T, n int) []byte {
 func TestParallelHTTPLogEqualsSerial(t *testing.T) {
 	b := mixedHTTPLog(t, 3000)
 	checkParallelHTTPLog(t, b)
-	got := readHTTPLogWay(b, Options{Lenient: true}, true, 256)
+	got := readWay(NewHTTPLogReader, b, Options{Lenient: true}, true, 256)
 	if len(got.reqs) < 1500 || got.stats.Malformed < 500 || got.stats.Skipped < 200 {
 		t.Fatalf("%d requests, %d malformed, %d skipped: the log does not hold what it should", len(got.reqs), got.stats.Malformed, got.stats.Skipped)
 	}
