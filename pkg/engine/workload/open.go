@@ -396,9 +396,12 @@ type joined struct {
 	// refers to it, present or not, so that the eviction reads it through
 	// order's pointer, not by a lookup of its ID (most of which, of IDs
 	// already taken, would miss); npresent counts the present ones.
-	pending   map[string]*pendingID
-	npresent  int
-	order     []*pendingID // one per audit event held, in arrival order, for eviction
+	pending  map[string]*pendingID
+	npresent int
+	// order[first:] has an entry per audit event held, in arrival order,
+	// for eviction (the evicted ones are cleared, their room reused)
+	order     []*pendingID
+	first     int
 	free      []*pendingID // entries out of the map, to reuse
 	head      Request
 	haveHead  bool
@@ -448,7 +451,7 @@ func (j *joined) Next(r *Request) error {
 		if errors.Is(err, io.EOF) {
 			j.stats.AuditOnly += int64(j.npresent)
 			// the map keeps its buckets when cleared: drop it
-			j.pending, j.order, j.free, j.npresent = nil, nil, nil, 0
+			j.pending, j.order, j.first, j.free, j.npresent = nil, nil, 0, nil, 0
 			// the audit events after the last httplog line have none either:
 			// count them too, so that none is dropped unreported
 			if j.haveHead {
@@ -503,13 +506,19 @@ func (j *joined) Next(r *Request) error {
 			p.identity = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			p.refs++
+			if len(j.order) == cap(j.order) && j.first >= len(j.order)/2 {
+				// the room of the evicted half, rather than a larger array
+				n := copy(j.order, j.order[j.first:])
+				clear(j.order[n:])
+				j.order, j.first = j.order[:n], 0
+			}
 			j.order = append(j.order, p)
 		}
 		j.haveHead = false
 	}
 	// evict events that arrived long before this request
-	for len(j.order) > 0 {
-		p := j.order[0]
+	for j.first < len(j.order) {
+		p := j.order[j.first]
 		if p.present && !p.arrival.Before(r.Arrival.Add(-j.slack)) {
 			break
 		}
@@ -517,8 +526,8 @@ func (j *joined) Next(r *Request) error {
 			j.take(p)
 			j.stats.AuditOnly++
 		}
-		j.order[0] = nil
-		j.order = j.order[1:]
+		j.order[j.first] = nil
+		j.first++
 		if p.refs--; p.refs == 0 && !p.present {
 			delete(j.pending, p.id)
 			*p = pendingID{}

@@ -33,7 +33,12 @@ const (
 )
 
 func prefetch(src Reader) *prefetched {
-	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+1), stop: make(chan struct{})}
+	// free holds every batch there can be, so that the caller never drops
+	// one it returns (and the goroutine makes another): the goroutine
+	// makes a batch only when free is empty, the others then being in the
+	// channel (at most prefetchAhead) or with the caller (at most 1), so
+	// there are never more than prefetchAhead+2
+	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+2), stop: make(chan struct{})}
 }
 
 func (p *prefetched) Next(r *Request) error {
