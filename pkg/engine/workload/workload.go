@@ -312,7 +312,7 @@ func (ro *reorder) Next(out *Request) error {
 			// drained: the ring's slots (MaxHeld requests' worth) would
 			// otherwise stay allocated as long as the reader is kept,
 			// through the passes that read the tape
-			ro.q.slots, ro.q.keys, ro.q.head, ro.q.spare = nil, nil, 0, nil
+			ro.q.slots, ro.q.keys, ro.q.head, ro.q.spare, ro.q.free = nil, nil, 0, nil, nil
 			return io.EOF
 		}
 		r := ro.q.next()
@@ -350,6 +350,10 @@ type arrivalQueue struct {
 	n       int
 	maxHeld int
 	spare   []Request // allocated, not yet a slot
+	// free are the requests popped, for the next slots: a ring grown
+	// to hold more requests then allocates none for its new slots until
+	// it holds more than ever before, rather than one for each
+	free []*Request
 }
 
 // arrivalKey orders arrivals as time.Time's Before does on times without
@@ -394,7 +398,9 @@ func (q *arrivalQueue) next() *Request {
 		q.slots, q.keys, q.head = grown, keys, 0
 	}
 	i := q.pos(q.n)
-	if q.slots[i] == nil {
+	if q.slots[i] == nil && len(q.free) > 0 {
+		q.slots[i], q.free = q.free[len(q.free)-1], q.free[:len(q.free)-1]
+	} else if q.slots[i] == nil {
 		// the slots are allocated in runs of adjacent requests, in ring
 		// order: the ring is then read (pop) and written (the source)
 		// mostly in address order, which the processor's prefetch
@@ -485,6 +491,7 @@ func (q *arrivalQueue) pop(out *Request) {
 	r := q.slots[q.head]
 	*out = *r
 	*r = Request{}
+	q.slots[q.head], q.free = nil, append(q.free, r)
 	q.head = (q.head + 1) % len(q.slots)
 	q.n--
 }
