@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -253,7 +252,4 @@ var chunkGoroutines = true
 func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }
 
 // whereOf is lineScanner.where of line n of name.
-func whereOf(name string, n int64) string {
-	var b [20]byte
-	return name + ":" + string(strconv.AppendInt(b[:0], n, 10))
-}
+func whereOf(name string, n int64) Where { return Where{name, n} }

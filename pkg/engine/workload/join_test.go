@@ -109,7 +109,7 @@ func TestJoinAsReference(t *testing.T) {
 			if rng.IntN(20) > 0 {
 				id = fmt.Sprintf("id-%d", rng.IntN(ids))
 			}
-			rs[i] = Request{Arrival: at, AuditID: id, URI: "/api/v1/pods", Source: fmt.Sprintf("line %d", i)}
+			rs[i] = Request{Arrival: at, AuditID: id, URI: "/api/v1/pods", Source: Where{"join", int64(i + 1)}}
 			if audit {
 				rs[i].User, rs[i].Groups = fmt.Sprintf("u%d", i), []string{"g"}
 				rs[i].Instance = fmt.Sprintf("i%d", rng.IntN(3))

@@ -199,7 +199,7 @@ func (t *Tape) append(r *Request) error {
 	if isUUID {
 		flags |= tUUID
 	}
-	file, line, numbered := splitSource(r.Source)
+	numbered := r.Source.Line > 0
 	if numbered {
 		flags |= tSourceNumbered
 	}
@@ -218,10 +218,10 @@ func (t *Tape) append(r *Request) error {
 	b = t.appendList(b, r.Groups)
 	b = appendString(b, r.URI)
 	if numbered {
-		b = t.appendStr(b, file)
-		b = binary.AppendUvarint(b, line)
+		b = t.appendStr(b, r.Source.Name)
+		b = binary.AppendUvarint(b, uint64(r.Source.Line))
 	} else {
-		b = appendString(b, r.Source)
+		b = appendString(b, r.Source.Name)
 	}
 	for _, d := range []time.Duration{r.Latency, r.ServiceTime, r.AdditionalLatency, r.QueueWait, r.PreAPF, r.TotalLatency, r.QueuedOverhead} {
 		b = binary.AppendVarint(b, int64(d))
@@ -396,22 +396,6 @@ func unpackUUID(u []byte) string {
 	return string(b[:])
 }
 
-// splitSource splits "file:line" where line is a decimal number without a
-// leading zero, so that the file name is stored once.
-func splitSource(s string) (file string, line uint64, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 || i == len(s)-1 || s[i+1] == '0' || len(s)-i-1 > 18 {
-		return "", 0, false
-	}
-	for _, c := range s[i+1:] {
-		if c < '0' || c > '9' {
-			return "", 0, false
-		}
-		line = line*10 + uint64(c-'0')
-	}
-	return s[:i], line, true
-}
-
 type tapeReader struct {
 	t    *Tape
 	left int64
@@ -455,11 +439,14 @@ func (tr *tapeReader) decode(r *Request) error {
 	}
 	r.URI = d.str()
 	if flags&tSourceNumbered != 0 {
-		file := d.tab(t.strTab)
-		d.scratch = strconv.AppendUint(append(append(d.scratch[:0], file...), ':'), d.uv(), 10)
-		r.Source = string(d.scratch)
+		name := d.tab(t.strTab)
+		if line := d.uv(); line > 0 && line <= math.MaxInt64 {
+			r.Source = Where{name, int64(line)}
+		} else {
+			return d.fail()
+		}
 	} else {
-		r.Source = d.str()
+		r.Source = At(d.str())
 	}
 	for _, p := range []*time.Duration{&r.Latency, &r.ServiceTime, &r.AdditionalLatency, &r.QueueWait, &r.PreAPF, &r.TotalLatency, &r.QueuedOverhead} {
 		*p = time.Duration(d.sv())

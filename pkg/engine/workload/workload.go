@@ -73,7 +73,7 @@ type Request struct {
 	// own share of the server limit and its own queues.
 	Instance string
 	// Source names the input and line, for error messages.
-	Source string
+	Source Where
 
 	// The flags, together at the end: a bool between wider fields takes a
 	// word of its own, and the readers copy each request a few times (into
@@ -85,6 +85,26 @@ type Request struct {
 	// (Options.Headerless): Arrival is zero, when it was logged unknown.
 	TimeUnknown                         bool
 	HasQueueWait, HasLatencyAnnotations bool
+}
+
+// Where names where a request was read: a line of an input (Line > 0), or
+// what Name alone says. Its String is "name:line": a reader keeps the
+// input's name, shared by all its requests, and the line's number, rather
+// than a string of the two for each request.
+type Where struct {
+	Name string
+	Line int64
+}
+
+// At is the Where of a label, without a line.
+func At(label string) Where { return Where{Name: label} }
+
+func (w Where) String() string {
+	if w.Line <= 0 {
+		return w.Name
+	}
+	var n [20]byte
+	return w.Name + ":" + string(strconv.AppendInt(n[:0], w.Line, 10))
 }
 
 // Reader yields requests. Next fills r and returns io.EOF at the end.
@@ -282,10 +302,7 @@ func (l *lineScanner) next() ([]byte, error) {
 
 // where is "name:line"; one allocation (the concatenation does not keep
 // the number's bytes).
-func (l *lineScanner) where() string {
-	var n [20]byte
-	return l.name + ":" + string(strconv.AppendInt(n[:0], l.line, 10))
-}
+func (l *lineScanner) where() Where { return Where{l.name, l.line} }
 
 // reorder puts requests that are logged at completion back in arrival
 // order, holding only those within the window. Requests of equal arrival
