@@ -32,3 +32,19 @@ func TestRoomEndsPopInTimeOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksKeepOrder holds blocks to a slice: the values it gives back
+// are those added, in order, across blocks of every size.
+func TestBlocksKeepOrder(t *testing.T) {
+	for _, n := range []int{0, 1, 64, 65, 5000, 3 * maxBlock, 100*maxBlock + 1} {
+		var b blocks[int]
+		var want []int
+		for i := range n {
+			b.add(i * 7)
+			want = append(want, i*7)
+		}
+		if got := b.all(); b.n != n || !slices.Equal(got, want) {
+			t.Errorf("%d added: n %d, %d given back (equal: %v)", n, b.n, len(got), slices.Equal(got, want))
+		}
+	}
+}

@@ -382,18 +382,19 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-func unpackUUID(u []byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
+// appendUUID appends the canonical form of the packed UUID u to b.
+func appendUUID(b, u []byte) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], u[10:16])
+	return append(b, s[:]...)
 }
 
 type tapeReader struct {
@@ -424,20 +425,29 @@ func (tr *tapeReader) decode(r *Request) error {
 		return d.fail()
 	}
 	r.Arrival = time.Unix(sec, int64(nsec)).In(t.locTab[loc])
+	// the audit ID waits for the URI, to make one string of the two (one
+	// allocation, not two), as the httplog reader does
+	id := d.scratch[:0]
 	if flags&tUUID != 0 {
 		if b := d.bytes(16); d.err == nil {
-			r.AuditID = unpackUUID(b)
+			id = appendUUID(id, b)
 		}
-	} else {
-		r.AuditID = d.str()
+	} else if n := d.uv(); n > 0 {
+		id = append(id, d.bytes(n)...)
 	}
+	d.scratch = id
 	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel, &r.Instance} {
 		*p = d.tab(t.strTab)
 	}
 	if groups := d.list(t.listTab); flags&tGroupsNil == 0 {
 		r.Groups = groups
 	}
-	r.URI = d.str()
+	if n := d.uv(); n > 0 || len(id) > 0 {
+		uri := d.bytes(n)
+		d.both = append(append(d.both[:0], uri...), id...)
+		both := string(d.both)
+		r.URI, r.AuditID = both[:len(uri)], both[len(uri):]
+	}
 	if flags&tSourceNumbered != 0 {
 		name := d.tab(t.strTab)
 		if line := d.uv(); line > 0 && line <= math.MaxInt64 {
@@ -471,6 +481,7 @@ type decoder struct {
 	err     error
 	buf     []byte
 	scratch []byte
+	both    []byte // a request's URI and audit ID, before they are one string
 }
 
 func (d *decoder) fail() error {
