@@ -394,9 +394,9 @@ func parseKV(b []byte, kv *kvs) error {
 		}
 		switch b[i] {
 		case '"':
-			j, plain := i+1, true
+			j, plain, ascii := i+1, true, true
 			// eight bytes at a time while none ends, escapes or is
-			// not plain
+			// not ASCII
 			for j+8 <= len(b) && !kvSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
 				j += 8
 			}
@@ -404,17 +404,20 @@ func parseKV(b []byte, kv *kvs) error {
 				if b[j] == '\\' {
 					j++
 					plain = false
-				} else if b[j] >= utf8.RuneSelf || b[j] == '\n' {
+				} else if b[j] == '\n' {
 					plain = false
+				} else if b[j] >= utf8.RuneSelf {
+					ascii = false
 				}
 				j++
 			}
 			if j >= len(b) {
 				return fmt.Errorf("unterminated quoted value of %s", key)
 			}
-			if plain {
-				// what strconv.Unquote returns for a quoted ASCII string
-				// without escapes or newlines
+			if plain && (ascii || utf8.Valid(b[i+1:j])) {
+				// what strconv.Unquote returns for a quoted string without
+				// escapes or newlines, of valid UTF-8 (a latency in µs):
+				// the string as it is
 				kv.set(k, b[i+1:j])
 			} else {
 				v, err := strconv.Unquote(string(b[i : j+1]))
