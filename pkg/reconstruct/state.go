@@ -222,6 +222,8 @@ type state struct {
 	// free are the records of settled requests, reused for the next ones:
 	// the records allocated follow the requests in flight, not the log
 	free []*pending
+	// hands are the hands of settled requests, reused for the next ones
+	hands [][]int
 	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
 	// it does not show a queue by itself
 	tauUnmeasured bool
@@ -404,7 +406,11 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	*f = Fate{Record: w, Index: idx, Level: pl, FlowSchema: fs, Distinguisher: dist, Status: w.Status, Seats: r.seats,
 		SeatsEstimated: !orig.seats, Queue: -1, WaitLimit: wl}
 	if l.dealer != nil {
-		f.Hand = l.dealer.DealIntoHand(hash, nil)
+		var hand []int
+		if n := len(s.hands); n > 0 {
+			hand, s.hands = s.hands[n-1], s.hands[:n-1]
+		}
+		f.Hand = l.dealer.DealIntoHand(hash, hand)
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
@@ -977,7 +983,11 @@ func (s *state) settle(r *req) {
 		s.opts.OnFate(&p.fate)
 	}
 	r.p = nil
-	// the Fate and its Record are reused after OnFate (Options.OnFate)
+	// the Fate, its Hand and its Record are reused after OnFate
+	// (Options.OnFate)
+	if p.fate.Hand != nil {
+		s.hands = append(s.hands, p.fate.Hand[:0])
+	}
 	*p = pending{}
 	s.free = append(s.free, p)
 }
