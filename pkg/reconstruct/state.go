@@ -50,6 +50,11 @@ type req struct {
 	p *pending
 	// hidx is its index in its level's next heap while it waits, else -1
 	hidx int
+	// events counts its events in the heap; queued tells that it is in
+	// one of its level's queues. A request with neither, and no record
+	// left (p), is referred to no more: it is reused (state.reqs)
+	events int32
+	queued bool
 }
 
 // byDispatch orders waiting requests by their dispatch in the log.
@@ -88,6 +93,7 @@ type queue struct {
 }
 
 func (q *queue) push(r *req) {
+	r.queued = true
 	r.prev, r.next = q.tail, nil
 	if q.tail != nil {
 		q.tail.next = r
@@ -115,6 +121,7 @@ func (q *queue) insert(r *req) {
 	} else {
 		next = at.next
 	}
+	r.queued = true
 	r.prev, r.next = at, next
 	if at == nil {
 		q.head = r
@@ -137,7 +144,7 @@ func (q *queue) remove(r *req) {
 	} else {
 		q.tail = r.prev
 	}
-	r.prev, r.next = nil, nil
+	r.prev, r.next, r.queued = nil, nil, false
 	q.length--
 	q.work -= r.work
 	if q.length == 0 {
@@ -224,6 +231,8 @@ type state struct {
 	free []*pending
 	// hands are the hands of settled requests, reused for the next ones
 	hands [][]int
+	// reqs are the requests referred to no more, reused for the next ones
+	reqs []*req
 	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
 	// it does not show a queue by itself
 	tauUnmeasured bool
@@ -266,7 +275,18 @@ func newState(opts Options, cal *calibrate.Result) *state {
 
 func (s *state) push(t int64, kind uint8, r *req) {
 	s.seq++
+	r.events++
 	s.events.push(event{t: t, kind: kind, seq: s.seq, r: r})
+}
+
+// newReq is a request to fill, reused where one is referred to no more.
+func (s *state) newReq() *req {
+	if n := len(s.reqs); n > 0 {
+		r := s.reqs[n-1]
+		s.reqs = s.reqs[:n-1]
+		return r
+	}
+	return new(req)
 }
 
 // advance handles every event up to t.
@@ -277,6 +297,12 @@ func (s *state) advance(t int64) {
 		s.now = e.t
 		s.closeIncidents(e.t)
 		s.handle(e)
+		// an event of a request neither queued, waiting for a dispatch
+		// (hidx) nor holding its record is its last reference
+		r := e.r
+		if r.events--; r.events == 0 && r.p == nil && !r.queued && r.hidx < 0 {
+			s.reqs = append(s.reqs, r)
+		}
 	}
 }
 
@@ -391,7 +417,8 @@ func (s *state) add(w *workload.Request, orig recorded) {
 		return
 	}
 	s.res.Reconstructed++
-	r := &req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
+	r := s.newReq()
+	*r = req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
 	r.flow = s.flowOf(fs, dist)
 	r.client = s.clientOf(clientKey{user: w.User, userAgent: w.UserAgent, fs: fs, dist: dist})
 	if w.HasSeats {
