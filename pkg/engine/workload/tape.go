@@ -355,32 +355,34 @@ func packUUID(s string) ([16]byte, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
-	j := 0
-	for i := 0; i < 36; i += 2 {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i--
-			continue
-		}
-		hi, ok1 := lowerHex(s[i])
-		lo, ok2 := lowerHex(s[i+1])
-		if !ok1 || !ok2 {
-			return u, false
-		}
+	// a byte that is not a lowercase hex digit has the high bits of its
+	// value set: one test for all
+	var all byte
+	for j, i := range uuidPairs {
+		hi, lo := hexValue[s[i]], hexValue[s[i+1]]
+		all |= hi | lo
 		u[j] = hi<<4 | lo
-		j++
 	}
-	return u, true
+	return u, all < 16
 }
 
-func lowerHex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+// uuidPairs are where the 16 bytes of a canonical UUID stand in it.
+var uuidPairs = [16]int{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// hexValue is the value of a lowercase hex digit, 0xff for any other byte.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
 	}
-	return 0, false
-}
+	return t
+}()
 
 // appendUUID appends the canonical form of the packed UUID u to b.
 func appendUUID(b, u []byte) []byte {

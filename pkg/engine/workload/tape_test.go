@@ -186,3 +186,33 @@ func TestTapeBoundsItsTables(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPackUUID holds packUUID to the definition of what it packs: 36
+// bytes, dashes at 8, 13, 18 and 23, lowercase hex digits elsewhere; and
+// what it packs, the tape gives back as it was.
+func FuzzPackUUID(f *testing.F) {
+	for _, s := range []string{"0b3e8f8e-1c1a-4a43-9a7d-3f1b0a000001", "0B3E8F8E-1c1a-4a43-9a7d-3f1b0a000001", "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a00000g",
+		"0b3e8f8e-1c1a-4a43-9a7d_3f1b0a000001", "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a0000011", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(s) == 36
+		for i := 0; want && i < 36; i++ {
+			switch c := s[i]; i {
+			case 8, 13, 18, 23:
+				want = c == '-'
+			default:
+				want = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+			}
+		}
+		u, ok := packUUID(s)
+		if ok != want {
+			t.Fatalf("packUUID(%q) ok %v, want %v", s, ok, want)
+		}
+		if ok {
+			if back := string(appendUUID(nil, u[:])); back != s {
+				t.Fatalf("packUUID(%q) gives back %q", s, back)
+			}
+		}
+	})
+}
