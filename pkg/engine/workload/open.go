@@ -403,7 +403,10 @@ type joined struct {
 	order     []*pendingID
 	first     int
 	free      []*pendingID // entries out of the map, to reuse
-	head      Request
+	// head is the audit event read last, not yet held (haveHead): the
+	// audit reader's own (refReader), or headBuf
+	head      *Request
+	headBuf   Request
 	haveHead  bool
 	auditDone bool
 	stats     *JoinStats
@@ -459,8 +462,7 @@ func (j *joined) Next(r *Request) error {
 				j.haveHead = false
 			}
 			for !j.auditDone {
-				var a Request
-				switch err := j.audits.Next(&a); {
+				switch _, err := j.nextAudit(); {
 				case errors.Is(err, io.EOF):
 					j.auditDone = true
 				case err != nil:
@@ -475,7 +477,7 @@ func (j *joined) Next(r *Request) error {
 	// read audit events up to r.Arrival+slack
 	for !j.auditDone {
 		if !j.haveHead {
-			err := j.audits.Next(&j.head)
+			a, err := j.nextAudit()
 			if errors.Is(err, io.EOF) {
 				j.auditDone = true
 				break
@@ -483,12 +485,12 @@ func (j *joined) Next(r *Request) error {
 			if err != nil {
 				return err
 			}
-			j.haveHead = true
+			j.head, j.haveHead = a, true
 		}
 		if j.head.Arrival.After(r.Arrival.Add(j.slack)) {
 			break
 		}
-		if a := &j.head; a.AuditID != "" {
+		if a := j.head; a.AuditID != "" {
 			p := j.pending[a.AuditID]
 			if p == nil {
 				if n := len(j.free); n > 0 {
@@ -547,6 +549,22 @@ func (j *joined) Next(r *Request) error {
 		j.stats.Unmatched++
 	}
 	return nil
+}
+
+// refReader is a Reader that can give its next request without copying
+// it: valid until the next call (prefetched).
+type refReader interface {
+	nextRef() (*Request, error)
+}
+
+// nextAudit reads the next audit event, by reference where the reader
+// gives one: the join takes only its identity.
+func (j *joined) nextAudit() (*Request, error) {
+	if rr, ok := j.audits.(refReader); ok {
+		return rr.nextRef()
+	}
+	err := j.audits.Next(&j.headBuf)
+	return &j.headBuf, err
 }
 
 // take marks p's identity taken, no longer pending (its entry leaves the

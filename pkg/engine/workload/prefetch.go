@@ -42,14 +42,24 @@ func prefetch(src Reader) *prefetched {
 }
 
 func (p *prefetched) Next(r *Request) error {
+	x, err := p.nextRef()
+	if err != nil {
+		return err
+	}
+	*r = *x
+	return nil
+}
+
+// nextRef is Next without the copy: the request it returns is valid until
+// the next call.
+func (p *prefetched) nextRef() (*Request, error) {
 	for {
 		if p.i < len(p.cur) {
-			*r = p.cur[p.i]
 			p.i++
-			return nil
+			return &p.cur[p.i-1], nil
 		}
 		if p.err != nil {
-			return p.err
+			return nil, p.err
 		}
 		if !p.started {
 			p.started = true
