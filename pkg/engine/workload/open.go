@@ -400,9 +400,9 @@ type joined struct {
 	npresent int
 	// order[first:] has an entry per audit event held, in arrival order,
 	// for eviction (the evicted ones are cleared, their room reused)
-	order     []*pendingID
-	first     int
-	free      []*pendingID // entries out of the map, to reuse
+	order []*pendingID
+	first int
+	free  []*pendingID // entries out of the map, to reuse
 	// head is the audit event read last, not yet held (haveHead): the
 	// audit reader's own (refReader), or headBuf
 	head      *Request
@@ -412,7 +412,10 @@ type joined struct {
 	stats     *JoinStats
 	// pairs counts the httplog lines of an instance (their file's) joined
 	// to audit events of an instance, by the two (instances.go)
-	pairs map[[2]string]int64
+	pairs map[[2]string]*int64
+	// lastPair is the pair counted last, and lastCount its count
+	lastPair  [2]string
+	lastCount *int64
 }
 
 // pendingID is an audit ID's entry in a join's pending map.
