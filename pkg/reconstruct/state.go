@@ -279,14 +279,15 @@ func (s *state) push(t int64, kind uint8, r *req) {
 	s.events.push(event{t: t, kind: kind, seq: s.seq, r: r})
 }
 
-// newReq is a request to fill, reused where one is referred to no more.
-func (s *state) newReq() *req {
-	if n := len(s.reqs); n > 0 {
-		r := s.reqs[n-1]
-		s.reqs = s.reqs[:n-1]
-		return r
+// reuse takes one of the values let go in free, or makes a new one: the
+// requests and records allocated follow those in flight, not the log.
+func reuse[T any](free *[]*T) *T {
+	if n := len(*free); n > 0 {
+		x := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return x
 	}
-	return new(req)
+	return new(T)
 }
 
 // advance handles every event up to t.
@@ -417,7 +418,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 		return
 	}
 	s.res.Reconstructed++
-	r := s.newReq()
+	r := reuse(&s.reqs)
 	*r = req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
 	r.flow = s.flowOf(fs, dist)
 	r.client = s.clientOf(clientKey{user: w.User, userAgent: w.UserAgent, fs: fs, dist: dist})
@@ -441,7 +442,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
-	pend := s.newPending()
+	pend := reuse(&s.free)
 	pend.r, pend.fate, pend.rec, pend.hash = r, *f, *w, hash
 	if s.opts.Focus != nil && s.opts.Focus(w) {
 		pend.focus = true
@@ -537,16 +538,6 @@ type pending struct {
 	rec   workload.Request
 	hash  uint64
 	focus bool
-}
-
-// newPending is a zero record, reused when one was let go.
-func (s *state) newPending() *pending {
-	if n := len(s.free); n > 0 {
-		p := s.free[n-1]
-		s.free = s.free[:n-1]
-		return p
-	}
-	return new(pending)
 }
 
 func (s *state) pending(p *pending) {
