@@ -72,6 +72,14 @@ func (d *Dealer) HandSize() int { return d.handSize }
 // comparison against the raw (not the adjusted) remainders is what upstream
 // does, and it is what makes the cards distinct.
 func (d *Dealer) Deal(hashValue uint64, pick func(int)) {
+	var cards [maxHandSize]int
+	for _, c := range d.deal(hashValue, &cards) {
+		pick(c)
+	}
+}
+
+// deal deals the hand of hashValue into cards and returns it.
+func (d *Dealer) deal(hashValue uint64, cards *[maxHandSize]int) []int {
 	var remainders [maxHandSize]int
 	for i := 0; i < d.handSize; i++ {
 		next := hashValue / uint64(d.deckSize-i)
@@ -85,17 +93,18 @@ func (d *Dealer) Deal(hashValue uint64, pick func(int)) {
 				card++
 			}
 		}
-		pick(card)
+		cards[i] = card
 	}
+	return cards[:d.handSize]
 }
 
 // DealIntoHand deals one hand for hashValue and appends the cards to
 // hand[:0], returning the result. A hand with capacity for handSize cards is
-// reused without allocation, as upstream's DealIntoHand.
+// reused without allocation, as upstream's DealIntoHand; a smaller one
+// (nil) is replaced by one allocation of handSize cards.
 func (d *Dealer) DealIntoHand(hashValue uint64, hand []int) []int {
-	h := hand[:0]
-	d.Deal(hashValue, func(card int) { h = append(h, card) })
-	return h
+	var cards [maxHandSize]int
+	return append(hand[:0], d.deal(hashValue, &cards)...)
 }
 
 // HashFlowID returns the flow hash of upstream

@@ -134,7 +134,10 @@ const (
 )
 
 func applyAhead(rd workload.Reader, tap *tapper) *ahead {
-	a := &ahead{ch: make(chan aheadBatchOf, aheadDepth), free: make(chan []applied, aheadDepth+1), stop: make(chan struct{})}
+	// free holds every batch there can be (as the workload's prefetch
+	// does): the goroutine makes one only when free is empty, the others
+	// being in the channel or with the caller
+	a := &ahead{ch: make(chan aheadBatchOf, aheadDepth), free: make(chan []applied, aheadDepth+2), stop: make(chan struct{})}
 	go a.run(rd, tap)
 	return a
 }

@@ -68,7 +68,7 @@ func logged(id, user string, ms, latency, exec float64, status int) workload.Req
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	r := workload.Request{Arrival: t0.Add(d(ms)), AuditID: id, User: user, Groups: []string{"system:authenticated"}, UserKnown: true,
 		Method: "GET", Verb: "LIST", URI: "/api/v1/namespaces/default/configmaps", Latency: d(latency),
-		InitialSeats: 1, HasSeats: true, Status: status, Source: id}
+		InitialSeats: 1, HasSeats: true, Status: status, Source: workload.At(id)}
 	if exec > 0 {
 		r.ServiceTime, r.HasServiceTime = d(exec), true
 	}

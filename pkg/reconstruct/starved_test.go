@@ -1,6 +1,7 @@
 package reconstruct_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []worklo
 		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
 		OnFate: func(f *reconstruct.Fate) {
 			g := *f
-			g.Record = nil
+			g.Record, g.Hand = nil, slices.Clone(f.Hand)
 			fates[f.Record.AuditID] = g
 		},
 	}); err != nil {

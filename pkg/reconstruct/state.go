@@ -50,6 +50,11 @@ type req struct {
 	p *pending
 	// hidx is its index in its level's next heap while it waits, else -1
 	hidx int
+	// events counts its events in the heap; queued tells that it is in
+	// one of its level's queues. A request with neither, and no record
+	// left (p), is referred to no more: it is reused (state.reqs)
+	events int32
+	queued bool
 }
 
 // byDispatch orders waiting requests by their dispatch in the log.
@@ -88,6 +93,7 @@ type queue struct {
 }
 
 func (q *queue) push(r *req) {
+	r.queued = true
 	r.prev, r.next = q.tail, nil
 	if q.tail != nil {
 		q.tail.next = r
@@ -115,6 +121,7 @@ func (q *queue) insert(r *req) {
 	} else {
 		next = at.next
 	}
+	r.queued = true
 	r.prev, r.next = at, next
 	if at == nil {
 		q.head = r
@@ -137,7 +144,7 @@ func (q *queue) remove(r *req) {
 	} else {
 		q.tail = r.prev
 	}
-	r.prev, r.next = nil, nil
+	r.prev, r.next, r.queued = nil, nil, false
 	q.length--
 	q.work -= r.work
 	if q.length == 0 {
@@ -222,6 +229,10 @@ type state struct {
 	// free are the records of settled requests, reused for the next ones:
 	// the records allocated follow the requests in flight, not the log
 	free []*pending
+	// hands are the hands of settled requests, reused for the next ones
+	hands [][]int
+	// reqs are the requests referred to no more, reused for the next ones
+	reqs []*req
 	// tauUnmeasured: τ rests on no measured lag, so a recorded wait above
 	// it does not show a queue by itself
 	tauUnmeasured bool
@@ -264,7 +275,19 @@ func newState(opts Options, cal *calibrate.Result) *state {
 
 func (s *state) push(t int64, kind uint8, r *req) {
 	s.seq++
+	r.events++
 	s.events.push(event{t: t, kind: kind, seq: s.seq, r: r})
+}
+
+// reuse takes one of the values let go in free, or makes a new one: the
+// requests and records allocated follow those in flight, not the log.
+func reuse[T any](free *[]*T) *T {
+	if n := len(*free); n > 0 {
+		x := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return x
+	}
+	return new(T)
 }
 
 // advance handles every event up to t.
@@ -275,6 +298,12 @@ func (s *state) advance(t int64) {
 		s.now = e.t
 		s.closeIncidents(e.t)
 		s.handle(e)
+		// an event of a request neither queued, waiting for a dispatch
+		// (hidx) nor holding its record is its last reference
+		r := e.r
+		if r.events--; r.events == 0 && r.p == nil && !r.queued && r.hidx < 0 {
+			s.reqs = append(s.reqs, r)
+		}
 	}
 }
 
@@ -389,7 +418,8 @@ func (s *state) add(w *workload.Request, orig recorded) {
 		return
 	}
 	s.res.Reconstructed++
-	r := &req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
+	r := reuse(&s.reqs)
+	*r = req{idx: idx, lv: l, status: w.Status, seats: 1, queue: -1, waitLimit: int64(wl), hidx: -1}
 	r.flow = s.flowOf(fs, dist)
 	r.client = s.clientOf(clientKey{user: w.User, userAgent: w.UserAgent, fs: fs, dist: dist})
 	if w.HasSeats {
@@ -404,11 +434,15 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	*f = Fate{Record: w, Index: idx, Level: pl, FlowSchema: fs, Distinguisher: dist, Status: w.Status, Seats: r.seats,
 		SeatsEstimated: !orig.seats, Queue: -1, WaitLimit: wl}
 	if l.dealer != nil {
-		f.Hand = l.dealer.DealIntoHand(hash, nil)
+		var hand []int
+		if n := len(s.hands); n > 0 {
+			hand, s.hands = s.hands[n-1], s.hands[:n-1]
+		}
+		f.Hand = l.dealer.DealIntoHand(hash, hand)
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
-	pend := s.newPending()
+	pend := reuse(&s.free)
 	pend.r, pend.fate, pend.rec, pend.hash = r, *f, *w, hash
 	if s.opts.Focus != nil && s.opts.Focus(w) {
 		pend.focus = true
@@ -504,16 +538,6 @@ type pending struct {
 	rec   workload.Request
 	hash  uint64
 	focus bool
-}
-
-// newPending is a zero record, reused when one was let go.
-func (s *state) newPending() *pending {
-	if n := len(s.free); n > 0 {
-		p := s.free[n-1]
-		s.free = s.free[:n-1]
-		return p
-	}
-	return new(pending)
 }
 
 func (s *state) pending(p *pending) {
@@ -977,7 +1001,11 @@ func (s *state) settle(r *req) {
 		s.opts.OnFate(&p.fate)
 	}
 	r.p = nil
-	// the Fate and its Record are reused after OnFate (Options.OnFate)
+	// the Fate, its Hand and its Record are reused after OnFate
+	// (Options.OnFate)
+	if p.fate.Hand != nil {
+		s.hands = append(s.hands, p.fate.Hand[:0])
+	}
 	*p = pending{}
 	s.free = append(s.free, p)
 }

@@ -28,7 +28,8 @@ type Options struct {
 	// Calibration, if set, is used instead of deriving one.
 	Calibration *calibrate.Result
 	// OnFate receives every request's reconstructed fate, in the order the
-	// fates were decided. The Fate and its Record are reused after the call.
+	// fates were decided. The Fate, its Hand and its Record are reused
+	// after the call: a copy of the Fate must copy its Hand too.
 	OnFate func(*Fate)
 	// Focus, if set, asks for the state around a request (Fate.Snapshot):
 	// the queues of its hand and who held the seats.

@@ -96,7 +96,7 @@ func readAll(t testing.TB, r io.Reader) []workload.Request {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Source = ""
+		req.Source = workload.Where{}
 		out = append(out, req)
 	}
 }

@@ -478,10 +478,10 @@ type levelAcc struct {
 	seatTime seatTime
 	// the arrivals and ends of the executions without a recorded time
 	// (audit-only), for a level of one seat (serialExecutions)
-	serial []serialExec
+	serial blocks[serialExec]
 	// the recorded executions (their arrivals, starts and ends), for the
 	// gaps between them on a level of one seat (stalledGaps)
-	recorded []serialExec
+	recorded blocks[serialExec]
 }
 
 // serialExec is an execution of a level of one seat: its arrival and
@@ -507,6 +507,42 @@ func placeSerial(xs []serialExec) {
 
 // maxSerial bounds the executions kept per level for serialExecutions.
 const maxSerial = 1 << 20
+
+// blocks collects values in blocks (of up to maxBlock), so that collecting
+// many copies none: append's growth of one slice, by a quarter at a time
+// once large, copies each value four times on average. all gives them in
+// one slice.
+type blocks[T any] struct {
+	bs [][]T
+	n  int
+}
+
+const maxBlock = 1 << 12
+
+func (b *blocks[T]) add(v T) {
+	if k := len(b.bs); k == 0 || len(b.bs[k-1]) == cap(b.bs[k-1]) {
+		size := maxBlock
+		if k < 6 {
+			size = 64 << k
+		}
+		b.bs = append(b.bs, make([]T, 0, size))
+	}
+	last := &b.bs[len(b.bs)-1]
+	*last = append(*last, v)
+	b.n++
+}
+
+// all returns the values in the order they were added.
+func (b *blocks[T]) all() []T {
+	if len(b.bs) == 1 {
+		return b.bs[0]
+	}
+	out := make([]T, 0, b.n)
+	for _, s := range b.bs {
+		out = append(out, s...)
+	}
+	return out
+}
 
 // obs is one recorded request reduced to what calibration needs.
 type obs struct {
@@ -616,13 +652,13 @@ func (o *observer) add(x *obs) {
 		if x.exec >= params.StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, x.exec)
 		}
-		if x.latency > 0 && len(la.recorded) < maxSerial {
+		if x.latency > 0 && la.recorded.n < maxSerial {
 			end := x.arrival + x.latency
-			la.recorded = append(la.recorded, serialExec{arrival: x.arrival, start: end - min(x.exec, x.latency), end: end})
+			la.recorded.add(serialExec{arrival: x.arrival, start: end - min(x.exec, x.latency), end: end})
 		}
 	}
-	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && len(la.serial) < maxSerial {
-		la.serial = append(la.serial, serialExec{arrival: x.arrival, end: x.arrival + x.latency, i: x.index})
+	if !x.rejected && x.hasExec && x.execFrom != fromRecord && !x.exempt && x.latency > 0 && la.serial.n < maxSerial {
+		la.serial.add(serialExec{arrival: x.arrival, end: x.arrival + x.latency, i: x.index})
 	}
 	if !x.rejected && x.hasExec && x.hasWait {
 		// the lag ahead of APF: where the filters' annotations split the
@@ -1193,8 +1229,9 @@ func (r *Result) execScaleOf(level string) (float64, bool) {
 // res.serialWaits, from which the derivations after the first give the
 // replay its dispatch and execution (fromEnds).
 func (la *levelAcc) serialExecutions(res *Result) {
-	placeSerial(la.serial)
-	for _, e := range la.serial {
+	xs := la.serial.all()
+	placeSerial(xs)
+	for _, e := range xs {
 		if e.start >= e.arrival && e.start < e.end {
 			if res.serialWaits == nil {
 				res.serialWaits = map[int]time.Duration{}
@@ -1211,5 +1248,5 @@ func (la *levelAcc) serialExecutions(res *Result) {
 			la.long = append(la.long, exec)
 		}
 	}
-	la.serial = nil
+	la.serial = blocks[serialExec]{}
 }

@@ -25,7 +25,7 @@ import (
 // execution counts for its level's median, and their time beyond it comes
 // off the level's saturated time, overall and in each time window.
 func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits) {
-	if la == nil || seatLimit(limits[la.name]) != 1 || len(la.recorded) < params.MinEvidence {
+	if la == nil || seatLimit(limits[la.name]) != 1 || la.recorded.n < params.MinEvidence {
 		return
 	}
 	var lv *Level
@@ -37,7 +37,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	if lv == nil {
 		return
 	}
-	xs := la.recorded
+	xs := la.recorded.all()
 	slices.SortFunc(xs, func(a, b serialExec) int { return cmp.Compare(a.end, b.end) })
 	type gap struct {
 		d  time.Duration

@@ -33,7 +33,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 			start = at
 		}
 		// it arrived while the one before ran
-		la.recorded = append(la.recorded, serialExec{arrival: start - gap - ms, start: start, end: start + 2*ms})
+		la.recorded.add(serialExec{arrival: start - gap - ms, start: start, end: start + 2*ms})
 		at = start + 2*ms
 	}
 	over := total / 99

@@ -1,7 +1,6 @@
 package calibrate
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -51,25 +50,54 @@ func (r *rooms) arrive(x *obs, lim engine.LevelLimits, known bool) bool {
 		return true
 	}
 	for len(l.ends) > 0 && l.ends[0].at <= x.arrival {
-		l.inUse -= heap.Pop(&l.ends).(roomEnd).seats
+		l.inUse -= l.ends.pop().seats
 	}
 	seats := int(min(x.seats, uint64(l.lower)+1))
 	room := l.inUse+seats <= l.lower
 	l.inUse += seats
-	heap.Push(&l.ends, roomEnd{at: x.arrival + max(x.latency, 0), seats: seats})
+	l.ends.push(roomEnd{at: x.arrival + max(x.latency, 0), seats: seats})
 	return room
 }
 
-// roomEnds is a heap of the ends of the records in a level.
+// roomEnds is a binary min-heap of the ends of the records in a level, by
+// their time: container/heap's, without boxing each end in an interface
+// (an allocation per record, twice).
 type roomEnds []roomEnd
 
-func (h roomEnds) Len() int           { return len(h) }
-func (h roomEnds) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h roomEnds) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *roomEnds) Push(x any)        { *h = append(*h, x.(roomEnd)) }
-func (h *roomEnds) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *roomEnds) push(e roomEnd) {
+	*h = append(*h, e)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if q[j].at >= q[i].at {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *roomEnds) pop() roomEnd {
+	q := *h
+	n := len(q) - 1
+	e := q[0]
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && q[r].at < q[l].at {
+			j = r
+		}
+		if q[j].at >= q[i].at {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	*h = q
+	return e
 }

@@ -1,42 +1,50 @@
 package calibrate
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
-
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
-// TestRoomsOnArrival: a request found its level with room when the seats
-// of the level's requests in the server at its arrival (each from its
-// arrival to its end), with its own, fit the level's lower limit; an
-// exempt level always has room.
-func TestRoomsOnArrival(t *testing.T) {
-	ms := time.Millisecond
-	one := engine.LevelLimits{NominalCL: 2, LendableCL: 1, LowerCL: 1}
-	r := newRooms()
-	for _, tc := range []struct {
-		at, latency time.Duration
-		seats       uint64
-		want        bool
-	}{
-		{0, 10 * ms, 1, true},        // alone
-		{5 * ms, 10 * ms, 1, false},  // the first is still in
-		{12 * ms, 5 * ms, 1, false},  // the second is still in, until 15 ms
-		{20 * ms, 10 * ms, 1, true},  // both gone
-		{40 * ms, 10 * ms, 2, false}, // two seats never fit one
-	} {
-		x := &obs{level: "l", arrival: tc.at, latency: tc.latency, seats: tc.seats}
-		if got := r.arrive(x, one, true); got != tc.want {
-			t.Errorf("arrival at %v for %v, %d seats: room %v, want %v", tc.at, tc.latency, tc.seats, got, tc.want)
+// TestRoomEndsPopInTimeOrder holds the rooms' heap of ends to a sorted
+// list: pushes and pops interleaved at random, each pop the earliest end
+// held (ties in any order: the rooms add up the seats of every end due).
+func TestRoomEndsPopInTimeOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var h roomEnds
+	var ref []time.Duration
+	for step := range 20000 {
+		if len(ref) == 0 || rng.IntN(3) > 0 {
+			at := time.Duration(rng.IntN(200))
+			h.push(roomEnd{at: at, seats: 1})
+			ref = append(ref, at)
+			continue
+		}
+		slices.Sort(ref)
+		got := h.pop()
+		if got.at != ref[0] {
+			t.Fatalf("step %d: popped the end at %v, want %v (the earliest of %d)", step, got.at, ref[0], len(ref))
+		}
+		ref = ref[1:]
+		if len(h) != len(ref) {
+			t.Fatalf("step %d: %d ends held, want %d", step, len(h), len(ref))
 		}
 	}
-	for range 3 {
-		if !r.arrive(&obs{level: "exempt", latency: time.Second, seats: 1, exempt: true}, engine.LevelLimits{Exempt: true}, true) {
-			t.Error("an exempt request found no room")
+}
+
+// TestBlocksKeepOrder holds blocks to a slice: the values it gives back
+// are those added, in order, across blocks of every size.
+func TestBlocksKeepOrder(t *testing.T) {
+	for _, n := range []int{0, 1, 64, 65, 5000, 3 * maxBlock, 100*maxBlock + 1} {
+		var b blocks[int]
+		var want []int
+		for i := range n {
+			b.add(i * 7)
+			want = append(want, i*7)
 		}
-	}
-	if r.arrive(&obs{level: "unknown", latency: time.Second, seats: 1}, engine.LevelLimits{}, false) {
-		t.Error("a request of an unknown level found room")
+		if got := b.all(); b.n != n || !slices.Equal(got, want) {
+			t.Errorf("%d added: n %d, %d given back (equal: %v)", n, b.n, len(got), slices.Equal(got, want))
+		}
 	}
 }

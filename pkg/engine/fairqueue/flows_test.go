@@ -35,7 +35,7 @@ func (s *portSource) Next(r *workload.Request) error {
 		Arrival: time.Unix(0, 0).Add(time.Duration(s.i) * time.Millisecond), Method: "GET", Verb: "GET",
 		URI: fmt.Sprintf("/api/v1/namespaces/ns%d/configmaps/cm", c), UserAgent: "client", SourceIP: fmt.Sprintf("10.0.%d.%d:%d", c/250, c%250, port),
 		FlowSchema: "service-accounts", PriorityLevel: "workload-low", Status: 200, ServiceTime: time.Millisecond, HasServiceTime: true,
-		Source: fmt.Sprintf("gen:%d", s.i+1),
+		Source: workload.Where{Name: "gen", Line: int64(s.i + 1)},
 	}
 	s.i++
 	return nil

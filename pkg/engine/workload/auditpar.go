@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,13 +21,15 @@ import (
 // chunksAhead chunks of chunkLines lines (or chunkBytes bytes).
 
 const (
-	chunkBytes  = 256 << 10
+	chunkBytes  = 1 << 20
 	chunksAhead = 4
 )
 
 // chunkLines is how many lines a chunk holds at most (a variable for
-// the tests, which cut inputs into many chunks).
-var chunkLines = 256
+// the tests, which cut inputs into many chunks): a thousand lines (with
+// chunkBytes, a megabyte) launch a quarter of the goroutines 256 did, and
+// read a million lines 2–4% faster (BenchmarkReconstruct).
+var chunkLines = 1024
 
 // parallelDecode: the audit and httplog readers decode in parallel where
 // there is more than one processor to run on (a variable for the tests,
@@ -253,7 +254,4 @@ var chunkGoroutines = true
 func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }
 
 // whereOf is lineScanner.where of line n of name.
-func whereOf(name string, n int64) string {
-	var b [20]byte
-	return name + ":" + string(strconv.AppendInt(b[:0], n, 10))
-}
+func whereOf(name string, n int64) Where { return Where{name, n} }

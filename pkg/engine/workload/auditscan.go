@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"time"
+	"unsafe"
 )
 
 // scanAuditEvent is a fast path for json.Unmarshal(line, ev): a single
@@ -67,9 +68,14 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 		switch f {
 		case -1:
 			return true
-		// the IDs and paths, unique, are not interned
+		// the IDs and paths, unique, are not interned; a join's IDs are
+		// cut from blocks (interner.idOf)
 		case fAuditID:
-			ok = s.str(&ev.AuditID, nil)
+			if s.pathOnly && in != nil {
+				ok = s.id(&ev.AuditID, in)
+			} else {
+				ok = s.str(&ev.AuditID, nil)
+			}
 		case fRequestURI:
 			if s.pathOnly {
 				ok = s.path(&ev.RequestURI)
@@ -459,6 +465,18 @@ func (s *jscan) str(dst *string, in *interner) bool {
 		*dst = string(v)
 	}
 	return true
+}
+
+// id is str of an audit ID, cut from in's blocks (idOf).
+func (s *jscan) id(dst *string, in *interner) bool {
+	if s.null() {
+		return true
+	}
+	v, ok := s.rawString()
+	if ok {
+		*dst = in.idOf(v)
+	}
+	return ok
 }
 
 // path is str of a requestURI, uninterned, kept as "/" when it starts with
@@ -999,6 +1017,28 @@ type interner struct {
 	status auditStatus
 	// hour caches the hour of the last timestamp scanned
 	hour utcHour
+	// ids is the block a join's audit IDs are cut from (idOf)
+	ids []byte
+}
+
+// idBlock is the size of the blocks idOf cuts IDs from: a hundred UUIDs.
+const idBlock = 4096
+
+// idOf returns b as a string cut from a block shared with the IDs before
+// it: one allocation per block, not per ID. For a join (pathOnly), which
+// holds an event's ID only until the httplog line of its request takes it,
+// or for the join's slack: a block is freed with the last of its IDs. A
+// block is only ever appended to, so the strings cut from it never change.
+func (in *interner) idOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(in.ids)-len(in.ids) < len(b) {
+		in.ids = make([]byte, 0, max(idBlock, len(b)))
+	}
+	n := len(in.ids)
+	in.ids = append(in.ids, b...)
+	return unsafe.String(&in.ids[n], len(b))
 }
 
 type recentList struct {

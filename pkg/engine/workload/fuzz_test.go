@@ -272,6 +272,10 @@ func FuzzParseKV(f *testing.F) {
 	f.Add(`verb="LIST" URI="/api/v1/x?a=b" latency="3.5ms" userAgent="a\"b" srcIP="[::1]:5" apf_iseats=1 resp=200 statusStack=["a b",{"c":"]"}] x=<`)
 	f.Add(`verb="GET" URI="/é" verb="PUT" bad key=1`)
 	f.Add(`a="\q" resp=`)
+	// a latency in µs (valid UTF-8, as it is), and bytes that are not
+	// UTF-8 (which strconv.Unquote replaces)
+	f.Add(`verb="LIST" latency="512.3µs" userAgent="kubectl/é" resp=429`)
+	f.Add("verb=\"LIST\" latency=\"5\xb5s\" userAgent=\"\xff\xfe\" resp=200")
 	f.Fuzz(func(t *testing.T, s string) {
 		var kv kvs
 		err := parseKV([]byte(s), &kv)

@@ -129,7 +129,7 @@ func httpHead(line []byte, opts *Options) (rest []byte, ts time.Time, err error)
 
 // request fills r from the key/values of an httplog line of the klog text
 // format that completed at ts.
-func (h *httpDecoder) request(r *Request, rest []byte, ts time.Time, where string) (time.Time, bool, error) {
+func (h *httpDecoder) request(r *Request, rest []byte, ts time.Time, where Where) (time.Time, bool, error) {
 	if err := parseKV(rest, &h.kv); err != nil {
 		return time.Time{}, false, lineError{fmt.Errorf("%s: %w", where, because(httplogLine, "with an unreadable key/value list", err))}
 	}
@@ -142,7 +142,7 @@ func (h *httpDecoder) request(r *Request, rest []byte, ts time.Time, where strin
 // other reads a line that is not of the klog text format: an httplog line
 // of klog's JSON format, or a line that is not a request (ok false, nil
 // error). where says where the line is.
-func (h *httpDecoder) other(r *Request, line []byte, where func() string) (time.Time, bool, error) {
+func (h *httpDecoder) other(r *Request, line []byte, where func() Where) (time.Time, bool, error) {
 	if len(line) > 0 && line[0] == '{' && bytes.Contains(line, []byte(`"msg":"HTTP"`)) {
 		ts, err := h.parseJSONLine(line)
 		if err != nil {
@@ -394,9 +394,9 @@ func parseKV(b []byte, kv *kvs) error {
 		}
 		switch b[i] {
 		case '"':
-			j, plain := i+1, true
+			j, plain, ascii := i+1, true, true
 			// eight bytes at a time while none ends, escapes or is
-			// not plain
+			// not ASCII
 			for j+8 <= len(b) && !kvSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
 				j += 8
 			}
@@ -404,17 +404,20 @@ func parseKV(b []byte, kv *kvs) error {
 				if b[j] == '\\' {
 					j++
 					plain = false
-				} else if b[j] >= utf8.RuneSelf || b[j] == '\n' {
+				} else if b[j] == '\n' {
 					plain = false
+				} else if b[j] >= utf8.RuneSelf {
+					ascii = false
 				}
 				j++
 			}
 			if j >= len(b) {
 				return fmt.Errorf("unterminated quoted value of %s", key)
 			}
-			if plain {
-				// what strconv.Unquote returns for a quoted ASCII string
-				// without escapes or newlines
+			if plain && (ascii || utf8.Valid(b[i+1:j])) {
+				// what strconv.Unquote returns for a quoted string without
+				// escapes or newlines, of valid UTF-8 (a latency in µs):
+				// the string as it is
 				kv.set(k, b[i+1:j])
 			} else {
 				v, err := strconv.Unquote(string(b[i : j+1]))
@@ -504,7 +507,7 @@ func (h *httpDecoder) parseJSONLine(line []byte) (time.Time, error) {
 
 // fill builds a Request from the parsed key/values of a line that
 // completed at ts.
-func (h *httpDecoder) fill(r *Request, ts time.Time, where string) error {
+func (h *httpDecoder) fill(r *Request, ts time.Time, where Where) error {
 	kv := &h.kv
 	if err := complete(kv); err != nil {
 		return fmt.Errorf("%s: %w", where, err)

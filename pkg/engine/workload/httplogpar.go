@@ -155,7 +155,7 @@ func (c *httpChunk) decode(name string) {
 				o.ts, ok, err = d.request(&o.r, rest, ts, where)
 			}
 		} else {
-			o.ts, ok, err = d.other(&o.r, line, func() string { return whereOf(name, o.n) })
+			o.ts, ok, err = d.other(&o.r, line, func() Where { return whereOf(name, o.n) })
 		}
 		switch {
 		case err != nil:

@@ -142,8 +142,8 @@ func (f *Files) Resolve(name string) string {
 		return name
 	}
 	best, n := name, int64(0)
-	for k, c := range f.join.pairs {
-		if k[0] == name && (c > n || c == n && k[1] < best) {
+	for k, cp := range f.join.pairs {
+		if c := *cp; k[0] == name && (c > n || c == n && k[1] < best) {
 			best, n = k[1], c
 		}
 	}
@@ -211,8 +211,21 @@ func (f *Files) Split(names []string) []string {
 // countPair counts an httplog line of instance log joined to an audit
 // event of instance audit.
 func (j *joined) countPair(log, audit string) {
-	if j.pairs == nil {
-		j.pairs = map[[2]string]int64{}
+	// most lines are of the pair before (one file, one instance): its
+	// count is at hand, without a hash of the two names
+	if j.lastCount != nil && j.lastPair[0] == log && j.lastPair[1] == audit {
+		*j.lastCount++
+		return
 	}
-	j.pairs[[2]string{log, audit}]++
+	if j.pairs == nil {
+		j.pairs = map[[2]string]*int64{}
+	}
+	k := [2]string{log, audit}
+	c := j.pairs[k]
+	if c == nil {
+		c = new(int64)
+		j.pairs[k] = c
+	}
+	*c++
+	j.lastPair, j.lastCount = k, c
 }

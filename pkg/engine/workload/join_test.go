@@ -109,7 +109,7 @@ func TestJoinAsReference(t *testing.T) {
 			if rng.IntN(20) > 0 {
 				id = fmt.Sprintf("id-%d", rng.IntN(ids))
 			}
-			rs[i] = Request{Arrival: at, AuditID: id, URI: "/api/v1/pods", Source: fmt.Sprintf("line %d", i)}
+			rs[i] = Request{Arrival: at, AuditID: id, URI: "/api/v1/pods", Source: Where{"join", int64(i + 1)}}
 			if audit {
 				rs[i].User, rs[i].Groups = fmt.Sprintf("u%d", i), []string{"g"}
 				rs[i].Instance = fmt.Sprintf("i%d", rng.IntN(3))
@@ -125,24 +125,35 @@ func TestJoinAsReference(t *testing.T) {
 		logs := stream(rng.IntN(400), ids, spread, false)
 		audits := stream(rng.IntN(400), ids, time.Duration(float64(spread)*(0.5+rng.Float64())), true)
 		slack := time.Duration(1+rng.IntN(20)) * time.Second
-		want := &refJoin{logs: &sliceReader{logs}, audits: &sliceReader{audits}, slack: slack, pending: map[string]identity{}}
-		var stats JoinStats
-		got := Join(&sliceReader{logs}, &sliceReader{audits}, slack, &stats)
-		for i := 0; ; i++ {
-			var w, g Request
-			werr, gerr := want.Next(&w), got.Next(&g)
-			if (werr == nil) != (gerr == nil) || werr != nil && !errors.Is(gerr, werr) {
-				t.Fatalf("round %d, request %d: error %v, want %v", round, i, gerr, werr)
+		// the inputs read as they are, and through prefetch, whose audit
+		// events the join takes by reference (refReader)
+		for _, ahead := range []bool{false, true} {
+			want := &refJoin{logs: &sliceReader{logs}, audits: &sliceReader{audits}, slack: slack, pending: map[string]identity{}}
+			var stats JoinStats
+			var lr, ar Reader = &sliceReader{logs}, &sliceReader{audits}
+			if ahead {
+				lp, ap := prefetch(lr), prefetch(ar)
+				defer lp.close()
+				defer ap.close()
+				lr, ar = lp, ap
 			}
-			if werr != nil {
-				break
+			got := Join(lr, ar, slack, &stats)
+			for i := 0; ; i++ {
+				var w, g Request
+				werr, gerr := want.Next(&w), got.Next(&g)
+				if (werr == nil) != (gerr == nil) || werr != nil && !errors.Is(gerr, werr) {
+					t.Fatalf("round %d (prefetched %v), request %d: error %v, want %v", round, ahead, i, gerr, werr)
+				}
+				if werr != nil {
+					break
+				}
+				if !reflect.DeepEqual(g, w) {
+					t.Fatalf("round %d (prefetched %v), request %d:\n got %+v\nwant %+v", round, ahead, i, g, w)
+				}
 			}
-			if !reflect.DeepEqual(g, w) {
-				t.Fatalf("round %d, request %d:\n got %+v\nwant %+v", round, i, g, w)
+			if stats != want.stats {
+				t.Fatalf("round %d (prefetched %v): stats %+v, want %+v", round, ahead, stats, want.stats)
 			}
-		}
-		if stats != want.stats {
-			t.Fatalf("round %d: stats %+v, want %+v", round, stats, want.stats)
 		}
 	}
 }

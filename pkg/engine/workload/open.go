@@ -396,17 +396,26 @@ type joined struct {
 	// refers to it, present or not, so that the eviction reads it through
 	// order's pointer, not by a lookup of its ID (most of which, of IDs
 	// already taken, would miss); npresent counts the present ones.
-	pending   map[string]*pendingID
-	npresent  int
-	order     []*pendingID // one per audit event held, in arrival order, for eviction
-	free      []*pendingID // entries out of the map, to reuse
-	head      Request
+	pending  map[string]*pendingID
+	npresent int
+	// order[first:] has an entry per audit event held, in arrival order,
+	// for eviction (the evicted ones are cleared, their room reused)
+	order []*pendingID
+	first int
+	free  []*pendingID // entries out of the map, to reuse
+	// head is the audit event read last, not yet held (haveHead): the
+	// audit reader's own (refReader), or headBuf
+	head      *Request
+	headBuf   Request
 	haveHead  bool
 	auditDone bool
 	stats     *JoinStats
 	// pairs counts the httplog lines of an instance (their file's) joined
 	// to audit events of an instance, by the two (instances.go)
-	pairs map[[2]string]int64
+	pairs map[[2]string]*int64
+	// lastPair is the pair counted last, and lastCount its count
+	lastPair  [2]string
+	lastCount *int64
 }
 
 // pendingID is an audit ID's entry in a join's pending map.
@@ -448,7 +457,7 @@ func (j *joined) Next(r *Request) error {
 		if errors.Is(err, io.EOF) {
 			j.stats.AuditOnly += int64(j.npresent)
 			// the map keeps its buckets when cleared: drop it
-			j.pending, j.order, j.free, j.npresent = nil, nil, nil, 0
+			j.pending, j.order, j.first, j.free, j.npresent = nil, nil, 0, nil, 0
 			// the audit events after the last httplog line have none either:
 			// count them too, so that none is dropped unreported
 			if j.haveHead {
@@ -456,8 +465,7 @@ func (j *joined) Next(r *Request) error {
 				j.haveHead = false
 			}
 			for !j.auditDone {
-				var a Request
-				switch err := j.audits.Next(&a); {
+				switch _, err := j.nextAudit(); {
 				case errors.Is(err, io.EOF):
 					j.auditDone = true
 				case err != nil:
@@ -472,7 +480,7 @@ func (j *joined) Next(r *Request) error {
 	// read audit events up to r.Arrival+slack
 	for !j.auditDone {
 		if !j.haveHead {
-			err := j.audits.Next(&j.head)
+			a, err := j.nextAudit()
 			if errors.Is(err, io.EOF) {
 				j.auditDone = true
 				break
@@ -480,12 +488,12 @@ func (j *joined) Next(r *Request) error {
 			if err != nil {
 				return err
 			}
-			j.haveHead = true
+			j.head, j.haveHead = a, true
 		}
 		if j.head.Arrival.After(r.Arrival.Add(j.slack)) {
 			break
 		}
-		if a := &j.head; a.AuditID != "" {
+		if a := j.head; a.AuditID != "" {
 			p := j.pending[a.AuditID]
 			if p == nil {
 				if n := len(j.free); n > 0 {
@@ -503,13 +511,19 @@ func (j *joined) Next(r *Request) error {
 			p.identity = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			p.refs++
+			if len(j.order) == cap(j.order) && j.first >= len(j.order)/2 {
+				// the room of the evicted half, rather than a larger array
+				n := copy(j.order, j.order[j.first:])
+				clear(j.order[n:])
+				j.order, j.first = j.order[:n], 0
+			}
 			j.order = append(j.order, p)
 		}
 		j.haveHead = false
 	}
 	// evict events that arrived long before this request
-	for len(j.order) > 0 {
-		p := j.order[0]
+	for j.first < len(j.order) {
+		p := j.order[j.first]
 		if p.present && !p.arrival.Before(r.Arrival.Add(-j.slack)) {
 			break
 		}
@@ -517,8 +531,8 @@ func (j *joined) Next(r *Request) error {
 			j.take(p)
 			j.stats.AuditOnly++
 		}
-		j.order[0] = nil
-		j.order = j.order[1:]
+		j.order[j.first] = nil
+		j.first++
 		if p.refs--; p.refs == 0 && !p.present {
 			delete(j.pending, p.id)
 			*p = pendingID{}
@@ -538,6 +552,22 @@ func (j *joined) Next(r *Request) error {
 		j.stats.Unmatched++
 	}
 	return nil
+}
+
+// refReader is a Reader that can give its next request without copying
+// it: valid until the next call (prefetched).
+type refReader interface {
+	nextRef() (*Request, error)
+}
+
+// nextAudit reads the next audit event, by reference where the reader
+// gives one: the join takes only its identity.
+func (j *joined) nextAudit() (*Request, error) {
+	if rr, ok := j.audits.(refReader); ok {
+		return rr.nextRef()
+	}
+	err := j.audits.Next(&j.headBuf)
+	return &j.headBuf, err
 }
 
 // take marks p's identity taken, no longer pending (its entry leaves the

@@ -27,24 +27,42 @@ type prefetchBatchOf struct {
 	err error
 }
 
+// prefetchBatch: fewer, larger batches cost fewer hand-overs between the
+// goroutines (each may wake one); past a thousand requests (a third of a
+// megabyte) they cost more than they save (BenchmarkReconstruct).
 const (
-	prefetchBatch = 256
+	prefetchBatch = 1024
 	prefetchAhead = 2
 )
 
 func prefetch(src Reader) *prefetched {
-	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+1), stop: make(chan struct{})}
+	// free holds every batch there can be, so that the caller never drops
+	// one it returns (and the goroutine makes another): the goroutine
+	// makes a batch only when free is empty, the others then being in the
+	// channel (at most prefetchAhead) or with the caller (at most 1), so
+	// there are never more than prefetchAhead+2
+	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+2), stop: make(chan struct{})}
 }
 
 func (p *prefetched) Next(r *Request) error {
+	x, err := p.nextRef()
+	if err != nil {
+		return err
+	}
+	*r = *x
+	return nil
+}
+
+// nextRef is Next without the copy: the request it returns is valid until
+// the next call.
+func (p *prefetched) nextRef() (*Request, error) {
 	for {
 		if p.i < len(p.cur) {
-			*r = p.cur[p.i]
 			p.i++
-			return nil
+			return &p.cur[p.i-1], nil
 		}
 		if p.err != nil {
-			return p.err
+			return nil, p.err
 		}
 		if !p.started {
 			p.started = true

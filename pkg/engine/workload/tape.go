@@ -199,7 +199,7 @@ func (t *Tape) append(r *Request) error {
 	if isUUID {
 		flags |= tUUID
 	}
-	file, line, numbered := splitSource(r.Source)
+	numbered := r.Source.Line > 0
 	if numbered {
 		flags |= tSourceNumbered
 	}
@@ -218,10 +218,10 @@ func (t *Tape) append(r *Request) error {
 	b = t.appendList(b, r.Groups)
 	b = appendString(b, r.URI)
 	if numbered {
-		b = t.appendStr(b, file)
-		b = binary.AppendUvarint(b, line)
+		b = t.appendStr(b, r.Source.Name)
+		b = binary.AppendUvarint(b, uint64(r.Source.Line))
 	} else {
-		b = appendString(b, r.Source)
+		b = appendString(b, r.Source.Name)
 	}
 	for _, d := range []time.Duration{r.Latency, r.ServiceTime, r.AdditionalLatency, r.QueueWait, r.PreAPF, r.TotalLatency, r.QueuedOverhead} {
 		b = binary.AppendVarint(b, int64(d))
@@ -355,61 +355,48 @@ func packUUID(s string) ([16]byte, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
-	j := 0
-	for i := 0; i < 36; i += 2 {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i--
-			continue
-		}
-		hi, ok1 := lowerHex(s[i])
-		lo, ok2 := lowerHex(s[i+1])
-		if !ok1 || !ok2 {
-			return u, false
-		}
+	// a byte that is not a lowercase hex digit has the high bits of its
+	// value set: one test for all
+	var all byte
+	for j, i := range uuidPairs {
+		hi, lo := hexValue[s[i]], hexValue[s[i+1]]
+		all |= hi | lo
 		u[j] = hi<<4 | lo
-		j++
 	}
-	return u, true
+	return u, all < 16
 }
 
-func lowerHex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
-}
+// uuidPairs are where the 16 bytes of a canonical UUID stand in it.
+var uuidPairs = [16]int{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
 
-func unpackUUID(u []byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
-}
-
-// splitSource splits "file:line" where line is a decimal number without a
-// leading zero, so that the file name is stored once.
-func splitSource(s string) (file string, line uint64, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 || i == len(s)-1 || s[i+1] == '0' || len(s)-i-1 > 18 {
-		return "", 0, false
-	}
-	for _, c := range s[i+1:] {
-		if c < '0' || c > '9' {
-			return "", 0, false
+// hexValue is the value of a lowercase hex digit, 0xff for any other byte.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
 		}
-		line = line*10 + uint64(c-'0')
 	}
-	return s[:i], line, true
+	return t
+}()
+
+// appendUUID appends the canonical form of the packed UUID u to b.
+func appendUUID(b, u []byte) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], u[10:16])
+	return append(b, s[:]...)
 }
 
 type tapeReader struct {
@@ -440,26 +427,38 @@ func (tr *tapeReader) decode(r *Request) error {
 		return d.fail()
 	}
 	r.Arrival = time.Unix(sec, int64(nsec)).In(t.locTab[loc])
+	// the audit ID waits for the URI, to make one string of the two (one
+	// allocation, not two), as the httplog reader does
+	id := d.scratch[:0]
 	if flags&tUUID != 0 {
 		if b := d.bytes(16); d.err == nil {
-			r.AuditID = unpackUUID(b)
+			id = appendUUID(id, b)
 		}
-	} else {
-		r.AuditID = d.str()
+	} else if n := d.uv(); n > 0 {
+		id = append(id, d.bytes(n)...)
 	}
+	d.scratch = id
 	for _, p := range []*string{&r.User, &r.Method, &r.Verb, &r.UserAgent, &r.SourceIP, &r.FlowSchema, &r.PriorityLevel, &r.Instance} {
 		*p = d.tab(t.strTab)
 	}
 	if groups := d.list(t.listTab); flags&tGroupsNil == 0 {
 		r.Groups = groups
 	}
-	r.URI = d.str()
+	if n := d.uv(); n > 0 || len(id) > 0 {
+		uri := d.bytes(n)
+		d.both = append(append(d.both[:0], uri...), id...)
+		both := string(d.both)
+		r.URI, r.AuditID = both[:len(uri)], both[len(uri):]
+	}
 	if flags&tSourceNumbered != 0 {
-		file := d.tab(t.strTab)
-		d.scratch = strconv.AppendUint(append(append(d.scratch[:0], file...), ':'), d.uv(), 10)
-		r.Source = string(d.scratch)
+		name := d.tab(t.strTab)
+		if line := d.uv(); line > 0 && line <= math.MaxInt64 {
+			r.Source = Where{name, int64(line)}
+		} else {
+			return d.fail()
+		}
 	} else {
-		r.Source = d.str()
+		r.Source = At(d.str())
 	}
 	for _, p := range []*time.Duration{&r.Latency, &r.ServiceTime, &r.AdditionalLatency, &r.QueueWait, &r.PreAPF, &r.TotalLatency, &r.QueuedOverhead} {
 		*p = time.Duration(d.sv())
@@ -484,6 +483,7 @@ type decoder struct {
 	err     error
 	buf     []byte
 	scratch []byte
+	both    []byte // a request's URI and audit ID, before they are one string
 }
 
 func (d *decoder) fail() error {

@@ -128,9 +128,9 @@ func FuzzTape(f *testing.F) {
 		loc := time.FixedZone("x", 3600)
 		rs := []Request{
 			{Arrival: time.Unix(sec, 123).In(loc), AuditID: id, User: user, Groups: []string{user, "g"}, UserKnown: true, Method: "GET", Verb: "LIST", URI: uri,
-				Source: source, Latency: time.Duration(d), ServiceTime: time.Duration(-d), HasServiceTime: true, InitialSeats: seats, FinalSeats: seats / 2,
+				Source: At(source), Latency: time.Duration(d), ServiceTime: time.Duration(-d), HasServiceTime: true, InitialSeats: seats, FinalSeats: seats / 2,
 				HasSeats: true, Status: status, QueueWait: time.Duration(d / 3), HasQueueWait: true, QueuedOverhead: 7},
-			{Arrival: time.Unix(sec/2, 0).UTC(), AuditID: id[:len(id)/2], Groups: []string{}, URI: uri + "?x", Source: source + ":1", FlowSchema: user, PriorityLevel: id},
+			{Arrival: time.Unix(sec/2, 0).UTC(), AuditID: id[:len(id)/2], Groups: []string{}, URI: uri + "?x", Source: Where{source, int64(seats%1_000_000_007) + 1}, FlowSchema: user, PriorityLevel: id},
 		}
 		// with full tables too: the strings and lists in the records
 		full := NewTape()
@@ -169,9 +169,9 @@ func TestTapeBoundsItsTables(t *testing.T) {
 	for i := range 100 {
 		u := fmt.Sprintf("user-%d", i%20)
 		rs = append(rs, Request{Arrival: start.Add(time.Duration(i) * time.Millisecond), User: u, Groups: []string{u, "system:authenticated"}, UserKnown: true,
-			Method: "GET", Verb: "get", URI: "/api/v1/pods", SourceIP: fmt.Sprintf("10.0.0.1:%d", 30000+i), Source: fmt.Sprintf("a.log:%d", i+1)})
+			Method: "GET", Verb: "get", URI: "/api/v1/pods", SourceIP: fmt.Sprintf("10.0.0.1:%d", 30000+i), Source: Where{"a.log", int64(i + 1)}})
 	}
-	rs = append(rs, Request{Arrival: start.Add(time.Second), Groups: []string{}, Source: "a.log:101"}, Request{Arrival: start.Add(time.Second), Source: "a.log:102"})
+	rs = append(rs, Request{Arrival: start.Add(time.Second), Groups: []string{}, Source: Where{"a.log", 101}}, Request{Arrival: start.Add(time.Second), Source: Where{"a.log", 102}})
 	for _, limit := range []int{0, 200} {
 		tape := NewTape()
 		tape.maxTable, tape.MemoryLimit, tape.Dir = 8, limit, t.TempDir()
@@ -185,4 +185,34 @@ func TestTapeBoundsItsTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzPackUUID holds packUUID to the definition of what it packs: 36
+// bytes, dashes at 8, 13, 18 and 23, lowercase hex digits elsewhere; and
+// what it packs, the tape gives back as it was.
+func FuzzPackUUID(f *testing.F) {
+	for _, s := range []string{"0b3e8f8e-1c1a-4a43-9a7d-3f1b0a000001", "0B3E8F8E-1c1a-4a43-9a7d-3f1b0a000001", "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a00000g",
+		"0b3e8f8e-1c1a-4a43-9a7d_3f1b0a000001", "0b3e8f8e-1c1a-4a43-9a7d-3f1b0a0000011", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(s) == 36
+		for i := 0; want && i < 36; i++ {
+			switch c := s[i]; i {
+			case 8, 13, 18, 23:
+				want = c == '-'
+			default:
+				want = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+			}
+		}
+		u, ok := packUUID(s)
+		if ok != want {
+			t.Fatalf("packUUID(%q) ok %v, want %v", s, ok, want)
+		}
+		if ok {
+			if back := string(appendUUID(nil, u[:])); back != s {
+				t.Fatalf("packUUID(%q) gives back %q", s, back)
+			}
+		}
+	})
 }

@@ -73,7 +73,7 @@ type Request struct {
 	// own share of the server limit and its own queues.
 	Instance string
 	// Source names the input and line, for error messages.
-	Source string
+	Source Where
 
 	// The flags, together at the end: a bool between wider fields takes a
 	// word of its own, and the readers copy each request a few times (into
@@ -85,6 +85,26 @@ type Request struct {
 	// (Options.Headerless): Arrival is zero, when it was logged unknown.
 	TimeUnknown                         bool
 	HasQueueWait, HasLatencyAnnotations bool
+}
+
+// Where names where a request was read: a line of an input (Line > 0), or
+// what Name alone says. Its String is "name:line": a reader keeps the
+// input's name, shared by all its requests, and the line's number, rather
+// than a string of the two for each request.
+type Where struct {
+	Name string
+	Line int64
+}
+
+// At is the Where of a label, without a line.
+func At(label string) Where { return Where{Name: label} }
+
+func (w Where) String() string {
+	if w.Line <= 0 {
+		return w.Name
+	}
+	var n [20]byte
+	return w.Name + ":" + string(strconv.AppendInt(n[:0], w.Line, 10))
 }
 
 // Reader yields requests. Next fills r and returns io.EOF at the end.
@@ -282,10 +302,7 @@ func (l *lineScanner) next() ([]byte, error) {
 
 // where is "name:line"; one allocation (the concatenation does not keep
 // the number's bytes).
-func (l *lineScanner) where() string {
-	var n [20]byte
-	return l.name + ":" + string(strconv.AppendInt(n[:0], l.line, 10))
-}
+func (l *lineScanner) where() Where { return Where{l.name, l.line} }
 
 // reorder puts requests that are logged at completion back in arrival
 // order, holding only those within the window. Requests of equal arrival
@@ -312,7 +329,7 @@ func (ro *reorder) Next(out *Request) error {
 			// drained: the ring's slots (MaxHeld requests' worth) would
 			// otherwise stay allocated as long as the reader is kept,
 			// through the passes that read the tape
-			ro.q.slots, ro.q.keys, ro.q.head, ro.q.spare = nil, nil, 0, nil
+			ro.q.slots, ro.q.keys, ro.q.head, ro.q.spare, ro.q.free = nil, nil, 0, nil, nil
 			return io.EOF
 		}
 		r := ro.q.next()
@@ -350,6 +367,10 @@ type arrivalQueue struct {
 	n       int
 	maxHeld int
 	spare   []Request // allocated, not yet a slot
+	// free are the requests popped, for the next slots: a ring grown
+	// to hold more requests then allocates none for its new slots until
+	// it holds more than ever before, rather than one for each
+	free []*Request
 }
 
 // arrivalKey orders arrivals as time.Time's Before does on times without
@@ -394,7 +415,9 @@ func (q *arrivalQueue) next() *Request {
 		q.slots, q.keys, q.head = grown, keys, 0
 	}
 	i := q.pos(q.n)
-	if q.slots[i] == nil {
+	if q.slots[i] == nil && len(q.free) > 0 {
+		q.slots[i], q.free = q.free[len(q.free)-1], q.free[:len(q.free)-1]
+	} else if q.slots[i] == nil {
 		// the slots are allocated in runs of adjacent requests, in ring
 		// order: the ring is then read (pop) and written (the source)
 		// mostly in address order, which the processor's prefetch
@@ -485,6 +508,7 @@ func (q *arrivalQueue) pop(out *Request) {
 	r := q.slots[q.head]
 	*out = *r
 	*r = Request{}
+	q.slots[q.head], q.free = nil, append(q.free, r)
 	q.head = (q.head + 1) % len(q.slots)
 	q.n--
 }

@@ -169,7 +169,7 @@ func TestOpenFilesJoinsHTTPLogAndAudit(t *testing.T) {
 	// a joined request is its httplog line's: the audit events give only
 	// their identity (their reader makes no Source for them)
 	for _, r := range got {
-		if !strings.HasPrefix(r.Source, filepath.Join(testdata, "httplog-v1.37.log")+":") {
+		if !strings.HasPrefix(r.Source.String(), filepath.Join(testdata, "httplog-v1.37.log")+":") {
 			t.Errorf("request %s from %q, want a line of the httplog", r.AuditID, r.Source)
 		}
 	}

@@ -649,12 +649,12 @@ func newWrapReader(r io.Reader, name string, f Format, lay layout, opts Options,
 	return w
 }
 
-func (w *wrapReader) where() string {
+func (w *wrapReader) where() Where {
 	switch {
 	case w.doc != nil:
-		return w.name + ": record " + strconv.FormatInt(w.doc.line, 10)
+		return At(w.name + ": record " + strconv.FormatInt(w.doc.line, 10))
 	case w.csv != nil:
-		return w.name + ":" + strconv.FormatInt(w.csv.line, 10)
+		return Where{w.name, w.csv.line}
 	}
 	return w.ls.where()
 }

@@ -100,7 +100,7 @@ func TestWrappedSamples(t *testing.T) {
 					t.Errorf("request %d: instance %q, want %q", i, got[i].Instance, want)
 				}
 				g, w := got[i], raw[i]
-				g.Instance, g.Source, w.Instance, w.Source = "", "", "", ""
+				g.Instance, g.Source, w.Instance, w.Source = "", Where{}, "", Where{}
 				if !equalRequests(g, w) {
 					t.Errorf("request %d: %+v\nthe raw file's: %+v", i, g, w)
 				}
@@ -287,7 +287,7 @@ func TestCloudWatchStreams(t *testing.T) {
 		}
 		for i := range mine {
 			g, w := mine[i], want[i]
-			g.Instance, g.Source, w.Instance, w.Source = "", "", "", ""
+			g.Instance, g.Source, w.Instance, w.Source = "", Where{}, "", Where{}
 			if !equalRequests(g, w) {
 				t.Errorf("%s: request %d: %+v\nits event raw: %+v", s.Name, i, g, w)
 			}

@@ -105,7 +105,7 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 			if found == nil && f.Snapshot != nil {
 				instance = f.Record.Instance
 				g := *f
-				g.Record = nil
+				g.Record, g.Hand = nil, slices.Clone(f.Hand)
 				found = &g
 			}
 		}}
