@@ -140,15 +140,15 @@ func (c *auditChunk) decode(name string, noSource bool) {
 		n := c.first + int64(i)
 		switch err := decodeAuditEventAs(line, ev, c.dec.in, noSource); {
 		case err != nil:
-			o.bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", whereOf(name, n), err))
+			o.bad = because("line", "that could not be decoded as an audit event", fmt.Errorf("%s: not an audit event: %w", Where{name, n}, err))
 		case ev.Kind != "Event" || !strings.HasPrefix(ev.APIVersion, "audit.k8s.io/"):
-			o.bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", whereOf(name, n), ev.Kind, ev.APIVersion))
+			o.bad = because("JSON line", "of another kind than audit.k8s.io Event", fmt.Errorf("%s: kind %q apiVersion %q is not an audit.k8s.io Event", Where{name, n}, ev.Kind, ev.APIVersion))
 		case ev.Stage != "ResponseComplete" && ev.Stage != "Panic":
 			o.kind = auditLineOtherStage
 			continue
 		default:
 			if err := auditToRequest(ev, &o.r); err != nil {
-				o.bad = fmt.Errorf("%s: %w", whereOf(name, n), err)
+				o.bad = fmt.Errorf("%s: %w", Where{name, n}, err)
 			}
 		}
 		if o.bad != nil {
@@ -156,7 +156,7 @@ func (c *auditChunk) decode(name string, noSource bool) {
 			continue
 		}
 		if !noSource {
-			o.r.Source = whereOf(name, n)
+			o.r.Source = Where{name, n}
 		}
 		o.completed = ev.StageTimestamp
 	}
@@ -252,6 +252,3 @@ var chunkGoroutines = true
 
 // claim reports whether the caller is the one to decode the chunk.
 func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }
-
-// whereOf is lineScanner.where of line n of name.
-func whereOf(name string, n int64) Where { return Where{name, n} }

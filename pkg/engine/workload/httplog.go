@@ -518,16 +518,7 @@ func (h *httpDecoder) fill(r *Request, ts time.Time, where Where) error {
 	if r.Method == "" {
 		return because(httplogLine, "with an unknown verb", fmt.Errorf("%s: unknown verb %q", where, r.Verb))
 	}
-	// the URI and the audit ID, unique to the request, in one string
-	// (one allocation, not two)
-	uri, id := kv.v[kURI], kv.v[kAuditID]
-	if len(id) == 0 || len(uri) == 0 {
-		r.URI = string(uri)
-	} else {
-		h.buf = append(append(h.buf[:0], uri...), id...)
-		both := string(h.buf)
-		r.URI, r.AuditID = both[:len(uri)], both[len(uri):]
-	}
+	r.URI, r.AuditID = twoStrings(&h.buf, kv.v[kURI], kv.v[kAuditID])
 	if r.URI == "" || r.URI[0] != '/' {
 		return because(httplogLine, "with a URI that is not a path", fmt.Errorf("%s: URI %q must be a path starting with /", where, r.URI))
 	}

@@ -145,17 +145,17 @@ func (c *httpChunk) decode(name string) {
 		var ok bool
 		var err error
 		if rest, ts, herr := httpHead(line, &d.opts); rest != nil {
-			where := whereOf(name, o.n)
+			where := Where{name, o.n}
 			switch {
 			case herr != nil:
 				err = lineError{fmt.Errorf("%s: %w", where, herr)}
 			case o.unclosed != 0:
-				err = lineError{because(httplogLine, "with a multi-line value not closed", fmt.Errorf("%s: multi-line value not closed by a line \" >\"", whereOf(name, o.unclosed)))}
+				err = lineError{because(httplogLine, "with a multi-line value not closed", fmt.Errorf("%s: multi-line value not closed by a line \" >\"", Where{name, o.unclosed}))}
 			default:
 				o.ts, ok, err = d.request(&o.r, rest, ts, where)
 			}
 		} else {
-			o.ts, ok, err = d.other(&o.r, line, func() Where { return whereOf(name, o.n) })
+			o.ts, ok, err = d.other(&o.r, line, func() Where { return Where{name, o.n} })
 		}
 		switch {
 		case err != nil:

@@ -427,8 +427,8 @@ func (tr *tapeReader) decode(r *Request) error {
 		return d.fail()
 	}
 	r.Arrival = time.Unix(sec, int64(nsec)).In(t.locTab[loc])
-	// the audit ID waits for the URI, to make one string of the two (one
-	// allocation, not two), as the httplog reader does
+	// the audit ID waits for the URI, to make one string of the two
+	// (twoStrings), as the httplog reader does
 	id := d.scratch[:0]
 	if flags&tUUID != 0 {
 		if b := d.bytes(16); d.err == nil {
@@ -444,12 +444,7 @@ func (tr *tapeReader) decode(r *Request) error {
 	if groups := d.list(t.listTab); flags&tGroupsNil == 0 {
 		r.Groups = groups
 	}
-	if n := d.uv(); n > 0 || len(id) > 0 {
-		uri := d.bytes(n)
-		d.both = append(append(d.both[:0], uri...), id...)
-		both := string(d.both)
-		r.URI, r.AuditID = both[:len(uri)], both[len(uri):]
-	}
+	r.URI, r.AuditID = twoStrings(&d.both, d.bytes(d.uv()), id)
 	if flags&tSourceNumbered != 0 {
 		name := d.tab(t.strTab)
 		if line := d.uv(); line > 0 && line <= math.MaxInt64 {

@@ -107,6 +107,14 @@ func (w Where) String() string {
 	return w.Name + ":" + string(strconv.AppendInt(n[:0], w.Line, 10))
 }
 
+// twoStrings returns a and b as two strings cut from one (one allocation,
+// not two), built in buf: a request's URI and audit ID, each unique to it.
+func twoStrings(buf *[]byte, a, b []byte) (string, string) {
+	*buf = append(append((*buf)[:0], a...), b...)
+	s := string(*buf)
+	return s[:len(a)], s[len(a):]
+}
+
 // Reader yields requests. Next fills r and returns io.EOF at the end.
 type Reader interface {
 	Next(r *Request) error
@@ -300,8 +308,7 @@ func (l *lineScanner) next() ([]byte, error) {
 	return bytes.TrimRight(l.sc.Bytes(), "\r"), nil
 }
 
-// where is "name:line"; one allocation (the concatenation does not keep
-// the number's bytes).
+// where is the line read last.
 func (l *lineScanner) where() Where { return Where{l.name, l.line} }
 
 // reorder puts requests that are logged at completion back in arrival
