@@ -389,7 +389,9 @@ type JoinStats struct {
 
 type joined struct {
 	logs, audits Reader
-	slack        time.Duration
+	// ref is audits where it gives its requests by reference
+	ref   refReader
+	slack time.Duration
 	// pending holds, by audit ID, the identity of the audit event read
 	// last with that ID; it is pending (present) until an httplog line
 	// takes it or it is evicted. An entry stays in the map while order
@@ -449,7 +451,8 @@ func Join(httplog, audit Reader, slack time.Duration, stats *JoinStats) Reader {
 	if stats == nil {
 		stats = &JoinStats{}
 	}
-	return &joined{logs: httplog, audits: audit, slack: slack, pending: map[string]*pendingID{}, stats: stats}
+	ref, _ := audit.(refReader)
+	return &joined{logs: httplog, audits: audit, ref: ref, slack: slack, pending: map[string]*pendingID{}, stats: stats}
 }
 
 func (j *joined) Next(r *Request) error {
@@ -563,8 +566,8 @@ type refReader interface {
 // nextAudit reads the next audit event, by reference where the reader
 // gives one: the join takes only its identity.
 func (j *joined) nextAudit() (*Request, error) {
-	if rr, ok := j.audits.(refReader); ok {
-		return rr.nextRef()
+	if j.ref != nil {
+		return j.ref.nextRef()
 	}
 	err := j.audits.Next(&j.headBuf)
 	return &j.headBuf, err
