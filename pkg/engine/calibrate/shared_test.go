@@ -125,10 +125,7 @@ func recordingOf(seed uint64, seats int, capacity, share, rate float64, span tim
 func TestSharedCPURecoversTheCapacity(t *testing.T) {
 	cfg := config(t, 3)
 	const scl = 12
-	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	if seats < 3 {
-		t.Fatalf("the level has %d seats; the test needs 3 or more", seats)
-	}
+	seats := slowSeats(t, cfg, scl, 3)
 	for _, tc := range []struct {
 		capacity, share float64
 		want            bool
@@ -470,10 +467,7 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 func TestSharedCPUCapacityIsTheCoresAtOnce(t *testing.T) {
 	cfg := config(t, 3)
 	const scl = 12
-	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	if seats < 4 {
-		t.Fatalf("the level has %d seats; the test needs 4 or more to stretch on 2 cores", seats)
-	}
+	seats := slowSeats(t, cfg, scl, 4)
 	reqs := partlySharedRecording(3, seats, 2, 1, 0.9*2/0.004, 20*time.Second)
 	cpu := time.Duration(cpuSeconds(reqs, 1) * float64(time.Second))
 	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
@@ -494,4 +488,15 @@ func TestSharedCPUCapacityIsTheCoresAtOnce(t *testing.T) {
 	if !strings.Contains(res.SharedWhy, "the CPU limit given") {
 		t.Errorf("a CPU limit of 1 and no GOMAXPROCS: the refusal does not name the limit: %q", res.SharedWhy)
 	}
+}
+
+// slowSeats is the nominal seats of cfg's level slow on a server of scl
+// seats; the test needs at least need of them.
+func slowSeats(t *testing.T, cfg *engine.Config, scl, need int) int {
+	t.Helper()
+	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats < need {
+		t.Fatalf("the level has %d seats; the test needs %d or more", seats, need)
+	}
+	return seats
 }
