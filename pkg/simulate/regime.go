@@ -30,6 +30,11 @@ const (
 	// WarnShortOfCPU: the recorded server was short of CPU and the change
 	// gives it more work; the replay then predicts too few rejections.
 	WarnShortOfCPU WarningKind = "short-of-cpu"
+	// WarnStretchUnknown: an audit log alone cannot tell how the
+	// executions stretch when more run at once, and the change has a
+	// level run more at once; the replay then predicts too few
+	// rejections where the executions share the server's CPU.
+	WarnStretchUnknown WarningKind = "stretch-unknown"
 )
 
 // Warning is one of Regime's warnings: its kind, the level it is about and
@@ -63,8 +68,10 @@ func warnf(kind WarningKind, level, format string, args ...any) Warning {
 // a level whose seats or queue capacity change by more than a factor
 // (Params.SeatsFactor, QueueFactor), a level the recording never saw, one
 // that would execute far more requests than were recorded
-// (ExecutionsFactor), or a server short of CPU that the change
-// gives more work (shortOfCPU). The replay keeps every request's recorded
+// (ExecutionsFactor), a server short of CPU that the change
+// gives more work (shortOfCPU), or a level that would run more at once
+// where an audit log alone cannot tell how its executions stretch
+// (stretchUnknown). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
 func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	if before == nil || after == nil {
@@ -118,6 +125,42 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 		}
 	}
 	out = append(out, shortOfCPU(rep, cal)...)
+	out = append(out, stretchUnknown(rep, cal)...)
+	return out
+}
+
+// stretchUnknown warns, for an audit log alone (no execution time of its
+// own) without a shared-CPU model, about every level whose peak seats in
+// use the change raises. The shared-CPU model stretches the executions
+// with the requests in flight, as far as the recording showed them
+// stretch; an audit log alone records no execution, only its latency, so
+// its executions are the replay's estimates and cannot show it. The
+// replay keeps them, and a level that runs more at once on a server whose
+// CPU its executions share then gets them as fast as before: too few
+// rejections (a level of a CPU-limited server given 1 → 2 nominal seats,
+// 4 → 8 with borrowing: its executions took nearly twice as long in
+// re-runs after the change, and the prediction from the audit log alone
+// was 0.70 to 0.91 of the re-runs' 429s; docs/simulate.md).
+func stretchUnknown(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || !cal.AuditOnly || cal.Shared != nil {
+		return nil
+	}
+	peak := map[string]int{}
+	for _, l := range rep.Levels {
+		peak[l.Name] = l.PeakSeatsInUse
+	}
+	var out []Warning
+	for _, l := range rep.After.Levels {
+		before := peak[l.Name]
+		if before == 0 || l.PeakSeatsInUse <= before {
+			// a new level, or one that runs no more at once
+			continue
+		}
+		out = append(out, warnf(WarnStretchUnknown, l.Name, "warning: %s: runs up to %d seats at once instead of %d, and "+stretchUnknownPhrase+
+			" when more run at once (it records no execution time, so there is no shared-CPU model): the replay keeps the execution times it estimated, "+
+			"so where the executions share the server's CPU it predicts too few rejections; httplog lines with apf_execution_time give the model",
+			l.Name, l.PeakSeatsInUse, before))
+	}
 	return out
 }
 
@@ -169,17 +212,21 @@ func shortOfCPU(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	return out
 }
 
-// ShortOfCPUWarning returns, of the texts of Regime's warnings as read back
-// from "simulate -o json" (which carries each warning as its text), the
-// one of kind WarnShortOfCPU about level, or "". Code that holds the
-// warnings themselves uses FindWarning.
-func ShortOfCPUWarning(warnings []string, level string) string {
+// FallsShortWarning returns, of the texts of Regime's warnings as read
+// back from "simulate -o json" (which carries each warning as its text),
+// the first about level that says the prediction falls short for want of
+// a CPU model (WarnShortOfCPU, WarnStretchUnknown), or "". Code that
+// holds the warnings themselves uses FindWarning.
+func FallsShortWarning(warnings []string, level string) string {
 	for _, w := range warnings {
-		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, shortOfCPUPhrase) {
+		if strings.HasPrefix(w, "warning: "+level+": ") && (strings.Contains(w, shortOfCPUPhrase) || strings.Contains(w, stretchUnknownPhrase)) {
 			return w
 		}
 	}
 	return ""
 }
 
-const shortOfCPUPhrase = "the recorded server was short of CPU"
+const (
+	shortOfCPUPhrase     = "the recorded server was short of CPU"
+	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"
+)

@@ -41,7 +41,7 @@ func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 		if ok && !strings.Contains(w.Text, "CFS quota") {
 			t.Errorf("the warning does not say the stalls were a CPU limit's: %q", w)
 		}
-		if ok && ShortOfCPUWarning([]string{w.Text}, "slow") != w.Text {
+		if ok && FallsShortWarning([]string{w.Text}, "slow") != w.Text {
 			t.Errorf("the warning's JSON text is not found again: %q", w)
 		}
 		if _, ok := FindWarning(ws, WarnShortOfCPU, "other"); ok {
@@ -100,6 +100,42 @@ func TestRegimeReadsItsParams(t *testing.T) {
 	for _, k := range kinds {
 		if w, ok := FindWarning(ws, k, "slow"); ok {
 			t.Errorf("1000 → 2500 executions with MoreWork 2 and ExecutionsFactor 3: warned %q", w)
+		}
+	}
+}
+
+// TestRegimeWarnsWhereTheStretchIsUnknown: from an audit log alone, with
+// no shared-CPU model, a level the change has run more seats at once is
+// warned about, and the warning is found again in simulate's JSON; one
+// that runs no more at once, a new level, a workload with execution times
+// of its own and one with a shared-CPU model are not.
+func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
+	cfg := regimeConfig()
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 4}, {Name: "same", PeakSeatsInUse: 4}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 8}, {Name: "same", PeakSeatsInUse: 4}, {Name: "new", PeakSeatsInUse: 3}}},
+	}
+	audit := &calibrate.Report{Enabled: true, AuditOnly: true, SharedWhy: "the executions hardly ran longer"}
+	ws := Regime(cfg, cfg, 6, rep, audit)
+	w, ok := FindWarning(ws, WarnStretchUnknown, "borrower")
+	if !ok {
+		t.Fatalf("4 → 8 seats at once from an audit log alone: no warning in %q", ws)
+	}
+	if !strings.Contains(w.Text, "up to 8 seats at once instead of 4") || FallsShortWarning([]string{w.Text}, "borrower") != w.Text {
+		t.Errorf("the warning does not give the seats, or is not found again in JSON: %q", w)
+	}
+	for _, l := range []string{"same", "new"} {
+		if w, ok := FindWarning(ws, WarnStretchUnknown, l); ok {
+			t.Errorf("level %s is warned about: %q", l, w)
+		}
+	}
+	for name, cal := range map[string]*calibrate.Report{
+		"execution times of its own": {Enabled: true},
+		"a shared-CPU model":         {Enabled: true, AuditOnly: true, Shared: &calibrate.SharedCPU{Capacity: 1, Share: 1}},
+		"no calibration":             {AuditOnly: true},
+	} {
+		if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, cal), WarnStretchUnknown, "borrower"); ok {
+			t.Errorf("with %s: warned %q", name, w)
 		}
 	}
 }

@@ -53,7 +53,9 @@ type CPUUse struct {
 //
 // The model explains a crowded server (one whose cores other processes,
 // or its own requests, keep busy) and a CPU quota alike, as a capacity:
-// the quota's cores, the cores the crowd leaves. What it cannot explain
+// the cores the crowd leaves; under a quota, the cores the executions
+// shared within a CFS period (a server held to one CPU with two Ps runs on
+// two cores at once until the period's quota is spent). What it cannot explain
 // is time-correlated: a garbage collection exhausting a CFS quota stalls
 // whatever runs, however few (CPUModel), so the two compose: an execution
 // is stretched by the requests in flight first, and then stalled where a
@@ -62,7 +64,10 @@ type CPUUse struct {
 // The process's CPU and the scheduler's latencies (CPUUse) say how busy
 // the server's CPU was; they are its evidence in the calibration table,
 // and the capacity is checked against them: the fitted capacity is not
-// more than the cores the server had (GOMAXPROCS, or the CPU limit).
+// more than the cores the server runs on at once, GOMAXPROCS. A CPU limit
+// bounds the CPU time per period, not the cores at once (the CFS model
+// holds it), so it stands for the cores only where the metrics do not
+// give GOMAXPROCS.
 type SharedCPU struct {
 	// From is what the model rests on: "saturated", the metrics show
 	// the server's CPU saturated over the workload's window
@@ -74,8 +79,9 @@ type SharedCPU struct {
 	// part of an execution that stretches with them.
 	Capacity float64 `json:"capacity"`
 	Share    float64 `json:"share"`
-	// Cores is what the server could use: GOMAXPROCS, or the CPU limit
-	// when given (CoresFrom says which); 0 when unknown.
+	// Cores is what the server could run on at once: GOMAXPROCS, or the
+	// CPU limit when the metrics do not give GOMAXPROCS (CoresFrom says
+	// which); 0 when unknown.
 	Cores     float64     `json:"cores,omitempty"`
 	CoresFrom CoresSource `json:"coresFrom,omitempty"`
 	// Used is the CPU the server's process used over MetricsSpan, in
@@ -329,7 +335,9 @@ func (m *SharedCPU) evidence(opts Options) {
 			m.Cores, m.CoresFrom = float64(u.GOMAXPROCS), CoresGOMAXPROCS
 		}
 	}
-	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
+	// a CFS quota is CPU time per period, not cores at once: GOMAXPROCS
+	// Ps run side by side until the period's quota is spent
+	if opts.CPULimit > 0 && m.Cores == 0 {
 		m.Cores, m.CoresFrom = opts.CPULimit, CoresCPULimit
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,10 +125,7 @@ func recordingOf(seed uint64, seats int, capacity, share, rate float64, span tim
 func TestSharedCPURecoversTheCapacity(t *testing.T) {
 	cfg := config(t, 3)
 	const scl = 12
-	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
-	if seats < 3 {
-		t.Fatalf("the level has %d seats; the test needs 3 or more", seats)
-	}
+	seats := slowSeats(t, cfg, scl, 3)
 	for _, tc := range []struct {
 		capacity, share float64
 		want            bool
@@ -456,4 +454,49 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	if m, ok := saturatedShared(execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
 		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
 	}
+}
+
+// TestSharedCPUCapacityIsTheCoresAtOnce: a CPU limit is a CFS quota, CPU
+// time over each 100 ms period, not a number of cores: a server held to
+// one CPU whose Go runtime runs two Ps executes on two cores at once
+// until the period's quota is spent. Executions that stretch as if they
+// shared two cores are then the server's CPU, and the fit keeps its
+// model, bounded by GOMAXPROCS. Where the metrics do not give GOMAXPROCS,
+// the CPU limit is all that is known of the cores, and a fit above it is
+// refused as before.
+func TestSharedCPUCapacityIsTheCoresAtOnce(t *testing.T) {
+	cfg := config(t, 3)
+	const scl = 12
+	seats := slowSeats(t, cfg, scl, 4)
+	reqs := partlySharedRecording(3, seats, 2, 1, 0.9*2/0.004, 20*time.Second)
+	cpu := time.Duration(cpuSeconds(reqs, 1) * float64(time.Second))
+	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
+
+	res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: use, CPULimit: 1}})
+	m := res.Shared
+	if m == nil {
+		t.Fatalf("GOMAXPROCS 2 and a CPU limit of 1: no model: %s", res.SharedWhy)
+	}
+	if m.Capacity < 1.6 || m.Capacity > 2.5 || m.Cores != 2 || m.CoresFrom != CoresGOMAXPROCS {
+		t.Errorf("GOMAXPROCS 2 and a CPU limit of 1: fitted %.2f cores (want about 2), bounded by %g from %q (want 2 from GOMAXPROCS)", m.Capacity, m.Cores, m.CoresFrom)
+	}
+
+	res = deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPULimit: 1}})
+	if res.Shared != nil {
+		t.Errorf("a CPU limit of 1 and no GOMAXPROCS: a model of %.0f%% on %.2f cores, above the one core known", 100*res.Shared.Share, res.Shared.Capacity)
+	}
+	if !strings.Contains(res.SharedWhy, "the CPU limit given") {
+		t.Errorf("a CPU limit of 1 and no GOMAXPROCS: the refusal does not name the limit: %q", res.SharedWhy)
+	}
+}
+
+// slowSeats is the nominal seats of cfg's level slow on a server of scl
+// seats; the test needs at least need of them.
+func slowSeats(t *testing.T, cfg *engine.Config, scl, need int) int {
+	t.Helper()
+	seats := levelLimits(Options{Config: cfg, ServerConcurrencyLimit: scl})["slow"].NominalCL
+	if seats < need {
+		t.Fatalf("the level has %d seats; the test needs %d or more", seats, need)
+	}
+	return seats
 }
