@@ -38,28 +38,18 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # Builds that compile the same packages never run at once
 # (concurrent go commands do not share a compilation): kubectl waits for
 # kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
-# Prometheus, and go test follows go vet. When both lines have ended, the
-# what-if check runs alone (test-whatif).
+# Prometheus, and go test follows go vet.
 NICE ?=
 
 .PHONY: test
 test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests (reproducibility of linux/amd64; make test-release checks all six platforms).
 	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
 
-.PHONY: test-steps test-go test-beside test-whatif bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
-test-steps: test-go test-beside test-whatif
+.PHONY: test-steps test-go test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
+test-steps: test-go test-beside
 
 test-go: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
-	$(GO) test -vet=off $(TEST_FLAGS) -skip '^$(WHATIF_TEST)$$' ./...
-
-# The what-if check records an overload and holds simulate's prediction to
-# re-runs of it: they must meet the server the recording met, so it runs
-# last, alone, once every other test and build of make test has ended
-# (run beside them, the re-runs met a server slowed by their work and the
-# recordings one that was not, or the other way round).
-WHATIF_TEST := TestSimulateWhatIfMatchesRerun
-test-whatif: test-go test-beside
-	$(GO) test -vet=off $(TEST_FLAGS) -run '^$(WHATIF_TEST)$$' ./test/e2e/
+	$(GO) test -vet=off $(TEST_FLAGS) ./...
 
 # One job of make test's, so that the path to go test always has its own.
 # staticcheck reads the export data go vet compiled: it starts after it.

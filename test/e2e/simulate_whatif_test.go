@@ -39,9 +39,7 @@ import (
 // server was short of CPU and the change adds work, or an audit log alone
 // cannot tell how the executions of a level that runs more at once
 // stretch: simulate.FallsShortWarning), the figures are reported, not
-// checked, and the report says so. "make test" runs this test last, alone
-// (the Makefile's test-whatif), so that the recording and its re-runs meet
-// a machine that nothing else of make test loads. With every what-if (make e2e-whatif), a re-run
+// checked, and the report says so. With every what-if (make e2e-whatif), a re-run
 // of the recorded configuration itself, a control, follows the recording:
 // where it did not meet the recorded run's server (recording.SameServer),
 // the machine ran at another speed while the recording was made, and the
