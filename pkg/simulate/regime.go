@@ -153,7 +153,7 @@ func stretchUnknown(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	for _, l := range rep.After.Levels {
 		before := peak[l.Name]
 		if before == 0 || l.PeakSeatsInUse <= before {
-			// a new level, or one that runs no more at once
+			// new, idle before the change, or running no more at once
 			continue
 		}
 		out = append(out, warnf(WarnStretchUnknown, l.Name, "warning: %s: runs up to %d seats at once instead of %d, and "+stretchUnknownPhrase+

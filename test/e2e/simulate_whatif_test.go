@@ -286,9 +286,11 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 					continue
 				}
 				if w := simulate.FallsShortWarning(pred.Warnings, l); w != "" {
-					// simulate says its prediction falls short here: the
-					// recorded server stalled for CPU and the change adds
-					// work. Reported, not held to the band.
+					// simulate says its prediction falls short here for
+					// want of a CPU model: the recorded server stalled for
+					// CPU and the change adds work, or an audit log alone
+					// cannot tell how the level's executions stretch when
+					// more run at once. Reported, not held to the band.
 					report = append(report, "        not checked, simulate warns: "+w)
 					continue
 				}
