@@ -55,7 +55,7 @@ type BundleOptions struct {
 
 // NewBundleOptions returns the defaults of "kubectl apf dump bundle".
 func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
-	return &BundleOptions{MetricsInterval: 5 * time.Second, Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	return &BundleOptions{MetricsInterval: 5 * time.Second, Options: newOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewBundleCommand builds "kubectl apf dump bundle".

@@ -81,7 +81,7 @@ type CapacityOptions struct {
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	o := &CapacityOptions{Options: state.NewOptions(configFlags, state.Config|state.Store), Server: state.NewServerOptions(),
+	o := &CapacityOptions{Options: newOptions(configFlags, state.Config|state.Store), Server: state.NewServerOptions(),
 		Flags: output.NewFlags(false, "", "json", "yaml"), IOStreams: streams}
 	o.Store.DefaultSince, o.StoreBeside = 24*time.Hour, true
 	return o

@@ -70,7 +70,7 @@ type DumpOptions struct {
 
 // NewDumpOptions returns the defaults of a dump subcommand.
 func NewDumpOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *DumpOptions {
-	o := &DumpOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	o := &DumpOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), Options: newOptions(configFlags, state.Instances), IOStreams: streams}
 	if kind == dumpLevels {
 		o.Name = output.PriorityLevelName
 	}

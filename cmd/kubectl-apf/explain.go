@@ -146,7 +146,7 @@ type ExplainRequestOptions struct {
 
 // NewExplainRequestOptions returns the defaults of "kubectl apf explain request".
 func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainRequestOptions {
-	return &ExplainRequestOptions{Options: state.NewOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, Server: state.NewServerOptions(), IOStreams: streams}
+	return &ExplainRequestOptions{Options: newOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, Server: state.NewServerOptions(), IOStreams: streams}
 }
 
 // NewExplainRequestCommand builds "kubectl apf explain request".

@@ -89,7 +89,7 @@ type Explain429Options struct {
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	o := &Explain429Options{Options: state.NewOptions(configFlags, state.Instances|state.Store), Server: state.NewServerOptions(),
+	o := &Explain429Options{Options: newOptions(configFlags, state.Instances|state.Store), Server: state.NewServerOptions(),
 		Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, MaxIncidents: 10, IOStreams: streams}
 	o.Store.DefaultSince = time.Hour
 	return o

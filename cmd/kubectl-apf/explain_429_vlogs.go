@@ -132,7 +132,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 			return fmt.Errorf("--since: %w", err)
 		}
 	}
-	win, err := history.WindowOptions{Since: since, Until: o.Store.Until}.Resolve(time.Now())
+	win, err := history.WindowOptions{Since: since, Until: o.Store.Until}.Resolve(o.ClockOrReal().Now())
 	if err != nil {
 		return err
 	}

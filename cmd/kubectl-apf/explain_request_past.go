@@ -36,7 +36,7 @@ func (o *ExplainRequestOptions) pastFiles() []string {
 func (o *ExplainRequestOptions) explainRecorded(ctx context.Context, st *state.State, ex *explain.Explanation) error {
 	rec := fromlog.Recorded{Request: o.recorded, HTTPLog: o.FromLog != "", Skipped: o.recordSkipped}
 	if o.VLogs.enabled() {
-		src, err := o.VLogs.source()
+		src, err := o.VLogs.source(o.ClockOrReal().Now())
 		if err != nil {
 			return err
 		}

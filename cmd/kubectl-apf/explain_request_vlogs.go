@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
@@ -17,8 +19,10 @@ import (
 // --victorialogs-margin of it.
 type vlogsRequestFlags struct {
 	vlogs429Flags
-	// Since is how far back the audit ID is looked for.
+	// Since is how far back from Until the audit ID is looked for.
 	Since time.Duration
+	// Until ends that window ("" is now).
+	Until string
 }
 
 func (v *vlogsRequestFlags) addFlags(f *pflag.FlagSet, configFlags *genericclioptions.ConfigFlags) {
@@ -32,7 +36,8 @@ func (v *vlogsRequestFlags) addFlags(f *pflag.FlagSet, configFlags *genericcliop
 	f.DurationVar(&v.Timeout, "victorialogs-timeout", time.Minute, "With --victorialogs: the longest a query may take.")
 	f.DurationVar(&v.Margin, "victorialogs-margin", 2*time.Minute, "With --victorialogs: the events pulled before and after the request.")
 	v.Since = 7 * 24 * time.Hour
-	f.Var(daysDuration{&v.Since}, "victorialogs-since", "With --victorialogs: how far back from now the audit ID is looked for (24h, 7d).")
+	f.Var(daysDuration{&v.Since}, "victorialogs-since", "With --victorialogs: how far back from --victorialogs-until the audit ID is looked for (24h, 7d).")
+	f.StringVar(&v.Until, "victorialogs-until", "", "With --victorialogs: the end of the window the audit ID is looked for in, RFC 3339 or relative (-2h); now when empty.")
 }
 
 // validate checks the flags of --victorialogs.
@@ -48,15 +53,23 @@ func (v *vlogsRequestFlags) validate(o *ExplainRequestOptions) error {
 	return v.check()
 }
 
-// source is the store over the window the audit ID is looked for in.
-func (v *vlogsRequestFlags) source() (*vlogs.Source, error) {
+// source is the store over the window the audit ID is looked for in, the
+// --victorialogs-since before --victorialogs-until (a minute past now when
+// that is empty, for the clocks of the store and of this machine).
+func (v *vlogsRequestFlags) source(now time.Time) (*vlogs.Source, error) {
+	win, err := history.WindowOptions{Since: v.Since, Until: v.Until}.Resolve(now)
+	if err != nil {
+		return nil, fmt.Errorf("--victorialogs-since/--victorialogs-until: %w", err)
+	}
+	if v.Until == "" {
+		win.End = win.End.Add(time.Minute)
+	}
 	client, err := v.open()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	return &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Prefix: v.Prefix, Instance: v.InstanceField}, Filter: v.Query,
-		Start: now.Add(-v.Since), End: now.Add(time.Minute)}, nil
+		Start: win.Start, End: win.End}, nil
 }
 
 // recordedFromVLogs reads the request of --audit-id from the store.
@@ -64,7 +77,7 @@ func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err := o.VLogs.validate(o); err != nil {
 		return err
 	}
-	src, err := o.VLogs.source()
+	src, err := o.VLogs.source(o.ClockOrReal().Now())
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ type LintOptions struct {
 
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
-	return &LintOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
+	return &LintOptions{Options: newOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
 		Server:      state.NewServerOptionsOf(state.ServerConcurrencyGiven),
 		MinSeverity: string(lint.SeverityWarning), FailOn: string(lint.SeverityError), IOStreams: streams}
 }

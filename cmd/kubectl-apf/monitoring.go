@@ -225,7 +225,7 @@ type MonitoringDashboardOptions struct {
 // NewMonitoringDashboardOptions returns the defaults of "kubectl apf monitoring dashboard".
 func NewMonitoringDashboardOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MonitoringDashboardOptions {
 	d := monitoring.DefaultDashboardOptions()
-	return &MonitoringDashboardOptions{Options: state.NewOptions(configFlags, state.Config), Flags: output.NewFlags(false, "json"),
+	return &MonitoringDashboardOptions{Options: newOptions(configFlags, state.Config), Flags: output.NewFlags(false, "json"),
 		MonitoringOptions: newMonitoringOptions(), Title: d.Title, UID: d.UID, IOStreams: streams}
 }
 

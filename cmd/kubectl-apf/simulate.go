@@ -135,7 +135,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: state.NewOptions(configFlags, state.Config), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: newOptions(configFlags, state.Config), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -234,7 +234,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		cfg.Source = o.Source.Describe()
 	}
 	if o.VLogs.enabled() {
-		cfg.Open = o.VLogs.opener(ctx, o.Strict)
+		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
 	}
 	res, err := simulate.Run(ctx, st, cfg)
 	if err != nil {

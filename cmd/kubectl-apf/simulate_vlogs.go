@@ -54,14 +54,14 @@ func (v *vlogsSimulateFlags) validate(o *SimulateOptions) error {
 // opener is simulate.Config.Open: the window's events, counted first (a
 // window without any is an error), pulled in time order and read by the
 // audit reader.
-func (v *vlogsSimulateFlags) opener(ctx context.Context, strict bool) func() (*workload.Files, error) {
+func (v *vlogsSimulateFlags) opener(ctx context.Context, now time.Time, strict bool) func() (*workload.Files, error) {
 	return func() (*workload.Files, error) {
 		client, err := v.open()
 		if err != nil {
 			return nil, err
 		}
 		v.client = client
-		win, err := history.WindowOptions{Since: v.Since, Until: v.Until}.Resolve(time.Now())
+		win, err := history.WindowOptions{Since: v.Since, Until: v.Until}.Resolve(now)
 		if err != nil {
 			return nil, fmt.Errorf("--victorialogs-since/--victorialogs-until: %w", err)
 		}

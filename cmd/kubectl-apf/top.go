@@ -68,7 +68,7 @@ func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		inputs |= state.Store
 	}
 	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
-		Options: state.NewOptions(configFlags, inputs), IOStreams: streams}
+		Options: newOptions(configFlags, inputs), IOStreams: streams}
 	if kind == "levels" {
 		o.Name = output.PriorityLevelName
 	}

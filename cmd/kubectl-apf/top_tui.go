@@ -89,7 +89,7 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{Options: state.NewOptions(configFlags, state.Instances|state.Store), Interval: tui.DefaultInterval, IOStreams: streams}
+	o := &TopTUIOptions{Options: newOptions(configFlags, state.Instances|state.Store), Interval: tui.DefaultInterval, IOStreams: streams}
 	o.StoreBeside = true
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
@@ -224,7 +224,7 @@ func (o *TopTUIOptions) Run(ctx context.Context) error {
 // --record, with the store's past behind it with --prometheus). done ends
 // the recording.
 func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func(), err error) {
-	opts = tui.Options{Context: ctx, Interval: o.Interval, Cluster: o.clusterName()}
+	opts = tui.Options{Context: ctx, Clock: o.ClockOrReal().Now, Interval: o.Interval, Cluster: o.clusterName()}
 	done = func() {}
 	if _, ok := os.LookupEnv("NO_COLOR"); !ok {
 		st := tui.ColorStyles()

@@ -47,7 +47,7 @@ type WhoisOptions struct {
 
 // NewWhoisOptions returns the defaults of "kubectl apf whois".
 func NewWhoisOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WhoisOptions {
-	return &WhoisOptions{Flags: output.NewFlags(true, "table", "json", "yaml"), Options: state.NewOptions(configFlags, state.Instances), IOStreams: streams}
+	return &WhoisOptions{Flags: output.NewFlags(true, "table", "json", "yaml"), Options: newOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewWhoisCommand builds "kubectl apf whois".

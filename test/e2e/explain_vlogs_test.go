@@ -63,8 +63,9 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 	bundle := func(name string) string {
 		return filepath.Join("..", "..", "testdata", "simulate", "recordings", name, recording.BundleFile)
 	}
-	// the window: the last 30 days, which hold the recordings
-	window := []string{"--since", "30d"}
+	// the window: the recordings' own times, never today's date
+	since, until := fixtureWindow(t, lines)
+	window := []string{"--since", since, "--until", until}
 
 	for _, mode := range []struct {
 		name    string
@@ -105,14 +106,14 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 			}
 			req := []string{"explain", "request", "--from", bundle("quiet"), "--audit-id", id, "-o", "json"}
 			want := runJSON(t, c, append(req, "--from-audit", files["quiet"])...)
-			got := runJSON(t, c, append(req, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet")...)
+			got := runJSON(t, c, append(req, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet", "--victorialogs-since", since, "--victorialogs-until", until)...)
 			if w, g := sameReport(t, want), sameReport(t, got); w != g || !strings.Contains(g, `"fate": "rejected"`) {
 				t.Errorf("explain request %s: --victorialogs explains\n%s\n--from-audit\n%s", id, g, w)
 			}
 			// simulate: quiet's what-if replayed from the store
 			sim := []string{"simulate", "--from", bundle("quiet"), "--set", "apf-load.queueLengthLimit=10", "-o", "json"}
 			want = runJSON(t, c, append(sim, "--workload", files["quiet"])...)
-			got = runJSON(t, c, append(sim, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet", "--victorialogs-since", "30d")...)
+			got = runJSON(t, c, append(sim, "--victorialogs", store.Select.URL, "--victorialogs-query", "recording:=quiet", "--victorialogs-since", since, "--victorialogs-until", until)...)
 			if w, g := sameReport(t, want), sameReport(t, got); w != g {
 				t.Errorf("simulate: --victorialogs predicts\n%s\n--workload\n%s", g, w)
 			}
@@ -164,7 +165,7 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 		}
 		// explain request of an audit ID the store does not hold, and
 		// simulate over an empty window
-		code, out, errOut := runLintPlugin(t, c, "explain", "request", "--from", bundle("quiet"), "--victorialogs", store.Select.URL, "--audit-id", "no-such-id")
+		code, out, errOut := runLintPlugin(t, c, "explain", "request", "--from", bundle("quiet"), "--victorialogs", store.Select.URL, "--audit-id", "no-such-id", "--victorialogs-since", since, "--victorialogs-until", until)
 		oneLineError(t, "unknown audit ID", code, string(out), errOut, "holds no completed request of audit ID no-such-id")
 		code, out, errOut = runLintPlugin(t, c, "simulate", "--from", bundle("quiet"), "--victorialogs", store.Select.URL, "--victorialogs-until", "2020-01-01T00:00:00Z")
 		oneLineError(t, "simulate, empty window", code, string(out), errOut, "holds no audit event")
@@ -173,6 +174,35 @@ func TestExplain429VictoriaLogs(t *testing.T) {
 		code, outs, errOuts := apf(t, "", append(append(base, window...), "--victorialogs-service", "logging/victorialogs:9428", "--kubeconfig", kc, "--context", "apf-local-carol")...)
 		oneLineError(t, "403 through the proxy", code, outs, errOuts, "forbidden (403): the kubectl identity needs get on services/proxy")
 	})
+}
+
+// fixtureWindow is the window that holds the audit events of lines (JSON
+// lines with a stageTimestamp): --since and --until from the events' own
+// times, a minute wider on each side, so that no test depends on today's
+// date.
+func fixtureWindow(t *testing.T, lines []byte) (since, until string) {
+	t.Helper()
+	var first, last time.Time
+	for _, l := range bytes.Split(lines, []byte{'\n'}) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var ev struct{ StageTimestamp time.Time }
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatalf("an audit event of the fixture: %v", err)
+		}
+		if first.IsZero() || ev.StageTimestamp.Before(first) {
+			first = ev.StageTimestamp
+		}
+		if ev.StageTimestamp.After(last) {
+			last = ev.StageTimestamp
+		}
+	}
+	if first.IsZero() {
+		t.Fatal("the fixture holds no audit event")
+	}
+	end := last.Add(time.Minute).Truncate(time.Second).Add(time.Second)
+	return end.Sub(first.Add(-time.Minute)).Round(time.Second).String(), end.UTC().Format(time.RFC3339)
 }
 
 // oneLineError checks an exit of 1 with nothing on stdout and one line on
@@ -263,7 +293,8 @@ func TestExplain429VictoriaLogsThroughServiceProxy(t *testing.T) {
 	ns, name := fmt.Sprintf("logging-%d", os.Getpid()), "victorialogs"
 	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	netnsService(t, admin, ns, name, "victoriametrics/victoria-logs", "http", 9428, port, "", there)
-	base := []string{"explain", "429", "--from", filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", recording.BundleFile), "--since", "30d", "-o", "json"}
+	since, until := fixtureWindow(t, raw)
+	base := []string{"explain", "429", "--from", filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", recording.BundleFile), "--since", since, "--until", until, "-o", "json"}
 	direct := runJSON(t, c, append(base, "--victorialogs", store.Select.URL)...)
 	proxied := runJSON(t, c, append(base, "--victorialogs-service", ns+"/"+name+":9428")...)
 	if d, p := sameReport(t, direct), sameReport(t, proxied); d != p {

@@ -104,7 +104,13 @@ func pluginBinary(t *testing.T) string {
 			return
 		}
 		pluginPath = filepath.Join(pluginDir, "kubectl-apf")
-		out, err := exec.Command("go", "build", "-o", pluginPath, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf").CombinedOutput()
+		args := []string{"build", "-o", pluginPath}
+		if ahead := os.Getenv("KUBECTL_APF_CLOCK_AHEAD"); ahead != "" {
+			// make test-clock-ahead: the plugin's "now" moved ahead,
+			// to find the tests that depend on today's date
+			args = append(args, "-ldflags", "-X main.clockAhead="+ahead)
+		}
+		out, err := exec.Command("go", append(args, "github.com/kubectl-apf/kubectl-apf/cmd/kubectl-apf")...).CombinedOutput()
 		if err != nil {
 			pluginErr = fmt.Errorf("%v\n%s", err, out)
 		}
