@@ -193,3 +193,33 @@ apiserver_flowcontrol_dispatched_requests_total{flow_schema="a",priority_level="
 		t.Errorf("a garbled scrape: got %+v, want nil", c)
 	}
 }
+
+// TestWhatIfAgreesRuns: a prediction is held to the mean of the re-runs,
+// and to what they measured only where they disagree among themselves
+// under the band.
+func TestWhatIfAgreesRuns(t *testing.T) {
+	for _, c := range []struct {
+		pred  int64
+		reals []int64
+		noisy bool
+		want  bool
+	}{
+		{100, []int64{100}, false, true},
+		{70, []int64{100}, false, false},
+		{70, []int64{100, 101, 99}, false, false}, // the re-runs agree: the band holds
+		{70, []int64{60, 100, 140}, true, true},   // 60 against 120, 140 against 80: noisier than the band, 70 measured
+		{50, []int64{60, 100, 140}, true, false},  // below every re-run, and outside the band of the mean
+		{160, []int64{60, 100, 140}, true, false}, // above every re-run
+		{120, []int64{60, 100, 140}, true, true},  // within the band of the mean too
+		{70, []int64{60, 140}, false, false},      // two re-runs tell no spread
+		{5, []int64{0, 12, 3}, false, true},       // small counts: within 10 of the mean 5
+		{0, nil, false, false},
+	} {
+		if got := NoisierThanTheBand(c.reals); got != c.noisy {
+			t.Errorf("NoisierThanTheBand(%v) = %v, want %v", c.reals, got, c.noisy)
+		}
+		if got := WhatIfAgreesRuns(c.pred, c.reals); got != c.want {
+			t.Errorf("WhatIfAgreesRuns(%d, %v) = %v, want %v", c.pred, c.reals, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -19,6 +20,50 @@ func WhatIfAgrees(predicted, real int64) bool {
 		return ratio >= 0.75 && ratio <= 1.25
 	}
 	return predicted-real <= 10 && real-predicted <= 10
+}
+
+// NoisierThanTheBand says whether the re-runs of one plan disagree among
+// themselves under the band: one of them, against the mean of the others,
+// falls outside WhatIfAgrees. Then the band is narrower than the noise of
+// the server itself, and no prediction can be held to it.
+func NoisierThanTheBand(reals []int64) bool {
+	if len(reals) < 3 {
+		return false
+	}
+	for i, r := range reals {
+		var sum int64
+		for j, o := range reals {
+			if j != i {
+				sum += o
+			}
+		}
+		others := int64(math.Round(float64(sum) / float64(len(reals)-1)))
+		if !WhatIfAgrees(r, others) {
+			return true
+		}
+	}
+	return false
+}
+
+// WhatIfAgreesRuns is WhatIfAgrees against several re-runs of one plan:
+// the prediction agrees with their mean, or, where the re-runs are
+// noisier than the band among themselves (NoisierThanTheBand, three
+// re-runs or more), it lies within what they measured, from the fewest
+// 429s to the most.
+func WhatIfAgreesRuns(predicted int64, reals []int64) bool {
+	if len(reals) == 0 {
+		return false
+	}
+	var sum int64
+	lo, hi := reals[0], reals[0]
+	for _, r := range reals {
+		sum += r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	if WhatIfAgrees(predicted, int64(math.Round(float64(sum)/float64(len(reals))))) {
+		return true
+	}
+	return NoisierThanTheBand(reals) && predicted >= lo && predicted <= hi
 }
 
 // WhatIfRangeAgrees is WhatIfAgrees for a prediction given as a range
