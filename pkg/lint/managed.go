@@ -64,12 +64,12 @@ func (c *checker) markManaged(f *Finding) {
 }
 
 // suggestedIntact reports whether the input holds every suggested object
-// of the reference, unchanged: then a finding on them alone is upstream's
-// choice, not the user's.
+// of the reference, unchanged (a FlowSchema's lists compared as sets):
+// then a finding on them alone is upstream's choice, not the user's.
 func (c *checker) suggestedIntact() bool {
 	if c.intact == nil {
 		ok := allUnchanged(c.in.Reference.SuggestedFlowSchemas, c.in.FlowSchemas, func(fs *flowcontrolv1.FlowSchema) (string, any) {
-			return fs.Name, engine.DefaultFlowSchema(fs).Spec
+			return fs.Name, canonicalFlowSchemaSpec(engine.DefaultFlowSchema(fs).Spec)
 		}) && allUnchanged(c.in.Reference.SuggestedPriorityLevels, c.in.PriorityLevels, func(pl *flowcontrolv1.PriorityLevelConfiguration) (string, any) {
 			return pl.Name, engine.DefaultPriorityLevel(pl).Spec
 		})

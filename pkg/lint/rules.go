@@ -231,9 +231,11 @@ spec:
 	},
 	{
 		ID: RuleExemptBeyondMasters, Severity: SeverityError,
-		Summary: "A FlowSchema routes clients other than system:masters to the exempt level (error when it exempts everyone's resource requests).",
+		Summary: "A FlowSchema routes clients other than system:masters to the exempt level for more than the health checks (error when it exempts everyone's resource requests).",
 		Why: "Exempt requests are never queued, limited or rejected: a flood from them reaches the apiserver unchecked and APF " +
-			"cannot protect anyone else.",
+			"cannot protect anyone else. A rule that exempts only /healthz, /livez and /readyz (and their checks' subpaths), as " +
+			"upstream's suggested FlowSchema probes does for everyone, is not reported: the checks are cheap, and a probe answered 429 " +
+			"counts as a failed one.",
 		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: FlowSchema
 metadata: {name: oncall-exempt}
