@@ -417,6 +417,7 @@ func TestLintRules(t *testing.T) {
 			fss = append(tt.fss, fss...)
 			pls = append(pls, tt.pls...)
 			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
+			checkSeverities(t, got)
 			for _, w := range tt.want {
 				if !hasFinding(got, w) {
 					t.Errorf("missing finding %+v; got:\n%s", w, dumpFindings(got))
@@ -430,6 +431,24 @@ func TestLintRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSeverities fails for a finding at a severity its rule does not
+// list (Rule.Severity, Rule.Milder: what --list-rules and the rule pages
+// say), unless it is information on managed objects (ManagedNote).
+func checkSeverities(t *testing.T, fs []Finding) {
+	t.Helper()
+	for _, f := range fs {
+		r, ok := RuleByID(f.Rule)
+		switch {
+		case !ok:
+			t.Errorf("finding of no rule %q", f.Rule)
+		case f.Severity == r.Severity, r.Milder != "" && f.Severity == r.Milder:
+		case f.Severity == SeverityInfo && f.ManagedBy != "":
+		default:
+			t.Errorf("%s finding at %s, its rule lists %s: %s", f.Rule, f.Severity, r.Severities(), f.Message)
+		}
 	}
 }
 

@@ -67,7 +67,9 @@ func TestPublicConfigurations(t *testing.T) {
 			fss, pls := config.UpstreamDefaults()
 			fss, pls = config.Overlay(fss, pls, objs)
 			var got []string
-			for _, f := range Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions()) {
+			findings := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions())
+			checkSeverities(t, findings)
+			for _, f := range findings {
 				if f.Severity != SeverityInfo {
 					got = append(got, string(f.Severity)+" "+f.Rule+" "+refsKey(f.Objects))
 				}

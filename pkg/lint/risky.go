@@ -71,9 +71,8 @@ func (c *checker) suggestedFinding(ref ObjectRef, annotations map[string]string,
 	what := strings.Join(fields, ", ")
 	if annotations[flowcontrolv1.AutoUpdateAnnotationKey] == "false" {
 		c.add(Finding{
-			Rule:     RuleSuggestedDiffers,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{ref},
+			Rule:    RuleSuggestedDiffers,
+			Objects: []ObjectRef{ref},
 			Message: fmt.Sprintf("%s is annotated %s=false and differs from the %s suggestion in %s",
 				ref, flowcontrolv1.AutoUpdateAnnotationKey, version, what),
 			Why: "the apiserver no longer keeps this suggested object current, so upgrades will not bring upstream's " +
@@ -84,9 +83,8 @@ func (c *checker) suggestedFinding(ref ObjectRef, annotations map[string]string,
 		return
 	}
 	c.add(Finding{
-		Rule:     RuleSuggestedDiffers,
-		Severity: SeverityWarning,
-		Objects:  []ObjectRef{ref},
+		Rule:    RuleSuggestedDiffers,
+		Objects: []ObjectRef{ref},
 		Message: fmt.Sprintf("%s differs from the %s suggestion in %s but is not annotated %s=false",
 			ref, version, what, flowcontrolv1.AutoUpdateAnnotationKey),
 		Why: "the apiserver rewrites suggested objects that are not opted out, so this edit will be reverted " +
@@ -311,14 +309,15 @@ func (c *checker) checkExempt() {
 		if len(beyond) == 0 {
 			continue
 		}
-		sev := SeverityWarning
+		// An error when it exempts everyone's resource requests, else
+		// the rule's milder warning.
+		add := c.addMilder
 		if wide && resources {
-			sev = SeverityError
+			add = c.add
 		}
-		c.add(Finding{
-			Rule:     RuleExemptBeyondMasters,
-			Severity: sev,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+		add(Finding{
+			Rule:    RuleExemptBeyondMasters,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("FlowSchema %s routes %s to the exempt priority level %s",
 				fs.Name, strings.Join(dedupe(beyond), ", "), pl.Name),
 			Why: "exempt requests are never queued, limited or rejected, so a flood from these clients reaches the " +
@@ -363,9 +362,8 @@ func (c *checker) checkRejectLevels() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleRejectWithTraffic,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+			Rule:    RuleRejectWithTraffic,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("priority level %s rejects instead of queuing, and FlowSchema %s sends it real traffic (for example %s)",
 				pl.Name, fs.Name, r.Witness),
 			Why: "a Reject level has no queues: when its seats are busy a request gets HTTP 429 at once " +
@@ -389,24 +387,24 @@ func (c *checker) checkCrushRisk() {
 		if err != nil {
 			continue
 		}
-		sev := Severity("")
+		// A warning above CrushWarn, the rule's milder information for
+		// a single queue or above CrushInfo.
+		var add func(Finding)
 		switch {
 		case queues == 1:
-			sev = SeverityInfo
+			add = c.addMilder
 		case p4 >= c.opts.CrushWarn:
-			sev = SeverityWarning
+			add = c.add
 		case p4 >= c.opts.CrushInfo:
-			sev = SeverityInfo
-		}
-		if sev == "" {
+			add = c.addMilder
+		default:
 			continue
 		}
 		p1, _ := capacity.CrushProbability(queues, hand, 1)
 		p16, _ := capacity.CrushProbability(queues, hand, 16)
 		f := Finding{
-			Rule:     RuleCrushRisk,
-			Severity: sev,
-			Objects:  []ObjectRef{plRef(name)},
+			Rule:    RuleCrushRisk,
+			Objects: []ObjectRef{plRef(name)},
 			Message: fmt.Sprintf("priority level %s (%d queues, hand size %d): a small flow is crushed by 1, 4, 16 heavy flows with probability %s, %s, %s",
 				name, queues, hand, fmtProb(p1), fmtProb(p4), fmtProb(p16)),
 			Why: "shuffle sharding deals each flow a hand of queues; when heavy flows hold every queue of a light flow's hand, " +
@@ -417,7 +415,7 @@ func (c *checker) checkCrushRisk() {
 			f.Why = "with one queue there is no fair queuing between flows; a heavy client delays all others at this level"
 		}
 		f.Fix = suggestQueues(queues, hand, c.opts.CrushInfo)
-		c.add(f)
+		add(f)
 	}
 }
 
@@ -456,9 +454,8 @@ func (c *checker) checkDistinguishers() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleNoDistinguisherShared,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+			Rule:    RuleNoDistinguisherShared,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("FlowSchema %s has no distinguisherMethod but matches many clients (%s) at queuing level %s",
 				fs.Name, strings.Join(broad, ", "), pl.Name),
 			Why: "without a distinguisher every request of the FlowSchema belongs to one flow, so fair queuing cannot " +
@@ -529,9 +526,8 @@ func (c *checker) checkSystemIdentities() {
 		}
 		sort.Strings(examples)
 		c.add(Finding{
-			Rule:     RuleSystemIdentityFallsDown,
-			Severity: SeverityWarning,
-			Objects:  refs,
+			Rule:    RuleSystemIdentityFallsDown,
+			Objects: refs,
 			Message: fmt.Sprintf("%s traffic falls through to %s: %s", id.Name, strings.Join(sortedKeys(landed), ", "),
 				strings.Join(examples, "; ")),
 			Why: "system components then compete with every ordinary client for the fallback level's seats, " +
