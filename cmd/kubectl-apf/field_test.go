@@ -367,6 +367,13 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "request", "--defaults", "--from-log", "@", "--user-name", "system:kube-scheduler", "-o", "json"},
 			want:    []string{`"at": "2025-03-05T22:40:42.998105065Z"`},
 			notWant: []string{`"at": "2000-`}},
+		// The same file through explain 429 without a cluster, as the
+		// README's offline example runs it (S5 of issue 58: --defaults was
+		// an unknown flag): eight requests, every answer 201, no 429,
+		// and the reconstruction agrees with all eight.
+		{name: "kueue POSTs and bindings: explain 429 --workload --defaults offline", artifact: "kueue-4508-httplog-posts.txt",
+			args: []string{"explain", "429", "--defaults", "--workload", "@", "--server", "http://127.0.0.1:1"},
+			want: []string{"No 429 from APF in the log.", "agree with the log's answers on 8 of 8 requests"}},
 		// k3s-2278: a 1.18 httplog line (verb=, URI=, resp=200, no "HTTP"
 		// and no apf_* field) and four lines of other components.
 		{name: "1.18 httplog file: no request of the -v=3 form", artifact: "k3s-2278-httplog-pre-apf.txt",
