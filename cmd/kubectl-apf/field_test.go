@@ -433,6 +433,29 @@ func fieldRows() []fieldRow {
 		{name: "stackengine line 2: client-side throttling", artifact: "stackengine-429-client-throttling.txt",
 			args: []string{"explain", "request", "--defaults", "--from-message", "@line:2"},
 			want: []string{"client-side-throttling (not API Priority and Fairness)", "request GET /api/v1/namespaces/default/pods, delayed 1.237s"}},
+		// drill-9: kubectl -v=8 as its author pasted it, the header block
+		// joined into the Response line and the URL elided: a 429 with
+		// Retry-After 32 (above the watch cache's 30 and the Eviction
+		// API's 10, so APF's), and client-go's wait of 32s before its
+		// first retry of .../api/v1/namespaces/default/pods (S9 of issue
+		// 58: unrecognised). The paste names no method and no user.
+		{name: "drill-9 kubectl -v=8: the 429 and its Retry-After", artifact: "drill-9-kubectl-v8-429.txt",
+			args: []string{"explain", "request", "--defaults", "--from-message", "@text"},
+			want: []string{"Message: apf-429 (API Priority and Fairness)", "request /api/v1/namespaces/default/pods, delayed 32s",
+				"answered 429 Too Many Requests, Retry-After 32s", "A Retry-After of 32 s is API Priority and Fairness's", "but not its method nor who sent it"}},
+		// built/kubectl-v8-429-trace.txt: GET of default's pods (limit
+		// 500) on its Request line; the Response's headers Retry-After 32
+		// and both PF UIDs; the wait of 32s before retry 1.
+		{name: "built kubectl -v=8 trace: request, Retry-After, PF UIDs", artifact: "built/kubectl-v8-429-trace.txt",
+			args: []string{"explain", "request", "--defaults", "--from-message", "@text"},
+			want: []string{"request GET /api/v1/namespaces/default/pods?limit=500, delayed 32s", "answered 429 Too Many Requests, Retry-After 32s",
+				"X-Kubernetes-PF-FlowSchema-UID: 7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11", "X-Kubernetes-PF-PriorityLevel-UID: 0c9d1f2a-4e5b-4a6c-9d7e-8f9a0b1c2d3e",
+				"kubectl apf whois 7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11 0c9d1f2a-4e5b-4a6c-9d7e-8f9a0b1c2d3e"}},
+		// With the user, the request is classified: alice's LIST of pods in
+		// default goes to global-default (precedence 9900) at 1.37.
+		{name: "built kubectl -v=8 trace with the user: classified", artifact: "built/kubectl-v8-429-trace.txt",
+			args: []string{"explain", "request", "--defaults", "--user-name", "alice", "--from-message", "@text"},
+			want: []string{"✓ global-default (precedence 9900, level global-default)", "the client's trace shows the server answered GET /api/v1/namespaces/default/pods?limit=500 with 429 Too Many Requests"}},
 		// explain 429 has no --from-message; the answer points to the
 		// command that has (R11).
 		{name: "stackengine line 1 to explain 429", artifact: "stackengine-429-client-throttling.txt",
