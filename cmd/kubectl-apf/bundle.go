@@ -109,7 +109,8 @@ func (o *BundleOptions) Validate() error {
 
 // Run captures and writes the bundle.
 func (o *BundleOptions) Run(ctx context.Context) error {
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval})
+	// No offline hint: a bundle is what a cluster's capture makes.
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
-const capacityLong = `Show the seat arithmetic of every priority level.
+var capacityLong = `Show the seat arithmetic of every priority level.
 
 For each level: its shares and percentages, the nominal, lendable and
 borrowing limits and the lower and upper bounds in seats, the most seats one
@@ -43,7 +43,7 @@ reason and the queue wait p99, from a Prometheus-compatible store.
 From a cluster or a bundle with live state, what each level holds now
 follows: waiting and executing requests, seats in use and the limits, each
 from the best input read (the figures "top levels" and "explain 429"
-show).` + state.StoreHelp
+show).` + state.StoreHelp(state.Config|state.Store)
 
 const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity

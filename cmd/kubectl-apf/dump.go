@@ -141,7 +141,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	case dumpRequests:
 		parts, file = parts|dump.PartRequests, dump.FileRequests
 	}
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts})
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts}, liveHint(o.Options))
 	if err != nil {
 		return err
 	}
@@ -177,20 +177,31 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	}
 }
 
-// captureOrFail captures from src and fails when no instance answered.
-func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOptions) (*dump.Capture, error) {
+// captureOrFail captures from src and fails when no instance answered;
+// the error for a cluster that could not be read ends with offline (the
+// state group's OfflineHint, liveHint).
+func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOptions, offline string) (*dump.Capture, error) {
 	c, err := src.Capture(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, offline)
 	}
 	if len(c.Snapshots) == 0 {
 		msg := "no apiserver instance answered"
 		for _, f := range c.Failures {
 			msg += "; " + f.Instance + ": " + f.Error()
 		}
-		return nil, fmt.Errorf("reading %s: %s", src.Describe(), msg)
+		return nil, fmt.Errorf("reading %s: %s%s", src.Describe(), msg, offline)
 	}
 	return c, nil
+}
+
+// liveHint is the offline hint of o's commands when they read a cluster,
+// empty when they read a bundle.
+func liveHint(o *state.Options) string {
+	if !o.IsLive() {
+		return ""
+	}
+	return " " + o.OfflineHint()
 }
 
 // printNotes writes a capture's notes to stderr.

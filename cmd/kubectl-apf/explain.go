@@ -59,7 +59,9 @@ verdict on each.
 Instead of VERB PATH: --from-log takes a kube-apiserver httplog line (or a file
 of them) and says whether the replay agrees with its apf_fs/apf_pl;
 --from-audit takes an audit log (with --audit-id) for the request and its
-identity; --from-message takes a pasted client-go or error message. When
+identity; --from-message takes a pasted client-go or error message, or the
+trace of kubectl -v=6 to -v=9 around a 429 (its request, Retry-After and
+X-Kubernetes-PF-* UIDs). When
 --from-log or --from-audit names a file (and --workload adds more), the
 verdict is the request's fate at its own moment, reconstructed from the log:
 its hand's queues and who waited in them, who held the level's seats, and the
@@ -172,7 +174,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	o.VLogs.addFlags(f, configFlags)
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
-	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line or 429 error text to explain.")
+	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace of a 429 to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)

@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
-const explain429Long = `Explain the HTTP 429 answers a cluster gives now.
+var explain429Long = `Explain the HTTP 429 answers a cluster gives now.
 
 From two scrapes of the apiserver's metrics (--interval apart) and the debug
 dumps, for every priority level that rejects requests: the rejections per
@@ -44,7 +44,7 @@ a timeline of the level around it (seats in use against the current limit
 and demand, waiting requests, the queue wait p99 and queue lengths), and
 what it points to: one flow flooding its queues, or the whole level short of
 seats. JSON output holds the series; every source prints one schema
-(docs/explain-429-schema.md).` + state.StoreHelp
+(docs/explain-429-schema.md).` + state.StoreHelp(state.Instances|state.Store|state.Config)
 
 const explain429Example = `  # Why does the cluster answer 429 now?
   kubectl apf explain 429
@@ -60,6 +60,9 @@ const explain429Example = `  # Why does the cluster answer 429 now?
 
   # Who was rejected, and who held the seats, from the apiserver's logs
   kubectl apf explain 429 --from apf-bundle.tar.gz --workload apiserver.log --workload audit.log
+
+  # The same without a cluster or a bundle: the log against a release's upstream defaults
+  kubectl apf explain 429 --defaults --kube-version 1.33 --workload audit.log
 
   # The incidents of the store, each with the log's clients over its window
   kubectl apf explain 429 --prometheus http://prometheus.monitoring:9090 --since 6h --from apf-bundle.tar.gz --workload audit.log
@@ -89,7 +92,7 @@ type Explain429Options struct {
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	o := &Explain429Options{Options: newOptions(configFlags, state.Instances|state.Store), Server: state.NewServerOptions(),
+	o := &Explain429Options{Options: newOptions(configFlags, state.Instances|state.Store|state.Config), Server: state.NewServerOptions(),
 		Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, MaxIncidents: 10, IOStreams: streams}
 	o.Store.DefaultSince = time.Hour
 	return o
@@ -108,6 +111,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	}
 	f := cmd.Flags()
 	o.Options.AddFlags(f)
+	logConfigUsage(f)
 	o.VLogs.addFlags(f, configFlags)
 	f.DurationVar(&o.Interval, "interval", o.Interval, "Time between the two metrics scrapes that give the rates (0: one scrape, totals since start).")
 	o.Server.AddFlags(f)
@@ -145,11 +149,22 @@ func explain429FlagError(_ *cobra.Command, err error) error {
 // configuration the log is reconstructed against.
 func (o *Explain429Options) Complete(_ *cobra.Command, _ []string) error {
 	o.StoreBeside = len(o.Workload.Files) > 0 && o.Store.Enabled()
+	if !o.readsLog() {
+		o.DefaultsNeed = "--workload FILE"
+	}
 	return o.Options.Complete()
 }
 
+// readsLog reports whether the 429s are a log's (--workload, or
+// --victorialogs), reconstructed against a configuration that --defaults,
+// -f and --kube-version may give.
+func (o *Explain429Options) readsLog() bool { return len(o.Workload.Files) > 0 || o.VLogs.enabled() }
+
 // Validate checks the flags.
 func (o *Explain429Options) Validate() error {
+	if err := o.validateLogConfig(); err != nil {
+		return err
+	}
 	if o.VLogs.enabled() {
 		return o.validateVLogs()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -35,8 +36,10 @@ user agents, with counts, FlowSchema and flow), who held the level's seats
 meanwhile (seat-seconds and shares), and whether fair queuing protected the
 light flows or one flow crowded the queues of their hands, from the
 reconstruction of what APF did at each instant (docs/reconstruct.md). The
-configuration comes from the cluster, --from or --defaults, as for the
-other sources; --since and --until keep the incidents that overlap a window,
+configuration comes from the cluster, from --from, or without a cluster
+from --defaults (the upstream defaults of --kube-version, 1.37 unless
+given); -f applies files of FlowSchemas and PriorityLevelConfigurations
+over it. --since and --until keep the incidents that overlap a window,
 relative times counting back from the log's last request.
 
 With --workload and --prometheus both, the incidents are the store's, and
@@ -44,8 +47,41 @@ each carries the log's clients over its window (moved back one
 --scrape-interval: the store sees a burst at the first scrape after its
 first 429): who was rejected, who held the level's seats and who waited in
 its queues, with counts and shares. The log is reconstructed once, against
-the configuration of the cluster or of --from; the notes say which
-incidents the log does not cover, or covers only in part.`
+the configuration of the cluster, of --from or of --defaults; the notes
+say which incidents the log does not cover, or covers only in part.`
+
+// logConfigFlags are the flags of the configuration a log is
+// reconstructed against, which explain 429 takes only with --workload or
+// --victorialogs: the cluster's, a bundle's and a store's 429s are
+// explained with their own configuration.
+var logConfigFlags = []string{"defaults", "filename", "recursive", "kube-version"}
+
+// logConfigUsage says so in the usage of each of logConfigFlags.
+func logConfigUsage(f *pflag.FlagSet) {
+	for _, name := range logConfigFlags {
+		if fl := f.Lookup(name); fl != nil {
+			fl.Usage = strings.TrimSuffix(fl.Usage, ".") + " (with --workload or --victorialogs only)."
+		}
+	}
+}
+
+// validateLogConfig refuses logConfigFlags without a log.
+func (o *Explain429Options) validateLogConfig() error {
+	if o.readsLog() {
+		return nil
+	}
+	for _, name := range logConfigFlags {
+		set := map[string]bool{"defaults": o.Defaults, "filename": len(o.Files) > 0, "recursive": o.Recursive, "kube-version": o.KubeVersion != ""}[name]
+		if set {
+			flag := "--" + name
+			if name == "filename" {
+				flag = "-f"
+			}
+			return fmt.Errorf("%s gives the configuration a log's 429s are reconstructed against: it takes --workload FILE or --victorialogs URL (explain 429 of the cluster, of --from or of --prometheus reads their own configuration)", flag)
+		}
+	}
+	return nil
+}
 
 func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")

@@ -171,9 +171,10 @@ func (o *ExplainRequestOptions) Validate() error {
 }
 
 // messageOnly is true when the explanation is the pasted message's alone:
-// it is not about APF, or it names no request to classify and none was given.
+// it is not about APF, or it names no request to classify and none was
+// given, or no identity to classify it with.
 func (o *ExplainRequestOptions) messageOnly() bool {
-	return o.message != nil && (!o.message.APF || o.verb == "")
+	return o.message != nil && (!o.message.APF || o.verb == "" || o.identity == nil)
 }
 
 // probeAllowed refuses every request that could change the cluster.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +38,58 @@ func TestLintListRules(t *testing.T) {
 	// --list-rules needs no cluster: it must not read a kubeconfig.
 	if code, _, errOut := runPlugin("lint", "--list-rules", "--kubeconfig", "does-not-exist"); code != 0 {
 		t.Fatalf("--list-rules read the kubeconfig: %s", errOut)
+	}
+}
+
+// TestLintListRulesSeverityIsTheFindings: the SEVERITY column of
+// --list-rules names the severity every finding of its rule prints (issue
+// 58: exempt-beyond-masters was listed as an error and printed as a
+// warning), apart from information on objects only their manager changes,
+// which the list's note says.
+func TestLintListRulesSeverityIsTheFindings(t *testing.T) {
+	code, out, errOut := runPlugin("lint", "--list-rules")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	listed := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		cells := regexp.MustCompile(`\s{2,}`).Split(line, 3)
+		if len(cells) == 3 && cells[0] != "RULE" {
+			listed[cells[0]] = strings.Split(cells[1], " or ")
+		}
+	}
+	if len(listed) != len(lint.Rules()) {
+		t.Fatalf("%d rules in the table, want %d:\n%s", len(listed), len(lint.Rules()), out)
+	}
+	if !strings.Contains(out, "is info, whatever its rule's severity") {
+		t.Errorf("the list does not say that findings on managed objects are info:\n%s", out)
+	}
+	seen := map[string]bool{}
+	for _, args := range [][]string{
+		{"lint", "--defaults", "-f", brokenLintDir, "-o", "json", "--min-severity=info"},
+		{"lint", "--defaults", "-o", "json", "--min-severity=info"},
+		{"lint", "--defaults", "-f", filepath.Join(lintTestdata, "public", "kueue"), "-o", "json", "--min-severity=info"},
+	} {
+		_, out, _ := runPlugin(args...)
+		var rep struct {
+			Findings []lint.Finding `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Findings) == 0 {
+			t.Fatalf("%v: %v, no findings in:\n%s", args, err, out)
+		}
+		for _, f := range rep.Findings {
+			seen[f.Rule+" "+string(f.Severity)] = true
+			if f.Severity == lint.SeverityInfo && f.ManagedBy != "" {
+				continue
+			}
+			if !slices.Contains(listed[f.Rule], string(f.Severity)) {
+				t.Errorf("%s finding printed as %s, listed as %s: %s", f.Rule, f.Severity, strings.Join(listed[f.Rule], " or "), f.Message)
+			}
+		}
+	}
+	// The broken repository's oncall-exempt is the milder warning.
+	if !seen[lint.RuleExemptBeyondMasters+" warning"] {
+		t.Errorf("no exempt-beyond-masters warning among %v", seen)
 	}
 }
 

@@ -134,12 +134,12 @@ func printRules(w io.Writer, f *output.Flags) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "RULE\tSEVERITY\tCHECKS")
 		for _, r := range rules {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Severity, r.Summary)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Severities(), r.Summary)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nkubectl apf lint --explain RULE prints a rule's page (%sRULE.md).\n", lint.DocsBase)
+		fmt.Fprintf(w, "\n%s\nkubectl apf lint --explain RULE prints a rule's page (%sRULE.md).\n", lint.ManagedNote(), lint.DocsBase)
 		return nil
 	})
 }

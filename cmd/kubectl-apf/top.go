@@ -75,7 +75,7 @@ func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 	return o
 }
 
-const topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
+var topLevelsLong = `Show, per priority level: the nominal and current seat limits, seats in use
 and utilisation, waiting requests and seats, executing requests, dispatched
 and rejected requests per second (by reason) and the 99th percentile of the
 queue wait.
@@ -90,7 +90,7 @@ followed by merged rows.
 With --prometheus and --at, the table as it was at that moment (rates over
 --step before it); with --since, each level over the window: its limits,
 mean and peak seats in use, peak waiting requests, the requests dispatched
-and rejected (by reason) and the queue wait p99.` + state.StoreHelp
+and rejected (by reason) and the queue wait p99.` + state.StoreHelp(state.Instances|state.Store)
 
 const topFlowsLong = `Show the heaviest flows in the request dump: for each priority level,
 FlowSchema and flow distinguisher (user or namespace), the waiting and
@@ -187,7 +187,7 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if i == 1 {
 			opts.MetricsInterval = 0
 		}
-		c, err := captureOrFail(ctx, o.Source, opts)
+		c, err := captureOrFail(ctx, o.Source, opts, liveHint(o.Options))
 		if err != nil {
 			return err
 		}

@@ -107,7 +107,7 @@ func (o *WhoisOptions) Validate() error {
 // Run lists the objects (the same on every instance: one is asked) and
 // resolves the UIDs.
 func (o *WhoisOptions) Run(ctx context.Context) error {
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartObjects})
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartObjects}, liveHint(o.Options))
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,15 @@ type Message struct {
 	Resource string `json:"resource,omitempty"`
 	// Delay is the client-side wait quoted by client-go.
 	Delay string `json:"delay,omitempty"`
+	// Status and RetryAfter are the answer a client's trace shows
+	// ("429 Too Many Requests", "32s"); FlowSchemaUID and PriorityLevelUID
+	// its X-Kubernetes-PF-*-UID headers, which APF sets on every response
+	// it classified, its rejections included (nil: not in the trace; empty:
+	// a mandatory object the apiserver imagined).
+	Status           string  `json:"status,omitempty"`
+	RetryAfter       string  `json:"retryAfter,omitempty"`
+	FlowSchemaUID    *string `json:"flowSchemaUID,omitempty"`
+	PriorityLevelUID *string `json:"priorityLevelUID,omitempty"`
 	// Explanation says what the message means and what to do.
 	Explanation string `json:"explanation"`
 }
@@ -98,6 +107,11 @@ func ParseMessage(text string) (*Message, error) {
 	if t == "" {
 		return nil, fmt.Errorf("empty message: paste a client-go log line or the text of an HTTP 429 error")
 	}
+	// A client's trace (kubectl -v=6 and up) may hold throttling lines
+	// too: its 429 is the answer.
+	if r := findResponse429(t); r != nil {
+		return r.message(t), nil
+	}
 	if m := reStructured.FindStringSubmatch(t); m != nil {
 		msg := &Message{Delay: m[1], Method: m[3]}
 		msg.Path = pathOf(m[4])
@@ -122,14 +136,26 @@ func ParseMessage(text string) (*Message, error) {
 		msg.Explanation = throttlingText(msg.Delay)
 		return msg, nil
 	}
+	if msg := errorText(t); msg != nil {
+		return msg, nil
+	}
+	if msg := retryWaitMessage(t); msg != nil {
+		return msg, nil
+	}
+	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, a kubectl -v=8 trace of the 429, or the text of a 429 error")
+}
+
+// errorText recognises the text of an error answer (or of a client's log
+// line quoting it), nil when it is none it knows.
+func errorText(t string) *Message {
 	if m := reEventRateLimit.FindStringSubmatch(t); m != nil && strings.Contains(strings.ToLower(t), "too many requests") {
 		key := strings.TrimSpace(m[2])
 		per := map[string]string{"Server": "the whole apiserver", "Namespace": "namespace " + strconv.Quote(key),
 			"User": "user " + strconv.Quote(key), "SourceAndObject": "the source and object " + strconv.Quote(key)}[m[1]]
-		return &Message{Kind: MessageEventRateLimit, Explanation: fmt.Sprintf("this 429 comes from the EventRateLimit admission plugin, not from API Priority and Fairness: creating Events is limited per %s (limit type %s) and the limit was reached. The client (often a controller in a loop) should emit fewer Events; the cluster admin sets the plugin's qps, burst and cacheSize in its configuration (EventRateLimit in the --admission-control-config-file of kube-apiserver)", per, m[1])}, nil
+		return &Message{Kind: MessageEventRateLimit, Explanation: fmt.Sprintf("this 429 comes from the EventRateLimit admission plugin, not from API Priority and Fairness: creating Events is limited per %s (limit type %s) and the limit was reached. The client (often a controller in a loop) should emit fewer Events; the cluster admin sets the plugin's qps, burst and cacheSize in its configuration (EventRateLimit in the --admission-control-config-file of kube-apiserver)", per, m[1])}
 	}
 	if m := reTooLargeRV.FindStringSubmatch(t); m != nil {
-		return &Message{Kind: MessageConsistentListCache, Explanation: fmt.Sprintf("this comes from the apiserver's watch cache, not from API Priority and Fairness: a consistent LIST (no resourceVersion) needed resource version %s and the cache, at %s, did not catch up with etcd in time. With the feature gate ConsistentListFromCacheSkipTimeoutFallback (1.37, alpha, off by default) the server answers such a LIST 429 with Retry-After: 1 instead of reading etcd; the same text with a 504 answers a request for an explicit resourceVersion the cache has not reached. Retrying is right; if it lasts, check the apiserver's watch of etcd (etcd latency, apiserver_watch_cache_* metrics)", m[1], m[2])}, nil
+		return &Message{Kind: MessageConsistentListCache, Explanation: fmt.Sprintf("this comes from the apiserver's watch cache, not from API Priority and Fairness: a consistent LIST (no resourceVersion) needed resource version %s and the cache, at %s, did not catch up with etcd in time. With the feature gate ConsistentListFromCacheSkipTimeoutFallback (1.37, alpha, off by default) the server answers such a LIST 429 with Retry-After: 1 instead of reading etcd; the same text with a 504 answers a request for an explicit resourceVersion the cache has not reached. Retrying is right; if it lasts, check the apiserver's watch of etcd (etcd latency, apiserver_watch_cache_* metrics)", m[1], m[2])}
 	}
 	if m := reGeneric429.FindStringSubmatch(t); m != nil {
 		// APF answers its rejections with a plain-text body
@@ -143,26 +169,40 @@ func ParseMessage(text string) (*Message, error) {
 			req = fmt.Sprintf("the %s request on %s", msg.Method, msg.Resource)
 		}
 		msg.Explanation = fmt.Sprintf("this is how client-go and kubectl report a 429 whose body is plain text, which is what API Priority and Fairness answers when it rejects a request (concurrency-limit, queue-full or time-out): %s was rejected by its priority level. Explain the request with its path and identity, or run 'kubectl apf explain 429' to see which levels reject now and why", req)
-		return msg, nil
+		return msg
 	}
 	low := strings.ToLower(t)
 	switch {
 	case strings.Contains(low, "disruption budget"):
-		return &Message{Kind: MessageEvictionPDB, Explanation: "this 429 comes from the Eviction API: evicting the pod would violate its PodDisruptionBudget (or the budget is not processed yet). API Priority and Fairness is not involved; wait for more pods to be ready, or check 'kubectl get pdb' for disruptionsAllowed"}, nil
+		return &Message{Kind: MessageEvictionPDB, Explanation: "this 429 comes from the Eviction API: evicting the pod would violate its PodDisruptionBudget (or the budget is not processed yet). API Priority and Fairness is not involved; wait for more pods to be ready, or check 'kubectl get pdb' for disruptionsAllowed"}
 	case strings.Contains(low, "storage is (re)initializing"):
-		return &Message{Kind: MessageStorageInitializing, Explanation: "this 429 comes from the apiserver's watch cache, which is (re)initializing for the resource (after a start or a lost etcd watch); it is not API Priority and Fairness. It passes once the cache is ready; if it lasts, check the apiserver's connection to etcd"}, nil
+		return &Message{Kind: MessageStorageInitializing, Explanation: "this 429 comes from the apiserver's watch cache, which is (re)initializing for the resource (after a start or a lost etcd watch); it is not API Priority and Fairness. It passes once the cache is ready; if it lasts, check the apiserver's connection to etcd"}
 	case strings.Contains(low, "too many requests, please try again later"):
-		return &Message{Kind: MessageAPF429, APF: true, Explanation: "this is the body API Priority and Fairness writes with its 429: the request was rejected by its priority level (concurrency-limit, queue-full or time-out). Explain the request with its identity, or run 'kubectl apf explain 429' to see which levels reject now and why"}, nil
+		return &Message{Kind: MessageAPF429, APF: true, Explanation: "this is the body API Priority and Fairness writes with its 429: the request was rejected by its priority level (concurrency-limit, queue-full or time-out). Explain the request with its identity, or run 'kubectl apf explain 429' to see which levels reject now and why"}
 	}
-	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, or the text of a 429 error")
+	return nil
 }
 
 func throttlingText(delay string) string {
 	return fmt.Sprintf("the client delayed the request by %s with its own rate limiter (client-go's QPS and Burst, by default 5 and 10): the apiserver never saw it waiting, and API Priority and Fairness is not involved. Raise the client's QPS/Burst (rest.Config.QPS and Burst), or make fewer requests (informers, label selectors)", delay)
 }
 
-// pathOf strips scheme and host from a URL as logged by client-go.
+// pathOf strips scheme and host from a URL as logged by client-go. A URL
+// elided in a paste (".../api/v1/pods?labelSelector=app...") keeps its
+// path; a query cut short is dropped, a path cut short gives none.
 func pathOf(raw string) string {
+	for _, dots := range []string{"...", "…"} {
+		if rest, ok := strings.CutPrefix(raw, dots); ok && strings.HasPrefix(rest, "/") {
+			raw = rest
+		}
+		if rest, ok := strings.CutSuffix(raw, dots); ok {
+			p, _, hasQuery := strings.Cut(rest, "?")
+			if !hasQuery {
+				return ""
+			}
+			raw = p
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil || !strings.HasPrefix(u.Path, "/") {
 		// Not a URL client-go would log (found by FuzzParseMessage).
@@ -179,8 +219,15 @@ func pathOf(raw string) string {
 // whole request (its path and identity), which the explanation needs.
 func MessageNeedsRequest(m *Message) string {
 	what := "the message is about API Priority and Fairness but does not name the request"
-	if m.Method != "" && m.Resource != "" {
+	add := "add VERB_OR_METHOD PATH and the identity (e.g. 'list /api/v1/namespaces/NS/pods --user-name NAME')"
+	switch {
+	case m.Method != "" && m.Path != "":
+		what = fmt.Sprintf("the message is about API Priority and Fairness and names %s %s, but not who sent it", m.Method, m.Path)
+		add = "add the identity (--user-name NAME [--group G]..., --service-account NS/NAME or --anonymous)"
+	case m.Path != "":
+		what = fmt.Sprintf("the message is about API Priority and Fairness and names the path %s, but not its method nor who sent it", m.Path)
+	case m.Method != "" && m.Resource != "":
 		what = fmt.Sprintf("the message is about API Priority and Fairness and names %s %s, but not the request's path", m.Method, m.Resource)
 	}
-	return what + ": add VERB_OR_METHOD PATH and the identity (e.g. 'list /api/v1/namespaces/NS/pods --user-name NAME') for its FlowSchema, level and queues, or run 'kubectl apf explain 429' to see which levels reject now and why"
+	return what + ": " + add + " for its FlowSchema, level and queues, or run 'kubectl apf explain 429' to see which levels reject now and why"
 }

@@ -93,6 +93,11 @@ func FuzzParseMessage(f *testing.F) {
 		`Too many requests, please try again later.`,
 		`E1121 event.go:365] "Server rejected event (will not retry!)" err="Too many requests: limit reached on type User for key u" event="&Event{}"`,
 		`Timeout: Too large resource version: 2, current: 1`,
+		"I1202 10:00:00.1 1 round_trippers.go:527] \"Request\" verb=\"GET\" url=\"https://h/api/v1/pods\"\nI1202 10:00:00.2 1 round_trippers.go:632] \"Response\" status=\"429 Too Many Requests\" headers=<\n\tRetry-After: 32\n\tX-Kubernetes-Pf-Flowschema-Uid: 7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11\n > milliseconds=3",
+		`"Response" status="429 Too Many Requests" headers=< Retry-After: 32` + "\n" + `"Got a Retry-After response" delay="32s" attempt=1 url=".../api/v1/pods?x=y..."`,
+		`{"msg":"Response","verb":"GET","url":"%zz","status":"429 Too Many Requests","headers":{"Retry-After":["2"]}}`,
+		`GET https://h/api/v1/pods 429 Too Many Requests in 1 milliseconds`,
+		`Got a Retry-After 1s response for attempt 8 to ...`,
 		"",
 	} {
 		f.Add(s)
@@ -112,4 +117,126 @@ func FuzzParseMessage(f *testing.F) {
 			t.Fatalf("path %q does not start with /", m.Path)
 		}
 	})
+}
+
+// TestParseMessageTrace: a client's trace of a 429 (kubectl -v=6 to -v=9,
+// in every form client-go's transport/round_trippers.go and
+// rest/with_retry.go have logged it) gives the request, the status, the
+// Retry-After and the PF UIDs of its last 429 (issue 58, S9: a -v=8 trace
+// was unrecognised).
+func TestParseMessageTrace(t *testing.T) {
+	const (
+		fs = "7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11"
+		pl = "0c9d1f2a-4e5b-4a6c-9d7e-8f9a0b1c2d3e"
+	)
+	// -v=8 as client-go v0.37 writes it in klog's text form: the request's
+	// verb and URL on its "Request" line, the response's status and
+	// headers (one a line after a tab, sorted, closed by " >") on its own.
+	v8 := `I1202 10:00:00.100218   41822 round_trippers.go:527] "Request" verb="GET" url="https://10.0.0.1:6443/api/v1/namespaces/default/pods?limit=500" headers=<
+	Accept: application/json
+ >
+I1202 10:00:00.103402   41822 round_trippers.go:632] "Response" status="429 Too Many Requests" headers=<
+	Retry-After: 32
+	X-Kubernetes-Pf-Flowschema-Uid: ` + fs + `
+	X-Kubernetes-Pf-Prioritylevel-Uid: ` + pl + `
+ > milliseconds=3
+I1202 10:00:00.103511   41822 with_retry.go:234] "Got a Retry-After response" delay="32s" attempt=1 url="https://10.0.0.1:6443/api/v1/namespaces/default/pods?limit=500"`
+	tests := []struct {
+		name                  string
+		text                  string
+		wantKind              string
+		wantAPF               bool
+		wantMethod, wantPath  string
+		wantRetryAfter        string
+		wantFS, wantPL        string // "-": absent
+		wantDelay, wantStatus string
+		wantText              string
+	}{
+		{name: "-v=8, text", text: v8, wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/namespaces/default/pods?limit=500",
+			wantRetryAfter: "32s", wantFS: fs, wantPL: pl, wantDelay: "32s", wantText: "A Retry-After of 32 s is API Priority and Fairness's"},
+		// -v=8 followed by a throttling wait of the retry: the 429 is the answer.
+		{name: "-v=8 with client-side throttling after it", text: v8 + "\n" + `I1202 10:00:32.104000   41822 request.go:697] "Waited before sending request" delay="1.2s" reason="client-side throttling, not priority and fairness" verb="GET" URL="https://10.0.0.1:6443/api/v1/pods"`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/namespaces/default/pods?limit=500", wantRetryAfter: "32s", wantFS: fs, wantPL: pl, wantDelay: "32s"},
+		// -v=6 and -v=9 give the verb and URL on the Response line.
+		{name: "-v=6", text: `I1202 10:00:00.103402   41822 round_trippers.go:632] "Response" verb="GET" url="https://10.0.0.1:6443/api/v1/pods" status="429 Too Many Requests" milliseconds=3`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/pods", wantFS: "-", wantPL: "-", wantText: "without Retry-After client-go does not retry it"},
+		{name: "-v=9, headers before the timings", text: `I1202 10:00:00.103402   41822 round_trippers.go:632] "Response" verb="LIST" url="https://h/apis/apps/v1/deployments" status="429 Too Many Requests" headers=<
+	Retry-After: 4
+	X-Kubernetes-Pf-Prioritylevel-Uid: ` + pl + `
+ > milliseconds=3 getConnectionMilliseconds=0 serverProcessingMilliseconds=2`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "LIST", wantPath: "/apis/apps/v1/deployments", wantRetryAfter: "4s", wantFS: "-", wantPL: pl,
+			wantText: "so do the watch cache while it initializes"},
+		// A JSON logger (zap, funcr) writes the same keys.
+		{name: "-v=8, JSON", text: `{"ts":1764669600103.4,"caller":"transport/round_trippers.go:632","msg":"Response","verb":"GET","url":"https://h/api/v1/pods","status":"429 Too Many Requests","headers":{"Retry-After":["2"],"X-Kubernetes-Pf-Flowschema-Uid":["` + fs + `"]},"milliseconds":3}`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/pods", wantRetryAfter: "2s", wantFS: fs, wantPL: "-"},
+		// client-go up to 1.26: one line per header, indented after klog's
+		// header; an empty UID is a mandatory object the apiserver imagined.
+		{name: "old client-go", text: `I0505 13:39:40.860920     281 round_trippers.go:444] GET https://h/api/v1/pods?limit=500 429 Too Many Requests in 1 milliseconds
+I0505 13:39:40.860986     281 round_trippers.go:450] Response Headers:
+I0505 13:39:40.861000     281 round_trippers.go:453]     Retry-After: 1
+I0505 13:39:40.861000     281 round_trippers.go:453]     X-Kubernetes-Pf-Flowschema-Uid: 
+I0505 13:39:40.861041     281 request.go:933] Got a Retry-After 1s response for attempt 1 to https://h/api/v1/pods?limit=500`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/pods?limit=500", wantRetryAfter: "1s", wantFS: "", wantPL: "-", wantDelay: "1s",
+			wantText: "an empty FlowSchema UID"},
+		{name: "old client-go, Response Status", text: `I0505 13:39:40.860920     281 round_trippers.go:449] Response Status: 429 Too Many Requests in 1 milliseconds`,
+			wantKind: MessageAPF429, wantAPF: true, wantFS: "-", wantPL: "-"},
+		// testdata/field/drill-9-kubectl-v8-429.txt: a paste that joined the
+		// header block into its line and elided the URL.
+		{name: "a collapsed paste, URL elided", text: `"Response" status="429 Too Many Requests" headers=< Retry-After: 32
+"Got a Retry-After response" delay="32s" attempt=1 url=".../api/v1/namespaces/default/pods?labelSelector=app..."`,
+			wantKind: MessageAPF429, wantAPF: true, wantPath: "/api/v1/namespaces/default/pods", wantRetryAfter: "32s", wantFS: "-", wantPL: "-", wantDelay: "32s"},
+		// Two 429s, then client-go gives up and logs APF's body: the last
+		// 429 is the answer, the body says it is APF's.
+		{name: "two 429s and APF's body", text: `I1202 10:00:00.103402   41822 round_trippers.go:632] "Response" verb="GET" url="https://h/api/v1/pods" status="429 Too Many Requests" headers=<
+	Retry-After: 1
+ > milliseconds=3
+I1202 10:00:01.104402   41822 round_trippers.go:632] "Response" verb="GET" url="https://h/api/v1/pods" status="429 Too Many Requests" headers=<
+	Retry-After: 2
+ > milliseconds=3
+I1202 10:00:01.104500   41822 request.go:1208] "Response Body" body="Too many requests, please try again later.\n"`,
+			wantKind: MessageAPF429, wantAPF: true, wantMethod: "GET", wantPath: "/api/v1/pods", wantRetryAfter: "2s", wantFS: "-", wantPL: "-",
+			wantText: "Its body is the one API Priority and Fairness writes"},
+		// The watch cache's 429 carries a Status body: not APF's.
+		{name: "the watch cache's 429", text: `I1202 10:00:00.103402   41822 round_trippers.go:632] "Response" verb="GET" url="https://h/api/v1/pods" status="429 Too Many Requests" headers=<
+	Retry-After: 1
+ > milliseconds=3
+I1202 10:00:00.103500   41822 request.go:1208] "Response Body" body="{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\",\"details\":{\"retryAfterSeconds\":1},\"code\":429}"`,
+			wantKind: MessageStorageInitializing, wantMethod: "GET", wantPath: "/api/v1/pods", wantRetryAfter: "1s", wantFS: "-", wantPL: "-"},
+		// client-go's wait alone, structured and before 1.22.
+		{name: "the retry's wait alone", text: `I1202 10:00:00.103511   41822 with_retry.go:234] "Got a Retry-After response" delay="32s" attempt=3 url="https://h/api/v1/pods"`,
+			wantKind: MessageAPF429, wantAPF: true, wantPath: "/api/v1/pods", wantFS: "-", wantPL: "-", wantDelay: "32s", wantText: "client-go waited 32s before retry 3"},
+		{name: "the retry's wait alone, before 1.22", text: `I0505 13:39:39.893993     281 request.go:933] Got a Retry-After 1s response for attempt 8 to https://34.85.25.72/version?timeout=32s`,
+			wantKind: MessageAPF429, wantAPF: true, wantPath: "/version?timeout=32s", wantFS: "-", wantPL: "-", wantDelay: "1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseMessage(tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != tt.wantKind || m.APF != tt.wantAPF || m.Method != tt.wantMethod || m.Path != tt.wantPath || m.RetryAfter != tt.wantRetryAfter || m.Delay != tt.wantDelay {
+				t.Errorf("got kind %s apf %v request %q %q retry-after %q delay %q; want %s %v %q %q %q %q",
+					m.Kind, m.APF, m.Method, m.Path, m.RetryAfter, m.Delay, tt.wantKind, tt.wantAPF, tt.wantMethod, tt.wantPath, tt.wantRetryAfter, tt.wantDelay)
+			}
+			for _, u := range []struct {
+				what string
+				got  *string
+				want string
+			}{{"FlowSchema", m.FlowSchemaUID, tt.wantFS}, {"priority level", m.PriorityLevelUID, tt.wantPL}} {
+				switch {
+				case u.want == "-" && u.got != nil:
+					t.Errorf("%s UID %q, want none", u.what, *u.got)
+				case u.want != "-" && (u.got == nil || *u.got != u.want):
+					t.Errorf("%s UID %v, want %q", u.what, u.got, u.want)
+				}
+			}
+			if !strings.Contains(m.Explanation, tt.wantText) {
+				t.Errorf("explanation %q, want it to contain %q", m.Explanation, tt.wantText)
+			}
+		})
+	}
+	// A trace without a 429 is not one.
+	if _, err := ParseMessage(`I0808 12:14:52.246168   13391 round_trippers.go:286] GET http://localhost:8080/api 200 OK in 1 milliseconds`); err == nil || !strings.Contains(err.Error(), "unrecognised message") {
+		t.Errorf("a 200 response: error %v, want unrecognised", err)
+	}
 }

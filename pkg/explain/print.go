@@ -253,16 +253,35 @@ func WriteMessageText(w io.Writer, m *Message) error {
 		kind = "API Priority and Fairness"
 	}
 	p.f("Message: %s (%s)\n", m.Kind, kind)
-	if m.Method != "" {
-		target := m.Path
-		if target == "" {
-			target = m.Resource
-		}
-		p.f("  request %s %s", sanitize.Line(m.Method), sanitize.Line(target))
+	target := m.Path
+	if target == "" {
+		target = m.Resource
+	}
+	if m.Method != "" || target != "" {
+		p.f("  request %s", sanitize.Line(strings.TrimSpace(m.Method+" "+target)))
 		if m.Delay != "" {
 			p.f(", delayed %s", sanitize.Line(m.Delay))
 		}
 		p.f("\n")
+	}
+	if m.Status != "" {
+		p.f("  answered %s", sanitize.Line(m.Status))
+		if m.RetryAfter != "" {
+			p.f(", Retry-After %s", sanitize.Line(m.RetryAfter))
+		}
+		p.f("\n")
+	}
+	for _, u := range []struct {
+		header string
+		uid    *string
+	}{{"X-Kubernetes-PF-FlowSchema-UID", m.FlowSchemaUID}, {"X-Kubernetes-PF-PriorityLevel-UID", m.PriorityLevelUID}} {
+		switch {
+		case u.uid == nil:
+		case *u.uid == "":
+			p.f("  %s: (empty: a mandatory object the apiserver imagined)\n", u.header)
+		default:
+			p.f("  %s: %s\n", u.header, sanitize.Line(*u.uid))
+		}
 	}
 	p.f("  %s\n", sanitize.Line(m.Explanation))
 	return p.err

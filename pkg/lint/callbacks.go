@@ -101,9 +101,8 @@ func (c *checker) checkCallbacks() {
 			assumed = " (assumed from the service's name: no workload in the input runs it)"
 		}
 		c.add(Finding{
-			Rule:     RuleCallbackBelowCaller,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(cbFS), plRef(cbPL)},
+			Rule:    RuleCallbackBelowCaller,
+			Objects: []ObjectRef{fsRef(cbFS), plRef(cbPL)},
 			Message: fmt.Sprintf("%s %s is served by %s/%s, whose service account %s/%s%s lands in FlowSchema %s, level %s; its callers wait no lower: %s",
 				cb.Kind, cb.Name, cb.Namespace, cb.Service, cb.Namespace, cb.ServiceAccount, assumed, cbFS, cbPL, strings.Join(callers, "; ")),
 			Why: fmt.Sprintf("the apiserver holds the caller's seat in %s while the backend calls back (TokenReview, SubjectAccessReview, reads); "+

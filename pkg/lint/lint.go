@@ -228,7 +228,21 @@ func sortedPLNames(m map[string]*flowcontrolv1.PriorityLevelConfiguration) []str
 	return names
 }
 
-func (c *checker) add(f Finding) { c.findings = append(c.findings, f) }
+// add records f at its rule's severity: rules.go is the one source of a
+// finding's severity and of what --list-rules and the rule pages say.
+func (c *checker) add(f Finding) { c.addAt(f, false) }
+
+// addMilder records f at its rule's milder severity (Rule.Milder).
+func (c *checker) addMilder(f Finding) { c.addAt(f, true) }
+
+func (c *checker) addAt(f Finding, milder bool) {
+	r, _ := RuleByID(f.Rule)
+	f.Severity = r.Severity
+	if milder && r.Milder != "" {
+		f.Severity = r.Milder
+	}
+	c.findings = append(c.findings, f)
+}
 
 // reachable reports whether a schema takes part in matching and gets some
 // request.
@@ -245,33 +259,30 @@ func (c *checker) checkDangling() {
 			why += "; the apiserver does imagine the mandatory level " + d.PriorityLevel + ", but only after it has digested the FlowSchemas"
 		}
 		c.add(Finding{
-			Rule:     RuleDanglingPriorityLevel,
-			Severity: SeverityError,
-			Objects:  []ObjectRef{fsRef(d.Name), plRef(d.PriorityLevel)},
-			Message:  fmt.Sprintf("FlowSchema %s references priority level %q: %s", d.Name, d.PriorityLevel, d.Reason),
-			Why:      why,
-			Fix:      fmt.Sprintf("create or repair PriorityLevelConfiguration %q, or point spec.priorityLevelConfiguration.name at an existing level", d.PriorityLevel),
+			Rule:    RuleDanglingPriorityLevel,
+			Objects: []ObjectRef{fsRef(d.Name), plRef(d.PriorityLevel)},
+			Message: fmt.Sprintf("FlowSchema %s references priority level %q: %s", d.Name, d.PriorityLevel, d.Reason),
+			Why:     why,
+			Fix:     fmt.Sprintf("create or repair PriorityLevelConfiguration %q, or point spec.priorityLevelConfiguration.name at an existing level", d.PriorityLevel),
 		})
 	}
 	for _, b := range c.cfg.Broken {
 		c.add(Finding{
-			Rule:     RuleBrokenPriorityLevel,
-			Severity: SeverityError,
-			Objects:  []ObjectRef{plRef(b.Name)},
-			Message:  fmt.Sprintf("priority level %s is broken: %s", b.Name, b.Reason),
-			Why:      "the apiserver ignores it (\"Ignoring PriorityLevelConfiguration object ... because its spec is broken\"), so every FlowSchema pointing at it is dangling",
-			Fix:      "fix the spec: type and the limited/exempt member must agree, only the level named exempt may be Exempt, Reject has no queuing, and queues/handSize must fit shuffle sharding",
+			Rule:    RuleBrokenPriorityLevel,
+			Objects: []ObjectRef{plRef(b.Name)},
+			Message: fmt.Sprintf("priority level %s is broken: %s", b.Name, b.Reason),
+			Why:     "the apiserver ignores it (\"Ignoring PriorityLevelConfiguration object ... because its spec is broken\"), so every FlowSchema pointing at it is dangling",
+			Fix:     "fix the spec: type and the limited/exempt member must agree, only the level named exempt may be Exempt, Reject has no queuing, and queues/handSize must fit shuffle sharding",
 		})
 	}
 	for _, d := range c.cfg.Duplicates {
 		kind, name, _ := strings.Cut(d, "/")
 		c.add(Finding{
-			Rule:     RuleDuplicateObject,
-			Severity: SeverityError,
-			Objects:  []ObjectRef{{Kind: kind, Name: name}},
-			Message:  fmt.Sprintf("%s %s is defined more than once", kind, name),
-			Why:      "only one object of a name can exist; the one applied last would silently replace the other",
-			Fix:      "keep a single definition",
+			Rule:    RuleDuplicateObject,
+			Objects: []ObjectRef{{Kind: kind, Name: name}},
+			Message: fmt.Sprintf("%s %s is defined more than once", kind, name),
+			Why:     "only one object of a name can exist; the one applied last would silently replace the other",
+			Fix:     "keep a single definition",
 		})
 	}
 }
@@ -282,10 +293,9 @@ func (c *checker) checkShadowing() {
 		switch {
 		case r.Empty:
 			c.add(Finding{
-				Rule:     RuleEmptyFlowSchema,
-				Severity: SeverityError,
-				Objects:  []ObjectRef{fsRef(fs.Name)},
-				Message:  fmt.Sprintf("FlowSchema %s matches no request", fs.Name),
+				Rule:    RuleEmptyFlowSchema,
+				Objects: []ObjectRef{fsRef(fs.Name)},
+				Message: fmt.Sprintf("FlowSchema %s matches no request", fs.Name),
 				Why: "a rule matches only when one of its subjects and one of its resourceRules or nonResourceRules match; " +
 					"every rule of this schema lacks one of the two (or names identities that carry neither " +
 					"system:authenticated nor system:unauthenticated)",
@@ -293,12 +303,11 @@ func (c *checker) checkShadowing() {
 			})
 		case r.Undecided:
 			c.add(Finding{
-				Rule:     RuleUndecided,
-				Severity: SeverityInfo,
-				Objects:  []ObjectRef{fsRef(fs.Name)},
-				Message:  fmt.Sprintf("could not decide whether FlowSchema %s is shadowed: the rules before it are too many to compare", fs.Name),
-				Why:      "the comparison is exact but bounded in work",
-				Fix:      "none needed; simplify the earlier FlowSchemas if you want a decision",
+				Rule:    RuleUndecided,
+				Objects: []ObjectRef{fsRef(fs.Name)},
+				Message: fmt.Sprintf("could not decide whether FlowSchema %s is shadowed: the rules before it are too many to compare", fs.Name),
+				Why:     "the comparison is exact but bounded in work",
+				Fix:     "none needed; simplify the earlier FlowSchemas if you want a decision",
 			})
 		case r.Shadowed:
 			// The mandatory catch-all is a safety net for identities with
@@ -313,9 +322,8 @@ func (c *checker) checkShadowing() {
 				refs = append(refs, fsRef(e))
 			}
 			c.add(Finding{
-				Rule:     RuleShadowedFlowSchema,
-				Severity: SeverityError,
-				Objects:  refs,
+				Rule:    RuleShadowedFlowSchema,
+				Objects: refs,
 				Message: fmt.Sprintf("FlowSchema %s (precedence %d) can never match: every request it matches is matched first by %s",
 					fs.Name, fs.Spec.MatchingPrecedence, describeSchemas(c.ordered[:i], earlier)),
 				Why: "FlowSchemas are tried in order of matchingPrecedence, then name, and the first match wins; " +
@@ -337,10 +345,9 @@ func (c *checker) checkShadowing() {
 				continue
 			}
 			c.add(Finding{
-				Rule:     RulePartlyShadowed,
-				Severity: SeverityInfo,
-				Objects:  overlapRefs(fs.Name, r.Overlaps),
-				Message:  fmt.Sprintf("FlowSchema %s is partly shadowed: %s", fs.Name, describeOverlaps(r.Overlaps)),
+				Rule:    RulePartlyShadowed,
+				Objects: overlapRefs(fs.Name, r.Overlaps),
+				Message: fmt.Sprintf("FlowSchema %s is partly shadowed: %s", fs.Name, describeOverlaps(r.Overlaps)),
 				Why: "requests matched by both go to the earlier FlowSchema; this one only gets the rest " +
 					fmt.Sprintf("(for example %s)", r.Witness),
 				Fix: "nothing if intended (a specific schema before a general one is the usual design); otherwise narrow the rules or reorder",
@@ -405,9 +412,8 @@ func (c *checker) checkPrecedenceTies() {
 				continue
 			}
 			c.add(Finding{
-				Rule:     RulePrecedenceTie,
-				Severity: SeverityWarning,
-				Objects:  []ObjectRef{fsRef(a.Name), fsRef(b.Name)},
+				Rule:    RulePrecedenceTie,
+				Objects: []ObjectRef{fsRef(a.Name), fsRef(b.Name)},
 				Message: fmt.Sprintf("FlowSchemas %s and %s share matchingPrecedence %d and can match the same requests (for example %s)",
 					a.Name, b.Name, a.Spec.MatchingPrecedence, w),
 				Why: fmt.Sprintf("the tie is broken by name, so %s wins; the Kubernetes documentation advises against relying on that", a.Name),
@@ -442,10 +448,9 @@ func (c *checker) checkUnusedLevels() {
 			}
 		}
 		c.add(Finding{
-			Rule:     RuleUnusedPriorityLevel,
-			Severity: SeverityWarning,
-			Objects:  refs,
-			Message:  msg,
+			Rule:    RuleUnusedPriorityLevel,
+			Objects: refs,
+			Message: msg,
 			Why: "its nominalConcurrencyShares still count in the sum every level's nominal seats are divided by, " +
 				"so it takes seats from the levels that do get traffic (less what it lends)",
 			Fix: "delete it, or route traffic to it with a FlowSchema",

@@ -1,11 +1,13 @@
 package lint
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
@@ -316,6 +318,57 @@ func TestLintRules(t *testing.T) {
 			want: []want{{RuleExemptBeyondMasters, SeverityWarning, "flowschema/vip,prioritylevelconfiguration/exempt"}},
 		},
 		{
+			// OpenShift's probes (testdata/lint/public/openshift-kube-apiserver-operator):
+			// upstream's suggested probes with ByUser and its subjects
+			// in the other order.
+			name: "exempting only health checks for everyone is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("probes", 2, "exempt", rule(subjects(group(groupAuthenticated), group(groupUnauthenticated))).withNonRes(nonRes(l("get"), "/healthz", "/readyz", "/livez"))),
+			},
+			pls:    []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			absent: []string{RuleExemptBeyondMasters},
+		},
+		{
+			// The health handlers serve every method alike.
+			name: "exempting the health checks and their subpaths with any verb is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("strangers", 1000, "exempt", rule(subjects(group(groupUnauthenticated))).withNonRes(nonRes(all, "/healthz", "/livez/*", "/readyz/etcd"))),
+			},
+			pls:    []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			absent: []string{RuleExemptBeyondMasters},
+		},
+		{
+			// OpenShift's kube-apiserver operator exempts prometheus-k8s's
+			// scrapes of /metrics since 2021 (its commit a2053fb9b).
+			name: "exempting /metrics is not a health check",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("openshift-monitoring-metrics", 2000, "exempt", rule(subjects(sa("openshift-monitoring", "prometheus-k8s"))).withNonRes(nonRes(all, "/metrics"))),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			want: []want{{RuleExemptBeyondMasters, SeverityWarning, "flowschema/openshift-monitoring-metrics,prioritylevelconfiguration/exempt"}},
+		},
+		{
+			name: "a health path beside another path, or a look-alike, is reported",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("mixed", 1000, "exempt", rule(subjects(group(groupUnauthenticated))).withNonRes(nonRes(l("get"), "/healthz", "/version"))),
+				fsB("lookalike", 1001, "exempt", rule(subjects(group("ops"))).withNonRes(nonRes(l("get"), "/healthzz", "/*"))),
+			},
+			pls: []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			want: []want{{RuleExemptBeyondMasters, SeverityWarning, "flowschema/mixed,prioritylevelconfiguration/exempt"},
+				{RuleExemptBeyondMasters, SeverityWarning, "flowschema/lookalike,prioritylevelconfiguration/exempt"}},
+		},
+		{
+			// The probe rule is passed over; the resource rule is not.
+			name: "a schema with a probe rule and a resource rule names the latter's subjects",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("both", 1000, "exempt",
+					rule(subjects(group(groupAuthenticated))).withNonRes(nonRes(l("get"), "/readyz")),
+					rule(subjects(user("bob")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{exemptPL("exempt")},
+			want: []want{{RuleExemptBeyondMasters, SeverityWarning, "flowschema/both,prioritylevelconfiguration/exempt"}},
+		},
+		{
 			name: "exempting system:masters again is fine",
 			fss: []*flowcontrolv1.FlowSchema{
 				fsB("masters", 50, "exempt", rule(subjects(group(groupMasters)), allRes)),
@@ -364,6 +417,7 @@ func TestLintRules(t *testing.T) {
 			fss = append(tt.fss, fss...)
 			pls = append(pls, tt.pls...)
 			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
+			checkSeverities(t, got)
 			for _, w := range tt.want {
 				if !hasFinding(got, w) {
 					t.Errorf("missing finding %+v; got:\n%s", w, dumpFindings(got))
@@ -377,6 +431,24 @@ func TestLintRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSeverities fails for a finding at a severity its rule does not
+// list (Rule.Severity, Rule.Milder: what --list-rules and the rule pages
+// say), unless it is information on managed objects (ManagedNote).
+func checkSeverities(t *testing.T, fs []Finding) {
+	t.Helper()
+	for _, f := range fs {
+		r, ok := RuleByID(f.Rule)
+		switch {
+		case !ok:
+			t.Errorf("finding of no rule %q", f.Rule)
+		case f.Severity == r.Severity, r.Milder != "" && f.Severity == r.Milder:
+		case f.Severity == SeverityInfo && f.ManagedBy != "":
+		default:
+			t.Errorf("%s finding at %s, its rule lists %s: %s", f.Rule, f.Severity, r.Severities(), f.Message)
+		}
 	}
 }
 
@@ -466,6 +538,90 @@ func TestLintSuggestedObjects(t *testing.T) {
 			if tt.wantMsg == "" {
 				if len(msgs) != 0 {
 					t.Fatalf("unexpected findings: %v", msgs)
+				}
+				return
+			}
+			if len(msgs) != 1 || !strings.Contains(msgs[0], tt.wantMsg) {
+				t.Fatalf("got %q, want one containing %q", msgs, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestLintSuggestedFlowSchemaOrder: a suggested FlowSchema whose lists
+// (subjects, verbs, URLs, groups, resources, rules) are only in another
+// order matches the same requests (kube-apiserver reads each as a set), so
+// it does not differ; a real difference beside a reordering names that
+// difference alone. OpenShift's probes is upstream's with its two subjects
+// swapped and ByUser added.
+func TestLintSuggestedFlowSchemaOrder(t *testing.T) {
+	reverse := func(fs *flowcontrolv1.FlowSchema) {
+		slices.Reverse(fs.Spec.Rules)
+		for i := range fs.Spec.Rules {
+			r := &fs.Spec.Rules[i]
+			slices.Reverse(r.Subjects)
+			slices.Reverse(r.ResourceRules)
+			for j := range r.ResourceRules {
+				slices.Reverse(r.ResourceRules[j].Verbs)
+				slices.Reverse(r.ResourceRules[j].APIGroups)
+				slices.Reverse(r.ResourceRules[j].Resources)
+				slices.Reverse(r.ResourceRules[j].Namespaces)
+			}
+			for j := range r.NonResourceRules {
+				slices.Reverse(r.NonResourceRules[j].Verbs)
+				slices.Reverse(r.NonResourceRules[j].NonResourceURLs)
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		edit    func(fs *flowcontrolv1.FlowSchema)
+		wantMsg string
+	}{
+		{name: "every list reversed", edit: reverse},
+		{name: "reversed and ByUser added to probes", edit: func(fs *flowcontrolv1.FlowSchema) {
+			reverse(fs)
+			if fs.Name == "probes" {
+				fs.Spec.DistinguisherMethod = &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType}
+			}
+		}, wantMsg: "flowschema/probes differs from the v1.37 suggestion in distinguisherMethod but"},
+		{name: "a subject dropped from probes", edit: func(fs *flowcontrolv1.FlowSchema) {
+			if fs.Name == "probes" {
+				fs.Spec.Rules[0].Subjects = fs.Spec.Rules[0].Subjects[:1]
+			}
+		}, wantMsg: "flowschema/probes differs from the v1.37 suggestion in rules but"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fss, pls := config.UpstreamDefaults()
+			reordered := 0
+			for _, fs := range fss {
+				before := fs.DeepCopy()
+				tt.edit(fs)
+				if !equality.Semantic.DeepEqual(before.Spec, fs.Spec) {
+					reordered++
+				}
+			}
+			if reordered == 0 {
+				t.Fatal("the edit changed no suggested FlowSchema")
+			}
+			got := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference()}, DefaultOptions())
+			var msgs []string
+			for _, f := range got {
+				if f.Rule == RuleSuggestedDiffers {
+					msgs = append(msgs, f.Message)
+				}
+			}
+			if tt.wantMsg == "" {
+				if len(msgs) != 0 {
+					t.Fatalf("unexpected findings: %q", msgs)
+				}
+				// Reordered, the suggested set is still intact: its
+				// findings stay information.
+				for _, f := range got {
+					if f.Severity != SeverityInfo {
+						t.Errorf("%s finding on the reordered defaults: %s", f.Severity, f.Message)
+					}
 				}
 				return
 			}

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
@@ -29,12 +30,15 @@ func (c *checker) owner(ref ObjectRef) (string, bool) {
 	return "", false
 }
 
+// keepSeverityWhenManaged are the rules whose findings keep their severity
+// on managed objects: the user's edit, callback or upgrade is the cause.
+var keepSeverityWhenManaged = []string{RuleSuggestedDiffers, RuleCallbackBelowCaller, RuleLeaderElectionMoves}
+
 // markManaged names the manager of a finding's first object. A finding
 // whose objects are all managed (none is the user's own) is information:
 // the user cannot fix it by editing them, the manager reverts the edit.
-// suggested-object-differs, callback-below-caller and
-// leader-election-moves keep their severity: the user's edit, callback or
-// upgrade is the cause.
+// The rules of keepSeverityWhenManaged keep their severity
+// (ManagedNote says so under the list of rules).
 func (c *checker) markManaged(f *Finding) {
 	if len(f.Objects) == 0 {
 		return
@@ -55,8 +59,7 @@ func (c *checker) markManaged(f *Finding) {
 			return
 		}
 	}
-	switch f.Rule {
-	case RuleSuggestedDiffers:
+	if slices.Contains(keepSeverityWhenManaged, f.Rule) {
 		return // the user's edit of a managed object
 	}
 	f.Severity = SeverityInfo
@@ -64,12 +67,12 @@ func (c *checker) markManaged(f *Finding) {
 }
 
 // suggestedIntact reports whether the input holds every suggested object
-// of the reference, unchanged: then a finding on them alone is upstream's
-// choice, not the user's.
+// of the reference, unchanged (a FlowSchema's lists compared as sets):
+// then a finding on them alone is upstream's choice, not the user's.
 func (c *checker) suggestedIntact() bool {
 	if c.intact == nil {
 		ok := allUnchanged(c.in.Reference.SuggestedFlowSchemas, c.in.FlowSchemas, func(fs *flowcontrolv1.FlowSchema) (string, any) {
-			return fs.Name, engine.DefaultFlowSchema(fs).Spec
+			return fs.Name, canonicalFlowSchemaSpec(engine.DefaultFlowSchema(fs).Spec)
 		}) && allUnchanged(c.in.Reference.SuggestedPriorityLevels, c.in.PriorityLevels, func(pl *flowcontrolv1.PriorityLevelConfiguration) (string, any) {
 			return pl.Name, engine.DefaultPriorityLevel(pl).Spec
 		})

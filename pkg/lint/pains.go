@@ -68,9 +68,8 @@ func (c *checker) checkLeaderElection() {
 		}
 		afterFS, afterPL := m.Name, m.Spec.PriorityLevelConfiguration.Name
 		c.add(Finding{
-			Rule:     RuleLeaderElectionMoves,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(beforeFS), fsRef(afterFS), plRef(afterPL)},
+			Rule:    RuleLeaderElectionMoves,
+			Objects: []ObjectRef{fsRef(beforeFS), fsRef(afterFS), plRef(afterPL)},
 			Message: fmt.Sprintf("upgrading from %s to %s removes %s: leader election on %s (%s) moves from %s (level %s) to %s (level %s)",
 				from, to, strings.Join(removed, ", "), r.ResourceName, r, beforeFS, beforePL, afterFS, afterPL),
 			Why: fmt.Sprintf("1.34 dropped the suggested workload-leader-election FlowSchema (kubernetes/kubernetes#131215) and the apiserver deletes it on upgrade; "+
@@ -150,9 +149,8 @@ func (c *checker) checkRejectAdmits() {
 			borrow = fmt.Sprintf(", and it may borrow up to %d seats when others lend", l.BorrowingCL)
 		}
 		c.add(Finding{
-			Rule:     RuleRejectAdmitsWhenIdle,
-			Severity: SeverityWarning,
-			Objects:  refs,
+			Rule:    RuleRejectAdmitsWhenIdle,
+			Objects: refs,
 			Message: fmt.Sprintf("priority level %s has nominalConcurrencyShares %s (0 seats of %d) and limitResponse Reject%s, yet admits one request whenever none executes there%s",
 				name, ptrStr(pl.Spec.Limited.NominalConcurrencyShares), c.serverConcurrency(), via, borrow),
 			Why: "the queueset runs a request wider than the limit when the level is idle (queueset.go canAccommodateSeatsLocked), " +
@@ -189,9 +187,8 @@ func (c *checker) checkSeatStarvation() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleSeatStarvation,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{plRef(name)},
+			Rule:    RuleSeatStarvation,
+			Objects: []ObjectRef{plRef(name)},
 			Message: fmt.Sprintf("priority level %s has %d nominal seats at %d server seats, and one request there may take %d: at that limit a single large LIST holds every seat (borrowing raises the limit only while other levels lend)",
 				name, l.NominalCL, c.serverConcurrency(), maxSeats),
 			Why: "while it runs every other request of the level waits (or is rejected), whatever its flow",
@@ -209,9 +206,8 @@ func (c *checker) checkSeatStarvation() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleSeatStarvation,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{plRef(name)},
+			Rule:    RuleSeatStarvation,
+			Objects: []ObjectRef{plRef(name)},
 			Message: fmt.Sprintf("critical priority level %s has %d nominal seats at %d server seats, less than half of the %d upstream's configuration gives it",
 				name, l.NominalCL, c.serverConcurrency(), d.NominalCL),
 			Why: "upstream sizes this level for the cluster's own traffic (nodes, controllers, leases); with fewer seats that traffic queues " +
@@ -248,9 +244,8 @@ func (c *checker) checkExemptReach() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleExemptReach,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+			Rule:    RuleExemptReach,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("FlowSchema %s (precedence %d) sends group system:masters to the exempt level %s, which the mandatory exempt FlowSchema already does",
 				fs.Name, fs.Spec.MatchingPrecedence, pl.Name),
 			Why: "a second exempt schema is where exemption spreads: subjects and rules added to it later reach the apiserver unchecked, " +

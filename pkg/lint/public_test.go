@@ -27,11 +27,11 @@ func TestPublicConfigurations(t *testing.T) {
 			"error shadowed-flowschema flowschema/karpenter-leader-election,flowschema/system-leader-election",
 			"error shadowed-flowschema flowschema/karpenter-workload,flowschema/kube-system-service-accounts",
 		}},
-		// The docs' examples: unauthenticated health checks exempted, and
-		// the default service account's event lists sent to the Reject
-		// level catch-all.
+		// The docs' examples: unauthenticated health checks exempted (as
+		// upstream's probes does, so not reported), and the default
+		// service account's event lists sent to the Reject level
+		// catch-all.
 		{[]string{"kubernetes-docs"}, []string{
-			"warning exempt-beyond-masters flowschema/health-for-strangers,prioritylevelconfiguration/exempt",
 			"warning reject-level-with-traffic flowschema/list-events-default-service-account,prioritylevelconfiguration/catch-all",
 		}},
 		// Kustomize sources: read despite their namespace; the level is
@@ -47,13 +47,13 @@ func TestPublicConfigurations(t *testing.T) {
 			"error dangling-priority-level flowschema/openshift-apiserver-operator,prioritylevelconfiguration/openshift-control-plane-operators",
 			"error dangling-priority-level flowschema/openshift-apiserver-sar,prioritylevelconfiguration/openshift-aggregated-api-delegated-auth",
 		}},
-		// OpenShift's probes differs from upstream's in distinguisherMethod
-		// and the order of its subjects, without opting out: each
-		// apiserver rewrites it. With it edited the suggested set is no
-		// longer intact, so kube-proxy's fall-through stays a warning.
+		// OpenShift's probes exempts the health checks alone, as upstream's
+		// does, but differs from it in distinguisherMethod (ByUser, where
+		// upstream's has none) without opting out: each apiserver
+		// rewrites it. With it edited the suggested set is no longer
+		// intact, so kube-proxy's fall-through stays a warning.
 		{[]string{"openshift-apiserver-operator", "openshift-kube-apiserver-operator"}, []string{
 			"error dangling-priority-level flowschema/openshift-apiserver-sar,prioritylevelconfiguration/openshift-aggregated-api-delegated-auth",
-			"warning exempt-beyond-masters flowschema/probes,prioritylevelconfiguration/exempt",
 			"warning suggested-object-differs flowschema/probes",
 			"warning system-identity-falls-through flowschema/global-default",
 		}},
@@ -67,7 +67,9 @@ func TestPublicConfigurations(t *testing.T) {
 			fss, pls := config.UpstreamDefaults()
 			fss, pls = config.Overlay(fss, pls, objs)
 			var got []string
-			for _, f := range Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions()) {
+			findings := Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.UpstreamReference(), Callbacks: objs.ResolvedCallbacks()}, DefaultOptions())
+			checkSeverities(t, findings)
+			for _, f := range findings {
 				if f.Severity != SeverityInfo {
 					got = append(got, string(f.Severity)+" "+f.Rule+" "+refsKey(f.Objects))
 				}

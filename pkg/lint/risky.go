@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -22,7 +23,12 @@ func (c *checker) plOf(fs *flowcontrolv1.FlowSchema) *flowcontrolv1.PriorityLeve
 // checkSuggested compares objects named like upstream's suggested ones with
 // the suggestion, as the apiserver's ensurer does
 // (k8s.io/kubernetes/pkg/registry/flowcontrol/ensurer: flowSchemaSpecEqual and
-// plcSpecEqualish default the suggestion, then compare semantically).
+// plcSpecEqualish default the suggestion, then compare semantically), but
+// with a FlowSchema's lists taken as the sets they are
+// (canonicalFlowSchemaSpec). The ensurer compares them in order, so it
+// rewrites a suggested object whose subjects are only reordered (when it
+// is not opted out); that rewrite changes nothing the server does, and is
+// not reported.
 func (c *checker) checkSuggested() {
 	ref := c.in.Reference
 	sugFS := map[string]*flowcontrolv1.FlowSchema{}
@@ -42,11 +48,11 @@ func (c *checker) checkSuggested() {
 		if !ok {
 			continue
 		}
-		want, got := engine.DefaultFlowSchema(s), engine.DefaultFlowSchema(fs)
-		if equality.Semantic.DeepEqual(want.Spec, got.Spec) {
+		want, got := canonicalFlowSchemaSpec(engine.DefaultFlowSchema(s).Spec), canonicalFlowSchemaSpec(engine.DefaultFlowSchema(fs).Spec)
+		if equality.Semantic.DeepEqual(want, got) {
 			continue
 		}
-		c.suggestedFinding(fsRef(fs.Name), fs.Annotations, diffFlowSchemaSpec(want.Spec, got.Spec), version)
+		c.suggestedFinding(fsRef(fs.Name), fs.Annotations, diffFlowSchemaSpec(want, got), version)
 	}
 	for _, pl := range c.in.PriorityLevels {
 		s, ok := sugPL[pl.Name]
@@ -65,9 +71,8 @@ func (c *checker) suggestedFinding(ref ObjectRef, annotations map[string]string,
 	what := strings.Join(fields, ", ")
 	if annotations[flowcontrolv1.AutoUpdateAnnotationKey] == "false" {
 		c.add(Finding{
-			Rule:     RuleSuggestedDiffers,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{ref},
+			Rule:    RuleSuggestedDiffers,
+			Objects: []ObjectRef{ref},
 			Message: fmt.Sprintf("%s is annotated %s=false and differs from the %s suggestion in %s",
 				ref, flowcontrolv1.AutoUpdateAnnotationKey, version, what),
 			Why: "the apiserver no longer keeps this suggested object current, so upgrades will not bring upstream's " +
@@ -78,15 +83,70 @@ func (c *checker) suggestedFinding(ref ObjectRef, annotations map[string]string,
 		return
 	}
 	c.add(Finding{
-		Rule:     RuleSuggestedDiffers,
-		Severity: SeverityWarning,
-		Objects:  []ObjectRef{ref},
+		Rule:    RuleSuggestedDiffers,
+		Objects: []ObjectRef{ref},
 		Message: fmt.Sprintf("%s differs from the %s suggestion in %s but is not annotated %s=false",
 			ref, version, what, flowcontrolv1.AutoUpdateAnnotationKey),
 		Why: "the apiserver rewrites suggested objects that are not opted out, so this edit will be reverted " +
 			"(or the server runs a different version than the suggestion compared against)",
 		Fix: fmt.Sprintf("set annotation %s: \"false\" on the object to keep the edit", flowcontrolv1.AutoUpdateAnnotationKey),
 	})
+}
+
+// canonicalFlowSchemaSpec returns a copy of spec with its lists in one
+// order, without duplicates: its rules, and in each rule its subjects,
+// resource rules and non-resource rules, and in those their verbs, API
+// groups, resources, namespaces and URLs. kube-apiserver matches a request
+// against each of them as a set (k8s.io/apiserver
+// pkg/util/flowcontrol/rule.go: matchesFlowSchema, matchesASubject,
+// matchesAResourceRule, containsString, ...), so two specs with the same
+// canonical form match the same requests.
+func canonicalFlowSchemaSpec(spec flowcontrolv1.FlowSchemaSpec) flowcontrolv1.FlowSchemaSpec {
+	out := *spec.DeepCopy()
+	for i := range out.Rules {
+		r := &out.Rules[i]
+		r.Subjects = sortedSet(r.Subjects)
+		for j := range r.ResourceRules {
+			rr := &r.ResourceRules[j]
+			rr.Verbs, rr.APIGroups = sortedSet(rr.Verbs), sortedSet(rr.APIGroups)
+			rr.Resources, rr.Namespaces = sortedSet(rr.Resources), sortedSet(rr.Namespaces)
+		}
+		r.ResourceRules = sortedSet(r.ResourceRules)
+		for j := range r.NonResourceRules {
+			nr := &r.NonResourceRules[j]
+			nr.Verbs, nr.NonResourceURLs = sortedSet(nr.Verbs), sortedSet(nr.NonResourceURLs)
+		}
+		r.NonResourceRules = sortedSet(r.NonResourceRules)
+	}
+	out.Rules = sortedSet(out.Rules)
+	return out
+}
+
+// sortedSet returns xs sorted by their JSON encoding, without duplicates
+// (nil stays nil, so that an absent list and an empty one compare as
+// Semantic.DeepEqual compares them).
+func sortedSet[T any](xs []T) []T {
+	if len(xs) < 2 {
+		return xs
+	}
+	keys := make(map[string]T, len(xs))
+	for _, x := range xs {
+		b, err := json.Marshal(x)
+		if err != nil {
+			return xs // an API type always encodes; keep the order if not
+		}
+		keys[string(b)] = x
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	out := make([]T, 0, len(sorted))
+	for _, k := range sorted {
+		out = append(out, keys[k])
+	}
+	return out
 }
 
 func diffFlowSchemaSpec(a, b flowcontrolv1.FlowSchemaSpec) []string {
@@ -179,11 +239,48 @@ func everyone(s flowcontrolv1.Subject) bool {
 	return false
 }
 
-func (c *checker) checkExempt() {
-	suggested := map[string]*flowcontrolv1.FlowSchema{}
-	for _, fs := range c.in.Reference.SuggestedFlowSchemas {
-		suggested[fs.Name] = fs
+// healthPaths are kube-apiserver's health endpoints (k8s.io/apiserver
+// pkg/server/healthz: /healthz, /livez, /readyz, each with a subpath per
+// check). Upstream's suggested FlowSchema probes exempts them for everyone
+// (k8s.io/apiserver pkg/apis/flowcontrol/bootstrap/default.go): a check is
+// cheap, its handler serves every method alike, and a kubelet or a load
+// balancer that gets 429 from one takes the apiserver for dead.
+var healthPaths = []string{"/healthz", "/livez", "/readyz"}
+
+// healthURL reports whether every path a nonResourceURLs pattern matches
+// is a health endpoint or one of its checks ("/healthz", "/readyz/*",
+// "/livez/etcd"; not "*" or "/").
+func healthURL(pattern string) bool {
+	if pattern == flowcontrolv1.NonResourceAll {
+		return false
 	}
+	prefix := engine.NonResourceURLPrefix(pattern)
+	for _, h := range healthPaths {
+		if strings.HasPrefix(prefix, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// probesOnly reports whether a rule matches health checks alone: no
+// resource rules, and only health endpoints in its non-resource rules,
+// whatever their verbs.
+func probesOnly(r flowcontrolv1.PolicyRulesWithSubjects) bool {
+	if len(r.ResourceRules) > 0 || len(r.NonResourceRules) == 0 {
+		return false
+	}
+	for _, nr := range r.NonResourceRules {
+		for _, u := range nr.NonResourceURLs {
+			if !healthURL(u) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *checker) checkExempt() {
 	for _, fs := range c.ordered {
 		pl := c.plOf(fs)
 		if pl == nil || pl.Spec.Type != flowcontrolv1.PriorityLevelEnablementExempt || !c.reachable(fs.Name) {
@@ -192,16 +289,14 @@ func (c *checker) checkExempt() {
 		if fs.Name == flowcontrolv1.FlowSchemaNameExempt {
 			continue
 		}
-		// Upstream's own "probes" schema exempts health checks on purpose;
-		// an unchanged suggestion is not the user's choice.
-		if s, ok := suggested[fs.Name]; ok {
-			if equality.Semantic.DeepEqual(engine.DefaultFlowSchema(s).Spec, fs.Spec) {
-				continue
-			}
-		}
 		var beyond []string
 		wide, resources := false, false
 		for _, r := range fs.Spec.Rules {
+			// A rule that exempts only health checks is upstream's own
+			// choice (its suggested probes), whoever it names.
+			if probesOnly(r) {
+				continue
+			}
 			resources = resources || len(r.ResourceRules) > 0
 			for _, s := range r.Subjects {
 				if s.Kind == flowcontrolv1.SubjectKindGroup && s.Group != nil && s.Group.Name == groupMasters {
@@ -214,18 +309,19 @@ func (c *checker) checkExempt() {
 		if len(beyond) == 0 {
 			continue
 		}
-		sev := SeverityWarning
+		// An error when it exempts everyone's resource requests, else
+		// the rule's milder warning.
+		add := c.addMilder
 		if wide && resources {
-			sev = SeverityError
+			add = c.add
 		}
-		c.add(Finding{
-			Rule:     RuleExemptBeyondMasters,
-			Severity: sev,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+		add(Finding{
+			Rule:    RuleExemptBeyondMasters,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("FlowSchema %s routes %s to the exempt priority level %s",
 				fs.Name, strings.Join(dedupe(beyond), ", "), pl.Name),
 			Why: "exempt requests are never queued, limited or rejected, so a flood from these clients reaches the " +
-				"apiserver unchecked and APF cannot protect anyone else; upstream exempts only system:masters (and health probes)",
+				"apiserver unchecked and APF cannot protect anyone else; upstream exempts only system:masters (and, for everyone, the health checks /healthz, /livez and /readyz)",
 			Fix: "route these clients to a Limited level with enough shares (for example workload-high) instead of exempt",
 		})
 	}
@@ -266,9 +362,8 @@ func (c *checker) checkRejectLevels() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleRejectWithTraffic,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+			Rule:    RuleRejectWithTraffic,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("priority level %s rejects instead of queuing, and FlowSchema %s sends it real traffic (for example %s)",
 				pl.Name, fs.Name, r.Witness),
 			Why: "a Reject level has no queues: when its seats are busy a request gets HTTP 429 at once " +
@@ -292,24 +387,24 @@ func (c *checker) checkCrushRisk() {
 		if err != nil {
 			continue
 		}
-		sev := Severity("")
+		// A warning above CrushWarn, the rule's milder information for
+		// a single queue or above CrushInfo.
+		var add func(Finding)
 		switch {
 		case queues == 1:
-			sev = SeverityInfo
+			add = c.addMilder
 		case p4 >= c.opts.CrushWarn:
-			sev = SeverityWarning
+			add = c.add
 		case p4 >= c.opts.CrushInfo:
-			sev = SeverityInfo
-		}
-		if sev == "" {
+			add = c.addMilder
+		default:
 			continue
 		}
 		p1, _ := capacity.CrushProbability(queues, hand, 1)
 		p16, _ := capacity.CrushProbability(queues, hand, 16)
 		f := Finding{
-			Rule:     RuleCrushRisk,
-			Severity: sev,
-			Objects:  []ObjectRef{plRef(name)},
+			Rule:    RuleCrushRisk,
+			Objects: []ObjectRef{plRef(name)},
 			Message: fmt.Sprintf("priority level %s (%d queues, hand size %d): a small flow is crushed by 1, 4, 16 heavy flows with probability %s, %s, %s",
 				name, queues, hand, fmtProb(p1), fmtProb(p4), fmtProb(p16)),
 			Why: "shuffle sharding deals each flow a hand of queues; when heavy flows hold every queue of a light flow's hand, " +
@@ -320,7 +415,7 @@ func (c *checker) checkCrushRisk() {
 			f.Why = "with one queue there is no fair queuing between flows; a heavy client delays all others at this level"
 		}
 		f.Fix = suggestQueues(queues, hand, c.opts.CrushInfo)
-		c.add(f)
+		add(f)
 	}
 }
 
@@ -359,9 +454,8 @@ func (c *checker) checkDistinguishers() {
 			continue
 		}
 		c.add(Finding{
-			Rule:     RuleNoDistinguisherShared,
-			Severity: SeverityWarning,
-			Objects:  []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
+			Rule:    RuleNoDistinguisherShared,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
 			Message: fmt.Sprintf("FlowSchema %s has no distinguisherMethod but matches many clients (%s) at queuing level %s",
 				fs.Name, strings.Join(broad, ", "), pl.Name),
 			Why: "without a distinguisher every request of the FlowSchema belongs to one flow, so fair queuing cannot " +
@@ -432,9 +526,8 @@ func (c *checker) checkSystemIdentities() {
 		}
 		sort.Strings(examples)
 		c.add(Finding{
-			Rule:     RuleSystemIdentityFallsDown,
-			Severity: SeverityWarning,
-			Objects:  refs,
+			Rule:    RuleSystemIdentityFallsDown,
+			Objects: refs,
 			Message: fmt.Sprintf("%s traffic falls through to %s: %s", id.Name, strings.Join(sortedKeys(landed), ", "),
 				strings.Join(examples, "; ")),
 			Why: "system components then compete with every ordinary client for the fallback level's seats, " +

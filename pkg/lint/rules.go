@@ -17,9 +17,12 @@ const DocsBase = "https://github.com/kubectl-apf/kubectl-apf/blob/main/docs/lint
 type Rule struct {
 	// ID is stable kebab-case, for scripts, --disable and suppressions.
 	ID string `json:"id"`
-	// Severity is the most serious severity the rule reports; some
-	// findings of a rule are milder (the finding says).
+	// Severity is the severity of the rule's findings; Milder, when set,
+	// that of its milder ones (the Summary says which). A finding whose
+	// objects only their manager can change is information whatever its
+	// rule (Finding.ManagedBy says who manages them).
 	Severity Severity `json:"severity"`
+	Milder   Severity `json:"milderSeverity,omitempty"`
 	// Summary says in one line what the rule checks.
 	Summary string `json:"summary"`
 	// Why says why it matters.
@@ -28,6 +31,24 @@ type Rule struct {
 	Example string `json:"example"`
 	// Fix says what to do.
 	Fix string `json:"fix"`
+}
+
+// Severities names the severities of the rule's findings, the most
+// serious first: "error", or "error or warning".
+func (r Rule) Severities() string {
+	if r.Milder == "" || r.Milder == r.Severity {
+		return string(r.Severity)
+	}
+	return string(r.Severity) + " or " + string(r.Milder)
+}
+
+// ManagedNote says the one exception to the rules' severities (markManaged),
+// under the list of rules.
+func ManagedNote() string {
+	return "A finding whose objects only their managers can change (a vendor's or an operator's, or kube-apiserver's " +
+		"suggested objects while they are all unchanged; the finding's \"managed by\" names the manager) is info, " +
+		"whatever its rule's severity, except for " + strings.Join(keepSeverityWhenManaged, ", ") +
+		": the user's edit, callback or upgrade is their cause."
 }
 
 // URL is the rule's page.
@@ -64,7 +85,7 @@ func RulePage(r Rule) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- Generated from pkg/lint/rules.go by \"go test ./pkg/lint -run TestRulePages -update\"; do not edit. -->\n\n")
 	fmt.Fprintf(&b, "# %s\n\n", r.ID)
-	fmt.Fprintf(&b, "**Severity:** %s\n\n", r.Severity)
+	fmt.Fprintf(&b, "**Severity:** %s\n\n", r.Severities())
 	fmt.Fprintf(&b, "%s\n\n", r.Summary)
 	fmt.Fprintf(&b, "## Why it matters\n\n%s\n\n", r.Why)
 	fmt.Fprintf(&b, "## Example\n\n```yaml\n%s\n```\n\n", strings.TrimRight(r.Example, "\n"))
@@ -86,8 +107,9 @@ func RuleIndex() string {
 	fmt.Fprintf(&b, "`kubectl apf lint --list-rules` prints this list, `kubectl apf lint --explain RULE` a page.\n\n")
 	fmt.Fprintf(&b, "| rule | severity | checks |\n|---|---|---|\n")
 	for _, r := range Rules() {
-		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s |\n", r.ID, r.ID, r.Severity, r.Summary)
+		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %s |\n", r.ID, r.ID, r.Severities(), r.Summary)
 	}
+	fmt.Fprintf(&b, "\n%s\n", ManagedNote())
 	return b.String()
 }
 
@@ -230,10 +252,12 @@ spec:
 		Fix: "Annotate apf.kubernetes.io/autoupdate-spec: \"false\" to keep the edit, or drop the edit.",
 	},
 	{
-		ID: RuleExemptBeyondMasters, Severity: SeverityError,
-		Summary: "A FlowSchema routes clients other than system:masters to the exempt level (error when it exempts everyone's resource requests).",
+		ID: RuleExemptBeyondMasters, Severity: SeverityError, Milder: SeverityWarning,
+		Summary: "A FlowSchema routes clients other than system:masters to the exempt level for more than the health checks (error when it exempts everyone's resource requests).",
 		Why: "Exempt requests are never queued, limited or rejected: a flood from them reaches the apiserver unchecked and APF " +
-			"cannot protect anyone else.",
+			"cannot protect anyone else. A rule that exempts only /healthz, /livez and /readyz (and their checks' subpaths), as " +
+			"upstream's suggested FlowSchema probes does for everyone, is not reported: the checks are cheap, and a probe answered 429 " +
+			"counts as a failed one.",
 		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: FlowSchema
 metadata: {name: oncall-exempt}
@@ -259,8 +283,8 @@ spec:
 		Fix: "Route the traffic to a queuing level, or give the level limitResponse type Queue.",
 	},
 	{
-		ID: RuleCrushRisk, Severity: SeverityWarning,
-		Summary: "A queuing level's queues and hand size let a few heavy flows crush a light one.",
+		ID: RuleCrushRisk, Severity: SeverityWarning, Milder: SeverityInfo,
+		Summary: "A queuing level's queues and hand size let a few heavy flows crush a light one (information when the chance is small, or the level has a single queue).",
 		Why: "Shuffle sharding deals each flow a hand of queues; when heavy flows hold every queue of a light flow's hand, " +
 			"the light flow waits behind them.",
 		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1

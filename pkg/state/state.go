@@ -71,6 +71,12 @@ type Options struct {
 	// Source is set by Complete unless a test injected one; nil with
 	// --defaults, and with a store read instead of the cluster.
 	Source dump.Source
+	// DefaultsNeed names what --defaults needs beside it, for a command
+	// whose --defaults works only with another input (explain 429:
+	// "--workload FILE"); the offline hint then says so. Empty: --defaults
+	// works alone.
+	DefaultsNeed string
+
 	// Stdin is what --from - reads (os.Stdin when nil).
 	Stdin io.Reader
 	// Clock stamps live captures (the real clock when nil).
@@ -187,7 +193,7 @@ func (o *Options) Complete() error {
 	}
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
-		o.sourceErr = fmt.Errorf("reading the kubeconfig: %w (use %s to work without a cluster)", err, o.offline())
+		o.sourceErr = fmt.Errorf("reading the kubeconfig: %w%s", err, o.offlineHint())
 		return nil
 	}
 	urls := make([]string, 0, len(o.APIServerURLs))
@@ -201,14 +207,6 @@ func (o *Options) Complete() error {
 // SourceErr is why Complete built no cluster source, nil when it did
 // (or needed none).
 func (o *Options) SourceErr() error { return o.sourceErr }
-
-// offline names the flags that need no cluster.
-func (o *Options) offline() string {
-	if o.inputs&Config != 0 {
-		return "--defaults or --from"
-	}
-	return "--from BUNDLE"
-}
 
 // IsLive reports whether the source is a cluster (not a bundle, not the
 // defaults).
@@ -429,15 +427,29 @@ func (o *Options) captureMetrics(ctx context.Context, req Request, opts dump.Cap
 	return o.Source.Capture(ctx, opts)
 }
 
-// offlineHint reminds that a cluster is not needed when reading one failed.
+// offlineHint reminds that a cluster is not needed when reading one failed
+// (or its kubeconfig could not be read): empty when the source is not a
+// cluster.
 func (o *Options) offlineHint() string {
-	switch {
-	case !o.IsLive():
+	if o.Source != nil && !o.IsLive() {
 		return ""
-	case o.inputs&Config != 0:
-		return " (--defaults or --from BUNDLE work without a cluster)"
 	}
-	return " (--from BUNDLE works without a cluster)"
+	return " " + o.OfflineHint()
+}
+
+// OfflineHint names the flags of the command that work without a cluster,
+// in parentheses: "(--defaults or --from BUNDLE work without a cluster)"
+// for a command with --defaults, "(--from BUNDLE works without a
+// cluster)" for the others. Every command's error for a cluster it could
+// not read ends with it.
+func (o *Options) OfflineHint() string {
+	switch {
+	case o.inputs&Config == 0:
+		return "(--from BUNDLE works without a cluster)"
+	case o.DefaultsNeed != "":
+		return "(--from BUNDLE works without a cluster, and --defaults with " + o.DefaultsNeed + ")"
+	}
+	return "(--defaults or --from BUNDLE work without a cluster)"
 }
 
 // InferServerConcurrency returns the server concurrency limit the newest

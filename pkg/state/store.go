@@ -22,8 +22,16 @@ import (
 )
 
 // StoreHelp is appended to the Long help of the commands that take the
-// store group.
-const StoreHelp = `
+// store group, given the inputs of their NewOptions: --all-apiservers is
+// named only to the commands that have it (the Instances input).
+func StoreHelp(inputs Inputs) string {
+	if inputs&Instances != 0 {
+		return storeHelp + "; --all-apiservers breaks the answers down\nby instance."
+	}
+	return storeHelp + "."
+}
+
+const storeHelp = `
 
 With --prometheus URL (or --prometheus-service NAMESPACE/NAME:PORT, through
 the apiserver's service proxy with the kubectl identity), the answer comes
@@ -33,8 +41,7 @@ VictoriaMetrics) that scrapes the apiservers, for a moment in the past
 (2026-11-23T03:10:00Z), "now", or relative: "-2h" or "2h ago"; durations
 take s, m, h, d and w. Every aggregation runs in the store as PromQL; only
 the answers travel. --prometheus-selector picks the apiserver series
-(cluster="prod",job="apiserver"); --all-apiservers breaks the answers down
-by instance.`
+(cluster="prod",job="apiserver")`
 
 // StoreOptions is the flag group of a Prometheus-compatible store that
 // holds APF's past: the third source of state, beside the cluster and the

@@ -285,14 +285,16 @@ func findFlow(l *fairqueue.LevelResult, name string) *fairqueue.LevelResult {
 
 // fmtSeconds renders a duration in seconds with three significant digits
 // ("0s", "850µs", "12.3ms", "1.5s"), so that columns stay narrow and a
-// golden file does not change with the histogram's sub-microsecond detail.
+// golden file does not change with the histogram's sub-microsecond detail;
+// from 1000 s on, to the second ("39m33s", not "39m30s": a rounding to
+// tens of seconds or more would read as a figure to the second).
 func fmtSeconds(s float64) string {
 	d := time.Duration(math.Round(s * 1e9))
 	if d <= 0 {
 		return "0s"
 	}
 	unit := time.Duration(1)
-	for x := d; x >= 1000; x /= 10 {
+	for x := d; x >= 1000 && unit < time.Second; x /= 10 {
 		unit *= 10
 	}
 	return d.Round(unit).String()

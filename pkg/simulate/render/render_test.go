@@ -54,6 +54,9 @@ func TestFmtSeconds(t *testing.T) {
 	}{
 		{0, "0s"}, {-1, "0s"}, {0.000000123, "123ns"}, {0.00085049, "850µs"}, {0.0123456, "12.3ms"},
 		{1.5, "1.5s"}, {14.9653, "15s"}, {75.4, "1m15.4s"}, {754, "12m34s"},
+		// From 1000 s on, to the second (issue 58: 39m32.7s printed as
+		// 39m30s, 3h25m17s as 3h25m0s).
+		{999.6, "16m40s"}, {2372.7, "39m33s"}, {12317.2, "3h25m17s"}, {90061.4, "25h1m1s"},
 	}
 	for _, tt := range tests {
 		if got := fmtSeconds(tt.in); got != tt.want {
