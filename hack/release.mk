@@ -1,12 +1,14 @@
 # Release targets, included by the top-level Makefile.
 #
-#   make dist          reproducible archives for every platform, SHA256SUMS and
-#                      the rendered krew manifest, in $(DIST)
+#   make dist          reproducible archives for every platform, SHA256SUMS, the
+#                      rendered krew manifest and the krew index to publish
+#                      (krew-index/plugins/apf.yaml), in $(DIST)
 #   make test-release  checks $(DIST) with krew's published types and krew-index's
 #                      rules, rebuilds the same commit elsewhere compiling every
 #                      package again and compares the bytes (every platform; make
-#                      test: linux/amd64), and installs the plugin with the real
-#                      krew and kubectl
+#                      test: linux/amd64), installs the plugin with the real
+#                      krew and kubectl, and upgrades it through a local copy of
+#                      the index
 #
 # The release tooling is a Go module of its own (hack/krew): sigs.k8s.io/krew's
 # dependencies would clash with k8s.io/kubernetes in the hack module.
@@ -21,9 +23,10 @@ DIST_ABS   := $(abspath $(DIST))
 REPRO_PLATFORMS ?=
 
 .PHONY: dist
-dist: ## Reproducible release archives for every platform, SHA256SUMS and dist/krew.yaml.
+dist: ## Reproducible release archives for every platform, SHA256SUMS, dist/krew.yaml and the krew index dist/krew-index/.
 	@# Only what an earlier dist wrote, so a stale version's archives do not linger.
 	rm -f $(DIST_ABS)/kubectl-apf_*.tar.gz $(DIST_ABS)/SHA256SUMS $(DIST_ABS)/krew.yaml
+	rm -rf $(DIST_ABS)/krew-index
 	$(NICE) $(GO) -C hack/krew run ./cmd/dist -repo $(CURDIR) -out $(DIST_ABS)
 
 # The tools the release tests run, built (or found in the cache) before
@@ -34,6 +37,6 @@ krew-tools:
 	$(NICE) hack/krew/bin.sh validate-krew-manifest >/dev/null
 
 .PHONY: test-release
-test-release: dist krew-tools bin-kubectl ## Check dist/ against krew's rules, prove it reproducible (each platform compiled again from scratch), install it through krew and kubectl.
+test-release: dist krew-tools bin-kubectl ## Check dist/ against krew's rules, prove it reproducible (each platform compiled again from scratch), install it through krew and kubectl, upgrade it through the index.
 	KUBECTL=$$(hack/bin.sh kubectl) KUBECTL_APF_DIST=$(DIST_ABS) KUBECTL_APF_REPO=$(CURDIR) KUBECTL_APF_REPRO_PLATFORMS=$(REPRO_PLATFORMS) \
 		$(NICE) $(GO) -C hack/krew test $(TEST_FLAGS) ./...

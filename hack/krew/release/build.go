@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"sigs.k8s.io/krew/pkg/constants"
 )
 
 // Platform is one GOOS/GOARCH a release is built for.
@@ -76,6 +78,10 @@ func ArchiveName(v string, p Platform) string {
 const (
 	SumsFile     = "SHA256SUMS"
 	ManifestFile = "krew.yaml"
+	// IndexDir is the krew custom index `make dist` writes beside the
+	// manifest: a directory to commit as the whole of an index repository
+	// (see WriteIndex).
+	IndexDir = "krew-index"
 	// CompletionScript is the kubectl plugin-completion helper at the
 	// repository root; kubectl runs it for "kubectl apf <TAB>".
 	CompletionScript = "kubectl_complete-apf"
@@ -86,7 +92,7 @@ type Config struct {
 	// RepoDir is the root of the kubectl-apf module (the one holding
 	// cmd/kubectl-apf, LICENSE, kubectl_complete-apf and plugins/krew.yaml).
 	RepoDir string
-	// OutDir receives the archives, SHA256SUMS and krew.yaml.
+	// OutDir receives the archives, SHA256SUMS, krew.yaml and krew-index/.
 	OutDir string
 	// Stamp is injected into every binary and sets every archive mtime.
 	Stamp Stamp
@@ -114,12 +120,16 @@ type Result struct {
 	// Manifest is the rendered krew manifest; nil when only some platforms
 	// were built.
 	Manifest []byte
+	// IndexManifest is the manifest's path inside OutDir/krew-index
+	// ("plugins/apf.yaml"); empty when no manifest was rendered.
+	IndexManifest string
 }
 
 // Build cross-compiles cmd/kubectl-apf for every platform without cgo, packs
 // each binary with LICENSE and the completion script into a reproducible
-// archive, writes SHA256SUMS (sha256sum's format, sorted by name) and renders
-// plugins/krew.yaml into OutDir/krew.yaml. Building the same commit twice, in
+// archive, writes SHA256SUMS (sha256sum's format, sorted by name), renders
+// plugins/krew.yaml into OutDir/krew.yaml and lays the same manifest out as a
+// krew custom index in OutDir/krew-index (WriteIndex). Building the same commit twice, in
 // any directory, gives the same bytes: -trimpath drops the paths,
 // -buildvcs=false keeps git state out of the binary, GOAMD64/GOARM64 are pinned
 // so the environment cannot change the code generated, and the archive mtimes
@@ -230,7 +240,49 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(cfg.OutDir, ManifestFile), res.Manifest, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", ManifestFile, err)
 	}
+	// The index is written afresh: a manifest left from an earlier build (a
+	// plugin since renamed) must not be published with this one.
+	indexDir := filepath.Join(cfg.OutDir, IndexDir)
+	if err := os.RemoveAll(indexDir); err != nil {
+		return nil, fmt.Errorf("removing the old %s: %w", IndexDir, err)
+	}
+	if res.IndexManifest, err = WriteIndex(indexDir, res.Manifest); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// WriteIndex lays manifest out in dir as a krew custom index: dir is the root
+// of a git repository that `kubectl krew index add NAME URL` clones (krew's
+// indexoperations.AddIndex: git clone URL into KREW_ROOT/index/NAME), and
+// krew reads a plugin's manifest from plugins/PLUGIN.yaml in that clone
+// (environment.Paths IndexPluginsPath, indexscanner.LoadPluginByName), where
+// PLUGIN must be the manifest's metadata.name (validation.ValidatePlugin).
+// It returns the path written, relative to dir ("plugins/apf.yaml"); the
+// file holds manifest's bytes unchanged.
+func WriteIndex(dir string, manifest []byte) (string, error) {
+	p, err := DecodeManifest(manifest)
+	if err != nil {
+		return "", err
+	}
+	if !pluginName.MatchString(p.Name) {
+		return "", fmt.Errorf("metadata.name %q is not a plugin name krew accepts (%s)", p.Name, pluginName)
+	}
+	rel := IndexManifestPath(p.Name)
+	file := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", fmt.Errorf("creating the krew index: %w", err)
+	}
+	if err := os.WriteFile(file, manifest, 0o644); err != nil {
+		return "", fmt.Errorf("writing the krew index: %w", err)
+	}
+	return rel, nil
+}
+
+// IndexManifestPath is where a krew index repository holds the manifest of
+// plugin name: plugins/NAME.yaml, slash-separated.
+func IndexManifestPath(name string) string {
+	return "plugins/" + name + constants.ManifestExtension
 }
 
 // buildPlatform compiles and packs one platform, returning the archive's name

@@ -217,6 +217,57 @@ func TestDecodeManifestIsStrict(t *testing.T) {
 	}
 }
 
+// TestWriteIndex checks the krew index layout: the manifest, byte for byte,
+// at plugins/<metadata.name>.yaml, the one path krew reads it from; a
+// manifest krew could not file under its name is refused.
+func TestWriteIndex(t *testing.T) {
+	manifest := renderTemplate(t, "v1.2.3", fakeRelease(t, "v1.2.3"))
+	dir := t.TempDir()
+	rel, err := WriteIndex(dir, manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel != "plugins/apf.yaml" {
+		t.Errorf("WriteIndex wrote %s, want plugins/apf.yaml", rel)
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			r, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(r))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, []string{"plugins/apf.yaml"}) {
+		t.Errorf("the index holds %v, want only plugins/apf.yaml", files)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "plugins", "apf.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, manifest) {
+		t.Error("plugins/apf.yaml differs from the manifest it was given")
+	}
+
+	for name, bad := range map[string]string{
+		"unsafe name": strings.Replace(string(manifest), "  name: apf\n", "  name: ../apf\n", 1),
+		"not strict":  strings.Replace(string(manifest), "    sha256:", "    sha265:", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if bad == string(manifest) {
+				t.Fatal("nothing replaced")
+			}
+			dir := t.TempDir()
+			if rel, err := WriteIndex(dir, []byte(bad)); err == nil {
+				t.Errorf("WriteIndex wrote %s", rel)
+			}
+		})
+	}
+}
+
 func TestRenderManifest(t *testing.T) {
 	sum := strings.Repeat("ab", 32)
 	lookup := func(asset string) (string, error) {

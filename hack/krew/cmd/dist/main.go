@@ -1,5 +1,7 @@
 // Command dist builds kubectl-apf's release: one reproducible .tar.gz per
-// platform, SHA256SUMS, and the krew manifest rendered from plugins/krew.yaml.
+// platform, SHA256SUMS, the krew manifest rendered from plugins/krew.yaml, and
+// the same manifest laid out as a krew custom index (krew-index/plugins/apf.yaml,
+// to commit into the index repository users add with `kubectl krew index add`).
 // `make dist` runs it; see hack/release.mk.
 //
 //	go run ./cmd/dist -repo ../.. -out ../../dist
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -85,6 +88,11 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Print(string(release.FormatSums(res.Archives)))
-	fmt.Fprintf(os.Stderr, "dist: wrote %d archives, %s and %s to %s\n", len(res.Archives), release.SumsFile, release.ManifestFile, filepath.Clean(*out))
+	if res.Manifest == nil {
+		fmt.Fprintf(os.Stderr, "dist: wrote %d archives and %s to %s\n", len(res.Archives), release.SumsFile, filepath.Clean(*out))
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "dist: wrote %d archives, %s, %s and the krew index %s to %s\n", len(res.Archives), release.SumsFile, release.ManifestFile,
+		path.Join(release.IndexDir, res.IndexManifest), filepath.Clean(*out))
 	return nil
 }
