@@ -557,6 +557,29 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "429", "--from", "-"},
 			want:    []string{"Level workload-low: rejected time-out 100"},
 			notWant: []string{"standard input is empty"}},
+		// built/bundle-files-raw: a bundle's files of its instance in a
+		// raw directory; flowschemas.json and
+		// prioritylevelconfigurations.json are the apiserver's typed lists
+		// (FlowSchemaList, PriorityLevelConfigurationList) of 13 and 10
+		// items without kind. lint said "holds no FlowSchema or
+		// PriorityLevelConfiguration (13 other objects)" (S7 of issue 58):
+		// the 13 are FlowSchemas, and without the levels' file apf-load and
+		// apf-load-reject name levels -f does not define.
+		{name: "bundle's FlowSchemaList: lint reads its 13 FlowSchemas", artifact: "built/bundle-files-raw",
+			args: []string{"lint", "--defaults", "-f", fieldPath("built/bundle-files-raw/flowschemas.json")}, code: 1,
+			want:    []string{`FlowSchema apf-load references priority level "apf-load": no such PriorityLevelConfiguration`, `FlowSchema apf-load-reject references priority level "apf-load-reject"`},
+			notWant: []string{"other objects", "nothing to apply"}},
+		// The directory read with --from: both lists are its objects (the
+		// FlowSchema apf-load, precedence 500, takes group apf-load to
+		// level apf-load, 3 nominal seats in the levels' file), where they
+		// were "ignored" with no reason and the input said to hold no
+		// objects; version.json and metrics-0.time are ignored, with why.
+		{name: "bundle's files in a raw directory: the lists are its objects", artifact: "built/bundle-files-raw",
+			args: []string{"explain", "request", "--from", "@", "--user-name", "load-1", "--group", "apf-load", "list", "/api/v1/namespaces/default/pods"},
+			want: []string{"objects from flowschemas.json, prioritylevelconfigurations.json: 13 FlowSchemas, 10 PriorityLevelConfigurations",
+				"✓ apf-load (precedence 500, level apf-load", "nominal limit 3 seats",
+				"ignored metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"},
+			notWant: []string{"holds no FlowSchemas or PriorityLevelConfigurations", "ignored flowschemas.json"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).

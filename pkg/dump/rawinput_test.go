@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -559,5 +562,47 @@ func TestIsProse(t *testing.T) {
 	}
 	if isProse("workload-low, 14, 27", true) {
 		t.Error("a dump row is no prose")
+	}
+}
+
+// TestRawDirIgnoredSaysWhy: every file of a raw directory that is not read
+// is named in the note with why (a bundle's version.json and
+// metrics-0.time were listed bare, as were object files whose objects the
+// reader did not find).
+func TestRawDirIgnoredSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("metrics.txt", string(fieldFile(t, "eks-concurrency-limit.txt")))
+	write("metrics-0.time", "2026-11-23T21:18:39.587614024Z")
+	write("version.json", `{"major":"1","minor":"37"}`)
+	write("broken.yaml", "a: [")
+	none := func(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error) {
+		if strings.HasSuffix(name, "broken.yaml") {
+			return nil, nil, errors.New("document 1: not YAML")
+		}
+		return nil, nil, nil
+	}
+	for _, tt := range []struct {
+		name string
+		read ObjectReader
+		want string
+	}{
+		{"with a reader", none, "ignored broken.yaml (document 1: not YAML), metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"},
+		{"without", nil, "ignored broken.yaml (this command reads no objects), metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (this command reads no objects)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := (&BundleSource{Path: dir, ReadObjects: tt.read}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(c.Notes[0], "; "+tt.want) {
+				t.Errorf("note %q\nwant it to end with %q", c.Notes[0], tt.want)
+			}
+		})
 	}
 }
