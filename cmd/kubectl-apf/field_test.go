@@ -580,6 +580,16 @@ func fieldRows() []fieldRow {
 				"✓ apf-load (precedence 500, level apf-load", "nominal limit 3 seats",
 				"ignored metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"},
 			notWant: []string{"holds no FlowSchemas or PriorityLevelConfigurations", "ignored flowschemas.json"}},
+		// built/bundle-prometheus-ui-table: a bundle whose metrics file is
+		// k8s-106085's Prometheus UI table (without its code fence). It was
+		// refused at the table's rule ("-- | --": not the Prometheus text
+		// format) though --from of the table reads it (S8 of issue 58): the
+		// same six limits as the raw table's row above.
+		{name: "bundle holding a Prometheus UI table: the six limits", artifact: "built/bundle-prometheus-ui-table",
+			args: []string{"top", "levels", "--from", "@"},
+			wantRe: []string{`catch-all\s+14\s+14\s+-\s`, `global-default\s+53\s+53\s+-\s`, `leader-election\s+27\s+27\s+-\s`,
+				`node-high\s+105\s+105\s+-\s`, `system\s+79\s+79\s+-\s`, `workload-high\s+105\s+105\s+-\s`},
+			notWant: []string{"not the Prometheus text format"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).

@@ -144,9 +144,9 @@ func (s *Snapshot) ParseRaw() error {
 				at = t
 			}
 		}
-		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
+		sc, err := parseMetricsBody(MetricsFile(i), b, at)
 		if err != nil {
-			metricsErr = fmt.Errorf("%s: %w", MetricsFile(i), err)
+			metricsErr = err
 			break
 		}
 		scrapes = append(scrapes, sc)
