@@ -539,6 +539,40 @@ func fieldRows() []fieldRow {
 		{name: "Prometheus UI table", artifact: "built/prometheus-ui-table.txt",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`, `catch-all\s+13\s+13\s`}},
+		// k8s-129086: the three upper_limit_seats lines of catch-all (613),
+		// exempt (600) and global-default (649), a family of no column of
+		// top levels. It noted "metrics (1 APF family)", then said the input
+		// "gave neither metrics nor debug dumps" (S3 of issue 58): one line
+		// says what it holds, of which levels, and what the table needs.
+		{name: "upper_limit_seats alone: top levels says what it holds", artifact: "k8s-129086-upper-limit-seats.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_upper_limit_seats alone (of levels catch-all, exempt and global-default), which gives no figure of the table", "top levels needs the debug dumps, or metrics of the levels' limits, seats or requests"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// k8s-130139: the work_estimated_seats buckets of FlowSchema and
+		// level list-pods (84 requests, all of 1 seat), pasted without
+		// their TYPE line: the same (S3 of issue 58).
+		{name: "work_estimated_seats alone: top levels says what it holds", artifact: "k8s-130139-work-estimated-seats.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_work_estimated_seats_bucket alone (of level list-pods), which gives no figure of the table"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// built/prometheus-ui-table-rejected.txt: workload-low's 100
+		// time-out rejections in a Prometheus UI table. One scrape of a
+		// counter gives no rate: the answer says so and where its totals
+		// are read (S3 of issue 58) ...
+		{name: "rejections table alone: top levels points to explain 429", artifact: "built/prometheus-ui-table-rejected.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_rejected_requests_total alone (of level workload-low)", "one scrape's totals since the apiserver started are explain 429's"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// ... and explain 429 reads them.
+		{name: "rejections table: explain 429's totals", artifact: "built/prometheus-ui-table-rejected.txt",
+			args: []string{"explain", "429", "--from", "@"},
+			want: []string{"Level workload-low: rejected time-out 100"}},
+		// The EKS grep of the limits alone: the partial table, and a note
+		// of the columns its families do not give (S3 of issue 58).
+		{name: "EKS limits: top levels names what the grep lacks", artifact: "eks-concurrency-limit.txt",
+			args:   []string{"top", "levels", "--from", "@"},
+			want:   []string{"its metrics are part of a scrape (apiserver_flowcontrol_request_concurrency_limit alone), without the families of SEATS-IN-USE, UTIL, WAITING, WAITING-SEATS, EXECUTING and WAIT-P99: they show as -"},
+			wantRe: []string{`workload-low\s+245\s+245\s+-\s`}},
 		// built/dump-levels-rejected-plus-grep.txt: global-default's
 		// RejectedRequests 1533 in the dump, and one metric line of
 		// another level.

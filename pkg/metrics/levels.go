@@ -37,7 +37,8 @@ const (
 )
 
 // LevelStats is what "kubectl apf top levels" shows for one priority level
-// of one apiserver, computed from one scrape (gauges) or two (rates).
+// of one apiserver, computed from one scrape (gauges) or two (rates). A
+// figure the scrape does not give is NaN (Levels).
 type LevelStats struct {
 	Name string `json:"name"`
 	// NominalLimit is nominal_limit_seats, or request_concurrency_limit on
@@ -107,25 +108,49 @@ func first(s *Scrape, label string, families ...string) (map[string]float64, boo
 	return nil, false
 }
 
-// Levels computes per-level statistics from cur, using prev (which may be
-// nil) for rates. Levels are those that appear in any limit or request
-// family, sorted by name.
-func Levels(prev, cur *Scrape) []LevelStats {
-	const pl = "priority_level"
-	nominal, _ := first(cur, pl, NominalLimitSeats, RequestConcurrencyLimit)
-	current, hasCurrent := first(cur, pl, CurrentLimitSeats)
-	inUse, _ := first(cur, pl, CurrentExecutingSeats, RequestConcurrencyInUse, CurrentExecutingRequests)
-	waiting := cur.SumBy(CurrentInqueueRequests, pl)
-	waitingSeats, hasWaitingSeats := first(cur, pl, CurrentInqueueSeats)
-
+// LevelNames are the values of the priority_level label of every series
+// of cur, of any family: the levels the scrape speaks of.
+func LevelNames(cur *Scrape) map[string]bool {
 	names := map[string]bool{}
-	for _, m := range []map[string]float64{nominal, current, inUse, waiting} {
-		for k := range m {
-			if k != "" {
-				names[k] = true
+	if cur == nil {
+		return names
+	}
+	for _, mf := range cur.Families {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "priority_level" && lp.GetValue() != "" {
+					names[lp.GetValue()] = true
+				}
 			}
 		}
 	}
+	return names
+}
+
+// Levels computes per-level statistics from cur, using prev (which may be
+// nil) for rates. Levels are those that appear in any family (LevelNames:
+// a grep of one family names its levels too), sorted by name. A figure
+// whose family the scrape lacks is NaN, and so is a limit of a level its
+// family does not name; a level without series in a family of requests
+// or seats the scrape holds has none (0).
+func Levels(prev, cur *Scrape) []LevelStats {
+	const pl = "priority_level"
+	nominal, hasNominal := first(cur, pl, NominalLimitSeats, RequestConcurrencyLimit)
+	current, hasCurrent := first(cur, pl, CurrentLimitSeats)
+	inUse, hasInUse := first(cur, pl, CurrentExecutingSeats, RequestConcurrencyInUse, CurrentExecutingRequests)
+	waiting, hasWaiting := first(cur, pl, CurrentInqueueRequests)
+	waitingSeats, hasWaitingSeats := first(cur, pl, CurrentInqueueSeats)
+	// figure is a family's value for a level: of a limit only where the
+	// family names the level, of requests or seats wherever the family is.
+	figure := func(m map[string]float64, has, perLevel bool, name string) float64 {
+		v, ok := m[name]
+		if !has || perLevel && !ok {
+			return math.NaN()
+		}
+		return v
+	}
+
+	names := LevelNames(cur)
 	var interval time.Duration
 	hasRates := prev != nil && cur != nil && cur.Time.After(prev.Time)
 	if hasRates {
@@ -148,14 +173,13 @@ func Levels(prev, cur *Scrape) []LevelStats {
 
 	out := make([]LevelStats, 0, len(names))
 	for name := range names {
-		st := LevelStats{Name: name, NominalLimit: nominal[name], WaitingRequests: waiting[name], SeatsInUse: inUse[name],
-			WaitingSeats: math.NaN(), WaitP99: math.NaN(), Utilisation: math.NaN(), MeanUtilisation: math.NaN(), FullFraction: math.NaN()}
+		st := LevelStats{Name: name, NominalLimit: figure(nominal, hasNominal, true, name),
+			WaitingRequests: figure(waiting, hasWaiting, false, name), SeatsInUse: figure(inUse, hasInUse, false, name),
+			WaitingSeats: figure(waitingSeats, hasWaitingSeats, false, name), WaitP99: math.NaN(),
+			Utilisation: math.NaN(), MeanUtilisation: math.NaN(), FullFraction: math.NaN()}
 		st.CurrentLimit = st.NominalLimit
 		if hasCurrent {
-			st.CurrentLimit = current[name]
-		}
-		if hasWaitingSeats {
-			st.WaitingSeats = waitingSeats[name]
+			st.CurrentLimit = figure(current, true, true, name)
 		}
 		// Exempt requests are never limited, so a ratio to exempt's limit
 		// means nothing (1.37 exports current_limit_seats 1 for it, and
