@@ -506,6 +506,23 @@ func fieldRows() []fieldRow {
 		{name: "two scrapes: series not summed", artifact: "built/two-scrapes",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`}, notWant: []string{"490"}},
+		// built/metrics-two-sources: the EKS guide's limits of seven levels
+		// (eks-concurrency-limit.txt) and its four greps of workload-low
+		// (eks-rejected-inqueue.txt: in use 145, 10 waiting, 100 time-outs)
+		// in one directory. No file holds the seats in use or the waiting
+		// requests of the six other levels, which each file alone does not
+		// show: the join gave them 0 ("global-default ... 0 of 49 seats in
+		// use and no request waits"; S6 of issue 58). They stay -.
+		{name: "metrics of two inputs: what neither holds stays unknown", artifact: "built/metrics-two-sources",
+			args:      []string{"top", "levels", "--from", "@"},
+			want:      []string{"are not in every input that names a level: their figures of the levels only the other inputs name are unknown (-), not 0"},
+			wantRe:    []string{`workload-low\s+245\s+245\s+145\s+59%\s+10\s`, `global-default\s+49\s+49\s+-\s+-\s+-\s`, `catch-all\s+13\s+13\s+-\s+-\s+-\s`},
+			notWantRe: []string{`global-default\s+49\s+49\s+0\s`}},
+		// The rejections of the six levels are not in the input either.
+		{name: "metrics of two inputs: explain 429 does not take the others' rejections for none", artifact: "built/metrics-two-sources",
+			args: []string{"explain", "429", "--from", "@"},
+			want: []string{"Level workload-low: rejected time-out 100", "limit 245 seats (nominal 245), 145 in use, 10 waiting",
+				"whether catch-all, global-default, leader-election, node-high, system, workload-high reject requests is unknown"}},
 		// built/metrics-and-flowschema: the EKS limits and the EKS
 		// FlowSchema in one directory. The FlowSchema is an object the
 		// input holds (one FlowSchema, no PriorityLevelConfiguration), so

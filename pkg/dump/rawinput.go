@@ -2,6 +2,7 @@ package dump
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -420,6 +421,14 @@ func (in *RawInput) add(name string, s *section) error {
 		in.count(s.kind, len(sc.Families))
 		if prev, ok := in.From[s.kind]; ok && prev != name {
 			name = prev + ", " + name
+		}
+		delete(in.Files, MetricsUnknownKey(0))
+		if u := in.merge.unknown(); u != nil {
+			b, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			in.Files[MetricsUnknownKey(0)] = b
 		}
 	}
 	in.Files[s.kind] = body

@@ -456,6 +456,13 @@ func FuzzMetricsMerge(f *testing.F) {
 		if twice.changed < once.changed || twice.repeated < len(once.series) {
 			t.Fatalf("repeated %d of %d series, changed %d", twice.repeated, len(once.series), twice.changed)
 		}
+		// One body speaks for every level it names, and so does it twice.
+		if u := once.unknown(); u != nil {
+			t.Fatalf("one body does not speak for %v", u)
+		}
+		if u := twice.unknown(); u != nil {
+			t.Fatalf("a body twice does not speak for %v", u)
+		}
 	})
 }
 
@@ -604,5 +611,63 @@ func TestRawDirIgnoredSaysWhy(t *testing.T) {
 				t.Errorf("note %q\nwant it to end with %q", c.Notes[0], tt.want)
 			}
 		})
+	}
+}
+
+// TestMetricsMergeUnknown: metrics files of different inputs in one
+// directory (the EKS guide's limits of seven levels, and its four greps of
+// workload-low: testdata/field/built/metrics-two-sources) keep what neither
+// tells as unknown: the families of the greps do not speak for the six
+// other levels, whose seats in use and waiting requests were 0 (S6 of
+// issue 58). The snapshot's scrape carries it, a note says it, and a
+// bundle written from the input keeps it.
+func TestMetricsMergeUnknown(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "field", "built", "metrics-two-sources")
+	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := []string{"catch-all", "global-default", "leader-election", "node-high", "system", "workload-high"}
+	check := func(t *testing.T, s *Snapshot) {
+		t.Helper()
+		sc := s.Metrics[0]
+		for _, f := range []string{"apiserver_flowcontrol_request_concurrency_in_use", "apiserver_flowcontrol_current_inqueue_requests", "apiserver_flowcontrol_rejected_requests_total"} {
+			for _, l := range others {
+				if sc.Speaks(f, l) {
+					t.Errorf("%s speaks for %s", f, l)
+				}
+			}
+			if !sc.Speaks(f, "workload-low") {
+				t.Errorf("%s does not speak for workload-low", f)
+			}
+		}
+		for _, l := range append(others, "workload-low") {
+			if !sc.Speaks("apiserver_flowcontrol_request_concurrency_limit", l) {
+				t.Errorf("the limits do not speak for %s", l)
+			}
+		}
+	}
+	check(t, c.Snapshots[0])
+	if want := "3 metrics families (apiserver_flowcontrol_current_inqueue_requests, apiserver_flowcontrol_rejected_requests_total, apiserver_flowcontrol_request_concurrency_in_use) are not in every input that names a level: their figures of the levels only the other inputs name are unknown (-), not 0"; !strings.Contains(c.Notes[0], want) {
+		t.Errorf("note %q lacks %q", c.Notes[0], want)
+	}
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := WriteBundle(out, c, Manifest{Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, back.Snapshots[0])
+	// Each file alone speaks for every level it names.
+	for _, f := range []string{"eks-concurrency-limit.txt", "eks-rejected-inqueue.txt"} {
+		var in RawInput
+		if err := DetectRaw(f, fieldFile(t, f), &in); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := in.Files[MetricsUnknownKey(0)]; ok {
+			t.Errorf("%s alone: %s", f, in.Files[MetricsUnknownKey(0)])
+		}
 	}
 }

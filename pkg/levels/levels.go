@@ -308,17 +308,24 @@ func fromMetrics(cur *metrics.Scrape, stats []metrics.LevelStats, rows map[strin
 	}
 	const pl = "priority_level"
 	gauge := func(figure string, dst func(*Row) *float64, families ...string) {
-		for _, f := range families {
-			if !cur.Has(f) {
-				continue
+		sums := make([]map[string]float64, len(families))
+		for i, f := range families {
+			if cur.Has(f) {
+				sums[i] = cur.SumBy(f, pl)
 			}
-			vals := cur.SumBy(f, pl)
-			for name, r := range rows {
-				// A family the server exports has a series for a level
-				// once the level was used: none yet is 0.
-				r.set(figure, dst(r), vals[name], FromMetrics)
+		}
+		for name, r := range rows {
+			// The first family the scrape holds that speaks for the
+			// level (a body joined from several inputs may hold a family
+			// of one and a level only another names: unknown). A family
+			// the server exports has a series for a level once the level
+			// was used: none yet is 0.
+			for i, f := range families {
+				if sums[i] != nil && cur.Speaks(f, name) {
+					r.set(figure, dst(r), sums[i][name], FromMetrics)
+					break
+				}
 			}
-			return
 		}
 	}
 	gauge(FigureWaiting, func(r *Row) *float64 { return &r.Waiting }, metrics.CurrentInqueueRequests)
@@ -333,7 +340,7 @@ func fromMetrics(cur *metrics.Scrape, stats []metrics.LevelStats, rows map[strin
 				continue
 			}
 			for name, v := range cur.SumBy(f, pl) {
-				if r := rows[name]; r != nil {
+				if r := rows[name]; r != nil && cur.Speaks(f, name) {
 					r.set(figure, dst(r), v, FromMetrics)
 				}
 			}
@@ -524,6 +531,8 @@ func familiesOf(cur *metrics.Scrape) string {
 		return "no APF family"
 	case len(fams) == 1:
 		return fams[0] + " alone"
+	case len(fams) == shown+1:
+		return strings.Join(fams[:shown], ", ") + " and 1 more APF family"
 	case len(fams) > shown:
 		return strings.Join(fams[:shown], ", ") + fmt.Sprintf(" and %d more APF families", len(fams)-shown)
 	}

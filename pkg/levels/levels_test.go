@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -245,4 +246,57 @@ apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_sc
 			}
 		})
 	}
+}
+
+// TestMetricsOfSeveralInputs: metrics read from two files of one
+// directory, one with a level's rejections, waiting requests and limit,
+// the other with another level's seats in use. The seats in use of the
+// first and the waiting requests of the second are in neither file: they
+// are unknown, where the join made them 0 ("ci-restricted ... 0 of 60
+// seats in use; 47 requests wait: the level is saturated"; S6 of issue
+// 58). Each file alone gives the same figures as the join.
+func TestMetricsOfSeveralInputs(t *testing.T) {
+	a := `apiserver_flowcontrol_rejected_requests_total{flow_schema="ci",priority_level="ci-restricted",reason="queue-full"} 12
+apiserver_flowcontrol_current_inqueue_requests{flow_schema="ci",priority_level="ci-restricted"} 47
+apiserver_flowcontrol_nominal_limit_seats{priority_level="ci-restricted"} 60
+`
+	b := `apiserver_flowcontrol_current_executing_seats{flow_schema="global-default",priority_level="global-default"} 3
+apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49
+`
+	rows := func(t *testing.T, bodies ...string) map[string]Row {
+		t.Helper()
+		var raw dump.RawInput
+		for i, body := range bodies {
+			if err := dump.DetectRaw(fmt.Sprintf("%d.txt", i), []byte(body), &raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := raw.Snapshot("dir", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Row{}
+		for _, r := range Compute(Input{Snapshot: s}) {
+			out[r.Name] = r
+		}
+		return out
+	}
+	nan := math.NaN()
+	check := func(t *testing.T, got Row, limit, seats, waiting float64) {
+		t.Helper()
+		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+		if !same(got.NominalLimit, limit) || !same(got.SeatsInUse, seats) || !same(got.Waiting, waiting) {
+			t.Errorf("%s: limit %v, seats in use %v, waiting %v; want %v, %v, %v", got.Name, got.NominalLimit, got.SeatsInUse, got.Waiting, limit, seats, waiting)
+		}
+	}
+	both := rows(t, a, b)
+	check(t, both["ci-restricted"], 60, nan, 47)
+	check(t, both["global-default"], 49, 3, nan)
+	check(t, rows(t, a)["ci-restricted"], 60, nan, 47)
+	check(t, rows(t, b)["global-default"], 49, 3, nan)
+	// One paste of one scrape: a level without a series of a family it
+	// holds has none of it.
+	one := rows(t, a+b)
+	check(t, one["ci-restricted"], 60, 0, 47)
+	check(t, one["global-default"], 49, 3, 0)
 }
