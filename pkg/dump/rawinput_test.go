@@ -671,3 +671,28 @@ func TestMetricsMergeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelOf: the level a merged series names is read as the metrics
+// parser reads it, escapes and all, so that what the merge calls unknown
+// is the level the scrape is asked about.
+func TestLabelOf(t *testing.T) {
+	for key, want := range map[string]string{
+		`a{priority_level="x",z="1"}`:    "x",
+		`a{b="1",priority_level="x\"y"}`: `x"y`,
+		`a{priority_level="x\\y"}`:       `x\y`,
+	} {
+		if got, ok := labelOf(key, "priority_level"); !ok || got != want {
+			t.Errorf("%s: %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	if _, ok := labelOf(`a{b="1"}`, "priority_level"); ok {
+		t.Error("a label that is not there")
+	}
+	s, err := metrics.ParseText([]byte(`a{priority_level="x\"y"} 1`+"\n"), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SumBy("a", "priority_level"); got[`x"y`] != 1 {
+		t.Errorf("the parser reads %v", got)
+	}
+}

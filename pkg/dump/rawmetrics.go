@@ -158,7 +158,8 @@ func (m *metricsMerge) body() []byte {
 }
 
 // labelOf returns the value of label in a series key (seriesKey's: the
-// pairs sorted, each name="value"), as written (escapes kept).
+// pairs sorted, each name="value"), its escapes (\\, \", \n) read as the
+// metrics parser reads them.
 func labelOf(key, label string) (string, bool) {
 	open := strings.IndexByte(key, '{')
 	if open < 0 || !strings.HasSuffix(key, "}") {
@@ -167,10 +168,10 @@ func labelOf(key, label string) (string, bool) {
 	for _, p := range splitLabels(key[open+1 : len(key)-1]) {
 		if v, ok := strings.CutPrefix(p, label+"="); ok {
 			v = strings.TrimSpace(v)
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				return v[1 : len(v)-1], true
+			if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				return u, true
 			}
-			return v, true
+			return strings.Trim(v, `"`), true
 		}
 	}
 	return "", false
