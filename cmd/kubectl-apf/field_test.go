@@ -545,6 +545,23 @@ func fieldRows() []fieldRow {
 		{name: "two scrapes: series not summed", artifact: "built/two-scrapes",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`}, notWant: []string{"490"}},
+		// built/metrics-two-sources: the EKS guide's limits of seven levels
+		// (eks-concurrency-limit.txt) and its four greps of workload-low
+		// (eks-rejected-inqueue.txt: in use 145, 10 waiting, 100 time-outs)
+		// in one directory. No file holds the seats in use or the waiting
+		// requests of the six other levels, which each file alone does not
+		// show: the join gave them 0 ("global-default ... 0 of 49 seats in
+		// use and no request waits"; S6 of issue 58). They stay -.
+		{name: "metrics of two inputs: what neither holds stays unknown", artifact: "built/metrics-two-sources",
+			args:      []string{"top", "levels", "--from", "@"},
+			want:      []string{"are not in every input that names a level: their figures of the levels only the other inputs name are unknown (-), not 0"},
+			wantRe:    []string{`workload-low\s+245\s+245\s+145\s+59%\s+10\s`, `global-default\s+49\s+49\s+-\s+-\s+-\s`, `catch-all\s+13\s+13\s+-\s+-\s+-\s`},
+			notWantRe: []string{`global-default\s+49\s+49\s+0\s`}},
+		// The rejections of the six levels are not in the input either.
+		{name: "metrics of two inputs: explain 429 does not take the others' rejections for none", artifact: "built/metrics-two-sources",
+			args: []string{"explain", "429", "--from", "@"},
+			want: []string{"Level workload-low: rejected time-out 100", "limit 245 seats (nominal 245), 145 in use, 10 waiting",
+				"whether catch-all, global-default, leader-election, node-high, system, workload-high reject requests is unknown"}},
 		// built/metrics-and-flowschema: the EKS limits and the EKS
 		// FlowSchema in one directory. The FlowSchema is an object the
 		// input holds (one FlowSchema, no PriorityLevelConfiguration), so
@@ -578,6 +595,40 @@ func fieldRows() []fieldRow {
 		{name: "Prometheus UI table", artifact: "built/prometheus-ui-table.txt",
 			args:   []string{"top", "levels", "--from", "@"},
 			wantRe: []string{`workload-low\s+245\s+245\s`, `catch-all\s+13\s+13\s`}},
+		// k8s-129086: the three upper_limit_seats lines of catch-all (613),
+		// exempt (600) and global-default (649), a family of no column of
+		// top levels. It noted "metrics (1 APF family)", then said the input
+		// "gave neither metrics nor debug dumps" (S3 of issue 58): one line
+		// says what it holds, of which levels, and what the table needs.
+		{name: "upper_limit_seats alone: top levels says what it holds", artifact: "k8s-129086-upper-limit-seats.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_upper_limit_seats alone (of levels catch-all, exempt and global-default), which gives no figure of the table", "top levels needs the debug dumps, or metrics of the levels' limits, seats or requests"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// k8s-130139: the work_estimated_seats buckets of FlowSchema and
+		// level list-pods (84 requests, all of 1 seat), pasted without
+		// their TYPE line: the same (S3 of issue 58).
+		{name: "work_estimated_seats alone: top levels says what it holds", artifact: "k8s-130139-work-estimated-seats.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_work_estimated_seats_bucket alone (of level list-pods), which gives no figure of the table"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// built/prometheus-ui-table-rejected.txt: workload-low's 100
+		// time-out rejections in a Prometheus UI table. One scrape of a
+		// counter gives no rate: the answer says so and where its totals
+		// are read (S3 of issue 58) ...
+		{name: "rejections table alone: top levels points to explain 429", artifact: "built/prometheus-ui-table-rejected.txt",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{"its metrics hold apiserver_flowcontrol_rejected_requests_total alone (of level workload-low)", "one scrape's totals since the apiserver started are explain 429's"},
+			notWant: []string{"gave neither metrics nor debug dumps"}},
+		// ... and explain 429 reads them.
+		{name: "rejections table: explain 429's totals", artifact: "built/prometheus-ui-table-rejected.txt",
+			args: []string{"explain", "429", "--from", "@"},
+			want: []string{"Level workload-low: rejected time-out 100"}},
+		// The EKS grep of the limits alone: the partial table, and a note
+		// of the columns its families do not give (S3 of issue 58).
+		{name: "EKS limits: top levels names what the grep lacks", artifact: "eks-concurrency-limit.txt",
+			args:   []string{"top", "levels", "--from", "@"},
+			want:   []string{"its metrics are part of a scrape (apiserver_flowcontrol_request_concurrency_limit alone), without the families of SEATS-IN-USE, UTIL, WAITING, WAITING-SEATS, EXECUTING and WAIT-P99: they show as -"},
+			wantRe: []string{`workload-low\s+245\s+245\s+-\s`}},
 		// built/dump-levels-rejected-plus-grep.txt: global-default's
 		// RejectedRequests 1533 in the dump, and one metric line of
 		// another level.
@@ -596,6 +647,39 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "429", "--from", "-"},
 			want:    []string{"Level workload-low: rejected time-out 100"},
 			notWant: []string{"standard input is empty"}},
+		// built/bundle-files-raw: a bundle's files of its instance in a
+		// raw directory; flowschemas.json and
+		// prioritylevelconfigurations.json are the apiserver's typed lists
+		// (FlowSchemaList, PriorityLevelConfigurationList) of 13 and 10
+		// items without kind. lint said "holds no FlowSchema or
+		// PriorityLevelConfiguration (13 other objects)" (S7 of issue 58):
+		// the 13 are FlowSchemas, and without the levels' file apf-load and
+		// apf-load-reject name levels -f does not define.
+		{name: "bundle's FlowSchemaList: lint reads its 13 FlowSchemas", artifact: "built/bundle-files-raw",
+			args: []string{"lint", "--defaults", "-f", fieldPath("built/bundle-files-raw/flowschemas.json")}, code: 1,
+			want:    []string{`FlowSchema apf-load references priority level "apf-load": no such PriorityLevelConfiguration`, `FlowSchema apf-load-reject references priority level "apf-load-reject"`},
+			notWant: []string{"other objects", "nothing to apply"}},
+		// The directory read with --from: both lists are its objects (the
+		// FlowSchema apf-load, precedence 500, takes group apf-load to
+		// level apf-load, 3 nominal seats in the levels' file), where they
+		// were "ignored" with no reason and the input said to hold no
+		// objects; version.json and metrics-0.time are ignored, with why.
+		{name: "bundle's files in a raw directory: the lists are its objects", artifact: "built/bundle-files-raw",
+			args: []string{"explain", "request", "--from", "@", "--user-name", "load-1", "--group", "apf-load", "list", "/api/v1/namespaces/default/pods"},
+			want: []string{"objects from flowschemas.json, prioritylevelconfigurations.json: 13 FlowSchemas, 10 PriorityLevelConfigurations",
+				"✓ apf-load (precedence 500, level apf-load", "nominal limit 3 seats",
+				"ignored metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"},
+			notWant: []string{"holds no FlowSchemas or PriorityLevelConfigurations", "ignored flowschemas.json"}},
+		// built/bundle-prometheus-ui-table: a bundle whose metrics file is
+		// k8s-106085's Prometheus UI table (without its code fence). It was
+		// refused at the table's rule ("-- | --": not the Prometheus text
+		// format) though --from of the table reads it (S8 of issue 58): the
+		// same six limits as the raw table's row above.
+		{name: "bundle holding a Prometheus UI table: the six limits", artifact: "built/bundle-prometheus-ui-table",
+			args: []string{"top", "levels", "--from", "@"},
+			wantRe: []string{`catch-all\s+14\s+14\s+-\s`, `global-default\s+53\s+53\s+-\s`, `leader-election\s+27\s+27\s+-\s`,
+				`node-high\s+105\s+105\s+-\s`, `system\s+79\s+79\s+-\s`, `workload-high\s+105\s+105\s+-\s`},
+			notWant: []string{"not the Prometheus text format"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).

@@ -207,10 +207,10 @@ func (o *TopOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.Out, "# %s  %s\n", o.ClockOrReal().Now().UTC().Format(time.RFC3339), sanitize.Line(o.Source.Describe()))
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
-		printNotes(o.ErrOut, c.Notes)
 		if o.Kind == "levels" {
-			err = o.printLevels(c.Snapshots)
+			err = o.printLevels(c.Snapshots, c.Notes)
 		} else {
+			printNotes(o.ErrOut, c.Notes)
 			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
 				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
 			}
@@ -228,19 +228,36 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	}
 }
 
-// printLevels prints the level table, with a note for each instance that
-// lacks an input (issue 26: say what is missing), and fails when no
-// instance gave anything to show.
-func (o *TopOptions) printLevels(snaps []*dump.Snapshot) error {
+// printLevels prints the capture's notes and the level table, with a note
+// for each instance that lacks an input (issue 26: say what is missing),
+// and fails with one line, which says what the input held, when no
+// instance gave a figure to show.
+func (o *TopOptions) printLevels(snaps []*dump.Snapshot, captureNotes []string) error {
 	shown := false
-	for _, s := range snaps {
-		if m := levels.Missing(s); m != "" {
-			fmt.Fprintf(o.ErrOut, "note: %s: %s\n", sanitize.Line(s.Instance), m)
+	whys := make([]string, len(snaps))
+	notes := make([]string, len(snaps))
+	for i, s := range snaps {
+		rows := levels.Compute(levels.Input{Snapshot: s})
+		if whys[i] = levels.NoFigure(s, rows); whys[i] == "" {
+			shown = true
+			notes[i] = levels.Missing(s, rows)
 		}
-		shown = shown || len(levels.Compute(levels.Input{Snapshot: s})) > 0
 	}
 	if !shown && len(snaps) > 0 {
-		return fmt.Errorf("%s gave neither metrics nor debug dumps: top levels needs one of them", sanitize.Line(o.Source.Describe()))
+		why := whys[0]
+		if len(snaps) > 1 {
+			for i, s := range snaps {
+				whys[i] = s.Instance + ": " + whys[i]
+			}
+			why = "no apiserver gave a figure (" + strings.Join(whys, "; ") + ")"
+		}
+		return fmt.Errorf("%s: %s: top levels needs the debug dumps, or metrics of the levels' limits, seats or requests (a whole scrape: kubectl get --raw /metrics)", sanitize.Line(o.Source.Describe()), sanitize.Line(why))
+	}
+	printNotes(o.ErrOut, captureNotes)
+	for i, s := range snaps {
+		if n := whys[i] + notes[i]; n != "" {
+			fmt.Fprintf(o.ErrOut, "note: %s: %s\n", sanitize.Line(s.Instance), sanitize.Line(n))
+		}
 	}
 	return levelsrender.PrintTopLevels(o.Out, o.Flags, snaps, o.Level, o.SortBy)
 }

@@ -100,13 +100,19 @@ func ParseObjects(data []byte, source string) (Objects, error) {
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			continue
 		}
-		if err := parseDocument(raw, &out, 0, source); err != nil {
+		if err := parseDocument(raw, &out, 0, source, typeMeta{}); err != nil {
 			return Objects{}, fmt.Errorf("%s: document %d: %w", source, doc, err)
 		}
 	}
 }
 
-func parseDocument(raw []byte, out *Objects, depth int, source string) error {
+// parseDocument reads one document, or one item of a list. list is the
+// type of the list the item is in (none for a document): the items of a
+// typed list (FlowSchemaList, as kube-apiserver answers a LIST and a
+// bundle keeps it) carry no kind and apiVersion of their own: their type
+// is the list's item type, FlowSchema of a FlowSchemaList of the list's
+// apiVersion. The items of a kind: List carry their own.
+func parseDocument(raw []byte, out *Objects, depth int, source string, list typeMeta) error {
 	if depth > 4 {
 		return fmt.Errorf("lists nested too deeply")
 	}
@@ -114,13 +120,21 @@ func parseDocument(raw []byte, out *Objects, depth int, source string) error {
 	if err := yaml.Unmarshal(raw, &tm); err != nil {
 		return notAnObject(raw)
 	}
+	if item, typed := strings.CutSuffix(list.Kind, "List"); typed && item != "" {
+		if tm.Kind == "" {
+			tm.Kind = item
+		}
+		if tm.APIVersion == "" {
+			tm.APIVersion = list.APIVersion
+		}
+	}
 	group, version, _ := strings.Cut(tm.APIVersion, "/")
 	if !strings.Contains(tm.APIVersion, "/") {
 		group, version = "", tm.APIVersion
 	}
 	if strings.HasSuffix(tm.Kind, "List") {
 		for i, item := range tm.Items {
-			if err := parseDocument(item, out, depth+1, source); err != nil {
+			if err := parseDocument(item, out, depth+1, source, typeMeta{APIVersion: tm.APIVersion, Kind: tm.Kind}); err != nil {
 				return fmt.Errorf("%s item %d: %w", tm.Kind, i, err)
 			}
 		}

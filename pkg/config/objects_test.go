@@ -114,8 +114,59 @@ func TestParseObjectsClearsNamespace(t *testing.T) {
 	}
 }
 
+// typedList is a FlowSchemaList as kube-apiserver answers a LIST
+// ("kubectl get --raw /apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+// and a bundle keeps it: its items carry no kind and apiVersion.
+const typedList = `{"kind":"FlowSchemaList","apiVersion":"flowcontrol.apiserver.k8s.io/v1","metadata":{"resourceVersion":"1"},"items":[` +
+	`{"metadata":{"name":"a"},"spec":{"priorityLevelConfiguration":{"name":"p"},"matchingPrecedence":500,"rules":[{"subjects":[{"kind":"User","user":{"name":"a"}}],"nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}]}]}},` +
+	`{"metadata":{"name":"b"},"spec":{"priorityLevelConfiguration":{"name":"p"},"matchingPrecedence":600,"rules":[{"subjects":[{"kind":"User","user":{"name":"b"}}],"nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}]}]}}]}`
+
+// TestParseObjectsTypedList: the items of a typed list take their kind and
+// apiVersion from the list (lint -f on the apiserver's list said "holds no
+// FlowSchema or PriorityLevelConfiguration (13 other objects)"), in JSON
+// and YAML and from a beta version; a kind: List's items keep theirs.
+func TestParseObjectsTypedList(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		fss, pls int
+		skipped  int
+		wantErr  string
+	}{
+		{name: "the apiserver's FlowSchemaList", in: typedList, fss: 2},
+		{name: "its YAML", in: "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchemaList\nmetadata: {}\nitems:\n" +
+			"- metadata: {name: a}\n  spec: {priorityLevelConfiguration: {name: p}, rules: [{subjects: [{kind: User, user: {name: a}}], nonResourceRules: [{verbs: ['*'], nonResourceURLs: ['*']}]}]}\n" +
+			"- metadata: {name: b}\n  spec: {priorityLevelConfiguration: {name: p}}\n", fss: 2},
+		{name: "a beta level list, converted", in: `{"kind":"PriorityLevelConfigurationList","apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","items":[{"metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"assuredConcurrencyShares":5,"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
+		{name: "an item of a typed list checked as its kind", in: `{"kind":"FlowSchemaList","apiVersion":"flowcontrol.apiserver.k8s.io/v1","items":[{"metadata":{"name":"a"},"spec":{"priorityLevelConfiguration":{"name":"p"},"bogus":1}}]}`,
+			wantErr: `FlowSchemaList item 0: FlowSchema has unknown field "spec.bogus"`},
+		{name: "an item with its own kind", in: `{"kind":"FlowSchemaList","apiVersion":"flowcontrol.apiserver.k8s.io/v1","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
+		{name: "a list of another kind", in: `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}`, skipped: 2},
+		{name: "kind List with typed items", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"},"spec":{"type":"Limited","limited":{"limitResponse":{"type":"Reject"}}}}]}`, pls: 1},
+		{name: "kind List with untyped items", in: `{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"a"}}]}`, skipped: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseObjects([]byte(tt.in), "f.json")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.FlowSchemas) != tt.fss || len(got.PriorityLevels) != tt.pls || got.Skipped != tt.skipped {
+				t.Fatalf("got %d FlowSchemas, %d levels, %d skipped", len(got.FlowSchemas), len(got.PriorityLevels), got.Skipped)
+			}
+		})
+	}
+}
+
 func FuzzParseObjects(f *testing.F) {
 	f.Add([]byte(twoDocs))
+	f.Add([]byte(typedList))
 	f.Add([]byte("$ kubectl get flowschemas\nNAME   PRIORITYLEVEL   MATCHINGPRECEDENCE\nexempt   exempt   1\n"))
 	f.Add([]byte(`{"kind":"List","items":[{"kind":"List","items":[]}]}`))
 	f.Add([]byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\nspec: {rules: [{subjects: [{kind: User}]}]}\n"))

@@ -39,6 +39,9 @@ const maxBundleFile = 256 << 20
 //	instance-N/dump_priority_levels.txt, dump_queues.txt, dump_requests.txt
 //	instance-N/metrics-0.txt, metrics-1.txt  APF families of /metrics
 //	instance-N/metrics-0.time, metrics-1.time  scrape times (RFC 3339)
+//	instance-N/metrics-0.unknown.json  of metrics joined from several raw
+//	                                   inputs: the levels each family does
+//	                                   not speak for (MetricsUnknownKey)
 type Manifest struct {
 	Format      int                `json:"format"`
 	CreatedAt   time.Time          `json:"createdAt"`

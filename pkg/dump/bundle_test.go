@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // captureFake is what a live capture of the test fixtures returns: the
@@ -177,4 +179,86 @@ func TestBundleElisions(t *testing.T) {
 	if err != nil || strings.Contains(strings.Join(back.Notes, "\n"), "elision") {
 		t.Errorf("err %v, notes %q", err, back.Notes)
 	}
+}
+
+// TestBundleMetricsAsPasted: a bundle's metrics file that holds a
+// Prometheus UI table (kubernetes/kubernetes#106085's, without and with its
+// code fence) or a grep pasted with its command is read by the raw reader,
+// to the same scrape as --from of that file gives, where the bundle was
+// refused at the table's rule ("-- | --": not the Prometheus text format);
+// a debug dump in it is refused, and text of no form keeps the error of the
+// Prometheus text (S8 of issue 58).
+func TestBundleMetricsAsPasted(t *testing.T) {
+	table := fieldFile(t, "k8s-106085-prometheus-table.txt")
+	fenceless := bytes.Join(bytes.Split(table, []byte("\n"))[1:9], []byte("\n"))
+	for _, tt := range []struct {
+		name, file string
+		body       []byte
+		wantErr    string
+	}{
+		{name: "a Prometheus UI table", file: "k8s-106085-prometheus-table.txt", body: fenceless},
+		{name: "the same in its code fence", file: "k8s-106085-prometheus-table.txt", body: table},
+		{name: "a grep with its command", file: "eks-concurrency-limit.txt", body: fieldFile(t, "eks-concurrency-limit.txt")},
+		{name: "a debug dump", body: fieldFile(t, "docs-dump_priority_levels.txt"), wantErr: "instance-0: metrics-0.txt holds dump_priority_levels, where metrics are expected"},
+		{name: "no form at all", body: []byte("<html>\n</html>\n"), wantErr: `instance-0: metrics-0.txt: metrics line 1: "<html>": not the Prometheus text format`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			manifest := `{"format":1,"instances":[{"dir":"instance-0","instance":"a","capturedAt":"2021-12-13T00:00:00Z","files":["metrics-0.txt"]}]}`
+			if err := os.WriteFile(filepath.Join(dir, manifestFile), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "instance-0"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "instance-0", "metrics-0.txt"), tt.body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasSuffix(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error ending %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := (&BundleSource{Path: filepath.Join("..", "..", "testdata", "field", tt.file)}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const limit = "apiserver_flowcontrol_request_concurrency_limit"
+			got, want := c.Snapshots[0].Metrics[0].SumBy(limit, "priority_level"), raw.Snapshots[0].Metrics[0].SumBy(limit, "priority_level")
+			if len(want) == 0 || !reflect.DeepEqual(got, want) {
+				t.Errorf("bundle's limits %v, --from's %v", got, want)
+			}
+		})
+	}
+}
+
+// FuzzParseMetricsBody: a metrics body of any content is a scrape or one
+// line of error, never a panic; a body the Prometheus parser reads is read
+// as it reads it.
+func FuzzParseMetricsBody(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "field", "*.txt"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("series | value\n-- | --\napiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} | 3\n"))
+	f.Add([]byte("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"a\"} 3\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sc, err := parseMetricsBody("metrics-0.txt", b, time.Time{})
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of several lines: %q", err)
+			}
+			return
+		}
+		if plain, _, perr := metrics.ParseAPF(bytes.NewReader(b), time.Time{}); perr == nil && len(plain.Families) != len(sc.Families) {
+			t.Fatalf("%d families, the Prometheus parser's %d", len(sc.Families), len(plain.Families))
+		}
+	})
 }

@@ -167,13 +167,7 @@ func rawDir(dir string, objects ObjectReader) (*input, error) {
 			if looksRaw(data) {
 				return nil, err
 			}
-			used, err := raw.addObjects(objects, n, p, data)
-			if err != nil {
-				return nil, err
-			}
-			if !used {
-				raw.Ignored = append(raw.Ignored, n)
-			}
+			raw.addObjects(objects, n, p, data)
 			continue
 		}
 		if err := DetectRaw(p, data, raw); err != nil {
@@ -231,25 +225,31 @@ func (in *input) captureRaw(opts CaptureOptions) (*Capture, error) {
 // objectExts are the extensions of the files rawDir reads objects from.
 var objectExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 
-// addObjects reads the objects of a file of a raw directory, reporting
-// whether it held any. A YAML or JSON file that does not decode is left
-// to the note's ignored files, with why.
-func (in *RawInput) addObjects(read ObjectReader, base, p string, data []byte) (bool, error) {
-	if read == nil || !objectExts[strings.ToLower(filepath.Ext(base))] {
-		return false, nil
+// addObjects reads the objects of a file of a raw directory that is no
+// dump or metrics. A file that holds none is left to the note's ignored
+// files, with why.
+func (in *RawInput) addObjects(read ObjectReader, base, p string, data []byte) {
+	ignore := func(why string) { in.Ignored = append(in.Ignored, fmt.Sprintf("%s (%s)", base, why)) }
+	if !objectExts[strings.ToLower(filepath.Ext(base))] {
+		ignore("neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects")
+		return
+	}
+	if read == nil {
+		ignore("this command reads no objects")
+		return
 	}
 	fs, pl, err := read(p, data)
 	if err != nil {
-		in.Ignored = append(in.Ignored, fmt.Sprintf("%s (%v)", base, err))
-		return true, nil
+		ignore(err.Error())
+		return
 	}
 	if len(fs)+len(pl) == 0 {
-		return false, nil
+		ignore("no FlowSchema or PriorityLevelConfiguration in it")
+		return
 	}
 	in.flowSchemas = append(in.flowSchemas, fs...)
 	in.priorityLevels = append(in.priorityLevels, pl...)
 	in.objectFiles = append(in.objectFiles, base)
-	return true, nil
 }
 
 // hasLive reports whether the input holds a dump or metrics, not objects

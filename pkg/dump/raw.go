@@ -32,6 +32,12 @@ const FlowcontrolGroup = "flowcontrol.apiserver.k8s.io"
 // MetricsTimeKey is the Raw key of the time the i-th metrics scrape was read.
 func MetricsTimeKey(i int) string { return fmt.Sprintf("metrics-%d.time", i) }
 
+// MetricsUnknownKey is the Raw key (and bundle file) of what the i-th
+// metrics body cannot tell, when it was joined from several inputs: a JSON
+// object of the families and, for each, the priority levels it does not
+// speak for (metrics.Scrape.Unknown). A scrape of one server has none.
+func MetricsUnknownKey(i int) string { return fmt.Sprintf("metrics-%d.unknown.json", i) }
+
 // ConvertList turns a FlowSchemaList or PriorityLevelConfigurationList of
 // any served version into v1 JSON. The versions differ only in the
 // apiVersion and, for v1beta1 and v1beta2, in the name of
@@ -144,10 +150,18 @@ func (s *Snapshot) ParseRaw() error {
 				at = t
 			}
 		}
-		sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
+		sc, err := parseMetricsBody(MetricsFile(i), b, at)
 		if err != nil {
-			metricsErr = fmt.Errorf("%s: %w", MetricsFile(i), err)
+			metricsErr = err
 			break
+		}
+		if u, ok := s.Raw[MetricsUnknownKey(i)]; ok {
+			var levels map[string][]string
+			if err := json.Unmarshal(u, &levels); err != nil {
+				metricsErr = fmt.Errorf("%s: %w", MetricsUnknownKey(i), err)
+				break
+			}
+			sc.SetUnknown(levels)
 		}
 		scrapes = append(scrapes, sc)
 	}

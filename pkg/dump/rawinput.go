@@ -2,6 +2,7 @@ package dump
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -291,6 +292,42 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	return nil
 }
 
+// parseMetricsBody parses a snapshot's metrics body, named name. A
+// scrape's body (a live capture's, a bundle's as "dump bundle" writes it)
+// is the Prometheus text format and parsed as such; any other form of the
+// same (a Prometheus UI table, a paste with its command and code fences,
+// put in a bundle by hand) is read by the reader of a raw file, which
+// tells those forms apart (DetectRaw), so that a bundle reads what --from
+// of the same file reads. A body the raw reader cannot read either gives
+// the raw reader's error when it took the body for a paste (it skipped a
+// table's header, a command or an elision), the Prometheus text's
+// otherwise; one that holds a debug dump is refused.
+func parseMetricsBody(name string, b []byte, at time.Time) (*metrics.Scrape, error) {
+	sc, _, err := metrics.ParseAPF(bytes.NewReader(b), at)
+	if err == nil {
+		return sc, nil
+	}
+	err = fmt.Errorf("%s: %w", name, err)
+	var raw RawInput
+	if rerr := DetectRaw(name, b, &raw); rerr != nil {
+		if raw.Tables+raw.Prompts+raw.Elided > 0 {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	for _, k := range rawKinds {
+		if _, ok := raw.Files[k]; ok && k != MetricsFile(0) {
+			return nil, fmt.Errorf("%s holds %s, where metrics are expected", name, rawKindName(k))
+		}
+	}
+	// DetectRaw read a body, and none but metrics.
+	sc, _, perr := metrics.ParseAPF(bytes.NewReader(raw.Files[MetricsFile(0)]), at)
+	if perr != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
 // notRaw is the error of a line that is none of the kinds.
 func notRaw(name string, n int, t string) error {
 	return fmt.Errorf("%s line %d: %s is neither a debug dump (a header starting \"PriorityLevelName,\"), /metrics text, nor a bundle (a directory or a .tar.gz written by \"kubectl apf dump bundle\")", name, n, quoteLine(t))
@@ -384,6 +421,14 @@ func (in *RawInput) add(name string, s *section) error {
 		in.count(s.kind, len(sc.Families))
 		if prev, ok := in.From[s.kind]; ok && prev != name {
 			name = prev + ", " + name
+		}
+		delete(in.Files, MetricsUnknownKey(0))
+		if u := in.merge.unknown(); u != nil {
+			b, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			in.Files[MetricsUnknownKey(0)] = b
 		}
 	}
 	in.Files[s.kind] = body

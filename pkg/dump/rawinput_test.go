@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -453,6 +456,13 @@ func FuzzMetricsMerge(f *testing.F) {
 		if twice.changed < once.changed || twice.repeated < len(once.series) {
 			t.Fatalf("repeated %d of %d series, changed %d", twice.repeated, len(once.series), twice.changed)
 		}
+		// One body speaks for every level it names, and so does it twice.
+		if u := once.unknown(); u != nil {
+			t.Fatalf("one body does not speak for %v", u)
+		}
+		if u := twice.unknown(); u != nil {
+			t.Fatalf("a body twice does not speak for %v", u)
+		}
 	})
 }
 
@@ -559,5 +569,130 @@ func TestIsProse(t *testing.T) {
 	}
 	if isProse("workload-low, 14, 27", true) {
 		t.Error("a dump row is no prose")
+	}
+}
+
+// TestRawDirIgnoredSaysWhy: every file of a raw directory that is not read
+// is named in the note with why (a bundle's version.json and
+// metrics-0.time were listed bare, as were object files whose objects the
+// reader did not find).
+func TestRawDirIgnoredSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("metrics.txt", string(fieldFile(t, "eks-concurrency-limit.txt")))
+	write("metrics-0.time", "2026-11-23T21:18:39.587614024Z")
+	write("version.json", `{"major":"1","minor":"37"}`)
+	write("broken.yaml", "a: [")
+	none := func(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error) {
+		if strings.HasSuffix(name, "broken.yaml") {
+			return nil, nil, errors.New("document 1: not YAML")
+		}
+		return nil, nil, nil
+	}
+	for _, tt := range []struct {
+		name string
+		read ObjectReader
+		want string
+	}{
+		{"with a reader", none, "ignored broken.yaml (document 1: not YAML), metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"},
+		{"without", nil, "ignored broken.yaml (this command reads no objects), metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (this command reads no objects)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := (&BundleSource{Path: dir, ReadObjects: tt.read}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(c.Notes[0], "; "+tt.want) {
+				t.Errorf("note %q\nwant it to end with %q", c.Notes[0], tt.want)
+			}
+		})
+	}
+}
+
+// TestMetricsMergeUnknown: metrics files of different inputs in one
+// directory (the EKS guide's limits of seven levels, and its four greps of
+// workload-low: testdata/field/built/metrics-two-sources) keep what neither
+// tells as unknown: the families of the greps do not speak for the six
+// other levels, whose seats in use and waiting requests were 0 (S6 of
+// issue 58). The snapshot's scrape carries it, a note says it, and a
+// bundle written from the input keeps it.
+func TestMetricsMergeUnknown(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "field", "built", "metrics-two-sources")
+	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := []string{"catch-all", "global-default", "leader-election", "node-high", "system", "workload-high"}
+	check := func(t *testing.T, s *Snapshot) {
+		t.Helper()
+		sc := s.Metrics[0]
+		for _, f := range []string{"apiserver_flowcontrol_request_concurrency_in_use", "apiserver_flowcontrol_current_inqueue_requests", "apiserver_flowcontrol_rejected_requests_total"} {
+			for _, l := range others {
+				if sc.Speaks(f, l) {
+					t.Errorf("%s speaks for %s", f, l)
+				}
+			}
+			if !sc.Speaks(f, "workload-low") {
+				t.Errorf("%s does not speak for workload-low", f)
+			}
+		}
+		for _, l := range append(others, "workload-low") {
+			if !sc.Speaks("apiserver_flowcontrol_request_concurrency_limit", l) {
+				t.Errorf("the limits do not speak for %s", l)
+			}
+		}
+	}
+	check(t, c.Snapshots[0])
+	if want := "3 metrics families (apiserver_flowcontrol_current_inqueue_requests, apiserver_flowcontrol_rejected_requests_total, apiserver_flowcontrol_request_concurrency_in_use) are not in every input that names a level: their figures of the levels only the other inputs name are unknown (-), not 0"; !strings.Contains(c.Notes[0], want) {
+		t.Errorf("note %q lacks %q", c.Notes[0], want)
+	}
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := WriteBundle(out, c, Manifest{Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := (&BundleSource{Path: out}).Capture(context.Background(), CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, back.Snapshots[0])
+	// Each file alone speaks for every level it names.
+	for _, f := range []string{"eks-concurrency-limit.txt", "eks-rejected-inqueue.txt"} {
+		var in RawInput
+		if err := DetectRaw(f, fieldFile(t, f), &in); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := in.Files[MetricsUnknownKey(0)]; ok {
+			t.Errorf("%s alone: %s", f, in.Files[MetricsUnknownKey(0)])
+		}
+	}
+}
+
+// TestLabelOf: the level a merged series names is read as the metrics
+// parser reads it, escapes and all, so that what the merge calls unknown
+// is the level the scrape is asked about.
+func TestLabelOf(t *testing.T) {
+	for key, want := range map[string]string{
+		`a{priority_level="x",z="1"}`:    "x",
+		`a{b="1",priority_level="x\"y"}`: `x"y`,
+		`a{priority_level="x\\y"}`:       `x\y`,
+	} {
+		if got, ok := labelOf(key, "priority_level"); !ok || got != want {
+			t.Errorf("%s: %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	if _, ok := labelOf(`a{b="1"}`, "priority_level"); ok {
+		t.Error("a label that is not there")
+	}
+	s, err := metrics.ParseText([]byte(`a{priority_level="x\"y"} 1`+"\n"), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SumBy("a", "priority_level"); got[`x"y`] != 1 {
+		t.Errorf("the parser reads %v", got)
 	}
 }

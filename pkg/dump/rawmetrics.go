@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // metricsMerge joins the /metrics text of a raw input: several greps of
@@ -32,6 +34,16 @@ type metricsMerge struct {
 	// instances are the values of the instance label a store adds (a
 	// Prometheus UI paste): several mean several apiservers in one input.
 	instances map[string]bool
+	// sources are the bodies read, in order: what each holds of which
+	// levels (unknown).
+	sources []*mergeSource
+}
+
+// mergeSource is what one body of a merge holds: the names of its HELP,
+// TYPE and sample lines, and the priority levels its series name.
+type mergeSource struct {
+	names  map[string]bool
+	levels map[string]bool
 }
 
 func newMetricsMerge() *metricsMerge {
@@ -40,12 +52,15 @@ func newMetricsMerge() *metricsMerge {
 
 // add reads the trimmed lines of one metrics body, named from.
 func (m *metricsMerge) add(from string, lines []string) {
+	src := &mergeSource{names: map[string]bool{}, levels: map[string]bool{}}
+	m.sources = append(m.sources, src)
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(l, "# HELP "); ok {
 			n, _, _ := strings.Cut(rest, " ")
+			src.names[n] = true
 			m.family(n)
 			if _, ok := m.help[n]; !ok {
 				m.help[n] = l
@@ -54,6 +69,7 @@ func (m *metricsMerge) add(from string, lines []string) {
 		}
 		if rest, ok := strings.CutPrefix(l, "# TYPE "); ok {
 			n, t, _ := strings.Cut(rest, " ")
+			src.names[n] = true
 			m.family(n)
 			if _, ok := m.typ[n]; !ok {
 				m.typ[n], m.typeName[n] = l, strings.TrimSpace(t)
@@ -61,6 +77,10 @@ func (m *metricsMerge) add(from string, lines []string) {
 			continue
 		}
 		name, key, value := seriesKey(l)
+		src.names[name] = true
+		if v, ok := labelOf(key, "priority_level"); ok && v != "" {
+			src.levels[v] = true
+		}
 		if i := strings.Index(key, `instance="`); i >= 0 && (key[i-1] == '{' || key[i-1] == ',') {
 			if v, _, ok := strings.Cut(key[i+len(`instance="`):], `"`); ok {
 				if m.instances == nil {
@@ -118,21 +138,12 @@ func (m *metricsMerge) familyOf(name string) string {
 // body is the merged text: each family's HELP, TYPE and samples together.
 func (m *metricsMerge) body() []byte {
 	bySeries := map[string][]string{}
-	order := append([]string(nil), m.families...)
-	seen := map[string]bool{}
-	for _, f := range order {
-		seen[f] = true
-	}
 	for _, k := range m.series {
 		f := m.familyOf(m.name[k])
-		if !seen[f] {
-			seen[f] = true
-			order = append(order, f)
-		}
 		bySeries[f] = append(bySeries[f], m.line[k])
 	}
 	var b strings.Builder
-	for _, f := range order {
+	for _, f := range m.familiesInOrder() {
 		if h, ok := m.help[f]; ok {
 			b.WriteString(h + "\n")
 		}
@@ -146,12 +157,117 @@ func (m *metricsMerge) body() []byte {
 	return []byte(b.String())
 }
 
+// labelOf returns the value of label in a series key (seriesKey's: the
+// pairs sorted, each name="value"), its escapes (\\, \", \n) read as the
+// metrics parser reads them.
+func labelOf(key, label string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 || !strings.HasSuffix(key, "}") {
+		return "", false
+	}
+	for _, p := range splitLabels(key[open+1 : len(key)-1]) {
+		if v, ok := strings.CutPrefix(p, label+"="); ok {
+			v = strings.TrimSpace(v)
+			if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				return u, true
+			}
+			return strings.Trim(v, `"`), true
+		}
+	}
+	return "", false
+}
+
+// unknown returns, for each APF family of the merge, the priority levels
+// it cannot tell of: the levels that only bodies without the family name.
+// A body of one scrape holds a family's series of every level it had (a
+// level without one has none of it), but bodies from several inputs (the
+// files of a directory, greps of different scrapes) do not speak for each
+// other: a family of one says nothing of the levels only another names,
+// whose figures of it are unknown, not 0. Nil when every family speaks for
+// every level named.
+func (m *metricsMerge) unknown() map[string][]string {
+	all := map[string]bool{}
+	for _, src := range m.sources {
+		for l := range src.levels {
+			all[l] = true
+		}
+	}
+	var out map[string][]string
+	for _, f := range m.familiesInOrder() {
+		if !strings.HasPrefix(f, metrics.FlowcontrolPrefix) {
+			continue
+		}
+		covered := map[string]bool{}
+		for _, src := range m.sources {
+			if m.holds(src, f) {
+				for l := range src.levels {
+					covered[l] = true
+				}
+			}
+		}
+		var levels []string
+		for l := range all {
+			if !covered[l] {
+				levels = append(levels, l)
+			}
+		}
+		if len(levels) == 0 {
+			continue
+		}
+		sort.Strings(levels)
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[f] = levels
+	}
+	return out
+}
+
+// holds reports whether a body holds a line of family f.
+func (m *metricsMerge) holds(src *mergeSource, f string) bool {
+	for n := range src.names {
+		if n == f || m.familyOf(n) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// familiesInOrder are the families of the merge in the order body writes
+// them.
+func (m *metricsMerge) familiesInOrder() []string {
+	order := append([]string(nil), m.families...)
+	seen := map[string]bool{}
+	for _, f := range order {
+		seen[f] = true
+	}
+	for _, k := range m.series {
+		if f := m.familyOf(m.name[k]); !seen[f] {
+			seen[f] = true
+			order = append(order, f)
+		}
+	}
+	return order
+}
+
 // note says what the merge did, "" when no series was read twice and one
 // apiserver at most is named.
 func (m *metricsMerge) note() string {
 	var notes []string
 	if len(m.instances) > 1 {
 		notes = append(notes, fmt.Sprintf("metrics of %d apiservers (instance label) are summed per level, as one server's: give one input per apiserver for per-server figures", len(m.instances)))
+	}
+	if u := m.unknown(); len(u) > 0 {
+		fams := make([]string, 0, len(u))
+		for f := range u {
+			fams = append(fams, f)
+		}
+		sort.Strings(fams)
+		what := fmt.Sprintf("%d metrics families (%s) are not in every input that names a level: their", len(fams), strings.Join(fams, ", "))
+		if len(fams) == 1 {
+			what = "the metrics family " + fams[0] + " is not in every input that names a level: its"
+		}
+		notes = append(notes, what+" figures of the levels only the other inputs name are unknown (-), not 0")
 	}
 	if m.repeated == 0 {
 		return strings.Join(notes, "; ")

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -65,7 +66,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		ex.PriorityLevel.WaitLimit = Duration(waitLimit)
 	}
 	lm := levelMetricsOf(in.Live, pl.Name)
-	if lm.found {
+	if lm.found && !math.IsNaN(lm.stats.CurrentLimit) {
 		v := lm.stats.CurrentLimit
 		ex.PriorityLevel.CurrentLimit = &v
 		if n := currentOutsideNote(ex.PriorityLevel); n != "" {
@@ -204,9 +205,9 @@ func queuesView(live *dump.Snapshot, level string, hand []int) *QueuesView {
 }
 
 // seatsInUse returns the seats executing in a level: from the metrics when
-// present, else from the executing rows of dump_requests.
+// they give them, else from the executing rows of dump_requests.
 func seatsInUse(live *dump.Snapshot, lm levelMetrics, level string) (float64, bool) {
-	if lm.found {
+	if lm.found && !math.IsNaN(lm.stats.SeatsInUse) {
 		return lm.stats.SeatsInUse, true
 	}
 	if !hasDumps(live) {

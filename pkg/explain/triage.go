@@ -189,6 +189,21 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 		// nothing was counted from dump_priority_levels either
 		it.Notes = slices.DeleteFunc(it.Notes, func(n string) bool { return n == noMetricsNote })
 	}
+	// Metrics joined from several inputs: the rejections of a level that
+	// only inputs without the counter name are unknown, not none.
+	if cur != nil && cur.Has(metrics.RejectedRequestsTotal) {
+		var unknown []string
+		for name := range cur.Unknown[metrics.RejectedRequestsTotal] {
+			if rejectedBy[name] == nil {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			it.Notes = append(it.Notes, fmt.Sprintf("whether %s reject%s requests is unknown: the metrics read have %s from inputs that do not name %s",
+				strings.Join(unknown, ", "), map[bool]string{true: "s"}[len(unknown) == 1], metrics.RejectedRequestsTotal, map[bool]string{true: "it", false: "them"}[len(unknown) == 1]))
+		}
+	}
 	names := make([]string, 0, len(rejectedBy))
 	for n := range rejectedBy {
 		names = append(names, n)

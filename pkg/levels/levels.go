@@ -29,8 +29,11 @@
 package levels
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
@@ -305,17 +308,24 @@ func fromMetrics(cur *metrics.Scrape, stats []metrics.LevelStats, rows map[strin
 	}
 	const pl = "priority_level"
 	gauge := func(figure string, dst func(*Row) *float64, families ...string) {
-		for _, f := range families {
-			if !cur.Has(f) {
-				continue
+		sums := make([]map[string]float64, len(families))
+		for i, f := range families {
+			if cur.Has(f) {
+				sums[i] = cur.SumBy(f, pl)
 			}
-			vals := cur.SumBy(f, pl)
-			for name, r := range rows {
-				// A family the server exports has a series for a level
-				// once the level was used: none yet is 0.
-				r.set(figure, dst(r), vals[name], FromMetrics)
+		}
+		for name, r := range rows {
+			// The first family the scrape holds that speaks for the
+			// level (a body joined from several inputs may hold a family
+			// of one and a level only another names: unknown). A family
+			// the server exports has a series for a level once the level
+			// was used: none yet is 0.
+			for i, f := range families {
+				if sums[i] != nil && cur.Speaks(f, name) {
+					r.set(figure, dst(r), sums[i][name], FromMetrics)
+					break
+				}
 			}
-			return
 		}
 	}
 	gauge(FigureWaiting, func(r *Row) *float64 { return &r.Waiting }, metrics.CurrentInqueueRequests)
@@ -330,7 +340,7 @@ func fromMetrics(cur *metrics.Scrape, stats []metrics.LevelStats, rows map[strin
 				continue
 			}
 			for name, v := range cur.SumBy(f, pl) {
-				if r := rows[name]; r != nil {
+				if r := rows[name]; r != nil && cur.Speaks(f, name) {
 					r.set(figure, dst(r), v, FromMetrics)
 				}
 			}
@@ -426,14 +436,113 @@ func Merge(inst string, rows []Row) []Row {
 	return sorted(by)
 }
 
-// Missing says which input s lacks for a level table, for a note: ""
-// when it has the metrics (the dumps only refine them).
-func Missing(s *dump.Snapshot) string {
-	if _, cur := s.LatestMetrics(); cur != nil {
+// Missing says which input s lacks for its level table rows (Compute's),
+// for a note: "" when it has a whole scrape of the metrics (the dumps only
+// refine them). Metrics that are no whole scrape (a grep of some
+// families, which holds neither apiserver_flowcontrol_dispatched_requests_total
+// nor apiserver_request_total) name the columns no row has a figure of.
+func Missing(s *dump.Snapshot, rows []Row) string {
+	prev, cur := s.LatestMetrics()
+	switch {
+	case cur == nil && (s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s)):
+		return "no metrics were read, only the debug dumps: the limits, utilisation, rates and queue wait p99 show as -"
+	case cur == nil:
+		return "neither metrics nor debug dumps were read"
+	case cur.Has(metrics.DispatchedRequestsTotal) || cur.Has(metrics.FamilyRequestTotal):
 		return ""
 	}
-	if s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s) {
-		return "no metrics were read, only the debug dumps: the limits, utilisation, rates and queue wait p99 show as -"
+	var absent []string
+	for _, c := range TopColumns {
+		if c.Figure == nil || c.Kind == Rate || c.Kind == Reasons {
+			continue
+		}
+		if !slices.ContainsFunc(rows, func(r Row) bool { return !math.IsNaN(c.Figure(r)) }) {
+			absent = append(absent, c.Title)
+		}
 	}
-	return "neither metrics nor debug dumps were read"
+	var out []string
+	if len(absent) > 0 {
+		show := "they show"
+		if len(absent) == 1 {
+			show = "it shows"
+		}
+		out = append(out, fmt.Sprintf("its metrics are part of a scrape (%s), without the families of %s: %s as -", familiesOf(cur), joinAnd(absent), show))
+	}
+	if prev == nil {
+		out = append(out, "DISPATCHED/S and REJECTED/S need two timed scrapes (the cluster, or a bundle)")
+	}
+	return strings.Join(out, "; ")
+}
+
+// NoFigure says what the input of s held when none of its rows has a
+// figure to show, for an error; "" when one has.
+func NoFigure(s *dump.Snapshot, rows []Row) string {
+	for _, r := range rows {
+		for _, c := range TopColumns {
+			if c.Figure != nil && !math.IsNaN(c.Figure(r)) {
+				return ""
+			}
+		}
+	}
+	prev, cur := s.LatestMetrics()
+	if cur == nil {
+		if s.PriorityLevelDump != nil || RequestDumpRead(s) || QueueDumpRead(s) {
+			return "its debug dumps list no priority level"
+		}
+		return "neither metrics nor debug dumps were read"
+	}
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	const shown = 5
+	what := "levels " + joinAnd(names)
+	switch {
+	case len(names) == 0:
+		what = "no priority level"
+	case len(names) == 1:
+		what = "level " + names[0]
+	case len(names) > shown:
+		what = fmt.Sprintf("levels %s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+	}
+	give := "give"
+	if strings.HasSuffix(familiesOf(cur), " alone") {
+		give = "gives"
+	}
+	out := fmt.Sprintf("its metrics hold %s (of %s), which %s no figure of the table", familiesOf(cur), what, give)
+	if cur.Has(metrics.RejectedRequestsTotal) && prev == nil {
+		out += fmt.Sprintf(" (%s gives REJECTED/S over two scrapes; one scrape's totals since the apiserver started are explain 429's)", metrics.RejectedRequestsTotal)
+	}
+	return out
+}
+
+// familiesOf names the APF families of a scrape, the first few.
+func familiesOf(cur *metrics.Scrape) string {
+	var fams []string
+	for f := range cur.Families {
+		if strings.HasPrefix(f, metrics.FlowcontrolPrefix) {
+			fams = append(fams, f)
+		}
+	}
+	sort.Strings(fams)
+	const shown = 3
+	switch {
+	case len(fams) == 0:
+		return "no APF family"
+	case len(fams) == 1:
+		return fams[0] + " alone"
+	case len(fams) == shown+1:
+		return strings.Join(fams[:shown], ", ") + " and 1 more APF family"
+	case len(fams) > shown:
+		return strings.Join(fams[:shown], ", ") + fmt.Sprintf(" and %d more APF families", len(fams)-shown)
+	}
+	return joinAnd(fams)
+}
+
+// joinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -1,9 +1,12 @@
 package levels
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,4 +182,121 @@ func TestRequestsOutOfRuns(t *testing.T) {
 			t.Errorf("%s: waiting %v requests, %v seats; want %v, %v", r.Name, r.Waiting, r.WaitingSeats, w[0], w[1])
 		}
 	}
+}
+
+// TestOneFamily: a grep of one family that gives no figure of the table
+// (kubernetes/kubernetes#129086's upper_limit_seats,
+// kubernetes/kubernetes#130139's work_estimated_seats histogram, a
+// Prometheus UI table of rejected_requests_total) names its levels, each
+// with every figure absent, and NoFigure says what the input held, where
+// top levels said "gave neither metrics nor debug dumps" after the note
+// "metrics (1 APF family)"; a grep that gives some figures is shown, with
+// a note of the columns it lacks (S3 of issue 58).
+func TestOneFamily(t *testing.T) {
+	for _, tt := range []struct {
+		name, text string
+		levels     []string
+		noFigure   string
+		missing    string
+	}{
+		{name: "upper limits", text: `apiserver_flowcontrol_upper_limit_seats{priority_level="catch-all"} 613
+apiserver_flowcontrol_upper_limit_seats{priority_level="exempt"} 600
+`, levels: []string{"catch-all", "exempt"},
+			noFigure: "its metrics hold apiserver_flowcontrol_upper_limit_seats alone (of levels catch-all and exempt), which gives no figure of the table"},
+		{name: "a histogram of seats", text: `# TYPE apiserver_flowcontrol_work_estimated_seats histogram
+apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="list-pods",priority_level="list-pods",le="1"} 84
+apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema="list-pods",priority_level="list-pods",le="+Inf"} 84
+`, levels: []string{"list-pods"},
+			noFigure: "its metrics hold apiserver_flowcontrol_work_estimated_seats alone (of level list-pods), which gives no figure of the table"},
+		{name: "rejections of one scrape", text: `apiserver_flowcontrol_rejected_requests_total{flow_schema="service-accounts",priority_level="workload-low",reason="time-out"} 100
+`, levels: []string{"workload-low"},
+			noFigure: "its metrics hold apiserver_flowcontrol_rejected_requests_total alone (of level workload-low), which gives no figure of the table (apiserver_flowcontrol_rejected_requests_total gives REJECTED/S over two scrapes; one scrape's totals since the apiserver started are explain 429's)"},
+		{name: "limits", text: `apiserver_flowcontrol_nominal_limit_seats{priority_level="a"} 4
+`, levels: []string{"a"},
+			missing: "its metrics are part of a scrape (apiserver_flowcontrol_nominal_limit_seats alone), without the families of SEATS-IN-USE, UTIL, WAITING, WAITING-SEATS, EXECUTING and WAIT-P99: they show as -; DISPATCHED/S and REJECTED/S need two timed scrapes (the cluster, or a bundle)"},
+		{name: "waits alone", text: `# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="x",priority_level="a",le="0.1"} 99
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="x",priority_level="a",le="1"} 100
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="x",priority_level="a",le="+Inf"} 100
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="x",priority_level="a"} 3
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="x",priority_level="a"} 100
+`, levels: []string{"a"},
+			missing: "without the families of NOMINAL, CURRENT, SEATS-IN-USE, UTIL, WAITING, WAITING-SEATS and EXECUTING: they show as -"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &dump.Snapshot{Instance: "a", Metrics: []*metrics.Scrape{scrape(t, tt.text)}}
+			rows := Compute(Input{Snapshot: s})
+			var names []string
+			for _, r := range rows {
+				names = append(names, r.Name)
+				if tt.noFigure != "" && (len(r.From) > 0 || !math.IsNaN(r.SeatsInUse) || !math.IsNaN(r.NominalLimit) || !math.IsNaN(r.WaitP99)) {
+					t.Errorf("%s has figures: %+v", r.Name, r)
+				}
+			}
+			if !slices.Equal(names, tt.levels) {
+				t.Errorf("levels %v, want %v", names, tt.levels)
+			}
+			if got := NoFigure(s, rows); got != tt.noFigure {
+				t.Errorf("NoFigure %q\nwant %q", got, tt.noFigure)
+			}
+			if tt.missing != "" {
+				if got := Missing(s, rows); !strings.Contains(got, tt.missing) {
+					t.Errorf("Missing %q\nwant %q in it", got, tt.missing)
+				}
+			}
+		})
+	}
+}
+
+// TestMetricsOfSeveralInputs: metrics read from two files of one
+// directory, one with a level's rejections, waiting requests and limit,
+// the other with another level's seats in use. The seats in use of the
+// first and the waiting requests of the second are in neither file: they
+// are unknown, where the join made them 0 ("ci-restricted ... 0 of 60
+// seats in use; 47 requests wait: the level is saturated"; S6 of issue
+// 58). Each file alone gives the same figures as the join.
+func TestMetricsOfSeveralInputs(t *testing.T) {
+	a := `apiserver_flowcontrol_rejected_requests_total{flow_schema="ci",priority_level="ci-restricted",reason="queue-full"} 12
+apiserver_flowcontrol_current_inqueue_requests{flow_schema="ci",priority_level="ci-restricted"} 47
+apiserver_flowcontrol_nominal_limit_seats{priority_level="ci-restricted"} 60
+`
+	b := `apiserver_flowcontrol_current_executing_seats{flow_schema="global-default",priority_level="global-default"} 3
+apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49
+`
+	rows := func(t *testing.T, bodies ...string) map[string]Row {
+		t.Helper()
+		var raw dump.RawInput
+		for i, body := range bodies {
+			if err := dump.DetectRaw(fmt.Sprintf("%d.txt", i), []byte(body), &raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := raw.Snapshot("dir", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Row{}
+		for _, r := range Compute(Input{Snapshot: s}) {
+			out[r.Name] = r
+		}
+		return out
+	}
+	nan := math.NaN()
+	check := func(t *testing.T, got Row, limit, seats, waiting float64) {
+		t.Helper()
+		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+		if !same(got.NominalLimit, limit) || !same(got.SeatsInUse, seats) || !same(got.Waiting, waiting) {
+			t.Errorf("%s: limit %v, seats in use %v, waiting %v; want %v, %v, %v", got.Name, got.NominalLimit, got.SeatsInUse, got.Waiting, limit, seats, waiting)
+		}
+	}
+	both := rows(t, a, b)
+	check(t, both["ci-restricted"], 60, nan, 47)
+	check(t, both["global-default"], 49, 3, nan)
+	check(t, rows(t, a)["ci-restricted"], 60, nan, 47)
+	check(t, rows(t, b)["global-default"], 49, 3, nan)
+	// One paste of one scrape: a level without a series of a family it
+	// holds has none of it.
+	one := rows(t, a+b)
+	check(t, one["ci-restricted"], 60, 0, 47)
+	check(t, one["global-default"], 49, 3, 0)
 }

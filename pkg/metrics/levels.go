@@ -37,7 +37,8 @@ const (
 )
 
 // LevelStats is what "kubectl apf top levels" shows for one priority level
-// of one apiserver, computed from one scrape (gauges) or two (rates).
+// of one apiserver, computed from one scrape (gauges) or two (rates). A
+// figure the scrape does not give is NaN (Levels).
 type LevelStats struct {
 	Name string `json:"name"`
 	// NominalLimit is nominal_limit_seats, or request_concurrency_limit on
@@ -98,34 +99,75 @@ func (l LevelStats) RejectedTotalPerSec() float64 {
 	return t
 }
 
-func first(s *Scrape, label string, families ...string) (map[string]float64, bool) {
-	for _, f := range families {
-		if s.Has(f) {
-			return s.SumBy(f, label), true
-		}
-	}
-	return nil, false
+// familySums are the sums by level of one family.
+type familySums struct {
+	family string
+	sums   map[string]float64
 }
 
-// Levels computes per-level statistics from cur, using prev (which may be
-// nil) for rates. Levels are those that appear in any limit or request
-// family, sorted by name.
-func Levels(prev, cur *Scrape) []LevelStats {
-	const pl = "priority_level"
-	nominal, _ := first(cur, pl, NominalLimitSeats, RequestConcurrencyLimit)
-	current, hasCurrent := first(cur, pl, CurrentLimitSeats)
-	inUse, _ := first(cur, pl, CurrentExecutingSeats, RequestConcurrencyInUse, CurrentExecutingRequests)
-	waiting := cur.SumBy(CurrentInqueueRequests, pl)
-	waitingSeats, hasWaitingSeats := first(cur, pl, CurrentInqueueSeats)
+// present are the families of one figure the scrape holds, in the order
+// given (a newer name before its older ones), each summed by level.
+func present(s *Scrape, families ...string) []familySums {
+	var out []familySums
+	for _, f := range families {
+		if s.Has(f) {
+			out = append(out, familySums{f, s.SumBy(f, "priority_level")})
+		}
+	}
+	return out
+}
 
+// figureOf is a level's figure from the first of fs that speaks for it
+// (Scrape.Speaks): a limit only where the family names the level (a limit
+// is per level), requests or seats also where it holds no series of the
+// level (then none: 0). NaN when no family gives it.
+func figureOf(s *Scrape, fs []familySums, level string, limit bool) float64 {
+	for _, f := range fs {
+		if !s.Speaks(f.family, level) {
+			continue
+		}
+		if v, ok := f.sums[level]; ok || !limit {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+// LevelNames are the values of the priority_level label of every series
+// of cur, of any family: the levels the scrape speaks of.
+func LevelNames(cur *Scrape) map[string]bool {
 	names := map[string]bool{}
-	for _, m := range []map[string]float64{nominal, current, inUse, waiting} {
-		for k := range m {
-			if k != "" {
-				names[k] = true
+	if cur == nil {
+		return names
+	}
+	for _, mf := range cur.Families {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "priority_level" && lp.GetValue() != "" {
+					names[lp.GetValue()] = true
+				}
 			}
 		}
 	}
+	return names
+}
+
+// Levels computes per-level statistics from cur, using prev (which may be
+// nil) for rates. Levels are those that appear in any family (LevelNames:
+// a grep of one family names its levels too), sorted by name. A figure
+// whose family the scrape lacks or does not speak for (Scrape.Speaks) is
+// NaN, and so is a limit of a level its family does not name; a level
+// without series in a family of requests or seats the scrape holds has
+// none (0).
+func Levels(prev, cur *Scrape) []LevelStats {
+	const pl = "priority_level"
+	nominal := present(cur, NominalLimitSeats, RequestConcurrencyLimit)
+	current := present(cur, CurrentLimitSeats)
+	inUse := present(cur, CurrentExecutingSeats, RequestConcurrencyInUse, CurrentExecutingRequests)
+	waiting := present(cur, CurrentInqueueRequests)
+	waitingSeats := present(cur, CurrentInqueueSeats)
+
+	names := LevelNames(cur)
 	var interval time.Duration
 	hasRates := prev != nil && cur != nil && cur.Time.After(prev.Time)
 	if hasRates {
@@ -148,14 +190,13 @@ func Levels(prev, cur *Scrape) []LevelStats {
 
 	out := make([]LevelStats, 0, len(names))
 	for name := range names {
-		st := LevelStats{Name: name, NominalLimit: nominal[name], WaitingRequests: waiting[name], SeatsInUse: inUse[name],
-			WaitingSeats: math.NaN(), WaitP99: math.NaN(), Utilisation: math.NaN(), MeanUtilisation: math.NaN(), FullFraction: math.NaN()}
+		st := LevelStats{Name: name, NominalLimit: figureOf(cur, nominal, name, true),
+			WaitingRequests: figureOf(cur, waiting, name, false), SeatsInUse: figureOf(cur, inUse, name, false),
+			WaitingSeats: figureOf(cur, waitingSeats, name, false), WaitP99: math.NaN(),
+			Utilisation: math.NaN(), MeanUtilisation: math.NaN(), FullFraction: math.NaN()}
 		st.CurrentLimit = st.NominalLimit
-		if hasCurrent {
-			st.CurrentLimit = current[name]
-		}
-		if hasWaitingSeats {
-			st.WaitingSeats = waitingSeats[name]
+		if len(current) > 0 {
+			st.CurrentLimit = figureOf(cur, current, name, true)
 		}
 		// Exempt requests are never limited, so a ratio to exempt's limit
 		// means nothing (1.37 exports current_limit_seats 1 for it, and

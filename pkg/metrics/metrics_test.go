@@ -69,8 +69,10 @@ func TestLevels(t *testing.T) {
 			WaitP99: 1}},
 		{"zero limit gives NaN utilisation", a, b, "exempt", LevelStats{SeatsInUse: 2, Utilisation: math.NaN(), HasRates: true, WaitP99: math.NaN()}},
 		{"borrowing: current above nominal", nil, a, "global-default", LevelStats{NominalLimit: 2, CurrentLimit: 3, Utilisation: 0, WaitP99: math.NaN()}},
+		// The scrape has no current_inqueue_requests: how many wait is
+		// unknown, not 0.
 		{"1.20 names: request_concurrency_limit and executing requests", nil, old, "global-default",
-			LevelStats{NominalLimit: 49, CurrentLimit: 49, SeatsInUse: 2, Utilisation: 2.0 / 49, WaitingSeats: math.NaN(), WaitP99: math.NaN()}},
+			LevelStats{NominalLimit: 49, CurrentLimit: 49, SeatsInUse: 2, Utilisation: 2.0 / 49, WaitingRequests: math.NaN(), WaitingSeats: math.NaN(), WaitP99: math.NaN()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,4 +277,32 @@ apiserver_flowcontrol_nominal_limit_seats{priority_level="a"} 4
 	l := Levels(prev, parseBody(t, curText, t0.Add(10*time.Second)))[0]
 	near("interval mean", l.MeanUtilisation, 75.0/100)
 	near("interval full", l.FullFraction, 1-50.0/100)
+}
+
+// TestLevelsOfAnyFamily: a level is named by any family that has a
+// priority_level label, and a figure its family does not give is NaN, not
+// 0: a grep of upper_limit_seats names three levels whose limits, seats
+// and waiting requests are unknown; beside the limits of one of them, only
+// that one has a limit (S3 of issue 58).
+func TestLevelsOfAnyFamily(t *testing.T) {
+	upper := `apiserver_flowcontrol_upper_limit_seats{priority_level="catch-all"} 613
+apiserver_flowcontrol_upper_limit_seats{priority_level="exempt"} 600
+apiserver_flowcontrol_upper_limit_seats{priority_level="global-default"} 649
+`
+	ls := Levels(nil, parseBody(t, upper, t0))
+	if len(ls) != 3 || ls[0].Name != "catch-all" || ls[2].Name != "global-default" {
+		t.Fatalf("levels %+v", ls)
+	}
+	for _, l := range ls {
+		for what, v := range map[string]float64{"nominal": l.NominalLimit, "current": l.CurrentLimit, "seats": l.SeatsInUse, "waiting": l.WaitingRequests, "waiting seats": l.WaitingSeats} {
+			if !math.IsNaN(v) {
+				t.Errorf("%s: %s %v from upper_limit_seats alone", l.Name, what, v)
+			}
+		}
+	}
+	ls = Levels(nil, parseBody(t, upper+`apiserver_flowcontrol_nominal_limit_seats{priority_level="catch-all"} 13
+`, t0))
+	if ls[0].NominalLimit != 13 || ls[0].CurrentLimit != 13 || !math.IsNaN(ls[1].NominalLimit) || !math.IsNaN(ls[1].CurrentLimit) {
+		t.Errorf("limits %+v", ls)
+	}
 }

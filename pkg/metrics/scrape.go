@@ -19,6 +19,33 @@ type Scrape struct {
 	Time time.Time
 	// Families holds the kept families by name.
 	Families map[string]*dto.MetricFamily
+	// Unknown are, by family, the priority levels the family does not
+	// speak for: nil for a scrape of one server, whose family has a
+	// series of every level that had one (a level without is at 0); a
+	// body joined from several inputs (a directory of greps) has families
+	// that one input held and levels only another named (Speaks).
+	Unknown map[string]map[string]bool
+}
+
+// SetUnknown sets Unknown from lists of levels by family.
+func (s *Scrape) SetUnknown(levels map[string][]string) {
+	s.Unknown = nil
+	for f, ls := range levels {
+		if s.Unknown == nil {
+			s.Unknown = map[string]map[string]bool{}
+		}
+		s.Unknown[f] = map[string]bool{}
+		for _, l := range ls {
+			s.Unknown[f][l] = true
+		}
+	}
+}
+
+// Speaks reports whether the scrape tells family's value for level: true
+// unless the scrape was joined from inputs of which those holding the
+// family do not name the level (Unknown).
+func (s *Scrape) Speaks(family, level string) bool {
+	return s != nil && !s.Unknown[family][level]
 }
 
 // ParseAPF filters body to the APF families (FilterAPF) and parses what is

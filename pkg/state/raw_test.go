@@ -132,8 +132,35 @@ func TestLoadRawDirObjects(t *testing.T) {
 	notes := strings.Join(st.Notes, "\n")
 	_, ignored, _ := strings.Cut(notes, "; ignored ")
 	ignored, _, _ = strings.Cut(ignored, "\n")
-	if !strings.Contains(notes, "objects from flowschema.yaml, plc.yaml: 1 FlowSchema, 1 PriorityLevelConfiguration") || ignored != "apiservice.yaml" {
+	if !strings.Contains(notes, "objects from flowschema.yaml, plc.yaml: 1 FlowSchema, 1 PriorityLevelConfiguration") || ignored != "apiservice.yaml (no FlowSchema or PriorityLevelConfiguration in it)" {
 		t.Errorf("notes %q", st.Notes)
+	}
+}
+
+// TestLoadRawDirTypedLists: a bundle's flowschemas.json and
+// prioritylevelconfigurations.json beside its metrics in a raw directory
+// (testdata/field/built/bundle-files-raw) are the apiserver's typed lists,
+// whose items carry no kind: their 13 FlowSchemas and 10 levels are the
+// input's objects, where both files were "ignored" and the input said to
+// hold no objects; the files read for nothing are named with why.
+func TestLoadRawDirTypedLists(t *testing.T) {
+	o := &Options{From: field(filepath.Join("built", "bundle-files-raw")), inputs: Config | Instances}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), Request{Parts: 0xff, NeedObjects: "requests cannot be classified"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NoObjects || len(st.BaseFlowSchemas) != 13 || len(st.BasePriorityLevels) != 10 {
+		t.Errorf("NoObjects %v, flow schemas %d, levels %d", st.NoObjects, len(st.BaseFlowSchemas), len(st.BasePriorityLevels))
+	}
+	notes := strings.Join(st.Notes, "\n")
+	for _, want := range []string{"objects from flowschemas.json, prioritylevelconfigurations.json: 13 FlowSchemas, 10 PriorityLevelConfigurations",
+		"ignored metrics-0.time (neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects), version.json (no FlowSchema or PriorityLevelConfiguration in it)"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", st.Notes, want)
+		}
 	}
 }
 
