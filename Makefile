@@ -42,8 +42,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 NICE ?=
 
 .PHONY: test
-test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests (reproducibility of linux/amd64; make test-release checks all six platforms).
-	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
+test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests of linux/amd64 (its archive, reproducibility, krew install and upgrade; make test-release builds and checks all six platforms).
+	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps DIST_PLATFORMS=linux/amd64 REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
 
 .PHONY: test-steps test-go test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
 test-steps: test-go test-beside

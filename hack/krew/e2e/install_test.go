@@ -10,21 +10,22 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/hack/krew/release"
 )
 
-// TestKrewInstallEveryPlatform installs every platform of dist/krew.yaml with
+// TestKrewInstallEveryPlatform installs every platform of dist/krew.yaml (the
+// six of a release; linux/amd64 alone after make test) with
 // the real krew from its local archive (KREW_OS/KREW_ARCH select the platform,
 // --archive replaces the download), as krew-index's validator does with the
 // published URIs, and checks that the licence is installed and the binary
 // linked. It then shows that krew really verifies the sha256: the archive of
-// another platform is refused.
+// another platform, or one byte longer, is refused.
 func TestKrewInstallEveryPlatform(t *testing.T) {
-	dir, _, data := loadRelease(t)
+	dir, archives, data := loadRelease(t)
 	p, err := release.DecodeManifest(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	krew := krewBin(t)
 	manifest := filepath.Join(dir, release.ManifestFile)
-	for _, rp := range release.ReleasePlatforms {
+	for _, rp := range builtPlatforms(t, p.Spec.Version, archives) {
 		t.Run(rp.OS+"_"+rp.Arch, func(t *testing.T) {
 			s := newSandbox(t, "KREW_OS="+rp.OS, "KREW_ARCH="+rp.Arch)
 			archive := filepath.Join(dir, release.ArchiveName(p.Spec.Version, rp))
@@ -46,7 +47,19 @@ func TestKrewInstallEveryPlatform(t *testing.T) {
 
 	t.Run("wrong archive", func(t *testing.T) {
 		s := newSandbox(t, "KREW_OS=linux", "KREW_ARCH=amd64")
+		// another platform's archive where dist/ has one, else the
+		// linux/amd64 archive with one byte more
 		other := filepath.Join(dir, release.ArchiveName(p.Spec.Version, release.Platform{OS: "darwin", Arch: "arm64"}))
+		if _, ok := archives[filepath.Base(other)]; !ok {
+			body, err := os.ReadFile(filepath.Join(dir, release.ArchiveName(p.Spec.Version, linuxAMD64)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			other = filepath.Join(t.TempDir(), release.ArchiveName(p.Spec.Version, linuxAMD64))
+			if err := os.WriteFile(other, append(body, 0), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		out, errOut, err := s.run(t, krew, "install", "--manifest="+manifest, "--archive="+other)
 		if err == nil {
 			t.Fatalf("krew installed the darwin archive for linux/amd64:\n%s%s", out, errOut)

@@ -117,8 +117,8 @@ type Config struct {
 type Result struct {
 	// Archives maps archive file name to its lowercase hex sha256.
 	Archives map[string]string
-	// Manifest is the rendered krew manifest; nil when only some platforms
-	// were built.
+	// Manifest is the rendered krew manifest; with only some platforms
+	// built, one that offers those alone (RenderPartialManifest).
 	Manifest []byte
 	// IndexManifest is the manifest's path inside OutDir/krew-index
 	// ("plugins/apf.yaml"); empty when no manifest was rendered.
@@ -222,18 +222,20 @@ func Build(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("writing %s: %w", SumsFile, err)
 	}
 	if len(platforms) != len(ReleasePlatforms) {
-		// The manifest names every release platform's archive; with a subset
-		// it could only be rendered with sums of archives that do not exist.
-		cfg.Log("not rendering %s: it needs every release platform, and only %d of %d were built", ManifestFile, len(platforms), len(ReleasePlatforms))
-		return res, nil
+		// The release manifest names every release platform's archive; a
+		// subset gets a manifest of its own platforms, to test, never to
+		// publish.
+		cfg.Log("%d of %d platforms built: %s offers those alone, and is not a release's", len(platforms), len(ReleasePlatforms), ManifestFile)
+		res.Manifest, err = RenderPartialManifest(tmpl, cfg.Stamp.Version, res.Archives)
+	} else {
+		res.Manifest, err = RenderManifest(tmpl, cfg.Stamp.Version, func(asset string) (string, error) {
+			sum, ok := res.Archives[asset]
+			if !ok {
+				return "", fmt.Errorf("%s was not built (built: %s)", asset, strings.Join(sortedKeys(res.Archives), ", "))
+			}
+			return sum, nil
+		})
 	}
-	res.Manifest, err = RenderManifest(tmpl, cfg.Stamp.Version, func(asset string) (string, error) {
-		sum, ok := res.Archives[asset]
-		if !ok {
-			return "", fmt.Errorf("%s was not built (built: %s)", asset, strings.Join(sortedKeys(res.Archives), ", "))
-		}
-		return sum, nil
-	})
 	if err != nil {
 		return nil, err
 	}

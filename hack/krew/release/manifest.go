@@ -59,6 +59,41 @@ func RenderManifest(tmpl []byte, tag string, sha256Of func(asset string) (string
 	return buf.Bytes(), nil
 }
 
+// RenderPartialManifest renders the manifest of a build of some release
+// platforms (make test builds linux/amd64 alone): the platforms whose
+// archive sums holds, and none other rather than any with a made-up sum.
+// Its form is sigs.k8s.io/yaml's, not the release bot's: it is for tests,
+// never for publishing.
+func RenderPartialManifest(tmpl []byte, tag string, sums map[string]string) ([]byte, error) {
+	// Not a sha256 (64 zeros would read as the YAML integer 0): nothing
+	// real can equal it.
+	const absent = "no-archive"
+	rendered, err := RenderManifest(tmpl, tag, func(asset string) (string, error) {
+		if sum, ok := sums[asset]; ok {
+			return sum, nil
+		}
+		return absent, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := DecodeManifest(rendered)
+	if err != nil {
+		return nil, err
+	}
+	var kept []index.Platform
+	for _, pl := range p.Spec.Platforms {
+		if pl.Sha256 != absent {
+			kept = append(kept, pl)
+		}
+	}
+	if len(kept) != len(sums) {
+		return nil, fmt.Errorf("the manifest offers %d of the %d archives built", len(kept), len(sums))
+	}
+	p.Spec.Platforms = kept
+	return yaml.Marshal(p)
+}
+
 func renderURL(url, tag string) (string, error) {
 	t, err := template.New("url").Option("missingkey=error").Parse(url)
 	if err != nil {

@@ -378,3 +378,29 @@ func FuzzParseSums(f *testing.F) {
 		}
 	})
 }
+
+// TestRenderPartialManifest: a build of some platforms gets a manifest
+// that offers exactly those, each with its own sum, and one that names an
+// archive of no platform of the template is refused.
+func TestRenderPartialManifest(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "..", "plugins", "krew.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linux := Platform{OS: "linux", Arch: "amd64"}
+	sum := strings.Repeat("cd", 32)
+	out, err := RenderPartialManifest(tmpl, "v1.2.3", map[string]string{ArchiveName("v1.2.3", linux): sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := DecodeManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.Platforms) != 1 || p.Spec.Platforms[0].Sha256 != sum || p.Spec.Platforms[0].Selector.MatchLabels["os"] != "linux" || p.Spec.Platforms[0].Selector.MatchLabels["arch"] != "amd64" {
+		t.Errorf("the partial manifest offers %+v, want linux/amd64 alone with its sum", p.Spec.Platforms)
+	}
+	if _, err := RenderPartialManifest(tmpl, "v1.2.3", map[string]string{"kubectl-apf_v1.2.3_plan9_386.tar.gz": sum}); err == nil {
+		t.Error("a partial manifest of an archive no platform offers was rendered")
+	}
+}
