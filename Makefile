@@ -29,7 +29,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # make test runs in two lines at once, each step's output printed whole when
 # it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
 # promtool) and VictoriaLogs and runs gofmt, the go mod tidy check and go vet
-# side by side, then go test, which does not vet again. Beside it, after go vet, one chain under
+# side by side, then go test (the e2e tests and the package tests side by side),
+# which does not vet again. Beside it, after go vet, one chain under
 # $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
 # test-release: dist, the krew tools, kubectl, the release tests), one step at
 # a time: it takes the CPU the path leaves, above all while
@@ -45,11 +46,17 @@ NICE ?=
 test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests of linux/amd64 (its archive, reproducibility, krew install and upgrade; make test-release builds and checks all six platforms).
 	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps DIST_PLATFORMS=linux/amd64 REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
 
-.PHONY: test-steps test-go test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
+.PHONY: test-steps test-go test-go-e2e test-go-pkgs test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
 test-steps: test-go test-beside
 
-test-go: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
-	$(GO) test -vet=off $(TEST_FLAGS) ./...
+# The e2e tests (about ten minutes, most of it waiting on control planes)
+# start as soon as go vet ends, beside the package tests, instead of after
+# them as the last package of one go test ./... would.
+test-go: test-go-e2e test-go-pkgs
+test-go-e2e: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
+	$(GO) test -vet=off $(TEST_FLAGS) ./test/e2e/
+test-go-pkgs: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
+	$(GO) test -vet=off $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
 
 # One job of make test's, so that the path to go test always has its own.
 # staticcheck reads the export data go vet compiled: it starts after it.
