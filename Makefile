@@ -12,6 +12,14 @@ COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 TEST_FLAGS ?= -count=1 -timeout 50m
+# Every go command here builds as hack/bin.sh builds the test binaries
+# (kube-apiserver, etcd, Prometheus, VictoriaLogs) and as the release is
+# built: without cgo and with -trimpath. The build cache then holds one
+# compile of each package they share (the standard library and the modules
+# at the same version) instead of one per set of flags, and the release's
+# linux/amd64 build links what go test compiled.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
 .PHONY: build
 build: ## Build bin/kubectl-apf.
