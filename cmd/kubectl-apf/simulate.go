@@ -90,7 +90,7 @@ against.`
 const simulateWindowHelp = logWindowHelp + `
 
 The CPU evidence of the metrics (a bundle's scrapes, two of them around the
-load, or a dump bundle --watch recording of many) is read from the two
+load, or the many of a bundle recorded over an incident by dump bundle) is read from the two
 scrapes that bracket the window replayed, and is used for the requests
 between them: the output says which window that is and which part of the
 workload. A log longer than the scrapes (the server's start-up, quiet
@@ -111,7 +111,7 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
   # A what-if on a server its CPU limit throttles: give the limit from its pod spec to the CPU model
   kubectl apf simulate --from bundle.tar.gz -w kube-apiserver.log -w audit.log -f change.yaml --cpu-limit 2
 
-  # The last hour of a day's logs, with the bundle a dump bundle --watch recorded over the incident
+  # The last hour of a day's logs, with the bundle dump bundle recorded over the incident
   kubectl apf simulate --from incident.tar.gz -w kube-apiserver.log -w audit.log --since 1h -f change.yaml
 
   # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON

@@ -54,7 +54,7 @@ func readServerMetrics(st *state.State, cfg Config, target calibrate.TimeRange) 
 	m.counts = counts
 	seen := 0
 	for _, s := range st.Snapshots {
-		first, last, ok := scrapePair(s.Metrics, target, calibrate.ActiveParams().ClockSlack)
+		first, last, ok := scrapePair(s.Metrics, target)
 		if !ok {
 			if len(s.Metrics) >= 2 {
 				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", len(s.Metrics), logs.FormatWindow(s.Metrics[0].Time, s.Metrics[len(s.Metrics)-1].Time), logs.FormatWindow(target.From, target.To)))

@@ -86,25 +86,27 @@ func count(ts []int64, from, to time.Time) int64 {
 
 // scrapePair picks, of an instance's scrapes (oldest first), the two whose
 // window best brackets target: the latest at or before its start and the
-// earliest at or after its end (to within slack), else the scrapes nearest
-// those ends inside it. A zero target takes the first and the last. ok is
-// false when no two scrapes are left (target lies wholly before or after
-// them).
-func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange, slack time.Duration) (first, last *metrics.Scrape, ok bool) {
+// earliest at or after its end, else the scrapes nearest those ends inside
+// it. A zero target takes the first and the last. ok is false when no two
+// scrapes are left (target lies wholly before or after them).
+func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange) (first, last *metrics.Scrape, ok bool) {
 	if len(ms) < 2 {
 		return nil, nil, false
 	}
 	if target.IsZero() {
 		return ms[0], ms[len(ms)-1], true
 	}
+	// the latest at or before the start, else the earliest; the earliest
+	// at or after the end, else the latest (the calibration's coverage
+	// rule then judges a pair that does not span the target)
 	i, j := 0, len(ms)-1
 	for k, m := range ms {
-		if !m.Time.After(target.From.Add(slack)) {
+		if !m.Time.After(target.From) {
 			i = k
 		}
 	}
 	for k := len(ms) - 1; k >= 0; k-- {
-		if !ms[k].Time.Before(target.To.Add(-slack)) {
+		if !ms[k].Time.Before(target.To) {
 			j = k
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // recordedLine is one request of a recording: its httplog line and its
@@ -284,4 +285,31 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 func recordingsDir(t *testing.T) string {
 	t.Helper()
 	return filepath.Dir(recordingDirs(t)[0])
+}
+
+// TestScrapePair: of a --watch bundle's scrapes, the evidence of a window
+// is read from the two that bracket it.
+func TestScrapePair(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ms []*metrics.Scrape
+	for k := range 10 { // one every 10s, 0s to 90s
+		ms = append(ms, &metrics.Scrape{Time: t0.Add(time.Duration(k) * 10 * time.Second)})
+	}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, c := range []struct {
+		from, to, first, last int
+		ok                    bool
+	}{
+		{25, 47, 20, 50, true}, // bracketed
+		{20, 50, 20, 50, true}, // on the scrapes
+		{-30, 47, 0, 50, true}, // starts before them: the earliest
+		{25, 200, 20, 90, true},
+		{100, 200, 0, 0, false}, // wholly after
+		{-50, -10, 0, 0, false}, // wholly before
+	} {
+		f, l, ok := scrapePair(ms, calibrate.TimeRange{From: at(c.from), To: at(c.to)})
+		if ok != c.ok || ok && (!f.Time.Equal(at(c.first)) || !l.Time.Equal(at(c.last))) {
+			t.Errorf("window %ds–%ds: %v %v %v, want %ds–%ds %v", c.from, c.to, f, l, ok, c.first, c.last, c.ok)
+		}
+	}
 }
