@@ -33,8 +33,8 @@ const bundleExample = `  # Capture every apiserver instance into a tarball
   # Capture into a directory, redacted
   kubectl apf dump bundle --to ./apf-bundle --redact
 
-  # Record the next incident: a scrape every 5s for up to a day, Ctrl-C ends it with a valid bundle
-  kubectl apf dump bundle --all-apiservers --watch 24h --interval 5s --to incident.tar.gz
+  # Record the next incident: a scrape every 10s for up to two hours (the scrapes are held in memory, about 100 kB each per instance), Ctrl-C ends it with a valid bundle
+  kubectl apf dump bundle --all-apiservers --watch 2h --interval 10s --to incident.tar.gz
 
   # Redact an existing bundle
   kubectl apf dump bundle --from apf.tar.gz --redact --to apf-redacted.tar.gz`

@@ -28,8 +28,10 @@ instance), the objects and dumps of the end, and the dumps of the start as
 start-dump_*.txt. Every command that reads a bundle reads it (the latest
 two scrapes give the rates), and simulate reads the CPU evidence of the two
 scrapes that bracket the window it replays, so the bundle is evidence for
-any window inside it: keep it running through a day, and replay the hour
-of the incident with simulate's window of its logs.`
+any window inside it: replay the minutes of the incident with simulate's
+window of its logs. The scrapes are held in memory until the bundle is
+written (about 100 kB each per instance): a watch of hours wants an
+--interval of 10s or more.`
 
 // startDumpPrefix names the start's debug dumps in a --watch bundle.
 const startDumpPrefix = "start-"
