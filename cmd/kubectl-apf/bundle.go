@@ -33,6 +33,9 @@ const bundleExample = `  # Capture every apiserver instance into a tarball
   # Capture into a directory, redacted
   kubectl apf dump bundle --to ./apf-bundle --redact
 
+  # Record the next incident: a scrape every 10s for up to two hours (the scrapes are held in memory, about 100 kB each per instance), Ctrl-C ends it with a valid bundle
+  kubectl apf dump bundle --all-apiservers --watch 2h --interval 10s --to incident.tar.gz
+
   # Redact an existing bundle
   kubectl apf dump bundle --from apf.tar.gz --redact --to apf-redacted.tar.gz`
 
@@ -48,6 +51,12 @@ type BundleOptions struct {
 	Redact          bool
 	RedactKey       string
 	MetricsInterval time.Duration
+	// Watch, when positive, records that long (--watch): a scrape every
+	// Interval between the captures of the start and of the end.
+	Watch    time.Duration
+	Interval time.Duration
+	// metricsIntervalSet says --metrics-interval was given.
+	metricsIntervalSet bool
 	*state.Options
 
 	genericiooptions.IOStreams
@@ -55,7 +64,7 @@ type BundleOptions struct {
 
 // NewBundleOptions returns the defaults of "kubectl apf dump bundle".
 func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
-	return &BundleOptions{MetricsInterval: 5 * time.Second, Options: newOptions(configFlags, state.Instances), IOStreams: streams}
+	return &BundleOptions{MetricsInterval: 5 * time.Second, Interval: 5 * time.Second, Options: newOptions(configFlags, state.Instances), IOStreams: streams}
 }
 
 // NewBundleCommand builds "kubectl apf dump bundle".
@@ -64,7 +73,7 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	cmd := &cobra.Command{
 		Use:     "bundle --to DIR|FILE.tar.gz",
 		Short:   "Capture objects, dumps and metrics of every apiserver into an offline bundle",
-		Long:    bundleLong,
+		Long:    bundleLong + bundleWatchHelp,
 		Example: bundleExample,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -75,14 +84,17 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	_ = fs.MarkHidden("output")
 	fs.BoolVar(&o.Redact, "redact", o.Redact, "Replace user names, namespaces, object names and request paths with stable pseudonyms.")
 	fs.StringVar(&o.RedactKey, "redact-key", o.RedactKey, "Key of the pseudonyms; the same key gives the same pseudonyms across bundles (default: a random key per bundle).")
-	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates.")
+	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates (without --watch).")
+	fs.DurationVar(&o.Watch, "watch", o.Watch, "Record for this long (10m, or 24h ended by Ctrl-C): scrape every instance's /metrics every --interval between the captures of the start and of the end.")
+	fs.DurationVar(&o.Interval, "interval", o.Interval, "Time between two /metrics scrapes with --watch.")
 	o.Options.AddFlags(fs)
 	return cmd
 }
 
 // Complete takes the deprecated -o as --to, with a warning, and builds the
 // source.
-func (o *BundleOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *BundleOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.metricsIntervalSet = cmd.Flags().Changed("metrics-interval")
 	if o.outputPath != "" {
 		if o.To != "" {
 			return fmt.Errorf("--to and the deprecated -o both name where the bundle goes; give --to only")
@@ -104,17 +116,35 @@ func (o *BundleOptions) Validate() error {
 	if o.RedactKey != "" && !o.Redact {
 		return fmt.Errorf("--redact-key needs --redact")
 	}
+	switch {
+	case o.Watch < 0:
+		return fmt.Errorf("--watch must not be negative, not %v", o.Watch)
+	case o.Watch > 0 && o.From != "":
+		return fmt.Errorf("--watch records a cluster's apiservers: give it without --from")
+	case o.Watch > 0 && o.metricsIntervalSet:
+		return fmt.Errorf("--watch scrapes every --interval: give --interval, not --metrics-interval")
+	case o.Watch > 0 && (o.Interval < 100*time.Millisecond || o.Interval > o.Watch):
+		return fmt.Errorf("--interval must be from 100ms to --watch's %v, not %v", o.Watch, o.Interval)
+	}
 	return o.Options.Validate()
 }
 
 // Run captures and writes the bundle.
 func (o *BundleOptions) Run(ctx context.Context) error {
 	// No offline hint: a bundle is what a cluster's capture makes.
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
+	var c *dump.Capture
+	var err error
+	if o.Watch > 0 {
+		c, err = o.runWatch(ctx)
+	} else {
+		c, err = captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
+		if err == nil {
+			printNotes(o.ErrOut, c.Notes)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	printNotes(o.ErrOut, c.Notes)
 	if o.Redact {
 		key := []byte(o.RedactKey)
 		if len(key) == 0 {
@@ -134,6 +164,16 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	}
 	for _, f := range c.Failures {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
+	}
+	if o.Watch > 0 {
+		least := -1
+		for _, s := range c.Snapshots {
+			if least < 0 || len(s.Metrics) < least {
+				least = len(s.Metrics)
+			}
+		}
+		fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), len(c.Snapshots), max(least, 0))
+		return nil
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", sanitize.Line(o.To), len(c.Snapshots))
 	return nil

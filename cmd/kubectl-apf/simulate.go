@@ -86,6 +86,19 @@ execution would stall more often, which keeping the recorded execution
 times does not show. See docs/simulate.md for what the replay is checked
 against.`
 
+// simulateWindowHelp is the window of simulate's log and of its evidence.
+const simulateWindowHelp = logWindowHelp + `
+
+The CPU evidence of the metrics (a bundle's scrapes, two of them around the
+load, or the many of a bundle recorded over an incident by dump bundle) is read from the two
+scrapes that bracket the window replayed, and is used for the requests
+between them: the output says which window that is and which part of the
+workload. A log longer than the scrapes (the server's start-up, quiet
+hours, the capture's own reads) is replayed over the scrapes' window alone
+when the requests outside it, none of them answered 429, would leave fewer
+than 90% of the log between the scrapes; with 429s outside, the evidence
+did not see that load and is not used (--since/--until choose the window).`
+
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
 
@@ -97,6 +110,9 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 
   # A what-if on a server its CPU limit throttles: give the limit from its pod spec to the CPU model
   kubectl apf simulate --from bundle.tar.gz -w kube-apiserver.log -w audit.log -f change.yaml --cpu-limit 2
+
+  # The last hour of a day's logs, with the bundle dump bundle recorded over the incident
+  kubectl apf simulate --from incident.tar.gz -w kube-apiserver.log -w audit.log --since 1h -f change.yaml
 
   # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON
   kubectl apf simulate --defaults --server-concurrency 15 --workload burst.jsonl -o json`
@@ -129,6 +145,8 @@ type SimulateOptions struct {
 
 	// VLogs reads the workload from VictoriaLogs instead (--victorialogs).
 	VLogs vlogsSimulateFlags
+	// Window is --since/--until over the --workload files.
+	Window logWindowFlags
 
 	genericiooptions.IOStreams
 }
@@ -144,7 +162,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	cmd := &cobra.Command{
 		Use:     "simulate --workload FILE...",
 		Short:   "Replay recorded traffic through APF's queues, before and after a configuration change",
-		Long:    simulateLong + workloadInstancesHelp,
+		Long:    simulateLong + simulateWindowHelp + workloadInstancesHelp,
 		Example: simulateExample,
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
@@ -152,6 +170,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	o.VLogs.addFlags(cmd.Flags(), configFlags)
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	o.Instances.addFlags(cmd.Flags())
+	o.Window.addFlags(cmd.Flags(), "--workload")
 	o.Options.AddFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	o.Server.AddFlags(cmd.Flags())
@@ -185,6 +204,9 @@ func (o *SimulateOptions) Validate() error {
 		if err := o.VLogs.validate(o); err != nil {
 			return err
 		}
+		if !o.Window.IsZero() {
+			return fmt.Errorf("--since/--until cut --workload files: the window of --victorialogs is --victorialogs-since/--victorialogs-until")
+		}
 	} else if len(o.Workloads) == 0 {
 		return fmt.Errorf("no workload given: pass --workload FILE (httplog lines, audit events or JSONL; give the apiserver's log and audit log together to join them)")
 	}
@@ -198,6 +220,9 @@ func (o *SimulateOptions) Validate() error {
 		return fmt.Errorf("--workload -: standard input can be read only once")
 	}
 	if err := o.Instances.validate(o.Workloads); err != nil {
+		return err
+	}
+	if err := o.Window.Validate(); err != nil {
 		return err
 	}
 	for _, f := range o.Files {
@@ -229,7 +254,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
-		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed}
+		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()
 	}

@@ -190,3 +190,22 @@ type requestsResult struct {
 func typeMetaList(kind string) metav1.TypeMeta {
 	return metav1.TypeMeta{APIVersion: FlowcontrolGroup + "/v1", Kind: kind}
 }
+
+// HasMetrics reports whether s holds an i-th metrics scrape.
+func HasMetrics(s *Snapshot, i int) bool {
+	_, ok := s.Raw[MetricsFile(i)]
+	return ok
+}
+
+// MoveMetrics moves the i-th metrics scrape of from (its body, time and
+// what it cannot tell) to the j-th of to, as dump bundle --watch appends
+// each scrape to the instance's: to's parsed Metrics are those of its Raw
+// once ParseRaw runs again.
+func MoveMetrics(from *Snapshot, i int, to *Snapshot, j int) {
+	for _, k := range [][2]string{{MetricsFile(i), MetricsFile(j)}, {MetricsTimeKey(i), MetricsTimeKey(j)}, {MetricsUnknownKey(i), MetricsUnknownKey(j)}} {
+		if b, ok := from.Raw[k[0]]; ok {
+			to.Raw[k[1]] = b
+			delete(from.Raw, k[0])
+		}
+	}
+}

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -26,12 +27,18 @@ type serverMetrics struct {
 	// and the window between them: the CPU models' evidence (none
 	// otherwise). calibrateWorkload adds --cpu-limit.
 	evidence calibrate.Evidence
-	notes    []string
+	// scrapes are those the evidence's instance holds (of which two
+	// were read).
+	scrapes int
+	notes   []string
 }
 
 // readServerMetrics reads, for the calibration, the metrics the state was
-// loaded with (none with --defaults).
-func readServerMetrics(st *state.State, cfg Config) serverMetrics {
+// loaded with (none with --defaults): the evidence of the two scrapes that
+// best bracket target (the window replayed; scrapePair), so that a bundle
+// of many scrapes (dump bundle --watch) is evidence for any window inside
+// it.
+func readServerMetrics(st *state.State, cfg Config, target calibrate.TimeRange) serverMetrics {
 	var m serverMetrics
 	if !cfg.Calibrate || len(st.Snapshots) == 0 {
 		return m
@@ -47,10 +54,13 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 	m.counts = counts
 	seen := 0
 	for _, s := range st.Snapshots {
-		if len(s.Metrics) < 2 {
+		first, last, ok := scrapePair(s.Metrics, target)
+		if !ok {
+			if len(s.Metrics) >= 2 {
+				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", len(s.Metrics), logs.FormatWindow(s.Metrics[0].Time, s.Metrics[len(s.Metrics)-1].Time), logs.FormatWindow(target.From, target.To)))
+			}
 			continue
 		}
-		first, last := s.Metrics[0], s.Metrics[len(s.Metrics)-1]
 		a, okGC := metrics.GCActivityBetween(first, last)
 		u, okCPU := metrics.CPUUseBetween(first, last)
 		if !okGC && !okCPU {
@@ -66,6 +76,7 @@ func readServerMetrics(st *state.State, cfg Config) serverMetrics {
 			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
+		m.scrapes = len(s.Metrics)
 		if okCPU {
 			m.evidence.CPUUse = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
 		}

@@ -30,6 +30,19 @@ type split struct {
 	// to its name
 	names    []string
 	resolved map[string]string
+	// arrivals are the workload's arrival times; window, when not nil,
+	// the part of it replayed (reader)
+	arrivals arrivals
+	window   *ReplayWindow
+}
+
+// reader reads the tape again, within the window if one was chosen.
+func (sp *split) reader(ctx context.Context) workload.Reader {
+	r := logs.Cancellable(ctx, sp.tape.Reader())
+	if sp.window == nil {
+		return r
+	}
+	return &logs.Cut{Src: r, From: sp.window.From, To: sp.window.To}
 }
 
 // splitInstances reads src once onto a tape and finds the apiserver
@@ -50,6 +63,7 @@ func splitInstances(ctx context.Context, src workload.Reader, files *workload.Fi
 			return nil, err
 		}
 		raws[w.Instance] = true
+		sp.arrivals.add(&w)
 	}
 	if len(raws) == 0 {
 		sp.tape.Close()
@@ -94,7 +108,7 @@ func runInstances(ctx context.Context, st *state.State, cfg Config, before, afte
 	}
 	var insts []InstanceResult
 	for _, name := range sp.names {
-		res, err := runOne(ctx, st, cfg, before, after, m, logs.Cancellable(ctx, &instanceReader{Reader: sp.tape.Reader(), resolved: sp.resolved, name: name}))
+		res, err := runOne(ctx, st, cfg, before, after, m, logs.Cancellable(ctx, &instanceReader{Reader: sp.reader(ctx), resolved: sp.resolved, name: name}))
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", name, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -50,7 +51,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := readServerMetrics(st, cfg)
+		m := readServerMetrics(st, cfg, calibrate.TimeRange{})
 		m.evidence.Runtime, m.evidence.CPUUse = nil, nil
 		fs, err := workload.OpenFiles(files[gi.Name], workload.Options{Lenient: true})
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -85,7 +86,7 @@ func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy 
 		t.Fatal(err)
 	}
 	defer files.Close()
-	m := readServerMetrics(st, cfg)
+	m := readServerMetrics(st, cfg, calibrate.TimeRange{})
 	rc := newReplayConfigs(st, cfg, before, after, m.counts)
 	src, cal, err := prepareWorkload(ctx, files.Reader, &rc, m, cfg)
 	if err != nil {

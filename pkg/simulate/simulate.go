@@ -71,6 +71,9 @@ type Config struct {
 	// Open, when set, opens the workload instead of Workloads (the audit
 	// events of a log store).
 	Open func() (*workload.Files, error)
+	// Window is --since/--until: the part of the workload replayed,
+	// relative times counted back from its last request.
+	Window logs.Window
 }
 
 // Result is a replay's answer. It encodes as "simulate -o json" prints it.
@@ -104,6 +107,13 @@ type Result struct {
 	// ServerSpeed is Config.ServerSpeed, the speed of the changed
 	// configuration's server against the recorded one's (absent: 1).
 	ServerSpeed float64 `json:"serverSpeed,omitempty"`
+	// Window is the part of the workload replayed, when not all of it:
+	// --since/--until's, or the window of the metrics' evidence
+	// (Evidence.Cut).
+	Window *ReplayWindow `json:"window,omitempty"`
+	// Evidence says which window the metrics' CPU evidence covers and
+	// which part of the workload that is (absent without evidence).
+	Evidence *EvidenceCoverage `json:"evidence,omitempty"`
 	// Warnings say where a change leaves the recorded regime.
 	Warnings []Warning `json:"warnings,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
@@ -135,23 +145,44 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer files.Close()
-	m := readServerMetrics(st, cfg)
 	src := logs.Cancellable(ctx, files.Reader)
 	split, err := splitInstances(ctx, src, files)
 	if err != nil {
 		return nil, err
 	}
+	var (
+		m        serverMetrics
+		window   *ReplayWindow
+		coverage *EvidenceCoverage
+	)
 	if split != nil {
 		defer split.tape.Close()
-		if len(split.names) > 1 {
-			return runInstances(ctx, st, cfg, before, after, notes, m, files, split)
+		if window, err = resolveWindow(cfg, &split.arrivals); err != nil {
+			return nil, err
 		}
-		src = logs.Cancellable(ctx, split.tape.Reader())
+		target := calibrate.TimeRange{From: split.arrivals.span.First, To: split.arrivals.span.Last}
+		if window != nil {
+			target = calibrate.TimeRange{From: window.From, To: window.To}
+		}
+		m = readServerMetrics(st, cfg, target)
+		coverage, window = coverEvidence(m, &split.arrivals, window)
+		split.window = window
+		if len(split.names) > 1 {
+			res, err := runInstances(ctx, st, cfg, before, after, notes, m, files, split)
+			if res != nil {
+				res.Window = window
+			}
+			return res, err
+		}
+		src = split.reader(ctx)
+	} else {
+		m = readServerMetrics(st, cfg, calibrate.TimeRange{})
 	}
 	res, err := runOne(ctx, st, cfg, before, after, m, src)
 	if err != nil {
 		return nil, err
 	}
+	res.Window, res.Evidence = window, coverage
 	if res.Workload.Records == 0 {
 		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
 	}

@@ -206,6 +206,10 @@ func SetParams(p Params) (restore func()) {
 	return func() { params = old }
 }
 
+// ActiveParams are the figures the calibrations that start now run with
+// (DefaultParams, unless SetParams replaced them).
+func ActiveParams() Params { return params }
+
 // DefaultParams are the figures the calibration runs with.
 func DefaultParams() Params {
 	return Params{

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
 
@@ -31,6 +32,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
 	}
 	fmt.Fprintln(w)
+	printWindow(w, rep)
 	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, rep.ReleaseFrom)
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s)\n", rep.ServerConcurrencyLimit, rep.ServerConcurrencySource)
 	if rep.After != nil {
@@ -318,3 +320,34 @@ func plural(n int, one, many string) string {
 
 // change renders "a" when b is empty or equal, else "a->b".
 func change(a, b string) string { return capacity.Change(a, b) }
+
+// printWindow says which part of the log was replayed (--since/--until),
+// and which window the metrics' CPU evidence covers and which part of the
+// workload that is.
+func printWindow(w io.Writer, rep *simulate.Result) {
+	if win := rep.Window; win != nil && win.Given {
+		fmt.Fprintf(w, "Window: %s (--since/--until): %d of the log's %d %s (%s).\n", logs.FormatWindow(win.From, win.To), win.Requests, win.Of, plural(int(win.Of), "request", "requests"), percent(win.Requests, win.Of))
+	}
+	e := rep.Evidence
+	if e == nil {
+		return
+	}
+	fmt.Fprintf(w, "CPU evidence: the metrics' scrapes from %s (%s apart; 2 of the %d read) cover %d of the %d %s (%s)",
+		logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), e.Scrapes, e.Requests, e.Total, plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
+	switch {
+	case e.Cut:
+		fmt.Fprintf(w, ": only those are replayed; the %d before and %d after, none answered 429, are not the load the evidence saw (--since/--until choose another window).\n", e.Before, e.After)
+	case e.Requests < e.Total && e.RejectedOutside > 0:
+		fmt.Fprintf(w, "; %d recorded 429s lie outside it.\n", e.RejectedOutside)
+	default:
+		fmt.Fprintln(w, ".")
+	}
+}
+
+// percent is n of d as a percentage, "-" when d is 0.
+func percent(n, d int64) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d))
+}

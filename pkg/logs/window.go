@@ -1,0 +1,139 @@
+package logs
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+)
+
+// Window is --since/--until over a recorded log: the part of the log to
+// read. Relative times count back from the log's own end (its last
+// request's arrival), never from the wall clock, so that the same flags
+// cut the same requests out of a log of last year as out of one of today.
+//
+//   - Until is RFC 3339 (2026-11-23T03:10:00Z), "now" (the log's end), or
+//     relative: "-2h" or "2h ago" before the log's end. Empty: the log's end.
+//   - Since is a duration, the window's length before Until ("10m", "1d"),
+//     or a time as Until takes it (RFC 3339, "-2h", "2h ago"): the window's
+//     start. Empty: the log's start.
+type Window struct {
+	Since, Until string
+}
+
+// IsZero reports whether no window was given: the whole log is read.
+func (w Window) IsZero() bool { return w.Since == "" && w.Until == "" }
+
+// Relative reports whether resolving the window needs the log's end.
+func (w Window) Relative() bool {
+	if w.Until == "" {
+		return w.Since != "" && !isAbsolute(w.Since)
+	}
+	return !isAbsolute(w.Until) || w.Since != "" && !isAbsolute(w.Since)
+}
+
+// isAbsolute says whether s is an RFC 3339 time.
+func isAbsolute(s string) bool {
+	_, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	return err == nil
+}
+
+// Validate checks the flags' syntax without the log: one actionable
+// error. Whether the window is empty is known once the log is read
+// (Resolve).
+func (w Window) Validate() error {
+	end := time.Unix(1<<32, 0)
+	_, _, err := w.resolve(end.Add(-time.Hour), end)
+	return err
+}
+
+// Resolve returns the window's bounds over a log whose requests arrived
+// from first to last. A bound not given is the log's own (first or last).
+func (w Window) Resolve(first, last time.Time) (from, to time.Time, err error) {
+	if from, to, err = w.resolve(first, last); err != nil {
+		return from, to, err
+	}
+	if from.After(to) {
+		return time.Time{}, time.Time{}, fmt.Errorf("--since/--until: the window starts at %s, after its end %s", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+	}
+	return from, to, nil
+}
+
+func (w Window) resolve(first, last time.Time) (from, to time.Time, err error) {
+	from, to = first, last
+	if w.Until != "" {
+		if to, err = history.ParseTime(w.Until, last); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--until: %w", err)
+		}
+	}
+	if s := strings.TrimSpace(w.Since); s != "" {
+		if d, derr := history.ParseDuration(s); derr == nil {
+			from = to.Add(-d)
+		} else if from, err = history.ParseTime(s, last); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--since %q is neither a duration (the window's length before --until: 10m, 2h, 1d) nor a time (RFC 3339, -2h or \"2h ago\" before the log's end)", s)
+		}
+	}
+	return from, to, nil
+}
+
+// Span is the window of a log's arrivals, and how many requests it read.
+type Span struct {
+	First, Last time.Time
+	Requests    int64
+}
+
+// Add counts a request's arrival (one without a time is counted, but
+// moves neither end).
+func (s *Span) Add(r *workload.Request) {
+	s.Requests++
+	if r.TimeUnknown || r.Arrival.IsZero() {
+		return
+	}
+	if s.First.IsZero() || r.Arrival.Before(s.First) {
+		s.First = r.Arrival
+	}
+	if r.Arrival.After(s.Last) {
+		s.Last = r.Arrival
+	}
+}
+
+// Cut reads the requests of src that arrived from from to to (both
+// included); a request without a time is left out, and counted.
+type Cut struct {
+	Src      workload.Reader
+	From, To time.Time
+	// Kept and Outside count the requests read and left out; NoTime those
+	// left out because they carry no time.
+	Kept, Outside, NoTime int64
+}
+
+// Next yields the next request inside the window.
+func (c *Cut) Next(r *workload.Request) error {
+	for {
+		if err := c.Src.Next(r); err != nil {
+			return err
+		}
+		switch {
+		case r.TimeUnknown || r.Arrival.IsZero():
+			c.NoTime++
+			c.Outside++
+		case r.Arrival.Before(c.From) || r.Arrival.After(c.To):
+			c.Outside++
+		default:
+			c.Kept++
+			return nil
+		}
+	}
+}
+
+// FormatWindow renders a window as "2026-11-28T02:40:09.69Z–02:40:38.308Z".
+func FormatWindow(from, to time.Time) string {
+	f, t := from.UTC(), to.UTC()
+	end := t.Format("15:04:05.999Z07:00")
+	if f.YearDay() != t.YearDay() || f.Year() != t.Year() {
+		end = t.Format(time.RFC3339Nano)
+	}
+	return f.Format(time.RFC3339Nano) + "–" + end
+}

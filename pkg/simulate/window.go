@@ -1,0 +1,173 @@
+package simulate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// ReplayWindow is the part of the log the replay read: the window of
+// --since/--until, or the one the metrics' evidence covers (Evidence.Cut).
+type ReplayWindow struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Requests are those of the log inside the window, Of all the log's.
+	Requests int64 `json:"requests"`
+	Of       int64 `json:"of"`
+	// Given says the window is --since/--until's, not the evidence's.
+	Given bool `json:"given"`
+}
+
+// EvidenceCoverage says which window the metrics' CPU evidence covers and
+// which part of the workload that is.
+type EvidenceCoverage struct {
+	// Metrics is the window between the two scrapes read, of Scrapes the
+	// instance holds.
+	Metrics calibrate.TimeRange `json:"metrics"`
+	Scrapes int                 `json:"scrapes"`
+	// Requests of the workload (within --since/--until) arrived between
+	// the scrapes (widened by the calibration's clock slack), Before and
+	// After it, of Total; RejectedOutside are the recorded 429s outside.
+	Requests        int64 `json:"requests"`
+	Before          int64 `json:"before"`
+	After           int64 `json:"after"`
+	Total           int64 `json:"total"`
+	RejectedOutside int64 `json:"rejectedOutside"`
+	// Cut says the replay reads only the requests between the scrapes:
+	// the others arrived before or after the load the evidence saw (the
+	// server's start-up, quiet hours, the capture's own reads), none of
+	// them answered 429, and too many to claim the evidence for.
+	Cut bool `json:"cut,omitempty"`
+}
+
+// Share is the part of the workload between the scrapes (0 for none).
+func (e *EvidenceCoverage) Share() float64 {
+	if e == nil || e.Total == 0 {
+		return 0
+	}
+	return float64(e.Requests) / float64(e.Total)
+}
+
+// arrivals are the workload's arrival times as read (UnixNano, 0 when a
+// request carries none) and those of its recorded 429s.
+type arrivals struct {
+	span     logs.Span
+	all      []int64
+	rejected []int64
+}
+
+func (a *arrivals) add(r *workload.Request) {
+	a.span.Add(r)
+	var t int64
+	if !r.TimeUnknown && !r.Arrival.IsZero() {
+		t = r.Arrival.UnixNano()
+	}
+	a.all = append(a.all, t)
+	if r.Status == 429 && t != 0 {
+		a.rejected = append(a.rejected, t)
+	}
+}
+
+// count counts the arrivals from from to to (both included; zero bounds
+// are open).
+func count(ts []int64, from, to time.Time) int64 {
+	var n int64
+	for _, t := range ts {
+		if t != 0 && (from.IsZero() || t >= from.UnixNano()) && (to.IsZero() || t <= to.UnixNano()) {
+			n++
+		}
+	}
+	return n
+}
+
+// scrapePair picks, of an instance's scrapes (oldest first), the two whose
+// window best brackets target: the latest at or before its start and the
+// earliest at or after its end, else the scrapes nearest those ends inside
+// it. A zero target takes the first and the last. ok is false when no two
+// scrapes are left (target lies wholly before or after them).
+func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange) (first, last *metrics.Scrape, ok bool) {
+	if len(ms) < 2 {
+		return nil, nil, false
+	}
+	if target.IsZero() {
+		return ms[0], ms[len(ms)-1], true
+	}
+	// the latest at or before the start, else the earliest; the earliest
+	// at or after the end, else the latest (the calibration's coverage
+	// rule then judges a pair that does not span the target)
+	i, j := 0, len(ms)-1
+	for k, m := range ms {
+		if !m.Time.After(target.From) {
+			i = k
+		}
+	}
+	for k := len(ms) - 1; k >= 0; k-- {
+		if !ms[k].Time.Before(target.To) {
+			j = k
+		}
+	}
+	if j <= i {
+		return nil, nil, false
+	}
+	return ms[i], ms[j], true
+}
+
+// resolveWindow turns cfg.Window into the replay's window over the
+// workload read (nil without --since/--until).
+func resolveWindow(cfg Config, a *arrivals) (*ReplayWindow, error) {
+	if cfg.Window.IsZero() {
+		return nil, nil
+	}
+	if a.span.First.IsZero() {
+		return nil, fmt.Errorf("--since/--until: the workload's requests carry no time (a log without its klog headers), so no window can be cut from it")
+	}
+	from, to, err := cfg.Window.Resolve(a.span.First, a.span.Last)
+	if err != nil {
+		return nil, err
+	}
+	w := &ReplayWindow{From: from, To: to, Requests: count(a.all, from, to), Of: int64(len(a.all)), Given: true}
+	if w.Requests == 0 {
+		return nil, fmt.Errorf("--since/--until: the window %s holds none of the workload's %d requests, which arrived over %s", logs.FormatWindow(from, to), w.Of, logs.FormatWindow(a.span.First, a.span.Last))
+	}
+	return w, nil
+}
+
+// coverEvidence says which part of the workload (within win, if any) the
+// metrics' evidence covers and, without --since/--until, cuts the replay
+// to the evidence's window when the requests outside it would otherwise
+// refuse the evidence (fewer than MinCoveredArrivals between the scrapes)
+// though none of them was answered 429: they are not the load the
+// evidence is asked about. With 429s outside, the evidence did not see
+// that load, and the calibration refuses it as before (Result.Uncovered).
+func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
+	mw := m.evidence.MetricsWindow
+	if m.evidence.Runtime == nil && m.evidence.CPUUse == nil || mw.IsZero() {
+		return nil, win
+	}
+	p := calibrate.ActiveParams()
+	var from, to time.Time
+	if win != nil {
+		from, to = win.From, win.To
+	}
+	inFrom, inTo := mw.From.Add(-p.ClockSlack), mw.To.Add(p.ClockSlack)
+	if from.After(inFrom) {
+		inFrom = from
+	}
+	if !to.IsZero() && to.Before(inTo) {
+		inTo = to
+	}
+	c := &EvidenceCoverage{Metrics: mw, Scrapes: m.scrapes, Total: count(a.all, from, to)}
+	c.Requests = count(a.all, inFrom, inTo)
+	c.Before = count(a.all, from, inFrom.Add(-1))
+	c.After = c.Total - c.Requests - c.Before
+	c.RejectedOutside = count(a.rejected, from, to) - count(a.rejected, inFrom, inTo)
+	if win == nil && c.Requests > 0 && c.Requests < c.Total && c.Share() < p.MinCoveredArrivals && c.RejectedOutside == 0 {
+		c.Cut = true
+		win = &ReplayWindow{From: inFrom, To: inTo, Requests: c.Requests, Of: c.Total}
+	}
+	return c, win
+}

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+)
+
+// lockedBuffer is a buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDumpBundleWatch records the local control plane with dump bundle
+// --watch for a few seconds, ends it with SIGINT as Ctrl-C does, and reads
+// the bundle back: it holds a scrape of every second, and top levels and
+// simulate read it (simulate over a window inside the watch, whose CPU
+// evidence it then covers).
+func TestDumpBundleWatch(t *testing.T) {
+	c := cluster(t)
+	kc := kubeconfig(t, c)
+	bin := pluginBinary(t)
+	bundle := filepath.Join(t.TempDir(), "watch.tar.gz")
+	cmd := exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "1s", "--to", bundle)
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const want = 5
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(errOut.String(), ": 5 scrapes,") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no progress line with %d scrapes after 2 minutes; stderr:\n%s", want, errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dump bundle --watch after SIGINT: %v\nstderr:\n%s", err, errOut.String())
+	}
+	t.Logf("stderr:\n%s", errOut.String())
+	if !strings.Contains(errOut.String(), "wrote "+bundle) {
+		t.Errorf("stderr does not say the bundle was written:\n%s", errOut.String())
+	}
+
+	files, err := dump.ReadBundleFiles(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(capt.Snapshots) == 0 {
+		t.Fatal("the bundle holds no instance")
+	}
+	s := capt.Snapshots[0]
+	// the five the progress line counted (the start's among them), and
+	// the end's
+	if len(s.Metrics) < want+1 {
+		t.Fatalf("the bundle holds %d scrapes of %s, want at least %d", len(s.Metrics), s.Instance, want+1)
+	}
+	for i := 1; i < len(s.Metrics); i++ {
+		if !s.Metrics[i].Time.After(s.Metrics[i-1].Time) {
+			t.Errorf("scrape %d at %v is not after scrape %d at %v", i, s.Metrics[i].Time, i-1, s.Metrics[i-1].Time)
+		}
+	}
+	if _, ok := s.Raw[dump.FilePriorityLevels]; !ok {
+		t.Error("the bundle holds no priority-level dump of the end")
+	}
+	if _, ok := s.Raw["start-"+dump.FilePriorityLevels]; !ok {
+		t.Error("the bundle holds no priority-level dump of the start")
+	}
+
+	mustApf(t, "top", "levels", "--from", bundle)
+
+	// simulate over a window inside the watch: the log's requests of
+	// the second to the second-last scrape, evidence the bundle covers
+	time.Sleep(time.Second) // let the audit backend flush its last batch
+	a := c.APIServers[0]
+	logFile, auditLog := copyFile(t, a.LogFile), copyFile(t, a.AuditLog)
+	since := s.Metrics[1].Time.UTC().Format(time.RFC3339Nano)
+	until := s.Metrics[len(s.Metrics)-2].Time.UTC().Format(time.RFC3339Nano)
+	res := mustApf(t, "simulate", "--from", bundle, "--workload", logFile, "--workload", auditLog, "--since", since, "--until", until, "-o", "json")
+	var got struct {
+		Window *struct {
+			Requests, Of int64
+		} `json:"window"`
+		Evidence *struct {
+			Requests, Total int64
+			Scrapes         int
+		} `json:"evidence"`
+	}
+	if err := json.Unmarshal([]byte(res), &got); err != nil {
+		t.Fatalf("simulate -o json: %v\n%s", err, res)
+	}
+	if got.Window == nil || got.Window.Requests == 0 || got.Window.Requests >= got.Window.Of {
+		t.Errorf("window %+v: want some of the log's requests, not all", got.Window)
+	}
+	if got.Evidence == nil || got.Evidence.Scrapes != len(s.Metrics) || got.Evidence.Requests != got.Evidence.Total {
+		t.Errorf("evidence %+v: want the %d scrapes' evidence covering every request of the window", got.Evidence, len(s.Metrics))
+	}
+	text := mustApf(t, "simulate", "--from", bundle, "--workload", logFile, "--workload", auditLog, "--since", since, "--until", until)
+	t.Logf("simulate over the window:\n%s", text)
+}
