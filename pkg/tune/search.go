@@ -247,9 +247,6 @@ func (w *world) candidates(ck *checker, opts Options) ([]*Candidate, map[string]
 		}
 		why, objs := ck.check(d)
 		if why != "" {
-			if debugRefusals != nil {
-				debugRefusals(why)
-			}
 			refused[refusalKind(why)]++
 			continue
 		}
@@ -429,5 +426,3 @@ func levelTotals(ls []fairqueue.LevelResult) map[string]fairqueue.LevelResult {
 	}
 	return m
 }
-
-var debugRefusals func(string)
