@@ -57,7 +57,7 @@ them. When no candidate meets the goal, tune says so and why (on a server
 short of CPU, more seats buy nothing).
 
 tune only reads: -o yaml prints the objects of a candidate, for
-kubectl diff -f - and kubectl apply --server-side -f -. docs/tune.md
+kubectl diff -f - and kubectl apply -f - (server-side apply too). docs/tune.md
 describes the search and the JSON of -o json.`
 
 const tuneExample = `  # Which change would have kept the 429s of this incident off the clients that got them?
@@ -71,7 +71,7 @@ const tuneExample = `  # Which change would have kept the 429s of this incident 
 
   # Review and apply the best candidate
   kubectl apf tune --from bundle.tar.gz -w kube-apiserver.log -w audit.log -o yaml > tune.yaml
-  kubectl diff -f tune.yaml && kubectl apply --server-side -f tune.yaml`
+  kubectl diff -f tune.yaml && kubectl apply -f tune.yaml`
 
 // TuneOptions holds the flags of "kubectl apf tune": simulate's inputs and
 // the goal.
