@@ -167,20 +167,27 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
+	o.addInputFlags(cmd, configFlags)
+	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
+	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
+	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
+	o.Flags.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// addInputFlags registers the flags of the replay's inputs, which tune
+// shares: the workload (files, instances, --victorialogs), the state, the
+// server and the calibration.
+func (o *SimulateOptions) addInputFlags(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags) {
 	o.VLogs.addFlags(cmd.Flags(), configFlags)
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	o.Instances.addFlags(cmd.Flags())
 	o.Window.addFlags(cmd.Flags(), "--workload")
 	o.Options.AddFlags(cmd.Flags())
-	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	o.Server.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
-	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
-	o.Flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
-	return cmd
 }
 
 // Complete parses --set and resolves the configuration source.
@@ -245,21 +252,9 @@ func (o *SimulateOptions) Validate() error {
 // Run loads the state once, replays the workload and prints the result,
 // its notes on stderr.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
+	st, cfg, err := o.load(ctx)
 	if err != nil {
 		return err
-	}
-	insts, err := o.Instances.options(o.Workloads)
-	if err != nil {
-		return err
-	}
-	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
-		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
-	if o.Source != nil {
-		cfg.Source = o.Source.Describe()
-	}
-	if o.VLogs.enabled() {
-		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
 	}
 	res, err := simulate.Run(ctx, st, cfg)
 	if err != nil {
@@ -273,4 +268,26 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	res.ReleaseFrom = sanitize.Line(res.ReleaseFrom)
 	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return simrender.Write(w, res, o.MaxFlows) })
+}
+
+// load loads the state once and returns it with the replay's Config, as
+// simulate and tune run it.
+func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Config, error) {
+	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
+	if err != nil {
+		return nil, simulate.Config{}, err
+	}
+	insts, err := o.Instances.options(o.Workloads)
+	if err != nil {
+		return nil, simulate.Config{}, err
+	}
+	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
+		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
+	if o.Source != nil {
+		cfg.Source = o.Source.Describe()
+	}
+	if o.VLogs.enabled() {
+		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
+	}
+	return st, cfg, nil
 }
