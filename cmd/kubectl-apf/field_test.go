@@ -641,6 +641,15 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "429", "--from", "@"},
 			wantRe:  []string{`global-default[^\n]*\b1,?533\b`},
 			notWant: []string{"no priority level is rejecting requests", "e+03", "--seat level"}},
+		// The same dump's global-default line: WaitingRequests 0 and
+		// ExecutingRequests 0 (its fifth and sixth columns); a dump counts
+		// requests, not seats, so the seats in use are unknown. explain 429
+		// printed "- in use" and left the executing count out, which its
+		// JSON held (issue 58, also seen).
+		{name: "dump with a grepped line: explain 429 shows the dump's executing count", artifact: "built/dump-levels-rejected-plus-grep.txt",
+			args:    []string{"explain", "429", "--from", "@"},
+			want:    []string{"limit - seats (nominal -), 0 executing (seats in use unknown), 0 waiting", "0 requests executing, from dump_priority_levels"},
+			notWant: []string{"- in use"}},
 		// built/prose-then-rejected.txt: the guide's sentence, then its
 		// block (100 time-out rejections of workload-low), piped (R10).
 		{name: "prose then metrics, piped to explain 429", artifact: "built/prose-then-rejected.txt", stdin: true,

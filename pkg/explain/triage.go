@@ -303,6 +303,9 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	}
 	lt.Flows = flowLoads(c, live, name, full)
 	share := func(x *float64) string {
+		if x == nil && st.Executing != nil {
+			return fmt.Sprintf("seats in use unknown (of %s; %s requests executing, from %s)", Num(st.CurrentLimit), Num(st.Executing), row.From[levels.FigureExecuting])
+		}
 		if x == nil {
 			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
 		}
