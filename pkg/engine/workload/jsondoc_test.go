@@ -228,3 +228,168 @@ func TestJSONRefusalsNameWhatWasSeen(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBareDocStream: JSON objects written one after the other (pretty or
+// not), none of which holds an array of records, are yielded one by one,
+// bytes for bytes as encoding/json's decoder splits them, whatever the
+// size of the first buffer.
+func FuzzBareDocStream(f *testing.F) {
+	f.Add([]byte("{\n  \"kind\": \"Event\",\n  \"a\": [1, {\"b\": \"}\"}]\n}\n{\"kind\":\"Event\"}{}"))
+	f.Add([]byte(`{"s":"\"{"} {"t":{"events":[]}}`))
+	f.Add([]byte("{\"protoPayload\": {\"x\": 1}}\n\n{\"results\": 3}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		var want []json.RawMessage
+		ok := true
+		for {
+			var v json.RawMessage
+			err := dec.Decode(&v)
+			if err != nil {
+				ok = err.Error() == "EOF"
+				break
+			}
+			var m map[string]json.RawMessage
+			if json.Unmarshal(v, &m) != nil || v[0] != '{' {
+				ok = false
+				break
+			}
+			for _, a := range recordArrays {
+				if x, has := m[a[0]]; has && len(x) > 0 && (x[0] == '[' || x[0] == '{') {
+					ok = false
+				}
+			}
+			want = append(want, v)
+		}
+		for _, size := range []int{1 << 20, 5} {
+			d := newDocStream(bytes.NewReader(b), "fuzz", 1<<20)
+			d.buf = make([]byte, 0, size)
+			var got [][]byte
+			for {
+				rec, err := d.next()
+				if err != nil {
+					break
+				}
+				got = append(got, append([]byte(nil), rec...))
+			}
+			if !ok {
+				continue
+			}
+			if len(got) != len(want) {
+				t.Fatalf("buffer %d: %d records of %q, encoding/json %d", size, len(got), b, len(want))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("buffer %d: record %d %q, encoding/json %q", size, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+// FuzzPrettyAuditEvents: audit events as JSON lines, and the same events
+// pretty-printed one after the other, in an array, and as the @message of
+// a get-query-results answer, give the same requests; no input panics
+// the readers (checkStream).
+func FuzzPrettyAuditEvents(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join(wrappedTestdata, "raw-audit.log"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	f.Add(bytes.Join(lines[:3], []byte("\n")))
+	f.Add(lines[0])
+	f.Add([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","auditID":"a","requestReceivedTimestamp":"2026-01-01T00:00:00Z","stageTimestamp":"2026-01-01T00:00:01Z","verb":"get","requestURI":"/x","user":{"username":"u"}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		read := func(b []byte) ([]Request, *Stats) {
+			st := &Stats{}
+			r, _, err := NewReader(bytes.NewReader(b), "fuzz", Options{Lenient: true}, st)
+			if err != nil {
+				return nil, st
+			}
+			rs, _ := readAll(t, r)
+			return rs, st
+		}
+		want, st := read(in)
+		var evs []json.RawMessage
+		for _, l := range bytes.Split(in, []byte("\n")) {
+			if l = bytes.TrimSpace(l); len(l) == 0 {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if l[0] != '{' || json.Unmarshal(l, &m) != nil {
+				return
+			}
+			// keys spelt as the apiserver writes them: encoding/json, the
+			// line reader's fallback, also takes "stAge" for "stage",
+			// which the readers of wrapped events do not
+			for k := range m {
+				if !auditEventKeys[k] {
+					return
+				}
+			}
+			evs = append(evs, l)
+		}
+		if len(evs) == 0 || st.Malformed > 0 || len(want) == 0 {
+			return
+		}
+		var pretty, rows []byte
+		for _, e := range evs {
+			var buf bytes.Buffer
+			json.Indent(&buf, e, "", "  ")
+			pretty = append(append(pretty, buf.Bytes()...), '\n')
+		}
+		arr, _ := json.MarshalIndent(evs, "", " ")
+		var res [][]map[string]string
+		for _, e := range evs {
+			res = append(res, []map[string]string{{"field": "@message", "value": string(e)}})
+		}
+		rows, _ = json.Marshal(map[string]any{"results": res, "status": "Complete"})
+		// the lines' reader falls back to encoding/json where its scanner
+		// gives up, and takes more than the readers of JSON documents do
+		// (a time without its hour's second digit, a user object of other
+		// keys): the documents' shapes are held to each other, and to the
+		// lines where the documents read every event
+		base, _ := read(pretty)
+		if len(base) == len(want) {
+			base = want
+		}
+		want = base
+		for name, b := range map[string][]byte{"array": arr, "get-query-results": rows} {
+			got, _ := read(b)
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d requests, the lines %d\n%s", name, len(got), len(want), b)
+			}
+			for i := range got {
+				g, w := got[i], want[i]
+				g.Instance, g.Source, w.Instance, w.Source = "", Where{}, "", Where{}
+				if !equalRequests(g, w) {
+					t.Fatalf("%s: request %d %+v, the lines' %+v", name, i, g, w)
+				}
+			}
+		}
+	})
+}
+
+// auditEventKeys are the top-level keys of an audit.k8s.io/v1 Event.
+var auditEventKeys = map[string]bool{"kind": true, "apiVersion": true, "level": true, "auditID": true, "stage": true, "requestURI": true,
+	"verb": true, "user": true, "impersonatedUser": true, "sourceIPs": true, "userAgent": true, "objectRef": true, "responseStatus": true,
+	"requestObject": true, "responseObject": true, "requestReceivedTimestamp": true, "stageTimestamp": true, "annotations": true}
+
+// TestJSONLinesKeepTheFastPath: audit events one a line are still read
+// by the line reader (the parallel audit reader), not the JSON documents'
+// reader, also when a line among them is cut.
+func TestJSONLinesKeepTheFastPath(t *testing.T) {
+	_, lines := rawEvents(t, 3)
+	for _, in := range [][]byte{
+		bytes.Join(lines, []byte("\n")),
+		append(bytes.Join(lines, []byte("\n")), append([]byte("\n"), lines[0][:100]...)...),
+	} {
+		r, f, err := NewReader(bytes.NewReader(in), "lines", Options{Lenient: true}, nil)
+		if err != nil || f != FormatAudit {
+			t.Fatalf("%s, %v", f, err)
+		}
+		if _, ok := r.(*mustYield).Reader.(*wrapReader); ok {
+			t.Errorf("JSON lines read by the documents' reader")
+		}
+	}
+}

@@ -683,10 +683,23 @@ func (d *docStream) start() error {
 // limit of a record, without consuming it) and its keys looked at. An
 // object longer than a record is taken for a document of records.
 func (d *docStream) holdsRecords() bool {
-	for _, k := range objectKeysLoose(d.buf[d.pos:], 8) {
-		for _, a := range d.arrays {
-			if a[0] == k {
-				return true
+	// the first keys, up to the first whose value is an array or an
+	// object: that one may lead to the records
+	if keys := objectKeysLoose(d.buf[d.pos:], 8); len(keys) > 0 {
+		s := jscan{b: d.buf[d.pos:]}
+		last := keys[len(keys)-1]
+		// the value of the last key seen starts after its colon
+		if i := bytes.Index(s.b, []byte(`"`+last+`"`)); i >= 0 {
+			s.i = i + len(last) + 2
+			if s.peek() == ':' {
+				s.i++
+				if c := s.peek(); c == '[' || c == '{' {
+					for _, a := range d.arrays {
+						if a[0] == last && (len(a) == 1) == (c == '[') {
+							return true
+						}
+					}
+				}
 			}
 		}
 	}
