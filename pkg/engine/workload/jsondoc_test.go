@@ -207,7 +207,8 @@ func TestJSONRefusalsNameWhatWasSeen(t *testing.T) {
 		{"rows of parts without the stage", `{"results": [[{"field": "verb", "value": "get"}, {"field": "requestReceivedTimestamp", "value": "2026-11-23T21:17:51.126862Z"}, {"field": "stageTimestamp", "value": "2026-11-23T21:17:51.170051Z"}]]}`,
 			[]string{"without stage, which a replay needs"}, nil},
 		{"a pretty-printed object of another kind", "{\n  \"metadata\": {},\n  \"items\": []\n}\n", []string{"JSON whose records are not audit events", "first record's keys: metadata, items"}, []string{"jsonl", "JSONL", "httplog"}},
-		{"an event cut short", string(lines[0][:200]) + "\n", []string{"cut short"}, []string{"jsonl", "JSONL", "httplog"}},
+		{"an event cut short on its line", string(lines[0][:200]) + "\n", []string{"no audit event in it could be read: 1 line that could not be decoded as an audit event", "unexpected end of JSON input"}, []string{"jsonl", "JSONL", "httplog"}},
+		{"a pretty-printed event cut short", "{\n  \"kind\": \"Event\",\n  \"apiVersion\": \"audit.k8s.io/v1\",\n  \"user\": {\n", []string{"the JSON document ends inside", "cut short"}, []string{"jsonl", "JSONL", "httplog"}},
 		{"an empty array", "[]\n", []string{"a JSON document that holds no record"}, []string{"pipeline"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

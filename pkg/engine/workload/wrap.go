@@ -130,6 +130,11 @@ func detectWrapped(buf []byte, final bool) (Format, layout, bool) {
 		}
 		return formatOfDocRecord(rec), layoutDoc, true
 	case '{':
+		if final && !firstValueWhole(line) && len(bytes.TrimSpace(b)) == len(line) && compactObjectStart(line) {
+			// one line, a compact object cut short: a line reader's, which
+			// says what the line was meant to be
+			return "", 0, false
+		}
 		if k := objectKeys(line, 1); len(k) == 0 || !jsonComplete(line) || !linesAreObjects(b) {
 			// a document laid over several lines (pretty-printed), or
 			// several on a line: its records say what it is, not its
@@ -240,6 +245,21 @@ func linesAreObjects(b []byte) bool {
 		}
 	}
 	return 2*bad < good
+}
+
+// compactObjectStart reports whether line starts an object written
+// compactly (its first key and value on the line, as a JSON line's are),
+// not one laid over several lines.
+func compactObjectStart(line []byte) bool {
+	keys := objectKeysLoose(line, 2)
+	return len(keys) == 2
+}
+
+// firstValueWhole reports whether the first JSON value of line ends on
+// it (others may follow).
+func firstValueWhole(line []byte) bool {
+	s := jscan{b: line}
+	return s.skipValue(0)
 }
 
 // jsonComplete reports whether line is one whole JSON value.
