@@ -162,8 +162,8 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		}
 	}
 	if len(rep.Fit) > 0 && len(fits) == 0 {
-		fmt.Fprintf(w, "\nReproduction of the recording: no 429 recorded, and none predicted (%d requests at %d %s): nothing to compare.\n",
-			requests, len(rep.Fit), plural(len(rep.Fit), "level", "levels"))
+		fmt.Fprintf(w, "\nReproduction of the recording: no 429 recorded, and none predicted (%d %s at %d %s): nothing to compare.\n",
+			requests, plural(int(min(requests, 2)), "request", "requests"), len(rep.Fit), plural(len(rep.Fit), "level", "levels"))
 	}
 	if len(fits) > 0 {
 		fmt.Fprintln(w, "\nReproduction of the recording, per level (recorded vs predicted 429s):")
