@@ -641,6 +641,15 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "429", "--from", "@"},
 			wantRe:  []string{`global-default[^\n]*\b1,?533\b`},
 			notWant: []string{"no priority level is rejecting requests", "e+03", "--seat level"}},
+		// The same dump's global-default line: WaitingRequests 0 and
+		// ExecutingRequests 0 (its fifth and sixth columns); a dump counts
+		// requests, not seats, so the seats in use are unknown. explain 429
+		// printed "- in use" and left the executing count out, which its
+		// JSON held (issue 58, also seen).
+		{name: "dump with a grepped line: explain 429 shows the dump's executing count", artifact: "built/dump-levels-rejected-plus-grep.txt",
+			args:    []string{"explain", "429", "--from", "@"},
+			want:    []string{"limit - seats (nominal -), 0 executing (seats in use unknown), 0 waiting", "0 requests executing, from dump_priority_levels"},
+			notWant: []string{"- in use"}},
 		// built/prose-then-rejected.txt: the guide's sentence, then its
 		// block (100 time-out rejections of workload-low), piped (R10).
 		{name: "prose then metrics, piped to explain 429", artifact: "built/prose-then-rejected.txt", stdin: true,
@@ -680,6 +689,51 @@ func fieldRows() []fieldRow {
 			wantRe: []string{`catch-all\s+14\s+14\s+-\s`, `global-default\s+53\s+53\s+-\s`, `leader-election\s+27\s+27\s+-\s`,
 				`node-high\s+105\s+105\s+-\s`, `system\s+79\s+79\s+-\s`, `workload-high\s+105\s+105\s+-\s`},
 			notWant: []string{"not the Prometheus text format"}},
+		// k8s-audit-blog-jq-event.json: one audit event as jq prints it,
+		// over 36 lines: kubernetes-admin (groups system:masters,
+		// system:authenticated) creates secret audit-test-secret in
+		// default, answered 201, received 05:25:51.281925 and complete at
+		// 05:25:51.289909. system:masters matches exempt (precedence 1).
+		// It was "holds jsonl, not audit events: give httplog lines with
+		// --from-log" (S1 of issue 58).
+		{name: "jq-printed audit event: explain request reads it", artifact: "k8s-audit-blog-jq-event.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"},
+			want: []string{"POST /api/v1/namespaces/default/secrets?fieldManager=kubectl-create&fieldValidation=Strict", "user kubernetes-admin, groups system:masters, system:authenticated",
+				"✓ exempt (precedence 1, level exempt)", "at 05:25:51.281 it was dispatched at once", "Compared with the server (audit), HTTP 201"},
+			notWant: []string{"jsonl", "--from-log"}},
+		// The same event as simulate's workload: one request of the exempt
+		// level, which it was "36 lines that could not be decoded as a
+		// JSONL record (...: unexpected EOF)" (S1 of issue 58).
+		{name: "jq-printed audit event: simulate replays it", artifact: "k8s-audit-blog-jq-event.json",
+			args:    []string{"simulate", "--defaults", "--workload", "@"},
+			want:    []string{"Workload: 1 request replayed"},
+			notWant: []string{"JSONL record"}},
+		// built/eks-get-query-results-audit.json: the same event as the
+		// @message of the one row of a get-query-results answer, its
+		// @logStream kube-apiserver-audit-8f3c2a1b9d7e4f60 (S2 of issue 58).
+		{name: "get-query-results of an audit event: explain request reads it", artifact: "built/eks-get-query-results-audit.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@", "-o", "json"},
+			want: []string{`"at": "2022-10-27T05:25:51.281925Z"`, `"flowSchema": "exempt"`}},
+		{name: "get-query-results of an audit event: simulate names its stream", artifact: "built/eks-get-query-results-audit.json",
+			args: []string{"simulate", "--defaults", "--workload", "@"},
+			want: []string{"Workload: 1 request replayed"}},
+		// aws-workshop-get-query-results-api-gw.json: four rows of the
+		// fields integrationErrorMessage and @ptr of API Gateway's log: no
+		// audit event. The refusal says so and which query keeps the
+		// events; it pointed to --from-log (S2 of issue 58).
+		{name: "get-query-results of other fields: refused with what they hold", artifact: "aws-workshop-get-query-results-api-gw.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,
+			want:    []string{"4 Logs Insights rows without @message or an audit event's fields (its fields: integrationErrorMessage, @ptr", "fields @timestamp, @message, @logStream"},
+			notWant: []string{"jsonl", "--from-log"}},
+		// built/gke-logentry-pretty.json: one GKE LogEntry (Elastic's
+		// sample: system:gke-master-healthcheck reading readyz on
+		// 2025-07-13 at 08:38:39) pretty-printed, as Logs Explorer shows
+		// it: the documented GKE summary, as for the entry on one line
+		// (S1 of issue 58).
+		{name: "GKE LogEntry pretty-printed: the GKE summary", artifact: "built/gke-logentry-pretty.json",
+			args: []string{"simulate", "--defaults", "--workload", "@"}, code: 1,
+			want:    []string{"a GKE Cloud Logging export", "1 entry from 2025-07-13T08:38:39Z to 2025-07-13T08:38:39Z", "system:gke-master-healthcheck 1"},
+			notWant: []string{"JSONL record"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).
