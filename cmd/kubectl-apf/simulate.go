@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	simrender "github.com/kubectl-apf/kubectl-apf/pkg/simulate/render"
@@ -120,7 +121,7 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 // SimulateOptions holds the flags of "kubectl apf simulate".
 type SimulateOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
-	*state.Options
+	*load.Options
 
 	Workloads []string
 	// Instances say which apiserver instance served each file's requests.
@@ -128,7 +129,7 @@ type SimulateOptions struct {
 	Sets      []string
 	// Server are --server-concurrency, --server-request-timeout,
 	// --cpu-limit and --server-speed.
-	Server      *state.ServerOptions
+	Server      *load.ServerOptions
 	NoBorrowing bool
 	MaxFlows    int
 	Strict      bool
@@ -153,7 +154,7 @@ type SimulateOptions struct {
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: newOptions(configFlags, state.Config), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: newOptions(configFlags, load.Config), Server: load.NewServerOptionsOf(load.ServerConcurrency | load.ServerRequestTimeout | load.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -273,7 +274,7 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 // load loads the state once and returns it with the replay's Config, as
 // simulate and tune run it.
 func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Config, error) {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
+	st, err := o.Load(ctx, load.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
 	if err != nil {
 		return nil, simulate.Config{}, err
 	}

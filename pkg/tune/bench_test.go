@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // benchWorkload writes the team's incident (teamConfig) scaled to about n
@@ -57,12 +57,12 @@ func BenchmarkSearch(b *testing.B) {
 	if err := os.WriteFile(cfgFile, []byte(teamConfig), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	o := state.NewOptions(nil, state.Config)
+	o := load.NewOptions(nil, load.Config)
 	o.Defaults, o.Files = true, []string{cfgFile}
 	if err := o.Complete(); err != nil {
 		b.Fatal(err)
 	}
-	st, err := o.Load(context.Background(), state.Request{ServerConcurrency: 40})
+	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
 	if err != nil {
 		b.Fatal(err)
 	}

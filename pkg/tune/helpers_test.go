@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -56,7 +57,7 @@ func openRec(t testing.TB, name string, files ...string) *rec {
 
 func loadState(t testing.TB, bundle string, files []string) (*state.State, string) {
 	t.Helper()
-	o := state.NewOptions(nil, state.Config)
+	o := load.NewOptions(nil, load.Config)
 	o.From, o.Files = bundle, files
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func loadState(t testing.TB, bundle string, files []string) (*state.State, strin
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := o.Load(context.Background(), state.Request{InferConcurrency: true, Metrics: true})
+	st, err := o.Load(context.Background(), load.Request{InferConcurrency: true, Metrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}

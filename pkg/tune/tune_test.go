@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -112,7 +113,7 @@ func openTeam(t testing.TB) *team {
 	if err := os.WriteFile(wl, []byte(sortedByOffset(teamWorkload())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := state.NewOptions(nil, state.Config)
+	o := load.NewOptions(nil, load.Config)
 	o.Defaults, o.Files = true, []string{cfgFile}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func openTeam(t testing.TB) *team {
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := o.Load(context.Background(), state.Request{ServerConcurrency: 40})
+	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
