@@ -734,6 +734,73 @@ func fieldRows() []fieldRow {
 			args: []string{"simulate", "--defaults", "--workload", "@"}, code: 1,
 			want:    []string{"a GKE Cloud Logging export", "1 entry from 2025-07-13T08:38:39Z to 2025-07-13T08:38:39Z", "system:gke-master-healthcheck 1"},
 			notWant: []string{"JSONL record"}},
+		// openshift-api-performance-dashboard.yaml: OpenShift's "API
+		// Performance" dashboard in its ConfigMap: 31 panels with targets,
+		// 8 of them ("Priority & Fairness: ...") on apiserver_flowcontrol_*
+		// recording rules. No figure of a cluster is in it. It was refused
+		// as '"---" is neither a debug dump ...' (issue 58, item 3).
+		{name: "Grafana dashboard in a ConfigMap: top levels names it", artifact: "openshift-api-performance-dashboard.yaml",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{`is ConfigMap grafana-dashboard-apiserver-performance holding the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series`, "--prometheus URL", "kubectl get --raw /metrics"},
+			notWant: []string{"is neither a debug dump"}},
+		// built/openshift-api-performance-dashboard.json: the same
+		// dashboard's JSON alone, as Grafana's export gives it.
+		{name: "Grafana dashboard export: explain 429 names it", artifact: "built/openshift-api-performance-dashboard.json",
+			args: []string{"explain", "429", "--from", "@"}, code: 1,
+			want:    []string{`is the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series`, "a dashboard holds PromQL queries, not their answers"},
+			notWant: []string{"is neither a debug dump"}},
+		// openshift-authentication-operator-flowschemas.yaml: four v1
+		// FlowSchemas; openshift-oauth-apiserver-sar (precedence 2, level
+		// exempt) takes oauth-apiserver-sa's subjectaccessreviews and
+		// tokenreviews; openshift-authentication-operator (2000) names level
+		// openshift-control-plane-operators, which the file does not
+		// define (cluster-kube-apiserver-operator's manifest does): a
+		// dangling level, at INFO since the objects are the OpenShift
+		// cluster-version operator's.
+		{name: "OpenShift authentication operator: the level it names is not in the file", artifact: "openshift-authentication-operator-flowschemas.yaml",
+			args: []string{"lint", "--defaults", "--min-severity=info", "-f", "@"},
+			want: []string{`FlowSchema openshift-authentication-operator references priority level "openshift-control-plane-operators": no such PriorityLevelConfiguration`,
+				"managed by: the OpenShift cluster-version operator (release manifest)", "0 errors, 0 warnings"}},
+		{name: "OpenShift authentication operator: a SubjectAccessReview is exempt", artifact: "openshift-authentication-operator-flowschemas.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--service-account", "openshift-oauth-apiserver/oauth-apiserver-sa", "create", "/apis/authorization.k8s.io/v1/subjectaccessreviews"},
+			want: []string{"✓ openshift-oauth-apiserver-sar (precedence 2, level exempt", "Verdict: exempt"}},
+		// openshift-kube-apiserver-operator-flowschemas-v1.yaml defines
+		// openshift-control-plane-operators: nominal shares 10 beside the
+		// 245 of the defaults, ceil(600 × 10 / 255) = 24 seats; lendable
+		// 33%, round(24 × 0.33) = 8, so lower 16; upper 600 + 24 = 624.
+		// With both files nothing dangles.
+		{name: "OpenShift operators' files together: the operator's level, 24 seats", artifact: "openshift-kube-apiserver-operator-flowschemas-v1.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", fieldPath("openshift-authentication-operator-flowschemas.yaml"), "-f", "@",
+				"--service-account", "openshift-authentication-operator/authentication-operator", "list", "/api/v1/namespaces/openshift-authentication/pods"},
+			want: []string{"✓ openshift-authentication-operator (precedence 2000, level openshift-control-plane-operators", "nominal limit 24 seats (of a server limit of 600), lower 16, upper 624"}},
+		{name: "OpenShift operators' files together: no dangling level", artifact: "openshift-kube-apiserver-operator-flowschemas-v1.yaml",
+			args:    []string{"lint", "--defaults", "--min-severity=info", "-f", fieldPath("openshift-authentication-operator-flowschemas.yaml"), "-f", "@"},
+			notWant: []string{"dangling-priority-level"}},
+		// kueue-2973-global-default-v1.yaml: kubectl get -o yaml of the
+		// suggested global-default FlowSchema and level (flowcontrol v1)
+		// as the defaults have them: nothing to report; a user's read of
+		// Kueue's visibility API goes there: shares 20 of 245, ceil(600 ×
+		// 20 / 245) = 49 seats, lendable round(49 × 0.5) = 25, lower 24,
+		// upper 600 + 49 = 649; 128 queues, hand 6, length 50.
+		{name: "Kueue thread's global-default objects: lint finds nothing", artifact: "kueue-2973-global-default-v1.yaml",
+			args: []string{"lint", "--defaults", "-f", "@"},
+			want: []string{"0 errors, 0 warnings, 0 info"}},
+		{name: "Kueue thread's global-default objects: the visibility API's level", artifact: "kueue-2973-global-default-v1.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--user-name", "alice", "--group", "system:authenticated",
+				"get", "/apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/cluster-queue/pendingworkloads"},
+			want: []string{"✓ global-default (precedence 9900, level global-default)", "nominal limit 49 seats (of a server limit of 600), lower 24, upper 649",
+				"128 queues, hand size 6, queue length limit 50"}},
+		// kueue-3043-dump_priority_levels.txt: five rows of the ten-column
+		// layout; global-default is the one busy level (IsIdle false, 1
+		// executing, 287 dispatched), kueue-visibility dispatched 3547;
+		// every RejectedRequests cell is 0.
+		{name: "Kueue PR's dump_priority_levels: the five rows", artifact: "kueue-3043-dump_priority_levels.txt",
+			args: []string{"dump", "levels", "--from", "@"},
+			wantRe: []string{`global-default\s+-\s+0\s+false\s+0\s+1\s+287\s+0\s+0\s+0\n`, `kueue-visibility\s+-\s+0\s+true\s+0\s+0\s+3547\s+0\s+0\s+0\n`,
+				`exempt\s+-\s+0\s+true\s+0\s+0\s+573\s`}},
+		{name: "Kueue PR's dump_priority_levels: nothing rejected", artifact: "kueue-3043-dump_priority_levels.txt", stdin: true,
+			args: []string{"explain", "429", "--from", "-"},
+			want: []string{"no priority level is rejecting requests", "dump_priority_levels (5 levels)"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).
