@@ -202,6 +202,9 @@ func (t *tally) Observe(_ *workload.Request, out *fairqueue.Outcome) {
 	}
 }
 
+// ObserveOutcome implements simulate.OutcomeObserver.
+func (t *tally) ObserveOutcome(out *fairqueue.Outcome) { t.Observe(nil, out) }
+
 func (t *tally) observeAs(i int32, out *fairqueue.Outcome) {
 	for int(i) >= len(t.rejected) {
 		t.rejected = append(t.rejected, 0)
@@ -245,7 +248,7 @@ func (t *tally) figures(n int) []figures {
 }
 
 // observer adapts a tally to simulate.Observer.
-var _ simulate.Observer = (*tally)(nil)
+var _ simulate.OutcomeObserver = (*tally)(nil)
 
 // sortedClients returns the indexes of the clients, busiest seat holders
 // first, then by name.
