@@ -188,6 +188,10 @@ func newTally(c *census) *tally {
 		t.rejected = make([]int64, len(c.clients))
 		t.served = make([]int64, len(c.clients))
 		t.waits = make([][]time.Duration, len(c.clients))
+		for i, cl := range c.clients {
+			// room for every request of the client: no growing
+			t.waits[i] = make([]time.Duration, 0, cl.Requests)
+		}
 	}
 	return t
 }

@@ -230,6 +230,8 @@ func (c *Compiled) Replay(ctx context.Context, cfg ReplayConfig, onOutcome func(
 	}
 	var lastAdded int64
 	sp := cfg.Speed
+	// one request, filled again for each: Add copies it
+	var sr Request
 	for i := range c.base {
 		if i&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -241,7 +243,7 @@ func (c *Compiled) Replay(ctx context.Context, cfg ReplayConfig, onOutcome func(
 			rep.Workload.Skipped++
 			continue
 		}
-		sr := c.base[i]
+		sr = c.base[i]
 		sr.Level, sr.Flow, sr.Hash = k.level, k.flow, k.hash
 		if !k.sameWork && c.work[i] >= 0 {
 			wk := &c.works[c.work[i]]
