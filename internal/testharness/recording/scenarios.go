@@ -531,14 +531,14 @@ func Noisy() Scenario {
 		// the queue is full. Not recorded under testdata: the test
 		// records it fresh.
 		Name:     "noisy",
-		About:    "a light controller (LISTs of one ConfigMap) and two users' storms of whole LISTs sharing a 3-seat level with one queue 6 long, on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		About:    "a light controller (LISTs of one ConfigMap) and two users' storms of whole LISTs sharing a 3-seat level with one queue 4 long, on a 30-seat server whose kube-apiserver is held to 1 CPU",
 		Inflight: 20, Mutating: 10,
-		Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 20, 0, 0, 1, 1, 6)},
+		Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 20, 0, 0, 1, 1, 4)},
 		Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-team", "apf-team", 300, 1, 2, 7)},
 		Flows: []Flow{
-			{User: 1, Level: "apf-team", Rate: 2, Burst: 10},
-			{User: 2, Level: "apf-team", Rate: 2, Burst: 10},
-			{User: 7, Level: "apf-team", Path: cms + "?limit=1", Rate: 3, Burst: 1},
+			{User: 1, Level: "apf-team", Rate: 3, Burst: 12},
+			{User: 2, Level: "apf-team", Rate: 3, Burst: 12},
+			{User: 7, Level: "apf-team", Path: cms + "?limit=1", Rate: 5, Burst: 2},
 		},
 		Duration: 30 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
