@@ -41,13 +41,26 @@ type Prepared struct {
 	// prepared the requests as the calibration prepared them (or as read,
 	// without calibration)
 	raw, calTape, prepared *workload.Tape
-	baseline               *Result
-	files                  *workload.Files
+	// compiled is the prepared tape read once into memory, classified by
+	// class of requests (fairqueue.Compiled): what Replay replays
+	compiled *fairqueue.Compiled
+	baseline *Result
+	files    *workload.Files
 }
 
 // Observer receives the fate of every request of one replay.
 type Observer interface {
 	Observe(*workload.Request, *fairqueue.Outcome)
+}
+
+// OutcomeObserver is an Observer that reads the outcome alone (its
+// request's ID, level, flow, reason and times), not the record: Replay
+// gives it the outcomes of the replay of the compiled workload
+// (fairqueue.Compiled), which keeps no records. The replay of an Observer
+// that is not one reads the prepared tape again.
+type OutcomeObserver interface {
+	Observer
+	ObserveOutcome(*fairqueue.Outcome)
 }
 
 // Prepare reads and calibrates the workload of cfg against the state's
@@ -135,6 +148,10 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 			return nil, err
 		}
 	}
+	// and once more into memory, classified by class of requests
+	if p.compiled, err = fairqueue.Compile(logs.Cancellable(ctx, p.prepared.Reader()), replayConfig(st, cfg, p.recorded), fairqueue.ReplayOptions{}); err != nil {
+		return nil, err
+	}
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
 	res.Release, res.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	if p.cal != nil {
@@ -182,9 +199,21 @@ func (p *Prepared) Records() int64 { return p.prepared.Len() }
 // the replay the result shows is returned. Replays may run at the same
 // time.
 func (p *Prepared) Replay(ctx context.Context, c *engine.Config, newObserver func() Observer) (*Result, Observer, error) {
+	return p.replay(ctx, c, newObserver, false)
+}
+
+// ReplayTape is Replay reading every request from the prepared tape again,
+// as Replay did before the workload was compiled: what Replay gives must
+// be what it gives (the tests compare them).
+func (p *Prepared) ReplayTape(ctx context.Context, c *engine.Config, newObserver func() Observer) (*Result, Observer, error) {
+	return p.replay(ctx, c, newObserver, true)
+}
+
+func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver func() Observer, tape bool) (*Result, Observer, error) {
 	a := replayConfig(p.st, p.cfg, c)
 	if p.cfg.Calibrate {
 		a.Work = calibrate.Work(p.st.Release, p.recorded, c, p.st.ServerConcurrency, p.counts)
+		a.SameWork = calibrate.SameWork(p.recorded, c, p.st.ServerConcurrency)
 	}
 	phases := 1
 	if p.cal != nil && p.cal.CPU != nil {
@@ -206,7 +235,17 @@ func (p *Prepared) Replay(ctx context.Context, c *engine.Config, newObserver fun
 			obs = newObserver()
 			opts.OnOutcome = obs.Observe
 		}
-		rep, err := fairqueue.Replay(logs.Cancellable(ctx, p.prepared.Reader()), rc, nil, opts)
+		var rep *fairqueue.Report
+		var err error
+		if oo, ok := obs.(OutcomeObserver); (ok || obs == nil) && !tape {
+			var on func(*fairqueue.Outcome)
+			if ok {
+				on = oo.ObserveOutcome
+			}
+			rep, err = p.compiled.Replay(ctx, rc, on)
+		} else {
+			rep, err = fairqueue.Replay(logs.Cancellable(ctx, p.prepared.Reader()), rc, nil, opts)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -188,6 +188,10 @@ func newTally(c *census) *tally {
 		t.rejected = make([]int64, len(c.clients))
 		t.served = make([]int64, len(c.clients))
 		t.waits = make([][]time.Duration, len(c.clients))
+		for i, cl := range c.clients {
+			// room for every request of the client: no growing
+			t.waits[i] = make([]time.Duration, 0, cl.Requests)
+		}
 	}
 	return t
 }
@@ -201,6 +205,9 @@ func (t *tally) Observe(_ *workload.Request, out *fairqueue.Outcome) {
 		t.observeAs(i, out)
 	}
 }
+
+// ObserveOutcome implements simulate.OutcomeObserver.
+func (t *tally) ObserveOutcome(out *fairqueue.Outcome) { t.Observe(nil, out) }
 
 func (t *tally) observeAs(i int32, out *fairqueue.Outcome) {
 	for int(i) >= len(t.rejected) {
@@ -245,7 +252,7 @@ func (t *tally) figures(n int) []figures {
 }
 
 // observer adapts a tally to simulate.Observer.
-var _ simulate.Observer = (*tally)(nil)
+var _ simulate.OutcomeObserver = (*tally)(nil)
 
 // sortedClients returns the indexes of the clients, busiest seat holders
 // first, then by name.
