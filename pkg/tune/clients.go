@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -178,7 +177,6 @@ type tally struct {
 	rejected []int64
 	served   []int64
 	waits    [][]time.Duration
-	mu       sync.Mutex
 }
 
 func newTally(c *census) *tally {

@@ -18,14 +18,14 @@ import (
 // rec is a recording of testdata/simulate/recordings opened as the
 // command opens it: its bundle, its httplog and audit log.
 type rec struct {
-	dir             string
-	result          recording.Result
-	log, audit      string
-	bundle          string
-	st              *state.State
-	cfg             simulate.Config
-	prepared        *simulate.Prepared
-	changes, source string
+	dir        string
+	result     recording.Result
+	log, audit string
+	bundle     string
+	st         *state.State
+	cfg        simulate.Config
+	prepared   *simulate.Prepared
+	source     string
 }
 
 // openRec loads the recording's bundle and prepares its workload, with
