@@ -31,6 +31,7 @@ var layerNames = map[int]string{
 var layerOf = map[string]int{
 	"internal/sanitize":     layerBase,
 	"internal/ctxsleep":     layerBase,
+	"internal/grafana":      layerBase,
 	"pkg/engine":            layerModel,
 	"pkg/metrics":           layerModel,
 	"pkg/dump":              layerModel,

@@ -39,3 +39,20 @@ func TestDetectRawGrafanaDashboard(t *testing.T) {
 		t.Errorf("a plain ConfigMap: %v", err)
 	}
 }
+
+// Prometheus rules given as raw input are named, with their APF rules:
+// they were 'line 3: "metadata:" is neither a debug dump ...'.
+func TestDetectRawPrometheusRules(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"rule.yaml", "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  labels:\n    {{- include \"x\" . | nindent 4 }}\n  name: apf\nspec:\n  groups:\n  - name: g\n    rules:\n    - alert: A\n      expr: increase(apiserver_flowcontrol_rejected_requests_total[1m]) > 0\n    - record: r\n      expr: sum(up)\n",
+			"rule.yaml is PrometheusRule apf (1 alerting rule and 1 recording rule, 1 of them on APF series, apiserver_flowcontrol_*)"},
+		{"rules.yml", "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: |\n      rate(apiserver_flowcontrol_rejected_requests_total[5m]) > 5\n",
+			"rules.yml is Prometheus rules (1 alerting rule, 1 of them on APF series"},
+	} {
+		var in RawInput
+		err := DetectRaw(c.name, []byte(c.in), &in)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--prometheus URL") {
+			t.Errorf("%s: %v, want %q and the next step", c.name, err, c.want)
+		}
+	}
+}

@@ -195,6 +195,9 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	if err := grafanaError(name, data); err != nil {
 		return err
 	}
+	if err := rulesError(name, data); err != nil {
+		return err
+	}
 	var secs []*section
 	var cur *section
 	// The first prose line, quoted when nothing else is found: the input

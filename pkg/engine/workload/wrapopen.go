@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/grafana"
 )
 
 // inputFile is one input after a path is expanded: a file of a
@@ -250,7 +252,24 @@ func detectInput(r io.Reader) (inputInfo, *bufio.Reader, error) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", err)
 	}
-	info := inputInfo{first: firstLine(buf)}
+	// the first line is kept apart from br's buffer, which reading reuses
+	info := inputInfo{first: bytes.Clone(firstLine(buf))}
+	if grafana.MayBe(buf) {
+		// a Grafana dashboard, bare or in a ConfigMap, is named whole,
+		// not read as lines of a log
+		whole, rerr := io.ReadAll(io.LimitReader(br, maxDashboard))
+		if rerr != nil {
+			return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", rerr)
+		}
+		if what, ok := grafana.Describe(whole); ok {
+			return inputInfo{}, nil, dashboardError(what)
+		}
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(whole), br), 1<<16)
+		buf, err = br.Peek(1 << 16)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", err)
+		}
+	}
 	if f, lay, ok := detectWrapped(buf, err != nil && errors.Is(err, io.EOF)); ok {
 		info.format, info.layout = f, lay
 		if lay == layoutDoc {
@@ -264,6 +283,17 @@ func detectInput(r io.Reader) (inputInfo, *bufio.Reader, error) {
 	}
 	info.format = f
 	return info, dr.(*bufio.Reader), nil
+}
+
+// maxDashboard bounds what is read whole of an input that may be a Grafana
+// dashboard: the largest dashboards shipped are a few hundred KiB.
+const maxDashboard = 16 << 20
+
+// dashboardError refuses a Grafana dashboard given as a workload (what is
+// grafana.Describe's): it holds queries, not requests, and the refusal
+// says what to give instead.
+func dashboardError(what string) error {
+	return fmt.Errorf("%s, not a workload: a dashboard holds PromQL queries, not requests: give the apiserver's audit log (audit.k8s.io events) or its httplog (the \"HTTP\" lines of -v=3); for the metrics its panels query, read the Prometheus with kubectl apf explain 429, top levels or capacity --prometheus URL", what)
 }
 
 func firstLine(buf []byte) []byte {
