@@ -32,6 +32,8 @@ var layerOf = map[string]int{
 	"internal/sanitize":     layerBase,
 	"internal/ctxsleep":     layerBase,
 	"internal/grafana":      layerBase,
+	"internal/textfmt":      layerBase,
+	"internal/utctime":      layerBase,
 	"pkg/engine":            layerModel,
 	"pkg/metrics":           layerModel,
 	"pkg/dump":              layerModel,

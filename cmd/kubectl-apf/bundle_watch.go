@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 )
 
@@ -62,7 +63,7 @@ func (p *watchProgress) update(n, scrapes, instances int, elapsed time.Duration,
 		return
 	}
 	line := fmt.Sprintf("watching %d apiserver %s: %d %s, %v of %v, %s (Ctrl-C ends it and writes the bundle)",
-		instances, pluralWord(instances, "instance", "instances"), scrapes, pluralWord(scrapes, "scrape", "scrapes"), elapsed.Round(time.Second), p.total, fmtBytes(size))
+		instances, textfmt.Plural(instances, "instance", "instances"), scrapes, textfmt.Plural(scrapes, "scrape", "scrapes"), elapsed.Round(time.Second), p.total, fmtBytes(size))
 	if p.terminal {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		p.printed = true
@@ -76,13 +77,6 @@ func (p *watchProgress) done() {
 	if p.terminal && p.printed {
 		fmt.Fprintln(p.w)
 	}
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // fmtBytes renders a size as "512 B", "1.2 MB".

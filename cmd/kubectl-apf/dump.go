@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
@@ -155,7 +156,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 		return render.PrintLevels(o.Out, o.Flags, c.Snapshots, o.Level)
 	case dumpQueues:
 		if n := render.HiddenQueues(c.Snapshots, o.Level); n > 0 && !o.All {
-			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, plural(n, "queue", "queues"), plural(n, "it", "them"))
+			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, textfmt.Plural(n, "queue", "queues"), textfmt.Plural(n, "it", "them"))
 		}
 		return render.PrintQueues(o.Out, o.Flags, c.Snapshots, o.Level, o.All)
 	default:
@@ -171,7 +172,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 		}
 		if n := render.SeatsAssumed(render.RequestRows(c.Snapshots, o.Level)); n > 0 {
 			fmt.Fprintf(o.ErrOut, "note: the dump's layout has no InitialSeats column (it predates it): SEATS shows 1 for %s, an assumption (before work estimation every request took one seat); -o json gives its seats as null\n",
-				plural(n, "its request", fmt.Sprintf("each of its %d requests", n)))
+				textfmt.Plural(n, "its request", fmt.Sprintf("each of its %d requests", n)))
 		}
 		return render.PrintRequests(o.Out, o.Flags, c.Snapshots, o.Level)
 	}

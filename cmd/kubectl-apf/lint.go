@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
@@ -222,14 +223,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 		}
 	}
 	if failing > 0 {
-		return &exitCodeError{code: 1, err: fmt.Errorf("%d lint %s at or above %s found", failing, plural(failing, "finding", "findings"), o.failOn)}
+		return &exitCodeError{code: 1, err: fmt.Errorf("%d lint %s at or above %s found", failing, textfmt.Plural(failing, "finding", "findings"), o.failOn)}
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

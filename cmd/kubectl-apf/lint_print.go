@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -110,8 +110,8 @@ func printFindings(w io.Writer, rep lintReport, min lint.Severity) {
 		printFinding(w, "SUPPRESSED", s.Finding)
 		fmt.Fprintf(w, "        suppressed by %s: %s\n\n", sanitize.Line(s.By), sanitize.Line(s.Reason))
 	}
-	summary := fmt.Sprintf("%d %s, %d %s, %d info", rep.Errors, plural(rep.Errors, "error", "errors"),
-		rep.Warnings, plural(rep.Warnings, "warning", "warnings"), rep.Info)
+	summary := fmt.Sprintf("%d %s, %d %s, %d info", rep.Errors, textfmt.Plural(rep.Errors, "error", "errors"),
+		rep.Warnings, textfmt.Plural(rep.Warnings, "warning", "warnings"), rep.Info)
 	if rep.SuppressedCount > 0 {
 		summary += fmt.Sprintf(", %d suppressed", rep.SuppressedCount)
 		if len(rep.Suppressed) == 0 {
@@ -131,7 +131,7 @@ func printRules(w io.Writer, f *output.Flags) error {
 		return fmt.Errorf("--list-rules prints a table, json or yaml, not %s", own)
 	}
 	return printObject(w, f, rules, func(w io.Writer) error {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := textfmt.NewTable(w)
 		fmt.Fprintln(tw, "RULE\tSEVERITY\tCHECKS")
 		for _, r := range rules {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Severities(), r.Summary)

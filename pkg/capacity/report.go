@@ -7,10 +7,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
@@ -59,7 +59,7 @@ func (n *NowLevels) UnmarshalJSON([]byte) error { return levels.ErrViewOnly }
 // WriteNow prints the levels now as a table: an instance and
 // levels.NowColumns.
 func WriteNow(w io.Writer, rows []levels.Row) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	fmt.Fprintln(tw, "INSTANCE\t"+strings.Join(levels.Titles(levels.NowColumns), "\t"))
 	for _, r := range rows {
 		cells := []string{sanitize.Line(r.Instance)}
@@ -99,7 +99,7 @@ func WriteText(w io.Writer, rep Report) error {
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))
 	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	fmt.Fprintln(tw, "LEVEL\tTYPE\tSHARES\tLEND%\tBORROW%\tNOMINAL\tLENDABLE\tBORROWING\tLOWER\tUPPER\tMAXSEATS\tQUEUES/HAND/LEN\tWAIT\tP(1 ELEPHANT)\tP(4)\tP(16)")
 	proposed := map[string]Level{}
 	var names []string

@@ -6,8 +6,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // The Format functions render rows back in the layout of the current
@@ -18,7 +19,7 @@ import (
 
 func writeTable(header []string, rows [][]string) []byte {
 	var buf bytes.Buffer
-	w := tabwriter.NewWriter(&buf, 8, 0, 1, ' ', 0)
+	w := textfmt.NewAPIServerDumpTable(&buf)
 	for _, r := range append([][]string{header}, rows...) {
 		fmt.Fprint(w, strings.Join(r, ",\t"))
 		fmt.Fprint(w, "\n")

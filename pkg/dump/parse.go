@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/utctime"
 )
 
 // maxQuotedLine bounds how much of an offending line an error quotes, so a
@@ -591,110 +593,17 @@ func (c *cellReader) time(col column) time.Time {
 // apiserver writes (Go's RFC 3339 in UTC: 2006-01-02T15:04:05.999999999Z,
 // zero fraction digits dropped), which a dump repeats twice a request. It
 // reports false for anything else, valid or not, which time.Parse reads.
-func parseUTC(s string) (time.Time, bool) {
-	var d dayCache
-	return d.parseUTC(s)
-}
+func parseUTC(s string) (time.Time, bool) { return utctime.Parse(s) }
 
 // dayCache is the date part of the last time parseUTC read and its day
 // count: a dump's times are mostly of one day.
-type dayCache struct {
-	date string
-	days int64
-}
-
-// zeroTime is how the apiserver writes a zero time (a waiting request's
-// StartTime).
-const zeroTime = "0001-01-01T00:00:00Z"
+type dayCache struct{ utctime.Cache }
 
 // parseUTC is parseUTC, remembering the date it read in d.
-func (d *dayCache) parseUTC(s string) (time.Time, bool) {
-	if s == zeroTime {
-		return time.Time{}, true
-	}
-	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return time.Time{}, false
-	}
-	num := func(from, to int) int {
-		n := 0
-		for i := from; i < to; i++ {
-			d := s[i] - '0'
-			if d > 9 {
-				return -1
-			}
-			n = n*10 + int(d)
-		}
-		return n
-	}
-	var days int64
-	if d.date != "" && s[:10] == d.date {
-		days = d.days
-	} else {
-		year, month, day := num(0, 4), num(5, 7), num(8, 10)
-		if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
-			return time.Time{}, false
-		}
-		days = daysSinceEpoch(year, month, day)
-		d.date, d.days = s[:10], days
-	}
-	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
-	if hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
-		return time.Time{}, false
-	}
-	nsec := 0
-	switch frac := s[19 : len(s)-1]; {
-	case frac == "":
-	case len(frac) < 2 || frac[0] != '.':
-		return time.Time{}, false
-	default:
-		if nsec = num(20, len(s)-1); nsec < 0 {
-			return time.Time{}, false
-		}
-		for i := len(frac) - 1; i < 9; i++ {
-			nsec *= 10
-		}
-	}
-	// time.Date's result, without its normalisation (the fields are in
-	// range) and its zone lookup (UTC): seconds since the epoch.
-	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(nsec)).UTC(), true
-}
+func (d *dayCache) parseUTC(s string) (time.Time, bool) { return utctime.ParseCached(&d.Cache, s) }
 
-// daysSinceEpoch is the number of days from 1970-01-01 to the date
-// (proleptic Gregorian; Howard Hinnant's days_from_civil).
-func daysSinceEpoch(year, month, day int) int64 {
-	y := int64(year)
-	if month <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	m := int64(month)
-	if m > 2 {
-		m -= 3
-	} else {
-		m += 9
-	}
-	doy := (153*m+2)/5 + int64(day) - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-// daysIn is the number of days of month in year (proleptic Gregorian).
-func daysIn(month, year int) int {
-	switch month {
-	case 2:
-		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
+// daysSinceEpoch is the number of days from 1970-01-01 to the date.
+var daysSinceEpoch = utctime.DaysSinceEpoch
 
 func (c *cellReader) duration(col column) time.Duration {
 	v, ok := c.cell(col)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 type printer struct {
@@ -144,7 +144,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		}
 		p.f("\n")
 		if q.Live {
-			tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := textfmt.NewTableRight(p)
 			fmt.Fprintf(tw, "  QUEUE\tWAITING\tEXECUTING\tWAITING-SEATS\tWAITING-WORK\t\n")
 			for _, s := range q.Hand {
 				fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%.3fss\t\n", s.Index, s.Waiting, s.Executing, s.WaitingSeats, s.WaitingWork)

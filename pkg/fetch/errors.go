@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -68,7 +69,7 @@ func ExplainFetchError(instance, path string, timeout time.Duration, err error) 
 		return fmt.Errorf("%s: connection refused: nothing listens there (is the apiserver up, is the URL right?)", what)
 	case errors.As(err, &se):
 		st := se.Status()
-		return fmt.Errorf("%s: HTTP %d %s: %s", what, st.Code, st.Reason, firstLine(st.Message))
+		return fmt.Errorf("%s: HTTP %d %s: %s", what, st.Code, st.Reason, boundedLine(st.Message))
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
@@ -76,9 +77,9 @@ func ExplainFetchError(instance, path string, timeout time.Duration, err error) 
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %s", what, firstLine(ue.Err.Error()))
+		return fmt.Errorf("%s: %s", what, boundedLine(ue.Err.Error()))
 	}
-	return fmt.Errorf("%s: %s", what, firstLine(err.Error()))
+	return fmt.Errorf("%s: %s", what, boundedLine(err.Error()))
 }
 
 func isTimeout(err error) bool {
@@ -89,11 +90,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// firstLine keeps one line of a server-supplied message, bounded in length.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
+// boundedLine keeps one line of a server-supplied message, bounded in length.
+func boundedLine(s string) string {
+	s = textfmt.FirstLine(s)
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}

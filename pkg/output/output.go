@@ -26,7 +26,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // PriorityLevelName is -o name of a record whose "name" or "level" is a
@@ -281,7 +281,7 @@ func (f *Flags) print(w io.Writer, obj map[string]any) error {
 			err = p.PrintObj(u, w)
 		}
 		if err != nil {
-			return fmt.Errorf("--output %s: %s", kind, firstLine(err.Error()))
+			return fmt.Errorf("--output %s: %s", kind, textfmt.FirstLine(strings.TrimSpace(err.Error())))
 		}
 		return nil
 	case "custom-columns":
@@ -328,7 +328,7 @@ func parseColumns(spec string) ([]column, error) {
 		}
 		p := jsonpath.New(h).AllowMissingKeys(true)
 		if err := p.Parse(expr); err != nil {
-			return nil, fmt.Errorf("--output custom-columns: column %s: %s", h, firstLine(err.Error()))
+			return nil, fmt.Errorf("--output custom-columns: column %s: %s", h, textfmt.FirstLine(strings.TrimSpace(err.Error())))
 		}
 		cols = append(cols, column{header: h, path: p})
 	}
@@ -336,7 +336,7 @@ func parseColumns(spec string) ([]column, error) {
 }
 
 func printColumns(w io.Writer, cols []column, items []any, noHeaders bool) error {
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	tw := textfmt.NewKubectlTable(w)
 	if !noHeaders {
 		hs := make([]string, len(cols))
 		for i, c := range cols {
@@ -349,7 +349,7 @@ func printColumns(w io.Writer, cols []column, items []any, noHeaders bool) error
 		for i, c := range cols {
 			var b bytes.Buffer
 			if err := c.path.Execute(&b, it); err != nil {
-				return fmt.Errorf("--output custom-columns: column %s: %s", c.header, firstLine(err.Error()))
+				return fmt.Errorf("--output custom-columns: column %s: %s", c.header, textfmt.FirstLine(strings.TrimSpace(err.Error())))
 			}
 			cells[i] = b.String()
 			if cells[i] == "" {
@@ -360,9 +360,4 @@ func printColumns(w io.Writer, cols []column, items []any, noHeaders bool) error
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

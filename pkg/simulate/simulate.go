@@ -275,11 +275,3 @@ func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config,
 func replayConfig(st *state.State, cfg Config, c *engine.Config) fairqueue.ReplayConfig {
 	return fairqueue.ReplayConfig{Config: c, ServerConcurrencyLimit: st.ServerConcurrency, RequestTimeout: cfg.RequestTimeout, NoBorrowing: cfg.NoBorrowing, Release: st.Release}
 }
-
-// plural returns one when n is 1, else many.
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

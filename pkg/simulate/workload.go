@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
@@ -31,22 +32,22 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 	names := slices.Sorted(maps.Keys(files.Stats))
 	for _, name := range names {
 		if st := files.Stats[name]; st.Clamped > 0 {
-			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, plural(st.Clamped, "request", "requests"), plural(st.Clamped, "was", "were")))
+			notes = append(notes, fmt.Sprintf("note: %s: %d long-running %s arrived before the re-ordering window and %s replayed at its edge", name, st.Clamped, textfmt.Plural(st.Clamped, "request", "requests"), textfmt.Plural(st.Clamped, "was", "were")))
 		}
 	}
 	if j := files.Join; j != nil && j.AuditOnly > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d audit %s had no httplog line with %s audit ID and %s not replayed (the httplog is the record of what the server served)",
-			j.AuditOnly, plural(j.AuditOnly, "event", "events"), plural(j.AuditOnly, "its", "their"), plural(j.AuditOnly, "was", "were")))
+			j.AuditOnly, textfmt.Plural(j.AuditOnly, "event", "events"), textfmt.Plural(j.AuditOnly, "its", "their"), textfmt.Plural(j.AuditOnly, "was", "were")))
 	}
 	if ws.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, plural(ws.Skipped, "record", "records"), ws.FirstSkip))
+		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, textfmt.Plural(ws.Skipped, "record", "records"), ws.FirstSkip))
 	}
 	if ws.UnknownIdentity > 0 {
 		hint := "give the audit log alongside the httplog to join them by audit ID"
 		if j := files.Join; j != nil {
 			hint = fmt.Sprintf("%d httplog lines found no audit event", j.Unmatched)
 		}
-		notes = append(notes, fmt.Sprintf("note: %d %s without a user kept their recorded FlowSchema (%s)", ws.UnknownIdentity, plural(ws.UnknownIdentity, "request", "requests"), hint))
+		notes = append(notes, fmt.Sprintf("note: %d %s without a user kept their recorded FlowSchema (%s)", ws.UnknownIdentity, textfmt.Plural(ws.UnknownIdentity, "request", "requests"), hint))
 	}
 	return notes
 }
@@ -68,13 +69,13 @@ func emptyWorkloadReason(files *workload.Files) string {
 	}
 	switch {
 	case files.Join != nil && files.Join.AuditOnly > 0:
-		return fmt.Sprintf("its %d audit %s found no httplog line with the same audit ID", files.Join.AuditOnly, plural(files.Join.AuditOnly, "event", "events"))
+		return fmt.Sprintf("its %d audit %s found no httplog line with the same audit ID", files.Join.AuditOnly, textfmt.Plural(files.Join.AuditOnly, "event", "events"))
 	case lines == 0:
 		return "it is empty"
 	case malformed == lines:
-		return fmt.Sprintf("none of its %d %s could be read as a request: %s", lines, plural(lines, "line", "lines"), strings.Join(all.MalformedReasons(), ", "))
+		return fmt.Sprintf("none of its %d %s could be read as a request: %s", lines, textfmt.Plural(lines, "line", "lines"), strings.Join(all.MalformedReasons(), ", "))
 	case malformed > 0:
-		return fmt.Sprintf("of its %d %s, %d could not be read as requests (%s) and the others are not requests", lines, plural(lines, "line", "lines"), malformed, strings.Join(all.MalformedReasons(), ", "))
+		return fmt.Sprintf("of its %d %s, %d could not be read as requests (%s) and the others are not requests", lines, textfmt.Plural(lines, "line", "lines"), malformed, strings.Join(all.MalformedReasons(), ", "))
 	}
-	return fmt.Sprintf("none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, plural(lines, "line", "lines"))
+	return fmt.Sprintf("none of its %d %s is an httplog \"HTTP\" line, a ResponseComplete audit event or a JSONL record", lines, textfmt.Plural(lines, "line", "lines"))
 }

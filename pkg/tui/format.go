@@ -47,13 +47,6 @@ func padLeft(s string, w int) string {
 
 func clean(s string) string { return sanitize.Line(s) }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 func dashed(s string) string {
 	if s == "" {
 		return "-"

@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -276,7 +277,7 @@ func (l *liveModel) state(now time.Time, iv *InstanceView) (state, detail string
 		if l.cur.last != nil {
 			d = append(d, "showing data from "+roundDur(now.Sub(l.cur.last.At))+" ago")
 		}
-		d = append(d, clean(firstLine(l.cur.err.Error())))
+		d = append(d, clean(textfmt.FirstLine(l.cur.err.Error())))
 		return "DISCONNECTED", strings.Join(d, " · "), true
 	case l.cur.last == nil:
 		return "connecting…", "", false

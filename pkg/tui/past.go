@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -246,9 +247,9 @@ func (p *pastModel) notes(st Styles) []string {
 	case p.err == nil:
 	case errors.As(p.err, &young) && young.Young():
 		// A store that just started: its history is to come, not a fault.
-		lines = append(lines, st.paint(st.Dim, "history from the store: "+clean(firstLine(p.err.Error()))))
+		lines = append(lines, st.paint(st.Dim, "history from the store: "+clean(textfmt.FirstLine(p.err.Error()))))
 	default:
-		lines = append(lines, st.paint(st.Warn, "! history from the store: "+clean(firstLine(p.err.Error()))))
+		lines = append(lines, st.paint(st.Warn, "! history from the store: "+clean(textfmt.FirstLine(p.err.Error()))))
 	}
 	return lines
 }

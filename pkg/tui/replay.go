@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
 
@@ -112,7 +113,7 @@ func (r *replayModel) View(_ time.Time, st Styles, _ *InstanceView) []string {
 	}
 	detail := ""
 	if r.cur.err != nil {
-		detail = "this refresh failed when recorded: " + clean(firstLine(r.cur.err.Error()))
+		detail = "this refresh failed when recorded: " + clean(textfmt.FirstLine(r.cur.err.Error()))
 	}
 	return statusLines(st, parts, r.cur.last, state, detail, r.cur.err != nil, false)
 }

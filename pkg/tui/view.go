@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // View renders the model: a pure function of its state and the clock.
@@ -77,7 +79,7 @@ func (m *Model) headerLines() []string {
 		lines = append(lines, m.live.notes(st)...)
 	}
 	for _, f := range d.failed {
-		lines = append(lines, st.paint(st.Warn, "! "+clean(f.Instance)+": "+clean(firstLine(f.Error()))))
+		lines = append(lines, st.paint(st.Warn, "! "+clean(f.Instance)+": "+clean(textfmt.FirstLine(f.Error()))))
 	}
 	return lines
 }

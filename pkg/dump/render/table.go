@@ -13,9 +13,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
@@ -63,7 +63,7 @@ func newTable(multi bool, cols ...string) *table {
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 func (t *table) write(w io.Writer, noHeaders bool) error {
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	tw := textfmt.NewKubectlTable(w)
 	if !noHeaders {
 		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
 	}

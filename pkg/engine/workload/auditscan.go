@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"time"
 	"unsafe"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/utctime"
 )
 
 // scanAuditEvent is a fast path for json.Unmarshal(line, ev): a single
@@ -683,80 +685,18 @@ func (s *jscan) time(dst *time.Time, in *interner) bool {
 // 1 to 9 digits of fraction or none) as time.Parse(time.RFC3339Nano, v)
 // does; any other form, or a field out of range, is not ok and is left to
 // time.Time's UnmarshalJSON (which then accepts or refuses it).
-func parseUTC(v []byte) (time.Time, bool) { return (*utcHour)(nil).parse(v) }
+func parseUTC(v []byte) (time.Time, bool) { return utctime.Parse(v) }
 
-// utcHour is the start of the hour of the last time parsed (utcHour.parse):
-// the times of a log come hour after hour, and adding the minutes, seconds
-// and fraction to the hour's start costs less than time.Date. Both give
-// the same time.Time, for UTC (which has no offset to change within an
-// hour, and Go no leap seconds).
-type utcHour struct {
-	prefix [13]byte // "2006-01-02T15"
-	start  time.Time
-	ok     bool
-}
+// utcHour remembers the date of the last time parsed (utcHour.parse): the
+// times of a log come day after day.
+type utcHour struct{ utctime.Cache }
 
-// parse is parseUTC, with the hour's start from c when not nil.
+// parse is parseUTC, with the date's day count from c when not nil.
 func (c *utcHour) parse(v []byte) (time.Time, bool) {
-	// 2006-01-02T15:04:05Z: 20 bytes; with a fraction, 22 to 30
-	if len(v) < 20 || len(v) > 30 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
-		return time.Time{}, false
+	if c == nil {
+		return utctime.Parse(v)
 	}
-	num := func(b []byte) int {
-		n := 0
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	minute, sec := num(v[14:16]), num(v[17:19])
-	if minute < 0 || minute > 59 || sec < 0 || sec > 59 {
-		return time.Time{}, false
-	}
-	nsec := 0
-	if frac := v[19 : len(v)-1]; len(frac) > 0 {
-		// a dot and 1 to 9 digits
-		if len(frac) < 2 || frac[0] != '.' {
-			return time.Time{}, false
-		}
-		if nsec = num(frac[1:]); nsec < 0 {
-			return time.Time{}, false
-		}
-		for range 10 - len(frac) {
-			nsec *= 10
-		}
-	}
-	within := time.Duration(minute)*time.Minute + time.Duration(sec)*time.Second + time.Duration(nsec)
-	if c != nil && c.ok && string(v[:13]) == string(c.prefix[:]) {
-		return c.start.Add(within), true
-	}
-	year, month, day, hour := num(v[0:4]), num(v[5:7]), num(v[8:10]), num(v[11:13])
-	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 {
-		return time.Time{}, false
-	}
-	start := time.Date(year, time.Month(month), day, hour, 0, 0, 0, time.UTC)
-	if c != nil {
-		copy(c.prefix[:], v[:13])
-		c.start, c.ok = start, true
-	}
-	return start.Add(within), true
-}
-
-// daysIn is the number of days of month in year (proleptic Gregorian).
-func daysIn(month, year int) int {
-	switch month {
-	case 2:
-		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
+	return utctime.ParseCached(&c.Cache, v)
 }
 
 // annotations keeps the latency annotations of an object of strings.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // aksAuditColumns map the columns of Log Analytics' AKSAudit and
@@ -197,7 +199,7 @@ func (g *gkeSummary) describe() string {
 		parts = append(parts, fmt.Sprintf("%s %d", p, g.principals[p]))
 	}
 	return fmt.Sprintf("%d %s from %s to %s, %d with status RESOURCE_EXHAUSTED (the code of HTTP 429); requests by principal: %s",
-		g.n, plural(g.n, "entry", "entries"), g.first.UTC().Format(time.RFC3339), g.last.UTC().Format(time.RFC3339), g.exhausted, strings.Join(parts, ", "))
+		g.n, textfmt.Plural(g.n, "entry", "entries"), g.first.UTC().Format(time.RFC3339), g.last.UTC().Format(time.RFC3339), g.exhausted, strings.Join(parts, ", "))
 }
 
 // otlpResourceLogs reads one element of OTLP JSON's resourceLogs: the

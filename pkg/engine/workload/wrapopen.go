@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/grafana"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // inputFile is one input after a path is expanded: a file of a
@@ -374,7 +375,7 @@ func (m *mustYield) emptyReason() string {
 		return fmt.Sprintf("%s: JSON whose records are not audit events, nor the records of a cloud's export or a log pipeline that hold them%s", m.name, keys)
 	case f == FormatAudit:
 		if st.Malformed == 0 && st.Skipped > 0 {
-			return fmt.Sprintf("%s: its %d audit %s %s of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, plural(st.Skipped, "event", "events"), plural(st.Skipped, "is", "are all"))
+			return fmt.Sprintf("%s: its %d audit %s %s of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, textfmt.Plural(st.Skipped, "event", "events"), textfmt.Plural(st.Skipped, "is", "are all"))
 		}
 		return fmt.Sprintf("%s: no audit event in it could be read%s%s", m.name, why, first)
 	case f == FormatJSONL:
@@ -386,16 +387,9 @@ func (m *mustYield) emptyReason() string {
 		return fmt.Sprintf("%s: %s whose records hold no audit event that can be replayed%s%s", m.name, formatNoun(f), why, first)
 	}
 	if st.Malformed > 0 {
-		return fmt.Sprintf("%s: none of its %d %s could be read as a request%s%s", m.name, st.Lines, plural(st.Lines, "line", "lines"), why, first)
+		return fmt.Sprintf("%s: none of its %d %s could be read as a request%s%s", m.name, st.Lines, textfmt.Plural(st.Lines, "line", "lines"), why, first)
 	}
 	return fmt.Sprintf("%s: no line is an httplog \"HTTP\" line, an audit event or a record of a log wrapper this reads (first line: %q)", m.name, clip(m.info.first, 100))
-}
-
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // SkippedReasons says, most frequent first, how many lines were skipped

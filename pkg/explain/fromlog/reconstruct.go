@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
@@ -89,7 +90,7 @@ func splitNotes(files *workload.Files, res *reconstruct.Result) []string {
 	if !told {
 		return nil
 	}
-	notes := []string{fmt.Sprintf("note: the log is %d apiserver %s, each reconstructed on its own (its own calibration, server concurrency limit and queues)", len(names), plural(len(names), "instance", "instances"))}
+	notes := []string{fmt.Sprintf("note: the log is %d apiserver %s, each reconstructed on its own (its own calibration, server concurrency limit and queues)", len(names), textfmt.Plural(len(names), "instance", "instances"))}
 	if len(names) == 1 {
 		notes[0] = "note: the log is one apiserver instance"
 	}
@@ -125,11 +126,4 @@ func instanceAgreement(res *reconstruct.Result) string {
 		parts[i] = fmt.Sprintf("%s %d of %d (%.1f%%, limit %d)", in.Name, sum.Agreeing(), sum.Total(), 100*sum.Fraction(), in.ServerConcurrencyLimit)
 	}
 	return "by instance: " + strings.Join(parts, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

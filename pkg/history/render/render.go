@@ -10,21 +10,18 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
-// num formats a count or a rate (rejections.Count).
-func num(v float64) string { return rejections.Count(v) }
-
 // WriteLevelWindows prints the table of "top levels --since".
 func WriteLevelWindows(w io.Writer, rows []history.LevelWindow, noHeaders bool) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	perInstance := false
 	for _, r := range rows {
 		perInstance = perInstance || r.Instance != history.MergedInstance
@@ -37,9 +34,9 @@ func WriteLevelWindows(w io.Writer, rows []history.LevelWindow, noHeaders bool) 
 		fmt.Fprintln(tw, h)
 	}
 	for _, r := range rows {
-		cur := num(float64(r.CurrentLimitMin))
+		cur := rejections.Count(float64(r.CurrentLimitMin))
 		if r.CurrentLimitMax != r.CurrentLimitMin && !math.IsNaN(float64(r.CurrentLimitMax)) {
-			cur += "-" + num(float64(r.CurrentLimitMax))
+			cur += "-" + rejections.Count(float64(r.CurrentLimitMax))
 		}
 		rej := "0"
 		if r.RejectedTotal > 0 {
@@ -50,16 +47,16 @@ func WriteLevelWindows(w io.Writer, rows []history.LevelWindow, noHeaders bool) 
 			sort.Strings(keys)
 			var parts []string
 			for _, k := range keys {
-				parts = append(parts, sanitize.Line(k)+"="+num(r.Rejected[k]))
+				parts = append(parts, sanitize.Line(k)+"="+rejections.Count(r.Rejected[k]))
 			}
-			rej = num(r.RejectedTotal) + " (" + strings.Join(parts, ",") + ")"
+			rej = rejections.Count(r.RejectedTotal) + " (" + strings.Join(parts, ",") + ")"
 		}
 		wait := "-"
 		if v := float64(r.WaitP99Seconds); !math.IsNaN(v) {
 			wait = time.Duration(v * float64(time.Second)).Round(time.Millisecond).String()
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", sanitize.Line(r.Name), num(float64(r.NominalLimit)), cur,
-			num(float64(r.SeatsInUseAvg)), num(float64(r.SeatsInUseMax)), num(float64(r.WaitingMax)), num(float64(r.Dispatched)), rej, wait)
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", sanitize.Line(r.Name), rejections.Count(float64(r.NominalLimit)), cur,
+			rejections.Count(float64(r.SeatsInUseAvg)), rejections.Count(float64(r.SeatsInUseMax)), rejections.Count(float64(r.WaitingMax)), rejections.Count(float64(r.Dispatched)), rej, wait)
 		if perInstance {
 			line = sanitize.Line(r.Instance) + "\t" + line
 		}

@@ -2,10 +2,10 @@ package render
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
@@ -62,7 +62,7 @@ func writeLiveLevel(p *printer, l rejections.Incident) {
 	}
 	p.f("\n")
 	if len(l.Flows) > 0 {
-		tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
+		tw := textfmt.NewTable(p)
 		fmt.Fprintf(tw, "    FLOWSCHEMA\tDISTINGUISHER\tWAITING\tEXECUTING\tSEATS\tFULL QUEUES OF ITS HAND\n")
 		for _, f := range l.Flows {
 			fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%d of %d %v\n", sanitize.Line(f.FlowSchema), sanitize.Line(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand), f.Hand)

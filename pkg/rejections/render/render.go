@@ -11,9 +11,9 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
@@ -130,7 +130,7 @@ func (p *printer) clientTable(title, head string, cs []rejections.ClientShare, f
 		return
 	}
 	p.f("  %s\n", title)
-	tw := tabwriter.NewWriter(p, 0, 0, 2, ' ', 0)
+	tw := textfmt.NewTable(p)
 	fmt.Fprintf(tw, "    CLIENT\tUSER-AGENT\tFLOWSCHEMA\tFLOW\t%s\tSHARE\n", head)
 	for i, c := range cs {
 		if i == maxClientRows {

@@ -5,10 +5,10 @@ import (
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
@@ -64,7 +64,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	}
 	fmt.Fprintf(w, "\nCalibration: seats held beyond the recorded execution, per dispatch from a queue: %v server-wide; a wait above %v counts as queued (%s)\n",
 		fmtDuration(time.Duration(cal.ServerOverhead)), fmtDuration(time.Duration(cal.Threshold)), cal.ThresholdFrom)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	fmt.Fprintln(tw, "LEVEL\tOVERHEAD\tFROM\tSEATS\tSATURATED\tSPANS\tQUEUED-DISPATCHES\tMEAN-EXEC\tHOLD\tANNOTATED\tWAIT-P50\tSTALLS")
 	for _, l := range cal.Levels {
 		if l.Source == calibrate.SourceNone {
@@ -163,11 +163,11 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	}
 	if len(rep.Fit) > 0 && len(fits) == 0 {
 		fmt.Fprintf(w, "\nReproduction of the recording: no 429 recorded, and none predicted (%d %s at %d %s): nothing to compare.\n",
-			requests, plural(int(min(requests, 2)), "request", "requests"), len(rep.Fit), plural(len(rep.Fit), "level", "levels"))
+			requests, textfmt.Plural(int(min(requests, 2)), "request", "requests"), len(rep.Fit), textfmt.Plural(len(rep.Fit), "level", "levels"))
 	}
 	if len(fits) > 0 {
 		fmt.Fprintln(w, "\nReproduction of the recording, per level (recorded vs predicted 429s):")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := textfmt.NewTable(w)
 		fmt.Fprintln(tw, "LEVEL\tREQUESTS\tRECORDED-429\tPREDICTED\tRATIO\tAGREEMENT\tQUALITY\tWINDOWS (start recorded/predicted)")
 		for _, i := range fits {
 			f := rep.Fit[i]

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
@@ -75,7 +75,7 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	} else {
 		fmt.Fprintf(w, "\nThe change adds concurrency, and nothing tells how much CPU the server had left for it. Rejections predicted after the change:\n")
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	head := "LEVEL\tSEATS"
 	if c.Model != "" {
 		head += "\tWITH-CPU-MODEL"

@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
@@ -27,9 +27,9 @@ var simulateReasons = []string{"queue-full", "concurrency-limit", "time-out"}
 // every cell is "before->after".
 func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	ws := rep.Workload
-	fmt.Fprintf(w, "Workload: %d %s replayed, arriving over %s", rep.Requests, plural(int(rep.Requests), "request", "requests"), fmtSeconds(ws.ArrivalSpanSeconds))
+	fmt.Fprintf(w, "Workload: %d %s replayed, arriving over %s", rep.Requests, textfmt.Plural(int(rep.Requests), "request", "requests"), fmtSeconds(ws.ArrivalSpanSeconds))
 	if extra := ws.Records - rep.Requests; extra > 0 {
-		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
+		fmt.Fprintf(w, " (%d %s read: %d bypass APF, %d skipped)", ws.Records, textfmt.Plural(int(ws.Records), "record", "records"), ws.Bypassed, ws.Skipped)
 	}
 	fmt.Fprintln(w)
 	printWindow(w, rep)
@@ -44,7 +44,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	fmt.Fprintln(w)
 
 	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(&table)
 	fmt.Fprintln(tw, "LEVEL / FLOW\tDISPATCHED\tQUEUE-FULL\tCONCURRENCY-LIMIT\tTIME-OUT\tWAIT-P50\tWAIT-P99\tWAIT-MAX\tPEAK-QUEUE\tPEAK-SEATS")
 	afterBy := map[string]*fairqueue.LevelResult{}
 	var names []string
@@ -88,7 +88,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 			fmt.Fprintf(tw, "  %s\t%s\n", sanitize.Line(f), strings.Join(resultCells(fb, fa, rep.After != nil), "\t"))
 		}
 		if more := flowCount(b, a) - min(maxFlows, flowCount(b, a)); more > 0 && maxFlows > 0 {
-			fmt.Fprintf(tw, "  (%d more %s)\t\t\t\t\t\t\t\t\t\n", more, plural(more, "flow", "flows"))
+			fmt.Fprintf(tw, "  (%d more %s)\t\t\t\t\t\t\t\t\t\n", more, textfmt.Plural(more, "flow", "flows"))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -102,7 +102,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		}
 	}
 	if idle > 0 {
-		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, plural(idle, "level", "levels"))
+		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, textfmt.Plural(idle, "level", "levels"))
 	}
 	fmt.Fprint(w, simulateLegend)
 	if err := printCPUComparison(w, rep.CPUComparison); err != nil {
@@ -136,7 +136,7 @@ func printInstances(w io.Writer, rep *simulate.Result) error {
 			}
 		}
 		fmt.Fprintf(w, "  %s: server concurrency limit %d, %d %s replayed, %d recorded 429s, %d predicted", sanitize.Line(in.Name), in.ServerConcurrencyLimit,
-			in.Requests, plural(int(in.Requests), "request", "requests"), in.Workload.RecordedRejections, before)
+			in.Requests, textfmt.Plural(int(in.Requests), "request", "requests"), in.Workload.RecordedRejections, before)
 		if after >= 0 {
 			fmt.Fprintf(w, ", %d after the change", after)
 		}
@@ -177,7 +177,7 @@ func printAgreement(w io.Writer, rep *simulate.Result) error {
 	}
 	n := int(rep.Workload.RecordedRejections)
 	fmt.Fprintf(w, "\nRecorded 429 answers (%d in the workload) against the rejections predicted with the current configuration:\n", n)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := textfmt.NewTable(w)
 	fmt.Fprintln(tw, "LEVEL\tRECORDED-429\tPREDICTED-429\t429-PREDICTED\tSERVED-PREDICTED")
 	for _, a := range rows {
 		rp, rr := a.Rejections()
@@ -310,14 +310,6 @@ func ratio(n, d int64) string {
 	return fmt.Sprintf("%d/%d (%.1f%%)", n, d, 100*float64(n)/float64(d))
 }
 
-// plural picks the singular for one, the plural otherwise.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // change renders "a" when b is empty or equal, else "a->b".
 func change(a, b string) string { return capacity.Change(a, b) }
 
@@ -326,14 +318,14 @@ func change(a, b string) string { return capacity.Change(a, b) }
 // workload that is.
 func printWindow(w io.Writer, rep *simulate.Result) {
 	if win := rep.Window; win != nil && win.Given {
-		fmt.Fprintf(w, "Window: %s (--since/--until): %d of the log's %d %s (%s).\n", logs.FormatWindow(win.From, win.To), win.Requests, win.Of, plural(int(win.Of), "request", "requests"), percent(win.Requests, win.Of))
+		fmt.Fprintf(w, "Window: %s (--since/--until): %d of the log's %d %s (%s).\n", logs.FormatWindow(win.From, win.To), win.Requests, win.Of, textfmt.Plural(int(win.Of), "request", "requests"), percent(win.Requests, win.Of))
 	}
 	e := rep.Evidence
 	if e == nil {
 		return
 	}
 	fmt.Fprintf(w, "CPU evidence: the metrics' scrapes from %s (%s apart; 2 of the %d read) cover %d of the %d %s (%s)",
-		logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), e.Scrapes, e.Requests, e.Total, plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
+		logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), e.Scrapes, e.Requests, e.Total, textfmt.Plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
 	switch {
 	case e.Cut:
 		fmt.Fprintf(w, ": only those are replayed; the %d before and %d after, none answered 429, are not the load the evidence saw (--since/--until choose another window).\n", e.Before, e.After)

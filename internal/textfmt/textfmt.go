@@ -1,0 +1,54 @@
+// Package textfmt is the formatting every printer shares: plurals, the
+// first line of a message, and the tabwriter setups of the tables. It
+// imports the standard library alone, so that the pure packages (pkg/dump,
+// pkg/explain, pkg/capacity, pkg/engine/...) use it as the commands and the
+// renderers do; pkg/output, which brings cli-runtime and client-go, cannot
+// be imported by them.
+package textfmt
+
+import (
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Plural returns one when n is 1, else many.
+func Plural[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// FirstLine is s up to its first newline.
+func FirstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// NewTable is the tabwriter of the plugin's own tables: columns two spaces
+// apart, no minimum width.
+func NewTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// NewTableRight is NewTable with the cells aligned right (explain's
+// figures).
+func NewTableRight(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+}
+
+// NewKubectlTable is the tabwriter of kubectl's printers (a minimum width
+// of 6, columns three spaces apart), for the tables printed as kubectl
+// prints a resource list.
+func NewKubectlTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+}
+
+// NewAPIServerDumpTable is the tabwriter the kube-apiserver writes its
+// /debug/api_priority_and_fairness dumps with
+// (text/tabwriter.NewWriter(w, 8, 0, 1, ' ', 0)), for the dumps this
+// writes in the apiserver's own format.
+func NewAPIServerDumpTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 8, 0, 1, ' ', 0)
+}
