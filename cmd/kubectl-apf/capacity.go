@@ -142,7 +142,7 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	scl := st.ServerConcurrency
-	rep := capacity.Report{ServerConcurrencySource: st.ServerConcurrencySource, Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
+	rep := capacity.Report{ServerConcurrencySource: string(st.ServerConcurrencySource), Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
 	// The input's own objects, if it holds any: a raw dump or metrics file
 	// holds none, and then no level is imagined from the mandatory objects.
 	inputHasObjects := len(st.Snapshots) > 0 && st.Snapshots[0].HasObjects()

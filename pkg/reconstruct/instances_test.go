@@ -35,7 +35,7 @@ type fateOf struct {
 }
 
 func keepFate(f *reconstruct.Fate) fateOf {
-	return fateOf{f.Index, f.Level, f.FlowSchema, f.Distinguisher, f.At, f.Rejected, f.Reason, f.Status, f.Agrees, f.Class, f.Wait, f.WaitFrom,
+	return fateOf{f.Index, f.Level, f.FlowSchema, f.Distinguisher, f.At, f.Rejected, f.Reason, f.Status, f.Agrees, f.Class, f.Wait, string(f.WaitFrom),
 		f.Seats, f.Queue, f.SeatsInUse, f.Limit, f.Waiting}
 }
 

@@ -483,11 +483,11 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 			// server does tens of milliseconds later
 			wait = int64(w.QueueWait)
 		}
-		f.WaitFrom = "httplog"
+		f.WaitFrom = WaitHTTPLog
 	case orig.queueWait:
 		wait = int64(w.QueueWait)
 		exec = max(lat-pre-wait, 0)
-		f.WaitFrom = "audit"
+		f.WaitFrom = WaitAudit
 	default:
 		// the log tells only when it ended: it waits until a seat frees
 		// for it, in the order the log ended the waiting requests, or
@@ -495,7 +495,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		wait = lat - pre
 		r.estimated = true
 		exec = max(lat-pre-wait, 0)
-		f.WaitFrom = "estimated"
+		f.WaitFrom = WaitEstimated
 		s.res.EstimatedWaits++
 	}
 	if watch && !orig.exec {

@@ -72,9 +72,9 @@ type Fate struct {
 	Agrees bool
 	Class  string
 	// Wait is the time in a queue (0 when dispatched at once); WaitFrom
-	// says where it came from: "httplog", "audit", "estimated" or "".
+	// says where it came from.
 	Wait     time.Duration
-	WaitFrom string
+	WaitFrom WaitSource
 	// Execution is the execution time as recorded or estimated.
 	Execution time.Duration
 	// Seats are the request's seats (InitialSeats), SeatsEstimated when the
@@ -241,4 +241,22 @@ const (
 	// ClassNotAPF: a 429 on a request APF did not hold (exempt, or
 	// answered after executing): not APF's.
 	ClassNotAPF = "429 not given by APF"
+)
+
+// WaitSource is where a fate's wait in a queue came from (Fate.WaitFrom):
+// the word printed after the wait.
+type WaitSource string
+
+// The sources of a wait.
+const (
+	// WaitNone: the request did not wait, or was rejected.
+	WaitNone WaitSource = ""
+	// WaitHTTPLog: the httplog line's latency less its execution (or the
+	// audit's apf-queue-wait beside it).
+	WaitHTTPLog WaitSource = "httplog"
+	// WaitAudit: the audit event's apf-queue-wait annotation.
+	WaitAudit WaitSource = "audit"
+	// WaitEstimated: the log tells only when the request ended; the wait
+	// is reconstructed from the seats that freed before it.
+	WaitEstimated WaitSource = "estimated"
 )

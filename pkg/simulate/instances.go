@@ -122,7 +122,7 @@ func runInstances(ctx context.Context, st *state.State, cfg Config, before, afte
 		return nil, fmt.Errorf("the workload holds no request to replay: %s", emptyWorkloadReason(files))
 	}
 	res := mergeResults(insts)
-	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource+", on each instance"
+	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, ConcurrencyFrom{Source: st.ServerConcurrencySource, EachInstance: true}
 	res.Join, res.Release, res.ReleaseFrom = files.Join, st.Release.String(), st.ReleaseFrom
 	if cfg.ServerSpeed != 1 {
 		res.ServerSpeed = cfg.ServerSpeed

@@ -152,7 +152,7 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 	if p.compiled, err = fairqueue.Compile(logs.Cancellable(ctx, p.prepared.Reader()), replayConfig(st, cfg, p.recorded), fairqueue.ReplayOptions{}); err != nil {
 		return nil, err
 	}
-	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
+	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, ConcurrencyFrom{Source: st.ServerConcurrencySource}
 	res.Release, res.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	if p.cal != nil {
 		report := p.cal.Report

@@ -84,8 +84,8 @@ type Result struct {
 	*fairqueue.Report
 	// ServerConcurrencyLimit and where it came from (flag, metrics or
 	// default).
-	ServerConcurrencyLimit  int    `json:"serverConcurrencyLimit"`
-	ServerConcurrencySource string `json:"serverConcurrencySource"`
+	ServerConcurrencyLimit  int             `json:"serverConcurrencyLimit"`
+	ServerConcurrencySource ConcurrencyFrom `json:"serverConcurrencySource"`
 	// Join counts how httplog lines met audit events, when both were given.
 	Join *workload.JoinStats `json:"join,omitempty"`
 	// Release is the Kubernetes release whose APF was replayed,
@@ -211,7 +211,7 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	if res.CPUComparison, err = compareCPU(ctx, res, cal, rc, st.ServerConcurrency); err != nil {
 		return nil, err
 	}
-	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, st.ServerConcurrencySource
+	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, ConcurrencyFrom{Source: st.ServerConcurrencySource}
 	res.Release, res.ReleaseFrom = st.Release.String(), st.ReleaseFrom
 	if cal != nil {
 		// the report alone: the calibration's working state stays here

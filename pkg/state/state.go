@@ -15,11 +15,15 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
+// ConcurrencySource is where the server concurrency limit came from
+// (State.ServerConcurrencySource), the word printed and returned in JSON.
+type ConcurrencySource string
+
 // Where the server concurrency limit came from.
 const (
-	SourceFlag    = "flag"
-	SourceMetrics = "metrics"
-	SourceDefault = "default"
+	SourceFlag    ConcurrencySource = "flag"
+	SourceMetrics ConcurrencySource = "metrics"
+	SourceDefault ConcurrencySource = "default"
 )
 
 // Where the release replayed came from (State.ReleaseFrom is one of these,
@@ -57,7 +61,7 @@ type State struct {
 	// SourceDefault). InferredConcurrency is what the metrics gave (0:
 	// nothing).
 	ServerConcurrency       int
-	ServerConcurrencySource string
+	ServerConcurrencySource ConcurrencySource
 	InferredConcurrency     int
 	// Notes are diagnostics for stderr, "note: ..." each, sanitised
 	// (internal/sanitize): one safe line each.

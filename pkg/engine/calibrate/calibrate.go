@@ -280,8 +280,8 @@ type Report struct {
 	Enabled bool `json:"enabled"`
 	// Threshold τ: a request whose dispatch came later than this after its
 	// arrival waited in a queue. ThresholdFrom says what it was read from.
-	Threshold     Duration `json:"threshold"`
-	ThresholdFrom string   `json:"thresholdFrom"`
+	Threshold     Duration        `json:"threshold"`
+	ThresholdFrom ThresholdSource `json:"thresholdFrom"`
 	// ServerOverhead is the seat-weighted mean of the overheads of the
 	// levels with evidence of their own: a summary of the server (the
 	// warning of a change that executes more), given to no level.
@@ -394,11 +394,6 @@ func (r *Result) levelOverhead(level string) time.Duration {
 	}
 	return r.overhead[level]
 }
-
-// ThresholdUnmeasured is the ThresholdFrom of a τ for which no lag could
-// be measured (too few requests with an execution time): τ is then the
-// smallest candidate, which the filters' own time may well exceed.
-const ThresholdUnmeasured = "too few requests with an execution time"
 
 // nThresholds candidate thresholds τ; the smallest above the non-queued
 // lag is used
@@ -725,18 +720,18 @@ func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
 // threshold returns the index in thresholds of τ, the smallest candidate
 // above the lag of requests that never queue, and what the lag was read
 // from.
-func (o *observer) threshold() (int, string) {
+func (o *observer) threshold() (int, ThresholdSource) {
 	var lag time.Duration
-	var from string
+	var from ThresholdSource
 	switch {
 	case o.lag.n >= params.LagSamples:
-		lag, from = o.lag.quantile(0.9), "90th percentile of latency − execution of exempt requests"
+		lag, from = o.lag.quantile(0.9), ThresholdExemptP90
 	case o.lag.n >= params.FewLagSamples:
-		lag, from = o.lag.quantile(1), "largest latency − execution of the few exempt requests"
+		lag, from = o.lag.quantile(1), ThresholdExemptLargest
 	case o.lagAll.n >= params.LagSamples:
 		// most requests of a saturated level queue: the fastest tenth
 		// stands for those dispatched on arrival
-		lag, from = 2*o.lagAll.quantile(0.1), "twice the 10th percentile of latency − execution: too few exempt requests"
+		lag, from = 2*o.lagAll.quantile(0.1), ThresholdAllP10
 	default:
 		lag, from = 0, ThresholdUnmeasured
 	}

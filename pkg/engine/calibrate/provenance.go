@@ -21,6 +21,26 @@ const (
 	SourceDisabled LevelSource = "disabled"
 )
 
+// ThresholdSource is what the threshold τ was read from
+// (Report.ThresholdFrom): the sentence printed and returned in JSON; ""
+// without a calibration.
+type ThresholdSource string
+
+// The sources of τ, from the most evidence to none (observer.threshold).
+const (
+	// ThresholdExemptP90: LagSamples exempt requests or more.
+	ThresholdExemptP90 ThresholdSource = "90th percentile of latency − execution of exempt requests"
+	// ThresholdExemptLargest: FewLagSamples exempt requests or more.
+	ThresholdExemptLargest ThresholdSource = "largest latency − execution of the few exempt requests"
+	// ThresholdAllP10: too few exempt requests, LagSamples requests or
+	// more of any level.
+	ThresholdAllP10 ThresholdSource = "twice the 10th percentile of latency − execution: too few exempt requests"
+	// ThresholdUnmeasured: no lag could be measured (too few requests
+	// with an execution time): τ is then the smallest candidate, which
+	// the filters' own time may well exceed.
+	ThresholdUnmeasured ThresholdSource = "too few requests with an execution time"
+)
+
 // Check is one of the checks the recording holds a calibration to.
 type Check string
 

@@ -178,7 +178,7 @@ func pastOf(f *reconstruct.Fate, yearKnown bool) *explain.Past {
 	case f.Wait > 0:
 		p.Fate = explain.VerdictQueued
 		w := explain.Duration(f.Wait)
-		p.Wait, p.WaitFrom = &w, f.WaitFrom
+		p.Wait, p.WaitFrom = &w, string(f.WaitFrom)
 	default:
 		p.Fate = explain.VerdictRuns
 	}
