@@ -27,6 +27,3 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10}
 }
-
-// params are simulate's Params.
-var params = DefaultParams()

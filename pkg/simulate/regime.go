@@ -73,7 +73,7 @@ func warnf(kind WarningKind, level, format string, args ...any) Warning {
 // where an audit log alone cannot tell how its executions stretch
 // (stretchUnknown). The replay keeps every request's recorded
 // execution time and overhead, which holds only near the recorded load.
-func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
+func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	if before == nil || after == nil {
 		return nil
 	}
@@ -124,7 +124,7 @@ func Regime(before, after *engine.Config, scl int, rep *fairqueue.Report, cal *c
 			}
 		}
 	}
-	out = append(out, shortOfCPU(rep, cal)...)
+	out = append(out, shortOfCPU(params, rep, cal)...)
 	out = append(out, stretchUnknown(rep, cal)...)
 	return out
 }
@@ -169,7 +169,7 @@ func stretchUnknown(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 // requests, by more than Params.MoreWork: on a server short of CPU the added work makes
 // every execution stall more often, which the replay, keeping the recorded
 // execution times, does not model; it then predicts too few rejections.
-func shortOfCPU(rep *fairqueue.Report, cal *calibrate.Report) []Warning {
+func shortOfCPU(params Params, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
 	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled {
 		return nil
 	}

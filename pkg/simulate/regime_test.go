@@ -33,7 +33,7 @@ func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 		before, after int64
 		warn          bool
 	}{{1000, 1300, true}, {1000, 1100, false}, {1000, 700, false}} {
-		ws := Regime(cfg, cfg, 6, report(tt.before, tt.after), cal)
+		ws := Regime(DefaultParams(), cfg, cfg, 6, report(tt.before, tt.after), cal)
 		w, ok := FindWarning(ws, WarnShortOfCPU, "slow")
 		if ok != tt.warn {
 			t.Errorf("%d → %d executions: warning %q, want one: %v", tt.before, tt.after, w, tt.warn)
@@ -49,7 +49,7 @@ func TestRegimeWarnsWhenWorkGrowsOnAServerShortOfCPU(t *testing.T) {
 		}
 	}
 	cal.Enabled = false
-	ws := Regime(cfg, cfg, 6, report(1000, 2000), cal)
+	ws := Regime(DefaultParams(), cfg, cfg, 6, report(1000, 2000), cal)
 	if _, ok := FindWarning(ws, WarnShortOfCPU, "slow"); ok {
 		t.Errorf("a disabled calibration warns: %q", ws)
 	}
@@ -65,12 +65,12 @@ func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
 		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 1400}}},
 	}
 	modelled := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{lv}, CPU: &calibrate.CPUModel{Level: "slow"}}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
+	if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, rep, modelled), WarnShortOfCPU, "slow"); ok {
 		t.Errorf("a modelled level is warned about: %q", w)
 	}
 	why := "the metrics do not tell how often the garbage collector ran"
 	plain := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{lv}, CPUWhy: why}
-	if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
+	if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, rep, plain), WarnShortOfCPU, "slow"); !ok || !strings.Contains(w.Text, why) {
 		t.Errorf("the warning without a model does not say why: %q", w)
 	}
 }
@@ -79,7 +79,6 @@ func TestRegimeLeavesAModelledLevelAlone(t *testing.T) {
 // of its own: a what-if it warns about under DefaultParams is left alone
 // under Params that allow it more.
 func TestRegimeReadsItsParams(t *testing.T) {
-	defer func(p Params) { params = p }(params)
 	cfg := regimeConfig()
 	cal := &calibrate.Report{Enabled: true, ServerOverhead: calibrate.Duration(time.Millisecond), Levels: []calibrate.Level{
 		{Level: "slow", Stalls: 30, StallShare: 0.5, ShortOfCPU: true, MedianExecution: calibrate.Duration(2 * time.Millisecond)},
@@ -89,14 +88,15 @@ func TestRegimeReadsItsParams(t *testing.T) {
 		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "slow", Dispatched: 2500}}},
 	}
 	kinds := []WarningKind{WarnShortOfCPU, WarnMoreExecutions}
-	ws := Regime(cfg, cfg, 6, rep, cal)
+	ws := Regime(DefaultParams(), cfg, cfg, 6, rep, cal)
 	for _, k := range kinds {
 		if _, ok := FindWarning(ws, k, "slow"); !ok {
 			t.Fatalf("1000 → 2500 executions under DefaultParams: no %s warning in %q", k, ws)
 		}
 	}
+	params := DefaultParams()
 	params.MoreWork, params.ExecutionsFactor = 2, 3
-	ws = Regime(cfg, cfg, 6, rep, cal)
+	ws = Regime(params, cfg, cfg, 6, rep, cal)
 	for _, k := range kinds {
 		if w, ok := FindWarning(ws, k, "slow"); ok {
 			t.Errorf("1000 → 2500 executions with MoreWork 2 and ExecutionsFactor 3: warned %q", w)
@@ -116,7 +116,7 @@ func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
 		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 8}, {Name: "same", PeakSeatsInUse: 4}, {Name: "new", PeakSeatsInUse: 3}}},
 	}
 	audit := &calibrate.Report{Enabled: true, AuditOnly: true, SharedWhy: "the executions hardly ran longer"}
-	ws := Regime(cfg, cfg, 6, rep, audit)
+	ws := Regime(DefaultParams(), cfg, cfg, 6, rep, audit)
 	w, ok := FindWarning(ws, WarnStretchUnknown, "borrower")
 	if !ok {
 		t.Fatalf("4 → 8 seats at once from an audit log alone: no warning in %q", ws)
@@ -134,7 +134,7 @@ func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
 		"a shared-CPU model":         {Enabled: true, AuditOnly: true, Shared: &calibrate.SharedCPU{Capacity: 1, Share: 1}},
 		"no calibration":             {AuditOnly: true},
 	} {
-		if w, ok := FindWarning(Regime(cfg, cfg, 6, rep, cal), WarnStretchUnknown, "borrower"); ok {
+		if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, rep, cal), WarnStretchUnknown, "borrower"); ok {
 			t.Errorf("with %s: warned %q", name, w)
 		}
 	}

@@ -74,6 +74,17 @@ type Config struct {
 	// Window is --since/--until: the part of the workload replayed,
 	// relative times counted back from its last request.
 	Window logs.Window
+	// Params are the thresholds of simulate's own judgements; nil runs
+	// with DefaultParams.
+	Params *Params
+}
+
+// params are the Params cfg runs with.
+func (cfg *Config) params() Params {
+	if cfg.Params != nil {
+		return *cfg.Params
+	}
+	return DefaultParams()
 }
 
 // Result is a replay's answer. It encodes as "simulate -o json" prints it.
@@ -221,7 +232,7 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	if cfg.ServerSpeed != 1 {
 		res.ServerSpeed = cfg.ServerSpeed
 	}
-	res.Warnings = Regime(before, after, st.ServerConcurrency, res.Report, res.Calibration)
+	res.Warnings = Regime(cfg.params(), before, after, st.ServerConcurrency, res.Report, res.Calibration)
 	return res, nil
 }
 

@@ -725,13 +725,13 @@ func (o *observer) threshold() (int, ThresholdSource) {
 	var from ThresholdSource
 	switch {
 	case o.lag.n >= params.LagSamples:
-		lag, from = o.lag.quantile(0.9), ThresholdExemptP90
+		lag, from = o.lag.quantile(params.LagQuantile), ThresholdExemptP90
 	case o.lag.n >= params.FewLagSamples:
-		lag, from = o.lag.quantile(1), ThresholdExemptLargest
+		lag, from = o.lag.quantile(params.FewLagQuantile), ThresholdExemptLargest
 	case o.lagAll.n >= params.LagSamples:
 		// most requests of a saturated level queue: the fastest tenth
 		// stands for those dispatched on arrival
-		lag, from = 2*o.lagAll.quantile(0.1), ThresholdAllP10
+		lag, from = time.Duration(params.AllLagFactor)*o.lagAll.quantile(params.AllLagQuantile), ThresholdAllP10
 	default:
 		lag, from = 0, ThresholdUnmeasured
 	}
@@ -855,8 +855,8 @@ func (r *Result) stallThresholds() {
 // quantiles is a log-bucketed histogram of durations (about 9% relative
 // error), so memory stays constant; it also sums each bucket.
 type quantiles struct {
-	b   [96]int64
-	sum [96]float64
+	b   [histBuckets]int64
+	sum [histBuckets]float64
 	n   int64
 }
 
@@ -867,14 +867,26 @@ func (q *quantiles) add(d time.Duration) {
 	q.n++
 }
 
-// bucket is the index of d in a quantiles histogram: bucket i > 0 holds
-// [1000·1.2^(i-1), 1000·1.2^i) ns.
+// The quantiles histogram: bucket 0 holds the durations up to histBase
+// nanoseconds, bucket i > 0 those in (histBase·histRatio^(i-1),
+// histBase·histRatio^i], the last (histBuckets-1) everything above.
+const (
+	histBase    = 1000 // ns
+	histRatio   = 1.2
+	histBuckets = 96
+)
+
+// bucket is the index of d in a quantiles histogram.
 func bucket(d time.Duration) int {
-	if d <= 1000 {
+	if d <= histBase {
 		return 0
 	}
-	return min(int(math.Log(float64(d)/1000)/math.Log(1.2))+1, 95)
+	return min(int(math.Log(float64(d)/histBase)/math.Log(histRatio))+1, histBuckets-1)
 }
+
+// bucketTop is the upper bound of bucket i of a quantiles histogram, in
+// nanoseconds.
+func bucketTop(i int) float64 { return histBase * math.Pow(histRatio, float64(i)) }
 
 // stallThreshold is the time from which an execution (or a gap) whose
 // median is m stalled: StallFactor times m, and StallMin more.
@@ -895,8 +907,9 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 	var all, above float64
 	for i, c := range q.b {
 		all += q.sum[i]
-		// bucket i > 0 holds (1000·1.2^(i-1), 1000·1.2^i]
-		if i > 0 && 1000*math.Pow(1.2, float64(i-1)) >= th {
+		// the bucket's durations are all above its bottom, its
+		// predecessor's top
+		if i > 0 && bucketTop(i-1) >= th {
 			n += c
 			above += q.sum[i]
 			first = min(first, i)
@@ -908,12 +921,22 @@ func (q *quantiles) stalls() (median Duration, n int64, share float64, first int
 	return Duration(m.Round(10 * time.Microsecond)), n, share, first
 }
 
-// phases counts, per histogram bucket of execution time, where in a
-// cfsPeriod the executions of StallMin or more ended (1 ms bins).
-type phases map[int]*[100]int32
+// phases counts, per histogram bucket of execution time, where in a CFS
+// period (Params.CFSPeriod) the executions of StallMin or more ended, in
+// 1 ms bins: as many as the period has milliseconds, rounded up.
+type phases map[int][]int32
+
+// phaseBins is the number of 1 ms bins of a period (0 for a period that is
+// not positive, whose phases are not counted).
+func phaseBins(period time.Duration) int {
+	if period <= 0 {
+		return 0
+	}
+	return int((period + time.Millisecond - 1) / time.Millisecond)
+}
 
 func (p *phases) add(exec, end time.Duration) {
-	if exec < params.StallMin {
+	if exec < params.StallMin || params.CFSPeriod <= 0 {
 		return
 	}
 	if *p == nil {
@@ -922,7 +945,7 @@ func (p *phases) add(exec, end time.Duration) {
 	b := bucket(exec)
 	h := (*p)[b]
 	if h == nil {
-		h = new([100]int32)
+		h = make([]int32, phaseBins(params.CFSPeriod))
 		(*p)[b] = h
 	}
 	ph := end % params.CFSPeriod
@@ -935,7 +958,8 @@ func (p *phases) add(exec, end time.Duration) {
 // boundaryShare returns the largest share of the executions in buckets from
 // first on that ended within ±periodSlack of one phase of cfsPeriod.
 func (p phases) boundaryShare(first int) (float64, Duration) {
-	var all [100]int32
+	nb := phaseBins(params.CFSPeriod)
+	all := make([]int32, nb)
 	var n int32
 	for b, h := range p {
 		if b < first {
@@ -955,7 +979,7 @@ func (p phases) boundaryShare(first int) (float64, Duration) {
 	for i := range all {
 		var c int32
 		for j := -w; j <= w; j++ {
-			c += all[(i+j+100)%100]
+			c += all[((i+j)%nb+nb)%nb]
 		}
 		if c > best {
 			best, bi = c, i
@@ -965,7 +989,7 @@ func (p phases) boundaryShare(first int) (float64, Duration) {
 	// hold them all tie; the first is not their centre)
 	var sum float64
 	for j := -w; j <= w; j++ {
-		sum += float64(j) * float64(all[(bi+j+100)%100])
+		sum += float64(j) * float64(all[((bi+j)%nb+nb)%nb])
 	}
 	ph := (float64(bi) + 0.5 + sum/float64(best)) * float64(time.Millisecond)
 	return float64(best) / float64(n), Duration((time.Duration(ph)%params.CFSPeriod + params.CFSPeriod) % params.CFSPeriod)
@@ -983,7 +1007,7 @@ func (q *quantiles) quantile(p float64) time.Duration {
 			if i == 0 {
 				return time.Microsecond
 			}
-			return time.Duration(1000 * math.Pow(1.2, float64(i)))
+			return time.Duration(bucketTop(i))
 		}
 	}
 	return 0

@@ -217,7 +217,7 @@ func (res *Result) fixedPoint(open func() (workload.Reader, error), recorded fai
 			if prevMean != nil {
 				d := math.Abs(mean[l] - prevMean[l])
 				change = max(change, d)
-				rel = max(rel, d/max(mean[l], float64(time.Millisecond)))
+				rel = max(rel, d/max(mean[l], float64(params.ConvergedChange)))
 			}
 		}
 		if src, err = open(); err != nil {
@@ -230,8 +230,9 @@ func (res *Result) fixedPoint(open func() (workload.Reader, error), recorded fai
 		*res = *nres
 		res.Estimated.FixedPointIterations = it
 		res.Estimated.FixedPointChange = Duration(change)
-		// converged when no level's mean wait moved by more than 1 ms or 2%
-		if prevMean != nil && (change < float64(time.Millisecond) || rel < 0.02) {
+		// converged when no level's mean wait moved by more than
+		// ConvergedChange (1 ms) or ConvergedShare (2%)
+		if prevMean != nil && (change < float64(params.ConvergedChange) || rel < params.ConvergedShare) {
 			break
 		}
 		prevMean = mean

@@ -27,11 +27,14 @@ type Params struct {
 	// counts as queued; the smallest above the lag of requests that never
 	// queue is used.
 	QueuedThresholds [nThresholds]time.Duration
-	// LagSamples is the fewest exempt requests whose 90th percentile of
-	// latency − execution gives the lag; FewLagSamples the fewest whose
-	// largest does. Below both, twice the 10th percentile of all requests'
-	// (with LagSamples of them), else none.
-	LagSamples, FewLagSamples int64
+	// LagSamples is the fewest exempt requests whose LagQuantile (the
+	// 90th percentile) of latency − execution gives the lag;
+	// FewLagSamples the fewest whose FewLagQuantile (the largest) does.
+	// Below both, AllLagFactor (twice) the AllLagQuantile (the 10th
+	// percentile) of all requests' (with LagSamples of them), else none.
+	LagSamples, FewLagSamples                   int64
+	LagQuantile, FewLagQuantile, AllLagQuantile float64
+	AllLagFactor                                int
 	// ClockSlack is how far the clock of the metrics' scrapes and that of
 	// the server's log may differ: metrics whose scrapes cover the
 	// workload's arrivals to within it at each end are evidence of the
@@ -94,6 +97,12 @@ type Params struct {
 	// ReboundPasses bounds the passes of the seat-time check after the
 	// execution times were scaled.
 	ReboundPasses int
+	// ConvergedChange and ConvergedShare: the audit-only fixed point has
+	// converged when no level's mean queue wait moved by more than
+	// ConvergedChange or by more than ConvergedShare of itself (of
+	// ConvergedChange at least) from one iteration to the next.
+	ConvergedChange time.Duration
+	ConvergedShare  float64
 
 	// MinFitted is the fewest recorded executions the shared-CPU model
 	// is fitted on.
@@ -220,6 +229,10 @@ func DefaultParams() Params {
 			10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
 		LagSamples:         20,
 		FewLagSamples:      5,
+		LagQuantile:        0.9,
+		FewLagQuantile:     1,
+		AllLagQuantile:     0.1,
+		AllLagFactor:       2,
 		ClockSlack:         time.Second,
 		MinCoveredArrivals: 0.9,
 		MinExecution:       100 * time.Microsecond,
@@ -245,6 +258,8 @@ func DefaultParams() Params {
 		DispatchTolerance:       0.10,
 		ScaledDispatchTolerance: 0.01,
 		ReboundPasses:           3,
+		ConvergedChange:         time.Millisecond,
+		ConvergedShare:          0.02,
 
 		MinFitted:        20,
 		MinStretched:     0.05,
