@@ -81,15 +81,25 @@ func newStoreOptions(configFlags *genericclioptions.ConfigFlags) *StoreOptions {
 	return &StoreOptions{configFlags: configFlags, InstanceLabel: "instance", ScrapeInterval: 30 * time.Second, QueryTimeout: 2 * time.Minute}
 }
 
-// durationValue is a pflag.Value taking history.ParseDuration's units.
+// durationValue is a pflag.Value taking history.ParseDuration's units:
+// --since, the window's length before --until. Over a log's files
+// (explain 429 --workload, with no store), --since may also be the
+// window's start, a time (history.ParseTime): the value keeps it as given
+// (Raw), and a store refuses it (Validate).
 type durationValue struct {
 	d   time.Duration
 	set bool
+	// raw is the value as given; isTime says it is a time, not a length
+	raw    string
+	isTime bool
 }
 
 func (v *durationValue) String() string {
-	if !v.set {
+	switch {
+	case !v.set:
 		return ""
+	case v.isTime:
+		return v.raw
 	}
 	return v.d.String()
 }
@@ -97,11 +107,21 @@ func (v *durationValue) String() string {
 func (v *durationValue) Set(s string) error {
 	d, err := history.ParseDuration(s)
 	if err != nil {
-		return err
+		if _, terr := history.ParseTime(s, time.Unix(1<<32, 0)); terr != nil {
+			return fmt.Errorf("%w, nor a time (RFC 3339, -2h or \"2h ago\")", err)
+		}
+		v.d, v.set, v.raw, v.isTime = 0, true, s, true
+		return nil
 	}
-	v.d, v.set = d, true
+	v.d, v.set, v.raw, v.isTime = d, true, s, false
 	return nil
 }
+
+// Raw is the value as given ("" when not given).
+func (v *durationValue) Raw() string { return v.raw }
+
+// IsTime reports whether the value given is a time, not a length.
+func (v *durationValue) IsTime() bool { return v.set && v.isTime }
 
 func (v *durationValue) Type() string { return "duration" }
 
@@ -168,6 +188,9 @@ func (o *StoreOptions) Validate() error {
 	}
 	if o.At != "" && (o.Since.set || o.Until != "") {
 		return fmt.Errorf("--at is one moment; --since and --until a window: give one or the other")
+	}
+	if o.Since.IsTime() {
+		return fmt.Errorf("--since %q: with a store, --since is the window's length before --until (30m, 24h, 7d), not a time", o.Since.Raw())
 	}
 	if o.Step < 0 || o.ScrapeInterval <= 0 || o.QueryTimeout < 0 {
 		return fmt.Errorf("--step must not be negative, --scrape-interval must be positive")
