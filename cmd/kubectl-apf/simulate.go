@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -97,7 +98,23 @@ workload. A log longer than the scrapes (the server's start-up, quiet
 hours, the capture's own reads) is replayed over the scrapes' window alone
 when the requests outside it, none of them answered 429, would leave fewer
 than 90% of the log between the scrapes; with 429s outside, the evidence
-did not see that load and is not used (--since/--until choose the window).`
+did not see that load and is not used (--since/--until choose the window).
+
+--prometheus URL (or --prometheus-service NAMESPACE/NAME:PORT, with the
+same authentication, headers and selector flags as explain 429's; a
+Prometheus, Thanos, Mimir or VictoriaMetrics query URL) reads the CPU
+evidence from the store instead: for each apiserver it selects, the
+samples of the scrapes at or before the window replayed and at or after its
+end (process_cpu_seconds_total, go_sched_latencies_seconds, GOMAXPROCS, the
+garbage collector's counters and APF's dispatched and rejected requests), as
+scraped, not a rate the store computed. They bracket the window to within
+one scrape interval each side, and the evidence averages the process's CPU
+over the time between them: with a 30s interval, a burst of a minute is
+averaged with up to another minute around it; the output says the interval
+and the share of the evidence's span the window is. Given a bundle or the
+cluster too, the store is preferred (the bundle's objects and object counts
+are still read), and a note says so; a store that holds none of those series
+around the window leaves the bundle's scrapes, with a note.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
@@ -113,6 +130,10 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 
   # The last hour of a day's logs, with the bundle dump bundle recorded over the incident
   kubectl apf simulate --from incident.tar.gz -w kube-apiserver.log -w audit.log --since 1h -f change.yaml
+
+  # The incident's window of the logs, with the CPU evidence the cluster's Prometheus scraped over it
+  kubectl apf simulate -w kube-apiserver.log -w audit.log --since 2026-11-23T03:00:00Z --until 2026-11-23T03:20:00Z \
+    --prometheus http://prometheus.monitoring:9090 --prometheus-selector 'cluster="prod"' -f change.yaml
 
   # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON
   kubectl apf simulate --defaults --server-concurrency 15 --workload burst.jsonl -o json`
@@ -147,13 +168,16 @@ type SimulateOptions struct {
 	VLogs vlogsSimulateFlags
 	// Window is --since/--until over the --workload files.
 	Window logWindowFlags
+	// Store is --prometheus and the flags that reach a store, whose
+	// scrapes around the window replayed are the CPU evidence.
+	Store *state.StoreOptions
 
 	genericiooptions.IOStreams
 }
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: newOptions(configFlags, state.Config), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: newOptions(configFlags, state.Config), Store: state.NewEvidenceStoreOptions(configFlags), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -172,6 +196,8 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	o.Instances.addFlags(cmd.Flags())
 	o.Window.addFlags(cmd.Flags(), "--workload")
 	o.Options.AddFlags(cmd.Flags())
+	o.Store.AddConnectionFlags(cmd.Flags())
+	cmd.Flags().Lookup("prometheus").Usage = "Read the CPU evidence (the process's CPU, the Go scheduler's latency and garbage collector, APF's counters) of each apiserver over the window replayed from this Prometheus-compatible store (http://prometheus:9090; a Thanos, Mimir or VictoriaMetrics query URL), instead of the scrapes of --from or the cluster."
 	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	o.Server.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
@@ -194,6 +220,12 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	if err := o.Server.Complete(); err != nil {
 		return err
+	}
+	if o.Store.Enabled() {
+		if o.Store.Clock == nil {
+			o.Store.Clock = o.Clock
+		}
+		o.Store.Complete(true)
 	}
 	return o.Options.Complete()
 }
@@ -236,6 +268,14 @@ func (o *SimulateOptions) Validate() error {
 	if err := o.Server.Validate(); err != nil {
 		return err
 	}
+	if o.Store.Enabled() {
+		if err := o.Store.Validate(); err != nil {
+			return err
+		}
+		if !o.Calibrate {
+			return fmt.Errorf("--prometheus reads the calibration's CPU evidence: give it without --calibrate=false")
+		}
+	}
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
@@ -261,7 +301,16 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if o.VLogs.enabled() {
 		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
 	}
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
+			return err
+		}
+		cfg.Store = evidenceStore{o.Store}
+	}
 	res, err := simulate.Run(ctx, st, cfg)
+	for _, w := range o.Store.Warnings() {
+		fmt.Fprintln(o.ErrOut, w)
+	}
 	if err != nil {
 		return err
 	}
@@ -273,4 +322,20 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	}
 	res.ReleaseFrom = sanitize.Line(res.ReleaseFrom)
 	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return simrender.Write(w, res, o.MaxFlows) })
+}
+
+// evidenceStore is the store of --prometheus as simulate reads its
+// evidence.
+type evidenceStore struct{ *state.StoreOptions }
+
+func (e evidenceStore) Scrapes(ctx context.Context, from, to time.Time) ([]simulate.StoreScrapes, error) {
+	got, err := e.Evidence(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]simulate.StoreScrapes, len(got))
+	for i, g := range got {
+		out[i] = simulate.StoreScrapes{Instance: g.Instance, Scrapes: g.Scrapes, Interval: g.Interval}
+	}
+	return out, nil
 }

@@ -128,8 +128,27 @@ func (v *durationValue) Type() string { return "duration" }
 // IsSet reports whether the flag was given.
 func (v *durationValue) IsSet() bool { return v.set }
 
+// NewEvidenceStoreOptions is the store group of a command that reads the
+// store over a window of its own (simulate --prometheus: the workload's),
+// which registers its flags with AddConnectionFlags.
+func NewEvidenceStoreOptions(configFlags *genericclioptions.ConfigFlags) *StoreOptions {
+	return newStoreOptions(configFlags)
+}
+
 // AddFlags registers the flags.
 func (o *StoreOptions) AddFlags(fs *pflag.FlagSet) {
+	o.AddConnectionFlags(fs)
+	fs.Var(&o.Since, "since", "With --prometheus: look at the window of this length before --until (30m, 24h, 7d).")
+	fs.StringVar(&o.Until, "until", o.Until, "With --prometheus: end of the window (RFC 3339, now, -2h or \"2h ago\"; default now).")
+	fs.StringVar(&o.At, "at", o.At, "With --prometheus: one moment (RFC 3339, -2h or \"2h ago\").")
+	fs.DurationVar(&o.Step, "step", o.Step, "With --prometheus: the resolution (0: about 240 points in the window, at least two scrape intervals).")
+	fs.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "With --prometheus: how often the store scrapes the apiservers (the finest step that means something).")
+}
+
+// AddConnectionFlags registers the flags that reach the store and select
+// its apiserver series, without those of the window (--since, --until,
+// --at, --step, --scrape-interval), for a command whose window is its own.
+func (o *StoreOptions) AddConnectionFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "prometheus", o.URL, "Read APF's history from this Prometheus-compatible store (http://prometheus:9090; a Thanos, Mimir or VictoriaMetrics query URL).")
 	fs.StringVar(&o.Service, "prometheus-service", o.Service, "Reach an in-cluster store through the apiserver's service proxy: NAMESPACE/NAME:PORT (read-only GETs, as the kubectl identity).")
 	fs.StringVar(&o.Token, "prometheus-token", o.Token, "Bearer token for --prometheus.")
@@ -143,11 +162,6 @@ func (o *StoreOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Headers, "prometheus-header", o.Headers, "Extra header NAME=VALUE for every query (repeatable), such as X-Scope-OrgID=TENANT for Mimir and Cortex.")
 	fs.StringVar(&o.Selector, "prometheus-selector", o.Selector, "Label matchers of the apiserver series, such as 'cluster=\"prod\",job=\"apiserver\"'.")
 	fs.StringVar(&o.InstanceLabel, "prometheus-instance-label", o.InstanceLabel, "The label that names an apiserver instance in the store.")
-	fs.Var(&o.Since, "since", "With --prometheus: look at the window of this length before --until (30m, 24h, 7d).")
-	fs.StringVar(&o.Until, "until", o.Until, "With --prometheus: end of the window (RFC 3339, now, -2h or \"2h ago\"; default now).")
-	fs.StringVar(&o.At, "at", o.At, "With --prometheus: one moment (RFC 3339, -2h or \"2h ago\").")
-	fs.DurationVar(&o.Step, "step", o.Step, "With --prometheus: the resolution (0: about 240 points in the window, at least two scrape intervals).")
-	fs.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "With --prometheus: how often the store scrapes the apiservers (the finest step that means something).")
 	fs.DurationVar(&o.QueryTimeout, "prometheus-timeout", o.QueryTimeout, "With --prometheus: how long one query may take.")
 }
 
@@ -391,3 +405,15 @@ func (s *StoreSource) Capture(ctx context.Context, _ dump.CaptureOptions) (*dump
 
 // Describe implements dump.Source.
 func (s *StoreSource) Describe() string { return s.Store.Describe() }
+
+// Evidence reads, for each apiserver instance of the store, the scrapes
+// that bracket [from, to] with the series of the CPU evidence
+// (history.Evidence), looking up to the query's lookback beyond either
+// end.
+func (o *StoreOptions) Evidence(ctx context.Context, from, to time.Time) ([]history.InstanceEvidence, error) {
+	rq, ok := o.Querier.(history.RawQuerier)
+	if !ok {
+		return nil, fmt.Errorf("%s: this client cannot read raw samples", o.Describe())
+	}
+	return history.Evidence(ctx, rq, o.Query, from, to, o.Query.Lookback)
+}
