@@ -115,6 +115,10 @@ bench-vlogs: binaries ## Benchmark "explain 429 --victorialogs --since 24h" on a
 ablation: ## The ablation study of simulate's calibration: every kept recording predicted with every rule of the model, then without each in turn; a rule stays only where its removal makes the held-out recordings worse (about three minutes; not part of make test).
 	KUBECTL_APF_ABLATION=1 $(GO) test -count=1 -run TestEveryRuleEarnsItsPlace -v ./pkg/simulate
 
+.PHONY: e2e-tune
+e2e-tune: binaries ## tune's proof on a real server: record a fresh overload (a controller starved by two users' storms of LISTs), run tune, apply its first candidate to a fresh control plane and re-run the load (about three minutes; needs root and the cgroup v1 cpu controller; not in make test).
+	KUBECTL_APF_TUNE_E2E=1 $(GO) test $(TEST_FLAGS) -timeout 30m -v -run TestTuneFirstCandidateHoldsInARerun ./test/e2e/
+
 .PHONY: e2e-whatif
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 const bundleLong = `Capture the APF state of the apiservers into an offline bundle.
@@ -57,14 +57,14 @@ type BundleOptions struct {
 	Interval time.Duration
 	// metricsIntervalSet says --metrics-interval was given.
 	metricsIntervalSet bool
-	*state.Options
+	*load.Options
 
 	genericiooptions.IOStreams
 }
 
 // NewBundleOptions returns the defaults of "kubectl apf dump bundle".
 func NewBundleOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *BundleOptions {
-	return &BundleOptions{MetricsInterval: 5 * time.Second, Interval: 5 * time.Second, Options: newOptions(configFlags, state.Instances), IOStreams: streams}
+	return &BundleOptions{MetricsInterval: 5 * time.Second, Interval: 5 * time.Second, Options: newOptions(configFlags, load.Instances), IOStreams: streams}
 }
 
 // NewBundleCommand builds "kubectl apf dump bundle".
@@ -149,7 +149,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	// state.Options.Clock, the clock of the capture, stamps the manifest too.
+	// load.Options.Clock, the clock of the capture, stamps the manifest too.
 	if err := dump.WriteBundle(o.To, c, o.manifest(o.ClockOrReal().Now())); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 // spoolSource is a fake cluster of one instance for dump bundle --watch:
@@ -110,7 +110,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	src := &spoolSource{t: t, clk: clk, spool: to + partialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{})}
 	var errOut bytes.Buffer
 	o := &BundleOptions{To: to, Redact: true, Watch: scrapes*time.Second + time.Second/2, Interval: time.Second,
-		Options: &state.Options{Source: src, Clock: clk}, IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}}
+		Options: &load.Options{Source: src, Clock: clk}, IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}}
 	done := make(chan error)
 	go func() { done <- o.runWatch(context.Background()) }()
 	for range scrapes {

@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 var capacityLong = `Show the seat arithmetic of every priority level.
@@ -43,7 +43,7 @@ reason and the queue wait p99, from a Prometheus-compatible store.
 From a cluster or a bundle with live state, what each level holds now
 follows: waiting and executing requests, seats in use and the limits, each
 from the best input read (the figures "top levels" and "explain 429"
-show).` + state.StoreHelp(state.Config|state.Store)
+show).` + load.StoreHelp(load.Config|load.Store)
 
 const capacityExample = `  # Seat table of the cluster's priority levels
   kubectl apf capacity
@@ -67,9 +67,9 @@ const capacityExample = `  # Seat table of the cluster's priority levels
 type CapacityOptions struct {
 	// Options are the state flags (--from, --defaults, -f, -R) and the
 	// store's, read beside them for the seats used over a window.
-	*state.Options
+	*load.Options
 	// Server are --server-concurrency and --server-request-timeout.
-	Server *state.ServerOptions
+	Server *load.ServerOptions
 
 	Sets []string
 	*output.Flags
@@ -81,7 +81,7 @@ type CapacityOptions struct {
 
 // NewCapacityOptions returns the defaults of "kubectl apf capacity".
 func NewCapacityOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CapacityOptions {
-	o := &CapacityOptions{Options: newOptions(configFlags, state.Config|state.Store), Server: state.NewServerOptions(),
+	o := &CapacityOptions{Options: newOptions(configFlags, load.Config|load.Store), Server: load.NewServerOptions(),
 		Flags: output.NewFlags(false, "", "json", "yaml"), IOStreams: streams}
 	o.Store.DefaultSince, o.StoreBeside = 24*time.Hour, true
 	return o
@@ -133,7 +133,7 @@ func (o *CapacityOptions) Validate() error {
 
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
+	st, err := o.Load(ctx, load.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
 		ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return err

@@ -6,7 +6,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/clock"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 // clockAhead moves every command's "now" ahead by a duration ("8760h"): set
@@ -39,10 +39,10 @@ type aheadClock struct {
 func (c aheadClock) Now() time.Time                  { return time.Now().Add(c.d) }
 func (c aheadClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// newOptions is state.NewOptions with the process's clock: every command
+// newOptions is load.NewOptions with the process's clock: every command
 // takes "now" from its Options' Clock, never from time.Now.
-func newOptions(configFlags *genericclioptions.ConfigFlags, inputs state.Inputs) *state.Options {
-	o := state.NewOptions(configFlags, inputs)
+func newOptions(configFlags *genericclioptions.ConfigFlags, inputs load.Inputs) *load.Options {
+	o := load.NewOptions(configFlags, inputs)
 	o.Clock = processClock()
 	return o
 }

@@ -74,7 +74,7 @@ func TestVLogsRequestWindowFromClock(t *testing.T) {
 func TestOneClock(t *testing.T) {
 	allowed := map[string]bool{
 		"cmd/kubectl-apf/clock.go": true, // the process's clock
-		"pkg/state/store.go":       true, // StoreOptions with no Clock
+		"pkg/load/store.go":        true, // StoreOptions with no Clock
 		"pkg/tui/model.go":         true, // tui.Options with no Clock
 	}
 	if c := newOptions(nil, 0).Clock; c == nil {

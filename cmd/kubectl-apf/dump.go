@@ -14,8 +14,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const dumpLong = `Show the API Priority and Fairness debug dumps of the apiservers as tables.
@@ -63,14 +63,14 @@ type DumpOptions struct {
 	*output.Flags
 	Level string
 	All   bool
-	*state.Options
+	*load.Options
 
 	genericiooptions.IOStreams
 }
 
 // NewDumpOptions returns the defaults of a dump subcommand.
 func NewDumpOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind dumpKind) *DumpOptions {
-	o := &DumpOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), Options: newOptions(configFlags, state.Instances), IOStreams: streams}
+	o := &DumpOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), Options: newOptions(configFlags, load.Instances), IOStreams: streams}
 	if kind == dumpLevels {
 		o.Name = output.PriorityLevelName
 	}
@@ -197,7 +197,7 @@ func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOption
 
 // liveHint is the offline hint of o's commands when they read a cluster,
 // empty when they read a bundle.
-func liveHint(o *state.Options) string {
+func liveHint(o *load.Options) string {
 	if !o.IsLive() {
 		return ""
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // NewExplainCommand builds "kubectl apf explain" and its subcommands.
@@ -106,7 +106,7 @@ const explainRequestExample = `  # How does CoreDNS's endpoint LIST fare?
 type ExplainRequestOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R,
 	// --all-apiservers, --apiserver-urls.
-	*state.Options
+	*load.Options
 	configFlags *genericclioptions.ConfigFlags
 
 	UserName       string
@@ -133,7 +133,7 @@ type ExplainRequestOptions struct {
 	from, to time.Time
 
 	// Server are --server-concurrency and --server-request-timeout.
-	Server *state.ServerOptions
+	Server *load.ServerOptions
 	// Flags are -o.
 	*output.Flags
 
@@ -155,7 +155,7 @@ type ExplainRequestOptions struct {
 
 // NewExplainRequestOptions returns the defaults of "kubectl apf explain request".
 func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainRequestOptions {
-	return &ExplainRequestOptions{Options: newOptions(configFlags, state.Config|state.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, Server: state.NewServerOptions(), IOStreams: streams}
+	return &ExplainRequestOptions{Options: newOptions(configFlags, load.Config|load.Instances), Flags: output.NewFlags(false, "", "json", "yaml"), configFlags: configFlags, Server: load.NewServerOptions(), IOStreams: streams}
 }
 
 // NewExplainRequestCommand builds "kubectl apf explain request".

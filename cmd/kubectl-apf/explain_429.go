@@ -15,10 +15,10 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 var explain429Long = `Explain the HTTP 429 answers a cluster gives now.
@@ -44,7 +44,7 @@ a timeline of the level around it (seats in use against the current limit
 and demand, waiting requests, the queue wait p99 and queue lengths), and
 what it points to: one flow flooding its queues, or the whole level short of
 seats. JSON output holds the series; every source prints one schema
-(docs/explain-429-schema.md).` + state.StoreHelp(state.Instances|state.Store|state.Config)
+(docs/explain-429-schema.md).` + load.StoreHelp(load.Instances|load.Store|load.Config)
 
 const explain429Example = `  # Why does the cluster answer 429 now?
   kubectl apf explain 429
@@ -74,9 +74,9 @@ const explain429Example = `  # Why does the cluster answer 429 now?
 type Explain429Options struct {
 	// Options are the state flags: --from, --all-apiservers,
 	// --apiserver-urls and the store's (--prometheus ...).
-	*state.Options
+	*load.Options
 	// Server are --server-concurrency and --server-request-timeout.
-	Server *state.ServerOptions
+	Server *load.ServerOptions
 
 	Interval time.Duration
 	// Flags are -o.
@@ -92,7 +92,7 @@ type Explain429Options struct {
 
 // NewExplain429Options returns the defaults of "kubectl apf explain 429".
 func NewExplain429Options(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Explain429Options {
-	o := &Explain429Options{Options: newOptions(configFlags, state.Instances|state.Store|state.Config), Server: state.NewServerOptions(),
+	o := &Explain429Options{Options: newOptions(configFlags, load.Instances|load.Store|load.Config), Server: load.NewServerOptions(),
 		Flags: output.NewFlags(false, "", "json", "yaml"), Interval: 5 * time.Second, MaxIncidents: 10, IOStreams: streams}
 	o.Store.DefaultSince = time.Hour
 	return o
@@ -204,7 +204,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	if o.Store.Enabled() {
 		return o.runStore(ctx)
 	}
-	st, err := o.Load(ctx, state.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
+	st, err := o.Load(ctx, load.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (o *Explain429Options) runStore(ctx context.Context) error {
 }
 
 // sourceOf names what the state is read from, in the explain 429 schema.
-func sourceOf(o *state.Options) rejections.Source {
+func sourceOf(o *load.Options) rejections.Source {
 	switch {
 	case o.Store.Enabled():
 		return rejections.Source{Kind: rejections.SourcePrometheus, Selector: o.Store.Selector}

@@ -141,7 +141,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := fromlog.IncidentsVLogs(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout}, src, o.Workload.Gap, v.Margin)
+	rep, err := fromlog.IncidentsStore(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout}, vlogsStore{src}, o.Workload.Gap, v.Margin)
 	if err != nil {
 		return err
 	}

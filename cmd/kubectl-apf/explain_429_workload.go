@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
@@ -173,7 +174,7 @@ func (o *Explain429Options) joinLog(ctx context.Context, rep *rejections.Report)
 // bundle's or the cluster's objects, or the defaults) and prints its notes,
 // which Load returns sanitised.
 func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error) {
-	st, err := o.Load(ctx, state.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+	st, err := o.Load(ctx, load.Request{ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (o *ExplainRequestOptions) explainRecorded(ctx context.Context, st *state.S
 		if err != nil {
 			return err
 		}
-		rec.VLogs, rec.Margin = src, o.VLogs.Margin
+		rec.VLogs, rec.Margin = vlogsStore{src}, o.VLogs.Margin
 	} else if paths := o.pastFiles(); len(paths) > 0 {
 		spec, err := o.Instances.spec(paths)
 		if err != nil {

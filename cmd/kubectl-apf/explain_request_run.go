@@ -14,7 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 // Run explains the request and prints the explanation.
@@ -31,7 +31,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := o.Load(ctx, state.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
+	st, err := o.Load(ctx, load.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
 		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "requests cannot be classified"})
 	if err != nil {
 		return err

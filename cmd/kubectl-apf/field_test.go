@@ -641,6 +641,15 @@ func fieldRows() []fieldRow {
 			args:    []string{"explain", "429", "--from", "@"},
 			wantRe:  []string{`global-default[^\n]*\b1,?533\b`},
 			notWant: []string{"no priority level is rejecting requests", "e+03", "--seat level"}},
+		// The same dump's global-default line: WaitingRequests 0 and
+		// ExecutingRequests 0 (its fifth and sixth columns); a dump counts
+		// requests, not seats, so the seats in use are unknown. explain 429
+		// printed "- in use" and left the executing count out, which its
+		// JSON held (issue 58, also seen).
+		{name: "dump with a grepped line: explain 429 shows the dump's executing count", artifact: "built/dump-levels-rejected-plus-grep.txt",
+			args:    []string{"explain", "429", "--from", "@"},
+			want:    []string{"limit - seats (nominal -), 0 executing (seats in use unknown), 0 waiting", "0 requests executing, from dump_priority_levels"},
+			notWant: []string{"- in use"}},
 		// built/prose-then-rejected.txt: the guide's sentence, then its
 		// block (100 time-out rejections of workload-low), piped (R10).
 		{name: "prose then metrics, piped to explain 429", artifact: "built/prose-then-rejected.txt", stdin: true,
@@ -680,6 +689,183 @@ func fieldRows() []fieldRow {
 			wantRe: []string{`catch-all\s+14\s+14\s+-\s`, `global-default\s+53\s+53\s+-\s`, `leader-election\s+27\s+27\s+-\s`,
 				`node-high\s+105\s+105\s+-\s`, `system\s+79\s+79\s+-\s`, `workload-high\s+105\s+105\s+-\s`},
 			notWant: []string{"not the Prometheus text format"}},
+		// k8s-audit-blog-jq-event.json: one audit event as jq prints it,
+		// over 36 lines: kubernetes-admin (groups system:masters,
+		// system:authenticated) creates secret audit-test-secret in
+		// default, answered 201, received 05:25:51.281925 and complete at
+		// 05:25:51.289909. system:masters matches exempt (precedence 1).
+		// It was "holds jsonl, not audit events: give httplog lines with
+		// --from-log" (S1 of issue 58).
+		{name: "jq-printed audit event: explain request reads it", artifact: "k8s-audit-blog-jq-event.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"},
+			want: []string{"POST /api/v1/namespaces/default/secrets?fieldManager=kubectl-create&fieldValidation=Strict", "user kubernetes-admin, groups system:masters, system:authenticated",
+				"✓ exempt (precedence 1, level exempt)", "at 05:25:51.281 it was dispatched at once", "Compared with the server (audit), HTTP 201"},
+			notWant: []string{"jsonl", "--from-log"}},
+		// The same event as simulate's workload: one request of the exempt
+		// level, which it was "36 lines that could not be decoded as a
+		// JSONL record (...: unexpected EOF)" (S1 of issue 58).
+		{name: "jq-printed audit event: simulate replays it", artifact: "k8s-audit-blog-jq-event.json",
+			args:    []string{"simulate", "--defaults", "--workload", "@"},
+			want:    []string{"Workload: 1 request replayed"},
+			notWant: []string{"JSONL record"}},
+		// built/eks-get-query-results-audit.json: the same event as the
+		// @message of the one row of a get-query-results answer, its
+		// @logStream kube-apiserver-audit-8f3c2a1b9d7e4f60 (S2 of issue 58).
+		{name: "get-query-results of an audit event: explain request reads it", artifact: "built/eks-get-query-results-audit.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@", "-o", "json"},
+			want: []string{`"at": "2022-10-27T05:25:51.281925Z"`, `"flowSchema": "exempt"`}},
+		{name: "get-query-results of an audit event: simulate names its stream", artifact: "built/eks-get-query-results-audit.json",
+			args: []string{"simulate", "--defaults", "--workload", "@"},
+			want: []string{"Workload: 1 request replayed"}},
+		// aws-workshop-get-query-results-api-gw.json: four rows of the
+		// fields integrationErrorMessage and @ptr of API Gateway's log: no
+		// audit event. The refusal says so and which query keeps the
+		// events; it pointed to --from-log (S2 of issue 58).
+		{name: "get-query-results of other fields: refused with what they hold", artifact: "aws-workshop-get-query-results-api-gw.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,
+			want:    []string{"4 Logs Insights rows without @message or an audit event's fields (its fields: integrationErrorMessage, @ptr", "fields @timestamp, @message, @logStream"},
+			notWant: []string{"jsonl", "--from-log"}},
+		// built/gke-logentry-pretty.json: one GKE LogEntry (Elastic's
+		// sample: system:gke-master-healthcheck reading readyz on
+		// 2025-07-13 at 08:38:39) pretty-printed, as Logs Explorer shows
+		// it: the documented GKE summary, as for the entry on one line
+		// (S1 of issue 58).
+		{name: "GKE LogEntry pretty-printed: the GKE summary", artifact: "built/gke-logentry-pretty.json",
+			args: []string{"simulate", "--defaults", "--workload", "@"}, code: 1,
+			want:    []string{"a GKE Cloud Logging export", "1 entry from 2025-07-13T08:38:39Z to 2025-07-13T08:38:39Z", "system:gke-master-healthcheck 1"},
+			notWant: []string{"JSONL record"}},
+		// openshift-api-performance-dashboard.yaml: OpenShift's "API
+		// Performance" dashboard in its ConfigMap: 31 panels with targets,
+		// 8 of them ("Priority & Fairness: ...") on apiserver_flowcontrol_*
+		// recording rules. No figure of a cluster is in it. It was refused
+		// as '"---" is neither a debug dump ...' (issue 58, item 3).
+		{name: "Grafana dashboard in a ConfigMap: top levels names it", artifact: "openshift-api-performance-dashboard.yaml",
+			args: []string{"top", "levels", "--from", "@"}, code: 1,
+			want:    []string{`is ConfigMap grafana-dashboard-apiserver-performance holding the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series`, "--prometheus URL", "kubectl get --raw /metrics"},
+			notWant: []string{"is neither a debug dump"}},
+		// built/openshift-api-performance-dashboard.json: the same
+		// dashboard's JSON alone, as Grafana's export gives it.
+		{name: "Grafana dashboard export: explain 429 names it", artifact: "built/openshift-api-performance-dashboard.json",
+			args: []string{"explain", "429", "--from", "@"}, code: 1,
+			want:    []string{`is the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series`, "a dashboard holds PromQL queries, not their answers"},
+			notWant: []string{"is neither a debug dump"}},
+		// The same dashboard given where requests are read: simulate
+		// --workload said 'no line is an httplog "HTTP" line ... (first
+		// line: "\",\n")', quoting a fragment of the JSON, and explain
+		// request --from-audit "at least 2424 lines could not be read as
+		// requests" (the known failure of testdata/field/README.md). Both
+		// name it now, and say to give the audit log or httplog, or to
+		// read its queries' Prometheus.
+		{name: "Grafana dashboard in a ConfigMap: simulate --workload names it", artifact: "openshift-api-performance-dashboard.yaml",
+			args: []string{"simulate", "--defaults", "--workload", "@"}, code: 1,
+			want: []string{`ConfigMap grafana-dashboard-apiserver-performance holding the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series, apiserver_flowcontrol_*) (key api-performance.json), not a workload`,
+				"audit log", "httplog", "--prometheus URL"},
+			notWant: []string{"no line is an httplog", "first line"}},
+		{name: "Grafana dashboard export: explain request --from-audit names it", artifact: "built/openshift-api-performance-dashboard.json",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,
+			want:    []string{`the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series, apiserver_flowcontrol_*), not a workload`, "audit log", "--prometheus URL"},
+			notWant: []string{"could not be read", "first record's keys"}},
+		{name: "Grafana dashboard in a ConfigMap: explain request --from-audit names it", artifact: "openshift-api-performance-dashboard.yaml",
+			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,
+			want:    []string{`ConfigMap grafana-dashboard-apiserver-performance holding the Grafana dashboard "API Performance"`, "not a workload"},
+			notWant: []string{"at least 2424 lines"}},
+		{name: "Grafana dashboard export: simulate --workload names it", artifact: "built/openshift-api-performance-dashboard.json",
+			args: []string{"simulate", "--defaults", "--workload", "@"}, code: 1,
+			want: []string{`the Grafana dashboard "API Performance" (31 panels of queries, 8 of them on APF series`, "not a workload"}},
+		// openshift-authentication-operator-flowschemas.yaml: four v1
+		// FlowSchemas; openshift-oauth-apiserver-sar (precedence 2, level
+		// exempt) takes oauth-apiserver-sa's subjectaccessreviews and
+		// tokenreviews; openshift-authentication-operator (2000) names level
+		// openshift-control-plane-operators, which the file does not
+		// define (cluster-kube-apiserver-operator's manifest does): a
+		// dangling level, at INFO since the objects are the OpenShift
+		// cluster-version operator's.
+		{name: "OpenShift authentication operator: the level it names is not in the file", artifact: "openshift-authentication-operator-flowschemas.yaml",
+			args: []string{"lint", "--defaults", "--min-severity=info", "-f", "@"},
+			want: []string{`FlowSchema openshift-authentication-operator references priority level "openshift-control-plane-operators": no such PriorityLevelConfiguration`,
+				"managed by: the OpenShift cluster-version operator (release manifest)", "0 errors, 0 warnings"}},
+		{name: "OpenShift authentication operator: a SubjectAccessReview is exempt", artifact: "openshift-authentication-operator-flowschemas.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--service-account", "openshift-oauth-apiserver/oauth-apiserver-sa", "create", "/apis/authorization.k8s.io/v1/subjectaccessreviews"},
+			want: []string{"✓ openshift-oauth-apiserver-sar (precedence 2, level exempt", "Verdict: exempt"}},
+		// openshift-kube-apiserver-operator-flowschemas-v1.yaml defines
+		// openshift-control-plane-operators: nominal shares 10 beside the
+		// 245 of the defaults, ceil(600 × 10 / 255) = 24 seats; lendable
+		// 33%, round(24 × 0.33) = 8, so lower 16; upper 600 + 24 = 624.
+		// With both files nothing dangles.
+		{name: "OpenShift operators' files together: the operator's level, 24 seats", artifact: "openshift-kube-apiserver-operator-flowschemas-v1.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", fieldPath("openshift-authentication-operator-flowschemas.yaml"), "-f", "@",
+				"--service-account", "openshift-authentication-operator/authentication-operator", "list", "/api/v1/namespaces/openshift-authentication/pods"},
+			want: []string{"✓ openshift-authentication-operator (precedence 2000, level openshift-control-plane-operators", "nominal limit 24 seats (of a server limit of 600), lower 16, upper 624"}},
+		{name: "OpenShift operators' files together: no dangling level", artifact: "openshift-kube-apiserver-operator-flowschemas-v1.yaml",
+			args:    []string{"lint", "--defaults", "--min-severity=info", "-f", fieldPath("openshift-authentication-operator-flowschemas.yaml"), "-f", "@"},
+			notWant: []string{"dangling-priority-level"}},
+		// kueue-2973-global-default-v1.yaml: kubectl get -o yaml of the
+		// suggested global-default FlowSchema and level (flowcontrol v1)
+		// as the defaults have them: nothing to report; a user's read of
+		// Kueue's visibility API goes there: shares 20 of 245, ceil(600 ×
+		// 20 / 245) = 49 seats, lendable round(49 × 0.5) = 25, lower 24,
+		// upper 600 + 49 = 649; 128 queues, hand 6, length 50.
+		{name: "Kueue thread's global-default objects: lint finds nothing", artifact: "kueue-2973-global-default-v1.yaml",
+			args: []string{"lint", "--defaults", "-f", "@"},
+			want: []string{"0 errors, 0 warnings, 0 info"}},
+		{name: "Kueue thread's global-default objects: the visibility API's level", artifact: "kueue-2973-global-default-v1.yaml",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--user-name", "alice", "--group", "system:authenticated",
+				"get", "/apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/cluster-queue/pendingworkloads"},
+			want: []string{"✓ global-default (precedence 9900, level global-default)", "nominal limit 49 seats (of a server limit of 600), lower 24, upper 649",
+				"128 queues, hand size 6, queue length limit 50"}},
+		// kueue-3043-dump_priority_levels.txt: five rows of the ten-column
+		// layout; global-default is the one busy level (IsIdle false, 1
+		// executing, 287 dispatched), kueue-visibility dispatched 3547;
+		// every RejectedRequests cell is 0.
+		{name: "Kueue PR's dump_priority_levels: the five rows", artifact: "kueue-3043-dump_priority_levels.txt",
+			args: []string{"dump", "levels", "--from", "@"},
+			wantRe: []string{`global-default\s+-\s+0\s+false\s+0\s+1\s+287\s+0\s+0\s+0\n`, `kueue-visibility\s+-\s+0\s+true\s+0\s+0\s+3547\s+0\s+0\s+0\n`,
+				`exempt\s+-\s+0\s+true\s+0\s+0\s+573\s`}},
+		{name: "Kueue PR's dump_priority_levels: nothing rejected", artifact: "kueue-3043-dump_priority_levels.txt", stdin: true,
+			args: []string{"explain", "429", "--from", "-"},
+			want: []string{"no priority level is rejecting requests", "dump_priority_levels (5 levels)"}},
+		// deckhouse-helm-lib-flow-schema.tpl: Deckhouse's helm_lib template
+		// of a module's FlowSchema: one "kind: FlowSchema" at the top level
+		// (the subject's "kind: Group" is indented), and ten template
+		// actions: the usage comment, define, the two variables, the name,
+		// the namespace, the labels' include, the level, the group and end.
+		// It was "document 1: json: offset 2: invalid character '{'
+		// looking for beginning of object key string".
+		{name: "Deckhouse helm_lib FlowSchema template: named a template, with its actions", artifact: "deckhouse-helm-lib-flow-schema.tpl",
+			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
+			want:    []string{"is a Helm (Go) template, not objects: 1 FlowSchema with 10 {{ }} actions not rendered", "helm template"},
+			notWant: []string{"invalid character"}},
+		// karpenter-docs-apply-flowschemas.sh: the Karpenter docs' step
+		// "apply flowschemas": two FlowSchemas (karpenter-leader-election,
+		// karpenter-workload) in a here-document piped through envsubst,
+		// their subjects' namespace ${KARPENTER_NAMESPACE}. It was
+		// "document 1: not a Kubernetes object: text".
+		{name: "Karpenter docs' apply script: named a shell script, with its objects and variable", artifact: "karpenter-docs-apply-flowschemas.sh",
+			args: []string{"explain", "request", "--defaults", "-f", "@", "--service-account", "karpenter/karpenter", "list", "/api/v1/nodes"}, code: 1,
+			want: []string{"is a shell script, not objects: its here-document (cat <<EOF | envsubst | kubectl apply -f -) holds 2 FlowSchemas",
+				"with ${KARPENTER_NAMESPACE} replaced by its value"},
+			notWant: []string{"not a Kubernetes object: text"}},
+		// giantswarm-fairness-rules.yml: a Helm template of a PrometheusRule
+		// (fairness.rules) of two alerts, FlowcontrolRejectedRequests and
+		// FlowcontrolTooManyRequests, both on apiserver_flowcontrol_*
+		// series; four Helm actions (the labels' include, the namespace,
+		// and the two descriptions' raw strings, whose {{ $labels.* }} are
+		// Prometheus' own). --from said 'line 3: "metadata:" is neither a
+		// debug dump ...'.
+		{name: "Giant Swarm APF alerts: --from names the PrometheusRule", artifact: "giantswarm-fairness-rules.yml",
+			args: []string{"explain", "429", "--from", "@"}, code: 1,
+			want:    []string{"is PrometheusRule fairness.rules (2 alerting rules, 2 of them on APF series, apiserver_flowcontrol_*): rules hold PromQL queries, not their answers", "--prometheus URL"},
+			notWant: []string{"is neither a debug dump"}},
+		{name: "Giant Swarm APF alerts: lint -f names the template and its kind", artifact: "giantswarm-fairness-rules.yml",
+			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
+			want: []string{"is a Helm (Go) template, not objects: 1 PrometheusRule with 4 {{ }} actions not rendered"}},
+		// openshift-flowcontrol-storage-version-migration.yaml: two
+		// StorageVersionMigrations of flowschemas and
+		// prioritylevelconfigurations (v1beta1): objects about APF objects,
+		// none of them one.
+		{name: "OpenShift flowcontrol storage migrations: no APF object, two others", artifact: "openshift-flowcontrol-storage-version-migration.yaml",
+			args: []string{"lint", "--defaults", "-f", "@"}, code: 2,
+			want: []string{"holds no FlowSchema or PriorityLevelConfiguration (2 other objects)"}},
 		// built/eventratelimit-log-line.txt: the key of the User limit is
 		// system:serviceaccount:kube-system:replicaset-controller; the
 		// Event printed after it is not part of it (R5).

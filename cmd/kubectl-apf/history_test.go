@@ -18,8 +18,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testprom"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 func TestHistoryFlagErrors(t *testing.T) {
@@ -149,7 +149,7 @@ func TestHistoryCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The store's "now" is during the incident.
-		o.Source = &state.StoreSource{Store: o.Store, Clock: clocktesting.NewFakePassiveClock(f.Start.Add(37 * time.Minute))}
+		o.Source = &load.StoreSource{Store: o.Store, Clock: clocktesting.NewFakePassiveClock(f.Start.Add(37 * time.Minute))}
 		out := runView(t, o, "q", 1500*time.Millisecond)
 		for _, want := range []string{"workload-low", "apiserver-0:6443"} {
 			if !strings.Contains(out, want) {
@@ -184,7 +184,7 @@ func TestHistoryCommands(t *testing.T) {
 		}
 		if o := newOpts(filepath.Join(t.TempDir(), "none")); o.livePast {
 			t.Error("without a cluster the view does not fall back to the store's table")
-		} else if _, ok := o.Source.(*state.StoreSource); !ok {
+		} else if _, ok := o.Source.(*load.StoreSource); !ok {
 			t.Errorf("without a cluster the source is %T, want the store", o.Source)
 		}
 		o := newOpts(kc)
@@ -233,7 +233,7 @@ func TestHistoryCommands(t *testing.T) {
 		if err := o.Store.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		o.Source = &state.StoreSource{Store: o.Store, Clock: clock.RealClock{}}
+		o.Source = &load.StoreSource{Store: o.Store, Clock: clock.RealClock{}}
 		// Pause, step back twice, quit.
 		out := runView(t, o, " \x1b[D\x1b[Dq", 1500*time.Millisecond)
 		for _, want := range []string{"REPLAY", "workload-low", "history from http://127.0.0.1"} {

@@ -15,8 +15,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const lintLong = `Find mistakes in the API Priority and Fairness configuration.
@@ -67,7 +67,7 @@ const lintExample = `  # Lint the cluster's configuration
 // LintOptions holds the flags of "kubectl apf lint".
 type LintOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
-	*state.Options
+	*load.Options
 
 	// Flags are -o.
 	*output.Flags
@@ -79,7 +79,7 @@ type LintOptions struct {
 	ShowSuppressed       bool
 	TargetVersion        string
 	// Server is --server-concurrency, for seat arithmetic.
-	Server              *state.ServerOptions
+	Server              *load.ServerOptions
 	minSeverity, failOn lint.Severity
 	target              engine.Release
 	config              lint.Config
@@ -88,8 +88,8 @@ type LintOptions struct {
 
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
-	return &LintOptions{Options: newOptions(configFlags, state.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
-		Server:      state.NewServerOptionsOf(state.ServerConcurrencyGiven),
+	return &LintOptions{Options: newOptions(configFlags, load.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
+		Server:      load.NewServerOptionsOf(load.ServerConcurrencyGiven),
 		MinSeverity: string(lint.SeverityWarning), FailOn: string(lint.SeverityError), IOStreams: streams}
 }
 
@@ -193,7 +193,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 			return err
 		})
 	}
-	st, err := o.Load(ctx, state.Request{Stdin: o.In, NeedObjects: "there is no configuration to lint"})
+	st, err := o.Load(ctx, load.Request{Stdin: o.In, NeedObjects: "there is no configuration to lint"})
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/monitoring"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const monitoringLong = `Print monitoring as code for API Priority and Fairness.
@@ -51,7 +51,7 @@ type MonitoringOptions struct {
 	ClusterLabel  string
 	InstanceLabel string
 	// Server is --wait-limit.
-	Server *state.ServerOptions
+	Server *load.ServerOptions
 
 	opts monitoring.Options
 }
@@ -76,7 +76,7 @@ func (o *MonitoringOptions) complete(defaults monitoring.Options) error {
 
 func newMonitoringOptions() MonitoringOptions {
 	d := monitoring.DefaultOptions()
-	return MonitoringOptions{ClusterLabel: d.ClusterLabel, InstanceLabel: d.InstanceLabel, Server: state.NewServerOptionsOf(state.ServerWaitLimit)}
+	return MonitoringOptions{ClusterLabel: d.ClusterLabel, InstanceLabel: d.InstanceLabel, Server: load.NewServerOptionsOf(load.ServerWaitLimit)}
 }
 
 // validateMonitoring names the flags in the messages of Options.Validate.
@@ -211,7 +211,7 @@ func (o *MonitoringRulesOptions) Run(_ context.Context) error {
 // MonitoringDashboardOptions holds the flags of "kubectl apf monitoring dashboard".
 type MonitoringDashboardOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
-	*state.Options
+	*load.Options
 	// Flags are -o.
 	*output.Flags
 	MonitoringOptions
@@ -225,7 +225,7 @@ type MonitoringDashboardOptions struct {
 // NewMonitoringDashboardOptions returns the defaults of "kubectl apf monitoring dashboard".
 func NewMonitoringDashboardOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MonitoringDashboardOptions {
 	d := monitoring.DefaultDashboardOptions()
-	return &MonitoringDashboardOptions{Options: newOptions(configFlags, state.Config), Flags: output.NewFlags(false, "json"),
+	return &MonitoringDashboardOptions{Options: newOptions(configFlags, load.Config), Flags: output.NewFlags(false, "json"),
 		MonitoringOptions: newMonitoringOptions(), Title: d.Title, UID: d.UID, IOStreams: streams}
 }
 
@@ -277,7 +277,7 @@ func (o *MonitoringDashboardOptions) Validate() error {
 
 // Run reads the configuration and prints the dashboard.
 func (o *MonitoringDashboardOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{Stdin: o.In})
+	st, err := o.Load(ctx, load.Request{Stdin: o.In})
 	if err != nil {
 		return err
 	}

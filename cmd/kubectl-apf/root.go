@@ -54,6 +54,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		NewWhoisCommand(configFlags, streams),
 		NewRBACCommand(streams),
 		NewSimulateCommand(configFlags, streams),
+		NewTuneCommand(configFlags, streams),
 		NewMonitoringCommand(configFlags, streams),
 	)
 	return cmd

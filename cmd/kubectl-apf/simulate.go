@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	simrender "github.com/kubectl-apf/kubectl-apf/pkg/simulate/render"
@@ -141,7 +142,7 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 // SimulateOptions holds the flags of "kubectl apf simulate".
 type SimulateOptions struct {
 	// Options are the state flags: --from, --defaults, -f, -R.
-	*state.Options
+	*load.Options
 
 	Workloads []string
 	// Instances say which apiserver instance served each file's requests.
@@ -149,7 +150,7 @@ type SimulateOptions struct {
 	Sets      []string
 	// Server are --server-concurrency, --server-request-timeout,
 	// --cpu-limit and --server-speed.
-	Server      *state.ServerOptions
+	Server      *load.ServerOptions
 	NoBorrowing bool
 	MaxFlows    int
 	Strict      bool
@@ -170,14 +171,14 @@ type SimulateOptions struct {
 	Window logWindowFlags
 	// Store is --prometheus and the flags that reach a store, whose
 	// scrapes around the window replayed are the CPU evidence.
-	Store *state.StoreOptions
+	Store *load.StoreOptions
 
 	genericiooptions.IOStreams
 }
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: newOptions(configFlags, state.Config), Store: state.NewEvidenceStoreOptions(configFlags), Server: state.NewServerOptionsOf(state.ServerConcurrency | state.ServerRequestTimeout | state.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: newOptions(configFlags, load.Config), Store: load.NewEvidenceStoreOptions(configFlags), Server: load.NewServerOptionsOf(load.ServerConcurrency | load.ServerRequestTimeout | load.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -191,6 +192,18 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Args:    cobra.NoArgs,
 		RunE:    runOptions(o),
 	}
+	o.addInputFlags(cmd, configFlags)
+	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
+	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
+	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
+	o.Flags.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// addInputFlags registers the flags of the replay's inputs, which tune
+// shares: the workload (files, instances, --victorialogs), the state, the
+// server and the calibration.
+func (o *SimulateOptions) addInputFlags(cmd *cobra.Command, configFlags *genericclioptions.ConfigFlags) {
 	o.VLogs.addFlags(cmd.Flags(), configFlags)
 	cmd.Flags().StringArrayVarP(&o.Workloads, "workload", "w", nil, "Recorded traffic: httplog lines, audit events or JSONL (repeatable; '-' reads stdin).")
 	o.Instances.addFlags(cmd.Flags())
@@ -198,15 +211,10 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 	o.Options.AddFlags(cmd.Flags())
 	o.Store.AddConnectionFlags(cmd.Flags())
 	cmd.Flags().Lookup("prometheus").Usage = "Read the CPU evidence (the process's CPU, the Go scheduler's latency and garbage collector, APF's counters) of each apiserver over the window replayed from this Prometheus-compatible store (http://prometheus:9090; a Thanos, Mimir or VictoriaMetrics query URL), instead of the scrapes of --from or the cluster."
-	cmd.Flags().StringArrayVar(&o.Sets, "set", nil, "Proposed change LEVEL.FIELD=VALUE (repeatable); fields: "+capacity.SettableFields+".")
 	o.Server.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.NoBorrowing, "no-borrowing", false, "Keep every level at its nominal limit instead of simulating the borrowing between levels every 10s.")
-	cmd.Flags().IntVar(&o.MaxFlows, "max-flows", o.MaxFlows, "Busiest flows shown under each level in the table (0 shows none; -o json has them all).")
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
-	o.Flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
 	cmd.Flags().BoolVar(&o.Calibrate, "calibrate", o.Calibrate, "Infer from the recording how long each level really held a seat per dispatch from a queue, and estimate the execution times and seats an audit log alone lacks; --calibrate=false replays the recorded execution times as they are.")
-	return cmd
 }
 
 // Complete parses --set and resolves the configuration source.
@@ -268,13 +276,8 @@ func (o *SimulateOptions) Validate() error {
 	if err := o.Server.Validate(); err != nil {
 		return err
 	}
-	if o.Store.Enabled() {
-		if err := o.Store.Validate(); err != nil {
-			return err
-		}
-		if !o.Calibrate {
-			return fmt.Errorf("--prometheus reads the calibration's CPU evidence: give it without --calibrate=false")
-		}
+	if err := o.validateStore(); err != nil {
+		return err
 	}
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
@@ -285,27 +288,9 @@ func (o *SimulateOptions) Validate() error {
 // Run loads the state once, replays the workload and prints the result,
 // its notes on stderr.
 func (o *SimulateOptions) Run(ctx context.Context) error {
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
+	st, cfg, err := o.load(ctx)
 	if err != nil {
 		return err
-	}
-	insts, err := o.Instances.options(o.Workloads)
-	if err != nil {
-		return err
-	}
-	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
-		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
-	if o.Source != nil {
-		cfg.Source = o.Source.Describe()
-	}
-	if o.VLogs.enabled() {
-		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
-	}
-	if o.Store.Enabled() {
-		if err := o.Store.Open(); err != nil {
-			return err
-		}
-		cfg.Store = evidenceStore{o.Store}
 	}
 	res, err := simulate.Run(ctx, st, cfg)
 	for _, w := range o.Store.Warnings() {
@@ -324,9 +309,51 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	return printObject(o.Out, o.Flags, res, func(w io.Writer) error { return simrender.Write(w, res, o.MaxFlows) })
 }
 
+// load loads the state once and returns it with the replay's Config, as
+// simulate and tune run it.
+func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Config, error) {
+	st, err := o.Load(ctx, load.Request{ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, Metrics: o.Calibrate, NeedObjects: "the workload cannot be classified"})
+	if err != nil {
+		return nil, simulate.Config{}, err
+	}
+	insts, err := o.Instances.options(o.Workloads)
+	if err != nil {
+		return nil, simulate.Config{}, err
+	}
+	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
+		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
+	if o.Source != nil {
+		cfg.Source = o.Source.Describe()
+	}
+	if o.VLogs.enabled() {
+		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
+	}
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
+			return nil, simulate.Config{}, err
+		}
+		cfg.Store = evidenceStore{o.Store}
+	}
+	return st, cfg, nil
+}
+
+// validateStore checks the flags of --prometheus.
+func (o *SimulateOptions) validateStore() error {
+	if !o.Store.Enabled() {
+		return nil
+	}
+	if err := o.Store.Validate(); err != nil {
+		return err
+	}
+	if !o.Calibrate {
+		return fmt.Errorf("--prometheus reads the calibration's CPU evidence: give it without --calibrate=false")
+	}
+	return nil
+}
+
 // evidenceStore is the store of --prometheus as simulate reads its
 // evidence.
-type evidenceStore struct{ *state.StoreOptions }
+type evidenceStore struct{ *load.StoreOptions }
 
 func (e evidenceStore) Scrapes(ctx context.Context, from, to time.Time) ([]simulate.StoreScrapes, error) {
 	got, err := e.Evidence(ctx, from, to)

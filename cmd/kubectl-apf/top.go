@@ -20,9 +20,9 @@ import (
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // NewTopCommand builds "kubectl apf top" and its subcommands.
@@ -56,16 +56,16 @@ type TopOptions struct {
 	Interval   time.Duration
 	RateWindow time.Duration
 	// Options are the state flags; for levels, the store's too.
-	*state.Options
+	*load.Options
 
 	genericiooptions.IOStreams
 }
 
 // NewTopOptions returns the defaults of a top subcommand.
 func NewTopOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, kind string) *TopOptions {
-	inputs := state.Instances
+	inputs := load.Instances
 	if kind == "levels" {
-		inputs |= state.Store
+		inputs |= load.Store
 	}
 	o := &TopOptions{Kind: kind, Flags: output.NewFlags(true, "table", "wide", "json", "yaml"), SortBy: "utilisation", Limit: 20, Interval: 5 * time.Second, RateWindow: 2 * time.Second,
 		Options: newOptions(configFlags, inputs), IOStreams: streams}
@@ -90,7 +90,7 @@ followed by merged rows.
 With --prometheus and --at, the table as it was at that moment (rates over
 --step before it); with --since, each level over the window: its limits,
 mean and peak seats in use, peak waiting requests, the requests dispatched
-and rejected (by reason) and the queue wait p99.` + state.StoreHelp(state.Instances|state.Store)
+and rejected (by reason) and the queue wait p99.` + load.StoreHelp(load.Instances|load.Store)
 
 const topFlowsLong = `Show the heaviest flows in the request dump: for each priority level,
 FlowSchema and flow distinguisher (user or namespace), the waiting and

@@ -15,7 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -68,7 +68,7 @@ const topTUIExample = `
 type TopTUIOptions struct {
 	// Options are the state flags and the store's: the store's recent
 	// past behind the cluster, or the store alone.
-	*state.Options
+	*load.Options
 	Interval time.Duration
 	Record   string
 	Replay   string
@@ -89,7 +89,7 @@ type TopTUIOptions struct {
 
 // NewTopTUIOptions returns the defaults of the live view.
 func NewTopTUIOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TopTUIOptions {
-	o := &TopTUIOptions{Options: newOptions(configFlags, state.Instances|state.Store), Interval: tui.DefaultInterval, IOStreams: streams}
+	o := &TopTUIOptions{Options: newOptions(configFlags, load.Instances|load.Store), Interval: tui.DefaultInterval, IOStreams: streams}
 	o.StoreBeside = true
 	o.isTerminal = func() bool {
 		f, ok := streams.Out.(*os.File)
@@ -151,7 +151,7 @@ func (o *TopTUIOptions) Complete(cmd *cobra.Command, _ []string) error {
 		o.Store.Complete(o.AllAPIServers)
 		if o.Store.TimeSet() || o.completeCluster() != nil {
 			// A window, a moment, or no cluster to read: the store alone.
-			o.Source = &state.StoreSource{Store: o.Store, Clock: o.ClockOrReal()}
+			o.Source = &load.StoreSource{Store: o.Store, Clock: o.ClockOrReal()}
 			return nil
 		}
 		o.livePast = true

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui/record"
 )
@@ -64,7 +64,7 @@ func lastIncident(rep *history.Report) string {
 
 // storeRecording reads window w from the store as a recording, one frame per
 // step, for the view to step through.
-func storeRecording(ctx context.Context, h *state.StoreOptions, w history.Window) (*record.Recording, error) {
+func storeRecording(ctx context.Context, h *load.StoreOptions, w history.Window) (*record.Recording, error) {
 	times, caps, err := h.Capture(ctx, w.Start, w.End, w.Step)
 	if err != nil {
 		return nil, err

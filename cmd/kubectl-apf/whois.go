@@ -15,8 +15,8 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 const whoisLong = `Name the FlowSchema and priority level behind the UIDs of the
@@ -39,7 +39,7 @@ const whoisExample = `  # Resolve two UIDs
 type WhoisOptions struct {
 	// Flags are -o and --no-headers.
 	*output.Flags
-	*state.Options
+	*load.Options
 
 	refs []dump.UIDRef
 	genericiooptions.IOStreams
@@ -47,7 +47,7 @@ type WhoisOptions struct {
 
 // NewWhoisOptions returns the defaults of "kubectl apf whois".
 func NewWhoisOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WhoisOptions {
-	return &WhoisOptions{Flags: output.NewFlags(true, "table", "json", "yaml"), Options: newOptions(configFlags, state.Instances), IOStreams: streams}
+	return &WhoisOptions{Flags: output.NewFlags(true, "table", "json", "yaml"), Options: newOptions(configFlags, load.Instances), IOStreams: streams}
 }
 
 // NewWhoisCommand builds "kubectl apf whois".

@@ -95,15 +95,27 @@ func ParseObjects(data []byte, source string) (Objects, error) {
 			return out, nil
 		}
 		if err != nil {
-			return Objects{}, fmt.Errorf("%s: document %d: %w", source, doc, err)
+			return Objects{}, documentError(data, source, doc, err)
 		}
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			continue
 		}
 		if err := parseDocument(raw, &out, 0, source, typeMeta{}); err != nil {
-			return Objects{}, fmt.Errorf("%s: document %d: %w", source, doc, err)
+			return Objects{}, documentError(data, source, doc, err)
 		}
 	}
+}
+
+// documentError is the error of document doc of data: what the file is
+// when it is the objects' text unrendered (unrenderedText), else the
+// document's own error.
+func documentError(data []byte, source string, doc int, err error) error {
+	if isText(data) {
+		if why := unrenderedText(data); why != "" {
+			return fmt.Errorf("%s is %s", source, why)
+		}
+	}
+	return fmt.Errorf("%s: document %d: %w", source, doc, err)
 }
 
 // parseDocument reads one document, or one item of a list. list is the

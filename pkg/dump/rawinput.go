@@ -192,6 +192,12 @@ func DetectRaw(name string, data []byte, in *RawInput) error {
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		return fmt.Errorf("%s is binary data, not a bundle (a directory or a .tar.gz), a debug dump or /metrics text", name)
 	}
+	if err := grafanaError(name, data); err != nil {
+		return err
+	}
+	if err := rulesError(name, data); err != nil {
+		return err
+	}
 	var secs []*section
 	var cur *section
 	// The first prose line, quoted when nothing else is found: the input

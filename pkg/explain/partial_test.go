@@ -246,3 +246,46 @@ func TestExplain429RejectionsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestExplain429ReasonOnlyClaimsNoCause: the rejections of one level by
+// reason queue-full, and nothing else: its seats in use and its waiting
+// requests are unknown, so the input does not tell whether the level is
+// short of seats. It was called too-little-concurrency while the same
+// line said both were unknown (issue 58, also seen).
+func TestExplain429ReasonOnlyClaimsNoCause(t *testing.T) {
+	text := `apiserver_flowcontrol_rejected_requests_total{flow_schema="service-accounts",priority_level="workload-low",reason="queue-full"} 12` + "\n"
+	var in dump.RawInput
+	if err := dump.DetectRaw("grep", []byte(text), &in); err != nil {
+		t.Fatal(err)
+	}
+	live, err := in.Snapshot("grep", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || tr.Incidents[0].Level != "workload-low" {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	for _, c := range tr.Incidents[0].Causes {
+		if c.Kind == rejections.CauseTooLittleConcurrency {
+			t.Errorf("cause %s on the reason alone: %s", c.Kind, c.Evidence)
+		}
+	}
+	if c := tr.Incidents[0].Causes; len(c) != 1 || c[0].Kind != rejections.CauseUnclear || !strings.Contains(c[0].Evidence, "seats in use and its waiting requests are unknown") {
+		t.Errorf("causes %+v", c)
+	}
+	// with the waiting requests (47, from current_inqueue_requests) the
+	// level is saturated: every seat is held while requests wait
+	text += `apiserver_flowcontrol_current_inqueue_requests{flow_schema="service-accounts",priority_level="workload-low"} 47` + "\n"
+	in = dump.RawInput{}
+	if err := dump.DetectRaw("grep", []byte(text), &in); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = in.Snapshot("grep", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	tr = Explain429(engine.NewConfig(nil, nil), 0, time.Minute, []*dump.Snapshot{live})
+	if c := tr.Incidents[0].Causes; len(c) != 1 || c[0].Kind != rejections.CauseTooLittleConcurrency || !strings.Contains(c[0].Evidence, "47 requests wait") {
+		t.Errorf("causes with the waiting requests %+v", c)
+	}
+}

@@ -303,6 +303,9 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	}
 	lt.Flows = flowLoads(c, live, name, full)
 	share := func(x *float64) string {
+		if x == nil && st.Executing != nil {
+			return fmt.Sprintf("seats in use unknown (of %s; %s requests executing, from %s)", Num(st.CurrentLimit), Num(st.Executing), row.From[levels.FigureExecuting])
+		}
 		if x == nil {
 			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
 		}
@@ -350,6 +353,13 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 				e.Fix = fmt.Sprintf("isolate the heavy client %q with a FlowSchema of lower matchingPrecedence and a level of its own (kubectl apf explain request --user-name ... prints ready YAML), or raise queues/handSize of %s so fewer flows share its queues", top.Distinguisher, name)
 			}
 			lt.Causes = append(lt.Causes, e)
+		} else if math.IsNaN(waiting) && st.SeatsInUse == nil && math.IsNaN(row.MeanUtilisation) {
+			// the reason alone: full queues, but whether the level is
+			// short of seats, hit by bursts or by one flow is not in the
+			// input
+			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseUnclear,
+				Evidence: fmt.Sprintf("%s's queues were full (reason queue-full), but its seats in use and its waiting requests are unknown (no debug dump, no %s and no %s were read): whether the level is short of seats, hit by bursts or crowded by one flow, the input does not tell", name, metrics.CurrentExecutingSeats, metrics.CurrentInqueueRequests),
+				Fix:      fmt.Sprintf("read the level's seats in use and waiting requests: explain 429 on the cluster, or on its debug dumps (kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels) or its metrics (kubectl get --raw /metrics | grep -E '%s|%s')", metrics.CurrentExecutingSeats, metrics.CurrentInqueueRequests)})
 		} else {
 			var ev string
 			switch {

@@ -393,7 +393,7 @@ func (s *state) add(w *workload.Request, orig recorded) {
 			w = &wc
 		}
 	}
-	er, err := s.parsed.Parse(w.Method, w.URI, identityOf(w))
+	er, err := s.parsed.Parse(w.Method, w.URI, IdentityOf(w))
 	if err != nil {
 		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
 		return
@@ -1060,11 +1060,11 @@ func (s *state) finish() *Result {
 	return &s.res
 }
 
-// identityOf is a record's identity with the group the impersonation
+// IdentityOf is a record's identity with the group the impersonation
 // filter adds to every non-anonymous user it impersonates
 // (filters/impersonation.go), which an audit event of an impersonated
 // request does not list.
-func identityOf(w *workload.Request) engine.Identity {
+func IdentityOf(w *workload.Request) engine.Identity {
 	id := engine.Identity{User: w.User, Groups: w.Groups}
 	if !w.UserKnown || w.User == "system:anonymous" || slices.Contains(w.Groups, "system:authenticated") || slices.Contains(w.Groups, "system:unauthenticated") {
 		return id

@@ -118,7 +118,7 @@ func BenchmarkSimulate(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			cfg := commandDefaults()
 			cfg.Workloads, cfg.Sets = []string{wl}, sets(b, bm.sets...)
-			st := load(b, input{defaults: true, scl: 100}, cfg)
+			st := loadState(b, input{defaults: true, scl: 100}, cfg)
 			for b.Loop() {
 				if _, err := Run(context.Background(), st, cfg); err != nil {
 					b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
@@ -27,8 +28,8 @@ func commandDefaults() Config {
 	return Config{RequestTimeout: time.Minute, Calibrate: true, CPUModel: true}
 }
 
-// load loads the state as the command does.
-func load(t testing.TB, in input, cfg Config) *state.State {
+// loadState loads the state as the command does.
+func loadState(t testing.TB, in input, cfg Config) *state.State {
 	t.Helper()
 	st, _, err := loadE(context.Background(), in, cfg)
 	if err != nil {
@@ -38,7 +39,7 @@ func load(t testing.TB, in input, cfg Config) *state.State {
 }
 
 func loadE(ctx context.Context, in input, cfg Config) (*state.State, string, error) {
-	o := state.NewOptions(nil, state.Config)
+	o := load.NewOptions(nil, load.Config)
 	o.From, o.Defaults, o.Files = in.from, in.defaults, in.files
 	if err := o.Validate(); err != nil {
 		return nil, "", err
@@ -46,7 +47,7 @@ func loadE(ctx context.Context, in input, cfg Config) (*state.State, string, err
 	if err := o.Complete(); err != nil {
 		return nil, "", err
 	}
-	st, err := o.Load(ctx, state.Request{ServerConcurrency: in.scl, InferConcurrency: true, Stdin: cfg.Stdin, Metrics: cfg.Calibrate})
+	st, err := o.Load(ctx, load.Request{ServerConcurrency: in.scl, InferConcurrency: true, Stdin: cfg.Stdin, Metrics: cfg.Calibrate})
 	if err != nil || o.Source == nil {
 		return st, "", err
 	}

@@ -37,7 +37,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 	cfg.Sets = sets(t, "apf-load.queueLengthLimit=1")
 	cfg.Workloads = append(append([]string{}, files["starved/audit.log"]...), files["quiet/audit.log"]...)
 	ctx := context.Background()
-	st := load(t, in, cfg)
+	st := loadState(t, in, cfg)
 	got, err := Run(ctx, st, cfg)
 	if err != nil {
 		t.Fatal(err)

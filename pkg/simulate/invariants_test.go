@@ -46,7 +46,7 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 			}{{"httplog+audit", []string{logFile, auditFile}}, {"audit only", []string{auditFile}}} {
 				cfg := commandDefaults()
 				cfg.Workloads = mode.files
-				st := load(t, input{from: bundle}, cfg)
+				st := loadState(t, input{from: bundle}, cfg)
 				implied, busy, limits := preparedSeatTime(t, st, cfg)
 				for _, l := range slices.Sorted(maps.Keys(implied)) {
 					c := limits[l]

@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 // TestSimulateStdinCalibrated replays a recorded audit log alone, the case
@@ -46,7 +46,7 @@ func TestSimulateStdinCalibrated(t *testing.T) {
 func TestSimulateInterrupted(t *testing.T) {
 	cfg := commandDefaults()
 	cfg.Workloads = []string{(&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "1ms", 10000).write(t)}
-	st := load(t, input{defaults: true}, cfg)
+	st := loadState(t, input{defaults: true}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res, err := Run(ctx, st, cfg)
@@ -117,9 +117,9 @@ func TestSimulateReadsTheStateOnce(t *testing.T) {
 	cfg.Workloads = []string{fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())}
 	for _, failMetrics := range []bool{false, true} {
 		src := &countingSource{BundleSource: dump.BundleSource{Path: filepath.Join(dir, recording.BundleFile)}, failMetrics: failMetrics}
-		o := state.NewOptions(nil, state.Config)
+		o := load.NewOptions(nil, load.Config)
 		o.Source = src
-		st, err := o.Load(context.Background(), state.Request{ServerConcurrency: 30, InferConcurrency: true, Metrics: true})
+		st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 30, InferConcurrency: true, Metrics: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestStoreEvidenceIsPreferred(t *testing.T) {
 	if bundle.Evidence == nil || bundle.Evidence.Store != "" {
 		t.Fatalf("the bundle's evidence: %+v", bundle.Evidence)
 	}
-	st := load(t, input{from: kr.bundle}, commandDefaults())
+	st := loadState(t, input{from: kr.bundle}, commandDefaults())
 	ms := st.Snapshots[0].Metrics
 	first, last := ms[0], ms[len(ms)-1]
 	levels := whatIfLevels(nil, kr.rec.Recorded)

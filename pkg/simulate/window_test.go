@@ -166,7 +166,7 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(recordingsDir(t), c.name)
 			kr := openRecording(t, dir)
-			st := load(t, input{from: kr.bundle}, commandDefaults())
+			st := loadState(t, input{from: kr.bundle}, commandDefaults())
 			ms := st.Snapshots[0].Metrics
 			if len(ms) < 2 {
 				t.Fatalf("%s's bundle holds %d scrapes, want two around the load", c.name, len(ms))

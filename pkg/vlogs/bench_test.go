@@ -154,7 +154,7 @@ func BenchmarkFleetDay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got, pull, err = vlogs.Reconstruct(ctx, src(client), vlogs.ReconstructOptions{Gap: 10 * time.Second, Margin: 2 * time.Minute, Reconstruct: o}); err != nil {
+		if got, pull, err = reconstructPull(ctx, src(client), 10*time.Second, 2*time.Minute, o); err != nil {
 			b.Fatal(err)
 		}
 		storeTime += time.Since(t0)

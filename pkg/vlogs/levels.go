@@ -7,16 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
 // LevelTotal is what a priority level served and rejected over the whole
@@ -58,12 +54,19 @@ var keyFields = []string{
 	"responseStatus.code", "userAgent",
 }
 
+// Classify gives the priority level of a request of the store's counts,
+// or skip when APF never saw it (answered before APF, or exempt from it by
+// the request's kind): the reconstruction's classification, which the
+// caller (explain/fromlog.LevelOf) supplies, since a store client
+// classifies nothing itself.
+type Classify func(w *workload.Request) (level string, skip bool, err error)
+
 // LevelTotals counts the window's requests in the store by the fields
 // that classification reads (a non-resource request's path, whether a
 // resource request names an object) and classifies each distinct key
-// with the engine under cfg, as the reconstruction classifies a request.
-// There are few keys even where there are billions of events.
-func (s *Source) LevelTotals(ctx context.Context, cfg *engine.Config) (*LevelTotals, error) {
+// with classify, as the reconstruction classifies a request. There are
+// few keys even where there are billions of events.
+func (s *Source) LevelTotals(ctx context.Context, classify Classify) (*LevelTotals, error) {
 	m := s.Mapping
 	var by []string
 	for _, f := range keyFields {
@@ -126,7 +129,6 @@ func (s *Source) LevelTotals(ctx context.Context, cfg *engine.Config) (*LevelTot
 	rejects := map[string]map[string]int64{}
 	stats := &workload.Stats{}
 	rd := workload.NewAuditReader(bytes.NewReader(lines), "the store's counts", workload.Options{Lenient: true}, stats)
-	var cache engine.RequestCache
 	for {
 		var w workload.Request
 		err := rd.Next(&w)
@@ -138,16 +140,9 @@ func (s *Source) LevelTotals(ctx context.Context, cfg *engine.Config) (*LevelTot
 		}
 		i, _ := strconv.Atoi(strings.TrimPrefix(w.AuditID, "key-"))
 		k := keys[i]
-		if reconstruct.AnsweredBeforeAPF(&w) {
+		level, skip, err := classify(&w)
+		if skip {
 			continue
-		}
-		er, err := cache.Parse(w.Method, w.URI, identityOf(&w))
-		if err == nil && er.Bypass != "" {
-			continue
-		}
-		var rf fairqueue.RecordedFlow
-		if err == nil {
-			rf, err = fairqueue.ClassifyRecorded(cfg, &w, &er)
 		}
 		if err != nil {
 			out.Skipped += k.requests
@@ -156,17 +151,17 @@ func (s *Source) LevelTotals(ctx context.Context, cfg *engine.Config) (*LevelTot
 			}
 			continue
 		}
-		l := levels[rf.PriorityLevel]
+		l := levels[level]
 		if l == nil {
-			l = &LevelTotal{Level: rf.PriorityLevel}
-			levels[rf.PriorityLevel] = l
-			rejects[rf.PriorityLevel] = map[string]int64{}
+			l = &LevelTotal{Level: level}
+			levels[level] = l
+			rejects[level] = map[string]int64{}
 		}
 		l.Requests += k.requests
 		l.Seconds += k.seconds
 		if w.Status == 429 {
 			l.Rejected += k.requests
-			rejects[rf.PriorityLevel][w.User] += k.requests
+			rejects[level][w.User] += k.requests
 		}
 	}
 	if stats.Malformed > 0 {
@@ -195,18 +190,6 @@ func (s *Source) LevelTotals(ctx context.Context, cfg *engine.Config) (*LevelTot
 		return a.Level < b.Level
 	})
 	return out, nil
-}
-
-// identityOf is the identity APF classifies, as the reconstruction makes
-// it (package reconstruct): an authenticated user is in
-// system:authenticated even when the event's groups omit it.
-func identityOf(w *workload.Request) engine.Identity {
-	id := engine.Identity{User: w.User, Groups: w.Groups}
-	if !w.UserKnown || w.User == "system:anonymous" || slices.Contains(w.Groups, "system:authenticated") || slices.Contains(w.Groups, "system:unauthenticated") {
-		return id
-	}
-	id.Groups = append(slices.Clip(w.Groups), "system:authenticated")
-	return id
 }
 
 // Notes say the window's totals by level, the levels that rejected.

@@ -179,7 +179,7 @@ func TestRecordingsFromStore(t *testing.T) {
 			// the window: the recording's day
 			first := want.Start.Truncate(24 * time.Hour)
 			src := &vlogs.Source{Client: client, Filter: "recording:=" + name, Start: first, End: first.Add(24 * time.Hour)}
-			got, pull, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: 10 * time.Second, Margin: 2 * time.Minute, Reconstruct: o})
+			got, pull, err := reconstructPull(ctx, src, 10*time.Second, 2*time.Minute, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestSparseDayFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &vlogs.Source{Client: client, Start: rec.Start.Add(-3 * time.Hour), End: rec.End.Add(3 * time.Hour)}
-	got, pull, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: 10 * time.Second, Margin: 2 * time.Minute, Reconstruct: o})
+	got, pull, err := reconstructPull(ctx, src, 10*time.Second, 2*time.Minute, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestInstancesFromStore(t *testing.T) {
 	if pulled.Events != int64(n/2) {
 		t.Errorf("pulled %d events, want the %d of instance a", pulled.Events, n/2)
 	}
-	got, _, err := vlogs.Reconstruct(ctx, src, vlogs.ReconstructOptions{Gap: 10 * time.Second, Margin: 2 * time.Minute, Reconstruct: o})
+	got, _, err := reconstructPull(ctx, src, 10*time.Second, 2*time.Minute, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,12 @@ func TestDumpBundleWatch(t *testing.T) {
 
 	mustApf(t, "top", "levels", "--from", bundle)
 
+	if ahead := os.Getenv("KUBECTL_APF_CLOCK_AHEAD"); ahead != "" {
+		// make test-clock-ahead moves the plugin's clock, which stamps
+		// the scrapes, and not the server's, which stamps the logs: the
+		// two are a year apart, and no window holds both
+		t.Skipf("KUBECTL_APF_CLOCK_AHEAD=%s: the scrapes are stamped by the plugin's clock, moved ahead, and the logs by the server's: simulate over a window of both is checked without it", ahead)
+	}
 	// simulate over a window inside the watch: the log's requests of
 	// the second to the second-last scrape, evidence the bundle covers
 	time.Sleep(time.Second) // let the audit backend flush its last batch

@@ -171,6 +171,7 @@ func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1
 				return err
 			}
 			cur.Spec = pl.Spec
+			mergeAnnotations(&cur.ObjectMeta, pl.Annotations)
 			_, err = fc.PriorityLevelConfigurations().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -187,6 +188,7 @@ func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1
 				return err
 			}
 			cur.Spec = fs.Spec
+			mergeAnnotations(&cur.ObjectMeta, fs.Annotations)
 			_, err = fc.FlowSchemas().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -194,6 +196,18 @@ func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1
 		}
 	}
 	return nil
+}
+
+// mergeAnnotations sets the annotations an applied object carries (such
+// as apf.kubernetes.io/autoupdate-spec: "false" on a suggested object
+// whose spec it changes) on the object updated.
+func mergeAnnotations(m *metav1.ObjectMeta, a map[string]string) {
+	for k, v := range a {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[k] = v
+	}
 }
 
 func apply(ctx context.Context, name string, create, update func() error) error {

@@ -518,3 +518,32 @@ func ScenarioOf(dir string) (Scenario, error) {
 	}
 	return sc, nil
 }
+
+// Noisy is the overload of tune's e2e (test/e2e/tune_test.go), which
+// records it fresh each time: it has no recording under testdata and no
+// what-if of its own (tune writes the change), so it is not one of
+// Scenarios.
+func Noisy() Scenario {
+	return Scenario{
+		// tune's e2e (test/e2e/tune_test.go): a light controller (load-7,
+		// LISTs of one ConfigMap) shares a one-queue level with two
+		// noisy users' storms of whole LISTs, and is answered 429 when
+		// the queue is full. Not recorded under testdata: the test
+		// records it fresh.
+		Name:     "noisy",
+		About:    "a light controller (LISTs of one ConfigMap) and two users' storms of whole LISTs sharing a 3-seat level with one queue 4 long, on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		Inflight: 20, Mutating: 10,
+		Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 20, 0, 0, 1, 1, 4)},
+		Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-team", "apf-team", 300, 1, 2, 7)},
+		Flows: []Flow{
+			{User: 1, Level: "apf-team", Rate: 3, Burst: 12},
+			{User: 2, Level: "apf-team", Rate: 3, Burst: 12},
+			{User: 7, Level: "apf-team", Path: cms + "?limit=1", Rate: 5, Burst: 2},
+		},
+		Duration: 30 * time.Second,
+		CPU:      testcluster.CPU{APIServer: 1},
+		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
+		// 20 give ceil(30 × 20 / 266) = 3 seats
+		Seats: map[string]int{"apf-team": 3},
+	}
+}

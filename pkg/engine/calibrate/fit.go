@@ -160,17 +160,7 @@ const maximumMutatingSeats = 10
 // to keep the same work (mutating_work_estimator.go). Requests whose cap
 // did not change keep their recorded estimate.
 func Work(rel engine.Release, before, after *engine.Config, scl int, counts engine.ObjectCounts) func(*workload.Request, *engine.Request, string, *fairqueue.Request) {
-	if scl == 0 {
-		scl = engine.DefaultServerConcurrencyLimit
-	}
-	caps := func(c *engine.Config) map[string]uint64 {
-		m := map[string]uint64{}
-		for _, l := range c.Limits(scl) {
-			m[l.Name] = l.MaxSeats
-		}
-		return m
-	}
-	beforeCaps, afterCaps := caps(before), caps(after)
+	beforeCaps, afterCaps := seatCaps(before, scl), seatCaps(after, scl)
 	return func(w *workload.Request, er *engine.Request, level string, sr *fairqueue.Request) {
 		old := w.PriorityLevel
 		if w.UserKnown {
@@ -202,5 +192,29 @@ func Work(rel engine.Release, before, after *engine.Config, scl int, counts engi
 				sr.AdditionalLatency = work / time.Duration(ms)
 			}
 		}
+	}
+}
+
+// seatCaps are the levels' seat caps (engine.LevelLimits.MaxSeats).
+func seatCaps(c *engine.Config, scl int) map[string]uint64 {
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	m := map[string]uint64{}
+	for _, l := range c.Limits(scl) {
+		m[l.Name] = l.MaxSeats
+	}
+	return m
+}
+
+// SameWork says, for Work(rel, before, after, scl, counts), whether it
+// leaves a request as it is when before puts it in level old (the
+// recorded level of a request without identity) and after in level new:
+// when both levels have the same seat cap (fairqueue.ReplayConfig.SameWork).
+func SameWork(before, after *engine.Config, scl int) func(old, new string) bool {
+	beforeCaps, afterCaps := seatCaps(before, scl), seatCaps(after, scl)
+	return func(old, new string) bool {
+		bc, ok := beforeCaps[old]
+		return ok && bc == afterCaps[new]
 	}
 }

@@ -36,6 +36,11 @@ type ReplayConfig struct {
 	// configuration gives it: a changed configuration can move a request
 	// to a level whose seat cap differs from the one it was recorded in.
 	Work func(w *workload.Request, er *engine.Request, level string, sr *Request)
+	// SameWork, if set, says that Work leaves a request as it is when the
+	// configuration of Compile put it in level before (the level Work
+	// reads of it) and this one puts it in level after: Compiled.Replay
+	// calls Work only for the others. Replay does not read it.
+	SameWork func(before, after string) bool
 	// CPU, if set, models the server's CPU for this configuration's
 	// run (Options.CPU).
 	CPU CPU
@@ -418,6 +423,9 @@ type replayer struct {
 	meanSvc     float64
 	nSvc        int64
 	defaultWait time.Duration
+	// compile, when set, keeps the records for a Compiled instead of
+	// replaying them
+	compile *compiling
 }
 
 // newReplayer prepares the runs of before and, if not nil, after.
@@ -518,6 +526,11 @@ func (rp *replayer) add(w *workload.Request) error {
 			p.at += w.Latency
 		}
 	}
+	if rp.compile != nil {
+		rp.compile.record(w, &er, p, base)
+		heap.Push(rp.pending, p)
+		return nil
+	}
 	any, err := rp.classify(w, &er, p, base)
 	if err != nil || !any {
 		return err
@@ -596,6 +609,10 @@ func (rp *replayer) advance(received time.Duration) error {
 
 // emit dispatches one pending request to every run that can replay it.
 func (rp *replayer) emit(p *pendingReq) error {
+	if rp.compile != nil {
+		rp.compile.emit(p)
+		return nil
+	}
 	at := max(p.at, rp.lastAdded)
 	rp.lastAdded = at
 	for i, ru := range rp.runs {
@@ -648,6 +665,9 @@ type pendingReq struct {
 	ok     [2]bool
 	status int
 	rec    *workload.Request
+	// class, work and noWait are Compile's (compiling.record)
+	class, work int32
+	noWait      bool
 }
 
 type pendingHeap []*pendingReq

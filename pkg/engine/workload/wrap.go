@@ -46,6 +46,11 @@ const (
 	// answer): the event's fields next to the pipeline's own (@timestamp,
 	// kubernetes), or the event as a string under log, message or body.
 	FormatPipeline Format = "pipeline"
+	// FormatJSON is JSON laid out as no line-based reader takes it (an
+	// object over several lines, objects one after the other on a line,
+	// an array) whose records are none of the above: read as the others
+	// are, record by record, to say what they hold.
+	FormatJSON Format = "json"
 )
 
 // formatNoun names what a wrapped input is, for messages.
@@ -67,6 +72,10 @@ func formatNoun(f Format) string {
 		return "a docker json-file log"
 	case FormatPipeline:
 		return "a log pipeline's JSON"
+	case FormatJSON:
+		return "a JSON document"
+	case FormatAudit:
+		return "audit events"
 	}
 	return string(f)
 }
@@ -78,7 +87,7 @@ func AuditFormat(f Format) bool { return f == FormatAudit || wrapped(f) }
 // wrapped reports whether f is one of the wrapped formats.
 func wrapped(f Format) bool {
 	switch f {
-	case FormatCloudWatch, FormatCloudWatchS3, FormatAzure, FormatCSV, FormatGKE, FormatCRI, FormatDocker, FormatPipeline:
+	case FormatCloudWatch, FormatCloudWatchS3, FormatAzure, FormatCSV, FormatGKE, FormatCRI, FormatDocker, FormatPipeline, FormatJSON:
 		return true
 	}
 	return false
@@ -117,20 +126,20 @@ func detectWrapped(buf []byte, final bool) (Format, layout, bool) {
 				// at its start
 				return formatOfRecordStart(b[1:]), layoutDoc, true
 			}
-			return FormatPipeline, layoutDoc, true
+			return FormatJSON, layoutDoc, true
 		}
-		f, ok := formatOfRecord(rec)
-		if !ok {
-			f = FormatPipeline
-		}
-		return f, layoutDoc, true
+		return formatOfDocRecord(rec), layoutDoc, true
 	case '{':
-		if k := objectKeys(line, 1); len(k) == 0 || !jsonComplete(line) {
-			// a document laid over several lines (pretty-printed)
-			if f, ok := formatOfDocument(b); ok {
-				return f, layoutDoc, true
-			}
+		if final && !firstValueWhole(line) && len(bytes.TrimSpace(b)) == len(line) && compactObjectStart(line) {
+			// one line, a compact object cut short: a line reader's, which
+			// says what the line was meant to be
 			return "", 0, false
+		}
+		if k := objectKeys(line, 1); len(k) == 0 || !jsonComplete(line) || !linesAreObjects(b) {
+			// a document laid over several lines (pretty-printed), or
+			// several on a line: its records say what it is, not its
+			// first line
+			return detectDoc(b, final)
 		}
 		if f, ok := formatOfDocument(line); ok {
 			return f, layoutDoc, true
@@ -163,6 +172,96 @@ func detectWrapped(buf []byte, final bool) (Format, layout, bool) {
 	return "", 0, false
 }
 
+// detectDoc tells what a JSON document (b, the start of an input that
+// begins with an object) holds: an array of records under a known key, or
+// records that are objects themselves, one after the other, each maybe
+// over several lines.
+func detectDoc(b []byte, final bool) (Format, layout, bool) {
+	if f, ok := formatOfDocument(b); ok {
+		return f, layoutDoc, true
+	}
+	ds := newDocStream(bytes.NewReader(b), "", len(b)+1)
+	if rec, err := ds.next(); err == nil && len(rec) > 0 {
+		return formatOfDocRecord(rec), layoutDoc, true
+	}
+	// the first record does not end within what was peeked (or the
+	// input is cut inside it): its first keys tell
+	return formatOfRecordStart(b), layoutDoc, true
+}
+
+// formatOfDocRecord tells the format of a record of a JSON document: a
+// wrapper's, a Logs Insights result row (an array of fields), an audit
+// event itself, or none of these (FormatJSON).
+func formatOfDocRecord(rec []byte) Format {
+	if rec[0] == '[' {
+		if _, ok := insightsFields(rec); ok {
+			return FormatCloudWatch
+		}
+		return FormatJSON
+	}
+	if f, ok := formatOfRecord(rec); ok {
+		return f
+	}
+	if isAuditEvent(rec) {
+		return FormatAudit
+	}
+	return FormatJSON
+}
+
+// isAuditEvent reports whether the object b is an audit event by its
+// keys: kind Event of audit.k8s.io, or an auditID with a stage.
+func isAuditEvent(b []byte) bool {
+	var f [4]field
+	if !topFields(b, []string{"kind", "apiVersion", "auditID", "stage"}, f[:]) {
+		return false
+	}
+	return f[0].text() == "Event" && strings.HasPrefix(f[1].text(), "audit.k8s.io/") || f[2].set && f[3].set
+}
+
+// linesAreObjects reports whether b (whose first line is a whole JSON
+// object) is JSON lines, one object a line, by its first lines (up to 16):
+// most of them are whole objects, where an object laid over several lines
+// has few. The last line is left out, which may be cut (the end of what
+// was peeked, or a log still being written), and so are lines cut among
+// others, which the line readers skip and count.
+func linesAreObjects(b []byte) bool {
+	var lines [][]byte
+	for len(lines) < 17 && len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte("\n"))
+		b = rest
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > 1 {
+		lines = lines[:len(lines)-1]
+	}
+	good, bad := 0, 0
+	for _, line := range lines {
+		if line[0] == '{' && jsonComplete(line) {
+			good++
+		} else {
+			bad++
+		}
+	}
+	return 2*bad < good
+}
+
+// compactObjectStart reports whether line starts an object written
+// compactly (its first key and value on the line, as a JSON line's are),
+// not one laid over several lines.
+func compactObjectStart(line []byte) bool {
+	keys := objectKeysLoose(line, 2)
+	return len(keys) == 2
+}
+
+// firstValueWhole reports whether the first JSON value of line ends on
+// it (others may follow).
+func firstValueWhole(line []byte) bool {
+	s := jscan{b: line}
+	return s.skipValue(0)
+}
+
 // jsonComplete reports whether line is one whole JSON value.
 func jsonComplete(line []byte) bool {
 	s := jscan{b: line}
@@ -184,6 +283,9 @@ func formatOfDocument(b []byte) (Format, bool) {
 			return FormatAzure, true
 		case "hits", "took", "_shards", "timed_out", "resourceLogs":
 			return FormatPipeline, true
+		case "results", "statistics":
+			// Logs Insights' get-query-results
+			return FormatCloudWatch, true
 		}
 	}
 	return "", false
@@ -224,7 +326,7 @@ func objectKeysLoose(b []byte, max int) []string {
 // formatOfRecordStart guesses the format of a record whose end was not
 // peeked, from the keys it starts with.
 func formatOfRecordStart(b []byte) Format {
-	keys := objectKeysLoose(bytes.TrimLeft(b, " \t\r\n"), 16)
+	keys := objectKeysLoose(bytes.TrimLeft(b, " \t\r\n["), 16)
 	for _, k := range keys {
 		switch k {
 		case "protoPayload":
@@ -233,9 +335,18 @@ func formatOfRecordStart(b []byte) Format {
 			return FormatCloudWatch
 		case "properties", "log_s", "AuditId":
 			return FormatAzure
+		case "field":
+			return FormatCloudWatch
+		case "kubernetes", "_source", "log", "message", "body", "@timestamp", "scopeLogs":
+			return FormatPipeline
 		}
 	}
-	return FormatPipeline
+	for _, k := range keys {
+		if k == "kind" || k == "auditID" || k == "stage" {
+			return FormatAudit
+		}
+	}
+	return FormatJSON
 }
 
 func looksRFC3339(b []byte) bool {
@@ -604,6 +715,7 @@ type wrapReader struct {
 	format   Format
 	lay      layout
 	ls       *lineScanner
+	row      []byte // a Logs Insights row as an object
 	doc      *docStream
 	csv      *csvSource
 	instance string // of the whole input (an S3 export's log stream)
@@ -676,6 +788,10 @@ func (w *wrapReader) noun() string {
 		return "container log line"
 	case FormatDocker:
 		return "docker log line"
+	case FormatAudit:
+		return "audit event"
+	case FormatJSON:
+		return "JSON value"
 	}
 	return "pipeline record"
 }
@@ -688,6 +804,11 @@ func (w *wrapReader) nextRecord(rec *record) error {
 		var rerr error
 		_, ok, err := w.doc.nextWith(func(b []byte) (int, bool) {
 			*rec = record{kind: w.format}
+			if len(b) > 0 && b[0] == '[' {
+				// a Logs Insights result row: its fields as an object
+				rerr = w.insightsRow(b, rec)
+				return len(b), rerr == nil || !errors.Is(rerr, errNotRecord)
+			}
 			var end int
 			end, w.buf, rerr = recordAt(b, rec, w.buf, w.decoder())
 			return end, rerr == nil || !errors.Is(rerr, errNotRecord)

@@ -422,11 +422,13 @@ const (
 	docStart = iota
 	docInArray
 	docDone
+	// docBare: the document is one object, a record itself
+	docBare
 )
 
 // recordArrays are the key paths, from the top-level object, of the
 // arrays of records a document may hold.
-var recordArrays = [][]string{{"events"}, {"records"}, {"hits", "hits"}, {"resourceLogs"}}
+var recordArrays = [][]string{{"events"}, {"records"}, {"hits", "hits"}, {"resourceLogs"}, {"results"}}
 
 func newDocStream(r io.Reader, name string, maxBytes int) *docStream {
 	return &docStream{r: r, buf: make([]byte, 0, 256<<10), name: name, max: maxBytes, arrays: recordArrays}
@@ -566,24 +568,17 @@ func (d *docStream) next() ([]byte, error) {
 			// another document follows
 			d.state, d.path, d.depth = docStart, nil, 0
 		case docStart:
-			switch d.peekByte() {
-			case '[':
-				d.pos++
-				d.state = docInArray
-				d.topArray = true
-				if d.peekByte() == ']' {
-					d.pos++
-					d.state = docDone
-				}
-			case '{':
-				if err := d.enter(nil); err != nil {
-					return nil, err
-				}
-			case 0:
-				return nil, d.cut("the document")
-			default:
-				return nil, fmt.Errorf("%s: not a JSON document", d.name)
+			if err := d.start(); err != nil {
+				return nil, err
 			}
+		case docBare:
+			v, err := d.value()
+			if err != nil {
+				return nil, err
+			}
+			d.state = docDone
+			d.line++
+			return v, nil
 		case docInArray:
 			v, err := d.value()
 			if err != nil {
@@ -616,7 +611,7 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 	if err := d.separator(); err != nil {
 		return nil, false, err
 	}
-	for d.state != docInArray {
+	for d.state != docInArray && d.state != docBare {
 		if d.state == docDone {
 			if d.peekByte() == 0 {
 				if d.rerr != nil {
@@ -626,30 +621,21 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 			}
 			d.state, d.path, d.depth = docStart, nil, 0
 		}
-		switch d.peekByte() {
-		case '[':
-			d.pos++
-			d.state = docInArray
-			d.topArray = true
-			if d.peekByte() == ']' {
-				d.pos++
-				d.state = docDone
-			}
-		case '{':
-			if err := d.enter(nil); err != nil {
-				return nil, false, err
-			}
-		case 0:
-			return nil, false, d.cut("the document")
-		default:
-			return nil, false, fmt.Errorf("%s: not a JSON document", d.name)
+		if err := d.start(); err != nil {
+			return nil, false, err
 		}
+	}
+	// a record of an array is followed by a separator; a bare one ends
+	// its document
+	bare := d.state == docBare
+	if bare {
+		d.state = docDone
 	}
 	if d.peekByte() == '{' {
 		rest := d.buf[d.pos:]
 		if n, ok := scan(rest); ok {
 			d.pos += n
-			d.pending = true
+			d.pending = !bare
 			d.line++
 			return rest[:n], true, nil
 		}
@@ -659,9 +645,128 @@ func (d *docStream) nextWith(scan func(b []byte) (int, bool)) (rec []byte, ok bo
 		return nil, false, err
 	}
 	_, ok = scan(v)
-	d.pending = true
+	d.pending = !bare
 	d.line++
 	return v, ok, nil
+}
+
+// start reads the start of a document: an array of records, an object
+// that holds one (entered), or an object that is a record itself (bare:
+// an audit event, a log entry or a pipeline's record laid over several
+// lines, or written one after the other).
+func (d *docStream) start() error {
+	switch d.peekByte() {
+	case '[':
+		d.pos++
+		d.state = docInArray
+		d.topArray = true
+		if d.peekByte() == ']' {
+			d.pos++
+			d.state = docDone
+		}
+		return nil
+	case '{':
+		if d.holdsRecords() {
+			return d.enter(nil)
+		}
+		d.state = docBare
+		return nil
+	case 0:
+		return d.cut("the document")
+	}
+	return fmt.Errorf("%s: not a JSON document: it starts with %q", d.name, clip(d.buf[d.pos:min(len(d.buf), d.pos+40)], 40))
+}
+
+// holdsRecords reports whether the object at the reader's position holds
+// an array of records (one of d.arrays) rather than being a record. Its
+// first keys tell most; otherwise the object is read whole (up to the
+// limit of a record, without consuming it) and its keys looked at. An
+// object longer than a record is taken for a document of records.
+func (d *docStream) holdsRecords() bool {
+	// the first keys, up to the first whose value is an array or an
+	// object: that one may lead to the records
+	if keys := objectKeysLoose(d.buf[d.pos:], 8); len(keys) > 0 {
+		s := jscan{b: d.buf[d.pos:]}
+		last := keys[len(keys)-1]
+		// the value of the last key seen starts after its colon
+		if i := bytes.Index(s.b, []byte(`"`+last+`"`)); i >= 0 {
+			s.i = i + len(last) + 2
+			if s.peek() == ':' {
+				s.i++
+				if c := s.peek(); c == '[' || c == '{' {
+					for _, a := range d.arrays {
+						if a[0] == last && (len(a) == 1) == (c == '[') {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	end, ok := d.span()
+	if !ok {
+		return true
+	}
+	obj := d.buf[d.pos:end]
+	for _, a := range d.arrays {
+		v := obj
+		for i, k := range a {
+			var f [1]field
+			if !topFields(v, []string{k}, f[:]) || !f[0].set || f[0].isStr || len(f[0].raw) == 0 {
+				break
+			}
+			v = f[0].raw
+			if i == len(a)-1 && v[0] == '[' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// span returns the end of the object or array at the reader's position,
+// reading more input as needed without consuming any; false when it does
+// not end within the limit of a record, or the input ends first.
+func (d *docStream) span() (int, bool) {
+	i, depth := d.pos, 0
+	for {
+		if i >= len(d.buf) {
+			if d.eof || d.pos == 0 && len(d.buf) == cap(d.buf) && cap(d.buf) >= d.max {
+				return 0, false
+			}
+			shift := d.pos
+			if !d.fill() {
+				return 0, false
+			}
+			i -= shift
+			continue
+		}
+		switch d.buf[i] {
+		case '"':
+			e := stringEnd(d.buf, i)
+			if e < 0 {
+				if d.eof || d.pos == 0 && len(d.buf) == cap(d.buf) && cap(d.buf) >= d.max {
+					return 0, false
+				}
+				shift := d.pos
+				if !d.fill() {
+					return 0, false
+				}
+				i -= shift
+				continue
+			}
+			i = e
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				return i + 1, true
+			}
+		}
+		i++
+	}
 }
 
 // afterRecord consumes the comma or the bracket after a record.

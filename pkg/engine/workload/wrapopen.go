@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/grafana"
 )
 
 // inputFile is one input after a path is expanded: a file of a
@@ -215,6 +217,31 @@ type inputInfo struct {
 	layout layout
 	// first is the first non-blank line, clipped, for messages
 	first []byte
+	// keys are the first keys of a JSON document's first record (or of
+	// the document), for messages
+	keys []string
+}
+
+// firstRecordKeys lists the first keys of the first record of the JSON
+// document that starts buf, or of the document itself when its first
+// record was not peeked.
+func firstRecordKeys(buf []byte) []string {
+	ds := newDocStream(bytes.NewReader(buf), "", len(buf)+1)
+	if rec, err := ds.next(); err == nil && len(rec) > 0 {
+		if rec[0] == '[' {
+			if row, ok := insightsFields(rec); ok {
+				keys := make([]string, 0, len(row))
+				for _, f := range row {
+					keys = append(keys, f.Field)
+				}
+				return keys
+			}
+		}
+		if keys := objectKeys(rec, 8); len(keys) > 0 {
+			return keys
+		}
+	}
+	return objectKeysLoose(bytes.TrimLeft(buf, " \t\r\n\ufeff["), 8)
 }
 
 // detectInput detects the format of r, wrapped formats first, and
@@ -225,9 +252,29 @@ func detectInput(r io.Reader) (inputInfo, *bufio.Reader, error) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", err)
 	}
-	info := inputInfo{first: firstLine(buf)}
+	// the first line is kept apart from br's buffer, which reading reuses
+	info := inputInfo{first: bytes.Clone(firstLine(buf))}
+	if grafana.MayBe(buf) {
+		// a Grafana dashboard, bare or in a ConfigMap, is named whole,
+		// not read as lines of a log
+		whole, rerr := io.ReadAll(io.LimitReader(br, maxDashboard))
+		if rerr != nil {
+			return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", rerr)
+		}
+		if what, ok := grafana.Describe(whole); ok {
+			return inputInfo{}, nil, dashboardError(what)
+		}
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(whole), br), 1<<16)
+		buf, err = br.Peek(1 << 16)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return inputInfo{}, nil, fmt.Errorf("detecting the workload format: %w", err)
+		}
+	}
 	if f, lay, ok := detectWrapped(buf, err != nil && errors.Is(err, io.EOF)); ok {
 		info.format, info.layout = f, lay
+		if lay == layoutDoc {
+			info.keys = firstRecordKeys(buf)
+		}
 		return info, br, nil
 	}
 	f, dr, err := Detect(br)
@@ -236,6 +283,17 @@ func detectInput(r io.Reader) (inputInfo, *bufio.Reader, error) {
 	}
 	info.format = f
 	return info, dr.(*bufio.Reader), nil
+}
+
+// maxDashboard bounds what is read whole of an input that may be a Grafana
+// dashboard: the largest dashboards shipped are a few hundred KiB.
+const maxDashboard = 16 << 20
+
+// dashboardError refuses a Grafana dashboard given as a workload (what is
+// grafana.Describe's): it holds queries, not requests, and the refusal
+// says what to give instead.
+func dashboardError(what string) error {
+	return fmt.Errorf("%s, not a workload: a dashboard holds PromQL queries, not requests: give the apiserver's audit log (audit.k8s.io events) or its httplog (the \"HTTP\" lines of -v=3); for the metrics its panels query, read the Prometheus with kubectl apf explain 429, top levels or capacity --prometheus URL", what)
 }
 
 func firstLine(buf []byte) []byte {
@@ -269,11 +327,22 @@ func (m *mustYield) Next(r *Request) error {
 	}
 	err := m.Reader.Next(r)
 	if errors.Is(err, io.EOF) && m.stats.Records == 0 {
-		m.err = errors.New(m.emptyReason())
+		m.err = &NothingRead{Name: m.name, why: m.emptyReason()}
 		return m.err
 	}
 	return err
 }
+
+// NothingRead is the error of an input that gave no request: its text
+// says what the input holds and what was skipped, so that a caller adds
+// no note of the same skipped lines to it.
+type NothingRead struct {
+	// Name is the input's
+	Name string
+	why  string
+}
+
+func (e *NothingRead) Error() string { return e.why }
 
 // emptyReason says what an input that yielded no request holds.
 func (m *mustYield) emptyReason() string {
@@ -281,7 +350,7 @@ func (m *mustYield) emptyReason() string {
 	if w, ok := m.Reader.(*wrapReader); ok && w.gke != nil {
 		return fmt.Sprintf("%s: %s: %s; what the entries tell: %s", m.name, formatNoun(FormatGKE), gkeLacks, w.gke.describe())
 	}
-	if st.Lines == 0 && len(m.info.first) > 0 && wrapped(m.info.format) {
+	if st.Lines == 0 && len(m.info.first) > 0 && (wrapped(m.info.format) || m.info.layout == layoutDoc) {
 		return fmt.Sprintf("%s: %s that holds no record", m.name, formatNoun(m.info.format))
 	}
 	if st.Lines == 0 || len(m.info.first) == 0 {
@@ -296,7 +365,13 @@ func (m *mustYield) emptyReason() string {
 	if len(st.FirstMalformed) > 0 {
 		first = " (first: " + st.FirstMalformed[0] + ")"
 	}
+	keys := ""
+	if len(m.info.keys) > 0 {
+		keys = " (first record's keys: " + strings.Join(m.info.keys, ", ") + ")"
+	}
 	switch f := m.info.format; {
+	case f == FormatJSON:
+		return fmt.Sprintf("%s: JSON whose records are not audit events, nor the records of a cloud's export or a log pipeline that hold them%s", m.name, keys)
 	case f == FormatAudit:
 		if st.Malformed == 0 && st.Skipped > 0 {
 			return fmt.Sprintf("%s: its %d audit %s %s of stages other than ResponseComplete and Panic, which a replay needs (does the audit policy omit them?)", m.name, st.Skipped, plural(st.Skipped, "event", "events"), plural(st.Skipped, "is", "are all"))
@@ -335,7 +410,10 @@ func (s *Stats) SkippedReasons() []string {
 func newInputReader(info inputInfo, r io.Reader, name string, opts Options, st *Stats) Reader {
 	var rd Reader
 	switch f := info.format; {
-	case wrapped(f):
+	case wrapped(f) || info.layout == layoutDoc:
+		// a cloud's or a pipeline's records, or JSON laid out otherwise
+		// than one object a line (audit events pretty-printed, in an
+		// array, one after the other)
 		rd = newWrapReader(r, name, f, info.layout, opts, st)
 	case f == FormatAudit:
 		rd = NewAuditReader(r, name, opts, st)
@@ -350,7 +428,7 @@ func newInputReader(info inputInfo, r io.Reader, name string, opts Options, st *
 // firstYear is the year of the first audit event of an input (raw or
 // wrapped), peeked at without consuming it.
 func firstYear(info inputInfo, br *bufio.Reader, name string) (int, bool) {
-	if info.format == FormatAudit {
+	if info.format == FormatAudit && info.layout != layoutDoc {
 		return firstAuditYear(br)
 	}
 	buf, _ := br.Peek(br.Size())

@@ -12,7 +12,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
-	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
 // noteCaptureTime is said when a logged request's fate is the state read
@@ -35,7 +34,7 @@ type Recorded struct {
 	// set, is the store whose events within Margin of the request are
 	// reconstructed instead.
 	Files  logs.Spec
-	VLogs  *vlogs.Source
+	VLogs  Store
 	Margin time.Duration
 }
 
@@ -114,17 +113,12 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 	yearKnown := true
 	switch {
 	case rec.VLogs != nil:
-		var pull *vlogs.Pull
+		rd, pull := rec.VLogs.Around(ctx, r, rec.Margin)
 		var err error
-		res, pull, err = vlogs.ReconstructAround(ctx, rec.VLogs, r, vlogs.ReconstructOptions{Margin: rec.Margin, Reconstruct: c.options(opts),
-			Wrap: func(rd workload.Reader) workload.Reader { return logs.Cancellable(ctx, rd) }})
-		if err != nil {
+		if res, err = reconstruct.RunInstances(rd, c.options(opts), reconstruct.InstanceOptions{}, func(rd workload.Reader) workload.Reader { return logs.Cancellable(ctx, rd) }); err != nil {
 			return false, err
 		}
-		if pull.Partial {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("partial: a storage node of %s did not answer (%s): the events it holds are missing from the reconstruction", pull.Where, pull.PartialCause))
-		}
-		ex.Notes = append(ex.Notes, fmt.Sprintf("note: %s: pulled the %d events within %s of the request (%d bytes)", pull.Where, pull.Pulled.Events, rec.Margin, pull.Bytes))
+		ex.Notes = append(ex.Notes, pull.AroundNotes(rec.Margin)...)
 		ex.Notes = append(ex.Notes, resultNotes(res)...)
 	case len(rec.Files.Paths) > 0:
 		var notes []string

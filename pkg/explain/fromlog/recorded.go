@@ -3,10 +3,12 @@ package fromlog
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -81,8 +83,11 @@ func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Re
 			err = fmt.Errorf("%w: %s", err, why)
 		}
 	}
+	// an input that gave no request already says what it skipped
+	var nothing *workload.NothingRead
+	errors.As(err, &nothing)
 	for value, rd := range reads {
-		if rd.st.Malformed == 0 {
+		if rd.st.Malformed == 0 || nothing != nil && nothing.Name == rd.name {
 			continue
 		}
 		if skipped == nil {
@@ -168,6 +173,9 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 			// not the apiserver's log either: text around pasted events
 			return nil, "", nil, nil, notAuditEvents(name, head)
 		}
+		if f == workload.FormatJSONL {
+			return nil, "", nil, nil, jsonLinesNotEvents(name, head)
+		}
 		return nil, "", nil, nil, fmt.Errorf("%s holds %s, not audit events: give httplog lines with --from-log", name, f)
 	}
 	return rd, name, st, closeFn, nil
@@ -187,6 +195,27 @@ func notAuditEvents(name string, head []byte) error {
 		}
 	}
 	return fmt.Errorf("no audit event (ResponseComplete stage) request found in %s: %s%d lines could not be read as requests: none is an audit event (one JSON object a line, or events as a cloud or log pipeline exports them)", name, more, n)
+}
+
+// jsonLinesNotEvents is the error for an --from-audit input of JSON lines
+// that are not audit events: what its first line holds.
+func jsonLinesNotEvents(name string, head []byte) error {
+	var first map[string]json.RawMessage
+	for _, l := range bytes.Split(head, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] != '#' {
+			_ = json.Unmarshal(l, &first)
+			break
+		}
+	}
+	keys := slices.Sorted(maps.Keys(first))
+	what := "JSON lines that are not audit events"
+	if first["arrival"] != nil || first["offset"] != nil {
+		what = "workload records (simulate's JSONL format), not audit events"
+	}
+	if len(keys) > 8 {
+		keys = append(keys[:8], "…")
+	}
+	return fmt.Errorf("%s holds %s (the first line's keys: %s): --from-audit takes audit.k8s.io events, one a line or laid out as JSON otherwise, or as a cloud or a log pipeline exports them", name, what, strings.Join(keys, ", "))
 }
 
 // lineGiven names a --from-log value read as the log line itself.

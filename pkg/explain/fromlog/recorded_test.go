@@ -1,6 +1,8 @@
 package fromlog
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,5 +32,64 @@ func TestReadRecordedLineForms(t *testing.T) {
 	_, _, err = ReadRecorded("no-such-file.log", "", "", nil, nil, time.Time{}, time.Time{})
 	if err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestReadRecordedSaysACauseOnce: an --from-audit file none of whose lines
+// is an event that can be read is refused with what it skipped, once: the
+// reader's own refusal names the line and its cause, and the note of the
+// same skipped line was added after it (the cause three times on one
+// line, issue 58, also seen).
+func TestReadRecordedSaysACauseOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.log")
+	line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","auditID":"x","requestReceivedTimestamp":"not a time"}`
+	if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{})
+	if err == nil {
+		t.Fatal("read")
+	}
+	cause := `parsing time "not a time"`
+	if n := strings.Count(err.Error(), cause); n != 1 {
+		t.Errorf("the cause %d times, want once: %v", n, err)
+	}
+	if !strings.Contains(err.Error(), "no audit event in it could be read") {
+		t.Errorf("%v", err)
+	}
+}
+
+// TestReadRecordedPrettyPrintedEvent: an audit event pretty-printed, as
+// the docs and jq show it, is read (it was "holds jsonl, not audit
+// events: give httplog lines with --from-log", S1 of issue 58).
+func TestReadRecordedPrettyPrintedEvent(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "event.json")
+	ev := `{
+  "kind": "Event",
+  "apiVersion": "audit.k8s.io/v1",
+  "level": "Metadata",
+  "auditID": "6a9b1f0e-2b8c-4a4e-9d2f-1c5e8a7b3d90",
+  "stage": "ResponseComplete",
+  "requestURI": "/api/v1/namespaces/default/pods?limit=500",
+  "verb": "list",
+  "user": {
+    "username": "alice",
+    "groups": ["dev", "system:authenticated"]
+  },
+  "responseStatus": {"metadata": {}, "code": 200},
+  "requestReceivedTimestamp": "2026-01-02T03:04:05.100000Z",
+  "stageTimestamp": "2026-01-02T03:04:05.112500Z"
+}
+`
+	if err := os.WriteFile(p, []byte(ev), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 05.1125 - 05.1 = 12.5ms
+	if r.User != "alice" || r.Verb != "list" || r.Status != 200 || r.Latency.String() != "12.5ms" || r.AuditID != "6a9b1f0e-2b8c-4a4e-9d2f-1c5e8a7b3d90" {
+		t.Errorf("read as %+v", r)
 	}
 }

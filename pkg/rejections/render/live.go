@@ -49,7 +49,12 @@ func writeLive(p *printer, t *rejections.Report) {
 func writeLiveLevel(p *printer, l rejections.Incident) {
 	st := l.State
 	p.f("\n  Level %s: rejected %s\n", sanitize.Line(l.Level), reasons(l.Reasons))
-	p.f("    limit %s seats (nominal %s), %s in use, %s waiting", figure(st.CurrentLimit), figure(st.NominalLimit), figure(st.SeatsInUse), figure(st.Waiting))
+	inUse := figure(st.SeatsInUse) + " in use"
+	if st.SeatsInUse == nil && st.Executing != nil {
+		// a dump counts the requests executing, not their seats
+		inUse = figure(st.Executing) + " executing (seats in use unknown)"
+	}
+	p.f("    limit %s seats (nominal %s), %s, %s waiting", figure(st.CurrentLimit), figure(st.NominalLimit), inUse, figure(st.Waiting))
 	if st.Queues > 0 {
 		p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", st.Queues, st.HandSize, st.QueueLengthLimit, time.Duration(st.WaitLimitSeconds*float64(time.Second)))
 	} else if st.LimitResponse != "" {

@@ -151,14 +151,26 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if len(est) > 0 {
 		fmt.Fprintf(w, "Estimated, not recorded: %s.\n", strings.Join(est, "; "))
 	}
-	if len(rep.Fit) > 0 {
+	// the levels with a 429 recorded or predicted: the others have
+	// nothing to compare
+	var fits []int
+	var requests int64
+	for i, f := range rep.Fit {
+		requests += f.Requests
+		if f.Recorded+f.Predicted > 0 {
+			fits = append(fits, i)
+		}
+	}
+	if len(rep.Fit) > 0 && len(fits) == 0 {
+		fmt.Fprintf(w, "\nReproduction of the recording: no 429 recorded, and none predicted (%d %s at %d %s): nothing to compare.\n",
+			requests, plural(int(min(requests, 2)), "request", "requests"), len(rep.Fit), plural(len(rep.Fit), "level", "levels"))
+	}
+	if len(fits) > 0 {
 		fmt.Fprintln(w, "\nReproduction of the recording, per level (recorded vs predicted 429s):")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "LEVEL\tREQUESTS\tRECORDED-429\tPREDICTED\tRATIO\tAGREEMENT\tQUALITY\tWINDOWS (start recorded/predicted)")
-		for _, f := range rep.Fit {
-			if f.Recorded+f.Predicted == 0 {
-				continue
-			}
+		for _, i := range fits {
+			f := rep.Fit[i]
 			var ws []string
 			for i, x := range f.Windows {
 				if i == 6 {

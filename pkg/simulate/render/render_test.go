@@ -165,3 +165,24 @@ func TestUnreproducedLevelIsNotShownAsHeld(t *testing.T) {
 		t.Errorf("a level whose dispatches held is said not to:\n%s", out)
 	}
 }
+
+// TestNoReproductionTableWithout429s: a recording without a 429, whose
+// replay predicts none either, has no row to show: the table was printed
+// with its header alone (issue 58, also seen); a line says why there is
+// none.
+func TestNoReproductionTableWithout429s(t *testing.T) {
+	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{{Level: "exempt", Source: calibrate.SourceSaturated, Annotated: 1}}}
+	rep := &simulate.Result{Report: &fairqueue.Report{Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "exempt", Dispatched: 3}}}},
+		Calibration: cal, Fit: []calibrate.LevelFit{{Level: "exempt", Requests: 3, Agreement: 1, Quality: "good"}}}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "RECORDED-429") {
+		t.Errorf("an empty reproduction table:\n%s", out)
+	}
+	if !strings.Contains(out, "Reproduction of the recording: no 429 recorded, and none predicted (3 requests at 1 level): nothing to compare.") {
+		t.Errorf("no line says why there is no table:\n%s", out)
+	}
+}

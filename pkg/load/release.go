@@ -1,4 +1,4 @@
-package state
+package load
 
 import (
 	"fmt"
@@ -6,13 +6,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-)
-
-// Where the release replayed came from (State.ReleaseFrom is one of these,
-// or "server " followed by the server's gitVersion).
-const (
-	ReleaseFromFlag    = "--kube-version"
-	ReleaseFromDefault = "default"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // resolveRelease picks the release to replay: --kube-version when given,
@@ -25,7 +19,7 @@ func resolveRelease(kubeVersion string, snaps []*dump.Snapshot) (rel engine.Rele
 		if err != nil {
 			return engine.Release{}, "", "", fmt.Errorf("--kube-version: %w", err)
 		}
-		return rel, ReleaseFromFlag, "", nil
+		return rel, state.ReleaseFromFlag, "", nil
 	}
 	for _, s := range snaps {
 		if s == nil || s.ServerVersion == nil || s.ServerVersion.GitVersion == "" {
@@ -34,14 +28,14 @@ func resolveRelease(kubeVersion string, snaps []*dump.Snapshot) (rel engine.Rele
 		gv := printable(s.ServerVersion.GitVersion)
 		r, n, err := engine.ReleaseForServer(gv)
 		if err != nil {
-			return engine.NewestRelease, ReleaseFromDefault, fmt.Sprintf("note: %v; replaying %s, whose behaviour may differ from the server's", err, engine.NewestRelease), nil
+			return engine.NewestRelease, state.ReleaseFromDefault, fmt.Sprintf("note: %v; replaying %s, whose behaviour may differ from the server's", err, engine.NewestRelease), nil
 		}
 		if n != "" {
 			n = "note: " + n
 		}
 		return r, "server " + gv, n, nil
 	}
-	return engine.NewestRelease, ReleaseFromDefault, "", nil
+	return engine.NewestRelease, state.ReleaseFromDefault, "", nil
 }
 
 // printable keeps a server-provided version to one line of printable text.

@@ -7,22 +7,9 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
-// ReconstructOptions tune Reconstruct.
-type ReconstructOptions struct {
-	// Gap joins bursts of 429s less than this apart (the incident gap).
-	Gap time.Duration
-	// Margin is pulled before and after each burst.
-	Margin time.Duration
-	// Reconstruct are the reconstruction's options (configuration, limits).
-	Reconstruct reconstruct.Options
-	// Wrap wraps the reader (to stop on a cancelled context); nil for none.
-	Wrap func(workload.Reader) workload.Reader
-}
-
-// Pull says what Reconstruct read from the store.
+// Pull says what PullIncidents or PullAround read from the store.
 type Pull struct {
 	Where   string
 	Totals  Totals
@@ -64,23 +51,22 @@ func (p *Pull) Notes() []string {
 	return notes
 }
 
-// Reconstruct counts the window's events and 429s in the store, pulls the
-// events around the bursts of 429s and reconstructs them. A window without
-// any audit event is an error; one without 429s gives a Result without
-// incidents.
-func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconstruct.Result, *Pull, error) {
+// PullIncidents counts the window's events and 429s in the store and
+// returns a reader of the events around the bursts of 429s (bursts less
+// than gap apart joined, margin either side), the levels' totals read with
+// classify. The reader is nil when the window holds no 429. A window without
+// any audit event is an error. The Pull's counters are final once the
+// reader is drained: the store client pulls rows, it reconstructs nothing
+// (package explain/fromlog does).
+func (s *Source) PullIncidents(ctx context.Context, gap, margin time.Duration, classify Classify) (workload.Reader, *Pull, error) {
 	p := &Pull{Where: s.Client.Describe()}
-	defer func() {
-		p.Bytes, p.Queries, p.Partial = s.Client.Bytes.Load(), s.Client.Queries.Load(), s.Client.Partial.Load()
-		if c, ok := s.Client.PartialCause.Load().(string); ok {
-			p.PartialCause = c
-		}
-	}()
 	var err error
 	if p.Totals, err = s.Totals(ctx); err != nil {
+		s.settle(p)
 		return nil, p, err
 	}
 	if p.Totals.Events == 0 {
+		s.settle(p)
 		what := ""
 		if s.Filter != "" {
 			what = " matching --victorialogs-query"
@@ -89,20 +75,47 @@ func Reconstruct(ctx context.Context, s *Source, o ReconstructOptions) (*reconst
 			s.Client.Describe(), what, s.Start.UTC().Format(time.RFC3339), s.End.UTC().Format(time.RFC3339), s.Mapping.Prefix, s.Mapping.Prefix)
 	}
 	if p.Totals.Rejected == 0 {
-		return &reconstruct.Result{Start: s.Start, End: s.End}, p, nil
+		s.settle(p)
+		return nil, p, nil
 	}
-	if p.Levels, err = s.LevelTotals(ctx, o.Reconstruct.Config); err != nil {
+	if p.Levels, err = s.LevelTotals(ctx, classify); err != nil {
+		s.settle(p)
 		return nil, p, err
 	}
-	if p.Windows, err = s.Windows(ctx, o.Gap, o.Margin); err != nil {
+	if p.Windows, err = s.Windows(ctx, gap, margin); err != nil {
+		s.settle(p)
 		return nil, p, err
 	}
-	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
-	res, err := reconstruct.RunInstances(rd, o.Reconstruct, reconstruct.InstanceOptions{}, o.Wrap)
+	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)), p, nil
+}
+
+// Span is the window the source reads.
+func (s *Source) Span() (start, end time.Time) { return s.Start, s.End }
+
+// settle copies the client's counters into p.
+func (s *Source) settle(p *Pull) {
+	p.Bytes, p.Queries, p.Partial = s.Client.Bytes.Load(), s.Client.Queries.Load(), s.Client.Partial.Load()
+	if c, ok := s.Client.PartialCause.Load().(string); ok {
+		p.PartialCause = c
+	}
+}
+
+// settling is rd, settling p at its end.
+func (s *Source) settling(p *Pull, rd workload.Reader) workload.Reader {
+	return &settlingReader{src: rd, settle: func() { s.settle(p) }}
+}
+
+type settlingReader struct {
+	src    workload.Reader
+	settle func()
+}
+
+func (r *settlingReader) Next(w *workload.Request) error {
+	err := r.src.Next(w)
 	if err != nil {
-		return nil, p, err
+		r.settle()
 	}
-	return res, p, nil
+	return err
 }
 
 // Event finds the completed request of one audit ID in the window.
@@ -133,24 +146,25 @@ func (s *Source) Event(ctx context.Context, auditID string) (*workload.Request, 
 	return &r, inst, nil
 }
 
-// ReconstructAround pulls the events within o.Margin of one request (of
-// its instance when the instance is known) and reconstructs them.
-func ReconstructAround(ctx context.Context, s *Source, r *workload.Request, o ReconstructOptions) (*reconstruct.Result, *Pull, error) {
+// PullAround returns a reader of the events within margin of one request
+// (of its instance when the instance is known). The Pull's counters are
+// final once the reader is drained.
+func (s *Source) PullAround(ctx context.Context, r *workload.Request, margin time.Duration) (workload.Reader, *Pull) {
 	p := &Pull{Where: s.Client.Describe()}
-	w := Window{Start: r.Arrival.Add(-o.Margin), End: r.Arrival.Add(r.Latency + o.Margin)}
+	w := Window{Start: r.Arrival.Add(-margin), End: r.Arrival.Add(r.Latency + margin)}
 	if s.Mapping.Instance != "" && r.Instance != "" {
 		w.Instances = []string{r.Instance}
 	}
 	p.Windows = []Window{w}
-	rd := s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)
-	res, err := reconstruct.RunInstances(rd, o.Reconstruct, reconstruct.InstanceOptions{}, o.Wrap)
-	p.Bytes, p.Queries = s.Client.Bytes.Load(), s.Client.Queries.Load()
-	p.Partial = s.Client.Partial.Load()
-	if c, ok := s.Client.PartialCause.Load().(string); ok {
-		p.PartialCause = c
+	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)), p
+}
+
+// AroundNotes say what PullAround read: the events within margin of the
+// request, and what is missing.
+func (p *Pull) AroundNotes(margin time.Duration) []string {
+	var notes []string
+	if p.Partial {
+		notes = append(notes, fmt.Sprintf("partial: a storage node of %s did not answer (%s): the events it holds are missing from the reconstruction", p.Where, p.PartialCause))
 	}
-	if err != nil {
-		return nil, p, err
-	}
-	return res, p, nil
+	return append(notes, fmt.Sprintf("note: %s: pulled the %d events within %s of the request (%d bytes)", p.Where, p.Pulled.Events, margin, p.Bytes))
 }

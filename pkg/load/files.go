@@ -1,4 +1,4 @@
-package state
+package load
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
 // ReadObjectFiles reads -f arguments: files, directories (their .yaml, .yml
@@ -135,7 +136,7 @@ func (o *Options) SetStdin(r io.Reader) {
 // PriorityLevelConfigurations when the command needs them (it would route
 // every request to the mandatory catch-all, or size only the mandatory
 // levels, without a word), and says what -f is used against then.
-func (o *Options) checkObjects(req Request, st *State) error {
+func (o *Options) checkObjects(req Request, st *state.State) error {
 	if req.NeedObjects == "" || !st.NoObjects {
 		return nil
 	}

@@ -1,0 +1,181 @@
+package docs
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The layers of docs/architecture.md ("Layers"), lowest first. A package
+// imports packages of lower layers and of its own; sources and compute sit
+// side by side and never import each other: a store client returns rows or
+// a workload and never runs a reconstruction, and the compute packages get
+// values, never a client.
+const (
+	layerBase = iota
+	layerModel
+	layerInputs
+	layerSources
+	layerCompute
+	layerRender
+	layerCommands
+)
+
+var layerNames = map[int]string{
+	layerBase: "base", layerModel: "model", layerInputs: "inputs", layerSources: "sources",
+	layerCompute: "compute", layerRender: "render", layerCommands: "commands",
+}
+
+// layerOf is each production package's layer, by its path in the module.
+var layerOf = map[string]int{
+	"internal/sanitize":     layerBase,
+	"internal/ctxsleep":     layerBase,
+	"internal/grafana":      layerBase,
+	"pkg/engine":            layerModel,
+	"pkg/metrics":           layerModel,
+	"pkg/dump":              layerModel,
+	"pkg/config":            layerModel,
+	"pkg/rejections":        layerModel,
+	"pkg/history":           layerModel,
+	"pkg/state":             layerModel,
+	"pkg/engine/workload":   layerInputs,
+	"pkg/logs":              layerInputs,
+	"pkg/fetch":             layerSources,
+	"pkg/promfetch":         layerSources,
+	"pkg/vlogs":             layerSources,
+	"pkg/load":              layerSources,
+	"pkg/engine/fairqueue":  layerCompute,
+	"pkg/engine/calibrate":  layerCompute,
+	"pkg/reconstruct":       layerCompute,
+	"pkg/levels":            layerCompute,
+	"pkg/capacity":          layerCompute,
+	"pkg/lint":              layerCompute,
+	"pkg/explain":           layerCompute,
+	"pkg/explain/fromlog":   layerCompute,
+	"pkg/simulate":          layerCompute,
+	"pkg/tune":              layerCompute,
+	"pkg/monitoring":        layerCompute,
+	"pkg/output":            layerRender,
+	"pkg/dump/render":       layerRender,
+	"pkg/levels/render":     layerRender,
+	"pkg/history/render":    layerRender,
+	"pkg/rejections/render": layerRender,
+	"pkg/simulate/render":   layerRender,
+	"pkg/tune/render":       layerRender,
+	"pkg/tui":               layerRender,
+	"pkg/tui/record":        layerRender,
+	"cmd/kubectl-apf":       layerCommands,
+}
+
+// allowedImport reports whether a package of layer from may import one of
+// layer to.
+func allowedImport(from, to int) bool {
+	switch {
+	case from == layerSources && to == layerCompute, from == layerCompute && to == layerSources:
+		return false // side by side
+	case from == layerRender && to == layerSources:
+		return false // render prints values
+	}
+	return to <= from
+}
+
+// TestImportsFollowTheLayers fails on any import of a production package
+// that runs upward, or between sources and compute, and on a package with
+// no layer.
+func TestImportsFollowTheLayers(t *testing.T) {
+	for _, p := range modulePackages(t) {
+		from, ok := layerOf[p.path]
+		if !ok {
+			if strings.HasPrefix(p.path, "internal/testharness") || strings.HasPrefix(p.path, "hack/") || strings.HasPrefix(p.path, "test/") || p.path == "docs" {
+				continue // harnesses and tests
+			}
+			t.Errorf("%s has no layer: give it one in docs/layers_test.go (layerOf) and in docs/architecture.md's Layers", p.path)
+			continue
+		}
+		for _, imp := range p.imports {
+			to, ok := layerOf[imp]
+			if !ok {
+				continue // reported as a package of its own
+			}
+			if !allowedImport(from, to) {
+				t.Errorf("%s (%s) imports %s (%s): against the layers' direction (docs/architecture.md, Layers)", p.path, layerNames[from], imp, layerNames[to])
+			}
+		}
+	}
+}
+
+// TestLowerLayersHoldNoClient: no package of the model, inputs or compute
+// layers depends, directly or not, on client-go, cli-runtime, cobra or
+// os/exec. (net/http is reached by every package that uses an object's
+// metadata, through k8s.io/apimachinery's meta/v1: those packages may not
+// import it themselves.)
+func TestLowerLayersHoldNoClient(t *testing.T) {
+	banned := []string{"k8s.io/client-go/", "k8s.io/cli-runtime/", "github.com/spf13/cobra", "os/exec"}
+	var pure []string
+	for path, l := range layerOf {
+		if l == layerModel || l == layerInputs || l == layerCompute {
+			pure = append(pure, "../"+path)
+		}
+	}
+	sort.Strings(pure)
+	for _, pkg := range pure {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if dep == b || strings.HasPrefix(dep, b) {
+					t.Errorf("%s depends on %s", strings.TrimPrefix(pkg, "../"), dep)
+				}
+			}
+		}
+		imports, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(imports)) {
+			if imp == "net/http" && !httpValues[strings.TrimPrefix(pkg, "../")] {
+				t.Errorf("%s imports net/http: HTTP belongs to the sources (pkg/fetch, pkg/promfetch, pkg/vlogs)", strings.TrimPrefix(pkg, "../"))
+			}
+		}
+	}
+}
+
+// httpValues are the lower packages that import net/http for its values
+// alone, sending nothing: pkg/engine builds the *http.Request that
+// upstream's RequestInfoFactory.NewRequestInfo reads, as kube-apiserver's
+// filter does.
+var httpValues = map[string]bool{"pkg/engine": true}
+
+type modulePackage struct {
+	path    string
+	imports []string
+}
+
+// modulePackages are the module's packages with their imports of the
+// module, both relative to it (production imports only: no test files).
+func modulePackages(t *testing.T) []modulePackage {
+	t.Helper()
+	const module = "github.com/kubectl-apf/kubectl-apf/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").Output()
+	if err != nil {
+		t.Fatalf("go list ../...: %v", err)
+	}
+	var pkgs []modulePackage
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		p := modulePackage{path: strings.TrimPrefix(f[0], module)}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module) {
+				p.imports = append(p.imports, strings.TrimPrefix(imp, module))
+			}
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}

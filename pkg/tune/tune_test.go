@@ -1,0 +1,358 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	"github.com/kubectl-apf/kubectl-apf/pkg/load"
+	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+)
+
+// teamConfig is a level "team" of 5 shares (4 queues of 2, no lending or
+// borrowing) that a noisy user (FlowSchema team-batch) and a controller's
+// service account (FlowSchema team) share.
+const teamConfig = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: team
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 5
+    lendablePercent: 0
+    borrowingLimitPercent: 0
+    limitResponse:
+      type: Queue
+      queuing: {queues: 4, handSize: 2, queueLengthLimit: 2}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: team
+spec:
+  priorityLevelConfiguration: {name: team}
+  matchingPrecedence: 500
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects:
+    - kind: ServiceAccount
+      serviceAccount: {namespace: team, name: ctrl}
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      namespaces: ["*"]
+      clusterScope: true
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: team-batch
+spec:
+  priorityLevelConfiguration: {name: team}
+  matchingPrecedence: 600
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects:
+    - kind: User
+      user: {name: noisy}
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      namespaces: ["*"]
+      clusterScope: true
+`
+
+// teamWorkload has noisy LIST the team's ConfigMaps in bursts of 12, each
+// taking 300ms, every second for 10s, while the controller GETs one every
+// 100ms.
+func teamWorkload() string {
+	var lines []string
+	for s := 0; s < 10; s++ {
+		for i := 0; i < 12; i++ {
+			lines = append(lines, fmt.Sprintf(`{"offset":"%ds","user":"noisy","groups":["system:authenticated"],"verb":"list","path":"/api/v1/namespaces/team/configmaps","serviceTime":"300ms"}`, s))
+		}
+		for i := 0; i < 10; i++ {
+			lines = append(lines, fmt.Sprintf(`{"offset":"%dms","user":"system:serviceaccount:team:ctrl","groups":["system:serviceaccounts","system:serviceaccounts:team","system:authenticated"],"verb":"get","path":"/api/v1/namespaces/team/configmaps/c%d","serviceTime":"20ms"}`, s*1000+i*100+5, i))
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b string) int { return 0 })
+	return strings.Join(lines, "\n") + "\n"
+}
+
+type team struct {
+	st  *state.State
+	p   *simulate.Prepared
+	dir string
+}
+
+func openTeam(t testing.TB) *team {
+	t.Helper()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "team.yaml")
+	wl := filepath.Join(dir, "workload.jsonl")
+	if err := os.WriteFile(cfgFile, []byte(teamConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wl, []byte(sortedByOffset(teamWorkload())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := load.NewOptions(nil, load.Config)
+	o.Defaults, o.Files = true, []string{cfgFile}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Workloads: []string{wl}, RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return &team{st: st, p: p, dir: dir}
+}
+
+// sortedByOffset orders JSONL lines by their offset, as a log is.
+func sortedByOffset(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	at := func(l string) time.Duration {
+		var v struct{ Offset string }
+		_ = json.Unmarshal([]byte(l), &v)
+		d, _ := time.ParseDuration(v.Offset)
+		return d
+	}
+	slices.SortStableFunc(lines, func(a, b string) int { return int(at(a) - at(b)) })
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (tm *team) input() Input {
+	return Input{FlowSchemas: tm.st.FlowSchemas, PriorityLevels: tm.st.PriorityLevels, Release: tm.st.Release, ServerConcurrency: tm.st.ServerConcurrency}
+}
+
+func (tm *team) search(t testing.TB, opts Options) *Report {
+	t.Helper()
+	rep, err := Search(context.Background(), tm.p, tm.input(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+var protectCtrl = Goal{Protect: []Target{{TargetServiceAccount, "team/ctrl"}}}
+
+// TestEveryCandidateIsValid holds every replayed candidate to the
+// apiserver's validation (after a round trip through YAML, as kubectl
+// apply reads it), to the linter (no error or warning the recorded
+// configuration lacks, but the reminder on an opted-out suggested object),
+// to the mandatory objects, and to the opt-out of suggested ones.
+func TestEveryCandidateIsValid(t *testing.T) {
+	tm := openTeam(t)
+	rep := tm.search(t, Options{Goal: protectCtrl, NoPrune: true})
+	if len(rep.Candidates) < 20 {
+		t.Fatalf("only %d candidates replayed", len(rep.Candidates))
+	}
+	ref := config.ReferenceFor(tm.st.Release)
+	suggested := map[string]bool{}
+	for _, fs := range ref.SuggestedFlowSchemas {
+		suggested["FlowSchema/"+fs.Name] = true
+	}
+	for _, pl := range ref.SuggestedPriorityLevels {
+		suggested["PriorityLevelConfiguration/"+pl.Name] = true
+	}
+	lintKeys := func(fss []*flowcontrolv1.FlowSchema, pls []*flowcontrolv1.PriorityLevelConfiguration, onlyBad bool) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range lint.Lint(lint.Input{FlowSchemas: fss, PriorityLevels: pls, Reference: ref, Release: tm.st.Release, ServerConcurrency: tm.st.ServerConcurrency}, lint.DefaultOptions()) {
+			if onlyBad && f.Severity == lint.SeverityInfo {
+				continue
+			}
+			if onlyBad && f.Rule == lint.RuleSuggestedDiffers && strings.Contains(f.Message, "=false and differs") {
+				continue
+			}
+			m[fmt.Sprint(f.Rule, f.Objects)] = true
+		}
+		return m
+	}
+	base := lintKeys(tm.st.FlowSchemas, tm.st.PriorityLevels, false)
+	families := map[string]bool{}
+	for _, c := range rep.Candidates {
+		for _, f := range c.Families {
+			families[f] = true
+		}
+		var docs []string
+		for _, o := range c.RuntimeObjects() {
+			b, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, string(b))
+		}
+		objs, err := config.ParseObjects([]byte(strings.Join(docs, "---\n")), "candidate")
+		if err != nil {
+			t.Fatalf("candidate %d: its YAML does not read back: %v", c.ID, err)
+		}
+		for _, fs := range objs.FlowSchemas {
+			if errs := config.ValidateFlowSchema(fs); len(errs) > 0 {
+				t.Errorf("candidate %d: %s: %v", c.ID, fs.Name, errs)
+			}
+			if fs.Name == "exempt" || fs.Name == "catch-all" {
+				t.Errorf("candidate %d changes the mandatory FlowSchema %s", c.ID, fs.Name)
+			}
+			if suggested["FlowSchema/"+fs.Name] && fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "false" {
+				t.Errorf("candidate %d changes the suggested FlowSchema %s without autoupdate-spec false", c.ID, fs.Name)
+			}
+		}
+		for _, pl := range objs.PriorityLevels {
+			if errs := config.ValidatePriorityLevel(pl, "nominalConcurrencyShares"); len(errs) > 0 {
+				t.Errorf("candidate %d: %s: %v", c.ID, pl.Name, errs)
+			}
+			if pl.Name == "exempt" || pl.Name == "catch-all" {
+				t.Errorf("candidate %d changes the mandatory level %s", c.ID, pl.Name)
+			}
+			if suggested["PriorityLevelConfiguration/"+pl.Name] && pl.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "false" {
+				t.Errorf("candidate %d changes the suggested level %s without autoupdate-spec false", c.ID, pl.Name)
+			}
+		}
+		fss, pls := config.Overlay(tm.st.FlowSchemas, tm.st.PriorityLevels, objs)
+		ec := engine.NewConfig(fss, pls)
+		if len(ec.Broken)+len(ec.Dangling) > 0 {
+			t.Errorf("candidate %d: the apiserver would ignore part of it: %v %v", c.ID, ec.Broken, ec.Dangling)
+		}
+		for k := range lintKeys(fss, pls, true) {
+			if !base[k] {
+				t.Errorf("candidate %d (%s): a new lint finding %s", c.ID, strings.Join(c.Changes, "; "), k)
+			}
+		}
+		// the objects are what the candidate replayed
+		if !equality.Semantic.DeepEqual(limitsOf(engine.NewConfig(fss, pls), tm.st.ServerConcurrency), limitsOf(c.Config(), tm.st.ServerConcurrency)) {
+			t.Errorf("candidate %d: its objects overlaid on the recorded configuration are not the configuration it replayed", c.ID)
+		}
+	}
+	for _, f := range []string{FamilyShares, FamilyBorrowing, FamilyLending, FamilyIsolate, FamilyMove, FamilyQueues} {
+		if !families[f] {
+			t.Errorf("no candidate of the remedy %s", f)
+		}
+	}
+}
+
+func limitsOf(c *engine.Config, scl int) []engine.LevelLimits { return c.Limits(scl) }
+
+// TestSearchIsDeterministic runs the search twice, one replay at a time
+// and four at once: the same report.
+func TestSearchIsDeterministic(t *testing.T) {
+	tm := openTeam(t)
+	enc := func(r *Report) string {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	a := enc(tm.search(t, Options{Goal: protectCtrl, Parallel: 1}))
+	b := enc(tm.search(t, Options{Goal: protectCtrl, Parallel: 4}))
+	if a != b {
+		t.Fatal("two searches of the same input differ")
+	}
+}
+
+// TestKeepAndBudget: no candidate changes a kept object, and none moves
+// more shares than the budget allows, counted from the objects.
+func TestKeepAndBudget(t *testing.T) {
+	tm := openTeam(t)
+	var total int64
+	for _, pl := range tm.st.PriorityLevels {
+		if pl.Spec.Limited != nil && pl.Spec.Limited.NominalConcurrencyShares != nil {
+			total += int64(*pl.Spec.Limited.NominalConcurrencyShares)
+		}
+	}
+	was := map[string]int32{}
+	for _, pl := range tm.st.PriorityLevels {
+		if pl.Spec.Limited != nil && pl.Spec.Limited.NominalConcurrencyShares != nil {
+			was[pl.Name] = *pl.Spec.Limited.NominalConcurrencyShares
+		}
+	}
+	const budget = 0.05
+	rep := tm.search(t, Options{Goal: protectCtrl, NoPrune: true, Budget: budget, Keep: []ObjectKey{{KindPriorityLevel, "global-default"}, {KindFlowSchema, "team"}}})
+	if len(rep.Candidates) == 0 {
+		t.Fatal("no candidate")
+	}
+	for _, c := range rep.Candidates {
+		var moved int64
+		for _, o := range c.RuntimeObjects() {
+			switch x := o.(type) {
+			case *flowcontrolv1.PriorityLevelConfiguration:
+				if x.Name == "global-default" {
+					t.Errorf("candidate %d changes the kept level global-default", c.ID)
+				}
+				if x.Spec.Limited != nil && x.Spec.Limited.NominalConcurrencyShares != nil {
+					moved += max(0, int64(*x.Spec.Limited.NominalConcurrencyShares-was[x.Name]))
+				}
+			case *flowcontrolv1.FlowSchema:
+				if x.Name == "team" {
+					t.Errorf("candidate %d changes the kept FlowSchema team", c.ID)
+				}
+			}
+		}
+		if float64(moved) > budget*float64(total) {
+			t.Errorf("candidate %d moves %d of %d shares, beyond the budget %g", c.ID, moved, total, budget)
+		}
+	}
+	if rep.Refused["beyond --budget"] == 0 {
+		t.Error("the budget refused nothing: the test does not test it")
+	}
+}
+
+// TestProtectedControllerGetsItsSeats: the controller that shares a level
+// with a noisy user is served by the first candidate, which adds nothing
+// to the others, and routing the noisy user away is among the candidates.
+func TestProtectedControllerGetsItsSeats(t *testing.T) {
+	tm := openTeam(t)
+	rep := tm.search(t, Options{Goal: protectCtrl})
+	if len(rep.Candidates) == 0 || !rep.Candidates[0].GoalMet || !rep.Candidates[0].Verified {
+		t.Fatalf("no verified candidate meets the goal: %s %v", rep.Verdict, rep.Why)
+	}
+	var ctrl int = -1
+	for i, c := range rep.Clients {
+		if c.Name == "system:serviceaccount:team:ctrl" {
+			ctrl = i
+			if !c.Protected || c.Rejected == 0 {
+				t.Fatalf("the controller: protected %v, %d 429s in the replay of the recorded configuration", c.Protected, c.Rejected)
+			}
+		}
+	}
+	first := rep.Candidates[0]
+	if first.ClientsAfter[ctrl].Rejected != 0 {
+		t.Errorf("the first candidate leaves the controller %d 429s", first.ClientsAfter[ctrl].Rejected)
+	}
+	found := false
+	for _, c := range rep.Candidates {
+		for _, ch := range c.Changes {
+			if strings.HasPrefix(ch, "route noisy ") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("no candidate routes the noisy user away")
+	}
+}
