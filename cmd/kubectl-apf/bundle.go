@@ -33,8 +33,8 @@ const bundleExample = `  # Capture every apiserver instance into a tarball
   # Capture into a directory, redacted
   kubectl apf dump bundle --to ./apf-bundle --redact
 
-  # Record the next incident: a scrape every 10s for up to two hours (the scrapes are held in memory, about 100 kB each per instance), Ctrl-C ends it with a valid bundle
-  kubectl apf dump bundle --all-apiservers --watch 2h --interval 10s --to incident.tar.gz
+  # Record the next incident: a scrape every 5s for up to a day, written to disk as it arrives; Ctrl-C ends it with a valid bundle
+  kubectl apf dump bundle --all-apiservers --watch 24h --interval 5s --to incident.tar.gz
 
   # Redact an existing bundle
   kubectl apf dump bundle --from apf.tar.gz --redact --to apf-redacted.tar.gz`
@@ -132,49 +132,47 @@ func (o *BundleOptions) Validate() error {
 // Run captures and writes the bundle.
 func (o *BundleOptions) Run(ctx context.Context) error {
 	// No offline hint: a bundle is what a cluster's capture makes.
-	var c *dump.Capture
-	var err error
 	if o.Watch > 0 {
-		c, err = o.runWatch(ctx)
-	} else {
-		c, err = captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
-		if err == nil {
-			printNotes(o.ErrOut, c.Notes)
-		}
+		return o.runWatch(ctx)
 	}
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
 	if err != nil {
 		return err
 	}
+	printNotes(o.ErrOut, c.Notes)
 	if o.Redact {
-		key := []byte(o.RedactKey)
-		if len(key) == 0 {
-			key = make([]byte, 32)
-			if _, err := rand.Read(key); err != nil {
-				return fmt.Errorf("making a redaction key: %w", err)
-			}
+		key, err := o.redactKey()
+		if err != nil {
+			return err
 		}
 		if err := dump.NewRedactor(key).RedactCapture(c); err != nil {
 			return err
 		}
 	}
 	// load.Options.Clock, the clock of the capture, stamps the manifest too.
-	m := dump.Manifest{CreatedAt: o.ClockOrReal().Now().UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
-	if err := dump.WriteBundle(o.To, c, m); err != nil {
+	if err := dump.WriteBundle(o.To, c, o.manifest(o.ClockOrReal().Now())); err != nil {
 		return err
 	}
 	for _, f := range c.Failures {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
-	if o.Watch > 0 {
-		least := -1
-		for _, s := range c.Snapshots {
-			if least < 0 || len(s.Metrics) < least {
-				least = len(s.Metrics)
-			}
-		}
-		fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), len(c.Snapshots), max(least, 0))
-		return nil
-	}
 	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", sanitize.Line(o.To), len(c.Snapshots))
 	return nil
+}
+
+// redactKey is --redact-key, or a random key.
+func (o *BundleOptions) redactKey() ([]byte, error) {
+	key := []byte(o.RedactKey)
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("making a redaction key: %w", err)
+		}
+	}
+	return key, nil
+}
+
+// manifest is the bundle's manifest header, created at.
+func (o *BundleOptions) manifest(at time.Time) dump.Manifest {
+	return dump.Manifest{CreatedAt: at.UTC(), Source: o.Source.Describe(), Redacted: o.Redact, ToolVersion: version}
 }

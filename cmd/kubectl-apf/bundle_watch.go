@@ -30,9 +30,18 @@ start-dump_*.txt. Every command that reads a bundle reads it (the latest
 two scrapes give the rates), and simulate reads the CPU evidence of the two
 scrapes that bracket the window it replays, so the bundle is evidence for
 any window inside it: replay the minutes of the incident with simulate's
-window of its logs. The scrapes are held in memory until the bundle is
-written (about 100 kB each per instance): a watch of hours wants an
---interval of 10s or more.`
+window of its logs.
+
+Each scrape is written to disk as it arrives, and the watch holds one at a
+time, so a watch of any length runs in the same memory (a day at 5s is
+17,280 scrapes, about 100 kB each per instance on disk). The bundle is
+whole at every scrape: a directory --to is written in place, and a
+FILE.tar.gz is recorded into FILE.tar.gz.partial/, a bundle directory the
+tarball is written from at the end and that is then removed. Ctrl-C or
+SIGTERM ends the watch with the end's capture; if the watch is killed,
+--from reads the directory it left, with every scrape taken before. A
+command reading the bundle back loads every scrape it holds, so read a
+long watch with a machine that has the memory for it.`
 
 // startDumpPrefix names the start's debug dumps in a --watch bundle.
 const startDumpPrefix = "start-"
@@ -123,119 +132,65 @@ func watchLoop(ctx context.Context, clk clock.WithTicker, d, interval time.Durat
 	}
 }
 
-// watchCapture merges the captures of a --watch: the start's, each
-// scrape's metrics, and the end's.
-type watchCapture struct {
-	c *dump.Capture
-	// next is the index of each instance's next scrape
-	next map[string]int
-	// unknown are the instances a later capture found that the start's
-	// did not (their scrapes are not kept)
-	unknown map[string]bool
-}
-
-func newWatchCapture(start *dump.Capture) *watchCapture {
-	w := &watchCapture{c: start, next: map[string]int{}, unknown: map[string]bool{}}
+// runWatch records the bundle of --watch, writing each capture as it
+// arrives (dump.Spool): into --to itself when it is a directory, else
+// into --to.partial, a bundle directory of its own from which the tarball
+// is written at the end. Only one capture is held at a time.
+func (o *BundleOptions) runWatch(ctx context.Context) error {
+	clk, ok := o.ClockOrReal().(clock.WithTicker)
+	if !ok {
+		return fmt.Errorf("--watch needs a clock with a ticker")
+	}
+	var red *dump.Redactor
+	if o.Redact {
+		key, err := o.redactKey()
+		if err != nil {
+			return err
+		}
+		red = dump.NewRedactor(key)
+	}
+	dir := o.To
+	tarball := dump.IsTarball(o.To)
+	if tarball {
+		dir = o.To + partialSuffix
+		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+			return fmt.Errorf("%s exists, the bundle of a watch that did not finish (--from reads it); move it away or choose another --to", dir)
+		}
+	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("bundle directory %s exists and is not empty; choose a new path", dir)
+	}
+	start, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll}, "")
+	if err != nil {
+		return err
+	}
+	printNotes(o.ErrOut, start.Notes)
+	if red != nil {
+		if err := red.RedactCapture(start); err != nil {
+			return err
+		}
+	}
+	// the start's dumps, redacted, are kept beside the end's
 	for _, s := range start.Snapshots {
 		for k := range s.Raw {
 			if strings.HasPrefix(k, "dump_") {
 				s.Raw[startDumpPrefix+k] = s.Raw[k]
 			}
 		}
-		for dump.HasMetrics(s, w.next[s.Instance]) {
-			w.next[s.Instance]++
-		}
 	}
-	return w
-}
-
-// addScrapes appends the metrics of c to each instance's scrapes.
-func (w *watchCapture) addScrapes(c *dump.Capture) {
-	for _, s := range c.Snapshots {
-		base := w.snapshot(s.Instance)
-		if base == nil {
-			w.unknown[s.Instance] = true
-			continue
-		}
-		for i := 0; dump.HasMetrics(s, i); i++ {
-			j := w.next[s.Instance]
-			dump.MoveMetrics(s, i, base, j)
-			w.next[s.Instance] = j + 1
-		}
-	}
-}
-
-// finish takes the end's capture: its scrape is the last, and its
-// objects, version and dumps replace the start's (kept as start-*).
-func (w *watchCapture) finish(c *dump.Capture) error {
-	for _, s := range c.Snapshots {
-		base := w.snapshot(s.Instance)
-		if base == nil {
-			w.unknown[s.Instance] = true
-			continue
-		}
-		for k, v := range s.Raw {
-			if !strings.HasPrefix(k, "metrics-") {
-				base.Raw[k] = v
-			}
-		}
-		base.CapturedAt = s.CapturedAt
-	}
-	w.addScrapes(c)
-	w.c.Failures = append(w.c.Failures, c.Failures...)
-	for _, s := range w.c.Snapshots {
-		if err := s.ParseRaw(); err != nil {
-			return fmt.Errorf("%s: %w", s.Instance, err)
-		}
-	}
-	return nil
-}
-
-func (w *watchCapture) snapshot(instance string) *dump.Snapshot {
-	for _, s := range w.c.Snapshots {
-		if s.Instance == instance {
-			return s
-		}
-	}
-	return nil
-}
-
-// size is the bytes the bundle's files hold so far.
-func (w *watchCapture) size() int64 {
-	var n int64
-	for _, s := range w.c.Snapshots {
-		for _, v := range s.Raw {
-			n += int64(len(v))
-		}
-	}
-	return n
-}
-
-// scrapes is the fewest scrapes an instance holds.
-func (w *watchCapture) scrapes() int {
-	least := -1
-	for _, s := range w.c.Snapshots {
-		if n := w.next[s.Instance]; least < 0 || n < least {
-			least = n
-		}
-	}
-	return max(least, 0)
-}
-
-// runWatch records the bundle of --watch.
-func (o *BundleOptions) runWatch(ctx context.Context) (*dump.Capture, error) {
-	clk, ok := o.ClockOrReal().(clock.WithTicker)
-	if !ok {
-		return nil, fmt.Errorf("--watch needs a clock with a ticker")
-	}
-	start, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll}, "")
+	instances := len(start.Snapshots)
+	sp, err := dump.CreateSpool(dir, start, o.manifest(clk.Now()))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	printNotes(o.ErrOut, start.Notes)
-	w := newWatchCapture(start)
+	start = nil // on disk: not held through the watch
+	if tarball {
+		fmt.Fprintf(o.ErrOut, "recording into %s (a bundle at every scrape, which --from reads if the watch is killed; %s is written from it at the end)\n", sanitize.Line(dir), sanitize.Line(o.To))
+	}
 	progress := newWatchProgress(o.ErrOut, o.Watch, o.Interval)
 	warned := map[string]bool{}
+	loopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var writeErr error
 	scrape := func(ctx context.Context) error {
 		c, err := o.Source.Capture(ctx, dump.CaptureOptions{Parts: dump.PartMetrics})
 		if err != nil {
@@ -247,28 +202,63 @@ func (o *BundleOptions) runWatch(ctx context.Context) (*dump.Capture, error) {
 				fmt.Fprintf(o.ErrOut, "\nwarning: apiserver %s missed a scrape: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 			}
 		}
-		w.addScrapes(c)
+		if red != nil {
+			if err := red.RedactCapture(c); err != nil {
+				return err
+			}
+		}
+		if err := sp.AddScrapes(c); err != nil {
+			// the disk, not the cluster: the watch cannot go on
+			writeErr = err
+			stop()
+			return err
+		}
 		return nil
 	}
-	n := watchLoop(ctx, clk, o.Watch, o.Interval, scrape,
+	n := watchLoop(loopCtx, clk, o.Watch, o.Interval, scrape,
 		func(err error) { fmt.Fprintf(o.ErrOut, "\nwarning: a scrape failed: %s\n", sanitize.Line(err.Error())) },
 		func(n int, elapsed time.Duration) {
-			progress.update(n, w.scrapes(), len(start.Snapshots), elapsed, w.size())
+			progress.update(n, sp.Scrapes(), instances, elapsed, sp.Size())
 		})
 	progress.done()
+	if writeErr != nil {
+		return fmt.Errorf("%w (the %d scrapes written before it are in %s)", writeErr, sp.Scrapes(), dir)
+	}
 	// Ctrl-C ended the watch: the end's capture still runs, on a context
 	// of its own
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	end, err := o.Source.Capture(endCtx, dump.CaptureOptions{Parts: dump.PartAll})
 	if err != nil {
-		return nil, fmt.Errorf("the end of the watch (%d scrapes taken): %w", n, err)
+		return fmt.Errorf("the end of the watch (%d scrapes taken; the bundle without the end is in %s): %w", n, dir, err)
 	}
-	if err := w.finish(end); err != nil {
-		return nil, err
+	if red != nil {
+		if err := red.RedactCapture(end); err != nil {
+			return err
+		}
 	}
-	for inst := range w.unknown {
+	createdAt := clk.Now().UTC()
+	if err := sp.Finish(end, createdAt); err != nil {
+		return err
+	}
+	if tarball {
+		if err := dump.WriteTarballFrom(dir, o.To, createdAt); err != nil {
+			return fmt.Errorf("%w (the bundle is whole in %s)", err, dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: %s is written, but %s could not be removed: %s\n", sanitize.Line(o.To), sanitize.Line(dir), sanitize.Line(err.Error()))
+		}
+	}
+	for _, f := range end.Failures {
+		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the end's capture: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
+	}
+	for _, inst := range sp.Unknown() {
 		fmt.Fprintf(o.ErrOut, "note: apiserver %s appeared during the watch and is not in the bundle\n", sanitize.Line(inst))
 	}
-	return w.c, nil
+	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), instances, sp.Scrapes())
+	return nil
 }
+
+// partialSuffix names the directory a --watch into a tarball writes as
+// it goes.
+const partialSuffix = ".partial"

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -124,6 +126,11 @@ type ExplainRequestOptions struct {
 	Instances instanceFlags
 	// VLogs reads the request and its moment from VictoriaLogs instead.
 	VLogs vlogsRequestFlags
+	// Window is --since/--until over the log files: the request is
+	// searched for, and its moment reconstructed, inside it alone.
+	Window logWindowFlags
+	// from and to are Window resolved over the files (zero: open).
+	from, to time.Time
 
 	// Server are --server-concurrency and --server-request-timeout.
 	Server *load.ServerOptions
@@ -157,7 +164,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	cmd := &cobra.Command{
 		Use:     "request [--user-name NAME] [--group G]... [--service-account NS/NAME] [--anonymous] VERB_OR_METHOD PATH",
 		Short:   "Explain which FlowSchema and priority level a request gets and whether it runs, waits or gets 429",
-		Long:    explainRequestLong + workloadInstancesHelp,
+		Long:    explainRequestLong + workloadInstancesHelp + explainRequestWindowHelp,
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(2),
 		RunE:    runOptions(o),
@@ -174,6 +181,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	o.VLogs.addFlags(f, configFlags)
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
+	o.Window.addFlags(f, "--from-log, --from-audit or --workload files")
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace of a 429 to explain.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)

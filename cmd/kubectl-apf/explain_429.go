@@ -118,6 +118,8 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 	o.Flags.AddFlags(f)
 	f.IntVar(&o.MaxIncidents, "max-incidents", o.MaxIncidents, "With --prometheus: detail at most this many incidents, the largest first.")
 	o.Workload.addFlags(f)
+	f.Lookup("since").Usage = "With --prometheus: look at the window of this length before --until (30m, 24h, 7d). With --workload alone: the start of the window of the log read, as its length before --until or a time (RFC 3339, -2h or \"2h ago\" before the log's last request)."
+	f.Lookup("until").Usage = "With --prometheus: end of the window (RFC 3339, now, -2h or \"2h ago\"; default now). With --workload alone: end of the window of the log read (RFC 3339, -2h or \"2h ago\" before the log's last request; default its last request)."
 	cmd.SetFlagErrorFunc(explain429FlagError)
 	return cmd
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
-	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -40,8 +40,18 @@ reconstruction of what APF did at each instant (docs/reconstruct.md). The
 configuration comes from the cluster, from --from, or without a cluster
 from --defaults (the upstream defaults of --kube-version, 1.37 unless
 given); -f applies files of FlowSchemas and PriorityLevelConfigurations
-over it. --since and --until keep the incidents that overlap a window,
-relative times counting back from the log's last request.
+over it.
+
+--since and --until cut the log: the reconstruction reads only the
+requests that arrived inside the window, and the output says which window
+was read and how many of the log's requests it held (an incident that began
+before the window is seen from its start, without the queues the requests
+before it left). --until is RFC 3339 (2026-11-23T03:10:00Z), or relative to
+the log's own last request ("-2h", "2h ago", "now" for the last request
+itself), never to the wall clock; --since is the window's length before
+--until (10m, 2h, 1d), or its start as a time (RFC 3339, "-2h", "2h ago").
+(Before, they kept the incidents of the whole log's reconstruction that
+overlapped the window; the window is now the only part reconstructed.)
 
 With --workload and --prometheus both, the incidents are the store's, and
 each carries the log's clients over its window (moved back one
@@ -106,7 +116,11 @@ func (o *Explain429Options) validateWorkload() error {
 	if o.Store.At != "" {
 		return fmt.Errorf("--at is one moment: a log's incidents take a window (--since, --until)")
 	}
-	// the store's checks refuse --since and --until without a store
+	// --since and --until cut the log: the store's checks refuse them
+	// without a store
+	if err := o.logWindow().Validate(); err != nil {
+		return err
+	}
 	store := o.Store
 	o.Store = nil
 	err := o.Options.Validate()
@@ -131,12 +145,10 @@ func (o *Explain429Options) runWorkload(ctx context.Context) error {
 		return err
 	}
 	c, done := logConfig(st, o.Server.RequestTimeout, o.ErrOut)
-	rep, end, err := fromlog.Incidents(ctx, c, spec, o.Workload.Gap)
+	c.Window = o.logWindow()
+	rep, _, err := fromlog.Incidents(ctx, c, spec, o.Workload.Gap)
 	done()
 	if err != nil {
-		return err
-	}
-	if err := o.windowOf(rep, end); err != nil {
 		return err
 	}
 	return printObject(o.Out, o.Flags, rep, func(w io.Writer) error { return rejrender.WriteText(w, rep, rejrender.Options{}) })
@@ -172,29 +184,7 @@ func (o *Explain429Options) loadForLog(ctx context.Context) (*state.State, error
 	return st, nil
 }
 
-// windowOf keeps the incidents of --since/--until, counted back from the
-// log's last request.
-func (o *Explain429Options) windowOf(rep *rejections.Report, end time.Time) error {
-	h := o.Store
-	if !h.Since.IsSet() && h.Until == "" {
-		return nil
-	}
-	until := end
-	if h.Until != "" {
-		t, err := history.ParseTime(h.Until, end)
-		if err != nil {
-			return fmt.Errorf("--until: %w", err)
-		}
-		until = t
-	}
-	var since time.Time
-	if h.Since.IsSet() {
-		d, err := time.ParseDuration(h.Since.String())
-		if err != nil {
-			return fmt.Errorf("--since: %w", err)
-		}
-		since = until.Add(-d)
-	}
-	rep.Keep(since, until)
-	return nil
+// logWindow is --since/--until over the log's files (with no store).
+func (o *Explain429Options) logWindow() logs.Window {
+	return logs.Window{Since: o.Store.Since.Raw(), Until: o.Store.Until}
 }

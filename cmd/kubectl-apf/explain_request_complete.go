@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -69,8 +70,11 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 			o.verb, o.path = m.Method, m.Path
 		}
 	}
+	if err := o.resolveWindow(); err != nil {
+		return err
+	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In)
+		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In, o.from, o.to)
 		if err != nil {
 			return err
 		}
@@ -189,4 +193,40 @@ func probeAllowed(verb, path string) error {
 		return fmt.Errorf("--probe does not send watches (long-running): explain it without --probe, or probe the LIST")
 	}
 	return nil
+}
+
+// explainRequestWindowHelp is added to explain request's help.
+const explainRequestWindowHelp = `
+
+--since and --until cut a window out of the log files of --from-log,
+--from-audit and --workload: the request (the last one, or --audit-id's)
+is searched for among the requests that arrived inside it, and its moment
+is reconstructed from them alone. --until is RFC 3339
+(2026-11-23T03:10:00Z), or relative to the log's own last request ("-2h",
+"2h ago", "now" for the last request itself), never to the wall clock;
+--since is the window's length before --until (10m, 2h, 1d), or its start
+as a time (RFC 3339, "-2h", "2h ago").`
+
+// resolveWindow resolves --since/--until over the log files (reading them
+// once when the window is relative to their end).
+func (o *ExplainRequestOptions) resolveWindow() error {
+	if o.Window.IsZero() {
+		return nil
+	}
+	if err := o.Window.Validate(); err != nil {
+		return err
+	}
+	if o.VLogs.enabled() {
+		return fmt.Errorf("--since/--until cut log files: the window of --victorialogs is --victorialogs-since/--victorialogs-until")
+	}
+	paths := o.pastFiles()
+	if len(paths) == 0 {
+		return fmt.Errorf("--since/--until cut the log files of --from-log, --from-audit or --workload: give one of them as a file (not a line, nor - for standard input)")
+	}
+	spec, err := o.Instances.spec(paths)
+	if err != nil {
+		return err
+	}
+	o.from, o.to, err = o.Window.ResolveFiles(context.Background(), spec)
+	return err
 }

@@ -50,5 +50,9 @@ func (o *ExplainRequestOptions) explainRecorded(ctx context.Context, st *state.S
 	}
 	c, done := logConfig(st, o.Server.RequestTimeout, o.ErrOut)
 	defer done()
+	if !o.Window.IsZero() {
+		// the window resolved: absolute, so not read again to resolve it
+		c.Window = absoluteWindow(o.from, o.to)
+	}
 	return fromlog.Explain(ctx, ex, rec, c, o.identity)
 }

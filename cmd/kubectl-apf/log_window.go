@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
@@ -26,4 +28,17 @@ type logWindowFlags struct {
 func (l *logWindowFlags) addFlags(f *pflag.FlagSet, what string) {
 	f.StringVar(&l.Since, "since", "", "With "+what+": start of the window of the log read, as its length before --until (10m, 2h, 1d) or a time (RFC 3339, -2h or \"2h ago\" before the log's last request).")
 	f.StringVar(&l.Until, "until", "", "With "+what+": end of the window of the log read (RFC 3339, -2h or \"2h ago\" before the log's last request; default its last request).")
+}
+
+// absoluteWindow is a resolved window as flags again, RFC 3339 (a zero
+// bound stays open).
+func absoluteWindow(from, to time.Time) logs.Window {
+	var w logs.Window
+	if !from.IsZero() {
+		w.Since = from.UTC().Format(time.RFC3339Nano)
+	}
+	if !to.IsZero() {
+		w.Until = to.UTC().Format(time.RFC3339Nano)
+	}
+	return w
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -98,7 +99,23 @@ workload. A log longer than the scrapes (the server's start-up, quiet
 hours, the capture's own reads) is replayed over the scrapes' window alone
 when the requests outside it, none of them answered 429, would leave fewer
 than 90% of the log between the scrapes; with 429s outside, the evidence
-did not see that load and is not used (--since/--until choose the window).`
+did not see that load and is not used (--since/--until choose the window).
+
+--prometheus URL (or --prometheus-service NAMESPACE/NAME:PORT, with the
+same authentication, headers and selector flags as explain 429's; a
+Prometheus, Thanos, Mimir or VictoriaMetrics query URL) reads the CPU
+evidence from the store instead: for each apiserver it selects, the
+samples of the scrapes at or before the window replayed and at or after its
+end (process_cpu_seconds_total, go_sched_latencies_seconds, GOMAXPROCS, the
+garbage collector's counters and APF's dispatched and rejected requests), as
+scraped, not a rate the store computed. They bracket the window to within
+one scrape interval each side, and the evidence averages the process's CPU
+over the time between them: with a 30s interval, a burst of a minute is
+averaged with up to another minute around it; the output says the interval
+and the share of the evidence's span the window is. Given a bundle or the
+cluster too, the store is preferred (the bundle's objects and object counts
+are still read), and a note says so; a store that holds none of those series
+around the window leaves the bundle's scrapes, with a note.`
 
 const simulateExample = `  # Why did the server answer 429? Replay its own log and audit log against its configuration
   kubectl apf simulate --workload kube-apiserver.log --workload audit.log
@@ -114,6 +131,10 @@ const simulateExample = `  # Why did the server answer 429? Replay its own log a
 
   # The last hour of a day's logs, with the bundle dump bundle recorded over the incident
   kubectl apf simulate --from incident.tar.gz -w kube-apiserver.log -w audit.log --since 1h -f change.yaml
+
+  # The incident's window of the logs, with the CPU evidence the cluster's Prometheus scraped over it
+  kubectl apf simulate -w kube-apiserver.log -w audit.log --since 2026-11-23T03:00:00Z --until 2026-11-23T03:20:00Z \
+    --prometheus http://prometheus.monitoring:9090 --prometheus-selector 'cluster="prod"' -f change.yaml
 
   # Replay a synthetic workload on the upstream defaults of a 15-seat server, as JSON
   kubectl apf simulate --defaults --server-concurrency 15 --workload burst.jsonl -o json`
@@ -148,13 +169,16 @@ type SimulateOptions struct {
 	VLogs vlogsSimulateFlags
 	// Window is --since/--until over the --workload files.
 	Window logWindowFlags
+	// Store is --prometheus and the flags that reach a store, whose
+	// scrapes around the window replayed are the CPU evidence.
+	Store *load.StoreOptions
 
 	genericiooptions.IOStreams
 }
 
 // NewSimulateOptions returns the defaults of "kubectl apf simulate".
 func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SimulateOptions {
-	return &SimulateOptions{Options: newOptions(configFlags, load.Config), Server: load.NewServerOptionsOf(load.ServerConcurrency | load.ServerRequestTimeout | load.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
+	return &SimulateOptions{Options: newOptions(configFlags, load.Config), Store: load.NewEvidenceStoreOptions(configFlags), Server: load.NewServerOptionsOf(load.ServerConcurrency | load.ServerRequestTimeout | load.ServerCPU), MaxFlows: 5, Flags: output.NewFlags(false, "table", "json", "yaml"), Calibrate: true, CPUModel: true, IOStreams: streams}
 }
 
 // NewSimulateCommand builds "kubectl apf simulate".
@@ -185,6 +209,8 @@ func (o *SimulateOptions) addInputFlags(cmd *cobra.Command, configFlags *generic
 	o.Instances.addFlags(cmd.Flags())
 	o.Window.addFlags(cmd.Flags(), "--workload")
 	o.Options.AddFlags(cmd.Flags())
+	o.Store.AddConnectionFlags(cmd.Flags())
+	cmd.Flags().Lookup("prometheus").Usage = "Read the CPU evidence (the process's CPU, the Go scheduler's latency and garbage collector, APF's counters) of each apiserver over the window replayed from this Prometheus-compatible store (http://prometheus:9090; a Thanos, Mimir or VictoriaMetrics query URL), instead of the scrapes of --from or the cluster."
 	o.Server.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "Fail on the first workload line that cannot be read as a request, instead of skipping it with a count.")
 	cmd.Flags().BoolVar(&o.CPUModel, "cpu-model", o.CPUModel, "When a level's stalls tell that the server's CPU limit throttled it, and the metrics hold the Go runtime's counters from two scrapes around the recorded time, replay the garbage collector's stalls with the CPU model (docs/simulate.md); --cpu-model=false keeps the recorded execution times.")
@@ -202,6 +228,12 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	if err := o.Server.Complete(); err != nil {
 		return err
+	}
+	if o.Store.Enabled() {
+		if o.Store.Clock == nil {
+			o.Store.Clock = o.Clock
+		}
+		o.Store.Complete(true)
 	}
 	return o.Options.Complete()
 }
@@ -244,6 +276,9 @@ func (o *SimulateOptions) Validate() error {
 	if err := o.Server.Validate(); err != nil {
 		return err
 	}
+	if err := o.validateStore(); err != nil {
+		return err
+	}
 	if o.MaxFlows < 0 {
 		return fmt.Errorf("--max-flows must be 0 or more, not %d", o.MaxFlows)
 	}
@@ -258,6 +293,9 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	res, err := simulate.Run(ctx, st, cfg)
+	for _, w := range o.Store.Warnings() {
+		fmt.Fprintln(o.ErrOut, w)
+	}
 	if err != nil {
 		return err
 	}
@@ -290,5 +328,41 @@ func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Conf
 	if o.VLogs.enabled() {
 		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
 	}
+	if o.Store.Enabled() {
+		if err := o.Store.Open(); err != nil {
+			return nil, simulate.Config{}, err
+		}
+		cfg.Store = evidenceStore{o.Store}
+	}
 	return st, cfg, nil
+}
+
+// validateStore checks the flags of --prometheus.
+func (o *SimulateOptions) validateStore() error {
+	if !o.Store.Enabled() {
+		return nil
+	}
+	if err := o.Store.Validate(); err != nil {
+		return err
+	}
+	if !o.Calibrate {
+		return fmt.Errorf("--prometheus reads the calibration's CPU evidence: give it without --calibrate=false")
+	}
+	return nil
+}
+
+// evidenceStore is the store of --prometheus as simulate reads its
+// evidence.
+type evidenceStore struct{ *load.StoreOptions }
+
+func (e evidenceStore) Scrapes(ctx context.Context, from, to time.Time) ([]simulate.StoreScrapes, error) {
+	got, err := e.Evidence(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]simulate.StoreScrapes, len(got))
+	for i, g := range got {
+		out[i] = simulate.StoreScrapes{Instance: g.Instance, Scrapes: g.Scrapes, Interval: g.Interval}
+	}
+	return out, nil
 }

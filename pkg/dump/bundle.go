@@ -59,6 +59,12 @@ type ManifestInstance struct {
 	CapturedAt         time.Time `json:"capturedAt"`
 	FlowcontrolVersion string    `json:"flowcontrolVersion,omitempty"`
 	Files              []string  `json:"files"`
+	// Scrapes, in a bundle that dump bundle --watch is still writing (or
+	// that it left when it was killed), counts the instance's scrapes
+	// instead of listing them in Files: metrics-0.txt up to
+	// metrics-(Scrapes-1).txt, each with its .time and .unknown.json when
+	// present (Spool). A finished bundle lists every file.
+	Scrapes int `json:"scrapes,omitempty"`
 }
 
 // IsTarball reports whether a bundle path names a .tar.gz (or .tgz) file
@@ -326,7 +332,19 @@ func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *
 	}
 	for _, mi := range m.Instances {
 		s := &Snapshot{Instance: mi.Instance, CapturedAt: mi.CapturedAt, FlowcontrolVersion: mi.FlowcontrolVersion, Raw: map[string][]byte{}}
-		for _, name := range mi.Files {
+		names := mi.Files
+		if mi.Scrapes > 0 {
+			names = append([]string(nil), mi.Files...)
+			for k := 0; k < mi.Scrapes; k++ {
+				names = append(names, MetricsFile(k))
+				for _, opt := range []string{MetricsTimeKey(k), MetricsUnknownKey(k)} {
+					if _, ok := files[path.Join(mi.Dir, opt)]; ok {
+						names = append(names, opt)
+					}
+				}
+			}
+		}
+		for _, name := range names {
 			b, ok := files[path.Join(mi.Dir, name)]
 			if !ok {
 				return nil, nil, fmt.Errorf("%s lists %s/%s, which is missing", manifestFile, mi.Dir, name)

@@ -40,6 +40,14 @@ type ClusterSource struct {
 	// Clock stamps snapshots and scrapes and times the wait between the two
 	// metrics scrapes (the real clock if nil; tests inject a fake one).
 	Clock clock.Clock
+
+	// clients are the instances' clients, built once and reused by every
+	// capture (top --watch, the live view, dump bundle --watch): a client
+	// per capture opened a connection per capture and instance, each held
+	// until the transport's idle timeout.
+	mu        sync.Mutex
+	clients   map[string]rest.Interface
+	discovery kubernetes.Interface
 }
 
 // Describe names the source.
@@ -124,9 +132,9 @@ func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string,
 func (c *ClusterSource) Capture(ctx context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
 	instances := c.Instances
 	if c.AllAPIServers {
-		cs, err := kubernetes.NewForConfig(c.Config)
+		cs, err := c.discoveryClient()
 		if err != nil {
-			return nil, fmt.Errorf("building a client for %s: %w", c.Config.Host, err)
+			return nil, err
 		}
 		if instances, err = DiscoverAPIServers(ctx, cs); err != nil {
 			return nil, err
@@ -198,8 +206,41 @@ func NewFetcherClient(cfg *rest.Config) (rest.Interface, error) {
 	return cs.Discovery().RESTClient(), nil
 }
 
-func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *rest.Config, opts dump.CaptureOptions) (*dump.Snapshot, error) {
+// discoveryClient is the client that lists the instances
+// (--all-apiservers), built on the first capture.
+func (c *ClusterSource) discoveryClient() (kubernetes.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.discovery == nil {
+		cs, err := kubernetes.NewForConfig(c.Config)
+		if err != nil {
+			return nil, fmt.Errorf("building a client for %s: %w", c.Config.Host, err)
+		}
+		c.discovery = cs
+	}
+	return c.discovery, nil
+}
+
+// client is the instance's client, built on its first capture.
+func (c *ClusterSource) client(instance string, cfg *rest.Config) (rest.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rc, ok := c.clients[instance]; ok {
+		return rc, nil
+	}
 	rc, err := NewFetcherClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.clients == nil {
+		c.clients = map[string]rest.Interface{}
+	}
+	c.clients[instance] = rc
+	return rc, nil
+}
+
+func (c *ClusterSource) captureOne(ctx context.Context, instance string, cfg *rest.Config, opts dump.CaptureOptions) (*dump.Snapshot, error) {
+	rc, err := c.client(instance, cfg)
 	if err != nil {
 		return nil, err
 	}

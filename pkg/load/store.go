@@ -81,15 +81,25 @@ func newStoreOptions(configFlags *genericclioptions.ConfigFlags) *StoreOptions {
 	return &StoreOptions{configFlags: configFlags, InstanceLabel: "instance", ScrapeInterval: 30 * time.Second, QueryTimeout: 2 * time.Minute}
 }
 
-// durationValue is a pflag.Value taking history.ParseDuration's units.
+// durationValue is a pflag.Value taking history.ParseDuration's units:
+// --since, the window's length before --until. Over a log's files
+// (explain 429 --workload, with no store), --since may also be the
+// window's start, a time (history.ParseTime): the value keeps it as given
+// (Raw), and a store refuses it (Validate).
 type durationValue struct {
 	d   time.Duration
 	set bool
+	// raw is the value as given; isTime says it is a time, not a length
+	raw    string
+	isTime bool
 }
 
 func (v *durationValue) String() string {
-	if !v.set {
+	switch {
+	case !v.set:
 		return ""
+	case v.isTime:
+		return v.raw
 	}
 	return v.d.String()
 }
@@ -97,19 +107,48 @@ func (v *durationValue) String() string {
 func (v *durationValue) Set(s string) error {
 	d, err := history.ParseDuration(s)
 	if err != nil {
-		return err
+		if _, terr := history.ParseTime(s, time.Unix(1<<32, 0)); terr != nil {
+			return fmt.Errorf("%w, nor a time (RFC 3339, -2h or \"2h ago\")", err)
+		}
+		v.d, v.set, v.raw, v.isTime = 0, true, s, true
+		return nil
 	}
-	v.d, v.set = d, true
+	v.d, v.set, v.raw, v.isTime = d, true, s, false
 	return nil
 }
+
+// Raw is the value as given ("" when not given).
+func (v *durationValue) Raw() string { return v.raw }
+
+// IsTime reports whether the value given is a time, not a length.
+func (v *durationValue) IsTime() bool { return v.set && v.isTime }
 
 func (v *durationValue) Type() string { return "duration" }
 
 // IsSet reports whether the flag was given.
 func (v *durationValue) IsSet() bool { return v.set }
 
+// NewEvidenceStoreOptions is the store group of a command that reads the
+// store over a window of its own (simulate --prometheus: the workload's),
+// which registers its flags with AddConnectionFlags.
+func NewEvidenceStoreOptions(configFlags *genericclioptions.ConfigFlags) *StoreOptions {
+	return newStoreOptions(configFlags)
+}
+
 // AddFlags registers the flags.
 func (o *StoreOptions) AddFlags(fs *pflag.FlagSet) {
+	o.AddConnectionFlags(fs)
+	fs.Var(&o.Since, "since", "With --prometheus: look at the window of this length before --until (30m, 24h, 7d).")
+	fs.StringVar(&o.Until, "until", o.Until, "With --prometheus: end of the window (RFC 3339, now, -2h or \"2h ago\"; default now).")
+	fs.StringVar(&o.At, "at", o.At, "With --prometheus: one moment (RFC 3339, -2h or \"2h ago\").")
+	fs.DurationVar(&o.Step, "step", o.Step, "With --prometheus: the resolution (0: about 240 points in the window, at least two scrape intervals).")
+	fs.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "With --prometheus: how often the store scrapes the apiservers (the finest step that means something).")
+}
+
+// AddConnectionFlags registers the flags that reach the store and select
+// its apiserver series, without those of the window (--since, --until,
+// --at, --step, --scrape-interval), for a command whose window is its own.
+func (o *StoreOptions) AddConnectionFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "prometheus", o.URL, "Read APF's history from this Prometheus-compatible store (http://prometheus:9090; a Thanos, Mimir or VictoriaMetrics query URL).")
 	fs.StringVar(&o.Service, "prometheus-service", o.Service, "Reach an in-cluster store through the apiserver's service proxy: NAMESPACE/NAME:PORT (read-only GETs, as the kubectl identity).")
 	fs.StringVar(&o.Token, "prometheus-token", o.Token, "Bearer token for --prometheus.")
@@ -123,11 +162,6 @@ func (o *StoreOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Headers, "prometheus-header", o.Headers, "Extra header NAME=VALUE for every query (repeatable), such as X-Scope-OrgID=TENANT for Mimir and Cortex.")
 	fs.StringVar(&o.Selector, "prometheus-selector", o.Selector, "Label matchers of the apiserver series, such as 'cluster=\"prod\",job=\"apiserver\"'.")
 	fs.StringVar(&o.InstanceLabel, "prometheus-instance-label", o.InstanceLabel, "The label that names an apiserver instance in the store.")
-	fs.Var(&o.Since, "since", "With --prometheus: look at the window of this length before --until (30m, 24h, 7d).")
-	fs.StringVar(&o.Until, "until", o.Until, "With --prometheus: end of the window (RFC 3339, now, -2h or \"2h ago\"; default now).")
-	fs.StringVar(&o.At, "at", o.At, "With --prometheus: one moment (RFC 3339, -2h or \"2h ago\").")
-	fs.DurationVar(&o.Step, "step", o.Step, "With --prometheus: the resolution (0: about 240 points in the window, at least two scrape intervals).")
-	fs.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "With --prometheus: how often the store scrapes the apiservers (the finest step that means something).")
 	fs.DurationVar(&o.QueryTimeout, "prometheus-timeout", o.QueryTimeout, "With --prometheus: how long one query may take.")
 }
 
@@ -168,6 +202,9 @@ func (o *StoreOptions) Validate() error {
 	}
 	if o.At != "" && (o.Since.set || o.Until != "") {
 		return fmt.Errorf("--at is one moment; --since and --until a window: give one or the other")
+	}
+	if o.Since.IsTime() {
+		return fmt.Errorf("--since %q: with a store, --since is the window's length before --until (30m, 24h, 7d), not a time", o.Since.Raw())
 	}
 	if o.Step < 0 || o.ScrapeInterval <= 0 || o.QueryTimeout < 0 {
 		return fmt.Errorf("--step must not be negative, --scrape-interval must be positive")
@@ -368,3 +405,15 @@ func (s *StoreSource) Capture(ctx context.Context, _ dump.CaptureOptions) (*dump
 
 // Describe implements dump.Source.
 func (s *StoreSource) Describe() string { return s.Store.Describe() }
+
+// Evidence reads, for each apiserver instance of the store, the scrapes
+// that bracket [from, to] with the series of the CPU evidence
+// (history.Evidence), looking up to the query's lookback beyond either
+// end.
+func (o *StoreOptions) Evidence(ctx context.Context, from, to time.Time) ([]history.InstanceEvidence, error) {
+	rq, ok := o.Querier.(history.RawQuerier)
+	if !ok {
+		return nil, fmt.Errorf("%s: this client cannot read raw samples", o.Describe())
+	}
+	return history.Evidence(ctx, rq, o.Query, from, to, o.Query.Lookback)
+}

@@ -1,7 +1,10 @@
 package logs
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -100,7 +103,8 @@ func (s *Span) Add(r *workload.Request) {
 }
 
 // Cut reads the requests of src that arrived from from to to (both
-// included); a request without a time is left out, and counted.
+// included; a zero bound is open); a request without a time is left out,
+// and counted.
 type Cut struct {
 	Src      workload.Reader
 	From, To time.Time
@@ -119,7 +123,7 @@ func (c *Cut) Next(r *workload.Request) error {
 		case r.TimeUnknown || r.Arrival.IsZero():
 			c.NoTime++
 			c.Outside++
-		case r.Arrival.Before(c.From) || r.Arrival.After(c.To):
+		case r.Arrival.Before(c.From) || !c.To.IsZero() && r.Arrival.After(c.To):
 			c.Outside++
 		default:
 			c.Kept++
@@ -136,4 +140,62 @@ func FormatWindow(from, to time.Time) string {
 		end = t.Format(time.RFC3339Nano)
 	}
 	return f.Format(time.RFC3339Nano) + "–" + end
+}
+
+// ResolveFiles resolves w over the log of spec. A window relative to the
+// log's end (Relative) reads the files once to find their first and last
+// requests; an absolute one reads nothing, and a bound it does not give is
+// open (zero). The reader of the window is then Cut{From: from, To: to}.
+func (w Window) ResolveFiles(ctx context.Context, spec Spec) (from, to time.Time, err error) {
+	if !w.Relative() {
+		// the log's own ends, unknown and unneeded: open
+		return w.Resolve(time.Time{}, time.Time{})
+	}
+	spec.FindYear = true
+	wl, err := Open(ctx, spec)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	defer wl.Close()
+	var sp Span
+	rd := wl.Cancellable()
+	var r workload.Request
+	for {
+		err := rd.Next(&r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("reading the workload: %w", err)
+		}
+		sp.Add(&r)
+	}
+	if sp.First.IsZero() {
+		return time.Time{}, time.Time{}, fmt.Errorf("--since/--until: the log's %d requests carry no time (a log without its klog headers), so no window can be cut from it", sp.Requests)
+	}
+	return w.Resolve(sp.First, sp.Last)
+}
+
+// FormatBounds renders a window whose bounds may be open (zero): "from
+// 2026-11-28T02:40:09Z to the log's end".
+func FormatBounds(from, to time.Time) string {
+	switch {
+	case !from.IsZero() && !to.IsZero():
+		return FormatWindow(from, to)
+	case !from.IsZero():
+		return "from " + from.UTC().Format(time.RFC3339Nano) + " to the log's end"
+	case !to.IsZero():
+		return "from the log's start to " + to.UTC().Format(time.RFC3339Nano)
+	}
+	return "the whole log"
+}
+
+// Note says which window of the log a command read, and how many of the
+// log's requests it held.
+func (c *Cut) Note() string {
+	n := fmt.Sprintf("note: read the window %s of the log (--since/--until): %d of its %d requests", FormatBounds(c.From, c.To), c.Kept, c.Kept+c.Outside)
+	if c.NoTime > 0 {
+		n += fmt.Sprintf(" (%d without a time left out)", c.NoTime)
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -30,34 +31,86 @@ type serverMetrics struct {
 	// scrapes are those the evidence's instance holds (of which two
 	// were read).
 	scrapes int
-	notes   []string
+	// store names the store the evidence was read from ("" for the
+	// state's scrapes), and interval is how often it scraped.
+	store    string
+	interval time.Duration
+	notes    []string
+}
+
+// EvidenceStore is a metrics store the CPU evidence is read from
+// (simulate --prometheus): pkg/state's StoreOptions through the command.
+type EvidenceStore interface {
+	// Scrapes returns, per apiserver instance, the store's scrapes that
+	// bracket [from, to], with the families of the CPU evidence.
+	Scrapes(ctx context.Context, from, to time.Time) ([]StoreScrapes, error)
+	// Describe names the store.
+	Describe() string
+}
+
+// StoreScrapes are a store's scrapes of one apiserver instance (oldest
+// first), and how often the store scraped it.
+type StoreScrapes struct {
+	Instance string
+	Scrapes  []*metrics.Scrape
+	Interval time.Duration
+}
+
+// instanceScrapes are one instance's scrapes, of the state or a store.
+type instanceScrapes struct {
+	instance string
+	scrapes  []*metrics.Scrape
+	interval time.Duration
 }
 
 // readServerMetrics reads, for the calibration, the metrics the state was
 // loaded with (none with --defaults): the evidence of the two scrapes that
 // best bracket target (the window replayed; scrapePair), so that a bundle
 // of many scrapes (dump bundle --watch) is evidence for any window inside
-// it.
-func readServerMetrics(st *state.State, cfg Config, target calibrate.TimeRange) serverMetrics {
+// it. With cfg.Store, the CPU evidence is the store's scrapes around
+// target instead (preferred to the state's; the object counts stay the
+// state's).
+func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target calibrate.TimeRange) (serverMetrics, error) {
 	var m serverMetrics
-	if !cfg.Calibrate || len(st.Snapshots) == 0 {
-		return m
+	if !cfg.Calibrate || len(st.Snapshots) == 0 && cfg.Store == nil {
+		return m, nil
 	}
 	if st.MetricsError != nil {
 		m.notes = append(m.notes, "note: no object counts: "+st.MetricsError.Error())
-		return m
+		if cfg.Store == nil {
+			return m, nil
+		}
+	} else if len(st.Snapshots) > 0 {
+		counts, err := logs.ObjectCounts(st, cfg.Source)
+		if err != nil {
+			m.notes = append(m.notes, "note: no object counts: "+err.Error())
+		}
+		m.counts = counts
 	}
-	counts, err := logs.ObjectCounts(st, cfg.Source)
-	if err != nil {
-		m.notes = append(m.notes, "note: no object counts: "+err.Error())
-	}
-	m.counts = counts
-	seen := 0
+	var sources []instanceScrapes
+	bundled := 0
 	for _, s := range st.Snapshots {
-		first, last, ok := scrapePair(s.Metrics, target)
+		if len(s.Metrics) >= 2 {
+			bundled++
+		}
+		sources = append(sources, instanceScrapes{instance: s.Instance, scrapes: s.Metrics})
+	}
+	if cfg.Store != nil {
+		stored, notes, err := storeScrapes(ctx, cfg.Store, target, bundled)
+		if err != nil {
+			return m, err
+		}
+		m.notes = append(m.notes, notes...)
+		if stored != nil {
+			sources, m.store = stored, cfg.Store.Describe()
+		}
+	}
+	seen := 0
+	for _, s := range sources {
+		first, last, ok := scrapePair(s.scrapes, target)
 		if !ok {
-			if len(s.Metrics) >= 2 {
-				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", len(s.Metrics), logs.FormatWindow(s.Metrics[0].Time, s.Metrics[len(s.Metrics)-1].Time), logs.FormatWindow(target.From, target.To)))
+			if len(s.scrapes) >= 2 {
+				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", len(s.scrapes), logs.FormatWindow(s.scrapes[0].Time, s.scrapes[len(s.scrapes)-1].Time), logs.FormatWindow(target.From, target.To)))
 			}
 			continue
 		}
@@ -76,12 +129,72 @@ func readServerMetrics(st *state.State, cfg Config, target calibrate.TimeRange) 
 			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
-		m.scrapes = len(s.Metrics)
+		m.scrapes, m.interval = len(s.scrapes), s.interval
 		if okCPU {
 			m.evidence.CPUUse = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
 		}
 	}
-	return m
+	if m.store != "" && !m.evidence.MetricsWindow.IsZero() && !target.IsZero() {
+		mw := m.evidence.MetricsWindow
+		span, win := mw.To.Sub(mw.From), target.To.Sub(target.From)
+		switch {
+		case mw.From.After(target.From) || mw.To.Before(target.To):
+			m.notes = append(m.notes, fmt.Sprintf("note: %s scraped the apiserver every %s, but holds no scrape of it before the window replayed (%s) or none after it: the CPU evidence is the samples of its scrapes at %s, inside the window",
+				m.store, fmtInterval(m.interval), logs.FormatWindow(target.From, target.To), logs.FormatWindow(mw.From, mw.To)))
+		default:
+			m.notes = append(m.notes, fmt.Sprintf("note: %s scraped the apiserver every %s: the CPU evidence is the samples of the scrapes at %s, which bracket the window replayed (%s) to within one scrape each side; its figures are averages over those %s, of which the window is %s, so a burst much shorter than a few scrape intervals is averaged with the time around it",
+				m.store, fmtInterval(m.interval), logs.FormatWindow(mw.From, mw.To), logs.FormatWindow(target.From, target.To), span.Round(time.Millisecond), percentOf(win, span)))
+		}
+	}
+	return m, nil
+}
+
+// storeScrapes reads the store's scrapes around target, as the sources of
+// the evidence (nil, with a note, when the store holds none). bundled is
+// the number of the state's instances with two scrapes or more, which the
+// store is preferred to.
+func storeScrapes(ctx context.Context, store EvidenceStore, target calibrate.TimeRange, bundled int) ([]instanceScrapes, []string, error) {
+	if target.IsZero() {
+		return nil, []string{fmt.Sprintf("note: the workload's requests carry no time: %s cannot be read as CPU evidence for them", store.Describe())}, nil
+	}
+	got, err := store.Scrapes(ctx, target.From, target.To)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--prometheus: %w", err)
+	}
+	var out []instanceScrapes
+	for _, g := range got {
+		if len(g.Scrapes) > 0 {
+			out = append(out, instanceScrapes{instance: g.Instance, scrapes: g.Scrapes, interval: g.Interval})
+		}
+	}
+	if len(out) == 0 {
+		n := fmt.Sprintf("note: %s holds no %s of the apiservers around the window replayed (%s): no CPU evidence from the store", store.Describe(), metrics.FamilyProcessCPU, logs.FormatWindow(target.From, target.To))
+		if bundled > 0 {
+			n += "; the bundle's scrapes are read instead"
+		}
+		return nil, []string{n}, nil
+	}
+	var notes []string
+	if bundled > 0 {
+		notes = append(notes, fmt.Sprintf("note: the CPU evidence is read from %s, not from the scrapes of --from: given both, the store is preferred", store.Describe()))
+	}
+	return out, notes, nil
+}
+
+// fmtInterval renders a scrape interval, "-" when unknown.
+func fmtInterval(d time.Duration) string {
+	if d <= 0 {
+		return "- (one scrape each side)"
+	}
+	return d.String()
+}
+
+// percentOf is a of b as a percentage.
+func percentOf(a, b time.Duration) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a.Seconds()/b.Seconds())
 }
 
 // prepareWorkload returns the reader of the requests the replay reads:

@@ -51,7 +51,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := readServerMetrics(st, cfg, calibrate.TimeRange{})
+		m, _ := readServerMetrics(context.Background(), st, cfg, calibrate.TimeRange{})
 		m.evidence.Runtime, m.evidence.CPUUse = nil, nil
 		fs, err := workload.OpenFiles(files[gi.Name], workload.Options{Lenient: true})
 		if err != nil {

@@ -86,7 +86,7 @@ func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy 
 		t.Fatal(err)
 	}
 	defer files.Close()
-	m := readServerMetrics(st, cfg, calibrate.TimeRange{})
+	m, _ := readServerMetrics(context.Background(), st, cfg, calibrate.TimeRange{})
 	rc := newReplayConfigs(st, cfg, before, after, m.counts)
 	src, cal, err := prepareWorkload(ctx, files.Reader, &rc, m, cfg)
 	if err != nil {

@@ -95,7 +95,11 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 	if window != nil {
 		target = calibrate.TimeRange{From: window.From, To: window.To}
 	}
-	m := readServerMetrics(st, cfg, target)
+	m, err := readServerMetrics(ctx, st, cfg, target)
+	if err != nil {
+		sp.tape.Close()
+		return nil, err
+	}
 	p.counts = m.counts
 	if _, sp.window = coverEvidence(m, &sp.arrivals, window); sp.window != nil {
 		// the window's requests alone, on a tape of their own

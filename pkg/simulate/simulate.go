@@ -74,6 +74,10 @@ type Config struct {
 	// Window is --since/--until: the part of the workload replayed,
 	// relative times counted back from its last request.
 	Window logs.Window
+	// Store, when set, is the metrics store whose scrapes around the
+	// window replayed are the CPU evidence (--prometheus), preferred to
+	// the state's.
+	Store EvidenceStore
 	// Params are the thresholds of simulate's own judgements; nil runs
 	// with DefaultParams.
 	Params *Params
@@ -175,7 +179,9 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		if window != nil {
 			target = calibrate.TimeRange{From: window.From, To: window.To}
 		}
-		m = readServerMetrics(st, cfg, target)
+		if m, err = readServerMetrics(ctx, st, cfg, target); err != nil {
+			return nil, err
+		}
 		coverage, window = coverEvidence(m, &split.arrivals, window)
 		split.window = window
 		if len(split.names) > 1 {
@@ -187,7 +193,9 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		}
 		src = split.reader(ctx)
 	} else {
-		m = readServerMetrics(st, cfg, calibrate.TimeRange{})
+		if m, err = readServerMetrics(ctx, st, cfg, calibrate.TimeRange{}); err != nil {
+			return nil, err
+		}
 	}
 	res, err := runOne(ctx, st, cfg, before, after, m, src)
 	if err != nil {

@@ -29,6 +29,11 @@ type EvidenceCoverage struct {
 	// instance holds.
 	Metrics calibrate.TimeRange `json:"metrics"`
 	Scrapes int                 `json:"scrapes"`
+	// Store names the metrics store the scrapes are the samples of
+	// (--prometheus; absent: the scrapes of the state, a bundle or the
+	// cluster), and Interval how often it scraped (0 when unknown).
+	Store    string             `json:"store,omitempty"`
+	Interval calibrate.Duration `json:"interval,omitempty"`
 	// Requests of the workload (within --since/--until) arrived between
 	// the scrapes (widened by the calibration's clock slack), Before and
 	// After it, of Total; RejectedOutside are the recorded 429s outside.
@@ -160,7 +165,7 @@ func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCo
 	if !to.IsZero() && to.Before(inTo) {
 		inTo = to
 	}
-	c := &EvidenceCoverage{Metrics: mw, Scrapes: m.scrapes, Total: count(a.all, from, to)}
+	c := &EvidenceCoverage{Metrics: mw, Scrapes: m.scrapes, Store: m.store, Interval: calibrate.Duration(m.interval), Total: count(a.all, from, to)}
 	c.Requests = count(a.all, inFrom, inTo)
 	c.Before = count(a.all, from, inFrom.Add(-1))
 	c.After = c.Total - c.Requests - c.Before

@@ -19,11 +19,22 @@ import (
 // time of the log's last request (which the window of --since and --until
 // counts back from).
 func Incidents(ctx context.Context, c Config, spec logs.Spec, gap time.Duration) (*rejections.Report, time.Time, error) {
-	res, notes, _, err := reconstructFiles(ctx, c, spec, reconstruct.Options{IncidentGap: gap})
+	res, notes, _, cut, err := reconstructFiles(ctx, c, spec, reconstruct.Options{IncidentGap: gap})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	rep := res.Report(strings.Join(spec.Paths, ","))
+	if cut != nil {
+		// the window read, its open bounds the requests' own
+		from, to := cut.From, cut.To
+		if from.IsZero() {
+			from = res.Start
+		}
+		if to.IsZero() {
+			to = res.End
+		}
+		rep.Window = rejections.Window{Start: &from, End: &to}
+	}
 	rep.Release, rep.ReleaseFrom = c.State.Release.String(), c.State.ReleaseFrom
 	rep.Notes = append(rep.Notes, notes...)
 	rep.Notes = append(rep.Notes, agreementNotes(res)...)
@@ -36,7 +47,7 @@ func Incidents(ctx context.Context, c Config, spec logs.Spec, gap time.Duration)
 // 429).
 func JoinIncidents(ctx context.Context, c Config, spec logs.Spec, gap, lead time.Duration, rep *rejections.Report) error {
 	stories := reconstruct.NewStories(rep.Incidents, lead)
-	res, notes, _, err := reconstructFiles(ctx, c, spec, reconstruct.Options{IncidentGap: gap, OnFate: stories.Add})
+	res, notes, _, _, err := reconstructFiles(ctx, c, spec, reconstruct.Options{IncidentGap: gap, OnFate: stories.Add})
 	if err != nil {
 		return err
 	}

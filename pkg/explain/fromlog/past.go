@@ -123,7 +123,7 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 	case len(rec.Files.Paths) > 0:
 		var notes []string
 		var err error
-		res, notes, yearKnown, err = reconstructFiles(ctx, c, rec.Files, opts)
+		res, notes, yearKnown, _, err = reconstructFiles(ctx, c, rec.Files, opts)
 		if err != nil {
 			return false, err
 		}

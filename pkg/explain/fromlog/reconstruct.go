@@ -24,6 +24,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Progress, when set, is told the requests read so far from files.
 	Progress func(stage string, n int64)
+	// Window is --since/--until over the files: the reconstruction reads
+	// only the requests that arrived inside it (relative times count back
+	// from the log's last request); zero reads the whole log.
+	Window logs.Window
 }
 
 // options are opts with the configuration of c.
@@ -39,20 +43,39 @@ func (c Config) options(opts reconstruct.Options) reconstruct.Options {
 // instance on its own (spec.Instances and the inputs say which served each
 // request); the files are read once (reconstruct.RunInstances). notes say
 // what reading them skipped and how they were split into instances.
-func reconstructFiles(ctx context.Context, c Config, spec logs.Spec, opts reconstruct.Options) (res *reconstruct.Result, notes []string, yearKnown bool, err error) {
+//
+// With c.Window, the requests read are the window's (cut, which counts
+// them; nil without a window), and the first note says so.
+func reconstructFiles(ctx context.Context, c Config, spec logs.Spec, opts reconstruct.Options) (res *reconstruct.Result, notes []string, yearKnown bool, cut *logs.Cut, err error) {
 	spec.FindYear = true
 	w, err := logs.Open(ctx, spec)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, nil, err
 	}
 	defer w.Close()
 	opts = c.options(opts)
 	opts.Progress = c.Progress
-	res, err = reconstruct.RunInstances(w.Files, opts, reconstruct.InstanceOptions{Resolve: w.Resolve}, w.Wrap)
-	if err != nil {
-		return nil, nil, false, err
+	var src workload.Reader = w.Files
+	if !c.Window.IsZero() {
+		from, to, err := c.Window.ResolveFiles(ctx, spec)
+		if err != nil {
+			return nil, nil, false, nil, err
+		}
+		cut = &logs.Cut{Src: w.Files, From: from, To: to}
+		src = cut
 	}
-	return res, workloadNotes(w, res), w.YearKnown, nil
+	res, err = reconstruct.RunInstances(src, opts, reconstruct.InstanceOptions{Resolve: w.Resolve}, w.Wrap)
+	if err != nil {
+		return nil, nil, false, nil, err
+	}
+	notes = workloadNotes(w, res)
+	if cut != nil {
+		if cut.Kept == 0 {
+			return nil, nil, false, nil, fmt.Errorf("--since/--until: the window %s holds none of the log's %d requests", logs.FormatBounds(cut.From, cut.To), cut.Outside)
+		}
+		notes = append([]string{cut.Note()}, notes...)
+	}
+	return res, notes, w.YearKnown, cut, nil
 }
 
 // workloadNotes say what reading the workload skipped.

@@ -37,7 +37,10 @@ import (
 // they tell (logs.Year) completes klog's text headers, as the
 // reconstruction reads them, so that the request is found among them by
 // its arrival (none: the readers' default year).
-func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader) (r *workload.Request, skipped map[string]string, err error) {
+//
+// from and to, when not zero, are the window of --since/--until: only the
+// requests that arrived inside it are searched (a zero bound is open).
+func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader, from, to time.Time) (r *workload.Request, skipped map[string]string, err error) {
 	year, _ := logs.Year(past)
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
@@ -63,7 +66,18 @@ func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Re
 		defer closeFn()
 		auditRd, auditName, reads[fromAudit] = rd, name, read{name, st}
 	}
+	windowed := !from.IsZero() || !to.IsZero()
+	if windowed {
+		for _, rd := range []*workload.Reader{&logRd, &auditRd} {
+			if *rd != nil {
+				*rd = &logs.Cut{Src: *rd, From: from, To: to}
+			}
+		}
+	}
 	r, err = pickRecorded(logRd, auditRd, logName, auditName, auditID)
+	if err != nil && windowed {
+		err = fmt.Errorf("%w in the window %s (--since/--until)", err, logs.FormatBounds(from, to))
+	}
 	if err != nil && logName == lineGiven && !strings.Contains(fromLog, `"HTTP"`) {
 		if why := whyNoHTTPLine(fromLog); why != "" {
 			err = fmt.Errorf("%w: %s", err, why)

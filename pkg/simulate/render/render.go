@@ -324,8 +324,17 @@ func printWindow(w io.Writer, rep *simulate.Result) {
 	if e == nil {
 		return
 	}
-	fmt.Fprintf(w, "CPU evidence: the metrics' scrapes from %s (%s apart; 2 of the %d read) cover %d of the %d %s (%s)",
-		logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), e.Scrapes, e.Requests, e.Total, textfmt.Plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
+	if e.Store != "" {
+		every := "-"
+		if e.Interval > 0 {
+			every = fmtDuration(time.Duration(e.Interval))
+		}
+		fmt.Fprintf(w, "CPU evidence: the samples of %s's scrapes from %s (%s apart; scraped every %s) cover %d of the %d %s (%s)",
+			sanitize.Line(e.Store), logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), every, e.Requests, e.Total, textfmt.Plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
+	} else {
+		fmt.Fprintf(w, "CPU evidence: the metrics' scrapes from %s (%s apart; 2 of the %d read) cover %d of the %d %s (%s)",
+			logs.FormatWindow(e.Metrics.From, e.Metrics.To), fmtDuration(e.Metrics.To.Sub(e.Metrics.From)), e.Scrapes, e.Requests, e.Total, textfmt.Plural(int(e.Total), "request", "requests"), percent(e.Requests, e.Total))
+	}
 	switch {
 	case e.Cut:
 		fmt.Fprintf(w, ": only those are replayed; the %d before and %d after, none answered 429, are not the load the evidence saw (--since/--until choose another window).\n", e.Before, e.After)

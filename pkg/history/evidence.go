@@ -1,0 +1,236 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// RawQuerier fetches the raw samples of a series selector over [start,
+// end] (a range-vector instant query, which Prometheus, Thanos, Mimir and
+// VictoriaMetrics answer with the samples as scraped). pkg/promfetch
+// implements it.
+type RawQuerier interface {
+	RawSamples(ctx context.Context, selector string, start, end time.Time) ([]Series, error)
+}
+
+// evidenceCounters and evidenceGauges are the series of the CPU evidence
+// simulate reads from a scrape pair (metrics.CPUUseBetween,
+// metrics.GCActivityBetween): the process's CPU, the Go runtime's garbage
+// collector and GOMAXPROCS, and APF's own counters; the scheduler's
+// latency histogram is read beside them (evidenceHistogram).
+var (
+	evidenceCounters = []string{metrics.FamilyProcessCPU, metrics.FamilyGCCycles, metrics.FamilyGCMarkAssistCPU,
+		metrics.FamilyGCMarkDedicated, metrics.FamilyGCMarkIdleCPU, metrics.DispatchedRequestsTotal, metrics.RejectedRequestsTotal}
+	evidenceGauges    = []string{metrics.FamilyGOMAXPROCS}
+	evidenceHistogram = metrics.FamilySchedLatencies
+)
+
+// InstanceEvidence is what a store holds of one apiserver instance around
+// a window: the samples of the scrape at or before its start (else the
+// first inside it) and of the scrape at or after its end (else the last
+// inside it), each made into a metrics.Scrape of the evidence's families,
+// oldest first; and the instance's scrape interval in the store (the
+// median time between its samples around the window).
+type InstanceEvidence struct {
+	Instance string
+	Scrapes  []*metrics.Scrape
+	Interval time.Duration
+}
+
+// Evidence reads, for each apiserver instance the query selects, the
+// store's two scrapes that bracket [from, to] (looking up to lookback
+// beyond either end), with the samples of every family of the CPU
+// evidence, at the store's resolution: the samples as scraped, not a
+// rate the store computed. An instance without process_cpu_seconds_total
+// around the window is left out.
+func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time, lookback time.Duration) ([]InstanceEvidence, error) {
+	if lookback <= 0 {
+		lookback = 10 * time.Minute
+	}
+	inst := query.instance()
+	// the scrape times, from the one series every scrape has
+	times, err := q.RawSamples(ctx, query.sel(metrics.FamilyProcessCPU), from.Add(-lookback), to.Add(lookback))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s around %s: %w", metrics.FamilyProcessCPU, from.UTC().Format(time.RFC3339), err)
+	}
+	type pick struct {
+		ev InstanceEvidence
+		at [2]time.Time
+	}
+	picks := map[string]*pick{}
+	var names []string
+	for _, s := range times {
+		name := s.Labels[inst]
+		if len(s.Points) == 0 || picks[name] != nil {
+			continue
+		}
+		pts := s.Points
+		first, last := pts[0].T, pts[len(pts)-1].T
+		for _, p := range pts {
+			if !p.T.After(from) {
+				first = p.T
+			}
+		}
+		for i := len(pts) - 1; i >= 0; i-- {
+			if !pts[i].T.Before(to) {
+				last = pts[i].T
+			}
+		}
+		gaps := make([]time.Duration, 0, len(pts))
+		for i := 1; i < len(pts); i++ {
+			gaps = append(gaps, pts[i].T.Sub(pts[i-1].T))
+		}
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+		p := &pick{ev: InstanceEvidence{Instance: name}, at: [2]time.Time{first, last}}
+		if len(gaps) > 0 {
+			// the store's jitter of a few milliseconds is not the interval
+			p.ev.Interval = gaps[len(gaps)/2].Round(10 * time.Millisecond)
+		}
+		picks[name] = p
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	// every family of the scrapes picked, by time (instances scraped at
+	// the same moment share a query)
+	names2 := append(append(append([]string{}, evidenceCounters...), evidenceGauges...),
+		evidenceHistogram+"_bucket", evidenceHistogram+"_sum", evidenceHistogram+"_count")
+	m := []string{`__name__=~"` + strings.Join(names2, "|") + `"`}
+	if query.Selector != "" {
+		m = append(m, query.Selector)
+	}
+	sel := "{" + strings.Join(m, ",") + "}"
+	answers := map[int64][]Series{}
+	for _, name := range names {
+		for _, at := range picks[name].at {
+			k := at.UnixMilli()
+			if _, ok := answers[k]; ok {
+				continue
+			}
+			ss, err := q.RawSamples(ctx, sel, at.Add(-time.Millisecond), at)
+			if err != nil {
+				return nil, fmt.Errorf("reading the CPU evidence at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
+			}
+			answers[k] = ss
+		}
+	}
+	out := make([]InstanceEvidence, 0, len(names))
+	for _, name := range names {
+		p := picks[name]
+		for i, at := range p.at {
+			if i == 1 && at.Equal(p.at[0]) {
+				break
+			}
+			p.ev.Scrapes = append(p.ev.Scrapes, evidenceScrape(answers[at.UnixMilli()], inst, name, at))
+		}
+		out = append(out, p.ev)
+	}
+	return out, nil
+}
+
+// evidenceScrape makes the samples of instance at t, among ss, into a
+// scrape of the evidence's families.
+func evidenceScrape(ss []Series, instLabel, instance string, t time.Time) *metrics.Scrape {
+	sc := &metrics.Scrape{Time: t.UTC(), Families: map[string]*dto.MetricFamily{}}
+	type histKey string
+	hists := map[histKey]*dto.Histogram{}
+	var histOrder []histKey
+	hist := func(labels map[string]string) *dto.Histogram {
+		var parts []string
+		for k, v := range labels {
+			if k != "__name__" && k != "le" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		sort.Strings(parts)
+		k := histKey(strings.Join(parts, ","))
+		h := hists[k]
+		if h == nil {
+			h = &dto.Histogram{SampleCount: proto.Uint64(0), SampleSum: proto.Float64(0)}
+			hists[k] = h
+			histOrder = append(histOrder, k)
+		}
+		return h
+	}
+	for _, s := range ss {
+		if s.Labels[instLabel] != instance {
+			continue
+		}
+		v := math.NaN()
+		for _, p := range s.Points {
+			if p.T.Equal(t) {
+				v = p.V
+			}
+		}
+		if math.IsNaN(v) {
+			continue
+		}
+		name := s.Labels["__name__"]
+		switch {
+		case name == evidenceHistogram+"_bucket":
+			le, err := strconv.ParseFloat(s.Labels["le"], 64)
+			if err != nil || math.IsInf(le, 1) {
+				continue
+			}
+			h := hist(s.Labels)
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(uint64(math.Max(0, v)))})
+		case name == evidenceHistogram+"_sum":
+			hist(s.Labels).SampleSum = proto.Float64(v)
+		case name == evidenceHistogram+"_count":
+			hist(s.Labels).SampleCount = proto.Uint64(uint64(math.Max(0, v)))
+		default:
+			typ := dto.MetricType_COUNTER
+			for _, g := range evidenceGauges {
+				if g == name {
+					typ = dto.MetricType_GAUGE
+				}
+			}
+			var labels []*dto.LabelPair
+			for _, k := range sortedKeys(s.Labels) {
+				if k != "__name__" {
+					labels = append(labels, &dto.LabelPair{Name: proto.String(k), Value: proto.String(s.Labels[k])})
+				}
+			}
+			mm := &dto.Metric{Label: labels}
+			if typ == dto.MetricType_GAUGE {
+				mm.Gauge = &dto.Gauge{Value: proto.Float64(v)}
+			} else {
+				mm.Counter = &dto.Counter{Value: proto.Float64(v)}
+			}
+			f := sc.Families[name]
+			if f == nil {
+				f = &dto.MetricFamily{Name: proto.String(name), Type: typ.Enum()}
+				sc.Families[name] = f
+			}
+			f.Metric = append(f.Metric, mm)
+		}
+	}
+	if len(histOrder) > 0 {
+		f := &dto.MetricFamily{Name: proto.String(evidenceHistogram), Type: dto.MetricType_HISTOGRAM.Enum()}
+		for _, k := range histOrder {
+			h := hists[k]
+			sort.Slice(h.Bucket, func(i, j int) bool { return h.Bucket[i].GetUpperBound() < h.Bucket[j].GetUpperBound() })
+			f.Metric = append(f.Metric, &dto.Metric{Histogram: h})
+		}
+		sc.Families[evidenceHistogram] = f
+	}
+	return sc
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
