@@ -1,11 +1,8 @@
 package fairqueue
 
 import (
-	"container/heap"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -75,23 +72,11 @@ func Compile(src workload.Reader, cfg ReplayConfig, opts ReplayOptions) (*Compil
 	}
 	cm := &Compiled{opts: opts, timeout: requestTimeout(cfg)}
 	rp.compile = &compiling{c: cm, classIx: map[string]int32{}, workIx: map[string]int32{}, cfg: cfg.Config, timeout: cm.timeout}
-	var w workload.Request
-	for {
-		err := src.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the workload: %w", err)
-		}
-		if err := rp.add(&w); err != nil {
-			return nil, err
-		}
+	if err := rp.read(src); err != nil {
+		return nil, err
 	}
-	for rp.pending.Len() > 0 {
-		if err := rp.emit(heap.Pop(rp.pending).(*pendingReq)); err != nil {
-			return nil, err
-		}
+	if err := rp.flush(); err != nil {
+		return nil, err
 	}
 	cm.stats = rp.rep.Workload
 	return cm, nil

@@ -381,18 +381,8 @@ func Replay(src workload.Reader, before ReplayConfig, after *ReplayConfig, opts 
 	if err != nil {
 		return nil, err
 	}
-	var w workload.Request
-	for {
-		err := src.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the workload: %w", err)
-		}
-		if err := rp.add(&w); err != nil {
-			return nil, err
-		}
+	if err := rp.read(src); err != nil {
+		return nil, err
 	}
 	return rp.finish()
 }
@@ -631,13 +621,38 @@ func (rp *replayer) emit(p *pendingReq) error {
 	return nil
 }
 
+// read adds every record of src, in order.
+func (rp *replayer) read(src workload.Reader) error {
+	var w workload.Request
+	for {
+		err := src.Next(&w)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the workload: %w", err)
+		}
+		if err := rp.add(&w); err != nil {
+			return err
+		}
+	}
+}
+
+// flush dispatches the requests still pending.
+func (rp *replayer) flush() error {
+	for rp.pending.Len() > 0 {
+		if err := rp.emit(heap.Pop(rp.pending).(*pendingReq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // finish dispatches the requests still pending, drains every run and
 // reports the results with the agreement per level.
 func (rp *replayer) finish() (*Report, error) {
-	for rp.pending.Len() > 0 {
-		if err := rp.emit(heap.Pop(rp.pending).(*pendingReq)); err != nil {
-			return nil, err
-		}
+	if err := rp.flush(); err != nil {
+		return nil, err
 	}
 	rep := rp.rep
 	for i, ru := range rp.runs {
