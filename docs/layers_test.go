@@ -62,6 +62,7 @@ var layerOf = map[string]int{
 	"pkg/output":            layerRender,
 	"pkg/dump/render":       layerRender,
 	"pkg/levels/render":     layerRender,
+	"pkg/lint/render":       layerRender,
 	"pkg/history/render":    layerRender,
 	"pkg/rejections/render": layerRender,
 	"pkg/simulate/render":   layerRender,

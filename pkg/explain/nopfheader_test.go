@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func TestNoPFHeaderCauses(t *testing.T) {
 		{"no response headers", "I1203 10:51:21.057483   76091 round_trippers.go:454] GET https://h/api 200 OK in 3 milliseconds\n", "(1) the trace was taken below -v=8", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := noPFHeaderError(tt.trace)
+			err := NoPFHeaderError(tt.trace)
 			msg := err.Error()
 			if !errors.Is(err, dump.ErrNoPFHeader) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line wrapping ErrNoPFHeader", msg)
@@ -64,7 +64,7 @@ func FuzzNoPFHeaderError(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		err := noPFHeaderError(s)
+		err := NoPFHeaderError(s)
 		if !errors.Is(err, dump.ErrNoPFHeader) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "(1) ") {
 			t.Fatalf("error %q", err)
 		}
