@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
 // productionFiles are the non-test Go files of the module's packages
@@ -108,6 +110,17 @@ func TestCommandsAreThin(t *testing.T) {
 			if id := name + ":" + fd.Name.Name; n > cmdMaxFuncLines && !cmdLongFuncs[id] {
 				t.Errorf("cmd/kubectl-apf/%s is %d lines long (at most %d): move the work into its package", id, n, cmdMaxFuncLines)
 			}
+		}
+	}
+}
+
+// TestComputeReadsNoWallClock: no package of the compute layer reads the
+// wall clock or sleeps (docs/architecture.md, Purity rules), whether or
+// not it has a wall-clock test of its own.
+func TestComputeReadsNoWallClock(t *testing.T) {
+	for path, l := range layerOf {
+		if l == layerCompute {
+			purity.CheckNoWallClock(t, module+"/"+path)
 		}
 	}
 }
