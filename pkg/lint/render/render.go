@@ -30,18 +30,18 @@ type Report struct {
 	SuppressedCount int               `json:"suppressedCount"`
 	Suppressed      []lint.Suppressed `json:"suppressed,omitempty"`
 
-	// min is the --min-severity the findings were filtered at, named in
+	// minSeverity is the --min-severity the findings were filtered at, named in
 	// the summary.
-	min lint.Severity
+	minSeverity lint.Severity
 }
 
-// NewReport keeps the findings at or above min (counting the others as
+// NewReport keeps the findings at or above minSeverity (counting the others as
 // Hidden) and lists the suppressed ones when showSuppressed.
-func NewReport(release, releaseFrom string, findings []lint.Finding, suppressed []lint.Suppressed, min lint.Severity, showSuppressed bool) Report {
+func NewReport(release, releaseFrom string, findings []lint.Finding, suppressed []lint.Suppressed, minSeverity lint.Severity, showSuppressed bool) Report {
 	var shown []lint.Finding
 	hidden := 0
 	for _, f := range findings {
-		if f.Severity.Rank() <= min.Rank() {
+		if f.Severity.Rank() <= minSeverity.Rank() {
 			shown = append(shown, f)
 		} else {
 			hidden++
@@ -49,7 +49,7 @@ func NewReport(release, releaseFrom string, findings []lint.Finding, suppressed 
 	}
 	rep := Report{Release: release, ReleaseFrom: releaseFrom, Findings: shown, Hidden: hidden,
 		Errors: countSeverity(shown, lint.SeverityError), Warnings: countSeverity(shown, lint.SeverityWarning),
-		Info: countSeverity(shown, lint.SeverityInfo), SuppressedCount: len(suppressed), min: min}
+		Info: countSeverity(shown, lint.SeverityInfo), SuppressedCount: len(suppressed), minSeverity: minSeverity}
 	if rep.Findings == nil {
 		rep.Findings = []lint.Finding{}
 	}
@@ -95,7 +95,7 @@ func WriteText(w io.Writer, rep Report) error {
 		}
 	}
 	if rep.Hidden > 0 {
-		summary += fmt.Sprintf(" (%d less severe than %s not shown: --min-severity=info shows them)", rep.Hidden, rep.min)
+		summary += fmt.Sprintf(" (%d less severe than %s not shown: --min-severity=info shows them)", rep.Hidden, rep.minSeverity)
 	}
 	_, err := fmt.Fprintln(w, summary)
 	return err
