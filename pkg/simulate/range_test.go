@@ -1,0 +1,113 @@
+package simulate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+)
+
+// rangeHeldOut are the recordings the bound of a prediction without CPU
+// evidence (CPUComparison.Bound) was not developed on: its stretch, margin
+// and fit widening were chosen on the others (crowded, crowded-95,
+// borrowing, lists) and these only checked.
+var rangeHeldOut = map[string]bool{"crowded-30": true, "crowded-60": true, "crowded-95-seed2": true}
+
+// TestRangeHoldsWithoutEvidence predicts every what-if of every kept
+// recording that has real re-runs, from httplog + audit and from the audit
+// log alone, without CPU evidence over the load: with the bundle captured
+// before the load where the recording has one, else with its bundle where
+// that gives none (a single scrape, or no process CPU). Where the change
+// adds concurrency simulate must say that it cannot choose and give a
+// bound, and every re-run's 429s (recording.json, counted by the clients,
+// not by simulate) must lie within it, each re-run and not only their
+// mean. A what-if that adds no concurrency gets one figure, held to the
+// band by TestSimulateRecordings; it is reported here. The table is
+// logged (-v) and written to KUBECTL_APF_RANGE_REPORT when set.
+func TestRangeHoldsWithoutEvidence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays every what-if of every kept recording twice (about a minute and a half)")
+	}
+	table := []string{
+		"| set | recording | what-if | level | mode | re-runs' 429s | bound (today's range before it) | within |",
+		"| --- | --- | --- | --- | --- | --- | --- | --- |",
+	}
+	for _, dir := range recordingDirs(t) {
+		name := filepath.Base(dir)
+		kr := openRecording(t, dir)
+		rec := kr.rec
+		if rec.WhatIf == nil {
+			continue
+		}
+		set := "development"
+		if rangeHeldOut[name] {
+			set = "held out"
+		}
+		bundle := "bundle"
+		if before := filepath.Join(dir, recording.BundleBeforeFile); fileExists(before) {
+			kr.bundle, bundle = before, "bundle before the load"
+		}
+		whatIfs := append([]recording.WhatIfRuns{{About: rec.WhatIfAbout, File: recording.WhatIfFile, Runs: append([]recording.Run{*rec.WhatIf}, rec.WhatIfMore...)}}, rec.MoreWhatIfs...)
+		for _, w := range whatIfs {
+			for _, mode := range []struct {
+				name  string
+				files []string
+			}{{"httplog + audit", []string{kr.logFile, kr.auditFile}}, {"audit alone", []string{kr.auditFile}}} {
+				res := kr.simulate(t, mode.files, true, filepath.Join(dir, w.File))
+				if res.Calibration != nil && (res.Calibration.CPU != nil || res.Calibration.Shared != nil && res.Calibration.Shared.Used != nil) {
+					// the recording's bundle is evidence: none of its
+					// what-ifs is predicted without it here
+					t.Logf("%s (%s): the %s gives CPU evidence over the load and there is no bundle captured before it; not a recording without evidence", name, mode.name, bundle)
+					continue
+				}
+				c := res.CPUComparison
+				for _, l := range whatIfLevels(w.Runs, rec.Recorded) {
+					var each []string
+					for _, r := range w.Runs {
+						each = append(each, fmt.Sprint(r.Rejected429[l]))
+					}
+					row := fmt.Sprintf("| %s | %s | %s | %s | %s | %s (mean %d) |", set, name, w.About, l, mode.name, strings.Join(each, ", "), w.Real(l))
+					lo, hi, ok := c.RangeOf(l)
+					if !ok {
+						if c != nil && c.Applies == AppliesUndecided {
+							t.Errorf("%s, %s, %s (%s): simulate cannot choose but gives %s no bound", name, w.About, l, mode.name, l)
+						}
+						table = append(table, row+fmt.Sprintf(" one figure, %d (the change adds no concurrency) | - |", rejected(res, true, l)))
+						continue
+					}
+					var old string
+					for _, cl := range c.Levels {
+						if cl.Level == l && cl.RejectedSaturated != nil {
+							old = fmt.Sprintf(" (%d–%d)", min(*cl.RejectedSaturated, cl.RejectedWithout), max(*cl.RejectedSaturated, cl.RejectedWithout))
+						}
+					}
+					within := true
+					for _, r := range w.Runs {
+						if n := int64(r.Rejected429[l]); n < lo || n > hi {
+							within = false
+							t.Errorf("%s (%s), %s, %s (%s): a re-run got %d 429s, outside the bound %d–%d simulate gives without CPU evidence", name, set, w.About, l, mode.name, n, lo, hi)
+						}
+					}
+					table = append(table, row+fmt.Sprintf(" %d–%d%s | %v |", lo, hi, old, within))
+				}
+				if c == nil {
+					continue
+				}
+				// a change that adds concurrency without evidence is
+				// never given as one figure
+				for _, cl := range c.Levels {
+					if cl.LimitAfter > cl.LimitBefore && c.Applies != AppliesUndecided {
+						t.Errorf("%s, %s (%s): %s goes from %d to %d seats without CPU evidence, and simulate chose a prediction (%s)", name, w.About, mode.name, cl.Level, cl.LimitBefore, cl.LimitAfter, c.Applies)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("the bound without CPU evidence:\n%s", strings.Join(table, "\n"))
+	if p := os.Getenv("KUBECTL_APF_RANGE_REPORT"); p != "" {
+		_ = os.WriteFile(p, []byte(strings.Join(table, "\n")+"\n"), 0o644)
+	}
+}
