@@ -2,12 +2,15 @@ package simulate
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 )
 
 // rangeHeldOut are the recordings the bound of a prediction without CPU
@@ -109,5 +112,57 @@ func TestRangeHoldsWithoutEvidence(t *testing.T) {
 	t.Logf("the bound without CPU evidence:\n%s", strings.Join(table, "\n"))
 	if p := os.Getenv("KUBECTL_APF_RANGE_REPORT"); p != "" {
 		_ = os.WriteFile(p, []byte(strings.Join(table, "\n")+"\n"), 0o644)
+	}
+}
+
+// TestBoundStretch: the stretch of the bound's high end is the greatest
+// ratio of seats after the change to before, of one level that holds
+// requests on both sides or of the busy levels together, and at least 1;
+// a level without requests, however its seats grow, does not count.
+func TestBoundStretch(t *testing.T) {
+	lv := func(name string, dispatched int64) fairqueue.LevelResult {
+		return fairqueue.LevelResult{Name: name, Dispatched: dispatched}
+	}
+	for _, c := range []struct {
+		name          string
+		before, after []fairqueue.LevelResult
+		lb, la        map[string]int
+		want          float64
+	}{
+		{"one level 1 → 3 beside one of 3", []fairqueue.LevelResult{lv("tiny", 5), lv("wide", 5)}, []fairqueue.LevelResult{lv("tiny", 9), lv("wide", 5)},
+			map[string]int{"tiny": 1, "wide": 3}, map[string]int{"tiny": 3, "wide": 3}, 3},
+		{"an idle level's seats do not count", []fairqueue.LevelResult{lv("busy", 5), lv("idle", 0)}, []fairqueue.LevelResult{lv("busy", 5), lv("idle", 0)},
+			map[string]int{"busy": 2, "idle": 1}, map[string]int{"busy": 3, "idle": 10}, 1.5},
+		{"a new level: the busy levels together", []fairqueue.LevelResult{lv("list", 10)}, []fairqueue.LevelResult{lv("list", 6), lv("heavy", 4)},
+			map[string]int{"list": 10}, map[string]int{"list": 8, "heavy": 4}, 1.2},
+		{"fewer seats: no stretch", []fairqueue.LevelResult{lv("wide", 5)}, []fairqueue.LevelResult{lv("wide", 5)},
+			map[string]int{"wide": 3}, map[string]int{"wide": 1}, 1},
+	} {
+		res := &Result{Report: &fairqueue.Report{Result: fairqueue.Result{Levels: c.before}, After: &fairqueue.Result{Levels: c.after}}}
+		if got := boundStretch(res, c.lb, c.la); got != c.want {
+			t.Errorf("%s: stretch %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFitError: a level's fit error is its own predicted/recorded ratio
+// either way where it recorded enough 429s, else the worst of the levels
+// that did; 1 where none did.
+func TestFitError(t *testing.T) {
+	fit := []calibrate.LevelFit{
+		{Level: "a", Recorded: 100, Predicted: 80},  // 1.25
+		{Level: "b", Recorded: 100, Predicted: 110}, // 1.1
+		{Level: "few", Recorded: 5, Predicted: 1},
+	}
+	for _, c := range []struct {
+		level string
+		want  float64
+	}{{"a", 1.25}, {"b", 1.1}, {"few", 1.25}, {"new", 1.25}} {
+		if got := fitError(fit, c.level, 20); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: fit error %v, want %v", c.level, got, c.want)
+		}
+	}
+	if got := fitError(fit[2:], "few", 20); got != 1 {
+		t.Errorf("no level with enough 429s: fit error %v, want 1", got)
 	}
 }
