@@ -65,7 +65,7 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 				real, pred := w.Real(l), rejected(wi, true, l)
 				ok := recording.WhatIfAgrees(pred, real)
 				if lo, hi, in := wi.CPUComparison.RangeOf(l); in {
-					ok = recording.WhatIfRangeAgrees(lo, hi, real)
+					ok = runsWithin(lo, hi, w.Runs, l)
 				}
 				key := fmt.Sprintf("what-if %q %s %s", w.About, l, m.name)
 				add(key+" 429s", pred, real, ok, false)

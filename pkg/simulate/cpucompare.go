@@ -3,6 +3,8 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -26,6 +28,26 @@ type CPUComparison struct {
 	// Levels are the levels replayed, each with its concurrency limit
 	// before and after the change and its predictions.
 	Levels []CPUComparisonLevel `json:"levels"`
+	// Bound, where the comparison cannot choose, is how the ends of each
+	// level's bound (RejectedLow, RejectedHigh) were replayed.
+	Bound *Bound `json:"bound,omitempty"`
+}
+
+// Bound is how simulate bounds the rejections after a change that adds
+// concurrency where no evidence tells the server's CPU. The low end keeps
+// the recorded execution times (the change can only add to what each
+// execution shares) on a server Margin faster than the recorded one; the
+// high end stretches every execution Stretch times (the most the change
+// raises the seats at once, of one level or of the busy levels together:
+// a CPU already saturated, so that the added seats serve nothing more)
+// on a server Margin slower. Each end is then widened by the level's
+// FitError, what the replay itself missed on the recorded configuration.
+type Bound struct {
+	Stretch float64 `json:"stretch"`
+	Margin  float64 `json:"margin"`
+	// Wide is Params.RangeWide: a level whose high end is more than this
+	// factor of its low end is marked (CPUComparisonLevel.Wide).
+	Wide float64 `json:"wide"`
 }
 
 // CPUComparisonLevel is one level's predictions with and without the CPU
@@ -45,26 +67,40 @@ type CPUComparisonLevel struct {
 	// RejectedSaturated and DispatchedSaturated, where no evidence tells
 	// the server's CPU (AppliesUndecided), are the predictions with its
 	// CPU assumed saturated through the recorded time
-	// (calibrate.Result.AssumingSaturated): one end of the range, the
-	// recorded execution times the other.
+	// (calibrate.Result.AssumingSaturated), which the bound holds too.
 	RejectedSaturated   *int64 `json:"rejectedSaturated,omitempty"`
 	DispatchedSaturated *int64 `json:"dispatchedSaturated,omitempty"`
+	// RejectedLow and RejectedHigh, where no evidence tells the server's
+	// CPU (AppliesUndecided), are the ends of the bound (CPUComparison.Bound):
+	// the fewest rejections of every prediction and of the recorded
+	// execution times on a faster server, and the most of every
+	// prediction and of every execution stretched as far as the change
+	// could stretch it on a slower one.
+	RejectedLow  *int64 `json:"rejectedLow,omitempty"`
+	RejectedHigh *int64 `json:"rejectedHigh,omitempty"`
+	// FitError is the factor by which the replay of the recorded
+	// configuration missed the level's recorded 429s (the fit, either
+	// way; the worst of the levels whose fit counts where the level's
+	// own does not): the bound's ends are divided and multiplied by it.
+	FitError float64 `json:"fitError,omitempty"`
+	// Wide marks a bound whose high end is more than Params.RangeWide
+	// times its low end: it says little about the answer.
+	Wide bool `json:"wide,omitempty"`
 }
 
-// Range is the level's range of rejections after the change where the
-// comparison cannot choose: from the fewer of the two ends (the CPU
-// saturated, the recorded execution times) to the more; ok is false
-// where it has no saturated end.
+// Range is the level's bound on its rejections after the change where the
+// comparison cannot choose (RejectedLow to RejectedHigh); ok is false
+// where it has none.
 func (l CPUComparisonLevel) Range() (lo, hi int64, ok bool) {
-	if l.RejectedSaturated == nil {
+	if l.RejectedLow == nil || l.RejectedHigh == nil {
 		return 0, 0, false
 	}
-	return min(*l.RejectedSaturated, l.RejectedWithout), max(*l.RejectedSaturated, l.RejectedWithout), true
+	return *l.RejectedLow, *l.RejectedHigh, true
 }
 
 // RangeOf is level's Range where the comparison cannot choose
 // (AppliesUndecided); ok is false where it chose, or the level has no
-// saturated end.
+// bound.
 func (c *CPUComparison) RangeOf(level string) (lo, hi int64, ok bool) {
 	if c == nil || c.Applies != AppliesUndecided {
 		return 0, 0, false
@@ -81,9 +117,10 @@ func (c *CPUComparison) RangeOf(level string) (lo, hi int64, ok bool) {
 // models and returns the comparison, or nil when there is no change, no
 // CPU model and no recorded execution to assume a saturated CPU from, or
 // the change adds no concurrency to any level. Where no evidence over the
-// workload's window tells the server's CPU, the change is replayed once
-// more with the CPU assumed saturated, the other end of the range.
-func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int) (*CPUComparison, error) {
+// workload's window tells the server's CPU, the change is replayed with
+// the CPU assumed saturated, and the two ends of the bound (Bound) are
+// replayed.
+func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int, p Params) (*CPUComparison, error) {
 	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil {
 		return nil, nil
 	}
@@ -117,7 +154,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 		// and the recorded execution times are the prediction
 		return nil, nil
 	}
-	sat := map[string]fairqueue.LevelResult{}
+	sat, low, high := map[string]fairqueue.LevelResult{}, map[string]fairqueue.LevelResult{}, map[string]fairqueue.LevelResult{}
 	if !ok {
 		c.Applies, c.Why = AppliesUndecided, why
 		if saturated != nil {
@@ -127,6 +164,27 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			}
 			for _, l := range r.After.Levels {
 				sat[l.Name] = l
+			}
+		}
+		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide}
+		speed := rc.after.Speed
+		if speed == 0 {
+			speed = 1
+		}
+		for _, end := range []struct {
+			speed float64
+			into  map[string]fairqueue.LevelResult
+		}{{speed * (1 + c.Bound.Margin), low}, {speed / (c.Bound.Stretch * (1 + c.Bound.Margin)), high}} {
+			erc := rc
+			a := *rc.after
+			a.Speed = end.speed
+			erc.after = &a
+			r, err := replayOnce(ctx, plain.Apply(logs.Cancellable(ctx, rc.tape.Reader())), plain, erc)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range r.After.Levels {
+				end.into[l.Name] = l
 			}
 		}
 	}
@@ -142,9 +200,70 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			rej, disp := total(s.Rejected), s.Dispatched
 			cl.RejectedSaturated, cl.DispatchedSaturated = &rej, &disp
 		}
+		if c.Bound != nil {
+			lo, hi := min(cl.RejectedWith, cl.RejectedWithout, total(low[l.Name].Rejected)), max(cl.RejectedWith, cl.RejectedWithout, total(high[l.Name].Rejected))
+			if cl.RejectedSaturated != nil {
+				lo, hi = min(lo, *cl.RejectedSaturated), max(hi, *cl.RejectedSaturated)
+			}
+			cl.FitError = fitError(res.Fit, l.Name, p.RangeFitRecorded)
+			lo, hi = int64(math.Floor(float64(lo)/cl.FitError)), int64(math.Ceil(float64(hi)*cl.FitError))
+			// no level rejects more than the requests it holds
+			hi = min(hi, l.Dispatched+total(l.Rejected))
+			cl.RejectedLow, cl.RejectedHigh = &lo, &hi
+			cl.Wide = float64(hi) > p.RangeWide*float64(max(lo, 1))
+		}
 		c.Levels = append(c.Levels, cl)
 	}
 	return c, nil
+}
+
+// boundStretch is the most a change stretches an execution where the CPU
+// is saturated and the added seats serve nothing more: the greatest ratio
+// of seats after the change to before, of one level that holds requests
+// before and after it, or of the levels that hold requests together; at
+// least 1.
+func boundStretch(res *Result, before, after map[string]int) float64 {
+	busy := func(ls []fairqueue.LevelResult, limits map[string]int) (sum int, names []string) {
+		for _, l := range ls {
+			if l.Dispatched+total(l.Rejected) > 0 && limits[l.Name] > 0 {
+				sum += limits[l.Name]
+				names = append(names, l.Name)
+			}
+		}
+		return sum, names
+	}
+	k := 1.0
+	sumBefore, namesBefore := busy(res.Levels, before)
+	sumAfter, namesAfter := busy(res.After.Levels, after)
+	if sumBefore > 0 {
+		k = max(k, float64(sumAfter)/float64(sumBefore))
+	}
+	for _, n := range namesAfter {
+		if slices.Contains(namesBefore, n) {
+			k = max(k, float64(after[n])/float64(before[n]))
+		}
+	}
+	return k
+}
+
+// fitError is the factor by which the replay of the recorded
+// configuration missed level's recorded 429s, either way (at least 1):
+// the level's own where it recorded minRecorded or more and the replay
+// predicted some, else the worst of the levels that did.
+func fitError(fit []calibrate.LevelFit, level string, minRecorded int64) float64 {
+	worst := 1.0
+	for _, f := range fit {
+		if f.Recorded < minRecorded || f.Predicted == 0 {
+			continue
+		}
+		r := float64(f.Predicted) / float64(f.Recorded)
+		e := max(r, 1/r)
+		if f.Level == level {
+			return e
+		}
+		worst = max(worst, e)
+	}
+	return worst
 }
 
 // Applies says which of a CPUComparison's predictions holds.
@@ -154,8 +273,8 @@ type Applies string
 const (
 	// AppliesWith: the prediction with the CPU model.
 	AppliesWith Applies = "with"
-	// AppliesUndecided: the evidence cannot choose; the two predictions
-	// are the ends of a range.
+	// AppliesUndecided: the evidence cannot choose; each level's bound
+	// (CPUComparisonLevel.Range) holds the predictions.
 	AppliesUndecided Applies = "undecided"
 )
 

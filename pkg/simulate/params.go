@@ -21,9 +21,20 @@ type Params struct {
 	// must add, over all levels, for a level short of CPU to be warned
 	// about (WarnShortOfCPU).
 	MoreWork float64
+	// RangeMargin is how much faster or slower than the recorded server
+	// the ends of the bound replay the server where no evidence tells its
+	// CPU (Bound): two runs of one load on one server differ so.
+	RangeMargin float64
+	// RangeFitRecorded is the fewest recorded 429s for a level's own fit
+	// to widen its bound (CPUComparisonLevel.FitError); a level with fewer
+	// takes the worst of the levels with as many.
+	RangeFitRecorded int64
+	// RangeWide: a bound whose high end is more than this factor of its
+	// low end is said to be too wide to say much (CPUComparisonLevel.Wide).
+	RangeWide float64
 }
 
 // DefaultParams are the figures simulate runs with.
 func DefaultParams() Params {
-	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10}
+	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10, RangeMargin: 0.10, RangeFitRecorded: 20, RangeWide: 2}
 }

@@ -113,6 +113,12 @@ func pinResult(out *strings.Builder, r *Result) {
 				sat = fmt.Sprintf("; CPU saturated: rejected %d, dispatched %d", *l.RejectedSaturated, *l.DispatchedSaturated)
 			}
 			p("    %s %d->%d: rejected with %d, without %d; dispatched with %d, without %d%s", l.Level, l.LimitBefore, l.LimitAfter, l.RejectedWith, l.RejectedWithout, l.DispatchedWith, l.DispatchedWithout, sat)
+			if lo, hi, ok := l.Range(); ok {
+				p("      bound %d–%d, fit error %.6f, wide %v", lo, hi, l.FitError, l.Wide)
+			}
+		}
+		if b := x.Bound; b != nil {
+			p("    bound: stretch %.6f, margin %.2f", b.Stretch, b.Margin)
 		}
 	}
 	for _, w := range r.Warnings {

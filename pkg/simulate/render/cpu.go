@@ -83,7 +83,11 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 	if saturated {
 		head += "\tCPU-SATURATED"
 	}
-	head += "\tRECORDED-EXECUTION-TIMES\tDISPATCHED"
+	head += "\tRECORDED-EXECUTION-TIMES"
+	if c.Bound != nil {
+		head += "\tBOUND"
+	}
+	head += "\tDISPATCHED"
 	var disp []string
 	if c.Model != "" {
 		disp = append(disp, "WITH")
@@ -112,7 +116,15 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 			}
 		}
 		ds = append(ds, fmt.Sprint(l.DispatchedWithout))
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", row, l.RejectedWithout, strings.Join(ds, "/"))
+		row += fmt.Sprintf("\t%d", l.RejectedWithout)
+		if c.Bound != nil {
+			if lo, hi, ok := l.Range(); ok && l.RejectedLow != nil {
+				row += fmt.Sprintf("\t%d–%d", lo, hi)
+			} else {
+				row += "\t-"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", row, strings.Join(ds, "/"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -122,13 +134,53 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 		if c.Model == "" {
 			shown = "the prediction with the recorded execution times"
 		}
-		if saturated {
-			fmt.Fprintf(w, "Simulate cannot choose: %s. The rejections after the change lie between the prediction with the CPU saturated through the recorded time (the executions share what the recorded ones had, so that the server runs no more of them than it did) and the one with the recorded execution times; the tables above show %s. %s\n", c.Why, shown, settleCPU)
+		if b := c.Bound; b != nil {
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It runs from the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, to the most of them and of every execution stretched %.2f× (the most the change raises the seats at once, as if the CPU were saturated and the added seats served nothing more) on a server %.0f%% slower; each end is then widened by what the replay missed of the level's recorded 429s (%s). It bounds the answer as far as the server runs as it did within that margin; it is not an estimate.%s %s\n",
+				c.Why, shown, 100*b.Margin, b.Stretch, 100*b.Margin, fitErrors(c.Levels), wideBounds(c.Levels, b.Wide), settleCPU)
 		} else {
-			fmt.Fprintf(w, "Simulate cannot choose between the two: %s. The rejections after the change lie between the prediction with the CPU saturated (the CPU model) and the one with the recorded execution times; the tables above show the first. %s\n", c.Why, settleCPU)
+			fmt.Fprintf(w, "Simulate cannot choose: %s. It cannot bound the answer; the tables above show %s. %s\n", c.Why, shown, settleCPU)
 		}
 		return nil
 	}
 	fmt.Fprintf(w, "The prediction with the CPU model applies (the tables above show it): %s.\n", c.Why)
 	return nil
+}
+
+// fitErrors names the factors each level's bound was widened by, the
+// levels of one factor together.
+func fitErrors(ls []simulate.CPUComparisonLevel) string {
+	var order []string
+	by := map[string][]string{}
+	for _, l := range ls {
+		if l.RejectedLow == nil || l.FitError == 0 || *l.RejectedHigh == 0 {
+			continue
+		}
+		f := fmt.Sprintf("×%.2f", l.FitError)
+		if _, ok := by[f]; !ok {
+			order = append(order, f)
+		}
+		by[f] = append(by[f], sanitize.Line(l.Level))
+	}
+	if len(order) == 0 {
+		return "nothing to widen"
+	}
+	var out []string
+	for _, f := range order {
+		out = append(out, fmt.Sprintf("%s %s", strings.Join(by[f], ", "), f))
+	}
+	return strings.Join(out, "; ")
+}
+
+// wideBounds says plainly which levels' bounds are too wide to say much.
+func wideBounds(ls []simulate.CPUComparisonLevel, factor float64) string {
+	var wide []string
+	for _, l := range ls {
+		if l.Wide {
+			wide = append(wide, fmt.Sprintf("%s (%d–%d)", sanitize.Line(l.Level), *l.RejectedLow, *l.RejectedHigh))
+		}
+	}
+	if len(wide) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" The bound of %s spans more than %g-fold: the recording cannot narrow it, and it says little.", strings.Join(wide, ", "), factor)
 }

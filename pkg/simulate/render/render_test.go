@@ -65,9 +65,10 @@ func TestFmtSeconds(t *testing.T) {
 	}
 }
 
-// TestCPUComparisonUndecided: without CPU evidence the comparison says
-// that simulate cannot choose, gives both ends, and names the capture that
-// would settle it; it does not say that a prediction applies.
+// TestCPUComparisonUndecided: without CPU evidence and without a bound
+// the comparison says that simulate cannot choose and cannot bound the
+// answer, gives both predictions (not as a range), and names the capture
+// that would settle it; it does not say that a prediction applies.
 func TestCPUComparisonUndecided(t *testing.T) {
 	c := &simulate.CPUComparison{Model: "shared CPU", Applies: simulate.AppliesUndecided, Why: "the metrics hold no process CPU from two scrapes around the load",
 		Levels: []simulate.CPUComparisonLevel{{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 776, RejectedWithout: 536, DispatchedWith: 1208, DispatchedWithout: 1448}}}
@@ -79,26 +80,33 @@ func TestCPUComparisonUndecided(t *testing.T) {
 	if !regexp.MustCompile(`tiny +1->3 +776 +536 +1208/1448`).MatchString(out) {
 		t.Errorf("the comparison lacks tiny's two predictions:\n%s", out)
 	}
-	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "kubectl apf bundle --metrics-interval"} {
+	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "It cannot bound the answer", "kubectl apf bundle --metrics-interval"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the comparison lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "applies") {
-		t.Errorf("an undecided comparison says a prediction applies:\n%s", out)
+	if strings.Contains(out, "applies") || strings.Contains(out, "lie between") || strings.Contains(out, "BOUND") {
+		t.Errorf("an undecided comparison without a bound says a prediction applies or gives a range:\n%s", out)
 	}
 }
 
 // TestCPUComparisonRange: without CPU evidence, and with no CPU model at
-// all, the comparison gives the range from the CPU saturated through the
-// recorded time to the recorded execution times, per level, with the
-// dispatches of each end, says it cannot choose and what would settle it;
-// a level without a saturated end shows "-", not 0.
+// all, the comparison gives per level the prediction with the CPU
+// saturated, the one with the recorded execution times and the bound
+// (with the dispatches of each prediction), says it cannot choose, how the
+// bound was made (its margin, stretch and each level's fit widening), names
+// a bound too wide to say much, and what would settle it; a level without
+// a saturated end or a bound shows "-", not 0.
 func TestCPUComparisonRange(t *testing.T) {
 	sat, satDisp := int64(905), int64(1079)
+	tinyLo, tinyHi, wideLo, wideHi := int64(496), int64(1105), int64(793), int64(1494)
 	c := &simulate.CPUComparison{Applies: simulate.AppliesUndecided, Why: "the metrics hold no process CPU from two scrapes around the load",
+		Bound: &simulate.Bound{Stretch: 3, Margin: 0.1, Wide: 2},
 		Levels: []simulate.CPUComparisonLevel{
-			{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 536, RejectedWithout: 536, DispatchedWith: 1448, DispatchedWithout: 1448, RejectedSaturated: &sat, DispatchedSaturated: &satDisp},
+			{Level: "tiny", LimitBefore: 1, LimitAfter: 3, RejectedWith: 536, RejectedWithout: 536, DispatchedWith: 1448, DispatchedWithout: 1448, RejectedSaturated: &sat, DispatchedSaturated: &satDisp,
+				RejectedLow: &tinyLo, RejectedHigh: &tinyHi, FitError: 1.01, Wide: true},
+			{Level: "wide", LimitBefore: 3, LimitAfter: 3, RejectedWith: 842, RejectedWithout: 842, DispatchedWith: 1332, DispatchedWithout: 1332, RejectedSaturated: &sat, DispatchedSaturated: &satDisp,
+				RejectedLow: &wideLo, RejectedHigh: &wideHi, FitError: 1.12},
 			{Level: "new", LimitBefore: 0, LimitAfter: 2, RejectedWith: 7, RejectedWithout: 7, DispatchedWith: 20, DispatchedWithout: 20},
 		}}
 	var b bytes.Buffer
@@ -106,7 +114,7 @@ func TestCPUComparisonRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, re := range []string{`CPU-SATURATED +RECORDED-EXECUTION-TIMES +DISPATCHED SATURATED/RECORDED`, `tiny +1->3 +905 +536 +1079/1448`, `new +0->2 +- +7 +-/20`} {
+	for _, re := range []string{`CPU-SATURATED +RECORDED-EXECUTION-TIMES +BOUND +DISPATCHED SATURATED/RECORDED`, `tiny +1->3 +905 +536 +496–1105 +1079/1448`, `new +0->2 +- +7 +- +-/20`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("the comparison lacks %q:\n%s", re, out)
 		}
@@ -114,16 +122,19 @@ func TestCPUComparisonRange(t *testing.T) {
 	if strings.Contains(out, "WITH-CPU-MODEL") {
 		t.Errorf("a comparison without a CPU model shows its column:\n%s", out)
 	}
-	for _, want := range []string{"cannot choose", "saturated through the recorded time", "kubectl apf bundle --metrics-interval"} {
+	for _, want := range []string{"cannot choose", "read BOUND instead", "10% faster", "stretched 3.00×", "10% slower", "(tiny ×1.01; wide ×1.12)", "The bound of tiny (496–1105) spans more than 2-fold", "kubectl apf bundle --metrics-interval"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the comparison lacks %q:\n%s", want, out)
 		}
 	}
-	if lo, hi, ok := c.Levels[0].Range(); !ok || lo != 536 || hi != 905 {
-		t.Errorf("tiny's range %d–%d (%v), want 536–905", lo, hi, ok)
+	if strings.Contains(out, "wide (793") {
+		t.Errorf("a bound within 2-fold is called wide:\n%s", out)
 	}
-	if _, _, ok := c.Levels[1].Range(); ok {
-		t.Error("a level without a saturated end has a range")
+	if lo, hi, ok := c.Levels[0].Range(); !ok || lo != 496 || hi != 1105 {
+		t.Errorf("tiny's range %d–%d (%v), want 496–1105", lo, hi, ok)
+	}
+	if _, _, ok := c.Levels[2].Range(); ok {
+		t.Error("a level without a bound has a range")
 	}
 }
 
