@@ -81,7 +81,11 @@ import (
 // recorded logs, bundle and changes in DIR/SCENARIO, and each re-run's
 // logs beside them (rerun-WHATIF-N-apiserver.log, -audit.log; a control's
 // control-ATTEMPT-, a re-run set aside aside-ATTEMPT-WHATIF-N-TRY-), to
-// study a prediction offline.
+// study a prediction offline. A name NAME-seedN sends the scenario's load
+// with seed N (crowded-95-seed2). KUBECTL_APF_WHATIF_EVIDENCE=prometheus,watch
+// ("make e2e-whatif-evidence") also predicts each what-if from the
+// server's full logs with a real Prometheus and a dump bundle --watch
+// (simulate_whatif_evidence_test.go).
 func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the local control plane does not run with -short")
