@@ -86,6 +86,15 @@ func whatIfPick(name string) (recording.Scenario, uint64, bool) {
 	return sc, seed, ok
 }
 
+// seededName is the scenario's name as KUBECTL_APF_WHATIF_SCENARIOS gives
+// it (whatIfPick): NAME-seedN for a seed other than 1.
+func seededName(sc recording.Scenario, seed uint64) string {
+	if seed == 1 {
+		return sc.Name
+	}
+	return fmt.Sprintf("%s-seed%d", sc.Name, seed)
+}
+
 // evidenceRecorders are the recorders of one recorded run: the store and
 // the watch, and the files of the server's full logs once copied.
 type evidenceRecorders struct {

@@ -184,7 +184,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	dir := t.TempDir()
 	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
 	if keep != "" {
-		dir = filepath.Join(keep, sc.Name)
+		dir = filepath.Join(keep, seededName(sc, seed))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -561,7 +561,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 		clients = fmt.Sprintf("%d client processes", sc.Processes)
 	}
 	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy; its collector %s)",
-		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
+		seededName(sc, seed), cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
 	// every prediction from the recorded run's bundle: what-if i from
 	// mode's inputs, with the scenario's CPU limit and extra flags
 	changeFiles := make([]string, len(whatIfs))
