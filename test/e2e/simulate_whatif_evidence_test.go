@@ -83,7 +83,10 @@ func whatIfPick(name string) (recording.Scenario, uint64, bool) {
 		return recording.Scenario{}, 0, false
 	}
 	sc, ok := recording.ByName(name[:i])
-	return sc, seed, ok
+	if !ok {
+		return recording.Scenario{}, 0, false
+	}
+	return sc, seed, true
 }
 
 // seededName is the scenario's name as KUBECTL_APF_WHATIF_SCENARIOS gives
@@ -370,4 +373,28 @@ func tailFile(path string) string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
+}
+
+// TestWhatIfPick: KUBECTL_APF_WHATIF_SCENARIOS names a scenario, or a
+// scenario and a seed, which the report and the kept directory name again.
+func TestWhatIfPick(t *testing.T) {
+	for _, c := range []struct {
+		name, scenario string
+		seed           uint64
+		ok             bool
+	}{
+		{"crowded-95", "crowded-95", 1, true},
+		{"crowded-95-seed2", "crowded-95", 2, true},
+		{"crowded-95-seed0", "", 0, false},
+		{"crowded-95-seedx", "", 0, false},
+		{"nosuch-seed2", "", 0, false},
+	} {
+		sc, seed, ok := whatIfPick(c.name)
+		if ok != c.ok || sc.Name != c.scenario || seed != c.seed {
+			t.Errorf("whatIfPick(%q) = %q, %d, %v; want %q, %d, %v", c.name, sc.Name, seed, ok, c.scenario, c.seed, c.ok)
+		}
+		if ok && seededName(sc, seed) != c.name {
+			t.Errorf("seededName(%q, %d) = %q, want %q", sc.Name, seed, seededName(sc, seed), c.name)
+		}
+	}
 }
