@@ -11,12 +11,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
-	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	historyrender "github.com/kubectl-apf/kubectl-apf/pkg/history/render"
-	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
@@ -141,60 +138,9 @@ func (o *CapacityOptions) Run(ctx context.Context) error {
 	for _, n := range st.Notes {
 		fmt.Fprintln(o.ErrOut, n)
 	}
-	scl := st.ServerConcurrency
-	rep := capacity.Report{ServerConcurrencySource: string(st.ServerConcurrencySource), Release: st.Release.String(), ReleaseFrom: st.ReleaseFrom}
-	// The input's own objects, if it holds any: a raw dump or metrics file
-	// holds none, and then no level is imagined from the mandatory objects.
-	inputHasObjects := len(st.Snapshots) > 0 && st.Snapshots[0].HasObjects()
-	basePL, proposedPL := st.BasePriorityLevels, st.PriorityLevels
-	var named []string
-	for _, s := range st.Live {
-		for _, r := range levels.Compute(levels.Input{Snapshot: s}) {
-			named = append(named, r.Name)
-		}
-	}
-	switch {
-	case !st.NoObjects:
-	case len(o.Files) == 0:
-		rep.Unconfigured = "the input holds no PriorityLevelConfigurations (give -f, --defaults for the upstream defaults of its release, a bundle or the cluster for the configured levels' arithmetic)"
-	default:
-		base, assumed, why := capacity.AssumeBase(st.Release, named)
-		if base == nil {
-			rep.Unconfigured = why
-			break
-		}
-		basePL, rep.Assumed = base, assumed
-		_, proposedPL = config.Overlay(nil, base, st.Overlay)
-	}
-	if rep.Unconfigured == "" {
-		cur, err := capacity.Compute(basePL, scl, o.Server.RequestTimeout)
-		if err != nil {
-			return err
-		}
-		rep.Current = &cur
-		if len(o.Files) > 0 || len(o.settings) > 0 {
-			proposedPL, err := capacity.Apply(proposedPL, o.settings)
-			if err != nil {
-				return err
-			}
-			p, err := capacity.Compute(proposedPL, scl, o.Server.RequestTimeout)
-			if err != nil {
-				return fmt.Errorf("proposed configuration: %w", err)
-			}
-			rep.Proposed = &p
-		}
-	}
-	// The configuration's limits fill the figures the input lacks only
-	// when the configuration is the input's own.
-	var limits []engine.LevelLimits
-	if inputHasObjects {
-		limits = engine.NewConfig(st.BaseFlowSchemas, st.BasePriorityLevels).Limits(scl)
-	}
-	for _, s := range st.Live {
-		rep.Now = append(rep.Now, levels.Compute(levels.Input{Snapshot: s, Limits: limits})...)
-	}
-	if rep.Assumed != "" && rep.Current != nil {
-		rep.Assumed += capacity.CheckAssumed(*rep.Current, rep.Now)
+	rep, err := capacity.Build(capacity.Input{State: st, Files: len(o.Files) > 0, Settings: o.settings, RequestTimeout: o.Server.RequestTimeout})
+	if err != nil {
+		return err
 	}
 	if o.Store.Enabled() {
 		if err := o.Store.Open(); err != nil {

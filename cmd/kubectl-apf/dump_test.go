@@ -240,3 +240,30 @@ func TestRBACManifest(t *testing.T) {
 		t.Errorf("binding = %+v", binding)
 	}
 }
+
+// TestRBACManifestQuotesNames: subject names that YAML would read as
+// something else (a mapping, a list item, a number, a comment) come back
+// as the same strings, since the manifest is marshalled, not formatted.
+func TestRBACManifestQuotesNames(t *testing.T) {
+	users := []string{"a: b", "- c", "0123", "# d", "e'f", "true"}
+	args := []string{"rbac"}
+	for _, u := range users {
+		args = append(args, "--user", u)
+	}
+	streams, out, errb := testStreams("")
+	if code := run(args, streams); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	var binding rbacv1.ClusterRoleBinding
+	if len(docs) != 2 || yaml.UnmarshalStrict([]byte(docs[1]), &binding) != nil {
+		t.Fatalf("not a ClusterRole and a ClusterRoleBinding:\n%s", out)
+	}
+	var got []string
+	for _, s := range binding.Subjects {
+		got = append(got, s.Name)
+	}
+	if strings.Join(got, "\x00") != strings.Join(users, "\x00") {
+		t.Errorf("subjects %q, want %q", got, users)
+	}
+}

@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"strings"
-
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
@@ -62,63 +57,14 @@ func (o *ExplainRequestOptions) print(v any, text func(io.Writer) error) error {
 	return printObject(o.Out, o.Flags, v, text)
 }
 
-// probe sends r impersonating its identity and records the server's
-// classification headers in ex.
+// probe sends r impersonating its identity (pkg/fetch) and records the
+// server's classification headers in ex.
 func (o *ExplainRequestOptions) probe(ctx context.Context, r engine.Request, ex *explain.Explanation, names map[string]string) error {
-	cfg := rest.CopyConfig(o.ProbeConfig)
-	// client-go impersonation (kubectl --as/--as-group): the server's
-	// WithImpersonation adds system:authenticated (or, for system:anonymous,
-	// system:unauthenticated) itself.
-	imp := rest.ImpersonationConfig{UserName: r.Identity.User}
-	if r.Identity.User != user.Anonymous {
-		for _, g := range r.Identity.Groups {
-			if g != user.AllAuthenticated {
-				imp.Groups = append(imp.Groups, g)
-			}
-		}
-	}
-	cfg.Impersonate = imp
-	client, err := rest.HTTPClientFor(cfg)
+	res, err := fetch.Probe(ctx, o.ProbeConfig, fetch.ProbeRequest{Method: r.Method, URL: r.URL, List: r.Info.Verb == "list",
+		User: r.Identity.User, Groups: r.Identity.Groups})
 	if err != nil {
-		return fmt.Errorf("--probe: building a client: %w", err)
+		return err
 	}
-	u, err := url.Parse(strings.TrimRight(cfg.Host, "/") + cfg.APIPath)
-	if err != nil {
-		return fmt.Errorf("--probe: parsing the server URL %q: %w", cfg.Host, err)
-	}
-	ru, err := url.ParseRequestURI(r.URL)
-	if err != nil {
-		return fmt.Errorf("--probe: %w", err)
-	}
-	u.Path = strings.TrimRight(u.Path, "/") + ru.Path
-	q := ru.Query()
-	if r.Info.Verb == "list" {
-		// Read-only and small: one object is enough to be classified.
-		q.Set("limit", "1")
-	}
-	u.RawQuery = q.Encode()
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
-	if err != nil {
-		return fmt.Errorf("--probe: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("--probe: sending %s %s to %s: %w", method, r.URL, cfg.Host, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	fsUID := resp.Header.Get(dump.HeaderFlowSchemaUID)
-	plUID := resp.Header.Get(dump.HeaderPriorityLevelUID)
-	_, present := resp.Header[http.CanonicalHeaderKey(dump.HeaderFlowSchemaUID)]
-	// A refused impersonation is answered by WithImpersonation, before APF,
-	// with "... cannot impersonate resource ...".
-	if resp.StatusCode == http.StatusForbidden && !present && strings.Contains(string(body), "cannot impersonate") {
-		return fmt.Errorf("--probe: the server refused to impersonate %q (403): the kubeconfig's user needs RBAC verb impersonate on users and groups", r.Identity.User)
-	}
-	ex.CompareUIDs(fsUID, plUID, present, resp.StatusCode, names)
+	ex.CompareUIDs(res.FlowSchemaUID, res.PriorityLevelUID, res.Present, res.Status, names)
 	return nil
 }

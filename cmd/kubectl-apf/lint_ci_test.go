@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
+	lintrender "github.com/kubectl-apf/kubectl-apf/pkg/lint/render"
 )
 
 var (
@@ -148,7 +149,7 @@ func TestLintSuppressions(t *testing.T) {
 	if !strings.Contains(errOut, "annotation ignore-check.kubectl-apf.io/shadowed-flowschema has no reason") {
 		t.Errorf("no note for the empty reason: %q", errOut)
 	}
-	var rep lintReport
+	var rep lintrender.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestLintSuppressions(t *testing.T) {
 	}
 	// --disallow-suppressions ignores both kinds.
 	_, out, _ = runPlugin("lint", "--defaults", "-f", suppressDir, "--config", suppressCfg, "--disallow-suppressions", "-o", "json")
-	rep = lintReport{}
+	rep = lintrender.Report{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestLintSARIFAndJUnitFromFiles(t *testing.T) {
 		t.Errorf("%d of %d results placed in the files (the defaults' own findings have no file)", placed, len(log.Runs[0].Results))
 	}
 	_, out, _ = runPlugin("lint", "--defaults", "-f", brokenLintDir, "-o", "json")
-	var rep lintReport
+	var rep lintrender.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
+	lintrender "github.com/kubectl-apf/kubectl-apf/pkg/lint/render"
 )
 
 // checkGolden compares got with testdata/<name> (internal/testharness/golden: go test
@@ -60,7 +61,7 @@ func TestLintBrokenRepositoryFindsEveryPlantedMistake(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	var rep lintReport
+	var rep lintrender.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

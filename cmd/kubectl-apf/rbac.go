@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
@@ -40,7 +41,11 @@ it, then apply it yourself.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			_, err := fmt.Fprint(o.Out, o.Manifest())
+			m, err := o.Manifest()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(o.Out, m)
 			return err
 		},
 	}
@@ -65,49 +70,24 @@ func (o *RBACOptions) Validate() error {
 }
 
 // Manifest returns the YAML of the ClusterRole and, when subjects are
-// given, its ClusterRoleBinding.
-func (o *RBACOptions) Manifest() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: %s
-rules:
-# The APF debug dumps and the metrics (kubectl apf dump, top, bundle).
-- nonResourceURLs: [%q, "/metrics"]
-  verbs: ["get"]
-# The APF configuration (names for UIDs, explain, lint).
-- apiGroups: ["flowcontrol.apiserver.k8s.io"]
-  resources: ["flowschemas", "prioritylevelconfigurations"]
-  verbs: ["get", "list", "watch"]
-# The apiserver instances, for --all-apiservers.
-- apiGroups: ["discovery.k8s.io"]
-  resources: ["endpointslices"]
-  verbs: ["list"]
-`, o.Name, fetch.DebugURLPattern)
+// given, its ClusterRoleBinding, marshalled from pkg/fetch's objects.
+func (o *RBACOptions) Manifest() (string, error) {
+	role, err := yaml.Marshal(fetch.ReaderRole(o.Name))
+	if err != nil {
+		return "", err
+	}
+	out := fetch.ReaderRBACComment + string(role)
 	if len(o.Users)+len(o.Groups)+len(o.ServiceAccounts) == 0 {
-		return b.String()
+		return out, nil
 	}
-	fmt.Fprintf(&b, `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: %s
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: %s
-subjects:
-`, o.Name, o.Name)
-	for _, u := range o.Users {
-		fmt.Fprintf(&b, "- kind: User\n  apiGroup: rbac.authorization.k8s.io\n  name: %q\n", u)
-	}
-	for _, g := range o.Groups {
-		fmt.Fprintf(&b, "- kind: Group\n  apiGroup: rbac.authorization.k8s.io\n  name: %q\n", g)
-	}
+	var sas [][2]string
 	for _, sa := range o.ServiceAccounts {
 		ns, n, _ := strings.Cut(sa, ":")
-		fmt.Fprintf(&b, "- kind: ServiceAccount\n  namespace: %q\n  name: %q\n", ns, n)
+		sas = append(sas, [2]string{ns, n})
 	}
-	return b.String()
+	binding, err := yaml.Marshal(fetch.ReaderBinding(o.Name, o.Users, o.Groups, sas))
+	if err != nil {
+		return "", err
+	}
+	return out + "---\n" + string(binding), nil
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/ctxsleep"
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
@@ -21,7 +20,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	levelsrender "github.com/kubectl-apf/kubectl-apf/pkg/levels/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
 
@@ -182,25 +180,15 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		// one scrape and pair it with the previous print's.
 		opts = dump.CaptureOptions{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics, MetricsInterval: o.RateWindow}
 	}
-	prev := map[string]*metrics.Scrape{}
-	for i := 0; ; i++ {
-		if i == 1 {
-			opts.MetricsInterval = 0
-		}
-		c, err := captureOrFail(ctx, o.Source, opts, liveHint(o.Options))
-		if err != nil {
-			return err
-		}
+	var every time.Duration
+	if o.Watch {
+		every = o.Interval
+	}
+	capture := func(ctx context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
+		return captureOrFail(ctx, o.Source, opts, liveHint(o.Options))
+	}
+	return dump.Watch(ctx, dump.WatchOptions{Capture: opts, Every: every, Clock: o.ClockOrReal()}, capture, func(i int, c *dump.Capture) error {
 		if o.Watch {
-			for _, s := range c.Snapshots {
-				if len(s.Metrics) > 0 {
-					cur := s.Metrics[len(s.Metrics)-1]
-					if p := prev[s.Instance]; p != nil {
-						s.Metrics = []*metrics.Scrape{p, cur}
-					}
-					prev[s.Instance] = cur
-				}
-			}
 			if i > 0 {
 				fmt.Fprintln(o.Out)
 			}
@@ -208,24 +196,14 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		}
 		render.PrintFailures(o.ErrOut, c.Failures)
 		if o.Kind == "levels" {
-			err = o.printLevels(c.Snapshots, c.Notes)
-		} else {
-			printNotes(o.ErrOut, c.Notes)
-			for _, inst := range render.UnlistedExecuting(c.Snapshots) {
-				fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
-			}
-			err = render.PrintTopFlows(o.Out, o.Flags, c.Snapshots, o.Level, o.Limit)
+			return o.printLevels(c.Snapshots, c.Notes)
 		}
-		if err != nil || !o.Watch {
-			return err
+		printNotes(o.ErrOut, c.Notes)
+		for _, inst := range render.UnlistedExecuting(c.Snapshots) {
+			fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
 		}
-		if err := ctxsleep.Sleep(ctx, o.ClockOrReal(), o.Interval); err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted: a normal end of --watch
-			}
-			return err
-		}
-	}
+		return render.PrintTopFlows(o.Out, o.Flags, c.Snapshots, o.Level, o.Limit)
+	})
 }
 
 // printLevels prints the capture's notes and the level table, with a note

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -171,9 +170,7 @@ func (o *TopTUIOptions) completeCluster() error {
 	if cs, ok := o.Source.(*fetch.ClusterSource); ok {
 		// Count the view's own requests: the header shows its load on the
 		// apiserver (a monitoring tool loads the server it watches too).
-		cfg := *cs.Config
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: &o.requests} })
-		cs.Config = &cfg
+		cs.CountRequests(&o.requests)
 	}
 	return nil
 }

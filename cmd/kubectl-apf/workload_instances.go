@@ -41,7 +41,7 @@ func (f *instanceFlags) addFlags(fs *pflag.FlagSet) {
 }
 
 // options checks the flags against the files given and returns them for
-// workload.OpenFiles.
+// input.OpenFiles.
 func (f *instanceFlags) options(paths []string) (workload.InstanceOptions, error) {
 	opts := workload.InstanceOptions{All: f.All}
 	if f.All != "" && len(f.ByPath) > 0 {

@@ -3,7 +3,7 @@
 // file holds it, bare or under "dashboard" as Grafana's HTTP API gives it),
 // or a ConfigMap that carries one, as kube-prometheus, OpenShift and Helm
 // charts ship dashboards. A dashboard holds PromQL queries and no data: the
-// readers of raw input (pkg/dump) and of workloads (pkg/engine/workload)
+// readers of raw input (pkg/dump) and of workloads (pkg/input)
 // name it instead of reading its lines as something else.
 package grafana
 

@@ -39,6 +39,22 @@ func rbacRule(path string) string {
 	return fmt.Sprintf("nonResourceURLs [%q] with verb get", path)
 }
 
+// Forbidden is the one line of every 403 the plugin is answered, from a
+// cluster or a store: what was refused, and what to grant or check. The
+// store clients (pkg/promfetch, pkg/vlogs) say it through this function
+// and ServiceProxyForbidden, so the sentence is written once.
+func Forbidden(what, remedy string) error {
+	return fmt.Errorf("%s: forbidden (403): %s", what, remedy)
+}
+
+// ServiceProxyForbidden is the 403 of a store read through the
+// apiserver's service proxy (--prometheus-service,
+// --victorialogs-service): the kubectl identity lacks get on
+// services/proxy. where names the store.
+func ServiceProxyForbidden(where string) error {
+	return Forbidden(where, "the kubectl identity needs get on services/proxy in that namespace")
+}
+
 // ExplainFetchError turns the error of a GET of path on instance into one
 // line a person can act on. timeout is the --request-timeout in force (0:
 // none), named when the request timed out.
@@ -50,7 +66,7 @@ func ExplainFetchError(instance, path string, timeout time.Duration, err error) 
 	var se apierrors.APIStatus
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s: forbidden (403): your identity lacks the RBAC rule %s; ask an admin to bind the read-only ClusterRole printed by %q", what, rbacRule(path), RBACHintCommand)
+		return Forbidden(what, fmt.Sprintf("your identity lacks the RBAC rule %s; ask an admin to bind the read-only ClusterRole printed by %q", rbacRule(path), RBACHintCommand))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%s: unauthorized (401): the apiserver rejected the credentials of the kubeconfig", what)
 	case apierrors.IsNotFound(err) && strings.HasPrefix(path, "/debug/api_priority_and_fairness/"):

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -359,4 +361,25 @@ func (f *fetcher) objects(ctx context.Context, s *dump.Snapshot) error {
 		s.Raw[o.file] = conv
 	}
 	return nil
+}
+
+// CountRequests makes s count every request it sends in n (the live view
+// shows its own load on the apiserver: a monitoring tool loads the server
+// it watches too). s's Config is copied, not changed in place.
+func (s *ClusterSource) CountRequests(n *atomic.Int64) {
+	cfg := *s.Config
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: n} })
+	s.Config = &cfg
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+// RoundTrip counts r and sends it on.
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.rt.RoundTrip(r)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Spec says which workload to open and how.
@@ -14,7 +15,7 @@ type Spec struct {
 	// included); a lone "-" reads Stdin, when given.
 	Paths []string
 	// Stdin is what a lone "-" reads (nil: the process's standard input,
-	// as workload.OpenFiles reads it).
+	// as input.OpenFiles reads it).
 	Stdin io.Reader
 	// Instances say which apiserver instance served each file's requests.
 	Instances workload.InstanceOptions
@@ -39,20 +40,20 @@ type Workload struct {
 // Open opens the workload of spec; reading it stops with an error once ctx
 // is cancelled. The caller closes it.
 func Open(ctx context.Context, spec Spec) (*Workload, error) {
-	opts := workload.Options{Lenient: !spec.Strict, Instances: spec.Instances}
+	opts := input.Options{Lenient: !spec.Strict, Instances: spec.Instances}
 	var known bool
 	if spec.FindYear {
 		opts.Year, known = Year(spec.Paths)
 	}
 	if len(spec.Paths) != 1 || spec.Paths[0] != "-" || spec.Stdin == nil {
-		files, err := workload.OpenFiles(spec.Paths, opts)
+		files, err := input.OpenFiles(spec.Paths, opts)
 		if err != nil {
 			return nil, err
 		}
 		return &Workload{Files: files, YearKnown: known, ctx: ctx}, nil
 	}
 	st := &workload.Stats{}
-	r, f, err := workload.NewReader(spec.Stdin, "stdin", opts, st)
+	r, f, err := input.NewReader(spec.Stdin, "stdin", opts, st)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // yearPeek is how much of a file Year reads.
@@ -17,8 +18,8 @@ const yearPeek = 1 << 20
 
 // Year is the year of the logs at paths, when one of them tells it:
 // an audit log or audit events wrapped by a cloud or a pipeline
-// (workload.InputYear: their times are whole; it wins, as
-// workload.OpenFiles takes its year), else an httplog line in klog's JSON
+// (input.InputYear: their times are whole; it wins, as
+// input.OpenFiles takes its year), else an httplog line in klog's JSON
 // format (ts, in milliseconds since the epoch) or one whose klog header
 // follows a dated prefix (a container runtime's
 // "2025-03-05T22:40:41.977203895Z stderr F", kubectl logs --timestamps').
@@ -32,14 +33,14 @@ func Year(paths []string) (year int, known bool) {
 		}
 		// an audit log, or audit events in a cloud's or a pipeline's
 		// records (gzipped, or a directory's files)
-		if y, ok := workload.InputYear(p); ok {
+		if y, ok := input.InputYear(p); ok {
 			return y, true
 		}
 		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		if format, r, err := workload.Detect(f); err == nil && format == workload.FormatHTTPLog && !known {
+		if format, r, err := input.Detect(f); err == nil && format == workload.FormatHTTPLog && !known {
 			year, known = httplogYear(r)
 		}
 		f.Close()

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 )
 
@@ -344,9 +345,9 @@ func (c *Client) explain(err error) error {
 			return fmt.Errorf("%s refused the credentials (401): check --prometheus-token, --prometheus-username or the client certificate", c.where)
 		case ae.Type == v1.ErrClient && strings.Contains(ae.Msg, "403"):
 			if c.opts.Service != "" {
-				return fmt.Errorf("%s: forbidden (403): the kubectl identity needs get on services/proxy in that namespace", c.where)
+				return fetch.ServiceProxyForbidden(c.where)
 			}
-			return fmt.Errorf("%s: forbidden (403): check the credentials and, for Mimir or Cortex, --prometheus-header X-Scope-OrgID=TENANT", c.where)
+			return fetch.Forbidden(c.where, "check the credentials and, for Mimir or Cortex, --prometheus-header X-Scope-OrgID=TENANT")
 		case ae.Type == v1.ErrClient && strings.Contains(ae.Msg, "404"):
 			return fmt.Errorf("%s has no Prometheus query API (404): give the base URL the /api/v1/query_range path hangs off", c.where)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkReconstructTaped(b *testing.B) {
 	const n = 500_000
 	httplog, audit := writeOverload(b, n)
 	f := loadFixture(b, filepath.Join(recordings, "starved"))
-	files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
+	files, err := input.OpenFiles([]string{httplog, audit}, input.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
@@ -99,7 +100,7 @@ func scanLines(b *testing.B, paths ...string) int {
 // readWorkload reads the files as the workload readers do (parsed, joined
 // by audit ID) and returns how many requests they hold.
 func readWorkload(b *testing.B, paths ...string) int {
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func BenchmarkReconstruct(b *testing.B) {
 		runtime.GC()
 		stop := peakLiveHeap()
 		t3, c3 := time.Now(), cpuTime()
-		files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
+		files, err := input.OpenFiles([]string{httplog, audit}, input.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -306,7 +307,7 @@ func BenchmarkInstances(b *testing.B) {
 	f := loadFixture(b, filepath.Join(recordings, "starved"))
 	var tReader, tInstances time.Duration
 	run := func(instances bool) *reconstruct.Result {
-		files, err := workload.OpenFiles([]string{httplog, audit}, workload.Options{})
+		files, err := input.OpenFiles([]string{httplog, audit}, input.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

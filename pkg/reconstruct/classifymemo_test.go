@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // TestClassifyMemoRecordings classifies every request of every recording
@@ -43,7 +44,7 @@ func TestClassifyMemoRecordings(t *testing.T) {
 		httplog := testfixture.Gunzip(t, filepath.Join(f.dir, recording.HTTPLogFile), tmp)
 		audit := testfixture.Gunzip(t, filepath.Join(f.dir, recording.AuditLogFile), tmp)
 		for _, paths := range [][]string{{httplog, audit}, {httplog}} {
-			files, err := workload.OpenFiles(paths, workload.Options{})
+			files, err := input.OpenFiles(paths, input.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

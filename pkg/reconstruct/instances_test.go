@@ -14,6 +14,7 @@ import (
 	testfixture "github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
@@ -53,7 +54,7 @@ func alone(t *testing.T, f fixture, paths ...string) (*reconstruct.Result, []fat
 // result and the fates by instance.
 func together(t *testing.T, tune func(string) fixture, paths ...string) (*reconstruct.Result, *workload.Files, map[string][]fateOf) {
 	t.Helper()
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

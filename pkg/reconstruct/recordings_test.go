@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
@@ -68,7 +68,7 @@ func loadFixture(t testing.TB, dir string) fixture {
 // reconstructFiles reconstructs the workload files against f.
 func reconstructFiles(t *testing.T, f fixture, opts reconstruct.Options, paths ...string) *reconstruct.Result {
 	t.Helper()
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	testfixture "github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
@@ -37,7 +38,7 @@ type reconstructed struct {
 
 func reconstructPaths(t *testing.T, f fixture, paths ...string) reconstructed {
 	t.Helper()
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func reconstructPaths(t *testing.T, f fixture, paths ...string) reconstructed {
 	}
 	// the instance each request was read with (the reconstruction's tape
 	// does not carry it)
-	again, err := workload.OpenFiles(paths, workload.Options{})
+	again, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

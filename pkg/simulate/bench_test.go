@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // writeSyntheticWorkload writes n JSONL requests: Poisson arrivals at 2000/s
@@ -66,7 +67,7 @@ func writeSyntheticWorkload(tb testing.TB, n int) string {
 // readAll reads the workload files as the replay does (joined, merged) and
 // checks that they hold n requests: the floor any replay pays.
 func readAll(b *testing.B, n int, paths ...string) {
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func BenchmarkSimulate(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			cfg := commandDefaults()
 			cfg.Workloads, cfg.Sets = []string{wl}, sets(b, bm.sets...)
-			st := loadState(b, input{defaults: true, scl: 100}, cfg)
+			st := loadState(b, stateInput{defaults: true, scl: 100}, cfg)
 			for b.Loop() {
 				if _, err := Run(context.Background(), st, cfg); err != nil {
 					b.Fatal(err)
@@ -307,7 +308,7 @@ func BenchmarkSimulateRecorded(b *testing.B) {
 func simulateRecorded(b *testing.B, files []string, calibrate bool) *Result {
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate = files, calibrate
-	return simulateT(b, input{defaults: true, scl: 600}, cfg)
+	return simulateT(b, stateInput{defaults: true, scl: 600}, cfg)
 }
 
 // BenchmarkSimulateHeap checks that the memory of a calibrated replay does
@@ -383,7 +384,7 @@ func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first 
 		if !reread && len(opened) > 0 {
 			return tape.Reader(), nil
 		}
-		f, err := workload.OpenFiles(paths, workload.Options{Lenient: true})
+		f, err := input.OpenFiles(paths, input.Options{Lenient: true})
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +408,7 @@ func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first 
 // tapeRead records the workload files on a tape and returns how long one
 // reading of the tape takes.
 func tapeRead(b *testing.B, n int, paths ...string) time.Duration {
-	files, err := workload.OpenFiles(paths, workload.Options{})
+	files, err := input.OpenFiles(paths, input.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

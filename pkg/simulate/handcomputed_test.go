@@ -61,7 +61,7 @@ spec:
 	tests := []struct {
 		name     string
 		workload *jsonl
-		in       input
+		in       stateInput
 		sets     []string
 		timeout  time.Duration
 		level    string
@@ -73,7 +73,7 @@ spec:
 			// 6 wait at once after the 10th arrival
 			name:     "ten requests on four seats",
 			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 10),
-			in:       input{scl: 49},
+			in:       stateInput{scl: 49},
 			level:    "global-default",
 			want:     simLevel{Dispatched: 10, Rejected: map[string]int64{}, WaitP50Seconds: 1, WaitP99Seconds: 2, WaitMaxSeconds: 2, PeakQueueLength: 6, PeakSeatsInUse: 4},
 		},
@@ -82,7 +82,7 @@ spec:
 			// per queue), 2 are rejected
 			name:     "queue length limit 1",
 			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 12),
-			in:       input{scl: 49},
+			in:       stateInput{scl: 49},
 			sets:     []string{"global-default.queueLengthLimit=1"},
 			level:    "global-default",
 			after:    true,
@@ -93,7 +93,7 @@ spec:
 			// 0, 1s and 2s four times each
 			name:     "queue length limit 1, before",
 			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "1s", 12),
-			in:       input{scl: 49},
+			in:       stateInput{scl: 49},
 			sets:     []string{"global-default.queueLengthLimit=1"},
 			level:    "global-default",
 			want:     simLevel{Dispatched: 12, Rejected: map[string]int64{}, WaitP50Seconds: 1, WaitP99Seconds: 2, WaitMaxSeconds: 2, PeakQueueLength: 8, PeakSeatsInUse: 4},
@@ -103,7 +103,7 @@ spec:
 			// 0, 0.9s and 1.8s; the 8 still queued at 2s time out
 			name:     "wait limit from the request timeout",
 			workload: (&jsonl{}).burst("0s", "alice", "list", pods, "900ms", 20),
-			in:       input{scl: 49},
+			in:       stateInput{scl: 49},
 			timeout:  8 * time.Second,
 			level:    "global-default",
 			want:     simLevel{Dispatched: 12, Rejected: map[string]int64{"time-out": 8}, WaitP50Seconds: 0.9, WaitP99Seconds: 1.8, WaitMaxSeconds: 1.8, PeakQueueLength: 16, PeakSeatsInUse: 4},
@@ -113,7 +113,7 @@ spec:
 			// the first two rounds are served
 			name:     "wait limit from the timeout parameter",
 			workload: (&jsonl{}).burst("0s", "alice", "list", pods+"?timeout=4s", "900ms", 20),
-			in:       input{scl: 49},
+			in:       stateInput{scl: 49},
 			level:    "global-default",
 			want:     simLevel{Dispatched: 8, Rejected: map[string]int64{"time-out": 12}, WaitP50Seconds: 0, WaitP99Seconds: 0.9, WaitMaxSeconds: 0.9, PeakQueueLength: 16, PeakSeatsInUse: 4},
 		},
@@ -121,7 +121,7 @@ spec:
 			// a Reject level of 5 seats: 5 run, 3 are refused at once
 			name:     "reject level from a file",
 			workload: (&jsonl{}).burst("0s", "batch", "list", pods, "1s", 8),
-			in:       input{scl: 250, files: []string{rejectLevel}},
+			in:       stateInput{scl: 250, files: []string{rejectLevel}},
 			level:    "batch",
 			after:    true,
 			want:     simLevel{Dispatched: 5, Rejected: map[string]int64{"concurrency-limit": 3}, PeakSeatsInUse: 5},

@@ -15,8 +15,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
-// input is where the state comes from, as the command's flags give it.
-type input struct {
+// stateInput is where the state comes from, as the command's flags give it.
+type stateInput struct {
 	from     string   // --from
 	defaults bool     // --defaults
 	files    []string // -f
@@ -29,7 +29,7 @@ func commandDefaults() Config {
 }
 
 // loadState loads the state as the command does.
-func loadState(t testing.TB, in input, cfg Config) *state.State {
+func loadState(t testing.TB, in stateInput, cfg Config) *state.State {
 	t.Helper()
 	st, _, err := loadE(context.Background(), in, cfg)
 	if err != nil {
@@ -38,7 +38,7 @@ func loadState(t testing.TB, in input, cfg Config) *state.State {
 	return st
 }
 
-func loadE(ctx context.Context, in input, cfg Config) (*state.State, string, error) {
+func loadE(ctx context.Context, in stateInput, cfg Config) (*state.State, string, error) {
 	o := load.NewOptions(nil, load.Config)
 	o.From, o.Defaults, o.Files = in.from, in.defaults, in.files
 	if err := o.Validate(); err != nil {
@@ -55,7 +55,7 @@ func loadE(ctx context.Context, in input, cfg Config) (*state.State, string, err
 }
 
 // simulateE loads the state and runs the replay, as the command does.
-func simulateE(ctx context.Context, in input, cfg Config) (*Result, error) {
+func simulateE(ctx context.Context, in stateInput, cfg Config) (*Result, error) {
 	st, source, err := loadE(ctx, in, cfg)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func simulateE(ctx context.Context, in input, cfg Config) (*Result, error) {
 	return Run(ctx, st, cfg)
 }
 
-func simulateT(t testing.TB, in input, cfg Config) *Result {
+func simulateT(t testing.TB, in stateInput, cfg Config) *Result {
 	t.Helper()
 	res, err := simulateE(context.Background(), in, cfg)
 	if err != nil {

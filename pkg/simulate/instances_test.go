@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // TestSimulateInstancesEachAsAlone gives the logs of two recordings
@@ -32,7 +32,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 		}
 		files[name+"/audit.log"] = []string{fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), d), fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), d)}
 	}
-	in := input{from: filepath.Join(fixture.Path("simulate", "recordings", "starved"), recording.BundleFile)}
+	in := stateInput{from: filepath.Join(fixture.Path("simulate", "recordings", "starved"), recording.BundleFile)}
 	cfg := commandDefaults()
 	cfg.Sets = sets(t, "apf-load.queueLengthLimit=1")
 	cfg.Workloads = append(append([]string{}, files["starved/audit.log"]...), files["quiet/audit.log"]...)
@@ -53,7 +53,7 @@ func TestSimulateInstancesEachAsAlone(t *testing.T) {
 		}
 		m, _ := readServerMetrics(context.Background(), st, cfg, calibrate.TimeRange{})
 		m.evidence.Runtime, m.evidence.CPUUse = nil, nil
-		fs, err := workload.OpenFiles(files[gi.Name], workload.Options{Lenient: true})
+		fs, err := input.OpenFiles(files[gi.Name], input.Options{Lenient: true})
 		if err != nil {
 			t.Fatal(err)
 		}

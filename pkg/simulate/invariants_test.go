@@ -46,7 +46,7 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 			}{{"httplog+audit", []string{logFile, auditFile}}, {"audit only", []string{auditFile}}} {
 				cfg := commandDefaults()
 				cfg.Workloads = mode.files
-				st := loadState(t, input{from: bundle}, cfg)
+				st := loadState(t, stateInput{from: bundle}, cfg)
 				implied, busy, limits := preparedSeatTime(t, st, cfg)
 				for _, l := range slices.Sorted(maps.Keys(implied)) {
 					c := limits[l]
@@ -56,7 +56,7 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 						t.Errorf("%s, %s: the calibrated holds imply %v of seat time, more than %d seats over the %v it was busy", mode.name, l, implied[l], c, busy[l])
 					}
 				}
-				res := simulateT(t, input{from: bundle}, cfg)
+				res := simulateT(t, stateInput{from: bundle}, cfg)
 				for _, f := range res.Fit {
 					rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 					report = append(report, fmt.Sprintf("%-9s %-13s %-16s dispatches recorded %5d, replayed %5d", name, mode.name, f.Level, rec, rep))

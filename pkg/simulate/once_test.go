@@ -55,7 +55,7 @@ func TestSimulateReadsTheWorkloadOnce(t *testing.T) {
 		t.Helper()
 		cfg := commandDefaults()
 		cfg.Workloads = []string{workload}
-		return simulateT(t, input{from: bundle}, cfg)
+		return simulateT(t, stateInput{from: bundle}, cfg)
 	}
 	fromPipe, fromFile := simulate(fifo), simulate(audit)
 	if est := fromPipe.Calibration.Estimated; est.FixedPointIterations < 1 || est.ExecutionFromReplay == 0 {

@@ -177,5 +177,5 @@ func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, c
 	t.Helper()
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
-	return simulateT(t, input{from: kr.bundle, files: changes}, cfg)
+	return simulateT(t, stateInput{from: kr.bundle, files: changes}, cfg)
 }

@@ -22,7 +22,7 @@ import (
 func TestSimulateStdinCalibrated(t *testing.T) {
 	dir := fixture.Path("simulate", "recordings", "starved")
 	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), t.TempDir())
-	in := input{from: filepath.Join(dir, recording.BundleFile)}
+	in := stateInput{from: filepath.Join(dir, recording.BundleFile)}
 	cfg := commandDefaults()
 	cfg.Workloads = []string{audit}
 	fromFile := simulateT(t, in, cfg)
@@ -46,7 +46,7 @@ func TestSimulateStdinCalibrated(t *testing.T) {
 func TestSimulateInterrupted(t *testing.T) {
 	cfg := commandDefaults()
 	cfg.Workloads = []string{(&jsonl{}).burst("0s", "alice", "get", "/api/v1/namespaces/default/pods/a", "1ms", 10000).write(t)}
-	st := loadState(t, input{defaults: true}, cfg)
+	st := loadState(t, stateInput{defaults: true}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res, err := Run(ctx, st, cfg)
@@ -72,13 +72,13 @@ func TestSimulateSaysWhyLinesWereSkipped(t *testing.T) {
 	)
 	cfg := commandDefaults()
 	cfg.Workloads = []string{writeFile(t, "pasted.log", strings.Join([]string{noHeader, truncated, noHeader, noHeader}, "\n")+"\n")}
-	_, err := simulateE(context.Background(), input{defaults: true}, cfg)
+	_, err := simulateE(context.Background(), stateInput{defaults: true}, cfg)
 	want := "pasted.log: none of its 4 lines could be read as a request: 3 httplog lines without a timestamp, 1 httplog line without resp= (cut short?)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("simulate on lines it cannot read: %v\nwant %s", err, want)
 	}
 	cfg.Workloads = []string{writeFile(t, "some.log", strings.Join([]string{good, noHeader, truncated}, "\n")+"\n")}
-	res := simulateT(t, input{defaults: true}, cfg)
+	res := simulateT(t, stateInput{defaults: true}, cfg)
 	var note string
 	for _, n := range res.Notes {
 		if strings.Contains(n, "skipped") {

@@ -339,7 +339,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := loadState(t, input{from: bundle}, Config{Calibrate: true})
+		st := loadState(t, stateInput{from: bundle}, Config{Calibrate: true})
 		counts, err := logs.ObjectCounts(st, bundle)
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)

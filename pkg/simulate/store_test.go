@@ -46,13 +46,13 @@ func TestStoreEvidenceIsPreferred(t *testing.T) {
 		t.Helper()
 		cfg := commandDefaults()
 		cfg.Workloads, cfg.CPULimit, cfg.Store = []string{kr.logFile, kr.auditFile}, kr.rec.APIServerCPUs, store
-		return simulateT(t, input{from: kr.bundle, files: []string{whatIf}}, cfg)
+		return simulateT(t, stateInput{from: kr.bundle, files: []string{whatIf}}, cfg)
 	}
 	bundle := run(nil)
 	if bundle.Evidence == nil || bundle.Evidence.Store != "" {
 		t.Fatalf("the bundle's evidence: %+v", bundle.Evidence)
 	}
-	st := loadState(t, input{from: kr.bundle}, commandDefaults())
+	st := loadState(t, stateInput{from: kr.bundle}, commandDefaults())
 	ms := st.Snapshots[0].Metrics
 	first, last := ms[0], ms[len(ms)-1]
 	levels := whatIfLevels(nil, kr.rec.Recorded)

@@ -174,7 +174,7 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-%d", c.name, c.quiet), func(t *testing.T) {
 			dir := filepath.Join(recordingsDir(t), c.name)
 			kr := openRecording(t, dir)
-			st := loadState(t, input{from: kr.bundle}, commandDefaults())
+			st := loadState(t, stateInput{from: kr.bundle}, commandDefaults())
 			ms := st.Snapshots[0].Metrics
 			if len(ms) < 2 {
 				t.Fatalf("%s's bundle holds %d scrapes, want two around the load", c.name, len(ms))
@@ -273,7 +273,7 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 			all.Workloads, all.CPULimit = []string{fullLog, fullAudit}, kr.rec.APIServerCPUs
 			all.Window = logs.Window{Since: "1d"}
 			all.Sets = nil
-			whole := simulateT(t, input{from: kr.bundle, files: []string{whatIf}}, all)
+			whole := simulateT(t, stateInput{from: kr.bundle, files: []string{whatIf}}, all)
 			for _, l := range whatIfLevels(nil, kr.rec.Recorded) {
 				t.Logf("%s: the whole full log, the evidence refused: predicted %d, after the change %d", l, rejected(whole, false, l), rejected(whole, true, l))
 			}

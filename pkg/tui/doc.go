@@ -27,8 +27,15 @@
 // current limit, nominal limit, lent or borrowed seats,
 // waiting requests and seats, dispatched and rejected rates by reason,
 // wait p99, from metrics.Levels and the three dumps), Queues (the heat map
-// of one level) and Waiting (the drill-down). Render is a pure function of
-// the model and the clock, exactly width × height cells, so golden frames
+// of one level) and Waiting (the drill-down). What a component draws is
+// computed in Update (Model.relayout, last in every Update: the table's
+// rows filtered and sorted, its totals, the selected row and the first one
+// visible, the queue map's cells, the drill-down's flows and waiting
+// requests), so that a View only lays it out; its one write is the
+// selection the table shows (a level gone becomes the first row drawn).
+// Render is a function of the model and the clock, exactly width × height
+// cells, and drawing it twice draws the same frame and leaves the model as
+// it was (TestViewComputesNothing), so golden frames
 // (testdata/frames, rewritten with -update) pin it down; Styles only
 // colours what the characters already say.
 //

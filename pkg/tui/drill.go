@@ -14,9 +14,23 @@ import (
 
 // drillDown is the drill-down of the selected level, a component: enter
 // opens it, esc closes it; its View lists the level's flows, then its
-// waiting requests, oldest first.
+// waiting requests, oldest first, as refresh computed them.
 type drillDown struct {
 	open bool
+
+	// Computed by refresh (in Update) while it is open.
+	level   string
+	flows   []render.FlowRow
+	waiting []WaitingRequest
+}
+
+// refresh computes the flows and waiting requests of level in the
+// instance shown. Update calls it after every message while the
+// drill-down is open.
+func (d *drillDown) refresh(iv *InstanceView, level string) {
+	d.level = level
+	d.flows = render.FlowRows([]*dump.Snapshot{iv.Snapshot}, level, 0)
+	d.waiting = Waiting(iv.Snapshot, level)
 }
 
 // Update opens the drill-down of the selected level (none: cursor "") or
@@ -35,11 +49,10 @@ func (d *drillDown) Update(msg tea.KeyPressMsg, k *KeyMap, cursor string) bool {
 	return true
 }
 
-// View draws the drill-down of level.
-func (d *drillDown) View(f frame, level string) []string {
+// View draws the drill-down of the level refresh computed.
+func (d *drillDown) View(f frame) []string {
 	st, iv, w, body := f.st, f.iv, f.w, f.body
-	flows := render.FlowRows([]*dump.Snapshot{iv.Snapshot}, level, 0)
-	waiting := Waiting(iv.Snapshot, level)
+	level, flows, waiting := d.level, d.flows, d.waiting
 	lines := []string{st.paint(st.Header, fmt.Sprintf("%s on %s · %d flows · %d waiting requests · esc back", clean(level), clean(iv.Instance), len(flows), len(waiting)))}
 	fcols := []column{{"FLOWSCHEMA", 24, false}, {"FLOW", 20, false}, {"WAIT", 5, true}, {"W-SEATS", 7, true},
 		{"EXEC", 5, true}, {"E-SEATS", 7, true}, {"QUEUES", max(6, w-24-20-5-7-5-7-7), false}}

@@ -126,58 +126,28 @@ type frame struct {
 	past bool
 }
 
-// View draws the table: the totals, the rows that fit and the queue map
-// of the selected level.
+// View draws the table as Update left it (refresh): the totals, the rows
+// that fit from the first one visible, and the queue map of the selected
+// level.
+//
+// Its one write is the selection it shows: a selected level that is gone
+// (or none yet) becomes the first row drawn, as the frame shows it, so
+// that enter drills into the level the user sees. Every other figure was
+// computed by refresh.
 func (t *levelTable) View(f frame) []string {
-	st, iv, w, body := f.st, f.iv, f.w, f.body
-	rows := t.rows(iv)
+	st, w, body := f.st, f.w, f.body
+	rows, sel, tot := t.shown, t.sel, t.totals
+	t.cursor = t.shownCursor()
 	// Totals line: what the e2e test and a glance look for.
-	var seats, limit, waiting, rejected float64
-	rejKnown := false
-	for _, l := range iv.Levels {
-		if !math.IsNaN(l.SeatsInUse) && !l.Exempt {
-			seats += l.SeatsInUse
-		}
-		if !math.IsNaN(l.CurrentLimit) && !l.Exempt {
-			limit += l.CurrentLimit
-		}
-		if !math.IsNaN(l.Waiting) {
-			waiting += l.Waiting
-		}
-		if l.HasRates {
-			rejKnown = true
-			rejected += l.RejectedTotal
-		}
-	}
 	sum := fmt.Sprintf("levels %d · seats %s/%s · waiting %s · rejected %s/s · sort %s",
-		len(iv.Levels), num(seats), num(limit), num(waiting), rate(rejected, rejKnown), sortKeys[t.sortIdx])
+		tot.levels, num(tot.seats), num(tot.limit), num(tot.waiting), rate(tot.rejected, tot.rejKnown), sortKeys[t.sortIdx])
 	if t.filter != "" {
 		sum += " · filter /" + clean(t.filter) + "/"
 	}
 	lines := []string{sum}
 	cols, wide := levelColumns(w)
 	lines = append(lines, st.paint(st.Header, padRight(titles(cols), w)))
-
-	sel := t.cursorIndex(rows)
-	var queueLines []string
-	if sel < len(rows) {
-		queueLines = t.queues.View(f, rows[sel])
-	}
-	// Rows get what the queue map leaves, at least three.
-	space := body - len(lines) - len(queueLines)
-	if space < 3 {
-		queueLines = nil
-		space = body - len(lines)
-	}
-	if sel < t.offset {
-		t.offset = sel
-	}
-	if sel >= t.offset+space {
-		t.offset = sel - space + 1
-	}
-	if t.offset > max(0, len(rows)-space) {
-		t.offset = max(0, len(rows)-space)
-	}
+	queueLines, space := t.queueLines(f, len(lines))
 	for i := t.offset; i < len(rows) && i < t.offset+space; i++ {
 		line := padRight(joinCells(cols, t.cells(f, rows[i], wide, cols)), w)
 		switch {
@@ -195,4 +165,18 @@ func (t *levelTable) View(f frame) []string {
 		lines = append(lines, "")
 	}
 	return append(lines, queueLines...)
+}
+
+// queueLines are the queue map's lines under a table whose first above
+// lines are drawn, and the space left for the rows: the rows get what the
+// map leaves, at least three, else the map is not drawn.
+func (t *levelTable) queueLines(f frame, above int) (lines []string, space int) {
+	if t.sel < len(t.shown) {
+		lines = t.queues.View(f, t.shown[t.sel])
+	}
+	space = f.body - above - len(lines)
+	if space < 3 {
+		return nil, f.body - above
+	}
+	return lines, space
 }

@@ -225,6 +225,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.onKey(msg)
 	}
 	m.keepInstance()
+	m.relayout()
 	return m, cmd
 }
 

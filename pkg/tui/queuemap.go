@@ -6,20 +6,44 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
-// queueMap is the heat map of the selected level's queues, a component
-// with no state of its own: one cell per queue on three rows (waiting
-// requests, executing seats, distinct flows), so a shuffle-sharding
-// collision (two flows on a queue) or an elephant (one flow filling every
-// queue of its hand) is visible at a glance.
-type queueMap struct{}
+// queueMap is the heat map of the selected level's queues, a component:
+// one cell per queue on three rows (waiting requests, executing seats,
+// distinct flows), so a shuffle-sharding collision (two flows on a queue)
+// or an elephant (one flow filling every queue of its hand) is visible at
+// a glance. Its data is computed when the table is refreshed (in Update).
+type queueMap struct {
+	qs []QueueCell
+	// flows are the distinct flows waiting on each queue.
+	flows map[int]map[string]bool
+}
+
+// newQueueMap computes the map's data of level in snapshot s.
+func newQueueMap(s *dump.Snapshot, level string) queueMap {
+	qs := Queues(s, level)
+	flows := map[int]map[string]bool{}
+	if len(qs) > 0 {
+		for _, r := range s.RequestDump {
+			if r.PriorityLevel != level || r.QueueIndex < 0 || r.Executing() {
+				continue
+			}
+			f := flows[r.QueueIndex]
+			if f == nil {
+				f = map[string]bool{}
+				flows[r.QueueIndex] = f
+			}
+			f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
+		}
+	}
+	return queueMap{qs: qs, flows: flows}
+}
 
 // View draws the map of level l of the instance shown.
-func (queueMap) View(f frame, l levels.Row) []string {
-	w, iv := f.w, f.iv
-	qs := Queues(iv.Snapshot, l.Name)
+func (q queueMap) View(f frame, l levels.Row) []string {
+	w, qs, flows := f.w, q.qs, q.flows
 	title := "── queues of " + clean(l.Name) + " "
 	if f.past {
 		// The store keeps the metrics, not the queue dump.
@@ -27,18 +51,6 @@ func (queueMap) View(f frame, l levels.Row) []string {
 	}
 	if len(qs) == 0 {
 		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
-	}
-	flows := map[int]map[string]bool{}
-	for _, r := range iv.Snapshot.RequestDump {
-		if r.PriorityLevel != l.Name || r.QueueIndex < 0 || r.Executing() {
-			continue
-		}
-		f := flows[r.QueueIndex]
-		if f == nil {
-			f = map[string]bool{}
-			flows[r.QueueIndex] = f
-		}
-		f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
 	}
 	var hiWait, hiExec float64
 	hiWaitQ, collisions := -1, 0

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"sort"
@@ -31,6 +32,70 @@ type levelTable struct {
 	filterRe *regexp.Regexp
 	invert   bool
 	queues   queueMap
+
+	// Computed by refresh (in Update) from the instance shown and the
+	// above; View draws them.
+	shown  []levels.Row // the levels shown, filtered and sorted
+	sel    int          // the selected row's index in shown
+	totals totals
+}
+
+// totals are the table's summary line: the levels of the instance shown
+// (filtered or not), the seats in use and the limits of the non-exempt
+// ones, the waiting requests and the rejections per second (known when
+// some level has rates).
+type totals struct {
+	levels                          int
+	seats, limit, waiting, rejected float64
+	rejKnown                        bool
+}
+
+func totalsOf(ls []levels.Row) totals {
+	t := totals{levels: len(ls)}
+	for _, l := range ls {
+		if !math.IsNaN(l.SeatsInUse) && !l.Exempt {
+			t.seats += l.SeatsInUse
+		}
+		if !math.IsNaN(l.CurrentLimit) && !l.Exempt {
+			t.limit += l.CurrentLimit
+		}
+		if !math.IsNaN(l.Waiting) {
+			t.waiting += l.Waiting
+		}
+		if l.HasRates {
+			t.rejKnown = true
+			t.rejected += l.RejectedTotal
+		}
+	}
+	return t
+}
+
+// refresh computes what View draws of the instance f.iv in frame f (its
+// width and body): the rows filtered and sorted, the selected row (the
+// first when the selected level is gone), the totals, the queue map's data of
+// the selected level, and the first row visible, so that the selection
+// stays in view. Update calls it after every message.
+func (t *levelTable) refresh(f frame) {
+	t.shown = t.rows(f.iv)
+	t.sel = selIndex(t.shown, t.cursor)
+	t.totals = totals{}
+	if f.iv != nil {
+		t.totals = totalsOf(f.iv.Levels)
+	}
+	t.queues = queueMap{}
+	if t.sel < len(t.shown) {
+		t.queues = newQueueMap(f.iv.Snapshot, t.shown[t.sel].Name)
+	}
+	_, space := t.queueLines(f, 2) // under the totals and the titles
+	if t.sel < t.offset {
+		t.offset = t.sel
+	}
+	if t.sel >= t.offset+space {
+		t.offset = t.sel - space + 1
+	}
+	if t.offset > max(0, len(t.shown)-space) {
+		t.offset = max(0, len(t.shown)-space)
+	}
 }
 
 // Update handles the keys of the table on the levels of iv, reporting
@@ -160,13 +225,28 @@ func (t *levelTable) move(iv *InstanceView, d int) {
 // cursorIndex is the selected row's index in rows, selecting the first row
 // when the selected level is gone (filtered out, deleted).
 func (t *levelTable) cursorIndex(rows []levels.Row) int {
+	i := selIndex(rows, t.cursor)
+	if i < len(rows) {
+		t.cursor = rows[i].Name
+	}
+	return i
+}
+
+// selIndex is the index of level in rows, 0 when it is not there.
+func selIndex(rows []levels.Row, level string) int {
 	for i, r := range rows {
-		if r.Name == t.cursor {
+		if r.Name == level {
 			return i
 		}
 	}
-	if len(rows) > 0 {
-		t.cursor = rows[0].Name
-	}
 	return 0
+}
+
+// shownCursor is the level the table shows selected: the selected one,
+// or the first row when it is gone.
+func (t *levelTable) shownCursor() string {
+	if t.sel < len(t.shown) {
+		return t.shown[t.sel].Name
+	}
+	return t.cursor
 }

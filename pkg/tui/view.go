@@ -9,7 +9,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
-// View renders the model: a pure function of its state and the clock.
+// View renders the model: a function of its state and the clock, which
+// Update computed (relayout); it writes only the selection the table
+// shows.
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.Render())
 	v.AltScreen = true
@@ -29,21 +31,46 @@ func (m *Model) Render() string {
 	var lines []string
 	lines = append(lines, m.headerLines()...)
 	footer := m.footer(w)
-	body := h - len(lines) - 1
-	f := frame{w: w, body: body, st: m.styles, iv: m.view(), spark: m.sparkData, past: m.inPast()}
+	f := m.frame(len(lines))
 	switch {
 	case m.help.shown:
 		lines = append(lines, m.help.View(w)...)
 	case f.iv == nil:
 		lines = append(lines, m.emptyLines()...)
 	case m.drill.open:
-		lines = append(lines, m.drill.View(f, m.table.cursor)...)
+		lines = append(lines, m.drill.View(f)...)
 	default:
 		lines = append(lines, m.table.View(f)...)
 	}
 	lines = fitLines(lines, w, h-1)
 	lines = append(lines, footer)
 	return strings.Join(lines, "\n")
+}
+
+// frame is what the body is drawn on, under header lines of header.
+func (m *Model) frame(header int) frame {
+	return frame{w: m.width, body: m.height - header - 1, st: m.styles, iv: m.view(), spark: m.sparkData, past: m.inPast()}
+}
+
+// relayout computes what the body's components draw from the state the
+// message left (the data shown, the size, the selection, sort and
+// filter), so that View only lays it out. Update calls it last.
+//
+// Only the component drawn is refreshed, as Render picks it: the table's
+// selection and first visible row move only while the table is shown,
+// and the drill-down keeps its level while it is open.
+func (m *Model) relayout() {
+	if m.width < 20 || m.height < 6 {
+		return // too small: nothing but a line is drawn
+	}
+	f := m.frame(len(m.headerLines()))
+	switch {
+	case m.help.shown, f.iv == nil:
+	case m.drill.open:
+		m.drill.refresh(f.iv, m.table.cursor)
+	default:
+		m.table.refresh(f)
+	}
 }
 
 // headerLines are the title line (the source and the instance shown), the

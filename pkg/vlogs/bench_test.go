@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testvlogs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -168,7 +169,7 @@ func BenchmarkFleetDay(b *testing.B) {
 		rawBytes = raw.Bytes.Load()
 
 		t0 = time.Now()
-		files, err := workload.OpenFiles(paths, workload.Options{Lenient: true, Instances: workload.InstanceOptions{ByPath: byPath}})
+		files, err := input.OpenFiles(paths, input.Options{Lenient: true, Instances: workload.InstanceOptions{ByPath: byPath}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
 )
 
 // Options say how to reach the store.
@@ -254,7 +256,7 @@ func (c *Client) explain(err error) error {
 	case errors.As(err, &se):
 		switch {
 		case se.code == http.StatusForbidden && c.opts.Service != "":
-			return fmt.Errorf("%s: forbidden (403): the kubectl identity needs get on services/proxy in that namespace", c.where)
+			return fetch.ServiceProxyForbidden(c.where)
 		case se.code == http.StatusUnauthorized || se.code == http.StatusForbidden:
 			return fmt.Errorf("%s: %s (HTTP %d): check the credentials", c.where, http.StatusText(se.code), se.code)
 		case se.code == http.StatusBadRequest && strings.Contains(se.msg, "unsupported path"):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // LevelTotal is what a priority level served and rejected over the whole
@@ -128,7 +129,7 @@ func (s *Source) LevelTotals(ctx context.Context, classify Classify) (*LevelTota
 	levels := map[string]*LevelTotal{}
 	rejects := map[string]map[string]int64{}
 	stats := &workload.Stats{}
-	rd := workload.NewAuditReader(bytes.NewReader(lines), "the store's counts", workload.Options{Lenient: true}, stats)
+	rd := input.NewAuditReader(bytes.NewReader(lines), "the store's counts", input.Options{Lenient: true}, stats)
 	for {
 		var w workload.Request
 		err := rd.Next(&w)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // TestPullNotesMalformed: the events pulled from the store that the audit
@@ -29,7 +30,7 @@ func TestPullNotesMalformed(t *testing.T) {
 		}
 	}
 	p := &Pull{Where: "VictoriaLogs at http://127.0.0.1:9428", Totals: Totals{Events: 3, Rejected: 1}}
-	rd := workload.NewAuditReader(strings.NewReader(string(events)), "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats)
+	rd := input.NewAuditReader(strings.NewReader(string(events)), "VictoriaLogs", input.Options{Lenient: true}, &p.Stats)
 	for {
 		var r workload.Request
 		if err := rd.Next(&r); errors.Is(err, io.EOF) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Pull says what PullIncidents or PullAround read from the store.
@@ -86,7 +87,7 @@ func (s *Source) PullIncidents(ctx context.Context, gap, margin time.Duration, c
 		s.settle(p)
 		return nil, p, err
 	}
-	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)), p, nil
+	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", input.Options{Lenient: true}, &p.Stats, &p.Pulled)), p, nil
 }
 
 // Span is the window the source reads.
@@ -139,7 +140,7 @@ func (s *Source) Event(ctx context.Context, auditID string) (*workload.Request, 
 			s.Client.Describe(), auditID, s.Start.UTC().Format(time.RFC3339), s.End.UTC().Format(time.RFC3339))
 	}
 	var r workload.Request
-	if err := workload.NewAuditReader(bytes.NewReader(line), "VictoriaLogs", workload.Options{}, nil).Next(&r); err != nil {
+	if err := input.NewAuditReader(bytes.NewReader(line), "VictoriaLogs", input.Options{}, nil).Next(&r); err != nil {
 		return nil, "", fmt.Errorf("%s: the event of audit ID %s: %w", s.Client.Describe(), auditID, err)
 	}
 	r.Instance = inst
@@ -156,7 +157,7 @@ func (s *Source) PullAround(ctx context.Context, r *workload.Request, margin tim
 		w.Instances = []string{r.Instance}
 	}
 	p.Windows = []Window{w}
-	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", workload.Options{Lenient: true}, &p.Stats, &p.Pulled)), p
+	return s.settling(p, s.Reader(ctx, p.Windows, "VictoriaLogs", input.Options{Lenient: true}, &p.Stats, &p.Pulled)), p
 }
 
 // AroundNotes say what PullAround read: the events within margin of the

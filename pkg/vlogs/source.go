@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Mapping says where a pipeline stored the audit event's fields.
@@ -361,7 +362,7 @@ type Pulled struct {
 // audit event reader of package workload (as a file would be read), the
 // instance of each request set from Mapping.Instance. name names the
 // input in the reader's messages; stats receives the reader's counts.
-func (s *Source) Reader(ctx context.Context, ws []Window, name string, opts workload.Options, stats *workload.Stats, pulled *Pulled) workload.Reader {
+func (s *Source) Reader(ctx context.Context, ws []Window, name string, opts input.Options, stats *workload.Stats, pulled *Pulled) workload.Reader {
 	pr, pw := io.Pipe()
 	inst := map[string]string{}
 	var mu sync.Mutex
@@ -395,7 +396,7 @@ func (s *Source) Reader(ctx context.Context, ws []Window, name string, opts work
 		}
 		pw.CloseWithError(err)
 	}()
-	r := workload.NewAuditReader(pr, name, opts, stats)
+	r := input.NewAuditReader(pr, name, opts, stats)
 	if s.Mapping.Instance == "" {
 		return r
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 const recordings = "../../testdata/simulate/recordings"
@@ -85,7 +86,7 @@ func flatten(t testing.TB, line []byte, prefix string) []byte {
 // readAll reads every request of an audit log.
 func readAll(t testing.TB, r io.Reader) []workload.Request {
 	t.Helper()
-	rd := workload.NewAuditReader(r, "x", workload.Options{}, nil)
+	rd := input.NewAuditReader(r, "x", input.Options{}, nil)
 	var out []workload.Request
 	for {
 		var req workload.Request

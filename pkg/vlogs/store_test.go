@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
@@ -92,7 +93,7 @@ func tagged(lines []byte, name string) []byte {
 // fromFile reconstructs an audit log read from a file.
 func fromFile(t testing.TB, audit []byte, o reconstruct.Options) *reconstruct.Result {
 	t.Helper()
-	rd := workload.NewAuditReader(bytes.NewReader(audit), "audit.log", workload.Options{Lenient: true}, nil)
+	rd := input.NewAuditReader(bytes.NewReader(audit), "audit.log", input.Options{Lenient: true}, nil)
 	res, err := reconstruct.RunReader(rd, o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +321,7 @@ func TestInstancesFromStore(t *testing.T) {
 		t.Fatalf("windows %+v, want one of instance a with the recording's 105 429s", ws)
 	}
 	var pulled vlogs.Pulled
-	rd := src.Reader(ctx, ws, "store", workload.Options{}, nil, &pulled)
+	rd := src.Reader(ctx, ws, "store", input.Options{}, nil, &pulled)
 	for {
 		var r workload.Request
 		err := rd.Next(&r)

@@ -1,6 +1,6 @@
 // Package auditwrap wraps raw audit events (one JSON object a line) the
 // way clouds and log pipelines hand them to their users, following the
-// shape of the samples under pkg/engine/workload/testdata/wrapped (see its
+// shape of the samples under pkg/input/testdata/wrapped (see its
 // README): CloudWatch Logs' answers and exports, AKS diagnostic settings
 // and Log Analytics, container runtimes' logs, Fluent Bit, Vector, the
 // OpenTelemetry collector and Elasticsearch. Tests read the wrapped forms

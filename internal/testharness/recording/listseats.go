@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // ListSeatsResult is how the LISTs of an apiserver's httplog compare with
@@ -40,7 +41,7 @@ func LevelLimits(snap *dump.Snapshot, serverCL int) map[string]engine.LevelLimit
 // compares them with the seats the server logged (apf_iseats).
 func CompareListSeats(httplog string, rel engine.Release, counts engine.ObjectCounts, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
 	res := ListSeatsResult{ByServerSeats: map[uint64]int{}}
-	files, err := workload.OpenFiles([]string{httplog}, workload.Options{})
+	files, err := input.OpenFiles([]string{httplog}, input.Options{})
 	if err != nil {
 		return res, err
 	}

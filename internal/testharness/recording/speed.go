@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Alone is the executions of one priority level's requests that ran with
@@ -49,7 +50,7 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 		level      string
 	}
 	var execs []execution
-	r := workload.NewHTTPLogReader(bufio.NewReader(f), logFile, workload.Options{Lenient: true}, nil)
+	r := input.NewHTTPLogReader(bufio.NewReader(f), logFile, input.Options{Lenient: true}, nil)
 	var w workload.Request
 	for {
 		err := r.Next(&w)

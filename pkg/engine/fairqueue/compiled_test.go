@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // TestCompiledReplayIsReplays: a workload compiled once under the default
@@ -16,7 +17,7 @@ import (
 // Result, the skips and the outcomes, in order, that Replay gives each.
 func TestCompiledReplayIsReplays(t *testing.T) {
 	src := func() workload.Reader {
-		return workload.NewJSONLReader(strings.NewReader(flood(3000)), "flood", workload.Options{}, nil)
+		return input.NewJSONLReader(strings.NewReader(flood(3000)), "flood", input.Options{}, nil)
 	}
 	c, err := fairqueue.Compile(src(), fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, fairqueue.ReplayOptions{})
 	if err != nil {

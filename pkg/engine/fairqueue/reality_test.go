@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // TestReplayRecordedTraffic records real traffic on the local control plane
@@ -77,7 +78,7 @@ func TestReplayRecordedTraffic(t *testing.T) {
 	fsPtrs, plPtrs := (&dump.Snapshot{FlowSchemas: fss.Items, PriorityLevels: pls.Items}).Objects()
 	a := c.APIServers[0]
 	replay := func(keepReceived bool, paths ...string) (*fairqueue.Report, *workload.JoinStats) {
-		files, err := workload.OpenFiles(paths, workload.Options{})
+		files, err := input.OpenFiles(paths, input.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

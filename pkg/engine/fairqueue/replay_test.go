@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 const testdata = "../../../testdata/workload"
@@ -36,7 +37,7 @@ func TestReplayJSONLWithDefaults(t *testing.T) {
 	}
 	defer f.Close()
 	var fatesSeen []string
-	rep, err := fairqueue.Replay(workload.NewJSONLReader(f, "w", workload.Options{}, nil),
+	rep, err := fairqueue.Replay(input.NewJSONLReader(f, "w", input.Options{}, nil),
 		fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, nil,
 		fairqueue.ReplayOptions{OnOutcome: func(w *workload.Request, o *fairqueue.Outcome) {
 			fatesSeen = append(fatesSeen, w.URI+"="+o.Reason.String())
@@ -90,7 +91,7 @@ func squeezedGlobalDefault() *engine.Config {
 }
 
 func TestReplayWhatIf(t *testing.T) {
-	rep, err := fairqueue.Replay(workload.NewJSONLReader(strings.NewReader(flood(3000)), "flood", workload.Options{}, nil),
+	rep, err := fairqueue.Replay(input.NewJSONLReader(strings.NewReader(flood(3000)), "flood", input.Options{}, nil),
 		fairqueue.ReplayConfig{Config: engine.DefaultConfig()},
 		&fairqueue.ReplayConfig{Config: squeezedGlobalDefault()},
 		fairqueue.ReplayOptions{})
@@ -137,7 +138,7 @@ func TestReplayWhatIf(t *testing.T) {
 }
 
 func TestReplayHTTPLogJoinedWithAudit(t *testing.T) {
-	fs, err := workload.OpenFiles([]string{filepath.Join(testdata, "httplog-v1.37.log"), filepath.Join(testdata, "audit.jsonl")}, workload.Options{})
+	fs, err := input.OpenFiles([]string{filepath.Join(testdata, "httplog-v1.37.log"), filepath.Join(testdata, "audit.jsonl")}, input.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func FuzzReplayJSONL(f *testing.F) {
 		`{"offset":"0s","verb":"get","path":"/api/v1/namespaces/x/pods/p/log"}`))
 	cfg := engine.DefaultConfig()
 	f.Fuzz(func(t *testing.T, in []byte) {
-		rep, err := fairqueue.Replay(workload.NewJSONLReader(bytes.NewReader(in), "fuzz", workload.Options{}, nil),
+		rep, err := fairqueue.Replay(input.NewJSONLReader(bytes.NewReader(in), "fuzz", input.Options{}, nil),
 			fairqueue.ReplayConfig{Config: cfg}, nil, fairqueue.ReplayOptions{})
 		if err != nil {
 			return // bad input is reported, not replayed
@@ -258,7 +259,7 @@ func (o overheadReader) Next(w *workload.Request) error {
 func TestReplaySpeed(t *testing.T) {
 	replay := func(svc string, oh time.Duration, speed float64) fairqueue.LevelResult {
 		t.Helper()
-		src := overheadReader{workload.NewJSONLReader(strings.NewReader(strings.ReplaceAll(flood(3000), `"200ms"`, `"`+svc+`"`)), "flood", workload.Options{}, nil), oh}
+		src := overheadReader{input.NewJSONLReader(strings.NewReader(strings.ReplaceAll(flood(3000), `"200ms"`, `"`+svc+`"`)), "flood", input.Options{}, nil), oh}
 		rep, err := fairqueue.Replay(src, fairqueue.ReplayConfig{Config: engine.DefaultConfig()},
 			&fairqueue.ReplayConfig{Config: squeezedGlobalDefault(), Speed: speed}, fairqueue.ReplayOptions{})
 		if err != nil {

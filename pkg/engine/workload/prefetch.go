@@ -2,7 +2,7 @@ package workload
 
 import "sync"
 
-// prefetched reads its source in a goroutine of its own, batches of
+// Prefetched reads its source in a goroutine of its own, batches of
 // requests ahead of the caller: the httplog files and the audit files of
 // a workload are then parsed in parallel, on other cores than the one
 // that joins them and reconstructs the requests. The source yields the
@@ -10,7 +10,7 @@ import "sync"
 // must not share mutable state with the caller's goroutine while it runs
 // (its Stats are read once it has ended). Memory: at most
 // prefetchAhead+2 batches of prefetchBatch requests.
-type prefetched struct {
+type Prefetched struct {
 	src     Reader
 	ch      chan prefetchBatchOf
 	free    chan []Request
@@ -35,17 +35,19 @@ const (
 	prefetchAhead = 2
 )
 
-func prefetch(src Reader) *prefetched {
+// Prefetch reads src in a goroutine of its own, batches ahead of the
+// caller, from the first call of Next.
+func Prefetch(src Reader) *Prefetched {
 	// free holds every batch there can be, so that the caller never drops
 	// one it returns (and the goroutine makes another): the goroutine
 	// makes a batch only when free is empty, the others then being in the
 	// channel (at most prefetchAhead) or with the caller (at most 1), so
 	// there are never more than prefetchAhead+2
-	return &prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+2), stop: make(chan struct{})}
+	return &Prefetched{src: src, ch: make(chan prefetchBatchOf, prefetchAhead), free: make(chan []Request, prefetchAhead+2), stop: make(chan struct{})}
 }
 
-func (p *prefetched) Next(r *Request) error {
-	x, err := p.nextRef()
+func (p *Prefetched) Next(r *Request) error {
+	x, err := p.NextRef()
 	if err != nil {
 		return err
 	}
@@ -53,9 +55,9 @@ func (p *prefetched) Next(r *Request) error {
 	return nil
 }
 
-// nextRef is Next without the copy: the request it returns is valid until
+// NextRef is Next without the copy: the request it returns is valid until
 // the next call.
-func (p *prefetched) nextRef() (*Request, error) {
+func (p *Prefetched) NextRef() (*Request, error) {
 	for {
 		if p.i < len(p.cur) {
 			p.i++
@@ -79,11 +81,11 @@ func (p *prefetched) nextRef() (*Request, error) {
 	}
 }
 
-// close stops the goroutine at its next batch (it may be blocked reading
+// Close stops the goroutine at its next batch (it may be blocked reading
 // its input until the input is closed).
-func (p *prefetched) close() { p.once.Do(func() { close(p.stop) }) }
+func (p *Prefetched) Close() { p.once.Do(func() { close(p.stop) }) }
 
-func (p *prefetched) run() {
+func (p *Prefetched) run() {
 	for {
 		var rs []Request
 		select {

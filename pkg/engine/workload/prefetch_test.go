@@ -31,7 +31,7 @@ func TestPrefetchSameStream(t *testing.T) {
 	bad := errors.New("bad line")
 	for _, n := range []int{0, 1, prefetchBatch - 1, prefetchBatch, prefetchBatch + 1, 5*prefetchBatch + 3} {
 		for _, end := range []error{io.EOF, bad} {
-			p := prefetch(&countingReader{n: n, err: end})
+			p := Prefetch(&countingReader{n: n, err: end})
 			var r Request
 			for i := range n {
 				if err := p.Next(&r); err != nil || r.AuditID != fmt.Sprint(i) || r.Arrival.Unix() != int64(i) {
@@ -51,13 +51,13 @@ func TestPrefetchSameStream(t *testing.T) {
 // unread ends its goroutine.
 func TestPrefetchCloseStops(t *testing.T) {
 	before := runtime.NumGoroutine()
-	p := prefetch(&countingReader{n: 100 * prefetchBatch, err: io.EOF})
+	p := Prefetch(&countingReader{n: 100 * prefetchBatch, err: io.EOF})
 	var r Request
 	if err := p.Next(&r); err != nil {
 		t.Fatal(err)
 	}
-	p.close()
-	p.close()
+	p.Close()
+	p.Close()
 	for i := 0; runtime.NumGoroutine() > before; i++ {
 		if i == 10000 {
 			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), before)

@@ -53,12 +53,12 @@ type Tape struct {
 	scratch  []byte
 	err      error
 	recorded bool
-	// maxTable bounds the string and list tables (default maxInterned)
+	// maxTable bounds the string and list tables (default tableLimit)
 	maxTable int
 	// recent caches the ids of the strings last appended, by slot
 	recent [256]recentStr
 	// ahead are the readers of ReaderAhead, stopped by Close
-	ahead []*prefetched
+	ahead []*Prefetched
 }
 
 type recentStr struct {
@@ -94,7 +94,7 @@ const tapeChunk = 1 << 20
 // file, if any.
 func (t *Tape) Close() error {
 	for _, p := range t.ahead {
-		p.close()
+		p.Close()
 	}
 	t.ahead = nil
 	if t.spill == nil {
@@ -163,7 +163,7 @@ func (t *Tape) ReaderAhead() Reader {
 	if _, ok := r.(*tapeReader); !ok {
 		return r
 	}
-	p := prefetch(r)
+	p := Prefetch(r)
 	t.ahead = append(t.ahead, p)
 	return p
 }
@@ -284,7 +284,7 @@ func (t *Tape) tableLimit() int {
 	if t.maxTable > 0 {
 		return t.maxTable
 	}
-	return maxInterned
+	return tableLimit
 }
 
 // appendStr appends s as 1 + its id in the string table, or, when the
@@ -328,7 +328,7 @@ func (t *Tape) list(l []string) (uint64, bool) {
 		}
 	}
 	id, ok := t.listByValue(l)
-	if ok && len(l) > 0 && len(t.listPtrs) < maxInterned {
+	if ok && len(l) > 0 && len(t.listPtrs) < tableLimit {
 		t.listPtrs[pk] = id
 	}
 	return id, ok
@@ -570,3 +570,7 @@ func (d *decoder) list(tab [][]string) []string {
 	}
 	return l
 }
+
+// tableLimit is the default bound of a tape's string and list tables, the
+// bound of the readers' interners (package input).
+const tableLimit = 1 << 16

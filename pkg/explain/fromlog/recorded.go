@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
@@ -84,7 +85,7 @@ func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Re
 		}
 	}
 	// an input that gave no request already says what it skipped
-	var nothing *workload.NothingRead
+	var nothing *input.NothingRead
 	errors.As(err, &nothing)
 	for value, rd := range reads {
 		if rd.st.Malformed == 0 || nothing != nil && nothing.Name == rd.name {
@@ -140,7 +141,7 @@ func pickRecorded(logRd, auditRd workload.Reader, logName, auditName, auditID st
 func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (workload.Reader, string, *workload.Stats, func(), error) {
 	var in io.Reader
 	name, closeFn := value, func() {}
-	opts := workload.Options{ReorderWindow: time.Nanosecond, Lenient: true, Year: year}
+	opts := input.Options{ReorderWindow: time.Nanosecond, Lenient: true, Year: year}
 	switch {
 	case value == "-":
 		in, name = stdin, "stdin"
@@ -156,13 +157,13 @@ func openRecordReader(value string, httplog bool, year int, stdin io.Reader) (wo
 	}
 	st := &workload.Stats{}
 	if httplog {
-		return workload.NewHTTPLogReader(in, name, opts, st), name, st, closeFn, nil
+		return input.NewHTTPLogReader(in, name, opts, st), name, st, closeFn, nil
 	}
 	// audit events as the apiserver writes them, or wrapped by a cloud or
 	// a log pipeline, gzipped or not
 	br := bufio.NewReaderSize(in, 1<<16)
 	head, _ := br.Peek(1 << 16)
-	rd, f, err := workload.NewReader(br, name, opts, st)
+	rd, f, err := input.NewReader(br, name, opts, st)
 	if err != nil {
 		closeFn()
 		return nil, "", nil, nil, err
