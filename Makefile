@@ -123,6 +123,10 @@ e2e-tune: binaries ## tune's proof on a real server: record a fresh overload (a 
 e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
+.PHONY: e2e-whatif-evidence
+e2e-whatif-evidence: binaries ## The crowded what-ifs predicted from the server's full logs with the evidence users hold: a real Prometheus scraping it every second (--prometheus) and a dump bundle --watch, beside the bundle (about ten minutes a scenario; needs root and the cgroup v1 cpu controller).
+	KUBECTL_APF_WHATIF_SCENARIOS=crowded-30,crowded-60,crowded-95,crowded-95-seed2 KUBECTL_APF_WHATIF_EVIDENCE=prometheus,watch $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
+
 .PHONY: record-simulate
 record-simulate: binaries ## Record the overload fixtures under testdata/simulate/recordings (several minutes; needs root and the cgroup v1 cpu controller, which pin the server's CPU or, for crowded, share it with the load's client processes).
 	for s in quiet starved borrowing lists crowded; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -out testdata/simulate/recordings/$$s; done

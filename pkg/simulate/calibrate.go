@@ -93,7 +93,10 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		if len(s.Metrics) >= 2 {
 			bundled++
 		}
-		sources = append(sources, instanceScrapes{instance: s.Instance, scrapes: s.Metrics})
+		// a recorder's scrapes (dump bundle --watch) say how often it
+		// scraped, as a store's samples do; two scrapes around a load do
+		// not
+		sources = append(sources, instanceScrapes{instance: s.Instance, scrapes: s.Metrics, interval: medianGap(s.Metrics)})
 	}
 	if cfg.Store != nil {
 		stored, notes, err := storeScrapes(ctx, cfg.Store, target, bundled)

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -44,8 +45,8 @@ type EvidenceCoverage struct {
 	RejectedOutside int64 `json:"rejectedOutside"`
 	// Cut says the replay reads only the requests between the scrapes:
 	// the others arrived before or after the load the evidence saw (the
-	// server's start-up, quiet hours, the capture's own reads), none of
-	// them answered 429, and too many to claim the evidence for.
+	// server's start-up, quiet hours, the capture's own reads), and none
+	// of them was answered 429.
 	Cut bool `json:"cut,omitempty"`
 }
 
@@ -143,11 +144,16 @@ func resolveWindow(cfg Config, a *arrivals) (*ReplayWindow, error) {
 
 // coverEvidence says which part of the workload (within win, if any) the
 // metrics' evidence covers and, without --since/--until, cuts the replay
-// to the evidence's window when the requests outside it would otherwise
-// refuse the evidence (fewer than MinCoveredArrivals between the scrapes)
-// though none of them was answered 429: they are not the load the
-// evidence is asked about. With 429s outside, the evidence did not see
-// that load, and the calibration refuses it as before (Result.Uncovered).
+// to the evidence's window when requests arrived outside it and none of
+// them was answered 429: they are not the load the evidence is asked
+// about. Replayed beside it, they would share the calibration that the
+// evidence sets for the load (a server's start-up, 8% of a full log, moved
+// a prediction of a crowded load by a quarter), whether or not they are
+// few enough (MinCoveredArrivals) for the evidence to be kept for the
+// whole log. With 429s outside, the evidence did not see that load: the
+// replay is not cut, and the calibration keeps the evidence only when
+// MinCoveredArrivals of the arrivals fall between the scrapes
+// (Result.Uncovered).
 func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
 	mw := m.evidence.MetricsWindow
 	if m.evidence.Runtime == nil && m.evidence.CPUUse == nil || mw.IsZero() {
@@ -170,9 +176,25 @@ func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCo
 	c.Before = count(a.all, from, inFrom.Add(-1))
 	c.After = c.Total - c.Requests - c.Before
 	c.RejectedOutside = count(a.rejected, from, to) - count(a.rejected, inFrom, inTo)
-	if win == nil && c.Requests > 0 && c.Requests < c.Total && c.Share() < p.MinCoveredArrivals && c.RejectedOutside == 0 {
+	if win == nil && c.Requests > 0 && c.Requests < c.Total && c.RejectedOutside == 0 {
 		c.Cut = true
 		win = &ReplayWindow{From: inFrom, To: inTo, Requests: c.Requests, Of: c.Total}
 	}
 	return c, win
+}
+
+// medianGap is the median time between consecutive scrapes of ms (oldest
+// first), to 10 ms (a recorder's jitter of a few milliseconds is not its
+// interval); 0 for fewer than three scrapes, whose one or two gaps are the
+// moments a capture was taken, not an interval.
+func medianGap(ms []*metrics.Scrape) time.Duration {
+	if len(ms) < 3 {
+		return 0
+	}
+	gaps := make([]time.Duration, 0, len(ms)-1)
+	for i := 1; i < len(ms); i++ {
+		gaps = append(gaps, ms[i].Time.Sub(ms[i-1].Time))
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2].Round(10 * time.Millisecond)
 }

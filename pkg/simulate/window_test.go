@@ -151,19 +151,27 @@ func writeRecording(t *testing.T, dir, name string, lines []recordedLine) (logFi
 // start-up and quiet hours, copies of the recording's own answered
 // requests one a second for ten minutes) and after it (the capture's own
 // reads and another minute of quiet traffic), is replayed with the bundle
-// whose two scrapes span the load. The requests between the scrapes are
-// then fewer than the 90% the calibration asks of a workload for its CPU
-// evidence; simulate replays the part of the log the evidence covers, and
-// the prediction (the fit of the recorded configuration and the what-if)
-// is the one of the log cut to the scrapes' window by this test from the
-// fixture's own times. With recorded 429s outside the window the evidence
-// did not see that load, and it is refused as before.
+// whose two scrapes span the load. simulate replays the part of the log
+// the evidence covers, and the prediction (the fit of the recorded
+// configuration and the what-if) is the one of the log cut to the scrapes'
+// window by this test from the fixture's own times: with ten minutes of
+// quiet traffic before the load, the requests between the scrapes are
+// fewer than the 90% the calibration asks of a workload for its CPU
+// evidence; with one minute (quiet), more, and the quiet traffic is still
+// not the load the evidence saw (a server's start-up, 8% of a full log,
+// moved a prediction of a crowded load by a quarter when it was replayed
+// beside the load). With recorded 429s outside the window the evidence did
+// not see that load, and it is refused as before.
 func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
-	for _, c := range []struct{ name, whatIf string }{
-		{"crowded-30", "whatif-3.yaml"},
-		{"starved", "whatif.yaml"},
+	for _, c := range []struct {
+		name, whatIf string
+		quiet        int
+	}{
+		{"crowded-30", "whatif-3.yaml", 600},
+		{"starved", "whatif.yaml", 600},
+		{"crowded-30", "whatif-3.yaml", 60},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%d", c.name, c.quiet), func(t *testing.T) {
 			dir := filepath.Join(recordingsDir(t), c.name)
 			kr := openRecording(t, dir)
 			st := loadState(t, stateInput{from: kr.bundle}, commandDefaults())
@@ -180,14 +188,15 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 					answered = append(answered, l)
 				}
 			}
-			// quiet traffic: 600 requests before the first scrape, 60 after
-			// the last, and the capture's own reads (the fixture's first
-			// three requests, the recorder's /version and /metrics reads)
+			// quiet traffic: c.quiet requests before the first scrape, one
+			// a second, 60 after the last, and the capture's own reads (the
+			// fixture's first three requests, the recorder's /version and
+			// /metrics reads)
 			var before, after []recordedLine
 			n := 0
-			for k := range 600 {
+			for k := range c.quiet {
 				src := answered[k%len(answered)]
-				at := ms[0].Time.Add(-5*time.Second - time.Duration(600-k)*time.Second)
+				at := ms[0].Time.Add(-5*time.Second - time.Duration(c.quiet-k)*time.Second)
 				before = append(before, src.shifted(t, at.Sub(src.arrival), n))
 				n++
 			}
@@ -246,6 +255,18 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 			if (got.Calibration.Shared != nil) != (want.Calibration.Shared != nil) || (got.Calibration.CPU != nil) != (want.Calibration.CPU != nil) {
 				t.Errorf("CPU models differ: full log shared %v CFS %v, cut log shared %v CFS %v", got.Calibration.Shared != nil, got.Calibration.CPU != nil, want.Calibration.Shared != nil, want.Calibration.CPU != nil)
 			}
+			if float64(len(cut)) < calibrate.DefaultParams().MinCoveredArrivals*float64(len(full)) {
+				if c.quiet < 600 {
+					t.Fatalf("%d of the full log's %d requests between the scrapes: the case of fewer than %.0f%% is the one of ten minutes of quiet traffic", len(cut), len(full), 100*calibrate.DefaultParams().MinCoveredArrivals)
+				}
+			} else if c.quiet >= 600 {
+				t.Fatalf("%d of the full log's %d requests between the scrapes, want fewer than %.0f%%", len(cut), len(full), 100*calibrate.DefaultParams().MinCoveredArrivals)
+			}
+			if c.quiet < 600 {
+				// enough between the scrapes for the evidence to be kept
+				// for the whole log: the refusals below do not apply
+				return
+			}
 
 			// asked for every request, the evidence cannot cover them
 			all := commandDefaults()
@@ -267,9 +288,9 @@ func TestEvidenceCoversItsWindowOfAFullLog(t *testing.T) {
 					loud = append(loud, l)
 				}
 			}
-			for k := range 600 {
+			for k := range c.quiet {
 				src := loud[k%len(loud)]
-				at := ms[0].Time.Add(-5*time.Second - time.Duration(600-k)*time.Second)
+				at := ms[0].Time.Add(-5*time.Second - time.Duration(c.quiet-k)*time.Second)
 				before[k] = src.shifted(t, at.Sub(src.arrival), k)
 			}
 			loudLog, loudAudit := writeRecording(t, tmp, "loud", append(append(append([]recordedLine{}, before...), lines...), after...))
@@ -310,6 +331,33 @@ func TestScrapePair(t *testing.T) {
 		f, l, ok := scrapePair(ms, calibrate.TimeRange{From: at(c.from), To: at(c.to)})
 		if ok != c.ok || ok && (!f.Time.Equal(at(c.first)) || !l.Time.Equal(at(c.last))) {
 			t.Errorf("window %ds–%ds: %v %v %v, want %ds–%ds %v", c.from, c.to, f, l, ok, c.first, c.last, c.ok)
+		}
+	}
+}
+
+// TestMedianGap: a recorder's scrapes say how often it scraped, to 10 ms,
+// whatever one late scrape or its jitter; two scrapes say nothing.
+func TestMedianGap(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(offsets ...time.Duration) []*metrics.Scrape {
+		var ms []*metrics.Scrape
+		for _, o := range offsets {
+			ms = append(ms, &metrics.Scrape{Time: t0.Add(o)})
+		}
+		return ms
+	}
+	ms := time.Millisecond
+	for _, c := range []struct {
+		scrapes []*metrics.Scrape
+		want    time.Duration
+	}{
+		{at(0, 1003*ms, 2001*ms, 3004*ms, 7000*ms), time.Second},
+		{at(0, 10*time.Second, 20*time.Second), 10 * time.Second},
+		{at(0, 45*time.Second), 0},
+		{at(0), 0},
+	} {
+		if got := medianGap(c.scrapes); got != c.want {
+			t.Errorf("medianGap of %d scrapes = %v, want %v", len(c.scrapes), got, c.want)
 		}
 	}
 }

@@ -81,7 +81,11 @@ import (
 // recorded logs, bundle and changes in DIR/SCENARIO, and each re-run's
 // logs beside them (rerun-WHATIF-N-apiserver.log, -audit.log; a control's
 // control-ATTEMPT-, a re-run set aside aside-ATTEMPT-WHATIF-N-TRY-), to
-// study a prediction offline.
+// study a prediction offline. A name NAME-seedN sends the scenario's load
+// with seed N (crowded-95-seed2). KUBECTL_APF_WHATIF_EVIDENCE=prometheus,watch
+// ("make e2e-whatif-evidence") also predicts each what-if from the
+// server's full logs with a real Prometheus and a dump bundle --watch
+// (simulate_whatif_evidence_test.go).
 func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the local control plane does not run with -short")
@@ -97,25 +101,29 @@ func TestSimulateWhatIfMatchesRerun(t *testing.T) {
 		}
 	}
 	for _, name := range pick {
-		if _, ok := recording.ByName(name); !ok {
-			t.Fatalf("KUBECTL_APF_WHATIF_SCENARIOS: no scenario %q (internal/testharness/recording/scenarios.go)", name)
+		if _, _, ok := whatIfPick(name); !ok {
+			t.Fatalf("KUBECTL_APF_WHATIF_SCENARIOS: no scenario %q (internal/testharness/recording/scenarios.go; NAME-seedN for another seed)", name)
 		}
 	}
+	evidence := whatIfEvidence(t)
 	if err := testcluster.CheckCgroups(); err != nil {
 		t.Skipf("%v: the re-runs pin kube-apiserver's CPU so that they repeat; run as root on a machine with the cgroup v1 cpu controller at %s", err, testcluster.CgroupRoot)
 	}
 	var report []string
 	for _, sc := range recording.Scenarios() {
-		if !slices.Contains(pick, sc.Name) {
-			continue
-		}
-		t.Run(sc.Name, func(t *testing.T) {
-			whatIfs := sc.WhatIfs()
-			if !more {
-				whatIfs = whatIfs[:1]
+		for _, name := range pick {
+			psc, seed, _ := whatIfPick(name)
+			if psc.Name != sc.Name {
+				continue
 			}
-			report = append(report, checkWhatIfs(t, sc, whatIfs, more)...)
-		})
+			t.Run(name, func(t *testing.T) {
+				whatIfs := sc.WhatIfs()
+				if !more {
+					whatIfs = whatIfs[:1]
+				}
+				report = append(report, checkWhatIfs(t, sc, whatIfs, more, seed, evidence)...)
+			})
+		}
 	}
 	t.Logf("what-if against re-runs:\n%s", strings.Join(report, "\n"))
 	if p := os.Getenv("KUBECTL_APF_WHATIF_REPORT"); p != "" {
@@ -133,6 +141,10 @@ type whatIfOutput struct {
 		Predicted int64  `json:"predicted"`
 	} `json:"fit"`
 	CPUComparison *simulate.CPUComparison `json:"cpuComparison"`
+	// the evidence read and the part of the log replayed (the evidence
+	// mode's report: simulate_whatif_evidence_test.go)
+	Evidence *evidenceCoverage      `json:"evidence"`
+	Window   *simulate.ReplayWindow `json:"window"`
 }
 
 // withoutCPUModel describes the prediction for level without the CPU
@@ -163,12 +175,16 @@ var whatIfModes = []string{"httplog + audit", "audit alone"}
 // speed (rerunWhatIfs), is made again, up to recordAttempts times, so that
 // a prediction is checked against re-runs made on the machine its
 // recording was.
-func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool) []string {
+//
+// The load is sent with seed, and with evidence (KUBECTL_APF_WHATIF_EVIDENCE)
+// the recorded run is predicted from that evidence too
+// (simulate_whatif_evidence_test.go).
+func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool, seed uint64, evidence []string) []string {
 	ctx := context.Background()
 	dir := t.TempDir()
 	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
 	if keep != "" {
-		dir = filepath.Join(keep, sc.Name)
+		dir = filepath.Join(keep, seededName(sc, seed))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +195,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		allRuns [][]recording.Run
 	)
 	for attempt := 1; ; attempt++ {
-		r = recordScenario(t, sc, whatIfs, dir)
+		r = recordScenario(t, sc, whatIfs, dir, seed, evidence)
 		last := attempt == recordAttempts
 		// the recorded run whose speed the re-runs are held to, where
 		// its control met its server (and, in rerunWhatIfs, where an
@@ -187,7 +203,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		// recording.SpeedComparable)
 		var speed *recording.Run
 		if control {
-			ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
+			ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +225,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				t.Errorf("%s: %v, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, same, attempt)
 			}
 		}
-		runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, last)
+		runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, last, seed)
 		report = append(report, aside...)
 		if missed && !last {
 			report = append(report, "  a re-run missed the recorded run's speed twice in a row: recorded again")
@@ -247,7 +263,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			lines = append(lines, fmt.Sprintf("    the check missed (%s): the change re-run %d times more, to measure the re-runs' own spread", strings.Join(misses, "; "), extraReruns))
 			report = append(report, lines...)
 			for n := range extraReruns {
-				rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("extra-%d-%d-", i+1, n+1)))
+				rerun, err := recording.Rerun(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("extra-%d-%d-", i+1, n+1)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -275,6 +291,7 @@ const extraReruns = 2
 func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, reruns []recording.Run) (report, misses []string) {
 	preds, rec := r.preds, r.rec
 	checked, atSpeed := preds[i], false
+	var evAt map[string]map[string]whatIfOutput
 	if sp, ok := recording.Speed(*rec, reruns); ok && recording.KeepsConcurrency(sc, w.Change) {
 		// what executes alone under this change executes as it
 		// did in the recording: its time is the machine's, and
@@ -282,6 +299,9 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 		checked = map[string]whatIfOutput{}
 		for _, mode := range whatIfModes {
 			checked[mode] = r.predictAt(i, mode, sp)
+		}
+		if r.evidence != nil {
+			evAt = r.evidencePredictAt(i, sp)
 		}
 		atSpeed = true
 		report = append(report, fmt.Sprintf("    the re-runs ran at %.2f× the recorded run's speed (their executions alone took %.2f of its time, recording.Speed), and the change leaves every level's concurrency as recorded: the predictions checked are made at that speed (simulate --server-speed %.4f)", sp, 1/sp, sp))
@@ -296,6 +316,17 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 		for _, l := range preds[i][mode].After.Levels {
 			if l.rejected() > 0 {
 				levels[l.Name] = true
+			}
+		}
+	}
+	if r.evidence != nil {
+		for _, byMode := range r.evPreds[i] {
+			for _, p := range byMode {
+				for _, l := range p.After.Levels {
+					if l.rejected() > 0 {
+						levels[l.Name] = true
+					}
+				}
 			}
 		}
 	}
@@ -340,6 +371,10 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 				misses = append(misses, fmt.Sprintf("%s, from %s: predicted %d rejections after the change, the re-runs got %s", l, mode, p, strings.Join(each, ", ")))
 			}
 		}
+		if r.evidence != nil {
+			lines, m := judgeEvidence(r, i, w, l, real, reals, each, evAt)
+			report, misses = append(report, lines...), append(misses, m...)
+		}
 	}
 	return report, misses
 }
@@ -352,7 +387,7 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 // again, once; aside describes the runs set aside. A re-run that missed
 // twice ends the re-runs there with missed, so that the scenario is
 // recorded again, unless last: then it is kept, and the re-runs go on.
-func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, speed *recording.Run, keep, dir string, attempt int, last bool) (runs [][]recording.Run, aside []string, missed bool) {
+func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, speed *recording.Run, keep, dir string, attempt int, last bool, seed uint64) (runs [][]recording.Run, aside []string, missed bool) {
 	t.Helper()
 	ctx := context.Background()
 	for i, w := range whatIfs {
@@ -360,7 +395,7 @@ func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		for n := range max(w.Reruns, 1) {
 			for try := 1; ; try++ {
 				prefix := fmt.Sprintf("rerun-%d-%d-", i+1, n+1)
-				rerun, err := recording.Rerun(ctx, sc.With(w), 1, t.TempDir(), 0, nil, keepLogs(keep, dir, prefix))
+				rerun, err := recording.Rerun(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, prefix))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -443,19 +478,28 @@ type recorded struct {
 	// speed against the recorded one (simulate --server-speed), from
 	// the recorded run's bundle: its server need not run.
 	predictAt func(i int, mode string, speed float64) whatIfOutput
+	// with the evidence mode: its recorders, the predictions from their
+	// evidence, and those at the re-runs' speed by kind and mode
+	evidence          *evidenceRecorders
+	evPreds           evidencePredictions
+	evidencePredictAt func(i int, speed float64) map[string]map[string]whatIfOutput
 }
 
 // recordScenario sends sc's load to a fresh control plane, keeps its logs
 // and a bundle in dir, predicts each of whatIfs from them in both modes,
 // and stops the server.
-func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, dir string) *recorded {
+func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, dir string, seed uint64, evidence []string) *recorded {
 	t.Helper()
 	ctx := context.Background()
-	s, err := recording.Start(ctx, sc, 1, t.TempDir(), nil)
+	s, err := recording.Start(ctx, sc, seed, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
+	var ev *evidenceRecorders
+	if len(evidence) > 0 {
+		ev = startEvidence(t, s, evidence, dir)
+	}
 	a := s.Cluster.APIServers[0]
 	logFrom, auditFrom := recording.Size(a.LogFile), recording.Size(a.AuditLog)
 	rec, err := s.RunLoad(ctx)
@@ -476,6 +520,11 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	}
 	if err := s.WriteBundle(ctx, bundle, dump.Manifest{Source: s.Cluster.URL()}); err != nil {
 		t.Fatal(err)
+	}
+	if ev != nil {
+		// after the bundle, whose scrapes bracket the run as without the
+		// evidence mode
+		ev.endLoad(t, s, dir)
 	}
 	inputs := map[string][]string{whatIfModes[0]: {"-w", logFile, "-w", auditFile}, whatIfModes[1]: {"-w", auditFile}}
 	simulate := func(changeFile string, extra ...string) whatIfOutput {
@@ -512,7 +561,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 		clients = fmt.Sprintf("%d client processes", sc.Processes)
 	}
 	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy; its collector %s)",
-		sc.Name, cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
+		seededName(sc, seed), cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
 	// every prediction from the recorded run's bundle: what-if i from
 	// mode's inputs, with the scenario's CPU limit and extra flags
 	changeFiles := make([]string, len(whatIfs))
@@ -540,6 +589,51 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	r.predictAt = func(i int, mode string, speed float64) whatIfOutput {
 		return predict(i, mode, "--server-speed", strconv.FormatFloat(speed, 'f', 4, 64))
 	}
+	if ev != nil {
+		// the same what-ifs from the full logs and the evidence: simulate's
+		// arguments without the recording's bundle and logs
+		fromEvidence := func(i int, kind, mode string, extra ...string) whatIfOutput {
+			t.Helper()
+			code, out, errOut := runLintPlugin(t, s.Cluster, slices.Concat([]string{"simulate"}, ev.args(t, kind, mode, bundle), []string{"-f", changeFiles[i], "-o", "json"}, cpuLimit, extra)...)
+			if code != 0 {
+				t.Fatalf("simulate with the %s evidence: exit %d: %s", kind, code, errOut)
+			}
+			var pred whatIfOutput
+			if err := json.Unmarshal(out, &pred); err != nil {
+				t.Fatal(err)
+			}
+			if pred.After == nil {
+				t.Fatal("-f gave no after run")
+			}
+			return pred
+		}
+		r.evidence = ev
+		r.evPreds = make(evidencePredictions, len(whatIfs))
+		for i := range whatIfs {
+			r.evPreds[i] = map[string]map[string]whatIfOutput{}
+			for _, kind := range ev.kinds {
+				r.evPreds[i][kind] = map[string]whatIfOutput{}
+				for _, mode := range whatIfModes {
+					r.evPreds[i][kind][mode] = fromEvidence(i, kind, mode)
+				}
+			}
+		}
+		for _, kind := range ev.kinds {
+			for _, mode := range whatIfModes {
+				r.head = append(r.head, evidenceReport(kind, mode, r.evPreds[0][kind][mode]))
+			}
+		}
+		r.evidencePredictAt = func(i int, speed float64) map[string]map[string]whatIfOutput {
+			out := map[string]map[string]whatIfOutput{}
+			for _, kind := range ev.kinds {
+				out[kind] = map[string]whatIfOutput{}
+				for _, mode := range whatIfModes {
+					out[kind][mode] = fromEvidence(i, kind, mode, "--server-speed", strconv.FormatFloat(speed, 'f', 4, 64))
+				}
+			}
+			return out
+		}
+	}
 	// the fit: the replay of the recorded configuration against the
 	// recorded 429s (the same in every what-if's output)
 	for _, mode := range whatIfModes {
@@ -553,6 +647,14 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 			if !ok {
 				r.fitErrors = append(r.fitErrors, fmt.Sprintf("fit from %s, %s: the replay of the recorded run predicts %d 429s, the server answered %d", mode, f.Level, f.Predicted, f.Recorded))
 			}
+		}
+	}
+	if ev != nil {
+		lines, errs := evidenceFit(r)
+		r.fit, r.fitErrors = append(r.fit, lines...), append(r.fitErrors, errs...)
+		// the store no longer scrapes: the re-runs run without it
+		if err := ev.stopStore(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// the re-runs meet fresh servers with the change, idle as the
