@@ -35,6 +35,13 @@ const (
 	// level run more at once; the replay then predicts too few
 	// rejections where the executions share the server's CPU.
 	WarnStretchUnknown WarningKind = "stretch-unknown"
+	// WarnBeyondCores: the recorded executions did not stretch (no
+	// shared-CPU model), and the change has a level run so many more at
+	// once that, by the metrics' CPU evidence (calibrate.Headroom), they
+	// would need more CPU than the server's cores: they would stretch, by
+	// how much the recording cannot tell, and the level's predicted
+	// figures are not known.
+	WarnBeyondCores WarningKind = "beyond-cores"
 )
 
 // Warning is one of Regime's warnings: its kind, the level it is about and
@@ -126,6 +133,54 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	}
 	out = append(out, shortOfCPU(params, rep, cal)...)
 	out = append(out, stretchUnknown(rep, cal)...)
+	out = append(out, beyondCores(params, rep, cal)...)
+	return out
+}
+
+// beyondCores warns, where the recorded executions did not stretch with
+// the requests in flight (no shared-CPU model; calibrate.Headroom holds
+// the CPU evidence), about every level whose peak seats in use the change
+// raises (one idle in the recording included) so far that its executions
+// would need more CPU at once than the server's cores allow, by more than
+// Params.BeyondCoresFactor: each
+// execution in flight needed Headroom.PerExecution cores, and p at once
+// need p times that. The replay keeps the recorded execution times, which
+// held at the recorded concurrency alone; beyond the cores they stretch,
+// and the recording, which never ran that many at once, cannot tell by
+// how much: the level's figures are then not known, not the confident
+// few rejections the replay gives (a level of one seat on a server held
+// to one CPU whose whole LISTs used 0.9 of a core each, given three seats
+// by borrowing: the replay predicted 92 429s, the re-run got 388). An
+// audit log alone has its own warning (stretchUnknown).
+func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report) []Warning {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.AuditOnly || cal.Shared != nil || cal.Headroom == nil {
+		return nil
+	}
+	h := cal.Headroom
+	peak := map[string]int{}
+	for _, l := range rep.Levels {
+		peak[l.Name] = l.PeakSeatsInUse
+	}
+	var out []Warning
+	for _, l := range rep.After.Levels {
+		// a level idle in the recording (or new) counts from none: the
+		// requests the change moves onto it ran elsewhere, at most as
+		// many at once as the recording shows, and it runs them as many
+		// at once as its seats let it
+		before := peak[l.Name]
+		if l.PeakSeatsInUse <= before {
+			continue
+		}
+		need := h.PerExecution * float64(l.PeakSeatsInUse)
+		if need <= params.BeyondCoresFactor*h.Cores {
+			continue
+		}
+		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
+			": the process used %.2f cores while %.2f executions were in flight on average, %.2f cores each, so %d at once need about %.1f cores, more than the %g the server has. "+
+			"They would stretch, by how much the recording cannot tell (it never ran that many at once, and its executions did not stretch): %s's predicted 429s and waits are not known; "+
+			"the replay keeps the recorded execution times and so predicts too few rejections",
+			l.Name, l.PeakSeatsInUse, before, h.Used, h.InFlight, h.PerExecution, l.PeakSeatsInUse, need, h.Cores, l.Name))
+	}
 	return out
 }
 
@@ -227,6 +282,7 @@ func FallsShortWarning(warnings []string, level string) string {
 }
 
 const (
+	beyondCoresPhrase    = "by the server's CPU evidence its executions would need more CPU than it has"
 	shortOfCPUPhrase     = "the recorded server was short of CPU"
 	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"
 )

@@ -139,3 +139,59 @@ func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestRegimeWarnsBeyondTheCores: with execution times of its own but no
+// shared-CPU model, a level the change has run more seats at once is
+// warned about where the CPU evidence says that many at once need more
+// than Params.BeyondCoresFactor times the server's cores (0.9 of a core
+// each: 3 at once need 2.7 of 1), one idle in the recording too, and says
+// its figures are not known; not
+// where they fit in the cores (0.3 each: 3 need 0.9), nor for a level that
+// runs no more at once, one idle in the recording that runs one at once
+// (0.9 of a core), without the evidence,
+// with a shared-CPU model, or from an audit log alone (which has its own
+// warning).
+func TestRegimeWarnsBeyondTheCores(t *testing.T) {
+	cfg := regimeConfig()
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 1}, {Name: "same", PeakSeatsInUse: 2}}},
+		After: &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 3}, {Name: "same", PeakSeatsInUse: 2},
+			{Name: "idle", PeakSeatsInUse: 3}, {Name: "light", PeakSeatsInUse: 1}}},
+	}
+	heavy := &calibrate.Headroom{Used: 0.45, InFlight: 0.5, PerExecution: 0.9, Cores: 1}
+	cal := &calibrate.Report{Enabled: true, SharedWhy: "the executions did not run longer", Headroom: heavy}
+	ws := Regime(DefaultParams(), cfg, cfg, 6, rep, cal)
+	w, ok := FindWarning(ws, WarnBeyondCores, "borrower")
+	if !ok {
+		t.Fatalf("1 → 3 seats at once at 0.9 of a core each on 1 core: no warning in %q", ws)
+	}
+	for _, want := range []string{"up to 3 seats at once instead of 1", "about 2.7 cores, more than the 1", "predicted 429s and waits are not known"} {
+		if !strings.Contains(w.Text, want) {
+			t.Errorf("the warning does not say %q: %q", want, w)
+		}
+	}
+	if _, ok := FindWarning(ws, WarnBeyondCores, "idle"); !ok {
+		t.Errorf("a level idle in the recording, 3 seats at once after the change: no warning in %q", ws)
+	}
+	for _, l := range []string{"same", "light"} {
+		if w, ok := FindWarning(ws, WarnBeyondCores, l); ok {
+			t.Errorf("level %s is warned about: %q", l, w)
+		}
+	}
+	params := DefaultParams()
+	params.BeyondCoresFactor = 3
+	if w, ok := FindWarning(Regime(params, cfg, cfg, 6, rep, cal), WarnBeyondCores, "borrower"); ok {
+		t.Errorf("2.7 cores against 3 × 1 (BeyondCoresFactor 3): warned %q", w)
+	}
+	for name, cal := range map[string]*calibrate.Report{
+		"executions that fit in the cores": {Enabled: true, Headroom: &calibrate.Headroom{Used: 0.15, InFlight: 0.5, PerExecution: 0.3, Cores: 1}},
+		"no CPU evidence":                  {Enabled: true},
+		"a shared-CPU model":               {Enabled: true, Headroom: heavy, Shared: &calibrate.SharedCPU{Capacity: 1, Share: 1}},
+		"an audit log alone":               {Enabled: true, AuditOnly: true, Headroom: heavy},
+		"no calibration":                   {Headroom: heavy},
+	} {
+		if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, rep, cal), WarnBeyondCores, "borrower"); ok {
+			t.Errorf("with %s: warned %q", name, w)
+		}
+	}
+}
