@@ -23,13 +23,13 @@ type Params struct {
 	MoreWork float64
 	// BeyondCoresFactor: a level that the change has run more at once
 	// than it did, on a server whose executions did not stretch in the
-	// recording, is warned about when the CPU those executions need at
-	// once (calibrate.Headroom) is more than this factor of the server's
-	// cores (WarnBeyondCores).
+	// recording, is warned about when the CPU the server's executions
+	// need at once after the change (calibrate.Headroom) is more than
+	// this factor of its cores (WarnBeyondCores).
 	BeyondCoresFactor float64
 }
 
 // DefaultParams are the figures simulate runs with.
 func DefaultParams() Params {
-	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10, BeyondCoresFactor: 1.25}
+	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10, BeyondCoresFactor: 1}
 }
