@@ -32,9 +32,15 @@ type Params struct {
 	// RangeWide: a bound whose high end is more than this factor of its
 	// low end is said to be too wide to say much (CPUComparisonLevel.Wide).
 	RangeWide float64
+	// BeyondCoresFactor: a level that the change has run more at once
+	// than it did, on a server whose executions did not stretch in the
+	// recording, is warned about when the CPU the server's executions
+	// need at once after the change (calibrate.Headroom) is more than
+	// this factor of its cores (WarnBeyondCores).
+	BeyondCoresFactor float64
 }
 
 // DefaultParams are the figures simulate runs with.
 func DefaultParams() Params {
-	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10, RangeMargin: 0.10, RangeFitRecorded: 20, RangeWide: 2}
+	return Params{SeatsFactor: 2, QueueFactor: 2, ExecutionsFactor: 2, MoreWork: 0.10, RangeMargin: 0.10, RangeFitRecorded: 20, RangeWide: 2, BeyondCoresFactor: 1}
 }

@@ -35,6 +35,13 @@ const (
 	// level run more at once; the replay then predicts too few
 	// rejections where the executions share the server's CPU.
 	WarnStretchUnknown WarningKind = "stretch-unknown"
+	// WarnBeyondCores: the recorded executions did not stretch (no
+	// shared-CPU model), and the change has a level run so many more at
+	// once that, by the metrics' CPU evidence (calibrate.Headroom), they
+	// would need more CPU than the server's cores: they would stretch, by
+	// how much the recording cannot tell, and the level's predicted
+	// figures are not known.
+	WarnBeyondCores WarningKind = "beyond-cores"
 )
 
 // Warning is one of Regime's warnings: its kind, the level it is about and
@@ -126,6 +133,75 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	}
 	out = append(out, shortOfCPU(params, rep, cal)...)
 	out = append(out, stretchUnknown(rep, cal)...)
+	exempt := map[string]bool{}
+	for _, c := range []*engine.Config{before, after} {
+		for _, l := range c.Limits(scl) {
+			exempt[l.Name] = exempt[l.Name] || l.Exempt
+		}
+	}
+	out = append(out, beyondCores(params, rep, cal, exempt)...)
+	return out
+}
+
+// beyondCores warns, where the recorded executions did not stretch with
+// the requests in flight (no shared-CPU model; calibrate.Headroom holds
+// the CPU evidence), about every level whose peak seats in use the change
+// raises (one idle in the recording included) when the server would need
+// more CPU at once than its cores, by more than Params.BeyondCoresFactor.
+// The recorded server ran its executions up to P at once (the levels'
+// peak seats in use, summed), each in flight needing
+// Headroom.PerExecution cores; a change that has it execute W1 requests
+// where it executed W0 runs about P × W1 / W0 at once, and needs that
+// many times PerExecution. A change that only moves requests (the same
+// work, W1 = W0) needs no more. The replay keeps the recorded execution
+// times, which held at the recorded concurrency alone; beyond the cores
+// they stretch, and the recording, which never ran that many at once,
+// cannot tell by how much: the level's figures are then not known, not
+// the confident few rejections the replay gives (a level of one seat on a
+// server held to one CPU whose whole LISTs used 0.88 of a core each,
+// given three seats by borrowing: the replay predicted 92 429s, the
+// re-run got 388; the same LISTs moved to a level of 5 seats: 0 in the
+// replay, 1,006 to 1,188 in three re-runs). An audit log alone has its
+// own warning (stretchUnknown).
+func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt map[string]bool) []Warning {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.AuditOnly || cal.Shared != nil || cal.Headroom == nil {
+		return nil
+	}
+	h := cal.Headroom
+	peak := map[string]int{}
+	var p0, w0, w1 int64
+	for _, l := range rep.Levels {
+		peak[l.Name] = l.PeakSeatsInUse
+		if !exempt[l.Name] {
+			p0 += int64(l.PeakSeatsInUse)
+			w0 += l.Dispatched
+		}
+	}
+	for _, l := range rep.After.Levels {
+		if !exempt[l.Name] {
+			w1 += l.Dispatched
+		}
+	}
+	if p0 == 0 || w0 == 0 {
+		return nil
+	}
+	atOnce := float64(p0) * float64(w1) / float64(w0)
+	need := h.PerExecution * atOnce
+	if need <= params.BeyondCoresFactor*h.Cores {
+		return nil
+	}
+	var out []Warning
+	for _, l := range rep.After.Levels {
+		if exempt[l.Name] || l.PeakSeatsInUse <= peak[l.Name] {
+			continue
+		}
+		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
+			": the process used %.2f cores while %.2f executions were in flight on average, %.2f cores each; the recording ran up to %d at once, "+
+			"and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
+			"They would stretch, by how much the recording cannot tell (it never ran that many at once, and its executions did not stretch): %s's predicted 429s and waits are not known; "+
+			"the replay keeps the recorded execution times and so predicts too few rejections",
+			l.Name, l.PeakSeatsInUse, peak[l.Name], h.Used, h.InFlight, h.PerExecution, p0, w1, w0, atOnce, need, h.Cores, l.Name))
+	}
 	return out
 }
 
@@ -227,6 +303,7 @@ func FallsShortWarning(warnings []string, level string) string {
 }
 
 const (
+	beyondCoresPhrase    = "by the server's CPU evidence its executions would need more CPU than it has"
 	shortOfCPUPhrase     = "the recorded server was short of CPU"
 	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"
 )

@@ -139,3 +139,66 @@ func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestRegimeWarnsBeyondTheCores: with execution times of its own but no
+// shared-CPU model, a change that has the server execute more (100 → 250
+// requests, up to 1 at once recorded: about 2.5 at once) is warned about,
+// on every level that runs more at once (one idle in the recording too),
+// where the CPU evidence says that needs more than Params.BeyondCoresFactor
+// times the server's cores (0.9 of a core each: 2.25 of 1), and the
+// warning says its figures are not known. Not where they fit in the cores
+// (0.3 each: 0.75), not for a change that only moves the same work to
+// another level, not for a level that runs no more at once, not for the
+// exempt level's requests, and not without the evidence, with a
+// shared-CPU model, or from an audit log alone (which has its own
+// warning).
+func TestRegimeWarnsBeyondTheCores(t *testing.T) {
+	cfg := regimeConfig()
+	more := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 1, Dispatched: 100}, {Name: "exempt", PeakSeatsInUse: 5, Dispatched: 1000}}},
+		After: &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 3, Dispatched: 200}, {Name: "idle", PeakSeatsInUse: 2, Dispatched: 50},
+			{Name: "exempt", PeakSeatsInUse: 9, Dispatched: 10}}},
+	}
+	heavy := &calibrate.Headroom{Used: 0.45, InFlight: 0.5, PerExecution: 0.9, Cores: 1}
+	cal := &calibrate.Report{Enabled: true, SharedWhy: "the executions did not run longer", Headroom: heavy}
+	ws := Regime(DefaultParams(), cfg, cfg, 6, more, cal)
+	w, ok := FindWarning(ws, WarnBeyondCores, "borrower")
+	if !ok {
+		t.Fatalf("100 → 250 executions, up to 1 at once recorded, at 0.9 of a core each on 1 core: no warning in %q", ws)
+	}
+	for _, want := range []string{"up to 3 seats at once instead of 1", "execute 250 requests where it executed 100, about 2.5 at once, which need about 2.2 cores, more than the 1", "predicted 429s and waits are not known"} {
+		if !strings.Contains(w.Text, want) {
+			t.Errorf("the warning does not say %q: %q", want, w)
+		}
+	}
+	if _, ok := FindWarning(ws, WarnBeyondCores, "idle"); !ok {
+		t.Errorf("a level idle in the recording, 2 seats at once after the change: no warning in %q", ws)
+	}
+	if w, ok := FindWarning(ws, WarnBeyondCores, "exempt"); ok {
+		t.Errorf("the exempt level is warned about: %q", w)
+	}
+	params := DefaultParams()
+	params.BeyondCoresFactor = 3
+	if w, ok := FindWarning(Regime(params, cfg, cfg, 6, more, cal), WarnBeyondCores, "borrower"); ok {
+		t.Errorf("2.25 cores against 3 × 1 (BeyondCoresFactor 3): warned %q", w)
+	}
+	// the controller moved to a level of its own: the same 100 executions
+	moved := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 100}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 90}, {Name: "own", PeakSeatsInUse: 2, Dispatched: 10}}},
+	}
+	if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, moved, cal), WarnBeyondCores, "own"); ok {
+		t.Errorf("the same work moved to another level: warned %q", w)
+	}
+	for name, cal := range map[string]*calibrate.Report{
+		"executions that fit in the cores": {Enabled: true, Headroom: &calibrate.Headroom{Used: 0.15, InFlight: 0.5, PerExecution: 0.3, Cores: 1}},
+		"no CPU evidence":                  {Enabled: true},
+		"a shared-CPU model":               {Enabled: true, Headroom: heavy, Shared: &calibrate.SharedCPU{Capacity: 1, Share: 1}},
+		"an audit log alone":               {Enabled: true, AuditOnly: true, Headroom: heavy},
+		"no calibration":                   {Headroom: heavy},
+	} {
+		if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, more, cal), WarnBeyondCores, "borrower"); ok {
+			t.Errorf("with %s: warned %q", name, w)
+		}
+	}
+}

@@ -346,6 +346,37 @@ func Rerun(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffse
 		return nil, err
 	}
 	defer s.Stop()
+	return s.rerun(ctx, logFrom, auditFrom, keep)
+}
+
+// ApplyChange gives a session started with Start the change ch, as Rerun's
+// fresh server has it from the start: it applies ch's objects through the
+// apiserver and waits until the server routes every flow as ch says and
+// has the seats ch expects. A server can so be started before the change
+// is known (tune's e2e starts it while tune searches); RerunLoad then runs
+// the re-run on it.
+func (s *Session) ApplyChange(ctx context.Context, ch Change) error {
+	if err := loadgen.Apply(ctx, s.Cluster.Client(testcluster.Admin), ch.Levels, ch.Schemas); err != nil {
+		return err
+	}
+	s.Scenario.WhatIf, s.Scenario.WhatIfReruns = ch, 0
+	if err := s.waitForLevels(ctx, &ch); err != nil {
+		return err
+	}
+	return s.checkSeats(ctx, &ch)
+}
+
+// RerunLoad is Rerun's re-run on a session given its change by
+// ApplyChange: the plan run once, its executions alone read from the
+// server's log, and the run's logs handed to keep (when not nil) from
+// the first line written after the change. It leaves the session
+// running.
+func (s *Session) RerunLoad(ctx context.Context, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error) (*Run, error) {
+	a := s.Cluster.APIServers[0]
+	return s.rerun(ctx, size(a.LogFile), size(a.AuditLog), keep)
+}
+
+func (s *Session) rerun(ctx context.Context, logFrom, auditFrom int64, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error) (*Run, error) {
 	a := s.Cluster.APIServers[0]
 	run, err := s.RunLoad(ctx)
 	if err != nil {

@@ -302,6 +302,13 @@ type Report struct {
 	// executes (DeriveShared), SharedWhy why there is none.
 	Shared    *SharedCPU `json:"sharedCPU,omitempty"`
 	SharedWhy string     `json:"sharedCPUWhy,omitempty"`
+	// Headroom, where there is no shared-CPU model because the recorded
+	// executions did not stretch with the requests in flight (so that
+	// their times are replayed as recorded), is the metrics' evidence of
+	// the CPU they needed, for simulate.Regime to tell a change that runs
+	// more at once than the server's CPU allows; nil without that
+	// evidence.
+	Headroom *Headroom `json:"-"`
 	// Workload is the window of the workload's arrivals (zero when they
 	// carry no time). Uncovered, when the metrics' window does not cover
 	// it: their CPU evidence was then not used.

@@ -184,7 +184,7 @@ type execution struct {
 // which must yield the records Derive read, and sets r.Shared, or
 // r.SharedWhy to why there is none.
 func (r *Result) DeriveShared(src workload.Reader) error {
-	r.Shared, r.SharedWhy, r.saturatedEnd = nil, "", nil
+	r.Shared, r.SharedWhy, r.Headroom, r.saturatedEnd = nil, "", nil, nil
 	if !r.Enabled {
 		return nil
 	}
@@ -299,6 +299,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		m, why = nil, "the model runs without the fitted stretch"
 	}
 	if m == nil {
+		r.Headroom = headroomOf(r.prep.opts, work, to-from)
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
 		}
@@ -320,6 +321,45 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	m.From = SharedFromExecutions
 	r.Shared = m
 	return nil
+}
+
+// Headroom is the CPU evidence of a recording whose executions did not
+// stretch with the requests in flight (no SharedCPU): over the metrics'
+// span the process used Used cores while the workload's executions were
+// in flight InFlight at a time on average (the executions' time over the
+// workload's window), so each execution in flight needed PerExecution =
+// Used / InFlight cores (at most 1: the process's CPU also holds
+// everything the server does outside the executions, so it is an upper
+// bound). Cores is what the server can run for long: the smaller of its
+// CPU limit and GOMAXPROCS. A change that runs n executions at once
+// needs about n × PerExecution cores; where that is well beyond Cores the
+// executions stretch, by how much the recording, which never ran that
+// many at once, cannot tell.
+type Headroom struct {
+	Used, InFlight, PerExecution, Cores float64
+}
+
+// headroomOf reads the Headroom of the executions' work over the
+// workload's window span from the metrics' evidence in opts; nil where
+// it does not tell (no process CPU, no cores, no execution).
+func headroomOf(opts Options, work, span time.Duration) *Headroom {
+	u := opts.CPUUse
+	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 {
+		return nil
+	}
+	cores := 0.0
+	if u.GOMAXPROCS > 0 {
+		cores = float64(u.GOMAXPROCS)
+	}
+	if opts.CPULimit > 0 && (cores == 0 || opts.CPULimit < cores) {
+		cores = opts.CPULimit
+	}
+	if cores == 0 {
+		return nil
+	}
+	h := &Headroom{Used: u.ProcessCPU.Seconds() / u.Span.Seconds(), InFlight: work.Seconds() / span.Seconds(), Cores: cores}
+	h.PerExecution = min(h.Used/h.InFlight, 1)
+	return h
 }
 
 // evidence fills the metrics' evidence of the server's CPU.
@@ -716,7 +756,7 @@ func (r *Result) recordedStretch(idx int) float64 {
 // times, stalls included.
 func (r *Result) WithoutCPU() *Result {
 	c := *r
-	c.Shared, c.SharedWhy, c.CPU, c.CPUWhy, c.stallAt = nil, "", nil, "", nil
+	c.Shared, c.SharedWhy, c.Headroom, c.CPU, c.CPUWhy, c.stallAt = nil, "", nil, nil, "", nil
 	return &c
 }
 

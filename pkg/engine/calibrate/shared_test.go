@@ -500,3 +500,37 @@ func slowSeats(t *testing.T, cfg *engine.Config, scl, need int) int {
 	}
 	return seats
 }
+
+// TestHeadroomOf: the CPU each execution in flight needed is the process's
+// cores over the executions in flight on average (4.5 s of CPU over 10 s,
+// 5 s of executions over the same 10 s: 0.9 of a core each), at most one
+// core; the cores are the smaller of the CPU limit and GOMAXPROCS, and
+// without process CPU, executions or cores there is no headroom.
+func TestHeadroomOf(t *testing.T) {
+	use := &CPUUse{Span: 10 * time.Second, ProcessCPU: 4500 * time.Millisecond, GOMAXPROCS: 2}
+	h := headroomOf(Options{Evidence: Evidence{CPUUse: use, CPULimit: 1}}, 5*time.Second, 10*time.Second)
+	if h == nil || math.Abs(h.PerExecution-0.9) > 1e-9 || h.Cores != 1 || math.Abs(h.Used-0.45) > 1e-9 || math.Abs(h.InFlight-0.5) > 1e-9 {
+		t.Fatalf("headroom %+v, want 0.45 cores used, 0.5 in flight, 0.9 each, 1 core (the CPU limit)", h)
+	}
+	if h := headroomOf(Options{Evidence: Evidence{CPUUse: use}}, 5*time.Second, 10*time.Second); h == nil || h.Cores != 2 {
+		t.Errorf("without a CPU limit: %+v, want GOMAXPROCS's 2 cores", h)
+	}
+	if h := headroomOf(Options{Evidence: Evidence{CPUUse: use, CPULimit: 4}}, 5*time.Second, 10*time.Second); h == nil || h.Cores != 2 {
+		t.Errorf("a CPU limit above GOMAXPROCS: %+v, want GOMAXPROCS's 2 cores", h)
+	}
+	if h := headroomOf(Options{Evidence: Evidence{CPUUse: use}}, time.Second, 10*time.Second); h == nil || h.PerExecution != 1 {
+		t.Errorf("0.45 cores over 0.1 in flight: %+v, want at most one core each", h)
+	}
+	for name, o := range map[string]Options{
+		"no metrics":     {Evidence: Evidence{CPULimit: 1}},
+		"no cores":       {Evidence: Evidence{CPUUse: &CPUUse{Span: 10 * time.Second, ProcessCPU: time.Second}}},
+		"no process CPU": {Evidence: Evidence{CPUUse: &CPUUse{Span: 10 * time.Second, GOMAXPROCS: 2}}},
+	} {
+		if h := headroomOf(o, 5*time.Second, 10*time.Second); h != nil {
+			t.Errorf("%s: %+v, want none", name, h)
+		}
+	}
+	if h := headroomOf(Options{Evidence: Evidence{CPUUse: use}}, 0, 10*time.Second); h != nil {
+		t.Errorf("no execution: %+v, want none", h)
+	}
+}

@@ -65,6 +65,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		}
 	}
 	idle := 0
+	notKnown := false
 	for _, name := range names {
 		b, a := beforeBy[name], afterBy[name]
 		if levelTotal(b) == 0 && levelTotal(a) == 0 {
@@ -82,10 +83,24 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		case a == nil:
 			label += " (removed)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(resultCells(b, a, rep.After != nil), "\t"))
+		// a level whose figures after the change the evidence cannot
+		// tell (simulate.WarnBeyondCores) shows them as not known, "?",
+		// rather than the replay's confident few 429s
+		_, unknown := simulate.FindWarning(rep.Warnings, simulate.WarnBeyondCores, name)
+		cells := func(b, a *fairqueue.LevelResult) []string {
+			if unknown {
+				return unknownAfter(b)
+			}
+			return resultCells(b, a, rep.After != nil)
+		}
+		if unknown {
+			label += " (not known)"
+			notKnown = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(cells(b, a), "\t"))
 		for _, f := range pickFlows(b, a, maxFlows) {
 			fb, fa := findFlow(b, f), findFlow(a, f)
-			fmt.Fprintf(tw, "  %s\t%s\n", sanitize.Line(f), strings.Join(resultCells(fb, fa, rep.After != nil), "\t"))
+			fmt.Fprintf(tw, "  %s\t%s\n", sanitize.Line(f), strings.Join(cells(fb, fa), "\t"))
 		}
 		if more := flowCount(b, a) - min(maxFlows, flowCount(b, a)); more > 0 && maxFlows > 0 {
 			fmt.Fprintf(tw, "  (%d more %s)\t\t\t\t\t\t\t\t\t\n", more, textfmt.Plural(more, "flow", "flows"))
@@ -105,6 +120,10 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, textfmt.Plural(idle, "level", "levels"))
 	}
 	fmt.Fprint(w, simulateLegend)
+	if notKnown {
+		fmt.Fprintln(w, "?: not known. The change runs a level (not known) more at once than the recording did, beyond what the server's CPU")
+		fmt.Fprintln(w, "allows by its evidence; how far its executions would stretch the recording cannot tell (see the warning).")
+	}
 	if err := printCPUComparison(w, rep.CPUComparison); err != nil {
 		return err
 	}
@@ -214,6 +233,16 @@ func resultCells(b, a *fairqueue.LevelResult, compare bool) []string {
 	ac := oneSideCells(a)
 	for i := range bc {
 		bc[i] = change(bc[i], ac[i])
+	}
+	return bc
+}
+
+// unknownAfter renders the columns of a level whose figures after the
+// change are not known: "before->?".
+func unknownAfter(b *fairqueue.LevelResult) []string {
+	bc := oneSideCells(b)
+	for i := range bc {
+		bc[i] += "->?"
 	}
 	return bc
 }

@@ -197,3 +197,38 @@ func TestNoReproductionTableWithout429s(t *testing.T) {
 		t.Errorf("no line says why there is no table:\n%s", out)
 	}
 }
+
+// TestBeyondTheCoresIsNotKnown: a level the change runs beyond the server's
+// cores (simulate.WarnBeyondCores) shows its figures after the change as
+// not known ("?") instead of the replay's, with a legend; another level
+// keeps its before->after figures.
+func TestBeyondTheCoresIsNotKnown(t *testing.T) {
+	rep := &simulate.Result{
+		Report: &fairqueue.Report{
+			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{
+				{Name: "team", Dispatched: 100, Rejected: map[string]int64{"queue-full": 50}},
+				{Name: "other", Dispatched: 7},
+			}},
+			After: &fairqueue.Result{Levels: []fairqueue.LevelResult{
+				{Name: "team", Dispatched: 150, Rejected: map[string]int64{"queue-full": 3}},
+				{Name: "other", Dispatched: 8},
+			}},
+		},
+		Warnings: []simulate.Warning{{Kind: simulate.WarnBeyondCores, Level: "team", Text: "warning: team: ..."}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	if !regexp.MustCompile(`(?m)^team \(not known\) +100->\? +50->\? `).MatchString(out) || !strings.Contains(out, "?: not known.") {
+		t.Errorf("team's figures after the change are not shown as not known:\n%s", out)
+	}
+	if strings.Contains(out, "150") || strings.Contains(out, "50->3") {
+		t.Errorf("team's replayed figures after the change are shown:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^other +7->8 `).MatchString(out) {
+		t.Errorf("other's figures are not before->after:\n%s", out)
+	}
+}
