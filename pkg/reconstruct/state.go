@@ -16,12 +16,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
-// estimatedServiceDuration is upstream's G (queueset.go), the seat time
-// the queue choice weighs a request's initial seats with.
-const estimatedServiceDuration = 3 * time.Millisecond
-
-// borrowingPeriod is apf_controller.go's borrowingAdjustmentPeriod.
-const borrowingPeriod = int64(10 * time.Second)
+// borrowingPeriod is apf_controller.go's borrowingAdjustmentPeriod, in
+// the reconstruction's nanoseconds.
+const borrowingPeriod = int64(engine.BorrowingAdjustmentPeriod)
 
 // req is one request in flight in the reconstruction.
 type req struct {
@@ -33,7 +30,7 @@ type req struct {
 	seats  int
 	final  int
 	addLat int64
-	work   float64 // seat-seconds for the queue choice
+	work   fairqueue.SeatSeconds // its TotalWork, for the queue choice
 
 	apfAt, dispatch, end int64
 	// start is when its recorded execution began
@@ -89,7 +86,7 @@ func (h *byDispatch) Pop() any {
 type queue struct {
 	head, tail *req
 	length     int
-	work       float64
+	work       fairqueue.SeatSeconds // upstream's TotalWorkSum
 }
 
 func (q *queue) push(r *req) {
@@ -147,9 +144,6 @@ func (q *queue) remove(r *req) {
 	r.prev, r.next, r.queued = nil, nil, false
 	q.length--
 	q.work -= r.work
-	if q.length == 0 {
-		q.work = 0
-	}
 }
 
 // acc integrates one flow's or client's seats in use and seats waiting.
@@ -169,13 +163,13 @@ func (a *acc) to(t int64) {
 
 // level is one priority level's reconstructed state.
 type level struct {
-	name       string
-	exempt     bool
-	queues     []queue // nil for levels without queues
-	qll        int
-	dealer     *engine.Dealer
-	hand       []int
-	arrivals   int
+	name   string
+	exempt bool
+	queues []queue // nil for levels without queues
+	qll    int
+	// shard is the level's shuffle sharding (fairqueue's, upstream's
+	// shuffleShardLocked)
+	shard      *fairqueue.Shard
 	limit      int
 	seatsInUse int
 	executing  int
@@ -262,8 +256,8 @@ func newState(opts Options, cal *calibrate.Result) *state {
 		s.prev[ll.Name] = l.limit
 		if pl := opts.Config.PriorityLevels[ll.Name]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && pl.Spec.Limited.LimitResponse.Queuing != nil {
 			q := pl.Spec.Limited.LimitResponse.Queuing
-			if d, err := engine.NewDealer(int(q.Queues), int(q.HandSize)); err == nil {
-				l.queues, l.qll, l.dealer = make([]queue, q.Queues), int(q.QueueLengthLimit), d
+			if sh, err := fairqueue.NewShard(int(q.Queues), int(q.HandSize)); err == nil {
+				l.queues, l.qll, l.shard = make([]queue, q.Queues), int(q.QueueLengthLimit), sh
 			}
 		}
 		s.levels[ll.Name] = l
@@ -428,17 +422,17 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if !orig.seats {
 		s.res.EstimatedSeats++
 	}
-	r.work = float64(r.seats)*estimatedServiceDuration.Seconds() + float64(r.final)*time.Duration(r.addLat).Seconds()
+	r.work, _ = fairqueue.TotalWork(uint64(r.seats), uint64(max(r.final, 0)), time.Duration(r.addLat))
 
 	f := &s.fate
 	*f = Fate{Record: w, Index: idx, Level: pl, FlowSchema: fs, Distinguisher: dist, Status: w.Status, Seats: r.seats,
 		SeatsEstimated: !orig.seats, Queue: -1, WaitLimit: wl}
-	if l.dealer != nil {
+	if l.shard != nil {
 		var hand []int
 		if n := len(s.hands); n > 0 {
 			hand, s.hands = s.hands[n-1], s.hands[:n-1]
 		}
-		f.Hand = l.dealer.DealIntoHand(hash, hand)
+		f.Hand = l.shard.DealIntoHand(hash, hand)
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
@@ -629,7 +623,7 @@ func (s *state) holdBack(p *pending) bool {
 		return false
 	}
 	// the server chose its queue once, when it was enqueued
-	l.arrivals--
+	l.shard.Unchoose()
 	p.held = true
 	l.held = append(l.held, p)
 	s.push(r.dispatch, evLateArrive, r)
@@ -802,20 +796,9 @@ func (s *state) accOf(m map[int32]*acc, i int32) *acc {
 	return a
 }
 
-// chooseQueue mirrors shuffleShardLocked: the first queue of the hand,
-// from the rotating offset, with the strictly smallest TotalWorkSum.
-func (l *level) chooseQueue(hash uint64) int {
-	l.hand = l.dealer.DealIntoHand(hash, l.hand)
-	offset := l.arrivals % len(l.hand)
-	l.arrivals++
-	best, min := -1, 0.0
-	for i := range l.hand {
-		idx := l.hand[(offset+i)%len(l.hand)]
-		if sum := l.queues[idx].work; best < 0 || sum < min {
-			best, min = idx, sum
-		}
-	}
-	return best
+// WorkSum is queue q's TotalWorkSum, for fairqueue.Shard.ChooseQueue.
+func (l *level) WorkSum(q int) fairqueue.SeatSeconds {
+	return l.queues[q].work
 }
 
 // learnLimit corrects the level's current limit by what a served request
@@ -844,15 +827,10 @@ func (s *state) atCeiling(l *level) bool {
 	return s.opts.NoBorrowing || l.limit >= max(l.limits.UpperCL, 1)
 }
 
-// canAccommodate mirrors canAccommodateSeatsLocked.
+// canAccommodate is upstream's canAccommodateSeatsLocked over the
+// reconstructed seats (fairqueue.CanAccommodateSeats).
 func (l *level) canAccommodate(seats int) bool {
-	switch {
-	case l.exempt:
-		return true
-	case seats > l.limit:
-		return l.executing == 0
-	}
-	return l.seatsInUse+seats <= l.limit
+	return fairqueue.CanAccommodateSeats(l.exempt, seats, l.limit, l.seatsInUse, l.executing)
 }
 
 // arrive decides a request's fate from the reconstructed state at its
@@ -881,7 +859,7 @@ func (s *state) arrive(p *pending) {
 			f.Class = ClassNoRoomButServed
 		}
 	default:
-		q := l.chooseQueue(p.hash)
+		q := l.shard.ChooseQueue(p.hash, l)
 		f.Queue = q
 		if f.Snapshot != nil {
 			for i := range f.Snapshot.Queues {
@@ -963,7 +941,7 @@ func (s *state) arrive(p *pending) {
 // that the shuffle sharding picks now, to wait for its dispatch.
 func (s *state) enqueue(p *pending) {
 	r, l := p.r, p.r.lv
-	p.fate.Queue = l.chooseQueue(p.hash)
+	p.fate.Queue = l.shard.ChooseQueue(p.hash, l)
 	s.wait(r, p.fate.Queue)
 	heap.Push(&l.next, r)
 	s.push(max(r.dispatch, s.now), evDispatch, r)
