@@ -40,8 +40,11 @@ type req struct {
 	waiting   bool
 	timeOut   bool // a recorded 429 that waited its wait limit
 	// waitShown: its times show that it waited (for learnLimit)
-	waitShown  bool
-	estimated  bool // its wait was estimated
+	waitShown bool
+	estimated bool // its wait was estimated
+	// exact: its wait is the audit's apf-queue-wait, the server's own
+	// measure (for learnLimit)
+	exact      bool
 	prev, next *req
 	// p is the request's record and fate until they are decided
 	p *pending
@@ -218,8 +221,12 @@ type state struct {
 	clientX    map[clientKey]int32
 	res        Result
 	prev       map[string]int
-	nextB      int64
-	fate       Fate
+	// nextB is when the next borrowing pass runs; phased tells that the
+	// passes' phase is set, passes counts those that ran
+	nextB  int64
+	phased bool
+	passes int
+	fate   Fate
 	// free are the records of settled requests, reused for the next ones:
 	// the records allocated follow the requests in flight, not the log
 	free []*pending
@@ -263,7 +270,8 @@ func newState(opts Options, cal *calibrate.Result) *state {
 		s.levels[ll.Name] = l
 		s.order = append(s.order, l)
 	}
-	s.nextB = borrowingPeriod
+	// no pass before the first request a limit applies to (add)
+	s.nextB = 1<<63 - 1
 	return s
 }
 
@@ -323,6 +331,7 @@ func (s *state) borrowUntil(t int64) {
 			s.prev[l.name] = l.limit
 		}
 		s.nextB += borrowingPeriod
+		s.passes++
 	}
 }
 
@@ -405,6 +414,17 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if l == nil {
 		s.skip(fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, pl))
 		return
+	}
+	if !l.exempt && !s.phased {
+		// the server adjusts the limits every 10 s from its own start,
+		// in a phase the log does not tell; the passes are counted
+		// from the first request a limit applies to, as a recording's
+		// load starts just after an adjustment. Counted from the log's
+		// first record, they ran seconds out of the server's phase on
+		// a log that opens with exempt requests (a capture's own
+		// reads): see docs/reconstruct.md
+		s.phased = true
+		s.nextB = arr + borrowingPeriod
 	}
 	wl, err := engine.RequestWaitLimit(er, s.opts.RequestTimeout)
 	if err != nil {
@@ -512,15 +532,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		r.waiting = true
 	}
 	r.waitShown = r.waiting
-	if r.estimated && w.HasServiceTime {
-		// an audit event without annotation: its latency is its wait and
-		// its execution together, and a LIST that took longer than τ may
-		// have waited or only run long. It shows a wait when it took τ
-		// longer than the calibration's estimate of its execution (pooled
-		// per kind of request: from an audit log alone, the mean latency
-		// of the requests of its kind), not merely longer than τ.
-		r.waitShown = r.waiting && lat-pre-int64(w.ServiceTime) >= int64(s.cal.Threshold)
-	}
+	r.exact = orig.queueWait
 	f.Wait, f.Execution = time.Duration(wait), time.Duration(exec)
 }
 
@@ -672,25 +684,56 @@ func (l *level) makeRoom(hand []int) int {
 	return -1
 }
 
-// fillHand moves waiting requests from full queues outside hand into the
-// queues of hand with room, where their own hands hold them, after a 429
-// of hand found room in the reconstruction with every seat taken: the 429
-// shows every queue of its hand full (between queues of equal work the
-// chosen one is full only if all are), so a request was in the wrong queue
-// of its own hand (makeRoom).
+// fillHand moves waiting requests into the queues of hand with room, where
+// their own hands hold them, after a 429 of hand found room in the
+// reconstruction with every seat taken: the 429 shows every queue of its
+// hand full (between queues of equal work the chosen one is full only if
+// all are), so requests were in the wrong queue of their own hands
+// (makeRoom). A queue with room takes, in this order: the request
+// enqueued last of a full queue outside hand whose hand holds it; a
+// request of a full queue of hand whose hand holds it, its place then
+// taken by one from outside hand (a chain through hand: on a level whose
+// flows' hands share a queue, the request in the wrong place is often
+// another flow's, one queue away); a request of any queue outside hand
+// whose hand holds it. The 429 counts the waiting requests of its hand, not
+// where the others stood.
 func (l *level) fillHand(hand []int) {
 	for _, qr := range hand {
-		for l.queues[qr].length < l.qll && l.moveInto(qr, hand) {
+		for l.queues[qr].length < l.qll && (l.moveInto(qr, hand, l.qll) || l.moveVia(qr, hand) || l.moveInto(qr, hand, 1)) {
 		}
 	}
 }
 
+// moveVia moves into queue qr the request enqueued last, of a full queue
+// of hand, whose own hand holds qr, and fills the place it left with a
+// request from outside hand (moveInto), and reports whether it could.
+func (l *level) moveVia(qr int, hand []int) bool {
+	for _, qh := range hand {
+		if qh == qr || l.queues[qh].length < l.qll {
+			continue
+		}
+		for x := l.queues[qh].tail; x != nil; x = x.prev {
+			if x.p == nil || !slices.Contains(x.p.fate.Hand, qr) {
+				continue
+			}
+			l.move(x, qh, qr)
+			if l.moveInto(qh, hand, l.qll) || l.moveInto(qh, hand, 1) {
+				return true
+			}
+			// nothing outside hand can take its place: put it back
+			l.move(x, qr, qh)
+			break
+		}
+	}
+	return false
+}
+
 // moveInto moves into queue qr the request enqueued last, of the first
-// full queue outside hand, whose own hand holds qr, and reports whether
-// there was one.
-func (l *level) moveInto(qr int, hand []int) bool {
+// queue outside hand at least minLen long, whose own hand holds qr, and
+// reports whether there was one.
+func (l *level) moveInto(qr int, hand []int, minLen int) bool {
 	for qs := range l.queues {
-		if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
+		if slices.Contains(hand, qs) || l.queues[qs].length < minLen {
 			continue
 		}
 		for x := l.queues[qs].tail; x != nil; x = x.prev {
@@ -802,13 +845,19 @@ func (l *level) WorkSum(q int) fairqueue.SeatSeconds {
 }
 
 // learnLimit corrects the level's current limit by what a served request
-// tells of it, after its own fate was decided: one whose times show a wait
-// (waitShown) found no seat for it, one dispatched at once found one. The borrowing pass gives
-// the limit at its adjustments, but not in the server's phase, and from a
-// demand the reconstruction only approximates; the log's evidence wins,
-// within the level's lower and upper limits.
+// tells of it, after its own fate was decided, where its wait is the
+// server's own measure (exact: the audit's apf-queue-wait): one that
+// waited (waitShown) found no seat for it, one dispatched at once found
+// one. The borrowing pass gives the limit from a demand the
+// reconstruction only approximates; that evidence wins, within the
+// level's lower and upper limits. A wait told only by the split of a
+// latency around τ (the httplog's, or an audit event's without
+// annotation) corrects nothing: on a server short of CPU τ, the lag of the
+// filters around APF, is tens of milliseconds, the split errs by as much,
+// and the limit it moved swung between the lower and the upper limit
+// within one period, where the server's stays fixed (docs/reconstruct.md).
 func (l *level) learnLimit(r *req) {
-	if l.exempt {
+	if l.exempt || !r.exact {
 		return
 	}
 	lower, upper := max(l.limits.LowerCL, 1), max(l.limits.UpperCL, 1)
@@ -838,7 +887,7 @@ func (l *level) canAccommodate(seats int) bool {
 func (s *state) arrive(p *pending) {
 	r, l, f := p.r, p.r.lv, &p.fate
 	f.SeatsInUse, f.Limit, f.Waiting = l.seatsInUse, l.limit, l.waiting
-	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.nextB > borrowingPeriod
+	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.passes > 0
 	rec429 := r.status == 429
 	if p.focus {
 		f.Snapshot = s.snapshot(l, f.Hand)
