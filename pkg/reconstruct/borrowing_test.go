@@ -63,3 +63,50 @@ func TestBorrowingKeepsTheSmoothedDemand(t *testing.T) {
 		t.Errorf("hi's limit at 25 s is %d, want %d (smoothed demand %.1f; an idle hi gets %d)", limits["probe"], second["hi"], hi.Smoothed, idle["hi"])
 	}
 }
+
+// TestBorrowingPhaseFromTheFirstLimitedRequest: the server adjusts the
+// limits every 10 s in a phase the log does not tell, and a recording's
+// load starts just after an adjustment; the passes are counted from the
+// first request a limit applies to, not from the log's first record. The
+// burst of TestBorrowingKeepsTheSmoothedDemand, 5 s after an exempt
+// request (a capture's own read): a probe 7 s into the burst finds the
+// limit no pass has changed yet, one 11 s into it the limit of the pass
+// 10 s after the burst's first request. Counted from the exempt request,
+// a pass fell 5 s into the burst, over half of its demand.
+func TestBorrowingPhaseFromTheFirstLimitedRequest(t *testing.T) {
+	const scl = 30
+	admin := logged("admin", "admin", 0, 1, 1, 200)
+	admin.Groups = []string{"system:masters", "system:authenticated"}
+	reqs := []workload.Request{admin}
+	for i := range 20 {
+		reqs = append(reqs, logged(fmt.Sprint("a", i), "alice", 5001, 9000, 9000, 200))
+	}
+	reqs = append(reqs, logged("early", "alice", 12001, 10, 10, 200), logged("late", "alice", 16001, 10, 10, 200))
+	fates := map[string]reconstruct.Fate{}
+	_, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: borrowConfig(), ServerConcurrencyLimit: scl,
+		OnFate: func(f *reconstruct.Fate) { fates[f.Record.AuditID] = *f },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fates["admin"].Level != "exempt" {
+		t.Fatalf("admin's request is on level %q, want exempt", fates["admin"].Level)
+	}
+	// the pass, by hand, 10 s after alice's first request: hi's demand
+	// was 20 seats for 9 of the 10 s (mean 18, deviation 6)
+	lims := borrowConfig().Limits(scl)
+	idle := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, nil, nil, scl).CurrentCL
+	var hi engine.SeatDemandStats
+	hi.Update(engine.IntegratorResults{Duration: 10, Average: 18, Deviation: 6, Max: 20})
+	first := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, map[string]engine.SeatDemandStats{"hi": hi}, idle, scl).CurrentCL
+	if first["hi"] == idle["hi"] {
+		t.Fatalf("the pass gives hi %d seats, as idle: the test cannot tell the phase", first["hi"])
+	}
+	if e := fates["early"]; e.Limit != idle["hi"] || e.LimitFromLog {
+		t.Errorf("7 s into the burst hi's limit is %d (from the log: %v), want %d, no pass yet", e.Limit, e.LimitFromLog, idle["hi"])
+	}
+	if l := fates["late"]; l.Limit != first["hi"] || !l.LimitFromLog {
+		t.Errorf("11 s into the burst hi's limit is %d (from the log: %v), want %d, the pass 10 s after its start", l.Limit, l.LimitFromLog, first["hi"])
+	}
+}

@@ -25,14 +25,17 @@
 // server does on every release: the one the log dispatched first goes
 // first, at the latest when its recorded execution began. The current
 // limits come from the borrowing pass every 10 s (engine.AllocateCurrentLimitsFor
-// over the reconstructed seat demand), corrected by what the
-// requests tell of it: one that waited found every seat taken, one
-// dispatched at once found a seat free.
+// over the reconstructed seat demand), counted from the first request a
+// limit applies to, and corrected by what the requests tell of it where
+// the audit's apf-queue-wait tells their wait: one that waited found every
+// seat taken, one dispatched at once found a seat free.
 //
-// The queue of a request is the one the engine's shuffle sharding
-// (engine.Dealer, the smallest TotalWorkSum of its hand from upstream's
-// rotating offset) picks over the reconstructed queues at its arrival, as
-// the server picked it. A request the server answered 429 at once is placed
+// The queue of a request is the one the simulator's shuffle sharding
+// (fairqueue.Shard: the smallest TotalWorkSum of its hand from upstream's
+// rotating offset, in upstream's fixed-point seat-seconds) picks over the
+// reconstructed queues at its arrival, as the server picked it; the seat
+// check is fairqueue.CanAccommodateSeats. Both are the simulator's own,
+// held to upstream by its differential tests. A request the server answered 429 at once is placed
 // when it was answered, which is when it reached APF.
 //
 // The fate the reconstruction gives each request is decided from that

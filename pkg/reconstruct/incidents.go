@@ -162,7 +162,7 @@ func (s *state) closeIncident(l *level) {
 	out.State.From = map[string]string{"currentLimit": "reconstruction", "nominalLimit": "configuration"}
 	if l.queues != nil {
 		out.State.LimitResponse = "Queue"
-		out.State.Queues, out.State.HandSize = int32(len(l.queues)), int32(l.dealer.HandSize())
+		out.State.Queues, out.State.HandSize = int32(len(l.queues)), int32(l.shard.HandSize())
 		out.State.Waiting = rejections.Of(float64(inc.maxWaiting))
 		out.State.From["waiting"] = "reconstruction (most waiting at a 429)"
 	} else if !l.exempt {

@@ -16,12 +16,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
-// estimatedServiceDuration is upstream's G (queueset.go), the seat time
-// the queue choice weighs a request's initial seats with.
-const estimatedServiceDuration = 3 * time.Millisecond
-
-// borrowingPeriod is apf_controller.go's borrowingAdjustmentPeriod.
-const borrowingPeriod = int64(10 * time.Second)
+// borrowingPeriod is apf_controller.go's borrowingAdjustmentPeriod, in
+// the reconstruction's nanoseconds.
+const borrowingPeriod = int64(engine.BorrowingAdjustmentPeriod)
 
 // req is one request in flight in the reconstruction.
 type req struct {
@@ -33,7 +30,7 @@ type req struct {
 	seats  int
 	final  int
 	addLat int64
-	work   float64 // seat-seconds for the queue choice
+	work   fairqueue.SeatSeconds // its TotalWork, for the queue choice
 
 	apfAt, dispatch, end int64
 	// start is when its recorded execution began
@@ -43,8 +40,11 @@ type req struct {
 	waiting   bool
 	timeOut   bool // a recorded 429 that waited its wait limit
 	// waitShown: its times show that it waited (for learnLimit)
-	waitShown  bool
-	estimated  bool // its wait was estimated
+	waitShown bool
+	estimated bool // its wait was estimated
+	// exact: its wait is the audit's apf-queue-wait, the server's own
+	// measure (for learnLimit)
+	exact      bool
 	prev, next *req
 	// p is the request's record and fate until they are decided
 	p *pending
@@ -89,7 +89,7 @@ func (h *byDispatch) Pop() any {
 type queue struct {
 	head, tail *req
 	length     int
-	work       float64
+	work       fairqueue.SeatSeconds // upstream's TotalWorkSum
 }
 
 func (q *queue) push(r *req) {
@@ -147,9 +147,6 @@ func (q *queue) remove(r *req) {
 	r.prev, r.next, r.queued = nil, nil, false
 	q.length--
 	q.work -= r.work
-	if q.length == 0 {
-		q.work = 0
-	}
 }
 
 // acc integrates one flow's or client's seats in use and seats waiting.
@@ -169,13 +166,13 @@ func (a *acc) to(t int64) {
 
 // level is one priority level's reconstructed state.
 type level struct {
-	name       string
-	exempt     bool
-	queues     []queue // nil for levels without queues
-	qll        int
-	dealer     *engine.Dealer
-	hand       []int
-	arrivals   int
+	name   string
+	exempt bool
+	queues []queue // nil for levels without queues
+	qll    int
+	// shard is the level's shuffle sharding (fairqueue's, upstream's
+	// shuffleShardLocked)
+	shard      *fairqueue.Shard
 	limit      int
 	seatsInUse int
 	executing  int
@@ -224,8 +221,12 @@ type state struct {
 	clientX    map[clientKey]int32
 	res        Result
 	prev       map[string]int
-	nextB      int64
-	fate       Fate
+	// nextB is when the next borrowing pass runs; phased tells that the
+	// passes' phase is set, passes counts those that ran
+	nextB  int64
+	phased bool
+	passes int
+	fate   Fate
 	// free are the records of settled requests, reused for the next ones:
 	// the records allocated follow the requests in flight, not the log
 	free []*pending
@@ -262,14 +263,15 @@ func newState(opts Options, cal *calibrate.Result) *state {
 		s.prev[ll.Name] = l.limit
 		if pl := opts.Config.PriorityLevels[ll.Name]; pl != nil && pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeQueue && pl.Spec.Limited.LimitResponse.Queuing != nil {
 			q := pl.Spec.Limited.LimitResponse.Queuing
-			if d, err := engine.NewDealer(int(q.Queues), int(q.HandSize)); err == nil {
-				l.queues, l.qll, l.dealer = make([]queue, q.Queues), int(q.QueueLengthLimit), d
+			if sh, err := fairqueue.NewShard(int(q.Queues), int(q.HandSize)); err == nil {
+				l.queues, l.qll, l.shard = make([]queue, q.Queues), int(q.QueueLengthLimit), sh
 			}
 		}
 		s.levels[ll.Name] = l
 		s.order = append(s.order, l)
 	}
-	s.nextB = borrowingPeriod
+	// no pass before the first request a limit applies to (add)
+	s.nextB = 1<<63 - 1
 	return s
 }
 
@@ -329,6 +331,7 @@ func (s *state) borrowUntil(t int64) {
 			s.prev[l.name] = l.limit
 		}
 		s.nextB += borrowingPeriod
+		s.passes++
 	}
 }
 
@@ -412,6 +415,17 @@ func (s *state) add(w *workload.Request, orig recorded) {
 		s.skip(fmt.Sprintf("%s: priority level %q is not in the configuration", w.Source, pl))
 		return
 	}
+	if !l.exempt && !s.phased {
+		// the server adjusts the limits every 10 s from its own start,
+		// in a phase the log does not tell; the passes are counted
+		// from the first request a limit applies to, as a recording's
+		// load starts just after an adjustment. Counted from the log's
+		// first record, they ran seconds out of the server's phase on
+		// a log that opens with exempt requests (a capture's own
+		// reads): see docs/reconstruct.md
+		s.phased = true
+		s.nextB = arr + borrowingPeriod
+	}
 	wl, err := engine.RequestWaitLimit(er, s.opts.RequestTimeout)
 	if err != nil {
 		s.skip(fmt.Sprintf("%s: %v", w.Source, err))
@@ -428,17 +442,17 @@ func (s *state) add(w *workload.Request, orig recorded) {
 	if !orig.seats {
 		s.res.EstimatedSeats++
 	}
-	r.work = float64(r.seats)*estimatedServiceDuration.Seconds() + float64(r.final)*time.Duration(r.addLat).Seconds()
+	r.work, _ = fairqueue.TotalWork(uint64(r.seats), uint64(max(r.final, 0)), time.Duration(r.addLat))
 
 	f := &s.fate
 	*f = Fate{Record: w, Index: idx, Level: pl, FlowSchema: fs, Distinguisher: dist, Status: w.Status, Seats: r.seats,
 		SeatsEstimated: !orig.seats, Queue: -1, WaitLimit: wl}
-	if l.dealer != nil {
+	if l.shard != nil {
 		var hand []int
 		if n := len(s.hands); n > 0 {
 			hand, s.hands = s.hands[n-1], s.hands[:n-1]
 		}
-		f.Hand = l.dealer.DealIntoHand(hash, hand)
+		f.Hand = l.shard.DealIntoHand(hash, hand)
 	}
 	s.times(w, orig, r, f, arr, er.Info.Verb == "watch")
 	f.At = s.start.Add(time.Duration(r.apfAt))
@@ -518,15 +532,7 @@ func (s *state) times(w *workload.Request, orig recorded, r *req, f *Fate, arr i
 		r.waiting = true
 	}
 	r.waitShown = r.waiting
-	if r.estimated && w.HasServiceTime {
-		// an audit event without annotation: its latency is its wait and
-		// its execution together, and a LIST that took longer than τ may
-		// have waited or only run long. It shows a wait when it took τ
-		// longer than the calibration's estimate of its execution (pooled
-		// per kind of request: from an audit log alone, the mean latency
-		// of the requests of its kind), not merely longer than τ.
-		r.waitShown = r.waiting && lat-pre-int64(w.ServiceTime) >= int64(s.cal.Threshold)
-	}
+	r.exact = orig.queueWait
 	f.Wait, f.Execution = time.Duration(wait), time.Duration(exec)
 }
 
@@ -629,7 +635,7 @@ func (s *state) holdBack(p *pending) bool {
 		return false
 	}
 	// the server chose its queue once, when it was enqueued
-	l.arrivals--
+	l.shard.Unchoose()
 	p.held = true
 	l.held = append(l.held, p)
 	s.push(r.dispatch, evLateArrive, r)
@@ -678,25 +684,56 @@ func (l *level) makeRoom(hand []int) int {
 	return -1
 }
 
-// fillHand moves waiting requests from full queues outside hand into the
-// queues of hand with room, where their own hands hold them, after a 429
-// of hand found room in the reconstruction with every seat taken: the 429
-// shows every queue of its hand full (between queues of equal work the
-// chosen one is full only if all are), so a request was in the wrong queue
-// of its own hand (makeRoom).
+// fillHand moves waiting requests into the queues of hand with room, where
+// their own hands hold them, after a 429 of hand found room in the
+// reconstruction with every seat taken: the 429 shows every queue of its
+// hand full (between queues of equal work the chosen one is full only if
+// all are), so requests were in the wrong queue of their own hands
+// (makeRoom). A queue with room takes, in this order: the request
+// enqueued last of a full queue outside hand whose hand holds it; a
+// request of a full queue of hand whose hand holds it, its place then
+// taken by one from outside hand (a chain through hand: on a level whose
+// flows' hands share a queue, the request in the wrong place is often
+// another flow's, one queue away); a request of any queue outside hand
+// whose hand holds it. The 429 counts the waiting requests of its hand, not
+// where the others stood.
 func (l *level) fillHand(hand []int) {
 	for _, qr := range hand {
-		for l.queues[qr].length < l.qll && l.moveInto(qr, hand) {
+		for l.queues[qr].length < l.qll && (l.moveInto(qr, hand, l.qll) || l.moveVia(qr, hand) || l.moveInto(qr, hand, 1)) {
 		}
 	}
 }
 
+// moveVia moves into queue qr the request enqueued last, of a full queue
+// of hand, whose own hand holds qr, and fills the place it left with a
+// request from outside hand (moveInto), and reports whether it could.
+func (l *level) moveVia(qr int, hand []int) bool {
+	for _, qh := range hand {
+		if qh == qr || l.queues[qh].length < l.qll {
+			continue
+		}
+		for x := l.queues[qh].tail; x != nil; x = x.prev {
+			if x.p == nil || !slices.Contains(x.p.fate.Hand, qr) {
+				continue
+			}
+			l.move(x, qh, qr)
+			if l.moveInto(qh, hand, l.qll) || l.moveInto(qh, hand, 1) {
+				return true
+			}
+			// nothing outside hand can take its place: put it back
+			l.move(x, qr, qh)
+			break
+		}
+	}
+	return false
+}
+
 // moveInto moves into queue qr the request enqueued last, of the first
-// full queue outside hand, whose own hand holds qr, and reports whether
-// there was one.
-func (l *level) moveInto(qr int, hand []int) bool {
+// queue outside hand at least minLen long, whose own hand holds qr, and
+// reports whether there was one.
+func (l *level) moveInto(qr int, hand []int, minLen int) bool {
 	for qs := range l.queues {
-		if slices.Contains(hand, qs) || l.queues[qs].length < l.qll {
+		if slices.Contains(hand, qs) || l.queues[qs].length < minLen {
 			continue
 		}
 		for x := l.queues[qs].tail; x != nil; x = x.prev {
@@ -802,30 +839,25 @@ func (s *state) accOf(m map[int32]*acc, i int32) *acc {
 	return a
 }
 
-// chooseQueue mirrors shuffleShardLocked: the first queue of the hand,
-// from the rotating offset, with the strictly smallest TotalWorkSum.
-func (l *level) chooseQueue(hash uint64) int {
-	l.hand = l.dealer.DealIntoHand(hash, l.hand)
-	offset := l.arrivals % len(l.hand)
-	l.arrivals++
-	best, min := -1, 0.0
-	for i := range l.hand {
-		idx := l.hand[(offset+i)%len(l.hand)]
-		if sum := l.queues[idx].work; best < 0 || sum < min {
-			best, min = idx, sum
-		}
-	}
-	return best
+// WorkSum is queue q's TotalWorkSum, for fairqueue.Shard.ChooseQueue.
+func (l *level) WorkSum(q int) fairqueue.SeatSeconds {
+	return l.queues[q].work
 }
 
 // learnLimit corrects the level's current limit by what a served request
-// tells of it, after its own fate was decided: one whose times show a wait
-// (waitShown) found no seat for it, one dispatched at once found one. The borrowing pass gives
-// the limit at its adjustments, but not in the server's phase, and from a
-// demand the reconstruction only approximates; the log's evidence wins,
-// within the level's lower and upper limits.
+// tells of it, after its own fate was decided, where its wait is the
+// server's own measure (exact: the audit's apf-queue-wait): one that
+// waited (waitShown) found no seat for it, one dispatched at once found
+// one. The borrowing pass gives the limit from a demand the
+// reconstruction only approximates; that evidence wins, within the
+// level's lower and upper limits. A wait told only by the split of a
+// latency around τ (the httplog's, or an audit event's without
+// annotation) corrects nothing: on a server short of CPU τ, the lag of the
+// filters around APF, is tens of milliseconds, the split errs by as much,
+// and the limit it moved swung between the lower and the upper limit
+// within one period, where the server's stays fixed (docs/reconstruct.md).
 func (l *level) learnLimit(r *req) {
-	if l.exempt {
+	if l.exempt || !r.exact {
 		return
 	}
 	lower, upper := max(l.limits.LowerCL, 1), max(l.limits.UpperCL, 1)
@@ -844,15 +876,10 @@ func (s *state) atCeiling(l *level) bool {
 	return s.opts.NoBorrowing || l.limit >= max(l.limits.UpperCL, 1)
 }
 
-// canAccommodate mirrors canAccommodateSeatsLocked.
+// canAccommodate is upstream's canAccommodateSeatsLocked over the
+// reconstructed seats (fairqueue.CanAccommodateSeats).
 func (l *level) canAccommodate(seats int) bool {
-	switch {
-	case l.exempt:
-		return true
-	case seats > l.limit:
-		return l.executing == 0
-	}
-	return l.seatsInUse+seats <= l.limit
+	return fairqueue.CanAccommodateSeats(l.exempt, seats, l.limit, l.seatsInUse, l.executing)
 }
 
 // arrive decides a request's fate from the reconstructed state at its
@@ -860,7 +887,7 @@ func (l *level) canAccommodate(seats int) bool {
 func (s *state) arrive(p *pending) {
 	r, l, f := p.r, p.r.lv, &p.fate
 	f.SeatsInUse, f.Limit, f.Waiting = l.seatsInUse, l.limit, l.waiting
-	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.nextB > borrowingPeriod
+	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.passes > 0
 	rec429 := r.status == 429
 	if p.focus {
 		f.Snapshot = s.snapshot(l, f.Hand)
@@ -881,7 +908,7 @@ func (s *state) arrive(p *pending) {
 			f.Class = ClassNoRoomButServed
 		}
 	default:
-		q := l.chooseQueue(p.hash)
+		q := l.shard.ChooseQueue(p.hash, l)
 		f.Queue = q
 		if f.Snapshot != nil {
 			for i := range f.Snapshot.Queues {
@@ -963,7 +990,7 @@ func (s *state) arrive(p *pending) {
 // that the shuffle sharding picks now, to wait for its dispatch.
 func (s *state) enqueue(p *pending) {
 	r, l := p.r, p.r.lv
-	p.fate.Queue = l.chooseQueue(p.hash)
+	p.fate.Queue = l.shard.ChooseQueue(p.hash, l)
 	s.wait(r, p.fate.Queue)
 	heap.Push(&l.next, r)
 	s.push(max(r.dispatch, s.now), evDispatch, r)

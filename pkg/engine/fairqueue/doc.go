@@ -37,6 +37,12 @@
 // releases, ends of execution, time-outs, borrowing, then arrivals; within
 // a kind, in the order they were scheduled).
 //
+// The queue choice (Shard.ChooseQueue), the seat check
+// (CanAccommodateSeats), G and a request's work (TotalWork) are exported:
+// pkg/reconstruct decides a recorded request's fate with them over the
+// queues it rebuilds from a log, so that one implementation, the one held
+// to upstream here, serves both.
+//
 // The fidelity test drives upstream's queueset on its fake event clock with
 // the same arrivals and compares every request's outcome, dispatch order and
 // start time. Simulated time only: the package never reads the wall clock.

@@ -7,10 +7,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
-// estimatedServiceDuration is G, the service time the virtual world assumes
-// for one seat (queueset.go:queueSetCompleter.Complete sets 3 ms).
-const estimatedServiceDuration = 3 * time.Millisecond
-
 // request is one request inside the simulator. It is recycled through a free
 // list so that memory follows the requests in flight, not the workload.
 type request struct {
@@ -112,8 +108,7 @@ type queueSet struct {
 	desiredNumQueues int
 	queueLengthLimit int
 	concurrencyLimit int
-	dealer           *engine.Dealer
-	hand             []int
+	shard            *Shard // shuffleShardLocked's dealer and enqueues
 
 	queues     []queue
 	finishes   finishTree // head finish time per queue, for dispatch
@@ -125,7 +120,6 @@ type queueSet struct {
 	totRequestsExecuting int
 	totSeatsInUse        int
 	totSeatsWaiting      int
-	enqueues             int
 
 	// activeQueues and seatsRequested are what getVirtualTimeRatioLocked
 	// recomputes by scanning the queues; kept incrementally here.
@@ -167,18 +161,15 @@ func (qs *queueSet) noteDemand(now int64) {
 	qs.demand.Set(epoch.Add(time.Duration(now)), float64(qs.totSeatsInUse+qs.totSeatsWaiting))
 }
 
-// canAccommodateSeats mirrors canAccommodateSeatsLocked.
+// canAccommodateSeats mirrors canAccommodateSeatsLocked (desiredNumQueues
+// is -1 for an exempt level).
 func (qs *queueSet) canAccommodateSeats(seats int) bool {
-	switch {
-	case qs.desiredNumQueues < 0:
-		return true // exempt
-	case seats > qs.concurrencyLimit:
-		// a request wider than the whole level runs alone
-		return qs.totRequestsExecuting == 0
-	case qs.totSeatsInUse+seats > qs.concurrencyLimit:
-		return false
-	}
-	return true
+	return CanAccommodateSeats(qs.desiredNumQueues < 0, seats, qs.concurrencyLimit, qs.totSeatsInUse, qs.totRequestsExecuting)
+}
+
+// WorkSum is queue q's TotalWorkSum, for Shard.ChooseQueue.
+func (qs *queueSet) WorkSum(q int) SeatSeconds {
+	return qs.queues[q].totalWorkSum
 }
 
 // arrive mirrors StartRequest.
@@ -188,8 +179,7 @@ func (qs *queueSet) arrive(r *request, now int64, waitLimit int64, hash uint64) 
 	r.level = qs
 	r.arrivalR = qs.currentR
 	// completeWorkEstimate: totalWork = InitialSeats*G + FinalSeats*AdditionalLatency
-	r.finalWork = SeatsTimesDuration(float64(r.finalSeats), r.additionalLatency)
-	r.totalWork = SeatsTimesDuration(float64(r.initialSeats), estimatedServiceDuration) + r.finalWork
+	r.totalWork, r.finalWork = TotalWork(r.initialSeats, r.finalSeats, r.additionalLatency)
 
 	// Step 0: queueless levels only apply the concurrency limit.
 	if qs.desiredNumQueues < 1 {
@@ -207,20 +197,7 @@ func (qs *queueSet) arrive(r *request, now int64, waitLimit int64, hash uint64) 
 	}
 
 	// Step 1: shuffleShardLocked, with the hidden enqueues rotation.
-	hand := qs.dealer.DealIntoHand(hash, qs.hand)
-	qs.hand = hand
-	handSize := len(hand)
-	offset := qs.enqueues % handSize
-	qs.enqueues++
-	best := -1
-	minSum := MaxSeatSeconds
-	for i := 0; i < handSize; i++ {
-		idx := hand[(offset+i)%handSize]
-		if sum := qs.queues[idx].totalWorkSum; sum < minSum {
-			minSum, best = sum, idx
-		}
-	}
-	q := &qs.queues[best]
+	q := &qs.queues[qs.shard.ChooseQueue(hash, qs)]
 	r.queue = q
 
 	// rejectOrEnqueueToBoundLocked: the length limit counts requests, and only
@@ -333,7 +310,7 @@ func (qs *queueSet) finish(r *request, now int64) {
 	actual := time.Duration(now - r.start)
 	if q := r.queue; q != nil {
 		q.executing--
-		q.nextDispatchR -= SeatsTimesDuration(float64(r.initialSeats), estimatedServiceDuration-actual)
+		q.nextDispatchR -= SeatsTimesDuration(float64(r.initialSeats), EstimatedServiceDuration-actual)
 		qs.boundNextDispatch(q)
 		qs.updateActive(q)
 	}

@@ -246,7 +246,7 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 		opts.DefaultWaitLimit = DefaultWaitLimit
 	}
 	if opts.BorrowingPeriod == 0 {
-		opts.BorrowingPeriod = 10 * time.Second
+		opts.BorrowingPeriod = engine.BorrowingAdjustmentPeriod
 	}
 	s := &Simulator{opts: opts}
 	if sc, ok := opts.CPU.(SharedCPU); ok {
@@ -265,8 +265,7 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 		default:
 			qs.desiredNumQueues = c.Queues
 			qs.queueLengthLimit = c.QueueLengthLimit
-			qs.dealer, _ = engine.NewDealer(c.Queues, c.HandSize)
-			qs.hand = make([]int, 0, c.HandSize)
+			qs.shard, _ = NewShard(c.Queues, c.HandSize)
 			qs.queues = make([]queue, c.Queues)
 			qs.finishes = newFinishTree(c.Queues)
 			for i := range qs.queues {
