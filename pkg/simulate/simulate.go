@@ -68,6 +68,9 @@ type Config struct {
 	// (dump.Source.Describe).
 	Source string
 
+	// Logs opens Workloads (package input's Logs, which the commands hand
+	// in): this package opens nothing itself.
+	Logs logs.Opener
 	// Open, when set, opens the workload instead of Workloads (the audit
 	// events of a log store).
 	Open func() (*workload.Files, error)
