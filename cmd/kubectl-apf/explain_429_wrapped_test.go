@@ -124,7 +124,7 @@ func TestExplain429BadWrappedInput(t *testing.T) {
 }
 `))
 	var events [][]byte
-	for _, l := range bytes.Split(mustRead(t, filepath.Join("..", "..", "pkg", "engine", "workload", "testdata", "wrapped", "raw-audit.log")), []byte("\n")) {
+	for _, l := range bytes.Split(mustRead(t, filepath.Join("..", "..", "pkg", "input", "testdata", "wrapped", "raw-audit.log")), []byte("\n")) {
 		if len(l) > 0 {
 			events = append(events, l)
 		}
@@ -168,7 +168,7 @@ func mustRead(t *testing.T, p string) []byte {
 // the request in audit events as CloudWatch and a gzipped S3 export hand
 // them over, and refuses an httplog given as an audit log.
 func TestExplainRequestFromWrappedAudit(t *testing.T) {
-	samples := filepath.Join("..", "..", "pkg", "engine", "workload", "testdata", "wrapped")
+	samples := filepath.Join("..", "..", "pkg", "input", "testdata", "wrapped")
 	bundle := filepath.Join(simulateFixture(filepath.Join("recordings", "quiet")), recording.BundleFile)
 	var ev struct {
 		AuditID string `json:"auditID"`
