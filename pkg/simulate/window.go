@@ -148,12 +148,11 @@ func resolveWindow(cfg Config, a *arrivals) (*ReplayWindow, error) {
 // though none of them was answered 429: they are not the load the
 // evidence is asked about. With 429s outside, the evidence did not see
 // that load, and the calibration refuses it as before (Result.Uncovered).
-func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
+func coverEvidence(p calibrate.Params, m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
 	mw := m.evidence.MetricsWindow
 	if m.evidence.Runtime == nil && m.evidence.CPUUse == nil || mw.IsZero() {
 		return nil, win
 	}
-	p := calibrate.ActiveParams()
 	var from, to time.Time
 	if win != nil {
 		from, to = win.From, win.To

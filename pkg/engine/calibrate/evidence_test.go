@@ -26,7 +26,7 @@ func TestCoverEvidence(t *testing.T) {
 		{"scrapes over half the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(45 * time.Second)}, false},
 		{"no window known", TimeRange{}, true},
 	} {
-		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load, everySecond(tt.metrics, nil, load))
+		opts, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load, everySecond(tt.metrics, nil, load))
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v", tt.name, got, tt.used)
 		}
@@ -37,7 +37,7 @@ func TestCoverEvidence(t *testing.T) {
 			t.Errorf("%s: %q does not name both windows (%v, %v)", tt.name, u.Why(), tt.metrics, load)
 		}
 	}
-	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}, arrivalCount{}); u != nil {
+	if _, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}, arrivalCount{}); u != nil {
 		t.Errorf("a workload without times is refused its evidence: %v", u)
 	}
 }
@@ -47,10 +47,10 @@ func TestCoverEvidence(t *testing.T) {
 func everySecond(metrics TimeRange, extra []time.Time, load TimeRange) arrivalCount {
 	var a arrivalCount
 	for _, at := range extra {
-		a.add(metrics, at)
+		a.add(metrics, at, params.ClockSlack)
 	}
 	for at := load.From; !at.After(load.To); at = at.Add(time.Second) {
-		a.add(metrics, at)
+		a.add(metrics, at, params.ClockSlack)
 	}
 	return a
 }
@@ -76,7 +76,7 @@ func TestCoverEvidenceStrayArrivals(t *testing.T) {
 		{"a bundle's reads 5 s after the load", around, TimeRange{From: t0, To: t0.Add(95 * time.Second)}, []time.Time{t0.Add(95 * time.Second), t0.Add(95 * time.Second)}, true},
 		{"the load's first 15 s before the scrapes", TimeRange{From: t0.Add(15 * time.Second), To: t0.Add(91 * time.Second)}, load, nil, false},
 	} {
-		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, tt.workload, everySecond(tt.metrics, tt.extra, load))
+		opts, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, tt.workload, everySecond(tt.metrics, tt.extra, load))
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v (uncovered %v)", tt.name, got, tt.used, u)
 		}

@@ -434,10 +434,10 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	smp := sampleOf(execs, inFlight(execs, nil))
 	rej := []time.Duration{time.Millisecond, time.Millisecond, 900 * time.Microsecond, time.Second, 2 * time.Second}
 	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
-	if got := busyTime(execs); got != 12*time.Second {
+	if got := busyTime(&params, execs); got != 12*time.Second {
 		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
 	}
-	m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
+	m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
 	if !ok {
 		t.Fatal("no model")
 	}
@@ -448,10 +448,10 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	// the metrics' span bounds the busy time
 	short := *use
 	short.Span = 10 * time.Second
-	if m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
 		t.Errorf("over a 10 s span: %+v, %v", m, ok)
 	}
-	if m, ok := saturatedShared(execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
 		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
 	}
 }
