@@ -131,13 +131,6 @@ func secs(f float64) string {
 	return strconv.FormatFloat(f, 'f', 1, 64) + "s"
 }
 
-func nanLow(f float64) float64 {
-	if math.IsNaN(f) {
-		return math.Inf(-1)
-	}
-	return f
-}
-
 // bar draws used/limit in width cells.
 func (st Styles) bar(used, limit float64, width int) string {
 	if width <= 0 {
