@@ -128,7 +128,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
 		m.scrapes, m.interval = len(s.scrapes), s.interval
 		if okCPU {
-			m.evidence.CPUUse = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
+			m.evidence.CPUUse = &u
 		}
 	}
 	if m.store != "" && !m.evidence.MetricsWindow.IsZero() && !target.IsZero() {

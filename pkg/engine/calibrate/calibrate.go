@@ -90,6 +90,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Duration is a time.Duration that encodes as a Go duration string in JSON.
@@ -134,7 +135,7 @@ type Evidence struct {
 	Runtime *Runtime
 	// CPUUse is what the server's process and scheduler counted between
 	// the same scrapes, the shared-CPU model's evidence.
-	CPUUse *CPUUse
+	CPUUse *metrics.CPUUse
 	// MetricsWindow is the window between those two scrapes. When it does
 	// not cover the workload's arrivals, neither Runtime nor CPUUse is
 	// used (Result.Uncovered).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Runtime is what the recorded server's Go runtime and APF counted between
@@ -196,7 +197,7 @@ func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Run
 // whole, Quota per Period, Collections × Mark in all), over the time the
 // workload ran (span, from its first arrival to its last end, at most the
 // metrics' span), against the executions' work in it.
-func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
+func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration) {
 	m.CPUPerWork, m.Background = 0, 0
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 || m.MetricsSpan <= 0 || m.Period <= 0 {
 		return

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // TestCoverEvidence: the metrics' CPU evidence is used only when the
@@ -13,7 +15,7 @@ import (
 func TestCoverEvidence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	for _, tt := range []struct {
 		name    string
 		metrics TimeRange
@@ -63,7 +65,7 @@ func everySecond(metrics TimeRange, extra []time.Time, load TimeRange) arrivalCo
 func TestCoverEvidenceStrayArrivals(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	around := TimeRange{From: t0.Add(-time.Second), To: t0.Add(91 * time.Second)}
 	for _, tt := range []struct {
 		name     string
@@ -95,7 +97,7 @@ func TestDeriveRefusesMetricsBeforeTheLoad(t *testing.T) {
 	cfg := config(t, 1)
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	first, last := reqs[0].Arrival, reqs[len(reqs)-1].Arrival
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	around := TimeRange{From: first.Add(-time.Second), To: last.Add(time.Second)}
 	before := TimeRange{From: first.Add(-10 * time.Second), To: first.Add(-5 * time.Second)}
 	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: around}})

@@ -14,19 +14,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
-// CPUUse is what the recorded server's process and Go scheduler counted
-// between two /metrics scrapes around the recorded time: the CPU time the
-// process used (process_cpu_seconds_total), the mean time a goroutine
-// waited runnable for a P (go_sched_latencies_seconds, when HasRunnableWait)
-// and GOMAXPROCS.
-type CPUUse struct {
-	Span            time.Duration
-	ProcessCPU      time.Duration
-	RunnableWait    time.Duration
-	HasRunnableWait bool
-	GOMAXPROCS      int
-}
-
 // SharedCPU is the replay's model of the server's CPU shared by every
 // request it executes, whatever its level: once more requests execute at
 // once than the server has cores for, each runs slower. A request that

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // partlySharedRecording records a level of seats seats on a server of
@@ -136,7 +137,7 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		// process that computed the executions' share of their time alone
 		procs := int(math.Ceil(tc.capacity))
 		cpu := time.Duration(cpuSeconds(reqs, tc.share) * float64(time.Second))
-		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
 		m := res.Shared
 		if !tc.want {
 			// nothing to fit: no model, and the recorded execution
@@ -386,11 +387,11 @@ func TestSharedCPUSaturated(t *testing.T) {
 	// one seat: the executions never overlapped, each on the half core
 	// for all of its time
 	cpu := time.Duration(capacity * cpuSeconds(reqs, 1) * float64(time.Second))
-	derive := func(use CPUUse) *Result {
+	derive := func(use metrics.CPUUse) *Result {
 		t.Helper()
 		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &use}})
 	}
-	res := derive(CPUUse{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 2 * time.Millisecond, HasRunnableWait: true})
+	res := derive(metrics.CPUUse{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 2 * time.Millisecond, HasRunnableWait: true})
 	m := res.Shared
 	if m == nil || m.From != SharedFromSaturated || m.Saturated == nil {
 		t.Fatalf("no model from a saturated CPU: %+v, %s", m, res.SharedWhy)
@@ -410,7 +411,7 @@ func TestSharedCPUSaturated(t *testing.T) {
 	}
 	// goroutines that hardly waited for a CPU, or a runtime that does not
 	// say: not this model
-	for _, use := range []CPUUse{
+	for _, use := range []metrics.CPUUse{
 		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 100 * time.Microsecond, HasRunnableWait: true},
 		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2},
 	} {
@@ -433,7 +434,7 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	}
 	smp := sampleOf(execs, inFlight(execs, nil))
 	rej := []time.Duration{time.Millisecond, time.Millisecond, 900 * time.Microsecond, time.Second, 2 * time.Second}
-	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
+	use := &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
 	if got := busyTime(&params, execs); got != 12*time.Second {
 		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
 	}
@@ -470,7 +471,7 @@ func TestSharedCPUCapacityIsTheCoresAtOnce(t *testing.T) {
 	seats := slowSeats(t, cfg, scl, 4)
 	reqs := partlySharedRecording(3, seats, 2, 1, 0.9*2/0.004, 20*time.Second)
 	cpu := time.Duration(cpuSeconds(reqs, 1) * float64(time.Second))
-	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
 
 	res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: use, CPULimit: 1}})
 	m := res.Shared
