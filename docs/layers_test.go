@@ -1,8 +1,14 @@
 package docs
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,7 +49,7 @@ var layerOf = map[string]int{
 	"pkg/state":             layerModel,
 	"pkg/engine/workload":   layerModel,
 	"pkg/input":             layerInputs,
-	"pkg/logs":              layerInputs,
+	"pkg/logs":              layerModel,
 	"pkg/fetch":             layerSources,
 	"pkg/promfetch":         layerSources,
 	"pkg/vlogs":             layerSources,
@@ -145,6 +151,94 @@ func TestLowerLayersHoldNoClient(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readers is the input layer's package of workload readers: the files,
+// standard input and directories they open reach the model and the compute
+// packages as values (a workload.Reader, a workload.Files, or a
+// logs.Opener that the commands hand in), never as an import.
+const readers = "github.com/kubectl-apf/kubectl-apf/pkg/input"
+
+// opens are the functions of package os that open, read or list a file,
+// or read standard input; fileValues are the model packages that read
+// files themselves (pkg/dump: bundles and raw dumps) or spill to one
+// (pkg/engine/workload: the Tape's temporary file, os.CreateTemp, not
+// listed).
+var (
+	opens      = map[string]bool{"Open": true, "OpenFile": true, "ReadFile": true, "ReadDir": true, "Stat": true, "Lstat": true, "DirFS": true, "Stdin": true}
+	fileValues = map[string]bool{"pkg/dump": true}
+)
+
+// TestComputeOpensNothing: no package of the model or compute layers
+// depends, even indirectly, on the workload readers (pkg/input), and none
+// but fileValues names os's functions that open a file or read standard
+// input: the compute packages take a workload opened (docs/architecture.md,
+// Layers).
+func TestComputeOpensNothing(t *testing.T) {
+	var pkgs []string
+	for path, l := range layerOf {
+		if l == layerModel || l == layerCompute {
+			pkgs = append(pkgs, path)
+		}
+	}
+	sort.Strings(pkgs)
+	for _, pkg := range pkgs {
+		out, err := exec.Command("go", "list", "-deps", "../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == readers {
+				t.Errorf("%s depends on the workload readers (pkg/input): take a workload.Reader, a workload.Files or a logs.Opener instead", pkg)
+			}
+		}
+		if fileValues[pkg] {
+			continue
+		}
+		for _, call := range osOpens(t, pkg) {
+			t.Errorf("%s: %s opens a file or reads standard input: the input layer does (pkg/input)", pkg, call)
+		}
+	}
+}
+
+// osOpens lists the uses of os's opening functions (opens) in the
+// production files of the package at path, as "file:line: os.Name".
+func osOpens(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.Dir}}{{range .GoFiles}} {{.}}{{end}}`, "../"+path).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", path, err)
+	}
+	f := strings.Fields(string(out))
+	var found []string
+	fset := token.NewFileSet()
+	for _, name := range f[1:] {
+		file, err := parser.ParseFile(fset, filepath.Join(f[0], name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := ""
+		for _, imp := range file.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "os" {
+				local = "os"
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+			}
+		}
+		if local == "" {
+			continue
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && opens[sel.Sel.Name] {
+					found = append(found, fmt.Sprintf("%s:%d: os.%s", name, fset.Position(sel.Pos()).Line, sel.Sel.Name))
+				}
+			}
+			return true
+		})
+	}
+	return found
 }
 
 // httpValues are the lower packages that import net/http for its values

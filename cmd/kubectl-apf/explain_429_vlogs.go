@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -141,7 +142,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := fromlog.IncidentsStore(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout}, vlogsStore{src}, o.Workload.Gap, v.Margin)
+	rep, err := fromlog.IncidentsStore(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout, Logs: input.Logs{}}, vlogsStore{src}, o.Workload.Gap, v.Margin)
 	if err != nil {
 		return err
 	}

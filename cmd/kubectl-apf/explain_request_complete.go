@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Complete turns the flags and arguments into an identity and a request.
@@ -74,7 +75,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		return err
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		r, skipped, err := fromlog.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In, o.from, o.to)
+		r, skipped, err := input.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In, o.from, o.to)
 		if err != nil {
 			return err
 		}
@@ -227,6 +228,6 @@ func (o *ExplainRequestOptions) resolveWindow() error {
 	if err != nil {
 		return err
 	}
-	o.from, o.to, err = o.Window.ResolveFiles(context.Background(), spec)
+	o.from, o.to, err = o.Window.ResolveFiles(context.Background(), input.Logs{}, spec)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
@@ -320,7 +321,7 @@ func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Conf
 	if err != nil {
 		return nil, simulate.Config{}, err
 	}
-	cfg := simulate.Config{Workloads: o.Workloads, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
+	cfg := simulate.Config{Workloads: o.Workloads, Logs: input.Logs{}, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
 		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()

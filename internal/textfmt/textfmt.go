@@ -1,5 +1,6 @@
 // Package textfmt is the formatting every printer shares: plurals, the
-// first line of a message, and the tabwriter setups of the tables. It
+// first line of a message, figures (Num), and the tabwriter setups of the
+// tables. It
 // imports the standard library alone, so that the pure packages (pkg/dump,
 // pkg/explain, pkg/capacity, pkg/engine/...) use it as the commands and the
 // renderers do; pkg/output, which brings cli-runtime and client-go, cannot
@@ -8,6 +9,8 @@ package textfmt
 
 import (
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -51,4 +54,18 @@ func NewKubectlTable(w io.Writer) *tabwriter.Writer {
 // writes in the apiserver's own format.
 func NewAPIServerDumpTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 8, 0, 1, ' ', 0)
+}
+
+// Num formats a figure of a table or a view: "-" when it is absent (NaN)
+// or infinite, an integer plainly, anything else with decimals digits
+// after the point. It is the printers' one rule for figures; each printer
+// names its precision (tables two decimals, the live view one).
+func Num(f float64, decimals int) string {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return "-"
+	case f == math.Trunc(f) && math.Abs(f) < 1e15:
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', decimals, 64)
 }

@@ -37,9 +37,7 @@ func TestPerInputAheadSame(t *testing.T) {
 		{httplog, dir, filepath.Join(wrappedTestdata, "raw-audit.log")},
 	} {
 		read := func(ahead bool) ([]workload.Request, *workload.Files, error) {
-			defer func(v bool) { perInputAhead = v }(perInputAhead)
-			perInputAhead = ahead
-			got, fs, err := readFiles(t, paths...)
+			got, fs, err := readFilesWith(t, Options{Lenient: true, tuning: tuning{mergedInline: !ahead}}, paths...)
 			if fs != nil {
 				fs.Opened.Settle(fs)
 			}

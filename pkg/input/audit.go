@@ -120,8 +120,8 @@ func NewAuditReader(r io.Reader, name string, opts Options, stats *workload.Stat
 	}
 	a := &auditReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, lenient: opts.Lenient, in: newInterner()}
 	src := a.read
-	if parallelDecode() {
-		a.par, src = &auditPar{}, a.readParallel
+	if opts.tuning.parallel() {
+		a.par, src = &auditPar{lines: opts.tuning.lines(), inline: opts.tuning.chunksInline}, a.readParallel
 	}
 	a.reorder = &reorder{src: src, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return a

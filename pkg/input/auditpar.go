@@ -3,7 +3,6 @@ package input
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,23 +19,18 @@ import (
 // (auditReader.read): the counts and the lenient handling of a malformed
 // line are done in order, by the reader, and a line the reader never
 // reaches (after an error) is decoded but not counted. Memory: at most
-// chunksAhead chunks of chunkLines lines (or chunkBytes bytes).
+// chunksAhead chunks of tuning.lines lines (or chunkBytes bytes).
 
 const (
 	chunkBytes  = 1 << 20
 	chunksAhead = 4
 )
 
-// chunkLines is how many lines a chunk holds at most (a variable for
-// the tests, which cut inputs into many chunks): a thousand lines (with
-// chunkBytes, a megabyte) launch a quarter of the goroutines 256 did, and
-// read a million lines 2–4% faster (BenchmarkReconstruct).
-var chunkLines = 1024
-
-// parallelDecode: the audit and httplog readers decode in parallel where
-// there is more than one processor to run on (a variable for the tests,
-// which compare the two ways).
-var parallelDecode = func() bool { return runtime.GOMAXPROCS(0) > 1 }
+// defaultChunkLines is how many lines a chunk holds at most
+// (tuning.chunkLines): a thousand lines (with chunkBytes, a megabyte)
+// launch a quarter of the goroutines 256 did, and read a million lines
+// 2–4% faster (BenchmarkReconstruct).
+const defaultChunkLines = 1024
 
 // The outcomes of an audit line.
 const (
@@ -112,7 +106,7 @@ func (a *auditReader) launch() {
 	c := p.reuse()
 	c.buf, c.ends, c.err = c.buf[:0], c.ends[:0], nil
 	c.first = a.ls.line + 1
-	for len(c.ends) < chunkLines && len(c.buf) < chunkBytes {
+	for len(c.ends) < p.lines && len(c.buf) < chunkBytes {
 		line, err := a.ls.next()
 		if err != nil {
 			c.err, p.ended = err, true
@@ -177,6 +171,10 @@ type chunks[C, D any] struct {
 	cur   *C
 	pos   int
 	ended bool // the scanner returned an error: no chunk follows
+	// lines is how many lines a chunk holds at most, and inline whether
+	// the reader decodes every chunk itself (tuning)
+	lines  int
+	inline bool
 }
 
 // reuse returns a chunk to scan into: a free one, or a new one.
@@ -205,7 +203,7 @@ func (p *chunks[C, D]) decoder(newDec func() *D) *D {
 func (p *chunks[C, D]) launched(c *C, decode func()) *chunkJob {
 	j := &chunkJob{done: make(chan struct{}), decode: decode}
 	p.queue = append(p.queue, c)
-	if chunkGoroutines {
+	if !p.inline {
 		go func() {
 			if j.claim() {
 				j.decode()
@@ -247,10 +245,6 @@ type chunkJob struct {
 	done    chan struct{} // closed when the goroutine has decoded it
 	decode  func()
 }
-
-// chunkGoroutines: a goroutine is started for every chunk (false in tests
-// of the reader decoding every chunk itself).
-var chunkGoroutines = true
 
 // claim reports whether the caller is the one to decode the chunk.
 func (j *chunkJob) claim() bool { return j.claimed.CompareAndSwap(false, true) }

@@ -30,9 +30,10 @@ type newReader func(r io.Reader, name string, opts Options, stats *workload.Stat
 // readWay reads b with a reader of newR, its lines decoded in parallel or
 // one by one, in chunks of lines lines.
 func readWay(newR newReader, b []byte, opts Options, parallel bool, lines int) readOutcome {
-	defer func(p func() bool, n int) { parallelDecode, chunkLines = p, n }(parallelDecode, chunkLines)
-	parallelDecode = func() bool { return parallel }
-	chunkLines = lines
+	opts.tuning.decode, opts.tuning.chunkLines = decodeSerial, lines
+	if parallel {
+		opts.tuning.decode = decodeParallel
+	}
 	var out readOutcome
 	r := newR(bytes.NewReader(b), "in", opts, &out.stats)
 	for range 4*bytes.Count(b, []byte("\n")) + 8 {
@@ -64,7 +65,7 @@ func checkParallel(t *testing.T, newR newReader, b []byte, opts []Options) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%+v, chunks of %d lines: parallel\n%+v\none by one\n%+v", o, chunk, got, want)
 			}
-			got = inlineOnly(func() readOutcome { return readWay(newR, b, o, true, chunk) })
+			got = readWay(newR, b, inlineOnly(o), true, chunk)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%+v, chunks of %d lines: every chunk decoded by the reader\n%+v\none by one\n%+v", o, chunk, got, want)
 			}
@@ -85,13 +86,12 @@ func checkParallelAudit(t *testing.T, b []byte) {
 	checkParallel(t, NewAuditReader, b, opts)
 }
 
-// inlineOnly runs read with no goroutine started for the chunks: the
+// inlineOnly are opts with no goroutine started for the chunks: the
 // reader decodes every chunk itself, as it does one whose goroutine has not
 // begun.
-func inlineOnly(read func() readOutcome) readOutcome {
-	defer func(g bool) { chunkGoroutines = g }(chunkGoroutines)
-	chunkGoroutines = false
-	return read()
+func inlineOnly(opts Options) Options {
+	opts.tuning.chunksInline = true
+	return opts
 }
 
 // mixedAudit is an audit log of events of every outcome: kept, of other

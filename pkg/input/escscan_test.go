@@ -155,7 +155,7 @@ func TestRecordDecodedInPlace(t *testing.T) {
 
 // FuzzEscapedReaderPath: a wrapped input gives the same requests, the
 // same error and the same counts with the events decoded where they stand
-// as with them unescaped first (decodeEscaped off), leniently or not.
+// as with them unescaped first (tuning.unescapedFirst), leniently or not.
 func FuzzEscapedReaderPath(f *testing.F) {
 	addWrappedSeeds(f)
 	ev := `{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"auditID\":\"a\",\"stage\":\"ResponseComplete\",\"requestURI\":\"/api/v1/pods\",\"verb\":\"list\",\"user\":{\"username\":\"u\"},\"requestReceivedTimestamp\":\"2026-11-23T15:24:45Z\",\"stageTimestamp\":\"2026-11-23T15:24:46Z\"}`
@@ -172,9 +172,8 @@ func FuzzEscapedReaderPath(f *testing.F) {
 			}
 			var got [2]outcome
 			for i, on := range []bool{true, false} {
-				decodeEscaped = on
 				st := &workload.Stats{}
-				r, _, err := NewReader(bytes.NewReader(b), "fuzz", Options{Lenient: lenient}, st)
+				r, _, err := NewReader(bytes.NewReader(b), "fuzz", Options{Lenient: lenient, tuning: tuning{unescapedFirst: !on}}, st)
 				if err != nil {
 					got[i].err = err.Error()
 					continue
@@ -185,7 +184,6 @@ func FuzzEscapedReaderPath(f *testing.F) {
 				}
 				got[i].stats = *st
 			}
-			decodeEscaped = true
 			if !reflect.DeepEqual(got[0], got[1]) {
 				t.Fatalf("lenient %v:\nin place  %+v\nunescaped %+v", lenient, got[0], got[1])
 			}

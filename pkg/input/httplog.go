@@ -45,8 +45,8 @@ func NewHTTPLogReader(r io.Reader, name string, opts Options, stats *workload.St
 	}
 	h := &httpLogReader{ls: newLineScanner(r, name, opts.MaxLineBytes), stats: stats, httpDecoder: httpDecoder{opts: opts, in: newInterner()}}
 	src := h.read
-	if parallelDecode() {
-		h.par, src = &httpPar{}, h.readParallel
+	if opts.tuning.parallel() {
+		h.par, src = &httpPar{lines: opts.tuning.lines(), inline: opts.tuning.chunksInline}, h.readParallel
 	}
 	h.reorder = &reorder{src: src, window: opts.ReorderWindow, q: arrivalQueue{maxHeld: opts.MaxHeld}, stats: stats}
 	return h

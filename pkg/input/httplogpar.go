@@ -92,7 +92,7 @@ func (h *httpLogReader) launch() {
 	p := h.par
 	c := p.reuse()
 	c.buf, c.recs, c.err = c.buf[:0], c.recs[:0], nil
-	for len(c.recs) < chunkLines && len(c.buf) < chunkBytes && c.err == nil {
+	for len(c.recs) < p.lines && len(c.buf) < chunkBytes && c.err == nil {
 		line, err := h.ls.next()
 		if err != nil {
 			c.err = err

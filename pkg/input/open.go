@@ -256,7 +256,7 @@ func OpenFiles(paths []string, opts Options) (*workload.Files, error) {
 		return p
 	}
 	// the inputs merged together are each parsed in a goroutine of their
-	// own (perInputAhead), the instances they name counted as before, in
+	// own (unless tuning.mergedInline), the instances they name counted as before, in
 	// the goroutine that merges them
 	merged := map[int]int{}
 	for _, in := range inputs {
@@ -275,7 +275,7 @@ func OpenFiles(paths []string, opts Options) (*workload.Files, error) {
 				d.dropSource()
 			}
 		}
-		if perInputAhead && merged[g] > 1 {
+		if !opts.tuning.mergedInline && merged[g] > 1 {
 			ir = ahead(ir)
 		}
 		rd := &instanced{Reader: ir, name: fi.Instance, force: fi.Why == workload.WhyFlag || fi.Why == workload.WhyPathFlag, named: op.named[g],
@@ -305,11 +305,6 @@ func OpenFiles(paths []string, opts Options) (*workload.Files, error) {
 	fs.Reader = ahead(workload.Merge(all...))
 	return fs, nil
 }
-
-// perInputAhead: OpenFiles parses each input merged with others in a
-// goroutine of its own (a variable for the tests, which compare the two
-// ways).
-var perInputAhead = true
 
 type joined struct {
 	logs, audits workload.Reader

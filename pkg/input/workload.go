@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -55,6 +56,58 @@ type Options struct {
 	// (Request.TimeUnknown). For a line given alone, not for a log, whose
 	// requests need their times.
 	Headerless bool
+	// tuning are the ways of reading the tests compare with the readers'
+	// own; its zero value is how the readers run.
+	tuning tuning
+}
+
+// tuning are ways of reading that give the same requests as the readers'
+// own, which the tests set to compare the two (Options.tuning).
+type tuning struct {
+	// decode says whether the audit and httplog readers decode in
+	// parallel chunks: decodeAuto where there is more than one processor
+	// to run on, else decodeSerial or decodeParallel
+	decode int
+	// chunkLines is how many lines a chunk holds at most (0:
+	// defaultChunkLines); the tests cut inputs into many chunks
+	chunkLines int
+	// chunksInline decodes every chunk in the reader's goroutine, as it
+	// does a chunk whose goroutine has not begun, rather than each in a
+	// goroutine of its own
+	chunksInline bool
+	// unescapedFirst decodes a wrapped event once unescaped, rather than
+	// where it stands (escEvent)
+	unescapedFirst bool
+	// mergedInline parses the inputs OpenFiles merges together in the
+	// goroutine that merges them, rather than each in a goroutine of its
+	// own
+	mergedInline bool
+}
+
+// The ways of tuning.decode.
+const (
+	decodeAuto = iota
+	decodeSerial
+	decodeParallel
+)
+
+// parallel reports whether the readers decode in parallel chunks.
+func (t tuning) parallel() bool {
+	switch t.decode {
+	case decodeSerial:
+		return false
+	case decodeParallel:
+		return true
+	}
+	return runtime.GOMAXPROCS(0) > 1
+}
+
+// lines is how many lines a chunk holds at most.
+func (t tuning) lines() int {
+	if t.chunkLines > 0 {
+		return t.chunkLines
+	}
+	return defaultChunkLines
 }
 
 func (o *Options) defaults() {

@@ -673,9 +673,11 @@ type wrapReader struct {
 	dec      escEvent
 	ev       auditEvent // the event being read, reused
 	noSource bool       // the requests' Source is left empty (dropSource)
-	buf      []byte
-	part     []byte // the pieces of a split line so far
-	gke      *gkeSummary
+	// unescapedFirst decodes events once unescaped (tuning)
+	unescapedFirst bool
+	buf            []byte
+	part           []byte // the pieces of a split line so far
+	gke            *gkeSummary
 	// more are the events of the last record still to be read, of
 	// instance moreInstance
 	more         [][]byte
@@ -689,7 +691,7 @@ func newWrapReader(r io.Reader, name string, f workload.Format, lay layout, opts
 	if stats == nil {
 		stats = &workload.Stats{}
 	}
-	w := &wrapReader{name: name, format: f, lay: lay, stats: stats, lenient: opts.Lenient, in: newInterner()}
+	w := &wrapReader{name: name, format: f, lay: lay, stats: stats, lenient: opts.Lenient, in: newInterner(), unescapedFirst: opts.tuning.unescapedFirst}
 	w.dec.in = w.in
 	switch lay {
 	case layoutDoc:
@@ -919,14 +921,10 @@ func (w *wrapReader) decode(msg []byte, ev *auditEvent) error {
 	return nil
 }
 
-// decodeEscaped turns the decoding of events where they stand (escEvent)
-// on; tests turn it off to compare the two paths.
-var decodeEscaped = true
-
 // decoder is the escEvent of the next record: lazy while no split line
 // is pending.
 func (w *wrapReader) decoder() *escEvent {
-	if !decodeEscaped {
+	if w.unescapedFirst {
 		return nil
 	}
 	w.dec.lazy = len(w.part) == 0

@@ -20,7 +20,13 @@ const wrappedTestdata = "testdata/wrapped"
 // as the commands read them).
 func readFiles(t *testing.T, paths ...string) ([]workload.Request, *workload.Files, error) {
 	t.Helper()
-	fs, err := OpenFiles(paths, Options{Lenient: true})
+	return readFilesWith(t, Options{Lenient: true}, paths...)
+}
+
+// readFilesWith is readFiles with opts.
+func readFilesWith(t *testing.T, opts Options, paths ...string) ([]workload.Request, *workload.Files, error) {
+	t.Helper()
+	fs, err := OpenFiles(paths, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,7 +6,8 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/purity"
 )
 
-// TestImports keeps pkg/logs below its users: it reads files and the loaded
+// TestImports keeps pkg/logs below its users: it opens no file (pkg/input
+// does, through its Opener), reads the loaded
 // state, and neither replays (fairqueue, calibrate), reconstructs nor
 // explains; no terminal UI and no wall clock.
 func TestImports(t *testing.T) {
@@ -14,6 +15,6 @@ func TestImports(t *testing.T) {
 	purity.CheckImports(t, pkg, "charm.land/", "github.com/charmbracelet/", "k8s.io/kubernetes/",
 		"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue", "github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate",
 		"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct", "github.com/kubectl-apf/kubectl-apf/pkg/explain",
-		"github.com/kubectl-apf/kubectl-apf/pkg/simulate", "github.com/kubectl-apf/kubectl-apf/pkg/vlogs")
+		"github.com/kubectl-apf/kubectl-apf/pkg/simulate", "github.com/kubectl-apf/kubectl-apf/pkg/vlogs", "github.com/kubectl-apf/kubectl-apf/pkg/input")
 	purity.CheckNoWallClock(t, pkg)
 }

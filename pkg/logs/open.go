@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // Spec says which workload to open and how.
@@ -15,7 +14,7 @@ type Spec struct {
 	// included); a lone "-" reads Stdin, when given.
 	Paths []string
 	// Stdin is what a lone "-" reads (nil: the process's standard input,
-	// as input.OpenFiles reads it).
+	// as package input's OpenFiles reads it).
 	Stdin io.Reader
 	// Instances say which apiserver instance served each file's requests.
 	Instances workload.InstanceOptions
@@ -28,6 +27,19 @@ type Spec struct {
 	FindYear bool
 }
 
+// Opener opens the recorded logs a Spec names: package input's Logs,
+// which the commands hand to the compute packages (simulate.Config.Logs,
+// fromlog.Config.Logs); they open nothing themselves.
+type Opener interface {
+	Open(ctx context.Context, spec Spec) (*Workload, error)
+}
+
+// NewWorkload is the workload of files, opened by an Opener; reading it
+// stops with an error once ctx is cancelled.
+func NewWorkload(ctx context.Context, files *workload.Files, yearKnown bool) *Workload {
+	return &Workload{Files: files, YearKnown: yearKnown, ctx: ctx}
+}
+
 // Workload is an opened workload: its files, read through Reader.
 type Workload struct {
 	*workload.Files
@@ -35,30 +47,6 @@ type Workload struct {
 	// Spec.FindYear).
 	YearKnown bool
 	ctx       context.Context
-}
-
-// Open opens the workload of spec; reading it stops with an error once ctx
-// is cancelled. The caller closes it.
-func Open(ctx context.Context, spec Spec) (*Workload, error) {
-	opts := input.Options{Lenient: !spec.Strict, Instances: spec.Instances}
-	var known bool
-	if spec.FindYear {
-		opts.Year, known = Year(spec.Paths)
-	}
-	if len(spec.Paths) != 1 || spec.Paths[0] != "-" || spec.Stdin == nil {
-		files, err := input.OpenFiles(spec.Paths, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &Workload{Files: files, YearKnown: known, ctx: ctx}, nil
-	}
-	st := &workload.Stats{}
-	r, f, err := input.NewReader(spec.Stdin, "stdin", opts, st)
-	if err != nil {
-		return nil, err
-	}
-	files := &workload.Files{Reader: r, Stats: map[string]*workload.Stats{"stdin": st}, Formats: map[string]workload.Format{"stdin": f}}
-	return &Workload{Files: files, ctx: ctx}, nil
 }
 
 // Cancellable is the workload's reader, stopping when the context is

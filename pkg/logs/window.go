@@ -142,17 +142,17 @@ func FormatWindow(from, to time.Time) string {
 	return f.Format(time.RFC3339Nano) + "–" + end
 }
 
-// ResolveFiles resolves w over the log of spec. A window relative to the
+// ResolveFiles resolves w over the log of spec, opened by op. A window relative to the
 // log's end (Relative) reads the files once to find their first and last
 // requests; an absolute one reads nothing, and a bound it does not give is
 // open (zero). The reader of the window is then Cut{From: from, To: to}.
-func (w Window) ResolveFiles(ctx context.Context, spec Spec) (from, to time.Time, err error) {
+func (w Window) ResolveFiles(ctx context.Context, op Opener, spec Spec) (from, to time.Time, err error) {
 	if !w.Relative() {
 		// the log's own ends, unknown and unneeded: open
 		return w.Resolve(time.Time{}, time.Time{})
 	}
 	spec.FindYear = true
-	wl, err := Open(ctx, spec)
+	wl, err := op.Open(ctx, spec)
 	if err != nil {
 		return time.Time{}, time.Time{}, err
 	}

@@ -32,7 +32,7 @@ type figure struct {
 }
 
 // recordingFigures predicts every figure of a kept recording under the
-// calibration's current Params.
+// calibration's Params (kr.calibration).
 func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 	t.Helper()
 	name := filepath.Base(dir)
@@ -148,11 +148,11 @@ func TestEveryRuleEarnsItsPlace(t *testing.T) {
 		krs[i] = openRecording(t, dir)
 	}
 	figures := func(p calibrate.Params) []figure {
-		restore := calibrate.SetParams(p)
-		defer restore()
 		var fs []figure
 		for i, dir := range dirs {
-			fs = append(fs, recordingFigures(t, krs[i], dir)...)
+			kr := krs[i]
+			kr.calibration = &p
+			fs = append(fs, recordingFigures(t, kr, dir)...)
 		}
 		return fs
 	}

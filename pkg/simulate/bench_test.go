@@ -395,7 +395,7 @@ func calibrationTimes(b *testing.B, reread bool, paths ...string) (total, first 
 		return f.Reader, nil
 	}
 	t0 = time.Now()
-	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, FixedPointIterations); err != nil {
+	if _, err := calibrate.DeriveAuditOnly(open, rc, opts, calibrate.DefaultParams().FixedPointIterations); err != nil {
 		b.Fatal(err)
 	}
 	total = time.Since(t0)

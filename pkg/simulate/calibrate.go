@@ -15,9 +15,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
-// FixedPointIterations bounds the audit-only fixed point.
-const FixedPointIterations = 8
-
 // serverMetrics is what the calibration reads from the server's metrics.
 type serverMetrics struct {
 	// counts are the object counts of the latest scrape (nil when
@@ -134,7 +131,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
 		m.scrapes, m.interval = len(s.scrapes), s.interval
 		if okCPU {
-			m.evidence.CPUUse = &calibrate.CPUUse{Span: u.Span, ProcessCPU: u.ProcessCPU, RunnableWait: u.RunnableWait, HasRunnableWait: u.HasRunnableWait, GOMAXPROCS: u.GOMAXPROCS}
+			m.evidence.CPUUse = &u
 		}
 	}
 	if m.store != "" && !m.evidence.MetricsWindow.IsZero() && !target.IsZero() {
@@ -224,6 +221,8 @@ func prepareWorkload(ctx context.Context, src workload.Reader, rc *replayConfigs
 func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqueue.ReplayConfig, m serverMetrics, cfg Config) (*calibrate.Result, *workload.Tape, error) {
 	opts := calibrate.Options{Config: recorded.Config, ServerConcurrencyLimit: recorded.ServerConcurrencyLimit, RequestTimeout: recorded.RequestTimeout, Counts: m.counts, Release: recorded.Release, NoCPUModel: !cfg.CPUModel, Evidence: m.evidence}
 	opts.CPULimit = cfg.CPULimit
+	params := cfg.calibration()
+	opts.Params = &params
 	tape := workload.NewTape()
 	first := true
 	open := func() (workload.Reader, error) {
@@ -233,7 +232,7 @@ func calibrateWorkload(ctx context.Context, src workload.Reader, recorded fairqu
 		}
 		return logs.Cancellable(ctx, tape.Reader()), nil
 	}
-	cal, err := calibrate.Calibrate(open, recorded, opts, FixedPointIterations)
+	cal, err := calibrate.Calibrate(open, recorded, opts, params.FixedPointIterations)
 	if err != nil {
 		tape.Close()
 		return nil, nil, err
@@ -276,7 +275,7 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 			rc.after = &a
 		}
 	}
-	fit := calibrate.NewFit(0)
+	fit := calibrate.NewFit(0, rc.calibration)
 	rep, err := fairqueue.Replay(src, rc.before, rc.after, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 	if err != nil {
 		return nil, err
@@ -285,7 +284,7 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 }
 
 // CPUReplays are the replays of a CPU model, one per phase of its
-// collections (calibrate.DefaultParams().CPUPhases).
+// collections (calibrate.Params.CPUPhases).
 type CPUReplays struct {
 	// Replays are each replay's rejections per level, before and after
 	// the change.
@@ -308,10 +307,11 @@ type CPUReplay struct {
 // model and keeps the replay nearest the mean.
 func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*Result, error) {
 	reps := &CPUReplays{}
-	results := make([]*Result, calibrate.DefaultParams().CPUPhases)
-	vals := make([]float64, calibrate.DefaultParams().CPUPhases)
+	phases := rc.calibration.CPUPhases
+	results := make([]*Result, phases)
+	vals := make([]float64, phases)
 	level := cal.CPU.Level
-	for i := range calibrate.DefaultParams().CPUPhases {
+	for i := range phases {
 		b := rc.before
 		b.CPU = cal.Server(i)
 		var a *fairqueue.ReplayConfig
@@ -320,7 +320,7 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*R
 			ac.CPU = cal.ServerAt(i, ac.Speed)
 			a = &ac
 		}
-		fit := calibrate.NewFit(0)
+		fit := calibrate.NewFit(0, rc.calibration)
 		rep, err := fairqueue.Replay(cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), b, a, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 		if err != nil {
 			return nil, err

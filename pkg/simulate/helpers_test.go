@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
@@ -25,7 +26,7 @@ type stateInput struct {
 
 // commandDefaults is the Config of "kubectl apf simulate" without flags.
 func commandDefaults() Config {
-	return Config{RequestTimeout: time.Minute, Calibrate: true, CPUModel: true}
+	return Config{RequestTimeout: time.Minute, Calibrate: true, CPUModel: true, Logs: input.Logs{}}
 }
 
 // loadState loads the state as the command does.

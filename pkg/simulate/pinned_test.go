@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 )
 
 // TestRecordingsPinned pins, for every kept recording
@@ -157,6 +158,9 @@ func figuresOf(r *Result, after bool) []levelFigures {
 type keptRecording struct {
 	rec                        recording.Result
 	logFile, auditFile, bundle string
+	// calibration, when set, are the calibration's Params (the ablation
+	// study's); nil runs with the defaults
+	calibration *calibrate.Params
 }
 
 func openRecording(t *testing.T, dir string) keptRecording {
@@ -183,5 +187,6 @@ func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, c
 	t.Helper()
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
+	cfg.Calibration = kr.calibration
 	return simulateT(t, stateInput{from: kr.bundle, files: changes}, cfg)
 }

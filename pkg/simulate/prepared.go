@@ -101,7 +101,7 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 		return nil, err
 	}
 	p.counts = m.counts
-	if _, sp.window = coverEvidence(m, &sp.arrivals, window); sp.window != nil {
+	if _, sp.window = coverEvidence(cfg.calibration(), m, &sp.arrivals, window); sp.window != nil {
 		// the window's requests alone, on a tape of their own
 		cut := workload.NewTape()
 		rd := cut.Record(sp.reader(ctx))
@@ -120,7 +120,7 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 	if len(sp.names) > 1 {
 		return nil, fmt.Errorf("the workload holds %d apiserver instances (%s), each with its own queues: give the files of one instance at a time", len(sp.names), joinNames(sp.names))
 	}
-	rc := replayConfigs{before: replayConfig(st, cfg, p.recorded)}
+	rc := replayConfigs{before: replayConfig(st, cfg, p.recorded), calibration: cfg.calibration()}
 	src := logs.Cancellable(ctx, p.raw.Reader())
 	if cfg.Calibrate {
 		p.cal, p.calTape, err = calibrateWorkload(ctx, src, rc.before, m, cfg)

@@ -282,7 +282,7 @@ func shortOfCPU(params Params, rep *fairqueue.Report, cal *calibrate.Report) []W
 			shortOfCPUPhrase+" (%s). "+
 			"The change has the server execute %d requests instead of %d (+%.0f%%), more CPU in the same time, so its requests would stall more often; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections%s",
-			l.Level, l.Stalls, calibrate.DefaultParams().StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(),
+			l.Level, l.Stalls, calibrate.DefaultParams().StallFactor, time.Duration(l.MedianExecution), 100*l.StallShare, l.StallCause(calibrate.DefaultParams()),
 			after, before, 100*float64(after-before)/float64(before), why))
 	}
 	return out

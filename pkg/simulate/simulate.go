@@ -68,6 +68,9 @@ type Config struct {
 	// (dump.Source.Describe).
 	Source string
 
+	// Logs opens Workloads (package input's Logs, which the commands hand
+	// in): this package opens nothing itself.
+	Logs logs.Opener
 	// Open, when set, opens the workload instead of Workloads (the audit
 	// events of a log store).
 	Open func() (*workload.Files, error)
@@ -81,6 +84,17 @@ type Config struct {
 	// Params are the thresholds of simulate's own judgements; nil runs
 	// with DefaultParams.
 	Params *Params
+	// Calibration are the calibration's thresholds; nil runs with
+	// calibrate.DefaultParams.
+	Calibration *calibrate.Params
+}
+
+// calibration are the calibrate.Params cfg runs with.
+func (cfg *Config) calibration() calibrate.Params {
+	if cfg.Calibration != nil {
+		return *cfg.Calibration
+	}
+	return calibrate.DefaultParams()
 }
 
 // params are the Params cfg runs with.
@@ -182,7 +196,7 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		if m, err = readServerMetrics(ctx, st, cfg, target); err != nil {
 			return nil, err
 		}
-		coverage, window = coverEvidence(m, &split.arrivals, window)
+		coverage, window = coverEvidence(cfg.calibration(), m, &split.arrivals, window)
 		split.window = window
 		if len(split.names) > 1 {
 			res, err := runInstances(ctx, st, cfg, before, after, notes, m, files, split)
@@ -273,11 +287,13 @@ type replayConfigs struct {
 	before fairqueue.ReplayConfig
 	after  *fairqueue.ReplayConfig
 	tape   *workload.Tape
+	// calibration are the calibration's thresholds (Config.Calibration)
+	calibration calibrate.Params
 }
 
 // newReplayConfigs returns the replays of before and, if not nil, after.
 func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config, counts engine.ObjectCounts) replayConfigs {
-	rc := replayConfigs{before: replayConfig(st, cfg, before)}
+	rc := replayConfigs{before: replayConfig(st, cfg, before), calibration: cfg.calibration()}
 	if after != nil {
 		a := replayConfig(st, cfg, after)
 		a.Speed = cfg.ServerSpeed

@@ -154,12 +154,11 @@ func resolveWindow(cfg Config, a *arrivals) (*ReplayWindow, error) {
 // replay is not cut, and the calibration keeps the evidence only when
 // MinCoveredArrivals of the arrivals fall between the scrapes
 // (Result.Uncovered).
-func coverEvidence(m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
+func coverEvidence(p calibrate.Params, m serverMetrics, a *arrivals, win *ReplayWindow) (*EvidenceCoverage, *ReplayWindow) {
 	mw := m.evidence.MetricsWindow
 	if m.evidence.Runtime == nil && m.evidence.CPUUse == nil || mw.IsZero() {
 		return nil, win
 	}
-	p := calibrate.ActiveParams()
 	var from, to time.Time
 	if win != nil {
 		from, to = win.From, win.To

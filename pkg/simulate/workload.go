@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,12 +14,15 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
-// openWorkload opens the workload files (logs.Open), or cfg.Open's.
+// openWorkload opens the workload files (cfg.Logs), or cfg.Open's.
 func openWorkload(ctx context.Context, cfg Config) (*workload.Files, error) {
 	if cfg.Open != nil {
 		return cfg.Open()
 	}
-	w, err := logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict})
+	if cfg.Logs == nil {
+		return nil, errors.New("simulate: no opener of the workload files (Config.Logs)")
+	}
+	w, err := cfg.Logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // fit pads or cuts lines to exactly w columns and h lines.
@@ -99,16 +100,9 @@ func titles(cols []column) string {
 	return joinCells(cols, t)
 }
 
-// num formats a seat or request count (NaN is "-").
-func num(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "-"
-	case f == math.Trunc(f) && math.Abs(f) < 1e9:
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64)
-}
+// num formats a seat or request count (NaN is "-"), with one decimal
+// (textfmt.Num).
+func num(f float64) string { return textfmt.Num(f, 1) }
 
 // rate formats a per-second rate.
 func rate(f float64, has bool) string {
@@ -135,13 +129,6 @@ func secs(f float64) string {
 		return strconv.FormatFloat(f*1000, 'f', 0, 64) + "ms"
 	}
 	return strconv.FormatFloat(f, 'f', 1, 64) + "s"
-}
-
-func nanLow(f float64) float64 {
-	if math.IsNaN(f) {
-		return math.Inf(-1)
-	}
-	return f
 }
 
 // bar draws used/limit in width cells.

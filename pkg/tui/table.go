@@ -184,31 +184,8 @@ func (t *levelTable) rows(iv *InstanceView) []levels.Row {
 			rows = append(rows, l)
 		}
 	}
-	by := sortKeys[t.sortIdx]
-	keyOf := func(l levels.Row) float64 {
-		switch by {
-		case "seats":
-			if l.CurrentLimit > 0 && !l.Exempt {
-				return l.SeatsInUse / l.CurrentLimit
-			}
-			return nanLow(l.SeatsInUse) - 1e9
-		case "waiting":
-			return nanLow(l.Waiting)
-		case "rejected":
-			return nanLow(l.RejectedTotal)
-		case "dispatched":
-			return nanLow(l.DispatchedPerSec)
-		case "p99":
-			return nanLow(l.WaitP99)
-		}
-		return 0
-	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		if ki, kj := keyOf(rows[i]), keyOf(rows[j]); ki != kj {
-			return ki > kj
-		}
-		return rows[i].Name < rows[j].Name
-	})
+	less := levels.Less(sortKeys[t.sortIdx])
+	sort.SliceStable(rows, func(i, j int) bool { return less(rows[i], rows[j]) })
 	return rows
 }
 

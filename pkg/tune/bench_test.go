@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
@@ -66,7 +67,7 @@ func BenchmarkSearch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := simulate.Config{Workloads: []string{wl}, RequestTimeout: time.Minute, Calibrate: true}
+	cfg := simulate.Config{Logs: input.Logs{}, Workloads: []string{wl}, RequestTimeout: time.Minute, Calibrate: true}
 	in := Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Release: st.Release, ServerConcurrency: st.ServerConcurrency}
 	var tuneTime, naiveTime time.Duration
 	var replayed, sampled int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
@@ -45,7 +46,7 @@ func openRec(t testing.TB, name string, files ...string) *rec {
 	r.audit = fixture.Gunzip(t, filepath.Join(r.dir, recording.AuditLogFile), tmp)
 	r.bundle = filepath.Join(r.dir, recording.BundleFile)
 	r.st, r.source = loadState(t, r.bundle, files)
-	r.cfg = simulate.Config{Workloads: []string{r.log, r.audit}, RequestTimeout: time.Minute, Calibrate: true, CPUModel: true, CPULimit: r.result.APIServerCPUs, Source: r.source}
+	r.cfg = simulate.Config{Logs: input.Logs{}, Workloads: []string{r.log, r.audit}, RequestTimeout: time.Minute, Calibrate: true, CPUModel: true, CPULimit: r.result.APIServerCPUs, Source: r.source}
 	p, err := simulate.Prepare(context.Background(), r.st, r.cfg)
 	if err != nil {
 		t.Fatal(err)

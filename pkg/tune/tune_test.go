@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
@@ -125,7 +126,7 @@ func openTeam(t testing.TB) *team {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Workloads: []string{wl}, RequestTimeout: time.Minute})
+	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Logs: input.Logs{}, Workloads: []string{wl}, RequestTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,17 +76,9 @@ func (t *table) write(w io.Writer, noHeaders bool) error {
 	return tw.Flush()
 }
 
-// num formats a number for a table: integers plainly, others with up to
-// two decimals, NaN (no data, or a zero denominator) as "-".
-func num(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "-"
-	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'f', 2, 64)
-}
+// num formats a number for a table: integers plainly, others with two
+// decimals, NaN (no data, or a zero denominator) as "-" (textfmt.Num).
+func num(f float64) string { return textfmt.Num(f, 2) }
 
 // pct formats a ratio as a percentage.
 func pct(f float64) string {

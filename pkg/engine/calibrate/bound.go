@@ -54,6 +54,8 @@ type Refusal struct {
 // of the arrivals, the seats of the level's executed requests and their
 // seats × execution, and the union of the times they were in the server.
 type seatTime struct {
+	// params are the calibration's thresholds
+	params *Params
 	// Σ seats, Σ seats × execution (ns), Σ seats × estimated execution
 	win       map[int64]*[3]float64
 	busy      span
@@ -68,8 +70,9 @@ func (s *seatTime) add(x *obs) {
 	}
 	if s.win == nil {
 		s.win = map[int64]*[3]float64{}
+		s.busy.params = s.params
 	}
-	k := int64(x.arrival / params.Window)
+	k := int64(x.arrival / s.params.Window)
 	w := s.win[k]
 	if w == nil {
 		w = new([3]float64)
@@ -90,7 +93,7 @@ func (r *Result) implied(level string, s *seatTime) (implied, exec, estimated fl
 	for k, w := range s.win {
 		exec += w[1]
 		estimated += w[2]
-		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*params.Window))
+		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*r.params.Window))
 	}
 	return implied, exec, estimated
 }
@@ -164,7 +167,7 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 func (r *Result) scale(lv *Level, f float64) {
 	w := map[int64]time.Duration{}
 	for k := range r.windows[lv.Level] {
-		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*params.Window)))
+		w[k] = time.Duration(f * float64(r.OverheadAt(lv.Level, time.Duration(k)*r.params.Window)))
 	}
 	o := time.Duration(f * float64(r.levelOverhead(lv.Level)))
 	r.windows[lv.Level] = w
@@ -202,8 +205,8 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		}
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
-		lv.Dispatch = dispatchVerdict(rec, rep)
-		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(params.MinEvidence) && float64(rep) < (1-params.ScaledDispatchTolerance)*float64(rec) {
+		lv.Dispatch = dispatchVerdict(r.params, rec, rep)
+		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(r.params.MinEvidence) && float64(rep) < (1-r.params.ScaledDispatchTolerance)*float64(rec) {
 			// its throughput meets the recorded one with each hold
 			// shorter by the replay's shortfall
 			g := float64(rep) / float64(rec)
@@ -213,7 +216,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 			changed = true
 			continue
 		}
-		if !refuse || rec < int64(params.MinEvidence) || float64(rep) >= (1-params.DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
+		if !refuse || rec < int64(r.params.MinEvidence) || float64(rep) >= (1-r.params.DispatchTolerance)*float64(rec) || lv.Overhead <= 0 {
 			continue
 		}
 		exec := float64(lv.MeanExecution)
@@ -232,7 +235,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		}
 		r.scale(lv, scale)
 		lv.Refused = &Refusal{Overhead: was, Check: CheckDispatches, Why: fmt.Sprintf(
-			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*params.DispatchTolerance)}
+			"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer)", rep, rec, 100*r.params.DispatchTolerance)}
 		changed = true
 	}
 	return changed
@@ -242,7 +245,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 // count, within DispatchTolerance of it in both directions, where the
 // server dispatched MinEvidence or more (below, one request is more than
 // the tolerance).
-func dispatchVerdict(rec, rep int64) DispatchVerdict {
+func dispatchVerdict(params *Params, rec, rep int64) DispatchVerdict {
 	switch {
 	case rec < int64(params.MinEvidence):
 		return DispatchUnchecked
@@ -290,7 +293,7 @@ func (r *Result) rebound(src workload.Reader) error {
 		x.exec = w.ServiceTime
 		s := sts[x.level]
 		if s == nil {
-			s = &seatTime{}
+			s = &seatTime{params: r.params}
 			sts[x.level] = s
 		}
 		s.add(&x)

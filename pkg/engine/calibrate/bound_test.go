@@ -144,7 +144,7 @@ func TestCalibrationFitsTheRecordedSeatTime(t *testing.T) {
 	}
 	rc := fairqueue.ReplayConfig{Config: cfg, ServerConcurrencyLimit: scl, NoBorrowing: true}
 	for i := 0; ; i++ {
-		fit := NewFit(0)
+		fit := NewFit(0, DefaultParams())
 		rep, err := fairqueue.Replay(res.Apply(&sliceReader{reqs: reqs}), rc, nil, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 		if err != nil {
 			t.Fatal(err)

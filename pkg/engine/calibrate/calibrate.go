@@ -90,6 +90,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Duration is a time.Duration that encodes as a Go duration string in JSON.
@@ -117,6 +118,9 @@ type Options struct {
 	Disabled bool
 	// NoCPUModel builds no CPU model even with Evidence.Runtime.
 	NoCPUModel bool
+	// Params are the calibration's thresholds; nil runs with
+	// DefaultParams.
+	Params *Params
 	// Evidence is what the server's metrics and its operator tell of its
 	// CPU, read once before the workload.
 	Evidence
@@ -131,7 +135,7 @@ type Evidence struct {
 	Runtime *Runtime
 	// CPUUse is what the server's process and scheduler counted between
 	// the same scrapes, the shared-CPU model's evidence.
-	CPUUse *CPUUse
+	CPUUse *metrics.CPUUse
 	// MetricsWindow is the window between those two scrapes. When it does
 	// not cover the workload's arrivals, neither Runtime nor CPUUse is
 	// used (Result.Uncovered).
@@ -323,6 +327,8 @@ type Report struct {
 // estimators leave for Apply, the checks and the replay's servers, which
 // the report does not carry.
 type Result struct {
+	// params are the calibration's thresholds
+	params *Params
 	Report
 	working
 }
@@ -360,7 +366,7 @@ func (r *Result) OverheadAt(level string, at time.Duration) time.Duration {
 	if r == nil || !r.Enabled {
 		return 0
 	}
-	k := int64(at / params.Window)
+	k := int64(at / r.params.Window)
 	if w, ok := r.windows[level][k]; ok {
 		return w
 	}
@@ -417,6 +423,8 @@ type winAcc struct {
 // span is an online union of intervals whose starts come in order; each
 // closed span's time is also spread over the windows it overlaps.
 type span struct {
+	// params are the calibration's thresholds
+	params     *Params
 	start, end time.Duration
 	open       bool
 	total      time.Duration
@@ -453,10 +461,10 @@ func (s *span) close() {
 		s.total += s.end - s.start
 		s.n++
 		s.open = false
-		s.window(int64(s.start/params.Window)).n++
+		s.window(int64(s.start/s.params.Window)).n++
 		for t := s.start; t < s.end; {
-			k := int64(t / params.Window)
-			next := min(time.Duration(k+1)*params.Window, s.end)
+			k := int64(t / s.params.Window)
+			next := min(time.Duration(k+1)*s.params.Window, s.end)
 			s.window(k).t += next - t
 			t = next
 		}
@@ -464,6 +472,8 @@ func (s *span) close() {
 }
 
 type levelAcc struct {
+	// params are the calibration's thresholds
+	params             *Params
 	name               string
 	spans              [nThresholds]span
 	seats, dispatches  [nThresholds]int64
@@ -625,17 +635,25 @@ type DispatchTimes struct {
 
 // observer accumulates the evidence of one pass.
 type observer struct {
+	// params are the calibration's thresholds
+	params *Params
 	levels map[string]*levelAcc
 	lag    quantiles // latency − execution of exempt requests (the time ahead of APF where annotated)
 	lagAll quantiles // of every executed request with an execution time (the same)
 }
 
-func newObserver() *observer { return &observer{levels: map[string]*levelAcc{}} }
+func newObserver(params *Params) *observer {
+	return &observer{levels: map[string]*levelAcc{}, params: params}
+}
 
 func (o *observer) add(x *obs) {
 	la := o.levels[x.level]
 	if la == nil {
-		la = &levelAcc{name: x.level}
+		la = &levelAcc{name: x.level, params: o.params}
+		la.seatTime.params = o.params
+		for i := range la.spans {
+			la.spans[i].params = o.params
+		}
 		o.levels[x.level] = la
 	}
 	la.requests++
@@ -650,8 +668,8 @@ func (o *observer) add(x *obs) {
 		// recorded execution times only: an estimated one (latency − an
 		// estimated wait) holds whatever wait the estimate missed
 		la.exec.add(x.exec)
-		la.ends.add(x.exec, x.arrival+x.latency)
-		if x.exec >= params.StallMin && len(la.long) < maxLong {
+		la.ends.add(o.params, x.exec, x.arrival+x.latency)
+		if x.exec >= o.params.StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, x.exec)
 		}
 		if x.latency > 0 && la.recorded.n < maxSerial {
@@ -684,7 +702,7 @@ func (o *observer) add(x *obs) {
 	if !x.rejected && x.hasExec {
 		la.seatTime.add(x)
 	}
-	for i, tau := range params.QueuedThresholds {
+	for i, tau := range o.params.QueuedThresholds {
 		switch {
 		case x.timedOut:
 			la.spans[i].add(x.arrival+tau, x.arrival+x.latency)
@@ -710,7 +728,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 	la.dispatches[i]++
 	la.seats[i] += int64(x.seats)
 	la.seatExec[i] += float64(x.seats) * float64(x.exec)
-	w := la.spans[i].window(int64((x.arrival + x.wait) / params.Window))
+	w := la.spans[i].window(int64((x.arrival + x.wait) / la.params.Window))
 	w.seats += int64(x.seats)
 	w.seatExec += float64(x.seats) * float64(x.exec)
 }
@@ -718,7 +736,7 @@ func (la *levelAcc) dispatch(i int, x *obs) {
 // finish turns the evidence into a Result: the pass's estimators
 // (passEstimators), in order.
 func (o *observer) finish(opts Options, uncovered *Uncovered) *Result {
-	res := &Result{Report: Report{Enabled: !opts.Disabled}, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
+	res := &Result{params: o.params, Report: Report{Enabled: !opts.Disabled}, working: working{overhead: map[string]time.Duration{}, windows: map[string]map[int64]time.Duration{}}}
 	// the pass's estimators read what the pass gathered and fail on nothing
 	_ = estimate(res, &inputs{opts: opts, limits: levelLimits(opts), uncovered: uncovered, pass: o}, passEstimators)
 	return res
@@ -731,23 +749,23 @@ func (o *observer) threshold() (int, ThresholdSource) {
 	var lag time.Duration
 	var from ThresholdSource
 	switch {
-	case o.lag.n >= params.LagSamples:
-		lag, from = o.lag.quantile(params.LagQuantile), ThresholdExemptP90
-	case o.lag.n >= params.FewLagSamples:
-		lag, from = o.lag.quantile(params.FewLagQuantile), ThresholdExemptLargest
-	case o.lagAll.n >= params.LagSamples:
+	case o.lag.n >= o.params.LagSamples:
+		lag, from = o.lag.quantile(o.params.LagQuantile), ThresholdExemptP90
+	case o.lag.n >= o.params.FewLagSamples:
+		lag, from = o.lag.quantile(o.params.FewLagQuantile), ThresholdExemptLargest
+	case o.lagAll.n >= o.params.LagSamples:
 		// most requests of a saturated level queue: the fastest tenth
 		// stands for those dispatched on arrival
-		lag, from = time.Duration(params.AllLagFactor)*o.lagAll.quantile(params.AllLagQuantile), ThresholdAllP10
+		lag, from = time.Duration(o.params.AllLagFactor)*o.lagAll.quantile(o.params.AllLagQuantile), ThresholdAllP10
 	default:
 		lag, from = 0, ThresholdUnmeasured
 	}
-	for i, t := range params.QueuedThresholds {
+	for i, t := range o.params.QueuedThresholds {
 		if t >= lag {
 			return i, from
 		}
 	}
-	return len(params.QueuedThresholds) - 1, from
+	return len(o.params.QueuedThresholds) - 1, from
 }
 
 // levelLimits returns the limits of the recorded configuration's levels.
@@ -775,11 +793,11 @@ func (la *levelAcc) level(ti int, lim engine.LevelLimits) Level {
 	lv.SaturatedTime, lv.SaturatedSpans = Duration(sp.total), sp.n
 	lv.Dispatches, lv.Seats = la.dispatches[ti], la.seats[ti]
 	var first int
-	lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls()
+	lv.MedianExecution, lv.Stalls, lv.StallShare, first = la.exec.stalls(la.params)
 	if lv.Stalls > 0 {
-		lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(first)
+		lv.StallsAtPeriodStart, lv.PeriodPhase = la.ends.boundaryShare(la.params, first)
 	}
-	lv.ShortOfCPU = lv.Stalls >= params.MinStalls && lv.StallShare >= params.StallShareShort
+	lv.ShortOfCPU = lv.Stalls >= la.params.MinStalls && lv.StallShare >= la.params.StallShareShort
 	lv.ConcurrencyLimit = lim.NominalCL
 	if lv.Seats > 0 {
 		lv.MeanExecution = Duration(la.seatExec[ti] / float64(lv.Seats))
@@ -801,7 +819,7 @@ func (r *Result) source(lv Level, lim engine.LevelLimits, known bool) (source Le
 		return SourceUnmeasured, "no queues: its requests are dispatched on arrival or rejected, never woken"
 	case lim.LendableCL > 0 || lim.BorrowingCL > 0:
 		return SourceUnmeasured, "its limit moves with lending and borrowing, so its saturated throughput does not give the hold time"
-	case lv.Dispatches < int64(params.MinEvidence):
+	case lv.Dispatches < int64(r.params.MinEvidence):
 		return SourceUnmeasured, "too few dispatches from a queue"
 	}
 	return SourceSaturated, ""
@@ -815,11 +833,11 @@ func (r *Result) saturated(lv *Level, la *levelAcc, ti int, c float64) {
 	lv.Overhead = Duration(over)
 	r.overhead[lv.Level] = time.Duration(over)
 	for k, w := range sp.win {
-		if w.seats < params.MinWindowEvidence {
+		if w.seats < r.params.MinWindowEvidence {
 			continue
 		}
 		wo := overheadOf(c, w.t, w.n, w.seats, w.seatExec)
-		lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * params.Window), Overhead: Duration(wo), Seats: w.seats})
+		lv.Windows = append(lv.Windows, WindowOverhead{Start: Duration(time.Duration(k) * r.params.Window), Overhead: Duration(wo), Seats: w.seats})
 		if r.windows[lv.Level] == nil {
 			r.windows[lv.Level] = map[int64]time.Duration{}
 		}
@@ -854,7 +872,7 @@ func (r *Result) stallThresholds() {
 	r.stallAt = map[string][2]time.Duration{}
 	for _, lv := range r.Levels {
 		if m := time.Duration(lv.MedianExecution); m > 0 {
-			r.stallAt[lv.Level] = [2]time.Duration{stallThreshold(m), m}
+			r.stallAt[lv.Level] = [2]time.Duration{stallThreshold(r.params, m), m}
 		}
 	}
 }
@@ -897,20 +915,20 @@ func bucketTop(i int) float64 { return histBase * math.Pow(histRatio, float64(i)
 
 // stallThreshold is the time from which an execution (or a gap) whose
 // median is m stalled: StallFactor times m, and StallMin more.
-func stallThreshold(m time.Duration) time.Duration {
+func stallThreshold(params *Params, m time.Duration) time.Duration {
 	return max(time.Duration(params.StallFactor)*m, m+params.StallMin)
 }
 
 // stalls returns the median of the histogram, the number of durations in
 // the buckets wholly above max(StallFactor × median, median + StallMin),
 // and their share of the sum of all.
-func (q *quantiles) stalls() (median Duration, n int64, share float64, first int) {
+func (q *quantiles) stalls(params *Params) (median Duration, n int64, share float64, first int) {
 	first = len(q.b)
 	if q.n == 0 {
 		return 0, 0, 0, first
 	}
 	m := q.quantile(0.5)
-	th := float64(stallThreshold(m))
+	th := float64(stallThreshold(params, m))
 	var all, above float64
 	for i, c := range q.b {
 		all += q.sum[i]
@@ -942,7 +960,7 @@ func phaseBins(period time.Duration) int {
 	return int((period + time.Millisecond - 1) / time.Millisecond)
 }
 
-func (p *phases) add(exec, end time.Duration) {
+func (p *phases) add(params *Params, exec, end time.Duration) {
 	if exec < params.StallMin || params.CFSPeriod <= 0 {
 		return
 	}
@@ -964,7 +982,7 @@ func (p *phases) add(exec, end time.Duration) {
 
 // boundaryShare returns the largest share of the executions in buckets from
 // first on that ended within ±periodSlack of one phase of cfsPeriod.
-func (p phases) boundaryShare(first int) (float64, Duration) {
+func (p phases) boundaryShare(params *Params, first int) (float64, Duration) {
 	nb := phaseBins(params.CFSPeriod)
 	all := make([]int32, nb)
 	var n int32
@@ -1024,6 +1042,8 @@ func (q *quantiles) quantile(p float64) time.Duration {
 // fields; it is shared by Derive and Apply so that both see the same
 // levels, seats and execution times.
 type preparer struct {
+	// params are the calibration's thresholds
+	params *Params
 	opts   Options
 	limits map[string]engine.LevelLimits
 	start  time.Time
@@ -1059,8 +1079,8 @@ func (p *preparer) serialWait(idx int) bool {
 	return ok
 }
 
-func newPreparer(opts Options, est *Estimated) *preparer {
-	return &preparer{opts: opts, limits: levelLimits(opts), est: est, rooms: newRooms()}
+func newPreparer(params *Params, opts Options, est *Estimated) *preparer {
+	return &preparer{params: params, opts: opts, limits: levelLimits(opts), est: est, rooms: newRooms()}
 }
 
 func (p *preparer) waitLimit(er engine.Request) time.Duration {
@@ -1101,7 +1121,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		p.estimateSeats(w, er, lim)
 	}
 	x.seats = max(w.InitialSeats, 1)
-	x.room = p.rooms.arrive(x, lim, known) && params.runs(RuleRooms)
+	x.room = p.rooms.arrive(x, lim, known) && p.params.runs(RuleRooms)
 	x.annotated, x.annWait = w.HasQueueWait, w.QueueWait
 	if x.rejected && !w.HasServiceTime && w.Latency >= p.waitLimit(er) {
 		x.timedOut = true
@@ -1133,14 +1153,14 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		if w.HasQueueWait {
 			x.wait += w.QueueWait
 		}
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, params.MinExecution), true, fromAnnotations
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, p.params.MinExecution), true, fromAnnotations
 	case p.serialWait(idx):
 		// audit-only and faster than 500 ms, of a level of one seat: one
 		// execution at a time, so its ends tell each dispatch
 		// (placeSerial). Its own time, not its kind's mean: no replay's
 		// error is in it.
 		x.wait, x.hasWait, x.waitFrom = min(p.serial[idx], w.Latency), true, waitEnds
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, params.MinExecution), true, fromEnds
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-x.wait, p.params.MinExecution), true, fromEnds
 	default:
 		// audit-only and faster than 500 ms: the queue wait is what the
 		// replay of the previous iteration gave it (none before the first)
@@ -1150,7 +1170,7 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		}
 		wait = min(wait, w.Latency)
 		x.wait, x.hasWait, x.waitFrom = wait, p.waits != nil, waitReplay
-		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, params.MinExecution), true, fromReplay
+		x.exec, x.hasExec, x.execFrom = max(w.Latency-wait, p.params.MinExecution), true, fromReplay
 		// pooled per kind of request: one request's replayed wait is off
 		// by what the replay dispatched before it, and taking that error
 		// into its execution time (longer where the wait is short, and
@@ -1161,11 +1181,11 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 		k := kindOf(level, &er, w.URI)
 		p.kinds.add(k, x.exec)
 		if e, ok := p.kindExec[k]; ok {
-			x.exec = min(max(e, params.MinExecution), max(w.Latency, params.MinExecution))
+			x.exec = min(max(e, p.params.MinExecution), max(w.Latency, p.params.MinExecution))
 		}
 	}
 	if f, ok := p.overheads.execScaleOf(level); ok && x.hasExec && x.execFrom != fromRecord {
-		x.exec = max(time.Duration(f*float64(x.exec)), params.MinExecution)
+		x.exec = max(time.Duration(f*float64(x.exec)), p.params.MinExecution)
 	}
 	return er, true
 }
@@ -1269,8 +1289,8 @@ func (la *levelAcc) serialExecutions(res *Result) {
 			continue
 		}
 		la.exec.add(exec)
-		la.ends.add(exec, e.end)
-		if exec >= params.StallMin && len(la.long) < maxLong {
+		la.ends.add(la.params, exec, e.end)
+		if exec >= la.params.StallMin && len(la.long) < maxLong {
 			la.long = append(la.long, exec)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // Runtime is what the recorded server's Go runtime and APF counted between
@@ -76,6 +77,8 @@ type Runtime struct {
 // relative to the workload is unknown, so the replay runs once per phase
 // of CPUPhases and the result is the run nearest their mean.
 type CPUModel struct {
+	// params are the calibration's thresholds
+	params       *Params
 	Level        string   `json:"level"`
 	Period       Duration `json:"period"`
 	Phase        Duration `json:"phase"`
@@ -113,7 +116,7 @@ const maxLong = 1 << 16
 // be short of CPU: a recorded run with few stalls, on a server throttled
 // all the same, is one the collector happened to spare, and a change that
 // adds work meets the collector as often as the runtime's pace says.
-func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64, uncovered *Uncovered) (*CPUModel, string, Need) {
+func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, limit float64, uncovered *Uncovered) (*CPUModel, string, Need) {
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
@@ -138,7 +141,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	}
 	P := params.CFSPeriod
 	med := time.Duration(lv.MedianExecution)
-	th := stallThreshold(med)
+	th := stallThreshold(params, med)
 	var full []time.Duration
 	for _, e := range accs[lv.Level].long {
 		if e >= th && e >= P/2 && e <= P+med+params.PeriodSlack {
@@ -170,7 +173,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	var stalled time.Duration
 	for _, l := range levels {
 		m := time.Duration(l.MedianExecution)
-		th := stallThreshold(m)
+		th := stallThreshold(params, m)
 		if la := accs[l.Level]; la != nil && m > 0 {
 			for _, e := range la.long {
 				if e >= th {
@@ -181,6 +184,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 	}
 	mark := time.Duration((float64(rt.MarkCPU) + float64(stalled)) / rt.GCCycles / float64(rt.GOMAXPROCS))
 	return &CPUModel{
+		params:  params,
 		Stalled: Duration(stalled), Quota: Duration(run * time.Duration(rt.GOMAXPROCS)),
 		Level: lv.Level, Period: Duration(P), Phase: Duration(phase), RunPerPeriod: Duration(run), CPULimit: max(limit, 0), FullPeriodStalls: len(full),
 		ExecutionsPerCollection: rt.Dispatched / rt.GCCycles, Mark: Duration(min(max(mark, P), time.Minute)),
@@ -193,7 +197,7 @@ func cpuModel(levels []Level, accs map[string]*levelAcc, rt *Runtime, off bool, 
 // whole, Quota per Period, Collections × Mark in all), over the time the
 // workload ran (span, from its first arrival to its last end, at most the
 // metrics' span), against the executions' work in it.
-func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
+func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration) {
 	m.CPUPerWork, m.Background = 0, 0
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 || m.MetricsSpan <= 0 || m.Period <= 0 {
 		return
@@ -211,7 +215,11 @@ func (m *CPUModel) setCPUSpent(u *CPUUse, work, span time.Duration) {
 
 // Server returns the model's CPU for the i-th of CPUPhases replays.
 func (m *CPUModel) Server(i int) fairqueue.CPU {
-	return &throttled{m: m, next: (float64(i%params.CPUPhases) + 0.5) / float64(params.CPUPhases) * m.ExecutionsPerCollection}
+	phases := DefaultParams().CPUPhases // a model built by hand, without a calibration
+	if m.params != nil {
+		phases = m.params.CPUPhases
+	}
+	return &throttled{m: m, next: (float64(i%phases) + 0.5) / float64(phases) * m.ExecutionsPerCollection}
 }
 
 // throttled is one replay's server under the model.

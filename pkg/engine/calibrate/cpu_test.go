@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 const ms = time.Millisecond
@@ -163,9 +164,9 @@ func TestThrottledServerSpendsTheQuotaOutsideMarks(t *testing.T) {
 // process's CPU there is no figure.
 func TestCPUSpentFromTheProcessCPU(t *testing.T) {
 	m := &CPUModel{Period: Duration(100 * ms), Quota: Duration(20 * ms), Collections: 8, Mark: Duration(300 * ms), MetricsSpan: Duration(time.Minute)}
-	u := &CPUUse{Span: time.Minute, ProcessCPU: 6 * time.Second, GOMAXPROCS: 2}
+	u := &metrics.CPUUse{Span: time.Minute, ProcessCPU: 6 * time.Second, GOMAXPROCS: 2}
 	for _, c := range []struct {
-		u                 *CPUUse
+		u                 *metrics.CPUUse
 		work, span        time.Duration
 		perWork, backgrnd float64
 	}{
@@ -190,7 +191,7 @@ func TestCPUSpentFromTheProcessCPU(t *testing.T) {
 func TestReplayedRunSpendsTheProcessCPU(t *testing.T) {
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	for _, processCPU := range []time.Duration{6 * time.Second, 3 * time.Second} {
-		u := &CPUUse{Span: time.Minute, ProcessCPU: processCPU, GOMAXPROCS: 2}
+		u := &metrics.CPUUse{Span: time.Minute, ProcessCPU: processCPU, GOMAXPROCS: 2}
 		res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: config(t, 1), ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: u}})
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,8 @@ func Derive(src workload.Reader, opts Options) (*Result, error) {
 }
 
 func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Result) (*Result, error) {
-	p := newPreparer(opts, &Estimated{})
+	params := paramsOf(opts)
+	p := newPreparer(params, opts, &Estimated{})
 	p.waits, p.overheads, p.kinds = waits, prev, kindMeans{}
 	if prev != nil && prev.prep != nil {
 		p.kindExec = prev.prep.kindExec
@@ -28,7 +29,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	if prev != nil {
 		p.serial = prev.serialWaits
 	}
-	o := newObserver()
+	o := newObserver(params)
 	var (
 		w        workload.Request
 		x        obs
@@ -43,7 +44,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 		if err != nil {
 			return nil, fmt.Errorf("reading the workload for calibration: %w", err)
 		}
-		arrivals.add(opts.MetricsWindow, w.Arrival)
+		arrivals.add(opts.MetricsWindow, w.Arrival, params.ClockSlack)
 		if _, ok := p.prepare(idx, &w, &x); ok {
 			o.add(&x)
 		}
@@ -53,11 +54,11 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	if !p.start.IsZero() && !p.last.IsZero() {
 		wr = TimeRange{From: p.start, To: p.last}
 	}
-	opts, uncovered := coverEvidence(opts, wr, arrivals)
+	opts, uncovered := coverEvidence(params, opts, wr, arrivals)
 	res := o.finish(opts, uncovered)
 	res.Workload, res.Uncovered = wr, uncovered
 	res.AuditOnly = idx > 0 && !p.sawExec
-	res.prep = newPreparer(opts, &res.Estimated)
+	res.prep = newPreparer(params, opts, &res.Estimated)
 	res.prep.waits = waits
 	res.prep.kindExec = p.kinds.means()
 	res.prep.serial = p.serial
@@ -72,16 +73,18 @@ func (r *Result) Apply(src workload.Reader) workload.Reader {
 	fp, fc := r.Estimated.FixedPointIterations, r.Estimated.FixedPointChange
 	r.Estimated = Estimated{FixedPointIterations: fp, FixedPointChange: fc}
 	r.DispatchTimes = nil
-	p := newPreparer(r.prep.opts, &r.Estimated)
+	p := newPreparer(r.params, r.prep.opts, &r.Estimated)
 	p.waits, p.overheads, p.kindExec, p.serial = r.prep.waits, r, r.prep.kindExec, r.prep.serial
-	return &applied{src: src, p: p, r: r}
+	return &applied{src: src, p: p, r: r, params: r.params}
 }
 
 type applied struct {
-	src workload.Reader
-	p   *preparer
-	r   *Result
-	idx int
+	// params are the calibration's thresholds
+	params *Params
+	src    workload.Reader
+	p      *preparer
+	r      *Result
+	idx    int
 	// x is the last record prepared, er its request, ok whether the
 	// replay reads it
 	x  obs
@@ -118,7 +121,7 @@ func (a *applied) Next(w *workload.Request) error {
 		// the recorded execution is taken back to what it would have
 		// been alone
 		if f := a.r.recordedStretch(a.idx); f > 1 && w.HasServiceTime {
-			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), params.MinExecution)
+			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), a.params.MinExecution)
 		}
 	}
 	a.idx++
@@ -217,7 +220,7 @@ func (res *Result) fixedPoint(open func() (workload.Reader, error), recorded fai
 			if prevMean != nil {
 				d := math.Abs(mean[l] - prevMean[l])
 				change = max(change, d)
-				rel = max(rel, d/max(mean[l], float64(params.ConvergedChange)))
+				rel = max(rel, d/max(mean[l], float64(res.params.ConvergedChange)))
 			}
 		}
 		if src, err = open(); err != nil {
@@ -232,12 +235,12 @@ func (res *Result) fixedPoint(open func() (workload.Reader, error), recorded fai
 		res.Estimated.FixedPointChange = Duration(change)
 		// converged when no level's mean wait moved by more than
 		// ConvergedChange (1 ms) or ConvergedShare (2%)
-		if prevMean != nil && (change < float64(params.ConvergedChange) || rel < params.ConvergedShare) {
+		if prevMean != nil && (change < float64(res.params.ConvergedChange) || rel < res.params.ConvergedShare) {
 			break
 		}
 		prevMean = mean
 	}
-	for range params.ReboundPasses {
+	for range res.params.ReboundPasses {
 		src, err := open()
 		if err != nil {
 			return err

@@ -79,7 +79,7 @@ func TestScaledExecutionsMeetTheRecordedDispatches(t *testing.T) {
 			}
 			var first, last LevelFit
 			for i := 0; ; i++ {
-				fit := NewFit(0)
+				fit := NewFit(0, DefaultParams())
 				rep, err := fairqueue.Replay(res.Apply(&sliceReader{reqs: reqs}), rc, nil, fairqueue.ReplayOptions{OnOutcome: fit.Observe})
 				if err != nil {
 					t.Fatal(err)
@@ -135,7 +135,7 @@ func TestDispatchCheckOfScaledExecutions(t *testing.T) {
 		{"more dispatched", true, 50, 0.5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Result{Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: "saturated"}}}}
+			r := &Result{params: &params, Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: "saturated"}}}}
 			if tt.scaled {
 				r.Levels[0].Refused = &Refusal{Check: "seat time", ExecutionScale: 0.5}
 				r.execScale = map[string]float64{"slow": 0.5}
@@ -174,7 +174,7 @@ func TestOneSeatExecutionsFromTheirEnds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fit := NewFit(0)
+			fit := NewFit(0, DefaultParams())
 			var got []time.Duration
 			prepared := res.Apply(&sliceReader{reqs: reqs})
 			rep, err := fairqueue.Replay(readerFunc(func(w *workload.Request) error {
@@ -263,7 +263,7 @@ func TestDispatchCheckBothWays(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			over := Duration(5 * time.Millisecond)
-			r := &Result{Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}}},
+			r := &Result{params: &params, Report: Report{Enabled: true, Levels: []Level{{Level: "slow", Source: SourceSaturated, Overhead: over, MeanExecution: Duration(time.Millisecond), Seats: 10}}},
 				working: working{overhead: map[string]time.Duration{"slow": time.Duration(over)}, windows: map[string]map[int64]time.Duration{}}}
 			const requests = 2000
 			r.CheckDispatches([]LevelFit{{Level: "slow", Requests: requests, Recorded: requests - tt.recorded, Predicted: requests - tt.replayed}}, true)

@@ -103,24 +103,24 @@ func estimate(r *Result, in *inputs, es []estimator) error {
 // queuedThreshold estimates τ from the lag of requests that never queue.
 func queuedThreshold(r *Result, in *inputs) error {
 	ti, from := in.pass.threshold()
-	r.Threshold, r.ThresholdFrom = Duration(params.QueuedThresholds[ti]), from
+	r.Threshold, r.ThresholdFrom = Duration(r.params.QueuedThresholds[ti]), from
 	return nil
 }
 
 // levelOverheads sets each level's evidence at τ, where its overhead comes
 // from, and the overhead of those with saturated time of their own.
 func levelOverheads(r *Result, in *inputs) error {
-	ti := slices.Index(params.QueuedThresholds[:], time.Duration(r.Threshold))
+	ti := slices.Index(r.params.QueuedThresholds[:], time.Duration(r.Threshold))
 	for _, n := range slices.Sorted(maps.Keys(in.pass.levels)) {
 		la := in.pass.levels[n]
 		lim, known := in.limits[n]
-		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 && params.runs(RuleSerialEnds) {
+		if known && !lim.Exempt && seatLimit(lim) == 1 && la.exec.n == 0 && r.params.runs(RuleSerialEnds) {
 			// an audit log alone: no execution time of its own
 			la.serialExecutions(r)
 		}
 		lv := la.level(ti, lim)
 		lv.Source, lv.Why = r.source(lv, lim, known)
-		if lv.Source == SourceSaturated && params.runs(RuleLevelOverhead) {
+		if lv.Source == SourceSaturated && r.params.runs(RuleLevelOverhead) {
 			r.saturated(&lv, la, ti, float64(lim.NominalCL))
 		}
 		r.Levels = append(r.Levels, lv)
@@ -132,11 +132,11 @@ func levelOverheads(r *Result, in *inputs) error {
 // quota's throttling, before the seat-time check and the server's
 // figures: the stalls it places come off its level's overhead first.
 func cfsQuota(r *Result, in *inputs) error {
-	if !r.Enabled || !params.runs(RuleCFS) {
+	if !r.Enabled || !r.params.runs(RuleCFS) {
 		return nil
 	}
-	r.CPU, r.CPUWhy, r.CPUNeeds = cpuModel(r.Levels, in.pass.levels, in.opts.Runtime, in.opts.NoCPUModel, in.opts.CPULimit, in.uncovered)
-	if r.CPU != nil && params.runs(RuleStalledGaps) {
+	r.CPU, r.CPUWhy, r.CPUNeeds = cpuModel(r.params, r.Levels, in.pass.levels, in.opts.Runtime, in.opts.NoCPUModel, in.opts.CPULimit, in.uncovered)
+	if r.CPU != nil && r.params.runs(RuleStalledGaps) {
 		r.stalledGaps(in.pass.levels[r.CPU.Level], in.limits)
 		r.stallThresholds()
 	}
@@ -146,7 +146,7 @@ func cfsQuota(r *Result, in *inputs) error {
 // seatTimeBound holds the levels' own overheads to the seat time the
 // recording allows, before they count towards the server's summary.
 func seatTimeBound(r *Result, in *inputs) error {
-	if !params.runs(RuleSeatTime) {
+	if !r.params.runs(RuleSeatTime) {
 		return nil
 	}
 	sts := map[string]*seatTime{}

@@ -48,7 +48,7 @@ func (u *Uncovered) Why() string {
 // metrics' window does not cover the workload's arrivals, and what it
 // refused; opts as it is when either window is unknown, it covers them
 // all, or it holds at least MinCoveredArrivals of them (arrivals.share).
-func coverEvidence(opts Options, workload TimeRange, arrivals arrivalCount) (Options, *Uncovered) {
+func coverEvidence(params *Params, opts Options, workload TimeRange, arrivals arrivalCount) (Options, *Uncovered) {
 	if opts.Runtime == nil && opts.CPUUse == nil || opts.MetricsWindow.IsZero() || workload.IsZero() {
 		return opts, nil
 	}
@@ -64,12 +64,12 @@ func coverEvidence(opts Options, workload TimeRange, arrivals arrivalCount) (Opt
 // metrics' scrapes (widened by ClockSlack).
 type arrivalCount struct{ all, inside int64 }
 
-func (a *arrivalCount) add(metrics TimeRange, at time.Time) {
+func (a *arrivalCount) add(metrics TimeRange, at time.Time, slack time.Duration) {
 	if metrics.IsZero() || at.IsZero() {
 		return
 	}
 	a.all++
-	if !at.Before(metrics.From.Add(-params.ClockSlack)) && !at.After(metrics.To.Add(params.ClockSlack)) {
+	if !at.Before(metrics.From.Add(-slack)) && !at.After(metrics.To.Add(slack)) {
 		a.inside++
 	}
 }

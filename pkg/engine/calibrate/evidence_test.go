@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // TestCoverEvidence: the metrics' CPU evidence is used only when the
@@ -13,7 +15,7 @@ import (
 func TestCoverEvidence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	for _, tt := range []struct {
 		name    string
 		metrics TimeRange
@@ -26,7 +28,7 @@ func TestCoverEvidence(t *testing.T) {
 		{"scrapes over half the load", TimeRange{From: t0.Add(-time.Second), To: t0.Add(45 * time.Second)}, false},
 		{"no window known", TimeRange{}, true},
 	} {
-		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load, everySecond(tt.metrics, nil, load))
+		opts, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, load, everySecond(tt.metrics, nil, load))
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v", tt.name, got, tt.used)
 		}
@@ -37,7 +39,7 @@ func TestCoverEvidence(t *testing.T) {
 			t.Errorf("%s: %q does not name both windows (%v, %v)", tt.name, u.Why(), tt.metrics, load)
 		}
 	}
-	if _, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}, arrivalCount{}); u != nil {
+	if _, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, MetricsWindow: TimeRange{From: t0.Add(-time.Minute), To: t0.Add(-55 * time.Second)}}}, TimeRange{}, arrivalCount{}); u != nil {
 		t.Errorf("a workload without times is refused its evidence: %v", u)
 	}
 }
@@ -47,10 +49,10 @@ func TestCoverEvidence(t *testing.T) {
 func everySecond(metrics TimeRange, extra []time.Time, load TimeRange) arrivalCount {
 	var a arrivalCount
 	for _, at := range extra {
-		a.add(metrics, at)
+		a.add(metrics, at, params.ClockSlack)
 	}
 	for at := load.From; !at.After(load.To); at = at.Add(time.Second) {
-		a.add(metrics, at)
+		a.add(metrics, at, params.ClockSlack)
 	}
 	return a
 }
@@ -63,7 +65,7 @@ func everySecond(metrics TimeRange, extra []time.Time, load TimeRange) arrivalCo
 func TestCoverEvidenceStrayArrivals(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	load := TimeRange{From: t0, To: t0.Add(90 * time.Second)}
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	around := TimeRange{From: t0.Add(-time.Second), To: t0.Add(91 * time.Second)}
 	for _, tt := range []struct {
 		name     string
@@ -76,7 +78,7 @@ func TestCoverEvidenceStrayArrivals(t *testing.T) {
 		{"a bundle's reads 5 s after the load", around, TimeRange{From: t0, To: t0.Add(95 * time.Second)}, []time.Time{t0.Add(95 * time.Second), t0.Add(95 * time.Second)}, true},
 		{"the load's first 15 s before the scrapes", TimeRange{From: t0.Add(15 * time.Second), To: t0.Add(91 * time.Second)}, load, nil, false},
 	} {
-		opts, u := coverEvidence(Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, tt.workload, everySecond(tt.metrics, tt.extra, load))
+		opts, u := coverEvidence(&params, Options{Evidence: Evidence{CPUUse: use, Runtime: runtime8, MetricsWindow: tt.metrics}}, tt.workload, everySecond(tt.metrics, tt.extra, load))
 		if got := opts.CPUUse != nil && opts.Runtime != nil; got != tt.used {
 			t.Errorf("%s: evidence used %v, want %v (uncovered %v)", tt.name, got, tt.used, u)
 		}
@@ -95,7 +97,7 @@ func TestDeriveRefusesMetricsBeforeTheLoad(t *testing.T) {
 	cfg := config(t, 1)
 	reqs := stallRecording(1000, 40, 90*ms, endsAtBoundary)
 	first, last := reqs[0].Arrival, reqs[len(reqs)-1].Arrival
-	use := &CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 5 * time.Second, ProcessCPU: 100 * time.Millisecond, GOMAXPROCS: 2}
 	around := TimeRange{From: first.Add(-time.Second), To: last.Add(time.Second)}
 	before := TimeRange{From: first.Add(-10 * time.Second), To: first.Add(-5 * time.Second)}
 	res, err := Derive(&sliceReader{reqs: reqs}, Options{Config: cfg, ServerConcurrencyLimit: 6, Evidence: Evidence{Runtime: runtime8, CPUUse: use, CPULimit: 0.2, MetricsWindow: around}})

@@ -40,6 +40,7 @@ type LevelFit struct {
 // the replay's outcomes (fairqueue.ReplayOptions.OnOutcome).
 type Fit struct {
 	window time.Duration
+	params Params
 	levels map[int]*fitAcc
 }
 
@@ -49,11 +50,11 @@ type fitAcc struct {
 }
 
 // NewFit returns a Fit with windows of the given length (default 5 s).
-func NewFit(window time.Duration) *Fit {
+func NewFit(window time.Duration, params Params) *Fit {
 	if window <= 0 {
 		window = params.FitWindow
 	}
-	return &Fit{window: window, levels: map[int]*fitAcc{}}
+	return &Fit{window: window, levels: map[int]*fitAcc{}, params: params}
 }
 
 // Observe is a fairqueue.ReplayOptions.OnOutcome. Requests without a
@@ -107,7 +108,7 @@ func (f *Fit) Result(levels []fairqueue.LevelResult) []LevelFit {
 		if a.recorded > 0 {
 			lf.Ratio = float64(a.predicted) / float64(a.recorded)
 		}
-		lf.Quality = quality(a.recorded, a.predicted, lf.Agreement)
+		lf.Quality = quality(f.params, a.recorded, a.predicted, lf.Agreement)
 		for _, w := range a.windows {
 			lf.Windows = append(lf.Windows, *w)
 		}
@@ -126,7 +127,7 @@ func (f *Fit) Result(levels []fairqueue.LevelResult) []LevelFit {
 	return out
 }
 
-func quality(recorded, predicted int64, agreement float64) string {
+func quality(params Params, recorded, predicted int64, agreement float64) string {
 	r := float64(predicted) / float64(max(recorded, 1))
 	switch {
 	case (recorded < params.FewRejections && predicted < params.FewRejections || r >= params.GoodBand[0] && r <= params.GoodBand[1]) && agreement >= params.GoodAgreement:
@@ -140,8 +141,8 @@ func quality(recorded, predicted int64, agreement float64) string {
 // StallCause says what stalled the level's executions: a CPU limit's
 // throttling when most of the stalls ended at one phase of the CFS period
 // (StallsAtPeriodStart), else the machine or the garbage collector.
-func (l Level) StallCause() string {
-	if l.StallsAtPeriodStart >= params.AtBoundaryThrottled {
+func (l Level) StallCause(p Params) string {
+	if l.StallsAtPeriodStart >= p.AtBoundaryThrottled {
 		return fmt.Sprintf("%.0f%% of the stalls ended at one phase of a 100 ms period: the CFS quota of its CPU limit throttled it, and a higher limit would shorten every stalled hold", 100*l.StallsAtPeriodStart)
 	}
 	return "crowded out by other processes, or long garbage-collector pauses"

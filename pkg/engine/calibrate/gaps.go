@@ -25,7 +25,7 @@ import (
 // execution counts for its level's median, and their time beyond it comes
 // off the level's saturated time, overall and in each time window.
 func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits) {
-	if la == nil || seatLimit(limits[la.name]) != 1 || la.recorded.n < params.MinEvidence {
+	if la == nil || seatLimit(limits[la.name]) != 1 || la.recorded.n < r.params.MinEvidence {
 		return
 	}
 	var lv *Level
@@ -50,7 +50,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 			gaps = append(gaps, gap{d: xs[j].start - xs[j-1].end, at: xs[j].start})
 		}
 	}
-	if len(gaps) < params.MinEvidence {
+	if len(gaps) < r.params.MinEvidence {
 		return
 	}
 	ds := make([]time.Duration, len(gaps))
@@ -59,14 +59,14 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	}
 	slices.Sort(ds)
 	med := max(ds[len(ds)/2], 0)
-	th := stallThreshold(med)
+	th := stallThreshold(r.params, med)
 	var excess time.Duration
 	windows := map[int64]time.Duration{}
 	for _, g := range gaps {
 		if g.d >= th {
 			lv.StalledGaps++
 			excess += g.d - med
-			windows[int64(g.at/params.Window)] += g.d - med
+			windows[int64(g.at/r.params.Window)] += g.d - med
 		}
 	}
 	if excess == 0 {
@@ -77,7 +77,7 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	r.overhead[lv.Level] = time.Duration(lv.Overhead)
 	for i := range lv.Windows {
 		w := &lv.Windows[i]
-		k := int64(time.Duration(w.Start) / params.Window)
+		k := int64(time.Duration(w.Start) / r.params.Window)
 		if e := windows[k]; e > 0 && w.Seats > 0 {
 			w.Overhead = Duration(max(time.Duration(w.Overhead)-e/time.Duration(w.Seats), 0))
 			r.windows[lv.Level][k] = time.Duration(w.Overhead)

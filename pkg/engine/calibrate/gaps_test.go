@@ -17,7 +17,7 @@ import (
 // seats, one whose overhead is the server's, and one without recorded
 // executions keep theirs.
 func TestStalledGapsComeOffTheOverhead(t *testing.T) {
-	la := &levelAcc{name: "slow"}
+	la := &levelAcc{name: "slow", params: &params}
 	at := time.Duration(0)
 	var total time.Duration
 	for i := range 100 {
@@ -41,7 +41,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 		t.Fatalf("the gaps' mean is %v, want about 4.24 ms", over)
 	}
 	newResult := func(source LevelSource, seats int) (*Result, map[string]engine.LevelLimits) {
-		r := &Result{working: working{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}}
+		r := &Result{params: &params, working: working{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}}
 		r.Levels = []Level{{Level: "slow", Source: source, Seats: 99, Overhead: Duration(over), MeanExecution: Duration(2 * ms),
 			Windows: []WindowOverhead{{Start: 0, Overhead: Duration(over), Seats: 99}}}}
 		return r, map[string]engine.LevelLimits{"slow": {Name: "slow", Queuing: true, NominalCL: seats}}
@@ -72,7 +72,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 	}{
 		{"two seats", "saturated", 2, la},
 		{"a level without saturated time of its own", SourceUnmeasured, 1, la},
-		{"no recorded executions (an audit log alone)", "saturated", 1, &levelAcc{name: "slow"}},
+		{"no recorded executions (an audit log alone)", "saturated", 1, &levelAcc{name: "slow", params: &params}},
 	} {
 		r, limits := newResult(c.source, c.seats)
 		r.stalledGaps(c.la, limits)

@@ -103,6 +103,8 @@ type Params struct {
 	// ConvergedChange at least) from one iteration to the next.
 	ConvergedChange time.Duration
 	ConvergedShare  float64
+	// FixedPointIterations bounds the iterations of that fixed point.
+	FixedPointIterations int
 
 	// MinFitted is the fewest recorded executions the shared-CPU model
 	// is fitted on.
@@ -206,19 +208,6 @@ func (r Rule) String() string {
 // runs reports whether the model runs rule r.
 func (p *Params) runs(r Rule) bool { return p.Without&r == 0 }
 
-// SetParams makes the calibrations that start after it run with p, until
-// restore is called: for the tests and the ablation study, never while a
-// calibration runs.
-func SetParams(p Params) (restore func()) {
-	old := params
-	params = p
-	return func() { params = old }
-}
-
-// ActiveParams are the figures the calibrations that start now run with
-// (DefaultParams, unless SetParams replaced them).
-func ActiveParams() Params { return params }
-
 // DefaultParams are the figures the calibration runs with.
 func DefaultParams() Params {
 	return Params{
@@ -260,6 +249,7 @@ func DefaultParams() Params {
 		ReboundPasses:           3,
 		ConvergedChange:         time.Millisecond,
 		ConvergedShare:          0.02,
+		FixedPointIterations:    8,
 
 		MinFitted:        20,
 		MinStretched:     0.05,
@@ -276,5 +266,12 @@ func DefaultParams() Params {
 	}
 }
 
-// params are the calibration's Params.
-var params = DefaultParams()
+// paramsOf are the Params opts run with: a copy of opts.Params, or
+// DefaultParams.
+func paramsOf(opts Options) *Params {
+	p := DefaultParams()
+	if opts.Params != nil {
+		p = *opts.Params
+	}
+	return &p
+}

@@ -21,15 +21,13 @@ func TestPhasesAtAnyCFSPeriod(t *testing.T) {
 	} {
 		p := DefaultParams()
 		p.CFSPeriod = tt.period
-		restore := SetParams(p)
 		var ph phases
 		for i := range 40 {
 			// executions of 30 ms ending at the phase of 40 periods, ±1 ms
 			end := time.Duration(i+3)*tt.period + tt.phase + time.Duration(i%3-1)*time.Millisecond
-			ph.add(30*time.Millisecond, end)
+			ph.add(&p, 30*time.Millisecond, end)
 		}
-		share, at := ph.boundaryShare(0)
-		restore()
+		share, at := ph.boundaryShare(&p, 0)
 		if share != 1 {
 			t.Errorf("CFS period %v: %.2f of the stalls at one phase, want all", tt.period, share)
 		}

@@ -14,19 +14,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
-// CPUUse is what the recorded server's process and Go scheduler counted
-// between two /metrics scrapes around the recorded time: the CPU time the
-// process used (process_cpu_seconds_total), the mean time a goroutine
-// waited runnable for a P (go_sched_latencies_seconds, when HasRunnableWait)
-// and GOMAXPROCS.
-type CPUUse struct {
-	Span            time.Duration
-	ProcessCPU      time.Duration
-	RunnableWait    time.Duration
-	HasRunnableWait bool
-	GOMAXPROCS      int
-}
-
 // SharedCPU is the replay's model of the server's CPU shared by every
 // request it executes, whatever its level: once more requests execute at
 // once than the server has cores for, each runs slower. A request that
@@ -290,12 +277,12 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	for l := range caps {
 		present[l] = caps[l] > 0 && !recorded[l]
 	}
-	if m, ok := saturatedShared(execs, func() sample { return sampleOf(execs, inFlightPresent(execs, caps, present)) }, requests, rejections, r.prep.opts); ok {
+	if m, ok := saturatedShared(r.params, execs, func() sample { return sampleOf(execs, inFlightPresent(execs, caps, present)) }, requests, rejections, r.prep.opts); ok {
 		r.Shared = m
 		return nil
 	}
-	m, why := fitShared(execs, smp, len(kinds))
-	if !params.runs(RuleFitted) {
+	m, why := fitShared(r.params, execs, smp, len(kinds))
+	if !r.params.runs(RuleFitted) {
 		m, why = nil, "the model runs without the fitted stretch"
 	}
 	if m == nil {
@@ -314,7 +301,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		m.Demands[i].Kind = names[m.Demands[i].kind]
 	}
 	m.evidence(r.prep.opts)
-	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*params.CoresSlack {
+	if m.Cores > 0 && m.Capacity*m.Share > m.Cores*r.params.CoresSlack {
 		r.SharedWhy = fmt.Sprintf("the executions stretched as if %.0f%% of each shared %.2f cores, more than the %g the server had (%s): they wait for something other than the CPU", 100*m.Share, m.Capacity, m.Cores, m.CoresFrom.words())
 		return nil
 	}
@@ -384,7 +371,7 @@ func (m *SharedCPU) evidence(opts Options) {
 
 // fitShared fits the capacity to the executions sampled in smp, or says
 // why it keeps none.
-func fitShared(execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
+func fitShared(params *Params, execs []execution, smp sample, nkinds int) (*SharedCPU, string) {
 	fitted := smp.fitted
 	if len(fitted) < params.MinFitted {
 		return nil, fmt.Sprintf("the workload records %d executions with a start and an end (a latency and an execution time), too few to tell how they stretch", len(fitted))
@@ -877,12 +864,12 @@ func (k kind) String() string {
 // is taken out). A change runs them on the same capacity: more at
 // once each run slower, fewer faster. ok is false where the metrics do not
 // show it, or leave the executions no CPU.
-func saturatedShared(execs []execution, sampled func() sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
+func saturatedShared(params *Params, execs []execution, sampled func() sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
 	u := opts.CPUUse
 	if u == nil || !params.runs(RuleSaturated) || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
 		return nil, false
 	}
-	busy := min(busyTime(execs), u.Span)
+	busy := min(busyTime(params, execs), u.Span)
 	if busy <= 0 {
 		return nil, false
 	}
@@ -957,9 +944,9 @@ func (r *Result) HasProcessCPU() bool {
 
 // busyTime is the time at least one of execs was in flight: the union
 // of their spans, taken in the order of their starts (span).
-func busyTime(execs []execution) time.Duration {
+func busyTime(params *Params, execs []execution) time.Duration {
 	byStart := slices.SortedFunc(slices.Values(execs), func(a, b execution) int { return cmp.Compare(a.start, b.start) })
-	var busy span
+	busy := span{params: params}
 	for _, e := range byStart {
 		busy.add(e.start, e.end)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // partlySharedRecording records a level of seats seats on a server of
@@ -136,7 +137,7 @@ func TestSharedCPURecoversTheCapacity(t *testing.T) {
 		// process that computed the executions' share of their time alone
 		procs := int(math.Ceil(tc.capacity))
 		cpu := time.Duration(cpuSeconds(reqs, tc.share) * float64(time.Second))
-		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
+		res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: procs}}})
 		m := res.Shared
 		if !tc.want {
 			// nothing to fit: no model, and the recorded execution
@@ -386,11 +387,11 @@ func TestSharedCPUSaturated(t *testing.T) {
 	// one seat: the executions never overlapped, each on the half core
 	// for all of its time
 	cpu := time.Duration(capacity * cpuSeconds(reqs, 1) * float64(time.Second))
-	derive := func(use CPUUse) *Result {
+	derive := func(use metrics.CPUUse) *Result {
 		t.Helper()
 		return deriveShared(t, reqs, Options{Config: before, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: &use}})
 	}
-	res := derive(CPUUse{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 2 * time.Millisecond, HasRunnableWait: true})
+	res := derive(metrics.CPUUse{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 2 * time.Millisecond, HasRunnableWait: true})
 	m := res.Shared
 	if m == nil || m.From != SharedFromSaturated || m.Saturated == nil {
 		t.Fatalf("no model from a saturated CPU: %+v, %s", m, res.SharedWhy)
@@ -410,7 +411,7 @@ func TestSharedCPUSaturated(t *testing.T) {
 	}
 	// goroutines that hardly waited for a CPU, or a runtime that does not
 	// say: not this model
-	for _, use := range []CPUUse{
+	for _, use := range []metrics.CPUUse{
 		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2, RunnableWait: 100 * time.Microsecond, HasRunnableWait: true},
 		{Span: 12 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2},
 	} {
@@ -433,11 +434,11 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	}
 	smp := sampleOf(execs, inFlight(execs, nil))
 	rej := []time.Duration{time.Millisecond, time.Millisecond, 900 * time.Microsecond, time.Second, 2 * time.Second}
-	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
-	if got := busyTime(execs); got != 12*time.Second {
+	use := &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: 8 * time.Second, GOMAXPROCS: 2, RunnableWait: time.Millisecond, HasRunnableWait: true}
+	if got := busyTime(&params, execs); got != 12*time.Second {
 		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
 	}
-	m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
+	m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
 	if !ok {
 		t.Fatal("no model")
 	}
@@ -448,10 +449,10 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	// the metrics' span bounds the busy time
 	short := *use
 	short.Span = 10 * time.Second
-	if m, ok := saturatedShared(execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
 		t.Errorf("over a 10 s span: %+v, %v", m, ok)
 	}
-	if m, ok := saturatedShared(execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
 		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
 	}
 }
@@ -470,7 +471,7 @@ func TestSharedCPUCapacityIsTheCoresAtOnce(t *testing.T) {
 	seats := slowSeats(t, cfg, scl, 4)
 	reqs := partlySharedRecording(3, seats, 2, 1, 0.9*2/0.004, 20*time.Second)
 	cpu := time.Duration(cpuSeconds(reqs, 1) * float64(time.Second))
-	use := &CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 20 * time.Second, ProcessCPU: cpu, GOMAXPROCS: 2}
 
 	res := deriveShared(t, reqs, Options{Config: cfg, ServerConcurrencyLimit: scl, Evidence: Evidence{CPUUse: use, CPULimit: 1}})
 	m := res.Shared
@@ -507,7 +508,7 @@ func slowSeats(t *testing.T, cfg *engine.Config, scl, need int) int {
 // core; the cores are the smaller of the CPU limit and GOMAXPROCS, and
 // without process CPU, executions or cores there is no headroom.
 func TestHeadroomOf(t *testing.T) {
-	use := &CPUUse{Span: 10 * time.Second, ProcessCPU: 4500 * time.Millisecond, GOMAXPROCS: 2}
+	use := &metrics.CPUUse{Span: 10 * time.Second, ProcessCPU: 4500 * time.Millisecond, GOMAXPROCS: 2}
 	h := headroomOf(Options{Evidence: Evidence{CPUUse: use, CPULimit: 1}}, 5*time.Second, 10*time.Second)
 	if h == nil || math.Abs(h.PerExecution-0.9) > 1e-9 || h.Cores != 1 || math.Abs(h.Used-0.45) > 1e-9 || math.Abs(h.InFlight-0.5) > 1e-9 {
 		t.Fatalf("headroom %+v, want 0.45 cores used, 0.5 in flight, 0.9 each, 1 core (the CPU limit)", h)
@@ -523,8 +524,8 @@ func TestHeadroomOf(t *testing.T) {
 	}
 	for name, o := range map[string]Options{
 		"no metrics":     {Evidence: Evidence{CPULimit: 1}},
-		"no cores":       {Evidence: Evidence{CPUUse: &CPUUse{Span: 10 * time.Second, ProcessCPU: time.Second}}},
-		"no process CPU": {Evidence: Evidence{CPUUse: &CPUUse{Span: 10 * time.Second, GOMAXPROCS: 2}}},
+		"no cores":       {Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 10 * time.Second, ProcessCPU: time.Second}}},
+		"no process CPU": {Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 10 * time.Second, GOMAXPROCS: 2}}},
 	} {
 		if h := headroomOf(o, 5*time.Second, 10*time.Second); h != nil {
 			t.Errorf("%s: %+v, want none", name, h)

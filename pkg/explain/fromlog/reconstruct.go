@@ -2,6 +2,7 @@ package fromlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ type Config struct {
 	// only the requests that arrived inside it (relative times count back
 	// from the log's last request); zero reads the whole log.
 	Window logs.Window
+	// Logs opens the log's files (package input's Logs, which the
+	// commands hand in): this package opens nothing itself.
+	Logs logs.Opener
 }
 
 // options are opts with the configuration of c.
@@ -48,7 +52,10 @@ func (c Config) options(opts reconstruct.Options) reconstruct.Options {
 // them; nil without a window), and the first note says so.
 func reconstructFiles(ctx context.Context, c Config, spec logs.Spec, opts reconstruct.Options) (res *reconstruct.Result, notes []string, yearKnown bool, cut *logs.Cut, err error) {
 	spec.FindYear = true
-	w, err := logs.Open(ctx, spec)
+	if c.Logs == nil {
+		return nil, nil, false, nil, errors.New("fromlog: no opener of the log's files (Config.Logs)")
+	}
+	w, err := c.Logs.Open(ctx, spec)
 	if err != nil {
 		return nil, nil, false, nil, err
 	}
@@ -57,7 +64,7 @@ func reconstructFiles(ctx context.Context, c Config, spec logs.Spec, opts recons
 	opts.Progress = c.Progress
 	var src workload.Reader = w.Files
 	if !c.Window.IsZero() {
-		from, to, err := c.Window.ResolveFiles(ctx, spec)
+		from, to, err := c.Window.ResolveFiles(ctx, c.Logs, spec)
 		if err != nil {
 			return nil, nil, false, nil, err
 		}

@@ -5,7 +5,6 @@ package render
 
 import (
 	"io"
-	"math"
 	"sort"
 	"strings"
 
@@ -31,7 +30,7 @@ func Rows(snaps []*dump.Snapshot, level, sortBy string) []levels.Row {
 			out = append(out, l)
 		}
 	}
-	less := topLess(sortBy)
+	less := levels.Less(sortBy)
 	var merged []levels.Row
 	if len(snaps) > 1 {
 		merged = levels.Merge(render.AllInstances, out)
@@ -42,40 +41,6 @@ func Rows(snaps []*dump.Snapshot, level, sortBy string) []levels.Row {
 		out = append(out, merged...)
 	}
 	return out
-}
-
-// nanLow orders NaN below every number, so levels without data sort last
-// in a descending order.
-func nanLow(f float64) float64 {
-	if math.IsNaN(f) {
-		return math.Inf(-1)
-	}
-	return f
-}
-
-func topLess(sortBy string) func(a, b levels.Row) bool {
-	key := func(r levels.Row) float64 {
-		switch sortBy {
-		case "waiting":
-			return nanLow(r.Waiting)
-		case "rejected":
-			return nanLow(r.RejectedTotal)
-		case "dispatched":
-			return nanLow(r.DispatchedPerSec)
-		}
-		return nanLow(r.Utilisation)
-	}
-	return func(a, b levels.Row) bool {
-		if sortBy != "name" {
-			if ka, kb := key(a), key(b); ka != kb {
-				return ka > kb
-			}
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.Instance < b.Instance
-	}
 }
 
 // Cell is the text of column c of row r in the tables of pkg/dump/render.

@@ -94,7 +94,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		if !l.ShortOfCPU {
 			continue
 		}
-		short = append(short, fmt.Sprintf("%s (%s)", sanitize.Line(l.Level), l.StallCause()))
+		short = append(short, fmt.Sprintf("%s (%s)", sanitize.Line(l.Level), l.StallCause(calibrate.DefaultParams())))
 	}
 	if len(short) > 0 {
 		then := "a change that adds work is warned about"

@@ -1,4 +1,4 @@
-package logs
+package input
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
-	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
 
 // yearPeek is how much of a file Year reads.
@@ -18,8 +17,8 @@ const yearPeek = 1 << 20
 
 // Year is the year of the logs at paths, when one of them tells it:
 // an audit log or audit events wrapped by a cloud or a pipeline
-// (input.InputYear: their times are whole; it wins, as
-// input.OpenFiles takes its year), else an httplog line in klog's JSON
+// (InputYear: their times are whole; it wins, as
+// OpenFiles takes its year), else an httplog line in klog's JSON
 // format (ts, in milliseconds since the epoch) or one whose klog header
 // follows a dated prefix (a container runtime's
 // "2025-03-05T22:40:41.977203895Z stderr F", kubectl logs --timestamps').
@@ -33,14 +32,14 @@ func Year(paths []string) (year int, known bool) {
 		}
 		// an audit log, or audit events in a cloud's or a pipeline's
 		// records (gzipped, or a directory's files)
-		if y, ok := input.InputYear(p); ok {
+		if y, ok := InputYear(p); ok {
 			return y, true
 		}
 		f, err := os.Open(p)
 		if err != nil {
 			continue
 		}
-		if format, r, err := input.Detect(f); err == nil && format == workload.FormatHTTPLog && !known {
+		if format, r, err := Detect(f); err == nil && format == workload.FormatHTTPLog && !known {
 			year, known = httplogYear(r)
 		}
 		f.Close()
@@ -59,8 +58,6 @@ func httplogYear(r io.Reader) (int, bool) {
 	}
 	return 0, false
 }
-
-var httpMarker = []byte(`] "HTTP" `)
 
 // httplogLineYear is the year an httplog line tells, if it tells one.
 func httplogLineYear(line []byte) (int, bool) {

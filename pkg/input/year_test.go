@@ -1,4 +1,4 @@
-package logs
+package input
 
 import (
 	"bytes"

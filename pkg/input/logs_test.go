@@ -1,4 +1,4 @@
-package logs
+package input
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 const (
@@ -51,7 +52,7 @@ func drain(t *testing.T, r workload.Reader) (int, error) {
 func TestNotesSayTheSkippedLines(t *testing.T) {
 	p := writeLog(t, goodLine, cutLine)
 	for _, flag := range []string{"--strict", ""} {
-		w, err := Open(context.Background(), Spec{Paths: []string{p}})
+		w, err := Open(context.Background(), logs.Spec{Paths: []string{p}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestNotesSayTheSkippedLines(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("read %d requests, %v; want the one whole line", n, err)
 		}
-		notes := MalformedNotes(w.Files, flag)
+		notes := logs.MalformedNotes(w.Files, flag)
 		if flag == "" && !slices.Equal(notes, w.Notes()) {
 			t.Errorf("Notes %q, want MalformedNotes without a flag, %q", w.Notes(), notes)
 		}
@@ -80,7 +81,7 @@ func TestNotesSayTheSkippedLines(t *testing.T) {
 
 // TestStrictRefuses: with Strict, the cut line is the error.
 func TestStrictRefuses(t *testing.T) {
-	w, err := Open(context.Background(), Spec{Paths: []string{writeLog(t, goodLine, cutLine)}, Strict: true})
+	w, err := Open(context.Background(), logs.Spec{Paths: []string{writeLog(t, goodLine, cutLine)}, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestStrictRefuses(t *testing.T) {
 
 // TestStdin: a lone "-" reads Spec.Stdin.
 func TestStdin(t *testing.T) {
-	w, err := Open(context.Background(), Spec{Paths: []string{"-"}, Stdin: strings.NewReader(goodLine + "\n")})
+	w, err := Open(context.Background(), logs.Spec{Paths: []string{"-"}, Stdin: strings.NewReader(goodLine + "\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func (endless) Next(r *workload.Request) error { r.URI = "/api"; return nil }
 func TestCancellableStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := Cancellable(ctx, endless{})
+	r := logs.Cancellable(ctx, endless{})
 	for i := 0; i < 1<<13; i++ {
 		var w workload.Request
 		if err := r.Next(&w); err != nil {
@@ -133,7 +134,7 @@ func TestCancellableStops(t *testing.T) {
 func TestFindYear(t *testing.T) {
 	p := writeLog(t, "2025-03-05T22:40:41.977203895Z stderr F "+goodLine)
 	for _, find := range []bool{true, false} {
-		w, err := Open(context.Background(), Spec{Paths: []string{p}, FindYear: find})
+		w, err := Open(context.Background(), logs.Spec{Paths: []string{p}, FindYear: find})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package fromlog
+package input
 
 import (
 	"os"

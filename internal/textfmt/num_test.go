@@ -1,0 +1,31 @@
+package textfmt
+
+import (
+	"math"
+	"testing"
+)
+
+// TestNum: absent and infinite figures print "-", integers print plainly
+// whatever the precision, and other figures with the decimals asked for.
+func TestNum(t *testing.T) {
+	for _, tt := range []struct {
+		f        float64
+		decimals int
+		want     string
+	}{
+		{math.NaN(), 2, "-"},
+		{math.Inf(1), 1, "-"},
+		{math.Inf(-1), 2, "-"},
+		{0, 2, "0"},
+		{-7, 1, "-7"},
+		{600, 2, "600"},
+		{1.5, 2, "1.50"},
+		{1.5, 1, "1.5"},
+		{0.25, 1, "0.2"}, // 0.25 is exact: half to even
+		{1e15, 0, "1000000000000000"},
+	} {
+		if got := Num(tt.f, tt.decimals); got != tt.want {
+			t.Errorf("Num(%v, %d) = %q, want %q", tt.f, tt.decimals, got, tt.want)
+		}
+	}
+}
