@@ -349,11 +349,17 @@ func (w *world) touched(d *draft, c *engine.Config) []string {
 
 // replayAll replays the candidates, Wave at a time, at most opts.Parallel
 // at once, pruning before each wave those that cannot enter the first
-// opts.Show.
+// opts.Show. Without pruning there is nothing to decide between two
+// waves: every candidate is one wave, so that no replay waits for the
+// slowest of its wave before the next starts.
 func replayAll(ctx context.Context, rp Replayer, cands []*Candidate, sc *scorer, opts Options, rep *Report) error {
 	done := 0
-	for start := 0; start < len(cands); start += Wave {
-		wave := cands[start:min(start+Wave, len(cands))]
+	step := Wave
+	if opts.NoPrune {
+		step = max(len(cands), 1)
+	}
+	for start := 0; start < len(cands); start += step {
+		wave := cands[start:min(start+step, len(cands))]
 		var todo []*Candidate
 		for _, c := range wave {
 			if !opts.NoPrune && cannotWin(c, rep.Candidates, opts.Show) {

@@ -276,6 +276,40 @@ func TestSearchIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestPruningKeepsTheTop: the search with pruning shows the same first
+// candidates, in the same order and with the same figures, as the search
+// that replays every candidate; and the latter, which replays all its
+// candidates at once rather than wave by wave, gives the same report one
+// replay at a time and four at once.
+func TestPruningKeepsTheTop(t *testing.T) {
+	tm := openTeam(t)
+	pruned := tm.search(t, Options{Goal: protectCtrl})
+	all := tm.search(t, Options{Goal: protectCtrl, NoPrune: true, Parallel: 4})
+	if pruned.Pruned == 0 {
+		t.Fatal("nothing was pruned: the test does not test pruning")
+	}
+	if all.Pruned != 0 || all.Replayed != all.Written {
+		t.Fatalf("without pruning, %d of %d candidates replayed and %d pruned", all.Replayed, all.Written, all.Pruned)
+	}
+	if len(pruned.Candidates) < DefaultShow {
+		t.Fatalf("only %d candidates replayed with pruning", len(pruned.Candidates))
+	}
+	for i := range DefaultShow {
+		a, b := pruned.Candidates[i], all.Candidates[i]
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("rank %d: candidate %d with pruning, %d without, or their figures differ", i+1, a.ID, b.ID)
+		}
+	}
+	one := tm.search(t, Options{Goal: protectCtrl, NoPrune: true, Parallel: 1})
+	ja, _ := json.Marshal(all)
+	jb, _ := json.Marshal(one)
+	if string(ja) != string(jb) {
+		t.Error("the search without pruning differs between four replays at once and one")
+	}
+}
+
 // TestKeepAndBudget: no candidate changes a kept object, and none moves
 // more shares than the budget allows, counted from the objects.
 func TestKeepAndBudget(t *testing.T) {

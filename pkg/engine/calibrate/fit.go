@@ -159,13 +159,16 @@ const maximumMutatingSeats = 10
 // new cap are cut to it, as upstream's estimators clamp them. Final seats
 // of writes above the cap are cut and their additional latency stretched
 // to keep the same work (mutating_work_estimator.go). Requests whose cap
-// did not change keep their recorded estimate.
+// did not change keep their recorded estimate. The function it returns
+// memoizes the classification under before (engine.ClassifyMemo): it is
+// not safe for concurrent use.
 func Work(rel engine.Release, before, after *engine.Config, scl int, counts engine.ObjectCounts) func(*workload.Request, *engine.Request, string, *fairqueue.Request) {
 	beforeCaps, afterCaps := seatCaps(before, scl), seatCaps(after, scl)
+	var memo engine.ClassifyMemo
 	return func(w *workload.Request, er *engine.Request, level string, sr *fairqueue.Request) {
 		old := w.PriorityLevel
 		if w.UserKnown {
-			old = before.Classify(*er).PriorityLevel.Name
+			old = memo.Classify(before, er).PriorityLevel.Name
 		}
 		maxSeats := afterCaps[level]
 		if bc, ok := beforeCaps[old]; ok && bc == maxSeats {

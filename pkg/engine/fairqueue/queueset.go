@@ -126,7 +126,7 @@ type queueSet struct {
 	activeQueues   int
 	seatsRequested int
 
-	demand *engine.Integrator // seat demand, for periodic borrowing
+	demand demandIntegrator // seat demand, for periodic borrowing
 	stats  levelStats
 }
 
@@ -158,7 +158,7 @@ func (qs *queueSet) updateActive(q *queue) {
 }
 
 func (qs *queueSet) noteDemand(now int64) {
-	qs.demand.Set(epoch.Add(time.Duration(now)), float64(qs.totSeatsInUse+qs.totSeatsWaiting))
+	qs.demand.set(now, float64(qs.totSeatsInUse+qs.totSeatsWaiting))
 }
 
 // canAccommodateSeats mirrors canAccommodateSeatsLocked (desiredNumQueues
@@ -222,7 +222,7 @@ func (qs *queueSet) arrive(r *request, now int64, waitLimit int64, hash uint64) 
 	qs.stats.noteWaiting(qs.totRequestsWaiting)
 	s.flowWaiting(r, 1)
 	qs.boundNextDispatch(q)
-	s.scheduleTimeout(r, now+waitLimit)
+	s.scheduleTimeout(r, now, waitLimit)
 
 	// Step 2
 	qs.dispatchAsMuchAsPossible(now)

@@ -211,10 +211,13 @@ func (a *event) less(b *event) bool {
 type Simulator struct {
 	levels []*queueSet
 	events []event
-	seq    uint64
-	free   []*request
-	opts   Options
-	now    int64
+	// timeouts are the time-outs of the default wait limit
+	// (scheduleTimeout)
+	timeouts timeoutQueue
+	seq      uint64
+	free     []*request
+	opts     Options
+	now      int64
 
 	dispatchSeq int64
 	outcome     Outcome
@@ -236,9 +239,6 @@ type Simulator struct {
 // idleConverged is the number of quiet borrowing passes (no event in
 // between) after which further quiet passes change nothing.
 var idleConverged = 1000
-
-// epoch is simulated time zero for the seat-demand integrators.
-var epoch = time.Unix(0, 0)
 
 // NewSimulator builds the queue sets of the given levels.
 func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
@@ -272,7 +272,6 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 				qs.queues[i].index = i
 			}
 		}
-		qs.demand = engine.NewIntegrator(epoch)
 		s.levels = append(s.levels, qs)
 	}
 	s.borrowStats = make([]engine.SeatDemandStats, len(levels))
@@ -310,13 +309,10 @@ func (s *Simulator) Add(in *Request) error {
 		return fmt.Errorf("request %d arrives at %v, before the previous event at %v: sort the workload by arrival time", in.ID, in.Arrival, time.Duration(s.now))
 	}
 	// bounding every duration keeps event times far from int64 overflow
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"arrival", in.Arrival}, {"service time", in.ServiceTime}, {"additional latency", in.AdditionalLatency}, {"wait limit", in.WaitLimit}, {"queued overhead", in.QueuedOverhead}} {
-		if d.v < 0 || d.v > maxDuration {
-			return fmt.Errorf("request %d: %s %v is out of range (0 to %v)", in.ID, d.name, d.v, maxDuration)
-		}
+	// (a negative one is above maxDuration as unsigned)
+	if uint64(in.Arrival) > uint64(maxDuration) || uint64(in.ServiceTime) > uint64(maxDuration) || uint64(in.AdditionalLatency) > uint64(maxDuration) ||
+		uint64(in.WaitLimit) > uint64(maxDuration) || uint64(in.QueuedOverhead) > uint64(maxDuration) {
+		return outOfRange(in)
 	}
 	if in.Level < 0 || in.Level >= len(s.levels) {
 		return fmt.Errorf("request %d names priority level index %d, but there are %d levels", in.ID, in.Level, len(s.levels))
@@ -341,6 +337,19 @@ func (s *Simulator) Add(in *Request) error {
 	return nil
 }
 
+// outOfRange says which of a request's durations is out of range.
+func outOfRange(in *Request) error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"arrival", in.Arrival}, {"service time", in.ServiceTime}, {"additional latency", in.AdditionalLatency}, {"wait limit", in.WaitLimit}, {"queued overhead", in.QueuedOverhead}} {
+		if d.v < 0 || d.v > maxDuration {
+			return fmt.Errorf("request %d: %s %v is out of range (0 to %v)", in.ID, d.name, d.v, maxDuration)
+		}
+	}
+	return nil
+}
+
 // Drain runs every pending event (executions, time-outs, seat releases) to
 // completion. Borrowing stops once nothing is in flight.
 func (s *Simulator) Drain() {
@@ -349,12 +358,22 @@ func (s *Simulator) Drain() {
 
 // runUntil processes the events that precede (t, kind).
 func (s *Simulator) runUntil(t int64, kind uint8) {
-	for len(s.events) > 0 {
-		e := s.events[0]
+	for {
+		next, fifo := s.peek()
+		if next == nil {
+			return
+		}
+		e := *next
 		if e.t > t || e.t == t && e.kind >= kind {
 			return
 		}
-		s.pop()
+		if fifo {
+			tq := &s.timeouts
+			tq.buf[tq.head] = event{}
+			tq.head++
+		} else {
+			s.pop()
+		}
 		s.now = e.t
 		switch e.kind {
 		case evFinish:
@@ -389,13 +408,13 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 			// before the next event.
 			if s.quietPasses >= idleConverged {
 				until := t
-				if len(s.events) > 0 {
-					until = min(until, s.events[0].t)
+				if pending, _ := s.peek(); pending != nil {
+					until = min(until, pending.t)
 				}
 				if until != math.MaxInt64 {
 					if last := e.t + (until-e.t)/period*period; last > next {
 						for _, qs := range s.levels {
-							qs.demand.Reset(epoch.Add(time.Duration(last - period)))
+							qs.demand.reset(last - period)
 						}
 						next = last
 					}
@@ -403,7 +422,7 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 			}
 			// keep borrowing while anything is pending (more arrivals, or
 			// other events when draining)
-			if t != math.MaxInt64 || len(s.events) > 0 {
+			if pending, _ := s.peek(); t != math.MaxInt64 || pending != nil {
 				s.push(event{t: next, kind: evBorrow})
 			}
 		}
@@ -413,12 +432,12 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 // SeatDemand returns the seat-demand statistics of a level (seats executing
 // plus seats waiting, over simulated time) since the last borrowing pass.
 func (s *Simulator) SeatDemand(level int) engine.IntegratorResults {
-	return s.levels[level].demand.Results(epoch.Add(time.Duration(s.now)))
+	return s.levels[level].demand.results(s.now)
 }
 
 func (s *Simulator) borrow(now int64) {
 	for i, qs := range s.levels {
-		s.borrowStats[i].Update(qs.demand.Reset(epoch.Add(time.Duration(now))))
+		s.borrowStats[i].Update(qs.demand.reset(now))
 	}
 	limits := s.opts.Borrow(s.borrowStats)
 	for i, qs := range s.levels {
@@ -446,8 +465,52 @@ func (s *Simulator) recycle(r *request) {
 	s.inFlight--
 }
 
-func (s *Simulator) scheduleTimeout(r *request, t int64) {
-	s.push(event{t: t, kind: evTimeout, r: r, gen: r.gen})
+// scheduleTimeout schedules r's time-out after wait, from now. A time-out
+// stays scheduled after its request is dispatched (it is recognised as
+// stale when due), so in the heap these would outnumber every other
+// event. The time-outs of the default wait limit, which most requests
+// have, fall due in the order they are scheduled (Add's arrivals do not
+// decrease): they wait in a FIFO of their own instead; the others in the
+// heap.
+func (s *Simulator) scheduleTimeout(r *request, now, wait int64) {
+	e := event{t: now + wait, kind: evTimeout, r: r, gen: r.gen}
+	if wait != int64(s.opts.DefaultWaitLimit) {
+		s.push(e)
+		return
+	}
+	e.seq = s.seq
+	s.seq++
+	tq := &s.timeouts
+	if tq.head == len(tq.buf) {
+		tq.buf, tq.head = tq.buf[:0], 0
+	} else if tq.head >= 1024 && 2*tq.head >= len(tq.buf) {
+		n := copy(tq.buf, tq.buf[tq.head:])
+		clear(tq.buf[n:])
+		tq.buf, tq.head = tq.buf[:n], 0
+	}
+	tq.buf = append(tq.buf, e)
+}
+
+// timeoutQueue is the scheduled time-outs of the default wait limit, in
+// the order they fall due.
+type timeoutQueue struct {
+	buf  []event
+	head int
+}
+
+// peek returns the next event, in the order of event.less, and whether
+// it is the time-out FIFO's (not the heap's); nil when none is pending.
+func (s *Simulator) peek() (*event, bool) {
+	var next *event
+	if len(s.events) > 0 {
+		next = &s.events[0]
+	}
+	if tq := &s.timeouts; tq.head < len(tq.buf) {
+		if e := &tq.buf[tq.head]; next == nil || e.less(next) {
+			return e, true
+		}
+	}
+	return next, false
 }
 
 func (s *Simulator) scheduleRelease(r *request, t int64) {
