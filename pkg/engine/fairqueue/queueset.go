@@ -3,8 +3,6 @@ package fairqueue
 import (
 	"math"
 	"time"
-
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // request is one request inside the simulator. It is recycled through a free
