@@ -74,9 +74,8 @@ var (
 	// cmdMaxFuncLines is the longest body of a function in
 	// cmd/kubectl-apf, but for cmdLongFuncs.
 	cmdMaxFuncLines = 60
-	// cmdLongFuncs are the longer functions left: dump bundle --watch's
-	// spooling loop, the next pocket to move into pkg/dump.
-	cmdLongFuncs = map[string]bool{"bundle_watch.go:runWatch": true}
+	// cmdLongFuncs are the longer functions left: none.
+	cmdLongFuncs = map[string]bool{}
 )
 
 // TestCommandsAreThin keeps cmd/kubectl-apf to parsing flags, calling

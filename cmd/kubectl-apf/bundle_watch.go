@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -42,9 +41,6 @@ SIGTERM ends the watch with the end's capture; if the watch is killed,
 --from reads the directory it left, with every scrape taken before. A
 command reading the bundle back loads every scrape it holds, so read a
 long watch with a machine that has the memory for it.`
-
-// startDumpPrefix names the start's debug dumps in a --watch bundle.
-const startDumpPrefix = "start-"
 
 // watchProgress is the progress line of dump bundle --watch: on a
 // terminal it is rewritten in place at every scrape, otherwise a line is
@@ -100,165 +96,46 @@ func fmtBytes(n int64) string {
 	}
 }
 
-// watchLoop calls scrape every interval of clk until d has passed since
-// it began or ctx ends (Ctrl-C), and progress after each scrape with the
-// number taken and the time since the start. A scrape's error is warned
-// about through warn and the loop goes on (an instance may fail for a
-// moment); the loop never fails.
-func watchLoop(ctx context.Context, clk clock.WithTicker, d, interval time.Duration, scrape func(context.Context) error, warn func(error), progress func(n int, elapsed time.Duration)) int {
-	start := clk.Now()
-	ticker := clk.NewTicker(interval)
-	defer ticker.Stop()
-	end := clk.NewTimer(d)
-	defer end.Stop()
-	n := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return n
-		case <-end.C():
-			return n
-		case <-ticker.C():
-			if err := scrape(ctx); err != nil {
-				if ctx.Err() != nil {
-					return n
-				}
-				warn(err)
-				continue
-			}
-			n++
-			progress(n, clk.Since(start))
-		}
-	}
-}
-
-// runWatch records the bundle of --watch, writing each capture as it
-// arrives (dump.Spool): into --to itself when it is a directory, else
-// into --to.partial, a bundle directory of its own from which the tarball
-// is written at the end. Only one capture is held at a time.
+// runWatch records the bundle of --watch (dump.Record), printing its
+// notes, warnings and progress line on stderr.
 func (o *BundleOptions) runWatch(ctx context.Context) error {
 	clk, ok := o.ClockOrReal().(clock.WithTicker)
 	if !ok {
 		return fmt.Errorf("--watch needs a clock with a ticker")
 	}
-	var red *dump.Redactor
+	ro := dump.RecordOptions{To: o.To, Duration: o.Watch, Interval: o.Interval, Clock: clk, Manifest: o.manifest(time.Time{})}
 	if o.Redact {
 		key, err := o.redactKey()
 		if err != nil {
 			return err
 		}
-		red = dump.NewRedactor(key)
-	}
-	dir := o.To
-	tarball := dump.IsTarball(o.To)
-	if tarball {
-		dir = o.To + partialSuffix
-		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-			return fmt.Errorf("%s exists, the bundle of a watch that did not finish (--from reads it); move it away or choose another --to", dir)
-		}
-	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("bundle directory %s exists and is not empty; choose a new path", dir)
-	}
-	start, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll}, "")
-	if err != nil {
-		return err
-	}
-	printNotes(o.ErrOut, start.Notes)
-	if red != nil {
-		if err := red.RedactCapture(start); err != nil {
-			return err
-		}
-	}
-	// the start's dumps, redacted, are kept beside the end's
-	for _, s := range start.Snapshots {
-		for k := range s.Raw {
-			if strings.HasPrefix(k, "dump_") {
-				s.Raw[startDumpPrefix+k] = s.Raw[k]
-			}
-		}
-	}
-	instances := len(start.Snapshots)
-	sp, err := dump.CreateSpool(dir, start, o.manifest(clk.Now()))
-	if err != nil {
-		return err
-	}
-	start = nil // on disk: not held through the watch
-	if tarball {
-		fmt.Fprintf(o.ErrOut, "recording into %s (a bundle at every scrape, which --from reads if the watch is killed; %s is written from it at the end)\n", sanitize.Line(dir), sanitize.Line(o.To))
+		ro.Redactor = dump.NewRedactor(key)
 	}
 	progress := newWatchProgress(o.ErrOut, o.Watch, o.Interval)
-	warned := map[string]bool{}
-	loopCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var writeErr error
-	scrape := func(ctx context.Context) error {
-		c, err := o.Source.Capture(ctx, dump.CaptureOptions{Parts: dump.PartMetrics})
-		if err != nil {
-			return err
-		}
-		for _, f := range c.Failures {
-			if !warned[f.Instance] {
-				warned[f.Instance] = true
-				fmt.Fprintf(o.ErrOut, "\nwarning: apiserver %s missed a scrape: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
-			}
-		}
-		if red != nil {
-			if err := red.RedactCapture(c); err != nil {
-				return err
-			}
-		}
-		if err := sp.AddScrapes(c); err != nil {
-			// the disk, not the cluster: the watch cannot go on
-			writeErr = err
-			stop()
-			return err
-		}
-		return nil
-	}
-	n := watchLoop(loopCtx, clk, o.Watch, o.Interval, scrape,
-		func(err error) { fmt.Fprintf(o.ErrOut, "\nwarning: a scrape failed: %s\n", sanitize.Line(err.Error())) },
-		func(n int, elapsed time.Duration) {
-			progress.update(n, sp.Scrapes(), instances, elapsed, sp.Size())
-		})
-	progress.done()
-	if writeErr != nil {
-		return fmt.Errorf("%w (the %d scrapes written before it are in %s)", writeErr, sp.Scrapes(), dir)
-	}
-	// Ctrl-C ended the watch: the end's capture still runs, on a context
-	// of its own
-	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	end, err := o.Source.Capture(endCtx, dump.CaptureOptions{Parts: dump.PartAll})
+	rec, err := dump.Record(ctx, o.Source, ro, dump.RecordEvents{
+		Notes: func(notes []string) { printNotes(o.ErrOut, notes) },
+		Spooling: func(dir string) {
+			fmt.Fprintf(o.ErrOut, "recording into %s (a bundle at every scrape, which --from reads if the watch is killed; %s is written from it at the end)\n", sanitize.Line(dir), sanitize.Line(o.To))
+		},
+		Missed: func(f dump.InstanceError) {
+			fmt.Fprintf(o.ErrOut, "\nwarning: apiserver %s missed a scrape: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
+		},
+		Failed:   func(err error) { fmt.Fprintf(o.ErrOut, "\nwarning: a scrape failed: %s\n", sanitize.Line(err.Error())) },
+		Progress: progress.update,
+		Done:     progress.done,
+	})
 	if err != nil {
-		return fmt.Errorf("the end of the watch (%d scrapes taken; the bundle without the end is in %s): %w", n, dir, err)
-	}
-	if red != nil {
-		if err := red.RedactCapture(end); err != nil {
-			return err
-		}
-	}
-	createdAt := clk.Now().UTC()
-	if err := sp.Finish(end, createdAt); err != nil {
 		return err
 	}
-	if tarball {
-		if err := dump.WriteTarballFrom(dir, o.To, createdAt); err != nil {
-			return fmt.Errorf("%w (the bundle is whole in %s)", err, dir)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(o.ErrOut, "warning: %s is written, but %s could not be removed: %s\n", sanitize.Line(o.To), sanitize.Line(dir), sanitize.Line(err.Error()))
-		}
+	if rec.Leftover != "" {
+		fmt.Fprintf(o.ErrOut, "warning: %s is written, but %s could not be removed: %s\n", sanitize.Line(o.To), sanitize.Line(rec.Leftover), sanitize.Line(rec.LeftoverErr.Error()))
 	}
-	for _, f := range end.Failures {
+	for _, f := range rec.EndFailures {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the end's capture: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
-	for _, inst := range sp.Unknown() {
+	for _, inst := range rec.Unknown {
 		fmt.Fprintf(o.ErrOut, "note: apiserver %s appeared during the watch and is not in the bundle\n", sanitize.Line(inst))
 	}
-	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), instances, sp.Scrapes())
+	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), rec.Instances, rec.Scrapes)
 	return nil
 }
-
-// partialSuffix names the directory a --watch into a tarball writes as
-// it goes.
-const partialSuffix = ".partial"

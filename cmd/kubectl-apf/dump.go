@@ -182,16 +182,9 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 // the error for a cluster that could not be read ends with offline (the
 // state group's OfflineHint, liveHint).
 func captureOrFail(ctx context.Context, src dump.Source, opts dump.CaptureOptions, offline string) (*dump.Capture, error) {
-	c, err := src.Capture(ctx, opts)
+	c, err := dump.CaptureAnswered(ctx, src, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, offline)
-	}
-	if len(c.Snapshots) == 0 {
-		msg := "no apiserver instance answered"
-		for _, f := range c.Failures {
-			msg += "; " + f.Instance + ": " + f.Error()
-		}
-		return nil, fmt.Errorf("reading %s: %s%s", src.Describe(), msg, offline)
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package main
+package dump
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// TestWatchLoop drives dump bundle --watch's loop with a fake clock: a
+// TestWatchLoop drives Record's loop (dump bundle --watch) with a fake clock: a
 // scrape every interval, a failed scrape warned about and not counted,
 // the end when the duration has passed, and Ctrl-C (the context) ending it
 // early.

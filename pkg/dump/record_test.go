@@ -1,4 +1,4 @@
-package main
+package dump
 
 import (
 	"bytes"
@@ -13,11 +13,7 @@ import (
 	"time"
 	"weak"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
-	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
 
 // spoolSource is a fake cluster of one instance for dump bundle --watch:
@@ -42,7 +38,7 @@ const spoolUser = "alice@example.com"
 
 func (f *spoolSource) Describe() string { return "https://fake:6443" }
 
-func (f *spoolSource) Capture(_ context.Context, opts dump.CaptureOptions) (*dump.Capture, error) {
+func (f *spoolSource) Capture(_ context.Context, opts CaptureOptions) (*Capture, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -59,11 +55,11 @@ func (f *spoolSource) Capture(_ context.Context, opts dump.CaptureOptions) (*dum
 		}
 	}
 	if f.readAt[n] {
-		files, err := dump.ReadBundleFiles(f.spool)
+		files, err := ReadBundleFiles(f.spool)
 		if err != nil {
 			f.t.Fatalf("capture %d: the watch's bundle so far: %v", n, err)
 		}
-		c, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll})
+		c, _, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll})
 		if err != nil {
 			f.t.Fatalf("capture %d: the watch's bundle so far: %v", n, err)
 		}
@@ -77,25 +73,25 @@ func (f *spoolSource) Capture(_ context.Context, opts dump.CaptureOptions) (*dum
 	body = append(body, bytes.Repeat([]byte("# filler of a real scrape's size\n"), 16<<10/33)...)
 	f.handed = append(f.handed, weak.Make(&body[0]))
 	at := f.clk.Now().UTC()
-	s := &dump.Snapshot{Instance: "https://fake:6443", CapturedAt: at, Raw: map[string][]byte{
-		dump.MetricsFile(0):    body,
-		dump.MetricsTimeKey(0): []byte(at.Format(time.RFC3339Nano)),
+	s := &Snapshot{Instance: "https://fake:6443", CapturedAt: at, Raw: map[string][]byte{
+		MetricsFile(0):    body,
+		MetricsTimeKey(0): []byte(at.Format(time.RFC3339Nano)),
 	}}
-	if opts.Parts != dump.PartMetrics {
-		s.Raw[dump.FilePriorityLevels] = []byte("PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\n")
-		s.Raw[dump.FileRequests] = []byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency, StartTime, UserName, Verb, APIPath, Namespace, Name, APIVersion, Resource, SubResource\n" +
+	if opts.Parts != PartMetrics {
+		s.Raw[FilePriorityLevels] = []byte("PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\n")
+		s.Raw[FileRequests] = []byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency, StartTime, UserName, Verb, APIPath, Namespace, Name, APIVersion, Resource, SubResource\n" +
 			"exempt, exempt, -1, -1, , " + at.Format(time.RFC3339Nano) + ", 1, 0, 0s, " + at.Format(time.RFC3339Nano) + ", " + spoolUser + ", get, /api/v1/namespaces/team-a/pods, team-a, , v1, pods, \n")
 	}
 	if err := s.ParseRaw(); err != nil {
 		f.t.Fatal(err)
 	}
-	if opts.Parts == dump.PartMetrics {
+	if opts.Parts == PartMetrics {
 		f.scraped <- struct{}{}
 	}
-	return &dump.Capture{Snapshots: []*dump.Snapshot{s}}, nil
+	return &Capture{Snapshots: []*Snapshot{s}}, nil
 }
 
-// TestWatchWritesAsItGoes runs dump bundle --watch over 100 scrapes of a
+// TestWatchWritesAsItGoes runs Record (dump bundle --watch) over 100 scrapes of a
 // fake instance, driven by a fake clock: each scrape is on disk before the
 // next is taken, the watch never holds more than the scrape it is writing
 // (the fake source checks every earlier body is collectable), the bundle
@@ -107,12 +103,16 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	dir := t.TempDir()
 	to := filepath.Join(dir, "incident.tar.gz")
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	src := &spoolSource{t: t, clk: clk, spool: to + partialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{})}
-	var errOut bytes.Buffer
-	o := &BundleOptions{To: to, Redact: true, Watch: scrapes*time.Second + time.Second/2, Interval: time.Second,
-		Options: &load.Options{Source: src, Clock: clk}, IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}}
+	src := &spoolSource{t: t, clk: clk, spool: to + PartialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{})}
+	o := RecordOptions{To: to, Redactor: NewRedactor([]byte("key")), Duration: scrapes*time.Second + time.Second/2, Interval: time.Second, Clock: clk}
+	var progressed int
+	var rec Recorded
 	done := make(chan error)
-	go func() { done <- o.runWatch(context.Background()) }()
+	go func() {
+		var err error
+		rec, err = Record(context.Background(), src, o, RecordEvents{Progress: func(int, int, int, time.Duration, int64) { progressed++ }})
+		done <- err
+	}()
 	for range scrapes {
 		waitForWaiters(t, clk)
 		clk.Step(time.Second)
@@ -121,19 +121,19 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	waitForWaiters(t, clk)
 	clk.Step(time.Second / 2)
 	if err := <-done; err != nil {
-		t.Fatalf("runWatch: %v\n%s", err, errOut.String())
+		t.Fatalf("Record: %v", err)
 	}
 	if src.leaked > 0 {
 		t.Fatalf("%d bodies were held after they were written", src.leaked)
 	}
-	if _, err := os.Stat(to + partialSuffix); !os.IsNotExist(err) {
-		t.Errorf("the spool %s is left after the tarball was written (%v)", to+partialSuffix, err)
+	if _, err := os.Stat(to + PartialSuffix); !os.IsNotExist(err) {
+		t.Errorf("the spool %s is left after the tarball was written (%v)", to+PartialSuffix, err)
 	}
-	files, err := dump.ReadBundleFiles(to)
+	files, err := ReadBundleFiles(to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, m, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll})
+	c, m, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	if m.Instances[0].Scrapes != 0 || len(m.Instances[0].Files) < 2*(scrapes+2) {
 		t.Errorf("the finished manifest lists %d files (scrapes counted: %d); want every file listed", len(m.Instances[0].Files), m.Instances[0].Scrapes)
 	}
-	for _, name := range []string{dump.FileRequests, startDumpPrefix + dump.FileRequests} {
+	for _, name := range []string{FileRequests, StartDumpPrefix + FileRequests} {
 		b, ok := s.Raw[name]
 		if !ok {
 			t.Errorf("no %s in the bundle", name)
@@ -158,7 +158,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 			t.Errorf("%s is not redacted:\n%s", name, b)
 		}
 	}
-	if !strings.Contains(errOut.String(), fmt.Sprintf("%d /metrics scrapes each", scrapes+2)) {
-		t.Errorf("stderr does not count the scrapes:\n%s", errOut.String())
+	if rec.Instances != 1 || rec.Scrapes != scrapes+2 || progressed != scrapes {
+		t.Errorf("Record says %d instance(s) of %d scrapes, after %d progress calls; want 1 of %d after %d", rec.Instances, rec.Scrapes, progressed, scrapes+2, scrapes)
 	}
 }
