@@ -66,11 +66,10 @@ var (
 		"text/tabwriter": "tables belong to a render package (internal/textfmt's setups)",
 	}
 	// cmdWorkloadFiles are the files of cmd/kubectl-apf that may name
-	// pkg/engine/workload's types: the recorded request of explain
-	// request --from-log, the VictoriaLogs workload and store that the
-	// commands join to simulate and explain/fromlog, and the instances of
-	// --workload-instance. A new one should take values from its package.
-	cmdWorkloadFiles = map[string]bool{"explain.go": true, "simulate_vlogs.go": true, "vlogs_store.go": true, "workload_instances.go": true}
+	// pkg/engine/workload's types: none. A command takes the values it
+	// needs from their package (fromlog.Recorded, logs.Spec, a
+	// vlogs.Source that is a fromlog.Store, vlogs.OpenWorkload).
+	cmdWorkloadFiles = map[string]bool{}
 	// cmdMaxFuncLines is the longest body of a function in
 	// cmd/kubectl-apf, but for cmdLongFuncs.
 	cmdMaxFuncLines = 60

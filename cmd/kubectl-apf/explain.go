@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
+	"github.com/kubectl-apf/kubectl-apf/pkg/explain/fromlog"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
 )
@@ -144,11 +144,10 @@ type ExplainRequestOptions struct {
 	identity    *engine.Identity
 	givenGroups []string
 	verb, path  string
-	recorded    *workload.Request
-	// recordSkipped says, per value of --from-log and --from-audit, the
-	// lines skipped finding the recorded request.
-	recordSkipped map[string]string
-	message       *explain.Message
+	// recorded is the request of --from-log, --from-audit or the store
+	// (nil Request: none), with the lines skipped finding it.
+	recorded fromlog.Recorded
+	message  *explain.Message
 
 	genericiooptions.IOStreams
 }

@@ -142,7 +142,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := fromlog.IncidentsStore(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout, Logs: input.Logs{}}, vlogsStore{src}, o.Workload.Gap, v.Margin)
+	rep, err := fromlog.IncidentsStore(ctx, fromlog.Config{State: st, RequestTimeout: o.Server.RequestTimeout, Logs: input.Logs{}}, src, o.Workload.Gap, v.Margin)
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 	if err != nil {
 		return err
 	}
-	if id == nil && o.recorded != nil && o.recorded.UserKnown {
-		rid := fromlog.RecordedIdentity(o.recorded)
-		id, given = &rid, o.recorded.Groups
+	if id == nil && o.recorded.Request != nil && o.recorded.Request.UserKnown {
+		rid := fromlog.RecordedIdentity(o.recorded.Request)
+		id, given = &rid, o.recorded.Request.Groups
 	}
 	o.identity, o.givenGroups = id, given
 
@@ -79,14 +79,14 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		if err != nil {
 			return err
 		}
-		o.recorded, o.recordSkipped = r, skipped
+		o.recorded.Request, o.recorded.Skipped = r, skipped
 	} else if o.VLogs.enabled() {
 		if err := o.recordedFromVLogs(); err != nil {
 			return err
 		}
 	}
-	if o.recorded != nil && o.verb == "" {
-		o.verb, o.path = o.recorded.Method, o.recorded.URI
+	if o.recorded.Request != nil && o.verb == "" {
+		o.verb, o.path = o.recorded.Request.Method, o.recorded.Request.URI
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func (o *ExplainRequestOptions) Validate() error {
 		return fmt.Errorf("give the request as VERB_OR_METHOD PATH (e.g. 'list /api/v1/pods'), or --from-log, --from-audit or --from-message")
 	}
 	if o.identity == nil {
-		if o.recorded != nil && !o.recorded.UserKnown {
+		if o.recorded.Request != nil && !o.recorded.Request.UserKnown {
 			return fmt.Errorf("the log line carries no user: give --user-name (and --group), --service-account or --anonymous, or --from-audit with the same audit ID")
 		}
 		return fmt.Errorf("give the identity: --user-name NAME [--group G]..., --service-account NS/NAME or --anonymous")

@@ -34,13 +34,14 @@ func (o *ExplainRequestOptions) pastFiles() []string {
 // reconstructs its moment from the log's files or the store
 // (fromlog.Explain).
 func (o *ExplainRequestOptions) explainRecorded(ctx context.Context, st *state.State, ex *explain.Explanation) error {
-	rec := fromlog.Recorded{Request: o.recorded, HTTPLog: o.FromLog != "", Skipped: o.recordSkipped}
+	rec := o.recorded
+	rec.HTTPLog = o.FromLog != ""
 	if o.VLogs.enabled() {
 		src, err := o.VLogs.source(o.ClockOrReal().Now())
 		if err != nil {
 			return err
 		}
-		rec.VLogs, rec.Margin = vlogsStore{src}, o.VLogs.Margin
+		rec.VLogs, rec.Margin = src, o.VLogs.Margin
 	} else if paths := o.pastFiles(); len(paths) > 0 {
 		spec, err := o.Instances.spec(paths)
 		if err != nil {

@@ -40,7 +40,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
 	}
-	if o.recorded != nil {
+	if o.recorded.Request != nil {
 		if err := o.explainRecorded(ctx, st, ex); err != nil {
 			return err
 		}

@@ -87,6 +87,6 @@ func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err != nil {
 		return err
 	}
-	o.recorded = r
+	o.recorded.Request = r
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 	simrender "github.com/kubectl-apf/kubectl-apf/pkg/simulate/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/state"
+	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
 const simulateLong = `Replay recorded API traffic through API Priority and Fairness' queues.
@@ -317,17 +318,18 @@ func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Conf
 	if err != nil {
 		return nil, simulate.Config{}, err
 	}
-	insts, err := o.Instances.options(o.Workloads)
+	spec, err := o.Instances.spec(o.Workloads)
 	if err != nil {
 		return nil, simulate.Config{}, err
 	}
-	cfg := simulate.Config{Workloads: o.Workloads, Logs: input.Logs{}, Instances: insts, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
+	cfg := simulate.Config{Workloads: o.Workloads, Logs: input.Logs{}, Instances: spec.Instances, Stdin: o.In, Strict: o.Strict, Sets: o.settings, RequestTimeout: o.Server.RequestTimeout,
 		NoBorrowing: o.NoBorrowing, Calibrate: o.Calibrate, CPUModel: o.CPUModel, CPULimit: o.Server.CPUCores(), ServerSpeed: o.Server.Speed, Window: o.Window.Window}
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()
 	}
 	if o.VLogs.enabled() {
-		cfg.Open = o.VLogs.opener(ctx, o.ClockOrReal().Now(), o.Strict)
+		// the window's events, pulled in time order and read by the audit reader
+		cfg.Open = vlogs.OpenWorkload(ctx, o.VLogs.windowSource(ctx, o.ClockOrReal().Now()), o.Strict, &o.VLogs.pulled)
 	}
 	if o.Store.Enabled() {
 		if err := o.Store.Open(); err != nil {

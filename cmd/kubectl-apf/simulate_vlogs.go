@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -51,11 +50,10 @@ func (v *vlogsSimulateFlags) validate(o *SimulateOptions) error {
 	return v.check()
 }
 
-// opener is simulate.Config.Open: the window's events, counted first (a
-// window without any is an error), pulled in time order and read by the
-// audit reader.
-func (v *vlogsSimulateFlags) opener(ctx context.Context, now time.Time, strict bool) func() (*workload.Files, error) {
-	return func() (*workload.Files, error) {
+// windowSource opens the store's client and returns the source of the
+// window, whose events it counts first: a window without any is an error.
+func (v *vlogsSimulateFlags) windowSource(ctx context.Context, now time.Time) func() (*vlogs.Source, error) {
+	return func() (*vlogs.Source, error) {
 		client, err := v.open()
 		if err != nil {
 			return nil, err
@@ -74,7 +72,7 @@ func (v *vlogsSimulateFlags) opener(ctx context.Context, now time.Time, strict b
 			return nil, fmt.Errorf("%s holds no audit event from %s to %s: check --victorialogs-since/--victorialogs-until, --victorialogs-query and --victorialogs-prefix",
 				client.Describe(), win.Start.UTC().Format(time.RFC3339), win.End.UTC().Format(time.RFC3339))
 		}
-		return src.Workload(ctx, strict, &v.pulled), nil
+		return src, nil
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
@@ -40,38 +39,34 @@ func (f *instanceFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.ByPath, "workload-instance", nil, "FILE=NAME: the apiserver instance that served the requests of one workload file (repeatable; files given the same NAME are one instance).")
 }
 
-// options checks the flags against the files given and returns them for
-// input.OpenFiles.
-func (f *instanceFlags) options(paths []string) (workload.InstanceOptions, error) {
-	opts := workload.InstanceOptions{All: f.All}
+// spec checks the flags against the files given and returns the workload
+// of paths, with the instances the flags give.
+func (f *instanceFlags) spec(paths []string) (logs.Spec, error) {
+	spec := logs.Spec{Paths: paths}
+	spec.Instances.All = f.All
+	opts := &spec.Instances
 	if f.All != "" && len(f.ByPath) > 0 {
-		return opts, fmt.Errorf("--instance names the instance of every file: give it or --workload-instance, not both")
+		return spec, fmt.Errorf("--instance names the instance of every file: give it or --workload-instance, not both")
 	}
 	for _, v := range f.ByPath {
 		i := strings.LastIndex(v, "=")
 		if i <= 0 || i == len(v)-1 {
-			return opts, fmt.Errorf("--workload-instance %q: want FILE=NAME", v)
+			return spec, fmt.Errorf("--workload-instance %q: want FILE=NAME", v)
 		}
 		path, name := v[:i], v[i+1:]
 		if !slices.Contains(paths, path) {
-			return opts, fmt.Errorf("--workload-instance %s: %s is not one of the workload files given (%s)", v, path, strings.Join(paths, ", "))
+			return spec, fmt.Errorf("--workload-instance %s: %s is not one of the workload files given (%s)", v, path, strings.Join(paths, ", "))
 		}
 		if opts.ByPath == nil {
 			opts.ByPath = map[string]string{}
 		}
 		opts.ByPath[path] = name
 	}
-	return opts, nil
+	return spec, nil
 }
 
 // validate checks the flags' form (the files are checked when known).
 func (f *instanceFlags) validate(paths []string) error {
-	_, err := f.options(paths)
+	_, err := f.spec(paths)
 	return err
-}
-
-// spec is the workload of paths, with the instances the flags give.
-func (f *instanceFlags) spec(paths []string) (logs.Spec, error) {
-	opts, err := f.options(paths)
-	return logs.Spec{Paths: paths, Instances: opts}, err
 }

@@ -18,11 +18,11 @@ func FuzzWorkloadInstanceFlag(f *testing.F) {
 			path = v[:i]
 		}
 		fl := instanceFlags{ByPath: []string{v}}
-		opts, err := fl.options([]string{path, "other.log"})
+		spec, err := fl.spec([]string{path, "other.log"})
 		if err != nil {
 			return
 		}
-		name := opts.ByPath[path]
+		name := spec.Instances.ByPath[path]
 		if name == "" || path+"="+name != v {
 			t.Fatalf("%q gave %q=%q", v, path, name)
 		}

@@ -9,6 +9,9 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
+// A Source is the store explain's reconstruction pulls from.
+var _ fromlog.Store = (*vlogs.Source)(nil)
+
 // reconstructPull pulls the window's incidents from src and reconstructs
 // them, as explain 429 --victorialogs does (fromlog.IncidentsStore).
 func reconstructPull(ctx context.Context, src *vlogs.Source, gap, margin time.Duration, o reconstruct.Options) (*reconstruct.Result, *vlogs.Pull, error) {

@@ -75,12 +75,7 @@ type Store interface {
 }
 
 // Pull is what a store says of what it pulled.
-type Pull interface {
-	// Notes say what was pulled, and what is missing.
-	Notes() []string
-	// AroundNotes say what was pulled around one request.
-	AroundNotes(margin time.Duration) []string
-}
+type Pull = logs.Pull
 
 // IncidentsStore reconstructs the audit events of the store's window,
 // pulled around each burst of 429s (margin either side), and returns their
