@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/utctime"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
 // scanAuditEvent is a fast path for json.Unmarshal(line, ev): a single
@@ -61,7 +62,7 @@ func scanEscapedEvent(b []byte, i int, ev *auditEvent, in *interner) (int, bool)
 // event scans an audit event's object into ev.
 func (s *jscan) event(ev *auditEvent, in *interner) bool {
 	*ev = auditEvent{}
-	it := fieldIter{names: auditFieldNames[:], n: -1}
+	it := fieldIter{names: workload.AuditFieldNames[:], n: -1}
 	for {
 		f, ok := s.nextField(&it)
 		if !ok {
@@ -72,47 +73,47 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 			return true
 		// the IDs and paths, unique, are not interned; a join's IDs are
 		// cut from blocks (interner.idOf)
-		case fAuditID:
+		case workload.AuditID:
 			if s.pathOnly && in != nil {
 				ok = s.id(&ev.AuditID, in)
 			} else {
 				ok = s.str(&ev.AuditID, nil)
 			}
-		case fRequestURI:
+		case workload.AuditRequestURI:
 			if s.pathOnly {
 				ok = s.path(&ev.RequestURI)
 			} else {
 				ok = s.str(&ev.RequestURI, nil)
 			}
-		case fKind:
+		case workload.AuditKind:
 			ok = s.str(&ev.Kind, in)
-		case fAPIVersion:
+		case workload.AuditAPIVersion:
 			ok = s.str(&ev.APIVersion, in)
-		case fStage:
+		case workload.AuditStage:
 			ok = s.str(&ev.Stage, in)
-		case fVerb:
+		case workload.AuditVerb:
 			ok = s.str(&ev.Verb, in)
-		case fUserAgent:
+		case workload.AuditUserAgent:
 			ok = s.str(&ev.UserAgent, in)
-		case fUser:
+		case workload.AuditUser:
 			ok = s.user(&ev.User.Username, &ev.User.Groups, in, false)
-		case fImpersonatedUser:
+		case workload.AuditImpersonatedUser:
 			if s.null() {
 				break
 			}
 			ev.ImpersonatedUser = &auditUser{}
 			ok = s.user(&ev.ImpersonatedUser.Username, &ev.ImpersonatedUser.Groups, in, true)
-		case fSourceIPs:
+		case workload.AuditSourceIPs:
 			ok = s.strings(&ev.SourceIPs, in)
-		case fObjectRef:
+		case workload.AuditObjectRef:
 			ok = s.objectRef(ev, in)
-		case fResponseStatus:
+		case workload.AuditResponseStatus:
 			ok = s.responseStatus(ev, in)
-		case fRequestReceivedTimestamp:
+		case workload.AuditRequestReceivedTimestamp:
 			ok = s.time(&ev.RequestReceivedTimestamp, in)
-		case fStageTimestamp:
+		case workload.AuditStageTimestamp:
 			ok = s.time(&ev.StageTimestamp, in)
-		case fAnnotations:
+		case workload.AuditAnnotations:
 			ok = s.annotations(&ev.Annotations)
 		default:
 			ok = false
@@ -123,30 +124,14 @@ func (s *jscan) event(ev *auditEvent, in *interner) bool {
 	}
 }
 
-// The fields of auditEvent, as bits of a set.
-const (
-	fKind = iota
-	fAPIVersion
-	fAuditID
-	fStage
-	fRequestURI
-	fVerb
-	fUser
-	fImpersonatedUser
-	fUserAgent
-	fSourceIPs
-	fObjectRef
-	fResponseStatus
-	fRequestReceivedTimestamp
-	fStageTimestamp
-	fAnnotations
-	// fieldUnknownFolded is a key that equals a field's name only when case
-	// is ignored, which encoding/json would decode into that field
-	fieldUnknownFolded = 31
-)
+// fieldUnknownFolded is a key that equals a field's name only when case is
+// ignored, which encoding/json would decode into that field. The fields of
+// auditEvent are workload.AuditKind to workload.AuditAnnotations, as bits
+// of a set.
+const fieldUnknownFolded = 31
 
-var auditFieldNames = [...]string{"kind", "apiVersion", "auditID", "stage", "requestURI", "verb", "user", "impersonatedUser",
-	"userAgent", "sourceIPs", "objectRef", "responseStatus", "requestReceivedTimestamp", "stageTimestamp", "annotations"}
+// the fields and fieldUnknownFolded are bits of one uint32
+var _ [fieldUnknownFolded - workload.AuditFields]struct{}
 
 // members scans an object whose keys of interest are names: fn is called
 // with the index of each such key, the scanner at its value, which fn must

@@ -3,19 +3,16 @@ package vlogs
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
 // The fields of a row that an event is rebuilt from: the event's fields
 // (eventFields, then annotationKeys, under Mapping.Prefix), the row's _time
-// and the instance field (Mapping.Instance).
+// and the instance field (Mapping.Instance). The first six are the audit
+// event's own, workload.AuditKind to workload.AuditVerb.
 const (
-	fKind = iota
-	fAPIVersion
-	fAuditID
-	fStage
-	fRequestURI
-	fVerb
-	fUsername
+	fUsername = workload.AuditVerb + 1 + iota
 	fGroups
 	fImpUsername
 	fImpGroups
@@ -98,7 +95,7 @@ func (d *rowDecoder) event(m Mapping, row []byte, buf []byte) ([]byte, bool) {
 			out = appendString(out, string(s))
 		}
 	}
-	kind, apiVersion := v(fKind), v(fAPIVersion)
+	kind, apiVersion := v(workload.AuditKind), v(workload.AuditAPIVersion)
 	if len(kind) == 0 && len(apiVersion) == 0 {
 		// a pipeline may keep only the fields of the event, not its type
 		key("kind")
@@ -106,13 +103,13 @@ func (d *rowDecoder) event(m Mapping, row []byte, buf []byte) ([]byte, bool) {
 		key("apiVersion")
 		out = appendString(out, "audit.k8s.io/v1")
 	} else {
-		str("kind", fKind)
-		str("apiVersion", fAPIVersion)
+		str("kind", workload.AuditKind)
+		str("apiVersion", workload.AuditAPIVersion)
 	}
 	for _, f := range [...]struct {
 		k string
 		f int
-	}{{"auditID", fAuditID}, {"stage", fStage}, {"requestURI", fRequestURI}, {"verb", fVerb}, {"userAgent", fUserAgent}, {"requestReceivedTimestamp", fRequestReceived}} {
+	}{{"auditID", workload.AuditID}, {"stage", workload.AuditStage}, {"requestURI", workload.AuditRequestURI}, {"verb", workload.AuditVerb}, {"userAgent", fUserAgent}, {"requestReceivedTimestamp", fRequestReceived}} {
 		str(f.k, f.f)
 	}
 	if len(v(fStageTimestamp)) > 0 {

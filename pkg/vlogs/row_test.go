@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
 // recordingRows are the audit events of the recordings as VictoriaLogs
@@ -90,7 +92,7 @@ func FuzzEventRow(f *testing.F) {
 		if got := string(d.val(rowInstance)); got != inst {
 			t.Fatalf("row %q: instance %q, encoding/json %q", row, got, inst)
 		}
-		if got := string(d.val(fAuditID)); got != auditID {
+		if got := string(d.val(workload.AuditID)); got != auditID {
 			t.Fatalf("row %q: auditID %q, encoding/json %q", row, got, auditID)
 		}
 	})

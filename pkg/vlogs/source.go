@@ -45,13 +45,12 @@ var annotationKeys = []string{
 
 // eventFields are the audit event's fields the reconstruction reads, as
 // VictoriaLogs flattens them.
-var eventFields = []string{
-	"kind", "apiVersion", "auditID", "stage", "requestURI", "verb",
+var eventFields = append(workload.AuditFieldNames[workload.AuditKind:workload.AuditVerb+1:workload.AuditVerb+1],
 	"user.username", "user.groups", "impersonatedUser.username", "impersonatedUser.groups",
 	"userAgent", "sourceIPs",
 	"objectRef.resource", "objectRef.namespace", "objectRef.name", "objectRef.apiGroup", "objectRef.apiVersion", "objectRef.subresource",
 	"responseStatus.code", "requestReceivedTimestamp", "stageTimestamp",
-}
+)
 
 func (m Mapping) f(name string) string { return m.Prefix + name }
 
@@ -91,7 +90,7 @@ func (m Mapping) event(row []byte, buf []byte, rd *rowDecoder) ([]byte, string, 
 		rd = &rowDecoder{}
 	}
 	if ev, ok := rd.event(m, row, buf); ok {
-		return ev, string(rd.val(rowInstance)), string(rd.val(fAuditID)), nil
+		return ev, string(rd.val(rowInstance)), string(rd.val(workload.AuditID)), nil
 	}
 	return m.eventByJSON(row, buf)
 }
