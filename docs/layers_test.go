@@ -40,6 +40,7 @@ var layerOf = map[string]int{
 	"internal/grafana":      layerBase,
 	"internal/textfmt":      layerBase,
 	"internal/utctime":      layerBase,
+	"internal/jsonstr":      layerBase,
 	"pkg/engine":            layerModel,
 	"pkg/metrics":           layerModel,
 	"pkg/dump":              layerModel,

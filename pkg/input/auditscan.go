@@ -278,7 +278,14 @@ type jscan struct {
 func (s *jscan) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
+		case ' ':
+			s.i++
+		case '\t', '\n', '\r':
+			// escaped, a raw control character is one encoding/json
+			// refuses in the string (jsonstr)
+			if s.esc {
+				return
+			}
 			s.i++
 		case '\\':
 			if !s.esc || s.i+1 >= len(s.b) {

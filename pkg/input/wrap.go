@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/jsonstr"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -443,7 +444,7 @@ func recordOfFields(b []byte, f *[nRecordKeys]field, rec *record, buf []byte, de
 			return v.raw, true
 		}
 		var ok bool
-		buf, ok = unquote(buf[:0], v.raw)
+		buf, ok = jsonstr.AppendContents(buf[:0], v.raw)
 		return buf, ok
 	}
 	switch {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/jsonstr"
 )
 
 // This file holds the JSON pieces the wrapped formats share: a fast skip
@@ -18,7 +18,7 @@ import (
 
 // stringEnd returns the index just past the closing quote of the string
 // that starts at b[i] (a quote), or -1 when b ends first. Escapes are not
-// checked here (unquote checks them).
+// checked here (jsonstr checks them).
 func stringEnd(b []byte, i int) int {
 	j := i + 1
 	for {
@@ -37,99 +37,6 @@ func stringEnd(b []byte, i int) int {
 		}
 		j++
 	}
-}
-
-// unquote appends to dst the contents of the JSON string s (its bytes
-// between the quotes) with the escapes resolved as encoding/json resolves
-// them (invalid UTF-8 and lone surrogates become U+FFFD). It reports false
-// on an escape JSON does not allow or a control character.
-func unquote(dst, s []byte) ([]byte, bool) {
-	for len(s) > 0 {
-		// the run of plain ASCII up to the next escape, control or
-		// non-ASCII byte, in one pass
-		k := 0
-		for k < len(s) && s[k] != '\\' && s[k] >= 0x20 && s[k] < 0x80 {
-			k++
-		}
-		dst = append(dst, s[:k]...)
-		s = s[k:]
-		if len(s) == 0 {
-			break
-		}
-		switch c := s[0]; {
-		case c < 0x20:
-			return dst, false
-		case c >= 0x80:
-			// encoding/json replaces invalid UTF-8 by U+FFFD
-			r, n := utf8.DecodeRune(s)
-			dst = utf8.AppendRune(dst, r)
-			s = s[n:]
-			continue
-		}
-		if len(s) < 2 {
-			return dst, false
-		}
-		switch c := s[1]; c {
-		case '"', '\\', '/':
-			dst = append(dst, c)
-			s = s[2:]
-		case 'b':
-			dst, s = append(dst, '\b'), s[2:]
-		case 'f':
-			dst, s = append(dst, '\f'), s[2:]
-		case 'n':
-			dst, s = append(dst, '\n'), s[2:]
-		case 'r':
-			dst, s = append(dst, '\r'), s[2:]
-		case 't':
-			dst, s = append(dst, '\t'), s[2:]
-		case 'u':
-			r, ok := hex4(s[2:])
-			if !ok {
-				return dst, false
-			}
-			s = s[6:]
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					if v, ok := hex4(s[2:]); ok {
-						r2 = v
-					}
-				}
-				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-					s = s[6:]
-					r = d
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default:
-			return dst, false
-		}
-	}
-	return dst, true
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r*16 + rune(c)
-	}
-	return r, true
 }
 
 // field is the raw value of one key of an object: a string's contents
@@ -161,7 +68,7 @@ type escEvent struct {
 // it, and returns buf and them.
 func unescapeField(v field, buf []byte) ([]byte, []byte, bool) {
 	from := len(buf)
-	_, nb, ok := unquoteScan(v.raw[:len(v.raw)+1], 0, buf)
+	_, nb, ok := jsonstr.Append(buf, v.raw[:len(v.raw)+1], 0)
 	return nb, nb[from:], ok
 }
 
@@ -174,7 +81,7 @@ func (f field) text() string {
 	if f.plain || bytes.IndexByte(f.raw, '\\') < 0 {
 		return string(f.raw)
 	}
-	b, _ := unquote(nil, f.raw)
+	b, _ := jsonstr.AppendContents(nil, f.raw)
 	return string(b)
 }
 
@@ -242,7 +149,7 @@ func scanFieldsDec(b []byte, names []string, out []field, unq uint64, buf *[]byt
 				}
 			}
 			from := len(*buf)
-			e, nb, ok := unquoteScan(s.b, s.i+1, *buf)
+			e, nb, ok := jsonstr.Append(*buf, s.b, s.i+1)
 			if !ok {
 				return 0, false
 			}
@@ -276,80 +183,6 @@ func scanFieldsDec(b []byte, names []string, out []field, unq uint64, buf *[]byt
 			return 0, false
 		}
 	}
-}
-
-// unquoteScan unescapes the JSON string whose contents start at b[i],
-// appending them to dst, and returns the index past its closing quote.
-// The contents are copied byte by byte into room made once (what a string
-// unescapes to is never longer than it is): an event carried as a string
-// has an escape every few bytes, too often for copies by runs to pay. The
-// bytes between escapes are copied as they are (a control character there
-// is left for the event's decoding to refuse; invalid UTF-8 too, which the
-// event's decoding replaces as encoding/json does).
-func unquoteScan(b []byte, i int, dst []byte) (int, []byte, bool) {
-	w := len(dst)
-	if need := w + len(b) - i; cap(dst) < need {
-		nd := make([]byte, w, need+need/4)
-		copy(nd, dst)
-		dst = nd
-	}
-	out := dst[:cap(dst)]
-	for i < len(b) {
-		c := b[i]
-		if c != '"' && c != '\\' {
-			out[w] = c
-			w++
-			i++
-			continue
-		}
-		if c == '"' {
-			return i + 1, out[:w], true
-		}
-		if i+1 >= len(b) {
-			return 0, out[:w], false
-		}
-		switch e := b[i+1]; e {
-		case '"', '\\', '/':
-			out[w] = e
-		case 'b':
-			out[w] = '\b'
-		case 'f':
-			out[w] = '\f'
-		case 'n':
-			out[w] = '\n'
-		case 'r':
-			out[w] = '\r'
-		case 't':
-			out[w] = '\t'
-		case 'u':
-			r, ok := hex4(b[i+2:])
-			if !ok {
-				return 0, out[:w], false
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					if v, ok := hex4(b[i+2:]); ok {
-						r2 = v
-					}
-				}
-				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-					i += 6
-					r = d
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			w += utf8.EncodeRune(out[w:], r)
-			continue
-		default:
-			return 0, out[:w], false
-		}
-		w++
-		i += 2
-	}
-	return 0, out[:w], false
 }
 
 // objectKeys lists the top-level keys of the object b (at most max), for

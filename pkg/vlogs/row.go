@@ -2,8 +2,8 @@ package vlogs
 
 import (
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/jsonstr"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -52,9 +52,10 @@ var rowFieldIndex = func() map[string]int {
 // flat JSON object of strings) without encoding/json: one scan of the row
 // that keeps the values of the fields it needs, then the event written
 // out. It gives up (ok false) on what it does not read exactly as
-// encoding/json does (a value that is not a string, an escape in a key, a
-// \u escape of a surrogate, invalid UTF-8, an array of strings it does not
-// take as they are, a status code that is not a number); Event then uses
+// encoding/json does (a value that is not a string, an escape in a key, an
+// array of strings it does not take as they are, a status code that is not
+// a number; the strings are decoded as encoding/json decodes them,
+// internal/jsonstr); Event then uses
 // encoding/json, so the event never depends on the path. Its buffers are
 // reused from row to row.
 type rowDecoder struct {
@@ -240,7 +241,7 @@ func (d *rowDecoder) scan(m Mapping, row []byte) bool {
 			}
 			start := len(d.scratch)
 			var ok bool
-			if i, ok = d.unquote(row, i+1); !ok {
+			if i, d.scratch, ok = jsonstr.Append(d.scratch, row, i+1); !ok {
 				return false
 			}
 			span := [2]int{start, len(d.scratch)}
@@ -283,60 +284,6 @@ func skipWS(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// unquote appends to d.scratch the contents of the JSON string whose
-// contents start at b[i] and returns the index past its closing quote.
-func (d *rowDecoder) unquote(b []byte, i int) (int, bool) {
-	start := len(d.scratch)
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			if !utf8.Valid(d.scratch[start:]) {
-				return 0, false
-			}
-			return i + 1, true
-		case c < 0x20:
-			return 0, false
-		case c != '\\':
-			d.scratch = append(d.scratch, c)
-			i++
-			continue
-		}
-		if i+1 >= len(b) {
-			return 0, false
-		}
-		switch e := b[i+1]; e {
-		case '"', '\\', '/':
-			d.scratch = append(d.scratch, e)
-		case 'b':
-			d.scratch = append(d.scratch, '\b')
-		case 'f':
-			d.scratch = append(d.scratch, '\f')
-		case 'n':
-			d.scratch = append(d.scratch, '\n')
-		case 'r':
-			d.scratch = append(d.scratch, '\r')
-		case 't':
-			d.scratch = append(d.scratch, '\t')
-		case 'u':
-			if i+6 > len(b) {
-				return 0, false
-			}
-			r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
-			if err != nil || r >= 0xd800 && r < 0xe000 {
-				return 0, false
-			}
-			d.scratch = utf8.AppendRune(d.scratch, rune(r))
-			i += 6
-			continue
-		default:
-			return 0, false
-		}
-		i += 2
-	}
-	return 0, false
 }
 
 // appendList appends the JSON array of the strings s holds: the array
