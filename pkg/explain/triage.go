@@ -252,21 +252,6 @@ func triageInstance(c *engine.Config, limits []engine.LevelLimits, requestTimeou
 	return it, incidents
 }
 
-// stateOf is a level row in the schema.
-func stateOf(r levels.Row) rejections.LevelState {
-	figure := levels.Figure
-	st := rejections.LevelState{NominalLimit: figure(r.NominalLimit), CurrentLimit: figure(r.CurrentLimit), SeatsInUse: figure(r.SeatsInUse),
-		Waiting: figure(r.Waiting), WaitingSeats: figure(r.WaitingSeats), Executing: figure(r.Executing), WaitP99Seconds: figure(r.WaitP99),
-		MeanUtilisation: figure(r.MeanUtilisation), FullFraction: figure(r.FullFraction)}
-	if len(r.From) > 0 {
-		st.From = map[string]string{}
-		for k, v := range r.From {
-			st.From[k] = v
-		}
-	}
-	return st
-}
-
 // Num formats a figure for a sentence: "-" when absent, a whole number
 // (a count, seats) in full (1533, not 1.53e+03).
 func Num(v *float64) string {
@@ -281,7 +266,7 @@ func count(v float64) string { return rejections.Count(v) }
 
 func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration, live *dump.Snapshot, rejected map[string]float64) rejections.Incident {
 	name := row.Name
-	lt := rejections.Incident{Level: name, Reasons: rejected, State: stateOf(row), Causes: []rejections.Cause{}}
+	lt := rejections.Incident{Level: name, Reasons: rejected, State: row.State(), Causes: []rejections.Cause{}}
 	st := &lt.State
 	pl := c.PriorityLevels[name]
 	var q *flowcontrolv1.QueuingConfiguration
