@@ -44,7 +44,7 @@ func scanAuditEventAs(line []byte, ev *auditEvent, in *interner, pathOnly bool) 
 // white space may be \n, \t or \r; anything else escaped (an escape inside
 // a field it keeps, a \u or \/ of the string itself, a control character)
 // makes it give up, returning false: the caller then unescapes the string
-// and decodes it as before (unquoteScan, then decodeAuditEvent), so the
+// and decodes it as before (jsonstr.Append, then decodeAuditEvent), so the
 // result never depends on the path. Where it succeeds, it gives the fields
 // that path gives.
 func scanEscapedEvent(b []byte, i int, ev *auditEvent, in *interner) (int, bool) {

@@ -33,7 +33,7 @@ func escapedSeeds() [][]byte {
 
 // FuzzEscapedEventScan checks the decoding of an event where a wrapper's
 // string holds it (scanEscapedEvent) against the path it saves: the
-// string unescaped (unquoteScan) then decoded (scanAuditEvent, after
+// string unescaped (jsonstr.Append) then decoded (scanAuditEvent, after
 // wrapReader.decode's trimming), and against encoding/json decoding the
 // string and then the event. Whenever it accepts, the others accept with
 // the same fields and the same end of the string; where it gives up, the
