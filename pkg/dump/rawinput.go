@@ -13,6 +13,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
@@ -363,10 +364,7 @@ func skippedLines(in *RawInput) string {
 }
 
 func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return fmt.Sprintf("%d %s", n, textfmt.Plural(n, what, what+"s"))
 }
 
 // add checks one section with its parser and keeps it.
@@ -531,10 +529,7 @@ func noObjectsNote(objectFiles bool) string {
 
 func pluralUnit(n int, unit string) string {
 	if strings.HasSuffix(unit, "famil") {
-		if n == 1 {
-			return "1 " + unit + "y"
-		}
-		return fmt.Sprintf("%d %sies", n, unit)
+		return fmt.Sprintf("%d %s", n, textfmt.Plural(n, unit+"y", unit+"ies"))
 	}
 	return plural(n, unit)
 }
