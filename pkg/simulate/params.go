@@ -19,7 +19,8 @@ type Params struct {
 	ExecutionsFactor int64
 	// MoreWork is the share of the recorded dispatches that the change
 	// must add, over all levels, for a level short of CPU to be warned
-	// about (WarnShortOfCPU).
+	// about (WarnShortOfCPU), or one that runs more at once than the
+	// cores allow (WarnBeyondCores).
 	MoreWork float64
 	// RangeMargin is how much faster or slower than the recorded server
 	// the ends of the bound replay the server where no evidence tells its

@@ -153,7 +153,12 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // Headroom.PerExecution cores; a change that has it execute W1 requests
 // where it executed W0 runs about P × W1 / W0 at once, and needs that
 // many times PerExecution. A change that only moves requests (the same
-// work, W1 = W0) needs no more. The replay keeps the recorded execution
+// work, W1 = W0), or adds no more than Params.MoreWork of it (the few
+// requests of a client it no longer rejects), stays in the recorded
+// regime: the recording ran that much at once already, whatever the
+// evidence's PerExecution × P says of it (0.99 of a core each, up to 1
+// at once, on 1 core: a controller's 29 rejections served among 1,406
+// executions would otherwise need "1.01 cores" and be warned about). The replay keeps the recorded execution
 // times, which held at the recorded concurrency alone; beyond the cores
 // they stretch, and the recording, which never ran that many at once,
 // cannot tell by how much: the level's figures are then not known, not
@@ -183,6 +188,9 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 		}
 	}
 	if p0 == 0 || w0 == 0 {
+		return nil
+	}
+	if float64(w1) <= (1+params.MoreWork)*float64(w0) {
 		return nil
 	}
 	atOnce := float64(p0) * float64(w1) / float64(w0)

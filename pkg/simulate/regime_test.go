@@ -190,6 +190,22 @@ func TestRegimeWarnsBeyondTheCores(t *testing.T) {
 	if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, moved, cal), WarnBeyondCores, "own"); ok {
 		t.Errorf("the same work moved to another level: warned %q", w)
 	}
+	// the controller moved, its few rejected requests served too, on a
+	// recording whose one execution at once already needed 0.99 of the
+	// one core (tune's noisy-neighbour recording): 2% more work, within
+	// MoreWork, is the recorded regime; 20% more is not
+	full := &calibrate.Report{Enabled: true, SharedWhy: "the executions did not run longer", Headroom: &calibrate.Headroom{Used: 0.59, InFlight: 0.6, PerExecution: 0.99, Cores: 1}}
+	movedAndServed := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 100}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 90}, {Name: "own", PeakSeatsInUse: 2, Dispatched: 12}}},
+	}
+	if w, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, movedAndServed, full), WarnBeyondCores, "own"); ok {
+		t.Errorf("100 → 102 executions (MoreWork %g) at 0.99 of a core each, 1 at once recorded: warned %q", DefaultParams().MoreWork, w)
+	}
+	movedAndServed.After.Levels[1].Dispatched = 30
+	if _, ok := FindWarning(Regime(DefaultParams(), cfg, cfg, 6, movedAndServed, full), WarnBeyondCores, "own"); !ok {
+		t.Errorf("100 → 120 executions at 0.99 of a core each, 1 at once recorded, on 1 core: no warning")
+	}
 	for name, cal := range map[string]*calibrate.Report{
 		"executions that fit in the cores": {Enabled: true, Headroom: &calibrate.Headroom{Used: 0.15, InFlight: 0.5, PerExecution: 0.3, Cores: 1}},
 		"no CPU evidence":                  {Enabled: true},
