@@ -310,6 +310,19 @@ func FallsShortWarning(warnings []string, level string) string {
 	return ""
 }
 
+// NotKnownWarning returns, of the texts of Regime's warnings as read back
+// from "simulate -o json", the first about level that says its figures
+// after the change are not known (WarnBeyondCores: the table prints them
+// as "?"), or "".
+func NotKnownWarning(warnings []string, level string) string {
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "warning: "+level+": ") && strings.Contains(w, beyondCoresPhrase) {
+			return w
+		}
+	}
+	return ""
+}
+
 const (
 	beyondCoresPhrase    = "by the server's CPU evidence its executions would need more CPU than it has"
 	shortOfCPUPhrase     = "the recorded server was short of CPU"

@@ -121,7 +121,7 @@ func TestRegimeWarnsWhereTheStretchIsUnknown(t *testing.T) {
 	if !ok {
 		t.Fatalf("4 → 8 seats at once from an audit log alone: no warning in %q", ws)
 	}
-	if !strings.Contains(w.Text, "up to 8 seats at once instead of 4") || FallsShortWarning([]string{w.Text}, "borrower") != w.Text {
+	if !strings.Contains(w.Text, "up to 8 seats at once instead of 4") || FallsShortWarning([]string{w.Text}, "borrower") != w.Text || NotKnownWarning([]string{w.Text}, "borrower") != "" {
 		t.Errorf("the warning does not give the seats, or is not found again in JSON: %q", w)
 	}
 	for _, l := range []string{"same", "new"} {
@@ -170,6 +170,9 @@ func TestRegimeWarnsBeyondTheCores(t *testing.T) {
 		if !strings.Contains(w.Text, want) {
 			t.Errorf("the warning does not say %q: %q", want, w)
 		}
+	}
+	if NotKnownWarning([]string{w.Text}, "borrower") != w.Text || NotKnownWarning([]string{w.Text}, "idle") != "" || FallsShortWarning([]string{w.Text}, "borrower") != "" {
+		t.Errorf("read back as text, the warning is not borrower's alone, or is one of FallsShortWarning's: %q", w)
 	}
 	if _, ok := FindWarning(ws, WarnBeyondCores, "idle"); !ok {
 		t.Errorf("a level idle in the recording, 2 seats at once after the change: no warning in %q", ws)

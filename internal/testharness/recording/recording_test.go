@@ -78,9 +78,10 @@ func TestWhatIfAgrees(t *testing.T) {
 // and of every what-if's, on the scenario's server (the defaults, loadgen's
 // levels, the scenario's and the change's, at max-requests-inflight +
 // max-mutating-requests-inflight) with the engine, and checks the seats
-// the scenarios expect (which each session reads back from the server).
+// the scenarios expect (which each session reads back from the server),
+// those recorded fresh alone (Unrecorded) too.
 func TestScenarioSeats(t *testing.T) {
-	for _, sc := range Scenarios() {
+	for _, sc := range All() {
 		for i, w := range sc.WhatIfs() {
 			for _, ch := range []*Change{nil, &w.Change} {
 				if ch == nil && i > 0 {

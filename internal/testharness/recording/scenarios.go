@@ -488,9 +488,22 @@ func crowdedAt(sc Scenario, name, how string, processes int, tinyRate, wideRate 
 	return sc
 }
 
-// ByName returns the scenario called name.
+// Unrecorded are the scenarios the what-if e2e check records fresh each
+// time it is asked for them by name (KUBECTL_APF_WHATIF_SCENARIOS): they
+// have no recording under testdata/simulate/recordings, and neither make
+// test nor make e2e-whatif runs them.
+func Unrecorded() []Scenario {
+	return []Scenario{NoisyNeighbours()}
+}
+
+// All are Scenarios and Unrecorded.
+func All() []Scenario {
+	return append(Scenarios(), Unrecorded()...)
+}
+
+// ByName returns the scenario called name, recorded or not (All).
 func ByName(name string) (Scenario, bool) {
-	for _, s := range Scenarios() {
+	for _, s := range All() {
 		if s.Name == name {
 			return s, true
 		}
@@ -563,5 +576,63 @@ func Noisy() Scenario {
 		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
 		// 5 give ceil(30 × 5 / 251) = 1 seat
 		Seats: map[string]int{"apf-team": 1},
+	}
+}
+
+// NoisyNeighbours is a noisy-neighbour overload: six users (load-1 to
+// load-6, FlowSchema apf-team) flood whole LISTs into apf-team, a level of
+// 2 seats, beside a light controller (load-7, GETs of one ConfigMap 4 times
+// a second) that shares the level through a FlowSchema of its own
+// (apf-ctrl), as a controller's service account has one in a cluster.
+// kube-apiserver is held to 1 CPU: a whole LIST of the 100 ConfigMaps
+// executes in about 12 ms, nearly all of it on the CPU (Noisy), so a LIST
+// executing alone has the CPU it needs, and two at once, the level's 2
+// seats, need about twice what the quota gives: the server is short of CPU
+// while both seats run, not while one does. The storm is about 100 LISTs a
+// second (7 bursts a second of 1 to 4 from each user), a little more than
+// the server serves: in the first run of the what-if check (a recording
+// whose control agreed with it) a LIST executing alone took about 9 ms,
+// kube-apiserver used 0.87 of its core and was throttled in about half of
+// the CFS periods, and 137 of the 2,069 requests were answered 429. The
+// controller's GETs wait in the same four queues (hand 2, 4 long), which
+// the six users' hands almost surely all cover: it is answered 429 when
+// both queues of its hand are full: once of its 75 GETs in that run.
+//
+// The what-ifs are an operator's two answers: more seats for the level
+// (2 → 5: it runs more at once than the recording ever did, on a server
+// that was already short of CPU, where the recorded execution times no
+// longer hold), and the noisy users isolated in a level of their own
+// (FlowSchema apf-noisy, level apf-noisy of 2 seats), which leaves the
+// controller its level. Each is re-run once. The scenario has no recording
+// under testdata (it is one of Unrecorded): the what-if e2e check records
+// it fresh when KUBECTL_APF_WHATIF_SCENARIOS names it.
+func NoisyNeighbours() Scenario {
+	noisy := []int{1, 2, 3, 4, 5, 6}
+	return Scenario{
+		Name:     "noisy-neighbours",
+		About:    "six users' storm of whole LISTs, a little more than what the server serves, beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 2-seat level (4 queues, hand 2, length 4), on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		Inflight: 20, Mutating: 10,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 10, 0, 0, 4, 2, 4)},
+		Schemas: []*flowcontrolv1.FlowSchema{
+			userSchema("apf-team", "apf-team", 300, noisy...),
+			userSchema("apf-ctrl", "apf-team", 290, 7),
+		},
+		Flows: append(userFlows("apf-team", 7, 4, noisy...),
+			Flow{User: 7, Level: "apf-team", Path: cms + "/load-000", Rate: 4, Burst: 1}),
+		Duration: 20 * time.Second,
+		CPU:      testcluster.CPU{APIServer: 1},
+		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
+		// 10 give ceil(30 × 10 / 256) = ceil(1.17) = 2 seats. s shares
+		// give 5 when 4 < 30s / (246 + s) ≤ 5, for s from 38 to 49: 40
+		// give 30 × 40 / 286 = 4.2, 5 seats. With apf-noisy's 10 shares
+		// beside apf-team's, each has ceil(30 × 10 / 266) = ceil(1.13) = 2.
+		Seats: map[string]int{"apf-team": 2},
+		WhatIf: Change{About: "apf-team with 40 shares (5 seats) instead of 10 (2 seats)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 40, 0, 0, 4, 2, 4)},
+			Seats:  map[string]int{"apf-team": 5}},
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that isolates the six noisy users (load-1 to load-6) in a level of their own (apf-noisy, 10 shares, 2 seats)",
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-noisy", 10, 0, 0, 4, 2, 4)},
+			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, noisy...)},
+			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 2}}}},
 	}
 }
