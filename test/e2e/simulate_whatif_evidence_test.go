@@ -302,8 +302,8 @@ func judgeEvidence(r *recorded, i int, w recording.WhatIf, level string, real in
 			ok := recording.WhatIfAgreesRuns(p, reals)
 			var rng string
 			if lo, hi, undecided := pred.CPUComparison.RangeOf(level); undecided {
-				ok = recording.WhatIfRangeAgrees(lo, hi, real)
-				rng = fmt.Sprintf("; simulate cannot choose: from %d to %d", lo, hi)
+				ok = recording.WhatIfBoundHolds(lo, hi, reals)
+				rng = fmt.Sprintf("; simulate bounds it: %d to %d", lo, hi)
 			}
 			var recorded string
 			if at != nil {

@@ -224,3 +224,27 @@ func TestWhatIfAgreesRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfBoundHolds: a bound holds where every re-run lies within it,
+// its ends included, and nowhere else: a re-run just outside fails it
+// however close (the old verdict took any real within 0.75–1.25 of either
+// end).
+func TestWhatIfBoundHolds(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi int64
+		reals  []int64
+		want   bool
+	}{
+		{100, 200, []int64{150}, true},
+		{100, 200, []int64{100, 200}, true},
+		{100, 200, []int64{150, 210}, false}, // within 1.25 of the high end, yet outside
+		{100, 200, []int64{90, 150}, false},  // within 0.75 of the low end, yet outside
+		{0, 0, []int64{0, 0, 0}, true},
+		{0, 0, []int64{1}, false},
+		{100, 200, nil, false},
+	} {
+		if got := WhatIfBoundHolds(c.lo, c.hi, c.reals); got != c.want {
+			t.Errorf("WhatIfBoundHolds(%d, %d, %v) = %v, want %v", c.lo, c.hi, c.reals, got, c.want)
+		}
+	}
+}

@@ -66,11 +66,19 @@ func WhatIfAgreesRuns(predicted int64, reals []int64) bool {
 	return NoisierThanTheBand(reals) && predicted >= lo && predicted <= hi
 }
 
-// WhatIfRangeAgrees is WhatIfAgrees for a prediction given as a range
-// (simulate cannot choose between its ends): real lies between lo and hi,
-// or agrees with either end.
-func WhatIfRangeAgrees(lo, hi, real int64) bool {
-	return (real >= lo && real <= hi) || WhatIfAgrees(lo, real) || WhatIfAgrees(hi, real)
+// WhatIfBoundHolds is the verdict on a prediction given as a bound
+// (simulate cannot choose a figure without CPU evidence, and bounds it):
+// every re-run lies between lo and hi. A bound is a claim about reality,
+// not a figure near it: no band around its ends (simulate's
+// TestRangeHoldsWithoutEvidence holds the kept recordings to the same).
+// With no re-run there is nothing to hold it to: false.
+func WhatIfBoundHolds(lo, hi int64, reals []int64) bool {
+	for _, r := range reals {
+		if r < lo || r > hi {
+			return false
+		}
+	}
+	return len(reals) > 0
 }
 
 // Levels is the levels that got 429s in any of runs, sorted.
