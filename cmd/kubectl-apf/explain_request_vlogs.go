@@ -72,7 +72,9 @@ func (v *vlogsRequestFlags) source(now time.Time) (*vlogs.Source, error) {
 		Start: win.Start, End: win.End}, nil
 }
 
-// recordedFromVLogs reads the request of --audit-id from the store.
+// recordedFromVLogs reads the request of --audit-id from the store, which
+// it keeps, with --victorialogs-margin, as the one its moment is
+// reconstructed from (explainRecorded).
 func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err := o.VLogs.validate(o); err != nil {
 		return err
@@ -87,6 +89,6 @@ func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err != nil {
 		return err
 	}
-	o.recorded.Request = r
+	o.recorded.Request, o.recorded.VLogs, o.recorded.Margin = r, src, o.VLogs.Margin
 	return nil
 }
