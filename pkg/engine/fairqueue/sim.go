@@ -174,8 +174,9 @@ type CPU interface {
 const maxDuration = time.Duration(1 << 60)
 
 // DefaultWaitLimit is the wait limit of a request without a deadline on a
-// kube-apiserver with the default --request-timeout (60 s / 4).
-const DefaultWaitLimit = 15 * time.Second
+// kube-apiserver with the default --request-timeout (60 s / 4, under
+// engine.MaxRequestWaitLimit: engine.DefaultRequestWaitLimit of it).
+const DefaultWaitLimit = engine.DefaultServerRequestTimeout / 4
 
 // kinds of events, in the order they run at the same instant. Seat releases
 // come first because upstream runs them from the event clock before anything
