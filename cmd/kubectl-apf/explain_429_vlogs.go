@@ -105,6 +105,21 @@ func (v *vlogs429Flags) open() (*vlogs.Client, error) {
 	return vlogs.New(vo)
 }
 
+// over is the store's source of the audit events of win, read through
+// client: the one place the flags make a vlogs.Source.
+func (v *vlogs429Flags) over(client *vlogs.Client, win history.Window) *vlogs.Source {
+	return &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Prefix: v.Prefix, Instance: v.InstanceField}, Filter: v.Query, Start: win.Start, End: win.End}
+}
+
+// vlogsWindow resolves --victorialogs-since and --victorialogs-until at now.
+func vlogsWindow(since time.Duration, until string, now time.Time) (history.Window, error) {
+	win, err := history.WindowOptions{Since: since, Until: until}.Resolve(now)
+	if err != nil {
+		return win, fmt.Errorf("--victorialogs-since/--victorialogs-until: %w", err)
+	}
+	return win, nil
+}
+
 // validateVLogs checks the flags of --victorialogs.
 func (o *Explain429Options) validateVLogs() error {
 	switch {
@@ -137,7 +152,7 @@ func (o *Explain429Options) runVLogs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src := &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Prefix: v.Prefix, Instance: v.InstanceField}, Filter: v.Query, Start: win.Start, End: win.End}
+	src := v.over(client, win)
 	st, err := o.loadForLog(ctx)
 	if err != nil {
 		return err

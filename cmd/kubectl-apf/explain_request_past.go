@@ -31,18 +31,14 @@ func (o *ExplainRequestOptions) pastFiles() []string {
 }
 
 // explainRecorded compares the recorded request with the replay in ex and
-// reconstructs its moment from the log's files or the store
-// (fromlog.Explain).
+// reconstructs its moment from the log's files or the store the request
+// was read from (fromlog.Explain).
 func (o *ExplainRequestOptions) explainRecorded(ctx context.Context, st *state.State, ex *explain.Explanation) error {
 	rec := o.recorded
 	rec.HTTPLog = o.FromLog != ""
-	if o.VLogs.enabled() {
-		src, err := o.VLogs.source(o.ClockOrReal().Now())
-		if err != nil {
-			return err
-		}
-		rec.VLogs, rec.Margin = src, o.VLogs.Margin
-	} else if paths := o.pastFiles(); len(paths) > 0 {
+	// rec.VLogs, when set, is the store the request was read from
+	// (recordedFromVLogs)
+	if paths := o.pastFiles(); rec.VLogs == nil && len(paths) > 0 {
 		spec, err := o.Instances.spec(paths)
 		if err != nil {
 			return err

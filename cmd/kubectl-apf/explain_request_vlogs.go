@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
 
@@ -57,9 +55,9 @@ func (v *vlogsRequestFlags) validate(o *ExplainRequestOptions) error {
 // --victorialogs-since before --victorialogs-until (a minute past now when
 // that is empty, for the clocks of the store and of this machine).
 func (v *vlogsRequestFlags) source(now time.Time) (*vlogs.Source, error) {
-	win, err := history.WindowOptions{Since: v.Since, Until: v.Until}.Resolve(now)
+	win, err := vlogsWindow(v.Since, v.Until, now)
 	if err != nil {
-		return nil, fmt.Errorf("--victorialogs-since/--victorialogs-until: %w", err)
+		return nil, err
 	}
 	if v.Until == "" {
 		win.End = win.End.Add(time.Minute)
@@ -68,11 +66,12 @@ func (v *vlogsRequestFlags) source(now time.Time) (*vlogs.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Prefix: v.Prefix, Instance: v.InstanceField}, Filter: v.Query,
-		Start: win.Start, End: win.End}, nil
+	return v.over(client, win), nil
 }
 
-// recordedFromVLogs reads the request of --audit-id from the store.
+// recordedFromVLogs reads the request of --audit-id from the store, which
+// it keeps, with --victorialogs-margin, as the one its moment is
+// reconstructed from (explainRecorded).
 func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err := o.VLogs.validate(o); err != nil {
 		return err
@@ -87,6 +86,6 @@ func (o *ExplainRequestOptions) recordedFromVLogs() error {
 	if err != nil {
 		return err
 	}
-	o.recorded.Request = r
+	o.recorded.Request, o.recorded.VLogs, o.recorded.Margin = r, src, o.VLogs.Margin
 	return nil
 }

@@ -59,11 +59,11 @@ func (v *vlogsSimulateFlags) windowSource(ctx context.Context, now time.Time) fu
 			return nil, err
 		}
 		v.client = client
-		win, err := history.WindowOptions{Since: v.Since, Until: v.Until}.Resolve(now)
+		win, err := vlogsWindow(v.Since, v.Until, now)
 		if err != nil {
-			return nil, fmt.Errorf("--victorialogs-since/--victorialogs-until: %w", err)
+			return nil, err
 		}
-		src := &vlogs.Source{Client: client, Mapping: vlogs.Mapping{Prefix: v.Prefix}, Filter: v.Query, Start: win.Start, End: win.End}
+		src := v.over(client, win)
 		t, err := src.Totals(ctx)
 		if err != nil {
 			return nil, err

@@ -7,10 +7,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
@@ -98,7 +98,7 @@ func WriteText(w io.Writer, rep Report) error {
 	fmt.Fprintf(w, "Replaying Kubernetes %s (%s)\n", rep.Release, sanitize.Line(rep.ReleaseFrom))
 	fmt.Fprintf(w, "Server concurrency limit: %d seats (%s); nominal limits sum to %s\n",
 		cur.ServerConcurrencyLimit, rep.ServerConcurrencySource, Change(fmt.Sprint(cur.NominalSum), proposedField(rep, func(t Table) string { return fmt.Sprint(t.NominalSum) })))
-	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, min(cur.RequestTimeout/4, time.Minute))
+	fmt.Fprintf(w, "Wait limit for the default request timeout (%v): %v\n\n", cur.RequestTimeout, engine.DefaultRequestWaitLimit(cur.RequestTimeout))
 	tw := textfmt.NewTable(w)
 	fmt.Fprintln(tw, "LEVEL\tTYPE\tSHARES\tLEND%\tBORROW%\tNOMINAL\tLENDABLE\tBORROWING\tLOWER\tUPPER\tMAXSEATS\tQUEUES/HAND/LEN\tWAIT\tP(1 ELEPHANT)\tP(4)\tP(16)")
 	proposed := map[string]Level{}

@@ -130,33 +130,20 @@ var plColumns = knownSet("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuies
 // share body's memory: body must not change after (as every parser of this
 // package's).
 func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
-	var out []PriorityLevelRow
 	var hasCounters bool
-	var unknown []int
-	var name, active, idle, quiescing, waiting, executing, dispatched, rejected, timedout, cancelled column
-	err := scanTable("dump_priority_levels", body, "PriorityLevelName", nil, func(t *table) error {
+	var active, idle, quiescing, waiting, executing, dispatched, rejected, timedout, cancelled column
+	return parseLevelRows("dump_priority_levels", body, plColumns, func(t *table) error {
 		if err := t.require("PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing", "WaitingRequests", "ExecutingRequests"); err != nil {
 			return err
 		}
 		_, hasCounters = t.index["DispatchedRequests"]
-		unknown = t.unknownColumns(plColumns)
-		name, active, idle, quiescing = t.col("PriorityLevelName"), t.col("ActiveQueues"), t.col("IsIdle"), t.col("IsQuiescing")
+		active, idle, quiescing = t.col("ActiveQueues"), t.col("IsIdle"), t.col("IsQuiescing")
 		waiting, executing = t.col("WaitingRequests"), t.col("ExecutingRequests")
 		dispatched, rejected, timedout, cancelled = t.col("DispatchedRequests"), t.col("RejectedRequests"), t.col("TimedoutRequests"), t.col("CancelledRequests")
-		out = make([]PriorityLevelRow, 0, bytes.Count(body, []byte{'\n'}))
 		return nil
-	}, func(t *table, r tableRow) error {
-		c := &cellReader{t: t, r: r}
-		row := PriorityLevelRow{Name: c.str(name), HasCounters: hasCounters, Extra: t.extra(r, unknown)}
-		if row.Name == "" {
-			return fmt.Errorf("dump_priority_levels line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
-		}
-		if placeholder(r.cells) {
-			row.Placeholder = true
-			row.Extra = nil
-			out = append(out, row)
-			return nil
-		}
+	}, func(name string, extra map[string]string, none bool) PriorityLevelRow {
+		return PriorityLevelRow{Name: name, HasCounters: hasCounters, Extra: extra, Placeholder: none}
+	}, func(c *cellReader, row *PriorityLevelRow) {
 		row.ActiveQueues = c.int(active)
 		row.IsIdle = c.bool(idle)
 		row.IsQuiescing = c.bool(quiescing)
@@ -166,11 +153,44 @@ func ParsePriorityLevels(body []byte) ([]PriorityLevelRow, error) {
 		row.RejectedRequests = c.int(rejected)
 		row.TimedoutRequests = c.int(timedout)
 		row.CancelledRequests = c.int(cancelled)
-		if c.err != nil {
-			return c.err
+	})
+}
+
+// parseLevelRows is the loop of the tables with a row per level or per
+// queue of one (dump_priority_levels, dump_queues): the header checked and
+// its columns looked up by onHeader, each row named by its
+// PriorityLevelName (never empty) and built by newRow with the cells of
+// the columns it does not know, a placeholder row kept as such (none, its
+// cells unread), any other filled by fill, the first bad cell an error.
+func parseLevelRows[R any](endpoint string, body []byte, known map[string]bool, onHeader func(t *table) error,
+	newRow func(name string, extra map[string]string, none bool) R, fill func(c *cellReader, row *R)) ([]R, error) {
+	var out []R
+	var unknown []int
+	var name column
+	// c reads every row, its row filled in place in out: neither escapes
+	// to the heap per row through fill
+	var c cellReader
+	err := scanTable(endpoint, body, "PriorityLevelName", nil, func(t *table) error {
+		if err := onHeader(t); err != nil {
+			return err
 		}
-		out = append(out, row)
+		unknown = t.unknownColumns(known)
+		name = t.col("PriorityLevelName")
+		out = make([]R, 0, bytes.Count(body, []byte{'\n'}))
 		return nil
+	}, func(t *table, r tableRow) error {
+		c = cellReader{t: t, r: r}
+		n := c.str(name)
+		if n == "" {
+			return fmt.Errorf("%s line %d: empty PriorityLevelName: %s", endpoint, r.lineNo, quoteLine(r.line))
+		}
+		if placeholder(r.cells) {
+			out = append(out, newRow(n, nil, true))
+			return nil
+		}
+		out = append(out, newRow(n, t.extra(r, unknown), false))
+		fill(&c, &out[len(out)-1])
+		return c.err
 	})
 	if err != nil {
 		return nil, err
@@ -184,35 +204,22 @@ var queueColumns = knownSet("PriorityLevelName", "Index", "PendingRequests", "Ex
 // ParseQueues parses a dump_queues body of any layout from 1.20 on. Its
 // rows' strings share body's memory: body must not change after.
 func ParseQueues(body []byte) ([]QueueRow, error) {
-	var out []QueueRow
 	var hasSeats bool
-	var unknown []int
-	var name, index, pending, executing, seats, next, initial, maxSeats, work column
-	err := scanTable("dump_queues", body, "PriorityLevelName", nil, func(t *table) error {
+	var index, pending, executing, seats, next, initial, maxSeats, work column
+	return parseLevelRows("dump_queues", body, queueColumns, func(t *table) error {
 		if err := t.require("PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests"); err != nil {
 			return err
 		}
 		_, hasSeats = t.index["SeatsInUse"]
-		unknown = t.unknownColumns(queueColumns)
-		name, index, pending, executing, seats = t.col("PriorityLevelName"), t.col("Index"), t.col("PendingRequests"), t.col("ExecutingRequests"), t.col("SeatsInUse")
+		index, pending, executing, seats = t.col("Index"), t.col("PendingRequests"), t.col("ExecutingRequests"), t.col("SeatsInUse")
 		if next = t.col("NextDispatchR"); next.i < 0 {
 			next = t.col("VirtualStart")
 		}
 		initial, maxSeats, work = t.col("InitialSeatsSum"), t.col("MaxSeatsSum"), t.col("TotalWorkSum")
-		out = make([]QueueRow, 0, bytes.Count(body, []byte{'\n'}))
 		return nil
-	}, func(t *table, r tableRow) error {
-		c := &cellReader{t: t, r: r}
-		row := QueueRow{PriorityLevel: c.str(name), HasSeats: hasSeats, Extra: t.extra(r, unknown)}
-		if row.PriorityLevel == "" {
-			return fmt.Errorf("dump_queues line %d: empty PriorityLevelName: %s", r.lineNo, quoteLine(r.line))
-		}
-		if placeholder(r.cells) {
-			row.Placeholder = true
-			row.Extra = nil
-			out = append(out, row)
-			return nil
-		}
+	}, func(name string, extra map[string]string, none bool) QueueRow {
+		return QueueRow{PriorityLevel: name, HasSeats: hasSeats, Extra: extra, Placeholder: none}
+	}, func(c *cellReader, row *QueueRow) {
 		row.Index = c.int(index)
 		row.PendingRequests = c.int(pending)
 		row.ExecutingRequests = c.int(executing)
@@ -221,16 +228,7 @@ func ParseQueues(body []byte) ([]QueueRow, error) {
 		row.InitialSeatsSum = c.int(initial)
 		row.MaxSeatsSum = c.int(maxSeats)
 		row.TotalWorkSum = c.seatSeconds(work)
-		if c.err != nil {
-			return c.err
-		}
-		out = append(out, row)
-		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 var requestColumns = knownSet("PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue",

@@ -63,30 +63,17 @@ func FormatPriorityLevels(rows []PriorityLevelRow) []byte {
 	if counters {
 		header = append(header, "DispatchedRequests", "RejectedRequests", "TimedoutRequests", "CancelledRequests")
 	}
-	var ms []map[string]string
-	for _, r := range rows {
-		ms = append(ms, r.Extra)
-	}
-	extra := extraKeys(ms...)
-	header = append(header, extra...)
-	out := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		if r.Placeholder {
-			out = append(out, append([]string{r.Name}, none(len(header)-1)...))
-			continue
-		}
+	return formatLevelRows(header, rows, func(r *PriorityLevelRow) (string, map[string]string, bool) {
+		return r.Name, r.Extra, r.Placeholder
+	}, func(r *PriorityLevelRow) []string {
 		cells := []string{r.Name, strconv.Itoa(r.ActiveQueues), strconv.FormatBool(r.IsIdle), strconv.FormatBool(r.IsQuiescing),
 			strconv.Itoa(r.WaitingRequests), strconv.Itoa(r.ExecutingRequests)}
 		if counters {
 			cells = append(cells, strconv.Itoa(r.DispatchedRequests), strconv.Itoa(r.RejectedRequests),
 				strconv.Itoa(r.TimedoutRequests), strconv.Itoa(r.CancelledRequests))
 		}
-		for _, k := range extra {
-			cells = append(cells, r.Extra[k])
-		}
-		out = append(out, cells)
-	}
-	return writeTable(header, out)
+		return cells
+	})
 }
 
 // formatSS renders seat-seconds as request.SeatSeconds.String does.
@@ -95,24 +82,39 @@ func formatSS(f float64) string { return fmt.Sprintf("%.8fss", f) }
 // FormatQueues renders rows as a dump_queues body.
 func FormatQueues(rows []QueueRow) []byte {
 	header := []string{"PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests", "SeatsInUse", "NextDispatchR", "InitialSeatsSum", "MaxSeatsSum", "TotalWorkSum"}
+	return formatLevelRows(header, rows, func(r *QueueRow) (string, map[string]string, bool) {
+		return r.PriorityLevel, r.Extra, r.Placeholder
+	}, func(r *QueueRow) []string {
+		return []string{r.PriorityLevel, strconv.Itoa(r.Index), strconv.Itoa(r.PendingRequests), strconv.Itoa(r.ExecutingRequests),
+			strconv.Itoa(r.SeatsInUse), formatSS(r.NextDispatchR), strconv.Itoa(r.InitialSeatsSum), strconv.Itoa(r.MaxSeatsSum), formatSS(r.TotalWorkSum)}
+	})
+}
+
+// formatLevelRows is the loop of FormatPriorityLevels and FormatQueues, the
+// reverse of parseLevelRows: header, then the rows' extra columns in
+// order; a placeholder row as its name and "<none>" cells, any other as
+// the cells cells gives it, then its extra cells. of says of a row its
+// name, its extra cells and whether it is a placeholder.
+func formatLevelRows[R any](header []string, rows []R, of func(r *R) (string, map[string]string, bool), cells func(r *R) []string) []byte {
 	var ms []map[string]string
-	for _, r := range rows {
-		ms = append(ms, r.Extra)
+	for i := range rows {
+		_, extra, _ := of(&rows[i])
+		ms = append(ms, extra)
 	}
 	extra := extraKeys(ms...)
 	header = append(header, extra...)
 	out := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		if r.Placeholder {
-			out = append(out, append([]string{r.PriorityLevel}, none(len(header)-1)...))
+	for i := range rows {
+		n, m, placeholder := of(&rows[i])
+		if placeholder {
+			out = append(out, append([]string{n}, none(len(header)-1)...))
 			continue
 		}
-		cells := []string{r.PriorityLevel, strconv.Itoa(r.Index), strconv.Itoa(r.PendingRequests), strconv.Itoa(r.ExecutingRequests),
-			strconv.Itoa(r.SeatsInUse), formatSS(r.NextDispatchR), strconv.Itoa(r.InitialSeatsSum), strconv.Itoa(r.MaxSeatsSum), formatSS(r.TotalWorkSum)}
+		row := cells(&rows[i])
 		for _, k := range extra {
-			cells = append(cells, r.Extra[k])
+			row = append(row, m[k])
 		}
-		out = append(out, cells)
+		out = append(out, row)
 	}
 	return writeTable(header, out)
 }

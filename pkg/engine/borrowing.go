@@ -34,30 +34,30 @@ type IntegratorResults struct {
 
 // Integrator integrates a piecewise-constant quantity (the seat demand of a
 // level) over time, like fairqueuing/integrator.go but with the time passed
-// in explicitly so a simulator can drive it. The zero value is not usable;
-// call NewIntegrator. It is not safe for concurrent use.
+// in explicitly so a simulator can drive it. A time is a time.Duration since
+// an origin of the caller's choosing, the same for every call (a replay's
+// simulated time zero, the Unix epoch of a log's times): upstream's
+// now.Sub(last).Seconds() of two instants is (now-last).Seconds() of their
+// offsets from the origin (for instants less than 292 years apart), so the arithmetic is upstream's, in upstream's
+// order, without a time.Time at every change. The zero value starts at the
+// origin with value 0. It is not safe for concurrent use.
 type Integrator struct {
-	lastTime         time.Time
+	last             time.Duration
 	x                float64
 	elapsed, ix, ixx float64
 	min, max         float64
 }
 
-// NewIntegrator starts an integration at now with value 0.
-func NewIntegrator(now time.Time) *Integrator {
-	return &Integrator{lastTime: now}
-}
-
-func (g *Integrator) update(now time.Time) {
-	dt := now.Sub(g.lastTime).Seconds()
-	g.lastTime = now
+func (g *Integrator) update(now time.Duration) {
+	dt := (now - g.last).Seconds()
+	g.last = now
 	g.elapsed += dt
 	g.ix += g.x * dt
 	g.ixx += g.x * g.x * dt
 }
 
 // Set changes the value at time now.
-func (g *Integrator) Set(now time.Time, x float64) {
+func (g *Integrator) Set(now time.Duration, x float64) {
 	g.update(now)
 	g.x = x
 	if x < g.min {
@@ -69,11 +69,11 @@ func (g *Integrator) Set(now time.Time, x float64) {
 }
 
 // Add changes the value by dx at time now.
-func (g *Integrator) Add(now time.Time, dx float64) { g.Set(now, g.x+dx) }
+func (g *Integrator) Add(now time.Duration, dx float64) { g.Set(now, g.x+dx) }
 
 // Results integrates up to now and returns the statistics since the start
 // or the last Reset.
-func (g *Integrator) Results(now time.Time) IntegratorResults {
+func (g *Integrator) Results(now time.Duration) IntegratorResults {
 	g.update(now)
 	r := IntegratorResults{Duration: g.elapsed, Min: g.min, Max: g.max}
 	if g.elapsed <= 0 {
@@ -92,7 +92,7 @@ func (g *Integrator) Results(now time.Time) IntegratorResults {
 
 // Reset returns Results(now) and starts a new period at now, with min and
 // max reset to the current value (integrator.go:Reset).
-func (g *Integrator) Reset(now time.Time) IntegratorResults {
+func (g *Integrator) Reset(now time.Duration) IntegratorResults {
 	r := g.Results(now)
 	g.elapsed, g.ix, g.ixx = 0, 0, 0
 	g.min, g.max = g.x, g.x

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	fcboot "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 )
@@ -34,3 +36,20 @@ func DefaultConfig() *Config {
 // --max-mutating-requests-inflight=200 (server/config.go:NewConfig,
 // server/options/feature.go:ApplyTo).
 const DefaultServerConcurrencyLimit = 600
+
+// DefaultServerRequestTimeout is kube-apiserver's default --request-timeout
+// (server/config.go:NewConfig: RequestTimeout 60 s).
+const DefaultServerRequestTimeout = time.Minute
+
+// MaxRequestWaitLimit is the hard limit of a request's wait in its queue
+// (server/filters/priority-and-fairness.go:getRequestWaitContext: "must not
+// exceed the hard limit of 1m").
+const MaxRequestWaitLimit = time.Minute
+
+// DefaultRequestWaitLimit is how long a request with the server's default
+// deadline may wait in its queue: a quarter of serverRequestTimeout, at
+// most MaxRequestWaitLimit (getRequestWaitContext). RequestWaitLimit gives
+// a request's own, which a ?timeout= may shorten.
+func DefaultRequestWaitLimit(serverRequestTimeout time.Duration) time.Duration {
+	return min(serverRequestTimeout/4, MaxRequestWaitLimit)
+}

@@ -150,7 +150,7 @@ func RequestWaitLimit(r Request, serverRequestTimeout time.Duration) (time.Durat
 		}
 		limit = timeout / 4
 	}
-	return min(limit, time.Minute), nil
+	return min(limit, MaxRequestWaitLimit), nil
 }
 
 // CandidateQueues returns the queues of hand that a new request of that flow

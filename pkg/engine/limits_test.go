@@ -76,11 +76,12 @@ func TestBorrowingBranches(t *testing.T) {
 }
 
 func TestIntegratorAndStats(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	g := NewIntegrator(t0)
+	t0 := 1000 * time.Second
+	var g Integrator
+	g.Reset(t0) // the period starts at t0
 	g.Set(t0, 0)
-	g.Set(t0.Add(5*time.Second), 10)
-	r := g.Reset(t0.Add(10 * time.Second))
+	g.Set(t0+5*time.Second, 10)
+	r := g.Reset(t0 + 10*time.Second)
 	if r.Duration != 10 || r.Average != 5 || r.Deviation != 5 || r.Min != 0 || r.Max != 10 {
 		t.Fatalf("results %+v", r)
 	}
@@ -89,8 +90,8 @@ func TestIntegratorAndStats(t *testing.T) {
 	if s.HighWatermark != 10 || s.Smoothed != 10 {
 		t.Fatalf("stats %+v", s)
 	}
-	g.Set(t0.Add(10*time.Second), 0)
-	r = g.Reset(t0.Add(20 * time.Second))
+	g.Set(t0+10*time.Second, 0)
+	r = g.Reset(t0 + 20*time.Second)
 	if r.Max != 10 || r.Min != 0 || r.Average != 0 { // min/max restart from the value at reset (10)
 		t.Fatalf("second period %+v", r)
 	}
@@ -98,7 +99,8 @@ func TestIntegratorAndStats(t *testing.T) {
 	if s.HighWatermark != 10 || math.Abs(s.Smoothed-9.77) > 1e-12 {
 		t.Fatalf("stats after idle period %+v, want smoothed 0.977*10", s)
 	}
-	empty := NewIntegrator(t0).Results(t0)
+	var fresh Integrator
+	empty := fresh.Results(0)
 	if !math.IsNaN(empty.Average) || !math.IsNaN(empty.Deviation) {
 		t.Errorf("empty period %+v, want NaN average and deviation", empty)
 	}

@@ -21,7 +21,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 		in.ServerConcurrencyLimit = engine.DefaultServerConcurrencyLimit
 	}
 	if in.ServerRequestTimeout <= 0 {
-		in.ServerRequestTimeout = time.Minute
+		in.ServerRequestTimeout = engine.DefaultServerRequestTimeout
 	}
 	if in.Release.IsZero() {
 		in.Release = engine.NewestRelease

@@ -26,7 +26,7 @@ func Explain429(c *engine.Config, scl int, requestTimeout time.Duration, lives [
 		scl = engine.DefaultServerConcurrencyLimit
 	}
 	if requestTimeout <= 0 {
-		requestTimeout = time.Minute
+		requestTimeout = engine.DefaultServerRequestTimeout
 	}
 	rep := rejections.New(rejections.Source{})
 	limits := c.Limits(scl)
@@ -278,7 +278,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		}
 	}
 	// The default wait limit; a request with a shorter ?timeout= has less.
-	waitLimit := min(requestTimeout/4, time.Minute)
+	waitLimit := engine.DefaultRequestWaitLimit(requestTimeout)
 	st.WaitLimitSeconds = waitLimit.Seconds()
 	full := map[int]bool{}
 	for i, r := range queuesOf(live, name) {

@@ -4,31 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
-	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/same"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
-
-// sameRequests fails unless a and b hold the same requests (times compared
-// as instants in the same location).
-func sameRequests(t *testing.T, a, b []workload.Request) {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Fatalf("%d requests, want %d", len(b), len(a))
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if !x.Arrival.Equal(y.Arrival) || x.Arrival.Location().String() != y.Arrival.Location().String() {
-			t.Fatalf("request %d: arrival %v, want %v", i, y.Arrival, x.Arrival)
-		}
-		x.Arrival, y.Arrival = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(x, y) {
-			t.Fatalf("request %d:\n got %+v\nwant %+v", i, y, x)
-		}
-	}
-}
 
 func readTape(t *testing.T, r workload.Reader) []workload.Request {
 	t.Helper()
@@ -67,8 +47,8 @@ func TestTapeReplaysTheWorkload(t *testing.T) {
 			return es
 		}
 		for range 2 {
-			sameRequests(t, want, readTape(t, tape.Reader()))
-			sameRequests(t, want, readTape(t, tape.ReaderAhead()))
+			same.Elements(t, "request", want, readTape(t, tape.Reader()))
+			same.Elements(t, "request", want, readTape(t, tape.ReaderAhead()))
 		}
 		if spilled := len(spill()) > 0; spilled != (limit > 0) {
 			t.Fatalf("memory limit %d: spilled %v", limit, spilled)

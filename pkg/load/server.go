@@ -62,8 +62,8 @@ func NewServerOptions() *ServerOptions {
 
 // NewServerOptionsOf returns the defaults of the flags which selects.
 func NewServerOptionsOf(which ServerFlags) *ServerOptions {
-	o := &ServerOptions{RequestTimeout: time.Minute, Speed: 1, flags: which}
-	o.waitLimit = min(o.RequestTimeout/4, time.Minute)
+	o := &ServerOptions{RequestTimeout: engine.DefaultServerRequestTimeout, Speed: 1, flags: which}
+	o.waitLimit = engine.DefaultRequestWaitLimit(o.RequestTimeout)
 	return o
 }
 
@@ -123,7 +123,7 @@ func (o *ServerOptions) WaitLimit() time.Duration {
 	if o.flags&ServerWaitLimit != 0 {
 		return o.waitLimit
 	}
-	return min(o.RequestTimeout/4, time.Minute)
+	return engine.DefaultRequestWaitLimit(o.RequestTimeout)
 }
 
 // CPUCores is --cpu-limit in cores, after Complete; 0 when not given.

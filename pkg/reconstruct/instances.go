@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
@@ -126,7 +127,7 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 		}
 		scl := o.ServerConcurrencyLimit
 		if scl == 0 {
-			scl = defaultServerConcurrencyLimit
+			scl = engine.DefaultServerConcurrencyLimit
 		}
 		results = append(results, InstanceResult{Name: name, ServerConcurrencyLimit: scl, Result: res})
 	}
@@ -144,9 +145,6 @@ func RunInstances(src workload.Reader, opts Options, inst InstanceOptions, wrap 
 	out = merge(results, opts.IncidentGap)
 	return out, nil
 }
-
-// defaultServerConcurrencyLimit is Run's default limit.
-const defaultServerConcurrencyLimit = 600
 
 // instanceOnly yields the requests of one instance (resolved), in the
 // order the workload held them.

@@ -47,13 +47,13 @@ func Run(open func() (workload.Reader, error), opts Options) (*Result, error) {
 		return nil, errors.New("no APF configuration to reconstruct against")
 	}
 	if opts.ServerConcurrencyLimit == 0 {
-		opts.ServerConcurrencyLimit = 600
+		opts.ServerConcurrencyLimit = engine.DefaultServerConcurrencyLimit
 	}
 	if opts.ServerConcurrencyLimit < 0 {
 		return nil, fmt.Errorf("server concurrency limit %d must be positive", opts.ServerConcurrencyLimit)
 	}
 	if opts.RequestTimeout == 0 {
-		opts.RequestTimeout = time.Minute
+		opts.RequestTimeout = engine.DefaultServerRequestTimeout
 	}
 	if opts.IncidentGap <= 0 {
 		opts.IncidentGap = 10 * time.Second

@@ -178,7 +178,7 @@ type level struct {
 	executing  int
 	waiting    int
 	waitSeats  int
-	demand     *engine.Integrator
+	demand     engine.Integrator // times since the Unix epoch, as t
 	stats      engine.SeatDemandStats
 	limits     engine.LevelLimits
 	next       byDispatch // the waiting requests the log dispatched
@@ -193,10 +193,8 @@ type level struct {
 }
 
 func (l *level) noteDemand(t int64) {
-	l.demand.Set(epoch.Add(time.Duration(t)), float64(l.seatsInUse+l.waitSeats))
+	l.demand.Set(time.Duration(t), float64(l.seatsInUse+l.waitSeats))
 }
-
-var epoch = time.Unix(0, 0).UTC()
 
 // state is a reconstruction in progress.
 type state struct {
@@ -254,7 +252,7 @@ func newState(opts Options, cal *calibrate.Result) *state {
 		initial = engine.AllocateCurrentLimitsFor(opts.Release, lims, nil, nil, opts.ServerConcurrencyLimit).CurrentCL
 	}
 	for _, ll := range lims {
-		l := &level{name: ll.Name, exempt: ll.Exempt, limit: ll.NominalCL, limits: ll, demand: engine.NewIntegrator(epoch),
+		l := &level{name: ll.Name, exempt: ll.Exempt, limit: ll.NominalCL, limits: ll,
 			flows: map[int32]*acc{}, clients: map[int32]*acc{},
 			res: &LevelResult{Level: ll.Name, Reasons: map[string]int64{}, Disagreements: map[string]int64{}}}
 		if initial != nil {
@@ -315,13 +313,12 @@ func (s *state) borrowUntil(t int64) {
 		return
 	}
 	for s.nextB <= t {
-		at := epoch.Add(time.Duration(s.nextB))
 		stats := map[string]engine.SeatDemandStats{}
 		lims := make([]engine.LevelLimits, 0, len(s.order))
 		for _, l := range s.order {
 			// the stats carry the smoothed demand from pass to pass,
 			// as upstream's seatDemandStats do
-			l.stats.Update(l.demand.Reset(at))
+			l.stats.Update(l.demand.Reset(time.Duration(s.nextB)))
 			stats[l.name] = l.stats
 			lims = append(lims, l.limits)
 		}

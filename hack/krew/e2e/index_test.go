@@ -110,7 +110,8 @@ func TestKrewIndexUpgrade(t *testing.T) {
 		t.Fatalf("building %s: %v", v2, err)
 	}
 	t.Logf("built %s for linux/amd64 in %s", v2, time.Since(start).Round(time.Second))
-	index2 := linuxAMD64Manifest(t, v2, res2.Archives)
+	index2 := res2.Manifest
+	checkLinuxAMD64Manifest(t, v2, index2)
 
 	// The archives, at the paths the manifests' URIs name.
 	archives := map[string]string{}
@@ -250,26 +251,20 @@ func higherVersion(t *testing.T, v string) string {
 	return v2
 }
 
-// linuxAMD64Manifest renders plugins/krew.yaml for version with the
-// linux/amd64 archive alone (the one platform built).
-func linuxAMD64Manifest(t *testing.T, version string, sums map[string]string) []byte {
+// checkLinuxAMD64Manifest checks the manifest release.Build rendered for
+// version with the linux/amd64 archive alone (the one platform built).
+func checkLinuxAMD64Manifest(t *testing.T, version string, manifest []byte) {
 	t.Helper()
-	tmpl, err := os.ReadFile(filepath.Join(repoDir(t), "plugins", "krew.yaml"))
+	p, err := release.DecodeManifest(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := release.RenderPartialManifest(tmpl, version, sums)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := release.DecodeManifest(out)
-	if err != nil {
-		t.Fatal(err)
+	if p.Spec.Version != version {
+		t.Fatalf("the manifest built for %s is of version %s", version, p.Spec.Version)
 	}
 	if kept := p.Spec.Platforms; len(kept) != 1 || kept[0].Selector.MatchLabels["os"] != "linux" || kept[0].Selector.MatchLabels["arch"] != "amd64" {
 		t.Fatalf("the %s manifest offers %d platforms, want linux/amd64 alone", version, len(kept))
 	}
-	return out
 }
 
 // receiptSource is the index krew recorded apf as installed from.

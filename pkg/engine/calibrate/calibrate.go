@@ -1086,11 +1086,11 @@ func newPreparer(params *Params, opts Options, est *Estimated) *preparer {
 func (p *preparer) waitLimit(er engine.Request) time.Duration {
 	rt := p.opts.RequestTimeout
 	if rt == 0 {
-		rt = time.Minute
+		rt = engine.DefaultServerRequestTimeout
 	}
 	wl, err := engine.RequestWaitLimit(er, rt)
 	if err != nil {
-		return min(rt/4, time.Minute)
+		return engine.DefaultRequestWaitLimit(rt)
 	}
 	return wl
 }

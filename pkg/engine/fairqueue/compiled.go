@@ -156,7 +156,7 @@ func classFields(w *workload.Request) workload.Request {
 
 func requestTimeout(cfg ReplayConfig) time.Duration {
 	if cfg.RequestTimeout == 0 {
-		return time.Minute
+		return engine.DefaultServerRequestTimeout
 	}
 	return cfg.RequestTimeout
 }

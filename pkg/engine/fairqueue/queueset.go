@@ -3,6 +3,8 @@ package fairqueue
 import (
 	"math"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
 // request is one request inside the simulator. It is recycled through a free
@@ -124,7 +126,7 @@ type queueSet struct {
 	activeQueues   int
 	seatsRequested int
 
-	demand demandIntegrator // seat demand, for periodic borrowing
+	demand engine.Integrator // seat demand, for periodic borrowing (times since simulated time zero)
 	stats  levelStats
 }
 
@@ -156,7 +158,7 @@ func (qs *queueSet) updateActive(q *queue) {
 }
 
 func (qs *queueSet) noteDemand(now int64) {
-	qs.demand.set(now, float64(qs.totSeatsInUse+qs.totSeatsWaiting))
+	qs.demand.Set(time.Duration(now), float64(qs.totSeatsInUse+qs.totSeatsWaiting))
 }
 
 // canAccommodateSeats mirrors canAccommodateSeatsLocked (desiredNumQueues

@@ -194,13 +194,13 @@ func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
 		return nil, errors.New("no APF configuration to replay against")
 	}
 	if cfg.ServerConcurrencyLimit == 0 {
-		cfg.ServerConcurrencyLimit = 600
+		cfg.ServerConcurrencyLimit = engine.DefaultServerConcurrencyLimit
 	}
 	if cfg.ServerConcurrencyLimit < 0 {
 		return nil, fmt.Errorf("server concurrency limit %d must be positive", cfg.ServerConcurrencyLimit)
 	}
 	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = time.Minute
+		cfg.RequestTimeout = engine.DefaultServerRequestTimeout
 	}
 	ru := &run{cfg: cfg, levelIx: map[string]int{}, flowIx: map[flowKey]int32{}, prev: map[string]int{}}
 	ru.limits = cfg.Config.Limits(cfg.ServerConcurrencyLimit)
@@ -225,7 +225,7 @@ func newRun(cfg ReplayConfig, onOutcome func(*Outcome)) (*run, error) {
 		}
 		levels[i] = lc
 	}
-	opts := Options{OnOutcome: onOutcome, DefaultWaitLimit: min(cfg.RequestTimeout/4, time.Minute), CPU: cfg.CPU}
+	opts := Options{OnOutcome: onOutcome, DefaultWaitLimit: engine.DefaultRequestWaitLimit(cfg.RequestTimeout), CPU: cfg.CPU}
 	if !cfg.NoBorrowing {
 		opts.Borrow = ru.borrow
 	}

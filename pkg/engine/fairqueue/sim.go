@@ -174,8 +174,9 @@ type CPU interface {
 const maxDuration = time.Duration(1 << 60)
 
 // DefaultWaitLimit is the wait limit of a request without a deadline on a
-// kube-apiserver with the default --request-timeout (60 s / 4).
-const DefaultWaitLimit = 15 * time.Second
+// kube-apiserver with the default --request-timeout (60 s / 4, under
+// engine.MaxRequestWaitLimit: engine.DefaultRequestWaitLimit of it).
+const DefaultWaitLimit = engine.DefaultServerRequestTimeout / 4
 
 // kinds of events, in the order they run at the same instant. Seat releases
 // come first because upstream runs them from the event clock before anything
@@ -414,7 +415,7 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 				if until != math.MaxInt64 {
 					if last := e.t + (until-e.t)/period*period; last > next {
 						for _, qs := range s.levels {
-							qs.demand.reset(last - period)
+							qs.demand.Reset(time.Duration(last - period))
 						}
 						next = last
 					}
@@ -432,12 +433,12 @@ func (s *Simulator) runUntil(t int64, kind uint8) {
 // SeatDemand returns the seat-demand statistics of a level (seats executing
 // plus seats waiting, over simulated time) since the last borrowing pass.
 func (s *Simulator) SeatDemand(level int) engine.IntegratorResults {
-	return s.levels[level].demand.results(s.now)
+	return s.levels[level].demand.Results(time.Duration(s.now))
 }
 
 func (s *Simulator) borrow(now int64) {
 	for i, qs := range s.levels {
-		s.borrowStats[i].Update(qs.demand.reset(now))
+		s.borrowStats[i].Update(qs.demand.Reset(time.Duration(now)))
 	}
 	limits := s.opts.Borrow(s.borrowStats)
 	for i, qs := range s.levels {

@@ -5,31 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
-)
 
-// sameRequests fails unless a and b hold the same requests (times compared
-// as instants in the same location).
-func sameRequests(t *testing.T, a, b []Request) {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Fatalf("%d requests, want %d", len(b), len(a))
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if !x.Arrival.Equal(y.Arrival) || x.Arrival.Location().String() != y.Arrival.Location().String() {
-			t.Fatalf("request %d: arrival %v, want %v", i, y.Arrival, x.Arrival)
-		}
-		x.Arrival, y.Arrival = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(x, y) {
-			t.Fatalf("request %d:\n got %+v\nwant %+v", i, y, x)
-		}
-	}
-}
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/same"
+)
 
 func readTape(t *testing.T, r Reader) []Request {
 	t.Helper()
@@ -101,12 +83,12 @@ func FuzzTape(f *testing.F) {
 		full.maxTable, full.Dir = 1, t.TempDir()
 		defer full.Close()
 		readTape(t, full.Record(&sliceReader{rs: rs}))
-		sameRequests(t, rs, readTape(t, full.Reader()))
+		same.Elements(t, "request", rs, readTape(t, full.Reader()))
 		tape := NewTape()
 		tape.MemoryLimit, tape.Dir = 40, t.TempDir()
 		defer tape.Close()
 		readTape(t, tape.Record(&sliceReader{rs: rs}))
-		sameRequests(t, rs, readTape(t, tape.Reader()))
+		same.Elements(t, "request", rs, readTape(t, tape.Reader()))
 		// a corrupt tape: the records' bytes replaced by junk
 		tape.Close()
 		tape.spill, tape.spilled, tape.mem = nil, 0, [][]byte{junk}
@@ -144,7 +126,7 @@ func TestTapeBoundsItsTables(t *testing.T) {
 			t.Errorf("tables of %d strings (%d ids) and %d lists (%d ids), want 8 each",
 				len(tape.strTab), len(tape.strs), len(tape.listTab), len(tape.lists))
 		}
-		sameRequests(t, rs, readTape(t, tape.Reader()))
+		same.Elements(t, "request", rs, readTape(t, tape.Reader()))
 		if err := tape.Close(); err != nil {
 			t.Fatal(err)
 		}
