@@ -210,6 +210,7 @@ func mergeResults(insts []InstanceResult) *Result {
 		}
 		out.Fit = append(out.Fit, *f)
 	}
+	out.NotKnown = NotKnownLevels(out.Warnings)
 	return out
 }
 

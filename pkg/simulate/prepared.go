@@ -280,6 +280,7 @@ func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver fun
 	res := &Result{Report: rep, ServerConcurrencyLimit: b.ServerConcurrencyLimit, ServerConcurrencySource: b.ServerConcurrencySource,
 		Join: b.Join, Release: b.Release, ReleaseFrom: b.ReleaseFrom, Calibration: b.Calibration, Fit: b.Fit, CPUReplays: reps}
 	res.Warnings = Regime(p.cfg.params(), p.recorded, c, p.st.ServerConcurrency, res.Report, res.Calibration)
+	res.NotKnown = NotKnownLevels(res.Warnings)
 	return res, runs[chosen].obs, nil
 }
 

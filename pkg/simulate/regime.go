@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -308,6 +309,20 @@ func FallsShortWarning(warnings []string, level string) string {
 		}
 	}
 	return ""
+}
+
+// NotKnownLevels returns the levels, sorted and each once, whose figures
+// after the change ws say are not known (WarnBeyondCores), of every
+// instance.
+func NotKnownLevels(ws []Warning) []string {
+	var out []string
+	for _, w := range ws {
+		if w.Kind == WarnBeyondCores && !slices.Contains(out, w.Level) {
+			out = append(out, w.Level)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // NotKnownWarning returns, of the texts of Regime's warnings as read back

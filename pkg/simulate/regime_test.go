@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,9 @@ func TestRegimeWarnsBeyondTheCores(t *testing.T) {
 	}
 	if _, ok := FindWarning(ws, WarnBeyondCores, "idle"); !ok {
 		t.Errorf("a level idle in the recording, 2 seats at once after the change: no warning in %q", ws)
+	}
+	if got := NotKnownLevels(append(ws, Warning{Kind: WarnStretchUnknown, Level: "other"})); !slices.Equal(got, []string{"borrower", "idle"}) {
+		t.Errorf("NotKnownLevels = %q, want borrower and idle (the levels of the beyond-cores warnings alone)", got)
 	}
 	if w, ok := FindWarning(ws, WarnBeyondCores, "exempt"); ok {
 		t.Errorf("the exempt level is warned about: %q", w)

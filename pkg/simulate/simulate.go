@@ -145,6 +145,10 @@ type Result struct {
 	Evidence *EvidenceCoverage `json:"evidence,omitempty"`
 	// Warnings say where a change leaves the recorded regime.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// NotKnown are the levels whose figures after the change are not
+	// known (WarnBeyondCores): After still holds the replay's figures for
+	// them, which are not a prediction, and the table prints "?".
+	NotKnown []string `json:"notKnown,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
 	// each, for stderr (the state's own notes are the state's).
 	Notes []string `json:"-"`
@@ -255,6 +259,7 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 		res.ServerSpeed = cfg.ServerSpeed
 	}
 	res.Warnings = Regime(cfg.params(), before, after, st.ServerConcurrency, res.Report, res.Calibration)
+	res.NotKnown = NotKnownLevels(res.Warnings)
 	return res, nil
 }
 
