@@ -42,6 +42,11 @@ const (
 	// how much the recording cannot tell, and the level's predicted
 	// figures are not known.
 	WarnBeyondCores WarningKind = "beyond-cores"
+	// WarnCPUEvidence: as WarnBeyondCores, but the CPU evidence gives the
+	// model the change is replayed with (calibrate.SharedFromCPUEvidence,
+	// Result.BeyondCPU): the level's figures after the change rest on it,
+	// not on the recorded execution times.
+	WarnCPUEvidence WarningKind = "cpu-evidence"
 )
 
 // Warning is one of Regime's warnings: its kind, the level it is about and
@@ -203,6 +208,22 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 		if exempt[l.Name] || l.PeakSeatsInUse <= peak[l.Name] {
 			continue
 		}
+		if m := h.Shared; m != nil && m.CPUEvidence != nil {
+			// the evidence gives the model the change is replayed with
+			// (runOne, Prepared.Replay): rep is still the replay with the
+			// recorded execution times, whose 429s the warning names
+			ev := m.CPUEvidence
+			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
+				"the recording ran up to %d at once, and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
+				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
+				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold %.2f executions at once, "+
+				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
+				"The replay with the recorded execution times gives %s %d 429s",
+				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, w1, w0, atOnce, need, h.Cores,
+				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
+				time.Duration(ev.Work).Round(time.Millisecond), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
+			continue
+		}
 		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
 			": the process used %.2f cores while %.2f executions were in flight on average, %.2f cores each; the recording ran up to %d at once, "+
 			"and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
@@ -324,6 +345,7 @@ func NotKnownWarning(warnings []string, level string) string {
 }
 
 const (
+	cpuEvidencePhrase    = "the replay of the change stretches them by what the cores allow, and its figures rest on that model"
 	beyondCoresPhrase    = "by the server's CPU evidence its executions would need more CPU than it has"
 	shortOfCPUPhrase     = "the recorded server was short of CPU"
 	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"
