@@ -42,10 +42,11 @@ const (
 	// how much the recording cannot tell, and the level's predicted
 	// figures are not known.
 	WarnBeyondCores WarningKind = "beyond-cores"
-	// WarnCPUEvidence: as WarnBeyondCores, but the CPU evidence gives the
-	// model the change is replayed with (calibrate.SharedFromCPUEvidence,
-	// Result.BeyondCPU): the level's figures after the change rest on it,
-	// not on the recorded execution times.
+	// WarnCPUEvidence: as WarnBeyondCores (from an audit log alone too),
+	// but the CPU evidence gives the model the change is replayed with
+	// (calibrate.SharedFromCPUEvidence, Result.BeyondCPU): the level's
+	// figures after the change rest on it, not on the recorded execution
+	// times.
 	WarnCPUEvidence WarningKind = "cpu-evidence"
 )
 
@@ -137,15 +138,21 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 		}
 	}
 	out = append(out, shortOfCPU(params, rep, cal)...)
-	out = append(out, stretchUnknown(rep, cal)...)
 	exempt := map[string]bool{}
 	for _, c := range []*engine.Config{before, after} {
 		for _, l := range c.Limits(scl) {
 			exempt[l.Name] = exempt[l.Name] || l.Exempt
 		}
 	}
-	out = append(out, beyondCores(params, rep, cal, exempt)...)
-	return out
+	beyond := beyondCores(params, rep, cal, exempt)
+	for _, w := range stretchUnknown(rep, cal) {
+		// a level the CPU evidence's model stretches is not replayed
+		// with the estimated execution times
+		if _, ok := FindWarning(beyond, WarnCPUEvidence, w.Level); !ok {
+			out = append(out, w)
+		}
+	}
+	return append(out, beyond...)
 }
 
 // beyondCores warns, where the recorded executions did not stretch with
@@ -171,10 +178,16 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // server held to one CPU whose whole LISTs used 0.88 of a core each,
 // given three seats by borrowing: the replay predicted 92 429s, the
 // re-run got 388; the same LISTs moved to a level of 5 seats: 0 in the
-// replay, 1,006 to 1,188 in three re-runs). An audit log alone has its
-// own warning (stretchUnknown).
+// replay, 1,006 to 1,188 in three re-runs). Where the evidence gives
+// the CPU evidence's model (calibrate.Headroom.Shared) the warning is
+// WarnCPUEvidence instead: the change is replayed on that model
+// (replayBeyond), and its figures rest on it; from an audit log alone too,
+// whose executions the calibration estimated (on a level of one seat,
+// from their ends), and the model takes the place of stretchUnknown's
+// warning on the level it stretches. An audit log alone without the model
+// has its own warning (stretchUnknown).
 func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt map[string]bool) []Warning {
-	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.AuditOnly || cal.Shared != nil || cal.Headroom == nil {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.Shared != nil || cal.Headroom == nil || cal.AuditOnly && cal.Headroom.Shared == nil {
 		return nil
 	}
 	h := cal.Headroom

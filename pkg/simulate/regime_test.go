@@ -265,4 +265,15 @@ func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 	if ws := Regime(DefaultParams(), cfg, cfg, 6, moved, cal); len(ws) > 0 {
 		t.Errorf("the same work moved to another level: warned %q", ws)
 	}
+	// from an audit log alone, the evidence's model takes the place of
+	// stretch-unknown on the level it stretches
+	audit := *cal
+	audit.AuditOnly = true
+	ws = Regime(DefaultParams(), cfg, cfg, 6, more, &audit)
+	if _, ok := FindWarning(ws, WarnCPUEvidence, "borrower"); !ok {
+		t.Errorf("an audit log alone with the evidence's model: no %s warning in %q", WarnCPUEvidence, ws)
+	}
+	if w, ok := FindWarning(ws, WarnStretchUnknown, "borrower"); ok {
+		t.Errorf("an audit log alone with the evidence's model: still %q", w)
+	}
 }
