@@ -278,9 +278,9 @@ type BeyondCPU struct {
 	DispatchedRecorded map[string]int64 `json:"dispatchedRecorded"`
 }
 
-// beyondOf is the BeyondCPU of a change whose warnings (of its replay
-// with the recorded execution times, rep) say that it runs beyond the
-// recording on the CPU evidence's model, or nil.
+// beyondOf is the BeyondCPU of a change whose warnings, of its replay
+// with the recorded execution times (after), say that it runs beyond the
+// recording on the CPU evidence's model (WarnCPUEvidence), or nil.
 func beyondOf(ws []Warning, cal *calibrate.Result, after *fairqueue.Result) *BeyondCPU {
 	if cal == nil || after == nil {
 		return nil
