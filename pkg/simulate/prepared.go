@@ -214,11 +214,34 @@ func (p *Prepared) ReplayTape(ctx context.Context, c *engine.Config, newObserver
 }
 
 func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver func() Observer, tape bool) (*Result, Observer, error) {
+	res, obs, err := p.replayOn(ctx, c, newObserver, tape, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	// a change beyond the recorded concurrency, on the CPU evidence's
+	// model (replayBeyond)
+	b := beyondOf(res.Warnings, p.cal, res.After)
+	if b == nil {
+		return res, obs, nil
+	}
+	on, obs, err := p.replayOn(ctx, c, newObserver, tape, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Report.After, res.Workload.SkippedAfter, res.CPUReplays = on.Report.After, on.Workload.SkippedAfter, on.CPUReplays
+	res.BeyondCPU = b
+	return res, obs, nil
+}
+
+// replayOn is replay's replay of c, on the CPU evidence's model with
+// beyond (calibrate.Result.ServerBeyond), with its warnings.
+func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver func() Observer, tape, beyond bool) (*Result, Observer, error) {
 	a := replayConfig(p.st, p.cfg, c)
 	if p.cfg.Calibrate {
 		a.Work = calibrate.Work(p.st.Release, p.recorded, c, p.st.ServerConcurrency, p.counts)
 		a.SameWork = calibrate.SameWork(p.recorded, c, p.st.ServerConcurrency)
 	}
+	brc := replayConfigs{beyond: beyond}
 	phases := 1
 	if p.cal != nil && p.cal.CPU != nil {
 		phases = calibrate.DefaultParams().CPUPhases
@@ -231,7 +254,7 @@ func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver fun
 	for i := range phases {
 		rc := a
 		if p.cal != nil {
-			rc.CPU = p.cal.ServerAt(i, 1)
+			rc.CPU = brc.afterServer(p.cal, i, 1)
 		}
 		var obs Observer
 		var opts fairqueue.ReplayOptions

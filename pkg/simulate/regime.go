@@ -43,6 +43,12 @@ const (
 	// how much the recording cannot tell, and the level's predicted
 	// figures are not known.
 	WarnBeyondCores WarningKind = "beyond-cores"
+	// WarnCPUEvidence: as WarnBeyondCores (from an audit log alone too),
+	// but the CPU evidence gives the model the change is replayed with
+	// (calibrate.SharedFromCPUEvidence, Result.BeyondCPU): the level's
+	// figures after the change rest on it, not on the recorded execution
+	// times.
+	WarnCPUEvidence WarningKind = "cpu-evidence"
 )
 
 // Warning is one of Regime's warnings: its kind, the level it is about and
@@ -133,15 +139,21 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 		}
 	}
 	out = append(out, shortOfCPU(params, rep, cal)...)
-	out = append(out, stretchUnknown(rep, cal)...)
 	exempt := map[string]bool{}
 	for _, c := range []*engine.Config{before, after} {
 		for _, l := range c.Limits(scl) {
 			exempt[l.Name] = exempt[l.Name] || l.Exempt
 		}
 	}
-	out = append(out, beyondCores(params, rep, cal, exempt)...)
-	return out
+	beyond := beyondCores(params, rep, cal, exempt)
+	for _, w := range stretchUnknown(rep, cal) {
+		// a level the CPU evidence's model stretches is not replayed
+		// with the estimated execution times
+		if _, ok := FindWarning(beyond, WarnCPUEvidence, w.Level); !ok {
+			out = append(out, w)
+		}
+	}
+	return append(out, beyond...)
 }
 
 // beyondCores warns, where the recorded executions did not stretch with
@@ -167,10 +179,16 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // server held to one CPU whose whole LISTs used 0.88 of a core each,
 // given three seats by borrowing: the replay predicted 92 429s, the
 // re-run got 388; the same LISTs moved to a level of 5 seats: 0 in the
-// replay, 1,006 to 1,188 in three re-runs). An audit log alone has its
-// own warning (stretchUnknown).
+// replay, 1,006 to 1,188 in three re-runs). Where the evidence gives
+// the CPU evidence's model (calibrate.Headroom.Shared) the warning is
+// WarnCPUEvidence instead: the change is replayed on that model
+// (replayBeyond), and its figures rest on it; from an audit log alone too,
+// whose executions the calibration estimated (on a level of one seat,
+// from their ends), and the model takes the place of stretchUnknown's
+// warning on the level it stretches. An audit log alone without the model
+// has its own warning (stretchUnknown).
 func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt map[string]bool) []Warning {
-	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.AuditOnly || cal.Shared != nil || cal.Headroom == nil {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.Shared != nil || cal.Headroom == nil || cal.AuditOnly && cal.Headroom.Shared == nil {
 		return nil
 	}
 	h := cal.Headroom
@@ -202,6 +220,22 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 	var out []Warning
 	for _, l := range rep.After.Levels {
 		if exempt[l.Name] || l.PeakSeatsInUse <= peak[l.Name] {
+			continue
+		}
+		if m := h.Shared; m != nil && m.CPUEvidence != nil {
+			// the evidence gives the model the change is replayed with
+			// (runOne, Prepared.Replay): rep is still the replay with the
+			// recorded execution times, whose 429s the warning names
+			ev := m.CPUEvidence
+			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
+				"the recording ran up to %d at once, and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
+				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
+				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold %.2f executions at once, "+
+				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
+				"The replay with the recorded execution times gives %s %d 429s",
+				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, w1, w0, atOnce, need, h.Cores,
+				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
+				time.Duration(ev.Work).Round(time.Millisecond), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
 			continue
 		}
 		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
@@ -339,6 +373,7 @@ func NotKnownWarning(warnings []string, level string) string {
 }
 
 const (
+	cpuEvidencePhrase    = "the replay of the change stretches them by what the cores allow, and its figures rest on that model"
 	beyondCoresPhrase    = "by the server's CPU evidence its executions would need more CPU than it has"
 	shortOfCPUPhrase     = "the recorded server was short of CPU"
 	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"

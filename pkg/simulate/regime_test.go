@@ -225,3 +225,59 @@ func TestRegimeWarnsBeyondTheCores(t *testing.T) {
 		}
 	}
 }
+
+// TestRegimeBeyondTheCoresOnTheCPUEvidence: where the CPU evidence gives
+// a model (calibrate.Headroom.Shared), the level the change runs beyond
+// the cores is warned about as resting on it (WarnCPUEvidence), with what
+// the model read and the 429s of the replay with the recorded execution
+// times, and not as not known: neither NotKnownWarning nor
+// FallsShortWarning reads it back, so the what-if check holds it to the
+// re-runs. The same conditions as WarnBeyondCores decide it: the same
+// work moved is not warned about.
+func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
+	cfg := regimeConfig()
+	more := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 1, Dispatched: 100}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "borrower", PeakSeatsInUse: 3, Dispatched: 250, Rejected: map[string]int64{"queue-full": 7}}}},
+	}
+	model := &calibrate.SharedCPU{From: calibrate.SharedFromCPUEvidence, Share: 1, Capacity: 0.95 / 0.9, Cores: 1,
+		CPUEvidence: &calibrate.CPUEvidence{ProcessCPU: calibrate.Duration(9500 * time.Millisecond), Work: calibrate.Duration(10 * time.Second), Span: calibrate.Duration(10 * time.Second),
+			Requests: 1000, Rejected: 3, RequestCost: calibrate.Duration(time.Millisecond / 2), PerExecution: 0.9, ExecutionCores: 0.95}}
+	cal := &calibrate.Report{Enabled: true, Headroom: &calibrate.Headroom{Used: 0.45, InFlight: 0.5, PerExecution: 0.9, Cores: 1, Shared: model}}
+	ws := Regime(DefaultParams(), cfg, cfg, 6, more, cal)
+	if w, ok := FindWarning(ws, WarnBeyondCores, "borrower"); ok {
+		t.Errorf("the evidence gives a model, and the level is still not known: %q", w)
+	}
+	w, ok := FindWarning(ws, WarnCPUEvidence, "borrower")
+	if !ok {
+		t.Fatalf("100 → 250 executions at 0.9 of a core each on 1 core, with the evidence's model: no warning in %q", ws)
+	}
+	for _, want := range []string{"up to 3 seats at once instead of 1", "about 2.5 at once, which need about 2.2 cores", cpuEvidencePhrase,
+		"its 1000 requests cost 500µs each before APF (the median latency of its 3 429s)", "0.90 of a core for each execution in flight; the 0.95 cores that cost leaves hold 1.06 executions at once",
+		"The replay with the recorded execution times gives borrower 7 429s"} {
+		if !strings.Contains(w.Text, want) {
+			t.Errorf("the warning does not say %q: %q", want, w)
+		}
+	}
+	if NotKnownWarning([]string{w.Text}, "borrower") != "" || FallsShortWarning([]string{w.Text}, "borrower") != "" {
+		t.Errorf("read back as text, the warning says not known or falls short: %q", w)
+	}
+	moved := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 100}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 1, Dispatched: 90}, {Name: "own", PeakSeatsInUse: 2, Dispatched: 10}}},
+	}
+	if ws := Regime(DefaultParams(), cfg, cfg, 6, moved, cal); len(ws) > 0 {
+		t.Errorf("the same work moved to another level: warned %q", ws)
+	}
+	// from an audit log alone, the evidence's model takes the place of
+	// stretch-unknown on the level it stretches
+	audit := *cal
+	audit.AuditOnly = true
+	ws = Regime(DefaultParams(), cfg, cfg, 6, more, &audit)
+	if _, ok := FindWarning(ws, WarnCPUEvidence, "borrower"); !ok {
+		t.Errorf("an audit log alone with the evidence's model: no %s warning in %q", WarnCPUEvidence, ws)
+	}
+	if w, ok := FindWarning(ws, WarnStretchUnknown, "borrower"); ok {
+		t.Errorf("an audit log alone with the evidence's model: still %q", w)
+	}
+}

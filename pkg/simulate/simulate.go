@@ -149,6 +149,10 @@ type Result struct {
 	// known (WarnBeyondCores): After still holds the replay's figures for
 	// them, which are not a prediction, and the table prints "?".
 	NotKnown []string `json:"notKnown,omitempty"`
+	// BeyondCPU, where the change runs more at once than the recording
+	// did beyond what the cores allow, says that its figures after the
+	// change rest on the CPU evidence's model (WarnCPUEvidence).
+	BeyondCPU *BeyondCPU `json:"beyondCPU,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
 	// each, for stderr (the state's own notes are the state's).
 	Notes []string `json:"-"`
@@ -259,8 +263,76 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 		res.ServerSpeed = cfg.ServerSpeed
 	}
 	res.Warnings = Regime(cfg.params(), before, after, st.ServerConcurrency, res.Report, res.Calibration)
+	if err := replayBeyond(ctx, res, cal, rc); err != nil {
+		return nil, err
+	}
 	res.NotKnown = NotKnownLevels(res.Warnings)
 	return res, nil
+}
+
+// BeyondCPU says that the figures after the change of the levels it names
+// come from the replay of the change on the CPU evidence's model
+// (calibrate.SharedFromCPUEvidence; WarnCPUEvidence says why), and what
+// the replay with the recorded execution times gave them.
+type BeyondCPU struct {
+	Model  *calibrate.SharedCPU `json:"model"`
+	Levels []string             `json:"levels"`
+	// RejectedRecorded and DispatchedRecorded are, by level, the replay's
+	// figures after the change with the recorded execution times.
+	RejectedRecorded   map[string]int64 `json:"rejectedRecorded"`
+	DispatchedRecorded map[string]int64 `json:"dispatchedRecorded"`
+}
+
+// beyondOf is the BeyondCPU of a change whose warnings, of its replay
+// with the recorded execution times (after), say that it runs beyond the
+// recording on the CPU evidence's model (WarnCPUEvidence), or nil.
+func beyondOf(ws []Warning, cal *calibrate.Result, after *fairqueue.Result) *BeyondCPU {
+	if cal == nil || after == nil {
+		return nil
+	}
+	if _, ok := cal.ServerBeyond(0, 1); !ok {
+		return nil
+	}
+	b := &BeyondCPU{Model: cal.Headroom.Shared, RejectedRecorded: map[string]int64{}, DispatchedRecorded: map[string]int64{}}
+	for _, w := range ws {
+		if w.Kind == WarnCPUEvidence {
+			b.Levels = append(b.Levels, w.Level)
+		}
+	}
+	if len(b.Levels) == 0 {
+		return nil
+	}
+	for _, l := range after.Levels {
+		b.RejectedRecorded[l.Name], b.DispatchedRecorded[l.Name] = total(l.Rejected), l.Dispatched
+	}
+	return b
+}
+
+// replayBeyond replays the change once more on the CPU evidence's model
+// where its warnings say it runs beyond the recording (beyondOf), and
+// gives res that replay's figures after the change, with res.BeyondCPU.
+// The recorded configuration's replay (the levels before, the fit) is
+// res's: the model is the change's alone.
+func replayBeyond(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs) error {
+	if rc.after == nil || rc.tape == nil {
+		return nil
+	}
+	b := beyondOf(res.Warnings, cal, res.After)
+	if b == nil {
+		return nil
+	}
+	rc.beyond = true
+	r, err := replayOnce(ctx, cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), cal, rc)
+	if err != nil {
+		return err
+	}
+	res.Report.After = r.Report.After
+	res.Workload.SkippedAfter = r.Workload.SkippedAfter
+	if r.CPUReplays != nil {
+		res.CPUReplays = r.CPUReplays
+	}
+	res.BeyondCPU = b
+	return nil
 }
 
 // configurations returns the state's base configuration and, when the -f
@@ -294,6 +366,20 @@ type replayConfigs struct {
 	tape   *workload.Tape
 	// calibration are the calibration's thresholds (Config.Calibration)
 	calibration calibrate.Params
+	// beyond replays the change on the CPU evidence's model
+	// (calibrate.Result.ServerBeyond): it runs more at once than the
+	// recording did, beyond what the cores allow (WarnCPUEvidence)
+	beyond bool
+}
+
+// afterServer is the CPU the change's i-th replay runs on at speed.
+func (rc replayConfigs) afterServer(cal *calibrate.Result, i int, speed float64) fairqueue.CPU {
+	if rc.beyond {
+		if cpu, ok := cal.ServerBeyond(i, speed); ok {
+			return cpu
+		}
+	}
+	return cal.ServerAt(i, speed)
 }
 
 // newReplayConfigs returns the replays of before and, if not nil, after.

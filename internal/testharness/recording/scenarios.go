@@ -493,7 +493,7 @@ func crowdedAt(sc Scenario, name, how string, processes int, tinyRate, wideRate 
 // have no recording under testdata/simulate/recordings, and neither make
 // test nor make e2e-whatif runs them.
 func Unrecorded() []Scenario {
-	return []Scenario{NoisyNeighbours()}
+	return []Scenario{Noisy(), NoisyNeighbours()}
 }
 
 // All are Scenarios and Unrecorded.
@@ -557,6 +557,17 @@ func ScenarioOf(dir string) (Scenario, error) {
 // (nobody else gets more 429s) then refuses it. The controller has a
 // FlowSchema of its own, as a controller's service account has in a
 // cluster: the routing is then tune's to change.
+//
+// Its what-ifs (the what-if e2e check's, KUBECTL_APF_WHATIF_SCENARIOS=noisy;
+// tune's e2e writes its own change) are the two of tune's candidates that
+// ran more at once than the recording: apf-team given 3 seats, and the
+// storm's user moved by a FlowSchema (apf-storm) to a level of 5 seats of
+// its own (apf-storm, one queue 4 long as apf-team's). The storm's whole
+// LISTs ran one at a time in the recording, each on nearly a core of the
+// one the server is held to: several at once stretch, which the recording
+// cannot show (simulate's CPU-evidence model, docs/simulate.md). Each is
+// re-run three times: the earlier re-runs of a storm moved to 5 seats
+// got 1,006 to 1,188 429s.
 func Noisy() Scenario {
 	return Scenario{
 		Name:     "noisy",
@@ -576,6 +587,17 @@ func Noisy() Scenario {
 		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
 		// 5 give ceil(30 × 5 / 251) = 1 seat
 		Seats: map[string]int{"apf-team": 1},
+		// 25 shares give ceil(30 × 25 / 271) = ceil(2.77) = 3 seats;
+		// apf-storm's 45 beside apf-team's 5 give ceil(30 × 45 / 296) =
+		// ceil(4.56) = 5, and apf-team keeps ceil(30 × 5 / 296) = 1
+		WhatIf: Change{About: "apf-team with 25 shares (3 seats) instead of 5 (1 seat)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 25, 0, 0, 1, 1, 4)},
+			Seats:  map[string]int{"apf-team": 3}},
+		WhatIfReruns: 3,
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that moves the storm's user (load-1) to a level of 5 seats of its own (apf-storm, 45 shares, one queue 4 long)",
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-storm", 45, 0, 0, 1, 1, 4)},
+			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-storm", "apf-storm", 200, 1)},
+			Seats:   map[string]int{"apf-team": 1, "apf-storm": 5}}, Reruns: 3}},
 	}
 }
 

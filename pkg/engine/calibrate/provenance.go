@@ -73,6 +73,14 @@ const (
 	// what they had and no change runs more of them in the same time
 	// (Result.AssumingSaturated, one end of a range).
 	SharedFromAssumedSaturated SharedFrom = "assumed saturated"
+	// SharedFromCPUEvidence: the recorded executions did not stretch with
+	// the requests in flight, and the metrics give the process's CPU and
+	// the cores: every execution is on the CPU (share 1), needing the
+	// process's CPU less its requests' cost before APF over the executions'
+	// time, and they share the cores that cost leaves. It models a change
+	// that runs more at once than the recording did, not the recorded
+	// configuration (Headroom.Shared, Result.ServerBeyond).
+	SharedFromCPUEvidence SharedFrom = "cpu evidence"
 )
 
 // CoresSource is where the server's cores (SharedCPU.Cores) came from.

@@ -60,7 +60,10 @@ type SharedCPU struct {
 	// the server's CPU saturated over the workload's window
 	// (saturatedShared); "executions", share and capacity fitted to how
 	// the recorded executions stretched (fitShared); "assumed saturated",
-	// no evidence, one end of a range (assumeSaturated).
+	// no evidence, one end of a range (assumeSaturated); "cpu evidence",
+	// the executions did not stretch, and the metrics' CPU evidence gives
+	// the CPU each needs and the cores they share, for a change that runs
+	// more at once than the recording did (cpuEvidenceShared).
 	From SharedFrom `json:"from"`
 	// Capacity is the CPU the requests shared, in cores, and Share the
 	// part of an execution that stretches with them.
@@ -96,6 +99,8 @@ type SharedCPU struct {
 
 	// Saturated, From "saturated", is how the capacity was read.
 	Saturated *Saturated `json:"saturated,omitempty"`
+	// CPUEvidence, From "cpu evidence", is how the capacity was read.
+	CPUEvidence *CPUEvidence `json:"cpuEvidence,omitempty"`
 
 	// RequestsCPU is the CPU time the model says the executions needed
 	// (each one's share of its execution alone), to set beside the
@@ -287,6 +292,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	}
 	if m == nil {
 		r.Headroom = headroomOf(r.prep.opts, work, to-from)
+		if r.Headroom != nil {
+			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections)
+		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
 		}
@@ -324,6 +332,81 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 // many at once, cannot tell.
 type Headroom struct {
 	Used, InFlight, PerExecution, Cores float64
+	// Shared is the shared-CPU model this evidence gives a change that
+	// runs more at once than the recording did (SharedFromCPUEvidence:
+	// cpuEvidenceShared); nil where it gives none.
+	Shared *SharedCPU
+}
+
+// CPUEvidence is how the shared-CPU model of the CPU evidence
+// (SharedFromCPUEvidence) was read, for a recording whose executions did
+// not stretch with the requests in flight: over the metrics' span the
+// process used ProcessCPU; its Requests requests cost RequestCost each
+// before APF (the median latency of its Rejected 429s, as a saturated
+// server's model takes it: a rejection is that work and its answer); the
+// rest, over Work (the recorded executions' time summed), is PerExecution
+// cores for each execution in flight (at most 1). The executions share
+// ExecutionCores: the cores (the smaller of GOMAXPROCS and the CPU limit)
+// less the requests' cost over the workload's Span. So Capacity =
+// ExecutionCores / PerExecution executions run at once before any
+// stretches (at least 1: an execution alone ran as recorded), and beyond
+// it each runs n / Capacity times its recorded time: the CPU the cores
+// give, shared.
+type CPUEvidence struct {
+	ProcessCPU     Duration `json:"processCPU"`
+	Work           Duration `json:"work"`
+	Span           Duration `json:"span"`
+	Requests       int      `json:"requests"`
+	Rejected       int      `json:"rejected"`
+	RequestCost    Duration `json:"requestCost"`
+	PerExecution   float64  `json:"perExecution"`
+	ExecutionCores float64  `json:"executionCores"`
+}
+
+// cpuEvidenceShared is the shared-CPU model the metrics' CPU evidence
+// gives where the recorded executions did not stretch with the requests
+// in flight (SharedFromCPUEvidence, CPUEvidence): every execution on the
+// CPU (share 1), PerExecution cores each, sharing the cores the
+// requests' cost before APF leaves them. At the recorded concurrency its
+// executions fit in those cores, as the recording shows them (they did
+// not stretch): it stretches only what runs more at once than they allow,
+// by what they allow. nil where the evidence does not tell: no process
+// CPU, no cores, no execution, or requests whose cost before APF takes
+// all the CPU the process used or all the cores.
+func cpuEvidenceShared(opts Options, work, span time.Duration, requests int, rejections []time.Duration) *SharedCPU {
+	u := opts.CPUUse
+	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 {
+		return nil
+	}
+	var cost time.Duration
+	if len(rejections) > 0 {
+		sorted := slices.Sorted(slices.Values(rejections))
+		cost = sorted[len(sorted)/2]
+	}
+	before := float64(requests) * float64(cost)
+	execCPU := float64(u.ProcessCPU) - before
+	if execCPU <= 0 {
+		return nil
+	}
+	m := &SharedCPU{From: SharedFromCPUEvidence, Share: 1}
+	m.evidence(opts)
+	// the cores the server runs on for long: a CPU limit below
+	// GOMAXPROCS bounds the CPU time it gets, whatever runs at once
+	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
+		m.Cores, m.CoresFrom = opts.CPULimit, CoresCPULimit
+	}
+	if m.Cores <= 0 {
+		return nil
+	}
+	ev := &CPUEvidence{ProcessCPU: Duration(u.ProcessCPU), Work: Duration(work), Span: Duration(span), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}
+	ev.PerExecution = min(execCPU/float64(work), 1)
+	ev.ExecutionCores = m.Cores - before/float64(span)
+	if ev.ExecutionCores <= 0 {
+		return nil
+	}
+	m.Capacity = max(ev.ExecutionCores/ev.PerExecution, 1)
+	m.CPUEvidence = ev
+	return m
 }
 
 // headroomOf reads the Headroom of the executions' work over the
@@ -763,7 +846,25 @@ func (r *Result) Server(i int) fairqueue.CPU { return r.ServerAt(i, 1) }
 // server's work outside the marks (Background), and a period's run under
 // the quota stays. The shared CPU's stretches are ratios and stay. 0 or 1 is
 // the recorded server.
-func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
+func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU { return r.serverOf(r.Shared, i, speed) }
+
+// ServerBeyond is ServerAt for the replay of a change that runs more at
+// once than the recording did, where the recorded executions did not
+// stretch (no shared-CPU model) and the metrics' CPU evidence gives a
+// model of the cores they share (Headroom.Shared, SharedFromCPUEvidence):
+// the change's executions share the cores by it, composed with the i-th
+// phase of the CFS model if any. ok is false where there is no such
+// model.
+func (r *Result) ServerBeyond(i int, speed float64) (cpu fairqueue.CPU, ok bool) {
+	if r.Shared != nil || r.Headroom == nil || r.Headroom.Shared == nil {
+		return nil, false
+	}
+	return r.serverOf(r.Headroom.Shared, i, speed), true
+}
+
+// serverOf is the server of ServerAt under the shared-CPU model m (nil:
+// none).
+func (r *Result) serverOf(m *SharedCPU, i int, speed float64) fairqueue.CPU {
 	cpu := r.CPU
 	if cpu != nil && speed > 0 && speed != 1 {
 		c := *cpu
@@ -772,14 +873,14 @@ func (r *Result) ServerAt(i int, speed float64) fairqueue.CPU {
 		cpu = &c
 	}
 	switch {
-	case r.Shared == nil && cpu == nil:
+	case m == nil && cpu == nil:
 		return nil
-	case r.Shared == nil:
+	case m == nil:
 		return cpu.Server(i)
 	case cpu == nil:
-		return processorSharing{r.Shared}
+		return processorSharing{m}
 	}
-	return &sharedServer{m: r.Shared, next: cpu.Server(i)}
+	return &sharedServer{m: m, next: cpu.Server(i)}
 }
 
 // processorSharing is the shared CPU as the simulator runs it.

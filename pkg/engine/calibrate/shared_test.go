@@ -535,3 +535,98 @@ func TestHeadroomOf(t *testing.T) {
 		t.Errorf("no execution: %+v, want none", h)
 	}
 }
+
+// TestCPUEvidenceShared: where the recorded executions did not stretch,
+// the CPU evidence's model puts every execution on the CPU: 9.5 s of
+// process CPU, less 1,000 requests at 0.5 ms each before APF (the median
+// latency of the 429s), over 10 s of recorded executions is 0.9 of a core
+// each; the one core (the CPU limit, below GOMAXPROCS's 2) less that cost
+// over the 10 s window (0.05) leaves 0.95, which holds 0.95 / 0.9 = 1.06
+// executions at once: one alone runs as recorded, three each 3 / 1.06 =
+// 2.84 times as long. Without 429s nothing is taken out; an execution
+// needs at most one core; the capacity is at least one execution (a CPU
+// limit of half a core: an execution alone ran as recorded). No model
+// without process CPU, cores or executions, or where the requests' cost
+// before APF takes all the process's CPU or all the cores.
+func TestCPUEvidenceShared(t *testing.T) {
+	ms := time.Millisecond
+	use := &metrics.CPUUse{Span: 12 * time.Second, ProcessCPU: 9500 * ms, GOMAXPROCS: 2}
+	rejections := []time.Duration{ms, ms / 2, ms / 4} // median 0.5 ms
+	opts := Options{Evidence: Evidence{CPUUse: use, CPULimit: 1}}
+	m := cpuEvidenceShared(opts, 10*time.Second, 10*time.Second, 1000, rejections)
+	if m == nil || m.CPUEvidence == nil {
+		t.Fatal("no model from 9.5 s of process CPU over 10 s of executions")
+	}
+	ev := m.CPUEvidence
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if m.From != SharedFromCPUEvidence || m.Share != 1 || m.Cores != 1 || m.CoresFrom != CoresCPULimit {
+		t.Errorf("model %+v: want from %q, share 1, 1 core from the CPU limit", m, SharedFromCPUEvidence)
+	}
+	if time.Duration(ev.RequestCost) != ms/2 || ev.Requests != 1000 || ev.Rejected != 3 || !near(ev.PerExecution, 0.9) || !near(ev.ExecutionCores, 0.95) {
+		t.Errorf("evidence %+v: want 0.5 ms a request before APF, 0.9 of a core per execution, 0.95 cores for the executions", ev)
+	}
+	if !near(m.Capacity, 0.95/0.9) || !near(m.Stretch(1), 1) || !near(m.Stretch(3), 3*0.9/0.95) {
+		t.Errorf("capacity %g, stretch at 1 and 3 in flight %g and %g: want %g, 1 and %g", m.Capacity, m.Stretch(1), m.Stretch(3), 0.95/0.9, 3*0.9/0.95)
+	}
+	if got := cpuEvidenceShared(opts, 10*time.Second, 10*time.Second, 1000, nil); got == nil || !near(got.CPUEvidence.PerExecution, 0.95) || !near(got.CPUEvidence.ExecutionCores, 1) {
+		t.Errorf("without 429s: %+v, want 0.95 of a core each on the whole core", got)
+	}
+	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use}}, 10*time.Second, 10*time.Second, 1000, rejections); got == nil || got.Cores != 2 || got.CoresFrom != CoresGOMAXPROCS || !near(got.Capacity, 1.95/0.9) {
+		t.Errorf("without a CPU limit: %+v, want GOMAXPROCS's 2 cores, %g at once", got, 1.95/0.9)
+	}
+	if got := cpuEvidenceShared(opts, 5*time.Second, 10*time.Second, 1000, rejections); got == nil || got.CPUEvidence.PerExecution != 1 {
+		t.Errorf("9 s of CPU over 5 s of executions: %+v, want at most one core each", got)
+	}
+	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use, CPULimit: 0.5}}, 10*time.Second, 10*time.Second, 1000, rejections); got == nil || got.Capacity != 1 {
+		t.Errorf("half a core: %+v, want one execution at once (an execution alone ran as recorded)", got)
+	}
+	for name, c := range map[string]struct {
+		opts       Options
+		work, span time.Duration
+		requests   int
+	}{
+		"no metrics":                       {Options{Evidence: Evidence{CPULimit: 1}}, 10 * time.Second, 10 * time.Second, 1000},
+		"no process CPU":                   {Options{Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 12 * time.Second, GOMAXPROCS: 2}}}, 10 * time.Second, 10 * time.Second, 1000},
+		"no cores":                         {Options{Evidence: Evidence{CPUUse: &metrics.CPUUse{Span: 12 * time.Second, ProcessCPU: 9500 * ms}}}, 10 * time.Second, 10 * time.Second, 1000},
+		"no execution":                     {opts, 0, 10 * time.Second, 1000},
+		"requests that cost all its CPU":   {opts, 10 * time.Second, 100 * time.Second, 19000},
+		"requests that cost all the cores": {opts, 10 * time.Second, time.Second, 2000},
+	} {
+		if got := cpuEvidenceShared(c.opts, c.work, c.span, c.requests, rejections); got != nil {
+			t.Errorf("%s: %+v, want no model", name, got)
+		}
+	}
+}
+
+// TestServerBeyond: the change's server on the CPU evidence's model is
+// processor sharing under it, composed with the CFS model where there is
+// one; there is none with a shared-CPU model of the recording (the
+// recorded executions stretched: it applies to every replay) or without
+// the evidence's model.
+func TestServerBeyond(t *testing.T) {
+	m := &SharedCPU{From: SharedFromCPUEvidence, Share: 1, Capacity: 1.25}
+	r := &Result{Report: Report{Headroom: &Headroom{Shared: m}}}
+	cpu, ok := r.ServerBeyond(0, 1)
+	ps, isPS := cpu.(processorSharing)
+	if !ok || !isPS || ps.m != m || ps.Stretch(5) != 4 {
+		t.Fatalf("ServerBeyond = %#v, %v: want processor sharing under the model (5 in flight on 1.25: 4 times as long)", cpu, ok)
+	}
+	if r.ServerAt(0, 1) != nil {
+		t.Errorf("the recorded configuration's server has the change's model")
+	}
+	withCFS := &Result{Report: Report{Headroom: &Headroom{Shared: m}, CPU: &CPUModel{Period: Duration(100 * time.Millisecond), Quota: Duration(100 * time.Millisecond)}}}
+	if cpu, ok := withCFS.ServerBeyond(0, 1); !ok {
+		t.Errorf("with a CFS model: no server")
+	} else if s, isShared := cpu.(*sharedServer); !isShared || s.m != m || s.next == nil {
+		t.Errorf("with a CFS model: %#v, want the model composed with the CFS model's server", cpu)
+	}
+	for name, r := range map[string]*Result{
+		"a shared-CPU model of the recording": {Report: Report{Shared: &SharedCPU{Share: 1, Capacity: 2}, Headroom: &Headroom{Shared: m}}},
+		"no evidence's model":                 {Report: Report{Headroom: &Headroom{}}},
+		"no headroom":                         {},
+	} {
+		if cpu, ok := r.ServerBeyond(0, 1); ok {
+			t.Errorf("%s: %#v, want none", name, cpu)
+		}
+	}
+}

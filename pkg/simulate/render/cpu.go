@@ -44,6 +44,31 @@ func printSharedCPU(w io.Writer, cal *calibrate.Report) {
 	printServerCPU(w, m)
 }
 
+// printBeyondCPU says, for a change replayed on the CPU evidence's model
+// (simulate.BeyondCPU), what the model is and what the recorded execution
+// times gave instead.
+func printBeyondCPU(w io.Writer, b *simulate.BeyondCPU) {
+	if b == nil || b.Model == nil || b.Model.CPUEvidence == nil {
+		return
+	}
+	m, ev := b.Model, b.Model.CPUEvidence
+	var levels []string
+	for _, l := range b.Levels {
+		levels = append(levels, fmt.Sprintf("%s (%d 429s, %d dispatched with the recorded execution times)", sanitize.Line(l), b.RejectedRecorded[l], b.DispatchedRecorded[l]))
+	}
+	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over the %v the recorded executions took, is %.2f of a core per execution in flight; %g cores (%s) less that cost leave the executions %.2f, which hold %.2f at once. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch).\n",
+		strings.Join(levels, ", "), fmtDuration(time.Duration(ev.ProcessCPU)), fmtDuration(time.Duration(ev.Requests)*time.Duration(ev.RequestCost)), ev.Requests, fmtDuration(time.Duration(ev.RequestCost)), ev.Rejected,
+		fmtDuration(time.Duration(ev.Work)), ev.PerExecution, m.Cores, simulate.CoresName(m.CoresFrom), ev.ExecutionCores, m.Capacity, m.Capacity)
+	used, wait := "-", "-"
+	if m.Used != nil {
+		used = fmt.Sprintf("%.2f cores over the metrics' %v", *m.Used, fmtDuration(time.Duration(m.MetricsSpan)))
+	}
+	if m.RunnableWait != nil {
+		wait = fmt.Sprintf("%v on average (%v or more shows a saturated CPU)", fmtDuration(time.Duration(*m.RunnableWait)), fmtDuration(calibrate.DefaultParams().SaturatedRunnableWait))
+	}
+	fmt.Fprintf(w, "Server CPU in the recording: process CPU used %s; goroutines waited runnable for a CPU %s.\n", used, wait)
+}
+
 // printServerCPU gives the server's CPU evidence of a shared-CPU model.
 func printServerCPU(w io.Writer, m *calibrate.SharedCPU) {
 	cores := "-"

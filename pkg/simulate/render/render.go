@@ -65,7 +65,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		}
 	}
 	idle := 0
-	notKnown := false
+	notKnown, fromEvidence := false, false
 	for _, name := range names {
 		b, a := beforeBy[name], afterBy[name]
 		if levelTotal(b) == 0 && levelTotal(a) == 0 {
@@ -97,6 +97,10 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 			label += " (not known)"
 			notKnown = true
 		}
+		if _, ok := simulate.FindWarning(rep.Warnings, simulate.WarnCPUEvidence, name); ok && rep.BeyondCPU != nil {
+			label += " (CPU evidence)"
+			fromEvidence = true
+		}
 		fmt.Fprintf(tw, "%s\t%s\n", label, strings.Join(cells(b, a), "\t"))
 		for _, f := range pickFlows(b, a, maxFlows) {
 			fb, fa := findFlow(b, f), findFlow(a, f)
@@ -124,6 +128,11 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		fmt.Fprintln(w, "?: not known. The change runs a level (not known) more at once than the recording did, beyond what the server's CPU")
 		fmt.Fprintln(w, "allows by its evidence; how far its executions would stretch the recording cannot tell (see the warning).")
 	}
+	if fromEvidence {
+		fmt.Fprintln(w, "(CPU evidence): the change runs the level more at once than the recording did, beyond what the server's cores allow; its figures")
+		fmt.Fprintln(w, "after the change rest on the CPU evidence's model of how its executions stretch (see the warning and CPU beyond the recording).")
+	}
+	printBeyondCPU(w, rep.BeyondCPU)
 	if err := printCPUComparison(w, rep.CPUComparison); err != nil {
 		return err
 	}

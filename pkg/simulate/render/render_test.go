@@ -232,3 +232,39 @@ func TestBeyondTheCoresIsNotKnown(t *testing.T) {
 		t.Errorf("other's figures are not before->after:\n%s", out)
 	}
 }
+
+// TestBeyondTheCoresOnTheCPUEvidence: a level the change runs beyond the
+// cores, replayed on the CPU evidence's model (simulate.BeyondCPU), keeps
+// its figures after the change, marked as resting on that evidence, with
+// a legend and the model's paragraph, which names what the recorded
+// execution times gave instead; nothing is shown as not known.
+func TestBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
+	model := &calibrate.SharedCPU{From: calibrate.SharedFromCPUEvidence, Share: 1, Capacity: 1.06, Cores: 1, CoresFrom: calibrate.CoresCPULimit,
+		CPUEvidence: &calibrate.CPUEvidence{ProcessCPU: calibrate.Duration(9500 * time.Millisecond), Work: calibrate.Duration(10 * time.Second), Span: calibrate.Duration(10 * time.Second),
+			Requests: 1000, Rejected: 3, RequestCost: calibrate.Duration(time.Millisecond / 2), PerExecution: 0.9, ExecutionCores: 0.95}}
+	rep := &simulate.Result{
+		Report: &fairqueue.Report{
+			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", Dispatched: 100, Rejected: map[string]int64{"queue-full": 50}}}},
+			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", Dispatched: 120, Rejected: map[string]int64{"queue-full": 30}}}},
+		},
+		Calibration: &calibrate.Report{Enabled: true},
+		Warnings:    []simulate.Warning{{Kind: simulate.WarnCPUEvidence, Level: "team", Text: "warning: team: ..."}},
+		BeyondCPU:   &simulate.BeyondCPU{Model: model, Levels: []string{"team"}, RejectedRecorded: map[string]int64{"team": 3}, DispatchedRecorded: map[string]int64{"team": 150}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	if !regexp.MustCompile(`(?m)^team \(CPU evidence\) +100->120 +50->30 `).MatchString(out) || !strings.Contains(out, "(CPU evidence): the change runs the level more at once") {
+		t.Errorf("team's figures after the change are not shown as resting on the CPU evidence:\n%s", out)
+	}
+	if !strings.Contains(out, "CPU beyond the recording: the change runs team (3 429s, 150 dispatched with the recorded execution times) more at once") ||
+		!strings.Contains(out, "is 0.90 of a core per execution in flight; 1 cores (--cpu-limit) less that cost leave the executions 0.95, which hold 1.06 at once") {
+		t.Errorf("the model's paragraph is missing or wrong:\n%s", out)
+	}
+	if strings.Contains(out, "not known") || strings.Contains(out, "->?") {
+		t.Errorf("a figure is shown as not known:\n%s", out)
+	}
+}
