@@ -145,7 +145,15 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 			exempt[l.Name] = exempt[l.Name] || l.Exempt
 		}
 	}
-	beyond := beyondCores(params, rep, cal, exempt)
+	// the levels the change gives more seats than they had (new ones
+	// included)
+	raised := map[string]bool{}
+	for _, l := range after.Limits(scl) {
+		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
+			raised[l.Name] = true
+		}
+	}
+	beyond := beyondCores(params, rep, cal, exempt, raised)
 	for _, w := range stretchUnknown(rep, cal) {
 		// a level the CPU evidence's model stretches is not replayed
 		// with the estimated execution times
@@ -165,7 +173,11 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // peak seats in use, summed), each in flight needing
 // Headroom.PerExecution cores; a change that has it execute W1 requests
 // where it executed W0 runs about P × W1 / W0 at once, and needs that
-// many times PerExecution. A change that only moves requests (the same
+// many times PerExecution; a change that gives a level more seats than
+// it had (a new level included) runs it up to its peak seats in use after
+// the change, the others as recorded, whatever work it adds (2 → 5 seats
+// with 5% more work served: 5 at once where the recording ran 2), and the
+// larger of the two counts. A change that only moves requests (the same
 // work, W1 = W0), or adds no more than Params.MoreWork of it (the few
 // requests of a client it no longer rejects), stays in the recorded
 // regime: the recording ran that much at once already, whatever the
@@ -187,7 +199,7 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // from their ends), and the model takes the place of stretchUnknown's
 // warning on the level it stretches. An audit log alone without the model
 // has its own warning (stretchUnknown).
-func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt map[string]bool) []Warning {
+func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt, raised map[string]bool) []Warning {
 	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.Shared != nil || cal.Headroom == nil || cal.AuditOnly && cal.Headroom.Shared == nil {
 		return nil
 	}
@@ -209,12 +221,30 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 	if p0 == 0 || w0 == 0 {
 		return nil
 	}
-	if float64(w1) <= (1+params.MoreWork)*float64(w0) {
-		return nil
+	// more work: about P × W1 / W0 at once, where the change adds more
+	// than MoreWork of it
+	atOnce := float64(p0)
+	how := fmt.Sprintf("the change has the server execute %d requests where it executed %d", w1, w0)
+	if float64(w1) > (1+params.MoreWork)*float64(w0) {
+		atOnce = float64(p0) * float64(w1) / float64(w0)
 	}
-	atOnce := float64(p0) * float64(w1) / float64(w0)
+	// more seats: the levels the change gives more run up to their peak
+	// after it, the others as recorded, whatever the work
+	var names []string
+	var before, after int64
+	for _, l := range rep.After.Levels {
+		if raised[l.Name] && !exempt[l.Name] && l.PeakSeatsInUse > peak[l.Name] {
+			names = append(names, l.Name)
+			before += int64(peak[l.Name])
+			after += int64(l.PeakSeatsInUse)
+		}
+	}
+	if seats := float64(p0 - before + after); seats > atOnce {
+		atOnce = seats
+		how += fmt.Sprintf(", and gives %s more seats, which it runs up to %d at once where the recording ran %d", strings.Join(names, ", "), after, before)
+	}
 	need := h.PerExecution * atOnce
-	if need <= params.BeyondCoresFactor*h.Cores {
+	if atOnce <= float64(p0) || need <= params.BeyondCoresFactor*h.Cores {
 		return nil
 	}
 	var out []Warning
@@ -228,22 +258,22 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			// recorded execution times, whose 429s the warning names
 			ev := m.CPUEvidence
 			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
-				"the recording ran up to %d at once, and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
+				"the recording ran up to %d at once, and %s, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
 				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
 				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold %.2f executions at once, "+
 				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
 				"The replay with the recorded execution times gives %s %d 429s",
-				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, w1, w0, atOnce, need, h.Cores,
+				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, need, h.Cores,
 				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
 				time.Duration(ev.Work).Round(time.Millisecond), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
 			continue
 		}
 		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
 			": the process used %.2f cores while %.2f executions were in flight on average, %.2f cores each; the recording ran up to %d at once, "+
-			"and the change has the server execute %d requests where it executed %d, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
+			"and %s, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
 			"They would stretch, by how much the recording cannot tell (it never ran that many at once, and its executions did not stretch): %s's predicted 429s and waits are not known; "+
 			"the replay keeps the recorded execution times and so predicts too few rejections",
-			l.Name, l.PeakSeatsInUse, peak[l.Name], h.Used, h.InFlight, h.PerExecution, p0, w1, w0, atOnce, need, h.Cores, l.Name))
+			l.Name, l.PeakSeatsInUse, peak[l.Name], h.Used, h.InFlight, h.PerExecution, p0, how, atOnce, need, h.Cores, l.Name))
 	}
 	return out
 }

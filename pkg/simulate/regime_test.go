@@ -1,6 +1,9 @@
 package simulate
 
 import (
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"slices"
 	"strings"
 	"testing"
@@ -279,5 +282,52 @@ func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 	}
 	if w, ok := FindWarning(ws, WarnStretchUnknown, "borrower"); ok {
 		t.Errorf("an audit log alone with the evidence's model: still %q", w)
+	}
+}
+
+// TestRegimeBeyondTheCoresWithMoreSeats: a change that gives a level more
+// seats runs it up to its peak after the change whatever the work it
+// adds: noisy-neighbours' team level, 2 → 5 seats (10 → 40 shares of a
+// 30-seat server beside the defaults), its storm at 0.5 of a core each on
+// 1 core, served 5% more (within MoreWork), runs 5 at once and needs 2.5
+// cores: warned about (the held-out re-run got 65 429s where the
+// recorded execution times gave 4, with no warning, when only the work
+// counted). The same 5% more work with the seats as recorded is not.
+func TestRegimeBeyondTheCoresWithMoreSeats(t *testing.T) {
+	level := func(shares int32) *flowcontrolv1.PriorityLevelConfiguration {
+		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To(shares), LimitResponse: flowcontrolv1.LimitResponse{
+				Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 2, QueueLengthLimit: 4}}}}}
+	}
+	with := func(shares int32) *engine.Config {
+		return engine.NewConfig(nil, append(engine.DefaultPriorityLevels(), level(shares)))
+	}
+	before, after := with(10), with(40)
+	lim := func(c *engine.Config) int {
+		for _, l := range c.Limits(30) {
+			if l.Name == "team" {
+				return l.NominalCL
+			}
+		}
+		return 0
+	}
+	if lim(before) != 2 || lim(after) != 5 {
+		t.Fatalf("team has %d → %d seats, want 2 → 5", lim(before), lim(after))
+	}
+	rep := &fairqueue.Report{
+		Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 2, Dispatched: 100}}},
+		After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: 5, Dispatched: 105}}},
+	}
+	cal := &calibrate.Report{Enabled: true, SharedWhy: "the executions did not run longer", Headroom: &calibrate.Headroom{Used: 0.5, InFlight: 1, PerExecution: 0.5, Cores: 1}}
+	w, ok := FindWarning(Regime(DefaultParams(), before, after, 30, rep, cal), WarnBeyondCores, "team")
+	if !ok {
+		t.Fatalf("2 → 5 seats, 5 at once at 0.5 of a core each on 1 core: no warning")
+	}
+	if want := "gives team more seats, which it runs up to 5 at once where the recording ran 2, about 5.0 at once, which need about 2.5 cores"; !strings.Contains(w.Text, want) {
+		t.Errorf("the warning does not say %q: %q", want, w)
+	}
+	if w, ok := FindWarning(Regime(DefaultParams(), before, before, 30, rep, cal), WarnBeyondCores, "team"); ok {
+		t.Errorf("5%% more work, the seats as recorded: warned %q", w)
 	}
 }
