@@ -260,7 +260,7 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
 				"the recording ran up to %d at once, and %s, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
 				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
-				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold %.2f executions at once, "+
+				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold, with no fewer than the recorded executions ran at once on average, %.2f executions at once, "+
 				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
 				"The replay with the recorded execution times gives %s %d 429s",
 				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, need, h.Cores,

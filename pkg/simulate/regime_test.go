@@ -256,7 +256,7 @@ func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 		t.Fatalf("100 → 250 executions at 0.9 of a core each on 1 core, with the evidence's model: no warning in %q", ws)
 	}
 	for _, want := range []string{"up to 3 seats at once instead of 1", "about 2.5 at once, which need about 2.2 cores", cpuEvidencePhrase,
-		"its 1000 requests cost 500µs each before APF (the median latency of its 3 429s)", "0.90 of a core for each execution in flight; the 0.95 cores that cost leaves hold 1.06 executions at once",
+		"its 1000 requests cost 500µs each before APF (the median latency of its 3 429s)", "0.90 of a core for each execution in flight; the 0.95 cores that cost leaves hold, with no fewer than the recorded executions ran at once on average, 1.06 executions at once",
 		"The replay with the recorded execution times gives borrower 7 429s"} {
 		if !strings.Contains(w.Text, want) {
 			t.Errorf("the warning does not say %q: %q", want, w)

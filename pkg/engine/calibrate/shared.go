@@ -293,7 +293,11 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	if m == nil {
 		r.Headroom = headroomOf(r.prep.opts, work, to-from)
 		if r.Headroom != nil {
-			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections)
+			var held float64
+			if len(smp.n) > 0 {
+				held = smp.sumN / float64(len(smp.n))
+			}
+			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections, held)
 		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
@@ -361,6 +365,10 @@ type CPUEvidence struct {
 	RequestCost    Duration `json:"requestCost"`
 	PerExecution   float64  `json:"perExecution"`
 	ExecutionCores float64  `json:"executionCores"`
+	// InFlight is how many executions were in flight on average over a
+	// recorded execution, itself included: they ran so many at once
+	// without stretching, so the model holds at least as many (Capacity).
+	InFlight float64 `json:"inFlight,omitempty"`
 }
 
 // cpuEvidenceShared is the shared-CPU model the metrics' CPU evidence
@@ -373,7 +381,7 @@ type CPUEvidence struct {
 // by what they allow. nil where the evidence does not tell: no process
 // CPU, no cores, no execution, or requests whose cost before APF takes
 // all the CPU the process used or all the cores.
-func cpuEvidenceShared(opts Options, work, span time.Duration, requests int, rejections []time.Duration) *SharedCPU {
+func cpuEvidenceShared(opts Options, work, span time.Duration, requests int, rejections []time.Duration, held float64) *SharedCPU {
 	u := opts.CPUUse
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 {
 		return nil
@@ -404,7 +412,16 @@ func cpuEvidenceShared(opts Options, work, span time.Duration, requests int, rej
 	if ev.ExecutionCores <= 0 {
 		return nil
 	}
-	m.Capacity = max(ev.ExecutionCores/ev.PerExecution, 1)
+	// the recorded executions ran held at once on average without
+	// stretching: their times are the times at that concurrency, and the
+	// model stretches only beyond it (the cores over PerExecution can be
+	// fewer, where PerExecution counts CPU the executions did not wait
+	// for: six users' LISTs on a level of 2 seats, 1.9 at once, read
+	// 0.59 of a core each on 1 core, 1.66 at once; the change to 5 seats
+	// then ran every execution at 2 seats 1.2 times as long as recorded,
+	// and predicted 184 429s where the re-run got 97)
+	ev.InFlight = held
+	m.Capacity = max(ev.ExecutionCores/ev.PerExecution, held, 1)
 	m.CPUEvidence = ev
 	return m
 }

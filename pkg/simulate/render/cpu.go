@@ -56,9 +56,9 @@ func printBeyondCPU(w io.Writer, b *simulate.BeyondCPU) {
 	for _, l := range b.Levels {
 		levels = append(levels, fmt.Sprintf("%s (%d 429s, %d dispatched with the recorded execution times)", sanitize.Line(l), b.RejectedRecorded[l], b.DispatchedRecorded[l]))
 	}
-	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over the %v the recorded executions took, is %.2f of a core per execution in flight; %g cores (%s) less that cost leave the executions %.2f, which hold %.2f at once. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch).\n",
+	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over the %v the recorded executions took, is %.2f of a core per execution in flight; %g cores (%s) less that cost leave the executions %.2f, which hold %.2f at once%s. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch).\n",
 		strings.Join(levels, ", "), fmtDuration(time.Duration(ev.ProcessCPU)), fmtDuration(time.Duration(ev.Requests)*time.Duration(ev.RequestCost)), ev.Requests, fmtDuration(time.Duration(ev.RequestCost)), ev.Rejected,
-		fmtDuration(time.Duration(ev.Work)), ev.PerExecution, m.Cores, simulate.CoresName(m.CoresFrom), ev.ExecutionCores, m.Capacity, m.Capacity)
+		fmtDuration(time.Duration(ev.Work)), ev.PerExecution, m.Cores, simulate.CoresName(m.CoresFrom), ev.ExecutionCores, ev.ExecutionCores/ev.PerExecution, held(m), m.Capacity)
 	used, wait := "-", "-"
 	if m.Used != nil {
 		used = fmt.Sprintf("%.2f cores over the metrics' %v", *m.Used, fmtDuration(time.Duration(m.MetricsSpan)))
@@ -208,4 +208,15 @@ func wideBounds(ls []simulate.CPUComparisonLevel, factor float64) string {
 		return ""
 	}
 	return fmt.Sprintf(" The bound of %s spans more than %g-fold: the recording cannot narrow it, and it says little.", strings.Join(wide, ", "), factor)
+}
+
+// held says, where the recorded executions ran more at once without
+// stretching than the cores hold by the CPU evidence, that the model
+// holds that many (calibrate.CPUEvidence.InFlight), "" otherwise.
+func held(m *calibrate.SharedCPU) string {
+	ev := m.CPUEvidence
+	if ev.InFlight <= ev.ExecutionCores/ev.PerExecution || ev.InFlight <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("; the recorded executions ran %.2f at once on average without stretching, so the model holds %.2f", ev.InFlight, m.Capacity)
 }
