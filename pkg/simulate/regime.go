@@ -94,9 +94,23 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	if scl == 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
+	// the levels' seats before and after the change, and which are exempt
+	// in either
 	old := map[string]engine.LevelLimits{}
+	exempt := map[string]bool{}
 	for _, l := range before.Limits(scl) {
 		old[l.Name] = l
+		exempt[l.Name] = l.Exempt
+	}
+	limits := after.Limits(scl)
+	// the levels the change gives more seats than they had (new ones
+	// included)
+	raised := map[string]bool{}
+	for _, l := range limits {
+		exempt[l.Name] = exempt[l.Name] || l.Exempt
+		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
+			raised[l.Name] = true
+		}
 	}
 	capacity := func(c *engine.Config, name string) int {
 		pl := c.PriorityLevels[name]
@@ -107,7 +121,7 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 		return int(q.Queues * q.QueueLengthLimit)
 	}
 	var out []Warning
-	for _, l := range after.Limits(scl) {
+	for _, l := range limits {
 		if l.Exempt {
 			continue
 		}
@@ -139,20 +153,6 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 		}
 	}
 	out = append(out, shortOfCPU(params, rep, cal)...)
-	exempt := map[string]bool{}
-	for _, c := range []*engine.Config{before, after} {
-		for _, l := range c.Limits(scl) {
-			exempt[l.Name] = exempt[l.Name] || l.Exempt
-		}
-	}
-	// the levels the change gives more seats than they had (new ones
-	// included)
-	raised := map[string]bool{}
-	for _, l := range after.Limits(scl) {
-		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
-			raised[l.Name] = true
-		}
-	}
 	beyond := beyondCores(params, rep, cal, exempt, raised)
 	for _, w := range stretchUnknown(rep, cal) {
 		// a level the CPU evidence's model stretches is not replayed
