@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,7 +202,13 @@ func TestSimulateFromPrometheus(t *testing.T) {
 // series now.
 func promHas(t *testing.T, url, series string) bool {
 	t.Helper()
-	resp, err := http.Get(url + "/api/v1/query?query=" + series)
+	return promAnswers(url, series)
+}
+
+// promAnswers reports whether the Prometheus at url answers the instant
+// query with at least one series.
+func promAnswers(url, query string) bool {
+	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape(query))
 	if err != nil {
 		return false
 	}

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -350,17 +347,7 @@ func evidenceFit(r *recorded) (lines, errs []string) {
 // more of the series over the last minute.
 func promHasSamples(t *testing.T, url, series string, n int) bool {
 	t.Helper()
-	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape(fmt.Sprintf("count_over_time(%s[1m]) >= %d", series, n)))
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Result []json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	return json.NewDecoder(resp.Body).Decode(&ans) == nil && len(ans.Data.Result) > 0
+	return promAnswers(url, fmt.Sprintf("count_over_time(%s[1m]) >= %d", series, n))
 }
 
 // tailFile is the end of a file, for a failure's message.

@@ -543,18 +543,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	inputs := map[string][]string{whatIfModes[0]: {"-w", logFile, "-w", auditFile}, whatIfModes[1]: {"-w", auditFile}}
 	simulate := func(changeFile string, extra ...string) whatIfOutput {
 		t.Helper()
-		code, out, errOut := runLintPlugin(t, s.Cluster, append([]string{"simulate", "--from", bundle, "-f", changeFile, "-o", "json"}, extra...)...)
-		if code != 0 {
-			t.Fatalf("simulate: exit %d: %s", code, errOut)
-		}
-		var pred whatIfOutput
-		if err := json.Unmarshal(out, &pred); err != nil {
-			t.Fatal(err)
-		}
-		if pred.After == nil {
-			t.Fatal("-f gave no after run")
-		}
-		return pred
+		return runWhatIf(t, s.Cluster, "simulate", append([]string{"simulate", "--from", bundle, "-f", changeFile, "-o", "json"}, extra...)...)
 	}
 	// the quota the scenario holds kube-apiserver to is its CPU limit,
 	// which an operator reads off the pod spec; a server without one has
@@ -608,18 +597,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 		// arguments without the recording's bundle and logs
 		fromEvidence := func(i int, kind, mode string, extra ...string) whatIfOutput {
 			t.Helper()
-			code, out, errOut := runLintPlugin(t, s.Cluster, slices.Concat([]string{"simulate"}, ev.args(t, kind, mode, bundle), []string{"-f", changeFiles[i], "-o", "json"}, cpuLimit, extra)...)
-			if code != 0 {
-				t.Fatalf("simulate with the %s evidence: exit %d: %s", kind, code, errOut)
-			}
-			var pred whatIfOutput
-			if err := json.Unmarshal(out, &pred); err != nil {
-				t.Fatal(err)
-			}
-			if pred.After == nil {
-				t.Fatal("-f gave no after run")
-			}
-			return pred
+			return runWhatIf(t, s.Cluster, "simulate with the "+kind+" evidence", slices.Concat([]string{"simulate"}, ev.args(t, kind, mode, bundle), []string{"-f", changeFiles[i], "-o", "json"}, cpuLimit, extra)...)
 		}
 		r.evidence = ev
 		r.evPreds = make(evidencePredictions, len(whatIfs))
@@ -770,4 +748,23 @@ func slicesSorted(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// runWhatIf runs "kubectl apf" with args, a simulate of a change with -o
+// json, and decodes its answer, which must hold the changed run; what
+// names the call in a failure.
+func runWhatIf(t *testing.T, c *testcluster.Cluster, what string, args ...string) whatIfOutput {
+	t.Helper()
+	code, out, errOut := runLintPlugin(t, c, args...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d: %s", what, code, errOut)
+	}
+	var pred whatIfOutput
+	if err := json.Unmarshal(out, &pred); err != nil {
+		t.Fatal(err)
+	}
+	if pred.After == nil {
+		t.Fatal("-f gave no after run")
+	}
+	return pred
 }
