@@ -202,6 +202,9 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		report  []string
 		allRuns [][]recording.Run
 	)
+	// the recorders the recorded run had run beside every re-run and the
+	// control too: they are part of the server the change is made to
+	beside := besideRecorders(t, evidence)
 	for attempt := 1; ; attempt++ {
 		r = recordScenario(t, sc, whatIfs, dir, seed, evidence)
 		last := attempt == recordAttempts
@@ -211,7 +214,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		// recording.SpeedComparable)
 		var speed *recording.Run
 		if control {
-			ctl, err := recording.Rerun(ctx, sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)))
+			ctl, err := recording.RerunBeside(ctx, sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)), beside)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +236,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 				t.Errorf("%s: %v, in %d recordings in a row: the machine's speed is changing under the test, and the what-ifs below are checked against re-runs that may not meet the server their recording did", sc.Name, same, attempt)
 			}
 		}
-		runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, last, seed)
+		runs, aside, missed := rerunWhatIfs(t, sc, whatIfs, speed, keep, dir, attempt, last, seed, beside)
 		report = append(report, aside...)
 		if missed && !last {
 			report = append(report, "  a re-run missed the recorded run's speed twice in a row: recorded again")
@@ -271,7 +274,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			lines = append(lines, fmt.Sprintf("    the check missed (%s): the change re-run %d times more, to measure the re-runs' own spread", strings.Join(misses, "; "), extraReruns))
 			report = append(report, lines...)
 			for n := range extraReruns {
-				rerun, err := recording.Rerun(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("extra-%d-%d-", i+1, n+1)))
+				rerun, err := recording.RerunBeside(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("extra-%d-%d-", i+1, n+1)), beside)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -401,7 +404,7 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 // again, once; aside describes the runs set aside. A re-run that missed
 // twice ends the re-runs there with missed, so that the scenario is
 // recorded again, unless last: then it is kept, and the re-runs go on.
-func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, speed *recording.Run, keep, dir string, attempt int, last bool, seed uint64) (runs [][]recording.Run, aside []string, missed bool) {
+func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, speed *recording.Run, keep, dir string, attempt int, last bool, seed uint64, beside recording.Beside) (runs [][]recording.Run, aside []string, missed bool) {
 	t.Helper()
 	ctx := context.Background()
 	for i, w := range whatIfs {
@@ -409,7 +412,7 @@ func rerunWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		for n := range max(w.Reruns, 1) {
 			for try := 1; ; try++ {
 				prefix := fmt.Sprintf("rerun-%d-%d-", i+1, n+1)
-				rerun, err := recording.Rerun(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, prefix))
+				rerun, err := recording.RerunBeside(ctx, sc.With(w), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, prefix), beside)
 				if err != nil {
 					t.Fatal(err)
 				}

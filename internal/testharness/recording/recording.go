@@ -341,12 +341,36 @@ func startForLoad(ctx context.Context, sc Scenario, seed uint64, dir string, cha
 // keep, the run's httplog and audit log are handed to it (the files and
 // the offsets where the run's lines start) before the server stops.
 func Rerun(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffset time.Duration, progress io.Writer, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error) (*Run, error) {
+	return RerunBeside(ctx, sc, seed, dir, phaseOffset, progress, keep, nil)
+}
+
+// Beside starts what runs beside a load on a session's server once it is
+// set up (the recorders the recorded run had: a Prometheus scraping it, a
+// dump bundle --watch) and returns what stops it.
+type Beside func(*Session) (stop func() error, err error)
+
+// RerunBeside is Rerun with beside (when not nil) running beside the
+// re-run's load, started after the set-up and stopped after the load, as
+// it ran beside the recorded run's: a server that served a recorder's
+// scrapes while recorded serves them after the change too.
+func RerunBeside(ctx context.Context, sc Scenario, seed uint64, dir string, phaseOffset time.Duration, progress io.Writer, keep func(logFile string, logFrom int64, auditLog string, auditFrom int64) error, beside Beside) (*Run, error) {
 	s, logFrom, auditFrom, err := startForLoad(ctx, sc, seed, dir, true, phaseOffset, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Stop()
-	return s.rerun(ctx, logFrom, auditFrom, keep)
+	if beside == nil {
+		return s.rerun(ctx, logFrom, auditFrom, keep)
+	}
+	stop, err := beside(s)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.rerun(ctx, logFrom, auditFrom, keep)
+	if serr := stop(); err == nil && serr != nil {
+		return nil, serr
+	}
+	return run, err
 }
 
 // ApplyChange gives a session started with Start the change ch, as Rerun's

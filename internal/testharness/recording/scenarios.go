@@ -493,7 +493,7 @@ func crowdedAt(sc Scenario, name, how string, processes int, tinyRate, wideRate 
 // have no recording under testdata/simulate/recordings, and neither make
 // test nor make e2e-whatif runs them.
 func Unrecorded() []Scenario {
-	return []Scenario{Noisy(), NoisyNeighbours()}
+	return []Scenario{Noisy(), NoisyNeighbours(), NoisyPages()}
 }
 
 // All are Scenarios and Unrecorded.
@@ -625,7 +625,8 @@ func Noisy() Scenario {
 // that was already short of CPU, where the recorded execution times no
 // longer hold), and the noisy users isolated in a level of their own
 // (FlowSchema apf-noisy, level apf-noisy of 2 seats), which leaves the
-// controller its level. Each is re-run once. The scenario has no recording
+// controller its level. Each is re-run three times: a re-run's 429s are
+// few (65 to 150 in the first runs), and one alone is noisy. The scenario has no recording
 // under testdata (it is one of Unrecorded): the what-if e2e check records
 // it fresh when KUBECTL_APF_WHATIF_SCENARIOS names it.
 func NoisyNeighbours() Scenario {
@@ -652,9 +653,58 @@ func NoisyNeighbours() Scenario {
 		WhatIf: Change{About: "apf-team with 40 shares (5 seats) instead of 10 (2 seats)",
 			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 40, 0, 0, 4, 2, 4)},
 			Seats:  map[string]int{"apf-team": 5}},
+		WhatIfReruns: 3,
 		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that isolates the six noisy users (load-1 to load-6) in a level of their own (apf-noisy, 10 shares, 2 seats)",
 			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-noisy", 10, 0, 0, 4, 2, 4)},
 			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, noisy...)},
-			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 2}}}},
+			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 2}}, Reruns: 3}},
+	}
+}
+
+// NoisyPages is the held-out scenario of simulate's CPU-evidence model
+// (docs/simulate.md), declared before any recording of it was made and
+// not used to shape the model: five users (load-1 to load-5, FlowSchema
+// apf-team) flood LISTs of half a page (limit=50 of the 100 ConfigMaps)
+// into apf-team, a level of 3 seats (6 queues, hand 2, length 5), beside a
+// light controller (load-7, GETs of one ConfigMap 4 times a second,
+// FlowSchema apf-ctrl), on a 30-seat server whose kube-apiserver is held
+// to 1 CPU. It differs from NoisyNeighbours in the request (a page, not a
+// whole LIST), the level's seats and queues, and the users' number and
+// rate. Its what-ifs run the noisy users more at once than the recording
+// did: apf-team 3 → 6 seats, and the five isolated in a level of 4 seats
+// of their own (apf-noisy), which leaves apf-team 2. Each is re-run three
+// times.
+func NoisyPages() Scenario {
+	noisy := []int{1, 2, 3, 4, 5}
+	var flows []Flow
+	for _, u := range noisy {
+		flows = append(flows, Flow{User: u, Level: "apf-team", Path: cms + "?limit=50", Rate: 14, Burst: 4})
+	}
+	return Scenario{
+		Name:     "noisy-pages",
+		About:    "five users' storm of half-page LISTs beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 3-seat level (6 queues, hand 2, length 5), on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		Inflight: 20, Mutating: 10,
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 20, 0, 0, 6, 2, 5)},
+		Schemas: []*flowcontrolv1.FlowSchema{
+			userSchema("apf-team", "apf-team", 300, noisy...),
+			userSchema("apf-ctrl", "apf-team", 290, 7),
+		},
+		Flows:    append(flows, Flow{User: 7, Level: "apf-team", Path: cms + "/load-000", Rate: 4, Burst: 1}),
+		Duration: 20 * time.Second,
+		CPU:      testcluster.CPU{APIServer: 1},
+		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
+		// 20 give ceil(30 × 20 / 266) = ceil(2.26) = 3 seats; 60 give
+		// ceil(30 × 60 / 306) = ceil(5.88) = 6. apf-noisy's 40 beside
+		// apf-team's 20 give ceil(30 × 40 / 306) = ceil(3.92) = 4, and
+		// apf-team ceil(30 × 20 / 306) = ceil(1.96) = 2.
+		Seats: map[string]int{"apf-team": 3},
+		WhatIf: Change{About: "apf-team with 60 shares (6 seats) instead of 20 (3 seats)",
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 60, 0, 0, 6, 2, 5)},
+			Seats:  map[string]int{"apf-team": 6}},
+		WhatIfReruns: 3,
+		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that isolates the five noisy users (load-1 to load-5) in a level of their own (apf-noisy, 40 shares, 4 seats)",
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-noisy", 40, 0, 0, 6, 2, 5)},
+			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, noisy...)},
+			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 4}}, Reruns: 3}},
 	}
 }
