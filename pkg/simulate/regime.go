@@ -156,8 +156,11 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	beyond := beyondCores(params, rep, cal, exempt, raised)
 	for _, w := range stretchUnknown(rep, cal) {
 		// a level the CPU evidence's model stretches is not replayed
-		// with the estimated execution times
-		if _, ok := FindWarning(beyond, WarnCPUEvidence, w.Level); !ok {
+		// with the estimated execution times, nor one whose figures it
+		// says are not known
+		_, model := FindWarning(beyond, WarnCPUEvidence, w.Level)
+		_, unknown := FindWarning(beyond, WarnBeyondCores, w.Level)
+		if !model && !unknown {
 			out = append(out, w)
 		}
 	}
@@ -200,7 +203,7 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 // warning on the level it stretches. An audit log alone without the model
 // has its own warning (stretchUnknown).
 func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, exempt, raised map[string]bool) []Warning {
-	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.Shared != nil || cal.Headroom == nil || cal.AuditOnly && cal.Headroom.Shared == nil {
+	if rep == nil || rep.After == nil || cal == nil || !cal.Enabled || cal.Shared != nil || cal.Headroom == nil || cal.AuditOnly && cal.Headroom.Shared == nil && cal.Headroom.Estimated == 0 {
 		return nil
 	}
 	h := cal.Headroom
@@ -266,6 +269,16 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, need, h.Cores,
 				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
 				time.Duration(ev.Work).Round(time.Millisecond), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
+			continue
+		}
+		if h.Estimated > 0 {
+			// the evidence would give the model, but from executions
+			// that are mostly an audit log's estimates
+			out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
+				": the recording ran up to %d at once, and %s, about %.1f at once, more than its cores hold by its CPU evidence. "+
+				"How they would stretch is not known: %.0f%% of the executions are the audit log's estimates (its latency less the replay's own queue wait, averaged per kind of request), "+
+				"so the CPU each needed and how many the recording ran at once are estimates too (httplog's apf_execution_time records them); %s's predicted 429s and waits are not known",
+				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, 100*h.Estimated, l.Name))
 			continue
 		}
 		out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+

@@ -283,6 +283,32 @@ func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 	if w, ok := FindWarning(ws, WarnStretchUnknown, "borrower"); ok {
 		t.Errorf("an audit log alone with the evidence's model: still %q", w)
 	}
+	// an audit log alone whose executions are mostly its estimates: the
+	// calibration refused the model (Headroom.Estimated), and the level's
+	// figures are not known, not the estimated execution times' with a
+	// warning beside them (noisy-pages, held out: 2.7 times the re-runs)
+	estimated := audit
+	h := *cal.Headroom
+	h.Shared, h.Estimated = nil, 0.67
+	estimated.Headroom = &h
+	ws = Regime(DefaultParams(), cfg, cfg, 6, more, &estimated)
+	w, ok = FindWarning(ws, WarnBeyondCores, "borrower")
+	if !ok {
+		t.Fatalf("an audit log alone, 67%% of its executions estimated: not known nowhere in %q", ws)
+	}
+	for _, want := range []string{"67% of the executions are the audit log's estimates", "borrower's predicted 429s and waits are not known"} {
+		if !strings.Contains(w.Text, want) {
+			t.Errorf("the warning does not say %q: %q", want, w)
+		}
+	}
+	if NotKnownWarning([]string{w.Text}, "borrower") == "" {
+		t.Errorf("read back as text, the warning does not say not known: %q", w)
+	}
+	for _, k := range []WarningKind{WarnStretchUnknown, WarnCPUEvidence} {
+		if w, ok := FindWarning(ws, k, "borrower"); ok {
+			t.Errorf("not known, and also %q", w)
+		}
+	}
 }
 
 // TestRegimeBeyondTheCoresWithMoreSeats: a change that gives a level more

@@ -109,6 +109,13 @@ type Params struct {
 	// MinFitted is the fewest recorded executions the shared-CPU model
 	// is fitted on.
 	MinFitted int
+	// MaxEstimatedShare is the largest share of the executions that may
+	// be an audit log's estimates (latency less the replay's own wait,
+	// averaged per kind) for the CPU evidence to give its model
+	// (SharedFromCPUEvidence): above it, the CPU per execution and the
+	// concurrency the recording held rest on estimates, and a change that
+	// runs more at once is not known (Headroom.Estimated).
+	MaxEstimatedShare float64
 	// MinStretched is the least share of the recorded executions that
 	// must have started with more in flight than the fitted capacity, and
 	// MinImprovement the least share of their spread within their kind
@@ -251,16 +258,17 @@ func DefaultParams() Params {
 		ConvergedShare:          0.02,
 		FixedPointIterations:    8,
 
-		MinFitted:        20,
-		MinStretched:     0.05,
-		MinImprovement:   0.15,
-		CoarseShareStep:  0.25,
-		ShareStep:        0.05,
-		ShareSpan:        0.2,
-		CapacityStep:     1.1,
-		FineCapacityStep: 1.01,
-		FineCapacitySpan: 1.15,
-		CoresSlack:       1.05,
+		MinFitted:         20,
+		MaxEstimatedShare: 0.5,
+		MinStretched:      0.05,
+		MinImprovement:    0.15,
+		CoarseShareStep:   0.25,
+		ShareStep:         0.05,
+		ShareSpan:         0.2,
+		CapacityStep:      1.1,
+		FineCapacityStep:  1.01,
+		FineCapacitySpan:  1.15,
+		CoresSlack:        1.05,
 
 		SaturatedRunnableWait: 500 * time.Microsecond,
 	}

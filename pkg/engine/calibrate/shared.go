@@ -298,6 +298,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 				held = smp.sumN / float64(len(smp.n))
 			}
 			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections, held)
+			r.Headroom.refuseEstimated(replayed, len(execs), r.params.MaxEstimatedShare)
 		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
@@ -340,6 +341,17 @@ type Headroom struct {
 	// runs more at once than the recording did (SharedFromCPUEvidence:
 	// cpuEvidenceShared); nil where it gives none.
 	Shared *SharedCPU
+	// Estimated is the share of the executions that were an audit log's
+	// estimates (latency less the replay's own wait, averaged per kind of
+	// request) where it is above Params.MaxEstimatedShare: the evidence
+	// then gives no model (Shared is nil), since its CPU per execution and
+	// the concurrency the recording held rest on those estimates. An audit
+	// log alone on levels of several seats overstated its executions by
+	// 7-15% on average where httplog recorded them, and the model,
+	// holding that concurrency, served 10-17% fewer LISTs than httplog's
+	// did: 1.4 to 2.7 times the re-runs' 429s (docs/simulate.md). 0 where
+	// the model was not refused for it.
+	Estimated float64 `json:"estimated,omitempty"`
 }
 
 // CPUEvidence is how the shared-CPU model of the CPU evidence
@@ -424,6 +436,18 @@ func cpuEvidenceShared(opts Options, work, span time.Duration, requests int, rej
 	m.Capacity = max(ev.ExecutionCores/ev.PerExecution, held, 1)
 	m.CPUEvidence = ev
 	return m
+}
+
+// refuseEstimated drops the CPU evidence's model where more than
+// maxShare of the n executions it read are an audit log's estimates
+// (replayed of them), and says so (Estimated).
+func (h *Headroom) refuseEstimated(replayed, n int, maxShare float64) {
+	if h.Shared == nil || n <= 0 {
+		return
+	}
+	if est := float64(replayed) / float64(n); est > maxShare {
+		h.Shared, h.Estimated = nil, est
+	}
 }
 
 // headroomOf reads the Headroom of the executions' work over the

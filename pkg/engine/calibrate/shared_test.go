@@ -638,3 +638,28 @@ func TestServerBeyond(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUEvidenceRefusedOnEstimates: the CPU evidence gives no model where
+// more than Params.MaxEstimatedShare of the executions are an audit log's
+// estimates (noisy-pages from its audit log alone, 2,786 of 4,130
+// estimated: 2.0 to 2.7 times the re-runs' 429s with the model), and
+// keeps it otherwise.
+func TestCPUEvidenceRefusedOnEstimates(t *testing.T) {
+	share := DefaultParams().MaxEstimatedShare
+	for _, c := range []struct {
+		replayed, n int
+		refused     bool
+	}{{2786, 4130, true}, {1418, 2038, true}, {40, 100, false}, {50, 100, false}, {0, 100, false}, {0, 0, false}} {
+		h := &Headroom{Shared: &SharedCPU{From: SharedFromCPUEvidence}}
+		h.refuseEstimated(c.replayed, c.n, share)
+		if got := h.Shared == nil; got != c.refused {
+			t.Errorf("%d of %d executions estimated: refused %v, want %v", c.replayed, c.n, got, c.refused)
+		}
+		if c.refused && (h.Estimated < 0.6 || h.Estimated > 0.7) {
+			t.Errorf("%d of %d executions estimated: Estimated %.2f", c.replayed, c.n, h.Estimated)
+		}
+		if !c.refused && h.Estimated != 0 {
+			t.Errorf("%d of %d executions estimated, kept: Estimated %.2f", c.replayed, c.n, h.Estimated)
+		}
+	}
+}
