@@ -171,13 +171,8 @@ func startEvidence(t *testing.T, s *recording.Session, kinds []string, dir strin
 func (e *evidenceRecorders) endLoad(t *testing.T, s *recording.Session, dir string) {
 	t.Helper()
 	time.Sleep(3 * time.Second)
-	if e.watch != nil {
-		if err := e.watch.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.watch.Wait(); err != nil {
-			t.Fatalf("dump bundle --watch: %v\n%s", err, e.watchErr.String())
-		}
+	if err := e.endWatch(); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond) // the audit backend's last batch
 	a := s.Cluster.APIServers[0]
@@ -198,17 +193,26 @@ func besideRecorders(t *testing.T, kinds []string) recording.Beside {
 	return func(s *recording.Session) (func() error, error) {
 		e := startEvidence(t, s, kinds, t.TempDir())
 		return func() error {
-			if e.watch != nil {
-				if err := e.watch.Process.Signal(os.Interrupt); err != nil {
-					return err
-				}
-				if err := e.watch.Wait(); err != nil {
-					return fmt.Errorf("dump bundle --watch beside a re-run: %w\n%s", err, e.watchErr.String())
-				}
+			if err := e.endWatch(); err != nil {
+				return fmt.Errorf("beside a re-run: %w", err)
 			}
 			return e.stopStore()
 		}, nil
 	}
+}
+
+// endWatch ends the watch, if any, as Ctrl-C does (it writes its bundle).
+func (e *evidenceRecorders) endWatch() error {
+	if e.watch == nil {
+		return nil
+	}
+	if err := e.watch.Process.Signal(os.Interrupt); err != nil {
+		return err
+	}
+	if err := e.watch.Wait(); err != nil {
+		return fmt.Errorf("dump bundle --watch: %w\n%s", err, e.watchErr.String())
+	}
+	return nil
 }
 
 // stopStore stops the scraping Prometheus; its TSDB stays in promDir.

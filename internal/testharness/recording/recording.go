@@ -359,12 +359,11 @@ func RerunBeside(ctx context.Context, sc Scenario, seed uint64, dir string, phas
 		return nil, err
 	}
 	defer s.Stop()
-	if beside == nil {
-		return s.rerun(ctx, logFrom, auditFrom, keep)
-	}
-	stop, err := beside(s)
-	if err != nil {
-		return nil, err
+	stop := func() error { return nil }
+	if beside != nil {
+		if stop, err = beside(s); err != nil {
+			return nil, err
+		}
 	}
 	run, err := s.rerun(ctx, logFrom, auditFrom, keep)
 	if serr := stop(); err == nil && serr != nil {

@@ -407,13 +407,12 @@ type replayer struct {
 	pending   *pendingHeap
 	lastAdded time.Duration
 
-	parsed  engine.RequestCache
-	id      int64
-	start   time.Time
-	meanSvc float64
-	nSvc    int64
-	// levelSvc is the running mean execution time of each recorded
-	// level's requests so far
+	parsed engine.RequestCache
+	id     int64
+	start  time.Time
+	// svc is the running mean execution time of the recorded requests so
+	// far, levelSvc that of each recorded level's
+	svc         runningMean
 	levelSvc    map[string]*runningMean
 	defaultWait time.Duration
 	// compile, when set, keeps the records for a Compiled instead of
@@ -540,8 +539,7 @@ func (rp *replayer) add(w *workload.Request) error {
 func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Duration {
 	switch {
 	case w.HasServiceTime:
-		rp.nSvc++
-		rp.meanSvc += (float64(w.ServiceTime) - rp.meanSvc) / float64(rp.nSvc)
+		rp.svc.add(w.ServiceTime)
 		if rp.levelSvc == nil {
 			rp.levelSvc = map[string]*runningMean{}
 		}
@@ -550,8 +548,7 @@ func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Du
 			m = &runningMean{}
 			rp.levelSvc[w.PriorityLevel] = m
 		}
-		m.n++
-		m.mean += (float64(w.ServiceTime) - m.mean) / float64(m.n)
+		m.add(w.ServiceTime)
 		return w.ServiceTime
 	case w.Status != 429 && w.Latency > 0 && er.Info.Verb != "watch":
 		// an upper bound: the latency includes the wait in the queue.
@@ -566,9 +563,9 @@ func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Du
 		// took 7.2 ms beside 3-seat wide's 11.4 ms and exempt GETs'
 		// 32 ms, and the mean of all made a change that queues its
 		// 429s predict 89 where re-runs got 52
-		return time.Duration(rp.levelSvc[w.PriorityLevel].mean)
-	case rp.nSvc > 0:
-		return time.Duration(rp.meanSvc)
+		return rp.levelSvc[w.PriorityLevel].value()
+	case rp.svc.n > 0:
+		return rp.svc.value()
 	default:
 		return 10 * time.Millisecond
 	}
@@ -736,3 +733,10 @@ type runningMean struct {
 	mean float64
 	n    int64
 }
+
+func (m *runningMean) add(d time.Duration) {
+	m.n++
+	m.mean += (float64(d) - m.mean) / float64(m.n)
+}
+
+func (m *runningMean) value() time.Duration { return time.Duration(m.mean) }
