@@ -206,28 +206,10 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
 		lv.Dispatch = dispatchVerdict(r.params, rec, rep)
-		es, scaled := r.execScale[lv.Level]
-		scaled = scaled && lv.Refused != nil
-		g := float64(rep) / float64(max(rec, 1))
-		// from an audit log alone every execution time is an estimate
-		// (from the level's ends, from a replay's waits), and the
-		// recorded dispatches are not: where the overhead is less than
-		// the hold the replay's shortfall takes (none to take it from),
-		// the executions are what was too long
-		estimated := r.AuditOnly && float64(lv.Overhead) < (1-g)*float64(lv.HoldTime)
-		if refuse && (scaled || estimated) && rec >= int64(r.params.MinEvidence) && float64(rep) < (1-r.params.ScaledDispatchTolerance)*float64(rec) {
+		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(r.params.MinEvidence) && float64(rep) < (1-r.params.ScaledDispatchTolerance)*float64(rec) {
 			// its throughput meets the recorded one with each hold
 			// shorter by the replay's shortfall
-			if !scaled {
-				es = 1
-				if r.execScale == nil {
-					r.execScale = map[string]float64{}
-				}
-				if lv.Refused == nil {
-					lv.Refused = &Refusal{Overhead: lv.Overhead, Check: CheckDispatches, Why: fmt.Sprintf(
-						"with it, the replay of the recorded configuration dispatched %d of its requests, the server %d (more than %.0f%% fewer), with the execution times the audit log alone gave", rep, rec, 100*r.params.ScaledDispatchTolerance)}
-				}
-			}
+			g := float64(rep) / float64(rec)
 			r.execScale[lv.Level] = es * g
 			lv.Refused.ExecutionScale = es * g
 			lv.Refused.Dispatched = max(lv.Refused.Dispatched, 1) * g

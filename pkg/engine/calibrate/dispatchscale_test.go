@@ -152,59 +152,6 @@ func TestDispatchCheckOfScaledExecutions(t *testing.T) {
 	}
 }
 
-// TestDispatchCheckOfAuditOnlyExecutions: from an audit log alone every
-// execution time is an estimate, and where the replay of the recorded
-// configuration dispatches more than ScaledDispatchTolerance fewer than the
-// server did at a level whose overhead is less than the hold that
-// shortfall takes, the dispatch check scales its executions by the
-// shortfall, as it does those the seat time scaled (on crowded-30-seed3 the
-// audit log alone dispatched tiny's 571 of 605 and wide's 1,064 of 1,104,
-// within DispatchTolerance, and predicted tiny's queues 6 long at 1.26-1.31 of
-// the re-runs). Recorded executions are not scaled, nor those of a level
-// whose overhead can take the shortfall, nor where the replay dispatched
-// as many or more.
-func TestDispatchCheckOfAuditOnlyExecutions(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		auditOnly bool
-		overhead  time.Duration
-		predicted int64
-		want      float64
-	}{
-		{"5.6% short", true, 0, 150, 850.0 / 900},
-		{"5.6% short, a small overhead", true, 2 * time.Microsecond, 150, 850.0 / 900},
-		{"0.6% short", true, 0, 105, 0},
-		{"more dispatched", true, 0, 50, 0},
-		{"recorded executions", false, 0, 150, 0},
-		{"an overhead that takes the shortfall", true, 5 * time.Millisecond, 150, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			exec := Duration(10 * time.Millisecond)
-			r := &Result{params: &params, Report: Report{Enabled: true, AuditOnly: tt.auditOnly, Levels: []Level{{Level: "slow", Source: SourceSaturated, Seats: 10,
-				Overhead: Duration(tt.overhead), MeanExecution: exec, HoldTime: exec + Duration(tt.overhead)}}},
-				working: working{overhead: map[string]time.Duration{"slow": tt.overhead}, windows: map[string]map[int64]time.Duration{}}}
-			changed := r.CheckDispatches([]LevelFit{{Level: "slow", Requests: 1000, Recorded: 100, Predicted: tt.predicted}}, true)
-			got, scaled := r.execScaleOf("slow")
-			if !scaled {
-				got = 0
-			}
-			if math.Abs(got-tt.want) > 1e-9 {
-				t.Fatalf("scale %g (changed %v), want %g", got, changed, tt.want)
-			}
-			if tt.want == 0 {
-				return
-			}
-			lv := r.Levels[0]
-			if !changed || lv.Refused == nil || lv.Refused.Check != CheckDispatches || math.Abs(lv.Refused.ExecutionScale-tt.want) > 1e-9 {
-				t.Errorf("changed %v, refusal %+v: want the dispatch check's, scaling by %g", changed, lv.Refused, tt.want)
-			}
-			if lv.Overhead != Duration(tt.overhead) {
-				t.Errorf("the overhead changed to %v", time.Duration(lv.Overhead))
-			}
-		})
-	}
-}
-
 func abs(x int64) int64 { return max(x, -x) }
 
 // TestOneSeatExecutionsFromTheirEnds: from an audit log alone, a level of
