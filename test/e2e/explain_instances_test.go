@@ -83,13 +83,48 @@ func TestExplainPastTwoInstances(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the audit backend writes in batches
 
+	// the logs as they stand after the load, read at one moment: the
+	// apiservers go on writing (their leases, and each explain's own reads
+	// of the cluster), and the reports compared below must read the same
+	// requests (the instance's files alone against both instances once
+	// gave 1,453 requests against 1,443, and incidents that differed)
+	frozen := t.TempDir()
+	freeze := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a line the server was writing is not yet one
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		cp := filepath.Join(frozen, filepath.Base(path))
+		f, err := os.OpenFile(cp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) // two files of one name would be one
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return cp
+	}
+	logOf, auditOf := map[*testcluster.APIServer]string{}, map[*testcluster.APIServer]string{}
+	for _, a := range c.APIServers {
+		logOf[a], auditOf[a] = freeze(a.LogFile), freeze(a.AuditLog)
+	}
+
 	// each instance's 429s by user, straight from its audit log
 	want := map[string]map[string]float64{}
 	instanceOf := map[*testcluster.APIServer]string{c.APIServers[0]: "kube-apiserver-audit.log", second: "kube-apiserver-2-audit.log"}
 	for _, a := range c.APIServers {
+		if filepath.Base(auditOf[a]) != instanceOf[a] {
+			t.Fatalf("%s's audit log is %s, not %s", a.Name, filepath.Base(auditOf[a]), instanceOf[a])
+		}
 		w := map[string]float64{}
 		queued := 0.0
-		for _, ev := range readAudit(t, a.AuditLog) {
+		for _, ev := range readAudit(t, auditOf[a]) {
 			if ev.ResponseStatus.Code == 429 {
 				w[ev.User.Username]++
 			}
@@ -130,8 +165,8 @@ func TestExplainPastTwoInstances(t *testing.T) {
 		alone1 []string
 		alone2 []string
 	}{
-		{"httplog+audit", []string{a1.LogFile, a1.AuditLog, a2.LogFile, a2.AuditLog}, 0.95, []string{a1.LogFile, a1.AuditLog}, []string{a2.LogFile, a2.AuditLog}},
-		{"audit", []string{a2.AuditLog, a1.AuditLog}, 0.90, []string{a1.AuditLog}, []string{a2.AuditLog}},
+		{"httplog+audit", []string{logOf[a1], auditOf[a1], logOf[a2], auditOf[a2]}, 0.95, []string{logOf[a1], auditOf[a1]}, []string{logOf[a2], auditOf[a2]}},
+		{"audit", []string{auditOf[a2], auditOf[a1]}, 0.90, []string{auditOf[a1]}, []string{auditOf[a2]}},
 	} {
 		r := explain429(in.name, nil, in.files...)
 		// for comparison, both instances reconstructed as one APF, as
