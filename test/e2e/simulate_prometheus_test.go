@@ -139,7 +139,7 @@ func TestSimulateFromPrometheus(t *testing.T) {
 		t.Fatalf("the bundle's evidence: %+v", fromBundle.Evidence)
 	}
 	e := fromStore.Evidence
-	if e == nil || e.Store == "" || e.Interval != "1s" || e.Requests != e.Total {
+	if e == nil || e.Store == "" || !aboutOneSecond(e.Interval) || e.Requests != e.Total {
 		// the store's interval is the median time between its samples
 		t.Fatalf("the store's evidence: %+v; want the store's samples, scraped every 1s, covering the window", e)
 	}
@@ -219,4 +219,13 @@ func promAnswers(url, query string) bool {
 		} `json:"data"`
 	}
 	return json.NewDecoder(resp.Body).Decode(&ans) == nil && len(ans.Data.Result) > 0
+}
+
+// aboutOneSecond says whether interval, the median time between a store's
+// samples as simulate prints it, is the test's scrape interval of 1s: a
+// scrape on a busy machine starts a little late ("1.01s" in a make test
+// whose other steps ran beside it).
+func aboutOneSecond(interval string) bool {
+	d, err := time.ParseDuration(interval)
+	return err == nil && d >= 900*time.Millisecond && d <= 1100*time.Millisecond
 }
