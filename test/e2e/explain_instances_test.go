@@ -220,29 +220,23 @@ func TestExplainPastTwoInstances(t *testing.T) {
 	}
 
 	// the same audit logs as one CloudWatch export of the log group, and
-	// as files again: copies taken at the same moment (the apiservers
+	// as files again: the copies frozen after the load (the apiservers
 	// still write their leases' updates)
 	streamOf := map[string]string{ // file instance → log stream
 		"kube-apiserver-audit.log":   "kube-apiserver-audit-3f6c0a9e1b2d4c5e8f7a6b5c4d3e2f1a",
 		"kube-apiserver-2-audit.log": "kube-apiserver-audit-9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a",
 	}
-	tmp := t.TempDir()
 	var streams []auditwrap.Stream
 	var copies []string
 	for _, a := range c.APIServers {
-		lines := rawLines(t, a.AuditLog)
-		streams = append(streams, auditwrap.Stream{Name: streamOf[instanceOf[a]], Events: lines})
-		cp := filepath.Join(tmp, instanceOf[a])
-		if err := os.WriteFile(cp, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		copies = append(copies, cp)
+		streams = append(streams, auditwrap.Stream{Name: streamOf[instanceOf[a]], Events: rawLines(t, auditOf[a])})
+		copies = append(copies, auditOf[a])
 	}
-	export := filepath.Join(tmp, "filter-log-events.json")
+	export := filepath.Join(frozen, "filter-log-events.json")
 	if err := os.WriteFile(export, auditwrap.CloudWatchFilterStreams(streams), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a2Copy := filepath.Join(tmp, instanceOf[a2])
+	a2Copy := auditOf[a2]
 	files := explain429("audit copies", nil, copies...)
 	fromExport := explain429("cloudwatch export", nil, export)
 	if got, want := instanceNames(fromExport.Instances), slices.Sorted(maps.Values(streamOf)); !slices.Equal(got, want) {
@@ -334,7 +328,7 @@ func TestExplainPastTwoInstances(t *testing.T) {
 
 	// explain request: a 429 the second instance served, from the export
 	var id429 string
-	for _, ev := range readAudit(t, a2.AuditLog) {
+	for _, ev := range readAudit(t, auditOf[a2]) {
 		if ev.ResponseStatus.Code == 429 && slices.Contains(users[:4], userNumber(ev.User.Username)) {
 			id429 = ev.AuditID
 			break
