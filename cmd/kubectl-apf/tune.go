@@ -53,7 +53,8 @@ The goal, by default: the clients the incident answered 429 get none, and no
 other client gets more 429s or a longer p99 wait than the replay of the
 recorded configuration gives it. --protect names the clients instead (a user,
 service account, group, FlowSchema or level), --max-429 and --max-wait bound
-them. When no candidate meets the goal, tune says so and why (on a server
+them, and --ignore names other clients the goal does not judge (the noisy
+client a remedy may queue longer). When no candidate meets the goal, tune says so and why (on a server
 short of CPU, more seats buy nothing).
 
 tune only reads: -o yaml prints the objects of a candidate, for
@@ -80,6 +81,7 @@ type TuneOptions struct {
 	sim *SimulateOptions
 
 	Protect       []string
+	Ignore        []string
 	Keep          []string
 	Max429        int64
 	MaxWait       time.Duration
@@ -110,6 +112,7 @@ func NewTuneCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 	o.sim.addInputFlags(cmd, configFlags)
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Protect, "protect", nil, "Clients the goal is for, KIND=NAME (repeatable): user=NAME, serviceaccount=NAMESPACE/NAME, group=NAME, flowschema=NAME, level=NAME; default: the clients answered 429 in the incident.")
+	f.StringArrayVar(&o.Ignore, "ignore", nil, "Other clients whose 429s and p99 waits the goal does not judge, KIND=NAME as for --protect (repeatable): the noisy client a remedy for its neighbours may queue longer.")
 	f.Int64Var(&o.Max429, "max-429", 0, "The most 429s a protected client may get.")
 	f.DurationVar(&o.MaxWait, "max-wait", 0, "The longest p99 queue wait a protected client may get (0: no bound).")
 	f.StringArrayVar(&o.Keep, "keep", nil, "An object no candidate may change: flowschema/NAME, prioritylevelconfiguration/NAME, or NAME for both (repeatable).")
@@ -138,6 +141,13 @@ func (o *TuneOptions) Complete(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		g.Protect = append(g.Protect, t)
+	}
+	for _, p := range o.Ignore {
+		t, err := tune.ParseFlagTarget("--ignore", p)
+		if err != nil {
+			return err
+		}
+		g.Ignore = append(g.Ignore, t)
 	}
 	o.opts = tune.Options{Goal: g, Budget: o.Budget, MaxCandidates: o.MaxCandidates, Show: max(o.Top, 1)}
 	for _, k := range o.Keep {

@@ -39,11 +39,15 @@ type Target struct {
 func (t Target) String() string { return string(t.Kind) + "=" + t.Name }
 
 // ParseTarget reads KIND=NAME (user=alice, serviceaccount=ns/name,
-// group=system:nodes, flowschema=global-default, level=workload-low).
-func ParseTarget(s string) (Target, error) {
+// group=system:nodes, flowschema=global-default, level=workload-low), the
+// value of --protect.
+func ParseTarget(s string) (Target, error) { return ParseFlagTarget("--protect", s) }
+
+// ParseFlagTarget reads KIND=NAME given to flag (--protect, --ignore).
+func ParseFlagTarget(flag, s string) (Target, error) {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || v == "" {
-		return Target{}, fmt.Errorf("--protect %q: give KIND=NAME, KIND one of user, serviceaccount, group, flowschema, level (e.g. --protect serviceaccount=kube-system/my-controller)", s)
+		return Target{}, fmt.Errorf("%s %q: give KIND=NAME, KIND one of user, serviceaccount, group, flowschema, level (e.g. %s serviceaccount=kube-system/my-controller)", flag, s, flag)
 	}
 	t := Target{Kind: TargetKind(strings.ToLower(k)), Name: v}
 	switch t.Kind {
@@ -53,10 +57,10 @@ func ParseTarget(s string) (Target, error) {
 		fallthrough
 	case TargetServiceAccount:
 		if ns, name, ok := strings.Cut(v, "/"); !ok || ns == "" || name == "" {
-			return Target{}, fmt.Errorf("--protect %q: a service account is NAMESPACE/NAME", s)
+			return Target{}, fmt.Errorf("%s %q: a service account is NAMESPACE/NAME", flag, s)
 		}
 	default:
-		return Target{}, fmt.Errorf("--protect %q: unknown kind %q: use user, serviceaccount, group, flowschema or level", s, k)
+		return Target{}, fmt.Errorf("%s %q: unknown kind %q: use user, serviceaccount, group, flowschema or level", flag, s, k)
 	}
 	return t, nil
 }
@@ -100,6 +104,11 @@ type Goal struct {
 	// Protect names the clients that must be served; none: the clients
 	// the incident answered 429.
 	Protect []Target `json:"protect,omitempty"`
+	// Ignore names other clients whose 429s and waits the goal does not
+	// judge: the noisy client a remedy for its neighbours may well queue
+	// longer (a controller moved off its level leaves the flood's queue to
+	// the flood's own long requests). They still count among the others.
+	Ignore []Target `json:"ignore,omitempty"`
 	// Max429 is the most 429s a protected client may get (default 0).
 	Max429 int64 `json:"max429"`
 	// MaxWait, if not 0, is the longest p99 queue wait a protected client
@@ -110,6 +119,28 @@ type Goal struct {
 	// count as no longer: the replay's quantiles are exact to within 1.6%,
 	// and a wait of a few milliseconds moves with any change.
 	WaitTolerance WaitTolerance `json:"waitTolerance"`
+	// RejectTolerance is how many more 429s another client may get than
+	// the replay of the recorded configuration gave it and still count as
+	// none added: a change that moves the arrivals around a client the
+	// recorded configuration rejects hundreds of times moves which of its
+	// requests find the queue full, by a request or two either way.
+	RejectTolerance RejectTolerance `json:"rejectTolerance"`
+}
+
+// RejectTolerance is the slack on "no more 429s": Fraction of the 429s
+// the client got, rounded down (none for a client that got fewer than
+// 1/Fraction).
+type RejectTolerance struct {
+	Fraction float64 `json:"fraction"`
+}
+
+// DefaultRejectTolerance is 1%: a client the recorded configuration
+// rejects fewer than 100 times may get no more 429s at all.
+var DefaultRejectTolerance = RejectTolerance{Fraction: 0.01}
+
+// more says whether after is more 429s than before beyond the tolerance.
+func (t RejectTolerance) more(before, after int64) bool {
+	return after > before+int64(t.Fraction*float64(before))
 }
 
 // WaitTolerance is the slack on "no longer p99 wait": Fraction of the

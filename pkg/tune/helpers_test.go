@@ -33,7 +33,14 @@ type rec struct {
 // extra -f files as the configuration (none: the bundle's).
 func openRec(t testing.TB, name string, files ...string) *rec {
 	t.Helper()
-	r := &rec{dir: fixture.Path("simulate", "recordings", name)}
+	return openRecAt(t, fixture.Path("simulate", "recordings", name), files...)
+}
+
+// openRecAt opens the recording in dir (its recording.json, logs and
+// bundle, as in testdata/simulate/recordings).
+func openRecAt(t testing.TB, dir string, files ...string) *rec {
+	t.Helper()
+	r := &rec{dir: dir}
 	b, err := os.ReadFile(filepath.Join(r.dir, recording.ResultFile))
 	if err != nil {
 		t.Fatal(err)

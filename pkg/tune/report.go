@@ -82,10 +82,15 @@ type Candidate struct {
 	// WaitShortfallSeconds their p99 waits above --max-wait, summed.
 	Shortfall            int64   `json:"shortfall"`
 	WaitShortfallSeconds float64 `json:"waitShortfallSeconds"`
-	// Added429 and AddedWaitSeconds are what it adds to the other clients:
-	// their 429s, and their p99 waits beyond the tolerance, summed.
+	// Added429 and AddedWaitSeconds are what it adds to the other clients
+	// beyond the goal's tolerances: their 429s, and their p99 waits,
+	// summed.
 	Added429         int64   `json:"added429"`
 	AddedWaitSeconds float64 `json:"addedWaitSeconds"`
+	// IgnoredAdded429 is the 429s it adds to the clients --ignore names,
+	// which the goal does not judge: it ranks candidates that tie on the
+	// rest of the goal.
+	IgnoredAdded429 int64 `json:"ignoredAdded429,omitempty"`
 	// Protected and Others sum the protected clients and the others,
 	// before → after.
 	Protected Summary `json:"protected"`
@@ -134,9 +139,11 @@ type scorer struct {
 	goal   Goal
 	before []figures
 	prot   map[int]bool
-	cen    *census
-	fit    map[string]string
-	scl    int
+	// ignored are the other clients the goal does not judge (--ignore)
+	ignored map[int]bool
+	cen     *census
+	fit     map[string]string
+	scl     int
 	// seats are the recorded configuration's nominal seats per level
 	seats map[string]int
 }
@@ -154,8 +161,12 @@ func (s *scorer) score(c *Candidate, res *simulate.Result, t *tally) {
 			if g.MaxWait > 0 && a.WaitP99Seconds != nil && *a.WaitP99Seconds > g.MaxWait.Seconds() {
 				c.WaitShortfallSeconds += *a.WaitP99Seconds - g.MaxWait.Seconds()
 			}
+		} else if s.ignored[i] {
+			c.IgnoredAdded429 += max(0, a.Rejected-b.Rejected)
 		} else {
-			c.Added429 += max(0, a.Rejected-b.Rejected)
+			if g.RejectTolerance.more(b.Rejected, a.Rejected) {
+				c.Added429 += a.Rejected - b.Rejected
+			}
 			if b.WaitP99Seconds != nil && a.WaitP99Seconds != nil && g.WaitTolerance.longer(*b.WaitP99Seconds, *a.WaitP99Seconds) {
 				c.AddedWaitSeconds += *a.WaitP99Seconds - *b.WaitP99Seconds
 			}
@@ -274,7 +285,8 @@ func tier(c *Candidate) int {
 
 // less ranks a before b: by tier, then (for those that miss the goal) by
 // how far they miss it, the 429s and the wait they add to the others,
-// the seats they move, the objects they change, and their ID.
+// the seats they move, the objects they change, the 429s they add to
+// the clients --ignore names, and their ID.
 func less(a, b *Candidate) bool {
 	if ta, tb := tier(a), tier(b); ta != tb {
 		return ta < tb
@@ -296,6 +308,9 @@ func less(a, b *Candidate) bool {
 	}
 	if a.ObjectsChanged != b.ObjectsChanged {
 		return a.ObjectsChanged < b.ObjectsChanged
+	}
+	if a.IgnoredAdded429 != b.IgnoredAdded429 {
+		return a.IgnoredAdded429 < b.IgnoredAdded429
 	}
 	return a.ID < b.ID
 }
@@ -331,7 +346,11 @@ func verdict(rep *Report, w *world, base *simulate.Result, sc *scorer) (string, 
 		protBefore += sc.before[i].Rejected
 	}
 	if first.GoalMet && first.Verified {
-		return fmt.Sprintf("candidate %d meets the goal: the protected clients' 429s %d → %d, nothing added to the others", first.ID, protBefore, first.Protected.RejectedAfter), nil
+		others := "the others"
+		if len(sc.ignored) > 0 {
+			others += " (but those --ignore names)"
+		}
+		return fmt.Sprintf("candidate %d meets the goal: the protected clients' 429s %d → %d, nothing added to %s", first.ID, protBefore, first.Protected.RejectedAfter, others), nil
 	}
 	var why []string
 	for _, c := range rep.Candidates {

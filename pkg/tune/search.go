@@ -86,6 +86,9 @@ func Search(ctx context.Context, rp Replayer, in Input, opts Options) (*Report, 
 	if opts.Goal.WaitTolerance == (WaitTolerance{}) {
 		opts.Goal.WaitTolerance = DefaultWaitTolerance
 	}
+	if opts.Goal.RejectTolerance == (RejectTolerance{}) {
+		opts.Goal.RejectTolerance = DefaultRejectTolerance
+	}
 	recorded := engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
 	// the census: the clients, in the replay of the recorded configuration
 	baseRes, obs, err := rp.Replay(ctx, recorded, func() simulate.Observer { return newCensusObserver(recorded) })
@@ -99,6 +102,10 @@ func Search(ctx context.Context, rp Replayer, in Input, opts Options) (*Report, 
 	prot := protectedSet(cen, before, opts.Goal)
 	if len(opts.Goal.Protect) > 0 && len(prot) == 0 {
 		return nil, fmt.Errorf("--protect %s names no client of the workload", joinTargets(opts.Goal.Protect))
+	}
+	ignored, err := ignoredSet(cen, opts.Goal, prot)
+	if err != nil {
+		return nil, err
 	}
 	w := newWorld(in, recorded, baseRes, cen, before, prot)
 	ck := newChecker(w, in.Release, opts.Keep)
@@ -116,7 +123,7 @@ func Search(ctx context.Context, rp Replayer, in Input, opts Options) (*Report, 
 		cands = cands[:opts.MaxCandidates]
 	}
 	rep.Written = len(cands)
-	sc := &scorer{goal: opts.Goal, before: before, prot: prot, cen: cen, fit: fitQuality(rp.Baseline()), scl: w.scl, seats: map[string]int{}}
+	sc := &scorer{goal: opts.Goal, before: before, prot: prot, ignored: ignored, cen: cen, fit: fitQuality(rp.Baseline()), scl: w.scl, seats: map[string]int{}}
 	for n, l := range w.limits {
 		sc.seats[n] = l.NominalCL
 	}
@@ -158,6 +165,32 @@ func protectedSet(cen *census, before []figures, g Goal) map[int]bool {
 		}
 	}
 	return out
+}
+
+// ignoredSet returns the indexes of the clients --ignore names; it is an
+// error when a target names no client of the workload, or only protected
+// ones.
+func ignoredSet(cen *census, g Goal, prot map[int]bool) (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, t := range g.Ignore {
+		found, other := false, false
+		for i, c := range cen.clients {
+			if c.matches(t) {
+				found = true
+				if !prot[i] {
+					other = true
+					out[i] = true
+				}
+			}
+		}
+		switch {
+		case !found:
+			return nil, fmt.Errorf("--ignore %s names no client of the workload", t)
+		case !other:
+			return nil, fmt.Errorf("--ignore %s names only protected clients", t)
+		}
+	}
+	return out, nil
 }
 
 // newWorld finds the starved levels and the clients that held their seats.

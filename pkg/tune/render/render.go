@@ -60,7 +60,15 @@ func goalText(rep *tune.Report) string {
 	if g.MaxWait > 0 {
 		s += fmt.Sprintf(" and a p99 wait of at most %v", g.MaxWait)
 	}
-	return s + "; no other client gets more 429s or a longer p99 wait than the replay of the recorded configuration gives it"
+	others := "no other client"
+	if len(g.Ignore) > 0 {
+		var ts []string
+		for _, t := range g.Ignore {
+			ts = append(ts, sanitize.Line(t.String()))
+		}
+		others += " (but " + strings.Join(ts, ", ") + ")"
+	}
+	return s + "; " + others + " gets more 429s or a longer p99 wait than the replay of the recorded configuration gives it"
 }
 
 func refusedText(rep *tune.Report) string {
