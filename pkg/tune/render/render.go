@@ -47,11 +47,7 @@ func goalText(rep *tune.Report) string {
 	}
 	who := "the clients answered 429 in the incident"
 	if len(g.Protect) > 0 {
-		var ts []string
-		for _, t := range g.Protect {
-			ts = append(ts, sanitize.Line(t.String()))
-		}
-		who = "the clients of " + strings.Join(ts, ", ")
+		who = "the clients of " + targetsText(g.Protect)
 	}
 	if len(prot) > 6 {
 		prot = append(prot[:6], fmt.Sprintf("%d more", len(prot)-6))
@@ -62,13 +58,18 @@ func goalText(rep *tune.Report) string {
 	}
 	others := "no other client"
 	if len(g.Ignore) > 0 {
-		var ts []string
-		for _, t := range g.Ignore {
-			ts = append(ts, sanitize.Line(t.String()))
-		}
-		others += " (but " + strings.Join(ts, ", ") + ")"
+		others += " (but " + targetsText(g.Ignore) + ")"
 	}
 	return s + "; " + others + " gets more 429s or a longer p99 wait than the replay of the recorded configuration gives it"
+}
+
+// targetsText lists the goal's targets, each KIND=NAME, sanitized.
+func targetsText(ts []tune.Target) string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, sanitize.Line(t.String()))
+	}
+	return strings.Join(out, ", ")
 }
 
 func refusedText(rep *tune.Report) string {
