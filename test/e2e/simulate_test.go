@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
@@ -152,7 +153,7 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 		var buf strings.Builder
 		rep.Print(&buf)
 		if use, ok := metrics.CPUUseBetween(scrapeBefore, scrapeAPF(t, c)); ok {
-			fmt.Fprintf(&buf, "kube-apiserver used %.2f cores over the load (its goroutines waited %v to run, on average); load average %s\n", use.Cores(), use.RunnableWait, loadavg())
+			fmt.Fprintf(&buf, "kube-apiserver used %.2f cores over the load (its goroutines waited %v to run, on average); load average %s\n", use.Cores(), use.RunnableWait, recording.LoadAverage())
 		}
 		t.Logf("recording %d: load report:\n%s", attempt, buf.String())
 		if rep.Rejected() == 0 {
@@ -312,12 +313,3 @@ const replayRecordings = 2
 // minAgreement is the least share of a level's requests whose fate (429
 // or served) the replay of the recording must give as the server did.
 const minAgreement = 0.8
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}

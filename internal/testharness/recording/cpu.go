@@ -84,7 +84,9 @@ func machineBusy() (busy, all int64) {
 	return busy, all
 }
 
-func loadavg() string {
+// LoadAverage is the machine's load average over 1, 5 and 15 minutes
+// (/proc/loadavg), "unknown" when it cannot be read.
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"

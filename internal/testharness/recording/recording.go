@@ -484,7 +484,7 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	s.loadStart = body
 	before := rejectedPerLevel(body)
 	plan := s.Plan()
-	run := &Run{LoadBefore: loadavg()}
+	run := &Run{LoadBefore: LoadAverage()}
 	proc := s.Cluster.APIServers[0].Proc
 	// CPU figures from the plan's start: the start-up of the client
 	// processes before it is not the run's
@@ -503,7 +503,7 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 	g := proc.CPUGroup()
 	p0, t0, ns0 := g.Throttled()
 	rep, err := loadgen.RunPlan(ctx, plan)
-	run.LoadAfter = loadavg()
+	run.LoadAfter = LoadAverage()
 	if err != nil {
 		return nil, err
 	}
