@@ -67,7 +67,7 @@ func mustApf(t *testing.T, args ...string) string {
 // background until the returned stop is called.
 func startLoad(t *testing.T, c *testcluster.Cluster) (stop func()) {
 	t.Helper()
-	names, flows := setUpLoad(t, c, loadSetup{})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -30,7 +30,7 @@ func TestExplain429UnderLoad(t *testing.T) {
 	}
 	c := testcluster.StartT(t, testcluster.Options{})
 	ctx := context.Background()
-	names, flows := setUpLoad(t, c, loadSetup{reject: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Reject: true})
 	// Let the server digest the new levels before loading them.
 	warm, err := loadgen.Run(ctx, loadgen.Options{Flows: flows[:1], Burst: 1, Rounds: 1, Duration: 10 * time.Second, Names: names})
 	if err != nil {

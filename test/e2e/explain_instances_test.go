@@ -55,7 +55,7 @@ func TestExplainPastTwoInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _ := setUpLoad(t, c, loadSetup{wait: true, reject: true})
+	names, _ := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Reject: true, Wait: true})
 	users := []int{1, 2, 3, 4, 8}
 	var flows []loadgen.PlanFlow
 	for _, a := range c.APIServers {

@@ -31,7 +31,7 @@ func TestExplainPastIncident(t *testing.T) {
 	}
 	c := testcluster.StartT(t, testcluster.Options{})
 	ctx := context.Background()
-	names, flows := setUpLoad(t, c, loadSetup{wait: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Wait: true})
 	if code, _, errOut := runLintPlugin(t, c, "version"); code != 0 {
 		t.Fatalf("kubectl apf version: exit %d: %s", code, errOut)
 	}

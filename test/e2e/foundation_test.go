@@ -137,7 +137,7 @@ func TestPFHeadersNameExpectedObjects(t *testing.T) {
 func TestLoadGeneratorGetsQueueFull429(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
-	names, flows := setUpLoad(t, c, loadSetup{wait: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Wait: true})
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func TestHistoryThroughServiceProxy(t *testing.T) {
 
 	// Real APF series: the load levels driven into 429s while the store
 	// scrapes the apiserver.
-	names, flows := setUpLoad(t, c, loadSetup{reject: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Reject: true})
 	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	const scrape = time.Second
 	prom := testprom.StartT(t, testprom.Options{Targets: testprom.TargetsOf(c), ScrapeInterval: scrape})
 	ctx := context.Background()
-	names, flows := setUpLoad(t, c, loadSetup{reject: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Reject: true})
 	if err := loadgen.WaitForLevel(ctx, flows[0], names, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestMonitoringDashboardRowsMatchServerLevels(t *testing.T) {
 func TestMonitoringRulesOnRealSeries(t *testing.T) {
 	c := cluster(t)
 	ctx := context.Background()
-	names, flows := setUpLoad(t, c, loadSetup{wait: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Wait: true})
 	before := scrapeAPF(t, c)
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 10, Rounds: 3, Duration: time.Minute, Pause: 100 * time.Millisecond, Names: names})
 	if err != nil {

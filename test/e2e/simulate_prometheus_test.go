@@ -36,7 +36,7 @@ func TestSimulateFromPrometheus(t *testing.T) {
 	prom := testprom.StartT(t, testprom.Options{Targets: testprom.TargetsOf(c), ScrapeInterval: time.Second})
 	kc := kubeconfig(t, c)
 	bin := pluginBinary(t)
-	names, flows := setUpLoad(t, c, loadSetup{wait: true})
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6, Wait: true})
 	// the store's first samples, before the load
 	for deadline := time.Now().Add(time.Minute); !promHas(t, prom.URL, "process_cpu_seconds_total"); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {

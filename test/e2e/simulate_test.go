@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
@@ -129,22 +127,7 @@ func TestSimulateReplaysRecordedLoad(t *testing.T) {
 	// requests: the counts are checked on every recording
 	for attempt := 1; ; attempt++ {
 		c = testcluster.StartT(t, testcluster.Options{MaxRequestsInflight: inflight, MaxMutatingRequestsInflight: mutating})
-		admin := c.Client(testcluster.Admin)
-		rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
-		if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-			t.Fatal(err)
-		}
-		names, err := loadgen.Names(ctx, admin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var flows []*rest.Config
-		for i := 1; i <= testcluster.NumLoadUsers; i++ {
-			flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-		}
-		if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: testcluster.NumLoadUsers - 1, Reject: true, Wait: true})
 		scrapeBefore := scrapeAPF(t, c)
 		rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 4, Duration: time.Minute, Pause: 300 * time.Millisecond, Names: names})
 		if err != nil {

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 )
@@ -282,21 +280,8 @@ func TestTopSurvivesAPIServerRestart(t *testing.T) {
 // background until stop is called.
 func topLoad(t *testing.T, c *testcluster.Cluster) (stop func()) {
 	t.Helper()
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: 6})
 	ctx, cancel := context.WithCancel(context.Background())
-	admin := c.Client(testcluster.Admin)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{}); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= 6; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/loadgen"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
@@ -39,22 +38,8 @@ import (
 func TestReplayRecordedTraffic(t *testing.T) {
 	c := testcluster.StartT(t, testcluster.Options{})
 	ctx := context.Background()
+	names, flows := loadgen.SetUpT(t, c, loadgen.FlowSetup{Flows: testcluster.NumLoadUsers - 1, Reject: true, Wait: true})
 	admin := c.Client(testcluster.Admin)
-	rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
-		t.Fatal(err)
-	}
-	names, err := loadgen.Names(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flows []*rest.Config
-	for i := 1; i <= testcluster.NumLoadUsers; i++ {
-		flows = append(flows, c.RESTConfig(testcluster.LoadUserName(i)))
-	}
-	if err := loadgen.WaitForLevel(ctx, flows[0], names, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	rep, err := loadgen.Run(ctx, loadgen.Options{Flows: flows, Burst: 8, Rounds: 6, Duration: 2 * time.Minute, Pause: 300 * time.Millisecond, Names: names})
 	if err != nil {
 		t.Fatal(err)
