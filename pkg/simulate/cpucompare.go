@@ -128,16 +128,10 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	if cal.Shared == nil && cal.CPU == nil && saturated == nil {
 		return nil, nil
 	}
-	before, after := limitsOf(rc.before.Config, scl), limitsOf(rc.after.Config, scl)
-	adds := false
-	for n, l := range after {
-		if l > before[n] {
-			adds = true
-		}
-	}
-	if !adds {
+	if raised, _ := raisedLevels(rc.before.Config, rc.after.Config, scl); len(raised) == 0 {
 		return nil, nil
 	}
+	before, after := limitsOf(rc.before.Config, scl), limitsOf(rc.after.Config, scl)
 	plain := cal.WithoutCPU()
 	without, err := replayOnce(ctx, plain.Apply(logs.Cancellable(ctx, rc.tape.Reader())), plain, rc)
 	if err != nil {

@@ -94,24 +94,12 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	if scl == 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
-	// the levels' seats before and after the change, and which are exempt
-	// in either
 	old := map[string]engine.LevelLimits{}
-	exempt := map[string]bool{}
 	for _, l := range before.Limits(scl) {
 		old[l.Name] = l
-		exempt[l.Name] = l.Exempt
 	}
 	limits := after.Limits(scl)
-	// the levels the change gives more seats than they had (new ones
-	// included)
-	raised := map[string]bool{}
-	for _, l := range limits {
-		exempt[l.Name] = exempt[l.Name] || l.Exempt
-		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
-			raised[l.Name] = true
-		}
-	}
+	raised, exempt := raisedLevels(before, after, scl)
 	capacity := func(c *engine.Config, name string) int {
 		pl := c.PriorityLevels[name]
 		if pl == nil || pl.Spec.Limited == nil || pl.Spec.Limited.LimitResponse.Queuing == nil {
@@ -421,3 +409,31 @@ const (
 	shortOfCPUPhrase     = "the recorded server was short of CPU"
 	stretchUnknownPhrase = "an audit log alone cannot tell how the executions stretch"
 )
+
+// raisedLevels returns the levels a change gives more nominal seats than
+// they had (new ones included), and the levels exempt before or after it,
+// which no seats limit. A change that raises no level runs no more at once
+// than the recording did.
+func raisedLevels(before, after *engine.Config, scl int) (raised, exempt map[string]bool) {
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	old := map[string]engine.LevelLimits{}
+	raised, exempt = map[string]bool{}, map[string]bool{}
+	if before != nil {
+		for _, l := range before.Limits(scl) {
+			old[l.Name] = l
+			exempt[l.Name] = l.Exempt
+		}
+	}
+	if after == nil {
+		return raised, exempt
+	}
+	for _, l := range after.Limits(scl) {
+		exempt[l.Name] = exempt[l.Name] || l.Exempt
+		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
+			raised[l.Name] = true
+		}
+	}
+	return raised, exempt
+}
