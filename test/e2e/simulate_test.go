@@ -57,6 +57,7 @@ type simulateOutput struct {
 	ServerConcurrencyLimit  int                 `json:"serverConcurrencyLimit"`
 	ServerConcurrencySource string              `json:"serverConcurrencySource"`
 	Warnings                []string            `json:"warnings"`
+	NotKnown                []string            `json:"notKnown"` // levels whose figures after the change are not known ("?")
 	Calibration             *struct {
 		CPU *struct {
 			Level                   string  `json:"level"`

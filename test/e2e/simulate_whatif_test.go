@@ -50,8 +50,8 @@ import (
 // stretch: simulate.FallsShortWarning), the figures are reported, not
 // checked, and the report says so; so are those of a level whose figures
 // simulate says are not known (the change runs it more at once than the
-// recording did, beyond the cores by the CPU evidence:
-// simulate.NotKnownWarning). With every what-if (make e2e-whatif), a re-run
+// recording did, beyond the cores by the CPU evidence: the levels of the
+// JSON's notKnown, each reported with its warning). With every what-if (make e2e-whatif), a re-run
 // of the recorded configuration itself, a control, follows the recording:
 // where it did not meet the recorded run's server (recording.SameServer),
 // the machine ran at another speed while the recording was made, and the
@@ -382,10 +382,10 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 				// a limit of the model the scenario documents
 				continue
 			}
-			if w := simulate.NotKnownWarning(pred.Warnings, l); w != "" {
+			if slices.Contains(pred.NotKnown, l) {
 				// simulate prints the level's figures as not known
 				// ("?"): the replay's figure above is not its answer
-				report = append(report, "        not checked, simulate says not known: "+w)
+				report = append(report, "        not checked, simulate says not known: "+simulate.NotKnownWarning(pred.Warnings, l))
 				continue
 			}
 			if w := simulate.FallsShortWarning(pred.Warnings, l); w != "" {
