@@ -128,10 +128,11 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 	if cal.Shared == nil && cal.CPU == nil && saturated == nil {
 		return nil, nil
 	}
-	if raised, _ := raisedLevels(rc.before.Config, rc.after.Config, scl); len(raised) == 0 {
+	beforeLimits, afterLimits := levelLimits(rc.before.Config, scl), levelLimits(rc.after.Config, scl)
+	if raised, _ := raisedLevels(beforeLimits, afterLimits); len(raised) == 0 {
 		return nil, nil
 	}
-	before, after := limitsOf(rc.before.Config, scl), limitsOf(rc.after.Config, scl)
+	before, after := nominalCLs(beforeLimits), nominalCLs(afterLimits)
 	plain := cal.WithoutCPU()
 	without, err := replayOnce(ctx, plain.Apply(logs.Cancellable(ctx, rc.tape.Reader())), plain, rc)
 	if err != nil {
@@ -311,16 +312,22 @@ func cpuWhy(cal *calibrate.Report) (model, why string) {
 	return model, why
 }
 
-// limitsOf returns the nominal concurrency limit of every level of c.
-func limitsOf(c *engine.Config, scl int) map[string]int {
-	out := map[string]int{}
+// levelLimits returns the limits of every level of c (none when c is nil)
+// under the server concurrency limit scl (the default when 0).
+func levelLimits(c *engine.Config, scl int) []engine.LevelLimits {
 	if c == nil {
-		return out
+		return nil
 	}
 	if scl == 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
-	for _, l := range c.Limits(scl) {
+	return c.Limits(scl)
+}
+
+// nominalCLs returns the nominal concurrency limit of every level of ls.
+func nominalCLs(ls []engine.LevelLimits) map[string]int {
+	out := map[string]int{}
+	for _, l := range ls {
 		out[l.Name] = l.NominalCL
 	}
 	return out

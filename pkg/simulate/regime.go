@@ -94,12 +94,12 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	if scl == 0 {
 		scl = engine.DefaultServerConcurrencyLimit
 	}
+	oldLimits, limits := before.Limits(scl), after.Limits(scl)
 	old := map[string]engine.LevelLimits{}
-	for _, l := range before.Limits(scl) {
+	for _, l := range oldLimits {
 		old[l.Name] = l
 	}
-	limits := after.Limits(scl)
-	raised, exempt := raisedLevels(before, after, scl)
+	raised, exempt := raisedLevels(oldLimits, limits)
 	capacity := func(c *engine.Config, name string) int {
 		pl := c.PriorityLevels[name]
 		if pl == nil || pl.Spec.Limited == nil || pl.Spec.Limited.LimitResponse.Queuing == nil {
@@ -412,24 +412,16 @@ const (
 
 // raisedLevels returns the levels a change gives more nominal seats than
 // they had (new ones included), and the levels exempt before or after it,
-// which no seats limit. A change that raises no level runs no more at once
-// than the recording did.
-func raisedLevels(before, after *engine.Config, scl int) (raised, exempt map[string]bool) {
-	if scl == 0 {
-		scl = engine.DefaultServerConcurrencyLimit
-	}
+// which no seats limit, from the levels' limits before and after it. A
+// change that raises no level runs no more at once than the recording did.
+func raisedLevels(before, after []engine.LevelLimits) (raised, exempt map[string]bool) {
 	old := map[string]engine.LevelLimits{}
 	raised, exempt = map[string]bool{}, map[string]bool{}
-	if before != nil {
-		for _, l := range before.Limits(scl) {
-			old[l.Name] = l
-			exempt[l.Name] = l.Exempt
-		}
+	for _, l := range before {
+		old[l.Name] = l
+		exempt[l.Name] = l.Exempt
 	}
-	if after == nil {
-		return raised, exempt
-	}
-	for _, l := range after.Limits(scl) {
+	for _, l := range after {
 		exempt[l.Name] = exempt[l.Name] || l.Exempt
 		if o, ok := old[l.Name]; !l.Exempt && (!ok || l.NominalCL > o.NominalCL) {
 			raised[l.Name] = true
