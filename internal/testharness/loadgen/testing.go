@@ -28,14 +28,14 @@ type FlowSetup struct {
 // s.Reject, the one in the Reject level. It fails t on any error.
 func SetUpT(t testing.TB, c *testcluster.Cluster, s FlowSetup) (names map[string]string, flows []*rest.Config) {
 	t.Helper()
+	if s.Flows < 1 || s.Flows >= testcluster.NumLoadUsers {
+		t.Fatalf("loadgen.SetUpT: %d queuing flows; there are %d load identities, the last kept for the Reject level", s.Flows, testcluster.NumLoadUsers)
+	}
 	ctx := context.Background()
 	admin := c.Client(testcluster.Admin)
 	var rejectUser string
 	if s.Reject {
 		rejectUser = testcluster.LoadUserName(testcluster.NumLoadUsers)
-	}
-	if s.Flows < 1 || s.Flows >= testcluster.NumLoadUsers {
-		t.Fatalf("loadgen.SetUpT: %d queuing flows; there are %d load identities, the last kept for the Reject level", s.Flows, testcluster.NumLoadUsers)
 	}
 	if err := Setup(ctx, admin, SetupOptions{RejectUser: rejectUser}); err != nil {
 		t.Fatal(err)
