@@ -49,10 +49,16 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 # kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
 # Prometheus, and go test follows go vet.
 NICE ?=
+# The garbage collector's target for go vet and staticcheck, and for the
+# builds of hack/bin.sh (which sets the same unless GOGC is set): they then
+# collect less often, for about 8% less CPU (staticcheck's cold run 608 CPU
+# seconds instead of 669) and the same output. Never exported: the tests'
+# binaries, and the kube-apiservers they start, run with Go's default.
+BUILD_GOGC ?= 400
 
 .PHONY: test
 test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests of linux/amd64 (its archive, reproducibility, krew install and upgrade; make test-release builds and checks all six platforms).
-	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps DIST_PLATFORMS=linux/amd64 REPRO_PLATFORMS=linux/amd64 NICE="nice -n 10"
+	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps DIST_PLATFORMS=linux/amd64 REPRO_PLATFORMS=linux/amd64 REPRO_REBUILD=0 NICE="nice -n 10"
 
 .PHONY: test-steps test-go test-go-e2e test-go-pkgs test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
 test-steps: test-go test-beside
@@ -146,11 +152,11 @@ lint: lint-vet staticcheck ## gofmt, go mod tidy (checked, not applied), go vet 
 lint-vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod and go.sum are not tidy (the diff above): run go mod tidy"; exit 1; }
-	$(GO) vet ./...
+	GOGC=$(BUILD_GOGC) $(GO) vet ./...
 
 staticcheck:
-	$(NICE) $(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
-	$(NICE) $(BIN)/staticcheck ./...
+	GOGC=$(BUILD_GOGC) $(NICE) $(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	GOGC=$(BUILD_GOGC) $(NICE) $(BIN)/staticcheck ./...
 
 .PHONY: cluster-up
 cluster-up: binaries ## Start etcd and kube-apiserver on 127.0.0.1; writes $(CLUSTER)/kubeconfig.

