@@ -35,16 +35,13 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 	hack/bin.sh victoria-logs >/dev/null
 
 # make test runs in two lines at once, each step's output printed whole when
-# it ends. The path to go test builds kube-apiserver, etcd and Prometheus and
-# runs gofmt, the go mod tidy check and go vet side by side, then go test (the
-# e2e tests and the package tests side by side), which does not vet again.
-# What the tests need only later waits for kube-apiserver, the longest build,
-# so that go test starts sooner: VictoriaLogs and promtool are built beside
-# go test (the first e2e test that runs either starts about three minutes in;
-# a test that gets there first waits on hack/bin.sh's lock), and so is one
-# chain under $(NICE) that runs staticcheck, hack/apfvalidation and the
-# release steps (make test-release: dist, the krew tools, kubectl, the release
-# tests), one step at a time: it takes the CPU the path leaves, above all while
+# it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
+# promtool) and VictoriaLogs and runs gofmt, the go mod tidy check and go vet
+# side by side, then go test (the e2e tests and the package tests side by side),
+# which does not vet again. Beside it, after go vet, one chain under
+# $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
+# test-release: dist, the krew tools, kubectl, the release tests), one step at
+# a time: it takes the CPU the path leaves, above all while
 # the e2e tests wait on the control plane, and never slows the path or the e2e
 # tests down (the chain's sub-make shares make test's job slots, one or two).
 # Builds that compile the same packages never run at once
@@ -54,8 +51,8 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 NICE ?=
 # The garbage collector's target for go vet and staticcheck, and for the
 # builds of hack/bin.sh (which sets the same unless GOGC is set): they then
-# collect less often, for about 8% less CPU (staticcheck's cold run 608 CPU
-# seconds instead of 669) and the same output. Never exported: the tests'
+# collect less often, for less CPU and the same output (a cold etcd build 140
+# CPU seconds instead of 153, the same binary). Never exported: the tests'
 # binaries, and the kube-apiservers they start, run with Go's default.
 BUILD_GOGC ?= 400
 
@@ -63,10 +60,10 @@ BUILD_GOGC ?= 400
 test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the local control plane (with the what-if check of quiet, borrowing and lists), hack/apfvalidation, release tests of linux/amd64 (its archive, reproducibility, krew install and upgrade; make test-release builds and checks all six platforms).
 	$(MAKE) --no-print-directory -j6 --output-sync=target test-steps DIST_PLATFORMS=linux/amd64 REPRO_PLATFORMS=linux/amd64 REPRO_REBUILD=0 NICE="nice -n 10"
 
-.PHONY: test-steps test-go test-go-e2e test-go-pkgs test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-prom-later bin-kubectl
-test-steps: test-go test-beside bin-prom-later
+.PHONY: test-steps test-go test-go-e2e test-go-pkgs test-beside bin-kube-apiserver bin-etcd bin-prometheus bin-kubectl
+test-steps: test-go test-beside
 
-# The e2e tests (about ten minutes, most of it waiting on control planes)
+# The e2e tests (about twelve minutes, a third of it the what-if check)
 # start as soon as go vet ends, beside the package tests, instead of after
 # them as the last package of one go test ./... would.
 test-go: test-go-e2e test-go-pkgs
@@ -77,7 +74,7 @@ test-go-pkgs: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
 
 # One job of make test's, so that the path to go test always has its own.
 # staticcheck reads the export data go vet compiled: it starts after it.
-test-beside: lint-vet bin-kube-apiserver
+test-beside: lint-vet
 	$(MAKE) --no-print-directory staticcheck
 	$(NICE) $(GO) -C hack/apfvalidation test $(TEST_FLAGS) ./...
 	$(if $(wildcard hack/release.mk),$(MAKE) --no-print-directory test-release)
@@ -86,9 +83,8 @@ bin-kube-apiserver bin-etcd:
 	hack/bin.sh $(@:bin-%=%) >/dev/null
 bin-prometheus:
 	hack/bin.sh prometheus >/dev/null
-bin-prom-later: bin-prometheus bin-kube-apiserver
-	hack/bin.sh victoria-logs >/dev/null
 	hack/bin.sh promtool >/dev/null
+	hack/bin.sh victoria-logs >/dev/null
 bin-kubectl: bin-kube-apiserver
 	$(NICE) hack/bin.sh kubectl >/dev/null
 
