@@ -33,7 +33,7 @@ if [ ! -x "$out" ]; then
 	flock 9
 	if [ ! -x "$out" ]; then
 		echo "building $name $version (cached at $out)" >&2
-		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS= GOGC=${GOGC:-400} go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$out.tmp" "sigs.k8s.io/krew/cmd/$name")
+		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS= GOGC=${GOGC:-400} go build -mod=readonly -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$out.tmp" "sigs.k8s.io/krew/cmd/$name")
 		mv "$out.tmp" "$out"
 	fi
 fi

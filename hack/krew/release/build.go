@@ -133,7 +133,9 @@ type Result struct {
 // any directory, gives the same bytes: -trimpath drops the paths,
 // -buildvcs=false keeps git state out of the binary, GOAMD64/GOARM64 are pinned
 // so the environment cannot change the code generated, and the archive mtimes
-// come from the stamp.
+// come from the stamp. The compiler makes no DWARF (-dwarf=false): the link's
+// -s -w would drop it, and the build then shares the compiles of make test,
+// which builds the same way.
 func Build(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Go == "" {
 		cfg.Go = "go"
@@ -317,7 +319,7 @@ func buildPlatform(ctx context.Context, cfg Config, p Platform, binDir string, l
 }
 
 func goBuild(ctx context.Context, cfg Config, p Platform, out string) error {
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-mod=readonly"}
+	args := []string{"build", "-trimpath", "-gcflags=all=-dwarf=false", "-buildvcs=false", "-mod=readonly"}
 	if cfg.Rebuild {
 		args = append(args, "-a")
 	}
