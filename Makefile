@@ -69,7 +69,8 @@ test-steps: test-go test-beside
 
 # The e2e tests (about twelve minutes, a third of it the what-if check)
 # start as soon as go vet ends, beside the package tests, instead of after
-# them as the last package of one go test ./... would.
+# them as the last package of one go test ./... would. The package tests run
+# under $(NICE): at the same priority they slowed the e2e tests by about 45 s.
 test-go: test-go-e2e test-go-pkgs
 test-go-e2e: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
 	$(GO) test -vet=off $(TEST_FLAGS) ./test/e2e/
