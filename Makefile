@@ -72,7 +72,7 @@ test-steps: test-go test-beside
 # them as the last package of one go test ./... would. The package tests run
 # under $(NICE): at the same priority they slowed the e2e tests by about 45 s.
 test-go: test-go-e2e test-go-pkgs
-test-go-e2e: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
+test-go-e2e: bin-kube-apiserver bin-etcd bin-prometheus
 	$(GO) test -vet=off $(TEST_FLAGS) ./test/e2e/
 test-go-pkgs: bin-kube-apiserver bin-etcd bin-prometheus lint-vet
 	$(NICE) $(GO) test -vet=off $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
@@ -157,7 +157,7 @@ lint: lint-vet staticcheck ## gofmt, go mod tidy (checked, not applied), go vet 
 lint-vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod and go.sum are not tidy (the diff above): run go mod tidy"; exit 1; }
-	GOGC=$(BUILD_GOGC) $(GO) vet ./...
+	GOGC=$(BUILD_GOGC) $(NICE) $(GO) vet ./...
 
 staticcheck:
 	GOGC=$(BUILD_GOGC) $(NICE) $(GO) -C hack/tools build -o $(CURDIR)/$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
