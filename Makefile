@@ -39,19 +39,24 @@ binaries: ## Build (or reuse from the cache) kube-apiserver v1.37.1, etcd, Prome
 	hack/bin.sh victoria-logs >/dev/null
 
 # make test runs in two lines at once, each step's output printed whole when
-# it ends. The path to go test builds kube-apiserver, etcd, Prometheus (with
-# promtool) and VictoriaLogs and runs gofmt, the go mod tidy check and go vet
-# side by side, then go test (the e2e tests and the package tests side by side),
-# which does not vet again. Beside it, after go vet, one chain under
+# it ends. The path to the e2e tests builds kube-apiserver, etcd, Prometheus
+# (then promtool and VictoriaLogs) side by side, and the e2e tests start as
+# soon as those are built. gofmt, the go mod tidy check and go vet run beside
+# the builds, go vet under $(NICE): kube-apiserver, the longest build and the
+# one the e2e tests wait for, keeps the CPU, and go vet finds most of the
+# packages it shares with the builds compiled. The package tests (go test,
+# which does not vet again) follow go vet, under $(NICE) beside the e2e
+# tests. Beside them, after go vet, one chain under
 # $(NICE) runs staticcheck, hack/apfvalidation and the release steps (make
 # test-release: dist, the krew tools, kubectl, the release tests), one step at
 # a time: it takes the CPU the path leaves, above all while
 # the e2e tests wait on the control plane, and never slows the path or the e2e
 # tests down (the chain's sub-make shares make test's job slots, one or two).
-# Builds that compile the same packages never run at once
+# Builds that compile the same packages seldom run at once
 # (concurrent go commands do not share a compilation): kubectl waits for
 # kube-apiserver (hack/bin.sh's lock), promtool and VictoriaLogs follow
-# Prometheus, and go test follows go vet.
+# Prometheus, the package tests follow go vet, and go vet, under $(NICE),
+# takes little CPU until the builds beside it end.
 NICE ?=
 # The garbage collector's target for go vet and staticcheck, and for the
 # builds of hack/bin.sh (which sets the same unless GOGC is set): they then
@@ -68,9 +73,10 @@ test: ## Everything CI runs: lint, unit tests, fuzz seeds, e2e tests on the loca
 test-steps: test-go test-beside
 
 # The e2e tests (about twelve minutes, a third of it the what-if check)
-# start as soon as go vet ends, beside the package tests, instead of after
-# them as the last package of one go test ./... would. The package tests run
-# under $(NICE): at the same priority they slowed the e2e tests by about 45 s.
+# start as soon as the binaries they run are built, without waiting for go
+# vet, beside the package tests, instead of after them as the last package of
+# one go test ./... would. The package tests run under $(NICE): at the same
+# priority they slowed the e2e tests by about 45 s.
 test-go: test-go-e2e test-go-pkgs
 test-go-e2e: bin-kube-apiserver bin-etcd bin-prometheus
 	$(GO) test -vet=off $(TEST_FLAGS) ./test/e2e/
