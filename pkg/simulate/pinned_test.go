@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,8 +157,10 @@ func figuresOf(r *Result, after bool) []levelFigures {
 // keptRecording is one recording of testdata/simulate/recordings, opened
 // for a test: its result, its logs unzipped and its bundle.
 type keptRecording struct {
-	rec                        recording.Result
-	logFile, auditFile, bundle string
+	rec recording.Result
+	// dir is the recording's directory; logFile and auditFile its logs
+	// uncompressed in the opening test's temporary directory
+	dir, logFile, auditFile, bundle string
 	// calibration, when set, are the calibration's Params (the ablation
 	// study's); nil runs with the defaults
 	calibration *calibrate.Params
@@ -174,6 +177,7 @@ func openRecording(t *testing.T, dir string) keptRecording {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
+	kr.dir = dir
 	kr.logFile = fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
 	kr.auditFile = fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
 	kr.bundle = filepath.Join(dir, recording.BundleFile)
@@ -183,10 +187,52 @@ func openRecording(t *testing.T, dir string) keptRecording {
 // simulate replays files against the recording's bundle, with changes as
 // -f files. The recorder knows the quota it held kube-apiserver to, as an
 // operator knows the pod's CPU limit.
+//
+// The package's tests replay the same kept recordings with the same
+// inputs (TestRecordingsPinned pins what TestSimulateRecordings holds to
+// the band), so a replay of the recording's own logs with the default
+// calibration is made once and shared; the callers only read it.
 func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, changes ...string) *Result {
 	t.Helper()
+	key, shared := kr.replayKey(files, calibrate, changes)
+	if shared {
+		if r, ok := replays.Load(key); ok {
+			return r.(*Result)
+		}
+	}
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
 	cfg.Calibration = kr.calibration
-	return simulateT(t, stateInput{from: kr.bundle, files: changes}, cfg)
+	res := simulateT(t, stateInput{from: kr.bundle, files: changes}, cfg)
+	if shared {
+		replays.Store(key, res)
+	}
+	return res
+}
+
+// replays are the replays kr.simulate shares, by replayKey.
+var replays sync.Map
+
+// replayKey names a replay by what it reads: the recording, which of its
+// logs, the bundle, the calibration and the changes. Only replays of the
+// recording's own logs with the default calibration are named (shared):
+// a test's own files or Params are its alone.
+func (kr keptRecording) replayKey(files []string, calibrate bool, changes []string) (string, bool) {
+	if kr.calibration != nil || kr.dir == "" {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%v|", kr.dir, kr.bundle, calibrate)
+	for _, f := range files {
+		switch f {
+		case kr.logFile:
+			b.WriteString("httplog,")
+		case kr.auditFile:
+			b.WriteString("audit,")
+		default:
+			return "", false
+		}
+	}
+	fmt.Fprintf(&b, "|%q", changes)
+	return b.String(), true
 }
