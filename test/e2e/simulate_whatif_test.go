@@ -40,7 +40,9 @@ import (
 // it), to the range they measured (recording.WhatIfAgreesRuns). In make
 // test, which re-runs each change once, a change whose check missed is
 // re-run twice more to measure that spread (extraReruns): a check that
-// misses three re-runs that agree with each other still fails. Where
+// misses three re-runs that agree with each other still fails, unless a
+// control then shows that the recorded run did not meet their server
+// (checkWhatIfs): the scenario is then recorded and checked again, once. Where
 // simulate bounds a level's 429s instead of predicting them (no CPU
 // evidence: CPUComparison.RangeOf), every re-run must lie within the
 // bound (recording.WhatIfBoundHolds). Where simulate itself warns
@@ -184,11 +186,20 @@ var whatIfModes = []string{"httplog + audit", "audit alone"}
 // a prediction is checked against re-runs made on the machine its
 // recording was.
 //
+// Without control (make test), a check that missed is not yet the
+// model's miss: the recorded run may not have met the server its re-runs
+// met (once, a recorded run whose kube-apiserver used 0.52 cores and got
+// 782 429s on lists, where its re-runs used 0.67 and the recordings
+// around it got 871 to 1,018). A control then follows the re-runs
+// (verifyServer): where it did not meet the recorded run's server
+// (recording.SameServer, the test make e2e-whatif applies before any
+// re-run), the scenario is recorded and checked again, once, and only
+// that second check counts.
+//
 // The load is sent with seed, and with evidence (KUBECTL_APF_WHATIF_EVIDENCE)
 // the recorded run is predicted from that evidence too
 // (simulate_whatif_evidence_test.go).
 func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool, seed uint64, evidence []string) []string {
-	ctx := context.Background()
 	dir := t.TempDir()
 	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
 	if keep != "" {
@@ -197,14 +208,73 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			t.Fatal(err)
 		}
 	}
-	var (
-		r       *recorded
-		report  []string
-		allRuns [][]recording.Run
-	)
 	// the recorders the recorded run had run beside every re-run and the
 	// control too: they are part of the server the change is made to
 	beside := besideRecorders(t, evidence)
+	report, misses, rec := checkScenario(t, sc, whatIfs, control, seed, evidence, dir, keep, beside)
+	if len(misses) > 0 && !control {
+		line, same := verifyServer(t, sc, rec, seed, keep, dir, beside)
+		report = append(report, line)
+		if same != nil {
+			// the second recording's logs beside the first's
+			dir = t.TempDir()
+			if keep != "" {
+				dir = filepath.Join(keep, seededName(sc, seed), "again")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			again, m, _ := checkScenario(t, sc, whatIfs, control, seed, evidence, dir, keep, beside)
+			report, misses = append(report, again...), m
+		}
+	}
+	for _, m := range misses {
+		t.Error(m)
+	}
+	return report
+}
+
+// verifyServer re-runs the recorded configuration of rec (make test's
+// control, after the re-runs of a check that missed) and says whether it
+// met the recorded run's server (recording.SameServer): the report's line,
+// and what differed, nil where it met it.
+func verifyServer(t *testing.T, sc recording.Scenario, rec *recording.Run, seed uint64, keep, dir string, beside recording.Beside) (string, error) {
+	t.Helper()
+	ctl, err := recording.RerunBeside(context.Background(), sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, "verify-control-"), beside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "  control after the check missed, the recorded configuration re-run: " + controlReport(*rec, *ctl)
+	same := recording.SameServer(*rec, *ctl)
+	if same != nil {
+		return fmt.Sprintf("%s  NOT the recorded run's server, the scenario recorded and checked again: %v", line, same), same
+	}
+	return line + "  the recorded run's server: the misses above are the model's", nil
+}
+
+// controlReport describes ctl, a re-run of the recorded configuration,
+// beside rec, the recorded run: 429s per level, kube-apiserver's CPU, its
+// collector and the executions alone.
+func controlReport(rec, ctl recording.Run) string {
+	var levels []string
+	for _, l := range recording.Levels(rec, ctl) {
+		levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], rec.Rejected429[l]))
+	}
+	return fmt.Sprintf("429s %s; kube-apiserver used %.2f cores (recorded %.2f), the host stole %.0f%% (recorded %.0f%%), its collector %s (recorded %s); %s",
+		strings.Join(levels, ", "), ctl.APIServerCPU, rec.APIServerCPU, 100*ctl.Steal, 100*rec.Steal, collectorReport(ctl), collectorReport(rec), aloneReport(rec, ctl))
+}
+
+// checkScenario records sc once (more times with control, see
+// checkWhatIfs) and checks each of whatIfs against its re-runs: the
+// report's lines, the failures of the what-if checks, and the recorded run
+// they were made on. The fit's failures fail t here: they do not depend on
+// any re-run.
+func checkScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool, seed uint64, evidence []string, dir, keep string, beside recording.Beside) (report, failures []string, rec *recording.Run) {
+	ctx := context.Background()
+	var (
+		r       *recorded
+		allRuns [][]recording.Run
+	)
 	for attempt := 1; ; attempt++ {
 		r = recordScenario(t, sc, whatIfs, dir, seed, evidence)
 		last := attempt == recordAttempts
@@ -231,12 +301,7 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 			if err != nil {
 				t.Fatal(err)
 			}
-			var levels []string
-			for _, l := range recording.Levels(*r.rec, *ctl) {
-				levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], r.rec.Rejected429[l]))
-			}
-			line := fmt.Sprintf("  control %d, the recorded configuration re-run: 429s %s; kube-apiserver used %.2f cores (recorded %.2f), its collector %s (recorded %s); %s",
-				attempt, strings.Join(levels, ", "), ctl.APIServerCPU, r.rec.APIServerCPU, collectorReport(*ctl), collectorReport(*r.rec), aloneReport(*r.rec, *ctl))
+			line := fmt.Sprintf("  control %d, the recorded configuration re-run: %s", attempt, controlReport(*r.rec, *ctl))
 			switch same := recording.SameServer(*r.rec, *ctl); {
 			case same == nil:
 				report = append(report, line)
@@ -269,13 +334,14 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	for i, w := range whatIfs {
 		// a noisy what-if is checked against the mean of several re-runs
 		reruns := allRuns[i]
-		var loads, used, gc []string
+		var loads, used, steal, gc []string
 		for _, r := range reruns {
 			loads = append(loads, r.LoadBefore)
 			used = append(used, fmt.Sprintf("%.2f", r.APIServerCPU))
+			steal = append(steal, fmt.Sprintf("%.0f%%", 100*r.Steal))
 			gc = append(gc, collectorReport(r))
 		}
-		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores; its collector %s)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", "), strings.Join(gc, ", ")))
+		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores; the host stole %s; its collector %s)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", "), strings.Join(steal, ", "), strings.Join(gc, ", ")))
 		report = append(report, cpuNotes[i]...)
 		if w.Unchecked != "" {
 			report = append(report, "    not checked: "+w.Unchecked)
@@ -297,10 +363,10 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 		}
 		report = append(report, lines...)
 		for _, m := range misses {
-			t.Errorf("what-if %q: %s", w.Change.About, m)
+			failures = append(failures, fmt.Sprintf("what-if %q: %s", w.Change.About, m))
 		}
 	}
-	return report
+	return report, failures, r.rec
 }
 
 // extraReruns is how many more times make test re-runs a change whose
@@ -584,8 +650,8 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	if sc.Processes > 0 {
 		clients = fmt.Sprintf("%d client processes", sc.Processes)
 	}
-	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy; its collector %s)",
-		seededName(sc, seed), cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, collectorReport(*rec))}}
+	r := &recorded{rec: rec, head: []string{fmt.Sprintf("== %s (%s; load average %s; %d requests from %s, %d late; kube-apiserver used %.2f cores, the machine was %.0f%% busy, its host stole %.0f%%; its collector %s)",
+		seededName(sc, seed), cpu, rec.LoadBefore, rec.Sent, clients, rec.Late, rec.APIServerCPU, 100*rec.MachineBusy, 100*rec.Steal, collectorReport(*rec))}}
 	// every prediction from the recorded run's bundle: what-if i from
 	// mode's inputs, with the scenario's CPU limit and extra flags
 	changeFiles := make([]string, len(whatIfs))

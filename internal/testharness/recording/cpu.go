@@ -12,29 +12,31 @@ import (
 // CPU sampling from /proc: a process's CPU time, the machine's busy
 // share, and its load average.
 
-// cpuSnapshot is a process's CPU time and the machine's busy and whole
-// CPU time at one instant.
+// cpuSnapshot is a process's CPU time and the machine's busy, stolen and
+// whole CPU time at one instant.
 type cpuSnapshot struct {
-	proc      time.Duration
-	busy, all int64
+	proc             time.Duration
+	busy, steal, all int64
 }
 
 func snapshotCPU(pid int) cpuSnapshot {
-	busy, all := machineBusy()
-	return cpuSnapshot{proc: processCPU(pid), busy: busy, all: all}
+	busy, steal, all := machineBusy()
+	return cpuSnapshot{proc: processCPU(pid), busy: busy, steal: steal, all: all}
 }
 
 // usedUntil is the process's CPU from c to later in cores on average
-// over elapsed, and the machine's busy share, both to two decimals (0
-// when unknown).
-func (c cpuSnapshot) usedUntil(later cpuSnapshot, elapsed time.Duration) (cores, busy float64) {
+// over elapsed, the machine's busy share and the share its hypervisor
+// stole, each to two decimals (0 when unknown).
+func (c cpuSnapshot) usedUntil(later cpuSnapshot, elapsed time.Duration) (cores, busy, steal float64) {
 	if later.proc > c.proc && elapsed > 0 {
 		cores = math.Round((later.proc-c.proc).Seconds()/elapsed.Seconds()*100) / 100
 	}
 	if later.all > c.all {
-		busy = math.Round(float64(later.busy-c.busy)/float64(later.all-c.all)*100) / 100
+		all := float64(later.all - c.all)
+		busy = math.Round(float64(later.busy-c.busy)/all*100) / 100
+		steal = math.Round(float64(later.steal-c.steal)/all*100) / 100
 	}
-	return cores, busy
+	return cores, busy, steal
 }
 
 // processCPU is the CPU time a process used so far (utime + stime of
@@ -59,17 +61,19 @@ func processCPU(pid int) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
-// machineBusy is the machine's CPU time not idle (nor waiting for I/O)
-// and its CPU time in all, in clock ticks (the "cpu" line of /proc/stat).
-func machineBusy() (busy, all int64) {
+// machineBusy is the machine's CPU time not idle (nor waiting for I/O),
+// the part of it the hypervisor stole (steal: a virtual machine's host
+// ran something else on its cores), and its CPU time in all, in clock
+// ticks (the "cpu" line of /proc/stat).
+func machineBusy() (busy, steal, all int64) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
 	if len(f) < 5 || f[0] != "cpu" {
-		return 0, 0
+		return 0, 0, 0
 	}
 	for i, v := range f[1:] {
 		var n int64
@@ -79,9 +83,12 @@ func machineBusy() (busy, all int64) {
 			if i != 3 && i != 4 {
 				busy += n
 			}
+			if i == 7 {
+				steal = n
+			}
 		}
 	}
-	return busy, all
+	return busy, steal, all
 }
 
 // LoadAverage is the machine's load average over 1, 5 and 15 minutes

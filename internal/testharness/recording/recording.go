@@ -73,9 +73,13 @@ type Run struct {
 	// on average (its utime + stime over the run's wall time), and
 	// MachineBusy the share of the machine's CPU time (/proc/stat) not
 	// idle over it: a server crowded off its cores uses less than the
-	// cores while the machine is busy.
+	// cores while the machine is busy. Steal is the share of the machine's
+	// CPU time its hypervisor took for other work over the run (counted
+	// in MachineBusy too): a virtual machine whose host is busy runs
+	// slower, whatever the cgroups pin.
 	APIServerCPU float64 `json:"apiserverCPU,omitempty"`
 	MachineBusy  float64 `json:"machineBusy,omitempty"`
+	Steal        float64 `json:"steal,omitempty"`
 	// Alone is, per level, the executions of the run that no other
 	// overlapped (ExecutionsAlone): how fast the machine ran the server.
 	// Rerun sets it; a run made with RunLoad has it from ExecutionsAlone
@@ -511,7 +515,7 @@ func (s *Session) RunLoad(ctx context.Context) (*Run, error) {
 		run.Throttled = float64(t1-t0) / float64(p1-p0)
 		run.ThrottledTime = time.Duration(ns1 - ns0).Round(time.Millisecond).String()
 	}
-	run.APIServerCPU, run.MachineBusy = (<-atStart).usedUntil(snapshotCPU(proc.PID), rep.Elapsed)
+	run.APIServerCPU, run.MachineBusy, run.Steal = (<-atStart).usedUntil(snapshotCPU(proc.PID), rep.Elapsed)
 	run.Sent, run.Late, run.Errors, run.Rejected429 = rep.Sent, rep.Late, rep.Errors, rep.RejectedByPriority
 	time.Sleep(1500 * time.Millisecond) // let the audit backend flush its last batch
 	body, err = s.metrics(ctx)
