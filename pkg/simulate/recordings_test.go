@@ -65,6 +65,25 @@ func recordingDirs(t *testing.T) []string {
 // within the band of its ends), which every re-run falls in.
 var whatIfReportedOnly = []string{}
 
+// knownMisses are the what-if figures of kept recordings that miss the
+// band today, by recording, what-if, level and input (httplog+audit or
+// audit): limits of the model that docs/simulate.md states, kept so that
+// the held-out set measures them. Each is reported with its reason and
+// held to no band, and is an error where it agrees with the band: the list
+// says what the model misses, no more. The replays are deterministic, so
+// the list does not depend on the machine.
+var knownMisses = map[string]string{
+	// recorded after the model's last change, held out
+	knownMiss("crowded-30-seed7", "tiny with 60 shares (3 seats) instead of 1 (1 seat)", "tiny", "audit"): "from the audit log alone, tiny after more seats reads high on crowded-30's seeds (docs/simulate.md, the crowded recordings)",
+	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"):        "tiny's queues 6 long on crowded-30 leaves a remainder below what the model resolves (docs/simulate.md)",
+	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "audit"):                "tiny's queues 6 long on crowded-30 leaves a remainder below what the model resolves (docs/simulate.md)",
+}
+
+// knownMiss is the key of knownMisses.
+func knownMiss(recording, about, level, mode string) string {
+	return recording + " | " + about + " | " + level + " | " + mode
+}
+
 // fileExists says whether path names a file.
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
@@ -163,11 +182,25 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 			report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", agrees))
 			continue
 		}
-		if !agrees {
-			t.Errorf("what-if %q, %s: predicted %d rejections after the change, the re-runs got %d", w.About, l, pred, real)
-		}
-		if !aAgrees {
-			t.Errorf("what-if %q, %s, from the audit log alone: predicted %d rejections after the change, the re-runs got %d", w.About, l, ap, real)
+		for _, c := range []struct {
+			mode   string
+			agrees bool
+			pred   int64
+		}{{"httplog+audit", agrees, pred}, {"audit", aAgrees, ap}} {
+			from := ""
+			if c.mode == "audit" {
+				from = ", from the audit log alone"
+			}
+			if why, known := knownMisses[knownMiss(name, w.About, l, c.mode)]; known {
+				report = append(report, fmt.Sprintf("      %s: a known miss, not held to the band (knownMisses): %s", c.mode, why))
+				if c.agrees {
+					t.Errorf("what-if %q, %s%s: predicted %d rejections after the change, the re-runs got %d: within the band, no longer a known miss (remove it from knownMisses)", w.About, l, from, c.pred, real)
+				}
+				continue
+			}
+			if !c.agrees {
+				t.Errorf("what-if %q, %s%s: predicted %d rejections after the change, the re-runs got %d", w.About, l, from, c.pred, real)
+			}
 		}
 	}
 	return report
