@@ -191,7 +191,7 @@ var whatIfModes = []string{"httplog + audit", "audit alone"}
 // met (once, a recorded run whose kube-apiserver used 0.52 cores and got
 // 782 429s on lists, where its re-runs used 0.67 and the recordings
 // around it got 871 to 1,018). A control then follows the re-runs
-// (verifyServer): where it did not meet the recorded run's server
+// (runControl): where it did not meet the recorded run's server
 // (recording.SameServer, the test make e2e-whatif applies before any
 // re-run), the scenario is recorded and checked again, once, and only
 // that second check counts.
@@ -200,31 +200,33 @@ var whatIfModes = []string{"httplog + audit", "audit alone"}
 // the recorded run is predicted from that evidence too
 // (simulate_whatif_evidence_test.go).
 func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatIf, control bool, seed uint64, evidence []string) []string {
-	dir := t.TempDir()
 	keep := os.Getenv("KUBECTL_APF_WHATIF_KEEP")
-	if keep != "" {
-		dir = filepath.Join(keep, seededName(sc, seed))
+	// where a recording and its re-runs go: a temporary directory, or with
+	// keep KEEP/SCENARIO/sub
+	dirFor := func(sub string) string {
+		if keep == "" {
+			return t.TempDir()
+		}
+		dir := filepath.Join(keep, seededName(sc, seed), sub)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		return dir
 	}
+	dir := dirFor("")
 	// the recorders the recorded run had run beside every re-run and the
 	// control too: they are part of the server the change is made to
 	beside := besideRecorders(t, evidence)
 	report, misses, rec := checkScenario(t, sc, whatIfs, control, seed, evidence, dir, keep, beside)
 	if len(misses) > 0 && !control {
-		line, same := verifyServer(t, sc, rec, seed, keep, dir, beside)
-		report = append(report, line)
-		if same != nil {
+		ctl, same := runControl(t, sc, rec, seed, keep, dir, "verify-control-", beside)
+		line := "  control after the check missed, the recorded configuration re-run: " + ctl
+		if same == nil {
+			report = append(report, line+"  the recorded run's server: the misses above are the model's")
+		} else {
+			report = append(report, fmt.Sprintf("%s  NOT the recorded run's server, the scenario recorded and checked again: %v", line, same))
 			// the second recording's logs beside the first's
-			dir = t.TempDir()
-			if keep != "" {
-				dir = filepath.Join(keep, seededName(sc, seed), "again")
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			again, m, _ := checkScenario(t, sc, whatIfs, control, seed, evidence, dir, keep, beside)
+			again, m, _ := checkScenario(t, sc, whatIfs, control, seed, evidence, dirFor("again"), keep, beside)
 			report, misses = append(report, again...), m
 		}
 	}
@@ -234,22 +236,17 @@ func checkWhatIfs(t *testing.T, sc recording.Scenario, whatIfs []recording.WhatI
 	return report
 }
 
-// verifyServer re-runs the recorded configuration of rec (make test's
-// control, after the re-runs of a check that missed) and says whether it
-// met the recorded run's server (recording.SameServer): the report's line,
-// and what differed, nil where it met it.
-func verifyServer(t *testing.T, sc recording.Scenario, rec *recording.Run, seed uint64, keep, dir string, beside recording.Beside) (string, error) {
+// runControl re-runs the recorded configuration of rec, a control (its
+// logs kept as prefix in dir with keep), and says whether it met the
+// recorded run's server (recording.SameServer): its report beside rec
+// (controlReport), and what differed, nil where it met it.
+func runControl(t *testing.T, sc recording.Scenario, rec *recording.Run, seed uint64, keep, dir, prefix string, beside recording.Beside) (string, error) {
 	t.Helper()
-	ctl, err := recording.RerunBeside(context.Background(), sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, "verify-control-"), beside)
+	ctl, err := recording.RerunBeside(context.Background(), sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, prefix), beside)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := "  control after the check missed, the recorded configuration re-run: " + controlReport(*rec, *ctl)
-	same := recording.SameServer(*rec, *ctl)
-	if same != nil {
-		return fmt.Sprintf("%s  NOT the recorded run's server, the scenario recorded and checked again: %v", line, same), same
-	}
-	return line + "  the recorded run's server: the misses above are the model's", nil
+	return controlReport(*rec, *ctl), recording.SameServer(*rec, *ctl)
 }
 
 // controlReport describes ctl, a re-run of the recorded configuration,
@@ -297,12 +294,9 @@ func checkScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.What
 		// recording.SpeedComparable)
 		var speed *recording.Run
 		if control {
-			ctl, err := recording.RerunBeside(ctx, sc.With(recording.WhatIf{}), seed, t.TempDir(), 0, nil, keepLogs(keep, dir, fmt.Sprintf("control-%d-", attempt)), beside)
-			if err != nil {
-				t.Fatal(err)
-			}
-			line := fmt.Sprintf("  control %d, the recorded configuration re-run: %s", attempt, controlReport(*r.rec, *ctl))
-			switch same := recording.SameServer(*r.rec, *ctl); {
+			ctl, same := runControl(t, sc, r.rec, seed, keep, dir, fmt.Sprintf("control-%d-", attempt), beside)
+			line := fmt.Sprintf("  control %d, the recorded configuration re-run: %s", attempt, ctl)
+			switch {
 			case same == nil:
 				report = append(report, line)
 				speed = r.rec
