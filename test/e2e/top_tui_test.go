@@ -63,9 +63,12 @@ const tmuxPrompt = "apf-e2e$"
 func newTmux(t *testing.T) *tmuxTerm {
 	t.Helper()
 	tm := &tmuxTerm{t: t, tmux: requireTmux(t), socket: fmt.Sprintf("apf-e2e-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	// A clean shell with a known prompt, and no user configuration.
+	// A clean shell with a known prompt, and no user configuration. No
+	// history file: bash writes one into HOME when kill-server hangs it up,
+	// after kill-server has returned, and the write raced the removal of
+	// HOME, the test's temporary directory ("directory not empty").
 	tm.run("-f", "/dev/null", "new-session", "-d", "-s", "top", "-x", "160", "-y", "48",
-		"env", "PS1="+tmuxPrompt+" ", "HOME="+t.TempDir(), "NO_COLOR=1", "bash", "--norc", "--noprofile")
+		"env", "PS1="+tmuxPrompt+" ", "HOME="+t.TempDir(), "HISTFILE=", "NO_COLOR=1", "bash", "--norc", "--noprofile")
 	t.Cleanup(func() { _ = exec.Command(tm.tmux, "-L", tm.socket, "kill-server").Run() })
 	// The window size of a detached session follows the largest client;
 	// pin it.
