@@ -218,7 +218,7 @@ var replays sync.Map
 // recording's own logs with the default calibration are named (shared):
 // a test's own files or Params are its alone.
 func (kr keptRecording) replayKey(files []string, calibrate bool, changes []string) (string, bool) {
-	if kr.calibration != nil || kr.dir == "" {
+	if kr.calibration != nil {
 		return "", false
 	}
 	var b strings.Builder
