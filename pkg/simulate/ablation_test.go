@@ -42,8 +42,9 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 	name := filepath.Base(dir)
 	held := slices.Contains(heldOut, name)
 	var out []figure
-	add := func(mode, key string, pred, real int64, ok, dispatch bool) {
-		out = append(out, figure{key: name + " " + key, same: name + " " + strings.Replace(key, " "+mode, "", 1), audit: mode == "audit",
+	// a figure's key is what it is, the input, then what it counts
+	add := func(what, mode, counts string, pred, real int64, ok, dispatch bool) {
+		out = append(out, figure{key: name + " " + what + " " + mode + counts, same: name + " " + what + counts, audit: mode == "audit",
 			ratio: float64(max(pred, 1)) / float64(max(real, 1)), ok: ok, dispatch: dispatch, heldOut: held})
 	}
 	modes := []struct {
@@ -54,7 +55,7 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 		for _, f := range kr.simulate(t, m.files, true).Fit {
 			if f.Recorded >= 20 {
 				r := float64(f.Predicted) / float64(f.Recorded)
-				add(m.name, fmt.Sprintf("fit %s %s", f.Level, m.name), f.Predicted, f.Recorded, r >= 0.75 && r <= 1.25, false)
+				add("fit "+f.Level, m.name, "", f.Predicted, f.Recorded, r >= 0.75 && r <= 1.25, false)
 			}
 		}
 	}
@@ -72,12 +73,12 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 				if lo, hi, in := wi.CPUComparison.RangeOf(l); in {
 					ok = runsWithin(lo, hi, w.Runs, l)
 				}
-				key := fmt.Sprintf("what-if %q %s %s", w.About, l, m.name)
-				add(m.name, key+" 429s", pred, real, ok, false)
+				what := fmt.Sprintf("what-if %q %s", w.About, l)
+				add(what, m.name, " 429s", pred, real, ok, false)
 				for _, f := range wi.Fit {
 					for _, a := range wi.After.Levels {
 						if served := f.Requests - real; f.Level == l && a.Name == l && served >= 20 {
-							add(m.name, key+" dispatches", a.Dispatched, served, true, true)
+							add(what, m.name, " dispatches", a.Dispatched, served, true, true)
 						}
 					}
 				}
@@ -217,10 +218,6 @@ func TestEveryRuleEarnsItsPlace(t *testing.T) {
 		}
 		dev, held := scoreOf(abl, false), scoreOf(abl, true)
 		verdict := "kept: the held-out recordings are worse without it"
-		set := "development"
-		if changedHeld {
-			set = "held-out"
-		}
 		switch {
 		case !changed:
 			verdict = "changes no figure of any recording"
@@ -228,6 +225,10 @@ func TestEveryRuleEarnsItsPlace(t *testing.T) {
 		case readsWhatHTTPLogRecords[r]:
 			if changedLog {
 				t.Errorf("without the %s a figure from httplog + audit changed: it is not a rule of the audit log alone", r)
+			}
+			set := "development"
+			if changedHeld {
+				set = "held-out"
 			}
 			with, without := nearness(base, changedHeld), nearness(abl, changedHeld)
 			verdict = fmt.Sprintf("kept: it reads what httplog records, and the %s figures of the audit log alone are further from httplog + audit's without it (mean |log| %.4f, with it %.4f)", set, without, with)
