@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,12 +13,6 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 )
-
-// rangeHeldOut are the recordings the bound of a prediction without CPU
-// evidence (CPUComparison.Bound) was not developed on: its stretch, margin
-// and fit widening were chosen on the others (crowded, crowded-95,
-// borrowing, lists) and these only checked.
-var rangeHeldOut = map[string]bool{"crowded-30": true, "crowded-30-seed7": true, "crowded-30-seed8": true, "crowded-30-seed9": true, "crowded-60": true, "crowded-95-seed2": true}
 
 // TestRangeHoldsWithoutEvidence predicts every what-if of every kept
 // recording that has real re-runs, from httplog + audit and from the audit
@@ -46,7 +41,7 @@ func TestRangeHoldsWithoutEvidence(t *testing.T) {
 			continue
 		}
 		set := "development"
-		if rangeHeldOut[name] {
+		if slices.Contains(heldOut, name) {
 			set = "held out"
 		}
 		bundle := "bundle"
