@@ -631,35 +631,19 @@ func Noisy() Scenario {
 // under testdata (it is one of Unrecorded): the what-if e2e check records
 // it fresh when KUBECTL_APF_WHATIF_SCENARIOS names it.
 func NoisyNeighbours() Scenario {
-	noisy := []int{1, 2, 3, 4, 5, 6}
-	return Scenario{
-		Name:     "noisy-neighbours",
-		About:    "six users' storm of whole LISTs, a little more than what the server serves, beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 2-seat level (4 queues, hand 2, length 4), on a 30-seat server whose kube-apiserver is held to 1 CPU",
-		Inflight: 20, Mutating: 10,
-		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 10, 0, 0, 4, 2, 4)},
-		Schemas: []*flowcontrolv1.FlowSchema{
-			userSchema("apf-team", "apf-team", 300, noisy...),
-			userSchema("apf-ctrl", "apf-team", 290, 7),
-		},
-		Flows: append(userFlows("apf-team", 8.5, 4, noisy...),
-			Flow{User: 7, Level: "apf-team", Path: cms + "/load-000", Rate: 4, Burst: 1}),
-		Duration: 20 * time.Second,
-		CPU:      testcluster.CPU{APIServer: 1},
-		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
-		// 10 give ceil(30 × 10 / 256) = ceil(1.17) = 2 seats. s shares
-		// give 5 when 4 < 30s / (246 + s) ≤ 5, for s from 38 to 49: 40
-		// give 30 × 40 / 286 = 4.2, 5 seats. With apf-noisy's 10 shares
-		// beside apf-team's, each has ceil(30 × 10 / 266) = ceil(1.13) = 2.
-		Seats: map[string]int{"apf-team": 2},
-		WhatIf: Change{About: "apf-team with 40 shares (5 seats) instead of 10 (2 seats)",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 40, 0, 0, 4, 2, 4)},
-			Seats:  map[string]int{"apf-team": 5}},
-		WhatIfReruns: 3,
-		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that isolates the six noisy users (load-1 to load-6) in a level of their own (apf-noisy, 10 shares, 2 seats)",
-			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-noisy", 10, 0, 0, 4, 2, 4)},
-			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, noisy...)},
-			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 2}}, Reruns: 3}},
-	}
+	// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
+	// 10 give ceil(30 × 10 / 256) = ceil(1.17) = 2 seats. s shares
+	// give 5 when 4 < 30s / (246 + s) ≤ 5, for s from 38 to 49: 40
+	// give 30 × 40 / 286 = 4.2, 5 seats. With apf-noisy's 10 shares
+	// beside apf-team's, each has ceil(30 × 10 / 266) = ceil(1.13) = 2.
+	return noisyOverload{
+		name:  "noisy-neighbours",
+		about: "six users' storm of whole LISTs, a little more than what the server serves, beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 2-seat level (4 queues, hand 2, length 4), on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		users: []int{1, 2, 3, 4, 5, 6}, rate: 8.5,
+		shares: 10, queues: 4, hand: 2, qlen: 4, seats: 2,
+		more:     noisyChange{about: "apf-team with 40 shares (5 seats) instead of 10 (2 seats)", shares: 40, seats: 5},
+		isolated: noisyChange{about: "a FlowSchema that isolates the six noisy users (load-1 to load-6) in a level of their own (apf-noisy, 10 shares, 2 seats)", shares: 10, seats: 2, teamSeats: 2},
+	}.scenario()
 }
 
 // NoisyPages is the held-out scenario of simulate's CPU-evidence model
@@ -679,36 +663,73 @@ func NoisyNeighbours() Scenario {
 // of their own (apf-noisy), which leaves apf-team 2. Each is re-run three
 // times.
 func NoisyPages() Scenario {
-	noisy := []int{1, 2, 3, 4, 5}
+	// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
+	// 20 give ceil(30 × 20 / 266) = ceil(2.26) = 3 seats; 60 give
+	// ceil(30 × 60 / 306) = ceil(5.88) = 6. apf-noisy's 40 beside
+	// apf-team's 20 give ceil(30 × 40 / 306) = ceil(3.92) = 4, and
+	// apf-team ceil(30 × 20 / 306) = ceil(1.96) = 2.
+	return noisyOverload{
+		name:  "noisy-pages",
+		about: "five users' storm of half-page LISTs beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 3-seat level (6 queues, hand 2, length 5), on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		users: []int{1, 2, 3, 4, 5}, path: cms + "?limit=50", rate: 17,
+		shares: 20, queues: 6, hand: 2, qlen: 5, seats: 3,
+		more:     noisyChange{about: "apf-team with 60 shares (6 seats) instead of 20 (3 seats)", shares: 60, seats: 6},
+		isolated: noisyChange{about: "a FlowSchema that isolates the five noisy users (load-1 to load-5) in a level of their own (apf-noisy, 40 shares, 4 seats)", shares: 40, seats: 4, teamSeats: 2},
+	}.scenario()
+}
+
+// noisyOverload is a noisy-neighbour overload (NoisyNeighbours,
+// NoisyPages): users flooding path (a whole LIST when empty) into
+// apf-team, bursts of 1 to 4 rate times a second each, beside a light
+// controller (load-7, GETs of one ConfigMap 4 times a second, FlowSchema
+// apf-ctrl) in the same level, for 20 s on a 30-seat server whose
+// kube-apiserver is held to 1 CPU. Its what-ifs, each re-run three
+// times, are more shares for apf-team (more) and the users isolated in a
+// level apf-noisy of their own (isolated).
+type noisyOverload struct {
+	name, about, path          string
+	users                      []int
+	rate                       float64
+	shares, queues, hand, qlen int32
+	seats                      int
+	more, isolated             noisyChange
+}
+
+// noisyChange is a what-if of a noisyOverload: the changed level's shares
+// and the seats they give, and for isolated, apf-team's seats beside it.
+type noisyChange struct {
+	about            string
+	shares           int32
+	seats, teamSeats int
+}
+
+func (n noisyOverload) scenario() Scenario {
+	level := func(name string, shares int32) *flowcontrolv1.PriorityLevelConfiguration {
+		return queuingLevel(name, shares, 0, 0, n.queues, n.hand, n.qlen)
+	}
 	var flows []Flow
-	for _, u := range noisy {
-		flows = append(flows, Flow{User: u, Level: "apf-team", Path: cms + "?limit=50", Rate: 17, Burst: 4})
+	for _, u := range n.users {
+		flows = append(flows, Flow{User: u, Level: "apf-team", Path: n.path, Rate: n.rate, Burst: 4})
 	}
 	return Scenario{
-		Name:     "noisy-pages",
-		About:    "five users' storm of half-page LISTs beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 3-seat level (6 queues, hand 2, length 5), on a 30-seat server whose kube-apiserver is held to 1 CPU",
+		Name: n.name, About: n.about,
 		Inflight: 20, Mutating: 10,
-		Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 20, 0, 0, 6, 2, 5)},
+		Levels: []*flowcontrolv1.PriorityLevelConfiguration{level("apf-team", n.shares)},
 		Schemas: []*flowcontrolv1.FlowSchema{
-			userSchema("apf-team", "apf-team", 300, noisy...),
+			userSchema("apf-team", "apf-team", 300, n.users...),
 			userSchema("apf-ctrl", "apf-team", 290, 7),
 		},
 		Flows:    append(flows, Flow{User: 7, Level: "apf-team", Path: cms + "/load-000", Rate: 4, Burst: 1}),
 		Duration: 20 * time.Second,
 		CPU:      testcluster.CPU{APIServer: 1},
-		// SCL 30; the defaults hold 245 shares and apf-load 1: apf-team's
-		// 20 give ceil(30 × 20 / 266) = ceil(2.26) = 3 seats; 60 give
-		// ceil(30 × 60 / 306) = ceil(5.88) = 6. apf-noisy's 40 beside
-		// apf-team's 20 give ceil(30 × 40 / 306) = ceil(3.92) = 4, and
-		// apf-team ceil(30 × 20 / 306) = ceil(1.96) = 2.
-		Seats: map[string]int{"apf-team": 3},
-		WhatIf: Change{About: "apf-team with 60 shares (6 seats) instead of 20 (3 seats)",
-			Levels: []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-team", 60, 0, 0, 6, 2, 5)},
-			Seats:  map[string]int{"apf-team": 6}},
+		Seats:    map[string]int{"apf-team": n.seats},
+		WhatIf: Change{About: n.more.about,
+			Levels: []*flowcontrolv1.PriorityLevelConfiguration{level("apf-team", n.more.shares)},
+			Seats:  map[string]int{"apf-team": n.more.seats}},
 		WhatIfReruns: 3,
-		MoreWhatIfs: []WhatIf{{Change: Change{About: "a FlowSchema that isolates the five noisy users (load-1 to load-5) in a level of their own (apf-noisy, 40 shares, 4 seats)",
-			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("apf-noisy", 40, 0, 0, 6, 2, 5)},
-			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, noisy...)},
-			Seats:   map[string]int{"apf-team": 2, "apf-noisy": 4}}, Reruns: 3}},
+		MoreWhatIfs: []WhatIf{{Change: Change{About: n.isolated.about,
+			Levels:  []*flowcontrolv1.PriorityLevelConfiguration{level("apf-noisy", n.isolated.shares)},
+			Schemas: []*flowcontrolv1.FlowSchema{userSchema("apf-noisy", "apf-noisy", 200, n.users...)},
+			Seats:   map[string]int{"apf-team": n.isolated.teamSeats, "apf-noisy": n.isolated.seats}}, Reruns: 3}},
 	}
 }
