@@ -85,7 +85,8 @@ import (
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
 // KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names) picks scenarios,
 // all their what-ifs too, among them those that neither runs, recorded
-// fresh alone (recording.Unrecorded: noisy, tune's scenario, and noisy-neighbours).
+// fresh alone (recording.Unrecorded: noisy, tune's scenario, and the noisy-neighbour
+// scenarios noisy-neighbours, noisy-pages and noisy-pages-heavy).
 // KUBECTL_APF_WHATIF_REPORT=FILE writes the report the test logs;
 // KUBECTL_APF_WHATIF_KEEP=DIR keeps each scenario's recorded logs,
 // bundle and changes in DIR/SCENARIO, and each re-run's logs beside
