@@ -261,7 +261,8 @@ func TestBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 		t.Errorf("team's figures after the change are not shown as resting on the CPU evidence:\n%s", out)
 	}
 	if !strings.Contains(out, "CPU beyond the recording: the change runs team (3 429s, 150 dispatched with the recorded execution times) more at once") ||
-		!strings.Contains(out, "is 0.90 of a core per execution in flight; 1 cores (--cpu-limit) less that cost leave the executions 0.95, which hold 1.06 at once") {
+		!strings.Contains(out, "is 0.90 of a core per execution in flight; 1 cores (--cpu-limit) less that cost leave the executions 0.95, which hold 1.06 at once") ||
+		!strings.Contains(out, "So the level serves no more requests a second than the cores allowed the recording: a server that serves more, or fewer, by running more at once is outside this model.") {
 		t.Errorf("the model's paragraph is missing or wrong:\n%s", out)
 	}
 	if strings.Contains(out, "not known") || strings.Contains(out, "->?") {
