@@ -3,8 +3,9 @@
 #
 # Prints the path of a test binary (kube-apiserver, etcd, kubectl), building it
 # first if it is not cached yet. Binaries are cached outside the clone, keyed by
-# version and by the hash of the module files they are built from, so that fresh
-# clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE to move the cache.
+# version and by the hash of the module files, Go version and flags they are built
+# from, so that fresh clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE
+# to move the cache.
 set -euo pipefail
 
 name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool|victoria-logs}
@@ -55,7 +56,13 @@ victoria-logs)
 	;;
 esac
 
-key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION; echo "$ldflags${tags:+ tags=$tags}") | sha256sum | cut -c1-12)
+# The build's own flags, the environment's GOFLAGS left out (GOFLAGS= below), so
+# that the key names everything the build is made with: the same binary whether
+# make (which exports -trimpath and -dwarf=false) or a test helper asks for it.
+# No DWARF (-dwarf=false), as the Makefile's go commands build: -s -w drops it
+# anyway, and the packages this build shares with theirs are then compiled once.
+goflags="-trimpath -buildvcs=false -gcflags=all=-dwarf=false"
+key=$( (cat "$moddir/go.mod" "$moddir/go.sum"; go env GOVERSION; echo "$ldflags${tags:+ tags=$tags} $goflags") | sha256sum | cut -c1-12)
 # One directory per build, the binary under its plain name (so that, for example,
 # kubectl's User-Agent says kubectl/v1.37.1).
 out=$cache/bin/$name-$version-$key/$name
@@ -68,11 +75,9 @@ if [ ! -x "$out" ]; then
 		# GOGC=400 unless set: the compiler collects its garbage less often,
 		# for about 8% less CPU and the same binary byte for byte (etcd: 140
 		# CPU seconds instead of 153, 5% more peak memory). It is set for the
-		# build alone, never for the binary when it runs. No DWARF
-		# (-dwarf=false), as the Makefile's go commands build: -s -w drops
-		# it anyway, and the packages this build shares with theirs are
-		# then compiled once.
-		(cd "$moddir" && CGO_ENABLED=0 GOGC=${GOGC:-400} go build -trimpath -gcflags=all=-dwarf=false -tags "${tags:-}" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+		# build alone, never for the binary when it runs.
+		# shellcheck disable=SC2086 # goflags is a list of flags
+		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS= GOGC=${GOGC:-400} go build $goflags -tags "${tags:-}" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
 		mv "$out.tmp" "$out"
 	fi
 fi
