@@ -252,14 +252,32 @@ func runControl(t *testing.T, sc recording.Scenario, rec *recording.Run, seed ui
 
 // controlReport describes ctl, a re-run of the recorded configuration,
 // beside rec, the recorded run: 429s per level, kube-apiserver's CPU, its
-// collector and the executions alone.
+// collector, the executions alone and what each level served.
 func controlReport(rec, ctl recording.Run) string {
 	var levels []string
 	for _, l := range recording.Levels(rec, ctl) {
 		levels = append(levels, fmt.Sprintf("%s %d (recorded %d)", l, ctl.Rejected429[l], rec.Rejected429[l]))
 	}
-	return fmt.Sprintf("429s %s; kube-apiserver used %.2f cores (recorded %.2f), the host stole %.0f%% (recorded %.0f%%), its collector %s (recorded %s); %s",
-		strings.Join(levels, ", "), ctl.APIServerCPU, rec.APIServerCPU, 100*ctl.Steal, 100*rec.Steal, collectorReport(ctl), collectorReport(rec), aloneReport(rec, ctl))
+	return fmt.Sprintf("429s %s; kube-apiserver used %.2f cores (recorded %.2f), the host stole %.0f%% (recorded %.0f%%), its collector %s (recorded %s); %s; %s",
+		strings.Join(levels, ", "), ctl.APIServerCPU, rec.APIServerCPU, 100*ctl.Steal, 100*rec.Steal, collectorReport(ctl), collectorReport(rec), aloneReport(rec, ctl), servedReport(rec, ctl))
+}
+
+// servedReport gives, per level of rec, the executions each of runs
+// served (recording.Served: a second, at once, each) beside rec's: where a
+// change runs a level more at once, whether the server served more.
+func servedReport(rec recording.Run, runs ...recording.Run) string {
+	var out []string
+	for _, l := range slices.Sorted(maps.Keys(rec.Served)) {
+		var each []string
+		for _, r := range runs {
+			each = append(each, r.Served[l].String())
+		}
+		out = append(out, fmt.Sprintf("%s %s (recorded %s)", l, strings.Join(each, "; "), rec.Served[l]))
+	}
+	if len(out) == 0 {
+		return "no execution served"
+	}
+	return "executions served: " + strings.Join(out, ", ")
 }
 
 // checkScenario records sc once (more times with control, see
@@ -338,6 +356,7 @@ func checkScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.What
 		}
 		report = append(report, fmt.Sprintf("  what-if %d: %s (re-runs: load average %s; kube-apiserver used %s cores; the host stole %s; its collector %s)", i+1, w.Change.About, strings.Join(loads, ", "), strings.Join(used, ", "), strings.Join(steal, ", "), strings.Join(gc, ", ")))
 		report = append(report, cpuNotes[i]...)
+		report = append(report, "    "+servedReport(*r.rec, reruns...))
 		if w.Unchecked != "" {
 			report = append(report, "    not checked: "+w.Unchecked)
 		}
@@ -606,7 +625,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	if err := copyLogs(a.LogFile, logFrom, a.AuditLog, auditFrom, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Alone, err = recording.ExecutionsAlone(logFile, 0); err != nil {
+	if rec.Alone, rec.Served, err = recording.Executions(logFile, 0); err != nil {
 		t.Fatal(err)
 	}
 	// its metrics bracket the run: the CPU model's evidence

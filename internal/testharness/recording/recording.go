@@ -85,6 +85,10 @@ type Run struct {
 	// Rerun sets it; a run made with RunLoad has it from ExecutionsAlone
 	// on its server's log.
 	Alone map[string]Alone `json:"alone,omitempty"`
+	// Served is, per level, all the executions of the run (Executions):
+	// what the server served a second, and how many at once. Rerun sets
+	// it, beside Alone.
+	Served map[string]Served `json:"served,omitempty"`
 	// Collector is what the server's garbage collector did over the run,
 	// from the scrapes at its start and end; nil where they do not tell.
 	Collector *Collector `json:"collector,omitempty"`
@@ -409,7 +413,7 @@ func (s *Session) rerun(ctx context.Context, logFrom, auditFrom int64, keep func
 	if err != nil {
 		return nil, err
 	}
-	if run.Alone, err = ExecutionsAlone(a.LogFile, logFrom); err != nil {
+	if run.Alone, run.Served, err = Executions(a.LogFile, logFrom); err != nil {
 		return nil, err
 	}
 	if keep != nil {

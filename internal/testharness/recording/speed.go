@@ -37,6 +37,23 @@ const MinAlone = 30
 // (from the line's completion back over apf_execution_time) no other
 // overlapped.
 func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
+	execs, err := readExecutions(logFile, from)
+	if err != nil {
+		return nil, err
+	}
+	return alone(execs), nil
+}
+
+// execution is one served request's execution in a run's httplog.
+type execution struct {
+	start, end time.Time
+	level      string
+}
+
+// readExecutions reads the executions of logFile from byte offset from, in
+// the order they started: the served requests with an apf_execution_time,
+// 429s, watches and exempt requests aside.
+func readExecutions(logFile string, from int64) ([]execution, error) {
 	f, err := os.Open(logFile)
 	if err != nil {
 		return nil, err
@@ -44,10 +61,6 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return nil, err
-	}
-	type execution struct {
-		start, end time.Time
-		level      string
 	}
 	var execs []execution
 	r := input.NewHTTPLogReader(bufio.NewReader(f), logFile, input.Options{Lenient: true}, nil)
@@ -67,6 +80,11 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel})
 	}
 	slices.SortFunc(execs, func(a, b execution) int { return a.start.Compare(b.start) })
+	return execs, nil
+}
+
+// alone is ExecutionsAlone of execs, in the order they started.
+func alone(execs []execution) map[string]Alone {
 	took := map[string][]time.Duration{}
 	var lastEnd time.Time // the latest end of the executions before i
 	for i, e := range execs {
@@ -83,7 +101,62 @@ func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
 		slices.Sort(ds)
 		out[l] = Alone{Median: ds[len(ds)/2], N: len(ds)}
 	}
-	return out, nil
+	return out
+}
+
+// Served is one priority level's executions over a run (as
+// readExecutions reads them): how many, the time from the first one's
+// start to the last one's end, and the time they took in all. They say
+// what the server served a second and how many it ran at once: a change
+// that runs a level more at once serves more a second only where the
+// machine gives it the time, which the run tells and a prediction from
+// the recording cannot.
+type Served struct {
+	N    int           `json:"n"`
+	Span time.Duration `json:"span"`
+	Busy time.Duration `json:"busy"`
+}
+
+// String gives the executions a second, how many ran at once on average,
+// and their mean: "180/s, 2.76 at once, 15.4ms each".
+func (s Served) String() string {
+	if s.N == 0 || s.Span <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f/s, %.2f at once, %v each", float64(s.N)/s.Span.Seconds(), float64(s.Busy)/float64(s.Span), (s.Busy / time.Duration(s.N)).Round(100*time.Microsecond))
+}
+
+// served is each level's Served of execs.
+func served(execs []execution) map[string]Served {
+	first, last := map[string]time.Time{}, map[string]time.Time{}
+	out := map[string]Served{}
+	for _, e := range execs {
+		s := out[e.level]
+		if s.N == 0 || e.start.Before(first[e.level]) {
+			first[e.level] = e.start
+		}
+		if e.end.After(last[e.level]) {
+			last[e.level] = e.end
+		}
+		s.N++
+		s.Busy += e.end.Sub(e.start)
+		out[e.level] = s
+	}
+	for l, s := range out {
+		s.Span = last[l].Sub(first[l])
+		out[l] = s
+	}
+	return out
+}
+
+// Executions reads logFile from byte offset from as ExecutionsAlone does,
+// and gives each level's executions alone and all its executions (Served).
+func Executions(logFile string, from int64) (map[string]Alone, map[string]Served, error) {
+	execs, err := readExecutions(logFile, from)
+	if err != nil {
+		return nil, nil, err
+	}
+	return alone(execs), served(execs), nil
 }
 
 // SameSpeed says whether run met the machine's speed rec met: for every

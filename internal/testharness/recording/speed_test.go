@@ -65,6 +65,39 @@ func TestExecutionsAlone(t *testing.T) {
 	if _, err := ExecutionsAlone(filepath.Join(t.TempDir(), "missing.log"), 0); err == nil {
 		t.Error("a missing log gave no error")
 	}
+	// every execution served, counted by hand from the lines above:
+	// apf-load's five from 0.990 to 5.000 (10 + 10 + 10 + 20 + 30 ms),
+	// apf-other's two from 3.995 to 5.030 (5 + 30 ms)
+	alone, served, err := Executions(log, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(alone) != fmt.Sprint(want) {
+		t.Errorf("Executions: alone %v, want %v", alone, want)
+	}
+	wantServed := map[string]Served{
+		"apf-load":  {N: 5, Span: 4010 * ms, Busy: 80 * ms},
+		"apf-other": {N: 2, Span: 1035 * ms, Busy: 35 * ms},
+	}
+	if fmt.Sprint(served) != fmt.Sprint(wantServed) {
+		t.Errorf("Executions: served %v, want %v", served, wantServed)
+	}
+}
+
+func TestServedString(t *testing.T) {
+	for _, c := range []struct {
+		s    Served
+		want string
+	}{
+		{Served{N: 180, Span: time.Second, Busy: 2760 * time.Millisecond}, "180/s, 2.76 at once, 15.3ms each"},
+		{Served{N: 3615, Span: 20100 * time.Millisecond, Busy: 55500 * time.Millisecond}, "180/s, 2.76 at once, 15.4ms each"},
+		{Served{}, "-"},
+		{Served{N: 1, Busy: time.Millisecond}, "-"},
+	} {
+		if got := c.s.String(); got != c.want {
+			t.Errorf("%#v: got %q, want %q", c.s, got, c.want)
+		}
+	}
 }
 
 // TestSameSpeed holds quiet's executions alone in a recording made while
