@@ -262,12 +262,19 @@ func controlReport(rec, ctl recording.Run) string {
 		strings.Join(levels, ", "), ctl.APIServerCPU, rec.APIServerCPU, 100*ctl.Steal, 100*rec.Steal, collectorReport(ctl), collectorReport(rec), aloneReport(rec, ctl), servedReport(rec, ctl))
 }
 
-// servedReport gives, per level of rec, the executions each of runs
-// served (recording.Served: a second, at once, each) beside rec's: where a
-// change runs a level more at once, whether the server served more.
+// servedReport gives, per level of rec or of runs, the executions each of
+// runs served (recording.Served: a second, at once, each) beside rec's:
+// where a change runs a level more at once, whether the server served
+// more; for a level the change adds, what it served ("-" in rec).
 func servedReport(rec recording.Run, runs ...recording.Run) string {
+	levels := map[string]bool{}
+	for _, r := range append([]recording.Run{rec}, runs...) {
+		for l := range r.Served {
+			levels[l] = true
+		}
+	}
 	var out []string
-	for _, l := range slices.Sorted(maps.Keys(rec.Served)) {
+	for _, l := range slices.Sorted(maps.Keys(levels)) {
 		var each []string
 		for _, r := range runs {
 			each = append(each, r.Served[l].String())
@@ -868,4 +875,21 @@ func runWhatIf(t *testing.T, c *testcluster.Cluster, what string, args ...string
 		t.Fatal("-f gave no after run")
 	}
 	return pred
+}
+
+// TestServedReport: a level only the re-runs have (a change's new level)
+// is reported, with "-" for the recorded run.
+func TestServedReport(t *testing.T) {
+	rec := recording.Run{Served: map[string]recording.Served{"apf-team": {N: 180, Span: time.Second, Busy: 2760 * time.Millisecond}}}
+	run := recording.Run{Served: map[string]recording.Served{
+		"apf-team":  {N: 5, Span: time.Second, Busy: 50 * time.Millisecond},
+		"apf-noisy": {N: 200, Span: time.Second, Busy: 4 * time.Second},
+	}}
+	want := "executions served: apf-noisy 200/s, 4.00 at once, 20ms each (recorded -), apf-team 5/s, 0.05 at once, 10ms each (recorded 180/s, 2.76 at once, 15.3ms each)"
+	if got := servedReport(rec, run); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := servedReport(recording.Run{}); got != "no execution served" {
+		t.Errorf("no executions: got %q", got)
+	}
 }
