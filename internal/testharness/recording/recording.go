@@ -81,8 +81,8 @@ type Run struct {
 	MachineBusy  float64 `json:"machineBusy,omitempty"`
 	Steal        float64 `json:"steal,omitempty"`
 	// Alone is, per level, the executions of the run that no other
-	// overlapped (ExecutionsAlone): how fast the machine ran the server.
-	// Rerun sets it; a run made with RunLoad has it from ExecutionsAlone
+	// overlapped (Executions): how fast the machine ran the server.
+	// Rerun sets it; a run made with RunLoad has it from Executions
 	// on its server's log.
 	Alone map[string]Alone `json:"alone,omitempty"`
 	// Served is, per level, all the executions of the run (Executions):

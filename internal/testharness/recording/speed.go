@@ -31,19 +31,6 @@ type Alone struct {
 // speed is compared on.
 const MinAlone = 30
 
-// ExecutionsAlone reads kube-apiserver's httplog logFile from byte offset
-// from (a run's lines) and returns each level's executions alone (Alone):
-// the served requests, watches and exempt requests aside, whose execution
-// (from the line's completion back over apf_execution_time) no other
-// overlapped.
-func ExecutionsAlone(logFile string, from int64) (map[string]Alone, error) {
-	execs, err := readExecutions(logFile, from)
-	if err != nil {
-		return nil, err
-	}
-	return alone(execs), nil
-}
-
 // execution is one served request's execution in a run's httplog.
 type execution struct {
 	start, end time.Time
@@ -83,7 +70,8 @@ func readExecutions(logFile string, from int64) ([]execution, error) {
 	return execs, nil
 }
 
-// alone is ExecutionsAlone of execs, in the order they started.
+// alone is each level's executions alone (Alone) of execs, in the order
+// they started: those no other overlapped.
 func alone(execs []execution) map[string]Alone {
 	took := map[string][]time.Duration{}
 	var lastEnd time.Time // the latest end of the executions before i
@@ -149,8 +137,11 @@ func served(execs []execution) map[string]Served {
 	return out
 }
 
-// Executions reads logFile from byte offset from as ExecutionsAlone does,
-// and gives each level's executions alone and all its executions (Served).
+// Executions reads kube-apiserver's httplog logFile from byte offset from
+// (a run's lines) and returns each level's executions alone (Alone) and
+// all its executions (Served): the served requests, watches and exempt
+// requests aside, each from its line's completion back over
+// apf_execution_time.
 func Executions(logFile string, from int64) (map[string]Alone, map[string]Served, error) {
 	execs, err := readExecutions(logFile, from)
 	if err != nil {
