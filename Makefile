@@ -137,7 +137,7 @@ e2e-tune: binaries ## tune's proof on a real server alone (make test runs it): r
 	$(GO) test $(TEST_FLAGS) -timeout 30m -v -run TestTuneFirstCandidateHoldsInARerun ./test/e2e/
 
 .PHONY: e2e-whatif
-e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes, up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
+e2e-whatif: binaries ## Check simulate's what-ifs: re-run each scenario's seeded load on each of its changed configurations, every scenario (about 37 minutes when measured, before a control after each scenario's re-runs added about a minute per scenario; up to an hour when scenarios are recorded again; needs root and the cgroup v1 cpu controller; make test runs the first what-if of quiet, borrowing and lists).
 	KUBECTL_APF_WHATIF=1 $(GO) test $(TEST_FLAGS) -timeout 120m -v -run TestSimulateWhatIfMatchesRerun ./test/e2e/
 
 .PHONY: e2e-whatif-evidence
@@ -194,4 +194,4 @@ clean:
 
 .PHONY: help
 help:
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
