@@ -38,7 +38,6 @@ func rejected(r *Result, after bool, level string) int64 {
 	return 0
 }
 
-// recordingDirs lists the recordings under testdata/simulate/recordings.
 // heldOut are the kept recordings neither the model (docs/simulate.md) nor
 // the bound of a prediction without CPU evidence (CPUComparison.Bound) was
 // developed on: recorded after the model's last rule and the bound's
@@ -62,6 +61,7 @@ func TestHeldOutAreKept(t *testing.T) {
 	}
 }
 
+// recordingDirs lists the recordings under testdata/simulate/recordings.
 func recordingDirs(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir(fixture.Path("simulate", "recordings"))

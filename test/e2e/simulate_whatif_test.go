@@ -80,8 +80,8 @@ import (
 // one and a half to two minutes; with all their what-ifs, starved (two,
 // three re-runs each) takes about seven, crowded (three, three re-runs
 // each) six, quiet and lists (a seats change with three re-runs) about
-// five, timeouts four, each a minute or two more for its two controls, crowded-30,
-// crowded-60 and crowded-95 about eight each: all of them about an hour,
+// five, timeouts four, each a minute or two more for its two controls,
+// crowded-30, crowded-60 and crowded-95 about eight each: all of them about an hour,
 // and more when the machine's speed moves and scenarios are recorded
 // again.
 // "make test" runs the primary what-if (Scenario.WhatIf) of the scenarios
@@ -89,14 +89,16 @@ import (
 // scenario with all its what-ifs (Scenario.MoreWhatIfs too), and
 // KUBECTL_APF_WHATIF_SCENARIOS (comma-separated names) picks scenarios,
 // all their what-ifs too, among them those that neither runs, recorded
-// fresh alone (recording.Unrecorded: noisy, tune's scenario, and the noisy-neighbour
-// scenarios noisy-neighbours, noisy-pages and noisy-pages-heavy).
+// fresh alone (recording.Unrecorded: noisy, tune's scenario, and the
+// noisy-neighbour scenarios noisy-neighbours, noisy-pages and
+// noisy-pages-heavy).
 // KUBECTL_APF_WHATIF_REPORT=FILE writes the report the test logs;
 // KUBECTL_APF_WHATIF_KEEP=DIR keeps each scenario's recorded logs,
 // bundle and changes in DIR/SCENARIO, and each re-run's logs beside
 // them (rerun-WHATIF-N-apiserver.log, -audit.log; a control's
-// control-ATTEMPT-, the control after the re-runs control-after-, a re-run set aside aside-ATTEMPT-WHATIF-N-TRY-), to
-// study a prediction offline. A name NAME-seedN sends the scenario's load
+// control-ATTEMPT-, the control after the re-runs control-after-, a
+// re-run set aside aside-ATTEMPT-WHATIF-N-TRY-), to study a prediction
+// offline. A name NAME-seedN sends the scenario's load
 // with seed N (crowded-95-seed2). KUBECTL_APF_WHATIF_EVIDENCE=prometheus,watch
 // ("make e2e-whatif-evidence") also predicts each what-if from the
 // server's full logs with a real Prometheus and a dump bundle --watch
@@ -353,7 +355,7 @@ func checkScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.What
 	if control {
 		// the recorded configuration re-run once more after the what-ifs'
 		// re-runs: a machine whose speed moved while they ran (this one
-		// moves between two about 11% apart, docs/simulate.md) shows here,
+		// moved by up to 30% from run to run, docs/simulate.md) shows here,
 		// where a change that runs a level more at once leaves no
 		// execution alone to tell it (recording.Speed). Reported, not
 		// failed: the move may have come after the re-runs, and those

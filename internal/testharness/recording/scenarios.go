@@ -691,12 +691,12 @@ func noisyPages() noisyOverload {
 func NoisyPagesHeavy() Scenario {
 	n := noisyPages()
 	n.name, n.rate = "noisy-pages-heavy", 20
-	n.about = "five users' heavy storm of half-page LISTs (20 bursts a second each) beside a light controller (GETs of one ConfigMap, a FlowSchema of its own) in a 3-seat level (6 queues, hand 2, length 5), on a 30-seat server whose kube-apiserver is held to 1 CPU"
+	n.about = fmt.Sprintf("noisy-pages at %g bursts a second per user: %s", n.rate, n.about)
 	return n.scenario()
 }
 
 // noisyOverload is a noisy-neighbour overload (NoisyNeighbours,
-// NoisyPages): users flooding path (a whole LIST when empty) into
+// NoisyPages, NoisyPagesHeavy): users flooding path (a whole LIST when empty) into
 // apf-team, bursts of 1 to 4 rate times a second each, beside a light
 // controller (load-7, GETs of one ConfigMap 4 times a second, FlowSchema
 // apf-ctrl) in the same level, for 20 s on a 30-seat server whose

@@ -114,13 +114,14 @@ func (s Served) String() string {
 	return fmt.Sprintf("%.0f/s, %.2f at once, %v each", float64(s.N)/s.Span.Seconds(), float64(s.Busy)/float64(s.Span), (s.Busy / time.Duration(s.N)).Round(100*time.Microsecond))
 }
 
-// served is each level's Served of execs.
+// served is each level's Served of execs, in the order they started: a
+// level's first is its earliest start.
 func served(execs []execution) map[string]Served {
 	first, last := map[string]time.Time{}, map[string]time.Time{}
 	out := map[string]Served{}
 	for _, e := range execs {
 		s := out[e.level]
-		if s.N == 0 || e.start.Before(first[e.level]) {
+		if s.N == 0 {
 			first[e.level] = e.start
 		}
 		if e.end.After(last[e.level]) {
