@@ -271,7 +271,7 @@ func replayOnce(ctx context.Context, src workload.Reader, cal *calibrate.Result,
 		rc.before.CPU = cal.Server(0)
 		if rc.after != nil {
 			a := *rc.after
-			a.CPU = rc.afterServer(cal, 0, a.Speed)
+			a.CPU, a.Unstretch = rc.afterServer(cal, 0, a.Speed)
 			rc.after = &a
 		}
 	}
@@ -317,7 +317,7 @@ func replayCPU(ctx context.Context, cal *calibrate.Result, rc replayConfigs) (*R
 		var a *fairqueue.ReplayConfig
 		if rc.after != nil {
 			ac := *rc.after
-			ac.CPU = rc.afterServer(cal, i, ac.Speed)
+			ac.CPU, ac.Unstretch = rc.afterServer(cal, i, ac.Speed)
 			a = &ac
 		}
 		fit := calibrate.NewFit(0, rc.calibration)

@@ -254,7 +254,7 @@ func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver f
 	for i := range phases {
 		rc := a
 		if p.cal != nil {
-			rc.CPU = brc.afterServer(p.cal, i, 1)
+			rc.CPU, rc.Unstretch = brc.afterServer(p.cal, i, 1)
 		}
 		var obs Observer
 		var opts fairqueue.ReplayOptions

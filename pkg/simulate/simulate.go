@@ -372,14 +372,17 @@ type replayConfigs struct {
 	beyond bool
 }
 
-// afterServer is the CPU the change's i-th replay runs on at speed.
-func (rc replayConfigs) afterServer(cal *calibrate.Result, i int, speed float64) fairqueue.CPU {
+// afterServer is the CPU the change's i-th replay runs on at speed, and
+// whether that replay takes the executions back to their times alone
+// (fairqueue.ReplayConfig.Unstretch): on the CPU evidence's model, which
+// stretches them from there.
+func (rc replayConfigs) afterServer(cal *calibrate.Result, i int, speed float64) (cpu fairqueue.CPU, unstretch bool) {
 	if rc.beyond {
 		if cpu, ok := cal.ServerBeyond(i, speed); ok {
-			return cpu
+			return cpu, true
 		}
 	}
-	return cal.ServerAt(i, speed)
+	return cal.ServerAt(i, speed), false
 }
 
 // newReplayConfigs returns the replays of before and, if not nil, after.

@@ -123,6 +123,10 @@ func (a *applied) Next(w *workload.Request) error {
 		if f := a.r.recordedStretch(a.idx); f > 1 && w.HasServiceTime {
 			w.ServiceTime = max(time.Duration(float64(w.ServiceTime)/f), a.params.MinExecution)
 		}
+		// under the CPU evidence's model, only the replay of a change on
+		// it (Result.ServerBeyond) takes the execution back so: the
+		// others keep the recorded time
+		w.RecordedStretch = a.r.beyondStretch(a.idx)
 	}
 	a.idx++
 	return nil

@@ -299,6 +299,13 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			}
 			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections, held)
 			r.Headroom.refuseEstimated(replayed, len(execs), r.params.MaxEstimatedShare)
+			if m := r.Headroom.Shared; m != nil {
+				// an execution that ran with more in flight than the
+				// model's capacity ran stretched by it already: the
+				// change's replay takes it back to its time alone, so
+				// that at its recorded concurrency it runs as recorded
+				m.keepStretches(execs, smp.fl)
+			}
 		}
 		if replayed > 0 {
 			why += fmt.Sprintf(" (%d executions are only estimated, from audit events faster than 500 ms, which carry no timing of their own, and found their level without room; httplog's apf_execution_time records them all)", replayed)
@@ -597,6 +604,12 @@ func (m *SharedCPU) setStretched(fl *flights, idx []int) {
 // setStretches keeps, by record index, the stretch each execution ran
 // under, and the CPU the model gives the executions.
 func (m *SharedCPU) setStretches(execs []execution, fl *flights) {
+	m.RequestsCPU = Duration(m.keepStretches(execs, fl))
+}
+
+// keepStretches keeps, by record index, the stretch each execution ran
+// under, and returns the CPU the model gives the executions.
+func (m *SharedCPU) keepStretches(execs []execution, fl *flights) float64 {
 	top := 0
 	for _, e := range execs {
 		top = max(top, int(e.idx))
@@ -608,7 +621,7 @@ func (m *SharedCPU) setStretches(execs []execution, fl *flights) {
 		m.stretch[e.idx] = float32(st)
 		cpu += float64(e.end-e.start) / st * m.Share
 	}
-	m.RequestsCPU = Duration(cpu)
+	return cpu
 }
 
 // sample is what a fit reads of the executions it samples: the indices
@@ -860,6 +873,20 @@ func (r *Result) recordedStretch(idx int) float64 {
 		return 1
 	}
 	return float64(r.Shared.stretch[idx])
+}
+
+// beyondStretch is the stretch the record at idx executed under in the
+// recording by the CPU evidence's model (Headroom.Shared), which the
+// replay of a change on that model divides its execution by
+// (fairqueue.ReplayConfig.Unstretch); 1 without the model.
+func (r *Result) beyondStretch(idx int) float64 {
+	if r.Headroom == nil || r.Headroom.Shared == nil {
+		return 1
+	}
+	if s := r.Headroom.Shared.stretch; idx < len(s) && s[idx] > 1 {
+		return float64(s[idx])
+	}
+	return 1
 }
 
 // WithoutCPU returns the calibration without its CPU models (the shared

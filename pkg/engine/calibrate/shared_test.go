@@ -663,3 +663,34 @@ func TestCPUEvidenceRefusedOnEstimates(t *testing.T) {
 		}
 	}
 }
+
+// TestBeyondStretch: on the CPU evidence's model an execution that ran
+// with more in flight than its capacity ran stretched by it already, and
+// the replay of a change on the model takes it back to its time alone
+// (beyondStretch, which fairqueue.ReplayConfig.Unstretch divides by):
+// three executions together on a capacity of 2 ran 3 / 2 as long as
+// alone, and one alone ran as recorded. So at the recorded concurrency a
+// change runs them as recorded, not 3 / 2 times as long again.
+func TestBeyondStretch(t *testing.T) {
+	ms := time.Millisecond
+	execs := []execution{
+		{start: 0, end: 10 * ms, idx: 0}, {start: 0, end: 10 * ms, idx: 1}, {start: 0, end: 10 * ms, idx: 2},
+		{start: 20 * ms, end: 30 * ms, idx: 4},
+	}
+	m := &SharedCPU{From: SharedFromCPUEvidence, Share: 1, Capacity: 2}
+	m.keepStretches(execs, inFlight(execs, []int{3}))
+	r := &Result{Report: Report{Headroom: &Headroom{Shared: m}}}
+	for idx, want := range map[int]float64{0: 1.5, 1: 1.5, 2: 1.5, 3: 1, 4: 1, 5: 1} {
+		if got := r.beyondStretch(idx); math.Abs(got-want) > 1e-6 {
+			t.Errorf("record %d: stretch %g, want %g", idx, got, want)
+		}
+	}
+	for name, r := range map[string]*Result{
+		"no headroom":         {},
+		"no evidence's model": {Report: Report{Headroom: &Headroom{}}},
+	} {
+		if got := r.beyondStretch(0); got != 1 {
+			t.Errorf("%s: stretch %g, want 1", name, got)
+		}
+	}
+}

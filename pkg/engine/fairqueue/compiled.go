@@ -234,6 +234,9 @@ func (c *Compiled) Replay(ctx context.Context, cfg ReplayConfig, onOutcome func(
 			wk := &c.works[c.work[i]]
 			cfg.Work(&wk.w, &wk.er, k.levelName, &sr)
 		}
+		if cfg.Unstretch {
+			sr.unstretch()
+		}
 		if sp > 0 && sp != 1 {
 			sr.ServiceTime = time.Duration(float64(sr.ServiceTime) / sp)
 			sr.QueuedOverhead = time.Duration(float64(sr.QueuedOverhead) / sp)

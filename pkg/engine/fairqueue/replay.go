@@ -51,6 +51,10 @@ type ReplayConfig struct {
 	// mutating request's final seats is upstream's estimate, not work, and
 	// is kept.
 	Speed float64
+	// Unstretch takes every request's execution back to its time alone
+	// (Request.RecordedStretch) before Speed: CPU stretches them by the
+	// model the calibration read their recorded stretches from.
+	Unstretch bool
 }
 
 // ReplayOptions tune how recorded requests become simulated ones.
@@ -502,7 +506,7 @@ func (rp *replayer) add(w *workload.Request) error {
 		return nil
 	}
 	p := &pendingReq{id: id, at: received, status: w.Status}
-	base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead}
+	base := Request{ID: id, InitialSeats: 1, QueuedOverhead: w.QueuedOverhead, RecordedStretch: w.RecordedStretch}
 	if w.HasSeats {
 		base.InitialSeats, base.FinalSeats, base.AdditionalLatency = w.InitialSeats, w.FinalSeats, w.AdditionalLatency
 	} else {
@@ -591,6 +595,9 @@ func (rp *replayer) classify(w *workload.Request, er *engine.Request, p *pending
 		}
 		if ru.cfg.Work != nil {
 			ru.cfg.Work(w, er, ru.limits[p.reqs[i].Level].Name, &p.reqs[i])
+		}
+		if ru.cfg.Unstretch {
+			p.reqs[i].unstretch()
 		}
 		if sp := ru.cfg.Speed; sp > 0 && sp != 1 {
 			r := &p.reqs[i]

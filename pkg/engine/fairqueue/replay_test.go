@@ -2,6 +2,7 @@ package fairqueue_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -278,5 +279,62 @@ func TestReplaySpeed(t *testing.T) {
 	}
 	if recorded := replay("200ms", 40*time.Millisecond, 0); !reflect.DeepEqual(recorded, slow) {
 		t.Errorf("speed 0 is the recorded server's: %+v, not %+v", recorded, slow)
+	}
+}
+
+// stretchReader gives every request the stretch a calibration read it ran
+// under in the recording.
+type stretchReader struct {
+	r       workload.Reader
+	stretch float64
+}
+
+func (s stretchReader) Next(w *workload.Request) error {
+	err := s.r.Next(w)
+	w.RecordedStretch = s.stretch
+	return err
+}
+
+// TestReplayUnstretch: a replay with Unstretch runs each request for its
+// execution over the stretch it was recorded under, before its speed, as
+// the same replay of the workload with the executions so divided does;
+// a replay without it keeps the recorded executions, and so does the
+// compiled replay of the same workload.
+func TestReplayUnstretch(t *testing.T) {
+	src := func(svc string, stretch float64) workload.Reader {
+		return stretchReader{input.NewJSONLReader(strings.NewReader(strings.ReplaceAll(flood(3000), `"200ms"`, `"`+svc+`"`)), "flood", input.Options{}, nil), stretch}
+	}
+	replay := func(svc string, stretch float64, unstretch bool, speed float64) fairqueue.LevelResult {
+		t.Helper()
+		rep, err := fairqueue.Replay(src(svc, stretch), fairqueue.ReplayConfig{Config: engine.DefaultConfig()},
+			&fairqueue.ReplayConfig{Config: squeezedGlobalDefault(), Unstretch: unstretch, Speed: speed}, fairqueue.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return levelByName(rep.After, "global-default")
+	}
+	unstretched := replay("200ms", 2, true, 2)
+	divided := replay("50ms", 0, false, 1)
+	kept := replay("200ms", 2, false, 1)
+	if !reflect.DeepEqual(unstretched, divided) {
+		t.Errorf("unstretched by 2 at speed 2:\n%+v\nwith the times quartered:\n%+v", unstretched, divided)
+	}
+	if plain := replay("200ms", 0, false, 1); !reflect.DeepEqual(kept, plain) {
+		t.Errorf("without Unstretch the recorded stretch changed the replay:\n%+v\n%+v", kept, plain)
+	}
+	if sum(unstretched.Rejected) >= sum(kept.Rejected) {
+		t.Errorf("executions a quarter as long should be rejected less: %v unstretched, %v kept", unstretched.Rejected, kept.Rejected)
+	}
+	// the compiled replay reads the same stretch
+	c, err := fairqueue.Compile(src("200ms", 2), fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, fairqueue.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crep, err := c.Replay(context.Background(), fairqueue.ReplayConfig{Config: squeezedGlobalDefault(), Unstretch: true, Speed: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := levelByName(&crep.Result, "global-default"); !reflect.DeepEqual(got, unstretched) {
+		t.Errorf("the compiled replay unstretched differs:\n%+v\n%+v", got, unstretched)
 	}
 }

@@ -108,6 +108,18 @@ type Request struct {
 	// request dispatched on arrival runs in its own goroutine and pays
 	// nothing. Zero unless calibrated (package calibrate).
 	QueuedOverhead time.Duration
+	// RecordedStretch is the stretch the recorded execution ran under by
+	// the CPU model of a replay with ReplayConfig.Unstretch, which divides
+	// ServiceTime by it (workload.Request.RecordedStretch); 0 or 1 is none.
+	RecordedStretch float64
+}
+
+// unstretch takes the request's execution back to its time alone: its
+// ServiceTime over its RecordedStretch.
+func (r *Request) unstretch() {
+	if r.RecordedStretch > 1 {
+		r.ServiceTime = time.Duration(float64(r.ServiceTime) / r.RecordedStretch)
+	}
 }
 
 // Outcome is what happened to one request.

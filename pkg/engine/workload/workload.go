@@ -63,6 +63,13 @@ type Request struct {
 	// calibrate) sets it to the extra time the recorded server held a seat
 	// for a request dispatched from a queue.
 	QueuedOverhead time.Duration
+	// RecordedStretch is not read from any input either: a calibration
+	// sets it to the stretch the record's execution ran under in the
+	// recording by the CPU evidence's model of the cores the executions
+	// shared (package calibrate, Headroom.Shared), for a replay on that
+	// model to take it back to its time alone (fairqueue.ReplayConfig's
+	// Unstretch). 0 or 1 is none.
+	RecordedStretch float64
 	// Instance names the apiserver instance that served the request, when
 	// the input tells it (a log pipeline's stream, pod or host, or the file
 	// it was read from); "" when unknown. Each instance has its own APF: its
