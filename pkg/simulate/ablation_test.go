@@ -70,12 +70,8 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 				}
 				what := fmt.Sprintf("what-if %q %s", w.About, l)
 				add(what, m.name, " 429s", pred, real, ok, false)
-				for _, f := range wi.Fit {
-					for _, a := range wi.After.Levels {
-						if served := f.Requests - real; f.Level == l && a.Name == l && served >= 20 {
-							add(what, m.name, " dispatches", a.Dispatched, served, true, true)
-						}
-					}
+				if a, served, ok := servedAfter(wi, l, real); ok && served >= 20 {
+					add(what, m.name, " dispatches", a.Dispatched, served, true, true)
 				}
 			}
 		}
