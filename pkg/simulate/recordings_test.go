@@ -45,7 +45,7 @@ func rejected(r *Result, after bool, level string) int64 {
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-60", "crowded-95-seed2"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-60", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -133,7 +133,26 @@ var knownMisses = map[string]string{
 	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "audit"):                queuesSixLong,
 	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"):        queuesSixLong,
 	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "audit"):                queuesSixLong,
+	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
+	// server moves more than the band (docs/simulate.md, noisy-pages-heavy)
+	knownMiss("noisy-pages-heavy-seed6", noisySeats, "apf-team", "httplog+audit"): "one of the three re-runs got 718 429s, 0.59 of the other two's mean, as the repeat of the recorded run got 867 against its 1,385: the machine's speed moved that much between runs with nothing changed; against the other two the prediction is 1.13",
+	// recorded after the seed6 recording and the stretch's correction, held out
+	knownMiss("noisy-pages-heavy-seed7", fitMiss, "apf-team", "httplog+audit"):              "a light storm, 297 429s of 4,963 requests: the replay dispatches 1.8% more than the server did, inside the dispatch check's 10%, which is 28% of so small a remainder",
+	knownMiss("noisy-pages-heavy-seed7", noisySeats, "apf-team", "httplog+audit"):           noisyServedLess,
+	knownMiss("noisy-pages-heavy-seed7", noisyIsolated, "apf-noisy", "httplog+audit"):       noisyServedLess,
+	knownMiss("noisy-pages-heavy-seed7", boundMiss+noisySeats, "apf-team", "httplog+audit"): "one re-run got 476 429s, over the high end of 469: " + noisyServedLess,
 }
+
+// The noisy-pages-heavy recordings' what-ifs, and why the held-out one
+// misses: the model holds a level's throughput to what the cores allowed
+// the recording, and this server, which used 0.95 of its 1 CPU in the
+// recording, used 0.97–0.99 and served fewer requests a second when it ran
+// more at once.
+const (
+	noisySeats      = "apf-team with 60 shares (6 seats) instead of 20 (3 seats)"
+	noisyIsolated   = "a FlowSchema that isolates the five noisy users (load-1 to load-5) in a level of their own (apf-noisy, 40 shares, 4 seats)"
+	noisyServedLess = "the server, at 0.95 of its 1 CPU in the recording, served 3% fewer requests with 6 seats and 15% fewer with the users isolated (0.97–0.99 CPU), where the model holds the level's throughput to the recording's (docs/simulate.md, noisy-pages-heavy)"
+)
 
 // fitMiss is the what-if of knownMisses' keys that names the fit (the
 // replay of the recorded configuration), and boundMiss prefixes a

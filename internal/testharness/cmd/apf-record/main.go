@@ -23,7 +23,7 @@ import (
 func main() {
 	// a scenario with client processes runs them as this program again
 	loadgen.RunChildIfAsked()
-	name := flag.String("scenario", "", "scenario to record: quiet, starved, borrowing, lists, borrowing-three, timeouts, crowded, crowded-30, crowded-60 or crowded-95")
+	name := flag.String("scenario", "", "scenario to record: quiet, starved, borrowing, lists, borrowing-three, timeouts, crowded, crowded-30, crowded-60, crowded-95, or any other of internal/testharness/recording/scenarios.go (noisy-pages-heavy among them)")
 	seed := flag.Uint64("seed", 1, "seed of the load plan")
 	out := flag.String("out", "", "directory to write the recording to")
 	whatIf := flag.Bool("whatif", true, "also re-run the same plan on the scenario's changed configuration")
