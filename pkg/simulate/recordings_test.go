@@ -45,7 +45,7 @@ func rejected(r *Result, after bool, level string) int64 {
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-60", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-60", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -141,6 +141,9 @@ var knownMisses = map[string]string{
 	knownMiss("noisy-pages-heavy-seed7", noisySeats, "apf-team", "httplog+audit"):           noisyServedLess,
 	knownMiss("noisy-pages-heavy-seed7", noisyIsolated, "apf-noisy", "httplog+audit"):       noisyServedLess,
 	knownMiss("noisy-pages-heavy-seed7", boundMiss+noisySeats, "apf-team", "httplog+audit"): "one re-run got 476 429s, over the high end of 469: " + noisyServedLess,
+	// recorded after the correction on an idle machine, held out
+	knownMiss("noisy-pages-heavy-seed9", boundMiss+noisySeats, "apf-team", "audit"): "every re-run over the high end of 583, which the repeat of the recorded run on the unchanged configuration passed already (608 429s against the recorded 379)",
+	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "httplog+audit"):   "the repeat of the recorded run on the same configuration got 608 429s against its 379: the servers after the recording ran slower than the recorded one by more than the band (one 6-seat re-run's used 0.64 of its CPU and got 1,011)",
 }
 
 // The noisy-pages-heavy recordings' what-ifs, and why the held-out one
