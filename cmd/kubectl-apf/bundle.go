@@ -135,7 +135,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if o.Watch > 0 {
 		return o.runWatch(ctx)
 	}
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval}, "")
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval, AllScrapes: true}, "")
 	if err != nil {
 		return err
 	}

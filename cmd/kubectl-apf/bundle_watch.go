@@ -39,8 +39,10 @@ FILE.tar.gz is recorded into FILE.tar.gz.partial/, a bundle directory the
 tarball is written from at the end and that is then removed. Ctrl-C or
 SIGTERM ends the watch with the end's capture; if the watch is killed,
 --from reads the directory it left, with every scrape taken before. A
-command reading the bundle back loads every scrape it holds, so read a
-long watch with a machine that has the memory for it.`
+command reading the bundle back reads the scrapes it uses, not the
+thousands a long watch holds: the latest two of each instance (the rates
+of top, dump and explain), and simulate's, those around the window it
+replays; a tarball's are read again from it when its scrapes pass 64 MB.`
 
 // watchProgress is the progress line of dump bundle --watch: on a
 // terminal it is rewritten in place at every scrape, otherwise a line is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/output"
@@ -327,6 +328,9 @@ func (o *SimulateOptions) load(ctx context.Context) (*state.State, simulate.Conf
 	if o.Source != nil {
 		cfg.Source = o.Source.Describe()
 	}
+	if b, ok := o.Source.(*dump.BundleSource); ok && b.MostScrapes() > 2 {
+		cfg.Recorded = recordedScrapes(b)
+	}
 	if o.VLogs.enabled() {
 		// the window's events, pulled in time order and read by the audit reader
 		cfg.Open = vlogs.OpenWorkload(ctx, o.VLogs.windowSource(ctx, o.ClockOrReal().Now()), o.Strict, &o.VLogs.pulled)
@@ -352,6 +356,22 @@ func (o *SimulateOptions) validateStore() error {
 		return fmt.Errorf("--prometheus reads the calibration's CPU evidence: give it without --calibrate=false")
 	}
 	return nil
+}
+
+// recordedScrapes reads a long bundle's scrapes around simulate's window
+// (dump bundle --watch), of which the state holds the latest two.
+func recordedScrapes(b *dump.BundleSource) func(from, to time.Time) ([]simulate.RecordedScrapes, error) {
+	return func(from, to time.Time) ([]simulate.RecordedScrapes, error) {
+		got, err := b.ScrapesAround(from, to)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]simulate.RecordedScrapes, len(got))
+		for i, g := range got {
+			out[i] = simulate.RecordedScrapes{Instance: g.Instance, Scrapes: g.Scrapes, Times: g.Times}
+		}
+		return out, nil
+	}
 }
 
 // evidenceStore is the store of --prometheus as simulate reads its

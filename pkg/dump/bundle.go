@@ -9,10 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -158,69 +159,40 @@ func WriteBundle(out string, c *Capture, m Manifest) error {
 
 // ReadBundleFiles reads every file of a bundle directory or tarball.
 func ReadBundleFiles(p string) (map[string][]byte, error) {
-	files := map[string][]byte{}
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle: %w", err)
 	}
-	if st.IsDir() {
-		root := os.DirFS(p)
-		err := fs.WalkDir(root, ".", func(name string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if info.Size() > maxBundleFile {
-				return fmt.Errorf("%s is larger than %d bytes", name, maxBundleFile)
-			}
-			b, err := fs.ReadFile(root, name)
-			files[name] = b
-			return err
-		})
+	if !st.IsDir() {
+		f, err := os.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("reading bundle %s: %w", p, err)
+			return nil, fmt.Errorf("reading bundle: %w", err)
 		}
-		return files, nil
+		defer f.Close()
+		return readTarball(p, f)
 	}
-	f, err := os.Open(p)
+	f, err := readBundleDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("reading bundle: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	return readTarball(p, f)
+	bodies, err := f.load(slices.Collect(maps.Keys(f.lazy)))
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(f.held, bodies)
+	return f.held, nil
 }
 
 // readTarball reads every regular file of a gzipped tarball named p.
 func readTarball(p string, r io.Reader) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle %s: not a directory or a .tar.gz: %w", p, err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading bundle %s: %w", p, err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		b, err := io.ReadAll(io.LimitReader(tr, maxBundleFile+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading bundle %s: %s: %w", p, name, err)
-		}
-		if len(b) > maxBundleFile {
-			return nil, fmt.Errorf("reading bundle %s: %s is larger than %d bytes", p, name, maxBundleFile)
-		}
+	err := walkTarball(p, r, func(name string, tr io.Reader) (bool, error) {
+		b, err := readLimited(p, name, tr)
 		files[name] = b
+		return true, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return files, nil
 }
@@ -280,11 +252,18 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		b.in.raw.ObjectFiles = b.ObjectFiles
 		return b.in.captureRaw(opts)
 	}
-	c, _, err := CaptureFromFiles(b.in.bundle, opts)
+	if b.in.manifest == nil {
+		m, err := readManifest(b.in.bundle.held)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.in.name, err)
+		}
+		b.in.manifest = m
+	}
+	c, err := captureFrom(b.in.bundle, b.in.manifest, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.in.name, err)
 	}
-	if n := elidedRows(b.in.bundle, opts.Parts); n > 0 {
+	if n := elidedRows(b.in.bundle.held, opts.Parts); n > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
 	}
 	if opts.Parts&PartObjects != 0 && len(c.Snapshots) > 0 && !c.Snapshots[0].HasObjects() {
@@ -315,51 +294,124 @@ func elidedRows(files map[string][]byte, parts Parts) int {
 
 // CaptureFromFiles rebuilds a capture from bundle files.
 func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *Manifest, error) {
+	m, err := readManifest(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := captureFrom(&bundleFiles{held: files}, m, opts)
+	return c, m, err
+}
+
+// readManifest decodes a bundle's manifest.
+func readManifest(files map[string][]byte) (*Manifest, error) {
 	mb, ok := files[manifestFile]
 	if !ok {
-		return nil, nil, fmt.Errorf("no %s: not a kubectl-apf bundle", manifestFile)
+		return nil, fmt.Errorf("no %s: not a kubectl-apf bundle", manifestFile)
 	}
 	var m Manifest
 	if err := json.Unmarshal(mb, &m); err != nil {
-		return nil, nil, fmt.Errorf("decoding %s: %w", manifestFile, err)
+		return nil, fmt.Errorf("decoding %s: %w", manifestFile, err)
 	}
 	if m.Format != BundleFormat {
-		return nil, nil, fmt.Errorf("bundle format %d; this kubectl-apf reads format %d", m.Format, BundleFormat)
+		return nil, fmt.Errorf("bundle format %d; this kubectl-apf reads format %d", m.Format, BundleFormat)
 	}
+	return &m, nil
+}
+
+// instanceNames are the files of an instance's directory that its manifest
+// entry names: Files, and the scrapes it counts (Scrapes, in a bundle a
+// watch is writing) with their .time and .unknown.json where present.
+func instanceNames(mi ManifestInstance, f *bundleFiles) []string {
+	if mi.Scrapes <= 0 {
+		return mi.Files
+	}
+	names := append([]string(nil), mi.Files...)
+	for k := 0; k < mi.Scrapes; k++ {
+		names = append(names, MetricsFile(k))
+		if !f.has(path.Join(mi.Dir, MetricsFile(k))) {
+			break // missing: the capture says so (a manifest's count is no bound)
+		}
+		for _, opt := range []string{MetricsTimeKey(k), MetricsUnknownKey(k)} {
+			if f.has(path.Join(mi.Dir, opt)) {
+				names = append(names, opt)
+			}
+		}
+	}
+	return names
+}
+
+// captureFrom rebuilds a capture from a bundle's files and its manifest m.
+// Of each instance's scrapes, it reads those opts asks for (the latest two,
+// or every one with AllScrapes), numbered from 0 in the snapshot's Raw.
+func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions) (*Capture, error) {
 	c := &Capture{Failures: m.Failures}
 	for i := range c.Failures {
 		c.Failures[i].Err = errors.New(c.Failures[i].Message)
 	}
 	for _, mi := range m.Instances {
 		s := &Snapshot{Instance: mi.Instance, CapturedAt: mi.CapturedAt, FlowcontrolVersion: mi.FlowcontrolVersion, Raw: map[string][]byte{}}
-		names := mi.Files
-		if mi.Scrapes > 0 {
-			names = append([]string(nil), mi.Files...)
-			for k := 0; k < mi.Scrapes; k++ {
-				names = append(names, MetricsFile(k))
-				for _, opt := range []string{MetricsTimeKey(k), MetricsUnknownKey(k)} {
-					if _, ok := files[path.Join(mi.Dir, opt)]; ok {
-						names = append(names, opt)
-					}
-				}
+		names := instanceNames(mi, f)
+		var kept []string
+		for _, name := range names {
+			if !f.has(path.Join(mi.Dir, name)) {
+				return nil, fmt.Errorf("%s lists %s/%s, which is missing", manifestFile, mi.Dir, name)
+			}
+			if !strings.HasPrefix(name, "metrics-") && wanted(name, opts.Parts) {
+				kept = append(kept, name)
 			}
 		}
-		for _, name := range names {
-			b, ok := files[path.Join(mi.Dir, name)]
-			if !ok {
-				return nil, nil, fmt.Errorf("%s lists %s/%s, which is missing", manifestFile, mi.Dir, name)
+		held, err := f.load(prefixed(mi.Dir, kept))
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range kept {
+			s.Raw[name] = held[path.Join(mi.Dir, name)]
+		}
+		if opts.Parts&PartMetrics != 0 {
+			if err := readScrapes(f, mi.Dir, scrapeIndexes(names), opts.AllScrapes, s); err != nil {
+				return nil, err
 			}
-			if !wanted(name, opts.Parts) {
-				continue
-			}
-			s.Raw[name] = b
 		}
 		if err := s.ParseRaw(); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", mi.Dir, err)
+			return nil, fmt.Errorf("%s: %w", mi.Dir, err)
 		}
 		c.Snapshots = append(c.Snapshots, s)
 	}
-	return c, &m, nil
+	return c, nil
+}
+
+// readScrapes puts the scrapes ks of the instance directory dir (the
+// latest two, or every one with all) in s.Raw, numbered from 0, each with
+// its .time and .unknown.json where the bundle holds them.
+func readScrapes(f *bundleFiles, dir string, ks []int, all bool, s *Snapshot) error {
+	if !all && len(ks) > 2 {
+		ks = ks[len(ks)-2:]
+	}
+	var names []string
+	for _, k := range ks {
+		names = append(names, MetricsFile(k), MetricsTimeKey(k), MetricsUnknownKey(k))
+	}
+	files, err := f.load(prefixed(dir, names))
+	if err != nil {
+		return err
+	}
+	for n, k := range ks {
+		for _, key := range [][2]string{{MetricsFile(k), MetricsFile(n)}, {MetricsTimeKey(k), MetricsTimeKey(n)}, {MetricsUnknownKey(k), MetricsUnknownKey(n)}} {
+			if b, ok := files[path.Join(dir, key[0])]; ok {
+				s.Raw[key[1]] = b
+			}
+		}
+	}
+	return nil
+}
+
+// prefixed joins dir to each name.
+func prefixed(dir string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = path.Join(dir, n)
+	}
+	return out
 }
 
 func wanted(name string, p Parts) bool {

@@ -3,6 +3,7 @@ package dump
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,9 +23,11 @@ var gzipMagic = []byte{0x1f, 0x8b}
 
 // input is what --from named, read once: bundle files or a raw input.
 type input struct {
-	// bundle holds a bundle's files; nil for a raw input.
-	bundle map[string][]byte
-	raw    *RawInput
+	// bundle holds a bundle's files, and manifest its manifest once read;
+	// nil for a raw input.
+	bundle   *bundleFiles
+	manifest *Manifest
+	raw      *RawInput
 	// name is how messages name the input; at is the time of a raw
 	// snapshot (zero: unknown).
 	name string
@@ -57,13 +60,23 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 	}
 	if st.IsDir() {
 		if _, err := os.Stat(filepath.Join(path, manifestFile)); err == nil {
-			files, err := ReadBundleFiles(path)
+			files, err := readBundleDir(path)
 			if err != nil {
 				return nil, err
 			}
 			return &input{bundle: files, name: "bundle " + path}, nil
 		}
 		return rawDir(path, objects)
+	}
+	if gz, err := startsWith(path, gzipMagic); err != nil {
+		return nil, fmt.Errorf("reading --from: %w", err)
+	} else if gz {
+		// a tarball of any size: its scrapes are read when asked for
+		files, err := readBundleTarball(path)
+		if err != nil {
+			return nil, err
+		}
+		return &input{bundle: files, name: "bundle " + path}, nil
 	}
 	if st.Size() > maxBundleFile {
 		return nil, fmt.Errorf("reading --from %s: larger than %d bytes", path, maxBundleFile)
@@ -72,14 +85,22 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 	if err != nil {
 		return nil, fmt.Errorf("reading --from: %w", err)
 	}
-	if bytes.HasPrefix(data, gzipMagic) {
-		files, err := ReadBundleFiles(path)
-		if err != nil {
-			return nil, err
-		}
-		return &input{bundle: files, name: "bundle " + path}, nil
-	}
 	return inputFromBytes(path, data, st.ModTime())
+}
+
+// startsWith reports whether the file p begins with prefix.
+func startsWith(p string, prefix []byte) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	b := make([]byte, len(prefix))
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return bytes.Equal(b[:n], prefix), nil
 }
 
 // inputFromBytes reads a tarball or raw text held in memory.
@@ -89,7 +110,7 @@ func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &input{bundle: files, name: "bundle on " + name}, nil
+		return &input{bundle: &bundleFiles{held: files}, name: "bundle on " + name}, nil
 	}
 	raw := &RawInput{}
 	if err := DetectRaw(name, data, raw); err != nil {

@@ -156,9 +156,9 @@ func (s *Snapshot) ParseRaw() error {
 			break
 		}
 		if u, ok := s.Raw[MetricsUnknownKey(i)]; ok {
-			var levels map[string][]string
-			if err := json.Unmarshal(u, &levels); err != nil {
-				metricsErr = fmt.Errorf("%s: %w", MetricsUnknownKey(i), err)
+			levels, err := parseUnknown(MetricsUnknownKey(i), u)
+			if err != nil {
+				metricsErr = err
 				break
 			}
 			sc.SetUnknown(levels)
@@ -175,6 +175,16 @@ func (s *Snapshot) ParseRaw() error {
 	}
 	s.Metrics = scrapes
 	return metricsErr
+}
+
+// parseUnknown decodes a scrape's .unknown.json (MetricsUnknownKey): the
+// levels each family does not speak for.
+func parseUnknown(name string, b []byte) (map[string][]string, error) {
+	var levels map[string][]string
+	if err := json.Unmarshal(b, &levels); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return levels, nil
 }
 
 // parallelRequests is the size of a request dump from which ParseRaw

@@ -59,7 +59,7 @@ func (f *spoolSource) Capture(_ context.Context, opts CaptureOptions) (*Capture,
 		if err != nil {
 			f.t.Fatalf("capture %d: the watch's bundle so far: %v", n, err)
 		}
-		c, _, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll})
+		c, _, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll, AllScrapes: true})
 		if err != nil {
 			f.t.Fatalf("capture %d: the watch's bundle so far: %v", n, err)
 		}
@@ -133,7 +133,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, m, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll})
+	c, m, err := CaptureFromFiles(files, CaptureOptions{Parts: PartAll, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,11 @@ type CaptureOptions struct {
 	// MetricsInterval, when positive, takes a second /metrics scrape this
 	// long after the first, for rates.
 	MetricsInterval time.Duration
+	// AllScrapes reads every scrape a bundle holds of each instance (dump
+	// bundle --from writes them all again). Without it a bundle gives the
+	// latest two, which give the rates: a watch's thousands are read only
+	// around a window (BundleSource.ScrapesAround).
+	AllScrapes bool
 }
 
 // InstanceError is why one instance could not be read.

@@ -56,7 +56,11 @@ type StoreScrapes struct {
 // instanceScrapes are one instance's scrapes, of the state or a store.
 type instanceScrapes struct {
 	instance string
-	scrapes  []*metrics.Scrape
+	// scrapes are those read, oldest first: every one the state holds, or
+	// a store's or a long bundle's around the window replayed
+	scrapes []*metrics.Scrape
+	// total is how many scrapes of the instance the source holds
+	total    int
 	interval time.Duration
 }
 
@@ -93,7 +97,17 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		// a recorder's scrapes (dump bundle --watch) say how often it
 		// scraped, as a store's samples do; two scrapes around a load do
 		// not
-		sources = append(sources, instanceScrapes{instance: s.Instance, scrapes: s.Metrics, interval: medianGap(s.Metrics)})
+		sources = append(sources, instanceScrapes{instance: s.Instance, scrapes: s.Metrics, total: len(s.Metrics), interval: medianGap(s.Metrics)})
+	}
+	if cfg.Recorded != nil {
+		// the state holds a long bundle's latest two scrapes: its others
+		// around the window are read instead
+		if rec, err := cfg.Recorded(target.From, target.To); err != nil {
+			m.notes = append(m.notes, "note: no CPU evidence from the bundle: its scrapes around the window replayed cannot be read: "+err.Error())
+			sources = nil
+		} else {
+			sources = withRecorded(sources, rec)
+		}
 	}
 	if cfg.Store != nil {
 		stored, notes, err := storeScrapes(ctx, cfg.Store, target, bundled)
@@ -110,7 +124,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		first, last, ok := scrapePair(s.scrapes, target)
 		if !ok {
 			if len(s.scrapes) >= 2 {
-				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", len(s.scrapes), logs.FormatWindow(s.scrapes[0].Time, s.scrapes[len(s.scrapes)-1].Time), logs.FormatWindow(target.From, target.To)))
+				m.notes = append(m.notes, fmt.Sprintf("note: the metrics' %d scrapes from %s are not evidence of the workload replayed (%s): none was taken before it or none after it", s.total, logs.FormatWindow(s.scrapes[0].Time, s.scrapes[len(s.scrapes)-1].Time), logs.FormatWindow(target.From, target.To)))
 			}
 			continue
 		}
@@ -129,7 +143,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
-		m.scrapes, m.interval = len(s.scrapes), s.interval
+		m.scrapes, m.interval = s.total, s.interval
 		if okCPU {
 			m.evidence.CPUUse = &u
 		}
@@ -149,6 +163,31 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 	return m, nil
 }
 
+// RecordedScrapes are a bundle's scrapes of one apiserver instance around
+// the window replayed (Config.Recorded; dump.BundleSource.ScrapesAround).
+type RecordedScrapes struct {
+	Instance string
+	// Scrapes, oldest first: the first and the last the bundle holds,
+	// and those that best bracket the window (as the state's would be
+	// chosen, were they all read).
+	Scrapes []*metrics.Scrape
+	// Times are the times of every scrape the bundle holds of it.
+	Times []time.Time
+}
+
+// withRecorded puts a long bundle's scrapes around the window in place of
+// the state's latest two, instance by instance.
+func withRecorded(sources []instanceScrapes, rec []RecordedScrapes) []instanceScrapes {
+	for _, r := range rec {
+		for i := range sources {
+			if sources[i].instance == r.Instance {
+				sources[i] = instanceScrapes{instance: r.Instance, scrapes: r.Scrapes, total: len(r.Times), interval: medianGapOf(r.Times)}
+			}
+		}
+	}
+	return sources
+}
+
 // storeScrapes reads the store's scrapes around target, as the sources of
 // the evidence (nil, with a note, when the store holds none). bundled is
 // the number of the state's instances with two scrapes or more, which the
@@ -164,7 +203,7 @@ func storeScrapes(ctx context.Context, store EvidenceStore, target calibrate.Tim
 	var out []instanceScrapes
 	for _, g := range got {
 		if len(g.Scrapes) > 0 {
-			out = append(out, instanceScrapes{instance: g.Instance, scrapes: g.Scrapes, interval: g.Interval})
+			out = append(out, instanceScrapes{instance: g.Instance, scrapes: g.Scrapes, total: len(g.Scrapes), interval: g.Interval})
 		}
 	}
 	if len(out) == 0 {

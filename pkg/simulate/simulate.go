@@ -77,6 +77,11 @@ type Config struct {
 	// Window is --since/--until: the part of the workload replayed,
 	// relative times counted back from its last request.
 	Window logs.Window
+	// Recorded, when set, reads the scrapes around a window of the bundle
+	// the state was loaded from, when it holds more of an instance than the
+	// latest two the state does (dump bundle --watch): the CPU evidence is
+	// then read from them, as it would be from every scrape.
+	Recorded func(from, to time.Time) ([]RecordedScrapes, error)
 	// Store, when set, is the metrics store whose scrapes around the
 	// window replayed are the CPU evidence (--prometheus), preferred to
 	// the state's.

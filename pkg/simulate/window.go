@@ -187,12 +187,21 @@ func coverEvidence(p calibrate.Params, m serverMetrics, a *arrivals, win *Replay
 // interval); 0 for fewer than three scrapes, whose one or two gaps are the
 // moments a capture was taken, not an interval.
 func medianGap(ms []*metrics.Scrape) time.Duration {
-	if len(ms) < 3 {
+	times := make([]time.Time, len(ms))
+	for i, m := range ms {
+		times[i] = m.Time
+	}
+	return medianGapOf(times)
+}
+
+// medianGapOf is medianGap over the scrapes' times.
+func medianGapOf(times []time.Time) time.Duration {
+	if len(times) < 3 {
 		return 0
 	}
-	gaps := make([]time.Duration, 0, len(ms)-1)
-	for i := 1; i < len(ms); i++ {
-		gaps = append(gaps, ms[i].Time.Sub(ms[i-1].Time))
+	gaps := make([]time.Duration, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i].Sub(times[i-1]))
 	}
 	slices.Sort(gaps)
 	return gaps[len(gaps)/2].Round(10 * time.Millisecond)

@@ -72,7 +72,7 @@ func TestDumpBundleWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capt, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll})
+	capt, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
 	}

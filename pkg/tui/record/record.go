@@ -70,7 +70,7 @@ func (f *Frame) Capture() (*dump.Capture, error) {
 	if f.Error != "" {
 		return nil, errors.New(f.Error)
 	}
-	c, _, err := dump.CaptureFromFiles(f.Files, dump.CaptureOptions{Parts: dump.PartAll})
+	c, _, err := dump.CaptureFromFiles(f.Files, dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
 	if err != nil {
 		return nil, fmt.Errorf("frame at %s: %w", f.At.UTC().Format(time.RFC3339), err)
 	}
