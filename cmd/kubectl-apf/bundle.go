@@ -36,6 +36,9 @@ const bundleExample = `  # Capture every apiserver instance into a tarball
   # Record the next incident: a scrape every 5s for up to a day, written to disk as it arrives; Ctrl-C ends it with a valid bundle
   kubectl apf dump bundle --all-apiservers --watch 24h --interval 5s --to incident.tar.gz
 
+  # A flight recorder: run it for a month, keeping the last two hours of scrapes; Ctrl-C after an incident
+  kubectl apf dump bundle --all-apiservers --watch 720h --keep 2h --interval 5s --to incident.tar.gz
+
   # Redact an existing bundle
   kubectl apf dump bundle --from apf.tar.gz --redact --to apf-redacted.tar.gz`
 
@@ -55,6 +58,9 @@ type BundleOptions struct {
 	// Interval between the captures of the start and of the end.
 	Watch    time.Duration
 	Interval time.Duration
+	// Keep, when positive, keeps the scrapes of the last Keep only
+	// (--keep): a flight recorder.
+	Keep time.Duration
 	// metricsIntervalSet says --metrics-interval was given.
 	metricsIntervalSet bool
 	*load.Options
@@ -87,6 +93,7 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", o.MetricsInterval, "Time between the two /metrics scrapes that give rates (without --watch).")
 	fs.DurationVar(&o.Watch, "watch", o.Watch, "Record for this long (10m, or 24h ended by Ctrl-C): scrape every instance's /metrics every --interval between the captures of the start and of the end.")
 	fs.DurationVar(&o.Interval, "interval", o.Interval, "Time between two /metrics scrapes with --watch.")
+	fs.DurationVar(&o.Keep, "keep", o.Keep, "With --watch, keep only the scrapes of the last DURATION of each instance (a flight recorder: run it for days, Ctrl-C after an incident; 0 keeps every scrape).")
 	o.Options.AddFlags(fs)
 	return cmd
 }
@@ -125,6 +132,12 @@ func (o *BundleOptions) Validate() error {
 		return fmt.Errorf("--watch scrapes every --interval: give --interval, not --metrics-interval")
 	case o.Watch > 0 && (o.Interval < 100*time.Millisecond || o.Interval > o.Watch):
 		return fmt.Errorf("--interval must be from 100ms to --watch's %v, not %v", o.Watch, o.Interval)
+	case o.Keep < 0:
+		return fmt.Errorf("--keep must not be negative, not %v", o.Keep)
+	case o.Keep > 0 && o.Watch == 0:
+		return fmt.Errorf("--keep is how much of a --watch's scrapes to keep: give --watch too")
+	case o.Keep > 0 && o.Keep < 2*o.Interval:
+		return fmt.Errorf("--keep %v holds fewer than two scrapes %v apart (--interval): give at least %v", o.Keep, o.Interval, 2*o.Interval)
 	}
 	return o.Options.Validate()
 }

@@ -31,6 +31,12 @@ scrapes that bracket the window it replays, so the bundle is evidence for
 any window inside it: replay the minutes of the incident with simulate's
 window of its logs.
 
+--keep DURATION makes it a flight recorder: only each instance's scrapes
+of the last DURATION stay on disk, the older removed as new ones arrive, so
+that a watch started ahead of any incident (--watch 720h --keep 2h) runs
+for days in the same disk, and Ctrl-C after the incident writes the bundle
+of the hours before it (the start's dumps are kept, the end's taken then).
+
 Each scrape is written to disk as it arrives, and the watch holds one at a
 time, so a watch of any length runs in the same memory (a day at 5s is
 17,280 scrapes, about 100 kB each per instance on disk). The bundle is
@@ -51,12 +57,14 @@ type watchProgress struct {
 	w        io.Writer
 	terminal bool
 	total    time.Duration
-	every    int
-	printed  bool
+	// keep is --keep: the scrapes counted are those of the last keep
+	keep    time.Duration
+	every   int
+	printed bool
 }
 
-func newWatchProgress(w io.Writer, total, interval time.Duration) *watchProgress {
-	p := &watchProgress{w: w, total: total, every: max(1, int(time.Minute/max(interval, time.Millisecond)))}
+func newWatchProgress(w io.Writer, total, interval, keep time.Duration) *watchProgress {
+	p := &watchProgress{w: w, total: total, keep: keep, every: max(1, int(time.Minute/max(interval, time.Millisecond)))}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.terminal, p.every = true, 1
 	}
@@ -69,8 +77,12 @@ func (p *watchProgress) update(n, scrapes, instances int, elapsed time.Duration,
 	if n > 10 && n%p.every != 0 {
 		return
 	}
-	line := fmt.Sprintf("watching %d apiserver %s: %d %s, %v of %v, %s (Ctrl-C ends it and writes the bundle)",
-		instances, textfmt.Plural(instances, "instance", "instances"), scrapes, textfmt.Plural(scrapes, "scrape", "scrapes"), elapsed.Round(time.Second), p.total, fmtBytes(size))
+	kept := ""
+	if p.keep > 0 {
+		kept = fmt.Sprintf(" (those of the last %v)", p.keep)
+	}
+	line := fmt.Sprintf("watching %d apiserver %s: %d %s%s, %v of %v, %s (Ctrl-C ends it and writes the bundle)",
+		instances, textfmt.Plural(instances, "instance", "instances"), scrapes, textfmt.Plural(scrapes, "scrape", "scrapes"), kept, elapsed.Round(time.Second), p.total, fmtBytes(size))
 	if p.terminal {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		p.printed = true
@@ -105,7 +117,7 @@ func (o *BundleOptions) runWatch(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("--watch needs a clock with a ticker")
 	}
-	ro := dump.RecordOptions{To: o.To, Duration: o.Watch, Interval: o.Interval, Clock: clk, Manifest: o.manifest(time.Time{})}
+	ro := dump.RecordOptions{To: o.To, Duration: o.Watch, Interval: o.Interval, Keep: o.Keep, Clock: clk, Manifest: o.manifest(time.Time{})}
 	if o.Redact {
 		key, err := o.redactKey()
 		if err != nil {
@@ -113,7 +125,7 @@ func (o *BundleOptions) runWatch(ctx context.Context) error {
 		}
 		ro.Redactor = dump.NewRedactor(key)
 	}
-	progress := newWatchProgress(o.ErrOut, o.Watch, o.Interval)
+	progress := newWatchProgress(o.ErrOut, o.Watch, o.Interval, o.Keep)
 	rec, err := dump.Record(ctx, o.Source, ro, dump.RecordEvents{
 		Notes: func(notes []string) { printNotes(o.ErrOut, notes) },
 		Spooling: func(dir string) {

@@ -101,6 +101,9 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"top", "levels", "--sort-by", "size", "--from", "x"}, "error: --sort-by must be one of utilisation, name, waiting, rejected, dispatched"},
 		{[]string{"top", "flows", "--watch", "--from", "x"}, "error: --watch needs a cluster"},
 		{[]string{"dump", "bundle", "--from", "x"}, "error: --to is required"},
+		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--keep", "1h"}, "error: --keep is how much of a --watch's scrapes to keep: give --watch too"},
+		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--watch", "1h", "--interval", "5s", "--keep", "9s"}, "error: --keep 9s holds fewer than two scrapes 5s apart (--interval): give at least 10s"},
+		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--watch", "1h", "--keep", "-1m"}, "error: --keep must not be negative, not -1m0s"},
 		{[]string{"whois", "nope"}, `error: line 1: "nope" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
 		{[]string{"rbac", "--serviceaccount", "x"}, `error: --serviceaccount: "x" is not NAMESPACE:NAME`},
 	}

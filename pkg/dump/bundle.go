@@ -66,6 +66,10 @@ type ManifestInstance struct {
 	// metrics-(Scrapes-1).txt, each with its .time and .unknown.json when
 	// present (Spool). A finished bundle lists every file.
 	Scrapes int `json:"scrapes,omitempty"`
+	// FirstScrape, in such a bundle recorded with --keep, is the oldest
+	// scrape it still holds: metrics-FirstScrape.txt up to
+	// metrics-(Scrapes-1).txt.
+	FirstScrape int `json:"firstScrape,omitempty"`
 }
 
 // IsTarball reports whether a bundle path names a .tar.gz (or .tgz) file
@@ -326,7 +330,7 @@ func instanceNames(mi ManifestInstance, f *bundleFiles) []string {
 		return mi.Files
 	}
 	names := append([]string(nil), mi.Files...)
-	for k := 0; k < mi.Scrapes; k++ {
+	for k := max(mi.FirstScrape, 0); k < mi.Scrapes; k++ {
 		names = append(names, MetricsFile(k))
 		if !f.has(path.Join(mi.Dir, MetricsFile(k))) {
 			break // missing: the capture says so (a manifest's count is no bound)

@@ -26,6 +26,10 @@ type RecordOptions struct {
 	// Duration is how long the recording runs; a scrape of every
 	// instance's /metrics is taken every Interval.
 	Duration, Interval time.Duration
+	// Keep, when positive, keeps only the scrapes of the last Keep of
+	// each instance (Spool.SetKeep): a flight recorder, run until an
+	// incident has passed.
+	Keep time.Duration
 	// Clock times the scrapes and stamps the bundle.
 	Clock clock.WithTicker
 	// Redactor, when not nil, redacts every capture before it is written.
@@ -126,6 +130,7 @@ func Record(ctx context.Context, src Source, o RecordOptions, ev RecordEvents) (
 	if err != nil {
 		return rec, err
 	}
+	sp.SetKeep(o.Keep)
 	start = nil // on disk: not held through the recording
 	if tarball {
 		call(ev.Spooling, dir)

@@ -32,6 +32,9 @@ type spoolSource struct {
 	scraped chan struct{}
 	// leaked counts the bodies still reachable when they should not be
 	leaked int
+	// held, when set, is how many scrapes the bundle holds at capture n
+	// (n-1: the start's and one per capture since but the last)
+	held func(n int) int
 }
 
 const spoolUser = "alice@example.com"
@@ -65,8 +68,12 @@ func (f *spoolSource) Capture(_ context.Context, opts CaptureOptions) (*Capture,
 		}
 		// the start's scrape, and one per capture since but the last,
 		// which was written before this one began
-		if got := len(c.Snapshots[0].Metrics); got != n-1 {
-			f.t.Errorf("capture %d: the bundle so far holds %d scrapes, want %d", n, got, n-1)
+		want := n - 1
+		if f.held != nil {
+			want = f.held(n)
+		}
+		if got := len(c.Snapshots[0].Metrics); got != want {
+			f.t.Errorf("capture %d: the bundle so far holds %d scrapes, want %d", n, got, want)
 		}
 	}
 	body := []byte(fmt.Sprintf("# TYPE apiserver_flowcontrol_dispatched_requests_total counter\napiserver_flowcontrol_dispatched_requests_total{flow_schema=\"a\",priority_level=\"b\"} %d\n", n))
@@ -160,5 +167,59 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	}
 	if rec.Instances != 1 || rec.Scrapes != scrapes+2 || progressed != scrapes {
 		t.Errorf("Record says %d instance(s) of %d scrapes, after %d progress calls; want 1 of %d after %d", rec.Instances, rec.Scrapes, progressed, scrapes+2, scrapes)
+	}
+}
+
+// TestWatchKeepsTheLastScrapes runs Record with Keep (dump bundle --watch
+// --keep, a flight recorder) over 100 scrapes a second apart, keeping 10s:
+// the bundle holds the scrapes of the last 10s at every moment, readable
+// as a killed watch would leave it, and at the end; the older ones are
+// gone from the disk.
+func TestWatchKeepsTheLastScrapes(t *testing.T) {
+	const scrapes = 100
+	to := filepath.Join(t.TempDir(), "recorder")
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	// at capture n the bundle holds the scrapes at 0 to n-2 s; those of
+	// the last 10s are the 11 at n-12 s to n-2 s
+	src := &spoolSource{t: t, clk: clk, spool: to, readAt: map[int]bool{5: true, 13: true, 60: true}, scraped: make(chan struct{}), held: func(n int) int { return min(n-1, 11) }}
+	o := RecordOptions{To: to, Duration: scrapes*time.Second + time.Second/2, Interval: time.Second, Keep: 10 * time.Second, Clock: clk}
+	var size int64
+	var rec Recorded
+	done := make(chan error)
+	go func() {
+		var err error
+		rec, err = Record(context.Background(), src, o, RecordEvents{Progress: func(_, _, _ int, _ time.Duration, n int64) { size = n }})
+		done <- err
+	}()
+	for range scrapes {
+		waitForWaiters(t, clk)
+		clk.Step(time.Second)
+		<-src.scraped
+	}
+	waitForWaiters(t, clk)
+	clk.Step(time.Second / 2)
+	if err := <-done; err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	c, err := (&BundleSource{Path: to}).Capture(context.Background(), CaptureOptions{Parts: PartMetrics, AllScrapes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the end's scrape at 100.5 s keeps those at 91 s to 100 s
+	ms := c.Snapshots[0].Metrics
+	start := clk.Now().Add(-scrapes*time.Second - time.Second/2)
+	if len(ms) != 11 || !ms[0].Time.Equal(start.Add(91*time.Second)) || !ms[len(ms)-1].Time.Equal(start.Add(100*time.Second+time.Second/2)) {
+		var at []time.Duration
+		for _, m := range ms {
+			at = append(at, m.Time.Sub(start))
+		}
+		t.Fatalf("the bundle holds scrapes at %v, want the 11 from 91s to 100.5s", at)
+	}
+	bodies, err := filepath.Glob(filepath.Join(to, "instance-0", "metrics-*.txt"))
+	if err != nil || len(bodies) != 11 {
+		t.Errorf("%d scrape bodies on disk (%v), want the 11 kept", len(bodies), err)
+	}
+	if rec.Scrapes != 11 || size > 20*(16<<10) {
+		t.Errorf("Record says %d scrapes, its progress %d bytes; want 11 scrapes of about 16 kB each", rec.Scrapes, size)
 	}
 }

@@ -39,6 +39,17 @@ type Spool struct {
 	// did not: their scrapes are not kept
 	unknown map[string]bool
 	bytes   int64
+	// keep, when positive, is how long before an instance's newest scrape
+	// its scrapes are kept (SetKeep); held are the times and sizes of
+	// the scrapes each instance holds, oldest first, to drop them by
+	held [][]heldScrape
+	keep time.Duration
+}
+
+// heldScrape is when a scrape a Spool holds was taken, and its bytes.
+type heldScrape struct {
+	at   time.Time
+	size int64
 }
 
 // manifestTmp is the name the manifest is written under before it is
@@ -66,6 +77,7 @@ func CreateSpool(dir string, start *Capture, m Manifest) (*Spool, error) {
 		}
 		s.index[snap.Instance] = i
 		s.m.Instances = append(s.m.Instances, mi)
+		s.held = append(s.held, nil)
 		if err := s.writeFiles(i, snap, false); err != nil {
 			return nil, err
 		}
@@ -77,6 +89,12 @@ func CreateSpool(dir string, start *Capture, m Manifest) (*Spool, error) {
 	return s, s.writeManifest(false)
 }
 
+// SetKeep makes the spool a flight recorder: after each scrape, an
+// instance's scrapes taken more than keep before its newest are removed,
+// so that a watch of any length holds the last keep of them on disk (0:
+// every scrape).
+func (s *Spool) SetKeep(keep time.Duration) { s.keep = keep }
+
 // Dir is the spool's directory.
 func (s *Spool) Dir() string { return s.dir }
 
@@ -87,8 +105,8 @@ func (s *Spool) Size() int64 { return s.bytes }
 func (s *Spool) Scrapes() int {
 	least := -1
 	for _, mi := range s.m.Instances {
-		if least < 0 || mi.Scrapes < least {
-			least = mi.Scrapes
+		if n := mi.Scrapes - mi.FirstScrape; least < 0 || n < least {
+			least = n
 		}
 	}
 	return max(least, 0)
@@ -116,8 +134,44 @@ func (s *Spool) AddScrapes(c *Capture) error {
 		if err := s.writeScrapes(i, snap); err != nil {
 			return err
 		}
+		if err := s.drop(i); err != nil {
+			return err
+		}
 	}
 	return s.writeManifest(false)
+}
+
+// drop removes the instance's scrapes taken more than keep before its
+// newest, oldest first, once the manifest no longer counts them: a reader
+// (or a crash) between the two finds every scrape the manifest counts.
+func (s *Spool) drop(i int) error {
+	h := s.held[i]
+	if s.keep <= 0 || len(h) < 2 {
+		return nil
+	}
+	n := 0
+	for n < len(h)-2 && h[len(h)-1].at.Sub(h[n].at) > s.keep {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	mi := &s.m.Instances[i]
+	first := mi.FirstScrape
+	mi.FirstScrape += n
+	if err := s.writeManifest(false); err != nil {
+		return err
+	}
+	for k := first; k < mi.FirstScrape; k++ {
+		for _, name := range []string{MetricsFile(k), MetricsTimeKey(k), MetricsUnknownKey(k)} {
+			if err := os.Remove(filepath.Join(s.dir, mi.Dir, name)); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("writing bundle: %w", err)
+			}
+		}
+		s.bytes -= h[k-first].size
+	}
+	s.held[i] = append([]heldScrape(nil), h[n:]...)
+	return nil
 }
 
 // Finish writes the capture of the end: its objects, version and dumps
@@ -135,6 +189,9 @@ func (s *Spool) Finish(end *Capture, createdAt time.Time) error {
 			return err
 		}
 		if err := s.writeScrapes(i, snap); err != nil {
+			return err
+		}
+		if err := s.drop(i); err != nil {
 			return err
 		}
 		s.m.Instances[i].CapturedAt = snap.CapturedAt.UTC()
@@ -189,6 +246,7 @@ func (s *Spool) writeScrapes(i int, snap *Snapshot) error {
 	mi := &s.m.Instances[i]
 	for k := 0; HasMetrics(snap, k); k++ {
 		j := mi.Scrapes
+		var size int64
 		for _, f := range [][2]string{{MetricsFile(k), MetricsFile(j)}, {MetricsTimeKey(k), MetricsTimeKey(j)}, {MetricsUnknownKey(k), MetricsUnknownKey(j)}} {
 			b, ok := snap.Raw[f[0]]
 			if !ok {
@@ -197,7 +255,15 @@ func (s *Spool) writeScrapes(i int, snap *Snapshot) error {
 			if err := s.write(mi.Dir, f[1], b); err != nil {
 				return err
 			}
+			size += int64(len(b))
 		}
+		at := snap.CapturedAt
+		if ts, ok := snap.Raw[MetricsTimeKey(k)]; ok {
+			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
+				at = t
+			}
+		}
+		s.held[i] = append(s.held[i], heldScrape{at, size})
 		mi.Scrapes = j + 1
 	}
 	return nil
@@ -221,7 +287,7 @@ func (s *Spool) writeManifest(final bool) error {
 		m.Instances = make([]ManifestInstance, len(s.m.Instances))
 		for i, mi := range s.m.Instances {
 			mi.Files = append([]string(nil), mi.Files...)
-			for k := 0; k < mi.Scrapes; k++ {
+			for k := mi.FirstScrape; k < mi.Scrapes; k++ {
 				for _, name := range []string{MetricsFile(k), MetricsTimeKey(k), MetricsUnknownKey(k)} {
 					if _, err := os.Stat(filepath.Join(s.dir, mi.Dir, name)); err == nil {
 						mi.Files = append(mi.Files, name)
@@ -229,7 +295,7 @@ func (s *Spool) writeManifest(final bool) error {
 				}
 			}
 			sort.Strings(mi.Files)
-			mi.Scrapes = 0
+			mi.Scrapes, mi.FirstScrape = 0, 0
 			m.Instances[i] = mi
 		}
 	}

@@ -134,3 +134,55 @@ func TestDumpBundleWatch(t *testing.T) {
 	text := mustApf(t, "simulate", "--from", bundle, "--workload", logFile, "--workload", auditLog, "--since", since, "--until", until)
 	t.Logf("simulate over the window:\n%s", text)
 }
+
+// TestDumpBundleWatchKeep records the local control plane with dump bundle
+// --watch --keep (a flight recorder) for longer than it keeps, ends it with
+// SIGINT, and reads the bundle back: it holds the scrapes of the last
+// --keep only, the older ones removed from the disk as the watch went on,
+// and top levels reads it.
+func TestDumpBundleWatchKeep(t *testing.T) {
+	c := cluster(t)
+	kc := kubeconfig(t, c)
+	bin := pluginBinary(t)
+	bundle := filepath.Join(t.TempDir(), "recorder")
+	cmd := exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "500ms", "--keep", "2s", "--to", bundle)
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// ten scrapes (a progress line each), 5s: more than twice what it keeps
+	deadline := time.Now().Add(2 * time.Minute)
+	for strings.Count(errOut.String(), "(those of the last 2s)") < 10 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no tenth progress line after 2 minutes; stderr:\n%s", errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dump bundle --watch --keep after SIGINT: %v\nstderr:\n%s", err, errOut.String())
+	}
+	t.Logf("stderr:\n%s", errOut.String())
+	c2, err := (&dump.BundleSource{Path: bundle}).Capture(t.Context(), dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := c2.Snapshots[0].Metrics
+	// the scrapes of the 2s before the end's: five at 500ms, fewer when
+	// scrapes come late, and never fewer than two (a pair gives rates)
+	if len(ms) < 2 || len(ms) > 6 {
+		t.Fatalf("the bundle holds %d of the watch's 11 or more scrapes, want those of the last 2s (about 5)", len(ms))
+	}
+	if span := ms[len(ms)-1].Time.Sub(ms[0].Time); span > 2*time.Second && len(ms) > 2 {
+		t.Errorf("the bundle's %d scrapes span %v, more than the 2s kept", len(ms), span)
+	}
+	bodies, err := filepath.Glob(filepath.Join(bundle, "instance-0", "metrics-*.txt"))
+	if err != nil || len(bodies) != len(ms) {
+		t.Errorf("%d scrape bodies on disk (%v), want the %d kept", len(bodies), err, len(ms))
+	}
+	mustApf(t, "top", "levels", "--from", bundle)
+}
