@@ -35,7 +35,11 @@ too far behind etcd for a consistent LIST) are counted apart. To tell
 whether one 429's text is APF's, use 'kubectl apf explain request
 --from-message TEXT'.
 
-With --from, a bundle written by 'kubectl apf dump' is read instead.
+With --from, a bundle written by 'kubectl apf dump' is read instead. A
+watch's bundle (dump bundle --watch) whose latest two scrapes show no 429
+from APF is explained at the largest burst of 429s it recorded, from the
+scrapes around it and without its debug dumps (the watch's start's and
+end's), and a note says which burst.
 
 With --prometheus, the incidents of a window in the past (--since, 1h by
 default): when each burst of 429s started and ended (to about one scrape
@@ -204,7 +208,7 @@ func (o *Explain429Options) Run(ctx context.Context) error {
 	if o.Store.Enabled() {
 		return o.runStore(ctx)
 	}
-	st, err := o.Load(ctx, load.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
+	st, err := o.Load(ctx, load.Request{Parts: dump.PartAll, MetricsInterval: o.Interval, LargestBurst: true, ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency})
 	if err != nil {
 		return err
 	}

@@ -131,6 +131,7 @@ func TestHelpNamesOnlyItsFlags(t *testing.T) {
 		"kubectl apf dump --to":                                 true, // dump bundle's
 		"kubectl apf dump --from":                               true,
 		"kubectl apf explain 429 --from-message":                true, // explain request's
+		"kubectl apf explain 429 --watch":                       true, // dump bundle's
 		"kubectl apf rbac --all-apiservers":                     true, // the other commands'
 		"kubectl apf simulate --metrics-interval":               true, // dump bundle's
 		"kubectl apf top --watch":                               true, // its subcommands'

@@ -263,9 +263,20 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		}
 		b.in.manifest = m
 	}
-	c, err := captureFrom(b.in.bundle, b.in.manifest, opts)
+	var pick map[string][]int
+	var note string
+	if opts.LargestBurst && opts.Parts&PartMetrics != 0 && !opts.AllScrapes {
+		var err error
+		if pick, note, err = b.in.bundle.largestBurst(b.in.manifest, b.in.name); err != nil {
+			return nil, fmt.Errorf("%s: %w", b.in.name, err)
+		}
+	}
+	c, err := captureFrom(b.in.bundle, b.in.manifest, opts, pick)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.in.name, err)
+	}
+	if note != "" {
+		c.Notes = append(c.Notes, note)
 	}
 	if n := elidedRows(b.in.bundle.held, opts.Parts); n > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
@@ -302,7 +313,7 @@ func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := captureFrom(&bundleFiles{held: files}, m, opts)
+	c, err := captureFrom(&bundleFiles{held: files}, m, opts, nil)
 	return c, m, err
 }
 
@@ -346,8 +357,13 @@ func instanceNames(mi ManifestInstance, f *bundleFiles) []string {
 
 // captureFrom rebuilds a capture from a bundle's files and its manifest m.
 // Of each instance's scrapes, it reads those opts asks for (the latest two,
-// or every one with AllScrapes), numbered from 0 in the snapshot's Raw.
-func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions) (*Capture, error) {
+// or every one with AllScrapes), or those pick names by the instance's
+// directory (without the debug dumps), numbered from 0 in the snapshot's
+// Raw.
+func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions, pick map[string][]int) (*Capture, error) {
+	if pick != nil {
+		opts.Parts &^= PartPriorityLevels | PartQueues | PartRequests
+	}
 	c := &Capture{Failures: m.Failures}
 	for i := range c.Failures {
 		c.Failures[i].Err = errors.New(c.Failures[i].Message)
@@ -372,7 +388,11 @@ func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions) (*Capture, er
 			s.Raw[name] = held[path.Join(mi.Dir, name)]
 		}
 		if opts.Parts&PartMetrics != 0 {
-			if err := readScrapes(f, mi.Dir, scrapeIndexes(names), opts.AllScrapes, s); err != nil {
+			ks := scrapeIndexes(names)
+			if p, ok := pick[mi.Dir]; ok {
+				ks = p
+			}
+			if err := readScrapes(f, mi.Dir, ks, opts.AllScrapes, s); err != nil {
 				return nil, err
 			}
 		}

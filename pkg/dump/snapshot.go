@@ -59,6 +59,13 @@ type CaptureOptions struct {
 	// latest two, which give the rates: a watch's thousands are read only
 	// around a window (BundleSource.ScrapesAround).
 	AllScrapes bool
+	// LargestBurst reads, of a bundle that holds more than two scrapes of
+	// an instance (dump bundle --watch) and whose latest two show no
+	// rejection, the scrapes around the largest burst of APF's rejections
+	// it recorded instead, without its debug dumps (the watch's start's
+	// and end's, not the burst's), with a note that says which: explain
+	// 429 explains the incident the watch recorded.
+	LargestBurst bool
 }
 
 // InstanceError is why one instance could not be read.

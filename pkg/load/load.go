@@ -221,6 +221,9 @@ type Request struct {
 	// read.
 	Parts           dump.Parts
 	MetricsInterval time.Duration
+	// LargestBurst explains the largest burst of 429s a long bundle
+	// recorded when its latest scrapes show none (dump.CaptureOptions).
+	LargestBurst bool
 	// ConfigOnlyFallback: when the live parts cannot be read, read the
 	// objects alone and say so in a note, instead of failing.
 	ConfigOnlyFallback bool
@@ -306,7 +309,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *state.State) err
 	}
 	src := o.Source
 	configOnly := dump.PartObjects | dump.PartVersion
-	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval}
+	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval, LargestBurst: req.LargestBurst}
 	if req.ServerConcurrency == 0 && req.InferConcurrency {
 		opts.Parts |= dump.PartMetrics
 	}

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +117,16 @@ func TestHistoryFromPrometheus(t *testing.T) {
 			t.Fatalf("no /metrics scrape in 30s: %v", watch.scrapeError)
 		}
 	}
+	// A flight recorder beside the store (dump bundle --watch --keep),
+	// ended after the quiet that follows the burst: explain 429 --from its
+	// bundle explains the burst it recorded.
+	bundle := filepath.Join(t.TempDir(), "recorder")
+	recorder := exec.Command(pluginBinary(t), "dump", "bundle", "--kubeconfig", kubeconfig(t, c), "--watch", "10m", "--interval", "1s", "--keep", "5m", "--to", bundle)
+	var recErr lockedBuffer
+	recorder.Stderr = &recErr
+	if err := recorder.Start(); err != nil {
+		t.Fatal(err)
+	}
 	// Quiet before: the window starts with no rejection.
 	time.Sleep(5 * scrape)
 	windowStart := time.Now()
@@ -145,6 +158,12 @@ func TestHistoryFromPrometheus(t *testing.T) {
 	stopWatch()
 	wwg.Wait()
 	windowEnd := time.Now()
+	if err := recorder.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := recorder.Wait(); err != nil {
+		t.Fatalf("dump bundle --watch: %v\n%s", err, recErr.String())
+	}
 	if rep.Rejected() == 0 {
 		t.Fatal("the load generator got no 429; nothing to find")
 	}
@@ -241,6 +260,56 @@ func TestHistoryFromPrometheus(t *testing.T) {
 			}
 		}
 		t.Logf("explain 429 --prometheus:\n%s", text)
+	})
+
+	t.Run("explain 429 --from a watch", func(t *testing.T) {
+		// the watch's latest scrapes are of the quiet after the burst:
+		// the scrapes around the burst are explained, and agree with
+		// the store's incidents and the apiserver's counters
+		code, out, errOut := runLintPlugin(t, c, "explain", "429", "--from", bundle, "-o", "json")
+		if code != 0 {
+			t.Fatalf("explain 429 --from %s: exit %d: %s", bundle, code, errOut)
+		}
+		if !strings.Contains(errOut, "its latest two show no 429 from APF: explained is the burst of 429s it recorded") {
+			t.Errorf("stderr does not say which burst is explained:\n%s", errOut)
+		}
+		var r rejections.Report
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("decoding: %v\n%s", err, out)
+		}
+		if r.Window.Start == nil || r.Window.End == nil {
+			t.Fatalf("a window without start or end: %s", out)
+		}
+		span := r.Window.End.Sub(*r.Window.Start).Seconds()
+		for _, want := range []struct{ level, reason string }{
+			{loadgen.Level, history.ReasonQueueFull},
+			{loadgen.RejectLevel, history.ReasonConcurrencyLimit},
+		} {
+			var inc *rejections.Incident
+			for i := range r.Incidents {
+				if r.Incidents[i].Level == want.level {
+					inc = &r.Incidents[i]
+				}
+			}
+			if inc == nil || inc.Reasons[want.reason] == 0 {
+				t.Errorf("no %s rejections of %s explained: %s", want.reason, want.level, out)
+				continue
+			}
+			got := r.Rejected[want.level]
+			if r.Counts == rejections.CountsPerSecond {
+				got *= span
+			}
+			if tr := truth[want.level]; math.Abs(got-tr) > 0.1*tr {
+				t.Errorf("%s: %.0f rejections between the scrapes explained (%s over %.1fs), the apiserver counted %v", want.level, got, r.Counts, span, tr)
+			}
+			if os.Getenv("KUBECTL_APF_CLOCK_AHEAD") != "" {
+				continue // the scrapes are stamped by the plugin's clock, moved ahead
+			}
+			if r.Window.Start.After(first[want.level]) || r.Window.End.Before(last[want.level]) {
+				t.Errorf("%s: the scrapes explained span %s–%s, and the counter moved from %s to %s", want.level, r.Window.Start.Format(time.RFC3339Nano), r.Window.End.Format(time.RFC3339Nano), first[want.level].Format(time.RFC3339Nano), last[want.level].Format(time.RFC3339Nano))
+			}
+		}
+		t.Logf("explain 429 --from the watch's bundle:\n%s", errOut)
 	})
 
 	t.Run("top levels --at", func(t *testing.T) {

@@ -1,0 +1,196 @@
+package dump
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+)
+
+// each calls fn with the named files that the bundle holds, one at a time
+// (in one pass over a tarball), so that a watch's thousands of scrapes are
+// read in the memory of one.
+func (f *bundleFiles) each(names []string, fn func(name string, b []byte) error) error {
+	want := map[string]bool{}
+	for _, n := range names {
+		if b, ok := f.held[n]; ok {
+			if err := fn(n, b); err != nil {
+				return err
+			}
+		} else if f.lazy[n] {
+			want[n] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if f.dir != "" {
+		for _, n := range names {
+			if want[n] {
+				b, err := f.load([]string{n})
+				if err != nil {
+					return err
+				}
+				if err := fn(n, b[n]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	r, err := os.Open(f.tarball)
+	if err != nil {
+		return fmt.Errorf("reading bundle: %w", err)
+	}
+	defer r.Close()
+	return walkTarball(f.tarball, r, func(name string, tr io.Reader) (bool, error) {
+		if !want[name] {
+			return true, nil
+		}
+		b, err := readLimited(f.tarball, name, tr)
+		if err != nil {
+			return false, err
+		}
+		delete(want, name)
+		return len(want) > 0, fn(name, b)
+	})
+}
+
+// burst is a run of scrapes of one instance between which APF rejected
+// requests: from its scrape at from to its scrape at to (indexes into the
+// instance's scrapes), count rejections.
+type burst struct {
+	from, to int
+	count    float64
+}
+
+// rejectedAt are the rejections APF had counted at each of an instance's
+// scrapes (every level and reason), oldest first.
+func (f *bundleFiles) rejectedAt(mi ManifestInstance, ks []int) ([]float64, []time.Time, error) {
+	at := make([]time.Time, len(ks))
+	index := map[string]int{}
+	var names []string
+	for n, k := range ks {
+		at[n] = scrapeTime(f.held, mi.Dir, k, mi.CapturedAt)
+		name := path.Join(mi.Dir, MetricsFile(k))
+		index[name] = n
+		names = append(names, name)
+	}
+	rejected := make([]float64, len(ks))
+	err := f.each(names, func(name string, b []byte) error {
+		n := index[name]
+		sc, err := parseMetricsBody(path.Base(name), b, at[n])
+		if err != nil {
+			return fmt.Errorf("%s: %w", mi.Dir, err)
+		}
+		for _, v := range sc.SumBy(metrics.RejectedRequestsTotal, "priority_level") {
+			rejected[n] += v
+		}
+		return nil
+	})
+	return rejected, at, err
+}
+
+// bursts are the runs of consecutive scrapes between which the rejection
+// counter rose (a counter that fell restarted: its value is what it
+// counted since).
+func bursts(rejected []float64) []burst {
+	var out []burst
+	for n := 1; n < len(rejected); n++ {
+		d := rejected[n] - rejected[n-1]
+		if d < 0 {
+			d = rejected[n]
+		}
+		if d <= 0 {
+			continue
+		}
+		if len(out) > 0 && out[len(out)-1].to == n-1 {
+			out[len(out)-1].to, out[len(out)-1].count = n, out[len(out)-1].count+d
+			continue
+		}
+		out = append(out, burst{from: n - 1, to: n, count: d})
+	}
+	return out
+}
+
+// largestBurst chooses, for a bundle whose instances hold more than two
+// scrapes (dump bundle --watch) and whose latest two show no rejection on
+// any instance, the scrapes of each instance around the largest burst of
+// rejections any of them recorded (CaptureOptions.LargestBurst), by
+// instance directory, with the note that says so; nil when the latest two
+// are kept.
+func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, string, error) {
+	type series struct {
+		mi ManifestInstance
+		ks []int
+		at []time.Time
+		bs []burst
+	}
+	var all []series
+	long := false
+	for _, mi := range m.Instances {
+		ks := scrapeIndexes(instanceNames(mi, f))
+		long = long || len(ks) > 2
+		all = append(all, series{mi: mi, ks: ks})
+	}
+	if !long {
+		return nil, "", nil
+	}
+	var best *burst
+	var bestAt []time.Time
+	count := 0
+	for i := range all {
+		s := &all[i]
+		if len(s.ks) < 2 {
+			continue
+		}
+		rejected, at, err := f.rejectedAt(s.mi, s.ks)
+		if err != nil {
+			return nil, "", err
+		}
+		s.at, s.bs = at, bursts(rejected)
+		if n := len(s.bs); n > 0 && s.bs[n-1].to == len(s.ks)-1 {
+			return nil, "", nil // rejecting at the end: the latest two explain it
+		}
+		count += len(s.bs)
+		for b := range s.bs {
+			if best == nil || s.bs[b].count > best.count {
+				best, bestAt = &s.bs[b], at
+			}
+		}
+	}
+	if best == nil {
+		return nil, "", nil
+	}
+	from, to := bestAt[best.from], bestAt[best.to]
+	pick := map[string][]int{}
+	scrapes := 0
+	for _, s := range all {
+		scrapes = max(scrapes, len(s.ks))
+		if len(s.ks) == 0 {
+			continue
+		}
+		i, j := 0, len(s.ks)-1
+		for n, t := range s.at {
+			if !t.After(from) {
+				i = n
+			}
+		}
+		for n := len(s.at) - 1; n >= 0; n-- {
+			if !s.at[n].Before(to) {
+				j = n
+			}
+		}
+		pick[s.mi.Dir] = []int{s.ks[i], s.ks[min(max(j, i+1), len(s.ks)-1)]}
+	}
+	which := "the burst of 429s it recorded"
+	if count > 1 {
+		which = fmt.Sprintf("the largest of the %d bursts of 429s it recorded", count)
+	}
+	note := fmt.Sprintf("note: %s holds %d scrapes of each apiserver, and its latest two show no 429 from APF: explained is %s, %.0f 429s between the scrapes at %s and %s (%v); its debug dumps, of the watch's start and end, are left out",
+		name, scrapes, which, best.count, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), to.Sub(from).Round(time.Second))
+	return pick, note, nil
+}

@@ -1,0 +1,88 @@
+package dump
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeRejectingBundle writes a bundle of one or two instances whose k-th
+// scrapes (at longAt(k)) count rejected[i][k] rejections, with the debug
+// dumps of its end.
+func writeRejectingBundle(t *testing.T, out string, rejected ...[]float64) {
+	t.Helper()
+	c := &Capture{}
+	for i, counts := range rejected {
+		s := &Snapshot{Instance: fmt.Sprintf("https://10.0.0.%d:6443", i+1), CapturedAt: longAt(len(counts) - 1), Raw: map[string][]byte{
+			FilePriorityLevels: readFixture(t, "v1.37.1-load", FilePriorityLevels),
+		}}
+		for k, v := range counts {
+			s.Raw[MetricsFile(k)] = fmt.Appendf(nil, "# TYPE apiserver_flowcontrol_rejected_requests_total counter\napiserver_flowcontrol_rejected_requests_total{flow_schema=\"f\",priority_level=\"tiny\",reason=\"queue-full\"} %g\n", v)
+			s.Raw[MetricsTimeKey(k)] = []byte(longAt(k).Format(time.RFC3339Nano))
+		}
+		c.Snapshots = append(c.Snapshots, s)
+	}
+	if err := WriteBundle(out, c, Manifest{CreatedAt: longAt(100)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLargestBurst: of a watch's bundle whose latest scrapes show no 429,
+// CaptureOptions.LargestBurst reads the scrapes around the largest burst
+// of rejections (of any instance, the same window for every one), without
+// the debug dumps, and says so; a bundle still rejecting at its end, or
+// that never rejected, gives its latest two.
+func TestLargestBurst(t *testing.T) {
+	saved := heldBodies
+	heldBodies = 64 // a tarball's bodies are streamed
+	defer func() { heldBodies = saved }()
+	tests := []struct {
+		name      string
+		rejected  [][]float64
+		wantKs    []int
+		wantCount string
+	}{
+		{"two bursts, the second larger", [][]float64{{0, 3, 3, 3, 5, 20, 40, 40, 40, 40}}, []int{3, 6}, "37 429s"},
+		{"a counter that restarted", [][]float64{{0, 5, 5, 2, 9, 9, 9}}, []int{2, 4}, "9 429s"},
+		{"the other instance's burst", [][]float64{{0, 1, 1, 1, 1, 1, 1, 1}, {7, 7, 7, 7, 30, 60, 60, 60}}, []int{3, 5}, "53 429s"},
+		{"rejecting at the end", [][]float64{{0, 10, 10, 10, 11}}, []int{3, 4}, ""},
+		{"never rejecting", [][]float64{{4, 4, 4, 4}}, []int{2, 3}, ""},
+	}
+	for _, tt := range tests {
+		for _, tarball := range []bool{false, true} {
+			name := tt.name
+			p := filepath.Join(t.TempDir(), "watch")
+			if tarball {
+				name, p = name+" (tarball)", p+".tar.gz"
+			}
+			t.Run(name, func(t *testing.T) {
+				writeRejectingBundle(t, p, tt.rejected...)
+				c, err := (&BundleSource{Path: p}).Capture(context.Background(), CaptureOptions{Parts: PartAll, LargestBurst: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var note string
+				for _, n := range c.Notes {
+					if strings.Contains(n, "429") {
+						note += n
+					}
+				}
+				for _, s := range c.Snapshots {
+					if got := scrapeKs(t, times(s)); !slices.Equal(got, tt.wantKs) {
+						t.Errorf("%s: scrapes %v, want %v", s.Instance, got, tt.wantKs)
+					}
+					if dropped := s.PriorityLevelDump == nil; dropped != (tt.wantCount != "") {
+						t.Errorf("%s: the debug dumps left out: %v, want %v", s.Instance, dropped, tt.wantCount != "")
+					}
+				}
+				if tt.wantCount == "" && note != "" || tt.wantCount != "" && !strings.Contains(note, tt.wantCount) {
+					t.Errorf("notes %q, want %q", note, tt.wantCount)
+				}
+			})
+		}
+	}
+}
