@@ -225,7 +225,7 @@ func FuzzBundleManifest(f *testing.F) {
 			write(filepath.Join("instance-0", MetricsTimeKey(k)), []byte(longAt(k).Format(time.RFC3339Nano)))
 		}
 		src := &BundleSource{Path: dir}
-		for _, opts := range []CaptureOptions{{Parts: PartAll}, {Parts: PartMetrics, AllScrapes: true}} {
+		for _, opts := range []CaptureOptions{{Parts: PartAll}, {Parts: PartMetrics, AllScrapes: true}, {Parts: PartAll, LargestBurst: true}} {
 			if _, err := src.Capture(context.Background(), opts); err != nil {
 				if strings.Contains(err.Error(), "\n") {
 					t.Fatalf("error of several lines: %q", err)

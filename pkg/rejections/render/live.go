@@ -21,7 +21,9 @@ func writeLive(p *printer, t *rejections.Report) {
 		}
 		unit := "total since the apiserver started"
 		if it.HasRates {
-			unit = fmt.Sprintf("per second over %v", time.Duration(it.IntervalSeconds*float64(time.Second)))
+			// to the millisecond: two scrapes of a bundle are as far apart
+			// as they happened to be, not a round --interval
+			unit = fmt.Sprintf("per second over %v", time.Duration(it.IntervalSeconds*float64(time.Second)).Round(time.Millisecond))
 		}
 		p.f("Apiserver %s (rejections %s)\n", sanitize.Line(it.Name), unit)
 		var incidents []rejections.Incident

@@ -75,6 +75,21 @@ func TestLiveNotes(t *testing.T) {
 	}
 }
 
+// TestLiveIntervalToTheMillisecond: a bundle's two scrapes are as far
+// apart as they happened to be; the heading gives it to the millisecond,
+// not to the nanosecond.
+func TestLiveIntervalToTheMillisecond(t *testing.T) {
+	rep := rejections.New(rejections.Source{Kind: rejections.SourceBundle})
+	rep.Instances = []rejections.Instance{{Name: "a", HasRates: true, IntervalSeconds: 28.617268419}}
+	var b strings.Builder
+	if err := WriteText(&b, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Apiserver a (rejections per second over 28.617s)\n"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("got\n%s\nwant it to start %q", b.String(), want)
+	}
+}
+
 // TestStoreNotes: a store's notes print whether or not a log was joined
 // (they printed only after a joined log's clients).
 func TestStoreNotes(t *testing.T) {
