@@ -44,7 +44,12 @@ HISTORY), and right past the last frame returns to live; the header names
 the last incident of 429s the store holds. When the kubeconfig names no
 cluster, the store's level table is shown live instead. With --since (and
 --until) the view steps through that window of the store, one frame per
---step, as with --replay.`
+--step, as with --replay.
+
+With --from, the view shows the bundle; a watch's bundle (dump bundle
+--watch) is played back as --replay plays a recording, one frame per scrape
+with the rates since the scrape before (a watch longer than 256 MB of
+scrapes, over the part around its largest burst of 429s, else its end).`
 
 const topTUIExample = `
   # Watch APF live (tab switches between apiservers)
@@ -54,8 +59,9 @@ const topTUIExample = `
   kubectl apf top --record apf-top.jsonl.gz
   kubectl apf top --replay apf-top.jsonl.gz
 
-  # The live view over a bundle
+  # The live view over a bundle; over a watch's, the watch played back
   kubectl apf top --from apf-bundle.tar.gz
+  kubectl apf top --from incident.tar.gz
 
   # Live, with the last 30 minutes of Prometheus behind it (left/right)
   kubectl apf top --prometheus http://prometheus:9090
@@ -256,6 +262,15 @@ func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func
 		}
 		opts.Cluster = "replay of " + o.Replay
 	default:
+		if rec, err := o.watchRecording(); err != nil || rec != nil {
+			if err == nil {
+				opts.Replay, opts.Cluster = rec, "the watch of "+o.From
+				if !o.intervalSet {
+					opts.Interval = time.Second
+				}
+			}
+			return opts, done, err
+		}
 		opts.Source = o.Source
 		if _, ok := o.Source.(*fetch.ClusterSource); ok {
 			opts.Requests = o.requests.Load

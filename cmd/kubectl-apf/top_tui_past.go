@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/history"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tui"
@@ -79,6 +81,28 @@ func storeRecording(ctx context.Context, h *load.StoreOptions, w history.Window)
 			return nil, err
 		}
 		rec.Frames = append(rec.Frames, f)
+	}
+	return rec, nil
+}
+
+// watchRecording plays a watch's bundle (dump bundle --watch) back: a frame
+// per scrape, its rates those since the scrape before (dump.WatchFrames);
+// nil for any other source.
+func (o *TopTUIOptions) watchRecording() (*record.Recording, error) {
+	b, ok := o.Source.(*dump.BundleSource)
+	if !ok || o.Record != "" {
+		return nil, nil
+	}
+	frames, note, err := b.WatchFrames()
+	if err != nil || len(frames) == 0 {
+		return nil, err
+	}
+	if note != "" {
+		fmt.Fprintln(o.ErrOut, sanitize.Line(note))
+	}
+	rec := &record.Recording{Header: record.Header{Source: b.Describe(), Started: frames[0].At.UTC(), Interval: frames[len(frames)-1].At.Sub(frames[0].At) / time.Duration(max(len(frames)-1, 1))}}
+	for _, f := range frames {
+		rec.Frames = append(rec.Frames, &record.Frame{At: f.At, Requests: -1, Files: f.Files})
 	}
 	return rec, nil
 }

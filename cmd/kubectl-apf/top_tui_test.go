@@ -173,3 +173,65 @@ func TestTopTUIRecordReplay(t *testing.T) {
 		t.Errorf("the replay did not show or did not leave the alternate screen")
 	}
 }
+
+// TestTopTUIPlaysAWatchBack: the live view over a watch's bundle (dump
+// bundle --watch: more than two scrapes) plays the watch back, a frame per
+// scrape with the rates since the one before, as it plays a recording; a
+// bundle of two scrapes is shown as it is.
+func TestTopTUIPlaysAWatchBack(t *testing.T) {
+	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
+	c, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Snapshots[0]
+	for i := range 6 {
+		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", []string{"modern-a.txt", "modern-b.txt"}[i%2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Raw[dump.MetricsFile(i)] = body
+		s.Raw[dump.MetricsTimeKey(i)] = []byte(src.now.Add(time.Duration(i) * 5 * time.Second).Format(time.RFC3339Nano))
+	}
+	watch := filepath.Join(t.TempDir(), "watch.tar.gz")
+	if err := dump.WriteBundle(watch, c, dump.Manifest{CreatedAt: src.now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		bundle string
+		replay bool
+	}{{watch, true}, {writeTestBundle(t), false}} {
+		streams, _, _ := testStreams("")
+		o := NewTopTUIOptions(genericclioptions.NewConfigFlags(false), streams)
+		o.From = tt.bundle
+		if err := o.Options.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := o.watchRecording()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (rec != nil) != tt.replay {
+			t.Fatalf("%s: a recording %v, want %v", tt.bundle, rec != nil, tt.replay)
+		}
+		if !tt.replay {
+			continue
+		}
+		if len(rec.Frames) != 5 {
+			t.Fatalf("%d frames, want one per scrape after the first (5)", len(rec.Frames))
+		}
+		for i, f := range rec.Frames {
+			cp, err := f.Capture()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms := cp.Snapshots[0].Metrics
+			if len(ms) != 2 || !ms[1].Time.Equal(src.now.Add(time.Duration(i+1)*5*time.Second)) || !f.At.Equal(ms[1].Time) {
+				t.Errorf("frame %d: %d scrapes, the last at %v (frame at %v), want the pair ending at %v", i, len(ms), ms[len(ms)-1].Time, f.At, src.now.Add(time.Duration(i+1)*5*time.Second))
+			}
+		}
+		if out := runView(t, o, "q", 500*time.Millisecond); !strings.Contains(out, "REPLAY") || !strings.Contains(out, "the watch of") {
+			t.Errorf("the view over a watch does not play it back:\n%q", out[:min(len(out), 600)])
+		}
+	}
+}

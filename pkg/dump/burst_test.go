@@ -86,3 +86,43 @@ func TestLargestBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFramesAroundTheBurst: a watch too long to play back whole is
+// played back over the steps around its largest burst of 429s, and says
+// so; a short one whole, one step per scrape after the first.
+func TestWatchFramesAroundTheBurst(t *testing.T) {
+	counts := make([]float64, 30)
+	for k := range counts {
+		switch {
+		case k >= 12:
+			counts[k] = 40
+		case k >= 10:
+			counts[k] = float64(20 * (k - 9))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "watch")
+	writeRejectingBundle(t, p, counts)
+	frames, note, err := (&BundleSource{Path: p}).WatchFrames()
+	if err != nil || len(frames) != 29 || note != "" || !frames[0].At.Equal(longAt(1)) {
+		t.Fatalf("the whole watch: %d frames from %v, note %q, %v; want 29 from %v", len(frames), frames[0].At, note, err, longAt(1))
+	}
+	saved := maxFrameBodies
+	maxFrameBodies = 6 * 160 << 10
+	defer func() { maxFrameBodies = saved }()
+	frames, note, err = (&BundleSource{Path: p}).WatchFrames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []int
+	for _, f := range frames {
+		at = append(at, int(f.At.Sub(longT0)/(5*time.Second)))
+		c, _, err := CaptureFromFiles(f.Files, CaptureOptions{Parts: PartAll, AllScrapes: true})
+		if err != nil || len(c.Snapshots[0].Metrics) != 2 {
+			t.Fatalf("frame at %v: %v", f.At, err)
+		}
+	}
+	// the burst: the counter rose from scrape 9 (0) to scrape 11 (40)
+	if !slices.Equal(at, []int{8, 9, 10, 11, 12, 13}) || !strings.Contains(note, "played back are the 6") {
+		t.Errorf("frames at scrapes %v, note %q; want the 6 from 8 to 13 around the burst, and a note", at, note)
+	}
+}
