@@ -39,10 +39,12 @@ of the hours before it (the start's dumps are kept, the end's taken then).
 
 Each scrape is written to disk as it arrives, and the watch holds one at a
 time, so a watch of any length runs in the same memory (a day at 5s is
-17,280 scrapes, about 100 kB each per instance on disk). The bundle is
-whole at every scrape: a directory --to is written in place, and a
-FILE.tar.gz is recorded into FILE.tar.gz.partial/, a bundle directory the
-tarball is written from at the end and that is then removed. Ctrl-C or
+17,280 scrapes per instance, about 95 kB each on disk in a directory --to,
+8 kB gzipped when recording a FILE.tar.gz). The bundle is whole at every
+scrape: a directory --to is written in place, and a FILE.tar.gz is
+recorded into FILE.tar.gz.partial/ (its scrapes gzipped, as
+metrics-N.txt.gz), a bundle directory the tarball is written from at the
+end and that is then removed. Ctrl-C or
 SIGTERM ends the watch with the end's capture; if the watch is killed,
 --from reads the directory it left, with every scrape taken before. A
 command reading the bundle back reads the scrapes it uses, not the

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type bundleFiles struct {
 	held map[string][]byte
 	// lazy are the bodies present in dir or tarball but not held
 	lazy map[string]bool
+	// gzipped are the lazy bodies of dir a Spool wrote gzipped (as
+	// NAME.gz)
+	gzipped map[string]bool
 	// dir or tarball is where the lazy bodies are read from
 	dir, tarball string
 }
@@ -67,9 +71,9 @@ func (f *bundleFiles) load(names []string) (map[string][]byte, error) {
 	}
 	if f.dir != "" {
 		for n := range want {
-			b, err := readBundleFile(os.DirFS(f.dir), n)
+			b, err := f.readDirBody(n)
 			if err != nil {
-				return nil, fmt.Errorf("reading bundle %s: %w", f.dir, err)
+				return nil, err
 			}
 			out[n] = b
 		}
@@ -98,10 +102,27 @@ func (f *bundleFiles) load(names []string) (map[string][]byte, error) {
 	return out, nil
 }
 
+// readDirBody reads the scrape body n of a bundle directory, unzipped
+// when a Spool wrote it gzipped.
+func (f *bundleFiles) readDirBody(n string) ([]byte, error) {
+	if f.gzipped[n] {
+		b, err := gunzipFile(filepath.Join(f.dir, filepath.FromSlash(n)+gzSuffix))
+		if err != nil {
+			return nil, fmt.Errorf("reading bundle %s: %w", f.dir, err)
+		}
+		return b, nil
+	}
+	b, err := readBundleFile(os.DirFS(f.dir), n)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle %s: %w", f.dir, err)
+	}
+	return b, nil
+}
+
 // readBundleDir reads a bundle directory: every file but the scrapes'
-// bodies, which stay on disk until asked for.
+// bodies, which stay on disk until asked for (gzipped or not).
 func readBundleDir(p string) (*bundleFiles, error) {
-	f := &bundleFiles{held: map[string][]byte{}, lazy: map[string]bool{}, dir: p}
+	f := &bundleFiles{held: map[string][]byte{}, lazy: map[string]bool{}, gzipped: map[string]bool{}, dir: p}
 	root := os.DirFS(p)
 	err := fs.WalkDir(root, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -109,6 +130,10 @@ func readBundleDir(p string) (*bundleFiles, error) {
 		}
 		if isScrapeBody(name) {
 			f.lazy[name] = true
+			return nil
+		}
+		if body := strings.TrimSuffix(name, gzSuffix); body != name && isScrapeBody(body) {
+			f.lazy[body], f.gzipped[body] = true, true
 			return nil
 		}
 		b, err := readBundleFile(root, name)

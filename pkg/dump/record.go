@@ -126,7 +126,7 @@ func Record(ctx context.Context, src Source, o RecordOptions, ev RecordEvents) (
 	rec.Instances = len(start.Snapshots)
 	m := o.Manifest
 	m.CreatedAt = o.Clock.Now().UTC()
-	sp, err := CreateSpool(dir, start, m)
+	sp, err := CreateSpool(dir, start, m, tarball)
 	if err != nil {
 		return rec, err
 	}

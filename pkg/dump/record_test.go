@@ -35,6 +35,9 @@ type spoolSource struct {
 	// held, when set, is how many scrapes the bundle holds at capture n
 	// (n-1: the start's and one per capture since but the last)
 	held func(n int) int
+	// gzipped says the spool writes the scrapes' bodies gzipped (a
+	// tarball's), else as they are
+	gzipped bool
 }
 
 const spoolUser = "alice@example.com"
@@ -75,6 +78,11 @@ func (f *spoolSource) Capture(_ context.Context, opts CaptureOptions) (*Capture,
 		if got := len(c.Snapshots[0].Metrics); got != want {
 			f.t.Errorf("capture %d: the bundle so far holds %d scrapes, want %d", n, got, want)
 		}
+		gz, _ := filepath.Glob(filepath.Join(f.spool, "instance-0", "metrics-*.txt.gz"))
+		plain, _ := filepath.Glob(filepath.Join(f.spool, "instance-0", "metrics-*.txt"))
+		if f.gzipped && (len(gz) != want || len(plain) != 0) || !f.gzipped && (len(gz) != 0 || len(plain) != want) {
+			f.t.Errorf("capture %d: %d scrape bodies gzipped and %d not; want all %d gzipped: %v", n, len(gz), len(plain), want, f.gzipped)
+		}
 	}
 	body := []byte(fmt.Sprintf("# TYPE apiserver_flowcontrol_dispatched_requests_total counter\napiserver_flowcontrol_dispatched_requests_total{flow_schema=\"a\",priority_level=\"b\"} %d\n", n))
 	body = append(body, bytes.Repeat([]byte("# filler of a real scrape's size\n"), 16<<10/33)...)
@@ -110,7 +118,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	dir := t.TempDir()
 	to := filepath.Join(dir, "incident.tar.gz")
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	src := &spoolSource{t: t, clk: clk, spool: to + PartialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{})}
+	src := &spoolSource{t: t, clk: clk, spool: to + PartialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{}), gzipped: true}
 	o := RecordOptions{To: to, Redactor: NewRedactor([]byte("key")), Duration: scrapes*time.Second + time.Second/2, Interval: time.Second, Clock: clk}
 	var progressed int
 	var rec Recorded
