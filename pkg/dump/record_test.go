@@ -231,3 +231,24 @@ func TestWatchKeepsTheLastScrapes(t *testing.T) {
 		t.Errorf("Record says %d scrapes, its progress %d bytes; want 11 scrapes of about 16 kB each", rec.Scrapes, size)
 	}
 }
+
+// TestRedactAWatchsStartDump: a watch's bundle read back (dump bundle
+// --from WATCH --redact) holds the start's request dump beside the end's;
+// both are redacted (the start's was written as it was read).
+func TestRedactAWatchsStartDump(t *testing.T) {
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339Nano)
+	dumpRequests := []byte("PriorityLevelName, FlowSchemaName, QueueIndex, RequestIndexInQueue, FlowDistingsher, ArriveTime, InitialSeats, FinalSeats, AdditionalLatency, StartTime, UserName, Verb, APIPath, Namespace, Name, APIVersion, Resource, SubResource\n" +
+		"exempt, exempt, -1, -1, " + spoolUser + ", " + at + ", 1, 0, 0s, " + at + ", " + spoolUser + ", get, /api/v1/namespaces/team-a/pods, team-a, , v1, pods, \n")
+	s := &Snapshot{Instance: "https://fake:6443", Raw: map[string][]byte{FileRequests: dumpRequests, StartDumpPrefix + FileRequests: dumpRequests}}
+	if err := s.ParseRaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewRedactor([]byte("key")).RedactCapture(&Capture{Snapshots: []*Snapshot{s}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{FileRequests, StartDumpPrefix + FileRequests} {
+		if b := string(s.Raw[name]); strings.Contains(b, spoolUser) || strings.Contains(b, "team-a") || !strings.Contains(b, "exempt") {
+			t.Errorf("%s is not redacted:\n%s", name, b)
+		}
+	}
+}

@@ -131,18 +131,12 @@ func (r *Redactor) RedactCapture(c *Capture) error {
 // needed to tell instances apart and is not a user's data.
 func (r *Redactor) instance(s string) string { return s }
 
-func (r *Redactor) redactSnapshot(s *Snapshot) error {
-	// A flow distinguisher is the user name (ByUser) or the namespace
-	// (ByNamespace) (apf_controller.go: computeFlowDistinguisher); which one
-	// depends on the FlowSchema.
-	byNamespace := map[string]bool{}
-	for _, fs := range s.FlowSchemas {
-		if fs.Spec.DistinguisherMethod != nil && fs.Spec.DistinguisherMethod.Type == flowcontrolv1.FlowDistinguisherMethodByNamespaceType {
-			byNamespace[fs.Name] = true
-		}
-	}
-	for i := range s.RequestDump {
-		q := &s.RequestDump[i]
+// redactRequests redacts a request dump's rows: their users, flow
+// distinguishers (a user or a namespace, as byNamespace's FlowSchemas say),
+// paths, namespaces and names.
+func (r *Redactor) redactRequests(rows []RequestRow, byNamespace map[string]bool) {
+	for i := range rows {
+		q := &rows[i]
 		if byNamespace[q.FlowSchema] {
 			q.FlowDistinguisher = r.Namespace(q.FlowDistinguisher)
 		} else {
@@ -157,8 +151,31 @@ func (r *Redactor) redactSnapshot(s *Snapshot) error {
 			q.Name = r.Name(q.Name)
 		}
 	}
+}
+
+func (r *Redactor) redactSnapshot(s *Snapshot) error {
+	// A flow distinguisher is the user name (ByUser) or the namespace
+	// (ByNamespace) (apf_controller.go: computeFlowDistinguisher); which one
+	// depends on the FlowSchema.
+	byNamespace := map[string]bool{}
+	for _, fs := range s.FlowSchemas {
+		if fs.Spec.DistinguisherMethod != nil && fs.Spec.DistinguisherMethod.Type == flowcontrolv1.FlowDistinguisherMethodByNamespaceType {
+			byNamespace[fs.Name] = true
+		}
+	}
+	r.redactRequests(s.RequestDump, byNamespace)
 	if _, ok := s.Raw[FileRequests]; ok {
 		s.Raw[FileRequests] = FormatRequests(s.RequestDump)
+	}
+	// a watch's bundle keeps the start's request dump beside the end's
+	// (Record): read back, it is redacted as the end's is
+	if b, ok := s.Raw[StartDumpPrefix+FileRequests]; ok {
+		rows, err := ParseRequests(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", StartDumpPrefix+FileRequests, err)
+		}
+		r.redactRequests(rows, byNamespace)
+		s.Raw[StartDumpPrefix+FileRequests] = FormatRequests(rows)
 	}
 	for i := range s.FlowSchemas {
 		fs := &s.FlowSchemas[i]
