@@ -148,6 +148,11 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if o.Watch > 0 {
 		return o.runWatch(ctx)
 	}
+	if b, ok := o.Source.(*dump.BundleSource); ok {
+		if _, err := b.Capture(ctx, dump.CaptureOptions{Parts: dump.PartObjects}); err == nil && b.MostScrapes() > 2 {
+			return o.copyWatch(ctx, b)
+		}
+	}
 	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval, AllScrapes: true}, "")
 	if err != nil {
 		return err
@@ -170,6 +175,25 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", sanitize.Line(o.To), len(c.Snapshots))
+	return nil
+}
+
+// copyWatch writes a watch's bundle (--from, more than two scrapes of an
+// instance) again, redacted with --redact, a scrape at a time.
+func (o *BundleOptions) copyWatch(ctx context.Context, b *dump.BundleSource) error {
+	var red *dump.Redactor
+	if o.Redact {
+		key, err := o.redactKey()
+		if err != nil {
+			return err
+		}
+		red = dump.NewRedactor(key)
+	}
+	now := o.ClockOrReal().Now()
+	if err := dump.CopyWatch(ctx, b, o.To, red, o.manifest(now), now.UTC()); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "wrote %s: the watch of %s, %d /metrics scrapes of each apiserver at the most\n", sanitize.Line(o.To), sanitize.Line(o.From), b.MostScrapes())
 	return nil
 }
 

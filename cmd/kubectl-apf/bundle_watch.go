@@ -50,7 +50,9 @@ SIGTERM ends the watch with the end's capture; if the watch is killed,
 command reading the bundle back reads the scrapes it uses, not the
 thousands a long watch holds: the latest two of each instance (the rates
 of top, dump and explain), and simulate's, those around the window it
-replays; a tarball's are read again from it when its scrapes pass 64 MB.`
+replays; a tarball's are read again from it when its scrapes pass 64 MB.
+dump bundle --from a watch's bundle (--redact it to share it) writes it
+again a scrape at a time, in the same memory.`
 
 // watchProgress is the progress line of dump bundle --watch: on a
 // terminal it is rewritten in place at every scrape, otherwise a line is

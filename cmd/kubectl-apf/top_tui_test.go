@@ -179,20 +179,7 @@ func TestTopTUIRecordReplay(t *testing.T) {
 // scrape with the rates since the one before, as it plays a recording; a
 // bundle of two scrapes is shown as it is.
 func TestTopTUIPlaysAWatchBack(t *testing.T) {
-	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
-	c, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := c.Snapshots[0]
-	for i := range 6 {
-		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", []string{"modern-a.txt", "modern-b.txt"}[i%2]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Raw[dump.MetricsFile(i)] = body
-		s.Raw[dump.MetricsTimeKey(i)] = []byte(src.now.Add(time.Duration(i) * 5 * time.Second).Format(time.RFC3339Nano))
-	}
+	src, c := watchCapture(t, 6)
 	watch := filepath.Join(t.TempDir(), "watch.tar.gz")
 	if err := dump.WriteBundle(watch, c, dump.Manifest{CreatedAt: src.now}); err != nil {
 		t.Fatal(err)
@@ -234,4 +221,72 @@ func TestTopTUIPlaysAWatchBack(t *testing.T) {
 			t.Errorf("the view over a watch does not play it back:\n%q", out[:min(len(out), 600)])
 		}
 	}
+}
+
+// TestDumpBundleCopiesAWatch: dump bundle --from a watch's bundle --redact
+// writes it again a scrape at a time: every scrape, in order, and the
+// start's request dump redacted as the end's is.
+func TestDumpBundleCopiesAWatch(t *testing.T) {
+	const n = 12 // metrics-10.txt comes before metrics-2.txt in the tarball
+	src, c := watchCapture(t, n)
+	s := c.Snapshots[0]
+	if !strings.Contains(string(s.Raw[dump.FileRequests]), "load-2") {
+		t.Fatal("the fixture's request dump names no load-2: the test would test nothing")
+	}
+	s.Raw[dump.StartDumpPrefix+dump.FileRequests] = s.Raw[dump.FileRequests]
+	dir := t.TempDir()
+	watch, out := filepath.Join(dir, "watch.tar.gz"), filepath.Join(dir, "redacted.tar.gz")
+	if err := dump.WriteBundle(watch, c, dump.Manifest{CreatedAt: src.now}); err != nil {
+		t.Fatal(err)
+	}
+	streams, _, errb := testStreams("")
+	if code := run([]string{"dump", "bundle", "--from", watch, "--redact", "--to", out}, streams); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	files, err := dump.ReadBundleFiles(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if strings.Contains(string(b), "load-2") {
+			t.Errorf("%s names load-2: not redacted", name)
+		}
+	}
+	got, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := got.Snapshots[0].Metrics
+	if len(ms) != n {
+		t.Fatalf("the copy holds %d scrapes, want %d", len(ms), n)
+	}
+	for i, m := range ms {
+		if !m.Time.Equal(src.now.Add(time.Duration(i) * 5 * time.Second)) {
+			t.Errorf("scrape %d at %v, want %v", i, m.Time, src.now.Add(time.Duration(i)*5*time.Second))
+		}
+	}
+	if _, ok := files["instance-0/"+dump.StartDumpPrefix+dump.FileRequests]; !ok || got.Snapshots[0].RequestDump == nil {
+		t.Error("the copy lost the start's or the end's request dump")
+	}
+}
+
+// watchCapture is a capture of the static source holding n scrapes 5s
+// apart, as a watch's bundle holds them.
+func watchCapture(t *testing.T, n int) (*staticSource, *dump.Capture) {
+	t.Helper()
+	src := &staticSource{t: t, now: time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)}
+	c, err := src.Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Snapshots[0]
+	for i := range n {
+		body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "metrics", []string{"modern-a.txt", "modern-b.txt"}[i%2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Raw[dump.MetricsFile(i)] = body
+		s.Raw[dump.MetricsTimeKey(i)] = []byte(src.now.Add(time.Duration(i) * 5 * time.Second).Format(time.RFC3339Nano))
+	}
+	return src, c
 }
