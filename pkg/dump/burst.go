@@ -94,10 +94,14 @@ func (f *bundleFiles) rejectedAt(mi ManifestInstance, ks []int) ([]float64, []ti
 	return rejected, at, err
 }
 
-// bursts are the runs of consecutive scrapes between which the rejection
-// counter rose (a counter that fell restarted: its value is what it
-// counted since).
-func bursts(rejected []float64) []burst {
+// burstGap ends a burst of rejections, as explain 429 --workload's default
+// --incident-gap ends an incident: 10s without a 429.
+const burstGap = 10 * time.Second
+
+// bursts are the runs of scrapes between which the rejection counter rose
+// (a counter that fell restarted: its value is what it counted since),
+// those at most burstGap apart one run.
+func bursts(rejected []float64, at []time.Time) []burst {
 	var out []burst
 	for n := 1; n < len(rejected); n++ {
 		d := rejected[n] - rejected[n-1]
@@ -107,8 +111,8 @@ func bursts(rejected []float64) []burst {
 		if d <= 0 {
 			continue
 		}
-		if len(out) > 0 && out[len(out)-1].to == n-1 {
-			out[len(out)-1].to, out[len(out)-1].count = n, out[len(out)-1].count+d
+		if k := len(out) - 1; k >= 0 && at[n-1].Sub(at[out[k].to]) <= burstGap {
+			out[k].to, out[k].count = n, out[k].count+d
 			continue
 		}
 		out = append(out, burst{from: n - 1, to: n, count: d})
@@ -151,7 +155,7 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, 
 		if err != nil {
 			return nil, "", err
 		}
-		s.at, s.bs = at, bursts(rejected)
+		s.at, s.bs = at, bursts(rejected, at)
 		if n := len(s.bs); n > 0 && s.bs[n-1].to == len(s.ks)-1 {
 			return nil, "", nil // rejecting at the end: the latest two explain it
 		}

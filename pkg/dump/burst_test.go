@@ -33,9 +33,10 @@ func writeRejectingBundle(t *testing.T, out string, rejected ...[]float64) {
 
 // TestLargestBurst: of a watch's bundle whose latest scrapes show no 429,
 // CaptureOptions.LargestBurst reads the scrapes around the largest burst
-// of rejections (of any instance, the same window for every one), without
-// the debug dumps, and says so; a bundle still rejecting at its end, or
-// that never rejected, gives its latest two.
+// of rejections (of any instance, the same window for every one; a lull of
+// 10s or less does not end a burst), without the debug dumps, and says so;
+// a bundle still rejecting at its end, or that never rejected, gives its
+// latest two.
 func TestLargestBurst(t *testing.T) {
 	saved := heldBodies
 	heldBodies = 64 // a tarball's bodies are streamed
@@ -46,8 +47,10 @@ func TestLargestBurst(t *testing.T) {
 		wantKs    []int
 		wantCount string
 	}{
-		{"two bursts, the second larger", [][]float64{{0, 3, 3, 3, 5, 20, 40, 40, 40, 40}}, []int{3, 6}, "37 429s"},
-		{"a counter that restarted", [][]float64{{0, 5, 5, 2, 9, 9, 9}}, []int{2, 4}, "9 429s"},
+		// 5s between scrapes: a burst ends after 10s without a 429
+		{"two bursts, the second larger", [][]float64{{0, 3, 3, 3, 3, 3, 5, 20, 40, 40, 40}}, []int{5, 8}, "37 429s"},
+		{"one burst with a lull", [][]float64{{0, 10, 10, 20, 20, 20, 20}}, []int{0, 3}, "20 429s"},
+		{"a counter that restarted", [][]float64{{0, 5, 5, 5, 5, 2, 9, 9, 9}}, []int{4, 6}, "9 429s"},
 		{"the other instance's burst", [][]float64{{0, 1, 1, 1, 1, 1, 1, 1}, {7, 7, 7, 7, 30, 60, 60, 60}}, []int{3, 5}, "53 429s"},
 		{"rejecting at the end", [][]float64{{0, 10, 10, 10, 11}}, []int{3, 4}, ""},
 		{"never rejecting", [][]float64{{4, 4, 4, 4}}, []int{2, 3}, ""},
