@@ -234,6 +234,9 @@ func FuzzBundleManifest(f *testing.F) {
 			}
 		}
 		_ = src.MostScrapes()
+		if _, _, err := src.WatchFrames(); err != nil && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error of several lines: %q", err)
+		}
 		w := longAt(int(at % 10))
 		if _, err := src.ScrapesAround(w, w.Add(5*time.Second)); err != nil && strings.Contains(err.Error(), "\n") {
 			t.Fatalf("error of several lines: %q", err)
