@@ -48,6 +48,10 @@ if [ -n "$vlogs" ]; then
 	echo "  $plugin explain 429 --victorialogs $vlogs --since 10m" >&2
 fi
 
+echo "Record the next incident (Ctrl-C ends it), then explain it and play it back:" >&2
+echo "  $plugin dump bundle --watch 30m --keep 10m --interval 1s --to incident.tar.gz" >&2
+echo "  $plugin explain 429 --from incident.tar.gz; $plugin top --from incident.tar.gz" >&2
+
 # Bounded background load (it stops by itself after 30 minutes).
 "$bin/apf-devcluster" load -dir "$dir" -duration 30m -quiet >"$dir/load.log" 2>&1 &
 load_pid=$!
