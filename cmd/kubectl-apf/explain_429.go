@@ -36,10 +36,10 @@ whether one 429's text is APF's, use 'kubectl apf explain request
 --from-message TEXT'.
 
 With --from, a bundle written by 'kubectl apf dump' is read instead. A
-watch's bundle (dump bundle --watch) whose latest two scrapes show no 429
-from APF is explained at the largest burst of 429s it recorded (a burst
-ends after 10s without one), from the scrapes around it and without its
-debug dumps (the watch's start's and end's), and a note says which burst.
+watch's bundle (dump bundle --watch) is explained over a burst of 429s it
+recorded (a burst ends after 10s without one), from the scrapes around it,
+and a note says which: the burst it ends in, with its end's debug dumps,
+else the largest, without them (they are the watch's start's and end's).
 
 With --prometheus, the incidents of a window in the past (--since, 1h by
 default): when each burst of 429s started and ended (to about one scrape

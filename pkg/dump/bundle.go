@@ -265,13 +265,14 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 	}
 	var pick map[string][]int
 	var note string
+	atEnd := false
 	if opts.LargestBurst && opts.Parts&PartMetrics != 0 && !opts.AllScrapes {
 		var err error
-		if pick, note, err = b.in.bundle.largestBurst(b.in.manifest, b.in.name); err != nil {
+		if pick, note, atEnd, err = b.in.bundle.largestBurst(b.in.manifest, b.in.name); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.in.name, err)
 		}
 	}
-	c, err := captureFrom(b.in.bundle, b.in.manifest, opts, pick)
+	c, err := captureFrom(b.in.bundle, b.in.manifest, opts, pick, pick != nil && !atEnd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.in.name, err)
 	}
@@ -313,7 +314,7 @@ func CaptureFromFiles(files map[string][]byte, opts CaptureOptions) (*Capture, *
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := captureFrom(&bundleFiles{held: files}, m, opts, nil)
+	c, err := captureFrom(&bundleFiles{held: files}, m, opts, nil, false)
 	return c, m, err
 }
 
@@ -358,10 +359,10 @@ func instanceNames(mi ManifestInstance, f *bundleFiles) []string {
 // captureFrom rebuilds a capture from a bundle's files and its manifest m.
 // Of each instance's scrapes, it reads those opts asks for (the latest two,
 // or every one with AllScrapes), or those pick names by the instance's
-// directory (without the debug dumps), numbered from 0 in the snapshot's
-// Raw.
-func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions, pick map[string][]int) (*Capture, error) {
-	if pick != nil {
+// directory, numbered from 0 in the snapshot's Raw; noDumps leaves the
+// debug dumps out (they are not of the scrapes picked).
+func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions, pick map[string][]int, noDumps bool) (*Capture, error) {
+	if noDumps {
 		opts.Parts &^= PartPriorityLevels | PartQueues | PartRequests
 	}
 	c := &Capture{Failures: m.Failures}

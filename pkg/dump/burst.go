@@ -121,12 +121,13 @@ func bursts(rejected []float64, at []time.Time) []burst {
 }
 
 // largestBurst chooses, for a bundle whose instances hold more than two
-// scrapes (dump bundle --watch) and whose latest two show no rejection on
-// any instance, the scrapes of each instance around the largest burst of
-// rejections any of them recorded (CaptureOptions.LargestBurst), by
-// instance directory, with the note that says so; nil when the latest two
-// are kept.
-func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, string, error) {
+// scrapes (dump bundle --watch), the scrapes of each instance around a
+// burst of rejections (CaptureOptions.LargestBurst), by instance directory,
+// with the note that says so: the burst the watch ends in, when one of its
+// instances still rejects at its end and did before its last scrape (atEnd:
+// the end's dumps are of it), else the largest burst any instance
+// recorded; nil when the latest two are kept.
+func (f *bundleFiles) largestBurst(m *Manifest, name string) (pick map[string][]int, note string, atEnd bool, err error) {
 	type series struct {
 		mi ManifestInstance
 		ks []int
@@ -141,7 +142,7 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, 
 		all = append(all, series{mi: mi, ks: ks})
 	}
 	if !long {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
 	var best *burst
 	var bestAt []time.Time
@@ -153,28 +154,31 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, 
 		}
 		rejected, at, err := f.rejectedAt(s.mi, s.ks)
 		if err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		s.at, s.bs = at, bursts(rejected, at)
-		if n := len(s.bs); n > 0 && s.bs[n-1].to == len(s.ks)-1 {
-			return nil, "", nil // rejecting at the end: the latest two explain it
-		}
 		count += len(s.bs)
 		for b := range s.bs {
-			if best == nil || s.bs[b].count > best.count {
+			ends := s.bs[b].to == len(s.ks)-1
+			switch {
+			case ends && !atEnd, ends && at[s.bs[b].from].Before(bestAt[best.from]):
+				// the burst the watch ends in, from its earliest start
+				best, bestAt, atEnd = &s.bs[b], at, true
+			case !atEnd && (best == nil || s.bs[b].count > best.count):
 				best, bestAt = &s.bs[b], at
 			}
 		}
 	}
-	if best == nil {
-		return nil, "", nil
+	if best == nil || atEnd && best.from == best.to-1 && best.to == len(bestAt)-1 {
+		// none, or only between the latest two: they explain it
+		return nil, "", false, nil
 	}
 	from, to := bestAt[best.from], bestAt[best.to]
-	pick := map[string][]int{}
+	pick = map[string][]int{}
 	scrapes := 0
 	for _, s := range all {
 		scrapes = max(scrapes, len(s.ks))
-		if len(s.ks) == 0 {
+		if len(s.ks) < 2 {
 			continue
 		}
 		i, j := 0, len(s.ks)-1
@@ -183,18 +187,22 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (map[string][]int, 
 				i = n
 			}
 		}
-		for n := len(s.at) - 1; n >= 0; n-- {
-			if !s.at[n].Before(to) {
-				j = n
+		if !atEnd {
+			for n := len(s.at) - 1; n >= 0; n-- {
+				if !s.at[n].Before(to) {
+					j = n
+				}
 			}
 		}
-		pick[s.mi.Dir] = []int{s.ks[i], s.ks[min(max(j, i+1), len(s.ks)-1)]}
+		pick[s.mi.Dir] = []int{s.ks[min(i, len(s.ks)-2)], s.ks[min(max(j, i+1), len(s.ks)-1)]}
+	}
+	span := fmt.Sprintf("%.0f 429s between the scrapes at %s and %s (%v)", best.count, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), to.Sub(from).Round(time.Second))
+	if atEnd {
+		return pick, fmt.Sprintf("note: %s holds %d scrapes of each apiserver, and its latest ones show 429s from APF: explained is the burst it ends in, %s, from the scrapes around it", name, scrapes, span), true, nil
 	}
 	which := "the burst of 429s it recorded"
 	if count > 1 {
 		which = fmt.Sprintf("the largest of the %d bursts of 429s it recorded", count)
 	}
-	note := fmt.Sprintf("note: %s holds %d scrapes of each apiserver, and its latest two show no 429 from APF: explained is %s, %.0f 429s between the scrapes at %s and %s (%v); its debug dumps, of the watch's start and end, are left out",
-		name, scrapes, which, best.count, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), to.Sub(from).Round(time.Second))
-	return pick, note, nil
+	return pick, fmt.Sprintf("note: %s holds %d scrapes of each apiserver, and its latest two show no 429 from APF: explained is %s, %s; its debug dumps, of the watch's start and end, are left out", name, scrapes, which, span), false, nil
 }

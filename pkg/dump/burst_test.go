@@ -35,7 +35,8 @@ func writeRejectingBundle(t *testing.T, out string, rejected ...[]float64) {
 // CaptureOptions.LargestBurst reads the scrapes around the largest burst
 // of rejections (of any instance, the same window for every one; a lull of
 // 10s or less does not end a burst), without the debug dumps, and says so;
-// a bundle still rejecting at its end, or that never rejected, gives its
+// of one still rejecting at its end, the burst it ends in, with the end's
+// dumps; of one that rejected only between its latest two, or never, its
 // latest two.
 func TestLargestBurst(t *testing.T) {
 	saved := heldBodies
@@ -46,14 +47,18 @@ func TestLargestBurst(t *testing.T) {
 		rejected  [][]float64
 		wantKs    []int
 		wantCount string
+		// dumps: the end's debug dumps are kept (they are of the scrapes)
+		dumps bool
 	}{
 		// 5s between scrapes: a burst ends after 10s without a 429
-		{"two bursts, the second larger", [][]float64{{0, 3, 3, 3, 3, 3, 5, 20, 40, 40, 40}}, []int{5, 8}, "37 429s"},
-		{"one burst with a lull", [][]float64{{0, 10, 10, 20, 20, 20, 20}}, []int{0, 3}, "20 429s"},
-		{"a counter that restarted", [][]float64{{0, 5, 5, 5, 5, 2, 9, 9, 9}}, []int{4, 6}, "9 429s"},
-		{"the other instance's burst", [][]float64{{0, 1, 1, 1, 1, 1, 1, 1}, {7, 7, 7, 7, 30, 60, 60, 60}}, []int{3, 5}, "53 429s"},
-		{"rejecting at the end", [][]float64{{0, 10, 10, 10, 11}}, []int{3, 4}, ""},
-		{"never rejecting", [][]float64{{4, 4, 4, 4}}, []int{2, 3}, ""},
+		{"two bursts, the second larger", [][]float64{{0, 3, 3, 3, 3, 3, 5, 20, 40, 40, 40}}, []int{5, 8}, "37 429s", false},
+		{"one burst with a lull", [][]float64{{0, 10, 10, 20, 20, 20, 20}}, []int{0, 3}, "20 429s", false},
+		{"a counter that restarted", [][]float64{{0, 5, 5, 5, 5, 2, 9, 9, 9}}, []int{4, 6}, "9 429s", false},
+		{"the other instance's burst", [][]float64{{0, 1, 1, 1, 1, 1, 1, 1}, {7, 7, 7, 7, 30, 60, 60, 60}}, []int{3, 5}, "53 429s", false},
+		{"rejecting at the end", [][]float64{{0, 0, 0, 10, 20, 30}}, []int{2, 5}, "the burst it ends in, 30 429s", true},
+		{"rejecting at the end since a lull", [][]float64{{0, 10, 10, 10, 11}}, []int{0, 4}, "the burst it ends in, 11 429s", true},
+		{"rejecting between the latest two only", [][]float64{{0, 0, 0, 0, 5}}, []int{3, 4}, "", true},
+		{"never rejecting", [][]float64{{4, 4, 4, 4}}, []int{2, 3}, "", true},
 	}
 	for _, tt := range tests {
 		for _, tarball := range []bool{false, true} {
@@ -78,8 +83,8 @@ func TestLargestBurst(t *testing.T) {
 					if got := scrapeKs(t, times(s)); !slices.Equal(got, tt.wantKs) {
 						t.Errorf("%s: scrapes %v, want %v", s.Instance, got, tt.wantKs)
 					}
-					if dropped := s.PriorityLevelDump == nil; dropped != (tt.wantCount != "") {
-						t.Errorf("%s: the debug dumps left out: %v, want %v", s.Instance, dropped, tt.wantCount != "")
+					if kept := s.PriorityLevelDump != nil; kept != tt.dumps {
+						t.Errorf("%s: the debug dumps kept: %v, want %v", s.Instance, kept, tt.dumps)
 					}
 				}
 				if tt.wantCount == "" && note != "" || tt.wantCount != "" && !strings.Contains(note, tt.wantCount) {

@@ -66,7 +66,7 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 	// /metrics' families a bundle keeps, counted at 160
 	if fit := max(maxFrameBodies/(len(insts)*160<<10), 2); to-from+1 > fit {
 		centre := to
-		if pick, _, err := f.largestBurst(m, b.in.name); err == nil && pick != nil {
+		if pick, _, _, err := f.largestBurst(m, b.in.name); err == nil && pick != nil {
 			centre = indexOf(lead.ks, pick[lead.mi.Dir][1])
 		}
 		from = max(1, centre-fit/2)

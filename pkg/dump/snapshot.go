@@ -60,10 +60,10 @@ type CaptureOptions struct {
 	// around a window (BundleSource.ScrapesAround).
 	AllScrapes bool
 	// LargestBurst reads, of a bundle that holds more than two scrapes of
-	// an instance (dump bundle --watch) and whose latest two show no
-	// rejection, the scrapes around the largest burst of APF's rejections
-	// it recorded instead, without its debug dumps (the watch's start's
-	// and end's, not the burst's), with a note that says which: explain
+	// an instance (dump bundle --watch), the scrapes around a burst of
+	// APF's rejections it recorded instead of its latest two, with a note
+	// that says which: the burst it ends in, else the largest, without its
+	// debug dumps (the watch's start's and end's, not the burst's). explain
 	// 429 explains the incident the watch recorded.
 	LargestBurst bool
 }
