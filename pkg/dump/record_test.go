@@ -121,23 +121,7 @@ func TestWatchWritesAsItGoes(t *testing.T) {
 	src := &spoolSource{t: t, clk: clk, spool: to + PartialSuffix, readAt: map[int]bool{3: true, 50: true, scrapes + 1: true}, scraped: make(chan struct{}), gzipped: true}
 	o := RecordOptions{To: to, Redactor: NewRedactor([]byte("key")), Duration: scrapes*time.Second + time.Second/2, Interval: time.Second, Clock: clk}
 	var progressed int
-	var rec Recorded
-	done := make(chan error)
-	go func() {
-		var err error
-		rec, err = Record(context.Background(), src, o, RecordEvents{Progress: func(int, int, int, time.Duration, int64) { progressed++ }})
-		done <- err
-	}()
-	for range scrapes {
-		waitForWaiters(t, clk)
-		clk.Step(time.Second)
-		<-src.scraped
-	}
-	waitForWaiters(t, clk)
-	clk.Step(time.Second / 2)
-	if err := <-done; err != nil {
-		t.Fatalf("Record: %v", err)
-	}
+	rec := recordOnFakeClock(t, src, clk, o, scrapes, RecordEvents{Progress: func(int, int, int, time.Duration, int64) { progressed++ }})
 	if src.leaked > 0 {
 		t.Fatalf("%d bodies were held after they were written", src.leaked)
 	}
@@ -192,23 +176,7 @@ func TestWatchKeepsTheLastScrapes(t *testing.T) {
 	src := &spoolSource{t: t, clk: clk, spool: to, readAt: map[int]bool{5: true, 13: true, 60: true}, scraped: make(chan struct{}), held: func(n int) int { return min(n-1, 11) }}
 	o := RecordOptions{To: to, Duration: scrapes*time.Second + time.Second/2, Interval: time.Second, Keep: 10 * time.Second, Clock: clk}
 	var size int64
-	var rec Recorded
-	done := make(chan error)
-	go func() {
-		var err error
-		rec, err = Record(context.Background(), src, o, RecordEvents{Progress: func(_, _, _ int, _ time.Duration, n int64) { size = n }})
-		done <- err
-	}()
-	for range scrapes {
-		waitForWaiters(t, clk)
-		clk.Step(time.Second)
-		<-src.scraped
-	}
-	waitForWaiters(t, clk)
-	clk.Step(time.Second / 2)
-	if err := <-done; err != nil {
-		t.Fatalf("Record: %v", err)
-	}
+	rec := recordOnFakeClock(t, src, clk, o, scrapes, RecordEvents{Progress: func(_, _, _ int, _ time.Duration, n int64) { size = n }})
 	c, err := (&BundleSource{Path: to}).Capture(context.Background(), CaptureOptions{Parts: PartMetrics, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +219,28 @@ func TestRedactAWatchsStartDump(t *testing.T) {
 			t.Errorf("%s is not redacted:\n%s", name, b)
 		}
 	}
+}
+
+// recordOnFakeClock runs Record over src, stepping clk a second for each of
+// the scrapes and half a second more to end it.
+func recordOnFakeClock(t *testing.T, src *spoolSource, clk *clocktesting.FakeClock, o RecordOptions, scrapes int, ev RecordEvents) Recorded {
+	t.Helper()
+	var rec Recorded
+	done := make(chan error)
+	go func() {
+		var err error
+		rec, err = Record(context.Background(), src, o, ev)
+		done <- err
+	}()
+	for range scrapes {
+		waitForWaiters(t, clk)
+		clk.Step(time.Second)
+		<-src.scraped
+	}
+	waitForWaiters(t, clk)
+	clk.Step(time.Second / 2)
+	if err := <-done; err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	return rec
 }

@@ -42,28 +42,9 @@ func TestDumpBundleWatch(t *testing.T) {
 	kc := kubeconfig(t, c)
 	bin := pluginBinary(t)
 	bundle := filepath.Join(t.TempDir(), "watch.tar.gz")
-	cmd := exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "1s", "--to", bundle)
-	var out, errOut lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	const want = 5
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(errOut.String(), ": 5 scrapes,") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no progress line with %d scrapes after 2 minutes; stderr:\n%s", want, errOut.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("dump bundle --watch after SIGINT: %v\nstderr:\n%s", err, errOut.String())
-	}
-	t.Logf("stderr:\n%s", errOut.String())
+	errOut := watchUntil(t, exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "1s", "--to", bundle),
+		"a progress line with 5 scrapes", func(stderr string) bool { return strings.Contains(stderr, ": 5 scrapes,") })
 	if !strings.Contains(errOut.String(), "wrote "+bundle) {
 		t.Errorf("stderr does not say the bundle was written:\n%s", errOut.String())
 	}
@@ -145,28 +126,9 @@ func TestDumpBundleWatchKeep(t *testing.T) {
 	kc := kubeconfig(t, c)
 	bin := pluginBinary(t)
 	bundle := filepath.Join(t.TempDir(), "recorder")
-	cmd := exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "500ms", "--keep", "2s", "--to", bundle)
-	var out, errOut lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// ten scrapes (a progress line each), 5s: more than twice what it keeps
-	deadline := time.Now().Add(2 * time.Minute)
-	for strings.Count(errOut.String(), "(those of the last 2s)") < 10 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no tenth progress line after 2 minutes; stderr:\n%s", errOut.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("dump bundle --watch --keep after SIGINT: %v\nstderr:\n%s", err, errOut.String())
-	}
-	t.Logf("stderr:\n%s", errOut.String())
+	watchUntil(t, exec.Command(bin, "dump", "bundle", "--kubeconfig", kc, "--watch", "5m", "--interval", "500ms", "--keep", "2s", "--to", bundle),
+		"a tenth progress line", func(stderr string) bool { return strings.Count(stderr, "(those of the last 2s)") >= 10 })
 	c2, err := (&dump.BundleSource{Path: bundle}).Capture(t.Context(), dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
@@ -185,4 +147,31 @@ func TestDumpBundleWatchKeep(t *testing.T) {
 		t.Errorf("%d scrape bodies on disk (%v), want the %d kept", len(bodies), err, len(ms))
 	}
 	mustApf(t, "top", "levels", "--from", bundle)
+}
+
+// watchUntil runs a dump bundle --watch until its stderr says done (within
+// 2 minutes), ends it with SIGINT as Ctrl-C does, and returns its stderr.
+func watchUntil(t *testing.T, cmd *exec.Cmd, what string, done func(stderr string) bool) *lockedBuffer {
+	t.Helper()
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !done(errOut.String()) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no %s after 2 minutes; stderr:\n%s", what, errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dump bundle --watch after SIGINT: %v\nstderr:\n%s", err, errOut.String())
+	}
+	t.Logf("stderr:\n%s", errOut.String())
+	return &errOut
 }
