@@ -256,13 +256,6 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 		b.in.raw.ObjectFiles = b.ObjectFiles
 		return b.in.captureRaw(opts)
 	}
-	if b.in.manifest == nil {
-		m, err := readManifest(b.in.bundle.held)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.in.name, err)
-		}
-		b.in.manifest = m
-	}
 	var pick map[string][]int
 	var note string
 	atEnd := false

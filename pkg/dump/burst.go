@@ -2,62 +2,11 @@ package dump
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
-
-// each calls fn with the named files that the bundle holds, one at a time
-// (in one pass over a tarball), so that a watch's thousands of scrapes are
-// read in the memory of one.
-func (f *bundleFiles) each(names []string, fn func(name string, b []byte) error) error {
-	want := map[string]bool{}
-	for _, n := range names {
-		if b, ok := f.held[n]; ok {
-			if err := fn(n, b); err != nil {
-				return err
-			}
-		} else if f.lazy[n] {
-			want[n] = true
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	if f.dir != "" {
-		for _, n := range names {
-			if want[n] {
-				b, err := f.load([]string{n})
-				if err != nil {
-					return err
-				}
-				if err := fn(n, b[n]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	r, err := os.Open(f.tarball)
-	if err != nil {
-		return fmt.Errorf("reading bundle: %w", err)
-	}
-	defer r.Close()
-	return walkTarball(f.tarball, r, func(name string, tr io.Reader) (bool, error) {
-		if !want[name] {
-			return true, nil
-		}
-		b, err := readLimited(f.tarball, name, tr)
-		if err != nil {
-			return false, err
-		}
-		delete(want, name)
-		return len(want) > 0, fn(name, b)
-	})
-}
 
 // burst is a run of scrapes of one instance between which APF rejected
 // requests: from its scrape at from to its scrape at to (indexes into the
@@ -70,11 +19,10 @@ type burst struct {
 // rejectedAt are the rejections APF had counted at each of an instance's
 // scrapes (every level and reason), oldest first.
 func (f *bundleFiles) rejectedAt(mi ManifestInstance, ks []int) ([]float64, []time.Time, error) {
-	at := make([]time.Time, len(ks))
+	at := f.scrapeTimes(mi, ks)
 	index := map[string]int{}
 	var names []string
 	for n, k := range ks {
-		at[n] = scrapeTime(f.held, mi.Dir, k, mi.CapturedAt)
 		name := path.Join(mi.Dir, MetricsFile(k))
 		index[name] = n
 		names = append(names, name)
@@ -181,18 +129,9 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (pick map[string][]
 		if len(s.ks) < 2 {
 			continue
 		}
-		i, j := 0, len(s.ks)-1
-		for n, t := range s.at {
-			if !t.After(from) {
-				i = n
-			}
-		}
-		if !atEnd {
-			for n := len(s.at) - 1; n >= 0; n-- {
-				if !s.at[n].Before(to) {
-					j = n
-				}
-			}
+		i, j := bracket(s.at, from, to)
+		if atEnd {
+			j = len(s.ks) - 1
 		}
 		pick[s.mi.Dir] = []int{s.ks[min(i, len(s.ks)-2)], s.ks[min(max(j, i+1), len(s.ks)-1)]}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"time"
 )
 
@@ -41,33 +40,16 @@ func CopyWatch(ctx context.Context, b *BundleSource, to string, red *Redactor, m
 	}
 	f := b.in.bundle
 	for i, mi := range b.in.manifest.Instances {
-		ks := scrapeIndexes(instanceNames(mi, f))
-		names := make([]string, len(ks))
-		index := map[string]int{}
-		for n, k := range ks {
-			names[n] = path.Join(mi.Dir, MetricsFile(k))
-			index[names[n]] = k
-		}
-		instance := start.Snapshots[i].Instance
 		// in order, copyBatch at a time (a pass over a tarball each)
-		for len(names) > 0 {
-			batch := names[:min(copyBatch, len(names))]
-			names = names[len(batch):]
-			bodies, err := f.load(batch)
-			if err != nil {
+		for ks := scrapeIndexes(instanceNames(mi, f)); len(ks) > 0; {
+			batch := ks[:min(copyBatch, len(ks))]
+			ks = ks[len(batch):]
+			s := &Snapshot{Instance: start.Snapshots[i].Instance, Raw: map[string][]byte{}}
+			if err := readScrapes(f, mi.Dir, batch, true, s); err != nil {
 				return fmt.Errorf("%w (the copy so far is in %s)", err, dir)
 			}
-			for _, name := range batch {
-				k := index[name]
-				s := &Snapshot{Instance: instance, Raw: map[string][]byte{MetricsFile(0): bodies[name]}}
-				for _, key := range [][2]string{{MetricsTimeKey(k), MetricsTimeKey(0)}, {MetricsUnknownKey(k), MetricsUnknownKey(0)}} {
-					if v, ok := f.held[path.Join(mi.Dir, key[0])]; ok {
-						s.Raw[key[1]] = v
-					}
-				}
-				if err := sp.AddScrapes(&Capture{Snapshots: []*Snapshot{s}}); err != nil {
-					return fmt.Errorf("%w (the copy so far is in %s)", err, dir)
-				}
+			if err := sp.AddScrapes(&Capture{Snapshots: []*Snapshot{s}}); err != nil {
+				return fmt.Errorf("%w (the copy so far is in %s)", err, dir)
 			}
 		}
 	}

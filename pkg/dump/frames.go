@@ -48,11 +48,7 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 		if len(ks) < 2 {
 			continue
 		}
-		it := inst{mi: mi, ks: ks, at: make([]time.Time, len(ks))}
-		for n, k := range ks {
-			it.at[n] = scrapeTime(f.held, mi.Dir, k, mi.CapturedAt)
-		}
-		insts = append(insts, it)
+		insts = append(insts, inst{mi: mi, ks: ks, at: f.scrapeTimes(mi, ks)})
 	}
 	if len(insts) == 0 {
 		return nil, "", nil

@@ -23,8 +23,8 @@ var gzipMagic = []byte{0x1f, 0x8b}
 
 // input is what --from named, read once: bundle files or a raw input.
 type input struct {
-	// bundle holds a bundle's files, and manifest its manifest once read;
-	// nil for a raw input.
+	// bundle holds a bundle's files, and manifest its manifest; nil for a
+	// raw input.
 	bundle   *bundleFiles
 	manifest *Manifest
 	raw      *RawInput
@@ -64,7 +64,7 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 			if err != nil {
 				return nil, err
 			}
-			return &input{bundle: files, name: "bundle " + path}, nil
+			return bundleInput(files, "bundle "+path)
 		}
 		return rawDir(path, objects)
 	}
@@ -76,7 +76,7 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 		if err != nil {
 			return nil, err
 		}
-		return &input{bundle: files, name: "bundle " + path}, nil
+		return bundleInput(files, "bundle "+path)
 	}
 	if st.Size() > maxBundleFile {
 		return nil, fmt.Errorf("reading --from %s: larger than %d bytes", path, maxBundleFile)
@@ -86,6 +86,16 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 		return nil, fmt.Errorf("reading --from: %w", err)
 	}
 	return inputFromBytes(path, data, st.ModTime())
+}
+
+// bundleInput is the input of a bundle's files, named name, with its
+// manifest.
+func bundleInput(files *bundleFiles, name string) (*input, error) {
+	m, err := readManifest(files.held)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &input{bundle: files, manifest: m, name: name}, nil
 }
 
 // startsWith reports whether the file p begins with prefix.
@@ -110,7 +120,7 @@ func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &input{bundle: &bundleFiles{held: files}, name: "bundle on " + name}, nil
+		return bundleInput(&bundleFiles{held: files}, "bundle on "+name)
 	}
 	raw := &RawInput{}
 	if err := DetectRaw(name, data, raw); err != nil {

@@ -3,6 +3,7 @@ package dump
 import (
 	"archive/tar"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,34 +55,51 @@ func (f *bundleFiles) has(name string) bool {
 	return ok || f.lazy[name]
 }
 
-// load returns the named files, reading the lazy ones (in one pass over a
-// tarball).
+// load returns the named files the bundle holds, reading the lazy ones
+// (in one pass over a tarball).
 func (f *bundleFiles) load(names []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(names))
+	err := f.each(names, func(n string, b []byte) error {
+		out[n] = b
+		return nil
+	})
+	return out, err
+}
+
+// each calls fn with the named files that the bundle holds, one at a time
+// (in one pass over a tarball, in its order), so that a watch's thousands
+// of scrapes are read in the memory of one.
+func (f *bundleFiles) each(names []string, fn func(name string, b []byte) error) error {
 	want := map[string]bool{}
 	for _, n := range names {
 		if b, ok := f.held[n]; ok {
-			out[n] = b
+			if err := fn(n, b); err != nil {
+				return err
+			}
 		} else if f.lazy[n] {
 			want[n] = true
 		}
 	}
 	if len(want) == 0 {
-		return out, nil
+		return nil
 	}
 	if f.dir != "" {
-		for n := range want {
-			b, err := f.readDirBody(n)
-			if err != nil {
-				return nil, err
+		for _, n := range names {
+			if want[n] {
+				b, err := f.readDirBody(n)
+				if err != nil {
+					return err
+				}
+				if err := fn(n, b); err != nil {
+					return err
+				}
 			}
-			out[n] = b
 		}
-		return out, nil
+		return nil
 	}
 	r, err := os.Open(f.tarball)
 	if err != nil {
-		return nil, fmt.Errorf("reading bundle: %w", err)
+		return fmt.Errorf("reading bundle: %w", err)
 	}
 	defer r.Close()
 	err = walkTarball(f.tarball, r, func(name string, tr io.Reader) (bool, error) {
@@ -89,17 +107,19 @@ func (f *bundleFiles) load(names []string) (map[string][]byte, error) {
 			return true, nil
 		}
 		b, err := readLimited(f.tarball, name, tr)
-		out[name] = b
+		if err != nil {
+			return false, err
+		}
 		delete(want, name)
-		return len(want) > 0, err
+		return len(want) > 0, fn(name, b)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for n := range want {
-		return nil, fmt.Errorf("reading bundle %s: %s is no longer in it", f.tarball, n)
+		return fmt.Errorf("reading bundle %s: %s is no longer in it", f.tarball, n)
 	}
-	return out, nil
+	return nil
 }
 
 // readDirBody reads the scrape body n of a bundle directory, unzipped
@@ -263,6 +283,34 @@ func scrapeTime(files map[string][]byte, dir string, k int, capturedAt time.Time
 	return capturedAt
 }
 
+// scrapeTimes are the times of the instance's scrapes ks.
+func (f *bundleFiles) scrapeTimes(mi ManifestInstance, ks []int) []time.Time {
+	at := make([]time.Time, len(ks))
+	for n, k := range ks {
+		at[n] = scrapeTime(f.held, mi.Dir, k, mi.CapturedAt)
+	}
+	return at
+}
+
+// bracket are the indexes of the scrapes taken at times at that best
+// bracket [from, to]: the latest at or before from, else the first; the
+// earliest at or after to, else the last (as simulate chooses its
+// evidence's pair).
+func bracket(at []time.Time, from, to time.Time) (i, j int) {
+	i, j = 0, len(at)-1
+	for n, t := range at {
+		if !t.After(from) {
+			i = n
+		}
+	}
+	for n := len(at) - 1; n >= 0; n-- {
+		if !at[n].Before(to) {
+			j = n
+		}
+	}
+	return i, j
+}
+
 // InstanceScrapes are the scrapes a bundle holds of one apiserver instance
 // around a window (BundleSource.ScrapesAround).
 type InstanceScrapes struct {
@@ -281,7 +329,7 @@ type InstanceScrapes struct {
 // MostScrapes is the most scrapes the bundle holds of one instance (0 for
 // a raw input, or before the first Capture).
 func (b *BundleSource) MostScrapes() int {
-	if b.in == nil || b.in.bundle == nil || b.in.manifest == nil {
+	if b.in == nil || b.in.bundle == nil {
 		return 0
 	}
 	most := 0
@@ -296,7 +344,7 @@ func (b *BundleSource) MostScrapes() int {
 // evidence for any window inside it, and only the scrapes that bracket the
 // window are read and parsed. Call it after Capture.
 func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, error) {
-	if b.in == nil || b.in.bundle == nil || b.in.manifest == nil {
+	if b.in == nil || b.in.bundle == nil {
 		return nil, nil
 	}
 	f := b.in.bundle
@@ -306,21 +354,8 @@ func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, err
 		if len(ks) == 0 {
 			continue
 		}
-		is := InstanceScrapes{Instance: mi.Instance, Times: make([]time.Time, len(ks))}
-		for n, k := range ks {
-			is.Times[n] = scrapeTime(f.held, mi.Dir, k, mi.CapturedAt)
-		}
-		i, j := 0, len(ks)-1
-		for n, t := range is.Times {
-			if !t.After(from) {
-				i = n
-			}
-		}
-		for n := len(ks) - 1; n >= 0; n-- {
-			if !is.Times[n].Before(to) {
-				j = n
-			}
-		}
+		is := InstanceScrapes{Instance: mi.Instance, Times: f.scrapeTimes(mi, ks)}
+		i, j := bracket(is.Times, from, to)
 		picked := []int{0, i, j, len(ks) - 1}
 		slices.Sort(picked)
 		picked = slices.Compact(picked)
@@ -355,9 +390,9 @@ func setUnknown(sc *metrics.Scrape, files map[string][]byte, dir string, k int) 
 	if !ok {
 		return nil
 	}
-	levels, err := parseUnknown(MetricsUnknownKey(k), u)
-	if err != nil {
-		return err
+	var levels map[string][]string
+	if err := json.Unmarshal(u, &levels); err != nil {
+		return fmt.Errorf("%s: %w", MetricsUnknownKey(k), err)
 	}
 	sc.SetUnknown(levels)
 	return nil

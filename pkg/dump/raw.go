@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,24 +143,14 @@ func (s *Snapshot) ParseRaw() error {
 		if !ok {
 			break
 		}
-		at := s.CapturedAt
-		if ts, ok := s.Raw[MetricsTimeKey(i)]; ok {
-			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
-				at = t
-			}
-		}
-		sc, err := parseMetricsBody(MetricsFile(i), b, at)
+		sc, err := parseMetricsBody(MetricsFile(i), b, scrapeTime(s.Raw, "", i, s.CapturedAt))
 		if err != nil {
 			metricsErr = err
 			break
 		}
-		if u, ok := s.Raw[MetricsUnknownKey(i)]; ok {
-			levels, err := parseUnknown(MetricsUnknownKey(i), u)
-			if err != nil {
-				metricsErr = err
-				break
-			}
-			sc.SetUnknown(levels)
+		if err := setUnknown(sc, s.Raw, "", i); err != nil {
+			metricsErr = err
+			break
 		}
 		scrapes = append(scrapes, sc)
 	}
@@ -175,16 +164,6 @@ func (s *Snapshot) ParseRaw() error {
 	}
 	s.Metrics = scrapes
 	return metricsErr
-}
-
-// parseUnknown decodes a scrape's .unknown.json (MetricsUnknownKey): the
-// levels each family does not speak for.
-func parseUnknown(name string, b []byte) (map[string][]string, error) {
-	var levels map[string][]string
-	if err := json.Unmarshal(b, &levels); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return levels, nil
 }
 
 // parallelRequests is the size of a request dump from which ParseRaw

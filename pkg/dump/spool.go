@@ -276,13 +276,7 @@ func (s *Spool) writeScrapes(i int, snap *Snapshot) error {
 			}
 			size += int64(len(b))
 		}
-		at := snap.CapturedAt
-		if ts, ok := snap.Raw[MetricsTimeKey(k)]; ok {
-			if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
-				at = t
-			}
-		}
-		s.held[i] = append(s.held[i], heldScrape{at, size})
+		s.held[i] = append(s.held[i], heldScrape{scrapeTime(snap.Raw, "", k, snap.CapturedAt), size})
 		mi.Scrapes = j + 1
 	}
 	return nil
