@@ -78,12 +78,8 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 	for s := range pairs {
 		at := lead.at[from+s]
 		for _, it := range insts {
-			j := 1
-			for n := range it.at {
-				if n > 0 && !it.at[n].After(at) {
-					j = n
-				}
-			}
+			i, _ := bracket(it.at, at, at)
+			j := max(i, 1) // the pair ending at its latest scrape at the step
 			pairs[s] = append(pairs[s], [2]int{it.ks[j-1], it.ks[j]})
 			for _, k := range []int{it.ks[j-1], it.ks[j]} {
 				if n := path.Join(it.mi.Dir, MetricsFile(k)); !seen[n] {
