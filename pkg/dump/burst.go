@@ -129,7 +129,7 @@ func (f *bundleFiles) largestBurst(m *Manifest, name string) (pick map[string][]
 		if len(s.ks) < 2 {
 			continue
 		}
-		i, j := bracket(s.at, from, to)
+		i, j := metrics.Bracket(s.at, from, to)
 		if atEnd {
 			j = len(s.ks) - 1
 		}

@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // WatchFrame is one step of a watch's bundle played back by the live view
@@ -78,7 +80,7 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 	for s := range pairs {
 		at := lead.at[from+s]
 		for _, it := range insts {
-			i, _ := bracket(it.at, at, at)
+			i, _ := metrics.Bracket(it.at, at, at)
 			j := max(i, 1) // the pair ending at its latest scrape at the step
 			pairs[s] = append(pairs[s], [2]int{it.ks[j-1], it.ks[j]})
 			for _, k := range []int{it.ks[j-1], it.ks[j]} {

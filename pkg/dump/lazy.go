@@ -292,25 +292,6 @@ func (f *bundleFiles) scrapeTimes(mi ManifestInstance, ks []int) []time.Time {
 	return at
 }
 
-// bracket are the indexes of the scrapes taken at times at that best
-// bracket [from, to]: the latest at or before from, else the first; the
-// earliest at or after to, else the last (as simulate chooses its
-// evidence's pair).
-func bracket(at []time.Time, from, to time.Time) (i, j int) {
-	i, j = 0, len(at)-1
-	for n, t := range at {
-		if !t.After(from) {
-			i = n
-		}
-	}
-	for n := len(at) - 1; n >= 0; n-- {
-		if !at[n].Before(to) {
-			j = n
-		}
-	}
-	return i, j
-}
-
 // InstanceScrapes are the scrapes a bundle holds of one apiserver instance
 // around a window (BundleSource.ScrapesAround).
 type InstanceScrapes struct {
@@ -355,7 +336,7 @@ func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, err
 			continue
 		}
 		is := InstanceScrapes{Instance: mi.Instance, Times: f.scrapeTimes(mi, ks)}
-		i, j := bracket(is.Times, from, to)
+		i, j := metrics.Bracket(is.Times, from, to)
 		picked := []int{0, i, j, len(ks) - 1}
 		slices.Sort(picked)
 		picked = slices.Compact(picked)

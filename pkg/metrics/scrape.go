@@ -297,3 +297,22 @@ func Rate(prev, cur float64, interval time.Duration) float64 {
 	}
 	return inc / interval.Seconds()
 }
+
+// Bracket are the indexes of the scrapes taken at times (oldest first) that
+// best bracket [from, to]: the latest at or before from, else the first;
+// the earliest at or after to, else the last. simulate reads its CPU
+// evidence between such a pair, and a long bundle reads only them.
+func Bracket(times []time.Time, from, to time.Time) (i, j int) {
+	i, j = 0, len(times)-1
+	for n, t := range times {
+		if !t.After(from) {
+			i = n
+		}
+	}
+	for n := len(times) - 1; n >= 0; n-- {
+		if !times[n].Before(to) {
+			j = n
+		}
+	}
+	return i, j
+}

@@ -105,17 +105,7 @@ func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange) (first, last *
 	// the latest at or before the start, else the earliest; the earliest
 	// at or after the end, else the latest (the calibration's coverage
 	// rule then judges a pair that does not span the target)
-	i, j := 0, len(ms)-1
-	for k, m := range ms {
-		if !m.Time.After(target.From) {
-			i = k
-		}
-	}
-	for k := len(ms) - 1; k >= 0; k-- {
-		if !ms[k].Time.Before(target.To) {
-			j = k
-		}
-	}
+	i, j := metrics.Bracket(scrapeTimes(ms), target.From, target.To)
 	if j <= i {
 		return nil, nil, false
 	}
@@ -187,11 +177,16 @@ func coverEvidence(p calibrate.Params, m serverMetrics, a *arrivals, win *Replay
 // interval); 0 for fewer than three scrapes, whose one or two gaps are the
 // moments a capture was taken, not an interval.
 func medianGap(ms []*metrics.Scrape) time.Duration {
+	return medianGapOf(scrapeTimes(ms))
+}
+
+// scrapeTimes are the times of the scrapes ms.
+func scrapeTimes(ms []*metrics.Scrape) []time.Time {
 	times := make([]time.Time, len(ms))
 	for i, m := range ms {
 		times[i] = m.Time
 	}
-	return medianGapOf(times)
+	return times
 }
 
 // medianGapOf is medianGap over the scrapes' times.
