@@ -148,10 +148,8 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	if o.Watch > 0 {
 		return o.runWatch(ctx)
 	}
-	if b, ok := o.Source.(*dump.BundleSource); ok {
-		if _, err := b.Capture(ctx, dump.CaptureOptions{Parts: dump.PartObjects}); err == nil && b.MostScrapes() > 2 {
-			return o.copyWatch(ctx, b)
-		}
+	if b, ok := o.Source.(*dump.BundleSource); ok && b.MostScrapes() > 2 {
+		return o.copyWatch(ctx, b)
 	}
 	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: dump.PartAll, MetricsInterval: o.MetricsInterval, AllScrapes: true}, "")
 	if err != nil {

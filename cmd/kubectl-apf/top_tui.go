@@ -262,13 +262,7 @@ func (o *TopTUIOptions) config(ctx context.Context) (opts tui.Options, done func
 		}
 		opts.Cluster = "replay of " + o.Replay
 	default:
-		if rec, err := o.watchRecording(); err != nil || rec != nil {
-			if err == nil {
-				opts.Replay, opts.Cluster = rec, "the watch of "+o.From
-				if !o.intervalSet {
-					opts.Interval = time.Second
-				}
-			}
+		if played, err := o.playWatch(&opts); err != nil || played {
 			return opts, done, err
 		}
 		opts.Source = o.Source

@@ -85,6 +85,20 @@ func storeRecording(ctx context.Context, h *load.StoreOptions, w history.Window)
 	return rec, nil
 }
 
+// playWatch sets the view to play --from back when it is a watch's bundle
+// (watchRecording), and says whether it is.
+func (o *TopTUIOptions) playWatch(opts *tui.Options) (bool, error) {
+	rec, err := o.watchRecording()
+	if err != nil || rec == nil {
+		return false, err
+	}
+	opts.Replay, opts.Cluster = rec, "the watch of "+o.From
+	if !o.intervalSet {
+		opts.Interval = time.Second
+	}
+	return true, nil
+}
+
 // watchRecording plays a watch's bundle (dump bundle --watch) back: a frame
 // per scrape, its rates those since the scrape before (dump.WatchFrames);
 // nil for any other source.

@@ -238,19 +238,20 @@ func (b *BundleSource) Describe() string {
 	return "bundle " + b.Path
 }
 
+// load reads the input the first time, and keeps it or why it could not be
+// read.
+func (b *BundleSource) load() error {
+	if b.in == nil && b.err == nil {
+		b.in, b.err = readInput(b.Path, b.Stdin, b.ReadObjects)
+	}
+	return b.err
+}
+
 // Capture returns the bundle's snapshots. Parts not in opts are dropped, so
 // a command shows the same from a bundle as from the cluster.
 func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Capture, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	if b.in == nil {
-		in, err := readInput(b.Path, b.Stdin, b.ReadObjects)
-		if err != nil {
-			b.err = err
-			return nil, err
-		}
-		b.in = in
+	if err := b.load(); err != nil {
+		return nil, err
 	}
 	if b.in.raw != nil {
 		b.in.raw.ObjectFiles = b.ObjectFiles

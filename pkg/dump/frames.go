@@ -1,7 +1,6 @@
 package dump
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -32,7 +31,7 @@ var maxFrameBodies = 256 << 20
 // at that time), with a note when only a part of the watch fits in
 // maxFrameBodies; none for another input.
 func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
-	if _, err := b.Capture(context.Background(), CaptureOptions{Parts: PartObjects | PartVersion}); err != nil {
+	if err := b.load(); err != nil {
 		return nil, "", err
 	}
 	if b.MostScrapes() <= 2 {

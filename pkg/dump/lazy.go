@@ -308,9 +308,9 @@ type InstanceScrapes struct {
 }
 
 // MostScrapes is the most scrapes the bundle holds of one instance (0 for
-// a raw input, or before the first Capture).
+// a raw input, or one that cannot be read: Capture says why).
 func (b *BundleSource) MostScrapes() int {
-	if b.in == nil || b.in.bundle == nil {
+	if b.load() != nil || b.in.bundle == nil {
 		return 0
 	}
 	most := 0
@@ -323,10 +323,10 @@ func (b *BundleSource) MostScrapes() int {
 // ScrapesAround reads the bundle's scrapes of each instance around the
 // window [from, to] (InstanceScrapes): a long watch (dump bundle --watch) is
 // evidence for any window inside it, and only the scrapes that bracket the
-// window are read and parsed. Call it after Capture.
+// window are read and parsed; none for a raw input.
 func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, error) {
-	if b.in == nil || b.in.bundle == nil {
-		return nil, nil
+	if err := b.load(); err != nil || b.in.bundle == nil {
+		return nil, err
 	}
 	f := b.in.bundle
 	var out []InstanceScrapes

@@ -68,7 +68,7 @@ const manifestTmp = manifestFile + ".tmp"
 // CreateSpool creates dir (it must not exist, or be empty), writes the
 // capture of the start into it as a bundle and returns the Spool that
 // appends to it. m is the manifest's header (source, redaction, version);
-// compress writes the scrapes' bodies gzipped (SetCompress), the start's
+// compress writes the scrapes' bodies gzipped, the start's
 // among them.
 func CreateSpool(dir string, start *Capture, m Manifest, compress bool) (*Spool, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
