@@ -63,6 +63,12 @@ func recordingFigures(t *testing.T, kr keptRecording, dir string) []figure {
 	}
 	whatIfs := append([]recording.WhatIfRuns{{About: rec.WhatIfAbout, File: recording.WhatIfFile, Runs: append([]recording.Run{*rec.WhatIf}, rec.WhatIfMore...)}}, rec.MoreWhatIfs...)
 	for _, w := range whatIfs {
+		// held to the re-runs at their machine's speed, as
+		// TestSimulateRecordings holds them
+		kr := kr
+		if sp, how := kr.rerunSpeed(t, w); how != "" {
+			kr.speed = sp
+		}
 		for _, m := range modes {
 			wi := kr.simulate(t, m.files, true, filepath.Join(dir, w.File))
 			for _, l := range whatIfLevels(w.Runs, rec.Recorded) {

@@ -164,6 +164,9 @@ type keptRecording struct {
 	// calibration, when set, are the calibration's Params (the ablation
 	// study's); nil runs with the defaults
 	calibration *calibrate.Params
+	// speed, when set, is the changed server's speed (--server-speed):
+	// the machine's in a what-if's re-runs (rerunSpeed)
+	speed float64
 }
 
 func openRecording(t *testing.T, dir string) keptRecording {
@@ -203,6 +206,9 @@ func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, c
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
 	cfg.Calibration = kr.calibration
+	if kr.speed != 0 {
+		cfg.ServerSpeed = kr.speed
+	}
 	res := simulateT(t, stateInput{from: kr.bundle, files: changes}, cfg)
 	if shared {
 		replays.Store(key, res)
@@ -222,7 +228,7 @@ func (kr keptRecording) replayKey(files []string, calibrate bool, changes []stri
 		return "", false
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%v|", kr.dir, kr.bundle, calibrate)
+	fmt.Fprintf(&b, "%s|%s|%v|%v|", kr.dir, kr.bundle, calibrate, kr.speed)
 	for _, f := range files {
 		switch f {
 		case kr.logFile:

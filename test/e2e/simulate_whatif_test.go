@@ -424,10 +424,11 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 	preds, rec := r.preds, r.rec
 	checked, atSpeed := preds[i], false
 	var evAt map[string]map[string]whatIfOutput
-	if sp, ok := recording.Speed(*rec, reruns); ok && recording.KeepsConcurrency(sc, w.Change) {
-		// what executes alone under this change executes as it
-		// did in the recording: its time is the machine's, and
-		// the prediction the re-runs check is made at their speed
+	if sp, how, ok := recording.RerunSpeed(sc, w, *rec, reruns); ok {
+		// what executes beside as many others under this change
+		// executes as it did in the recording: its time is the
+		// machine's, and the prediction the re-runs check is made at
+		// their speed
 		checked = map[string]whatIfOutput{}
 		for _, mode := range whatIfModes {
 			checked[mode] = r.predictAt(i, mode, sp)
@@ -436,7 +437,7 @@ func judgeWhatIf(r *recorded, sc recording.Scenario, i int, w recording.WhatIf, 
 			evAt = r.evidencePredictAt(i, sp)
 		}
 		atSpeed = true
-		report = append(report, fmt.Sprintf("    the re-runs ran at %.2f× the recorded run's speed (their executions alone took %.2f of its time, recording.Speed), and the change leaves every level's concurrency as recorded: the predictions checked are made at that speed (simulate --server-speed %.4f)", sp, 1/sp, sp))
+		report = append(report, fmt.Sprintf("    the re-runs ran at %.2f× the recorded run's speed (%s): the predictions checked are made at that speed (simulate --server-speed %.4f)", sp, how, sp))
 	}
 	levels := map[string]bool{}
 	for _, r := range append([]recording.Run{*rec}, reruns...) {
@@ -653,7 +654,7 @@ func recordScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.Wha
 	if err := copyLogs(a.LogFile, logFrom, a.AuditLog, auditFrom, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Alone, rec.Served, err = recording.Executions(logFile, 0); err != nil {
+	if err := rec.ReadExecutions(logFile, 0); err != nil {
 		t.Fatal(err)
 	}
 	// its metrics bracket the run: the CPU model's evidence

@@ -85,6 +85,10 @@ type Run struct {
 	// Rerun sets it; a run made with RunLoad has it from Executions
 	// on its server's log.
 	Alone map[string]Alone `json:"alone,omitempty"`
+	// AtOnce is the executions of the run by kind of request and by how
+	// many executed at once (ReadExecutions): the machine's speed where a
+	// change leaves few executions alone (SpeedAtOnce).
+	AtOnce map[string]Alone `json:"atOnce,omitempty"`
 	// Served is, per level, all the executions of the run (Executions):
 	// what the server served a second, and how many at once. Rerun sets
 	// it, beside Alone.
@@ -413,7 +417,7 @@ func (s *Session) rerun(ctx context.Context, logFrom, auditFrom int64, keep func
 	if err != nil {
 		return nil, err
 	}
-	if run.Alone, run.Served, err = Executions(a.LogFile, logFrom); err != nil {
+	if err := run.ReadExecutions(a.LogFile, logFrom); err != nil {
 		return nil, err
 	}
 	if keep != nil {

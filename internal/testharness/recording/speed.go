@@ -7,8 +7,10 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/url"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -31,10 +33,28 @@ type Alone struct {
 // speed is compared on.
 const MinAlone = 30
 
-// execution is one served request's execution in a run's httplog.
+// execution is one served request's execution in a run's httplog: its
+// level, and its kind of request (kindOf).
 type execution struct {
-	start, end time.Time
-	level      string
+	start, end  time.Time
+	level, kind string
+}
+
+// kindOf names a request's kind for AtOnce: its verb, path and query, a
+// continue token's value dropped (the pages of one LIST are one kind).
+// The level is not in it: a change moves requests between levels, and
+// what a kind costs does not follow its level.
+func kindOf(verb, uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return verb + " " + uri
+	}
+	q := u.Query()
+	if q.Has("continue") {
+		q.Set("continue", "*")
+	}
+	u.RawQuery = q.Encode()
+	return verb + " " + u.String()
 }
 
 // readExecutions reads the executions of logFile from byte offset from, in
@@ -64,7 +84,7 @@ func readExecutions(logFile string, from int64) ([]execution, error) {
 			continue
 		}
 		end := w.Arrival.Add(w.Latency)
-		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel})
+		execs = append(execs, execution{start: end.Add(-w.ServiceTime), end: end, level: w.PriorityLevel, kind: kindOf(w.Verb, w.URI)})
 	}
 	slices.SortFunc(execs, func(a, b execution) int { return a.start.Compare(b.start) })
 	return execs, nil
@@ -90,6 +110,58 @@ func alone(execs []execution) map[string]Alone {
 		out[l] = Alone{Median: ds[len(ds)/2], N: len(ds)}
 	}
 	return out
+}
+
+// atOnce is the executions of execs, in the order they started, by kind of
+// request and by how many executed at once over each: the time every
+// execution (itself included) overlapped it, over its own time, rounded.
+// A key is "KIND @N" (kindOf). The executions of one kind at one number
+// at once take the same time under any configuration on a server that
+// shares its cores with nothing the configuration sets, unless the
+// machine ran faster or slower: AtOnce extends Alone (N = 1, nearly) to a
+// change that runs more at once.
+func atOnce(execs []execution) map[string]Alone {
+	var longest time.Duration
+	for _, e := range execs {
+		longest = max(longest, e.end.Sub(e.start))
+	}
+	took := map[string][]time.Duration{}
+	for i, e := range execs {
+		d := e.end.Sub(e.start)
+		if d <= 0 {
+			continue
+		}
+		// the executions that may overlap e started at most longest
+		// before it, and before it ended
+		var overlap time.Duration
+		for j := sort.Search(i, func(j int) bool { return !execs[j].start.Before(e.start.Add(-longest)) }); j < len(execs) && execs[j].start.Before(e.end); j++ {
+			if o := earlier(e.end, execs[j].end).Sub(later(e.start, execs[j].start)); o > 0 {
+				overlap += o
+			}
+		}
+		key := fmt.Sprintf("%s @%d", e.kind, int(math.Round(float64(overlap)/float64(d))))
+		took[key] = append(took[key], d)
+	}
+	out := map[string]Alone{}
+	for k, ds := range took {
+		slices.Sort(ds)
+		out[k] = Alone{Median: ds[len(ds)/2], N: len(ds)}
+	}
+	return out
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Served is one priority level's executions over a run (as
@@ -138,17 +210,18 @@ func served(execs []execution) map[string]Served {
 	return out
 }
 
-// Executions reads kube-apiserver's httplog logFile from byte offset from
-// (a run's lines) and returns each level's executions alone (Alone) and
-// all its executions (Served): the served requests, watches and exempt
-// requests aside, each from its line's completion back over
-// apf_execution_time.
-func Executions(logFile string, from int64) (map[string]Alone, map[string]Served, error) {
+// ReadExecutions reads kube-apiserver's httplog logFile from byte offset
+// from (the run's lines) into r: each level's executions alone (Alone),
+// all its executions (Served), and the executions by kind and number at
+// once (AtOnce): the served requests, watches and exempt requests aside,
+// each from its line's completion back over apf_execution_time.
+func (r *Run) ReadExecutions(logFile string, from int64) error {
 	execs, err := readExecutions(logFile, from)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return alone(execs), served(execs), nil
+	r.Alone, r.Served, r.AtOnce = alone(execs), served(execs), atOnce(execs)
+	return nil
 }
 
 // SameSpeed says whether run met the machine's speed rec met: for every
@@ -207,12 +280,50 @@ func SpeedComparable(sc Scenario, w WhatIf) bool {
 // the fewer of its two counts, in logs; then the runs' geometric mean. It
 // is 1 when no level can be compared, and ok says whether any could.
 func Speed(rec Run, runs []Run) (speed float64, ok bool) {
+	return speedOver(rec, runs, func(r Run) map[string]Alone { return r.Alone })
+}
+
+// SpeedAtOnce is Speed over AtOnce instead of Alone: each kind of request
+// at each number at once that MinAlone executions of both runs had. A
+// change that runs a level more at once leaves few executions alone, but
+// one at three at once took as long before the change as after on the
+// same machine. It holds where the executions at once share the cores
+// alike under any configuration: a server with no CPU quota (RerunSpeed).
+func SpeedAtOnce(rec Run, runs []Run) (speed float64, ok bool) {
+	return speedOver(rec, runs, func(r Run) map[string]Alone { return r.AtOnce })
+}
+
+// RerunSpeed is the machine's speed over the re-runs of w against rec, as
+// the what-if checks hold a prediction to it, and how it was measured; ok
+// is false where it cannot be told. A server with no CPU quota: the
+// executions at the same number at once (SpeedAtOnce), whatever the
+// change. A server held to a quota: its executions at once wait for what
+// the others used of it, which the change moves, so the executions alone
+// (Speed), and only where the change leaves every level's concurrency as
+// recorded (KeepsConcurrency).
+func RerunSpeed(sc Scenario, w WhatIf, rec Run, runs []Run) (speed float64, how string, ok bool) {
+	if sc.CPU.APIServer == 0 {
+		if sp, ok := SpeedAtOnce(rec, runs); ok {
+			return sp, "their executions of each kind at each number at once took " + fmt.Sprintf("%.2f", 1/sp) + " of its time, recording.SpeedAtOnce", true
+		}
+	}
+	if KeepsConcurrency(sc, w.Change) {
+		if sp, ok := Speed(rec, runs); ok {
+			return sp, "their executions alone took " + fmt.Sprintf("%.2f", 1/sp) + " of its time, recording.Speed", true
+		}
+	}
+	return 1, "", false
+}
+
+// speedOver is Speed over the executions of, by key.
+func speedOver(rec Run, runs []Run, of func(Run) map[string]Alone) (speed float64, ok bool) {
 	var sum float64
 	n := 0
 	for _, run := range runs {
 		var s, w float64
-		for l, a := range rec.Alone {
-			b := run.Alone[l]
+		theirs := of(run)
+		for l, a := range of(rec) {
+			b := theirs[l]
 			if a.N < MinAlone || b.N < MinAlone || a.Median <= 0 || b.Median <= 0 {
 				continue
 			}

@@ -26,9 +26,9 @@ func TestExecutions(t *testing.T) {
 	first := httplogLine(1.000, "LIST", "apf-load", 12*ms, 10*ms, 200) // 0.990–1.000, alone
 	lines := []string{
 		first,
-		// 2.000–2.010 and 2.005–2.015 overlap: neither is alone
+		// 2.000–2.010 and 2.004–2.014 overlap: neither is alone
 		httplogLine(2.010, "LIST", "apf-load", 10*ms, 10*ms, 200),
-		httplogLine(2.015, "LIST", "apf-load", 30*ms, 10*ms, 200),
+		httplogLine(2.014, "LIST", "apf-load", 30*ms, 10*ms, 200),
 		// alone: the exempt request beside it, the 429 and the watch
 		// over it do not count
 		httplogLine(3.020, "LIST", "apf-load", 40*ms, 20*ms, 200),
@@ -45,24 +45,25 @@ func TestExecutions(t *testing.T) {
 	if err := os.WriteFile(log, []byte("I1123 21:17:50.000000   14870 other.go:1] \"not a request\"\n"+strings.Join(lines, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, served, err := Executions(log, 0)
-	if err != nil {
+	var r Run
+	if err := r.ReadExecutions(log, 0); err != nil {
 		t.Fatal(err)
 	}
+	got, served := r.Alone, r.Served
 	want := map[string]Alone{"apf-load": {Median: 20 * ms, N: 3}, "apf-other": {Median: 30 * ms, N: 2}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// from the offset of the second request's line on
 	from := int64(len("I1123 21:17:50.000000   14870 other.go:1] \"not a request\"\n") + len(first))
-	got, _, err = Executions(log, from)
-	if err != nil {
+	var second Run
+	if err := second.ReadExecutions(log, from); err != nil {
 		t.Fatal(err)
 	}
-	if a := got["apf-load"]; a.N != 2 || a.Median != 30*ms {
+	if a := second.Alone["apf-load"]; a.N != 2 || a.Median != 30*ms {
 		t.Errorf("from the second line: got %v, want 2 executions alone with a median of 30ms", a)
 	}
-	if _, _, err := Executions(filepath.Join(t.TempDir(), "missing.log"), 0); err == nil {
+	if err := new(Run).ReadExecutions(filepath.Join(t.TempDir(), "missing.log"), 0); err == nil {
 		t.Error("a missing log gave no error")
 	}
 	// every execution served, counted by hand from the lines above:
@@ -74,6 +75,71 @@ func TestExecutions(t *testing.T) {
 	}
 	if fmt.Sprint(served) != fmt.Sprint(wantServed) {
 		t.Errorf("Executions: served %v, want %v", served, wantServed)
+	}
+	// by kind and number at once, by hand: the two of 2.000–2.014 each
+	// overlap the other for 6 of its 10 ms (1.6 at once, rounded to 2);
+	// the other five (10, 20, 5, 30 and 30 ms, both levels: the level is
+	// not in the kind) ran one at once, the exempt GET beside 3.000–3.020
+	// not counted
+	const kind = "LIST /api/v1/namespaces/apf-load/configmaps"
+	wantAtOnce := map[string]Alone{kind + " @1": {Median: 20 * ms, N: 5}, kind + " @2": {Median: 10 * ms, N: 2}}
+	if fmt.Sprint(r.AtOnce) != fmt.Sprint(wantAtOnce) {
+		t.Errorf("Executions: at once %v, want %v", r.AtOnce, wantAtOnce)
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	for _, c := range []struct{ verb, uri, want string }{
+		{"LIST", "/api/v1/namespaces/apf-load/configmaps?limit=60", "LIST /api/v1/namespaces/apf-load/configmaps?limit=60"},
+		// a page of a LIST is the LIST's kind, whatever its token
+		{"LIST", "/api/v1/namespaces/x/configmaps?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTJ9&limit=50", "LIST /api/v1/namespaces/x/configmaps?continue=%2A&limit=50"},
+		{"LIST", "/api/v1/namespaces/x/configmaps?limit=50&continue=other", "LIST /api/v1/namespaces/x/configmaps?continue=%2A&limit=50"},
+		{"GET", "/api/v1/namespaces/x/configmaps/a", "GET /api/v1/namespaces/x/configmaps/a"},
+		{"GET", "%zz", "GET %zz"},
+	} {
+		if got := kindOf(c.verb, c.uri); got != c.want {
+			t.Errorf("kindOf(%q, %q) = %q, want %q", c.verb, c.uri, got, c.want)
+		}
+	}
+}
+
+// TestSpeedAtOnce: the executions at each number at once stand for the
+// executions alone where a change runs more at once, and a server held to
+// a quota gets no speed from them (RerunSpeed).
+func TestSpeedAtOnce(t *testing.T) {
+	ms := time.Millisecond
+	const list = "LIST /api/v1/namespaces/apf-load/configmaps?limit=60"
+	// the recording ran one seat of tiny beside wide: mostly 3 and 4 at once
+	rec := Run{AtOnce: map[string]Alone{list + " @1": {Median: 12 * ms, N: 400}, list + " @3": {Median: 22 * ms, N: 540}, list + " @4": {Median: 30 * ms, N: 180}}}
+	// its re-run with 3 seats, on a machine 20% faster: 3 at once take
+	// 22/1.2 ms; 6 at once, which the recording never ran, do not count
+	rerun := Run{AtOnce: map[string]Alone{list + " @1": {Median: 10 * ms, N: 20}, list + " @3": {Median: 22 * ms * 10 / 12, N: 900}, list + " @6": {Median: 45 * ms, N: 500}}}
+	if got, ok := SpeedAtOnce(rec, []Run{rerun}); !ok || math.Abs(got-1.2) > 1e-6 {
+		t.Errorf("SpeedAtOnce = %g, %v; want 1.2, true", got, ok)
+	}
+	// a bucket both hold with enough: weighted by the fewer count
+	rerun.AtOnce[list+" @4"] = Alone{Median: 30 * ms, N: 60}
+	want := math.Exp((540*math.Log(1.2) + 60*math.Log(1)) / 600)
+	if got, _ := SpeedAtOnce(rec, []Run{rerun}); math.Abs(got-want) > 1e-6 {
+		t.Errorf("SpeedAtOnce with a bucket at the same speed = %g, want %g", got, want)
+	}
+	if _, ok := SpeedAtOnce(rec, []Run{{Alone: rec.AtOnce}}); ok {
+		t.Error("SpeedAtOnce of a run without AtOnce (a recording before it) gave a speed")
+	}
+
+	crowded, ok := ByName("crowded-30")
+	if !ok || crowded.CPU.APIServer != 0 || KeepsConcurrency(crowded, crowded.WhatIf) {
+		t.Fatalf("the test needs crowded-30 without a quota, its first what-if adding seats: %+v", crowded.CPU)
+	}
+	seats := WhatIf{Change: crowded.WhatIf}
+	rerun.AtOnce[list+" @4"] = Alone{Median: 25 * ms, N: 60}
+	if sp, how, ok := RerunSpeed(crowded, seats, rec, []Run{rerun}); !ok || math.Abs(sp-1.2) > 1e-6 || !strings.Contains(how, "SpeedAtOnce") {
+		t.Errorf("RerunSpeed of more seats on a server without a quota = %g, %q, %v; want 1.2 at once", sp, how, ok)
+	}
+	quota := crowded
+	quota.CPU.APIServer = 1
+	if _, _, ok := RerunSpeed(quota, seats, rec, []Run{rerun}); ok {
+		t.Error("RerunSpeed of more seats on a server held to a quota gave a speed")
 	}
 }
 
