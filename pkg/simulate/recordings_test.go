@@ -170,17 +170,15 @@ func knownMiss(recording, about, level, mode string) string {
 
 // rerunSpeed is the machine's speed in w's re-runs against the recorded
 // run (recording.RerunSpeed), and how it was measured; "" where the
-// recording cannot tell it. A kept recording keeps the log of one re-run,
-// its first what-if's first (recording.WhatIfHTTPLogFile): that one
-// re-run's speed stands for the what-if's, and the other what-ifs get
-// none.
+// recording cannot tell it. A recording made since the runs' AtOnce holds
+// it for every what-if in recording.json; one made before keeps the log of
+// one re-run, its first what-if's first (recording.WhatIfHTTPLogFile), and
+// that one re-run's speed stands for the first what-if's, the other
+// what-ifs getting none.
 func (kr keptRecording) rerunSpeed(t *testing.T, w recording.WhatIfRuns) (float64, string) {
 	t.Helper()
-	rerunLog := filepath.Join(kr.dir, recording.WhatIfHTTPLogFile)
-	if w.File != recording.WhatIfFile || !fileExists(rerunLog) {
-		return 1, ""
-	}
-	if m, ok := rerunSpeeds.Load(kr.dir); ok {
+	key := kr.dir + "|" + w.File
+	if m, ok := rerunSpeeds.Load(key); ok {
 		m := m.(measuredSpeed)
 		return m.speed, m.how
 	}
@@ -188,23 +186,38 @@ func (kr keptRecording) rerunSpeed(t *testing.T, w recording.WhatIfRuns) (float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recorded, rerun recording.Run
-	if err := recorded.ReadExecutions(kr.logFile, 0); err != nil {
-		t.Fatal(err)
+	change := recording.WhatIf{Change: sc.WhatIf}
+	for i, m := range sc.MoreWhatIfs {
+		if w.File == recording.MoreWhatIfFile(i) {
+			change = m
+		}
 	}
-	if err := rerun.ReadExecutions(fixture.Gunzip(t, rerunLog, t.TempDir()), 0); err != nil {
-		t.Fatal(err)
+	recorded, runs := kr.rec.Recorded, w.Runs
+	rerunLog := filepath.Join(kr.dir, recording.WhatIfHTTPLogFile)
+	switch {
+	case recorded.AtOnce != nil:
+	case w.File == recording.WhatIfFile && fileExists(rerunLog):
+		var rerun recording.Run
+		if err := recorded.ReadExecutions(kr.logFile, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := rerun.ReadExecutions(fixture.Gunzip(t, rerunLog, t.TempDir()), 0); err != nil {
+			t.Fatal(err)
+		}
+		runs = []recording.Run{rerun}
+	default:
+		return 1, ""
 	}
-	sp, how, ok := recording.RerunSpeed(sc, recording.WhatIf{Change: sc.WhatIf}, recorded, []recording.Run{rerun})
+	sp, how, ok := recording.RerunSpeed(sc, change, recorded, runs)
 	if !ok {
 		sp, how = 1, ""
 	}
-	rerunSpeeds.Store(kr.dir, measuredSpeed{sp, how})
+	rerunSpeeds.Store(key, measuredSpeed{sp, how})
 	return sp, how
 }
 
 // rerunSpeeds are the speeds rerunSpeed measured, by recording directory
-// (the ablation study asks once per rule).
+// and what-if (the ablation study asks once per rule).
 var rerunSpeeds sync.Map
 
 type measuredSpeed struct {

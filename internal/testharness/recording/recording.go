@@ -678,6 +678,11 @@ func Record(ctx context.Context, sc Scenario, seed uint64, out string, whatIf, a
 	if err != nil {
 		return nil, err
 	}
+	// its executions, which the re-runs' speed is measured against
+	// (RerunSpeed), as Rerun reads theirs
+	if err := run.ReadExecutions(a.LogFile, logFrom); err != nil {
+		return nil, err
+	}
 	res.Recorded = *run
 	if err := gzipTail(a.LogFile, logFrom, filepath.Join(out, HTTPLogFile)); err != nil {
 		return nil, err
