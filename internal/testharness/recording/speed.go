@@ -295,21 +295,22 @@ func SpeedAtOnce(rec Run, runs []Run) (speed float64, ok bool) {
 
 // RerunSpeed is the machine's speed over the re-runs of w against rec, as
 // the what-if checks hold a prediction to it, and how it was measured; ok
-// is false where it cannot be told. A server with no CPU quota: the
-// executions at the same number at once (SpeedAtOnce), whatever the
-// change. A server held to a quota: its executions at once wait for what
-// the others used of it, which the change moves, so the executions alone
-// (Speed), and only where the change leaves every level's concurrency as
-// recorded (KeepsConcurrency).
+// is false where it cannot be told. A change that leaves every level's
+// concurrency as recorded (KeepsConcurrency): the executions alone
+// (Speed), the same executions with nothing beside them. A change that
+// runs more or fewer at once leaves few alone: on a server with no CPU
+// quota, the executions at the same number at once (SpeedAtOnce); under a
+// quota, an execution at once waits for what the others used of it, which
+// the change moves, and nothing tells the machine's speed.
 func RerunSpeed(sc Scenario, w WhatIf, rec Run, runs []Run) (speed float64, how string, ok bool) {
-	if sc.CPU.APIServer == 0 {
-		if sp, ok := SpeedAtOnce(rec, runs); ok {
-			return sp, "their executions of each kind at each number at once took " + fmt.Sprintf("%.2f", 1/sp) + " of its time, recording.SpeedAtOnce", true
-		}
-	}
 	if KeepsConcurrency(sc, w.Change) {
 		if sp, ok := Speed(rec, runs); ok {
-			return sp, "their executions alone took " + fmt.Sprintf("%.2f", 1/sp) + " of its time, recording.Speed", true
+			return sp, fmt.Sprintf("their executions alone took %.2f of its time, recording.Speed", 1/sp), true
+		}
+	}
+	if sc.CPU.APIServer == 0 {
+		if sp, ok := SpeedAtOnce(rec, runs); ok {
+			return sp, fmt.Sprintf("their executions of each kind at each number at once took %.2f of its time, recording.SpeedAtOnce", 1/sp), true
 		}
 	}
 	return 1, "", false

@@ -141,6 +141,28 @@ func TestSpeedAtOnce(t *testing.T) {
 	if _, _, ok := RerunSpeed(quota, seats, rec, []Run{rerun}); ok {
 		t.Error("RerunSpeed of more seats on a server held to a quota gave a speed")
 	}
+	// a change that keeps the concurrency is read from the executions
+	// alone, where the runs have them, on either server
+	queues := crowded.MoreWhatIfs[len(crowded.MoreWhatIfs)-1]
+	if !KeepsConcurrency(crowded, queues.Change) {
+		t.Fatalf("the test needs crowded-30's last what-if to keep the concurrency: %s", queues.Change.About)
+	}
+	rec.Alone = map[string]Alone{"tiny": {Median: 10 * ms, N: 400}}
+	rerun.Alone = map[string]Alone{"tiny": {Median: 8 * ms, N: 400}}
+	for _, sc := range []Scenario{crowded, quota} {
+		if sp, how, ok := RerunSpeed(sc, queues, rec, []Run{rerun}); !ok || math.Abs(sp-1.25) > 1e-9 || !strings.Contains(how, "alone") {
+			t.Errorf("RerunSpeed of longer queues (quota %v) = %g, %q, %v; want 1.25 from the executions alone", sc.CPU.APIServer, sp, how, ok)
+		}
+	}
+	// without executions alone, the executions at once where there is
+	// no quota
+	rerun.Alone = nil
+	if sp, _, ok := RerunSpeed(crowded, queues, rec, []Run{rerun}); !ok || math.Abs(sp-1.2) > 1e-6 {
+		t.Errorf("RerunSpeed of longer queues without executions alone = %g, %v; want 1.2 at once", sp, ok)
+	}
+	if _, _, ok := RerunSpeed(quota, queues, rec, []Run{rerun}); ok {
+		t.Error("RerunSpeed of longer queues under a quota without executions alone gave a speed")
+	}
 }
 
 func TestServedString(t *testing.T) {
