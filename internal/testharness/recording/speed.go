@@ -135,7 +135,8 @@ func atOnce(execs []execution) map[string]Alone {
 		// before it, and before it ended
 		var overlap time.Duration
 		for j := sort.Search(i, func(j int) bool { return !execs[j].start.Before(e.start.Add(-longest)) }); j < len(execs) && execs[j].start.Before(e.end); j++ {
-			if o := earlier(e.end, execs[j].end).Sub(later(e.start, execs[j].start)); o > 0 {
+			// from the later start to the earlier end, from e's start
+			if o := min(d, execs[j].end.Sub(e.start)) - max(0, execs[j].start.Sub(e.start)); o > 0 {
 				overlap += o
 			}
 		}
@@ -148,20 +149,6 @@ func atOnce(execs []execution) map[string]Alone {
 		out[k] = Alone{Median: ds[len(ds)/2], N: len(ds)}
 	}
 	return out
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // Served is one priority level's executions over a run (as
