@@ -2,6 +2,7 @@ package dump
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,16 @@ func readInput(path string, stdin io.Reader, objects ObjectReader) (*input, erro
 	if gz, err := startsWith(path, gzipMagic); err != nil {
 		return nil, fmt.Errorf("reading --from: %w", err)
 	} else if gz {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading --from: %w", err)
+		}
+		defer f.Close()
+		tarball, data, err := gunzipped(f, path)
+		if !tarball {
+			// a raw dump or /metrics text gzipped to keep or share
+			return rawFromGzip(path, data, err, st.ModTime())
+		}
 		// a tarball of any size: its scrapes are read when asked for
 		files, err := readBundleTarball(path)
 		if err != nil {
@@ -113,15 +124,82 @@ func startsWith(p string, prefix []byte) (bool, error) {
 	return bytes.Equal(b[:n], prefix), nil
 }
 
-// inputFromBytes reads a tarball or raw text held in memory.
+// inputFromBytes reads a tarball or raw text held in memory, the raw
+// text gzipped or not.
 func inputFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 	if bytes.HasPrefix(data, gzipMagic) {
+		tarball, text, err := gunzipped(bytes.NewReader(data), name)
+		if !tarball {
+			return rawFromGzip(name, text, err, mtime)
+		}
 		files, err := readTarball(name, bytes.NewReader(data))
 		if err != nil {
 			return nil, err
 		}
 		return bundleInput(&bundleFiles{held: files}, "bundle on "+name)
 	}
+	return rawFromBytes(name, data, mtime)
+}
+
+// tarMagic is at tarMagicAt in the first header of every tar archive Go
+// or GNU tar writes (ustar, PAX and GNU formats alike).
+var (
+	tarMagic   = []byte("ustar")
+	tarMagicAt = 257
+)
+
+// gunzipped reads the gzip stream r, named name: whether it holds a tar
+// archive (a bundle, told by its first header), and else the text it
+// holds, up to maxBundleFile bytes.
+func gunzipped(r io.Reader, name string) (tarball bool, text []byte, err error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return false, nil, fmt.Errorf("reading --from %s: gzip: %w", name, err)
+	}
+	head := make([]byte, tarMagicAt+len(tarMagic))
+	n, err := io.ReadFull(zr, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, nil, fmt.Errorf("reading --from %s: gzip: %w", name, err)
+	}
+	if n == len(head) && bytes.Equal(head[tarMagicAt:], tarMagic) {
+		return true, nil, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(zr, maxBundleFile+1-int64(n)))
+	text = append(head[:n], rest...)
+	if errors.Is(err, io.ErrUnexpectedEOF) && len(text) > 0 {
+		// a file cut short (a copy that stopped): the text before the
+		// cut is read as a raw input is, a partial answer that says so
+		return false, text, errCutShort
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("reading --from %s: gzip: %w", name, err)
+	}
+	if len(text) > maxBundleFile {
+		return false, nil, fmt.Errorf("reading --from %s: larger than %d bytes once unzipped", name, maxBundleFile)
+	}
+	return false, text, nil
+}
+
+// errCutShort is gunzipped's error for a gzip stream that ends before its
+// end: the text before the cut is returned with it.
+var errCutShort = errors.New("its gzip stream ends before its end: cut short")
+
+// rawFromGzip reads the raw text a gzip stream held, cut short or not.
+func rawFromGzip(name string, text []byte, err error, mtime time.Time) (*input, error) {
+	if errors.Is(err, errCutShort) {
+		// the line the cut went through is not read
+		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
+			text = text[:i+1]
+		}
+		name = fmt.Sprintf("%s (cut short: the %d bytes before the cut's line read)", name, len(text))
+	} else if err != nil {
+		return nil, err
+	}
+	return rawFromBytes(name, text, mtime)
+}
+
+// rawFromBytes reads raw text held in memory: debug dumps, /metrics text.
+func rawFromBytes(name string, data []byte, mtime time.Time) (*input, error) {
 	raw := &RawInput{}
 	if err := DetectRaw(name, data, raw); err != nil {
 		return nil, err

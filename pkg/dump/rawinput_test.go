@@ -696,3 +696,96 @@ func TestLabelOf(t *testing.T) {
 		t.Errorf("the parser reads %v", got)
 	}
 }
+
+// TestGzippedRawInput: a raw dump or /metrics text gzipped to keep or
+// share (a file, or standard input) is read as the raw text it holds, not
+// refused as a tarball that is not one; one cut short gives what came
+// before the cut's line, and says so; a stream that is no gzip is one
+// line.
+func TestGzippedRawInput(t *testing.T) {
+	ctx := context.Background()
+	gzipped := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	dump := fieldFile(t, "docs-dump_requests-details.txt")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "requests.txt.gz")
+	os.WriteFile(file, gzipped(dump), 0o644)
+	plain, err := (&BundleSource{Path: "-", Stdin: bytes.NewReader(dump)}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []*BundleSource{{Path: file}, {Path: "-", Stdin: bytes.NewReader(gzipped(dump))}} {
+		c, err := src.Capture(ctx, CaptureOptions{Parts: PartAll})
+		if err != nil {
+			t.Fatalf("%s: %v", src.Path, err)
+		}
+		if got, want := len(c.Snapshots[0].RequestDump), len(plain.Snapshots[0].RequestDump); got != want || want == 0 {
+			t.Errorf("%s: %d requests, %d from the text itself", src.Path, got, want)
+		}
+		if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "as raw input: dump_requests") {
+			t.Errorf("%s: notes %q", src.Path, c.Notes)
+		}
+	}
+
+	// cut short: a queue dump of kube-apiserver v1.29.15 under load,
+	// gzipped, its last third lost
+	queues, err := os.ReadFile(filepath.Join("..", "..", "testdata", "dump", "v1.29.15-load", "dump_queues.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := gzipped(queues)
+	cut := filepath.Join(dir, "queues.txt.gz")
+	os.WriteFile(cut, z[:len(z)*2/3], 0o644)
+	c, err := (&BundleSource{Path: cut}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatalf("cut short: %v", err)
+	}
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "cut short: the ") || !strings.Contains(c.Notes[0], "bytes before the cut's line read") {
+		t.Errorf("cut short: notes %q", c.Notes)
+	}
+	whole, err := (&BundleSource{Path: "-", Stdin: bytes.NewReader(queues)}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, all := len(c.Snapshots[0].QueueDump), len(whole.Snapshots[0].QueueDump); got == 0 || got >= all {
+		t.Errorf("cut short: %d queues read, of %d in the whole", got, all)
+	}
+
+	// the gzip magic, then no gzip
+	bad := filepath.Join(dir, "bad.gz")
+	os.WriteFile(bad, []byte{0x1f, 0x8b, 'x', 'x', 'x'}, 0o644)
+	if _, err := (&BundleSource{Path: bad}).Capture(ctx, CaptureOptions{Parts: PartAll}); err == nil || !strings.Contains(err.Error(), "reading --from "+bad+": gzip:") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("not gzip: %v", err)
+	}
+}
+
+// FuzzInputFromBytes: whatever --from - is given, gzipped or not, it is
+// read or refused in one line, never a panic.
+func FuzzInputFromBytes(f *testing.F) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(fieldFile(f, "docs-dump_queues.txt"))
+	zw.Close()
+	f.Add(z.Bytes())
+	f.Add(z.Bytes()[:z.Len()/2])
+	f.Add(fieldFile(f, "eks-concurrency-limit.txt"))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := inputFromBytes("standard input", data, time.Time{})
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("a refusal of more than one line: %q", err)
+			}
+			return
+		}
+		if in.raw == nil && in.bundle == nil {
+			t.Error("neither a raw input nor a bundle, and no error")
+		}
+	})
+}

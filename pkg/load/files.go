@@ -109,7 +109,7 @@ func readObjects(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowco
 }
 
 // FromUsage is the help of --from.
-const FromUsage = `Read this instead of the cluster: a bundle (a directory or .tar.gz written by "kubectl apf dump bundle"), a raw debug dump or /metrics text saved or pasted from "kubectl get --raw" (dump_priority_levels, dump_queues, dump_requests, "/metrics | grep flowcontrol"), a directory of such files (its YAML or JSON files of FlowSchemas and PriorityLevelConfigurations are used as a bundle's objects), or "-" for standard input. The kind is told by the content.`
+const FromUsage = `Read this instead of the cluster: a bundle (a directory or .tar.gz written by "kubectl apf dump bundle"), a raw debug dump or /metrics text saved (gzipped or not) or pasted from "kubectl get --raw" (dump_priority_levels, dump_queues, dump_requests, "/metrics | grep flowcontrol"), a directory of such files (its YAML or JSON files of FlowSchemas and PriorityLevelConfigurations are used as a bundle's objects), or "-" for standard input. The kind is told by the content.`
 
 // validateStdin refuses two readers of standard input.
 func validateStdin(from string, files []string) error {
