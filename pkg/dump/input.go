@@ -269,6 +269,17 @@ func rawDir(dir string, objects ObjectReader) (*input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading --from: %w", err)
 		}
+		if bytes.HasPrefix(data, gzipMagic) {
+			// a dump or metrics gzipped: the text it holds (a tarball
+			// or no gzip at all is not raw text, as before)
+			if tarball, text, err := gunzipped(bytes.NewReader(data), p); !tarball && (err == nil || errors.Is(err, errCutShort)) {
+				data = text
+				if err != nil {
+					data = data[:bytes.LastIndexByte(data, '\n')+1]
+					raw.Ignored = append(raw.Ignored, "the end of "+n+" (its gzip stream is cut short)")
+				}
+			}
+		}
 		// A file that is not raw text is not part of the input; one that
 		// is, but is broken, is an error.
 		var one RawInput

@@ -756,6 +756,19 @@ func TestGzippedRawInput(t *testing.T) {
 		t.Errorf("cut short: %d queues read, of %d in the whole", got, all)
 	}
 
+	// a directory of such files: the gzipped dump read, the one cut short
+	// read to its cut and named
+	c, err = (&BundleSource{Path: dir}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	if err != nil {
+		t.Fatalf("directory: %v", err)
+	}
+	if s := c.Snapshots[0]; len(s.RequestDump) != len(plain.Snapshots[0].RequestDump) || len(s.QueueDump) == 0 || len(s.QueueDump) >= len(whole.Snapshots[0].QueueDump) {
+		t.Errorf("directory: %d requests, %d queues", len(s.RequestDump), len(s.QueueDump))
+	}
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "ignored the end of queues.txt.gz (its gzip stream is cut short)") {
+		t.Errorf("directory: notes %q", c.Notes)
+	}
+
 	// the gzip magic, then no gzip
 	bad := filepath.Join(dir, "bad.gz")
 	os.WriteFile(bad, []byte{0x1f, 0x8b, 'x', 'x', 'x'}, 0o644)
