@@ -134,3 +134,64 @@ func TestWatchFramesAroundTheBurst(t *testing.T) {
 		t.Errorf("frames at scrapes %v, note %q; want the 6 from 8 to 13 around the burst, and a note", at, note)
 	}
 }
+
+// TestWatchFramesSeveralInstances: a watch of two apiservers, which it
+// scrapes each in turn (the second 2s after the first) and of which the
+// second went away before the end: each frame holds every instance, the
+// pair ending at its latest scrape by the frame's time (the second's last
+// pair once it is gone), with that pair's own bodies.
+func TestWatchFramesSeveralInstances(t *testing.T) {
+	const n, gone = 8, 6 // the second's scrapes end with scrape 5
+	c := &Capture{}
+	for i, count := range []int{n, gone} {
+		s := &Snapshot{Instance: fmt.Sprintf("https://10.0.0.%d:6443", i+1), CapturedAt: longAt(n - 1), Raw: map[string][]byte{
+			FilePriorityLevels: readFixture(t, "v1.37.1-load", FilePriorityLevels),
+		}}
+		for k := range count {
+			// a counter that tells instance and scrape apart: 100i + k
+			s.Raw[MetricsFile(k)] = fmt.Appendf(nil, "# TYPE apiserver_flowcontrol_rejected_requests_total counter\napiserver_flowcontrol_rejected_requests_total{flow_schema=\"f\",priority_level=\"tiny\",reason=\"queue-full\"} %d\n", 100*i+k)
+			s.Raw[MetricsTimeKey(k)] = []byte(longAt(k).Add(time.Duration(i) * 2 * time.Second).Format(time.RFC3339Nano))
+		}
+		c.Snapshots = append(c.Snapshots, s)
+	}
+	p := filepath.Join(t.TempDir(), "watch")
+	if err := WriteBundle(p, c, Manifest{CreatedAt: longAt(n)}); err != nil {
+		t.Fatal(err)
+	}
+	frames, note, err := (&BundleSource{Path: p}).WatchFrames()
+	if err != nil || len(frames) != n-1 || note != "" {
+		t.Fatalf("%d frames, note %q, %v; want %d", len(frames), note, err, n-1)
+	}
+	counter := func(s *Snapshot, j int) int {
+		t.Helper()
+		f := s.Metrics[j].Families["apiserver_flowcontrol_rejected_requests_total"]
+		if f == nil || len(f.Metric) != 1 {
+			t.Fatalf("%s scrape %d: no rejection counter", s.Instance, j)
+		}
+		return int(f.Metric[0].GetCounter().GetValue())
+	}
+	for step, f := range frames {
+		fc, _, err := CaptureFromFiles(f.Files, CaptureOptions{Parts: PartAll, AllScrapes: true})
+		if err != nil || len(fc.Snapshots) != 2 {
+			t.Fatalf("frame %d: %v, %d instances", step, err, len(fc.Snapshots))
+		}
+		// the frame is at the first instance's scrape step+1; the second's
+		// latest by then is step (2s later each), or its last
+		wantLast := []int{step + 1, min(step, gone-1)}
+		for i, s := range fc.Snapshots {
+			if len(s.Metrics) != 2 {
+				t.Fatalf("frame %d, %s: %d scrapes", step, s.Instance, len(s.Metrics))
+			}
+			first, last := counter(s, 0), counter(s, 1)
+			want := 100*i + max(wantLast[i], 1)
+			if i == 1 && wantLast[i] == 0 {
+				// its first step: no scrape yet by the frame's time; the
+				// pair is its first two
+				want = 101
+			}
+			if last != want || first != last-1 || s.Metrics[1].Time.After(f.At) && wantLast[i] != 0 {
+				t.Errorf("frame %d (%v), %s: the pair %d–%d at %v; want the pair ending at %d", step, f.At, s.Instance, first, last, s.Metrics[1].Time, want)
+			}
+		}
+	}
+}
