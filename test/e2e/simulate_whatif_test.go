@@ -64,9 +64,13 @@ import (
 // is set aside and run again, and one that missed twice has the scenario
 // recorded again. A second control follows the what-ifs' re-runs: where it
 // did not meet the recorded run's server, the machine's speed moved by
-// their end, which a change that runs a level more at once leaves no
-// execution alone to show; the report says so (the move may have come
-// after them, so the test does not fail on it).
+// their end, which a change that runs a level more at once under a CPU
+// quota leaves nothing to show; the report says so (the move may have come
+// after them, so the test does not fail on it). Each what-if's predictions
+// are checked at its re-runs' speed where recording.RerunSpeed tells it:
+// from the executions alone for a change that keeps the concurrency, from
+// the executions at each number at once for one that does not, on a server
+// with no CPU quota.
 //
 // Each scenario pins kube-apiserver's CPU (see testcluster.CPU): a cgroup
 // quota, or with no quota the cores shared with the load's client
@@ -356,14 +360,14 @@ func checkScenario(t *testing.T, sc recording.Scenario, whatIfs []recording.What
 		// the recorded configuration re-run once more after the what-ifs'
 		// re-runs: a machine whose speed moved while they ran (this one
 		// moved by up to 30% from run to run, docs/simulate.md) shows here,
-		// where a change that runs a level more at once leaves no
-		// execution alone to tell it (recording.Speed). Reported, not
-		// failed: the move may have come after the re-runs, and those
-		// recording.Speed held were held to the recorded run's speed
+		// where a change that runs a level more at once on a server held
+		// to a CPU quota leaves nothing to tell it (recording.RerunSpeed).
+		// Reported, not failed: the move may have come after the re-runs,
+		// and the predictions of the others are made at their speed
 		ctl, same := runControl(t, sc, r.rec, seed, keep, dir, "control-after-", beside)
 		line := "  control after the re-runs, the recorded configuration re-run: " + ctl
 		if same != nil {
-			line += fmt.Sprintf("  NOT the recorded run's server (%v): the machine's speed moved by the end of the re-runs, and a what-if whose re-runs recording.Speed did not hold may be checked against re-runs that did not meet its recording's server", same)
+			line += fmt.Sprintf("  NOT the recorded run's server (%v): the machine's speed moved by the end of the re-runs, and a what-if whose re-runs' speed recording.RerunSpeed could not tell may be checked against re-runs that did not meet its recording's server", same)
 		}
 		report = append(report, line)
 	}
