@@ -168,8 +168,9 @@ func gunzipped(r io.Reader, name string) (tarball bool, text []byte, err error) 
 	text = append(head[:n], rest...)
 	if errors.Is(err, io.ErrUnexpectedEOF) && len(text) > 0 {
 		// a file cut short (a copy that stopped): the text before the
-		// cut is read as a raw input is, a partial answer that says so
-		return false, text, errCutShort
+		// cut's line is read as a raw input is, a partial answer that
+		// says so (the line the cut went through is not read)
+		return false, text[:bytes.LastIndexByte(text, '\n')+1], errCutShort
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("reading --from %s: gzip: %w", name, err)
@@ -181,16 +182,12 @@ func gunzipped(r io.Reader, name string) (tarball bool, text []byte, err error) 
 }
 
 // errCutShort is gunzipped's error for a gzip stream that ends before its
-// end: the text before the cut is returned with it.
+// end: the text before the cut's line is returned with it.
 var errCutShort = errors.New("its gzip stream ends before its end: cut short")
 
 // rawFromGzip reads the raw text a gzip stream held, cut short or not.
 func rawFromGzip(name string, text []byte, err error, mtime time.Time) (*input, error) {
 	if errors.Is(err, errCutShort) {
-		// the line the cut went through is not read
-		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
-			text = text[:i+1]
-		}
 		name = fmt.Sprintf("%s (cut short: the %d bytes before the cut's line read)", name, len(text))
 	} else if err != nil {
 		return nil, err
@@ -275,7 +272,6 @@ func rawDir(dir string, objects ObjectReader) (*input, error) {
 			if tarball, text, err := gunzipped(bytes.NewReader(data), p); !tarball && (err == nil || errors.Is(err, errCutShort)) {
 				data = text
 				if err != nil {
-					data = data[:bytes.LastIndexByte(data, '\n')+1]
 					raw.Ignored = append(raw.Ignored, "the end of "+n+" (its gzip stream is cut short)")
 				}
 			}

@@ -704,22 +704,15 @@ func TestLabelOf(t *testing.T) {
 // line.
 func TestGzippedRawInput(t *testing.T) {
 	ctx := context.Background()
-	gzipped := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
 	dump := fieldFile(t, "docs-dump_requests-details.txt")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "requests.txt.gz")
-	os.WriteFile(file, gzipped(dump), 0o644)
+	os.WriteFile(file, gzipBytes(dump), 0o644)
 	plain, err := (&BundleSource{Path: "-", Stdin: bytes.NewReader(dump)}).Capture(ctx, CaptureOptions{Parts: PartAll})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []*BundleSource{{Path: file}, {Path: "-", Stdin: bytes.NewReader(gzipped(dump))}} {
+	for _, src := range []*BundleSource{{Path: file}, {Path: "-", Stdin: bytes.NewReader(gzipBytes(dump))}} {
 		c, err := src.Capture(ctx, CaptureOptions{Parts: PartAll})
 		if err != nil {
 			t.Fatalf("%s: %v", src.Path, err)
@@ -738,7 +731,7 @@ func TestGzippedRawInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := gzipped(queues)
+	z := gzipBytes(queues)
 	cut := filepath.Join(dir, "queues.txt.gz")
 	os.WriteFile(cut, z[:len(z)*2/3], 0o644)
 	c, err := (&BundleSource{Path: cut}).Capture(ctx, CaptureOptions{Parts: PartAll})
@@ -780,12 +773,9 @@ func TestGzippedRawInput(t *testing.T) {
 // FuzzInputFromBytes: whatever --from - is given, gzipped or not, it is
 // read or refused in one line, never a panic.
 func FuzzInputFromBytes(f *testing.F) {
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(fieldFile(f, "docs-dump_queues.txt"))
-	zw.Close()
-	f.Add(z.Bytes())
-	f.Add(z.Bytes()[:z.Len()/2])
+	z := gzipBytes(fieldFile(f, "docs-dump_queues.txt"))
+	f.Add(z)
+	f.Add(z[:len(z)/2])
 	f.Add(fieldFile(f, "eks-concurrency-limit.txt"))
 	f.Add([]byte{0x1f, 0x8b})
 	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
@@ -801,4 +791,13 @@ func FuzzInputFromBytes(f *testing.F) {
 			t.Error("neither a raw input nor a bundle, and no error")
 		}
 	})
+}
+
+// gzipBytes is b gzipped, as a user gzips a dump to keep or share it.
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }
