@@ -346,7 +346,8 @@ var objectExts = map[string]bool{".yaml": true, ".yml": true, ".json": true}
 // files, with why.
 func (in *RawInput) addObjects(read ObjectReader, base, p string, data []byte) {
 	ignore := func(why string) { in.Ignored = append(in.Ignored, fmt.Sprintf("%s (%s)", base, why)) }
-	if !objectExts[strings.ToLower(filepath.Ext(base))] {
+	// x.yaml.gz is a .yaml file gzipped: rawDir read the text it holds
+	if !objectExts[strings.ToLower(filepath.Ext(strings.TrimSuffix(base, ".gz")))] {
 		ignore("neither a debug dump, /metrics text, nor a .yaml, .yml or .json file of objects")
 		return
 	}

@@ -750,10 +750,20 @@ func TestGzippedRawInput(t *testing.T) {
 	}
 
 	// a directory of such files: the gzipped dump read, the one cut short
-	// read to its cut and named
-	c, err = (&BundleSource{Path: dir}).Capture(ctx, CaptureOptions{Parts: PartAll})
+	// read to its cut and named, and a .yaml file gzipped read as objects
+	os.WriteFile(filepath.Join(dir, "flowschema.yaml.gz"), gzipBytes(fieldFile(t, "eks-list-events-flowschema.yaml")), 0o644)
+	objects := func(name string, data []byte) ([]flowcontrolv1.FlowSchema, []flowcontrolv1.PriorityLevelConfiguration, error) {
+		if !bytes.Contains(data, []byte("kind: FlowSchema")) {
+			return nil, nil, errors.New(name + ": no FlowSchema in it")
+		}
+		return []flowcontrolv1.FlowSchema{{}}, nil, nil
+	}
+	c, err = (&BundleSource{Path: dir, ReadObjects: objects}).Capture(ctx, CaptureOptions{Parts: PartAll})
 	if err != nil {
 		t.Fatalf("directory: %v", err)
+	}
+	if !strings.Contains(c.Notes[0], "objects from flowschema.yaml.gz: 1 FlowSchema") {
+		t.Errorf("directory: the gzipped objects not read: %q", c.Notes)
 	}
 	if s := c.Snapshots[0]; len(s.RequestDump) != len(plain.Snapshots[0].RequestDump) || len(s.QueueDump) == 0 || len(s.QueueDump) >= len(whole.Snapshots[0].QueueDump) {
 		t.Errorf("directory: %d requests, %d queues", len(s.RequestDump), len(s.QueueDump))
