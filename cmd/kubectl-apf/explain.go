@@ -38,9 +38,16 @@ const explainRequestLong = `Explain which FlowSchema and priority level a reques
 
 The request is given as a Kubernetes verb (get, list, watch, create, update,
 patch, delete, deletecollection) or an HTTP method, and a path with an
-optional query. The identity is given with --user-name and --group,
---service-account or --anonymous; the groups the apiserver adds
-(system:authenticated, the service-account groups) are implied.
+optional query; or as kubectl takes it, a verb and a resource type with an
+object's name (get pods -n dev, get deploy/web, list pods -A -l app=web):
+the request is then the one kubectl sends for it (get without a name is a
+LIST with kubectl's --chunk-size of 500 as its limit, which sets its seats),
+the type looked up in the cluster's resources (its CRDs included) or,
+without a cluster, in the built-in resources of Kubernetes 1.37, and the
+namespace is -n or the kubeconfig context's. The identity is given with
+--user-name and --group, --service-account or --anonymous; the groups the
+apiserver adds (system:authenticated, the service-account groups) are
+implied.
 
 The output shows the request as the apiserver sees it, every FlowSchema
 before the winner with the reason it did not match, the winner with its
@@ -80,6 +87,9 @@ const explainRequestExample = `  # How does CoreDNS's endpoint LIST fare?
 
   # A kubelet reading a ConfigMap
   kubectl apf explain request --user-name system:node:n1 --group system:nodes GET /api/v1/namespaces/default/configmaps/app
+
+  # The same, as kubectl takes it: "kubectl get endpoints -A" sends this request
+  kubectl apf explain request --service-account kube-system/coredns get endpoints -A
 
   # A non-resource path
   kubectl apf explain request --user-name alice get /healthz
@@ -141,6 +151,15 @@ type ExplainRequestOptions struct {
 	// Complete from the kubeconfig unless a test injected one.
 	ProbeConfig *rest.Config
 
+	// Resource are the flags of a request given by resource type (get
+	// pods -n dev) instead of a path: -A, -l, --field-selector,
+	// --chunk-size, --subresource; resourceType is the type argument.
+	Resource     engine.ResourceArgs
+	resourceType string
+	// resourceNotes say which request the resource arguments are, and
+	// where the type was looked up when the cluster's list failed.
+	resourceNotes []string
+
 	identity    *engine.Identity
 	givenGroups []string
 	verb, path  string
@@ -161,14 +180,19 @@ func NewExplainRequestOptions(configFlags *genericclioptions.ConfigFlags, stream
 func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewExplainRequestOptions(configFlags, streams)
 	cmd := &cobra.Command{
-		Use:     "request [--user-name NAME] [--group G]... [--service-account NS/NAME] [--anonymous] VERB_OR_METHOD PATH",
+		Use:     "request [--user-name NAME] [--group G]... [--service-account NS/NAME] [--anonymous] (VERB_OR_METHOD PATH | VERB TYPE[/NAME] [NAME])",
 		Short:   "Explain which FlowSchema and priority level a request gets and whether it runs, waits or gets 429",
 		Long:    explainRequestLong + workloadInstancesHelp + explainRequestWindowHelp,
 		Example: explainRequestExample,
-		Args:    cobra.MaximumNArgs(2),
+		Args:    cobra.MaximumNArgs(3),
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
+	f.BoolVarP(&o.Resource.AllNamespaces, "all-namespaces", "A", false, "With a resource type: the collection of every namespace (list, watch).")
+	f.StringVarP(&o.Resource.LabelSelector, "selector", "l", "", "With a resource type: the label selector of the collection (-l app=web), as kubectl sends it.")
+	f.StringVar(&o.Resource.FieldSelector, "field-selector", "", "With a resource type: the field selector of the collection, as kubectl sends it.")
+	f.Int64Var(&o.Resource.ChunkSize, "chunk-size", 500, "With a resource type: the limit of a LIST, as kubectl get sends it (its --chunk-size; 0 lists at once). It sets the seats of the LIST.")
+	f.StringVar(&o.Resource.Subresource, "subresource", "", "With a resource type and a name: the subresource (status, scale).")
 	f.StringVar(&o.UserName, "user-name", "", "User name of the request (system:serviceaccount:NS:NAME and system:anonymous are understood).")
 	f.StringArrayVar(&o.Groups, "group", nil, "A group of the user (repeatable); system:authenticated is implied.")
 	f.StringVar(&o.ServiceAccount, "service-account", "", "Service account NAMESPACE/NAME making the request; its groups are implied.")

@@ -35,6 +35,11 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 			return err
 		}
 	}
+	if o.resourceType != "" {
+		if err := o.completeResource(); err != nil {
+			return err
+		}
+	}
 	if o.Probe && o.ProbeConfig == nil && !o.Defaults && o.From == "" {
 		cfg, err := o.configFlags.ToRESTConfig()
 		if err != nil {
@@ -48,12 +53,30 @@ func (o *ExplainRequestOptions) Complete(cmd *cobra.Command, args []string) erro
 // completeRequest reads the request from the arguments, --from-message,
 // --from-log and --from-audit.
 func (o *ExplainRequestOptions) completeRequest(args []string) error {
-	if len(args) == 2 {
+	switch {
+	case len(args) >= 2 && !strings.HasPrefix(args[1], "/") && !strings.Contains(args[1], "://"):
+		if err := o.resourceArgs(args); err != nil {
+			return err
+		}
+	case len(args) == 3:
+		return fmt.Errorf("a path names its object: give VERB_OR_METHOD PATH, or VERB TYPE NAME (get pods web)")
+	case len(args) == 2:
 		o.verb, o.path = args[0], args[1]
-	} else if len(args) == 1 {
-		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web'")
+	case len(args) == 1:
+		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web', or VERB TYPE[/NAME] as kubectl takes them ('get pods -n default')")
 	}
-	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) == 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "" || o.VLogs.enabled(),
+	if o.resourceType == "" {
+		r := o.Resource
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{{"-A", r.AllNamespaces}, {"-l", r.LabelSelector != ""}, {"--field-selector", r.FieldSelector != ""}, {"--subresource", r.Subresource != ""}} {
+			if f.set {
+				return fmt.Errorf("%s goes with a resource type (get pods %s ...); a path carries its namespace, selectors and subresource itself", f.flag, f.flag)
+			}
+		}
+	}
+	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) >= 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "" || o.VLogs.enabled(),
 		FromMessage: o.FromMessage != "", IdentityFlags: o.UserName != "" || o.ServiceAccount != "" || o.Anonymous || len(o.Groups) > 0,
 		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
 		return err
@@ -89,6 +112,57 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		o.verb, o.path = o.recorded.Request.Method, o.recorded.Request.URI
 	}
 	return nil
+}
+
+// resourceArgs reads VERB TYPE[/NAME] [NAME], kubectl's form; the type is
+// looked up once the source is known (completeResource).
+func (o *ExplainRequestOptions) resourceArgs(args []string) error {
+	o.Resource.Verb = args[0]
+	typ, name, slash := strings.Cut(args[1], "/")
+	if len(args) == 3 {
+		if slash {
+			return fmt.Errorf("%s names its object already: drop %q", args[1], args[2])
+		}
+		name = args[2]
+	}
+	if typ == "" || (slash && name == "") || strings.Contains(name, "/") {
+		return fmt.Errorf("%q: give TYPE, TYPE/NAME or TYPE NAME, as kubectl takes them (pods, pods/web, deployments.apps web)", args[1])
+	}
+	o.resourceType, o.Resource.Name = typ, name
+	if o.configFlags != nil {
+		ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
+		if err == nil {
+			o.Resource.Namespace = ns
+		}
+	}
+	return nil
+}
+
+// completeResource looks the resource type up in the cluster's resources
+// (the built-in ones without a cluster) and turns the arguments into the
+// verb and the path kubectl would send; Run prints its notes once the
+// state is read.
+func (o *ExplainRequestOptions) completeResource() error {
+	rs, from, notes := o.Options.APIResources()
+	r, err := engine.LookupResource(rs, o.resourceType)
+	if err != nil {
+		return fmt.Errorf("%w: not among %s; give the request's path instead (list /apis/GROUP/VERSION/namespaces/NS/RESOURCE)", err, from)
+	}
+	verb, path, err := o.Resource.Request(r)
+	if err != nil {
+		return err
+	}
+	o.verb, o.path = verb, path
+	o.resourceNotes = append(notes, fmt.Sprintf("note: %s %s is %s %s, as kubectl sends it", o.Resource.Verb, o.resourceArg(), strings.ToUpper(verb), path))
+	return nil
+}
+
+// resourceArg is the resource as the arguments gave it.
+func (o *ExplainRequestOptions) resourceArg() string {
+	if o.Resource.Name == "" {
+		return o.resourceType
+	}
+	return o.resourceType + " " + o.Resource.Name
 }
 
 // identityFromFlags builds the identity from --user-name, --group,

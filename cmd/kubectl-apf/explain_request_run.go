@@ -31,7 +31,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range st.Notes {
+	for _, n := range append(o.resourceNotes, st.Notes...) {
 		fmt.Fprintln(o.ErrOut, n)
 	}
 	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,

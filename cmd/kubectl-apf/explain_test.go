@@ -110,6 +110,15 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 		{[]string{"--defaults", "--from-message", "connection refused"}, "--from-message: unrecognised message"},
 		{[]string{"--defaults", "--all-apiservers", "--user-name", "a", "get", "/version"}, "drop --defaults or --from"},
 		{[]string{"--apiserver-urls", "10.0.0.1:6443", "--user-name", "a", "get", "/version"}, "is not a URL like"},
+		// a request as kubectl takes it (pkg/engine's tests hold the paths)
+		{[]string{"--defaults", "--user-name", "a", "get", "widgets"}, `unknown resource type "widgets": not among the built-in resources of Kubernetes 1.37`},
+		{[]string{"--defaults", "--user-name", "a", "get", "pods/web", "x"}, `pods/web names its object already: drop "x"`},
+		{[]string{"--defaults", "--user-name", "a", "get", "pods/"}, `"pods/": give TYPE, TYPE/NAME or TYPE NAME`},
+		{[]string{"--defaults", "--user-name", "a", "get", "/api/v1/pods", "x"}, "a path names its object"},
+		{[]string{"--defaults", "--user-name", "a", "-A", "list", "/api/v1/pods"}, "-A goes with a resource type"},
+		{[]string{"--defaults", "--user-name", "a", "delete", "pods"}, "delete needs the object's name"},
+		{[]string{"--defaults", "--user-name", "a", "get", "pods", "web", "-A"}, "an object cannot be named across all namespaces"},
+		{[]string{"--defaults", "--user-name", "a", "get"}, "give both VERB_OR_METHOD and PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -118,6 +127,44 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q, want one line containing %q", code, errOut, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestExplainRequestResourceArgs: "get deploy -n dev" without a cluster is
+// the LIST kubectl sends, looked up in the built-in resources, said in one
+// note; the namespace defaults to the kubeconfig context's.
+func TestExplainRequestResourceArgs(t *testing.T) {
+	code, out, errOut := runPlugin("explain", "request", "--defaults", "--user-name", "alice", "get", "deploy", "-n", "dev", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ex struct {
+		Request explain.RequestView `json:"request"`
+	}
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if r := ex.Request; r.Method != "GET" || r.URL != "/apis/apps/v1/namespaces/dev/deployments?limit=500" || r.Verb != "list" || r.Resource != "deployments" || r.APIGroup != "apps" || r.Namespace != "dev" {
+		t.Errorf("request %+v", r)
+	}
+	if errOut != "note: get deploy is LIST /apis/apps/v1/namespaces/dev/deployments?limit=500, as kubectl sends it\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	const cfg = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: team, context: {cluster: c, user: u, namespace: team-a}}]
+current-context: team
+`
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runPlugin("explain", "request", "--kubeconfig", kubeconfig, "--defaults", "--user-name", "alice", "get", "cm", "app")
+	if code != 0 || !strings.Contains(errOut, "GET /api/v1/namespaces/team-a/configmaps/app,") {
+		t.Errorf("exit %d, stderr %q: want the context's namespace team-a", code, errOut)
 	}
 }
 

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/fetch"
+)
+
+// TestBuiltinResourcesMatchDiscovery: the resources explain request looks
+// a type up in without a cluster (engine.BuiltinResources) are the real
+// kube-apiserver's, as its discovery lists them: the same groups in the
+// same order, the same resources with the same names, kinds, short names
+// and scope. A new release that adds or moves one fails here.
+func TestBuiltinResourcesMatchDiscovery(t *testing.T) {
+	c := cluster(t)
+	lists, err := fetch.APIResources(c.RESTConfig("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []engine.APIResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs []engine.APIResource
+		for _, r := range l.APIResources {
+			rs = append(rs, engine.APIResource{Group: gv.Group, Version: gv.Version, Resource: r.Name, Singular: r.SingularName,
+				Kind: r.Kind, ShortNames: r.ShortNames, Namespaced: r.Namespaced})
+		}
+		// the table lists a group's resources by name
+		slices.SortFunc(rs, func(a, b engine.APIResource) int { return strings.Compare(a.Resource, b.Resource) })
+		served = append(served, rs...)
+	}
+	if len(served) < 60 {
+		t.Fatalf("the server's discovery lists %d resources; want the built-in ones", len(served))
+	}
+	for i := 0; i < max(len(served), len(engine.BuiltinResources)); i++ {
+		var s, b engine.APIResource
+		if i < len(served) {
+			s = served[i]
+		}
+		if i < len(engine.BuiltinResources) {
+			b = engine.BuiltinResources[i]
+		}
+		if !equalResource(s, b) {
+			t.Errorf("resource %d: the server serves %+v, engine.BuiltinResources has %+v", i, s, b)
+		}
+	}
+}
+
+func equalResource(a, b engine.APIResource) bool {
+	return a.Group == b.Group && a.Version == b.Version && a.Resource == b.Resource && a.Singular == b.Singular &&
+		a.Kind == b.Kind && a.Namespaced == b.Namespaced && slices.Equal(a.ShortNames, b.ShortNames)
+}
+
+// TestExplainResourceArgsAsKubectlSends: "explain request get pods -n dev"
+// explains the request the real kubectl v1.37.1 sends for "kubectl get pods
+// -n dev": the same method and URL (read from kubectl -v=6), from the
+// cluster's discovery and, with --defaults, from the built-in resources;
+// and the server's classification headers agree with the explanation.
+func TestExplainResourceArgsAsKubectlSends(t *testing.T) {
+	c := cluster(t)
+	kubectl, err := testcluster.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	response := regexp.MustCompile(`"Response" verb="([A-Z]+)" url="([^"]+)"`)
+	discovery := regexp.MustCompile(`^/api(/[^/]+)?$|^/apis(/[^/]+){0,2}$|^/openapi(/|$)`)
+	sent := func(args ...string) (method, uri string) {
+		t.Helper()
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "-v=6"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput() // a 404 exits non-zero, and still logs the request
+		for _, m := range response.FindAllStringSubmatch(string(out), -1) {
+			u, err := url.Parse(m[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !discovery.MatchString(u.Path) {
+				return m[1], u.RequestURI()
+			}
+		}
+		t.Fatalf("kubectl %s: no request logged (%v):\n%s", strings.Join(args, " "), err, out)
+		return "", ""
+	}
+	for _, args := range [][]string{
+		{"get", "pods", "-n", "kube-system"},
+		{"get", "po", "web", "-n", "dev"},
+		{"get", "deployments.apps/web", "-n", "dev"},
+		{"get", "deploy", "-A", "-l", "app=web"},
+		{"get", "configmaps", "--field-selector", "metadata.name=x", "--chunk-size", "50"},
+		{"get", "events"},
+		{"get", "nodes", "--chunk-size", "0"},
+		{"get", "flowschemas.flowcontrol.apiserver.k8s.io"},
+		{"get", "ns", "kube-system"},
+		{"get", "csr"},
+	} {
+		method, uri := sent(args...)
+		for _, offline := range []bool{false, true} {
+			pargs := append([]string{"--user-name", "alice", "--group", "dev"}, args...)
+			if offline {
+				pargs = append([]string{"--defaults"}, pargs...)
+			}
+			ex := runExplain(t, c, pargs...)
+			if ex.Request["method"] != method || ex.Request["url"] != uri {
+				t.Errorf("explain request %s (offline %v) explains %v %v; kubectl sent %s %s", strings.Join(args, " "), offline, ex.Request["method"], ex.Request["url"], method, uri)
+			}
+		}
+		// the server classifies what kubectl sent as explain says
+		ex := runExplain(t, c, append([]string{"--user-name", "alice", "--group", "dev"}, args...)...)
+		_, fsUID, plUID, _ := sendAs(t, c.RESTConfig("alice"), method, uri)
+		if ex.FlowSchema == nil || ex.FlowSchema.UID != fsUID || ex.PriorityLevel.UID != plUID {
+			t.Errorf("explain request %s: %+v / %+v; the server's headers %s / %s", strings.Join(args, " "), ex.FlowSchema, ex.PriorityLevel, fsUID, plUID)
+		}
+	}
+
+	t.Run("an unknown type is one line", func(t *testing.T) {
+		code, _, errOut := runLintPlugin(t, c, "explain", "request", "--user-name", "alice", "get", "widgets")
+		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, `unknown resource type "widgets": not among the cluster's resources`) {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
