@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"os/exec"
@@ -8,8 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/testcluster"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -27,11 +32,23 @@ func TestBuiltinResourcesMatchDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	crdGroups := map[string]bool{}
+	crds, err := dynamic.NewForConfigOrDie(c.RESTConfig("admin")).Resource(crdResource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds.Items {
+		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		crdGroups[g] = true
+	}
 	var served []engine.APIResource
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if crdGroups[gv.Group] {
+			continue // another test's CustomResourceDefinition
 		}
 		var rs []engine.APIResource
 		for _, r := range l.APIResources {
@@ -58,6 +75,8 @@ func TestBuiltinResourcesMatchDiscovery(t *testing.T) {
 		}
 	}
 }
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 func equalResource(a, b engine.APIResource) bool {
 	return a.Group == b.Group && a.Version == b.Version && a.Resource == b.Resource && a.Singular == b.Singular &&
@@ -125,6 +144,53 @@ func TestExplainResourceArgsAsKubectlSends(t *testing.T) {
 			t.Errorf("explain request %s: %+v / %+v; the server's headers %s / %s", strings.Join(args, " "), ex.FlowSchema, ex.PriorityLevel, fsUID, plUID)
 		}
 	}
+
+	t.Run("a custom resource, by its short name", func(t *testing.T) {
+		ctx := context.Background()
+		crds := dynamic.NewForConfigOrDie(c.RESTConfig("admin")).Resource(crdResource)
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets.e2e.example.com"},
+			"spec": map[string]any{
+				"group": "e2e.example.com", "scope": "Namespaced",
+				"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": []any{"wdg"}},
+				"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			},
+		}}
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = crds.Delete(ctx, "widgets.e2e.example.com", metav1.DeleteOptions{})
+			// gone from discovery before the next test reads it
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if _, err := crds.Get(ctx, "widgets.e2e.example.com", metav1.GetOptions{}); err != nil {
+					return
+				}
+			}
+		})
+		// served once its discovery lists it
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			lists, _ := fetch.APIResources(c.RESTConfig("alice"))
+			if slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool { return l.GroupVersion == "e2e.example.com/v1alpha1" }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the CustomResourceDefinition is not served after a minute")
+			}
+		}
+		method, uri := sent("get", "wdg", "-n", "dev")
+		ex := runExplain(t, c, "--user-name", "alice", "--group", "dev", "get", "wdg", "-n", "dev")
+		if ex.Request["method"] != method || ex.Request["url"] != uri || uri != "/apis/e2e.example.com/v1alpha1/namespaces/dev/widgets?limit=500" {
+			t.Errorf("explain explains %v %v; kubectl sent %s %s", ex.Request["method"], ex.Request["url"], method, uri)
+		}
+		// without the cluster the type is not known, and the line says where it was looked for
+		code, _, errOut := runLintPlugin(t, c, "explain", "request", "--defaults", "--user-name", "alice", "get", "wdg")
+		if code == 0 || !strings.Contains(errOut, `unknown resource type "wdg": not among the built-in resources of Kubernetes 1.37`) {
+			t.Errorf("--defaults: exit %d, stderr %q", code, errOut)
+		}
+	})
 
 	t.Run("an unknown type is one line", func(t *testing.T) {
 		code, _, errOut := runLintPlugin(t, c, "explain", "request", "--user-name", "alice", "get", "widgets")
