@@ -361,8 +361,9 @@ func detail(ctx context.Context, q Querier, o IncidentOptions, b levelBurst) (*I
 		return inc.Instances[i].Instance < inc.Instances[j].Instance
 	})
 
-	// 3. The level's state around the burst, in one query.
-	sstep := max(2*o.ScrapeInterval, fine, (inc.End.Sub(inc.Start))/60)
+	// 3. The level's state around the burst, in one query, at a step of
+	// whole seconds (a point every 4.683333333s reads as noise)
+	sstep := max(2*o.ScrapeInterval, fine, ceilSecond(inc.End.Sub(inc.Start)/60))
 	pad := max(5*sstep, inc.End.Sub(inc.Start)/2)
 	from, to := inc.Start.Add(-pad).Truncate(sstep), inc.End.Add(pad).Truncate(sstep).Add(sstep)
 	if to.After(o.Window.End) {
@@ -427,4 +428,12 @@ func changes(s Series, from time.Time) (first, last time.Time, ok bool) {
 		prev, seen = p.V, true
 	}
 	return first, last, ok
+}
+
+// ceilSecond is d rounded up to a whole second, when it is longer than one.
+func ceilSecond(d time.Duration) time.Duration {
+	if d <= time.Second || d%time.Second == 0 {
+		return d
+	}
+	return d.Truncate(time.Second) + time.Second
 }
