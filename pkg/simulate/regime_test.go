@@ -357,3 +357,34 @@ func TestRegimeBeyondTheCoresWithMoreSeats(t *testing.T) {
 		t.Errorf("5%% more work, the seats as recorded: warned %q", w)
 	}
 }
+
+// TestSameSeatsNotes: shares that round to the seats the level had are
+// said in a note (seen on the demo cluster: apf-load 1 → 3 shares of a
+// 15-seat server left it 1 seat, and the table showed no change, under
+// "Cells show before->after the change"); shares that add a seat are not.
+func TestSameSeatsNotes(t *testing.T) {
+	level := func(shares int32) *flowcontrolv1.PriorityLevelConfiguration {
+		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To(shares), LimitResponse: flowcontrolv1.LimitResponse{
+				Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 2, QueueLengthLimit: 4}}}}}
+	}
+	with := func(shares int32) *engine.Config {
+		return engine.NewConfig(nil, append(engine.DefaultPriorityLevels(), level(shares)))
+	}
+	// the defaults share 245 (catch-all 5, global-default 20,
+	// leader-election 10, node-high 40, system 30, workload-high 40,
+	// workload-low 100): 15 × 3 / 248 rounds up to 1 seat, as 15 × 1 / 246
+	notes := sameSeatsNotes(with(1), with(3), 15)
+	want := "note: team's nominalConcurrencyShares 1 → 3 leave it the 1 nominal seat it had: ceil(15 × 3 / 248), and its limits as they were (more shares are needed for another seat)"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("1 → 3 shares: %q, want %q", notes, want)
+	}
+	// 15 × 20 / 265 is 2 seats
+	if notes := sameSeatsNotes(with(1), with(20), 15); len(notes) != 0 {
+		t.Errorf("1 → 20 shares: %q, want none (2 seats)", notes)
+	}
+	if notes := sameSeatsNotes(with(1), with(1), 15); len(notes) != 0 {
+		t.Errorf("no change: %q", notes)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/capacity"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -359,7 +360,45 @@ func configurations(st *state.State, sets []capacity.Setting) (before, after *en
 	for _, d := range after.Dangling {
 		notes = append(notes, fmt.Sprintf("note: the changed configuration's FlowSchema %s refers to priority level %s (%s) and is ignored, as the apiserver would", d.Name, d.PriorityLevel, d.Reason))
 	}
+	notes = append(notes, sameSeatsNotes(before, after, st.ServerConcurrency)...)
 	return before, after, notes, nil
+}
+
+// sameSeatsNotes say which levels the change gives other shares that
+// round to the seats they had: nominalConcurrencyShares 1 → 3 of a server
+// of 15 seats whose levels share 231 is still ceil(15 × 3 / 233) = 1
+// seat, and the level's figures do not move.
+func sameSeatsNotes(before, after *engine.Config, scl int) []string {
+	if scl == 0 {
+		scl = engine.DefaultServerConcurrencyLimit
+	}
+	old := map[string]engine.LevelLimits{}
+	for _, l := range before.Limits(scl) {
+		old[l.Name] = l
+	}
+	limits := after.Limits(scl)
+	var sum int64
+	for _, l := range limits {
+		sum += int64(l.Shares)
+	}
+	var notes []string
+	for _, l := range limits {
+		o, ok := old[l.Name]
+		if !ok || l.Exempt || o.Shares == l.Shares {
+			continue
+		}
+		same := l
+		same.Shares = o.Shares
+		if same == o {
+			hint := ""
+			if l.Shares > o.Shares {
+				hint = " (more shares are needed for another seat)"
+			}
+			notes = append(notes, fmt.Sprintf("note: %s's nominalConcurrencyShares %d → %d leave it the %s it had: ceil(%d × %d / %d), and its limits as they were%s",
+				l.Name, o.Shares, l.Shares, textfmt.Plural(l.NominalCL, "1 nominal seat", fmt.Sprintf("%d nominal seats", l.NominalCL)), scl, l.Shares, sum, hint))
+		}
+	}
+	return notes
 }
 
 // replayConfigs are the replays to run: of the recorded configuration, of
