@@ -53,7 +53,7 @@ echo "  $plugin dump bundle --watch 30m --keep 10m --interval 1s --to incident.t
 echo "  $plugin explain 429 --from incident.tar.gz; $plugin top --from incident.tar.gz" >&2
 
 # Bounded background load (it stops by itself after 30 minutes).
-"$bin/apf-devcluster" load -dir "$dir" -duration 30m -quiet >"$dir/load.log" 2>&1 &
+"$bin/apf-devcluster" load -dir "$dir" -duration 30m -rounds 0 -quiet >"$dir/load.log" 2>&1 &
 load_pid=$!
 
 # The live terminal UI. No "--help | grep" probe: under pipefail a grep that

@@ -204,7 +204,7 @@ func load(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	dir := fs.String("dir", ".cluster", "directory of the control plane")
 	duration := fs.Duration("duration", 2*time.Minute, "stop after this long")
-	rounds := fs.Int("rounds", 1000, "stop after this many rounds")
+	rounds := fs.Int("rounds", 1000, "stop after this many rounds (0: -duration alone stops it)")
 	burst := fs.Int("burst", 6, "requests per flow per round, sent at once")
 	flows := fs.Int("flows", 6, fmt.Sprintf("number of flows (identities load-1..load-N, at most %d)", testcluster.NumLoadUsers))
 	pause := fs.Duration("pause", 500*time.Millisecond, "pause between rounds")
@@ -235,9 +235,13 @@ func load(ctx context.Context, args []string) error {
 	cfgs = append(cfgs, c.RESTConfig(rejectUser))
 	deadline := time.Now().Add(*duration)
 	total := &loadgen.Report{ByStatus: map[int]int{}, RetryAfter: map[string]int{}, ByPriority: map[string]int{}, ByFlowSched: map[string]int{}}
-	for done := 0; done < *rounds && time.Now().Before(deadline) && ctx.Err() == nil; done += 10 {
+	for done := 0; (*rounds == 0 || done < *rounds) && time.Now().Before(deadline) && ctx.Err() == nil; done += 10 {
+		n := 10
+		if *rounds > 0 {
+			n = min(n, *rounds-done)
+		}
 		rep, err := loadgen.Run(ctx, loadgen.Options{
-			Flows: cfgs, Burst: *burst, Rounds: min(10, *rounds-done), Duration: time.Until(deadline),
+			Flows: cfgs, Burst: *burst, Rounds: n, Duration: time.Until(deadline),
 			Pause: *pause, Names: names,
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
