@@ -67,6 +67,7 @@ const (
 	RuleRejectAdmitsWhenIdle    = "reject-level-admits-when-idle"
 	RuleSeatStarvation          = "seat-starvation"
 	RuleExemptReach             = "exempt-reach"
+	RuleClientInSystemLevel     = "client-in-system-level"
 )
 
 // ObjectRef names an object a finding is about (config.ObjectRef).
@@ -153,6 +154,7 @@ func Lint(in Input, opts Options) []Finding {
 	c.checkRejectAdmits()
 	c.checkSeatStarvation()
 	c.checkExemptReach()
+	c.checkSystemLevels()
 	for i := range c.findings {
 		f := &c.findings[i]
 		if r, ok := RuleByID(f.Rule); ok {

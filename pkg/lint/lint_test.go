@@ -410,6 +410,56 @@ func TestLintRules(t *testing.T) {
 			name: "system components falling through to the fallback schema",
 			want: []want{{RuleSystemIdentityFallsDown, SeverityWarning, "flowschema/global-default"}},
 		},
+		{
+			name: "a CI service account in node-high",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("ci-fast-lane", 450, "node-high", rule(subjects(sa("ci", "deployer")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{queuing("node-high", 64, 6)},
+			want: []want{{RuleClientInSystemLevel, SeverityWarning, "flowschema/ci-fast-lane,prioritylevelconfiguration/node-high"}},
+		},
+		{
+			name: "every authenticated user's writes in system",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("writes", 450, "system", rule(subjects(group(groupAuthenticated)), res(l("create", "update"), all, all, all, true))),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{queuing("system", 64, 6)},
+			want: []want{{RuleClientInSystemLevel, SeverityWarning, "flowschema/writes,prioritylevelconfiguration/system"}},
+		},
+		{
+			// the cluster's own components: nodes, system:* users, kube-system's service accounts
+			name: "a node agent and kube-system's accounts in node-high are fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("agents", 450, "node-high", rule(subjects(group("system:nodes"), user("system:kube-proxy"), sa("kube-system", "*"), user("system:serviceaccount:kube-system:cni")), allRes)),
+			},
+			pls:    []*flowcontrolv1.PriorityLevelConfiguration{queuing("node-high", 64, 6)},
+			absent: []string{RuleClientInSystemLevel},
+		},
+		{
+			name: "a service account of another namespace by its user name",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("agents", 450, "system", rule(subjects(user("system:serviceaccount:monitoring:agent")), allRes)),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{queuing("system", 64, 6)},
+			want: []want{{RuleClientInSystemLevel, SeverityWarning, "flowschema/agents,prioritylevelconfiguration/system"}},
+		},
+		{
+			// Karpenter's chart (testdata/lint/public/karpenter-karpenter-ns)
+			name: "a controller's leader election in leader-election is fine",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("karpenter-leader-election", 200, "leader-election", rule(subjects(sa("karpenter", "karpenter")), res(l("get", "create", "update"), l("coordination.k8s.io"), l("leases"), all, false))),
+			},
+			pls:    []*flowcontrolv1.PriorityLevelConfiguration{queuing("leader-election", 16, 4)},
+			absent: []string{RuleClientInSystemLevel},
+		},
+		{
+			name: "a controller's lists in leader-election",
+			fss: []*flowcontrolv1.FlowSchema{
+				fsB("operator", 200, "leader-election", rule(subjects(sa("ops", "operator")), res(l("get", "create", "update"), l("coordination.k8s.io"), l("leases"), all, false), res(l("list"), all, all, all, true))),
+			},
+			pls:  []*flowcontrolv1.PriorityLevelConfiguration{queuing("leader-election", 16, 4)},
+			want: []want{{RuleClientInSystemLevel, SeverityWarning, "flowschema/operator,prioritylevelconfiguration/leader-election"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -275,4 +276,99 @@ func (c *checker) getsLists(names []string) bool {
 		}
 	}
 	return false
+}
+
+// systemLevels are the suggested levels that carry the cluster's own
+// control traffic, and whose it is.
+var systemLevels = map[string]string{
+	"node-high":       "the kubelets' node status and leases, so that nodes stay Ready when the control plane is overloaded (kubernetes/kubernetes#101151)",
+	"system":          "the kubelets' other requests (group system:nodes)",
+	"leader-election": "the controllers' and the scheduler's leader election",
+}
+
+// systemSubject reports whether a subject names the cluster's own
+// components alone: group system:nodes, a user system:* (a node, the
+// controller manager, the scheduler, kube-proxy; not system:anonymous), a
+// service account of kube-system.
+func systemSubject(s flowcontrolv1.Subject) bool {
+	switch {
+	case s.Kind == flowcontrolv1.SubjectKindGroup && s.Group != nil:
+		return s.Group.Name == "system:nodes"
+	case s.Kind == flowcontrolv1.SubjectKindUser && s.User != nil:
+		n := s.User.Name
+		if ns, _, ok := strings.Cut(strings.TrimPrefix(n, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(n, "system:serviceaccount:") {
+			return ns == "kube-system"
+		}
+		return strings.HasPrefix(n, "system:") && n != "system:anonymous"
+	case s.Kind == flowcontrolv1.SubjectKindServiceAccount && s.ServiceAccount != nil:
+		return s.ServiceAccount.Namespace == "kube-system"
+	}
+	return false
+}
+
+// leaderElectionOnly reports whether a rule matches leader election's
+// requests alone: get, create, update or patch of leases (or the
+// endpoints and configmaps of older locks), as upstream's
+// system-leader-election does.
+func leaderElectionOnly(r flowcontrolv1.PolicyRulesWithSubjects) bool {
+	if len(r.NonResourceRules) > 0 || len(r.ResourceRules) == 0 {
+		return false
+	}
+	allowed := func(xs []string, ok ...string) bool {
+		for _, x := range xs {
+			if !slices.Contains(ok, x) {
+				return false
+			}
+		}
+		return len(xs) > 0
+	}
+	for _, rr := range r.ResourceRules {
+		if !allowed(rr.Verbs, "get", "create", "update", "patch") || !allowed(rr.APIGroups, "", "coordination.k8s.io") ||
+			!allowed(rr.Resources, "leases", "endpoints", "configmaps") {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSystemLevels finds the user's FlowSchemas that send clients other
+// than the cluster's own components to a level that carries its control
+// traffic (systemLevels).
+func (c *checker) checkSystemLevels() {
+	suggested := map[string]bool{}
+	for _, fs := range c.in.Reference.SuggestedFlowSchemas {
+		suggested[fs.Name] = true
+	}
+	for _, fs := range c.ordered {
+		level := fs.Spec.PriorityLevelConfiguration.Name
+		whose, ok := systemLevels[level]
+		if !ok || suggested[fs.Name] || c.pls[level] == nil || !c.reachable(fs.Name) {
+			continue
+		}
+		var clients []string
+		for _, r := range fs.Spec.Rules {
+			if level == "leader-election" && leaderElectionOnly(r) {
+				// a controller's leader election belongs there, as
+				// Karpenter's chart puts it
+				continue
+			}
+			for _, s := range r.Subjects {
+				if !systemSubject(s) {
+					clients = append(clients, subjectString(s))
+				}
+			}
+		}
+		if len(clients) == 0 {
+			continue
+		}
+		c.add(Finding{
+			Rule:    RuleClientInSystemLevel,
+			Objects: []ObjectRef{fsRef(fs.Name), plRef(level)},
+			Message: fmt.Sprintf("FlowSchema %s (precedence %d) sends %s to priority level %s, which carries %s",
+				fs.Name, fs.Spec.MatchingPrecedence, strings.Join(dedupe(clients), ", "), level, whose),
+			Why: "a flood from these clients queues the cluster's own control traffic behind it: nodes miss their status " +
+				"updates and go NotReady, leaders lose their leases; the level's seats were sized for that traffic alone",
+			Fix: fmt.Sprintf("route these clients to workload-high, workload-low or a level of their own instead of %s", level),
+		})
+	}
 }

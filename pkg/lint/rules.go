@@ -401,4 +401,26 @@ spec:
     resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"]}]`,
 		Fix: "Delete the extra exempt schema; the mandatory one covers system:masters. Route anyone else to a Limited level.",
 	},
+	{
+		ID: RuleClientInSystemLevel, Severity: SeverityWarning,
+		Summary: "A FlowSchema sends clients other than the cluster's own components to node-high, system or leader-election, the levels of its control traffic.",
+		Why: "Upstream keeps node-high for the kubelets' status and leases, so that nodes stay Ready when the control plane is " +
+			"overloaded (kubernetes/kubernetes#101151), system for the kubelets' other requests and leader-election for the " +
+			"controllers' leases, each with the seats that traffic needs. A client's flood routed there queues the nodes and " +
+			"the leaders behind it: nodes go NotReady, controllers lose leadership. The cluster's own components are group " +
+			"system:nodes, users system:* (not system:anonymous) and service accounts of kube-system; a rule that matches " +
+			"leader election alone (get, create, update or patch of leases, or of the endpoints and configmaps of older locks) " +
+			"belongs in leader-election whoever makes it, as Karpenter's chart routes its controller's.",
+		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: ci-fast-lane}
+spec:
+  matchingPrecedence: 450
+  priorityLevelConfiguration: {name: node-high}
+  rules:
+  - subjects: [{kind: ServiceAccount, serviceAccount: {namespace: ci, name: deployer}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"]}]`,
+		Fix: "Route the client to workload-high (a controller), workload-low or a level of its own with the shares it needs; " +
+			"an agent that must report node health from outside kube-system can be suppressed with its reason.",
+	},
 }

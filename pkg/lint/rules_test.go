@@ -117,7 +117,7 @@ func readDir(t *testing.T, dir string) config.Objects {
 // configurations trip their rule over the 1.37 defaults.
 func TestRuleExamplesTrip(t *testing.T) {
 	for _, id := range []string{RuleEmptyFlowSchema, RuleShadowedFlowSchema, RuleDanglingPriorityLevel, RuleExemptBeyondMasters,
-		RuleCrushRisk, RuleRejectAdmitsWhenIdle, RuleExemptReach, RuleSuggestedDiffers, RuleUnusedPriorityLevel} {
+		RuleCrushRisk, RuleRejectAdmitsWhenIdle, RuleExemptReach, RuleSuggestedDiffers, RuleUnusedPriorityLevel, RuleClientInSystemLevel} {
 		r, _ := RuleByID(id)
 		objs, err := config.ParseObjects([]byte(r.Example), id+" example")
 		if err != nil {
