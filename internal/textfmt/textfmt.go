@@ -23,6 +23,15 @@ func Plural[N ~int | ~int64](n N, one, many string) string {
 	return many
 }
 
+// PluralFigure is one when the figure v is present and 1, else many: the
+// noun after a figure that may be absent ("1 seat", "- seats").
+func PluralFigure(v *float64, one, many string) string {
+	if v != nil && *v == 1 {
+		return one
+	}
+	return many
+}
+
 // FirstLine is s up to its first newline.
 func FirstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

@@ -10,6 +10,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
@@ -313,7 +314,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	}
 	if rejected[rejections.ReasonConcurrencyLimit] > 0 {
 		lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues; the reason concurrency-limit is given by no other level): every request beyond its %s seats gets 429 at once; %s", name, Num(st.CurrentLimit), share(st.SeatsInUse)),
+			Evidence: fmt.Sprintf("%s has limitResponse Reject (no queues; the reason concurrency-limit is given by no other level): every request beyond its %s %s gets 429 at once; %s", name, Num(st.CurrentLimit), textfmt.PluralFigure(st.CurrentLimit, "seat", "seats"), share(st.SeatsInUse)),
 			Fix:      fmt.Sprintf("move the rejected clients to a queuing level with a FlowSchema of their own (see 'kubectl apf explain request' for one of them), or give %s queues and more nominalConcurrencyShares", name)})
 	}
 	var top *rejections.FlowLoad
@@ -357,9 +358,9 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 				}
 				ev = fmt.Sprintf("%s and no request waits (from %s): the rejections come in bursts that fill the %s and its queues%s faster than they drain", share(st.SeatsInUse), row.From[levels.FigureWaiting], size, lengthLimit(" of %d"))
 			case len(lt.Flows) == 0:
-				ev = fmt.Sprintf("%s; %s requests wait (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), row.From[levels.FigureWaiting])
+				ev = fmt.Sprintf("%s; %s %s (from %s): the level is saturated", share(st.SeatsInUse), Num(st.Waiting), textfmt.PluralFigure(st.Waiting, "request waits", "requests wait"), row.From[levels.FigureWaiting])
 			default:
-				ev = fmt.Sprintf("%s; %s requests wait across %d flows: the level is saturated by many clients rather than one", share(st.SeatsInUse), Num(st.Waiting), len(lt.Flows))
+				ev = fmt.Sprintf("%s; %s %s across %d flows: the level is saturated by many clients rather than one", share(st.SeatsInUse), Num(st.Waiting), textfmt.PluralFigure(st.Waiting, "request waits", "requests wait"), len(lt.Flows))
 			}
 			lt.Causes = append(lt.Causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
 				Evidence: ev + utilisationOver(row),

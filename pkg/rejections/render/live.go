@@ -56,7 +56,7 @@ func writeLiveLevel(p *printer, l rejections.Incident) {
 		// a dump counts the requests executing, not their seats
 		inUse = figure(st.Executing) + " executing (seats in use unknown)"
 	}
-	p.f("    limit %s seats (nominal %s), %s, %s waiting", figure(st.CurrentLimit), figure(st.NominalLimit), inUse, figure(st.Waiting))
+	p.f("    limit %s %s (nominal %s), %s, %s waiting", figure(st.CurrentLimit), textfmt.PluralFigure(st.CurrentLimit, "seat", "seats"), figure(st.NominalLimit), inUse, figure(st.Waiting))
 	if st.Queues > 0 {
 		p.f("; %d queues, hand %d, queue length limit %d, wait limit %v", st.Queues, st.HandSize, st.QueueLengthLimit, time.Duration(st.WaitLimitSeconds*float64(time.Second)))
 	} else if st.LimitResponse != "" {

@@ -122,3 +122,24 @@ func TestWriteError(t *testing.T) {
 		}
 	}
 }
+
+// TestOneSeat: a level of 1 seat reads "limit 1 seat" (the demo cluster's
+// apf-load read "limit 1 seats"), an absent limit "- seats".
+func TestOneSeat(t *testing.T) {
+	one, zero := 1.0, 0.0
+	for _, c := range []struct {
+		limit *float64
+		want  string
+	}{{&one, "limit 1 seat (nominal 1)"}, {&zero, "limit 0 seats (nominal 1)"}, {nil, "limit - seats (nominal 1)"}} {
+		rep := &rejections.Report{Instances: []rejections.Instance{{Name: "a"}},
+			Incidents: []rejections.Incident{{Level: "l", Rejected: 1, Reasons: map[string]float64{"queue-full": 1},
+				Instances: []rejections.InstanceCount{{Instance: "a", Count: 1}}, State: rejections.LevelState{CurrentLimit: c.limit, NominalLimit: &one}}}}
+		var b strings.Builder
+		if err := WriteText(&b, rep, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%q missing from\n%s", c.want, b.String())
+		}
+	}
+}
