@@ -279,7 +279,7 @@ func fieldRows() []fieldRow {
 		{name: "kueue pods log: the assumed current limit is said to be one", artifact: "kueue-4508-httplog-kuberay-pods.log",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--audit-id", "33e27fd2-d22d-4c4d-9b46-d4efeca06f05", "--service-account", "ray-system/kuberay-operator"},
 			want: []string{"nominal limit 245 seats (of a server limit of 600)", "workload-low: 0 of 56 seats in use (current limit; nominal 245), 0 waiting",
-				"workload-low's 56 seats at the time are an assumed current limit, not a figure of the log"}},
+				"workload-low's 56 seats at the time: an assumed current limit, not a figure of the log"}},
 
 		// k8s-120126, line 1: GET configmaps/nginx-cfgmap by a kubelet,
 		// apf_fs system-nodes, apf_pl system, latency 1.926865ms,

@@ -20,7 +20,7 @@ func TestPastLimitSaid(t *testing.T) {
 		return ex
 	}
 	ex := past(56, false)
-	if n := strings.Join(ex.Notes, "\n"); !strings.Contains(n, "workload-low's 56 seats at the time are an assumed current limit, not a figure of the log") || !strings.Contains(n, "its nominal limit is 245") {
+	if n := strings.Join(ex.Notes, "\n"); !strings.Contains(n, "workload-low's 56 seats at the time: an assumed current limit, not a figure of the log") || !strings.Contains(n, "its nominal limit is 245") {
 		t.Errorf("notes %q", ex.Notes)
 	}
 	var b strings.Builder

@@ -110,7 +110,7 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	}
 	p.f("\n")
 	if pl.Type != "Exempt" {
-		p.f("  nominal limit %d seats (of a server limit of %d), lower %d, upper %d", pl.NominalLimit, pl.ServerConcurrencyLimit, pl.LowerLimit, pl.UpperLimit)
+		p.f("  nominal limit %s (of a server limit of %d), lower %d, upper %d", seatsText(pl.NominalLimit), pl.ServerConcurrencyLimit, pl.LowerLimit, pl.UpperLimit)
 		if pl.CurrentLimit != nil {
 			p.f(", current %v", *pl.CurrentLimit)
 		}

@@ -295,7 +295,7 @@ func (ex *Explanation) SetPast(p *Past) {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
 		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %d of %d seats in use, %d requests waiting, and its hand's queues: %s", at, p.Level, p.SeatsInUse, p.Limit, p.Waiting, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "queue-full":
-		v.Reason = fmt.Sprintf("at %s every one of %s's %d seats was taken and the queues of its hand were at their length limit (%d): %s", at, p.Level, p.Limit, p.QueueLengthLimit, queuesText(p.Queues))
+		v.Reason = fmt.Sprintf("at %s every one of %s's %s was taken and the queues of its hand were at their length limit (%d): %s", at, p.Level, seatsText(p.Limit), p.QueueLengthLimit, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
 		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %d of its %d seats in use, held by %s", at, p.Level, p.SeatsInUse, p.Limit, flowsText(p.Holders))
 	case p.Fate == VerdictRejected && p.Reason == "time-out":
@@ -327,9 +327,9 @@ func limitNote(p *Past) string {
 		return ""
 	}
 	if p.LimitFromLog {
-		return fmt.Sprintf("%s's %d seats at the time are its current limit as borrowing between levels set it from the demand in the log; its nominal limit is %d", p.Level, p.Limit, p.NominalLimit)
+		return fmt.Sprintf("%s's %s at the time: its current limit as borrowing between levels set it from the demand in the log; its nominal limit is %d", p.Level, seatsText(p.Limit), p.NominalLimit)
 	}
-	return fmt.Sprintf("%s's %d seats at the time are an assumed current limit, not a figure of the log: the share borrowing between levels gives it when no level has any demand (the reconstruction's state at the log's start; its nominal limit is %d); the server's own current limit then depended on its load before the log, which the log does not hold", p.Level, p.Limit, p.NominalLimit)
+	return fmt.Sprintf("%s's %s at the time: an assumed current limit, not a figure of the log: the share borrowing between levels gives it when no level has any demand (the reconstruction's state at the log's start; its nominal limit is %d); the server's own current limit then depended on its load before the log, which the log does not hold", p.Level, seatsText(p.Limit), p.NominalLimit)
 }
 
 // CompareFate records whether the reconstructed fate is what the server

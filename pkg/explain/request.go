@@ -275,7 +275,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	// and rejects only when no seat is free.
 	if inUse >= cl && int32(st.Waiting) >= q.QueueLengthLimit {
 		v.Kind, v.RejectReason = VerdictRejected, ReasonQueueFull
-		v.Reason = fmt.Sprintf("all %v seats of %s are in use and the least loaded queue of the hand (queue %d) already holds %d requests, its queue length limit: 429 (%s)", cl, pl.Name, chosen, st.Waiting, ReasonQueueFull)
+		v.Reason = fmt.Sprintf("%s in use and the least loaded queue of the hand (queue %d) already holds %d requests, its queue length limit: 429 (%s)", allSeats(cl, pl.Name), chosen, st.Waiting, ReasonQueueFull)
 		return v
 	}
 	v.Kind = VerdictQueued
@@ -330,4 +330,21 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 	}
 	return fmt.Sprintf("%s's current limit %v is the server's (its metrics), outside the lower and upper limits (%d to %d) of the configuration explained, whose nominal limit is %d: the server's configuration is not the one explained (its levels or its limit differ), so %d is not the server's nominal limit",
 		pl.Name, *c, pl.LowerLimit, pl.UpperLimit, pl.NominalLimit, pl.NominalLimit)
+}
+
+// seatsText is n seats, "1 seat" for one.
+func seatsText(n int) string {
+	if n == 1 {
+		return "1 seat"
+	}
+	return fmt.Sprintf("%d seats", n)
+}
+
+// allSeats is "all n seats of level are", "the 1 seat of level is" for
+// one.
+func allSeats(n float64, level string) string {
+	if n == 1 {
+		return "the 1 seat of " + level + " is"
+	}
+	return fmt.Sprintf("all %v seats of %s are", n, level)
 }

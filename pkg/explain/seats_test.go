@@ -34,3 +34,14 @@ func TestVerdictForSeatRange(t *testing.T) {
 		t.Errorf("a 1-seat request got a range verdict: %q", r)
 	}
 }
+
+// TestSeatsText: one seat is "1 seat" (the demo cluster's apf-load read
+// "nominal limit 1 seats").
+func TestSeatsText(t *testing.T) {
+	if seatsText(1) != "1 seat" || seatsText(2) != "2 seats" || seatsText(0) != "0 seats" {
+		t.Errorf("seatsText: %q %q %q", seatsText(1), seatsText(2), seatsText(0))
+	}
+	if allSeats(1, "l") != "the 1 seat of l is" || allSeats(3, "l") != "all 3 seats of l are" {
+		t.Errorf("allSeats: %q %q", allSeats(1, "l"), allSeats(3, "l"))
+	}
+}
