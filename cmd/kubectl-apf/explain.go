@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -186,6 +187,9 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 		Example: explainRequestExample,
 		Args:    cobra.MaximumNArgs(3),
 		RunE:    runOptions(o),
+		// the verb, then the resource type, as kubectl get completes them
+		// (the built-in types: completion asks no cluster)
+		ValidArgsFunction: completeRequestArgs,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.Resource.AllNamespaces, "all-namespaces", "A", false, "With a resource type: the collection of every namespace (list, watch).")
@@ -210,4 +214,32 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)
 	return cmd
+}
+
+// completeRequestArgs offers explain request's verbs, then the built-in
+// resource types (a type two groups serve, after the first, with its
+// group: events.events.k8s.io); a path is not completed.
+func completeRequestArgs(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	switch len(args) {
+	case 0:
+		out = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	case 1:
+		seen := map[string]bool{}
+		for _, r := range engine.BuiltinResources {
+			name := r.Resource
+			if seen[name] {
+				name = r.GroupResource()
+			}
+			seen[r.Resource] = true
+			out = append(out, name)
+		}
+	}
+	var match []string
+	for _, c := range out {
+		if strings.HasPrefix(c, toComplete) {
+			match = append(match, c)
+		}
+	}
+	return match, cobra.ShellCompDirectiveNoFileComp
 }

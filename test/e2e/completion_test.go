@@ -65,4 +65,11 @@ func TestCompletionThroughKubectl(t *testing.T) {
 	if out := complete("version", "--out"); !offers(out, "--output") {
 		t.Errorf("kubectl __complete apf version --out =\n%s\nwant it to offer --output", out)
 	}
+	// explain request completes as kubectl get does: the verb, then the type
+	if out := complete("explain", "request", "get", "depl"); !offers(out, "deployments") || offers(out, "pods") {
+		t.Errorf("kubectl __complete apf explain request get depl =\n%s\nwant deployments alone", out)
+	}
+	if out := complete("explain", "request", "de"); !offers(out, "delete") || !offers(out, "deletecollection") {
+		t.Errorf("kubectl __complete apf explain request de =\n%s\nwant delete and deletecollection", out)
+	}
 }
