@@ -220,6 +220,23 @@ func clientName(c rejections.ClientShare) string {
 	return c.FlowSchema + " (" + c.UserAgent + ")"
 }
 
+// topCrowder is the flow that crowded most rejected requests out, and how
+// many (the lowest flow index on a tie).
+func topCrowder(crowders map[int32]int64) (flow int32, n int64) {
+	flow = -1
+	for f, c := range crowders {
+		if c > n || c == n && f < flow {
+			flow, n = f, c
+		}
+	}
+	return flow, n
+}
+
+// oneElephant reports whether one flow crowded out at least half of the
+// crowded rejections: an elephant; otherwise many flows crowd each other,
+// and the level is short of seats for them all.
+func oneElephant(crowded, top int64) bool { return crowded > 0 && top*2 >= crowded }
+
 // diagnose gives an incident's summary and causes, in the cause names of
 // every explain 429 source.
 func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, seatSec map[int32]float64) (string, []rejections.Cause) {
@@ -235,15 +252,19 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %d seat(s) in use", l.name, inc.total, inc.limit),
 			Fix:      "give the level queues (limitResponse.type: Queue) or more seats"})
 	case inc.queueFull > 0 && inc.crowded*2 > inc.queueFull:
-		crowder, n := int32(-1), int64(0)
-		for f, c := range inc.crowders {
-			if c > n || c == n && f < crowder {
-				crowder, n = f, c
-			}
-		}
+		crowder, n := topCrowder(inc.crowders)
 		name := "-"
 		if crowder >= 0 {
 			name = s.flows[crowder]
+		}
+		if !oneElephant(inc.crowded, n) {
+			// crowded out by many flows alike, as live triage calls a
+			// level whose waiting requests no one flow holds half of
+			summary = append(summary, fmt.Sprintf("the flows crowded each other out: %d of %d queue-full 429s were of flows whose hands' queues other flows held, %d flows among them, none behind half of them (%s the most, %d)", inc.crowded, inc.queueFull, len(inc.crowders), name, n))
+			causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
+				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, spread over %d flows, none behind half of them (%s the most, %d): the level is saturated by many clients rather than one, with every one of its %d seat(s) taken", inc.crowded, inc.queueFull, len(inc.crowders), name, n, inc.limit),
+				Fix:      "give the level more seats (nominalConcurrencyShares), or more queues (and a larger hand) so that fewer flows share each"})
+			break
 		}
 		summary = append(summary, fmt.Sprintf("fair queuing did not protect the other flows: %d of %d queue-full 429s were of flows crowded out of their hands' queues, most by %s", inc.crowded, inc.queueFull, name))
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseElephantFlow,

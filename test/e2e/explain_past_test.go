@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,16 @@ func TestExplainPastIncident(t *testing.T) {
 	for u := range got {
 		if _, ok := want[u]; !ok {
 			t.Errorf("explain 429 --workload names %s as rejected, the audit log has no 429 of it", u)
+		}
+	}
+	// an elephant is the heavy client; many light flows crowding each
+	// other are too little concurrency, not an elephant
+	for _, in := range r.Incidents {
+		for _, c := range in.Causes {
+			t.Logf("%s: cause %s: %s", in.Level, c.Kind, c.Evidence)
+			if c.Kind == rejections.CauseElephantFlow && !strings.Contains(c.Evidence, "/"+heavy+" most often") {
+				t.Errorf("%s: elephant-flow names another flow than the heavy client %s: %s", in.Level, heavy, c.Evidence)
+			}
 		}
 	}
 	for u, s := range held {
