@@ -156,6 +156,12 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 		return render.PrintLevels(o.Out, o.Flags, c.Snapshots, o.Level)
 	case dumpQueues:
 		if n := render.HiddenQueues(c.Snapshots, o.Level); n > 0 && !o.All {
+			if format, _ := o.Flags.Own(); (format == "table" || format == "wide") && len(render.QueueRows(c.Snapshots, o.Level, false)) == 0 {
+				// as kubectl's "No resources found": no table of a
+				// header alone
+				fmt.Fprintf(o.ErrOut, "No queue has a request waiting or executing (%d %s); --all shows %s\n", n, textfmt.Plural(n, "queue", "queues"), textfmt.Plural(n, "it", "them"))
+				return nil
+			}
 			fmt.Fprintf(o.ErrOut, "note: %d %s with no request waiting or executing not shown; --all shows %s\n", n, textfmt.Plural(n, "queue", "queues"), textfmt.Plural(n, "it", "them"))
 		}
 		return render.PrintQueues(o.Out, o.Flags, c.Snapshots, o.Level, o.All)
