@@ -233,6 +233,10 @@ func (o *ExplainRequestOptions) Validate() error {
 		if o.recorded.Request != nil && !o.recorded.Request.UserKnown {
 			return fmt.Errorf("the log line carries no user: give --user-name (and --group), --service-account or --anonymous, or --from-audit with the same audit ID")
 		}
+		if as := o.impersonated(); as != "" {
+			// kubectl -v=8 --as USER is how users see a request's PF headers
+			return fmt.Errorf("give the identity: --user-name %s (--as impersonates the reader of the cluster, not the request explained), --service-account NS/NAME or --anonymous", as)
+		}
 		return fmt.Errorf("give the identity: --user-name NAME [--group G]..., --service-account NS/NAME or --anonymous")
 	}
 	if o.Probe {
@@ -247,6 +251,14 @@ func (o *ExplainRequestOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// impersonated is the kubeconfig flags' --as, "" without it.
+func (o *ExplainRequestOptions) impersonated() string {
+	if o.configFlags == nil || o.configFlags.Impersonate == nil {
+		return ""
+	}
+	return *o.configFlags.Impersonate
 }
 
 // messageOnly is true when the explanation is the pasted message's alone:

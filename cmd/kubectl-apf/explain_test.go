@@ -119,6 +119,8 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 		{[]string{"--defaults", "--user-name", "a", "delete", "pods"}, "delete needs the object's name"},
 		{[]string{"--defaults", "--user-name", "a", "get", "pods", "web", "-A"}, "an object cannot be named across all namespaces"},
 		{[]string{"--defaults", "--user-name", "a", "get"}, "give both VERB_OR_METHOD and PATH"},
+		// kubectl --as is how users read a request's PF headers
+		{[]string{"--defaults", "--as", "system:serviceaccount:ci:deployer", "get", "pods"}, "give the identity: --user-name system:serviceaccount:ci:deployer (--as impersonates the reader of the cluster, not the request explained)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
