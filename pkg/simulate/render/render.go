@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -15,6 +16,12 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
+
+// sameFigures reports whether the replay of the change gives every level
+// and flow the figures of the recorded configuration's.
+func sameFigures(before, after []fairqueue.LevelResult) bool {
+	return reflect.DeepEqual(before, after)
+}
 
 // simulateReasons are the rejection reasons, in the order of the columns;
 // they are the reason labels of apiserver_flowcontrol_rejected_requests_total.
@@ -122,6 +129,9 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 	}
 	if idle > 0 {
 		fmt.Fprintf(w, "%d %s without requests not shown.\n", idle, textfmt.Plural(idle, "level", "levels"))
+	}
+	if rep.After != nil && rep.ServerSpeed == 0 && sameFigures(rep.Levels, rep.After.Levels) {
+		fmt.Fprintln(w, "The change moves no figure: every level's requests, rejections, waits and peaks are as before it.")
 	}
 	fmt.Fprint(w, simulateLegend)
 	if notKnown {

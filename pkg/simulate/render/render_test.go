@@ -269,3 +269,27 @@ func TestBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 		t.Errorf("a figure is shown as not known:\n%s", out)
 	}
 }
+
+// TestChangeThatMovesNothing: a change whose replay gives every level the
+// figures it had says so under the table, where "Cells show before->after"
+// would leave a table of single values unexplained; a change that moves
+// one figure does not.
+func TestChangeThatMovesNothing(t *testing.T) {
+	levels := func(rejected int64) []fairqueue.LevelResult {
+		return []fairqueue.LevelResult{{Name: "l", Dispatched: 10, Rejected: map[string]int64{"queue-full": rejected}}}
+	}
+	const line = "The change moves no figure"
+	for _, c := range []struct {
+		after int64
+		want  bool
+	}{{3, true}, {2, false}} {
+		rep := &simulate.Result{Report: &fairqueue.Report{Result: fairqueue.Result{Levels: levels(3)}, After: &fairqueue.Result{Levels: levels(c.after)}}}
+		var b bytes.Buffer
+		if err := Write(&b, rep, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), line); got != c.want {
+			t.Errorf("3 -> %d queue-full: %q said %v, want %v:\n%s", c.after, line, got, c.want, b.String())
+		}
+	}
+}
