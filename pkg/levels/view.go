@@ -76,6 +76,12 @@ var (
 	ColRejected = Column{Title: "REJECTED/S", Short: "REJ/S", Width: 6, JSON: "rejectedPerSecond", Kind: Reasons, Figure: func(r Row) float64 { return r.RejectedTotal }}
 	ColWaitP99  = Column{Title: "WAIT-P99", Short: "P99", Width: 6, JSON: "waitP99Seconds", Kind: Seconds, Figure: func(r Row) float64 { return r.WaitP99 }}
 	ColFrom     = Column{JSON: "from", Kind: Sources}
+	// ColMeanUtilisation and ColFullFraction are the seats in use over the
+	// scrapes' interval (apiserver_flowcontrol_priority_level_seat_utilization),
+	// where UTIL is one moment: a level that dispatches in bursts reads 0%
+	// between them.
+	ColMeanUtilisation = Column{Title: "UTIL-AVG", JSON: "meanUtilisation", Kind: Ratio, Figure: func(r Row) float64 { return r.MeanUtilisation }}
+	ColFullFraction    = Column{Title: "FULL", JSON: "fullFraction", Kind: Ratio, Figure: func(r Row) float64 { return r.FullFraction }}
 )
 
 // Named is c under another name in JSON, for a view whose JSON has always
@@ -89,9 +95,13 @@ func (c Column) Named(name string) Column {
 var TopColumns = []Column{ColLevel, ColNominalLimit, ColCurrentLimit, ColSeatsInUse, ColUtilisation, ColWaiting,
 	ColWaitingSeats, ColExecuting, ColDispatched, ColRejected, ColWaitP99}
 
+// TopWideColumns are the columns of "top levels -o wide": the seats'
+// utilisation over the interval beside UTIL's moment.
+var TopWideColumns = append(append([]Column{}, TopColumns...), ColMeanUtilisation, ColFullFraction)
+
 // TopFields are the fields of a row of "top levels" in JSON and YAML.
 var TopFields = []Column{ColInstance, ColLevel, ColNominalLimit, ColCurrentLimit, ColSeatsInUse, ColUtilisation, ColWaiting,
-	ColWaitingSeats, ColExecuting, ColHasRates, ColDispatched, ColRejected, ColWaitP99}
+	ColWaitingSeats, ColExecuting, ColHasRates, ColDispatched, ColRejected, ColWaitP99, ColMeanUtilisation, ColFullFraction}
 
 // NowColumns are the columns of the levels now in "kubectl apf capacity",
 // after an instance.

@@ -17,6 +17,7 @@ func viewRow() Row {
 	r.RejectedPerSec = map[string]float64{"time-out": 0.25, "queue-full": 1}
 	r.RejectedTotal = 1.25
 	r.WaitP99 = math.Inf(1)
+	r.MeanUtilisation = 0.25
 	r.From = map[string]string{FigureWaiting: FromRequestDump, FigureNominalLimit: FromMetrics}
 	return r
 }
@@ -36,12 +37,12 @@ func TestViewJSON(t *testing.T) {
 	}{
 		{"top", r, TopFields, `{"instance":"apiserver-0","level":"workload-low","nominalLimit":24,"currentLimit":30,"seatsInUse":15,` +
 			`"utilisation":0.5,"waitingRequests":3,"waitingSeats":null,"executingRequests":12,"hasRates":true,"dispatchedPerSecond":2.5,` +
-			`"rejectedPerSecond":{"queue-full":1,"time-out":0.25},"waitP99Seconds":null}`},
+			`"rejectedPerSecond":{"queue-full":1,"time-out":0.25},"waitP99Seconds":null,"meanUtilisation":0.25,"fullFraction":null}`},
 		{"capacity now", r, NowFields, `{"instance":"apiserver-0","level":"workload-low","waiting":3,"executing":12,"seatsInUse":15,` +
 			`"nominalLimit":24,"currentLimit":30,"from":{"nominalLimit":"metrics","waiting":"dump_requests"}}`},
 		{"top, nothing known", Empty("", "exempt"), TopFields, `{"instance":"","level":"exempt","nominalLimit":null,"currentLimit":null,` +
 			`"seatsInUse":null,"utilisation":null,"waitingRequests":null,"waitingSeats":null,"executingRequests":null,"hasRates":false,` +
-			`"dispatchedPerSecond":null,"waitP99Seconds":null}`},
+			`"dispatchedPerSecond":null,"waitP99Seconds":null,"meanUtilisation":null,"fullFraction":null}`},
 		{"capacity now, nothing known", Empty("b", "exempt"), NowFields, `{"instance":"b","level":"exempt","waiting":null,"executing":null,` +
 			`"seatsInUse":null,"nominalLimit":null,"currentLimit":null}`},
 		{"no fields", r, nil, `{}`},

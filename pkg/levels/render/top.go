@@ -76,21 +76,28 @@ func rejectedCell(r levels.Row) string {
 }
 
 // PrintTopLevels prints "kubectl apf top levels": levels.TopColumns in a
-// table, levels.TopFields in JSON and YAML.
+// table (levels.TopWideColumns with -o wide), levels.TopFields in JSON and
+// YAML.
 func PrintTopLevels(w io.Writer, f *output.Flags, snaps []*dump.Snapshot, level, sortBy string) error {
 	rows := Rows(snaps, level, sortBy)
-	return render.Print(w, f, levels.Views(rows, levels.TopFields), func(bool) *render.Table { return topLevelsTable(rows, len(snaps) > 1) })
+	return render.Print(w, f, levels.Views(rows, levels.TopFields), func(wide bool) *render.Table {
+		cols := levels.TopColumns
+		if wide {
+			cols = levels.TopWideColumns
+		}
+		return topLevelsTable(rows, cols, len(snaps) > 1)
+	})
 }
 
 // topLevelsTable is the table of PrintTopLevels.
-func topLevelsTable(rows []levels.Row, multi bool) *render.Table {
-	t := render.NewTable(multi, levels.Titles(levels.TopColumns)...)
+func topLevelsTable(rows []levels.Row, cols []levels.Column, multi bool) *render.Table {
+	t := render.NewTable(multi, levels.Titles(cols)...)
 	for _, r := range rows {
 		var cells []string
 		if multi {
 			cells = append(cells, r.Instance)
 		}
-		for _, c := range levels.TopColumns {
+		for _, c := range cols {
 			cells = append(cells, Cell(c, r))
 		}
 		t.Add(cells...)

@@ -43,6 +43,11 @@ func TestTopLevelsGolden(t *testing.T) {
 		{"top-levels-multi-by-name.txt", func(b *bytes.Buffer) error {
 			return PrintTopLevels(b, render.Flags("table"), metricsOnly(all), "", "name")
 		}},
+		// -o wide adds the seats' utilisation over the interval, which
+		// the fixtures' metrics do not hold: "-"
+		{"top-levels-wide.txt", func(b *bytes.Buffer) error {
+			return PrintTopLevels(b, render.Flags("wide"), metricsOnly(one), "", "utilisation")
+		}},
 		{"top-levels.json", func(b *bytes.Buffer) error {
 			return PrintTopLevels(b, render.Flags("json"), metricsOnly(one), "apf-load", "rejected")
 		}},
@@ -100,5 +105,22 @@ func TestTopLevelsValues(t *testing.T) {
 	}
 	if merged == nil || merged.NominalLimit != 2+49 || merged.SeatsInUse != 0+2 || math.Abs(merged.Utilisation-2.0/(3+49)) > 1e-9 {
 		t.Errorf("merged = %+v", merged)
+	}
+}
+
+// TestWideUtilisationCells: UTIL-AVG and FULL read the row's mean
+// utilisation and full fraction (the demo cluster's apf-load: UTIL 0%
+// between bursts, UTIL-AVG 27%), absent as "-".
+func TestWideUtilisationCells(t *testing.T) {
+	r := levels.Row{Name: "apf-load", MeanUtilisation: 0.27, FullFraction: 0.25}
+	if got := Cell(levels.ColMeanUtilisation, r); got != "27%" {
+		t.Errorf("UTIL-AVG %q, want 27%%", got)
+	}
+	if got := Cell(levels.ColFullFraction, r); got != "25%" {
+		t.Errorf("FULL %q, want 25%%", got)
+	}
+	r.MeanUtilisation = math.NaN()
+	if got := Cell(levels.ColMeanUtilisation, r); got != "-" {
+		t.Errorf("absent UTIL-AVG %q, want -", got)
 	}
 }
