@@ -39,6 +39,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
+		if o.recorded.Request == nil && !o.Probe {
+			explain.CompareTrace(ex, o.message, namesByUID(st.BaseFlowSchemas, st.BasePriorityLevels))
+		}
 	}
 	if o.recorded.Request != nil {
 		if err := o.explainRecorded(ctx, st, ex); err != nil {
@@ -65,6 +68,6 @@ func (o *ExplainRequestOptions) probe(ctx context.Context, r engine.Request, ex 
 	if err != nil {
 		return err
 	}
-	ex.CompareUIDs(res.FlowSchemaUID, res.PriorityLevelUID, res.Present, res.Status, names)
+	ex.CompareUIDs("probe", res.FlowSchemaUID, res.PriorityLevelUID, res.Present, res.Status, names)
 	return nil
 }

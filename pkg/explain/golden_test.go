@@ -37,7 +37,7 @@ func TestGoldenText(t *testing.T) {
 		return ex
 	}
 	disagree := func(ex *Explanation) *Explanation {
-		ex.CompareUIDs("uid-fs-other", "uid-pl-q", true, 403, map[string]string{"uid-fs-other": "other", "uid-pl-q": "q"})
+		ex.CompareUIDs("probe", "uid-fs-other", "uid-pl-q", true, 403, map[string]string{"uid-fs-other": "other", "uid-pl-q": "q"})
 		return ex
 	}
 	tests := []struct {

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -35,6 +36,9 @@ const (
 	// MessageAPF429: the body APF writes with a 429
 	// (server/filters/priority-and-fairness.go:tooManyRequests).
 	MessageAPF429 = "apf-429"
+	// MessagePFHeaders: a client's trace of a response APF classified
+	// (X-Kubernetes-PF-*-UID headers), whatever its status.
+	MessagePFHeaders = "apf-headers"
 )
 
 // Message is what ParseMessage understood of a pasted message.
@@ -112,6 +116,9 @@ func ParseMessage(text string) (*Message, error) {
 	if r := findResponse429(t); r != nil {
 		return r.message(t), nil
 	}
+	if r := findPFResponse(t); r != nil {
+		return r.classifiedMessage(), nil
+	}
 	if m := reStructured.FindStringSubmatch(t); m != nil {
 		msg := &Message{Delay: m[1], Method: m[3]}
 		msg.Path = pathOf(m[4])
@@ -142,7 +149,7 @@ func ParseMessage(text string) (*Message, error) {
 	if msg := retryWaitMessage(t); msg != nil {
 		return msg, nil
 	}
-	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, a kubectl -v=8 trace of the 429, or the text of a 429 error")
+	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, a kubectl -v=8 trace of the 429 (or of any response with X-Kubernetes-PF-* headers), or the text of a 429 error")
 }
 
 // errorText recognises the text of an error answer (or of a client's log
@@ -230,4 +237,26 @@ func MessageNeedsRequest(m *Message) string {
 		what = fmt.Sprintf("the message is about API Priority and Fairness and names %s %s, but not the request's path", m.Method, m.Resource)
 	}
 	return what + ": " + add + " for its FlowSchema, level and queues, or run 'kubectl apf explain 429' to see which levels reject now and why"
+}
+
+// CompareTrace compares the classification of ex with the
+// X-Kubernetes-PF-*-UID headers of a client's trace (m), as a probe's are:
+// the server's own answer for the request, at the trace's time. A trace
+// answered 429 while the verdict, of the state read now, is not a 429
+// says so in a note. Objects without the server's UIDs (--defaults, files)
+// give nothing to compare.
+func CompareTrace(ex *Explanation, m *Message, names map[string]string) {
+	if m == nil || m.FlowSchemaUID == nil || m.PriorityLevelUID == nil {
+		return
+	}
+	if ex.FlowSchema != nil && ex.FlowSchema.UID == "" {
+		// the defaults or files: no UID of the server's objects to
+		// compare with (whois names the trace's, with the cluster)
+		return
+	}
+	status, _ := strconv.Atoi(strings.Fields(m.Status + " 0")[0])
+	ex.CompareUIDs("trace", *m.FlowSchemaUID, *m.PriorityLevelUID, true, status, names)
+	if status == http.StatusTooManyRequests && ex.Verdict.Kind != VerdictRejected {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the trace's answer was 429 at its own time; the verdict above (%s) is of the state read now: the level's load has moved since (kubectl apf explain 429 --prometheus, or the apiserver's logs, tell that moment)", ex.Verdict.Kind))
+	}
 }

@@ -240,3 +240,64 @@ I1202 10:00:00.103500   41822 request.go:1208] "Response Body" body="{\"kind\":\
 		t.Errorf("a 200 response: error %v, want unrecognised", err)
 	}
 }
+
+// TestCompareTrace: a trace's PF UIDs are compared with the replay's, as a
+// probe's (the demo cluster's kubectl -v=8 trace of a 429 gave only a
+// note); a 429 the verdict of the state now does not repeat is said to be
+// of its own time; objects without the server's UIDs compare nothing.
+func TestCompareTrace(t *testing.T) {
+	fs, pl := "053f2ee2-e8aa-4918-a3d8-8acfb9f1f129", "ff38894c-d67e-40a5-9f9b-ccaa9517e490"
+	names := map[string]string{fs: "apf-load", pl: "apf-load"}
+	m := &Message{Status: "429 Too Many Requests", FlowSchemaUID: &fs, PriorityLevelUID: &pl}
+	ex := &Explanation{FlowSchema: &FlowSchemaView{Name: "apf-load", UID: fs}, PriorityLevel: &PriorityLevelView{Name: "apf-load", UID: pl},
+		Verdict: Verdict{Kind: VerdictRuns}}
+	CompareTrace(ex, m, names)
+	if r := ex.Recorded; r == nil || r.Source != "trace" || r.Status != 429 || r.Agrees == nil || !*r.Agrees {
+		t.Fatalf("recorded %+v, want the trace's 429 agreeing", ex.Recorded)
+	}
+	if len(ex.Notes) != 1 || !strings.Contains(ex.Notes[0], "the trace's answer was 429 at its own time; the verdict above (runs) is of the state read now") {
+		t.Errorf("notes %q", ex.Notes)
+	}
+
+	other := "00000000-0000-4000-8000-000000000000"
+	ex = &Explanation{FlowSchema: &FlowSchemaView{Name: "global-default", UID: other}, PriorityLevel: &PriorityLevelView{Name: "global-default", UID: pl},
+		Verdict: Verdict{Kind: VerdictRejected}}
+	CompareTrace(ex, m, names)
+	if r := ex.Recorded; r == nil || r.Agrees == nil || *r.Agrees || len(ex.Notes) != 0 {
+		t.Errorf("another FlowSchema: recorded %+v, notes %q; want a disagreement and no note (the verdict is a 429 too)", ex.Recorded, ex.Notes)
+	}
+
+	ex = &Explanation{FlowSchema: &FlowSchemaView{Name: "global-default"}, PriorityLevel: &PriorityLevelView{Name: "global-default"}}
+	if CompareTrace(ex, m, names); ex.Recorded != nil {
+		t.Errorf("the defaults (no UIDs): %+v, want nothing compared", ex.Recorded)
+	}
+}
+
+// TestParseMessagePFHeaders: a trace of a response APF let through (kubectl
+// -v=8 as klog writes it; the form of round_trippers.go's "Response" line
+// with its header block) is a message about APF with the response's
+// status and both UIDs, and the request of its "Request" line.
+func TestParseMessagePFHeaders(t *testing.T) {
+	const trace = `I1205 04:26:24.730000   17530 round_trippers.go:527] "Request" verb="GET" url="https://127.0.0.1:6443/api/v1/namespaces/default/configmaps?limit=500" headers=<
+	Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json
+	User-Agent: kubectl/v1.37.1 (linux/amd64) kubernetes/$Format
+ >
+I1205 04:26:24.733000   17530 round_trippers.go:632] "Response" status="403 Forbidden" headers=<
+	Audit-Id: 6b1e0c9a-0f3c-4a7e-9a55-3c2c2b1f0d11
+	Content-Type: application/json
+	X-Kubernetes-Pf-Flowschema-Uid: 2af6c47d-ded9-4cad-99ba-0062c8ae806d
+	X-Kubernetes-Pf-Prioritylevel-Uid: 32c87fd9-7600-4abb-9483-d3ac9e11c2c0
+ > milliseconds=3`
+	m, err := ParseMessage(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != MessagePFHeaders || !m.APF || m.Status != "403 Forbidden" || m.Method != "GET" || m.Path != "/api/v1/namespaces/default/configmaps?limit=500" ||
+		m.FlowSchemaUID == nil || *m.FlowSchemaUID != "2af6c47d-ded9-4cad-99ba-0062c8ae806d" || m.PriorityLevelUID == nil || *m.PriorityLevelUID != "32c87fd9-7600-4abb-9483-d3ac9e11c2c0" {
+		t.Errorf("parsed %+v", m)
+	}
+	// without the headers it is no message this knows
+	if _, err := ParseMessage(strings.ReplaceAll(trace, "X-Kubernetes-Pf-", "X-Other-")); err == nil {
+		t.Error("a trace without PF headers was recognised")
+	}
+}

@@ -32,7 +32,9 @@ import (
 // response" delay="32s" attempt=1 url="..." (before 1.22, request.go's
 // "Got a Retry-After 1s response for attempt 1 to URL").
 var (
-	reStatus429 = regexp.MustCompile(`status="(429[^"]*)"|"status":\s*"(429[^"]*)"|Response Status: (429\b[^\n]*?) in \d+ milliseconds|\b([A-Z]+) (\S+) (429 [A-Za-z ]*?)\s+in \d+ milliseconds`)
+	reStatus429 = reStatus("429")
+	// any response, for the PF headers of one APF let through
+	reStatusAny = reStatus(`\d{3}`)
 	// the request of a structured line (text or JSON)
 	reTextVerbURL = regexp.MustCompile(`\bverb="([A-Z]+)"[^\n]*?\burl="([^"]*)"`)
 	reJSONVerbURL = regexp.MustCompile(`"verb":\s*"([A-Z]+)"[^\n]*?"url":\s*"([^"]*)"`)
@@ -48,6 +50,12 @@ var (
 	reHeaderLine = regexp.MustCompile(`^\s+[A-Za-z0-9-]+: `)
 )
 
+// reStatus matches a response line of the status code pattern code.
+func reStatus(code string) *regexp.Regexp {
+	return regexp.MustCompile(strings.NewReplacer("CODE", code).Replace(
+		`status="(CODE[^"]*)"|"status":\s*"(CODE[^"]*)"|Response Status: (CODE\b[^\n]*?) in \d+ milliseconds|\b([A-Z]+) (\S+) (CODE [A-Za-z ]*?)\s+in \d+ milliseconds`))
+}
+
 // traceResponse is the last 429 response of a client's trace.
 type traceResponse struct {
 	method, url, status string
@@ -61,12 +69,16 @@ type traceResponse struct {
 
 // findResponse429 returns the last 429 response of a client's trace, nil
 // when the text shows none.
-func findResponse429(text string) *traceResponse {
+func findResponse429(text string) *traceResponse { return findResponse(text, reStatus429) }
+
+// findResponse returns the last response of a client's trace whose
+// status re matches, nil when the text shows none.
+func findResponse(text string, re *regexp.Regexp) *traceResponse {
 	lines := strings.Split(text, "\n")
 	last := -1
 	var m []string
 	for i, l := range lines {
-		if sm := reStatus429.FindStringSubmatch(l); sm != nil {
+		if sm := re.FindStringSubmatch(l); sm != nil {
 			last, m = i, sm
 		}
 	}
@@ -99,7 +111,7 @@ func findResponse429(text string) *traceResponse {
 			r.method, r.url = verbURL(lines[i])
 			break
 		}
-		if reStatus429.MatchString(lines[i]) || strings.Contains(lines[i], `"Response"`) {
+		if reStatusAny.MatchString(lines[i]) || strings.Contains(lines[i], `"Response"`) {
 			break // another response's request
 		}
 	}
@@ -108,7 +120,7 @@ func findResponse429(text string) *traceResponse {
 	}
 	// client-go's wait after this response, before the next one
 	for i := last + 1; i < len(lines); i++ {
-		if reStatus429.MatchString(lines[i]) || strings.Contains(lines[i], `"Response"`) {
+		if reStatusAny.MatchString(lines[i]) || strings.Contains(lines[i], `"Response"`) {
 			break
 		}
 		if w := reRetryWait.FindStringSubmatch(lines[i]); w != nil {
@@ -265,4 +277,38 @@ func retryWaitMessage(t string) *Message {
 	}
 	msg.Explanation = fmt.Sprintf("client-go waited %s%s because the server asked it to: the response before was a 429 (or a 5xx) with Retry-After, which API Priority and Fairness sends when a priority level rejects a request. The trace's \"Response\" line before it (-v=8) shows the status and the X-Kubernetes-PF-* headers; explain the request with its identity to see its level and queues", delay, at)
 	return msg
+}
+
+// findPFResponse returns the last response of a client's trace, of any
+// status, when it carries an X-Kubernetes-PF-*-UID header: APF classified
+// it (kubectl get -v=8 --as USER shows which FlowSchema a request gets).
+func findPFResponse(text string) *traceResponse {
+	r := findResponse(text, reStatusAny)
+	if r == nil || (r.fsUID == nil && r.plUID == nil) {
+		return nil
+	}
+	return r
+}
+
+// classifiedMessage explains a response APF classified and let through
+// (or answered otherwise than 429): its PF headers name the FlowSchema and
+// the level, which the replay of the request with its identity is compared
+// with.
+func (r *traceResponse) classifiedMessage() *Message {
+	m := &Message{Kind: MessagePFHeaders, APF: true, Status: r.status, FlowSchemaUID: r.fsUID, PriorityLevelUID: r.plUID}
+	if path := pathOf(r.url); path != "" {
+		m.Path, m.Method = path, r.method
+	}
+	req := "the request"
+	if m.Path != "" {
+		req = strings.TrimSpace(m.Method + " " + m.Path)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", req, m.Status)
+	if ids := pfUIDs(m); ids != "" {
+		b.WriteString(ids + " ")
+	}
+	b.WriteString("Explain the request with its identity: the replay's FlowSchema and level are compared with these headers")
+	m.Explanation = b.String()
+	return m
 }

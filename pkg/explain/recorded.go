@@ -80,8 +80,8 @@ func (ex *Explanation) CompareDistinguisher(logged string) {
 // X-Kubernetes-PF-PriorityLevel-UID headers of a probe next to the replay;
 // names maps UIDs to names (nil: unresolved). Imagined mandatory objects
 // have an empty UID on both sides.
-func (ex *Explanation) CompareUIDs(fsUID, plUID string, headersPresent bool, status int, names map[string]string) {
-	rec := &Recorded{Source: "probe", FlowSchemaUID: fsUID, PriorityLevelUID: plUID, Status: status,
+func (ex *Explanation) CompareUIDs(source, fsUID, plUID string, headersPresent bool, status int, names map[string]string) {
+	rec := &Recorded{Source: source, FlowSchemaUID: fsUID, PriorityLevelUID: plUID, Status: status,
 		FlowSchema: names[fsUID], PriorityLevel: names[plUID]}
 	ex.Recorded = rec
 	if !headersPresent {

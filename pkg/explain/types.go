@@ -240,7 +240,8 @@ type Advice struct {
 
 // Recorded compares the replay with a recorded or answered classification.
 type Recorded struct {
-	// Source is "httplog", "audit" or "probe".
+	// Source is "httplog", "audit", "probe" or "trace" (the response
+	// headers of a client's trace given with --from-message).
 	Source string `json:"source"`
 	// FlowSchema and PriorityLevel are the names recorded (resolved from
 	// UIDs for a probe; "" when not recorded or not resolvable).
@@ -249,7 +250,8 @@ type Recorded struct {
 	// FlowDistinguisher is the flow distinguisher the server logged
 	// (httplog apf_fd), when it did.
 	FlowDistinguisher *string `json:"flowDistinguisher,omitempty"`
-	// FlowSchemaUID and PriorityLevelUID are the response headers of a probe.
+	// FlowSchemaUID and PriorityLevelUID are the response headers of a probe
+	// or a trace.
 	FlowSchemaUID    string `json:"flowSchemaUID,omitempty"`
 	PriorityLevelUID string `json:"priorityLevelUID,omitempty"`
 	// Status is the HTTP status recorded or answered, 0 if unknown.

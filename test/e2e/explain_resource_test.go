@@ -199,3 +199,37 @@ func TestExplainResourceArgsAsKubectlSends(t *testing.T) {
 		}
 	})
 }
+
+// TestExplainTraceComparesItsHeaders: the trace of the real kubectl
+// v1.37.1 at -v=8, given to explain request --from-message with the
+// trace's user, is compared with the server's X-Kubernetes-PF-* headers it
+// holds (the replay's classification AGREES), and another identity's
+// classification DISAGREES with them.
+func TestExplainTraceComparesItsHeaders(t *testing.T) {
+	c := cluster(t)
+	kubectl, err := testcluster.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(kubectl, "--kubeconfig", c.Kubeconfig, "--token", c.User("alice").Token, "-v=8", "get", "configmaps", "-n", "default")
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	trace, _ := cmd.CombinedOutput() // alice may not list: a 403 carries the headers too
+	if !strings.Contains(string(trace), "X-Kubernetes-Pf-Flowschema-Uid") {
+		t.Fatalf("no PF header in kubectl's trace:\n%s", trace)
+	}
+	for _, c2 := range []struct {
+		user   string
+		groups []string
+		agrees bool
+	}{{"alice", []string{"dev"}, true}, {"system:node:n1", []string{"system:nodes"}, false}} {
+		args := []string{"--user-name", c2.user}
+		for _, g := range c2.groups {
+			args = append(args, "--group", g)
+		}
+		ex := runExplain(t, c, append(args, "--from-message", string(trace))...)
+		if ex.Recorded == nil || ex.Recorded.Source != "trace" || ex.Recorded.Agrees == nil || *ex.Recorded.Agrees != c2.agrees {
+			t.Errorf("as %s: compared %+v, want agrees %v", c2.user, ex.Recorded, c2.agrees)
+		}
+	}
+}
