@@ -265,7 +265,7 @@ func (o *ExplainRequestOptions) impersonated() string {
 // it is not about APF, or it names no request to classify and none was
 // given, or no identity to classify it with.
 func (o *ExplainRequestOptions) messageOnly() bool {
-	return o.message != nil && (!o.message.APF || o.verb == "" || o.identity == nil)
+	return o.message != nil && (!o.message.APF || (o.verb == "" && o.resourceType == "") || o.identity == nil)
 }
 
 // probeAllowed refuses every request that could change the cluster.

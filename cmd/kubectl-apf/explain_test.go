@@ -168,6 +168,16 @@ current-context: team
 	if code != 0 || !strings.Contains(errOut, "GET /api/v1/namespaces/team-a/configmaps/app,") {
 		t.Errorf("exit %d, stderr %q: want the context's namespace team-a", code, errOut)
 	}
+
+	// with the PF headers a "kubectl get po -v=8 | grep -i x-kubernetes-pf"
+	// leaves: the resource arguments are the request (they were taken
+	// for none, and the state was never read: "Complete was not called")
+	const headers = "\tX-Kubernetes-Pf-Flowschema-Uid: 9c0ad3d7-6ee6-412e-ace2-dbcc7c0365a5\n\tX-Kubernetes-Pf-Prioritylevel-Uid: ae3129c5-9baa-4dd6-a370-f4804cd34163\n"
+	quiet := filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", "bundle.tar.gz")
+	code, out, errOut = runPlugin("explain", "request", "--from", quiet, "--service-account", "default/builder", "get", "po", "--from-message", headers)
+	if code != 0 || !strings.Contains(out, "✓ service-accounts") || !strings.Contains(out, "the response headers show API Priority and Fairness classified the request") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
 }
 
 func TestProbeAllowed(t *testing.T) {

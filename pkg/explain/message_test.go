@@ -296,6 +296,15 @@ I1205 04:26:24.733000   17530 round_trippers.go:632] "Response" status="403 Forb
 		m.FlowSchemaUID == nil || *m.FlowSchemaUID != "2af6c47d-ded9-4cad-99ba-0062c8ae806d" || m.PriorityLevelUID == nil || *m.PriorityLevelUID != "32c87fd9-7600-4abb-9483-d3ac9e11c2c0" {
 		t.Errorf("parsed %+v", m)
 	}
+	// the headers alone, as grep -i x-kubernetes-pf leaves them
+	m, err = ParseMessage("\tX-Kubernetes-Pf-Flowschema-Uid: 2af6c47d-ded9-4cad-99ba-0062c8ae806d\n\tX-Kubernetes-Pf-Prioritylevel-Uid: 32c87fd9-7600-4abb-9483-d3ac9e11c2c0")
+	if err != nil || m.Kind != MessagePFHeaders || m.Status != "" || m.Path != "" || m.FlowSchemaUID == nil || m.PriorityLevelUID == nil {
+		t.Errorf("headers alone: %+v, %v", m, err)
+	}
+	// a bare UID is whois's, not a message
+	if _, err := ParseMessage("2af6c47d-ded9-4cad-99ba-0062c8ae806d"); err == nil {
+		t.Error("a bare UID was recognised as a message")
+	}
 	// without the headers it is no message this knows
 	if _, err := ParseMessage(strings.ReplaceAll(trace, "X-Kubernetes-Pf-", "X-Other-")); err == nil {
 		t.Error("a trace without PF headers was recognised")

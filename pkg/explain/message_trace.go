@@ -284,7 +284,23 @@ func retryWaitMessage(t string) *Message {
 // it (kubectl get -v=8 --as USER shows which FlowSchema a request gets).
 func findPFResponse(text string) *traceResponse {
 	r := findResponse(text, reStatusAny)
-	if r == nil || (r.fsUID == nil && r.plUID == nil) {
+	if r == nil {
+		// the headers alone, as "kubectl get -v=8 ... | grep -i
+		// x-kubernetes-pf" leaves them
+		r = &traceResponse{}
+		if refs, err := dump.ParseUIDRefs(text); err == nil {
+			for _, ref := range refs {
+				uid := ref.UID
+				switch {
+				case ref.Kind == dump.KindFlowSchema:
+					r.fsUID = &uid
+				case ref.Kind == dump.KindPriorityLevel:
+					r.plUID = &uid
+				}
+			}
+		}
+	}
+	if r.fsUID == nil && r.plUID == nil {
 		return nil
 	}
 	return r
@@ -304,7 +320,11 @@ func (r *traceResponse) classifiedMessage() *Message {
 		req = strings.TrimSpace(m.Method + " " + m.Path)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", req, m.Status)
+	if m.Status != "" {
+		fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", req, m.Status)
+	} else {
+		b.WriteString("the response headers show API Priority and Fairness classified the request. ")
+	}
 	if ids := pfUIDs(m); ids != "" {
 		b.WriteString(ids + " ")
 	}
