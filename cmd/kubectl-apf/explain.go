@@ -112,6 +112,9 @@ const explainRequestExample = `  # How does CoreDNS's endpoint LIST fare?
   # Send it for real (read-only) and compare with the server's headers
   kubectl apf explain request --probe --user-name alice --group dev get /api/v1/namespaces/default/pods
 
+  # Which FlowSchema did the server give this request? kubectl's trace, compared with the replay
+  kubectl get pods -v=8 --as system:serviceaccount:ci:deployer 2>&1 | kubectl apf explain request --service-account ci/deployer --from-message -
+
   # Is this message about APF?
   kubectl apf explain request --from-message 'Waited for 1.2s due to client-side throttling, not priority and fairness, request: GET:https://10.0.0.1/api/v1/pods'`
 
@@ -211,7 +214,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
 	o.Window.addFlags(f, "--from-log, --from-audit or --workload files")
-	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace of a 429 (or of any response with X-Kubernetes-PF-* headers, compared with the replay) to explain.")
+	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace of a 429 (or of any response with X-Kubernetes-PF-* headers, compared with the replay) to explain; '-' reads it from standard input.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 
@@ -81,6 +82,17 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
 		return err
 	}
+	if o.FromMessage == "-" {
+		// a trace piped in: kubectl get po -v=8 2>&1 | kubectl apf explain request ... --from-message -
+		text, err := io.ReadAll(io.LimitReader(o.In, maxMessage+1))
+		if err != nil {
+			return fmt.Errorf("--from-message -: reading standard input: %w", err)
+		}
+		if len(text) > maxMessage {
+			return fmt.Errorf("--from-message -: standard input holds more than %d MiB: give the trace around the request, not a whole log (--from-log reads logs)", maxMessage>>20)
+		}
+		o.FromMessage = string(text)
+	}
 	if o.FromMessage != "" {
 		m, err := explain.ParseMessage(o.FromMessage)
 		if err != nil {
@@ -113,6 +125,9 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	}
 	return nil
 }
+
+// maxMessage is the most --from-message - reads: a trace, not a log.
+const maxMessage = 16 << 20
 
 // resourceArgs reads VERB TYPE[/NAME] [NAME], kubectl's form; the type is
 // looked up once the source is known (completeResource).

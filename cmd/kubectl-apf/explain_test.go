@@ -178,6 +178,14 @@ current-context: team
 	if code != 0 || !strings.Contains(out, "✓ service-accounts") || !strings.Contains(out, "the response headers show API Priority and Fairness classified the request") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
+
+	// the same from standard input (--from-message -)
+	streams, in, sout, serr := genericiooptions.NewTestIOStreams()
+	in.WriteString(headers)
+	if code := run([]string{"explain", "request", "--from", quiet, "--service-account", "default/builder", "get", "po", "--from-message", "-"}, streams); code != 0 ||
+		!strings.Contains(sout.String(), "the response headers show API Priority and Fairness classified the request") {
+		t.Errorf("--from-message -: exit %d, stderr %q, stdout:\n%s", code, serr.String(), sout.String())
+	}
 }
 
 func TestProbeAllowed(t *testing.T) {
