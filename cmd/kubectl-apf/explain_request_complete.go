@@ -66,32 +66,16 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	case len(args) == 1:
 		return fmt.Errorf("give both VERB_OR_METHOD and PATH, e.g. 'get /api/v1/namespaces/default/pods/web', or VERB TYPE[/NAME] as kubectl takes them ('get pods -n default')")
 	}
-	if o.resourceType == "" {
-		r := o.Resource
-		for _, f := range []struct {
-			flag string
-			set  bool
-		}{{"-A", r.AllNamespaces}, {"-l", r.LabelSelector != ""}, {"--field-selector", r.FieldSelector != ""}, {"--subresource", r.Subresource != ""}} {
-			if f.set {
-				return fmt.Errorf("%s goes with a resource type (get pods %s ...); a path carries its namespace, selectors and subresource itself", f.flag, f.flag)
-			}
-		}
+	if err := o.resourceFlagsNeedType(); err != nil {
+		return err
 	}
 	if err := explain.CheckRequestInputs(explain.RequestInputs{Args: len(args) >= 2, FromLog: o.FromLog != "", FromAudit: o.FromAudit != "" || o.VLogs.enabled(),
 		FromMessage: o.FromMessage != "", IdentityFlags: o.UserName != "" || o.ServiceAccount != "" || o.Anonymous || len(o.Groups) > 0,
 		LogStdin: o.FromLog == "-", AuditStdin: o.FromAudit == "-"}); err != nil {
 		return err
 	}
-	if o.FromMessage == "-" {
-		// a trace piped in: kubectl get po -v=8 2>&1 | kubectl apf explain request ... --from-message -
-		text, err := io.ReadAll(io.LimitReader(o.In, maxMessage+1))
-		if err != nil {
-			return fmt.Errorf("--from-message -: reading standard input: %w", err)
-		}
-		if len(text) > maxMessage {
-			return fmt.Errorf("--from-message -: standard input holds more than %d MiB: give the trace around the request, not a whole log (--from-log reads logs)", maxMessage>>20)
-		}
-		o.FromMessage = string(text)
+	if err := o.messageFromStdin(); err != nil {
+		return err
 	}
 	if o.FromMessage != "" {
 		m, err := explain.ParseMessage(o.FromMessage)
@@ -126,8 +110,44 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	return nil
 }
 
+// resourceFlagsNeedType refuses the flags of a request given by resource
+// type (-A, -l, --field-selector, --subresource) with a path.
+func (o *ExplainRequestOptions) resourceFlagsNeedType() error {
+	if o.resourceType != "" {
+		return nil
+	}
+	r := o.Resource
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{{"-A", r.AllNamespaces}, {"-l", r.LabelSelector != ""}, {"--field-selector", r.FieldSelector != ""}, {"--subresource", r.Subresource != ""}} {
+		if f.set {
+			return fmt.Errorf("%s goes with a resource type (get pods %s ...); a path carries its namespace, selectors and subresource itself", f.flag, f.flag)
+		}
+	}
+	return nil
+}
+
 // maxMessage is the most --from-message - reads: a trace, not a log.
 const maxMessage = 16 << 20
+
+// messageFromStdin reads --from-message - from standard input: a trace
+// piped in (kubectl get po -v=8 2>&1 | kubectl apf explain request ...
+// --from-message -).
+func (o *ExplainRequestOptions) messageFromStdin() error {
+	if o.FromMessage != "-" {
+		return nil
+	}
+	text, err := io.ReadAll(io.LimitReader(o.In, maxMessage+1))
+	if err != nil {
+		return fmt.Errorf("--from-message -: reading standard input: %w", err)
+	}
+	if len(text) > maxMessage {
+		return fmt.Errorf("--from-message -: standard input holds more than %d MiB: give the trace around the request, not a whole log (--from-log reads logs)", maxMessage>>20)
+	}
+	o.FromMessage = string(text)
+	return nil
+}
 
 // resourceArgs reads VERB TYPE[/NAME] [NAME], kubectl's form; the type is
 // looked up once the source is known (completeResource).
@@ -166,6 +186,9 @@ func (o *ExplainRequestOptions) completeResource() error {
 	verb, path, err := o.Resource.Request(r)
 	if err != nil {
 		return err
+	}
+	if m := o.message; m != nil && m.Path != "" && m.Path != path {
+		return fmt.Errorf("--from-message names %s %s, the arguments %s %s (%s): give one request", m.Method, m.Path, o.Resource.Verb, o.resourceArg(), path)
 	}
 	o.verb, o.path = verb, path
 	o.resourceNotes = append(notes, fmt.Sprintf("note: %s %s is %s %s, as kubectl sends it", o.Resource.Verb, o.resourceArg(), strings.ToUpper(verb), path))

@@ -119,6 +119,7 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 		{[]string{"--defaults", "--user-name", "a", "delete", "pods"}, "delete needs the object's name"},
 		{[]string{"--defaults", "--user-name", "a", "get", "pods", "web", "-A"}, "an object cannot be named across all namespaces"},
 		{[]string{"--defaults", "--user-name", "a", "get"}, "give both VERB_OR_METHOD and PATH"},
+		{[]string{"--defaults", "--user-name", "alice", "get", "cm", "--from-message", builtTrace()}, "--from-message names GET /api/v1/namespaces/default/pods?limit=500, the arguments get cm (/api/v1/namespaces/default/configmaps?limit=500): give one request"},
 		// kubectl --as is how users read a request's PF headers
 		{[]string{"--defaults", "--as", "system:serviceaccount:ci:deployer", "get", "pods"}, "give the identity: --user-name system:serviceaccount:ci:deployer (--as impersonates the reader of the cluster, not the request explained)"},
 	}
@@ -130,6 +131,16 @@ func TestExplainRequestFlagErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtTrace is testdata/field/built/kubectl-v8-429-trace.txt: kubectl
+// get pods -v=8 of default's pods (limit 500), answered 429.
+func builtTrace() string {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "field", "built", "kubectl-v8-429-trace.txt"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // TestExplainRequestResourceArgs: "get deploy -n dev" without a cluster is

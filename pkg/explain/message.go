@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -256,7 +255,7 @@ func CompareTrace(ex *Explanation, m *Message, names map[string]string) {
 	}
 	status, _ := strconv.Atoi(strings.Fields(m.Status + " 0")[0])
 	ex.CompareUIDs("trace", *m.FlowSchemaUID, *m.PriorityLevelUID, true, status, names)
-	if status == http.StatusTooManyRequests && ex.Verdict.Kind != VerdictRejected {
+	if status == 429 && ex.Verdict.Kind != VerdictRejected {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the trace's answer was 429 at its own time; the verdict above (%s) is of the state read now: the level's load has moved since (kubectl apf explain 429 --prometheus, or the apiserver's logs, tell that moment)", ex.Verdict.Kind))
 	}
 }
