@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/lint"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
@@ -90,7 +91,7 @@ type LintOptions struct {
 // NewLintOptions returns the defaults of "kubectl apf lint".
 func NewLintOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LintOptions {
 	return &LintOptions{Options: newOptions(configFlags, load.Config), Flags: output.NewFlags(false, "", "json", "yaml", "sarif", "junit"),
-		Server:      load.NewServerOptionsOf(load.ServerConcurrencyGiven),
+		Server:      load.NewServerOptionsOf(load.ServerConcurrency),
 		MinSeverity: string(lint.SeverityWarning), FailOn: string(lint.SeverityError), IOStreams: streams}
 }
 
@@ -194,7 +195,14 @@ func (o *LintOptions) Run(ctx context.Context) error {
 			return err
 		})
 	}
-	st, err := o.Load(ctx, load.Request{Stdin: o.In, NeedObjects: "there is no configuration to lint"})
+	req := load.Request{Stdin: o.In, NeedObjects: "there is no configuration to lint", ServerConcurrency: o.Server.Concurrency}
+	if !o.Defaults || o.From != "" {
+		// the seats of a cluster or a bundle are its own: its metrics
+		// give its server concurrency limit (the demo cluster's 15 was
+		// linted as the default 600)
+		req.Parts, req.InferConcurrency, req.ConfigOnlyFallback = dump.PartMetrics, true, true
+	}
+	st, err := o.Load(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -203,7 +211,7 @@ func (o *LintOptions) Run(ctx context.Context) error {
 	}
 	// Suggested objects are compared with those of the release replayed.
 	in := lint.Input{FlowSchemas: st.FlowSchemas, PriorityLevels: st.PriorityLevels, Reference: config.ReferenceFor(st.Release),
-		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: o.Server.Concurrency}
+		Callbacks: st.Overlay.ResolvedCallbacks(), Release: st.Release, Target: o.target, ServerConcurrency: st.ServerConcurrency}
 	findings := lint.Lint(in, lint.DefaultOptions())
 	var suppressed []lint.Suppressed
 	if !o.DisallowSuppressions {

@@ -130,3 +130,24 @@ spec:
 		t.Fatalf("output:\n%s", out)
 	}
 }
+
+// TestLintReadsTheServerConcurrency: lint of a bundle sizes the levels at
+// the server concurrency limit its metrics give (15 for the quiet
+// recording's kube-apiserver, as capacity reads it), not at the default
+// 600 (the demo cluster's 1-seat level was reported "at 600 server
+// seats"); --defaults alone keeps 600, and --server-concurrency wins.
+func TestLintReadsTheServerConcurrency(t *testing.T) {
+	quiet := filepath.Join("..", "..", "testdata", "simulate", "recordings", "quiet", "bundle.tar.gz")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lint", "--from", quiet}, "at 15 server seats"},
+		{[]string{"lint", "--from", quiet, "--server-concurrency", "40"}, "at 40 server seats"},
+	} {
+		code, out, errOut := runPlugin(c.args...)
+		if code > 1 || !strings.Contains(out, c.want) || strings.Contains(out, "at 600 server seats") {
+			t.Errorf("%v: exit %d, stderr %q; want %q in\n%s", c.args, code, errOut, c.want, out)
+		}
+	}
+}

@@ -190,8 +190,8 @@ func (c *checker) checkSeatStarvation() {
 		c.add(Finding{
 			Rule:    RuleSeatStarvation,
 			Objects: []ObjectRef{plRef(name)},
-			Message: fmt.Sprintf("priority level %s has %d nominal seats at %d server seats, and one request there may take %d: at that limit a single large LIST holds every seat (borrowing raises the limit only while other levels lend)",
-				name, l.NominalCL, c.serverConcurrency(), maxSeats),
+			Message: fmt.Sprintf("priority level %s has %s at %d server seats, and one request there may take %d: at that limit a single large LIST holds every seat (borrowing raises the limit only while other levels lend)",
+				name, nominalSeats(l.NominalCL), c.serverConcurrency(), maxSeats),
 			Why: "while it runs every other request of the level waits (or is rejected), whatever its flow",
 			Fix: fmt.Sprintf("raise %s's nominalConcurrencyShares (or let it borrow), or route large LISTs elsewhere", name),
 		})
@@ -209,8 +209,8 @@ func (c *checker) checkSeatStarvation() {
 		c.add(Finding{
 			Rule:    RuleSeatStarvation,
 			Objects: []ObjectRef{plRef(name)},
-			Message: fmt.Sprintf("critical priority level %s has %d nominal seats at %d server seats, less than half of the %d upstream's configuration gives it",
-				name, l.NominalCL, c.serverConcurrency(), d.NominalCL),
+			Message: fmt.Sprintf("critical priority level %s has %s at %d server seats, less than half of the %d upstream's configuration gives it",
+				name, nominalSeats(l.NominalCL), c.serverConcurrency(), d.NominalCL),
 			Why: "upstream sizes this level for the cluster's own traffic (nodes, controllers, leases); with fewer seats that traffic queues " +
 				"behind itself and node heartbeats or lease renewals arrive late",
 			Fix: fmt.Sprintf("restore %s's nominalConcurrencyShares, or lower the shares of the levels that took its seats", name),
@@ -371,4 +371,12 @@ func (c *checker) checkSystemLevels() {
 			Fix: fmt.Sprintf("route these clients to workload-high, workload-low or a level of their own instead of %s", level),
 		})
 	}
+}
+
+// nominalSeats is "n nominal seats", "1 nominal seat" for one.
+func nominalSeats(n int) string {
+	if n == 1 {
+		return "1 nominal seat"
+	}
+	return fmt.Sprintf("%d nominal seats", n)
 }

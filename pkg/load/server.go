@@ -18,9 +18,6 @@ const (
 	// ServerConcurrency is --server-concurrency, 0 inferring the limit from
 	// the apiserver's metrics (else the default).
 	ServerConcurrency ServerFlags = 1 << iota
-	// ServerConcurrencyGiven is --server-concurrency for a command that
-	// reads no metrics (lint): 0 is the kube-apiserver default.
-	ServerConcurrencyGiven
 	// ServerRequestTimeout is --server-request-timeout.
 	ServerRequestTimeout
 	// ServerWaitLimit is --wait-limit, the queues' wait limit given itself
@@ -71,9 +68,6 @@ func NewServerOptionsOf(which ServerFlags) *ServerOptions {
 func (o *ServerOptions) AddFlags(fs *pflag.FlagSet) {
 	if o.flags&ServerConcurrency != 0 {
 		fs.IntVar(&o.Concurrency, "server-concurrency", o.Concurrency, "Server concurrency limit (max-requests-inflight + max-mutating-requests-inflight); 0 infers it from the apiserver's metrics, or uses 600.")
-	}
-	if o.flags&ServerConcurrencyGiven != 0 {
-		fs.IntVar(&o.Concurrency, "server-concurrency", o.Concurrency, fmt.Sprintf("The server's total concurrency limit, for seat arithmetic (default %d).", engine.DefaultServerConcurrencyLimit))
 	}
 	if o.flags&ServerRequestTimeout != 0 {
 		fs.DurationVar(&o.RequestTimeout, "server-request-timeout", o.RequestTimeout, "The apiserver's --request-timeout, which sets the wait limit in the queues (a quarter of it, at most 1m).")

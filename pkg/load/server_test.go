@@ -17,7 +17,6 @@ func TestServerFlagsSelected(t *testing.T) {
 		want  string
 	}{
 		{ServerConcurrency | ServerRequestTimeout, "server-concurrency=0 server-request-timeout=1m0s"},
-		{ServerConcurrencyGiven, "server-concurrency=0"},
 		{ServerWaitLimit, "wait-limit=15s"},
 		{ServerConcurrency | ServerRequestTimeout | ServerCPU, "cpu-limit= server-concurrency=0 server-request-timeout=1m0s server-speed=1"},
 	} {
