@@ -139,18 +139,27 @@ func findResponse(text string, re *regexp.Regexp) *traceResponse {
 		}
 	}
 	// The header lines alone: a UID that is cut or elided is no UID.
-	if refs, err := dump.ParseUIDRefs(r.lines); err == nil {
-		for _, ref := range refs {
-			uid := ref.UID
-			switch ref.Kind {
-			case dump.KindFlowSchema:
-				r.fsUID = &uid
-			case dump.KindPriorityLevel:
-				r.plUID = &uid
-			}
+	r.fsUID, r.plUID = pfHeaderUIDs(r.lines)
+	return r
+}
+
+// pfHeaderUIDs are the UIDs of the X-Kubernetes-PF-*-UID headers in text
+// (nil: no such header).
+func pfHeaderUIDs(text string) (fs, pl *string) {
+	refs, err := dump.ParseUIDRefs(text)
+	if err != nil {
+		return nil, nil
+	}
+	for _, ref := range refs {
+		uid := ref.UID
+		switch ref.Kind {
+		case dump.KindFlowSchema:
+			fs = &uid
+		case dump.KindPriorityLevel:
+			pl = &uid
 		}
 	}
-	return r
+	return fs, pl
 }
 
 // responseContinues reports whether a line after a response's own is
@@ -288,17 +297,7 @@ func findPFResponse(text string) *traceResponse {
 		// the headers alone, as "kubectl get -v=8 ... | grep -i
 		// x-kubernetes-pf" leaves them
 		r = &traceResponse{}
-		if refs, err := dump.ParseUIDRefs(text); err == nil {
-			for _, ref := range refs {
-				uid := ref.UID
-				switch {
-				case ref.Kind == dump.KindFlowSchema:
-					r.fsUID = &uid
-				case ref.Kind == dump.KindPriorityLevel:
-					r.plUID = &uid
-				}
-			}
-		}
+		r.fsUID, r.plUID = pfHeaderUIDs(text)
 	}
 	if r.fsUID == nil && r.plUID == nil {
 		return nil

@@ -320,15 +320,7 @@ func TestRegimeBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 // recorded execution times gave 4, with no warning, when only the work
 // counted). The same 5% more work with the seats as recorded is not.
 func TestRegimeBeyondTheCoresWithMoreSeats(t *testing.T) {
-	level := func(shares int32) *flowcontrolv1.PriorityLevelConfiguration {
-		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To(shares), LimitResponse: flowcontrolv1.LimitResponse{
-				Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 2, QueueLengthLimit: 4}}}}}
-	}
-	with := func(shares int32) *engine.Config {
-		return engine.NewConfig(nil, append(engine.DefaultPriorityLevels(), level(shares)))
-	}
+	with := teamConfig
 	before, after := with(10), with(40)
 	lim := func(c *engine.Config) int {
 		for _, l := range c.Limits(30) {
@@ -363,15 +355,7 @@ func TestRegimeBeyondTheCoresWithMoreSeats(t *testing.T) {
 // 15-seat server left it 1 seat, and the table showed no change, under
 // "Cells show before->after the change"); shares that add a seat are not.
 func TestSameSeatsNotes(t *testing.T) {
-	level := func(shares int32) *flowcontrolv1.PriorityLevelConfiguration {
-		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To(shares), LimitResponse: flowcontrolv1.LimitResponse{
-				Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 2, QueueLengthLimit: 4}}}}}
-	}
-	with := func(shares int32) *engine.Config {
-		return engine.NewConfig(nil, append(engine.DefaultPriorityLevels(), level(shares)))
-	}
+	with := teamConfig
 	// the defaults share 245 (catch-all 5, global-default 20,
 	// leader-election 10, node-high 40, system 30, workload-high 40,
 	// workload-low 100): 15 × 3 / 248 rounds up to 1 seat, as 15 × 1 / 246
@@ -387,4 +371,14 @@ func TestSameSeatsNotes(t *testing.T) {
 	if notes := sameSeatsNotes(with(1), with(1), 15); len(notes) != 0 {
 		t.Errorf("no change: %q", notes)
 	}
+}
+
+// teamConfig is the upstream default levels and a queuing level "team" of
+// the given shares (4 queues, hand 2, 4 long).
+func teamConfig(shares int32) *engine.Config {
+	team := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited,
+		Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To(shares), LimitResponse: flowcontrolv1.LimitResponse{
+			Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 2, QueueLengthLimit: 4}}}}}
+	return engine.NewConfig(nil, append(engine.DefaultPriorityLevels(), team))
 }
