@@ -267,6 +267,7 @@ func mergeLevels(all func(func(fairqueue.LevelResult) bool)) []fairqueue.LevelRe
 		m.WaitMaxSeconds = max(m.WaitMaxSeconds, l.WaitMaxSeconds)
 		m.PeakQueueLength = max(m.PeakQueueLength, l.PeakQueueLength)
 		m.PeakSeatsInUse = max(m.PeakSeatsInUse, l.PeakSeatsInUse)
+		m.PeakExecuting = max(m.PeakExecuting, l.PeakExecuting)
 		flows[l.Name] = append(flows[l.Name], l.Flows...)
 	}
 	for i := range out {

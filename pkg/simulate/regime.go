@@ -155,6 +155,15 @@ func Regime(params Params, before, after *engine.Config, scl int, rep *fairqueue
 	return append(out, beyond...)
 }
 
+// executingPeak is the most requests the level executed at once; a result
+// without the figure (built before it, or by hand) counts a seat each.
+func executingPeak(l fairqueue.LevelResult) int {
+	if l.PeakExecuting > 0 {
+		return l.PeakExecuting
+	}
+	return l.PeakSeatsInUse
+}
+
 // beyondCores warns, where the recorded executions did not stretch with
 // the requests in flight (no shared-CPU model; calibrate.Headroom holds
 // the CPU evidence), about every level whose peak seats in use the change
@@ -195,12 +204,15 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 		return nil
 	}
 	h := cal.Headroom
-	peak := map[string]int{}
+	// the CPU is the executions': a LIST of 10 seats is one execution
+	// (seats counted as executions, the demo cluster's Reject level's one
+	// LIST of 10 seats read as 10 executions "which need 8.1 cores")
+	peak, execPeak := map[string]int{}, map[string]int{}
 	var p0, w0, w1 int64
 	for _, l := range rep.Levels {
-		peak[l.Name] = l.PeakSeatsInUse
+		peak[l.Name], execPeak[l.Name] = l.PeakSeatsInUse, executingPeak(l)
 		if !exempt[l.Name] {
-			p0 += int64(l.PeakSeatsInUse)
+			p0 += int64(execPeak[l.Name])
 			w0 += l.Dispatched
 		}
 	}
@@ -226,8 +238,8 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 	for _, l := range rep.After.Levels {
 		if raised[l.Name] && !exempt[l.Name] && l.PeakSeatsInUse > peak[l.Name] {
 			names = append(names, l.Name)
-			before += int64(peak[l.Name])
-			after += int64(l.PeakSeatsInUse)
+			before += int64(execPeak[l.Name])
+			after += int64(executingPeak(l))
 		}
 	}
 	if seats := float64(p0 - before + after); seats > atOnce {

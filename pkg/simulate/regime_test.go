@@ -350,6 +350,35 @@ func TestRegimeBeyondTheCoresWithMoreSeats(t *testing.T) {
 	}
 }
 
+// TestRegimeCountsExecutionsNotSeats: the CPU the change needs is its
+// executions' at once, not its seats': a LIST of 10 seats is one
+// execution. Beside team's 2 → 5 seats a wide level held 10 seats with one
+// request: 2 + 1 recorded, 5 + 1 after at 0.3 of a core each need 1.8 of
+// 2 cores, no warning; counted as seats (2 + 10, then 5 + 10) they needed
+// 4.5 (the demo cluster's Reject level made "12.0 at once, which need
+// about 9.9 cores").
+func TestRegimeCountsExecutionsNotSeats(t *testing.T) {
+	before, after := teamConfig(10), teamConfig(40)
+	levels := func(team int) []fairqueue.LevelResult {
+		return []fairqueue.LevelResult{{Name: "team", PeakSeatsInUse: team, PeakExecuting: team, Dispatched: 100},
+			{Name: "global-default", PeakSeatsInUse: 10, PeakExecuting: 1, Dispatched: 20}}
+	}
+	rep := &fairqueue.Report{Result: fairqueue.Result{Levels: levels(2)}, After: &fairqueue.Result{Levels: levels(5)}}
+	cal := &calibrate.Report{Enabled: true, SharedWhy: "the executions did not run longer", Headroom: &calibrate.Headroom{Used: 0.9, InFlight: 3, PerExecution: 0.3, Cores: 2}}
+	if w, ok := FindWarning(Regime(DefaultParams(), before, after, 30, rep, cal), WarnBeyondCores, "team"); ok {
+		t.Errorf("6 executions at once at 0.3 of a core on 2 cores: warned %q", w)
+	}
+	// without the figure (a result from before it) a seat counts as one
+	for _, ls := range [][]fairqueue.LevelResult{rep.Levels, rep.After.Levels} {
+		for i := range ls {
+			ls[i].PeakExecuting = 0
+		}
+	}
+	if _, ok := FindWarning(Regime(DefaultParams(), before, after, 30, rep, cal), WarnBeyondCores, "team"); !ok {
+		t.Error("15 seats counted as executions at 0.3 of a core on 2 cores: no warning")
+	}
+}
+
 // TestSameSeatsNotes: shares that round to the seats the level had are
 // said in a note (seen on the demo cluster: apf-load 1 → 3 shares of a
 // 15-seat server left it 1 seat, and the table showed no change, under

@@ -541,6 +541,7 @@ func (s *Simulator) dispatched(r *request, now int64) {
 	qs.stats.dispatched++
 	qs.stats.wait.add(wait)
 	qs.stats.peakSeats = max(qs.stats.peakSeats, qs.totSeatsInUse)
+	qs.stats.peakExecuting = max(qs.stats.peakExecuting, qs.totRequestsExecuting)
 	if f := s.flow(r); f != nil {
 		f.dispatched++
 		f.wait.add(wait)

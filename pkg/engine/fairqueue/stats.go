@@ -72,11 +72,12 @@ func (h *histogram) quantile(q float64) time.Duration {
 }
 
 type levelStats struct {
-	dispatched  int64
-	rejected    [numReasons]int64
-	wait        histogram
-	peakWaiting int
-	peakSeats   int
+	dispatched    int64
+	rejected      [numReasons]int64
+	wait          histogram
+	peakWaiting   int
+	peakSeats     int
+	peakExecuting int
 }
 
 func (ls *levelStats) noteWaiting(n int) { ls.peakWaiting = max(ls.peakWaiting, n) }
@@ -111,6 +112,9 @@ type LevelResult struct {
 	PeakQueueLength int `json:"peakQueueLength"`
 	// PeakSeatsInUse is the most seats occupied at once.
 	PeakSeatsInUse int `json:"peakSeatsInUse"`
+	// PeakExecuting is the most requests executing at once (a LIST of 10
+	// seats is one), for a level; absent for a flow.
+	PeakExecuting int `json:"peakExecuting,omitempty"`
 	// Flows breaks a level down by flow, busiest first; absent for a flow.
 	Flows []LevelResult `json:"flows,omitempty"`
 }
@@ -150,6 +154,7 @@ func (s *Simulator) Result() *Result {
 		lr := &res.Levels[i]
 		lr.Name = qs.name
 		fill(lr, qs.stats.dispatched, &qs.stats.rejected, &qs.stats.wait, qs.stats.peakWaiting, qs.stats.peakSeats)
+		lr.PeakExecuting = qs.stats.peakExecuting
 	}
 	for i := range s.flows {
 		f := &s.flows[i]
