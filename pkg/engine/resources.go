@@ -116,9 +116,7 @@ func (a ResourceArgs) Request(r APIResource) (verb, pathWithQuery string, err er
 			return "", "", fmt.Errorf("%s needs the object's name (%s %s NAME)%s", verb, verb, r.Resource, collectionHint(verb))
 		}
 	default:
-		if _, ok := verbMethods[verb]; !ok || verb == "proxy" {
-			return "", "", fmt.Errorf("unknown verb %q with a resource type: use get, list, watch, create, update, patch, delete or deletecollection (an HTTP method takes a path: GET /api/v1/pods)", a.Verb)
-		}
+		return "", "", fmt.Errorf("unknown verb %q with a resource type: use get, list, watch, create, update, patch, delete or deletecollection (an HTTP method takes a path: GET /api/v1/pods)", a.Verb)
 	}
 	object := verb == "get" || verb == "update" || verb == "patch" || verb == "delete"
 	if a.Subresource != "" && !object {
