@@ -194,13 +194,16 @@ func HasErrors(fs []Finding) bool {
 }
 
 type checker struct {
-	in       Input
-	opts     Options
-	cfg      *engine.Config
-	pls      map[string]*flowcontrolv1.PriorityLevelConfiguration // live levels, defaulted, imagined ones included
-	inputPL  map[string]bool                                      // names of the levels given in the input
-	ordered  []*flowcontrolv1.FlowSchema
-	reach    map[string]Reachability
+	in      Input
+	opts    Options
+	cfg     *engine.Config
+	pls     map[string]*flowcontrolv1.PriorityLevelConfiguration // live levels, defaulted, imagined ones included
+	inputPL map[string]bool                                      // names of the levels given in the input
+	ordered []*flowcontrolv1.FlowSchema
+	reach   map[string]Reachability
+	// sugFS are the release's suggested FlowSchemas by name
+	// (Input.Reference)
+	sugFS    map[string]*flowcontrolv1.FlowSchema
 	findings []Finding
 	intact   *bool // suggestedIntact, once computed
 }
@@ -211,9 +214,12 @@ func newChecker(in Input, opts Options) *checker {
 	// mandatory objects and the matching order.
 	cfg := engine.NewConfig(in.FlowSchemas, in.PriorityLevels)
 	c := &checker{in: in, opts: opts, cfg: cfg, pls: cfg.PriorityLevels, ordered: cfg.FlowSchemas,
-		inputPL: map[string]bool{}, reach: map[string]Reachability{}}
+		inputPL: map[string]bool{}, reach: map[string]Reachability{}, sugFS: map[string]*flowcontrolv1.FlowSchema{}}
 	for _, pl := range in.PriorityLevels {
 		c.inputPL[pl.Name] = true
+	}
+	for _, fs := range in.Reference.SuggestedFlowSchemas {
+		c.sugFS[fs.Name] = fs
 	}
 	for _, r := range Analyze(c.ordered) {
 		c.reach[r.FlowSchema] = r

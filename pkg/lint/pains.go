@@ -223,16 +223,12 @@ func (c *checker) checkSeatStarvation() {
 // widened beyond the suggestion (exempt-beyond-masters reports the other
 // subjects of user schemas).
 func (c *checker) checkExemptReach() {
-	suggested := map[string]*flowcontrolv1.FlowSchema{}
-	for _, fs := range c.in.Reference.SuggestedFlowSchemas {
-		suggested[fs.Name] = fs
-	}
 	for _, fs := range c.in.FlowSchemas {
 		pl := c.pls[fs.Spec.PriorityLevelConfiguration.Name]
 		if fs.Name == flowcontrolv1.FlowSchemaNameExempt || pl == nil || pl.Spec.Type != flowcontrolv1.PriorityLevelEnablementExempt {
 			continue
 		}
-		if _, ok := suggested[fs.Name]; ok {
+		if _, ok := c.sugFS[fs.Name]; ok {
 			continue // suggested-object-differs reports an edited suggestion
 		}
 		masters := false
@@ -296,10 +292,12 @@ func systemSubject(s flowcontrolv1.Subject) bool {
 		return s.Group.Name == "system:nodes"
 	case s.Kind == flowcontrolv1.SubjectKindUser && s.User != nil:
 		n := s.User.Name
-		if ns, _, ok := strings.Cut(strings.TrimPrefix(n, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(n, "system:serviceaccount:") {
-			return ns == "kube-system"
+		if rest, ok := strings.CutPrefix(n, saUsernamePrefix); ok {
+			if ns, _, ok := strings.Cut(rest, ":"); ok {
+				return ns == "kube-system"
+			}
 		}
-		return strings.HasPrefix(n, "system:") && n != "system:anonymous"
+		return strings.HasPrefix(n, "system:") && n != userAnonymous
 	case s.Kind == flowcontrolv1.SubjectKindServiceAccount && s.ServiceAccount != nil:
 		return s.ServiceAccount.Namespace == "kube-system"
 	}
@@ -335,14 +333,10 @@ func leaderElectionOnly(r flowcontrolv1.PolicyRulesWithSubjects) bool {
 // than the cluster's own components to a level that carries its control
 // traffic (systemLevels).
 func (c *checker) checkSystemLevels() {
-	suggested := map[string]bool{}
-	for _, fs := range c.in.Reference.SuggestedFlowSchemas {
-		suggested[fs.Name] = true
-	}
 	for _, fs := range c.ordered {
 		level := fs.Spec.PriorityLevelConfiguration.Name
 		whose, ok := systemLevels[level]
-		if !ok || suggested[fs.Name] || c.pls[level] == nil || !c.reachable(fs.Name) {
+		if _, sug := c.sugFS[fs.Name]; !ok || sug || c.pls[level] == nil || !c.reachable(fs.Name) {
 			continue
 		}
 		var clients []string

@@ -31,10 +31,6 @@ func (c *checker) plOf(fs *flowcontrolv1.FlowSchema) *flowcontrolv1.PriorityLeve
 // not reported.
 func (c *checker) checkSuggested() {
 	ref := c.in.Reference
-	sugFS := map[string]*flowcontrolv1.FlowSchema{}
-	for _, fs := range ref.SuggestedFlowSchemas {
-		sugFS[fs.Name] = fs
-	}
 	sugPL := map[string]*flowcontrolv1.PriorityLevelConfiguration{}
 	for _, pl := range ref.SuggestedPriorityLevels {
 		sugPL[pl.Name] = pl
@@ -44,7 +40,7 @@ func (c *checker) checkSuggested() {
 		version = "upstream"
 	}
 	for _, fs := range c.in.FlowSchemas {
-		s, ok := sugFS[fs.Name]
+		s, ok := c.sugFS[fs.Name]
 		if !ok {
 			continue
 		}
