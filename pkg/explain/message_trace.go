@@ -186,17 +186,30 @@ func verbURL(l string) (method, url string) {
 	return "", ""
 }
 
+// newMessage is the message of kind about r: its status and PF UIDs, and
+// its request when the trace shows it.
+func (r *traceResponse) newMessage(kind string) *Message {
+	m := &Message{Kind: kind, APF: true, Status: r.status, FlowSchemaUID: r.fsUID, PriorityLevelUID: r.plUID}
+	if path := pathOf(r.url); path != "" {
+		m.Path, m.Method = path, r.method
+	}
+	return m
+}
+
+// requestText names m's request in a sentence.
+func requestText(m *Message) string {
+	if m.Path == "" {
+		return "the request"
+	}
+	return strings.TrimSpace(m.Method + " " + m.Path)
+}
+
 // message explains the 429 of a trace. The text around it may say whose
 // 429 it is: client-go logs the body at -v=8 once it stops retrying, and
 // a Status body names the watch cache, the Eviction API or EventRateLimit
 // (errorText recognises them); APF's body is plain text.
 func (r *traceResponse) message(text string) *Message {
-	path := pathOf(r.url)
-	m := &Message{Kind: MessageAPF429, APF: true, Status: r.status, FlowSchemaUID: r.fsUID, PriorityLevelUID: r.plUID}
-	if path != "" {
-		m.Path = path
-		m.Method = r.method
-	}
+	m := r.newMessage(MessageAPF429)
 	if r.retryAfter != "" {
 		m.RetryAfter = r.retryAfter + "s"
 	}
@@ -206,12 +219,8 @@ func (r *traceResponse) message(text string) *Message {
 		other.Method, other.Path, other.Delay = m.Method, m.Path, m.Delay
 		return other
 	}
-	req := "the request"
-	if m.Path != "" {
-		req = strings.TrimSpace(m.Method + " " + m.Path)
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s", req, m.Status)
+	fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s", requestText(m), m.Status)
 	if m.RetryAfter != "" {
 		fmt.Fprintf(&b, " and Retry-After: %s", r.retryAfter)
 	}
@@ -310,17 +319,10 @@ func findPFResponse(text string) *traceResponse {
 // the level, which the replay of the request with its identity is compared
 // with.
 func (r *traceResponse) classifiedMessage() *Message {
-	m := &Message{Kind: MessagePFHeaders, APF: true, Status: r.status, FlowSchemaUID: r.fsUID, PriorityLevelUID: r.plUID}
-	if path := pathOf(r.url); path != "" {
-		m.Path, m.Method = path, r.method
-	}
-	req := "the request"
-	if m.Path != "" {
-		req = strings.TrimSpace(m.Method + " " + m.Path)
-	}
+	m := r.newMessage(MessagePFHeaders)
 	var b strings.Builder
 	if m.Status != "" {
-		fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", req, m.Status)
+		fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", requestText(m), m.Status)
 	} else {
 		b.WriteString("the response headers show API Priority and Fairness classified the request. ")
 	}
