@@ -78,12 +78,7 @@ func (s *state) note429(l *level, r *req, f *Fate) {
 		}
 		if others > own {
 			inc.crowded++
-			top, n := int32(-1), 0
-			for fl, c := range by {
-				if c > n || c == n && fl < top {
-					top, n = fl, c
-				}
-			}
+			top, _ := topFlow(by)
 			inc.crowders[top]++
 		}
 	}
@@ -220,11 +215,12 @@ func clientName(c rejections.ClientShare) string {
 	return c.FlowSchema + " (" + c.UserAgent + ")"
 }
 
-// topCrowder is the flow that crowded most rejected requests out, and how
-// many (the lowest flow index on a tie).
-func topCrowder(crowders map[int32]int64) (flow int32, n int64) {
+// topFlow is the flow of the largest count, and the count (the lowest
+// flow index on a tie; -1 for no count): the flow that held most of a
+// rejected request's hand, or crowded most rejected requests out.
+func topFlow[N int | int64](counts map[int32]N) (flow int32, n N) {
 	flow = -1
-	for f, c := range crowders {
+	for f, c := range counts {
 		if c > n || c == n && f < flow {
 			flow, n = f, c
 		}
@@ -252,7 +248,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %d seat(s) in use", l.name, inc.total, inc.limit),
 			Fix:      "give the level queues (limitResponse.type: Queue) or more seats"})
 	case inc.queueFull > 0 && inc.crowded*2 > inc.queueFull:
-		crowder, n := topCrowder(inc.crowders)
+		crowder, n := topFlow(inc.crowders)
 		name := "-"
 		if crowder >= 0 {
 			name = s.flows[crowder]

@@ -14,7 +14,7 @@ func TestOneElephant(t *testing.T) {
 			t.Errorf("oneElephant(%d, %d) = %v, want %v", c.crowded, c.top, got, c.want)
 		}
 	}
-	if f, n := topCrowder(map[int32]int64{3: 5, 1: 5, 2: 4}); f != 1 || n != 5 {
-		t.Errorf("topCrowder: %d, %d; want the lowest of the tie, 1, 5", f, n)
+	if f, n := topFlow(map[int32]int64{3: 5, 1: 5, 2: 4}); f != 1 || n != 5 {
+		t.Errorf("topFlow: %d, %d; want the lowest of the tie, 1, 5", f, n)
 	}
 }
