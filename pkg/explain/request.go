@@ -8,6 +8,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
@@ -333,12 +334,7 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 }
 
 // seatsText is n seats, "1 seat" for one.
-func seatsText(n int) string {
-	if n == 1 {
-		return "1 seat"
-	}
-	return fmt.Sprintf("%d seats", n)
-}
+func seatsText(n int) string { return fmt.Sprintf("%d %s", n, textfmt.Plural(n, "seat", "seats")) }
 
 // allSeats is "all n seats of level are", "the 1 seat of level is" for
 // one.
