@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Usage: hack/bin.sh NAME
 #
-# Prints the path of a test binary (kube-apiserver, etcd, kubectl), building it
+# Prints the path of a test binary (kube-apiserver, etcd, kubectl, Prometheus,
+# promtool, VictoriaLogs, krew and its manifest validator), building it
 # first if it is not cached yet. Binaries are cached outside the clone, keyed by
 # version and by the hash of the module files, Go version and flags they are built
 # from, so that fresh clones (CI's among them) reuse them. Set KUBECTL_APF_CACHE
 # to move the cache.
 set -euo pipefail
 
-name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool|victoria-logs}
+name=${1:?usage: hack/bin.sh kube-apiserver|etcd|kubectl|prometheus|promtool|victoria-logs|krew|validate-krew-manifest}
 hack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${KUBECTL_APF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-apf}
 mkdir -p "$cache/bin"
@@ -49,6 +50,15 @@ victoria-logs)
 	pkg=github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs
 	version=$(awk '{for (i = 1; i < NF; i++) if ($i == "github.com/VictoriaMetrics/VictoriaLogs") {print $(i+1); exit}}' "$moddir/go.mod")
 	ldflags="-s -w -X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-$version"
+	;;
+krew | validate-krew-manifest)
+	# The release tests' krew and its index validator, at the version
+	# hack/krew's go.mod pins. krew reads its own version from the tag
+	# (sigs.k8s.io/krew/internal/version), which makes "krew version" honest.
+	moddir=$hack/krew
+	pkg=sigs.k8s.io/krew/cmd/$name
+	version=$(awk '$1 == "sigs.k8s.io/krew" {print $2; exit}' "$moddir/go.mod")
+	ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version"
 	;;
 *)
 	echo "hack/bin.sh: unknown binary $name" >&2

@@ -46,8 +46,8 @@ dist: ## Reproducible release archives for every platform, SHA256SUMS, dist/krew
 # them, beside the other steps of make test.
 .PHONY: krew-tools
 krew-tools:
-	$(NICE) hack/krew/bin.sh krew >/dev/null
-	$(NICE) hack/krew/bin.sh validate-krew-manifest >/dev/null
+	$(NICE) hack/bin.sh krew >/dev/null
+	$(NICE) hack/bin.sh validate-krew-manifest >/dev/null
 
 .PHONY: test-release
 test-release: dist krew-tools bin-kubectl ## Check dist/ against krew's rules, prove it reproducible (each platform compiled again from scratch), install it through krew and kubectl, upgrade it through the index.

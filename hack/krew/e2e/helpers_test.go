@@ -90,7 +90,7 @@ func loadRelease(t *testing.T) (string, map[string]release.Archive, []byte) {
 }
 
 // tool returns the path of a binary printed by one of the caching build
-// scripts (hack/bin.sh, hack/krew/bin.sh), or $envVar when set.
+// script (hack/bin.sh), or $envVar when set.
 func tool(t *testing.T, envVar, script, name string) string {
 	t.Helper()
 	if p := os.Getenv(envVar); envVar != "" && p != "" {
@@ -107,11 +107,11 @@ func tool(t *testing.T, envVar, script, name string) string {
 }
 
 func krewBin(t *testing.T) string {
-	return tool(t, "", filepath.Join(repoDir(t), "hack", "krew", "bin.sh"), "krew")
+	return tool(t, "", filepath.Join(repoDir(t), "hack", "bin.sh"), "krew")
 }
 
 func validatorBin(t *testing.T) string {
-	return tool(t, "", filepath.Join(repoDir(t), "hack", "krew", "bin.sh"), "validate-krew-manifest")
+	return tool(t, "", filepath.Join(repoDir(t), "hack", "bin.sh"), "validate-krew-manifest")
 }
 
 // kubectlBin is a real kubectl v1.37.1 ($KUBECTL, or hack/bin.sh kubectl, whose
