@@ -34,7 +34,7 @@ func CopyWatch(ctx context.Context, b *BundleSource, to string, red *Redactor, m
 			return fmt.Errorf("%s exists; move it away or choose another --to", dir)
 		}
 	}
-	sp, err := CreateSpool(dir, start, m, tarball)
+	sp, err := CreateSpool(dir, start, m, SpoolOptions{Compress: tarball})
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ type RecordOptions struct {
 	// instance's /metrics is taken every Interval.
 	Duration, Interval time.Duration
 	// Keep, when positive, keeps only the scrapes of the last Keep of
-	// each instance (Spool.SetKeep): a flight recorder, run until an
+	// each instance (SpoolOptions.Keep): a flight recorder, run until an
 	// incident has passed.
 	Keep time.Duration
 	// Clock times the scrapes and stamps the bundle.
@@ -126,11 +126,10 @@ func Record(ctx context.Context, src Source, o RecordOptions, ev RecordEvents) (
 	rec.Instances = len(start.Snapshots)
 	m := o.Manifest
 	m.CreatedAt = o.Clock.Now().UTC()
-	sp, err := CreateSpool(dir, start, m, tarball)
+	sp, err := CreateSpool(dir, start, m, SpoolOptions{Compress: tarball, Keep: o.Keep})
 	if err != nil {
 		return rec, err
 	}
-	sp.SetKeep(o.Keep)
 	start = nil // on disk: not held through the recording
 	if tarball {
 		call(ev.Spooling, dir)

@@ -40,15 +40,24 @@ type Spool struct {
 	// did not: their scrapes are not kept
 	unknown map[string]bool
 	bytes   int64
-	// keep, when positive, is how long before an instance's newest scrape
-	// its scrapes are kept (SetKeep); held are the times and sizes of
-	// the scrapes each instance holds, oldest first, to drop them by
+	// held are the times and sizes of the scrapes each instance holds,
+	// oldest first, to drop them by (SpoolOptions.Keep)
 	held [][]heldScrape
-	keep time.Duration
-	// compress writes each scrape's body gzipped, as metrics-N.txt.gz (a
-	// tenth of its size): the directory of a watch recorded into a
-	// tarball, which WriteTarballFrom writes with the bodies as read
-	compress bool
+	opts SpoolOptions
+}
+
+// SpoolOptions are how a Spool writes its scrapes.
+type SpoolOptions struct {
+	// Compress writes each scrape's body gzipped, as metrics-N.txt.gz (a
+	// tenth of its size), the start's among them: the directory of a
+	// watch recorded into a tarball, which WriteTarballFrom writes with
+	// the bodies as read.
+	Compress bool
+	// Keep, when positive, makes the spool a flight recorder: after each
+	// scrape, an instance's scrapes taken more than Keep before its
+	// newest are removed, so that a watch of any length holds the last
+	// Keep of them on disk (0: every scrape).
+	Keep time.Duration
 }
 
 // gzSuffix ends the name of a scrape body a Spool wrote gzipped: the bundle
@@ -67,17 +76,15 @@ const manifestTmp = manifestFile + ".tmp"
 
 // CreateSpool creates dir (it must not exist, or be empty), writes the
 // capture of the start into it as a bundle and returns the Spool that
-// appends to it. m is the manifest's header (source, redaction, version);
-// compress writes the scrapes' bodies gzipped, the start's
-// among them.
-func CreateSpool(dir string, start *Capture, m Manifest, compress bool) (*Spool, error) {
+// appends to it. m is the manifest's header (source, redaction, version).
+func CreateSpool(dir string, start *Capture, m Manifest, opts SpoolOptions) (*Spool, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("bundle directory %s exists and is not empty; choose a new path", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("writing bundle: %w", err)
 	}
-	s := &Spool{dir: dir, m: m, index: map[string]int{}, unknown: map[string]bool{}, compress: compress}
+	s := &Spool{dir: dir, m: m, index: map[string]int{}, unknown: map[string]bool{}, opts: opts}
 	s.m.Format = BundleFormat
 	s.m.Instances = nil
 	for i, snap := range start.Snapshots {
@@ -99,12 +106,6 @@ func CreateSpool(dir string, start *Capture, m Manifest, compress bool) (*Spool,
 	s.setFailures(start.Failures)
 	return s, s.writeManifest(false)
 }
-
-// SetKeep makes the spool a flight recorder: after each scrape, an
-// instance's scrapes taken more than keep before its newest are removed,
-// so that a watch of any length holds the last keep of them on disk (0:
-// every scrape).
-func (s *Spool) SetKeep(keep time.Duration) { s.keep = keep }
 
 // Dir is the spool's directory.
 func (s *Spool) Dir() string { return s.dir }
@@ -152,16 +153,17 @@ func (s *Spool) AddScrapes(c *Capture) error {
 	return s.writeManifest(false)
 }
 
-// drop removes the instance's scrapes taken more than keep before its
-// newest, oldest first, once the manifest no longer counts them: a reader
-// (or a crash) between the two finds every scrape the manifest counts.
+// drop removes the instance's scrapes taken more than SpoolOptions.Keep
+// before its newest, oldest first, once the manifest no longer counts
+// them: a reader (or a crash) between the two finds every scrape the
+// manifest counts.
 func (s *Spool) drop(i int) error {
 	h := s.held[i]
-	if s.keep <= 0 || len(h) < 2 {
+	if s.opts.Keep <= 0 || len(h) < 2 {
 		return nil
 	}
 	n := 0
-	for n < len(h)-2 && h[len(h)-1].at.Sub(h[n].at) > s.keep {
+	for n < len(h)-2 && h[len(h)-1].at.Sub(h[n].at) > s.opts.Keep {
 		n++
 	}
 	if n == 0 {
@@ -264,7 +266,7 @@ func (s *Spool) writeScrapes(i int, snap *Snapshot) error {
 				continue
 			}
 			name := f[1]
-			if s.compress && name == MetricsFile(j) {
+			if s.opts.Compress && name == MetricsFile(j) {
 				var err error
 				if b, err = gzipped(b); err != nil {
 					return fmt.Errorf("writing bundle: %w", err)

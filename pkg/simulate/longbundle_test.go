@@ -45,11 +45,7 @@ func TestLongBundleReadAroundTheWindow(t *testing.T) {
 		}
 		if all {
 			// every scrape in the state, as simulate read a bundle before
-			files, err := dump.ReadBundleFiles(long)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartMetrics, AllScrapes: true})
+			c, err := (&dump.BundleSource{Path: long}).Capture(ctx, dump.CaptureOptions{Parts: dump.PartMetrics, AllScrapes: true})
 			if err != nil {
 				t.Fatal(err)
 			}

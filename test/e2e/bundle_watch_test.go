@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -49,11 +50,7 @@ func TestDumpBundleWatch(t *testing.T) {
 		t.Errorf("stderr does not say the bundle was written:\n%s", errOut.String())
 	}
 
-	files, err := dump.ReadBundleFiles(bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	capt, _, err := dump.CaptureFromFiles(files, dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
+	capt, err := (&dump.BundleSource{Path: bundle}).Capture(context.Background(), dump.CaptureOptions{Parts: dump.PartAll, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
