@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 )
 
 // APIResource is a resource a request's path can name, as the server's
@@ -121,6 +123,12 @@ func (a ResourceArgs) Request(r APIResource) (verb, pathWithQuery string, err er
 	object := verb == "get" || verb == "update" || verb == "patch" || verb == "delete"
 	if a.Subresource != "" && !object {
 		return "", "", fmt.Errorf("--subresource %s is of one object: give its name, with get, update, patch or delete", a.Subresource)
+	}
+	// kubectl (client-go's rest.Request) refuses these before sending
+	for _, seg := range []struct{ what, v string }{{"resource name", a.Name}, {"namespace", a.Namespace}, {"subresource", a.Subresource}} {
+		if msgs := validationpath.IsValidPathSegmentName(seg.v); seg.v != "" && len(msgs) > 0 {
+			return "", "", fmt.Errorf("invalid %s %q: %s; kubectl refuses it too", seg.what, seg.v, strings.Join(msgs, ", "))
+		}
 	}
 	if a.AllNamespaces && verb == "create" {
 		return "", "", fmt.Errorf("an object is created in one namespace: drop -A")

@@ -134,3 +134,86 @@ func TestResourceArgsAgreeWithRequestInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceArgsRefuseWhatKubectlRefuses: names, namespaces and
+// subresources client-go's rest.Request refuses before sending (".",
+// "..", a "/" or a "%" in them) are refused, as kubectl refuses
+// "kubectl get cm .." (invalid resource name "..": [may not be '..']).
+func TestResourceArgsRefuseWhatKubectlRefuses(t *testing.T) {
+	cm, err := LookupResource(BuiltinResources, "configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a    ResourceArgs
+		want string
+	}{
+		{ResourceArgs{Verb: "get", Name: ".."}, `invalid resource name "..": may not be '..'`},
+		{ResourceArgs{Verb: "get", Name: "."}, `invalid resource name "."`},
+		{ResourceArgs{Verb: "get", Name: "a%b"}, `invalid resource name "a%b": may not contain '%'`},
+		{ResourceArgs{Verb: "delete", Name: "a/b"}, `may not contain '/'`},
+		{ResourceArgs{Verb: "list", Namespace: "a/b"}, `invalid namespace "a/b"`},
+		{ResourceArgs{Verb: "get", Name: "x", Subresource: ".."}, `invalid subresource ".."`},
+	} {
+		_, path, err := c.a.Request(cm)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: path %q, error %v; want one with %q", c.a, path, err, c.want)
+		}
+	}
+	if _, path, err := (ResourceArgs{Verb: "get", Name: "a.b..c", Namespace: "n"}).Request(cm); err != nil || path != "/api/v1/namespaces/n/configmaps/a.b..c" {
+		t.Errorf("a name with dots: %q, %v", path, err)
+	}
+}
+
+// FuzzResourceArgs: whatever the arguments, a request that Request
+// builds is the one they name, as upstream's RequestInfoFactory reads its
+// path (through ParseRequest): the verb, group, version, resource,
+// namespace, name and subresource.
+func FuzzResourceArgs(f *testing.F) {
+	f.Add("get", "obj-1", "", "team-a", "app=x", "", false, int64(500), uint8(0))
+	f.Add("list", "", "", "", "", "status.phase=Running", true, int64(0), uint8(3))
+	f.Add("watch", "n1", "", "kube-system", "", "a=b", false, int64(50), uint8(7))
+	f.Add("patch", "a b?c#d", "status", "ns x", "", "", false, int64(1), uint8(12))
+	f.Add("get", "..", "", "", "", "", false, int64(500), uint8(1))
+	f.Add("create", "", "", "", "", "", true, int64(-1), uint8(40))
+	f.Fuzz(func(t *testing.T, verb, name, sub, ns, labels, fields string, all bool, chunk int64, which uint8) {
+		r := BuiltinResources[int(which)%len(BuiltinResources)]
+		a := ResourceArgs{Verb: verb, Name: name, Subresource: sub, Namespace: ns, AllNamespaces: all, LabelSelector: labels, FieldSelector: fields, ChunkSize: chunk}
+		v, path, err := a.Request(r)
+		if err != nil {
+			return
+		}
+		req, err := ParseRequest(v, path, NewUserIdentity("alice"))
+		if err != nil {
+			t.Fatalf("%+v on %s: %s %s does not parse: %v", a, r.GroupResource(), v, path, err)
+		}
+		in := req.Info
+		object := v == "get" || v == "update" || v == "patch" || v == "delete"
+		if r.Group == "" && r.Resource == "namespaces" && object && sub != "" && sub != "status" && sub != "finalize" {
+			// upstream reads /api/v1/namespaces/NAME/SUB as the resource
+			// SUB in namespace NAME unless SUB is one of the namespace's
+			// own subresources, and so does the server kubectl sends it to
+			return
+		}
+		if !in.IsResourceRequest || in.Verb != v || in.APIGroup != r.Group || in.APIVersion != r.Version || in.Resource != r.Resource {
+			t.Fatalf("%+v on %s: %s %s is %+v", a, r.GroupResource(), v, path, in)
+		}
+		wantNS := ""
+		if r.Namespaced && !all {
+			wantNS = ns
+			if wantNS == "" {
+				wantNS = "default"
+			}
+		}
+		if r.Group == "" && r.Resource == "namespaces" && object {
+			// upstream: a Namespace object's request is in itself
+			wantNS = name
+		}
+		if in.Namespace != wantNS {
+			t.Fatalf("%+v on %s: %s %s is in namespace %q, want %q", a, r.GroupResource(), v, path, in.Namespace, wantNS)
+		}
+		if object && (in.Name != name || in.Subresource != sub) {
+			t.Fatalf("%+v on %s: %s %s names %q/%q", a, r.GroupResource(), v, path, in.Name, in.Subresource)
+		}
+	})
+}
