@@ -418,3 +418,34 @@ func TestSchemaText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDuration: a duration read is never negative nor longer than
+// maxDuration, and a string written twice reads as twice the duration or
+// as too long: the sum of its terms never wraps around (2000000h2000000h
+// read as -1124095h34m before the overflow check of time.ParseDuration's
+// units).
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"30d", "1w2d", "1d12h", "1.5h", "90s", "2000000h", "1000000h1d", "500ms", "1e3d", "0d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if d < 0 || d > maxDuration {
+			t.Fatalf("ParseDuration(%q) = %v", s, d)
+		}
+		if d2, err := ParseDuration(s + s); err == nil && d2 != 2*d {
+			t.Fatalf("ParseDuration(%q) = %v, of it twice %v", s, d, d2)
+		}
+	})
+}
+
+func TestParseDurationTooLong(t *testing.T) {
+	for _, s := range []string{"2000000h2000000h", "2000000h2000000h2000000h", "100000w", "1000000h1000000h1000000h1000000h1000000h"} {
+		if d, err := ParseDuration(s); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", s, d)
+		}
+	}
+}

@@ -48,8 +48,14 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// maxDuration is the longest duration ParseDuration gives (about 146
+// years): half of time.Duration's range, so that adding one more term of
+// at most as much cannot overflow.
+const maxDuration = math.MaxInt64 / 2
+
 // ParseDuration is time.ParseDuration with d (24h) and w (7d) units too, as
-// in PromQL ("30d", "1w2d", "1d12h"). It refuses negative durations.
+// in PromQL ("30d", "1w2d", "1d12h"). It refuses negative durations, and
+// those longer than maxDuration.
 func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty duration")
@@ -81,15 +87,16 @@ func ParseDuration(s string) (time.Duration, error) {
 			if err != nil {
 				return 0, fmt.Errorf("duration %q: unknown unit %q (want ms, s, m, h, d or w)", s, unit)
 			}
-			total += d
+			if total += d; total > maxDuration {
+				return 0, fmt.Errorf("duration %q is too long", s)
+			}
 			continue
 		}
 		f, err := strconv.ParseFloat(num, 64)
-		if err != nil || math.IsInf(f, 0) || f*float64(mult) > math.MaxInt64/2 {
+		if err != nil || math.IsInf(f, 0) || f*float64(mult) > maxDuration {
 			return 0, fmt.Errorf("duration %q: %q is not a number of %s", s, num, unit)
 		}
-		total += time.Duration(f * float64(mult))
-		if total < 0 || total > math.MaxInt64/2 {
+		if total += time.Duration(f * float64(mult)); total > maxDuration {
 			return 0, fmt.Errorf("duration %q is too long", s)
 		}
 	}
