@@ -76,7 +76,7 @@ func (v *vlogs429Flags) check() error {
 		}
 	}
 	if v.Service != "" {
-		if _, _, _, err := vlogs.ParseService(v.Service); err != nil {
+		if _, err := vlogs.ParseService(v.Service); err != nil {
 			return err
 		}
 	}

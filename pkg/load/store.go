@@ -218,7 +218,7 @@ func (o *StoreOptions) Validate() error {
 		return fmt.Errorf("--prometheus-instance-label must not be empty")
 	}
 	if o.Service != "" {
-		if _, _, _, err := promfetch.ParseService(o.Service); err != nil {
+		if _, err := promfetch.ParseService(o.Service); err != nil {
 			return err
 		}
 	}

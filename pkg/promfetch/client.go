@@ -84,14 +84,9 @@ type Client struct {
 	Stats *Stats
 }
 
-// ParseService splits NAMESPACE/NAME:PORT.
-func ParseService(s string) (ns, name, port string, err error) {
-	ns, rest, ok := strings.Cut(s, "/")
-	i := strings.LastIndex(rest, ":")
-	if !ok || ns == "" || i <= 0 || i == len(rest)-1 || strings.ContainsAny(rest, "/?#") {
-		return "", "", "", fmt.Errorf("--prometheus-service %q: want NAMESPACE/NAME:PORT, such as monitoring/prometheus-k8s:9090", s)
-	}
-	return ns, rest[:i], rest[i+1:], nil
+// ParseService reads --prometheus-service, NAMESPACE/NAME:PORT.
+func ParseService(s string) (fetch.Service, error) {
+	return fetch.ParseService("--prometheus-service", "monitoring/prometheus-k8s:9090", s)
 }
 
 // New builds a client; it reads the token, password and certificate files
@@ -104,7 +99,7 @@ func New(o Options) (*Client, error) {
 	var rt http.RoundTripper
 	var addr, where string
 	if o.Service != "" {
-		ns, name, port, err := ParseService(o.Service)
+		svc, err := ParseService(o.Service)
 		if err != nil {
 			return nil, err
 		}
@@ -114,8 +109,8 @@ func New(o Options) (*Client, error) {
 		if rt, err = rest.TransportFor(o.REST); err != nil {
 			return nil, fmt.Errorf("--prometheus-service: %w", err)
 		}
-		addr = strings.TrimRight(o.REST.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/services/" + url.PathEscape(name+":"+port) + "/proxy"
-		where = "service " + ns + "/" + name + ":" + port + " (through the apiserver)"
+		addr = svc.ProxyURL(o.REST.Host)
+		where = "service " + svc.String() + " (through the apiserver)"
 	} else {
 		u, err := url.Parse(o.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -8,27 +8,6 @@ import (
 	"time"
 )
 
-func TestParseService(t *testing.T) {
-	tests := []struct {
-		in, ns, name, port string
-		ok                 bool
-	}{
-		{"monitoring/prometheus-k8s:9090", "monitoring", "prometheus-k8s", "9090", true},
-		{"monitoring/https:thanos:web", "monitoring", "https:thanos", "web", true},
-		{"prometheus:9090", "", "", "", false},
-		{"monitoring/prometheus", "", "", "", false},
-		{"monitoring/prometheus:", "", "", "", false},
-		{"/p:9090", "", "", "", false},
-		{"m/p:9090/../../secrets", "", "", "", false},
-	}
-	for _, tt := range tests {
-		ns, name, port, err := ParseService(tt.in)
-		if (err == nil) != tt.ok || ns != tt.ns || name != tt.name || port != tt.port {
-			t.Errorf("ParseService(%q) = %q %q %q %v", tt.in, ns, name, port, err)
-		}
-	}
-}
-
 // The client POSTs queries as forms; the store (and the apiserver's service
 // proxy) only ever sees GETs with the same parameters and the headers.
 func TestGetOnly(t *testing.T) {

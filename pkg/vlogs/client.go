@@ -63,14 +63,9 @@ type Client struct {
 	PartialCause atomic.Value
 }
 
-// ParseService splits NAMESPACE/NAME:PORT.
-func ParseService(s string) (ns, name, port string, err error) {
-	ns, rest, ok := strings.Cut(s, "/")
-	i := strings.LastIndex(rest, ":")
-	if !ok || ns == "" || i <= 0 || i == len(rest)-1 || strings.ContainsAny(rest, "/?#") {
-		return "", "", "", fmt.Errorf("--victorialogs-service %q: want NAMESPACE/NAME:PORT, such as logging/victorialogs:9428", s)
-	}
-	return ns, rest[:i], rest[i+1:], nil
+// ParseService reads --victorialogs-service, NAMESPACE/NAME:PORT.
+func ParseService(s string) (fetch.Service, error) {
+	return fetch.ParseService("--victorialogs-service", "logging/victorialogs:9428", s)
 }
 
 // CheckURL checks a --victorialogs URL.
@@ -90,7 +85,7 @@ func New(o Options) (*Client, error) {
 	c := &Client{opts: o}
 	var rt http.RoundTripper
 	if o.Service != "" {
-		ns, name, port, err := ParseService(o.Service)
+		svc, err := ParseService(o.Service)
 		if err != nil {
 			return nil, err
 		}
@@ -100,8 +95,8 @@ func New(o Options) (*Client, error) {
 		if rt, err = rest.TransportFor(o.REST); err != nil {
 			return nil, fmt.Errorf("--victorialogs-service: %w", err)
 		}
-		c.base = strings.TrimRight(o.REST.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/services/" + url.PathEscape(name+":"+port) + "/proxy"
-		c.where = "service " + ns + "/" + name + ":" + port + " (through the apiserver)"
+		c.base = svc.ProxyURL(o.REST.Host)
+		c.where = "service " + svc.String() + " (through the apiserver)"
 	} else {
 		if err := CheckURL(o.URL); err != nil {
 			return nil, err
