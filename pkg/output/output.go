@@ -328,7 +328,7 @@ func parseColumns(spec string) ([]column, error) {
 		}
 		p := jsonpath.New(h).AllowMissingKeys(true)
 		if err := p.Parse(expr); err != nil {
-			return nil, fmt.Errorf("--output custom-columns: column %s: %s", h, textfmt.FirstLine(strings.TrimSpace(err.Error())))
+			return nil, fmt.Errorf("--output custom-columns: column %q: %s", h, textfmt.FirstLine(strings.TrimSpace(err.Error())))
 		}
 		cols = append(cols, column{header: h, path: p})
 	}
@@ -349,7 +349,7 @@ func printColumns(w io.Writer, cols []column, items []any, noHeaders bool) error
 		for i, c := range cols {
 			var b bytes.Buffer
 			if err := c.path.Execute(&b, it); err != nil {
-				return fmt.Errorf("--output custom-columns: column %s: %s", c.header, textfmt.FirstLine(strings.TrimSpace(err.Error())))
+				return fmt.Errorf("--output custom-columns: column %q: %s", c.header, textfmt.FirstLine(strings.TrimSpace(err.Error())))
 			}
 			cells[i] = b.String()
 			if cells[i] == "" {

@@ -79,7 +79,7 @@ func TestBadOutput(t *testing.T) {
 		{true, "name", "--output must be one of"}, // no Name function
 		{true, "jsonpath", "--output jsonpath needs a template"},
 		{true, "custom-columns=A", `--output custom-columns: "A" is not HEADER:.field`},
-		{true, "custom-columns=A:{.a", "--output custom-columns: column A:"},
+		{true, "custom-columns=A:{.a", "--output custom-columns: column \"A\":"},
 	}
 	for _, tt := range tests {
 		f := NewFlags(tt.list, "", "json")
@@ -182,4 +182,29 @@ func TestWide(t *testing.T) {
 			t.Errorf("own %q, -o %q: Wide() = %v, want %v", tt.own, tt.o, got, tt.want)
 		}
 	}
+}
+
+// FuzzTemplates: whatever -o jsonpath, go-template or custom-columns a
+// user writes, Validate and Print answer or give one line of error, and
+// never panic (the templates are kubectl's printers and client-go's
+// jsonpath, run on the plugin's own records).
+func FuzzTemplates(f *testing.F) {
+	for _, s := range []string{"{.items[*].name}", `{range .items[*]}{.name}{"\n"}{end}`, "{range}{end}{end}", "{.items[?(@.waitingRequests>1)].name}", "{{range .items}}{{.name}}{{end}}",
+		`{{template "x"}}`, `{{define "x"}}{{template "x"}}{{end}}{{template "x"}}`, "L:.name,W:.waitingRequests", "L:{.items[0:-1:0]}", "{..}", "{.items[-9999999999]}", `{{index .items 99}}`} {
+		for _, kind := range []uint8{0, 1, 2} {
+			f.Add(kind, s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, spec string) {
+		fl := NewFlags(true, "table", "json")
+		fl.Output = []string{"jsonpath", "go-template", "custom-columns"}[int(kind)%3] + "=" + spec
+		err := fl.Validate()
+		if err == nil {
+			var b bytes.Buffer
+			err = fl.Print(&b, rows)
+		}
+		if err != nil && strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+			t.Fatalf("-o %s: the error is not one line: %q", fl.Output, err)
+		}
+	})
 }
