@@ -84,6 +84,9 @@ func ParseObjectKey(s string) ([]ObjectKey, error) {
 		}
 		return []ObjectKey{{KindFlowSchema, s}, {KindPriorityLevel, s}}, nil
 	}
+	if v == "" {
+		return nil, fmt.Errorf("--keep %q: give the object's name after the /", s)
+	}
 	switch strings.ToLower(k) {
 	case "flowschema", "flowschemas", "fs":
 		return []ObjectKey{{KindFlowSchema, v}}, nil
