@@ -64,13 +64,19 @@ func Cell(c levels.Column, r levels.Row) string {
 	return render.Num(c.Figure(r))
 }
 
+// rejectedCell is the rejection rates by reason, those of the interval
+// alone: a reason whose counter did not move (time-out=0 beside
+// queue-full=22.99) is left out, as the live view leaves it out; "0"
+// when none moved.
 func rejectedCell(r levels.Row) string {
-	if len(r.RejectedPerSec) == 0 {
-		return "0"
-	}
 	var parts []string
 	for _, rr := range r.Reasons() {
-		parts = append(parts, rr.Reason+"="+render.Num(rr.PerSec))
+		if rr.PerSec != 0 {
+			parts = append(parts, rr.Reason+"="+render.Num(rr.PerSec))
+		}
+	}
+	if len(parts) == 0 {
+		return "0"
 	}
 	return strings.Join(parts, ",")
 }

@@ -124,3 +124,24 @@ func TestWideUtilisationCells(t *testing.T) {
 		t.Errorf("absent UTIL-AVG %q, want -", got)
 	}
 }
+
+// TestRejectedCellOfTheInterval: a reason whose counter did not move over
+// the interval is left out of REJECTED/S (the demo cluster's apf-load read
+// "queue-full=22.99,time-out=0"), as the live view leaves it out; a level
+// that rejected nothing reads 0, and one without rates "-".
+func TestRejectedCellOfTheInterval(t *testing.T) {
+	for _, c := range []struct {
+		r    levels.Row
+		want string
+	}{
+		{levels.Row{HasRates: true, RejectedPerSec: map[string]float64{"queue-full": 22.99, "time-out": 0}, RejectedTotal: 22.99}, "queue-full=22.99"},
+		{levels.Row{HasRates: true, RejectedPerSec: map[string]float64{"queue-full": 1, "time-out": 0.5}, RejectedTotal: 1.5}, "queue-full=1,time-out=0.50"},
+		{levels.Row{HasRates: true, RejectedPerSec: map[string]float64{"time-out": 0}}, "0"},
+		{levels.Row{HasRates: true}, "0"},
+		{levels.Row{}, "-"},
+	} {
+		if got := Cell(levels.ColRejected, c.r); got != c.want {
+			t.Errorf("%v: %q, want %q", c.r.RejectedPerSec, got, c.want)
+		}
+	}
+}
