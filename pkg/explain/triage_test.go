@@ -234,3 +234,32 @@ func TestExplain429WaitingFromBestInput(t *testing.T) {
 		t.Errorf("waiting %s, evidence %q; want it unknown", Num(tr.Incidents[0].State.Waiting), ev)
 	}
 }
+
+// TestOther429WithinAScrapesSkew: a scrape reads apiserver_request_total
+// and rejected_requests_total moments apart, and a burst of rejections
+// between the readings makes APF's own 429s read as others (the demo
+// cluster's bundle: 9 over 5 s beside APF's 141). A difference of at most
+// a quarter of APF's rejections is given with that reading first; a
+// larger one, or one beside no APF rejection, as other 429s.
+func TestOther429WithinAScrapesSkew(t *testing.T) {
+	cfg := smallConfig()
+	for _, c := range []struct {
+		apf, other int
+		want       string
+	}{
+		{apf: 141, other: 9, want: "moments apart"},
+		{apf: 100, other: 25, want: "moments apart"},
+		{apf: 100, other: 26, want: "did not come from APF"},
+		{apf: 0, other: 9, want: "did not come from APF"},
+	} {
+		live := twoScrapes(t, "q", 4, 4, map[string]int{"queue-full": 10}, map[string]int{"queue-full": 10 + c.apf}, 0, c.other)
+		tr := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live})
+		notes := strings.Join(tr.Instances[0].Notes, "\n")
+		if !strings.Contains(notes, c.want) || !strings.Contains(notes, "PodDisruptionBudget") {
+			t.Errorf("APF %d, other %d: notes %q; want one with %q", c.apf, c.other, notes, c.want)
+		}
+		if o := tr.Instances[0].Other429; o == nil || *o != float64(c.other)/10 {
+			t.Errorf("APF %d, other %d: other 429/s %s, want the measured %g", c.apf, c.other, Num(o), float64(c.other)/10)
+		}
+	}
+}
