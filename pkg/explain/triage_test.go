@@ -263,3 +263,23 @@ func TestOther429WithinAScrapesSkew(t *testing.T) {
 		}
 	}
 }
+
+// TestSeatsBeyondTheLimit: a level with more seats in use than its limit
+// (the demo's 1-seat Reject level running a LIST of 10 seats) says why
+// that can be: a request wider than the level starts when nothing else
+// executes (queueset.go canAccommodateSeatsLocked).
+func TestSeatsBeyondTheLimit(t *testing.T) {
+	live := twoScrapes(t, "r", 1, 10, map[string]int{"concurrency-limit": 5}, map[string]int{"concurrency-limit": 15}, 0, 0)
+	tr := Explain429(smallConfig(), 100, time.Minute, []*dump.Snapshot{live})
+	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
+		t.Fatalf("incidents %+v", tr.Incidents)
+	}
+	if ev := tr.Incidents[0].Causes[0].Evidence; !strings.Contains(ev, "10 of 1 seats in use (beyond the limit: a request of more seats than the level has starts when nothing else executes") {
+		t.Errorf("evidence %q", ev)
+	}
+	live = twoScrapes(t, "r", 4, 4, map[string]int{"concurrency-limit": 5}, map[string]int{"concurrency-limit": 15}, 0, 0)
+	tr = Explain429(smallConfig(), 100, time.Minute, []*dump.Snapshot{live})
+	if ev := tr.Incidents[0].Causes[0].Evidence; strings.Contains(ev, "beyond the limit") || !strings.Contains(ev, "4 of 4 seats in use") {
+		t.Errorf("a full level: evidence %q", ev)
+	}
+}
