@@ -3,6 +3,7 @@ package reconstruct_test
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,5 +210,50 @@ func TestUnmeasuredThresholdKeepsNoIdleWait(t *testing.T) {
 	}
 	if q := fates["q"]; q.Wait < 8*time.Millisecond {
 		t.Errorf("q waited %v, want about 9 ms: the seat was p's", q.Wait)
+	}
+}
+
+// TestElephantSentMore: a flow behind the crowded rejections is an
+// elephant only if it sent more than the others; one that sent its share
+// held the queues the others' hands share, and the level is short of
+// seats for them all. Both flows of tiny share its one queue: in each
+// round bob takes the idle seat, alice queues behind him, bob's next
+// request finds the queue full of alice's (crowded out by alice), and
+// alice sends one more when the level is idle again; with heavy, alice
+// also sends four more into the idle level.
+func TestElephantSentMore(t *testing.T) {
+	for _, heavy := range []bool{false, true} {
+		var reqs []workload.Request
+		for i := range 10 {
+			o := float64(i) * 100
+			id := func(s string) string { return s + string(rune('0'+i)) }
+			reqs = append(reqs,
+				logged(id("b"), "bob", o, 10, 10, 200),
+				logged(id("a"), "alice", o+1, 14, 5, 200),
+				logged(id("r"), "bob", o+2, 0.1, 0, 429),
+				logged(id("i"), "alice", o+50, 1, 1, 200))
+			if heavy {
+				for k, at := range []float64{60, 70, 80, 90} {
+					reqs = append(reqs, logged(id("h")+string(rune('a'+k)), "alice", o+at, 1, 1, 200))
+				}
+			}
+		}
+		slices.SortStableFunc(reqs, func(a, b workload.Request) int { return a.Arrival.Compare(b.Arrival) })
+		res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+			Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Incidents) != 1 || len(res.Incidents[0].Causes) == 0 {
+			t.Fatalf("heavy %v: incidents %+v", heavy, res.Incidents)
+		}
+		in := res.Incidents[0]
+		c := in.Causes[0]
+		switch {
+		case heavy && c.Kind != "elephant-flow":
+			t.Errorf("alice sending three times bob's requests: cause %s (%s), want elephant-flow", c.Kind, c.Evidence)
+		case !heavy && (c.Kind != "too-little-concurrency" || !strings.Contains(c.Evidence, "no more than its share") || !strings.Contains(in.Summary, "no more than its share")):
+			t.Errorf("alice sending as many as bob: cause %s (%s), summary %q; want too-little-concurrency, no more than its share", c.Kind, c.Evidence, in.Summary)
+		}
 	}
 }

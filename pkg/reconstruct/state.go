@@ -883,6 +883,9 @@ func (l *level) canAccommodate(seats int) bool {
 // arrival at APF, then puts it where the log says it went.
 func (s *state) arrive(p *pending) {
 	r, l, f := p.r, p.r.lv, &p.fate
+	if l.inc != nil {
+		l.inc.arrived[r.flow]++
+	}
 	f.SeatsInUse, f.Limit, f.Waiting = l.seatsInUse, l.limit, l.waiting
 	f.NominalLimit, f.LimitFromLog = l.limits.NominalCL, !s.opts.NoBorrowing && s.passes > 0
 	rec429 := r.status == 429
