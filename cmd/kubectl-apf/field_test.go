@@ -412,6 +412,18 @@ func fieldRows() []fieldRow {
 		{name: "EKS FlowSchema: lint warns of a Reject level with traffic", artifact: "eks-list-events-flowschema.yaml",
 			args: []string{"lint", "--defaults", "-f", "@"},
 			want: []string{"reject-level-with-traffic  flowschema/list-events-default-service-accounts prioritylevelconfiguration/catch-all", "0 errors, 1 warning"}},
+		// k8s-134196: a level of 0 shares (0 seats) that rejects, for one
+		// service account. Upstream starts a request wider than the
+		// level's limit when nothing else executes there (queueset.go
+		// canAccommodateSeatsLocked): 1 seat > 0, so the jail admits one
+		// request at a time, the 200s the reporter saw.
+		{name: "jail of 0 seats: a request runs when the level is idle", artifact: "k8s-134196-jail-reject.yaml",
+			args:    []string{"explain", "request", "--defaults", "-f", "@", "--service-account", "monitoring/grafana-alloy", "get", "pods/x", "-n", "monitoring"},
+			want:    []string{"✓ jail-grafana-alloy (precedence 5, level workload-jail)", "nominal limit 0 seats", "workload-jail has no queues, so the request runs at once only when nothing else executes there (its 1 seat is more than the level's limit of 0", "kubernetes/kubernetes#134196"},
+			notWant: []string{"if its 1 seat(s) fit beside those in use"}},
+		{name: "jail of 0 seats: lint says it admits when idle", artifact: "k8s-134196-jail-reject.yaml",
+			args: []string{"lint", "--defaults", "-f", "@"},
+			want: []string{"reject-level-admits-when-idle  prioritylevelconfiguration/workload-jail flowschema/jail-grafana-alloy", "yet admits one request whenever none executes there"}},
 		// k8s-106286: two JSON fragments of an audit event, not an event.
 		{name: "eviction fragments: not an audit event", artifact: "k8s-106286-eviction-429-audit.txt",
 			args: []string{"explain", "request", "--defaults", "--from-audit", "@"}, code: 1,

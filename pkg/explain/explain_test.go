@@ -431,3 +431,26 @@ func TestDanglingNote(t *testing.T) {
 		t.Errorf("the trace does not show the skipped dangling schema: %+v", ex.Trace)
 	}
 }
+
+// TestVerdictOfAZeroSeatLevel: a level of 0 shares has 0 seats, and a
+// request, wider than that, starts when nothing else executes there
+// (queueset.go canAccommodateSeatsLocked; kubernetes/kubernetes#134196):
+// without live state the verdict says so, for a Reject level and a queuing
+// one, instead of "if its seats fit" (they never do).
+func TestVerdictOfAZeroSeatLevel(t *testing.T) {
+	cfg := smallConfig()
+	zero := int32(0)
+	for _, name := range []string{"q", "r"} {
+		cfg.PriorityLevels[name].Spec.Limited.NominalConcurrencyShares = &zero
+	}
+	cfg = engine.NewConfig(cfg.FlowSchemas, []*flowcontrolv1.PriorityLevelConfiguration{cfg.PriorityLevels["q"], cfg.PriorityLevels["r"]})
+	for _, c := range []struct{ user, want string }{
+		{"v", "r has no queues, so the request runs at once only when nothing else executes there (its 1 seat is more than the level's limit of 0"},
+		{"u", "the request runs at once if nothing executes in q and nobody waits (its 1 seat is more than the level's limit of 0"},
+	} {
+		ex := Explain(Input{Config: cfg}, mustRequest(t, "get", "/api/v1/namespaces/default/pods/a", engine.NewUserIdentity(c.user)), nil)
+		if ex.Verdict.Kind != VerdictUnknown || !strings.Contains(ex.Verdict.Reason, c.want) || !strings.Contains(ex.Verdict.Reason, "kubernetes/kubernetes#134196") {
+			t.Errorf("user %s: verdict %s: %s; want one with %q", c.user, ex.Verdict.Kind, ex.Verdict.Reason, c.want)
+		}
+	}
+}

@@ -236,6 +236,9 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	lim := pl.Spec.Limited
 	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue {
 		// Reject level: queueset.go:StartRequest step 0, canAccommodateSeatsLocked.
+		if !known && seats > cl {
+			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once only when nothing else executes there (%s), and gets 429 (%s) at once otherwise", pl.Name, widerThan(seats, cl), ReasonConcurrencyLimit)}
+		}
 		if !known {
 			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once if its %v seat(s) fit beside those in use (limit %v), and gets 429 (%s) at once otherwise", pl.Name, seats, cl, ReasonConcurrencyLimit)}
 		}
@@ -246,6 +249,11 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject) and %v of its %v seats are in use: the request would get 429 at once (%s)", pl.Name, inUse, cl, ReasonConcurrencyLimit)}
 	}
 	q := lim.LimitResponse.Queuing
+	if (!known || !hasDumps(in.Live)) && seats > cl {
+		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
+			Reason: fmt.Sprintf("without live state: the request runs at once if nothing executes in %s and nobody waits (%s); otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when that queue already holds %d requests",
+				pl.Name, widerThan(seats, cl), len(ex.Queues.Hand), waitLimit, ReasonQueueFull, q.QueueLengthLimit)}
+	}
 	if !known || !hasDumps(in.Live) {
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
 			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when all %v seats are busy and that queue already holds %d requests",
@@ -293,6 +301,18 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		}
 	}
 	return v
+}
+
+// widerThan says that a request of seats is wider than a level of limit
+// cl, and what upstream does with it: it starts when nothing else executes
+// in the level (queueset.go canAccommodateSeatsLocked), which makes a level
+// of 0 seats admit one request at a time (kubernetes/kubernetes#134196).
+func widerThan(seats, cl float64) string {
+	verb := "are"
+	if seats == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("its %s %s more than the level's limit of %v, and upstream starts a request wider than the level when nothing else executes there, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(int(seats)), verb, cl)
 }
 
 // expectedWait estimates the wait in fair queuing: before this request,
