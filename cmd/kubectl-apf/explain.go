@@ -72,8 +72,8 @@ of them) and says whether the replay agrees with its apf_fs/apf_pl;
 identity; --from-message takes a pasted client-go or error message, or the
 trace of kubectl -v=6 to -v=9 around a 429 (its request, Retry-After and
 X-Kubernetes-PF-* UIDs) or around any response APF classified (kubectl get
--v=8 --as USER): the trace's PF UIDs are compared with the replay's, as
---probe's are. When
+-v=8 --as USER), or curl's output of a response (-i or -v): the trace's PF
+UIDs are compared with the replay's, as --probe's are. When
 --from-log or --from-audit names a file (and --workload adds more), the
 verdict is the request's fate at its own moment, reconstructed from the log:
 its hand's queues and who waited in them, who held the level's seats, and the
@@ -214,7 +214,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
 	o.Window.addFlags(f, "--from-log, --from-audit or --workload files")
-	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace of a 429 (or of any response with X-Kubernetes-PF-* headers, compared with the replay) to explain; '-' reads it from standard input.")
+	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace or curl -i/-v output of a 429 (or of any response with X-Kubernetes-PF-* headers, compared with the replay) to explain; '-' reads it from standard input.")
 	f.BoolVar(&o.Probe, "probe", false, "Send the request for real (read-only: GET, or LIST with limit=1) impersonating the identity, and compare the server's X-Kubernetes-PF-* headers with the replay.")
 	o.Server.AddFlags(f)
 	o.Flags.AddFlags(f)

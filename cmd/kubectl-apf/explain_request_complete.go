@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,6 +81,9 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 	if o.FromMessage != "" {
 		m, err := explain.ParseMessage(o.FromMessage)
 		if err != nil {
+			if st, serr := os.Stat(o.FromMessage); serr == nil && st.Mode().IsRegular() {
+				return fmt.Errorf("--from-message takes the message's text, and %q is a file: give --from-message - < %s", o.FromMessage, o.FromMessage)
+			}
 			return fmt.Errorf("--from-message: %w", err)
 		}
 		o.message = m

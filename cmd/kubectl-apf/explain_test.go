@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,6 +197,14 @@ current-context: team
 	if code := run([]string{"explain", "request", "--from", quiet, "--service-account", "default/builder", "get", "po", "--from-message", "-"}, streams); code != 0 ||
 		!strings.Contains(sout.String(), "the response headers show API Priority and Fairness classified the request") {
 		t.Errorf("--from-message -: exit %d, stderr %q, stdout:\n%s", code, serr.String(), sout.String())
+	}
+
+	// a file's name, where the flag takes the text: one line that says how
+	// to give the file
+	trace := filepath.Join("..", "..", "testdata", "field", "built", "curl-v-429.txt")
+	code, _, errOut = runPlugin("explain", "request", "--defaults", "--from-message", trace)
+	if want := fmt.Sprintf("give --from-message - < %s", trace); code != 1 || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("--from-message FILE: exit %d, stderr %q; want one line with %q", code, errOut, want)
 	}
 }
 

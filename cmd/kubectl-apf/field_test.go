@@ -470,6 +470,20 @@ func fieldRows() []fieldRow {
 		{name: "built kubectl -v=8 trace with the user: classified", artifact: "built/kubectl-v8-429-trace.txt",
 			args: []string{"explain", "request", "--defaults", "--user-name", "alice", "--from-message", "@text"},
 			want: []string{"✓ global-default (precedence 9900, level global-default)", "the client's trace shows the server answered GET /api/v1/namespaces/default/pods?limit=500 with 429 Too Many Requests"}},
+		// built/curl-i-200.txt: HTTP/2 200 with both PF UIDs in
+		// lowercase headers, then the body (cut); curl -i names no
+		// request.
+		{name: "built curl -i: a classified 200", artifact: "built/curl-i-200.txt", stdin: true,
+			args: []string{"explain", "request", "--defaults", "--from-message", "-"},
+			want: []string{"Message: apf-headers (API Priority and Fairness)", "answered 200", "X-Kubernetes-PF-FlowSchema-UID: f8e3d442-b850-492c-88be-91f6e9a33596",
+				"X-Kubernetes-PF-PriorityLevel-UID: 50416bbd-317f-4c47-b73c-eb681e7bf50a"}},
+		// built/curl-v-429.txt: "> GET /api/v1/namespaces/apf-load/configmaps",
+		// then HTTP/2 429 with retry-after 32 and both PF UIDs.
+		{name: "built curl -v: the 429, its request and Retry-After", artifact: "built/curl-v-429.txt", stdin: true,
+			args: []string{"explain", "request", "--defaults", "--from-message", "-"},
+			want: []string{"Message: apf-429 (API Priority and Fairness)", "request GET /api/v1/namespaces/apf-load/configmaps", "answered 429, Retry-After 32s",
+				"X-Kubernetes-PF-FlowSchema-UID: 962e88bc-1f4a-4b43-9735-9a432973ac3a", "curl's output shows the server answered", "curl does not retry it"},
+			notWant: []string{"client-go waits that long"}},
 		// explain 429 has no --from-message; the answer points to the
 		// command that has (R11).
 		{name: "stackengine line 1 to explain 429", artifact: "stackengine-429-client-throttling.txt",

@@ -148,7 +148,7 @@ func ParseMessage(text string) (*Message, error) {
 	if msg := retryWaitMessage(t); msg != nil {
 		return msg, nil
 	}
-	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, a kubectl -v=8 trace of the 429 (or of any response with X-Kubernetes-PF-* headers), or the text of a 429 error")
+	return nil, fmt.Errorf("unrecognised message: paste a client-go \"Waited before sending request\" or \"Waited for ... due to client-side throttling\" line, a kubectl -v=8 trace or curl -i/-v output of the 429 (or of any response with X-Kubernetes-PF-* headers), or the text of a 429 error")
 }
 
 // errorText recognises the text of an error answer (or of a client's log

@@ -97,6 +97,8 @@ func FuzzParseMessage(f *testing.F) {
 		`"Response" status="429 Too Many Requests" headers=< Retry-After: 32` + "\n" + `"Got a Retry-After response" delay="32s" attempt=1 url=".../api/v1/pods?x=y..."`,
 		`{"msg":"Response","verb":"GET","url":"%zz","status":"429 Too Many Requests","headers":{"Retry-After":["2"]}}`,
 		`GET https://h/api/v1/pods 429 Too Many Requests in 1 milliseconds`,
+		"HTTP/2 200 \r\nx-kubernetes-pf-flowschema-uid: 7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11\r\n\r\n{}",
+		"> GET /api/v1/pods HTTP/1.1\n< HTTP/1.1 429 Too Many Requests\n< Retry-After: 1\n< \nToo many requests",
 		`Got a Retry-After 1s response for attempt 8 to ...`,
 		"",
 	} {
@@ -308,5 +310,37 @@ I1205 04:26:24.733000   17530 round_trippers.go:632] "Response" status="403 Forb
 	// without the headers it is no message this knows
 	if _, err := ParseMessage(strings.ReplaceAll(trace, "X-Kubernetes-Pf-", "X-Other-")); err == nil {
 		t.Error("a trace without PF headers was recognised")
+	}
+}
+
+// TestParseMessageCurl: curl's output of a response, -i (the status line
+// and the headers before the body) and -v (each line after "< ", the
+// request after "> "), HTTP/2's lowercase headers and HTTP/1.1's, CRLF
+// line ends as curl writes them.
+func TestParseMessageCurl(t *testing.T) {
+	const fs, pl = "7a6f0a3e-9b1c-4c1e-8b8a-2d1c0e9f4a11", "0c9d1f2a-4e5b-4a6c-9d7e-8f9a0b1c2d3e"
+	for _, c := range []struct {
+		name, text                string
+		kind, status, retry, path string
+	}{
+		{"-i HTTP/2 200", "HTTP/2 200 \r\naudit-id: x\r\nx-kubernetes-pf-flowschema-uid: " + fs + "\r\nx-kubernetes-pf-prioritylevel-uid: " + pl + "\r\n\r\n{\"kind\":\"PodList\"}",
+			MessagePFHeaders, "200", "", ""},
+		{"-i HTTP/1.1 429", "HTTP/1.1 429 Too Many Requests\nRetry-After: 4\nX-Kubernetes-Pf-Flowschema-Uid: " + fs + "\nX-Kubernetes-Pf-Prioritylevel-Uid: " + pl + "\n\nToo many requests, please try again later.\n",
+			MessageAPF429, "429 Too Many Requests", "4s", ""},
+		{"-v HTTP/2 429", "* Connected\n> GET /api/v1/namespaces/d/pods?limit=5 HTTP/2\n> accept: */*\n> \n< HTTP/2 429 \n< retry-after: 32\n< x-kubernetes-pf-flowschema-uid: " + fs + "\n< x-kubernetes-pf-prioritylevel-uid: " + pl + "\n< \n{ [43 bytes data]",
+			MessageAPF429, "429", "32s", "/api/v1/namespaces/d/pods?limit=5"},
+	} {
+		m, err := ParseMessage(c.text)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if m.Kind != c.kind || m.Status != c.status || m.RetryAfter != c.retry || m.Path != c.path ||
+			m.FlowSchemaUID == nil || *m.FlowSchemaUID != fs || m.PriorityLevelUID == nil || *m.PriorityLevelUID != pl {
+			t.Errorf("%s: %+v", c.name, m)
+		}
+		if !strings.Contains(m.Explanation, "curl's output shows the server answered") {
+			t.Errorf("%s: %s", c.name, m.Explanation)
+		}
 	}
 }

@@ -65,11 +65,18 @@ type traceResponse struct {
 	fsUID, plUID        *string
 	// lines are the response's own: its line, and its headers
 	lines string
+	// curl: the output of curl -i or -v, not of a client-go trace
+	curl bool
 }
 
 // findResponse429 returns the last 429 response of a client's trace, nil
 // when the text shows none.
-func findResponse429(text string) *traceResponse { return findResponse(text, reStatus429) }
+func findResponse429(text string) *traceResponse {
+	if r := findResponse(text, reStatus429); r != nil {
+		return r
+	}
+	return findCurlResponse(text, "429")
+}
 
 // findResponse returns the last response of a client's trace whose
 // status re matches, nil when the text shows none.
@@ -220,12 +227,14 @@ func (r *traceResponse) message(text string) *Message {
 		return other
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s", requestText(m), m.Status)
+	fmt.Fprintf(&b, "%s shows the server answered %s with %s", r.what(), requestText(m), m.Status)
 	if m.RetryAfter != "" {
 		fmt.Fprintf(&b, " and Retry-After: %s", r.retryAfter)
 	}
 	b.WriteString("; ")
-	if r.retryAfter != "" {
+	if r.curl {
+		b.WriteString("curl does not retry it; a client-go program (kubectl, a controller) would wait the Retry-After and send it again, up to 10 times. ")
+	} else if r.retryAfter != "" {
 		b.WriteString("client-go waits that long and sends it again (up to 10 times), so the command stalls rather than fails")
 		if r.waited != "" {
 			fmt.Fprintf(&b, " (it waited %s before retry %s)", r.waited, r.attempt)
@@ -303,6 +312,9 @@ func retryWaitMessage(t string) *Message {
 func findPFResponse(text string) *traceResponse {
 	r := findResponse(text, reStatusAny)
 	if r == nil {
+		r = findCurlResponse(text, "")
+	}
+	if r == nil {
 		// the headers alone, as "kubectl get -v=8 ... | grep -i
 		// x-kubernetes-pf" leaves them
 		r = &traceResponse{}
@@ -314,6 +326,66 @@ func findPFResponse(text string) *traceResponse {
 	return r
 }
 
+// curl's response: "curl -i" prints the status line and the headers
+// before the body ("HTTP/2 429", "retry-after: 1", then a blank line),
+// "curl -v" each prefixed with "< " after the request's "> GET /path
+// HTTP/2". Users look up a pod's FlowSchema so (curl -i with the service
+// account's token, in the EKS Best Practices Guide's test of its
+// FlowSchema).
+var (
+	reCurlStatus  = regexp.MustCompile(`^(?:< )?HTTP/[0-9.]+ (\d{3})\b[ \t]*([^\r\n]*)`)
+	reCurlRequest = regexp.MustCompile(`^> ([A-Z]+) (\S+) HTTP/[0-9.]+`)
+	reCurlHeader  = regexp.MustCompile(`^[A-Za-z0-9-]+:`)
+)
+
+// what names the text the response was read from, for a sentence.
+func (r *traceResponse) what() string {
+	if r.curl {
+		return "curl's output"
+	}
+	return "the client's trace"
+}
+
+// findCurlResponse returns the last response of curl's output whose
+// status is code ("" for any), nil when the text shows none.
+func findCurlResponse(text, code string) *traceResponse {
+	lines := strings.Split(text, "\n")
+	last := -1
+	var m []string
+	for i, l := range lines {
+		if sm := reCurlStatus.FindStringSubmatch(strings.TrimRight(l, "\r")); sm != nil && (code == "" || sm[1] == code) {
+			last, m = i, sm
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	r := &traceResponse{status: strings.TrimSpace(m[1] + " " + m[2]), curl: true}
+	block := []string{lines[last]}
+	for _, l := range lines[last+1:] {
+		h := strings.TrimSpace(strings.TrimPrefix(strings.TrimRight(l, "\r"), "<"))
+		if !reCurlHeader.MatchString(h) {
+			break
+		}
+		block = append(block, h)
+	}
+	r.lines = strings.Join(block, "\n")
+	for i := last - 1; i >= 0; i-- {
+		if reCurlStatus.MatchString(lines[i]) {
+			break // another response's request
+		}
+		if q := reCurlRequest.FindStringSubmatch(lines[i]); q != nil {
+			r.method, r.url = q[1], q[2]
+			break
+		}
+	}
+	if h := reRetryAfterHeader.FindStringSubmatch(r.lines); h != nil {
+		r.retryAfter = h[1]
+	}
+	r.fsUID, r.plUID = pfHeaderUIDs(r.lines)
+	return r
+}
+
 // classifiedMessage explains a response APF classified and let through
 // (or answered otherwise than 429): its PF headers name the FlowSchema and
 // the level, which the replay of the request with its identity is compared
@@ -322,7 +394,7 @@ func (r *traceResponse) classifiedMessage() *Message {
 	m := r.newMessage(MessagePFHeaders)
 	var b strings.Builder
 	if m.Status != "" {
-		fmt.Fprintf(&b, "the client's trace shows the server answered %s with %s, classified by API Priority and Fairness. ", requestText(m), m.Status)
+		fmt.Fprintf(&b, "%s shows the server answered %s with %s, classified by API Priority and Fairness. ", r.what(), requestText(m), m.Status)
 	} else {
 		b.WriteString("the response headers show API Priority and Fairness classified the request. ")
 	}

@@ -242,6 +242,9 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		if !known {
 			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once if its %v seat(s) fit beside those in use (limit %v), and gets 429 (%s) at once otherwise", pl.Name, seats, cl, ReasonConcurrencyLimit)}
 		}
+		if inUse == 0 && seats > cl {
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues and nothing executes there, so the request runs at once, alone (%s)", pl.Name, widerThan(seats, cl))}
+		}
 		if inUse == 0 || inUse+seats <= cl {
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %v seat(s) of this request fit and it runs at once", pl.Name, inUse, cl, seats)}
 		}
@@ -266,6 +269,9 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	if waiting == 0 && inUse < cl && (inUse+seats <= cl || inUse == 0) {
 		// queueset.go: enqueue then dispatchAsMuchAsPossibleLocked, which
 		// dispatches at once while canAccommodateSeatsLocked.
+		if seats > cl {
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and nothing executes there, so the request is dispatched at once, alone (%s)", pl.Name, widerThan(seats, cl))}
+		}
 		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and %v of its %v seats are in use, so the request is dispatched at once", pl.Name, inUse, cl)}
 	}
 	cand := ex.Queues.Candidates
