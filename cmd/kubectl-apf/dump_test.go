@@ -188,6 +188,16 @@ func TestWhoisFromStdin(t *testing.T) {
 	}
 }
 
+// TestWhoisWithoutArguments: whois with nothing to name says how to give
+// the UIDs, standard input among them (curl -si ... | kubectl apf whois
+// answered "requires at least 1 arg(s), only received 0").
+func TestWhoisWithoutArguments(t *testing.T) {
+	code, _, errOut := runPlugin("whois")
+	if code != 1 || !strings.Contains(errOut, "or - to read them from standard input") || strings.Contains(errOut, "requires at least") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestBundleCommandRoundTrip(t *testing.T) {
 	streams, _, errb := testStreams("")
 	o := NewBundleOptions(genericclioptions.NewConfigFlags(false), streams)

@@ -57,8 +57,13 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 		Short:   "Name the FlowSchema and priority level of X-Kubernetes-PF-*-UID values",
 		Long:    whoisLong,
 		Example: whoisExample,
-		Args:    cobra.MinimumNArgs(1),
-		RunE:    runOptions(o),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("give X-Kubernetes-PF-*-UID values or header lines, or - to read them from standard input (kubectl get pods -v=8 2>&1 | kubectl apf whois -)")
+			}
+			return nil
+		},
+		RunE: runOptions(o),
 	}
 	o.Flags.AddFlags(cmd.Flags())
 	o.Options.AddFlags(cmd.Flags())
