@@ -81,7 +81,7 @@ func NewBundleCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 		Short:   "Capture objects, dumps and metrics of every apiserver into an offline bundle",
 		Long:    bundleLong + bundleWatchHelp,
 		Example: bundleExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("give the bundle's file with --to FILE"),
 		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()

@@ -92,7 +92,7 @@ func NewCapacityCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Short:   "Show the seats of every priority level and the shuffle-sharding collision odds",
 		Long:    capacityLong,
 		Example: capacityExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("change a level with --set LEVEL.shares=N, or read a bundle with --from FILE"),
 		RunE:    runOptions(o),
 	}
 	o.Options.AddFlags(cmd.Flags())

@@ -105,7 +105,7 @@ func newDumpKindCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Use:     string(kind),
 		Short:   dumpHelp[kind].short,
 		Example: dumpHelp[kind].example,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("read a bundle or a saved dump with --from FILE"),
 		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()

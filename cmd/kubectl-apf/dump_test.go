@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -278,5 +279,44 @@ func TestRBACManifestQuotesNames(t *testing.T) {
 	}
 	if strings.Join(got, "\x00") != strings.Join(users, "\x00") {
 		t.Errorf("subjects %q, want %q", got, users)
+	}
+}
+
+// TestNoArgumentsNamesTheFlag: a command that takes no arguments, given
+// one, says so in one line and names the flag that takes what a user may
+// have meant ("kubectl apf lint ./dir" was "unknown command"); every leaf
+// command of the tree is tried, so a new one cannot fall back to cobra's
+// answer.
+func TestNoArgumentsNamesTheFlag(t *testing.T) {
+	hints := map[string]string{"lint": "-f (lint -f ./flowcontrol/)", "simulate": "-w FILE", "tune": "-w FILE", "explain 429": "--workload FILE"}
+	var leaves []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.HasSubCommands() && c.Runnable() {
+			leaves = append(leaves, strings.TrimPrefix(c.CommandPath(), "kubectl apf "))
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	streams, _, _ := testStreams("")
+	walk(NewRootCommand(streams))
+	tried := 0
+	for _, leaf := range leaves {
+		switch leaf {
+		case "explain request", "whois", "help", "completion bash", "completion zsh", "completion fish", "completion powershell":
+			continue // they take arguments
+		}
+		tried++
+		code, _, errOut := runPlugin(append(strings.Fields(leaf), "./stray")...)
+		if code != 1 || !strings.Contains(errOut, "kubectl apf "+leaf+` takes no arguments, not "./stray"`) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%s ./stray: exit %d, stderr %q", leaf, code, errOut)
+		}
+		if h, ok := hints[leaf]; ok && !strings.Contains(errOut, h) {
+			t.Errorf("%s ./stray: %q does not name %s", leaf, errOut, h)
+		}
+	}
+	if tried < 12 {
+		t.Errorf("tried %d commands of %v", tried, leaves)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -190,8 +191,13 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 		Short:   "Explain which FlowSchema and priority level a request gets and whether it runs, waits or gets 429",
 		Long:    explainRequestLong + workloadInstancesHelp + explainRequestWindowHelp,
 		Example: explainRequestExample,
-		Args:    cobra.MaximumNArgs(3),
-		RunE:    runOptions(o),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 3 {
+				return fmt.Errorf("explain request takes VERB_OR_METHOD PATH, or VERB TYPE[/NAME] [NAME] as kubectl does, not %d arguments (%q)", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: runOptions(o),
 		// the verb, then the resource type, as kubectl get completes them
 		// (the built-in types: completion asks no cluster)
 		ValidArgsFunction: completeRequestArgs,

@@ -110,7 +110,7 @@ func NewExplain429Command(configFlags *genericclioptions.ConfigFlags, streams ge
 		Short:   "Explain which priority levels and flows are rejected now, why, and the likely fix",
 		Long:    explain429Long + explain429WorkloadHelp + workloadInstancesHelp + explain429VLogsHelp,
 		Example: explain429Example,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("one level with --level LEVEL, a recorded log with --workload FILE"),
 		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()

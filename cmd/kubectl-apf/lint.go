@@ -103,7 +103,7 @@ func NewLintCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Short:   "Find mistakes in the APF configuration (shadowed FlowSchemas, dangling levels, risky settings)",
 		Long:    lintLong,
 		Example: lintExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("give files or directories of objects with -f (lint -f ./flowcontrol/)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return toolFailure(runOptions(o)(cmd, args))
 		},

@@ -137,7 +137,7 @@ The thresholds are per priority level; every alert has a --...-for duration
 the condition must hold. Recorded series carry the cluster label (when set),
 the instance label and priority_level.`,
 		Example: monitoringRulesExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs(""),
 		RunE:    runOptions(o),
 	}
 	fs := cmd.Flags()
@@ -242,7 +242,7 @@ the upstream defaults (--defaults), with files given with -f applied on top.
 The dashboard has datasource, cluster and instance variables; its JSON model
 is imported with Grafana's "Import dashboard" or provisioned from a file.`,
 		Example: monitoringDashboardExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs(""),
 		RunE:    runOptions(o),
 	}
 	o.Options.AddFlags(cmd.Flags())

@@ -36,7 +36,7 @@ it, then apply it yourself.`,
 
   # With a binding for a group, applied by an admin
   kubectl apf rbac --group sre | kubectl apply -f -`,
-		Args: cobra.NoArgs,
+		Args: noArgs("bind the role with --user NAME or --group NAME"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -78,6 +81,22 @@ type commandOptions interface {
 	Complete(cmd *cobra.Command, args []string) error
 	Validate() error
 	Run(ctx context.Context) error
+}
+
+// noArgs refuses the arguments of a command that takes none, and names the
+// flag that takes what a user may have meant by them ("lint ./dir",
+// "simulate audit.log"), where cobra answers "unknown command".
+func noArgs(hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("%s takes no arguments, not %q", cmd.CommandPath(), strings.Join(args, " "))
+		if hint != "" {
+			msg += ": " + hint
+		}
+		return errors.New(msg)
+	}
 }
 
 // runOptions is the RunE of a command whose options follow commandOptions.

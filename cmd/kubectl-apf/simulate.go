@@ -192,7 +192,7 @@ func NewSimulateCommand(configFlags *genericclioptions.ConfigFlags, streams gene
 		Short:   "Replay recorded traffic through APF's queues, before and after a configuration change",
 		Long:    simulateLong + simulateWindowHelp + workloadInstancesHelp,
 		Example: simulateExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("give the recorded traffic with -w FILE, and the change with -f FILE or --set LEVEL.FIELD=VALUE"),
 		RunE:    runOptions(o),
 	}
 	o.addInputFlags(cmd, configFlags)

@@ -99,7 +99,7 @@ func newTopKindCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 	o := NewTopOptions(configFlags, streams, kind)
 	cmd := &cobra.Command{
 		Use:  kind,
-		Args: cobra.NoArgs,
+		Args: noArgs("read a bundle with --from FILE"),
 		RunE: runOptions(o),
 	}
 	fs := cmd.Flags()

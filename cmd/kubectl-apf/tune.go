@@ -106,7 +106,7 @@ func NewTuneCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 		Short:   "Search the configuration changes that would have prevented a recorded incident, ranked by the calibrated replay",
 		Long:    tuneLong + workloadInstancesHelp,
 		Example: tuneExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("give the recorded traffic with -w FILE"),
 		RunE:    runOptions(o),
 	}
 	o.sim.addInputFlags(cmd, configFlags)

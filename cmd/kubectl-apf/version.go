@@ -55,7 +55,7 @@ func NewVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
   # Print it as JSON
   kubectl apf version -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
