@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
 // APIResource is a resource a request's path can name, as the server's
@@ -126,7 +126,7 @@ func (a ResourceArgs) Request(r APIResource) (verb, pathWithQuery string, err er
 	}
 	// kubectl (client-go's rest.Request) refuses these before sending
 	for _, seg := range []struct{ what, v string }{{"resource name", a.Name}, {"namespace", a.Namespace}, {"subresource", a.Subresource}} {
-		if msgs := validationpath.IsValidPathSegmentName(seg.v); seg.v != "" && len(msgs) > 0 {
+		if msgs := content.IsPathSegmentName(seg.v); seg.v != "" && len(msgs) > 0 {
 			return "", "", fmt.Errorf("invalid %s %q: %s; kubectl refuses it too", seg.what, seg.v, strings.Join(msgs, ", "))
 		}
 	}

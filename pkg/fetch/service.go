@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
 // Service is an in-cluster service reached through the apiserver's
@@ -27,7 +27,7 @@ func ParseService(flag, example, s string) (Service, error) {
 	}
 	svc := Service{Namespace: ns, Name: rest[:i], Port: rest[i+1:]}
 	for _, seg := range []string{svc.Namespace, svc.Name + ":" + svc.Port} {
-		if msgs := validationpath.IsValidPathSegmentName(seg); len(msgs) > 0 {
+		if msgs := content.IsPathSegmentName(seg); len(msgs) > 0 {
 			return Service{}, fmt.Errorf("%s %q: %q %s", flag, s, seg, strings.Join(msgs, ", "))
 		}
 	}
