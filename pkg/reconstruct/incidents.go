@@ -280,9 +280,9 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 		}
 		isHeavy, sent, all := heavy(inc.arrived, crowder)
 		if oneElephant(inc.crowded, n) && !isHeavy {
-			summary = append(summary, fmt.Sprintf("the flows crowded each other out: %d of %d queue-full 429s were of flows whose hands' queues other flows held, most often %s (%d times), which sent no more than its share (%d of the level's %d requests in the incident, from %d flows): its queues lie in the others' hands", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived)))
+			summary = append(summary, fmt.Sprintf("the flows crowded each other out: %d of %d queue-full 429s were of flows whose hands' queues other flows held, most often %s (%d times), which sent %d of the level's %d requests in the incident, from %d flows: under 1.5 times the mean flow's, no elephant; its queues lie in the others' hands", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived)))
 			causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, most often by %s (%d times), which sent %d of the level's %d requests in the incident from %d flows, no more than its share: the hands of the level's %d queues overlap, and its %d seat(s) were all taken", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived), len(l.queues), inc.limit),
+				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, most often by %s (%d times), which sent %d of the level's %d requests in the incident from %d flows, under 1.5 times the mean flow's: the hands of the level's %d queues overlap, and its %d seat(s) were all taken", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived), len(l.queues), inc.limit),
 				Fix:      "give the level more seats (nominalConcurrencyShares), or more queues (and a larger hand) so that fewer flows share each"})
 			break
 		}
