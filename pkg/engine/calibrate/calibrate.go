@@ -631,7 +631,15 @@ type DispatchTimes struct {
 	// for a request that found the seat free, the writing of the
 	// response before for one that waited.
 	FromEnds int64 `json:"fromEnds,omitempty"`
+	// SlowUnannotated counts the requests of FromReplay and FromEnds
+	// slower than 500 ms: the apiserver annotates those, but 1.34 (and
+	// 1.35 before its fix) annotates none (kubernetes/kubernetes#135684).
+	SlowUnannotated int64 `json:"slowUnannotated,omitempty"`
 }
+
+// annotationThreshold is the latency above which the apiserver writes its
+// latency annotations (endpoints/filters/audit.go:writeLatencyToAnnotation).
+const annotationThreshold = 500 * time.Millisecond
 
 // observer accumulates the evidence of one pass.
 type observer struct {

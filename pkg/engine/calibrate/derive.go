@@ -275,4 +275,7 @@ func (r *Result) countWait(x *obs) {
 	case waitEnds:
 		r.DispatchTimes.FromEnds++
 	}
+	if (x.waitFrom == waitReplay || x.waitFrom == waitEnds) && x.latency > annotationThreshold {
+		r.DispatchTimes.SlowUnannotated++
+	}
 }

@@ -145,8 +145,11 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		if d.FromEnds > 0 {
 			from = append(from, fmt.Sprintf("%d from the ends of a level of one seat", d.FromEnds))
 		}
-		est = append(est, fmt.Sprintf("dispatch times: %s; %d recorded by the filters' audit annotations (authentication, impersonation, apf-queue-wait: requests slower than 500 ms)",
-			strings.Join(from, ", "), d.Annotated))
+		ann := fmt.Sprintf("%d recorded by the filters' audit annotations (authentication, impersonation, apf-queue-wait: requests slower than 500 ms)", d.Annotated)
+		if d.Annotated == 0 && d.SlowUnannotated > 0 {
+			ann += fmt.Sprintf(", though %d of the requests estimated took longer: kube-apiserver 1.34, and 1.35 before its fix, writes none of these annotations (kubernetes/kubernetes#135684)", d.SlowUnannotated)
+		}
+		est = append(est, fmt.Sprintf("dispatch times: %s; %s", strings.Join(from, ", "), ann))
 	}
 	if len(est) > 0 {
 		fmt.Fprintf(w, "Estimated, not recorded: %s.\n", strings.Join(est, "; "))

@@ -47,6 +47,30 @@ func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	}
 }
 
+// TestDispatchTimesOfAnUnannotatedLog: an audit log whose slow requests
+// carry no latency annotation (kube-apiserver 1.34) says why the
+// annotated count is 0; one with annotations does not.
+func TestDispatchTimesOfAnUnannotatedLog(t *testing.T) {
+	for _, c := range []struct {
+		d    calibrate.DispatchTimes
+		want bool
+	}{
+		{calibrate.DispatchTimes{FromReplay: 900, SlowUnannotated: 42}, true},
+		{calibrate.DispatchTimes{FromReplay: 900, Annotated: 40, SlowUnannotated: 2}, false},
+		{calibrate.DispatchTimes{FromReplay: 900}, false},
+	} {
+		var b bytes.Buffer
+		levels := []calibrate.Level{{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Dispatches: 422, Seats: 422}}
+		if err := printCalibration(&b, &simulate.Result{Calibration: &calibrate.Report{Enabled: true, Levels: levels, DispatchTimes: &c.d}}); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(b.String(), "though 42 of the requests estimated took longer: kube-apiserver 1.34, and 1.35 before its fix, writes none of these annotations (kubernetes/kubernetes#135684)")
+		if got != c.want {
+			t.Errorf("%+v: %v, want %v:\n%s", c.d, got, c.want, b.String())
+		}
+	}
+}
+
 func TestFmtSeconds(t *testing.T) {
 	tests := []struct {
 		in   float64
