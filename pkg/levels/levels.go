@@ -3,12 +3,15 @@
 // from the best input present, in one documented order, so that no two
 // commands disagree on the same input.
 //
-// The order, best first, is: the debug dumps (taken at one moment, per
-// level), then the metrics, then the configuration. For each figure:
+// The order, best first, is: the debug dumps, then the metrics, then the
+// configuration. Each dump is one reading of every level, but the three are
+// read moments apart, and under bursts they differ (a real v1.37.1 capture:
+// 11 waiting by dump_priority_levels, 10 rows in dump_requests): the
+// waiting requests and their seats come from one of them. For each figure:
 //
-//   - Waiting: dump_priority_levels' WaitingRequests, the waiting rows of
-//     dump_requests, the pending requests of dump_queues,
-//     apiserver_flowcontrol_current_inqueue_requests.
+//   - Waiting: the waiting rows of dump_requests (which give WaitingSeats
+//     too), dump_priority_levels' WaitingRequests, the pending requests of
+//     dump_queues, apiserver_flowcontrol_current_inqueue_requests.
 //   - Executing: dump_priority_levels' ExecutingRequests, the executing
 //     requests of dump_queues (queuing levels),
 //     apiserver_flowcontrol_current_executing_requests.
@@ -226,19 +229,10 @@ func QueueDumpRead(s *dump.Snapshot) bool {
 	return s.QueueDump != nil || s.Raw[dump.FileQueues] != nil
 }
 
-// fromDumps fills the figures the dumps give, best first.
+// fromDumps fills the figures the dumps give, best first: the request
+// dump's waiting requests before the level dump's, so that a row's waiting
+// requests and waiting seats are of one reading.
 func fromDumps(s *dump.Snapshot, rows map[string]*Row) {
-	for _, pl := range s.PriorityLevelDump {
-		if pl.Placeholder {
-			continue
-		}
-		r := rows[pl.Name]
-		r.set(FigureWaiting, &r.Waiting, float64(pl.WaitingRequests), FromPriorityLevelDump)
-		r.set(FigureExecuting, &r.Executing, float64(pl.ExecutingRequests), FromPriorityLevelDump)
-		if pl.HasCounters {
-			r.RejectedCount = pl.RejectedRequests
-		}
-	}
 	if RequestDumpRead(s) {
 		// It lists every request in a queue: a level without rows has
 		// none waiting. (Executing requests are listed only for queuing
@@ -269,6 +263,17 @@ func fromDumps(s *dump.Snapshot, rows map[string]*Row) {
 			}
 			r.set(FigureWaiting, &r.Waiting, w.waiting, FromRequestDump)
 			r.set(FigureWaitingSeats, &r.WaitingSeats, w.seats, FromRequestDump)
+		}
+	}
+	for _, pl := range s.PriorityLevelDump {
+		if pl.Placeholder {
+			continue
+		}
+		r := rows[pl.Name]
+		r.set(FigureWaiting, &r.Waiting, float64(pl.WaitingRequests), FromPriorityLevelDump)
+		r.set(FigureExecuting, &r.Executing, float64(pl.ExecutingRequests), FromPriorityLevelDump)
+		if pl.HasCounters {
+			r.RejectedCount = pl.RejectedRequests
 		}
 	}
 	type queues struct {

@@ -95,7 +95,11 @@ func TestOrder(t *testing.T) {
 		waiting, executing   float64
 		waitingFrom, execFrm string
 	}{
-		{"every input", func(*dump.Snapshot) {}, 11, 1, FromPriorityLevelDump, FromPriorityLevelDump},
+		// the request dump's waiting rows, which give the waiting seats
+		// too: the pair from one reading (the level dump, read moments
+		// apart, says 11)
+		{"every input", func(*dump.Snapshot) {}, reqWaiting, 1, FromRequestDump, FromPriorityLevelDump},
+		{"no request dump", func(s *dump.Snapshot) { s.RequestDump = nil }, 11, 1, FromPriorityLevelDump, FromPriorityLevelDump},
 		{"no level dump", func(s *dump.Snapshot) { s.PriorityLevelDump = nil }, reqWaiting, qExec, FromRequestDump, FromQueueDump},
 		{"no level or request dump", func(s *dump.Snapshot) { s.PriorityLevelDump, s.RequestDump = nil, nil }, qWaiting, qExec, FromQueueDump, FromQueueDump},
 		{"metrics alone", func(s *dump.Snapshot) { s.PriorityLevelDump, s.RequestDump, s.QueueDump = nil, nil, nil }, 99, 77, FromMetrics, FromMetrics},
