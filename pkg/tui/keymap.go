@@ -34,7 +34,7 @@ func DefaultKeyMap(replay bool) KeyMap {
 		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous level")),
 		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next level")),
 		Enter:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "flows and waiting requests")),
-		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back, clear the filter")),
 		Sort:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "next sort column")),
 		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter levels (regex, !inverts)")),
 		Jump:      key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "jump to a level")),

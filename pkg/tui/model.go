@@ -278,6 +278,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	case key.Matches(msg, k.Help):
 		m.help.shown = true
+	case key.Matches(msg, k.Back) && !m.drill.open && m.table.filter != "":
+		// esc on the table (no drill-down open) clears its filter, as
+		// in k9s
+		m.status = m.table.setFilter("")
 	case m.drill.Update(msg, k, m.table.cursor):
 	case m.table.Update(msg, k, m.view()):
 	case key.Matches(msg, k.Filter):

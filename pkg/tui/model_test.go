@@ -71,6 +71,7 @@ func TestFilterJumpSort(t *testing.T) {
 		{name: "anchored", keys: []string{"/", "^", "n", "|", "^", "s", "enter"}, wantRows: "node-high system", wantCursor: "node-high"},
 		{name: "bad regex keeps the filter", keys: []string{"/", "w", "o", "r", "k", "enter", "/", "(", "enter"}, wantRows: "workload-high workload-low", wantCursor: "workload-high",
 			wantStatus: `filter "work(": missing closing ); filter unchanged`},
+		{name: "esc clears the filter", keys: []string{"/", "w", "o", "r", "k", "enter", "esc"}, wantRows: "catch-all exempt global-default leader-election node-high system workload-high workload-low", wantCursor: "catch-all"},
 		{name: "esc cancels", keys: []string{"/", "w", "esc"}, wantRows: "catch-all exempt global-default leader-election node-high system workload-high workload-low", wantCursor: "catch-all"},
 		{name: "backspace", keys: []string{"/", "w", "x", "backspace", "o", "enter"}, wantRows: "workload-high workload-low", wantCursor: "workload-high"},
 		{name: "empty filter clears", keys: []string{"/", "s", "y", "s", "enter", "/", "backspace", "backspace", "backspace", "enter"}, wantRows: "catch-all exempt global-default leader-election node-high system workload-high workload-low", wantCursor: "catch-all"},
