@@ -122,9 +122,7 @@ func findResponse(text string, re *regexp.Regexp) *traceResponse {
 			break // another response's request
 		}
 	}
-	if h := reRetryAfterHeader.FindStringSubmatch(r.lines); h != nil {
-		r.retryAfter = h[1]
-	}
+	r.readHeaders()
 	// client-go's wait after this response, before the next one
 	for i := last + 1; i < len(lines); i++ {
 		if reStatusAny.MatchString(lines[i]) || strings.Contains(lines[i], `"Response"`) {
@@ -145,9 +143,16 @@ func findResponse(text string, re *regexp.Regexp) *traceResponse {
 			break
 		}
 	}
-	// The header lines alone: a UID that is cut or elided is no UID.
-	r.fsUID, r.plUID = pfHeaderUIDs(r.lines)
 	return r
+}
+
+// readHeaders reads the response's Retry-After and PF UIDs from its own
+// lines (r.lines) alone: a UID that is cut or elided is no UID.
+func (r *traceResponse) readHeaders() {
+	if h := reRetryAfterHeader.FindStringSubmatch(r.lines); h != nil {
+		r.retryAfter = h[1]
+	}
+	r.fsUID, r.plUID = pfHeaderUIDs(r.lines)
 }
 
 // pfHeaderUIDs are the UIDs of the X-Kubernetes-PF-*-UID headers in text
@@ -379,10 +384,7 @@ func findCurlResponse(text, code string) *traceResponse {
 			break
 		}
 	}
-	if h := reRetryAfterHeader.FindStringSubmatch(r.lines); h != nil {
-		r.retryAfter = h[1]
-	}
-	r.fsUID, r.plUID = pfHeaderUIDs(r.lines)
+	r.readHeaders()
 	return r
 }
 

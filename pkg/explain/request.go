@@ -314,11 +314,8 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 // in the level (queueset.go canAccommodateSeatsLocked), which makes a level
 // of 0 seats admit one request at a time (kubernetes/kubernetes#134196).
 func widerThan(seats, cl float64) string {
-	verb := "are"
-	if seats == 1 {
-		verb = "is"
-	}
-	return fmt.Sprintf("its %s %s more than the level's limit of %v, and upstream starts a request wider than the level when nothing else executes there, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(int(seats)), verb, cl)
+	n := int(seats)
+	return fmt.Sprintf("its %s %s more than the level's limit of %v, and upstream starts a request wider than the level when nothing else executes there, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(n), textfmt.Plural(n, "is", "are"), cl)
 }
 
 // expectedWait estimates the wait in fair queuing: before this request,
