@@ -33,6 +33,9 @@ var (
 		metrics.FamilyGCMarkDedicated, metrics.FamilyGCMarkIdleCPU, metrics.DispatchedRequestsTotal, metrics.RejectedRequestsTotal}
 	evidenceGauges    = []string{metrics.FamilyGOMAXPROCS}
 	evidenceHistogram = metrics.FamilySchedLatencies
+	// evidenceSums are histograms read by their sum and count alone: the
+	// executions APF measured per level (metrics.ExecutionsBetween)
+	evidenceSums = []string{metrics.RequestExecutionSeconds}
 )
 
 // InstanceEvidence is what a store holds of one apiserver instance around
@@ -104,6 +107,9 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 	// the same moment share a query)
 	names2 := append(append(append([]string{}, evidenceCounters...), evidenceGauges...),
 		evidenceHistogram+"_bucket", evidenceHistogram+"_sum", evidenceHistogram+"_count")
+	for _, f := range evidenceSums {
+		names2 = append(names2, f+"_sum", f+"_count")
+	}
 	m := []string{`__name__=~"` + strings.Join(names2, "|") + `"`}
 	if query.Selector != "" {
 		m = append(m, query.Selector)
@@ -141,25 +147,36 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 // scrape of the evidence's families.
 func evidenceScrape(ss []Series, instLabel, instance string, t time.Time) *metrics.Scrape {
 	sc := &metrics.Scrape{Time: t.UTC(), Families: map[string]*dto.MetricFamily{}}
-	type histKey string
-	hists := map[histKey]*dto.Histogram{}
+	// a histogram's series by family and labels (but le), in the order
+	// first met
+	type histKey struct{ family, labels string }
+	hists := map[histKey]*dto.Metric{}
 	var histOrder []histKey
-	hist := func(labels map[string]string) *dto.Histogram {
+	hist := func(family string, labels map[string]string) *dto.Histogram {
 		var parts []string
-		for k, v := range labels {
-			if k != "__name__" && k != "le" {
-				parts = append(parts, k+"="+v)
+		var pairs []*dto.LabelPair
+		for _, k := range sortedKeys(labels) {
+			if k != "__name__" && k != "le" && k != instLabel {
+				parts = append(parts, k+"="+labels[k])
+				pairs = append(pairs, &dto.LabelPair{Name: proto.String(k), Value: proto.String(labels[k])})
 			}
 		}
-		sort.Strings(parts)
-		k := histKey(strings.Join(parts, ","))
-		h := hists[k]
-		if h == nil {
-			h = &dto.Histogram{SampleCount: proto.Uint64(0), SampleSum: proto.Float64(0)}
-			hists[k] = h
+		k := histKey{family, strings.Join(parts, ",")}
+		m := hists[k]
+		if m == nil {
+			m = &dto.Metric{Label: pairs, Histogram: &dto.Histogram{SampleCount: proto.Uint64(0), SampleSum: proto.Float64(0)}}
+			hists[k] = m
 			histOrder = append(histOrder, k)
 		}
-		return h
+		return m.Histogram
+	}
+	sumFamily := func(name string) (family, part string) {
+		for _, f := range evidenceSums {
+			if rest, ok := strings.CutPrefix(name, f); ok && (rest == "_sum" || rest == "_count") {
+				return f, rest
+			}
+		}
+		return "", ""
 	}
 	for _, s := range ss {
 		if s.Labels[instLabel] != instance {
@@ -175,18 +192,23 @@ func evidenceScrape(ss []Series, instLabel, instance string, t time.Time) *metri
 			continue
 		}
 		name := s.Labels["__name__"]
+		sf, part := sumFamily(name)
 		switch {
 		case name == evidenceHistogram+"_bucket":
 			le, err := strconv.ParseFloat(s.Labels["le"], 64)
 			if err != nil || math.IsInf(le, 1) {
 				continue
 			}
-			h := hist(s.Labels)
+			h := hist(evidenceHistogram, s.Labels)
 			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(le), CumulativeCount: proto.Uint64(uint64(math.Max(0, v)))})
 		case name == evidenceHistogram+"_sum":
-			hist(s.Labels).SampleSum = proto.Float64(v)
+			hist(evidenceHistogram, s.Labels).SampleSum = proto.Float64(v)
 		case name == evidenceHistogram+"_count":
-			hist(s.Labels).SampleCount = proto.Uint64(uint64(math.Max(0, v)))
+			hist(evidenceHistogram, s.Labels).SampleCount = proto.Uint64(uint64(math.Max(0, v)))
+		case part == "_sum":
+			hist(sf, s.Labels).SampleSum = proto.Float64(v)
+		case part == "_count":
+			hist(sf, s.Labels).SampleCount = proto.Uint64(uint64(math.Max(0, v)))
 		default:
 			typ := dto.MetricType_COUNTER
 			for _, g := range evidenceGauges {
@@ -214,14 +236,16 @@ func evidenceScrape(ss []Series, instLabel, instance string, t time.Time) *metri
 			f.Metric = append(f.Metric, mm)
 		}
 	}
-	if len(histOrder) > 0 {
-		f := &dto.MetricFamily{Name: proto.String(evidenceHistogram), Type: dto.MetricType_HISTOGRAM.Enum()}
-		for _, k := range histOrder {
-			h := hists[k]
-			sort.Slice(h.Bucket, func(i, j int) bool { return h.Bucket[i].GetUpperBound() < h.Bucket[j].GetUpperBound() })
-			f.Metric = append(f.Metric, &dto.Metric{Histogram: h})
+	for _, k := range histOrder {
+		m := hists[k]
+		h := m.Histogram
+		sort.Slice(h.Bucket, func(i, j int) bool { return h.Bucket[i].GetUpperBound() < h.Bucket[j].GetUpperBound() })
+		f := sc.Families[k.family]
+		if f == nil {
+			f = &dto.MetricFamily{Name: proto.String(k.family), Type: dto.MetricType_HISTOGRAM.Enum()}
+			sc.Families[k.family] = f
 		}
-		sc.Families[evidenceHistogram] = f
+		f.Metric = append(f.Metric, m)
 	}
 	return sc
 }

@@ -46,9 +46,10 @@ func (r *rawStore) RawSamples(_ context.Context, selector string, start, end tim
 // samples: for each instance the scrape at or before its start and the one
 // at or after its end, with every family of the evidence (the process's
 // CPU, GOMAXPROCS, the garbage collector's counters, APF's dispatched
-// requests and the scheduler's latency histogram), which
-// metrics.CPUUseBetween and GCActivityBetween read as they read a
-// bundle's scrapes; and the instance's scrape interval.
+// requests, the scheduler's latency histogram and the sums and counts of
+// APF's execution histogram by level), which
+// metrics.CPUUseBetween, GCActivityBetween and ExecutionsBetween read as
+// they read a bundle's scrapes; and the instance's scrape interval.
 func TestEvidence(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &rawStore{}
@@ -79,6 +80,25 @@ func TestEvidence(t *testing.T) {
 		add(metrics.FamilySchedLatencies+"_bucket", map[string]string{"le": "+Inf"}, func(k int) float64 { return 100 * float64(k) })
 		add(metrics.FamilySchedLatencies+"_count", nil, func(k int) float64 { return 100 * float64(k) })
 		add(metrics.FamilySchedLatencies+"_sum", nil, func(k int) float64 { return 0.2 * float64(k) })
+		// APF's executions: level a 4 a second of 25 ms each, from two
+		// flow schemas, and a watch's initialisation beside them; level
+		// b's first execution ends at 40 s
+		for _, fs := range []string{"fs-1", "fs-2"} {
+			l := map[string]string{"priority_level": "a", "flow_schema": fs, "type": "regular"}
+			add(metrics.RequestExecutionSeconds+"_count", l, func(k int) float64 { return 2 * float64(k) })
+			add(metrics.RequestExecutionSeconds+"_sum", l, func(k int) float64 { return 0.05 * float64(k) })
+			add(metrics.RequestExecutionSeconds+"_bucket", map[string]string{"priority_level": "a", "flow_schema": fs, "type": "regular", "le": "+Inf"}, func(k int) float64 { return 2 * float64(k) })
+		}
+		w := map[string]string{"priority_level": "a", "flow_schema": "fs-1", "type": "watch"}
+		add(metrics.RequestExecutionSeconds+"_count", w, func(k int) float64 { return float64(k) })
+		add(metrics.RequestExecutionSeconds+"_sum", w, func(k int) float64 { return float64(k) })
+		b := Series{Labels: map[string]string{"__name__": metrics.RequestExecutionSeconds + "_count", "instance": inst, "cluster": "prod", "job": "apiserver", "priority_level": "b", "flow_schema": "fs-b", "type": "regular"}}
+		bs := Series{Labels: map[string]string{"__name__": metrics.RequestExecutionSeconds + "_sum", "instance": inst, "cluster": "prod", "job": "apiserver", "priority_level": "b", "flow_schema": "fs-b", "type": "regular"}}
+		for k := 40; k <= 120; k++ {
+			b.Points = append(b.Points, Point{T: t0.Add(time.Duration(k)*time.Second + offset), V: float64(k - 39)})
+			bs.Points = append(bs.Points, Point{T: t0.Add(time.Duration(k)*time.Second + offset), V: 0.01 * float64(k-39)})
+		}
+		st.series = append(st.series, b, bs)
 	}
 	q := Query{Selector: `cluster="prod"`, InstanceLabel: "instance", PerInstance: true}
 	from, to := t0.Add(30*time.Second+200*time.Millisecond), t0.Add(75*time.Second+700*time.Millisecond)
@@ -109,6 +129,15 @@ func TestEvidence(t *testing.T) {
 		span := wantTo.Sub(wantFrom).Seconds()
 		if !ok || a.Dispatched != 15*span || a.GOMAXPROCS != 2 {
 			t.Errorf("%s: GC activity %+v (ok %v), want %v dispatched", ev.Instance, a, ok, 15*span)
+		}
+		// level b had no series at the first scrape: its executions are
+		// all those up to the second
+		ex := metrics.ExecutionsBetween(ev.Scrapes[0], ev.Scrapes[1])
+		wantA := metrics.Executions{Count: int64(4 * span), Sum: time.Duration(0.1 * span * float64(time.Second))}
+		wantB := metrics.Executions{Count: int64(wantTo.Sub(t0.Add(39*time.Second + offset)).Seconds()), Sum: time.Duration(0.01 * wantTo.Sub(t0.Add(39*time.Second+offset)).Seconds() * float64(time.Second))}
+		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Microsecond }
+		if len(ex) != 2 || ex["a"].Count != wantA.Count || !near(ex["a"].Sum, wantA.Sum) || ex["b"].Count != wantB.Count || !near(ex["b"].Sum, wantB.Sum) {
+			t.Errorf("%s: executions %+v, want a %+v (the watch left out) and b %+v", ev.Instance, ex, wantA, wantB)
 		}
 	}
 	// one query for the scrape times, then one per scrape time

@@ -26,6 +26,13 @@ const (
 	DispatchedRequestsTotal   = FlowcontrolPrefix + "dispatched_requests_total"
 	RejectedRequestsTotal     = FlowcontrolPrefix + "rejected_requests_total"
 	RequestWaitDurationSecond = FlowcontrolPrefix + "request_wait_duration_seconds"
+	// RequestExecutionSeconds is the histogram of the executions APF
+	// measured, from the request's start to its handler's return, by
+	// flow schema, level and type ("regular", or "watch" for a watch's
+	// initialisation): apiserverRequestExecutionSeconds, observed in
+	// pkg/util/flowcontrol/apf_filter.go (Handle, executeHandler), the
+	// same time httplog writes as apf_execution_time.
+	RequestExecutionSeconds = FlowcontrolPrefix + "request_execution_seconds"
 	// SeatUtilization is a timing ratio histogram of seats in use over
 	// the level's current limit, observed at the end of every nanosecond
 	// (phase="executing"): its count is nanoseconds, its sum the integral

@@ -130,7 +130,8 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		}
 		a, okGC := metrics.GCActivityBetween(first, last)
 		u, okCPU := metrics.CPUUseBetween(first, last)
-		if !okGC && !okCPU {
+		ex := metrics.ExecutionsBetween(first, last)
+		if !okGC && !okCPU && ex == nil {
 			continue
 		}
 		if seen++; seen > 1 {
@@ -143,6 +144,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
+		m.evidence.Executions = ex
 		m.scrapes, m.interval = s.total, s.interval
 		if okCPU {
 			m.evidence.CPUUse = &u

@@ -428,6 +428,9 @@ func TestSimulateRecordings(t *testing.T) {
 			} {
 				cal := sim(mode.files, true)
 				raw := sim(mode.files, false)
+				if mode.name == "audit only" {
+					report = append(report, checkMeasured(t, cal, logFile)...)
+				}
 				if mode.name == "httplog+audit" {
 					// the stalls that tell a server short of CPU: every
 					// recording at 0.2 CPU (CFS throttled it in 12–25% of

@@ -1,9 +1,7 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -275,20 +273,11 @@ func (r *Result) rebound(src workload.Reader) error {
 	if !r.Enabled {
 		return nil
 	}
-	a := r.Apply(src).(*applied)
 	sts := map[string]*seatTime{}
-	for {
-		var w workload.Request
-		err := a.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading the workload for calibration: %w", err)
-		}
+	err := r.readApplied(src, "calibration", func(a *applied, w *workload.Request) {
 		x := a.x
 		if !a.ok || x.exempt || x.rejected || !x.hasExec {
-			continue
+			return
 		}
 		x.exec = w.ServiceTime
 		s := sts[x.level]
@@ -297,6 +286,9 @@ func (r *Result) rebound(src workload.Reader) error {
 			sts[x.level] = s
 		}
 		s.add(&x)
+	})
+	if err != nil {
+		return err
 	}
 	limits := levelLimits(r.prep.opts)
 	r.bound(sts, limits, func(*Level) bool { return true }, true)

@@ -140,6 +140,11 @@ type Evidence struct {
 	// not cover the workload's arrivals, neither Runtime nor CPUUse is
 	// used (Result.Uncovered).
 	MetricsWindow TimeRange
+	// Executions are, per priority level, the executions APF measured
+	// between the same two scrapes (metrics.ExecutionsBetween): what an
+	// audit log's estimated execution times are checked against
+	// (measured.go).
+	Executions map[string]metrics.Executions
 	// CPULimit is the recorded server's CPU limit in cores (its CFS
 	// quota over its period). The CFS model then takes its RunPerPeriod
 	// from it instead of from the stalls, and the shared-CPU model its
@@ -232,6 +237,10 @@ type Level struct {
 	// Overhead (stalledGaps).
 	StalledGaps    int64    `json:"stalledGaps,omitempty"`
 	StalledGapTime Duration `json:"stalledGapTime,omitempty"`
+	// Measured is what APF measured of the level's executions between
+	// the metrics' scrapes, against the workload's estimates of the same
+	// executions (measured.go); absent without estimates or evidence.
+	Measured *Measured `json:"measured,omitempty"`
 }
 
 // WindowOverhead is the overhead inferred from one time window.

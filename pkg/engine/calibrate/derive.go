@@ -78,6 +78,24 @@ func (r *Result) Apply(src workload.Reader) workload.Reader {
 	return &applied{src: src, p: p, r: r, params: r.params}
 }
 
+// readApplied reads src as Apply prepares it for the replay, calling f
+// with each record and the reader, whose x, er, ok and idx are the
+// record's; what names the reading in an error.
+func (r *Result) readApplied(src workload.Reader, what string, f func(a *applied, w *workload.Request)) error {
+	a := r.Apply(src).(*applied)
+	for {
+		var w workload.Request
+		err := a.Next(&w)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the workload for %s: %w", what, err)
+		}
+		f(a, &w)
+	}
+}
+
 type applied struct {
 	// params are the calibration's thresholds
 	params *Params

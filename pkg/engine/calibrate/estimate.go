@@ -38,6 +38,9 @@ const (
 	// KindShared: the model of the server's CPU shared by every execution
 	// (Report.Shared, SharedWhy).
 	KindShared
+	// KindMeasured: no estimate, a check: the estimated execution times
+	// against those APF measured (Level.Measured).
+	KindMeasured
 )
 
 // estimator is one of the calibration's estimators: what it estimates,
@@ -88,6 +91,7 @@ var passEstimators = []estimator{
 var workloadEstimators = []estimator{
 	{KindAuditWaits, auditWaits},
 	{KindShared, sharedCPU},
+	{KindMeasured, measuredExecutions},
 }
 
 // estimate runs the estimators in order on r.

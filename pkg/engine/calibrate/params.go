@@ -50,6 +50,13 @@ type Params struct {
 	MinCoveredArrivals float64
 	// MinExecution bounds an estimated execution time from below.
 	MinExecution time.Duration
+	// MeasuredCountTolerance is how far, as a share of APF's count, the
+	// workload's executions of a level that ended between the metrics'
+	// scrapes may be from the executions APF measured between them for
+	// the two to be the same requests (measured.go): the log's end of a
+	// request and APF's end of its execution straddle a scrape for the
+	// few running at that moment.
+	MeasuredCountTolerance float64
 
 	// StallFactor and StallMin: an execution stalled when it took at
 	// least StallFactor times its level's median and StallMin more.
@@ -223,15 +230,16 @@ func DefaultParams() Params {
 		MinWindowEvidence: 10,
 		QueuedThresholds: [nThresholds]time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
 			10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond},
-		LagSamples:         20,
-		FewLagSamples:      5,
-		LagQuantile:        0.9,
-		FewLagQuantile:     1,
-		AllLagQuantile:     0.1,
-		AllLagFactor:       2,
-		ClockSlack:         time.Second,
-		MinCoveredArrivals: 0.9,
-		MinExecution:       100 * time.Microsecond,
+		LagSamples:             20,
+		FewLagSamples:          5,
+		LagQuantile:            0.9,
+		FewLagQuantile:         1,
+		AllLagQuantile:         0.1,
+		AllLagFactor:           2,
+		ClockSlack:             time.Second,
+		MinCoveredArrivals:     0.9,
+		MinExecution:           100 * time.Microsecond,
+		MeasuredCountTolerance: 0.02,
 
 		StallFactor:         10,
 		StallMin:            20 * time.Millisecond,

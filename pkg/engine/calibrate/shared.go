@@ -3,9 +3,7 @@ package calibrate
 import (
 	"cmp"
 	"container/heap"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"time"
@@ -184,11 +182,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		r.SharedWhy = "the CPU model was turned off"
 		return nil
 	}
-	a := r.Apply(src).(*applied)
 	kinds := map[kind]int32{}
 	var execs []execution
 	replayed := 0
-	var w workload.Request
 	// the executions' work as the replay takes it, and the time from the
 	// first arrival to the last end, for the CFS model
 	var work, from, to time.Duration
@@ -202,14 +198,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	// saturated server's cost of a request before APF
 	requests := 0
 	var rejections []time.Duration
-	for {
-		err := a.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading the workload for the CPU model: %w", err)
-		}
+	err := r.readApplied(src, "the CPU model", func(a *applied, w *workload.Request) {
 		x := &a.x
 		if a.ok && a.er.Info.Verb != "watch" {
 			requests++
@@ -225,7 +214,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			}
 		}
 		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
-			continue
+			return
 		}
 		// an audit record faster than 500 ms: its execution is its
 		// latency less the wait the replay gave it, which counts in
@@ -247,7 +236,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		id, ok := kinds[k]
 		if !ok {
 			if len(kinds) >= maxKinds {
-				continue
+				return
 			}
 			id = int32(len(kinds))
 			kinds[k] = id
@@ -264,6 +253,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		}
 		recorded[level] = recorded[level] || x.execFrom == fromRecord
 		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, arrival: x.arrival})
+	})
+	if err != nil {
+		return err
 	}
 	if r.CPU != nil {
 		r.CPU.setCPUSpent(r.prep.opts.CPUUse, work, to-from)

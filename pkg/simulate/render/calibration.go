@@ -154,6 +154,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	if len(est) > 0 {
 		fmt.Fprintf(w, "Estimated, not recorded: %s.\n", strings.Join(est, "; "))
 	}
+	printMeasured(w, cal)
 	// the levels with a 429 recorded or predicted: the others have
 	// nothing to compare
 	var fits []int
@@ -199,6 +200,28 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		fmt.Fprintln(w, sanitize.Line(x.Text))
 	}
 	return nil
+}
+
+// printMeasured sets the estimated executions beside the time APF
+// measured for them (calibrate.Measured), where the metrics hold it.
+func printMeasured(w io.Writer, cal *calibrate.Report) {
+	var ms []string
+	for _, l := range cal.Levels {
+		m := l.Measured
+		if m == nil {
+			continue
+		}
+		name := sanitize.Line(l.Level)
+		if m.Ratio == 0 {
+			ms = append(ms, fmt.Sprintf("%s not compared: %s", name, sanitize.Line(m.Why)))
+			continue
+		}
+		ms = append(ms, fmt.Sprintf("%s's %d executions took %v, the estimates give them %v (%.2f×)",
+			name, m.Executions, fmtDuration(time.Duration(m.Time)), fmtDuration(time.Duration(m.Recorded+m.Estimated)), m.Ratio))
+	}
+	if len(ms) > 0 {
+		fmt.Fprintf(w, "Execution times against APF's measure of them (apiserver_flowcontrol_request_execution_seconds between the metrics' scrapes): %s.\n", strings.Join(ms, "; "))
+	}
 }
 
 // calibrationFound reports whether a calibration rests on any evidence or
