@@ -150,7 +150,7 @@ record-simulate: binaries ## Record the overload fixtures under testdata/simulat
 	for s in borrowing-three timeouts; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -whatif=false -out testdata/simulate/recordings/$$s; done
 	for s in crowded-30 crowded-60 crowded-95; do $(GO) run ./internal/testharness/cmd/apf-record -scenario $$s -seed 1 -all-whatifs -out testdata/simulate/recordings/$$s; done
 	$(GO) run ./internal/testharness/cmd/apf-record -scenario crowded-95 -seed 2 -all-whatifs -out testdata/simulate/recordings/crowded-95-seed2
-	for n in 6 7 8 9; do $(GO) run ./internal/testharness/cmd/apf-record -scenario noisy-pages-heavy -seed $$n -all-whatifs -out testdata/simulate/recordings/noisy-pages-heavy-seed$$n; done
+	for n in 6 7 8 9 10 11; do $(GO) run ./internal/testharness/cmd/apf-record -scenario noisy-pages-heavy -seed $$n -all-whatifs -out testdata/simulate/recordings/noisy-pages-heavy-seed$$n; done
 
 .PHONY: golden
 golden: ## Rewrite the golden files: go test -update over every package whose tests use internal/testharness/golden. Review the diff.

@@ -5,10 +5,16 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 )
 
 // httplogExecution reads, per priority level, the executions an httplog
@@ -95,4 +101,58 @@ func checkMeasured(t *testing.T, res *Result, logFile string) []string {
 			l.Level, m.Executions, time.Duration(m.Time).Round(time.Millisecond), same, time.Duration(m.Estimated+m.Recorded).Round(time.Millisecond), m.Ratio))
 	}
 	return lines
+}
+
+// TestMeasuredExecutionsGiveTheCPUEvidence (noisy-pages-heavy-seed8, the
+// users isolated in a level of their own, from the audit log alone): the
+// audit log's executions are estimates (latency less the replay's own
+// wait, averaged per kind), too many for the CPU evidence's model to rest
+// on, so without APF's measure of them the change's figures are not
+// known. With it (RuleMeasured) the model reads the executions at the
+// time APF measured, which is httplog's, and says so: the change's level
+// is replayed on the CPU evidence, its work is APF's time, not the
+// estimates'.
+func TestMeasuredExecutionsGiveTheCPUEvidence(t *testing.T) {
+	dir := filepath.Join(recordingsDir(t), "noisy-pages-heavy-seed8")
+	kr := openRecording(t, dir)
+	isolate := filepath.Join(dir, "whatif-2.yaml")
+	res := kr.simulate(t, []string{kr.auditFile}, true, isolate)
+	if slices.Contains(res.NotKnown, "apf-noisy") {
+		t.Fatalf("with APF's measure: apf-noisy not known: %v", res.Warnings)
+	}
+	h := res.Calibration.Headroom
+	if h == nil || h.Shared == nil || h.Shared.CPUEvidence == nil {
+		t.Fatalf("with APF's measure: no CPU evidence's model: %+v", h)
+	}
+	ev := h.Shared.CPUEvidence
+	var m *calibrate.Measured
+	for _, l := range res.Calibration.Levels {
+		if l.Level == "apf-team" {
+			m = l.Measured
+		}
+	}
+	if m == nil || m.Ratio <= 1 || !slices.Equal(ev.Measured, []string{"apf-team"}) {
+		t.Fatalf("the model's measured levels %v, apf-team's measure %+v: want apf-team's, its estimates longer than APF's time", ev.Measured, m)
+	}
+	// the recording's executions are the window's, give or take the
+	// exempt level's few: the model's work is APF's time, the estimates'
+	// is theirs
+	httplog := httplogExecutions(t, kr.logFile)["apf-team"].sum
+	if d := math.Abs(float64(ev.Work)/float64(httplog) - 1); d > 0.01 {
+		t.Errorf("the model's work %v, httplog's apf-team %v: want it within 1%%", time.Duration(ev.Work), httplog)
+	}
+	if d := math.Abs(float64(ev.EstimatedWork)/float64(m.Estimated+m.Recorded) - 1); d > 0.01 {
+		t.Errorf("the estimates' work %v, the measured check's %v", time.Duration(ev.EstimatedWork), time.Duration(m.Estimated+m.Recorded))
+	}
+	if !strings.Contains(ExecutionsWork(ev), "at the time APF measured") {
+		t.Errorf("the model's work is not said to be APF's: %q", ExecutionsWork(ev))
+	}
+
+	p := calibrate.DefaultParams()
+	p.Without = calibrate.RuleMeasured
+	kr.calibration = &p
+	without := kr.simulate(t, []string{kr.auditFile}, true, isolate)
+	if !slices.Contains(without.NotKnown, "apf-noisy") {
+		t.Errorf("without APF's measure: apf-noisy's figures known (%v), from the audit log's estimates", without.NotKnown)
+	}
 }

@@ -46,7 +46,7 @@ func rejected(r *Result, after bool, level string) int64 {
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -127,9 +127,26 @@ var knownMisses = map[string]string{
 	knownMiss("noisy-pages-heavy-seed7", noisySeats, "apf-team", "httplog+audit"):           noisyServedLess,
 	knownMiss("noisy-pages-heavy-seed7", noisyIsolated, "apf-noisy", "httplog+audit"):       noisyServedLess,
 	knownMiss("noisy-pages-heavy-seed7", boundMiss+noisySeats, "apf-team", "httplog+audit"): "one re-run got 476 429s, over the high end of 469: " + noisyServedLess,
+	// the audit log alone on the CPU evidence's model, its executions at
+	// APF's measure (RuleMeasured, since 2026-12-05): near httplog +
+	// audit's figures (200 and 282 for 203 and 251), and their misses
+	knownMiss("noisy-pages-heavy-seed7", noisySeats, "apf-team", "audit"):     noisyServedLess,
+	knownMiss("noisy-pages-heavy-seed7", noisyIsolated, "apf-noisy", "audit"): noisyServedLess,
 	// recorded after the correction on an idle machine, held out
 	knownMiss("noisy-pages-heavy-seed9", boundMiss+noisySeats, "apf-team", "audit"): "every re-run over the high end of 583, which the repeat of the recorded run on the unchanged configuration passed already (608 429s against the recorded 379)",
-	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "httplog+audit"):   "the repeat of the recorded run on the same configuration got 608 429s against its 379: the servers after the recording ran slower than the recorded one by more than the band (one 6-seat re-run's used 0.64 of its CPU and got 1,011)",
+	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "httplog+audit"):   seed9Slower,
+	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "audit"):           seed9Slower,
+	// recorded after the measured executions of the audit log alone
+	// (RuleMeasured), held out for it and read once (2026-12-05)
+	knownMiss("noisy-pages-heavy-seed10", noisyIsolated, "apf-noisy", "httplog+audit"):       "818 429s predicted, the re-runs 545, 629 and 755: they met a faster server than the recorded one, as the repeat of the recorded run on the unchanged configuration did (581 429s against the recorded 756)",
+	knownMiss("noisy-pages-heavy-seed11", fitMiss, "apf-team", "httplog+audit"):              "a light storm, 280 429s of 4,805 requests: the replay dispatches 1.8% more than the server did (4,607 against 4,525), inside the dispatch check's 10%, which is 29% of so small a remainder",
+	knownMiss("noisy-pages-heavy-seed11", noisySeats, "apf-team", "httplog+audit"):           seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", noisySeats, "apf-team", "audit"):                   seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", noisyIsolated, "apf-noisy", "httplog+audit"):       seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", noisyIsolated, "apf-noisy", "audit"):               seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", boundMiss+noisySeats, "apf-team", "httplog+audit"): "two re-runs over the high end of 432: " + seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", boundMiss+noisySeats, "apf-team", "audit"):         "two re-runs over the high end of 471: " + seed11Slower,
+	knownMiss("noisy-pages-heavy-seed9", noisyIsolated, "apf-noisy", "audit"):                "the replay dispatched 4,638 of the change's requests where the re-runs did 4,398 and httplog + audit's replay 4,482: the audit log's executions, each its kind's mean at APF's total, leave 5% more dispatched, which is 42% of so small a remainder (332 429s predicted, 572 on average in the re-runs, 488 from httplog + audit)",
 }
 
 // The noisy-pages-heavy recordings' what-ifs, and why seed 7 (held out)
@@ -138,6 +155,8 @@ var knownMisses = map[string]string{
 // recording, used 0.97–0.99 and served fewer requests a second when it ran
 // more at once.
 const (
+	seed11Slower    = "the repeat of the recorded run on the same configuration got 649 429s against its 280 (0.98 of its CPU against 0.94): the servers after the recording ran slower than the recorded one by more than the band, and the re-runs served 4-12% fewer requests than the model holds the level to"
+	seed9Slower     = "the repeat of the recorded run on the same configuration got 608 429s against its 379: the servers after the recording ran slower than the recorded one by more than the band (one 6-seat re-run's used 0.64 of its CPU and got 1,011)"
 	noisySeats      = "apf-team with 60 shares (6 seats) instead of 20 (3 seats)"
 	noisyIsolated   = "a FlowSchema that isolates the five noisy users (load-1 to load-5) in a level of their own (apf-noisy, 40 shares, 4 seats)"
 	noisyServedLess = "the server, at 0.95 of its 1 CPU in the recording, served 3% fewer requests with 6 seats and 15% fewer with the users isolated (0.97–0.99 CPU), where the model holds the level's throughput to the recording's (docs/simulate.md, noisy-pages-heavy)"

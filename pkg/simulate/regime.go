@@ -263,12 +263,12 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
 				"the recording ran up to %d at once, and %s, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
 				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
-				"and the rest over the recorded executions' %v is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold, with no fewer than the recorded executions ran at once on average, %.2f executions at once, "+
+				"and the rest over %s is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold, with no fewer than the recorded executions ran at once on average, %.2f executions at once, "+
 				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
 				"The replay with the recorded execution times gives %s %d 429s",
 				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, need, h.Cores,
 				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
-				time.Duration(ev.Work).Round(time.Millisecond), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
+				ExecutionsWork(ev), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
 			continue
 		}
 		if h.Estimated > 0 {
@@ -277,7 +277,7 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			out = append(out, warnf(WarnBeyondCores, l.Name, "warning: %s: runs up to %d seats at once instead of %d; "+beyondCoresPhrase+
 				": the recording ran up to %d at once, and %s, about %.1f at once, more than its cores hold by its CPU evidence. "+
 				"How they would stretch is not known: %.0f%% of the executions are the audit log's estimates (its latency less the replay's own queue wait, averaged per kind of request), "+
-				"so the CPU each needed and how many the recording ran at once are estimates too (httplog's apf_execution_time records them); %s's predicted 429s and waits are not known",
+				"so the CPU each needed and how many the recording ran at once are estimates too (httplog's apf_execution_time records them, and APF's execution histogram measures them in metrics scraped before and after the load: a bundle whose scrapes bracket it, dump bundle --watch, or --prometheus); %s's predicted 429s and waits are not known",
 				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, 100*h.Estimated, l.Name))
 			continue
 		}
@@ -289,6 +289,19 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			l.Name, l.PeakSeatsInUse, peak[l.Name], h.Used, h.InFlight, h.PerExecution, p0, how, atOnce, need, h.Cores, l.Name))
 	}
 	return out
+}
+
+// ExecutionsWork names the executions' time the CPU evidence's model
+// read: the recorded executions', or, where an audit log's estimates were
+// taken to APF's measure of them (calibrate.CPUEvidence.Measured), that
+// measure.
+func ExecutionsWork(ev *calibrate.CPUEvidence) string {
+	work := time.Duration(ev.Work).Round(time.Millisecond)
+	if len(ev.Measured) == 0 {
+		return fmt.Sprintf("the recorded executions' %v", work)
+	}
+	return fmt.Sprintf("the executions' %v, with %s's at the time APF measured for them between the metrics' scrapes (the audit log's estimates gave %v)",
+		work, strings.Join(ev.Measured, ", "), time.Duration(ev.EstimatedWork).Round(time.Millisecond))
 }
 
 // stretchUnknown warns, for an audit log alone (no execution time of its

@@ -35,12 +35,12 @@ const (
 	// KindAuditWaits: the waits and execution times an audit log alone
 	// lacks, by a fixed point of replays (Estimated).
 	KindAuditWaits
+	// KindMeasured: the estimated execution times set beside those APF
+	// measured (Level.Measured), which the CPU evidence's model reads.
+	KindMeasured
 	// KindShared: the model of the server's CPU shared by every execution
 	// (Report.Shared, SharedWhy).
 	KindShared
-	// KindMeasured: no estimate, a check: the estimated execution times
-	// against those APF measured (Level.Measured).
-	KindMeasured
 )
 
 // estimator is one of the calibration's estimators: what it estimates,
@@ -90,8 +90,8 @@ var passEstimators = []estimator{
 // they read is the estimates before them applied to every record.
 var workloadEstimators = []estimator{
 	{KindAuditWaits, auditWaits},
-	{KindShared, sharedCPU},
 	{KindMeasured, measuredExecutions},
+	{KindShared, sharedCPU},
 }
 
 // estimate runs the estimators in order on r.

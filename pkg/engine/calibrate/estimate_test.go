@@ -11,7 +11,7 @@ import (
 // seat-time check after the levels' own figures and the server's summary
 // of them after it, then those over the prepared workload.
 func TestEstimatorsRunInTheOrderTheyNeed(t *testing.T) {
-	want := []Kind{KindThreshold, KindOverheads, KindCFS, KindSeatTime, KindServerOverhead, KindAuditWaits, KindShared, KindMeasured}
+	want := []Kind{KindThreshold, KindOverheads, KindCFS, KindSeatTime, KindServerOverhead, KindAuditWaits, KindMeasured, KindShared}
 	var got []Kind
 	for _, e := range append(append([]estimator{}, passEstimators...), workloadEstimators...) {
 		got = append(got, e.kind)

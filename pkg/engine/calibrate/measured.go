@@ -21,13 +21,16 @@ import (
 // where they are the ones APF counted (to within MeasuredCountTolerance)
 // the time the replay gives them is set beside the time APF measured.
 //
-// A check, not an estimate: scaling the estimates to APF's time was tried
-// on the kept recordings (docs/simulate.md, the measured executions) and
+// The replay keeps the estimates: scaling them to APF's time was tried on
+// the kept recordings (docs/simulate.md, the measured executions) and
 // made no figure better. On a one-seat level the time the estimates hold
 // beyond APF's is the server's between one execution and the next, which
 // the level's overhead then took back; on noisy-pages-heavy it made the
 // audit log's fit what httplog's executions give, 1.8% too many
-// dispatches.
+// dispatches. The CPU evidence's model reads them at APF's time
+// (RuleMeasured, measuredRatios): it refused an audit log alone because
+// the executions' time in all and their concurrency rested on estimates,
+// and APF's measure is that time.
 
 // Measured is what APF measured of one level's executions between the
 // metrics' scrapes, beside what the replay gives the same ones.
@@ -119,4 +122,31 @@ func measuredExecutions(r *Result, in *inputs) error {
 		}
 	}
 	return nil
+}
+
+// measuredRatios returns, by the level indices of ids, the ratio of an
+// audit log's estimated executions to the time APF measured for them
+// (Measured.Ratio), for the levels whose estimates it is not below (0
+// for the others), and those levels' names, sorted: the CPU evidence's
+// model reads their executions at APF's time (RuleMeasured). None where
+// the model runs without the rule.
+func (r *Result) measuredRatios(ids map[string]int32) (map[int32]float64, []string) {
+	if !r.params.runs(RuleMeasured) {
+		return nil, nil
+	}
+	var out map[int32]float64
+	var names []string
+	for _, lv := range r.Levels {
+		id, ok := ids[lv.Level]
+		if m := lv.Measured; !ok || m == nil || m.Ratio < 1 {
+			continue
+		}
+		if out == nil {
+			out = map[int32]float64{}
+		}
+		out[id] = lv.Measured.Ratio
+		names = append(names, lv.Level)
+	}
+	slices.Sort(names)
+	return out, names
 }

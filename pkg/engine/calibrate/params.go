@@ -191,10 +191,15 @@ const (
 	// level with room was dispatched on arrival, and its latency is its
 	// execution (the fitted stretch reads it so).
 	RuleRooms
+	// RuleMeasured: the CPU evidence's model reads an audit log's
+	// estimated executions of a level at the time APF measured for them
+	// between the metrics' scrapes, and takes them to it in the replay of
+	// a change on that model (measured.go).
+	RuleMeasured
 )
 
 // Rules are every Rule, in the order of their constants.
-var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms}
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured}
 
 // String names the rule as docs/simulate.md does.
 func (r Rule) String() string {
@@ -215,6 +220,8 @@ func (r Rule) String() string {
 		return "seat-time check"
 	case RuleRooms:
 		return "rooms"
+	case RuleMeasured:
+		return "measured executions"
 	}
 	return "rules"
 }

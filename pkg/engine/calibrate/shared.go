@@ -166,6 +166,9 @@ type execution struct {
 	// that found its level with room is not: its latency is taken for
 	// its execution)
 	estimated bool
+	// unrecorded: an audit log's execution, estimated in any way (its
+	// level's measured ratio takes it to APF's time: measuredRatios)
+	unrecorded bool
 	// arrival: when the request arrived (oneSeatExecutions)
 	arrival time.Duration
 }
@@ -198,6 +201,8 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	// saturated server's cost of a request before APF
 	requests := 0
 	var rejections []time.Duration
+	// the executions an audit log does not record, by level
+	unrecorded := map[string]time.Duration{}
 	err := r.readApplied(src, "the CPU model", func(a *applied, w *workload.Request) {
 		x := &a.x
 		if a.ok && a.er.Info.Verb != "watch" {
@@ -211,6 +216,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			to = max(to, x.arrival+max(x.latency, 0))
 			if !x.rejected && w.HasServiceTime && w.ServiceTime > 0 {
 				work += w.ServiceTime
+				if x.execFrom != fromRecord {
+					unrecorded[x.level] += w.ServiceTime
+				}
 			}
 		}
 		if !a.ok || x.rejected || !w.HasServiceTime || w.ServiceTime <= 0 || x.latency <= 0 || a.er.Info.Verb == "watch" || a.idx-1 > math.MaxInt32 {
@@ -252,7 +260,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 			}
 		}
 		recorded[level] = recorded[level] || x.execFrom == fromRecord
-		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, arrival: x.arrival})
+		execs = append(execs, execution{start: start, end: end, kind: id, idx: int32(a.idx - 1), level: level, estimated: estimated, unrecorded: x.execFrom != fromRecord, arrival: x.arrival})
 	})
 	if err != nil {
 		return err
@@ -283,20 +291,51 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		m, why = nil, "the model runs without the fitted stretch"
 	}
 	if m == nil {
-		r.Headroom = headroomOf(r.prep.opts, work, to-from)
+		// the audit log's executions of the levels whose time APF
+		// measured are that time: the evidence reads the measure, not
+		// the estimates, and they are estimates no longer
+		ratio, levels := r.measuredRatios(levelID)
+		mwork := work
+		for name, id := range levelID {
+			if f := ratio[id]; f > 0 {
+				mwork -= time.Duration(float64(unrecorded[name]) * (1 - 1/f))
+			}
+		}
+		r.Headroom = headroomOf(r.prep.opts, mwork, to-from)
 		if r.Headroom != nil {
 			var held float64
 			if len(smp.n) > 0 {
 				held = smp.sumN / float64(len(smp.n))
 			}
-			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, work, to-from, requests, rejections, held)
-			r.Headroom.refuseEstimated(replayed, len(execs), r.params.MaxEstimatedShare)
+			if mwork < work && work > 0 {
+				held *= float64(mwork) / float64(work)
+			}
+			// the estimates the evidence would read: those of levels
+			// APF did not measure
+			unmeasured := replayed
+			for _, e := range execs {
+				if e.estimated && ratio[e.level] > 0 {
+					unmeasured--
+				}
+			}
+			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, mwork, to-from, requests, rejections, held)
+			r.Headroom.refuseEstimated(unmeasured, len(execs), r.params.MaxEstimatedShare)
 			if m := r.Headroom.Shared; m != nil {
 				// an execution that ran with more in flight than the
 				// model's capacity ran stretched by it already: the
 				// change's replay takes it back to its time alone, so
 				// that at its recorded concurrency it runs as recorded
 				m.keepStretches(execs, smp.fl)
+				// and an audit log's estimate of a measured level to
+				// APF's time
+				for _, e := range execs {
+					if f := ratio[e.level]; f > 0 && e.unrecorded {
+						m.stretch[e.idx] *= float32(f)
+					}
+				}
+				if len(levels) > 0 {
+					m.CPUEvidence.Measured, m.CPUEvidence.EstimatedWork = levels, Duration(work)
+				}
 			}
 		}
 		if replayed > 0 {
@@ -348,8 +387,9 @@ type Headroom struct {
 	// log alone on levels of several seats overstated its executions by
 	// 7-15% on average where httplog recorded them, and the model,
 	// holding that concurrency, served 10-17% fewer LISTs than httplog's
-	// did: 1.4 to 2.7 times the re-runs' 429s (docs/simulate.md). 0 where
-	// the model was not refused for it.
+	// did: 1.4 to 2.7 times the re-runs' 429s (docs/simulate.md). The
+	// executions of a level whose time APF measured are not counted
+	// (measuredRatios). 0 where the model was not refused for it.
 	Estimated float64 `json:"estimated,omitempty"`
 }
 
@@ -380,6 +420,13 @@ type CPUEvidence struct {
 	// recorded execution, itself included: they ran so many at once
 	// without stretching, so the model holds at least as many (Capacity).
 	InFlight float64 `json:"inFlight,omitempty"`
+	// Measured are the levels whose executions, an audit log's
+	// estimates, are read at the time APF measured for them
+	// (Level.Measured): Work holds that time, EstimatedWork the
+	// estimates', and the replay of a change on the model takes each
+	// estimate to it (measuredRatios). Empty without.
+	Measured      []string `json:"measured,omitempty"`
+	EstimatedWork Duration `json:"estimatedWork,omitempty"`
 }
 
 // cpuEvidenceShared is the shared-CPU model the metrics' CPU evidence
