@@ -30,8 +30,8 @@ const (
 	// measured, from the request's start to its handler's return, by
 	// flow schema, level and type ("regular", or "watch" for a watch's
 	// initialisation): apiserverRequestExecutionSeconds, observed in
-	// pkg/util/flowcontrol/apf_filter.go (Handle, executeHandler), the
-	// same time httplog writes as apf_execution_time.
+	// k8s.io/apiserver pkg/util/flowcontrol/apf_filter.go (Handle) from
+	// the very duration httplog writes as apf_execution_time.
 	RequestExecutionSeconds = FlowcontrolPrefix + "request_execution_seconds"
 	// SeatUtilization is a timing ratio histogram of seats in use over
 	// the level's current limit, observed at the end of every nanosecond
