@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -115,6 +116,13 @@ func measuredExecutions(r *Result, in *inputs) error {
 		switch {
 		case math.Abs(float64(t.logged-m.Count)) > r.params.MeasuredCountTolerance*float64(m.Count):
 			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them: not the same requests", m.Count, t.logged)
+			if t.logged < m.Count {
+				// a window cut inside the scrapes' (a long log's, or a
+				// --watch bundle's many scrapes around a window): the
+				// scrapes count executions the workload does not hold
+				lv.Measured.Why += fmt.Sprintf(" (replay the window between the scrapes for the check: --since %s --until %s)",
+					mw.From.UTC().Format(time.RFC3339Nano), mw.To.UTC().Format(time.RFC3339Nano))
+			}
 		case m.Sum <= 0:
 			lv.Measured.Why = "APF measured no execution time"
 		default:
