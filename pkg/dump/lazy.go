@@ -298,8 +298,9 @@ type InstanceScrapes struct {
 	Instance string
 	// Scrapes, parsed and oldest first, each once: the first and the last
 	// the instance holds, the latest at or before the window's start (else
-	// the first), and the earliest at or after its end (else the last).
-	// The pair of scrapes that best brackets the window is among them,
+	// the first), the earliest at or after its end (else the last), and
+	// the earliest and the latest inside it. The pair of scrapes that best
+	// brackets the window is among them, and the widest inside it,
 	// whatever the bundle holds between.
 	Scrapes []*metrics.Scrape
 	// Times are the times of every scrape the instance holds, oldest
@@ -323,7 +324,8 @@ func (b *BundleSource) MostScrapes() int {
 // ScrapesAround reads the bundle's scrapes of each instance around the
 // window [from, to] (InstanceScrapes): a long watch (dump bundle --watch) is
 // evidence for any window inside it, and only the scrapes that bracket the
-// window are read and parsed; none for a raw input.
+// window, and the widest pair inside it (metrics.Inside), are read and
+// parsed; none for a raw input.
 func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, error) {
 	if err := b.load(); err != nil || b.in.bundle == nil {
 		return nil, err
@@ -338,6 +340,13 @@ func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, err
 		is := InstanceScrapes{Instance: mi.Instance, Times: f.scrapeTimes(mi, ks)}
 		i, j := metrics.Bracket(is.Times, from, to)
 		picked := []int{0, i, j, len(ks) - 1}
+		if !from.IsZero() {
+			if a, b, ok := metrics.Inside(is.Times, from, to); ok {
+				// and the widest pair inside it, for APF's measure of
+				// the executions in the window (simulate)
+				picked = append(picked, a, b)
+			}
+		}
 		slices.Sort(picked)
 		picked = slices.Compact(picked)
 		var names []string

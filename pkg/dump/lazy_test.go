@@ -49,9 +49,9 @@ func scrapeKs(t *testing.T, times []time.Time) []int {
 
 // TestLongBundleReadsTheScrapesAskedFor: of a bundle of many scrapes
 // (dump bundle --watch), a capture gives the latest two, AllScrapes every
-// one in order, and ScrapesAround the pair around a window with the first
-// and the last; a tarball whose bodies pass heldBodies keeps none of them
-// in memory.
+// one in order, and ScrapesAround the pair around a window and the widest
+// pair inside it, with the first and the last; a tarball whose bodies pass
+// heldBodies keeps none of them in memory.
 func TestLongBundleReadsTheScrapesAskedFor(t *testing.T) {
 	const n = 60
 	saved := heldBodies
@@ -87,8 +87,9 @@ func TestLongBundleReadsTheScrapesAskedFor(t *testing.T) {
 				from, to time.Time
 				want     []int
 			}{
-				{"inside", longAt(10).Add(time.Second), longAt(20).Add(-time.Second), []int{0, 10, 20, n - 1}},
+				{"inside", longAt(10).Add(time.Second), longAt(20).Add(-time.Second), []int{0, 10, 11, 19, 20, n - 1}},
 				{"on the scrapes", longAt(10), longAt(20), []int{0, 10, 20, n - 1}},
+				{"between two scrapes", longAt(10).Add(time.Second), longAt(11).Add(-time.Second), []int{0, 10, 11, n - 1}},
 				{"before every scrape", longT0.Add(-time.Hour), longT0.Add(-time.Minute), []int{0, n - 1}},
 				{"after every scrape", longAt(n), longAt(n + 10), []int{0, n - 1}},
 				{"no time", time.Time{}, time.Time{}, []int{0, n - 1}},

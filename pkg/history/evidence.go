@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,10 +41,11 @@ var (
 
 // InstanceEvidence is what a store holds of one apiserver instance around
 // a window: the samples of the scrape at or before its start (else the
-// first inside it) and of the scrape at or after its end (else the last
-// inside it), each made into a metrics.Scrape of the evidence's families,
-// oldest first; and the instance's scrape interval in the store (the
-// median time between its samples around the window).
+// first inside it), of the scrape at or after its end (else the last
+// inside it) and of the widest pair of scrapes inside it (metrics.Inside,
+// where two are), each made into a metrics.Scrape of the evidence's
+// families, oldest first, each once; and the instance's scrape interval in
+// the store (the median time between its samples around the window).
 type InstanceEvidence struct {
 	Instance string
 	Scrapes  []*metrics.Scrape
@@ -51,7 +53,8 @@ type InstanceEvidence struct {
 }
 
 // Evidence reads, for each apiserver instance the query selects, the
-// store's two scrapes that bracket [from, to] (looking up to lookback
+// store's two scrapes that bracket [from, to] and the two widest inside it
+// (looking up to lookback
 // beyond either end), with the samples of every family of the CPU
 // evidence, at the store's resolution: the samples as scraped, not a
 // rate the store computed. An instance without process_cpu_seconds_total
@@ -68,7 +71,9 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 	}
 	type pick struct {
 		ev InstanceEvidence
-		at [2]time.Time
+		// at are the scrapes' times read, oldest first: the pair that
+		// brackets the window, and the widest pair inside it
+		at []time.Time
 	}
 	picks := map[string]*pick{}
 	var names []string
@@ -94,7 +99,17 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 			gaps = append(gaps, pts[i].T.Sub(pts[i-1].T))
 		}
 		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-		p := &pick{ev: InstanceEvidence{Instance: name}, at: [2]time.Time{first, last}}
+		at := []time.Time{first, last}
+		ts := make([]time.Time, len(pts))
+		for i, p := range pts {
+			ts[i] = p.T
+		}
+		if a, b, ok := metrics.Inside(ts, from, to); ok {
+			at = append(at, ts[a], ts[b])
+		}
+		slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+		at = slices.CompactFunc(at, func(a, b time.Time) bool { return a.Equal(b) })
+		p := &pick{ev: InstanceEvidence{Instance: name}, at: at}
 		if len(gaps) > 0 {
 			// the store's jitter of a few milliseconds is not the interval
 			p.ev.Interval = gaps[len(gaps)/2].Round(10 * time.Millisecond)
@@ -132,10 +147,7 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 	out := make([]InstanceEvidence, 0, len(names))
 	for _, name := range names {
 		p := picks[name]
-		for i, at := range p.at {
-			if i == 1 && at.Equal(p.at[0]) {
-				break
-			}
+		for _, at := range p.at {
 			p.ev.Scrapes = append(p.ev.Scrapes, evidenceScrape(answers[at.UnixMilli()], inst, name, at))
 		}
 		out = append(out, p.ev)

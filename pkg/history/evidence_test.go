@@ -44,10 +44,10 @@ func (r *rawStore) RawSamples(_ context.Context, selector string, start, end tim
 
 // TestEvidence reads the CPU evidence of a window from a store's raw
 // samples: for each instance the scrape at or before its start and the one
-// at or after its end, with every family of the evidence (the process's
-// CPU, GOMAXPROCS, the garbage collector's counters, APF's dispatched
-// requests, the scheduler's latency histogram and the sums and counts of
-// APF's execution histogram by level), which
+// at or after its end, and the widest pair inside it, with every family of
+// the evidence (the process's CPU, GOMAXPROCS, the garbage collector's
+// counters, APF's dispatched requests, the scheduler's latency histogram
+// and the sums and counts of APF's execution histogram by level), which
 // metrics.CPUUseBetween, GCActivityBetween and ExecutionsBetween read as
 // they read a bundle's scrapes; and the instance's scrape interval.
 func TestEvidence(t *testing.T) {
@@ -115,24 +115,29 @@ func TestEvidence(t *testing.T) {
 		if i == 1 {
 			wantFrom = t0.Add(29*time.Second + offset) // 30.5 s is after the start
 		}
-		if len(ev.Scrapes) != 2 || !ev.Scrapes[0].Time.Equal(wantFrom) || !ev.Scrapes[1].Time.Equal(wantTo) {
-			t.Fatalf("%s: scrapes %v, want at %v and %v", ev.Instance, ev.Scrapes, wantFrom, wantTo)
+		// and the widest pair inside the window
+		inFrom, inTo := wantFrom.Add(time.Second), wantTo.Add(-time.Second)
+		if len(ev.Scrapes) != 4 || !ev.Scrapes[0].Time.Equal(wantFrom) || !ev.Scrapes[1].Time.Equal(inFrom) || !ev.Scrapes[2].Time.Equal(inTo) || !ev.Scrapes[3].Time.Equal(wantTo) {
+			t.Fatalf("%s: scrapes %v, want at %v, %v, %v and %v", ev.Instance, ev.Scrapes, wantFrom, inFrom, inTo, wantTo)
 		}
 		if ev.Interval != time.Second {
 			t.Errorf("%s: interval %v, want 1s", ev.Instance, ev.Interval)
 		}
-		u, ok := metrics.CPUUseBetween(ev.Scrapes[0], ev.Scrapes[1])
+		if in := metrics.ExecutionsBetween(ev.Scrapes[1], ev.Scrapes[2]); in["a"].Count != int64(4*inTo.Sub(inFrom).Seconds()) {
+			t.Errorf("%s: executions inside the window %+v, want level a's %v", ev.Instance, in, 4*inTo.Sub(inFrom).Seconds())
+		}
+		u, ok := metrics.CPUUseBetween(ev.Scrapes[0], ev.Scrapes[3])
 		if !ok || u.GOMAXPROCS != 2 || u.Cores() != 0.5 || !u.HasRunnableWait || u.RunnableWait != 2*time.Millisecond {
 			t.Errorf("%s: CPU use %+v (ok %v), want half a core, GOMAXPROCS 2, a 2ms runnable wait", ev.Instance, u, ok)
 		}
-		a, ok := metrics.GCActivityBetween(ev.Scrapes[0], ev.Scrapes[1])
+		a, ok := metrics.GCActivityBetween(ev.Scrapes[0], ev.Scrapes[3])
 		span := wantTo.Sub(wantFrom).Seconds()
 		if !ok || a.Dispatched != 15*span || a.GOMAXPROCS != 2 {
 			t.Errorf("%s: GC activity %+v (ok %v), want %v dispatched", ev.Instance, a, ok, 15*span)
 		}
 		// level b had no series at the first scrape: its executions are
 		// all those up to the second
-		ex := metrics.ExecutionsBetween(ev.Scrapes[0], ev.Scrapes[1])
+		ex := metrics.ExecutionsBetween(ev.Scrapes[0], ev.Scrapes[3])
 		wantA := metrics.Executions{Count: int64(4 * span), Sum: time.Duration(0.1 * span * float64(time.Second))}
 		wantB := metrics.Executions{Count: int64(wantTo.Sub(t0.Add(39*time.Second + offset)).Seconds()), Sum: time.Duration(0.01 * wantTo.Sub(t0.Add(39*time.Second+offset)).Seconds() * float64(time.Second))}
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Microsecond }
@@ -140,8 +145,9 @@ func TestEvidence(t *testing.T) {
 			t.Errorf("%s: executions %+v, want a %+v (the watch left out) and b %+v", ev.Instance, ex, wantA, wantB)
 		}
 	}
-	// one query for the scrape times, then one per scrape time
-	if len(st.queries) != 5 {
-		t.Errorf("%d queries, want 5: %q", len(st.queries), st.queries)
+	// one query for the scrape times, then one per scrape time (four
+	// each, the instances half a second apart)
+	if len(st.queries) != 9 {
+		t.Errorf("%d queries, want 9: %q", len(st.queries), st.queries)
 	}
 }

@@ -407,7 +407,8 @@ func (s *StoreSource) Capture(ctx context.Context, _ dump.CaptureOptions) (*dump
 func (s *StoreSource) Describe() string { return s.Store.Describe() }
 
 // Evidence reads, for each apiserver instance of the store, the scrapes
-// that bracket [from, to] with the series of the CPU evidence
+// that bracket [from, to] and the widest pair inside it, with the series
+// of the CPU evidence
 // (history.Evidence), looking up to the query's lookback beyond either
 // end.
 func (o *StoreOptions) Evidence(ctx context.Context, from, to time.Time) ([]history.InstanceEvidence, error) {

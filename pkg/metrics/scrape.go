@@ -298,6 +298,25 @@ func Rate(prev, cur float64, interval time.Duration) float64 {
 	return inc / interval.Seconds()
 }
 
+// Inside are the indexes of the scrapes taken at times (oldest first)
+// that lie widest inside [from, to]: the earliest at or after from and
+// the latest at or before to; ok is false where fewer than two do. An
+// apiserver's counters between them count only what happened inside the
+// window: simulate reads APF's executions between such a pair, so that a
+// long bundle's many scrapes measure any window cut inside them.
+func Inside(times []time.Time, from, to time.Time) (i, j int, ok bool) {
+	i, j = -1, -1
+	for n, t := range times {
+		if i < 0 && !t.Before(from) {
+			i = n
+		}
+		if !t.After(to) {
+			j = n
+		}
+	}
+	return i, j, i >= 0 && j > i
+}
+
 // Bracket are the indexes of the scrapes taken at times (oldest first) that
 // best bracket [from, to]: the latest at or before from, else the first;
 // the earliest at or after to, else the last. simulate reads its CPU

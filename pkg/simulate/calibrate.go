@@ -39,7 +39,8 @@ type serverMetrics struct {
 // (simulate --prometheus): pkg/state's StoreOptions through the command.
 type EvidenceStore interface {
 	// Scrapes returns, per apiserver instance, the store's scrapes that
-	// bracket [from, to], with the families of the CPU evidence.
+	// bracket [from, to] and the widest pair inside it (oldest first),
+	// with the families of the CPU evidence.
 	Scrapes(ctx context.Context, from, to time.Time) ([]StoreScrapes, error)
 	// Describe names the store.
 	Describe() string
@@ -130,7 +131,11 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		}
 		a, okGC := metrics.GCActivityBetween(first, last)
 		u, okCPU := metrics.CPUUseBetween(first, last)
-		ex := metrics.ExecutionsBetween(first, last)
+		// APF's executions between the pair, or where the window was cut
+		// inside the scrapes (a long bundle's, a store's), between the
+		// widest pair inside it: those count only the window's
+		exFirst, exLast := executionsPair(s.scrapes, target, first, last)
+		ex := metrics.ExecutionsBetween(exFirst, exLast)
 		if !okGC && !okCPU && ex == nil {
 			continue
 		}
@@ -145,6 +150,9 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
 		m.evidence.Executions = ex
+		if ex != nil {
+			m.evidence.ExecutionsWindow = calibrate.TimeRange{From: exFirst.Time, To: exLast.Time}
+		}
 		m.scrapes, m.interval = s.total, s.interval
 		if okCPU {
 			m.evidence.CPUUse = &u

@@ -112,6 +112,25 @@ func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange) (first, last *
 	return ms[i], ms[j], true
 }
 
+// executionsPair returns the scrapes APF's executions are read between
+// for the window target: the widest pair inside it (metrics.Inside),
+// where two scrapes lie inside it (a long bundle's, a store's), else the
+// bracketing pair first, last (a bundle's two around the load). The
+// executions that ended between an inner pair are the workload's own,
+// whatever the log holds around the window: a window cut from a longer
+// log, whose bracketing scrapes also count the executions a second
+// beyond it that the workload replayed does not hold (the e2e store's,
+// 703 for the window's 610), is measured so.
+func executionsPair(ms []*metrics.Scrape, target calibrate.TimeRange, first, last *metrics.Scrape) (*metrics.Scrape, *metrics.Scrape) {
+	if target.IsZero() {
+		return first, last
+	}
+	if i, j, ok := metrics.Inside(scrapeTimes(ms), target.From, target.To); ok {
+		return ms[i], ms[j]
+	}
+	return first, last
+}
+
 // resolveWindow turns cfg.Window into the replay's window over the
 // workload read (nil without --since/--until).
 func resolveWindow(cfg Config, a *arrivals) (*ReplayWindow, error) {

@@ -192,33 +192,48 @@ func TestSimulateFromPrometheus(t *testing.T) {
 			t.Logf("the %s's evidence: no shared-CPU model with the process's CPU (%s); CFS model %s", r.name, r.res.Calibration.SharedCPUWhy, r.res.Calibration.CPU)
 		}
 	}
-	// the audit log alone, with the store: APF's execution histogram
-	// between the store's samples counts the level's executions the
-	// log holds, and the estimates are set beside its time
-	auditOnly := slices.Clone(args)
-	auditOnly = slices.Delete(auditOnly, 3, 5) // --workload LOGFILE
-	code, out, errs := apf(t, "", append(auditOnly, "--prometheus", prom.URL)...)
-	if code != 0 {
-		t.Fatalf("simulate of the audit log alone --prometheus: exit %d\n%s", code, errs)
-	}
-	var ao result
-	if err := json.Unmarshal([]byte(out), &ao); err != nil {
-		t.Fatalf("simulate -o json: %v\n%s", err, out)
-	}
-	measured := false
-	for _, l := range ao.Calibration.Levels {
-		if l.Level != loadgen.Level {
+	// the audit log alone, with the store and with the watch: APF's
+	// execution histogram between their scrapes counts the level's
+	// executions the log holds, and the estimates are set beside its
+	// time; for the load's window, and for one cut inside it, which the
+	// scrapes around it do not measure and the widest pair inside it does
+	inner := []string{"--since", start.Add(4 * time.Second).Format(time.RFC3339Nano), "--until", end.Add(-4 * time.Second).Format(time.RFC3339Nano)}
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{
+		{"the store", []string{"--prometheus", prom.URL}},
+		{"the store, a window inside the load", append([]string{"--prometheus", prom.URL}, inner...)},
+		{"the watch, a window inside the load", inner},
+	} {
+		if ahead != "" && !strings.HasPrefix(c.name, "the store") {
 			continue
 		}
-		if m := l.Measured; m == nil || m.Ratio == 0 {
-			t.Errorf("the audit log alone with the store: %s's executions not set beside APF's: %+v", l.Level, m)
-		} else {
-			measured = true
-			t.Logf("the audit log alone with the store: %s's %d executions (%d in the log) took %s by APF's measure, %s by the estimates (%.3f)", l.Level, m.Executions, m.Logged, m.Time, m.Estimated, m.Ratio)
+		auditOnly := slices.Clone(args)
+		auditOnly = slices.Delete(auditOnly, 3, 5) // --workload LOGFILE
+		code, out, errs := apf(t, "", append(auditOnly, c.extra...)...)
+		if code != 0 {
+			t.Fatalf("simulate of the audit log alone, %s: exit %d\n%s", c.name, code, errs)
 		}
-	}
-	if !measured {
-		t.Errorf("the audit log alone with the store: no check of %s's executions against APF's", loadgen.Level)
+		var ao result
+		if err := json.Unmarshal([]byte(out), &ao); err != nil {
+			t.Fatalf("simulate -o json: %v\n%s", err, out)
+		}
+		measured := false
+		for _, l := range ao.Calibration.Levels {
+			if l.Level != loadgen.Level {
+				continue
+			}
+			if m := l.Measured; m == nil || m.Ratio == 0 {
+				t.Errorf("the audit log alone, %s: %s's executions not set beside APF's: %+v", c.name, l.Level, m)
+			} else {
+				measured = true
+				t.Logf("the audit log alone, %s: %s's %d executions (%d in the log) took %s by APF's measure, %s by the estimates (%.3f)", c.name, l.Level, m.Executions, m.Logged, m.Time, m.Estimated, m.Ratio)
+			}
+		}
+		if !measured {
+			t.Errorf("the audit log alone, %s: no check of %s's executions against APF's", c.name, loadgen.Level)
+		}
 	}
 	if ahead != "" {
 		t.Skipf("KUBECTL_APF_CLOCK_AHEAD=%s: the bundle's scrapes are stamped by the plugin's clock, moved ahead, the logs and the store's samples by the server's and Prometheus's: the store's evidence is checked, the comparison with the bundle's runs without it", ahead)

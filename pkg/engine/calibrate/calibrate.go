@@ -145,6 +145,11 @@ type Evidence struct {
 	// audit log's estimated execution times are checked against
 	// (measured.go).
 	Executions map[string]metrics.Executions
+	// ExecutionsWindow is the window between the scrapes Executions were
+	// read between: MetricsWindow's, or the widest pair of scrapes inside
+	// the window replayed where that was cut inside the metrics'
+	// (zero: MetricsWindow).
+	ExecutionsWindow TimeRange
 	// CPULimit is the recorded server's CPU limit in cores (its CFS
 	// quota over its period). The CFS model then takes its RunPerPeriod
 	// from it instead of from the stalls, and the shared-CPU model its

@@ -37,9 +37,10 @@ import (
 // metrics' scrapes, beside what the replay gives the same ones.
 type Measured struct {
 	// Executions and Time are what APF measured: the executions that
-	// ended between the scrapes, and their time in all.
-	Executions int64    `json:"executions"`
-	Time       Duration `json:"time"`
+	// ended between the scrapes at Scrapes, and their time in all.
+	Executions int64     `json:"executions"`
+	Time       Duration  `json:"time"`
+	Scrapes    TimeRange `json:"scrapes"`
 	// Logged are the workload's executions of the level that ended
 	// between the scrapes; Recorded the time of those whose execution it
 	// records (httplog), Estimated the calibration's estimates of the
@@ -66,7 +67,10 @@ type tally struct {
 // Level.Measured for each level with estimated executions that ended
 // between the metrics' scrapes.
 func measuredExecutions(r *Result, in *inputs) error {
-	ex, mw := in.opts.Executions, in.opts.MetricsWindow
+	ex, mw := in.opts.Executions, in.opts.ExecutionsWindow
+	if mw.IsZero() {
+		mw = in.opts.MetricsWindow
+	}
 	if !r.Enabled || len(ex) == 0 || mw.IsZero() {
 		return nil
 	}
@@ -112,7 +116,7 @@ func measuredExecutions(r *Result, in *inputs) error {
 		if lv == nil || t.est <= 0 || t.logged < int64(r.params.MinEvidence) {
 			continue
 		}
-		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Logged: t.logged, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
+		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Scrapes: mw, Logged: t.logged, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
 		switch {
 		case math.Abs(float64(t.logged-m.Count)) > r.params.MeasuredCountTolerance*float64(m.Count):
 			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them: not the same requests", m.Count, t.logged)

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
 )
 
@@ -206,11 +207,13 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 // measured for them (calibrate.Measured), where the metrics hold it.
 func printMeasured(w io.Writer, cal *calibrate.Report) {
 	var ms []string
+	var between calibrate.TimeRange
 	for _, l := range cal.Levels {
 		m := l.Measured
 		if m == nil {
 			continue
 		}
+		between = m.Scrapes
 		name := sanitize.Line(l.Level)
 		if m.Ratio == 0 {
 			ms = append(ms, fmt.Sprintf("%s not compared: %s", name, sanitize.Line(m.Why)))
@@ -220,7 +223,7 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 			name, m.Executions, fmtDuration(time.Duration(m.Time)), fmtDuration(time.Duration(m.Recorded+m.Estimated)), m.Ratio))
 	}
 	if len(ms) > 0 {
-		fmt.Fprintf(w, "Execution times against APF's measure of them (apiserver_flowcontrol_request_execution_seconds between the metrics' scrapes): %s.\n", strings.Join(ms, "; "))
+		fmt.Fprintf(w, "Execution times against APF's measure of them (apiserver_flowcontrol_request_execution_seconds between the scrapes at %s): %s.\n", logs.FormatWindow(between.From, between.To), strings.Join(ms, "; "))
 	}
 }
 
