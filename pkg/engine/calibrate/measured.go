@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -52,6 +51,10 @@ type Measured struct {
 	// executions are not APF's, and Why then says why.
 	Ratio float64 `json:"ratio,omitempty"`
 	Why   string  `json:"why,omitempty"`
+	// Replay, where the workload holds fewer executions than APF counted
+	// (a window cut inside the scrapes'), is the window to replay for the
+	// check: the scrapes' own.
+	Replay *TimeRange `json:"replay,omitempty"`
 }
 
 // tally is what the check counted of one level's executions that ended
@@ -121,11 +124,10 @@ func measuredExecutions(r *Result, in *inputs) error {
 		case math.Abs(float64(t.logged-m.Count)) > r.params.MeasuredCountTolerance*float64(m.Count):
 			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them: not the same requests", m.Count, t.logged)
 			if t.logged < m.Count {
-				// a window cut inside the scrapes' (a long log's, or a
-				// --watch bundle's many scrapes around a window): the
-				// scrapes count executions the workload does not hold
-				lv.Measured.Why += fmt.Sprintf(" (replay the window between the scrapes for the check: --since %s --until %s)",
-					mw.From.UTC().Format(time.RFC3339Nano), mw.To.UTC().Format(time.RFC3339Nano))
+				// a window cut inside the scrapes' where no two lie
+				// inside it: the scrapes count executions the workload
+				// does not hold
+				lv.Measured.Replay = &TimeRange{From: mw.From, To: mw.To}
 			}
 		case m.Sum <= 0:
 			lv.Measured.Why = "APF measured no execution time"

@@ -208,6 +208,7 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 func printMeasured(w io.Writer, cal *calibrate.Report) {
 	var ms []string
 	var between calibrate.TimeRange
+	var replay *calibrate.TimeRange
 	for _, l := range cal.Levels {
 		m := l.Measured
 		if m == nil {
@@ -217,6 +218,9 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 		name := sanitize.Line(l.Level)
 		if m.Ratio == 0 {
 			ms = append(ms, fmt.Sprintf("%s not compared: %s", name, sanitize.Line(m.Why)))
+			if m.Replay != nil {
+				replay = m.Replay
+			}
 			continue
 		}
 		ms = append(ms, fmt.Sprintf("%s's %d executions took %v, the estimates give them %v (%.2f×)",
@@ -224,6 +228,12 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 	}
 	if len(ms) > 0 {
 		fmt.Fprintf(w, "Execution times against APF's measure of them (apiserver_flowcontrol_request_execution_seconds between the scrapes at %s): %s.\n", logs.FormatWindow(between.From, between.To), strings.Join(ms, "; "))
+		if replay != nil {
+			// the window cut inside the scrapes' holds fewer executions
+			// than they count: the scrapes' own window does not
+			fmt.Fprintf(w, "For the check, replay the window between the scrapes: --since %s --until %s.\n",
+				replay.From.UTC().Format(time.RFC3339Nano), replay.To.UTC().Format(time.RFC3339Nano))
+		}
 	}
 }
 

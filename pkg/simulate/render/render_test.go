@@ -317,3 +317,47 @@ func TestChangeThatMovesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasuredExecutions: the estimated executions beside APF's measure
+// of them, level by level, with the scrapes' window; a level whose
+// executions are not APF's says why, and the window to replay for the
+// check is given once, however many levels lack it.
+func TestMeasuredExecutions(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := calibrate.TimeRange{From: t0, To: t0.Add(30 * time.Second)}
+	s := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Second)) }
+	for _, c := range []struct {
+		name      string
+		levels    []calibrate.Level
+		want, not []string
+	}{
+		{"compared", []calibrate.Level{
+			{Level: "tiny", Measured: &calibrate.Measured{Executions: 620, Time: s(11.837), Scrapes: w, Logged: 620, Estimated: s(12.188), Ratio: 1.03}},
+		}, []string{"between the scrapes at 2030-01-01T00:00:00Z–00:00:30Z): tiny's 620 executions took 11.8s, the estimates give them 12.2s (1.03×)."}, []string{"replay"}},
+		{"a window cut inside", []calibrate.Level{
+			{Level: "a", Measured: &calibrate.Measured{Executions: 855, Time: s(9), Scrapes: w, Logged: 798, Why: "APF measured 855 executions ..., the workload holds 798: not the same requests", Replay: &w}},
+			{Level: "b", Measured: &calibrate.Measured{Executions: 45, Time: s(1), Scrapes: w, Logged: 42, Why: "APF measured 45 ...", Replay: &w}},
+		}, []string{"a not compared: APF measured 855", "b not compared: APF measured 45", "For the check, replay the window between the scrapes: --since 2030-01-01T00:00:00Z --until 2030-01-01T00:00:30Z.\n"}, nil},
+	} {
+		var b bytes.Buffer
+		// the estimates the measure is set beside
+		est := calibrate.Estimated{ExecutionFromEnds: 620}
+		if err := printCalibration(&b, &simulate.Result{Calibration: &calibrate.Report{Enabled: true, Levels: c.levels, Estimated: est}}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, want := range c.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: the output lacks %q:\n%s", c.name, want, out)
+			}
+		}
+		for _, not := range c.not {
+			if strings.Contains(out, not) {
+				t.Errorf("%s: the output holds %q:\n%s", c.name, not, out)
+			}
+		}
+		if n := strings.Count(out, "For the check"); n > 1 {
+			t.Errorf("%s: the window to replay given %d times:\n%s", c.name, n, out)
+		}
+	}
+}
