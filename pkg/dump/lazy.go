@@ -340,12 +340,10 @@ func (b *BundleSource) ScrapesAround(from, to time.Time) ([]InstanceScrapes, err
 		is := InstanceScrapes{Instance: mi.Instance, Times: f.scrapeTimes(mi, ks)}
 		i, j := metrics.Bracket(is.Times, from, to)
 		picked := []int{0, i, j, len(ks) - 1}
-		if !from.IsZero() {
-			if a, b, ok := metrics.Inside(is.Times, from, to); ok {
-				// and the widest pair inside it, for APF's measure of
-				// the executions in the window (simulate)
-				picked = append(picked, a, b)
-			}
+		if a, b, ok := metrics.Inside(is.Times, from, to); ok {
+			// and the widest pair inside it, for APF's measure of the
+			// executions in the window (simulate); none without a window
+			picked = append(picked, a, b)
 		}
 		slices.Sort(picked)
 		picked = slices.Compact(picked)

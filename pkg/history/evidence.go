@@ -83,27 +83,18 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 			continue
 		}
 		pts := s.Points
-		first, last := pts[0].T, pts[len(pts)-1].T
-		for _, p := range pts {
-			if !p.T.After(from) {
-				first = p.T
-			}
-		}
-		for i := len(pts) - 1; i >= 0; i-- {
-			if !pts[i].T.Before(to) {
-				last = pts[i].T
-			}
-		}
-		gaps := make([]time.Duration, 0, len(pts))
-		for i := 1; i < len(pts); i++ {
-			gaps = append(gaps, pts[i].T.Sub(pts[i-1].T))
-		}
-		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-		at := []time.Time{first, last}
 		ts := make([]time.Time, len(pts))
 		for i, p := range pts {
 			ts[i] = p.T
 		}
+		gaps := make([]time.Duration, 0, len(pts))
+		for i := 1; i < len(ts); i++ {
+			gaps = append(gaps, ts[i].Sub(ts[i-1]))
+		}
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+		// the pair that brackets the window, as a bundle's is chosen
+		i, j := metrics.Bracket(ts, from, to)
+		at := []time.Time{ts[i], ts[j]}
 		if a, b, ok := metrics.Inside(ts, from, to); ok {
 			at = append(at, ts[a], ts[b])
 		}

@@ -154,9 +154,11 @@ var readsWhatHTTPLogRecords = map[calibrate.Rule]bool{calibrate.RuleSerialEnds: 
 // band no less often than the figures of the recorded execution times
 // are: it reads, from the evidence, what httplog records.
 func madeKnown(base, abl []figure, held bool) (n, auditOK, logOK int) {
-	byKey := map[string]figure{}
+	withLog := map[string]figure{}
 	for _, f := range base {
-		byKey[f.same+" "+fmt.Sprint(f.audit)] = f
+		if !f.audit {
+			withLog[f.same] = f
+		}
 	}
 	for i, f := range base {
 		if !f.audit || f.heldOut != held || f.notKnown || !abl[i].notKnown {
@@ -166,7 +168,7 @@ func madeKnown(base, abl []figure, held bool) (n, auditOK, logOK int) {
 		if f.ok {
 			auditOK++
 		}
-		if g, ok := byKey[f.same+" false"]; ok && !g.notKnown && g.ok {
+		if g, ok := withLog[f.same]; ok && !g.notKnown && g.ok {
 			logOK++
 		}
 	}
