@@ -315,8 +315,13 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 // of 0 seats admit one request at a time (kubernetes/kubernetes#134196).
 func widerThan(seats, cl float64) string {
 	n := int(seats)
-	return fmt.Sprintf("its %s %s more than the level's limit of %v, and upstream starts a request wider than the level when nothing else executes there, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(n), textfmt.Plural(n, "is", "are"), cl)
+	return fmt.Sprintf("its %s %s more than the level's limit of %v, and %s, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(n), textfmt.Plural(n, "is", "are"), cl, widerRule)
 }
+
+// widerRule is upstream's rule for a request of more seats than its
+// level's limit (canAccommodateSeatsLocked, queueset.go), in the words
+// explain request and explain 429 both give it.
+const widerRule = "upstream starts a request wider than the level when nothing else executes there"
 
 // expectedWait estimates the wait in fair queuing: before this request,
 // every other queue of the level can dispatch at most as many requests as

@@ -313,9 +313,7 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
 		}
 		if st.CurrentLimit != nil && *x > *st.CurrentLimit {
-			// canAccommodateSeatsLocked (queueset.go): a request wider
-			// than the whole limit starts when nothing else executes
-			return fmt.Sprintf("%s of %s seats in use (beyond the limit: a request of more seats than the level has starts when nothing else executes, and runs alone)", Num(x), Num(st.CurrentLimit))
+			return fmt.Sprintf("%s of %s seats in use (beyond the limit: %s, and it runs alone)", Num(x), Num(st.CurrentLimit), widerRule)
 		}
 		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
 	}
