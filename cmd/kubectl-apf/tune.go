@@ -47,7 +47,9 @@ best possible rank cannot enter the first shown are not replayed), and ranked:
 the goal met, the 429s and p99 wait added to the other clients, the seats
 moved, the objects changed. A candidate that leaves the calibrated regime
 (simulate's warnings) or touches a level the replay reproduces poorly is
-unverified and never ranks above a verified one.
+unverified and never ranks above a verified one. A candidate that buys
+nothing ranks last: it changes nothing the ranking reads, or another does as
+well with some of its changes.
 
 The goal, by default: the clients the incident answered 429 get none, and no
 other client gets more 429s or a longer p99 wait than the replay of the

@@ -102,6 +102,19 @@ type Candidate struct {
 	ClientsAfter []figures `json:"clientsAfter"`
 	// Warnings are simulate's warnings for the change.
 	Warnings []string `json:"warnings,omitempty"`
+	// RedundantOf, when set, is the ID of a candidate whose changes are
+	// some of this one's and whose replay does as well by every figure
+	// the ranking reads: the further changes buy nothing, and this one
+	// ranks after every candidate that is not redundant (a remedy paired
+	// with one that changes nothing would otherwise fill the first ranks
+	// beside the remedy alone).
+	RedundantOf int `json:"redundantOf,omitempty"`
+	// NoEffect says that the candidate misses the goal and does no better
+	// than the replay of the recorded configuration by any figure the
+	// ranking reads (the protected clients' and the others' 429s and
+	// worst p99 waits): the change buys nothing, and it ranks after every
+	// candidate that buys something.
+	NoEffect bool `json:"noEffect,omitempty"`
 
 	config  *engine.Config
 	objects []runtime.Object
@@ -316,10 +329,79 @@ func less(a, b *Candidate) bool {
 }
 
 func rank(cs []*Candidate) {
-	sort.SliceStable(cs, func(i, j int) bool { return less(cs[i], cs[j]) })
+	markRedundant(cs)
+	sort.SliceStable(cs, func(i, j int) bool {
+		if ri, rj := cs[i].buysNothing(), cs[j].buysNothing(); ri != rj {
+			return rj
+		}
+		return less(cs[i], cs[j])
+	})
 	for i, c := range cs {
 		c.Rank = i + 1
 	}
+}
+
+// markRedundant sets each candidate's RedundantOf: the best of the
+// candidates made of some of its changes that it does no better than.
+func markRedundant(cs []*Candidate) {
+	byChanges := make(map[string]*Candidate, len(cs))
+	for _, c := range cs {
+		byChanges[changesKey(c.Changes)] = c
+	}
+	for _, c := range cs {
+		c.RedundantOf = 0
+		p, o := c.Protected, c.Others
+		c.NoEffect = !c.GoalMet && p.RejectedAfter >= p.RejectedBefore && o.RejectedAfter >= o.RejectedBefore &&
+			noShorter(p.WorstP99After, p.WorstP99Before) && noShorter(o.WorstP99After, o.WorstP99Before)
+		n := len(c.Changes)
+		if n < 2 || n > 8 {
+			continue
+		}
+		var best *Candidate
+		for mask := 1; mask < 1<<n-1; mask++ {
+			var sub []string
+			for i, ch := range c.Changes {
+				if mask&(1<<i) != 0 {
+					sub = append(sub, ch)
+				}
+			}
+			if d := byChanges[changesKey(sub)]; d != nil && noBetter(c, d) && (best == nil || less(d, best)) {
+				best = d
+			}
+		}
+		if best != nil {
+			c.RedundantOf = best.ID
+		}
+	}
+}
+
+// buysNothing says whether c ranks after every candidate that buys
+// something: it changes nothing the ranking reads, or another candidate
+// does as well with some of its changes.
+func (c *Candidate) buysNothing() bool { return c.NoEffect || c.RedundantOf != 0 }
+
+// changesKey names a set of changes whatever their order.
+func changesKey(changes []string) string {
+	return strings.Join(slices.Sorted(slices.Values(changes)), "\x00")
+}
+
+// noBetter says whether c does no better than d by every figure the
+// ranking reads, and moves no fewer seats and objects.
+func noBetter(c, d *Candidate) bool {
+	return tier(c) >= tier(d) && c.Shortfall >= d.Shortfall && c.WaitShortfallSeconds >= d.WaitShortfallSeconds &&
+		c.Added429 >= d.Added429 && c.AddedWaitSeconds >= d.AddedWaitSeconds && c.IgnoredAdded429 >= d.IgnoredAdded429 &&
+		c.Protected.RejectedAfter >= d.Protected.RejectedAfter && c.Others.RejectedAfter >= d.Others.RejectedAfter &&
+		noShorter(c.Protected.WorstP99After, d.Protected.WorstP99After) && noShorter(c.Others.WorstP99After, d.Others.WorstP99After) &&
+		c.SeatsMoved >= d.SeatsMoved && c.ObjectsChanged >= d.ObjectsChanged
+}
+
+// noShorter says whether wait a is no shorter than b; an absent wait is
+// comparable only to an absent one.
+func noShorter(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a >= *b
 }
 
 func describeClients(cen *census, before []figures, prot map[int]bool) []ClientFigures {

@@ -450,7 +450,9 @@ func replayAll(ctx context.Context, rp Replayer, cands []*Candidate, sc *scorer,
 // nothing to the others, and it moves the seats and changes the objects
 // it does; the first show already do at least as well.
 func cannotWin(c *Candidate, ranked []*Candidate, show int) bool {
-	if len(ranked) < show {
+	// candidates that buy nothing rank last: a slot one of them holds is
+	// open
+	if len(ranked) < show || ranked[show-1].buysNothing() {
 		return false
 	}
 	best := &Candidate{ID: c.ID, GoalMet: true, Verified: true, SeatsMoved: c.SeatsMoved, ObjectsChanged: c.ObjectsChanged}

@@ -391,3 +391,97 @@ func TestProtectedControllerGetsItsSeats(t *testing.T) {
 		t.Error("no candidate routes the noisy user away")
 	}
 }
+
+// TestRankPutsWhatBuysNothingLast: a candidate that holds another's
+// changes and more without doing better, or that changes nothing the
+// ranking reads, ranks after every candidate that buys something, however
+// its figures compare; one that does better with more changes does not.
+func TestRankPutsWhatBuysNothingLast(t *testing.T) {
+	w := func(v float64) *float64 { return &v }
+	cand := func(id int, verified, goal bool, shortfall, before, after int64, changes ...string) *Candidate {
+		return &Candidate{ID: id, Verified: verified, GoalMet: goal, Shortfall: shortfall, Changes: changes, ObjectsChanged: len(changes),
+			Protected: Summary{RejectedBefore: before, RejectedAfter: after, WorstP99Before: w(0.2), WorstP99After: w(0.3)},
+			Others:    Summary{RejectedBefore: 0, RejectedAfter: 0, WorstP99Before: w(0), WorstP99After: w(0)}}
+	}
+	a := cand(1, true, false, 50, 100, 50, "x")
+	b := cand(2, true, false, 50, 100, 50, "x", "y") // a's change and y, no better
+	c := cand(3, true, false, 100, 100, 100, "y")    // nothing moves
+	c.Protected.WorstP99After = w(0.2)
+	d := cand(4, true, false, 10, 100, 10, "x", "z") // better than a with more
+	e := cand(5, false, true, 0, 100, 0, "w")        // unverified, meets the goal
+	f := cand(6, false, true, 0, 100, 0, "w", "y")   // e's and y, no better
+	g := cand(7, true, false, 50, 100, 50, "y", "x") // b's changes in another order
+	cs := []*Candidate{b, c, a, g, f, e, d}
+	rank(cs)
+	var order []int
+	for _, x := range cs {
+		order = append(order, x.ID)
+	}
+	if want := []int{4, 1, 5, 2, 7, 3, 6}; !slices.Equal(order, want) {
+		t.Errorf("ranked %v, want %v", order, want)
+	}
+	for _, tc := range []struct {
+		c        *Candidate
+		of       int
+		noEffect bool
+	}{{a, 0, false}, {b, 1, false}, {c, 0, true}, {d, 0, false}, {e, 0, false}, {f, 5, false}, {g, 1, false}} {
+		if tc.c.RedundantOf != tc.of || tc.c.NoEffect != tc.noEffect {
+			t.Errorf("candidate %d: redundant of %d, no effect %v; want %d, %v", tc.c.ID, tc.c.RedundantOf, tc.c.NoEffect, tc.of, tc.noEffect)
+		}
+	}
+	// pruning's bound: a candidate that moves more than the first ones,
+	// which meet the goal verified, cannot enter them; a slot held by a
+	// candidate that buys nothing is open to it
+	met := []*Candidate{cand(10, true, true, 0, 100, 0, "p"), cand(11, true, true, 0, 100, 0, "q"), cand(12, true, true, 0, 100, 0, "p", "r")}
+	rank(met)
+	if met[2].RedundantOf != 10 {
+		t.Fatalf("candidate 12 redundant of %d, want 10", met[2].RedundantOf)
+	}
+	heavy := &Candidate{ID: 20, SeatsMoved: 5, ObjectsChanged: 3}
+	if !cannotWin(heavy, met, 2) {
+		t.Error("did not prune a candidate that cannot enter the first two")
+	}
+	if cannotWin(heavy, met, 3) {
+		t.Error("pruned a candidate whose best could take the place of one that buys nothing")
+	}
+}
+
+// TestSearchRanksWhatBuysNothingLast: on a recorded incident, every
+// candidate marked redundant has its better among the candidates, with
+// some of its changes and figures no worse, and no candidate that buys
+// nothing ranks above one that buys something.
+func TestSearchRanksWhatBuysNothingLast(t *testing.T) {
+	tm := openTeam(t)
+	rep := tm.search(t, Options{Goal: protectCtrl, NoPrune: true, Parallel: 4})
+	byID := map[int]*Candidate{}
+	for _, c := range rep.Candidates {
+		byID[c.ID] = c
+	}
+	last, marked := false, 0
+	for _, c := range rep.Candidates {
+		if c.buysNothing() {
+			last = true
+			marked++
+		} else if last {
+			t.Errorf("candidate %d buys something and ranks %d, after one that buys nothing", c.ID, c.Rank)
+		}
+		if c.RedundantOf == 0 {
+			continue
+		}
+		d := byID[c.RedundantOf]
+		if d == nil {
+			t.Errorf("candidate %d is redundant of %d, which is not among the candidates", c.ID, c.RedundantOf)
+			continue
+		}
+		if len(d.Changes) >= len(c.Changes) || !slices.ContainsFunc(d.Changes, func(s string) bool { return slices.Contains(c.Changes, s) }) {
+			t.Errorf("candidate %d (%q) is redundant of %d (%q), not a part of it", c.ID, c.Changes, d.ID, d.Changes)
+		}
+		if c.Protected.RejectedAfter < d.Protected.RejectedAfter || c.Others.RejectedAfter < d.Others.RejectedAfter || less(c, d) && tier(c) < tier(d) {
+			t.Errorf("candidate %d does better than %d, of which it is marked redundant", c.ID, d.ID)
+		}
+	}
+	if marked == 0 {
+		t.Error("no candidate buys nothing on this incident: the test shows nothing")
+	}
+	t.Logf("%d of %d candidates buy nothing", marked, len(rep.Candidates))
+}

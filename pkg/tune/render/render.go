@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tune"
 )
 
@@ -24,6 +25,10 @@ func Write(w io.Writer, rep *tune.Report, top int) error {
 	}
 	fmt.Fprintf(w, "Search:  %d candidates written, %d replayed, %d pruned (their bounds could not enter the first %d)%s%s\n",
 		rep.Written, rep.Replayed, rep.Pruned, max(top, tune.DefaultShow), refusedText(rep), droppedText(rep))
+	if none, redundant := buyNothing(rep); none+redundant > 0 {
+		fmt.Fprintf(w, "         ranked after the rest: %d %s nothing in the replay (-o json: noEffect), %d %s another's changes and more and no better (redundantOf)\n",
+			none, textfmt.Plural(none, "candidate changes", "candidates change"), redundant, textfmt.Plural(redundant, "holds", "hold"))
+	}
 	for i, c := range rep.Candidates {
 		if i == top {
 			break
@@ -102,6 +107,12 @@ func status(c *tune.Candidate) string {
 	} else {
 		s = append(s, "misses the goal")
 	}
+	switch {
+	case c.NoEffect:
+		s = append(s, "changes nothing in the replay")
+	case c.RedundantOf != 0:
+		s = append(s, fmt.Sprintf("redundant: candidate %d does as well with some of its changes", c.RedundantOf))
+	}
 	return strings.Join(s, ", ")
 }
 
@@ -119,6 +130,21 @@ func writeCandidate(w io.Writer, c *tune.Candidate) {
 	for _, u := range c.Unverified {
 		fmt.Fprintln(w, "    unverified: "+sanitize.Line(u))
 	}
+}
+
+// buyNothing counts the candidates ranked after the rest: those that
+// change nothing in the replay, and the others that hold another's
+// changes and more without doing better.
+func buyNothing(rep *tune.Report) (none, redundant int) {
+	for _, c := range rep.Candidates {
+		switch {
+		case c.NoEffect:
+			none++
+		case c.RedundantOf != 0:
+			redundant++
+		}
+	}
+	return none, redundant
 }
 
 // secs prints a time in seconds, "-" when absent.
@@ -190,6 +216,10 @@ func Explain(w io.Writer, rep *tune.Report, c *tune.Candidate) error {
 // why says what ranks above before b.
 func why(a, b *tune.Candidate) string {
 	switch {
+	case b.NoEffect && !a.NoEffect && a.RedundantOf == 0:
+		return "it changes nothing in the replay, and ranks after every candidate that changes something"
+	case b.RedundantOf != 0 && !a.NoEffect && a.RedundantOf == 0:
+		return fmt.Sprintf("candidate %d does as well with some of its changes, and a redundant candidate ranks after every other", b.RedundantOf)
 	case a.Verified && a.GoalMet && !(b.Verified && b.GoalMet):
 		return "it is verified and meets the goal"
 	case a.Verified && !b.Verified:
