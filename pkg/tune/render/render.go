@@ -57,7 +57,10 @@ func goalText(rep *tune.Report) string {
 	if len(prot) > 6 {
 		prot = append(prot[:6], fmt.Sprintf("%d more", len(prot)-6))
 	}
-	s := fmt.Sprintf("%s (%s) get at most %d 429s", who, strings.Join(prot, ", "), g.Max429)
+	s := fmt.Sprintf("%s (%s) get no 429", who, strings.Join(prot, ", "))
+	if g.Max429 > 0 {
+		s = fmt.Sprintf("%s (%s) get at most %d %s", who, strings.Join(prot, ", "), g.Max429, textfmt.Plural(g.Max429, "429", "429s"))
+	}
 	if g.MaxWait > 0 {
 		s += fmt.Sprintf(" and a p99 wait of at most %v", g.MaxWait)
 	}

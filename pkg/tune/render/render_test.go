@@ -1,0 +1,47 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/tune"
+)
+
+// TestWriteGoalAndWhatBuysNothing: the goal says "no 429" for --max-429 0
+// and counts 429s otherwise; the search line counts the candidates ranked
+// last for buying nothing, and a shown one says why it is there.
+func TestWriteGoalAndWhatBuysNothing(t *testing.T) {
+	rep := &tune.Report{
+		Clients: []tune.ClientFigures{{Protected: true}},
+		Candidates: []*tune.Candidate{
+			{ID: 3, Rank: 1, Verified: true, Changes: []string{"apf-load: queueLengthLimit 3→6"}},
+			{ID: 7, Rank: 2, Verified: true, RedundantOf: 3, Changes: []string{"apf-load: queueLengthLimit 3→6", "x: borrowingLimitPercent 0→50"}},
+			{ID: 9, Rank: 3, Verified: true, NoEffect: true, Changes: []string{"x: borrowingLimitPercent 0→100"}},
+		},
+	}
+	rep.Clients[0].Name = "load-1"
+	for _, tc := range []struct {
+		max  int64
+		want string
+	}{{0, "(load-1) get no 429;"}, {1, "(load-1) get at most 1 429;"}, {3, "(load-1) get at most 3 429s;"}} {
+		rep.Goal.Max429 = tc.max
+		var b bytes.Buffer
+		if err := Write(&b, rep, 5); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("--max-429 %d: the goal does not say %q:\n%s", tc.max, tc.want, out)
+		}
+		for _, want := range []string{
+			"ranked after the rest: 1 candidate changes nothing in the replay (-o json: noEffect), 1 holds another's changes and more and no better (redundantOf)",
+			"#2  candidate 7  verified, misses the goal, redundant: candidate 3 does as well with some of its changes",
+			"#3  candidate 9  verified, misses the goal, changes nothing in the replay",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the table lacks %q:\n%s", want, out)
+			}
+		}
+	}
+}
