@@ -172,6 +172,14 @@ func TestInputsUsedOrRefused(t *testing.T) {
 			[]string{"empty.txt: the file is empty: no audit event, httplog line or workload record in it"}, nil},
 		{6, "simulate on random bytes", []string{"simulate", "--defaults", "--workload", in("random.bin")}, 1,
 			[]string{`random.bin: no line is an httplog "HTTP" line`}, nil},
+		// tune's first step closed the nil it returned on any error:
+		// every refusal of its workload was a panic
+		{15, "tune on an empty workload", []string{"tune", "--defaults", "--workload", in("empty.txt")}, 1,
+			[]string{"empty.txt: the file is empty: no audit event, httplog line or workload record in it"}, []string{"panic"}},
+		{15, "tune on random bytes", []string{"tune", "--defaults", "--workload", in("random.bin")}, 1,
+			[]string{`random.bin: no line is an httplog "HTTP" line`}, []string{"panic"}},
+		{15, "tune on a workload that is not there", []string{"tune", "--defaults", "--workload", in("absent.log")}, 1,
+			[]string{"absent.log: no such file or directory"}, []string{"panic"}},
 		{7, "explain -f without APF objects", []string{"explain", "request", "--defaults", "-f", in("deploy.yaml"), "--user-name", "alice", "list", "/api/v1/pods"}, 1,
 			[]string{"deploy.yaml holds no FlowSchema or PriorityLevelConfiguration (1 other object)"}, nil},
 		{7, "simulate -f without APF objects", []string{"simulate", "--defaults", "-f", in("deploy.yaml"), "--workload", in("kubelet.log")}, 1,

@@ -69,10 +69,12 @@ type OutcomeObserver interface {
 // cfg.ServerSpeed are not read. The workload must be one apiserver
 // instance's. Close releases the tapes.
 func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err error) {
-	p = &Prepared{st: st, cfg: cfg, recorded: engine.NewConfig(st.FlowSchemas, st.PriorityLevels)}
+	prep := &Prepared{st: st, cfg: cfg, recorded: engine.NewConfig(st.FlowSchemas, st.PriorityLevels)}
+	p = prep
+	// an error returns a nil Prepared: what was opened is closed here
 	defer func() {
 		if err != nil {
-			p.Close()
+			prep.Close()
 		}
 	}()
 	if p.files, err = openWorkload(ctx, cfg); err != nil {

@@ -485,3 +485,26 @@ func TestSearchRanksWhatBuysNothingLast(t *testing.T) {
 	}
 	t.Logf("%d of %d candidates buy nothing", marked, len(rep.Candidates))
 }
+
+// TestPrepareRefusesAMissingWorkload: a workload file that is not there
+// is an error of Prepare (tune's first step), not a panic in its clean-up
+// (it once closed the nil Prepared it returned).
+func TestPrepareRefusesAMissingWorkload(t *testing.T) {
+	o := load.NewOptions(nil, load.Config)
+	o.Defaults = true
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "audit.log")
+	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Logs: input.Logs{}, Workloads: []string{missing}, RequestTimeout: time.Minute})
+	if err == nil || p != nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Prepare of a missing workload: %v, %v; want an error naming the file", p, err)
+	}
+}
