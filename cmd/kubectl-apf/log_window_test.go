@@ -120,6 +120,12 @@ func TestLogWindowOnExplain(t *testing.T) {
 	}{
 		{[]string{"explain", "429", "--from", bundle, "--workload", audit, "--since", "soon"}, "--since"},
 		{[]string{"explain", "429", "--from", bundle, "--workload", audit, "--since", "10m", "--until", "-1h"}, "holds none of the log's"},
+		// an absolute bound alone is compared with the log once read, not
+		// with an open end (it once said "after its end 0001-01-01...")
+		{[]string{"explain", "429", "--from", bundle, "--workload", audit, "--since", "2099-01-01T00:00:00Z"}, "the window from 2099-01-01T00:00:00Z to the log's end holds none of the log's"},
+		{[]string{"simulate", "--from", bundle, "--workload", audit, "--until", "2001-01-01T00:00:00Z"}, "after its end 2001-01-01T00:00:00Z"},
+		{[]string{"explain", "429", "--from", bundle, "--workload", audit, "--since", "2026-11-23T21:18:00Z", "--until", "2026-11-23T21:17:00Z"}, "the window starts at 2026-11-23T21:18:00Z, after its end 2026-11-23T21:17:00Z"},
+		{[]string{"explain", "request", "--from", bundle, "--from-audit", audit, "--audit-id", first, "--since", "2099-01-01T00:00:00Z"}, "(audit IDs present: no request at all) in the window"},
 		{[]string{"explain", "429", "--prometheus", "http://127.0.0.1:1", "--since", "-2h"}, "with a store, --since is the window's length"},
 		{[]string{"explain", "request", "--from", bundle, "--from-log", "-", "--since", "10s"}, "give one of them as a file"},
 	} {

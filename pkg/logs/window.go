@@ -59,9 +59,13 @@ func (w Window) Resolve(first, last time.Time) (from, to time.Time, err error) {
 		return from, to, err
 	}
 	if from.After(to) {
-		return time.Time{}, time.Time{}, fmt.Errorf("--since/--until: the window starts at %s, after its end %s", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+		return time.Time{}, time.Time{}, startsAfterEnd(from, to)
 	}
 	return from, to, nil
+}
+
+func startsAfterEnd(from, to time.Time) error {
+	return fmt.Errorf("--since/--until: the window starts at %s, after its end %s", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
 }
 
 func (w Window) resolve(first, last time.Time) (from, to time.Time, err error) {
@@ -148,8 +152,16 @@ func FormatWindow(from, to time.Time) string {
 // open (zero). The reader of the window is then Cut{From: from, To: to}.
 func (w Window) ResolveFiles(ctx context.Context, op Opener, spec Spec) (from, to time.Time, err error) {
 	if !w.Relative() {
-		// the log's own ends, unknown and unneeded: open
-		return w.Resolve(time.Time{}, time.Time{})
+		// the log's own ends, unknown and unneeded: open (zero), and a
+		// bound not given is compared with nothing (a --since after the
+		// log's end is found empty once it is read)
+		if from, to, err = w.resolve(time.Time{}, time.Time{}); err == nil && w.Since != "" && w.Until != "" && from.After(to) {
+			err = startsAfterEnd(from, to)
+		}
+		if err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+		return from, to, nil
 	}
 	spec.FindYear = true
 	wl, err := op.Open(ctx, spec)

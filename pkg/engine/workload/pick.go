@@ -13,12 +13,15 @@ import (
 type IDs struct {
 	First []string
 	Total int
+	// Requests counts the requests read, with an audit ID or without
+	Requests int
 }
 
 // MaxListedIDs is how many audit IDs an IDs keeps.
 const MaxListedIDs = 5
 
 func (ids *IDs) add(id string) {
+	ids.Requests++
 	if id == "" {
 		return
 	}
@@ -30,7 +33,10 @@ func (ids *IDs) add(id string) {
 
 // String renders the IDs for an error message.
 func (ids IDs) String() string {
-	if ids.Total == 0 {
+	switch {
+	case ids.Requests == 0:
+		return "no request at all"
+	case ids.Total == 0:
 		return "no audit ID at all"
 	}
 	s := strings.Join(ids.First, ", ")
