@@ -26,8 +26,14 @@ func Write(w io.Writer, rep *tune.Report, top int) error {
 	fmt.Fprintf(w, "Search:  %d candidates written, %d replayed, %d pruned (their bounds could not enter the first %d)%s%s\n",
 		rep.Written, rep.Replayed, rep.Pruned, max(top, tune.DefaultShow), refusedText(rep), droppedText(rep))
 	if none, redundant := buyNothing(rep); none+redundant > 0 {
-		fmt.Fprintf(w, "         ranked after the rest: %d %s nothing in the replay (-o json: noEffect), %d %s another's changes and more and no better (redundantOf)\n",
-			none, textfmt.Plural(none, "candidate changes", "candidates change"), redundant, textfmt.Plural(redundant, "holds", "hold"))
+		var parts []string
+		if none > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s nothing in the replay (-o json: noEffect)", none, textfmt.Plural(none, "candidate changes", "candidates change")))
+		}
+		if redundant > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s another's changes and more and no better (redundantOf)", redundant, textfmt.Plural(redundant, "candidate holds", "candidates hold")))
+		}
+		fmt.Fprintf(w, "         ranked after the rest: %s\n", strings.Join(parts, ", "))
 	}
 	for i, c := range rep.Candidates {
 		if i == top {
