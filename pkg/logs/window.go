@@ -137,13 +137,16 @@ func (c *Cut) Next(r *workload.Request) error {
 }
 
 // FormatWindow renders a window as "2026-11-28T02:40:09.69Z–02:40:38.308Z".
+// Both ends to the millisecond: a scrape's time is read to the nanosecond,
+// and one end in nine digits beside the other in three read as two clocks.
 func FormatWindow(from, to time.Time) string {
+	const day, clock = "2006-01-02T", "15:04:05.999Z07:00"
 	f, t := from.UTC(), to.UTC()
-	end := t.Format("15:04:05.999Z07:00")
+	end := t.Format(clock)
 	if f.YearDay() != t.YearDay() || f.Year() != t.Year() {
-		end = t.Format(time.RFC3339Nano)
+		end = t.Format(day + clock)
 	}
-	return f.Format(time.RFC3339Nano) + "–" + end
+	return f.Format(day+clock) + "–" + end
 }
 
 // ResolveFiles resolves w over the log of spec, opened by op. A window relative to the

@@ -75,3 +75,20 @@ func FuzzWindow(f *testing.F) {
 		}
 	})
 }
+
+// TestFormatWindow: both ends to the millisecond, the end's date only when
+// it is another day's.
+func TestFormatWindow(t *testing.T) {
+	from := time.Date(2026, 11, 28, 2, 40, 9, 690771706, time.UTC)
+	for _, c := range []struct {
+		to   time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 28, 2, 40, 38, 308000000, time.UTC), "2026-11-28T02:40:09.69Z–02:40:38.308Z"},
+		{time.Date(2026, 11, 29, 0, 0, 1, 0, time.UTC), "2026-11-28T02:40:09.69Z–2026-11-29T00:00:01Z"},
+	} {
+		if got := FormatWindow(from, c.to); got != c.want {
+			t.Errorf("FormatWindow(%v, %v) = %q, want %q", from, c.to, got, c.want)
+		}
+	}
+}
