@@ -135,8 +135,8 @@ func (r *Result) bound(sts map[string]*seatTime, limits map[string]engine.LevelL
 			was = lv.Refused.Overhead
 		}
 		ref := &Refusal{Overhead: was, Check: CheckSeatTime, Why: fmt.Sprintf(
-			"with it, its executed requests would hold %.3g seat-seconds, more than its %d %s over the %.3gs it had a request in the server (%.3g)",
-			time.Duration(implied).Seconds(), seats, seatWord(seats), s.busy.total.Seconds(), time.Duration(capacity).Seconds())}
+			"with it, its executed requests would hold %.3g seat-seconds, more than the %.3g its %d %s gave over the %.3gs it had a request in the server",
+			time.Duration(implied).Seconds(), time.Duration(capacity).Seconds(), seats, seatWord(seats), s.busy.total.Seconds())}
 		if implied > exec {
 			f := max(0, (capacity-exec)/(implied-exec))
 			r.scale(lv, f)

@@ -1,8 +1,10 @@
 package calibrate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +138,8 @@ func TestCalibrationFitsTheRecordedSeatTime(t *testing.T) {
 	t.Logf("%d requests; slow: overhead %v (%s, %d dispatches from a queue over %v saturated), hold %v, busy %v; refused: %+v", len(reqs), time.Duration(lv.Overhead), lv.Source, lv.Dispatches, time.Duration(lv.SaturatedTime), time.Duration(lv.HoldTime), time.Duration(lv.BusyTime), lv.Refused)
 	if lv.Refused == nil || lv.Refused.Check != "seat time" || lv.Refused.Overhead <= lv.Overhead {
 		t.Errorf("slow: the estimate was not refused by the seat-time check: %+v", lv.Refused)
+	} else if want := fmt.Sprintf("more than the %.3g its %d %s gave over the %.3gs it had a request in the server", float64(lv.SeatLimit)*time.Duration(lv.BusyTime).Seconds(), lv.SeatLimit, seatWord(lv.SeatLimit), time.Duration(lv.BusyTime).Seconds()); !strings.HasSuffix(lv.Refused.Why, want) {
+		t.Errorf("slow: the refusal says %q, want it to end %q", lv.Refused.Why, want)
 	}
 	implied, busy := seatTimeOf(t, cfg, res.Apply(&sliceReader{reqs: reqs}))
 	t.Logf("implied seat time %v, busy %v", implied["slow"], busy["slow"])

@@ -21,7 +21,7 @@ func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
 	cal := &calibrate.Report{Enabled: true, Levels: []calibrate.Level{
 		{Level: "tiny", Source: "saturated", ConcurrencyLimit: 1, Overhead: ms(11.6), Dispatches: 422, Seats: 422, MeanExecution: ms(1.2), HoldTime: ms(12.8),
-			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than its 1 seat over the 13.7s it had a request in the server (13.7)"}},
+			Refused: &calibrate.Refusal{Overhead: ms(31.1), Check: "seat time", Why: "with it, its executed requests would hold 34.5 seat-seconds, more than the 13.7 its 1 seat gave over the 13.7s it had a request in the server"}},
 		{Level: "other", Source: calibrate.SourceUnmeasured, ConcurrencyLimit: 2, RecordedDispatches: 100, ReplayedDispatches: 120, Dispatch: calibrate.DispatchTooMany, Refused: &calibrate.Refusal{Check: "seat time", Why: "…", ExecutionScale: 0.97}},
 	}, DispatchTimes: &calibrate.DispatchTimes{Annotated: 3, FromLatency: 1000}}
 	var b bytes.Buffer
