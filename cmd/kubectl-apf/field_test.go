@@ -345,7 +345,7 @@ func fieldRows() []fieldRow {
 		{name: "kuberay POST: service-accounts, the server's seats", artifact: "kueue-4508-httplog-posts.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@line:2", "--service-account", "ray-system/kuberay-operator"},
 			want: []string{"✓ service-accounts (precedence 9000, level workload-low)", "AGREES: the replay agrees with the server: FlowSchema service-accounts, priority level workload-low",
-				"the server estimated 1 seat(s), then 2 final seat(s) for 5ms", "the server took latency 11.586316ms, execution 11.024848ms"}},
+				"the server estimated 1 seat, then 2 final seats for 5ms", "the server took latency 11.586316ms, execution 11.024848ms"}},
 		// Line 6: kube-scheduler's binding, apf_fs kube-scheduler, apf_pl
 		// workload-high. kube-scheduler (precedence 800, as in
 		// get-flowschemas-eks.txt) distinguishes ByNamespace, so the flow
@@ -420,7 +420,7 @@ func fieldRows() []fieldRow {
 		{name: "jail of 0 seats: a request runs when the level is idle", artifact: "k8s-134196-jail-reject.yaml",
 			args:    []string{"explain", "request", "--defaults", "-f", "@", "--service-account", "monitoring/grafana-alloy", "get", "pods/x", "-n", "monitoring"},
 			want:    []string{"✓ jail-grafana-alloy (precedence 5, level workload-jail)", "nominal limit 0 seats", "workload-jail has no queues, so the request runs at once only when nothing else executes there (its 1 seat is more than the level's limit of 0", "kubernetes/kubernetes#134196"},
-			notWant: []string{"if its 1 seat(s) fit beside those in use"}},
+			notWant: []string{"if its 1 seat fits beside those in use"}},
 		{name: "jail of 0 seats: lint says it admits when idle", artifact: "k8s-134196-jail-reject.yaml",
 			args: []string{"lint", "--defaults", "-f", "@"},
 			want: []string{"reject-level-admits-when-idle  prioritylevelconfiguration/workload-jail flowschema/jail-grafana-alloy", "yet admits one request whenever none executes there"}},

@@ -206,7 +206,7 @@ func TestInputsUsedOrRefused(t *testing.T) {
 		{12, "the columns are explained", []string{"simulate", "--defaults", "--workload", in("missed-429.jsonl")}, 0,
 			[]string{"PEAK-QUEUE: most requests in the queues at once"}, nil},
 		{13, "final seats no estimate gives are flagged", []string{"explain", "request", "--defaults", "--user-name", "system:node:n1", "--group", "system:nodes", "--from-log", in("fseats.log")}, 0,
-			[]string{"the server estimated 50 final seat(s), above the replay's maximum of 0", "then 50 final seat(s) for 5ms", "latency 2.5ms, execution 1.9ms"}, nil},
+			[]string{"the server estimated 50 final seats, above the replay's maximum of 0", "then 50 final seats for 5ms", "latency 2.5ms, execution 1.9ms"}, nil},
 		{14, "another component's line is skipped and counted", []string{"simulate", "--defaults", "--workload", in("interleaved.log")}, 0,
 			[]string{"skipped 1 line", "interleaved.log:2: malformed key/value list", "Workload: 2 requests replayed"}, nil},
 		{14, "--strict fails on it", []string{"simulate", "--defaults", "--strict", "--workload", in("interleaved.log")}, 1,

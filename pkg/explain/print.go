@@ -121,9 +121,9 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	}
 	if s := ex.Seats; s != nil {
 		if s.Initial == s.Max {
-			p.f("  this request takes %d seat(s)", s.Initial)
+			p.f("  this request takes %s", seatsText(s.Initial))
 		} else {
-			p.f("  this request takes %d to %d seat(s)", s.Initial, s.Max)
+			p.f("  this request takes %d to %d seats", s.Initial, s.Max)
 		}
 		if s.Note != "" {
 			p.f(": %s", s.Note)
@@ -207,9 +207,9 @@ func writeRecorded(p *printer, r *Recorded) {
 	p.f("  %s: %s\n", verdict, sanitize.Line(r.Detail))
 	writeFate(p, r)
 	if r.InitialSeats != nil {
-		p.f("  the server estimated %d seat(s)", *r.InitialSeats)
+		p.f("  the server estimated %s", seatsText(*r.InitialSeats))
 		if r.FinalSeats != nil && r.AdditionalLatency != nil {
-			p.f(", then %d final seat(s) for %v", *r.FinalSeats, time.Duration(*r.AdditionalLatency))
+			p.f(", then %s for %v", finalSeatsText(*r.FinalSeats), time.Duration(*r.AdditionalLatency))
 		}
 		p.f("\n")
 	}

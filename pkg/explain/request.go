@@ -240,13 +240,13 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once only when nothing else executes there (%s), and gets 429 (%s) at once otherwise", pl.Name, widerThan(seats, cl), ReasonConcurrencyLimit)}
 		}
 		if !known {
-			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once if its %v seat(s) fit beside those in use (limit %v), and gets 429 (%s) at once otherwise", pl.Name, seats, cl, ReasonConcurrencyLimit)}
+			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once if its %s %s beside those in use (limit %v), and gets 429 (%s) at once otherwise", pl.Name, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"), cl, ReasonConcurrencyLimit)}
 		}
 		if inUse == 0 && seats > cl {
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues and nothing executes there, so the request runs at once, alone (%s)", pl.Name, widerThan(seats, cl))}
 		}
 		if inUse == 0 || inUse+seats <= cl {
-			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %v seat(s) of this request fit and it runs at once", pl.Name, inUse, cl, seats)}
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %s of this request %s and it runs at once", pl.Name, inUse, cl, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
 		}
 		return Verdict{Kind: VerdictRejected, RejectReason: ReasonConcurrencyLimit,
 			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject) and %v of its %v seats are in use: the request would get 429 at once (%s)", pl.Name, inUse, cl, ReasonConcurrencyLimit)}
@@ -362,7 +362,17 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 }
 
 // seatsText is n seats, "1 seat" for one.
-func seatsText(n int) string { return fmt.Sprintf("%d %s", n, textfmt.Plural(n, "seat", "seats")) }
+func seatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d %s", n, seatWord(n)) }
+
+// finalSeatsText is "1 final seat", "2 final seats".
+func finalSeatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d final %s", n, seatWord(n)) }
+
+func seatWord[N ~int | ~uint64](n N) string {
+	if n == 1 {
+		return "seat"
+	}
+	return "seats"
+}
 
 // allSeats is "all n seats of level are", "the 1 seat of level is" for
 // one.

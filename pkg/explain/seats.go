@@ -109,7 +109,7 @@ func seatsFromCounts(s *Seats, rel engine.Release, r engine.Request, l engine.Le
 		key += "." + r.Info.APIGroup
 	}
 	c := counts[key]
-	note := fmt.Sprintf("%s: %d objects of %d bytes on average (the apiserver's object count), so %d seat(s), as the LIST estimator of %s computes", key, c.Count, c.AvgSize, n, rel)
+	note := fmt.Sprintf("%s: %d objects of %d bytes on average (the apiserver's object count), so %s, as the LIST estimator of %s computes", key, c.Count, c.AvgSize, seatsText(n), rel)
 	if rel.IsZero() || rel.Minor >= 31 {
 		note += "; a consistent read is taken to come from the watch cache"
 	}
@@ -140,6 +140,6 @@ func verdictForSeats(in Input, r engine.Request, ex *Explanation, pl *flowcontro
 	if high.RejectReason != "" {
 		kind += " (" + high.RejectReason + ")"
 	}
-	low.Reason = fmt.Sprintf("with %d seat(s), the least it can take: %s; with %d seats, the most it can take: %s: %s", s.Initial, low.Reason, s.Max, kind, high.Reason)
+	low.Reason = fmt.Sprintf("with %s, the least it can take: %s; with %d seats, the most it can take: %s: %s", seatsText(s.Initial), low.Reason, s.Max, kind, high.Reason)
 	return low
 }

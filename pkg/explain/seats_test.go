@@ -23,7 +23,7 @@ func TestVerdictForSeatRange(t *testing.T) {
 	if v.Kind != VerdictRuns {
 		t.Errorf("verdict %s, want runs for the least seats", v.Kind)
 	}
-	for _, want := range []string{"with 1 seat(s), the least it can take", "the most it can take: rejected (concurrency-limit)"} {
+	for _, want := range []string{"with 1 seat, the least it can take", "the most it can take: rejected (concurrency-limit)"} {
 		if !strings.Contains(v.Reason, want) {
 			t.Errorf("reason %q lacks %q", v.Reason, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
@@ -270,7 +271,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 	switch {
 	case l.queues == nil && !l.exempt:
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %d seat(s) in use", l.name, inc.total, inc.limit),
+			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %s in use", l.name, inc.total, seatCount(inc.limit)),
 			Fix:      "give the level queues (limitResponse.type: Queue) or more seats"})
 	case inc.queueFull > 0 && inc.crowded*2 > inc.queueFull:
 		crowder, n := topFlow(inc.crowders)
@@ -282,7 +283,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 		if oneElephant(inc.crowded, n) && !isHeavy {
 			summary = append(summary, fmt.Sprintf("the flows crowded each other out: %d of %d queue-full 429s were of flows whose hands' queues other flows held, most often %s (%d times), which sent %d of the level's %d requests in the incident, from %d flows: under 1.5 times the mean flow's, no elephant; its queues lie in the others' hands", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived)))
 			causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, most often by %s (%d times), which sent %d of the level's %d requests in the incident from %d flows, under 1.5 times the mean flow's: the hands of the level's %d queues overlap, and its %d seat(s) were all taken", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived), len(l.queues), inc.limit),
+				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, most often by %s (%d times), which sent %d of the level's %d requests in the incident from %d flows, under 1.5 times the mean flow's: the hands of the level's %d queues overlap, and %s", inc.crowded, inc.queueFull, name, n, sent, all, len(inc.arrived), len(l.queues), allTaken("its", inc.limit)),
 				Fix:      "give the level more seats (nominalConcurrencyShares), or more queues (and a larger hand) so that fewer flows share each"})
 			break
 		}
@@ -291,7 +292,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 			// level whose waiting requests no one flow holds half of
 			summary = append(summary, fmt.Sprintf("the flows crowded each other out: %d of %d queue-full 429s were of flows whose hands' queues other flows held, %d flows among them, none behind half of them (%s the most, %d)", inc.crowded, inc.queueFull, len(inc.crowders), name, n))
 			causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, spread over %d flows, none behind half of them (%s the most, %d): the level is saturated by many clients rather than one, with every one of its %d seat(s) taken", inc.crowded, inc.queueFull, len(inc.crowders), name, n, inc.limit),
+				Evidence: fmt.Sprintf("%d of %d queue-full rejections found their hand's queues held mostly by other flows, spread over %d flows, none behind half of them (%s the most, %d): the level is saturated by many clients rather than one, with %s", inc.crowded, inc.queueFull, len(inc.crowders), name, n, everyTaken("its", inc.limit)),
 				Fix:      "give the level more seats (nominalConcurrencyShares), or more queues (and a larger hand) so that fewer flows share each"})
 			break
 		}
@@ -302,7 +303,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 	case inc.queueFull > 0:
 		summary = append(summary, fmt.Sprintf("fair queuing kept the flows apart: %d of %d queue-full 429s were of flows that filled their own hand's queues", inc.queueFull-inc.crowded, inc.queueFull))
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseTooLittleConcurrency,
-			Evidence: fmt.Sprintf("%d of %d queue-full rejections were of flows whose own requests filled their hand's queues, with every one of the level's %d seat(s) taken", inc.queueFull-inc.crowded, inc.queueFull, inc.limit),
+			Evidence: fmt.Sprintf("%d of %d queue-full rejections were of flows whose own requests filled their hand's queues, with %s", inc.queueFull-inc.crowded, inc.queueFull, everyTaken("the level's", inc.limit)),
 			Fix:      "give the level more seats (nominalConcurrencyShares) or its clients less traffic"})
 	}
 	if n := inc.reasons["time-out"]; n > 0 {
@@ -350,4 +351,23 @@ func (r *Result) Report(name string) *rejections.Report {
 		rep.Instances = append(rep.Instances, ri)
 	}
 	return rep
+}
+
+// seatCount is "1 seat", "3 seats".
+func seatCount(n int) string { return fmt.Sprintf("%d %s", n, textfmt.Plural(n, "seat", "seats")) }
+
+// allTaken is "its 1 seat was taken", "its 3 seats were all taken".
+func allTaken(whose string, n int) string {
+	if n == 1 {
+		return whose + " 1 seat was taken"
+	}
+	return fmt.Sprintf("%s %d seats were all taken", whose, n)
+}
+
+// everyTaken is "its 1 seat taken", "every one of its 3 seats taken".
+func everyTaken(whose string, n int) string {
+	if n == 1 {
+		return whose + " 1 seat taken"
+	}
+	return fmt.Sprintf("every one of %s %d seats taken", whose, n)
 }
