@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/load"
 )
@@ -172,7 +173,7 @@ func (o *BundleOptions) Run(ctx context.Context) error {
 	for _, f := range c.Failures {
 		fmt.Fprintf(o.ErrOut, "warning: apiserver %s is not in the bundle: %s\n", sanitize.Line(f.Instance), sanitize.Line(f.Error()))
 	}
-	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s)\n", sanitize.Line(o.To), len(c.Snapshots))
+	fmt.Fprintf(o.ErrOut, "wrote %s: %s\n", sanitize.Line(o.To), textfmt.Count(len(c.Snapshots), "apiserver instance", "apiserver instances"))
 	return nil
 }
 

@@ -154,6 +154,6 @@ func (o *BundleOptions) runWatch(ctx context.Context) error {
 	for _, inst := range rec.Unknown {
 		fmt.Fprintf(o.ErrOut, "note: apiserver %s appeared during the watch and is not in the bundle\n", sanitize.Line(inst))
 	}
-	fmt.Fprintf(o.ErrOut, "wrote %s: %d apiserver instance(s), %d /metrics scrapes each\n", sanitize.Line(o.To), rec.Instances, rec.Scrapes)
+	fmt.Fprintf(o.ErrOut, "wrote %s: %s, %s each\n", sanitize.Line(o.To), textfmt.Count(rec.Instances, "apiserver instance", "apiserver instances"), textfmt.Count(rec.Scrapes, "/metrics scrape", "/metrics scrapes"))
 	return nil
 }

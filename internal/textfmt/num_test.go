@@ -29,3 +29,15 @@ func TestNum(t *testing.T) {
 		}
 	}
 }
+
+// TestCount: a count and its noun, singular for 1 alone.
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 requests"}, {1, "1 request"}, {2, "2 requests"}} {
+		if got := Count(c.n, "request", "requests"); got != c.want {
+			t.Errorf("Count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

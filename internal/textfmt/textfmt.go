@@ -8,6 +8,7 @@
 package textfmt
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -21,6 +22,11 @@ func Plural[N ~int | ~int64](n N, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Count is n and its noun: "1 request", "3 requests".
+func Count[N ~int | ~int64](n N, one, many string) string {
+	return fmt.Sprintf("%d %s", n, Plural(n, one, many))
 }
 
 // PluralFigure is one when the figure v is present and 1, else many: the

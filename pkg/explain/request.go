@@ -294,8 +294,8 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		return v
 	}
 	v.Kind = VerdictQueued
-	v.Reason = fmt.Sprintf("%d request(s) wait in %s and %v of %v seats are in use: the request joins queue %d behind %d request(s) (%s, %.3f seat-seconds of work)",
-		waiting, pl.Name, inUse, cl, chosen, st.Waiting, seatsText(int(st.WaitingSeats)), st.WaitingWork)
+	v.Reason = fmt.Sprintf("%s in %s and %v of %v seats are in use: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
+		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUse, cl, chosen, textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
 	if w, ok := expectedWait(in.Live, lm, pl.Name, st.Waiting, cl); ok {
 		d := Duration(w)
 		v.ExpectedWait = &d

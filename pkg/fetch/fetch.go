@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/ctxsleep"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -58,7 +59,7 @@ func (c *ClusterSource) Describe() string {
 	case c.AllAPIServers:
 		return "every apiserver behind " + c.Config.Host
 	case len(c.Instances) > 0:
-		return fmt.Sprintf("%d apiserver(s)", len(c.Instances))
+		return textfmt.Count(len(c.Instances), "apiserver", "apiservers")
 	}
 	return c.Config.Host
 }

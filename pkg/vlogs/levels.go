@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
@@ -212,7 +213,7 @@ func (t *LevelTotals) Notes() []string {
 			l.Level, l.Rejected, l.Requests, strings.Join(who, ", "), l.Seconds, t.Keys))
 	}
 	if t.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d request(s) counted in the store could not be classified (first: %s)", t.Skipped, t.FirstSkip))
+		notes = append(notes, fmt.Sprintf("note: %s counted in the store could not be classified (first: %s)", textfmt.Count(t.Skipped, "request", "requests"), t.FirstSkip))
 	}
 	return notes
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/input"
 )
@@ -37,8 +38,8 @@ func (p *Pull) Notes() []string {
 		notes = append(notes, fmt.Sprintf("note: none of the %d audit events of the window was answered 429", p.Totals.Events))
 		return notes
 	}
-	n := fmt.Sprintf("note: %s counted %d 429s of %d audit events in the store; pulled the %d events of %d window(s) around them (%d bytes in %d queries)",
-		p.Where, p.Totals.Rejected, p.Totals.Events, p.Pulled.Events, len(p.Windows), p.Bytes, p.Queries)
+	n := fmt.Sprintf("note: %s counted %d 429s of %d audit events in the store; pulled the %d events of %s around them (%d bytes in %s)",
+		p.Where, p.Totals.Rejected, p.Totals.Events, p.Pulled.Events, textfmt.Count(len(p.Windows), "window", "windows"), p.Bytes, textfmt.Count(p.Queries, "query", "queries"))
 	notes = append(notes, n)
 	if p.Levels != nil {
 		notes = append(notes, p.Levels.Notes()...)

@@ -96,10 +96,10 @@ func workloadNotes(w *logs.Workload, res *reconstruct.Result) []string {
 func resultNotes(res *reconstruct.Result) []string {
 	var notes []string
 	if res.Skipped > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d request(s) could not be reconstructed (first: %s)", res.Skipped, res.FirstSkip))
+		notes = append(notes, fmt.Sprintf("note: %s could not be reconstructed (first: %s)", textfmt.Count(res.Skipped, "request", "requests"), res.FirstSkip))
 	}
 	if res.EstimatedWaits > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d request(s) record no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", res.EstimatedWaits))
+		notes = append(notes, fmt.Sprintf("note: %s no wait (audit events faster than 500 ms without their httplog line): their dispatch is the reconstruction's, marked estimated", textfmt.Count(res.EstimatedWaits, "request records", "requests record")))
 	}
 	return notes
 }

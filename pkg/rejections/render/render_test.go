@@ -103,7 +103,7 @@ func TestStoreNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = "429s from 2026-11-23 21:00:00Z to 2026-11-23 21:30:00Z (step 30s)\n" +
-		"APF rejected 0 requests in 0 incident(s); 0 HTTP 429s in all, 0 not from APF\n" +
+		"APF rejected 0 requests in 0 incidents; 0 HTTP 429s in all, 0 not from APF\n" +
 		"No priority level rejected a request in the window.\n\nNotes\n  - the store ?[31mwarned\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)

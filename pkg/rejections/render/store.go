@@ -10,6 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
@@ -30,8 +31,8 @@ func writeStore(p *printer, rep *rejections.Report, o Options) {
 		total += v
 	}
 	p.f("429s from %s to %s (step %s)\n", stamp(start), stamp(end), seconds(rep.Window.StepSeconds))
-	p.f("APF rejected %s requests in %d incident(s); %s HTTP 429s in all, %s not from APF\n",
-		count(total), len(rep.Incidents)+rep.Undetailed, figure(rep.All429), figure(rep.Other429))
+	p.f("APF rejected %s requests in %s; %s HTTP 429s in all, %s not from APF\n",
+		count(total), textfmt.Count(len(rep.Incidents)+rep.Undetailed, "incident", "incidents"), figure(rep.All429), figure(rep.Other429))
 	if len(rep.Incidents) == 0 {
 		p.f("No priority level rejected a request in the window.\n")
 	}
@@ -40,7 +41,7 @@ func writeStore(p *printer, rep *rejections.Report, o Options) {
 		writeTimeline(p, width, i+1, inc)
 	}
 	if rep.Undetailed > 0 {
-		p.f("\n%d smaller incident(s) not detailed (raise --max-incidents).\n", rep.Undetailed)
+		p.f("\n%s not detailed (raise --max-incidents).\n", textfmt.Count(rep.Undetailed, "smaller incident", "smaller incidents"))
 	}
 	if rep.Other429 != nil && *rep.Other429 > 0 {
 		p.f("\n429s not from APF (apiserver_request_total{code=\"429\"} minus APF's rejections): %s\n", count(*rep.Other429))
