@@ -103,6 +103,25 @@ type team struct {
 	dir string
 }
 
+// defaultsWith is the state of --defaults with the -f files applied, on
+// a server of 40 seats.
+func defaultsWith(t testing.TB, files ...string) *state.State {
+	t.Helper()
+	o := load.NewOptions(nil, load.Config)
+	o.Defaults, o.Files = true, files
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func openTeam(t testing.TB) *team {
 	t.Helper()
 	dir := t.TempDir()
@@ -114,18 +133,7 @@ func openTeam(t testing.TB) *team {
 	if err := os.WriteFile(wl, []byte(sortedByOffset(teamWorkload())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := load.NewOptions(nil, load.Config)
-	o.Defaults, o.Files = true, []string{cfgFile}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := defaultsWith(t, cfgFile)
 	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Logs: input.Logs{}, Workloads: []string{wl}, RequestTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -490,18 +498,7 @@ func TestSearchRanksWhatBuysNothingLast(t *testing.T) {
 // is an error of Prepare (tune's first step), not a panic in its clean-up
 // (it once closed the nil Prepared it returned).
 func TestPrepareRefusesAMissingWorkload(t *testing.T) {
-	o := load.NewOptions(nil, load.Config)
-	o.Defaults = true
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := o.Load(context.Background(), load.Request{ServerConcurrency: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := defaultsWith(t)
 	missing := filepath.Join(t.TempDir(), "audit.log")
 	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Logs: input.Logs{}, Workloads: []string{missing}, RequestTimeout: time.Minute})
 	if err == nil || p != nil || !strings.Contains(err.Error(), "no such file") {
