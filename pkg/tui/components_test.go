@@ -1,6 +1,15 @@
 package tui
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
+)
 
 // The components on their own, without the shell: what each Update does
 // with a key and hands back.
@@ -40,5 +49,35 @@ func TestDrillDownNeedsALevel(t *testing.T) {
 	}
 	if d.Update(keyPress("esc"), &keys, "workload-low"); d.open {
 		t.Error("esc did not close the drill-down")
+	}
+}
+
+// TestQueueMapSaysWhyNoQueue: a level shows no queue because it has none
+// (Reject), because the capture holds no queue dump (a bundle of metrics
+// alone said "exempt or Reject level" of a queuing level), or because the
+// dump has no row of it.
+func TestQueueMapSaysWhyNoQueue(t *testing.T) {
+	queuing := flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+			LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 8, HandSize: 2, QueueLengthLimit: 3}}}}}
+	reject := flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+		Type: flowcontrolv1.PriorityLevelEnablementLimited, Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+			LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}}
+	objects := []flowcontrolv1.PriorityLevelConfiguration{queuing, reject}
+	other := []dump.QueueRow{{PriorityLevel: "other", Index: 0}}
+	for _, c := range []struct {
+		name  string
+		s     *dump.Snapshot
+		level string
+		want  string
+	}{
+		{"metrics alone, a queuing level", &dump.Snapshot{PriorityLevels: objects}, "q", "(the capture holds no queue dump)"},
+		{"a dump without the level's rows", &dump.Snapshot{PriorityLevels: objects, QueueDump: other}, "q", "(dump_queues holds no row of it)"},
+		{"a Reject level", &dump.Snapshot{PriorityLevels: objects, QueueDump: other}, "r", "(no queues: exempt or Reject level)"},
+	} {
+		got := strings.Join(newQueueMap(c.s, c.level).View(frame{w: 80}, levels.Row{Name: c.level}), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

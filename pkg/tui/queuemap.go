@@ -19,6 +19,8 @@ type queueMap struct {
 	qs []QueueCell
 	// flows are the distinct flows waiting on each queue.
 	flows map[int]map[string]bool
+	// none says why a level shows no queue
+	none string
 }
 
 // newQueueMap computes the map's data of level in snapshot s.
@@ -38,7 +40,35 @@ func newQueueMap(s *dump.Snapshot, level string) queueMap {
 			f[r.FlowSchema+"\x00"+r.FlowDistinguisher] = true
 		}
 	}
-	return queueMap{qs: qs, flows: flows}
+	m := queueMap{qs: qs, flows: flows}
+	if len(qs) == 0 {
+		m.none = noQueuesWhy(s, level)
+	}
+	return m
+}
+
+// noQueuesWhy says why the capture shows no queue of level: it has none
+// (exempt, or limitResponse Reject), or the capture holds no queue dump
+// (a bundle of metrics alone), or dump_queues has no row of it.
+func noQueuesWhy(s *dump.Snapshot, level string) string {
+	queuing, known := false, false
+	if s != nil {
+		for _, pl := range s.PriorityLevels {
+			if pl.Name == level {
+				known = true
+				queuing = pl.Spec.Limited != nil && pl.Spec.Limited.LimitResponse.Queuing != nil
+			}
+		}
+	}
+	switch {
+	case known && !queuing:
+		return "no queues: exempt or Reject level"
+	case s == nil || len(s.QueueDump) == 0:
+		return "the capture holds no queue dump"
+	case known:
+		return "dump_queues holds no row of it"
+	}
+	return "no queues: exempt or Reject level"
 }
 
 // View draws the map of level l of the instance shown.
@@ -50,7 +80,11 @@ func (q queueMap) View(f frame, l levels.Row) []string {
 		return []string{padRight(title+"(a store holds no queues: → back to live for them) ", w)}
 	}
 	if len(qs) == 0 {
-		return []string{padRight(title+"(no queues: exempt or Reject level) ", w)}
+		why := q.none
+		if why == "" {
+			why = "no queues"
+		}
+		return []string{padRight(title+"("+why+") ", w)}
 	}
 	var hiWait, hiExec float64
 	hiWaitQ, collisions := -1, 0
