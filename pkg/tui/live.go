@@ -254,8 +254,12 @@ func seedFor(seed map[string][]float64, instances []string, instance, level stri
 // the data and the state of the connection, with a line of detail when
 // something is wrong; iv is the instance shown.
 func (l *liveModel) View(now time.Time, st Styles, iv *InstanceView) []string {
-	parts := []string{"every " + l.interval.String()}
-	if l.cur.last != nil {
+	var parts []string
+	// a bundle is read once: no interval, and its age is its capture's
+	if !l.isBundle() {
+		parts = append(parts, "every "+l.interval.String())
+	}
+	if l.cur.last != nil && !l.isBundle() {
 		parts = append(parts, "updated "+roundDur(now.Sub(l.cur.last.At))+" ago")
 	}
 	state, detail, bad := l.state(now, iv)

@@ -101,7 +101,8 @@ func TestDisconnectedBackoffReconnect(t *testing.T) {
 	}
 }
 
-// Over a bundle the view says when it was captured, never "live" or STALE.
+// Over a bundle the view says when it was captured, never "live" or STALE,
+// nor a refresh interval and an age it does not have (it is read once).
 func TestBundleState(t *testing.T) {
 	dir := t.TempDir()
 	if err := dump.WriteBundle(dir+"/b", idleFixture().capture(t), dump.Manifest{CreatedAt: fixtureAt}); err != nil {
@@ -112,7 +113,8 @@ func TestBundleState(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	m.Update(m.live.fetch()())
 	frame := content(m)
-	if !strings.Contains(frame, "● bundle captured 2026-11-21 12:00:00Z") || strings.Contains(frame, "STALE") || !strings.Contains(frame, "workload-low") {
+	if !strings.Contains(frame, "● bundle captured 2026-11-21 12:00:00Z") || strings.Contains(frame, "STALE") || !strings.Contains(frame, "workload-low") ||
+		strings.Contains(frame, "every ") || strings.Contains(frame, "updated ") {
 		t.Errorf("bundle frame:\n%s", frame)
 	}
 }
