@@ -81,3 +81,31 @@ func TestQueueMapSaysWhyNoQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestDrillDownWithoutRequestDump: over a capture without a request dump
+// the flows and waiting requests are not known: "-" and a line saying
+// why, never "0 flows" and "no waiting request"; an empty dump that was
+// read says there is none.
+func TestDrillDownWithoutRequestDump(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		s         *dump.Snapshot
+		want, not []string
+	}{
+		{"no request dump", &dump.Snapshot{}, []string{"· - flows · - waiting requests ·", "the capture holds no request dump"}, []string{"0 flows", "no waiting request"}},
+		{"an empty request dump", &dump.Snapshot{RequestDump: []dump.RequestRow{}}, []string{"· 0 flows · 0 waiting requests ·", "no request of this level in the dump", "no waiting request"}, []string{"the capture holds no request dump"}},
+	} {
+		d := drillDown{level: "tiny", open: true}
+		got := strings.Join(d.View(frame{w: 120, body: 20, iv: &InstanceView{Instance: "a", Snapshot: c.s}}), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: lacks %q:\n%s", c.name, w, got)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: has %q:\n%s", c.name, w, got)
+			}
+		}
+	}
+}

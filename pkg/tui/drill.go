@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
 
 // drillDown is the drill-down of the selected level, a component: enter
@@ -53,7 +54,14 @@ func (d *drillDown) Update(msg tea.KeyPressMsg, k *KeyMap, cursor string) bool {
 func (d *drillDown) View(f frame) []string {
 	st, iv, w, body := f.st, f.iv, f.w, f.body
 	level, flows, waiting := d.level, d.flows, d.waiting
-	lines := []string{st.paint(st.Header, fmt.Sprintf("%s on %s · %d flows · %d waiting requests · esc back", clean(level), clean(iv.Instance), len(flows), len(waiting)))}
+	// without a request dump (a bundle of metrics alone) the flows and
+	// the waiting requests are not known: "-", never 0
+	read := iv.Snapshot != nil && levels.RequestDumpRead(iv.Snapshot)
+	nFlows, nWaiting := strconv.Itoa(len(flows)), strconv.Itoa(len(waiting))
+	if !read {
+		nFlows, nWaiting = "-", "-"
+	}
+	lines := []string{st.paint(st.Header, fmt.Sprintf("%s on %s · %s flows · %s waiting requests · esc back", clean(level), clean(iv.Instance), nFlows, nWaiting))}
 	fcols := []column{{"FLOWSCHEMA", 24, false}, {"FLOW", 20, false}, {"WAIT", 5, true}, {"W-SEATS", 7, true},
 		{"EXEC", 5, true}, {"E-SEATS", 7, true}, {"QUEUES", max(6, w-24-20-5-7-5-7-7), false}}
 	if w < 120 {
@@ -74,7 +82,10 @@ func (d *drillDown) View(f frame) []string {
 		lines = append(lines, joinCells(fcols, []string{clean(f.FlowSchema), clean(dashed(f.Distinguisher)), strconv.Itoa(f.WaitingRequests),
 			strconv.Itoa(f.WaitingSeats), f.ExecutingCell(f.ExecutingRequest), f.ExecutingCell(f.ExecutingSeats), dashed(strings.Join(qs, ","))}))
 	}
-	if len(flows) == 0 {
+	switch {
+	case !read:
+		lines = append(lines, "  the capture holds no request dump")
+	case len(flows) == 0:
 		lines = append(lines, "  no request of this level in the dump")
 	}
 	lines = append(lines, "")
@@ -100,7 +111,7 @@ func (d *drillDown) View(f frame) []string {
 		}
 		lines = append(lines, joinCells(rcols, cells))
 	}
-	if len(waiting) == 0 {
+	if len(waiting) == 0 && read {
 		lines = append(lines, "  no waiting request")
 	}
 	return lines

@@ -63,7 +63,7 @@ func noQueuesWhy(s *dump.Snapshot, level string) string {
 	switch {
 	case known && !queuing:
 		return "no queues: exempt or Reject level"
-	case s == nil || len(s.QueueDump) == 0:
+	case s == nil || !levels.QueueDumpRead(s):
 		return "the capture holds no queue dump"
 	case known:
 		return "dump_queues holds no row of it"
