@@ -75,6 +75,9 @@ func TestRawInputs(t *testing.T) {
 			want: []string{"dump_requests (0 requests)"}, notWant: []string{"exempt"}},
 		{name: "a dump the input lacks", args: []string{"dump", "levels", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,
 			want: []string{"holds no dump_priority_levels"}},
+		// top flows of metrics alone printed a bare header and exited 0
+		{name: "top flows of an input without a request dump", args: []string{"top", "flows", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,
+			want: []string{"holds no dump_requests: give a bundle that holds it (kubectl apf dump bundle takes every dump)"}, notWant: []string{"LEVEL"}},
 		{name: "garbage", args: []string{"dump", "levels", "--from", garbage}, wantCode: 1,
 			want: []string{`line 1: "<html>" is neither a debug dump`}},
 		{name: "top levels from pasted metrics", args: []string{"top", "levels", "--from", fieldPath("eks-rejected-inqueue.txt")},

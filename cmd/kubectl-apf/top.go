@@ -198,7 +198,19 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		if o.Kind == "levels" {
 			return o.printLevels(c.Snapshots, c.Notes)
 		}
+		var without []string
+		for _, s := range c.Snapshots {
+			if !levels.RequestDumpRead(s) {
+				without = append(without, s.Instance)
+			}
+		}
+		if len(without) == len(c.Snapshots) {
+			return missingDump(o.Source, dump.FileRequests)
+		}
 		printNotes(o.ErrOut, c.Notes)
+		for _, inst := range without {
+			fmt.Fprintf(o.ErrOut, "note: %s: no dump_requests was read: its flows are not shown\n", sanitize.Line(inst))
+		}
 		for _, inst := range render.UnlistedExecuting(c.Snapshots) {
 			fmt.Fprintf(o.ErrOut, "note: %s: its dump_requests is of a layout before 1.28, which lists the waiting requests only: EXECUTING and EXECUTING-SEATS are not known and show as -\n", sanitize.Line(inst))
 		}
