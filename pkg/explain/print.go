@@ -63,7 +63,10 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		}
 		p.f("\n")
 	}
-	if ex.Instance != "" {
+	switch {
+	case ex.Instance != "" && ex.NoDumps:
+		p.f("  state of %s: its metrics and objects, no debug dump (the seats in use and the queues are not known)\n", sanitize.Line(ex.Instance))
+	case ex.Instance != "":
 		p.f("  live state of %s\n", sanitize.Line(ex.Instance))
 	}
 	if ex.Release != "" {

@@ -29,7 +29,7 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	}
 	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}, Release: in.Release.String(), ReleaseFrom: in.ReleaseFrom}
 	if in.Live != nil {
-		ex.Instance = in.Live.Instance
+		ex.Instance, ex.NoDumps = in.Live.Instance, !hasDumps(in.Live)
 	}
 	cls := in.Config.ClassifyWithTrace(r)
 	if cls.Bypass != "" {
@@ -259,8 +259,8 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	}
 	if !known || !hasDumps(in.Live) {
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
-			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when all %v seats are busy and that queue already holds %d requests",
-				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, cl, q.QueueLengthLimit)}
+			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when %s and that queue already holds %d requests",
+				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, allBusy(cl), q.QueueLengthLimit)}
 	}
 	waiting := 0
 	for _, row := range queuesOf(in.Live, pl.Name) {
@@ -363,6 +363,14 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 
 // seatsText is n seats, "1 seat" for one.
 func seatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d %s", n, seatWord(n)) }
+
+// allBusy is "its 1 seat is busy", "all 3 seats are busy".
+func allBusy(cl float64) string {
+	if cl == 1 {
+		return "its 1 seat is busy"
+	}
+	return fmt.Sprintf("all %v seats are busy", cl)
+}
 
 // finalSeatsText is "1 final seat", "2 final seats".
 func finalSeatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d final %s", n, seatWord(n)) }

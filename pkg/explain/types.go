@@ -80,6 +80,11 @@ type Explanation struct {
 	Past *Past `json:"past,omitempty"`
 	// Instance names the apiserver whose live state was used.
 	Instance string `json:"instance,omitempty"`
+	// NoDumps says that its state held no debug dump (a bundle or an
+	// input of metrics and objects alone): the seats in use and the
+	// queues are not known, and the verdict says what the request's fate
+	// depends on.
+	NoDumps bool `json:"noDumps,omitempty"`
 	// Instances holds the verdict on every apiserver read, when more than
 	// one was (each has its own limits, queues and load; the configuration
 	// is shared). Verdict and Queues above are those of the first.
