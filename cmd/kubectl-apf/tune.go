@@ -49,7 +49,7 @@ moved, the objects changed. A candidate that leaves the calibrated regime
 (simulate's warnings) or touches a level the replay reproduces poorly is
 unverified and never ranks above a verified one. A candidate that buys
 nothing ranks last: it changes nothing the ranking reads, or another does as
-well with some of its changes.
+well changing less.
 
 The goal, by default: the clients the incident answered 429 get none, and no
 other client gets more 429s or a longer p99 wait than the replay of the

@@ -35,7 +35,26 @@ type edit struct {
 	// (isolate), schema the FlowSchema it moves (move)
 	level, client, schema string
 	apply                 func(*draft) error
+	// steps are the numbers it moves, for a remedy of numbers alone
+	// (borrowing, lending, queues): another of the same knobs moving each
+	// no further is a smaller step of it (markRedundant)
+	steps []step
 }
+
+// step is one number a remedy moves: a field of an object, from → to.
+type step struct {
+	knob     string
+	from, to int32
+}
+
+// within says whether step a moves its knob no further than b moves the
+// same knob, from the same value in the same direction.
+func (a step) within(b step) bool {
+	da, db := int64(a.to)-int64(a.from), int64(b.to)-int64(b.from)
+	return a.knob == b.knob && a.from == b.from && (da > 0) == (db > 0) && abs64(da) <= abs64(db)
+}
+
+func abs64(v int64) int64 { return max(v, -v) }
 
 // draft is a configuration being changed: copies of the objects a remedy
 // touches, the others shared with the recorded configuration.
@@ -238,7 +257,7 @@ func (w *world) borrowingEdit(level string, pct int32) (edit, bool) {
 		return edit{}, false
 	}
 	words := fmt.Sprintf("%s: borrowingLimitPercent %d→%d", level, *l.BorrowingLimitPercent, pct)
-	return edit{family: FamilyBorrowing, level: level, words: words, apply: func(d *draft) error {
+	return edit{family: FamilyBorrowing, level: level, words: words, steps: []step{{level + ".borrowingLimitPercent", *l.BorrowingLimitPercent, pct}}, apply: func(d *draft) error {
 		d.level(level).Spec.Limited.BorrowingLimitPercent = ptr.To(pct)
 		return nil
 	}}, true
@@ -248,6 +267,7 @@ func (w *world) borrowingEdit(level string, pct int32) (edit, bool) {
 // seats.
 func (w *world) lendingEdit(level string, n int, pct int32) (edit, bool) {
 	var names, words []string
+	var steps []step
 	for _, dn := range w.donors(level) {
 		if len(names) == n {
 			break
@@ -262,11 +282,12 @@ func (w *world) lendingEdit(level string, n int, pct int32) (edit, bool) {
 		}
 		names = append(names, dn)
 		words = append(words, fmt.Sprintf("%s %d→%d", dn, cur, pct))
+		steps = append(steps, step{dn + ".lendablePercent", cur, pct})
 	}
 	if len(names) == 0 {
 		return edit{}, false
 	}
-	return edit{family: FamilyLending, level: level, words: "lendablePercent " + strings.Join(words, ", "), apply: func(d *draft) error {
+	return edit{family: FamilyLending, level: level, words: "lendablePercent " + strings.Join(words, ", "), steps: steps, apply: func(d *draft) error {
 		for _, n := range names {
 			d.level(n).Spec.Limited.LendablePercent = ptr.To(pct)
 		}
@@ -285,16 +306,17 @@ func (w *world) queuesEdit(level string, queues, hand, length int32) (edit, bool
 		return edit{}, false
 	}
 	var parts []string
-	if q.Queues != queues {
-		parts = append(parts, fmt.Sprintf("queues %d→%d", q.Queues, queues))
+	var steps []step
+	for _, f := range []struct {
+		name     string
+		from, to int32
+	}{{"queues", q.Queues, queues}, {"handSize", q.HandSize, hand}, {"queueLengthLimit", q.QueueLengthLimit, length}} {
+		if f.from != f.to {
+			parts = append(parts, fmt.Sprintf("%s %d→%d", f.name, f.from, f.to))
+			steps = append(steps, step{level + "." + f.name, f.from, f.to})
+		}
 	}
-	if q.HandSize != hand {
-		parts = append(parts, fmt.Sprintf("handSize %d→%d", q.HandSize, hand))
-	}
-	if q.QueueLengthLimit != length {
-		parts = append(parts, fmt.Sprintf("queueLengthLimit %d→%d", q.QueueLengthLimit, length))
-	}
-	return edit{family: FamilyQueues, level: level, words: level + ": " + strings.Join(parts, ", "), apply: func(d *draft) error {
+	return edit{family: FamilyQueues, level: level, words: level + ": " + strings.Join(parts, ", "), steps: steps, apply: func(d *draft) error {
 		d.level(level).Spec.Limited.LimitResponse.Queuing = &flowcontrolv1.QueuingConfiguration{Queues: queues, HandSize: hand, QueueLengthLimit: length}
 		return nil
 	}}, true

@@ -119,6 +119,9 @@ type Candidate struct {
 	config  *engine.Config
 	objects []runtime.Object
 	touched []string
+	// steps are each change's numbers (edit.steps), nil for one that
+	// moves no number alone
+	steps [][]step
 }
 
 // RuntimeObjects are the objects to apply.
@@ -342,30 +345,19 @@ func rank(cs []*Candidate) {
 }
 
 // markRedundant sets each candidate's RedundantOf: the best of the
-// candidates made of some of its changes that it does no better than.
+// candidates that change less than it (within) and that it does no better
+// than.
 func markRedundant(cs []*Candidate) {
-	byChanges := make(map[string]*Candidate, len(cs))
 	for _, c := range cs {
-		byChanges[changesKey(c.Changes)] = c
-	}
-	for _, c := range cs {
-		c.RedundantOf = 0
 		p, o := c.Protected, c.Others
 		c.NoEffect = !c.GoalMet && p.RejectedAfter >= p.RejectedBefore && o.RejectedAfter >= o.RejectedBefore &&
 			noShorter(p.WorstP99After, p.WorstP99Before) && noShorter(o.WorstP99After, o.WorstP99Before)
-		n := len(c.Changes)
-		if n < 2 || n > 8 {
-			continue
-		}
+	}
+	for _, c := range cs {
+		c.RedundantOf = 0
 		var best *Candidate
-		for mask := 1; mask < 1<<n-1; mask++ {
-			var sub []string
-			for i, ch := range c.Changes {
-				if mask&(1<<i) != 0 {
-					sub = append(sub, ch)
-				}
-			}
-			if d := byChanges[changesKey(sub)]; d != nil && noBetter(c, d) && (best == nil || less(d, best)) {
+		for _, d := range cs {
+			if d != c && d.within(c) && noBetter(c, d) && (best == nil || less(d, best)) {
 				best = d
 			}
 		}
@@ -375,15 +367,55 @@ func markRedundant(cs []*Candidate) {
 	}
 }
 
+// within says whether d changes less than c: each of d's changes is one
+// of c's, or a smaller step of the same knobs (borrowingLimitPercent
+// 0→200 of 0→400), and d has fewer changes or a smaller step.
+func (d *Candidate) within(c *Candidate) bool {
+	if len(d.Changes) > len(c.Changes) {
+		return false
+	}
+	used := make([]bool, len(c.Changes))
+	fewer := len(d.Changes) < len(c.Changes)
+	for i, dc := range d.Changes {
+		found := false
+		for j, cc := range c.Changes {
+			if used[j] {
+				continue
+			}
+			if dc == cc {
+				used[j], found = true, true
+				break
+			}
+			if i < len(d.steps) && j < len(c.steps) && stepsWithin(d.steps[i], c.steps[j]) {
+				used[j], found, fewer = true, true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return fewer
+}
+
+// stepsWithin says whether the steps a move the knobs of b, each no
+// further.
+func stepsWithin(a, b []step) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].within(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // buysNothing says whether c ranks after every candidate that buys
 // something: it changes nothing the ranking reads, or another candidate
-// does as well with some of its changes.
+// does as well changing less.
 func (c *Candidate) buysNothing() bool { return c.NoEffect || c.RedundantOf != 0 }
-
-// changesKey names a set of changes whatever their order.
-func changesKey(changes []string) string {
-	return strings.Join(slices.Sorted(slices.Values(changes)), "\x00")
-}
 
 // noBetter says whether c does no better than d by every figure the
 // ranking reads, and moves no fewer seats and objects.

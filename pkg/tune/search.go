@@ -287,6 +287,7 @@ func (w *world) candidates(ck *checker, opts Options) ([]*Candidate, map[string]
 		for _, e := range es {
 			c.Changes = append(c.Changes, e.words)
 			c.Families = append(c.Families, e.family)
+			c.steps = append(c.steps, e.steps)
 		}
 		key := c.yamlKey()
 		if seen[key] {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -481,8 +483,8 @@ func TestSearchRanksWhatBuysNothingLast(t *testing.T) {
 			t.Errorf("candidate %d is redundant of %d, which is not among the candidates", c.ID, c.RedundantOf)
 			continue
 		}
-		if len(d.Changes) >= len(c.Changes) || !slices.ContainsFunc(d.Changes, func(s string) bool { return slices.Contains(c.Changes, s) }) {
-			t.Errorf("candidate %d (%q) is redundant of %d (%q), not a part of it", c.ID, c.Changes, d.ID, d.Changes)
+		if !changesLess(d.Changes, c.Changes) {
+			t.Errorf("candidate %d (%q) is redundant of %d (%q), which does not change less", c.ID, c.Changes, d.ID, d.Changes)
 		}
 		if c.Protected.RejectedAfter < d.Protected.RejectedAfter || c.Others.RejectedAfter < d.Others.RejectedAfter || less(c, d) && tier(c) < tier(d) {
 			t.Errorf("candidate %d does better than %d, of which it is marked redundant", c.ID, d.ID)
@@ -503,5 +505,74 @@ func TestPrepareRefusesAMissingWorkload(t *testing.T) {
 	p, err := simulate.Prepare(context.Background(), st, simulate.Config{Logs: input.Logs{}, Workloads: []string{missing}, RequestTimeout: time.Minute})
 	if err == nil || p != nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("Prepare of a missing workload: %v, %v; want an error naming the file", p, err)
+	}
+}
+
+// changesLess reads the changes' words: each of d is one of c, or the same
+// knobs moved from the same values no further ("team: queues 4→8" of
+// "team: queues 4→16"), and d has fewer changes or a shorter move.
+func changesLess(d, c []string) bool {
+	moves := regexp.MustCompile(`(\d+)→(\d+)`)
+	shape := func(s string) string { return moves.ReplaceAllString(s, "$1→") }
+	shorter := func(a, b string) bool { // a moves no further than b, both of one shape
+		ma, mb := moves.FindAllStringSubmatch(a, -1), moves.FindAllStringSubmatch(b, -1)
+		for i := range ma {
+			fa, _ := strconv.Atoi(ma[i][1])
+			ta, _ := strconv.Atoi(ma[i][2])
+			tb, _ := strconv.Atoi(mb[i][2])
+			if (ta-fa > 0) != (tb-fa > 0) || max(ta-fa, fa-ta) > max(tb-fa, fa-tb) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(d) > len(c) {
+		return false
+	}
+	less := len(d) < len(c)
+	used := make([]bool, len(c))
+	for _, x := range d {
+		found := false
+		for j, y := range c {
+			if used[j] {
+				continue
+			}
+			if x == y || !strings.Contains(x, "shares") && shape(x) == shape(y) && shorter(x, y) {
+				used[j], found, less = true, true, less || x != y
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return less
+}
+
+// TestSmallerStepDoesAsWell: a candidate whose numbers move further than
+// another's of the same knobs, with no better figures, is redundant of it
+// (borrowingLimitPercent 0→400 beside 0→200); one that does better is not,
+// nor one that moves a knob the other way or from another value.
+func TestSmallerStepDoesAsWell(t *testing.T) {
+	cand := func(id int, after int64, words string, s step) *Candidate {
+		return &Candidate{ID: id, Verified: true, Shortfall: after, Changes: []string{words}, steps: [][]step{{s}}, ObjectsChanged: 1,
+			Protected: Summary{RejectedBefore: 100, RejectedAfter: after}}
+	}
+	b200 := cand(1, 40, "w: borrowingLimitPercent 0→200", step{"w.borrowingLimitPercent", 0, 200})
+	b400 := cand(2, 40, "w: borrowingLimitPercent 0→400", step{"w.borrowingLimitPercent", 0, 400})
+	q16 := cand(3, 30, "w: queues 4→16", step{"w.queues", 4, 16})
+	q8 := cand(4, 35, "w: queues 4→8", step{"w.queues", 4, 8}) // does worse than 16: not redundant
+	q2 := cand(5, 50, "w: queues 4→2", step{"w.queues", 4, 2}) // the other way
+	l50 := cand(6, 40, "v: borrowingLimitPercent 10→50", step{"v.borrowingLimitPercent", 10, 50})
+	l400 := cand(7, 40, "v: borrowingLimitPercent 0→400", step{"v.borrowingLimitPercent", 0, 400}) // from another value than 6
+	cs := []*Candidate{b400, q16, b200, q8, q2, l50, l400}
+	rank(cs)
+	for _, c := range []struct {
+		c  *Candidate
+		of int
+	}{{b200, 0}, {b400, 1}, {q16, 0}, {q8, 0}, {q2, 0}, {l50, 0}, {l400, 0}} {
+		if c.c.RedundantOf != c.of {
+			t.Errorf("candidate %d (%s): redundant of %d, want %d", c.c.ID, c.c.Changes[0], c.c.RedundantOf, c.of)
+		}
 	}
 }

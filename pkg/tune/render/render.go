@@ -31,7 +31,7 @@ func Write(w io.Writer, rep *tune.Report, top int) error {
 			parts = append(parts, fmt.Sprintf("%d %s nothing in the replay (-o json: noEffect)", none, textfmt.Plural(none, "candidate changes", "candidates change")))
 		}
 		if redundant > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s another's changes and more and no better (redundantOf)", redundant, textfmt.Plural(redundant, "candidate holds", "candidates hold")))
+			parts = append(parts, fmt.Sprintf("%d %s more than another and no better (redundantOf)", redundant, textfmt.Plural(redundant, "candidate changes", "candidates change")))
 		}
 		fmt.Fprintf(w, "         ranked after the rest: %s\n", strings.Join(parts, ", "))
 	}
@@ -120,7 +120,7 @@ func status(c *tune.Candidate) string {
 	case c.NoEffect:
 		s = append(s, "changes nothing in the replay")
 	case c.RedundantOf != 0:
-		s = append(s, fmt.Sprintf("redundant: candidate %d does as well with some of its changes", c.RedundantOf))
+		s = append(s, fmt.Sprintf("redundant: candidate %d does as well changing less", c.RedundantOf))
 	}
 	return strings.Join(s, ", ")
 }
@@ -228,7 +228,7 @@ func why(a, b *tune.Candidate) string {
 	case b.NoEffect && !a.NoEffect && a.RedundantOf == 0:
 		return "it changes nothing in the replay, and ranks after every candidate that changes something"
 	case b.RedundantOf != 0 && !a.NoEffect && a.RedundantOf == 0:
-		return fmt.Sprintf("candidate %d does as well with some of its changes, and a redundant candidate ranks after every other", b.RedundantOf)
+		return fmt.Sprintf("candidate %d does as well changing less, and a redundant candidate ranks after every other", b.RedundantOf)
 	case a.Verified && a.GoalMet && !(b.Verified && b.GoalMet):
 		return "it is verified and meets the goal"
 	case a.Verified && !b.Verified:
