@@ -26,6 +26,8 @@ type KeyMap struct {
 	// historyEnabled: left and right step through a store's past from
 	// the live view.
 	historyEnabled bool
+	// bundle: the view reads a bundle once, so nothing refreshes
+	bundle bool
 }
 
 // DefaultKeyMap returns the bindings; replay enables left/right.
@@ -65,6 +67,16 @@ func (k KeyMap) withHistory() KeyMap {
 	return k
 }
 
+// withBundle disables what a bundle, read once, has no use for: pause,
+// refresh and the interval.
+func (k KeyMap) withBundle() KeyMap {
+	k.bundle = true
+	for _, b := range []*key.Binding{&k.Pause, &k.Refresh, &k.Faster, &k.Slower} {
+		b.SetEnabled(false)
+	}
+	return k
+}
+
 // ShortHelp is the footer line (bubbles/help KeyMap): the same bindings
 // with one-word descriptions.
 func (k KeyMap) ShortHelp() []key.Binding {
@@ -74,10 +86,15 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	}
 	// Quit comes second so that the narrowest terminal still shows it.
 	b := []key.Binding{short(k.Help, "?", "help"), short(k.Quit, "q", "quit"), short(k.Filter, "/", "filter"), short(k.Jump, ":", "jump"),
-		short(k.Sort, "s", "sort"), short(k.Enter, "enter", "flows"), short(k.Pause, "p", "pause")}
-	if k.replayEnabled {
+		short(k.Sort, "s", "sort"), short(k.Enter, "enter", "flows")}
+	if !k.bundle {
+		b = append(b, short(k.Pause, "p", "pause"))
+	}
+	switch {
+	case k.replayEnabled:
 		b = append(b, short(k.Earlier, "←/→", "step"))
-	} else {
+	case k.bundle:
+	default:
 		if k.historyEnabled {
 			b = append(b, short(k.Earlier, "←/→", "history"))
 		}

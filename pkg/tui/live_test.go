@@ -117,6 +117,12 @@ func TestBundleState(t *testing.T) {
 		strings.Contains(frame, "every ") || strings.Contains(frame, "updated ") {
 		t.Errorf("bundle frame:\n%s", frame)
 	}
+	// nothing refreshes: no pause, refresh or interval in the footer, and
+	// p does not pause
+	m.Update(keyPress("p"))
+	if frame := content(m); strings.Contains(frame, "p pause") || strings.Contains(frame, "r refresh") || strings.Contains(frame, "interval") || strings.Contains(frame, "PAUSED") {
+		t.Errorf("bundle frame after p:\n%s", frame)
+	}
 }
 
 // A live refresh reads /metrics once: rates come from the previous

@@ -140,6 +140,9 @@ func New(opts Options) *Model {
 	if m.opts.Replay == nil && m.opts.Past != nil {
 		m.keys = m.keys.withHistory()
 	}
+	if _, ok := m.opts.Source.(*dump.BundleSource); ok && m.opts.Replay == nil {
+		m.keys = m.keys.withBundle()
+	}
 	m.help = newHelpView(&m.keys, &m.styles)
 	if m.opts.Replay != nil {
 		m.replay = newReplay(m.opts.Replay, &m.keys, m.opts.Interval)
