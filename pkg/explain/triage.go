@@ -313,9 +313,9 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 			return fmt.Sprintf("seats in use unknown (of %s)", Num(st.CurrentLimit))
 		}
 		if st.CurrentLimit != nil && *x > *st.CurrentLimit {
-			return fmt.Sprintf("%s of %s seats in use (beyond the limit: %s, and it runs alone)", Num(x), Num(st.CurrentLimit), widerRule)
+			return fmt.Sprintf("%s of %s %s in use (beyond the limit: %s, and it runs alone)", Num(x), Num(st.CurrentLimit), textfmt.PluralFigure(st.CurrentLimit, "seat", "seats"), widerRule)
 		}
-		return fmt.Sprintf("%s of %s seats in use", Num(x), Num(st.CurrentLimit))
+		return fmt.Sprintf("%s of %s %s in use", Num(x), Num(st.CurrentLimit), textfmt.PluralFigure(st.CurrentLimit, "seat", "seats"))
 	}
 
 	if pl == nil && (live == nil || live.HasObjects()) {

@@ -274,7 +274,7 @@ func TestSeatsBeyondTheLimit(t *testing.T) {
 	if len(tr.Incidents) != 1 || len(tr.Incidents[0].Causes) == 0 {
 		t.Fatalf("incidents %+v", tr.Incidents)
 	}
-	if ev := tr.Incidents[0].Causes[0].Evidence; !strings.Contains(ev, "10 of 1 seats in use (beyond the limit: upstream starts a request wider than the level when nothing else executes there, and it runs alone)") {
+	if ev := tr.Incidents[0].Causes[0].Evidence; !strings.Contains(ev, "10 of 1 seat in use (beyond the limit: upstream starts a request wider than the level when nothing else executes there, and it runs alone)") {
 		t.Errorf("evidence %q", ev)
 	}
 	live = twoScrapes(t, "r", 4, 4, map[string]int{"concurrency-limit": 5}, map[string]int{"concurrency-limit": 15}, 0, 0)
