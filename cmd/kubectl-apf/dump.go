@@ -211,14 +211,14 @@ func printNotes(w io.Writer, notes []string) {
 	}
 }
 
-// holds reports whether any snapshot of c was read with the bundle file
-// name (a live capture always is; a bundle or raw input may lack it).
 // missingDump is the error of a capture that holds none of the dump file
 // a command shows (a bundle of metrics alone, a raw /metrics file).
 func missingDump(src dump.Source, file string) error {
 	return fmt.Errorf("%s holds no %s: give a bundle that holds it (kubectl apf dump bundle takes every dump), the dump itself, or read the cluster", src.Describe(), strings.TrimSuffix(file, ".txt"))
 }
 
+// holds reports whether any snapshot of c was read with the bundle file
+// name (a live capture always is; a bundle or raw input may lack it).
 func holds(c *dump.Capture, file string) bool {
 	for _, s := range c.Snapshots {
 		if _, ok := s.Raw[file]; ok {

@@ -17,7 +17,7 @@ import (
 )
 
 // Plural returns one when n is 1, else many.
-func Plural[N ~int | ~int64](n N, one, many string) string {
+func Plural[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 	if n == 1 {
 		return one
 	}
@@ -25,7 +25,7 @@ func Plural[N ~int | ~int64](n N, one, many string) string {
 }
 
 // Count is n and its noun: "1 request", "3 requests".
-func Count[N ~int | ~int64](n N, one, many string) string {
+func Count[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 	return fmt.Sprintf("%d %s", n, Plural(n, one, many))
 }
 

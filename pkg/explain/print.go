@@ -212,7 +212,7 @@ func writeRecorded(p *printer, r *Recorded) {
 	if r.InitialSeats != nil {
 		p.f("  the server estimated %s", seatsText(*r.InitialSeats))
 		if r.FinalSeats != nil && r.AdditionalLatency != nil {
-			p.f(", then %s for %v", finalSeatsText(*r.FinalSeats), time.Duration(*r.AdditionalLatency))
+			p.f(", then %s for %v", textfmt.Count(*r.FinalSeats, "final seat", "final seats"), time.Duration(*r.AdditionalLatency))
 		}
 		p.f("\n")
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 )
 
 // CompareNames records what the server logged (httplog apf_fs and apf_pl,
@@ -160,10 +161,10 @@ func (ex *Explanation) CompareWork(w RecordedWork) {
 		return
 	}
 	if i < s.Initial || i > s.Max {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d initial %s, outside the replay's range %d..%d", i, seatWord(i), s.Initial, s.Max))
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %d initial %s, outside the replay's range %d..%d", i, textfmt.Plural(i, "seat", "seats"), s.Initial, s.Max))
 	}
 	if f > s.MaxFinal {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %s, above the replay's maximum of %d for this request and level", finalSeatsText(f), s.MaxFinal))
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the server estimated %s, above the replay's maximum of %d for this request and level", textfmt.Count(f, "final seat", "final seats"), s.MaxFinal))
 	}
 	if f == 0 && w.AdditionalLatency > 0 {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the server recorded an additional latency of %v with no final seats: the estimator gives one only with final seats", w.AdditionalLatency))

@@ -362,7 +362,7 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 }
 
 // seatsText is n seats, "1 seat" for one.
-func seatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d %s", n, seatWord(n)) }
+func seatsText[N ~int | ~uint64](n N) string { return textfmt.Count(n, "seat", "seats") }
 
 // allBusy is "its 1 seat is busy", "all 3 seats are busy".
 func allBusy(cl float64) string {
@@ -370,16 +370,6 @@ func allBusy(cl float64) string {
 		return "its 1 seat is busy"
 	}
 	return fmt.Sprintf("all %v seats are busy", cl)
-}
-
-// finalSeatsText is "1 final seat", "2 final seats".
-func finalSeatsText[N ~int | ~uint64](n N) string { return fmt.Sprintf("%d final %s", n, seatWord(n)) }
-
-func seatWord[N ~int | ~uint64](n N) string {
-	if n == 1 {
-		return "seat"
-	}
-	return "seats"
 }
 
 // allSeats is "all n seats of level are", "the 1 seat of level is" for

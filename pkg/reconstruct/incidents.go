@@ -271,7 +271,7 @@ func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, sea
 	switch {
 	case l.queues == nil && !l.exempt:
 		causes = append(causes, rejections.Cause{Kind: rejections.CauseNoQueues,
-			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %s in use", l.name, inc.total, seatCount(inc.limit)),
+			Evidence: fmt.Sprintf("%s has no queues (limitResponse Reject): %d requests found its %s in use", l.name, inc.total, textfmt.Count(inc.limit, "seat", "seats")),
 			Fix:      "give the level queues (limitResponse.type: Queue) or more seats"})
 	case inc.queueFull > 0 && inc.crowded*2 > inc.queueFull:
 		crowder, n := topFlow(inc.crowders)
@@ -352,9 +352,6 @@ func (r *Result) Report(name string) *rejections.Report {
 	}
 	return rep
 }
-
-// seatCount is "1 seat", "3 seats".
-func seatCount(n int) string { return fmt.Sprintf("%d %s", n, textfmt.Plural(n, "seat", "seats")) }
 
 // allTaken is "its 1 seat was taken", "its 3 seats were all taken".
 func allTaken(whose string, n int) string {

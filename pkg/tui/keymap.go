@@ -26,8 +26,6 @@ type KeyMap struct {
 	// historyEnabled: left and right step through a store's past from
 	// the live view.
 	historyEnabled bool
-	// bundle: the view reads a bundle once, so nothing refreshes
-	bundle bool
 }
 
 // DefaultKeyMap returns the bindings; replay enables left/right.
@@ -68,9 +66,8 @@ func (k KeyMap) withHistory() KeyMap {
 }
 
 // withBundle disables what a bundle, read once, has no use for: pause,
-// refresh and the interval.
+// refresh and the interval (help leaves a disabled binding out).
 func (k KeyMap) withBundle() KeyMap {
-	k.bundle = true
 	for _, b := range []*key.Binding{&k.Pause, &k.Refresh, &k.Faster, &k.Slower} {
 		b.SetEnabled(false)
 	}
@@ -86,15 +83,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	}
 	// Quit comes second so that the narrowest terminal still shows it.
 	b := []key.Binding{short(k.Help, "?", "help"), short(k.Quit, "q", "quit"), short(k.Filter, "/", "filter"), short(k.Jump, ":", "jump"),
-		short(k.Sort, "s", "sort"), short(k.Enter, "enter", "flows")}
-	if !k.bundle {
-		b = append(b, short(k.Pause, "p", "pause"))
-	}
-	switch {
-	case k.replayEnabled:
+		short(k.Sort, "s", "sort"), short(k.Enter, "enter", "flows"), short(k.Pause, "p", "pause")}
+	if k.replayEnabled {
 		b = append(b, short(k.Earlier, "←/→", "step"))
-	case k.bundle:
-	default:
+	} else {
 		if k.historyEnabled {
 			b = append(b, short(k.Earlier, "←/→", "history"))
 		}

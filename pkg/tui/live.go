@@ -258,9 +258,9 @@ func (l *liveModel) View(now time.Time, st Styles, iv *InstanceView) []string {
 	// a bundle is read once: no interval, and its age is its capture's
 	if !l.isBundle() {
 		parts = append(parts, "every "+l.interval.String())
-	}
-	if l.cur.last != nil && !l.isBundle() {
-		parts = append(parts, "updated "+roundDur(now.Sub(l.cur.last.At))+" ago")
+		if l.cur.last != nil {
+			parts = append(parts, "updated "+roundDur(now.Sub(l.cur.last.At))+" ago")
+		}
 	}
 	state, detail, bad := l.state(now, iv)
 	return statusLines(st, parts, l.cur.last, state, detail, bad, false)

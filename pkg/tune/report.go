@@ -102,12 +102,13 @@ type Candidate struct {
 	ClientsAfter []figures `json:"clientsAfter"`
 	// Warnings are simulate's warnings for the change.
 	Warnings []string `json:"warnings,omitempty"`
-	// RedundantOf, when set, is the ID of a candidate whose changes are
-	// some of this one's and whose replay does as well by every figure
-	// the ranking reads: the further changes buy nothing, and this one
-	// ranks after every candidate that is not redundant (a remedy paired
-	// with one that changes nothing would otherwise fill the first ranks
-	// beside the remedy alone).
+	// RedundantOf, when set, is the ID of a candidate that changes less
+	// (some of this one's changes, or the same numbers moved no further:
+	// within) and whose replay does as well by every figure the ranking
+	// reads: the further changes buy nothing, and this one ranks after
+	// every candidate that buys something (a remedy paired with one that
+	// changes nothing would otherwise fill the first ranks beside the
+	// remedy alone).
 	RedundantOf int `json:"redundantOf,omitempty"`
 	// NoEffect says that the candidate misses the goal and does no better
 	// than the replay of the recorded configuration by any figure the

@@ -142,8 +142,8 @@ func writeCandidate(w io.Writer, c *tune.Candidate) {
 }
 
 // buyNothing counts the candidates ranked after the rest: those that
-// change nothing in the replay, and the others that hold another's
-// changes and more without doing better.
+// change nothing in the replay, and the others that change more than
+// another without doing better.
 func buyNothing(rep *tune.Report) (none, redundant int) {
 	for _, c := range rep.Candidates {
 		switch {
