@@ -189,6 +189,46 @@ func TestWhoisFromStdin(t *testing.T) {
 	}
 }
 
+// TestWhoisNamesNone: a UID of no object is a row that says so, and the
+// command then fails as kubectl get does on NotFound, saying how many of
+// the UIDs were missed; an empty UID (the imagined mandatory object) is an
+// answer, not a miss. whois exited 0 when it named nothing.
+func TestWhoisNamesNone(t *testing.T) {
+	const (
+		known = "11111111-1111-1111-1111-111111111111"
+		none  = "99999999-9999-4999-8999-999999999999"
+	)
+	tests := []struct {
+		args []string
+		want string // "" for success
+	}{
+		{[]string{known}, ""},
+		{[]string{"X-Kubernetes-PF-FlowSchema-UID: "}, ""},
+		{[]string{none}, "the UID names no FlowSchema or PriorityLevelConfiguration of"},
+		{[]string{none, "88888888-8888-4888-8888-888888888888"}, "none of the 2 UIDs names a FlowSchema"},
+		{[]string{known, none}, "1 of the 2 UIDs names no FlowSchema"},
+	}
+	for _, tt := range tests {
+		streams, out, _ := testStreams("")
+		o := NewWhoisOptions(genericclioptions.NewConfigFlags(false), streams)
+		o.Source = &staticSource{t: t}
+		if err := o.Complete(nil, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Run(context.Background())
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err = %v, want %q", tt.args, err, tt.want)
+		}
+		// The table is printed either way, a row for each UID.
+		if n := strings.Count(out.String(), "\n"); n != len(tt.args)+1 {
+			t.Errorf("%v: %d lines:\n%s", tt.args, n, out)
+		}
+	}
+}
+
 // TestWhoisWithoutArguments: whois with nothing to name says how to give
 // the UIDs, standard input among them (curl -si ... | kubectl apf whois
 // answered "requires at least 1 arg(s), only received 0").

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump/render"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
@@ -23,7 +24,10 @@ X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID response
 headers, which carry UIDs, not names.
 
 Give UIDs as arguments, or paste header lines: arguments are read as text, and
-"-" reads standard input, so the output of kubectl -v=8 can be piped in.`
+"-" reads standard input, so the output of kubectl -v=8 can be piped in.
+
+A UID that names no object gets a row saying so, and the command then exits
+1, as kubectl get does for an object that is not found.`
 
 const whoisExample = `  # Resolve two UIDs
   kubectl apf whois 4d1b6a7c-0b1e-4c55-9d3a-0f8f2a9c1e01 9e8d7c6b-5a49-4837-a261-5f4e3d2c1b0a
@@ -120,5 +124,32 @@ func (o *WhoisOptions) Run(ctx context.Context) error {
 	}
 	printNotes(o.ErrOut, c.Notes)
 	res := dump.Resolve(c.Snapshots[0], o.refs)
-	return render.PrintWhois(o.Out, o.Flags, res)
+	if err := render.PrintWhois(o.Out, o.Flags, res); err != nil {
+		return err
+	}
+	return unresolved(res, o.Source.Describe())
+}
+
+// unresolved is, as kubectl get's NotFound, the error after the table when
+// a UID names no object: a script that pipes headers in can tell a name
+// from none. An empty UID is an answer (the mandatory object the server
+// imagined), not a miss.
+func unresolved(res []dump.Resolution, source string) error {
+	missed := 0
+	for _, r := range res {
+		if r.UID != "" && r.Name == "" {
+			missed++
+		}
+	}
+	if missed == 0 {
+		return nil
+	}
+	why := "the object was deleted (or recreated with a new UID) since the request, or the UID is from another cluster"
+	switch {
+	case len(res) == 1:
+		return fmt.Errorf("the UID names no FlowSchema or PriorityLevelConfiguration of %s: %s", source, why)
+	case missed == len(res):
+		return fmt.Errorf("none of the %d UIDs names a FlowSchema or PriorityLevelConfiguration of %s: %s", missed, source, why)
+	}
+	return fmt.Errorf("%d of the %d UIDs %s no FlowSchema or PriorityLevelConfiguration of %s: %s", missed, len(res), textfmt.Plural(missed, "names", "name"), source, why)
 }
