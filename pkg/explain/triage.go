@@ -298,10 +298,15 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	// The default wait limit; a request with a shorter ?timeout= has less.
 	waitLimit := engine.DefaultRequestWaitLimit(requestTimeout)
 	st.WaitLimitSeconds = waitLimit.Seconds()
-	full := map[int]bool{}
-	for i, r := range queuesOf(live, name) {
-		if q != nil && int32(r.PendingRequests) >= q.QueueLengthLimit {
-			full[i] = true
+	// full is nil when the queue dump holds no queue of the level: which
+	// queues are full is then unknown.
+	var full map[int]bool
+	if qs := queuesOf(live, name); len(qs) > 0 {
+		full = map[int]bool{}
+		for i, r := range qs {
+			if q != nil && int32(r.PendingRequests) >= q.QueueLengthLimit {
+				full[i] = true
+			}
 		}
 	}
 	lt.Flows = flowLoads(c, live, name, full)
@@ -346,11 +351,14 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 		waiting = *st.Waiting
 	}
 	if rejected[rejections.ReasonQueueFull] > 0 || rejected[rejections.ReasonAny] > 0 {
-		elephant := top != nil && waiting > 1 && float64(top.Waiting*2) >= waiting
+		// An elephant holds half the waiting requests or more and fills
+		// queues of its hand; one whose queues the dump shows none of full
+		// is one of many flows, not what rejects the others.
+		elephant := top != nil && waiting > 1 && float64(top.Waiting*2) >= waiting && (top.Full == nil || *top.Full > 0 || len(top.Hand) == 0)
 		if elephant {
 			e := rejections.Cause{Kind: rejections.CauseElephantFlow,
-				Evidence: fmt.Sprintf("flow %s/%q holds %d of the %s waiting requests of %s and fills %d of its %d queues %v (queue length limit %d): every flow dealt those queues is rejected with it",
-					top.FlowSchema, top.Distinguisher, top.Waiting, Num(st.Waiting), name, top.Full, len(top.Hand), top.Hand, st.QueueLengthLimit)}
+				Evidence: fmt.Sprintf("flow %s/%q holds %d of the %s waiting requests of %s%s",
+					top.FlowSchema, top.Distinguisher, top.Waiting, Num(st.Waiting), name, handFill(top, st.QueueLengthLimit))}
 			fs := findFlowSchema(c, top.FlowSchema)
 			switch {
 			case fs != nil && fs.Spec.DistinguisherMethod == nil:
@@ -426,6 +434,26 @@ func utilisationOver(row levels.Row) string {
 	return s + " (" + metrics.SeatUtilization + ")"
 }
 
+// handFill says how much of an elephant's hand its queues' lengths fill,
+// and what that does to the others: a request goes to the shortest queue
+// of its hand and is rejected when that one is full (queueset.go,
+// rejectOrEnqueueToBoundLocked).
+func handFill(f *rejections.FlowLoad, limit int32) string {
+	switch {
+	case len(f.Hand) == 0:
+		return ""
+	case f.Full == nil:
+		return fmt.Sprintf(", dealt the queues %v; which of them are full, the input does not tell (no queue dump)", f.Hand)
+	case *f.Full == len(f.Hand):
+		all := fmt.Sprintf("all %d", len(f.Hand))
+		if len(f.Hand) == 2 {
+			all = "both"
+		}
+		return fmt.Sprintf(", and fills %s of its queues %v (queue length limit %d): its next requests are rejected, and so are those of every flow dealt only full queues", all, f.Hand, limit)
+	}
+	return fmt.Sprintf(", and fills %d of its %d queues %v (queue length limit %d): every flow dealt one of them has that many fewer queues to wait in", *f.Full, len(f.Hand), f.Hand, limit)
+}
+
 // flowLoads groups the dumped requests of a level by flow, heaviest first.
 func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int]bool) []rejections.FlowLoad {
 	type key struct{ fs, d string }
@@ -459,10 +487,14 @@ func flowLoads(c *engine.Config, live *dump.Snapshot, level string, full map[int
 					h = engine.HashFlowID(f.FlowSchema, f.Distinguisher)
 				}
 				f.Hand = d.DealIntoHand(h, nil)
-				for _, q := range f.Hand {
-					if full[q] {
-						f.Full++
+				if full != nil {
+					n := 0
+					for _, q := range f.Hand {
+						if full[q] {
+							n++
+						}
 					}
+					f.Full = &n
 				}
 			}
 		}

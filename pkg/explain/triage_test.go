@@ -58,11 +58,25 @@ func TestExplain429Causes(t *testing.T) {
 		wantRate   float64
 		wantOther  float64
 		wantLevels int
+		// wantEvidence is in the first cause's evidence
+		wantEvidence string
 	}{
 		{name: "elephant flow fills its hand", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
 			queues:    []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 2}},
 			requests:  append(waiting("fs-q", "u", 4, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
-			wantKinds: []string{rejections.CauseElephantFlow}, wantRate: 5, wantLevels: 1},
+			wantKinds: []string{rejections.CauseElephantFlow}, wantRate: 5, wantLevels: 1, wantEvidence: "fills both of its queues"},
+		{name: "the heaviest flow with none of its queues full is one of many", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
+			queues: []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 1}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1}},
+			requests: append(waiting("fs-q", "u", 2, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", QueueIndex: hand[0].Index, IndexInQueue: 1, InitialSeats: 1},
+				dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "x", QueueIndex: hand[1].Index, IndexInQueue: 1, InitialSeats: 1}),
+			wantKinds: []string{rejections.CauseTooLittleConcurrency}, wantRate: 5, wantLevels: 1, wantEvidence: "across 3 flows"},
+		{name: "an elephant without a queue dump", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
+			requests:  append(waiting("fs-q", "u", 4, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
+			wantKinds: []string{rejections.CauseElephantFlow}, wantRate: 5, wantLevels: 1, wantEvidence: "which of them are full, the input does not tell (no queue dump)"},
+		{name: "an elephant filling one of its queues", level: "q", prev: map[string]int{"queue-full": 10}, cur: map[string]int{"queue-full": 60},
+			queues:    []dump.QueueRow{{PriorityLevel: "q", Index: hand[0].Index, PendingRequests: 2}, {PriorityLevel: "q", Index: hand[1].Index, PendingRequests: 1}},
+			requests:  append(waiting("fs-q", "u", 3, 1), dump.RequestRow{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "w", IndexInQueue: -1, InitialSeats: 1}),
+			wantKinds: []string{rejections.CauseElephantFlow}, wantRate: 5, wantLevels: 1, wantEvidence: "fills 1 of its 2 queues"},
 		{name: "many small flows: too little concurrency, with wide requests", level: "q", prev: map[string]int{}, cur: map[string]int{"queue-full": 20},
 			queues: []dump.QueueRow{{PriorityLevel: "q", Index: 0, PendingRequests: 1}, {PriorityLevel: "q", Index: 1, PendingRequests: 1}, {PriorityLevel: "q", Index: 2, PendingRequests: 1}},
 			requests: []dump.RequestRow{
@@ -121,6 +135,9 @@ func TestExplain429Causes(t *testing.T) {
 			if fmt.Sprint(kinds) != fmt.Sprint(tt.wantKinds) {
 				t.Errorf("causes %v, want %v: %+v", kinds, tt.wantKinds, l.Causes)
 			}
+			if len(l.Causes) > 0 && !strings.Contains(l.Causes[0].Evidence, tt.wantEvidence) {
+				t.Errorf("evidence %q, want %q in it", l.Causes[0].Evidence, tt.wantEvidence)
+			}
 		})
 	}
 }
@@ -136,7 +153,7 @@ func TestExplain429ElephantHand(t *testing.T) {
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[0].Index, IndexInQueue: 1, InitialSeats: 1},
 		{PriorityLevel: "q", FlowSchema: "fs-q", FlowDistinguisher: "u", QueueIndex: hand[1].Index, IndexInQueue: 0, InitialSeats: 1}}
 	f := Explain429(cfg, 100, time.Minute, []*dump.Snapshot{live}).Incidents[0].Flows[0]
-	if f.Distinguisher != "u" || f.Waiting != 3 || len(f.Hand) != 2 || f.Hand[0] != hand[0].Index || f.Hand[1] != hand[1].Index || f.Full != 1 {
+	if f.Distinguisher != "u" || f.Waiting != 3 || len(f.Hand) != 2 || f.Hand[0] != hand[0].Index || f.Hand[1] != hand[1].Index || f.Full == nil || *f.Full != 1 {
 		t.Errorf("flow %+v; want u, 3 waiting, hand [%d %d], 1 full", f, hand[0].Index, hand[1].Index)
 	}
 }

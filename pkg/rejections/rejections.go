@@ -272,9 +272,10 @@ type FlowLoad struct {
 	Executing     int    `json:"executing"`
 	Seats         int    `json:"seats"`
 	// Hand is the flow's queues (recomputed from its FlowSchema and
-	// distinguisher); Full counts those at the queue length limit.
+	// distinguisher); Full counts those at the queue length limit, nil
+	// when no queue dump of the level was read.
 	Hand []int `json:"hand,omitempty"`
-	Full int   `json:"full"`
+	Full *int  `json:"full"`
 }
 
 // Clients is the per-client detail of an incident, from a source that

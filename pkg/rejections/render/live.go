@@ -67,7 +67,15 @@ func writeLiveLevel(p *printer, l rejections.Incident) {
 		tw := textfmt.NewTable(p)
 		fmt.Fprintf(tw, "    FLOWSCHEMA\tDISTINGUISHER\tWAITING\tEXECUTING\tSEATS\tFULL QUEUES OF ITS HAND\n")
 		for _, f := range l.Flows {
-			fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%d of %d %v\n", sanitize.Line(f.FlowSchema), sanitize.Line(f.Distinguisher), f.Waiting, f.Executing, f.Seats, f.Full, len(f.Hand), f.Hand)
+			// the hand unknown (no queues), or which of it is full (no queue dump): "-"
+			hand := "-"
+			switch {
+			case len(f.Hand) > 0 && f.Full != nil:
+				hand = fmt.Sprintf("%d of %d %v", *f.Full, len(f.Hand), f.Hand)
+			case len(f.Hand) > 0:
+				hand = fmt.Sprintf("- of %d %v", len(f.Hand), f.Hand)
+			}
+			fmt.Fprintf(tw, "    %s\t%q\t%d\t%d\t%d\t%s\n", sanitize.Line(f.FlowSchema), sanitize.Line(f.Distinguisher), f.Waiting, f.Executing, f.Seats, hand)
 		}
 		_ = tw.Flush()
 	}
