@@ -153,7 +153,13 @@ func WriteText(w io.Writer, ex *Explanation) error {
 				fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%.3fss\t\n", s.Index, s.Waiting, s.Executing, s.WaitingSeats, s.WaitingWork)
 			}
 			_ = tw.Flush()
-			p.f("  a new request goes to queue(s) %v (the least waiting work)\n", q.Candidates)
+			if len(q.Candidates) == 1 {
+				p.f("  a new request goes to queue %d, the least waiting work of its hand\n", q.Candidates[0])
+			} else {
+				// queueset.go, shuffleShardLocked: the first of the ties from
+				// an offset that turns with every request the level queues
+				p.f("  a new request goes to one of the queues %v, tied at the least waiting work (the server starts its search at an offset that turns with each request queued)\n", q.Candidates)
+			}
 		}
 	}
 	p.f("\nVerdict: %s", ex.Verdict.Kind)
