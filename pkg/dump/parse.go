@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/internal/utctime"
 )
 
@@ -450,7 +451,7 @@ func (t *table) require(names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s: header lacks column(s) %s: %s", t.endpoint, strings.Join(missing, ", "), quoteLine(strings.Join(t.header, ", ")))
+		return fmt.Errorf("%s: header lacks %s %s: %s", t.endpoint, textfmt.Plural(len(missing), "column", "columns"), strings.Join(missing, ", "), quoteLine(strings.Join(t.header, ", ")))
 	}
 	return nil
 }

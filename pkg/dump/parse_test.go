@@ -176,7 +176,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", plErr, "", "empty body"},
 		{"html page", plErr, "<html><body>404 page not found</body></html>\n", `expected a header starting with "PriorityLevelName", got "<html>`},
 		{"json status", plErr, `{"kind":"Status","code":403}`, `expected a header`},
-		{"missing column", plErr, "PriorityLevelName, ActiveQueues\nfoo, 1\n", "header lacks column(s) IsIdle"},
+		{"missing column", plErr, "PriorityLevelName, ActiveQueues\nfoo, 1\n", "header lacks columns IsIdle"},
 		{"bad integer", plErr, "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\nfoo, x, true, false, 0, 0\n",
 			`line 2: column ActiveQueues: "x" is not an integer: "foo, x, true`},
 		{"bad bool", plErr, "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests\nfoo, 0, yes, false, 0, 0\n",

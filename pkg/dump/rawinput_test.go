@@ -164,7 +164,7 @@ func TestDetectRawGarbage(t *testing.T) {
 		{"html", "<html><body>502 Bad Gateway</body></html>\n", `line 1: "<html><body>502 Bad Gateway</body></html>" is neither a debug dump`},
 		{"status", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":403}`, "is neither a debug dump"},
 		{"binary", "\x00\x01\x02PriorityLevelName", "binary data"},
-		{"prose then a cut header", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "(the dump_priority_levels from line 2): dump_priority_levels: header lacks column(s) IsIdle"},
+		{"prose then a cut header", "The output is similar to this:\nPriorityLevelName, ActiveQueues\n", "(the dump_priority_levels from line 2): dump_priority_levels: header lacks columns IsIdle"},
 		{"an error message alone", "Error from server (Forbidden): forbidden: User \"u\" cannot get path \"/debug/api_priority_and_fairness/dump_queues\"\n",
 			`line 1: "Error from server (Forbidden): forbidden: User \"u\" cannot get path`},
 		{"prose then garbage", "The output is similar to this:\n<html>\n", `line 2: "<html>" is neither`},

@@ -45,7 +45,7 @@ func (p *Pull) Notes() []string {
 		notes = append(notes, p.Levels.Notes()...)
 	}
 	if p.Pulled.Bad > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d row(s) of the store could not be made audit events (first: %s)", p.Pulled.Bad, p.Pulled.FirstBad))
+		notes = append(notes, fmt.Sprintf("note: %s of the store could not be made audit events (first: %s)", textfmt.Count(p.Pulled.Bad, "row", "rows"), p.Pulled.FirstBad))
 	}
 	if p.Stats.Malformed > 0 {
 		notes = append(notes, "note: "+p.Stats.MalformedNote("the pull from "+p.Where, "event", ""))
