@@ -362,7 +362,7 @@ func fieldRows() []fieldRow {
 		// came, nobody waited, and it ran at once.
 		{name: "kube-scheduler bindings file: three seats in use, runs at once", artifact: "kueue-4508-httplog-posts.txt",
 			args: []string{"explain", "request", "--defaults", "--from-log", "@", "--user-name", "system:kube-scheduler"},
-			want: []string{"Verdict: runs", "at 22:40:42.998 it was dispatched at once: 3 of workload-high's", "seats held by: kube-scheduler/e2e-tas-rayjob-lgmbj ×3",
+			want: []string{"Verdict: runs", "at 22:40:42.998 it was dispatched at once: workload-high had 3 of its", "seats held by: kube-scheduler/e2e-tas-rayjob-lgmbj ×3",
 				"the server took latency 4.112935ms, execution 3.769201ms"}},
 		// The CRI prefix carries the year 2025 (R1: today 2000).
 		{name: "kube-scheduler bindings file JSON: the year from the log", artifact: "kueue-4508-httplog-posts.txt",

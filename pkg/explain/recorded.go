@@ -294,18 +294,18 @@ func (ex *Explanation) SetPast(p *Past) {
 	at := p.At.Time.UTC().Format("15:04:05.000")
 	switch {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
-		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %d of %d seats in use, %d requests waiting, and its hand's queues: %s", at, p.Level, p.SeatsInUse, p.Limit, p.Waiting, queuesText(p.Queues))
+		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %s in use, %s waiting, and its hand's queues: %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"), queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "queue-full":
 		v.Reason = fmt.Sprintf("at %s every one of %s's %s was taken and the queues of its hand were at their length limit (%d): %s", at, p.Level, seatsText(p.Limit), p.QueueLengthLimit, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
-		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %d of its %d seats in use, held by %s", at, p.Level, p.SeatsInUse, p.Limit, flowsText(p.Holders))
+		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %s in use, held by %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "), flowsText(p.Holders))
 	case p.Fate == VerdictRejected && p.Reason == "time-out":
 		v.Reason = fmt.Sprintf("at %s it waited in queue %s of %s for its whole wait limit (%v) with every seat taken", at, queueText(p.Queue), p.Level, time.Duration(p.WaitLimit))
 	case p.Fate == VerdictQueued:
 		v.ExpectedWait = p.Wait
-		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %d of %d seats in use and %d requests waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, p.SeatsInUse, p.Limit, p.Waiting)
+		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %s in use and %s waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"))
 	default:
-		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %d of %s's %d seats were in use", at, p.SeatsInUse, p.Level, p.Limit)
+		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %s had %s in use", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "))
 	}
 	if n := limitNote(p); n != "" {
 		ex.Notes = append(ex.Notes, n)

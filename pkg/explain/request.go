@@ -246,10 +246,10 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues and nothing executes there, so the request runs at once, alone (%s)", pl.Name, widerThan(seats, cl))}
 		}
 		if inUse == 0 || inUse+seats <= cl {
-			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues; %v of %v seats are in use, so the %s of this request %s and it runs at once", pl.Name, inUse, cl, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues, with %s in use, so the %s of this request %s and it runs at once", pl.Name, inUseOf(inUse, cl, "its "), seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
 		}
 		return Verdict{Kind: VerdictRejected, RejectReason: ReasonConcurrencyLimit,
-			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject) and %v of its %v seats are in use: the request would get 429 at once (%s)", pl.Name, inUse, cl, ReasonConcurrencyLimit)}
+			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject), with %s in use: the request would get 429 at once (%s)", pl.Name, inUseOf(inUse, cl, "its "), ReasonConcurrencyLimit)}
 	}
 	q := lim.LimitResponse.Queuing
 	if (!known || !hasDumps(in.Live)) && seats > cl {
@@ -272,7 +272,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		if seats > cl {
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and nothing executes there, so the request is dispatched at once, alone (%s)", pl.Name, widerThan(seats, cl))}
 		}
-		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and %v of its %v seats are in use, so the request is dispatched at once", pl.Name, inUse, cl)}
+		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s, with %s in use, so the request is dispatched at once", pl.Name, inUseOf(inUse, cl, "its "))}
 	}
 	cand := ex.Queues.Candidates
 	if len(cand) == 0 {
@@ -294,8 +294,8 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		return v
 	}
 	v.Kind = VerdictQueued
-	v.Reason = fmt.Sprintf("%s in %s and %v of %v seats are in use: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
-		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUse, cl, chosen, textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
+	v.Reason = fmt.Sprintf("%s in %s, with %s in use: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
+		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUseOf(inUse, cl, ""), chosen, textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
 	if w, ok := expectedWait(in.Live, lm, pl.Name, st.Waiting, cl); ok {
 		d := Duration(w)
 		v.ExpectedWait = &d
@@ -363,6 +363,16 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 
 // seatsText is n seats, "1 seat" for one.
 func seatsText[N ~int | ~uint64](n N) string { return textfmt.Count(n, "seat", "seats") }
+
+// inUseOf is "0 of its 1 seat", "2 of 3 seats": the seats in use of a
+// limit, the noun agreeing with the limit.
+func inUseOf(inUse, limit float64, its string) string {
+	noun := "seats"
+	if limit == 1 {
+		noun = "seat"
+	}
+	return fmt.Sprintf("%v of %s%v %s", inUse, its, limit, noun)
+}
 
 // allBusy is "its 1 seat is busy", "all 3 seats are busy".
 func allBusy(cl float64) string {
