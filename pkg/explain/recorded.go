@@ -394,7 +394,7 @@ func writePast(p *printer, past *Past) {
 	if past.NominalLimit != 0 && past.Limit != past.NominalLimit {
 		limit = fmt.Sprintf(" (current limit; nominal %d)", past.NominalLimit)
 	}
-	p.f("  %s: %d of %d seats in use%s, %d waiting\n", sanitize.Line(past.Level), past.SeatsInUse, past.Limit, limit, past.Waiting)
+	p.f("  %s: %s in use%s, %d waiting\n", sanitize.Line(past.Level), inUseOf(float64(past.SeatsInUse), float64(past.Limit), ""), limit, past.Waiting)
 	for _, q := range past.Queues {
 		mark := " "
 		if q.Chosen {

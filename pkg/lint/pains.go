@@ -147,7 +147,7 @@ func (c *checker) checkRejectAdmits() {
 		}
 		borrow := ""
 		if l.BorrowingCL > 0 {
-			borrow = fmt.Sprintf(", and it may borrow up to %d seats when others lend", l.BorrowingCL)
+			borrow = fmt.Sprintf(", and it may borrow up to %s when others lend", seatCount(l.BorrowingCL, ""))
 		}
 		c.add(Finding{
 			Rule:    RuleRejectAdmitsWhenIdle,
@@ -368,9 +368,13 @@ func (c *checker) checkSystemLevels() {
 }
 
 // nominalSeats is "n nominal seats", "1 nominal seat" for one.
-func nominalSeats(n int) string {
+func nominalSeats(n int) string { return seatCount(n, "nominal ") }
+
+// seatCount is "1 seat", "2 seats", with an adjective between ("1 nominal
+// seat"): lint, below every writer, counts its own.
+func seatCount(n int, adjective string) string {
 	if n == 1 {
-		return "1 nominal seat"
+		return "1 " + adjective + "seat"
 	}
-	return fmt.Sprintf("%d nominal seats", n)
+	return fmt.Sprintf("%d %sseats", n, adjective)
 }

@@ -110,30 +110,30 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 	e := cal.Estimated
 	var est []string
 	if n := e.ExecutionFromAnnotations; n > 0 {
-		est = append(est, fmt.Sprintf("%d execution times from latency − apf-queue-wait annotations", n))
+		est = append(est, textfmt.Count(n, "execution time", "execution times")+" from latency − apf-queue-wait annotations")
 	}
 	if n := e.ExecutionFromReplay; n > 0 {
-		est = append(est, fmt.Sprintf("%d execution times from latency − the replay's own queue wait, averaged per kind of request (%d fixed-point iterations, last mean change %v)", n, e.FixedPointIterations, fmtDuration(time.Duration(e.FixedPointChange))))
+		est = append(est, fmt.Sprintf("%s from latency − the replay's own queue wait, averaged per kind of request (%s, last mean change %v)", textfmt.Count(n, "execution time", "execution times"), textfmt.Count(e.FixedPointIterations, "fixed-point iteration", "fixed-point iterations"), fmtDuration(time.Duration(e.FixedPointChange))))
 	}
 	if n := e.ExecutionFromEnds; n > 0 {
-		est = append(est, fmt.Sprintf("%d execution times of a level of one seat from its ends (each from when it arrived or the one before it ended, whichever was later)", n))
+		est = append(est, textfmt.Count(n, "execution time", "execution times")+" of a level of one seat from its ends (each from when it arrived or the one before it ended, whichever was later)")
 	}
 	if n := e.SeatsFromObjectCounts; n > 0 {
-		est = append(est, fmt.Sprintf("%d LIST/WATCH seats from object counts", n))
+		est = append(est, "seats of "+textfmt.Count(n, "LIST or WATCH", "LISTs and WATCHes")+" from object counts")
 	}
 	if n := e.SeatsAssumedOne; n > 0 {
-		est = append(est, fmt.Sprintf("%d seats assumed 1", n))
+		est = append(est, textfmt.Count(n, "request", "requests")+" without a seat estimate given 1 seat")
 	}
 	if n := e.StallsReplaced; n > 0 {
-		est = append(est, fmt.Sprintf("%d stalled executions given their level's median (the CPU model places the stalls)", n))
+		est = append(est, textfmt.Count(n, "stalled execution", "stalled executions")+" given their level's median (the CPU model places the stalls)")
 	}
 	for _, l := range cal.Levels {
 		if l.StalledGaps > 0 {
-			est = append(est, fmt.Sprintf("%d stalled gaps between %s's executions (%v beyond the median gap) taken out of its overhead (the CPU model places them too)", l.StalledGaps, sanitize.Line(l.Level), fmtDuration(time.Duration(l.StalledGapTime))))
+			est = append(est, fmt.Sprintf("%s between %s's executions (%v beyond the median gap) taken out of its overhead (the CPU model places them too)", textfmt.Count(l.StalledGaps, "stalled gap", "stalled gaps"), sanitize.Line(l.Level), fmtDuration(time.Duration(l.StalledGapTime))))
 		}
 	}
 	if n := e.WritesWithoutWatchCount; n > 0 {
-		est = append(est, fmt.Sprintf("%d writes without their watch-count latency (the apiserver does not export watch counts)", n))
+		est = append(est, textfmt.Count(n, "write", "writes")+" without their watch-count latency (the apiserver does not export watch counts)")
 	}
 	if d := cal.DispatchTimes; d != nil && d.FromLatency+d.FromReplay+d.FromEnds > 0 {
 		var from []string
