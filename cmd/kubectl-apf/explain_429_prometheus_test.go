@@ -74,6 +74,15 @@ func TestExplain429PrometheusWorkload(t *testing.T) {
 		}
 		t.Fatalf("source %+v, incidents %q; want the store's 3 (notes %q)", rep.Source, got, rep.Notes)
 	}
+	// Every incident's level held its 10 seats and 50 waiting requests
+	// through the burst (the fleet's busy gauges), the 15 s one too, which
+	// no step's instant falls in: its peaks read 2 and 0 when the gauges
+	// were read at the instants alone.
+	for i, in := range rep.Incidents {
+		if s, w := in.Peaks[rejections.SeriesSeats], in.Peaks[rejections.SeriesWaiting]; s != 10 || w != 50 {
+			t.Errorf("incident %d (%s, %v to %v): seats in use peaked at %v, waiting at %v; want 10 and 50", i+1, in.Level, in.Start, in.End, s, w)
+		}
+	}
 	rejected429 := logRejections(t, httplog, audit)
 	first, last := logSpan(t, audit)
 	lead := 15 * time.Second

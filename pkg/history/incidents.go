@@ -370,16 +370,23 @@ func detail(ctx context.Context, q Querier, o IncidentOptions, b levelBurst) (*I
 		to = o.Window.End
 	}
 	l := []string{LabelLevel}
+	// The gauges that move with the load are read at their peak in each
+	// step, sampled every second (or at half a finer scrape interval) so
+	// that no scrape is missed, whatever interval --scrape-interval
+	// assumes: their value at the step's instant alone (once a minute at
+	// the default step) read "seats in use peaked at 0" of a level that
+	// dispatched 1,582 requests a minute in bursts.
+	peak := func(expr string) string { return MaxOver(expr, sstep, min(fine, time.Second)) }
 	var st Tagged
 	st.Add(StateRejected, total.Count(familyRejected, l, sstep, lvl))
 	st.Add(StateDispatched, total.Count(familyDispatched, l, sstep, lvl))
-	st.Add(StateSeats, total.Gauge(metrics.CurrentExecutingSeats, l, lvl))
+	st.Add(StateSeats, peak(total.Gauge(metrics.CurrentExecutingSeats, l, lvl)))
 	st.Add(StateNominal, total.Gauge(metrics.NominalLimitSeats, l, lvl))
 	st.Add(StateLower, total.Gauge(familyLowerLimit, l, lvl))
 	st.Add(StateUpper, total.Gauge(familyUpperLimit, l, lvl))
-	st.Add(StateCurrent, total.Gauge(metrics.CurrentLimitSeats, l, lvl))
-	st.Add(StateDemand, total.Gauge(familyDemandHW, l, lvl))
-	st.Add(StateWaiting, total.Gauge(metrics.CurrentInqueueRequests, l, lvl))
+	st.Add(StateCurrent, peak(total.Gauge(metrics.CurrentLimitSeats, l, lvl)))
+	st.Add(StateDemand, peak(total.Gauge(familyDemandHW, l, lvl)))
+	st.Add(StateWaiting, peak(total.Gauge(metrics.CurrentInqueueRequests, l, lvl)))
 	st.Add(StateWaitP99, total.Quantile(0.99, metrics.RequestWaitDurationSecond, l, sstep, lvl))
 	st.Add(StateQueueP50, total.Quantile(0.5, familyQueueLength, l, sstep, lvl))
 	st.Add(StateQueueP99, total.Quantile(0.99, familyQueueLength, l, sstep, lvl))

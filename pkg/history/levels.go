@@ -214,15 +214,19 @@ func LevelsOverWindow(ctx context.Context, q Querier, query Query, w Window) ([]
 		return nil, fmt.Errorf("the window must have a positive length and step (--since, --step)")
 	}
 	l := []string{LabelLevel}
+	// The gauges are sampled every second (coarser over a long window, at
+	// most 10,000 samples), not once a step: a burst between two steps'
+	// instants is a peak too (see detail).
+	res := min(w.Step, max(time.Second, d/10000))
 	var t Tagged
 	t.Add("nominal", query.Gauge(metrics.NominalLimitSeats, l))
 	cur := query.Gauge(metrics.CurrentLimitSeats, l)
-	t.Add("curmin", "min_over_time(("+cur+")["+promDuration(d)+":"+promDuration(w.Step)+"])")
-	t.Add("curmax", MaxOver(cur, d, w.Step))
+	t.Add("curmin", "min_over_time(("+cur+")["+promDuration(d)+":"+promDuration(res)+"])")
+	t.Add("curmax", MaxOver(cur, d, res))
 	seats := query.Gauge(metrics.CurrentExecutingSeats, l)
-	t.Add("seatsavg", AvgOver(seats, d, w.Step))
-	t.Add("seatsmax", MaxOver(seats, d, w.Step))
-	t.Add("waitmax", MaxOver(query.Gauge(metrics.CurrentInqueueRequests, l), d, w.Step))
+	t.Add("seatsavg", AvgOver(seats, d, res))
+	t.Add("seatsmax", MaxOver(seats, d, res))
+	t.Add("waitmax", MaxOver(query.Gauge(metrics.CurrentInqueueRequests, l), d, res))
 	t.Add("dispatched", query.ExactCount(familyDispatched, l, d))
 	t.Add("rejected", query.ExactCount(familyRejected, []string{LabelLevel, LabelReason}, d))
 	t.Add("waitp99", query.Quantile(0.99, metrics.RequestWaitDurationSecond, l, d))
