@@ -298,7 +298,7 @@ func cpuHint(cal *calibrate.Report) string {
 
 // settleCPU names the capture that gives CPU evidence over the workload's
 // window.
-const settleCPU = "A bundle whose two scrapes span the load (kubectl apf bundle --metrics-interval, started before the load and ending after it) gives the server's CPU over the workload's window."
+const settleCPU = "A bundle whose scrapes span the load (kubectl apf dump bundle --watch, started before the load and ended after it), or --prometheus with the store that scraped the apiservers, gives the server's CPU over the workload's window; --since/--until keep the part of a longer log that the scrapes cover."
 
 // dispatchHolds reports whether the replay of the recorded configuration
 // reproduced the level's dispatches (calibrate.Level.Dispatch).

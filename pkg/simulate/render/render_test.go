@@ -104,7 +104,7 @@ func TestCPUComparisonUndecided(t *testing.T) {
 	if !regexp.MustCompile(`tiny +1->3 +776 +536 +1208/1448`).MatchString(out) {
 		t.Errorf("the comparison lacks tiny's two predictions:\n%s", out)
 	}
-	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "It cannot bound the answer", "kubectl apf bundle --metrics-interval"} {
+	for _, want := range []string{"cannot choose", "the metrics hold no process CPU", "It cannot bound the answer", "kubectl apf dump bundle --watch"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the comparison lacks %q:\n%s", want, out)
 		}
@@ -146,7 +146,7 @@ func TestCPUComparisonRange(t *testing.T) {
 	if strings.Contains(out, "WITH-CPU-MODEL") {
 		t.Errorf("a comparison without a CPU model shows its column:\n%s", out)
 	}
-	for _, want := range []string{"cannot choose", "read BOUND instead", "10% faster", "stretched 3.00×", "10% slower", "(tiny ×1.01; wide ×1.12)", "The bound of tiny (496–1105) spans more than 2-fold", "kubectl apf bundle --metrics-interval"} {
+	for _, want := range []string{"cannot choose", "read BOUND instead", "10% faster", "stretched 3.00×", "10% slower", "(tiny ×1.01; wide ×1.12)", "The bound of tiny (496–1105) spans more than 2-fold", "kubectl apf dump bundle --watch"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the comparison lacks %q:\n%s", want, out)
 		}
