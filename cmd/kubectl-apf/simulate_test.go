@@ -260,3 +260,51 @@ func TestSimulateServerSpeedTable(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateDemoRejectLevel: on what make demo gives (testdata/simulate/
+// demo-watch), the Reject level whose LISTs take 10 of its 1 seat is
+// reproduced from the audit log alone: the seat-time check counts a request
+// wider than its level as holding the level. It counted their width,
+// scaled the audit log's execution times to 0.10 of APF's measure of them,
+// and the replay dispatched 98 of the level's requests where the server
+// dispatched 56 (fit 0.85, "unreproduced").
+func TestSimulateDemoRejectLevel(t *testing.T) {
+	dir := simulateFixture("demo-watch")
+	code, out, errOut := runPlugin("simulate", "--from", filepath.Join(dir, "bundle.tar.gz"), "--workload", filepath.Join(dir, "audit.log.gz"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Fit []struct {
+			Level               string
+			Recorded, Predicted float64
+			Quality             string
+		}
+		Calibration struct {
+			Levels []struct {
+				Level   string
+				Refused *struct{ Check, Why string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Fit {
+		if f.Level == "apf-load-reject" {
+			found = true
+			if f.Recorded != 280 || f.Predicted != 280 || f.Quality != "good" {
+				t.Errorf("apf-load-reject: %v recorded, %v predicted 429s (%s); want the 280 the server answered", f.Recorded, f.Predicted, f.Quality)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no fit of apf-load-reject: %+v", rep.Fit)
+	}
+	for _, l := range rep.Calibration.Levels {
+		if l.Level == "apf-load-reject" && l.Refused != nil {
+			t.Errorf("apf-load-reject's calibration refused by the %s check: %s", l.Refused.Check, l.Refused.Why)
+		}
+	}
+}

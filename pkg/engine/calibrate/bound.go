@@ -58,6 +58,11 @@ type seatTime struct {
 	win       map[int64]*[3]float64
 	busy      span
 	noLatency int64
+	// cap is the most seats the level holds (seatLimit), 0 unknown: a
+	// request wider than its level runs alone and holds the level's
+	// seats, not its own width, for its time (queueset.go,
+	// canAccommodateSeatsLocked lets it in when nothing executes)
+	cap int
 }
 
 func (s *seatTime) add(x *obs) {
@@ -76,10 +81,14 @@ func (s *seatTime) add(x *obs) {
 		w = new([3]float64)
 		s.win[k] = w
 	}
-	w[0] += float64(x.seats)
-	w[1] += float64(x.seats) * float64(x.exec)
+	seats := x.seats
+	if s.cap > 0 {
+		seats = min(seats, uint64(s.cap))
+	}
+	w[0] += float64(seats)
+	w[1] += float64(seats) * float64(x.exec)
 	if x.execFrom != fromRecord {
-		w[2] += float64(x.seats) * float64(x.exec)
+		w[2] += float64(seats) * float64(x.exec)
 	}
 	s.busy.add(x.arrival, x.arrival+max(x.latency, x.exec))
 }
@@ -94,6 +103,14 @@ func (r *Result) implied(level string, s *seatTime) (implied, exec, estimated fl
 		implied += w[1] + w[0]*float64(r.OverheadAt(level, time.Duration(k)*r.params.Window))
 	}
 	return implied, exec, estimated
+}
+
+// seatCap is seatLimit of a level with limits, 0 for one without.
+func seatCap(limits map[string]engine.LevelLimits, level string) int {
+	if lim, ok := limits[level]; ok && !lim.Exempt {
+		return seatLimit(lim)
+	}
+	return 0
 }
 
 // seatLimit is the most seats a level of the recorded configuration could
@@ -274,6 +291,7 @@ func (r *Result) rebound(src workload.Reader) error {
 		return nil
 	}
 	sts := map[string]*seatTime{}
+	limits := levelLimits(r.prep.opts)
 	err := r.readApplied(src, "calibration", func(a *applied, w *workload.Request) {
 		x := a.x
 		if !a.ok || x.exempt || x.rejected || !x.hasExec {
@@ -282,7 +300,7 @@ func (r *Result) rebound(src workload.Reader) error {
 		x.exec = w.ServiceTime
 		s := sts[x.level]
 		if s == nil {
-			s = &seatTime{params: r.params}
+			s = &seatTime{params: r.params, cap: seatCap(limits, x.level)}
 			sts[x.level] = s
 		}
 		s.add(&x)
@@ -290,7 +308,6 @@ func (r *Result) rebound(src workload.Reader) error {
 	if err != nil {
 		return err
 	}
-	limits := levelLimits(r.prep.opts)
 	r.bound(sts, limits, func(*Level) bool { return true }, true)
 	return nil
 }

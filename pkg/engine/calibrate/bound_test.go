@@ -210,3 +210,41 @@ func TestDispatchTimesFromTheFiltersAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestSeatTimeOfWideRequests: a request wider than its level runs alone
+// (canAccommodateSeatsLocked lets it in when nothing executes) and holds
+// the level, not its width, for its time. The demo's Reject level of 1
+// seat ran LISTs of 10 seats one after another: the check counted 10
+// seat-seconds a second of a 1-seat level, refused the audit log's
+// execution times and scaled them to 0.10 of APF's measure of them, and
+// the replay dispatched 98 where the server dispatched 56.
+func TestSeatTimeOfWideRequests(t *testing.T) {
+	params := DefaultParams()
+	lim := engine.LevelLimits{Name: "r", NominalCL: 1, UpperCL: 1}
+	for _, tt := range []struct {
+		cap      int
+		refused  bool
+		implied  time.Duration
+		describe string
+	}{
+		{cap: seatCap(map[string]engine.LevelLimits{"r": lim}, "r"), implied: 200 * time.Millisecond, describe: "capped at the level's seat"},
+		{cap: 0, refused: true, describe: "uncapped, as the check was"},
+	} {
+		s := &seatTime{params: &params, cap: tt.cap}
+		// 20 LISTs of 10 seats, 10 ms each, back to back
+		for i := range 20 {
+			at := time.Duration(i) * 10 * time.Millisecond
+			s.add(&obs{level: "r", arrival: at, latency: 10 * time.Millisecond, exec: 10 * time.Millisecond, seats: 10, hasExec: true, execFrom: fromEnds})
+		}
+		r := &Result{params: &params}
+		r.Enabled, r.Levels = true, []Level{{Level: "r"}}
+		r.bound(map[string]*seatTime{"r": s}, map[string]engine.LevelLimits{"r": lim}, func(*Level) bool { return true }, true)
+		lv := r.Levels[0]
+		if got := lv.Refused != nil; got != tt.refused {
+			t.Errorf("%s: refused %v (%+v), want %v", tt.describe, got, lv.Refused, tt.refused)
+		}
+		if tt.implied > 0 && time.Duration(lv.ImpliedSeatTime) != tt.implied {
+			t.Errorf("%s: implied seat time %v, want %v", tt.describe, time.Duration(lv.ImpliedSeatTime), tt.implied)
+		}
+	}
+}

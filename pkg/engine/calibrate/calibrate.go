@@ -660,6 +660,9 @@ type observer struct {
 	// params are the calibration's thresholds
 	params *Params
 	levels map[string]*levelAcc
+	// limits are the recorded configuration's, which cap a level's seat
+	// time (seatTime.cap)
+	limits map[string]engine.LevelLimits
 	lag    quantiles // latency − execution of exempt requests (the time ahead of APF where annotated)
 	lagAll quantiles // of every executed request with an execution time (the same)
 }
@@ -673,6 +676,7 @@ func (o *observer) add(x *obs) {
 	if la == nil {
 		la = &levelAcc{name: x.level, params: o.params}
 		la.seatTime.params = o.params
+		la.seatTime.cap = seatCap(o.limits, x.level)
 		for i := range la.spans {
 			la.spans[i].params = o.params
 		}

@@ -30,6 +30,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 		p.serial = prev.serialWaits
 	}
 	o := newObserver(params)
+	o.limits = levelLimits(opts)
 	var (
 		w        workload.Request
 		x        obs
