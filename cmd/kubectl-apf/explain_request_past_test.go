@@ -284,3 +284,22 @@ func queueOf(q *int) string {
 	}
 	return strconv.Itoa(*q)
 }
+
+// TestExplainPastWiderThanItsLevel: a LIST of 10 seats that make demo's
+// Reject level of 1 seat served is said to have run alone, as upstream
+// starts it (testdata/simulate/demo-watch); it read "dispatched at once:
+// apf-load-reject had 0 of its 1 seat in use" beside "this request takes
+// 10 seats".
+func TestExplainPastWiderThanItsLevel(t *testing.T) {
+	dir := simulateFixture("demo-watch")
+	code, out, errOut := runPlugin("explain", "request", "--from", filepath.Join(dir, "bundle.tar.gz"), "--from-audit", filepath.Join(dir, "audit.log.gz"),
+		"--audit-id", "c4ec7752-ba41-4e10-b35d-b9a2fc539d46")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"this request takes 10 seats", "Verdict: runs", "dispatched at once: apf-load-reject had 0 of its 1 seat in use, and it ran alone: its 10 seats are more than the level's 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+}

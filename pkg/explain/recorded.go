@@ -306,6 +306,10 @@ func (ex *Explanation) SetPast(p *Past) {
 		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %s in use and %s waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"))
 	default:
 		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %s had %s in use", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "))
+		if ex.Seats != nil && p.Limit > 0 && ex.Seats.Initial > uint64(p.Limit) {
+			// queueset.go, canAccommodateSeatsLocked
+			v.Reason += fmt.Sprintf(", and it ran alone: %s", widerThanLevel(ex.Seats.Initial, p.Limit))
+		}
 	}
 	if n := limitNote(p); n != "" {
 		ex.Notes = append(ex.Notes, n)

@@ -318,6 +318,12 @@ func widerThan(seats, cl float64) string {
 	return fmt.Sprintf("its %s %s more than the level's limit of %v, and %s, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(n), textfmt.Plural(n, "is", "are"), cl, widerRule)
 }
 
+// widerThanLevel is "its 10 seats are more than the level's 1, and
+// upstream starts …": a request wider than the level it ran in.
+func widerThanLevel[N ~int | ~uint64](seats N, limit int) string {
+	return fmt.Sprintf("its %s %s more than the level's %d, and %s", seatsText(seats), textfmt.Plural(seats, "is", "are"), limit, widerRule)
+}
+
 // widerRule is upstream's rule for a request of more seats than its
 // level's limit (canAccommodateSeatsLocked, queueset.go), in the words
 // explain request and explain 429 both give it.
