@@ -694,6 +694,13 @@ func TestCatchAllWithRealTraffic(t *testing.T) {
 	if !hasFinding(got, want{RuleRejectWithTraffic, SeverityWarning, "flowschema/catch-all,prioritylevelconfiguration/catch-all"}) {
 		t.Fatalf("without global-default, catch-all gets real traffic; findings:\n%s", dumpFindings(got))
 	}
+	// catch-all's finding says what catch-all is for; another Reject
+	// level's does not (TestLintRules' bouncer)
+	for _, f := range got {
+		if f.Rule == RuleRejectWithTraffic && !strings.Contains(f.Why, "catch-all is meant only for requests nothing else matches") {
+			t.Errorf("catch-all's finding: %+v", f)
+		}
+	}
 	if !hasFinding(got, want{RuleUnusedPriorityLevel, SeverityWarning, "prioritylevelconfiguration/global-default"}) {
 		t.Fatalf("global-default level is now unused; findings:\n%s", dumpFindings(got))
 	}

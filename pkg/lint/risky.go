@@ -357,13 +357,18 @@ func (c *checker) checkRejectLevels() {
 		if r.Empty || r.Shadowed || r.Undecided || r.Witness == nil {
 			continue
 		}
+		why := "a Reject level has no queues: when its seats are busy a request gets HTTP 429 at once (reason concurrency-limit) instead of waiting"
+		if pl.Name == flowcontrolv1.PriorityLevelConfigurationNameCatchAll {
+			why += "; catch-all is meant only for requests nothing else matches"
+		}
 		c.add(Finding{
 			Rule:    RuleRejectWithTraffic,
 			Objects: []ObjectRef{fsRef(fs.Name), plRef(pl.Name)},
-			Message: fmt.Sprintf("priority level %s rejects instead of queuing, and FlowSchema %s sends it real traffic (for example %s)",
+			// the example is a request the FlowSchema is the first to
+			// match, built from its rules, not one read from traffic
+			Message: fmt.Sprintf("priority level %s rejects instead of queuing, and FlowSchema %s sends it the requests it matches first (for example %s)",
 				pl.Name, fs.Name, r.Witness),
-			Why: "a Reject level has no queues: when its seats are busy a request gets HTTP 429 at once " +
-				"(reason concurrency-limit) instead of waiting; catch-all is meant only for requests nothing else matches",
+			Why: why,
 			Fix: fmt.Sprintf("route this traffic to a queuing level with a FlowSchema before %s, or give %s limitResponse type Queue",
 				fs.Name, pl.Name),
 		})
