@@ -145,3 +145,45 @@ func TestCapacityRawMetrics(t *testing.T) {
 		t.Errorf("--defaults --from:\n%s", out)
 	}
 }
+
+// TestCapacityEstimatorCap: a Reject level sets no per-request cap, so the
+// work estimator's applies: a LIST's, 10 seats up to 1.33 and 100 from
+// 1.34 (SizeBasedListCostEstimate). MAXSEATS read "-" there, as for
+// exempt, while lint's seat-starvation said one request may take 100.
+func TestCapacityEstimatorCap(t *testing.T) {
+	for _, tt := range []struct {
+		version string
+		want    uint64
+	}{{"1.33", 10}, {"1.34", 100}, {"1.37", 100}} {
+		code, out, errOut := runPlugin("capacity", "--defaults", "--kube-version", tt.version, "-o", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tt.version, code, errOut)
+		}
+		var rep struct {
+			Current struct {
+				Levels []struct {
+					Name         string
+					Type         string
+					MaxSeats     uint64 `json:"maxSeatsPerRequest"`
+					EstimatorCap uint64 `json:"estimatorCapSeats"`
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range rep.Current.Levels {
+			want := uint64(0)
+			if l.Name == "catch-all" {
+				want = tt.want
+			}
+			if l.EstimatorCap != want {
+				t.Errorf("%s: %s (%s, max seats %d): estimator cap %d, want %d", tt.version, l.Name, l.Type, l.MaxSeats, l.EstimatorCap, want)
+			}
+		}
+	}
+	code, out, _ := runPlugin("capacity", "--defaults", "--kube-version", "1.33")
+	if code != 0 || !strings.Contains(out, "10*") || !strings.Contains(out, "note: MAXSEATS with *: catch-all has no hand") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
@@ -75,6 +77,18 @@ func Build(in Input) (Report, error) {
 				return Report{}, fmt.Errorf("proposed configuration: %w", err)
 			}
 			rep.Proposed = &p
+		}
+	}
+	// A level without a per-request cap (Reject: no hand) takes the work
+	// estimator's own (width.go: maxSeats 0 is its maximumSeatsLimit).
+	for _, t := range []*Table{rep.Current, rep.Proposed} {
+		if t == nil {
+			continue
+		}
+		for i := range t.Levels {
+			if l := &t.Levels[i]; l.MaxSeats == 0 && l.Type == string(flowcontrolv1.PriorityLevelEnablementLimited) {
+				l.EstimatorCap = st.Release.MaxListSeats()
+			}
 		}
 	}
 	// The configuration's limits fill the figures the input lacks only

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,6 +143,9 @@ func WriteText(w io.Writer, rep Report) error {
 		return err
 	}
 	fmt.Fprintf(w, "note: UPPER is %s; the most each can reach: %s\n", UpperNote, reachable(rep))
+	if capped := estimatorCapped(rep); capped != "" {
+		fmt.Fprintf(w, "note: MAXSEATS with *: %s\n", capped)
+	}
 	for _, t := range []*Table{rep.Current, rep.Proposed} {
 		if t != nil {
 			for _, ig := range t.Ignored {
@@ -197,8 +201,11 @@ func levelCells(l Level, ok bool) []string {
 		return fmt.Sprint(*p)
 	}
 	maxSeats := "-"
-	if l.MaxSeats > 0 {
+	switch {
+	case l.MaxSeats > 0:
 		maxSeats = fmt.Sprint(l.MaxSeats)
+	case l.EstimatorCap > 0:
+		maxSeats = fmt.Sprintf("%d*", l.EstimatorCap)
 	}
 	queues, wait := "-", "-"
 	probs := []string{"-", "-", "-"}
@@ -250,4 +257,27 @@ func reachable(rep Report) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// estimatorCapped says why a level's MAXSEATS has a star, "" when none
+// has: a Reject level sets no cap of its own, so the work estimator's
+// applies, a LIST's (a write's and a watch-cache LIST's are 10).
+func estimatorCapped(rep Report) string {
+	var names []string
+	var cap uint64
+	for _, t := range []*Table{rep.Current, rep.Proposed} {
+		if t == nil {
+			continue
+		}
+		for _, l := range t.Levels {
+			if l.MaxSeats == 0 && l.EstimatorCap > 0 && !slices.Contains(names, l.Name) {
+				names, cap = append(names, sanitize.Line(l.Name)), l.EstimatorCap
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %s no hand, so no cap of %s own: one request there takes up to the work estimator's %d seats for a LIST (10 for a write, or a LIST from the watch cache), and runs alone when wider than the level",
+		strings.Join(names, ", "), textfmt.Plural(len(names), "has", "have"), textfmt.Plural(len(names), "its", "their"), cap)
 }

@@ -44,6 +44,10 @@ type Level struct {
 	// MaxSeats is the most seats one request can take here (0: none set, the
 	// work estimator's global caps apply).
 	MaxSeats uint64 `json:"maxSeatsPerRequest"`
+	// EstimatorCap is, for a level without MaxSeats (a Reject level: no
+	// hand), the work estimator's own cap of the release replayed: the
+	// most a LIST can take there (Release.MaxListSeats); 0 unknown.
+	EstimatorCap uint64 `json:"estimatorCapSeats,omitempty"`
 	// Queue configuration, for queuing levels.
 	Queues           int32 `json:"queues,omitempty"`
 	HandSize         int32 `json:"handSize,omitempty"`
