@@ -79,15 +79,17 @@ func Build(in Input) (Report, error) {
 			rep.Proposed = &p
 		}
 	}
-	// A level without a per-request cap (Reject: no hand) takes the work
-	// estimator's own (width.go: maxSeats 0 is its maximumSeatsLimit).
+	// A level without a per-request cap (Reject: no hand), or with one
+	// above the work estimator's own, takes the estimator's (width.go:
+	// maxSeats 0 or above maximumSeatsLimit is maximumSeatsLimit).
+	cap := st.Release.MaxListSeats()
 	for _, t := range []*Table{rep.Current, rep.Proposed} {
 		if t == nil {
 			continue
 		}
 		for i := range t.Levels {
-			if l := &t.Levels[i]; l.MaxSeats == 0 && l.Type == string(flowcontrolv1.PriorityLevelEnablementLimited) {
-				l.EstimatorCap = st.Release.MaxListSeats()
+			if l := &t.Levels[i]; (l.MaxSeats == 0 || l.MaxSeats > cap) && l.Type == string(flowcontrolv1.PriorityLevelEnablementLimited) {
+				l.EstimatorCap = cap
 			}
 		}
 	}

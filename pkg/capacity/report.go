@@ -204,7 +204,8 @@ func levelCells(l Level, ok bool) []string {
 	switch {
 	case l.MaxSeats > 0:
 		maxSeats = fmt.Sprint(l.MaxSeats)
-	case l.EstimatorCap > 0:
+	}
+	if l.EstimatorCap > 0 {
 		maxSeats = fmt.Sprintf("%d*", l.EstimatorCap)
 	}
 	queues, wait := "-", "-"
@@ -260,24 +261,38 @@ func reachable(rep Report) string {
 }
 
 // estimatorCapped says why a level's MAXSEATS has a star, "" when none
-// has: a Reject level sets no cap of its own, so the work estimator's
-// applies, a LIST's (a write's and a watch-cache LIST's are 10).
+// has: a Reject level sets no cap of its own, and a cap above the work
+// estimator's yields to it, so the estimator's applies, a LIST's (a
+// write's and a watch-cache LIST's are 10).
 func estimatorCapped(rep Report) string {
-	var names []string
+	var none, above []string
 	var cap uint64
 	for _, t := range []*Table{rep.Current, rep.Proposed} {
 		if t == nil {
 			continue
 		}
 		for _, l := range t.Levels {
-			if l.MaxSeats == 0 && l.EstimatorCap > 0 && !slices.Contains(names, l.Name) {
-				names, cap = append(names, sanitize.Line(l.Name)), l.EstimatorCap
+			if l.EstimatorCap == 0 || slices.Contains(none, l.Name) || slices.Contains(above, l.Name) {
+				continue
+			}
+			cap = l.EstimatorCap
+			if l.MaxSeats == 0 {
+				none = append(none, sanitize.Line(l.Name))
+			} else {
+				above = append(above, fmt.Sprintf("%s's %d", sanitize.Line(l.Name), l.MaxSeats))
 			}
 		}
 	}
-	if len(names) == 0 {
+	var why []string
+	if len(none) > 0 {
+		why = append(why, fmt.Sprintf("%s %s no hand, so no cap of %s own", strings.Join(none, ", "), textfmt.Plural(len(none), "has", "have"), textfmt.Plural(len(none), "its", "their")))
+	}
+	if len(above) > 0 {
+		why = append(why, fmt.Sprintf("%s %s above it", strings.Join(above, ", "), textfmt.Plural(len(above), "cap is", "caps are")))
+	}
+	if len(why) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s %s no hand, so no cap of %s own: one request there takes up to the work estimator's %d seats for a LIST (10 for a write, or a LIST from the watch cache), and runs alone when wider than the level",
-		strings.Join(names, ", "), textfmt.Plural(len(names), "has", "have"), textfmt.Plural(len(names), "its", "their"), cap)
+	return fmt.Sprintf("the work estimator's cap holds: %s; one request there takes up to %d seats for a LIST (10 for a write, or a LIST from the watch cache), and runs alone when wider than the level",
+		strings.Join(why, "; "), cap)
 }

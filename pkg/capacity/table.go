@@ -45,8 +45,9 @@ type Level struct {
 	// work estimator's global caps apply).
 	MaxSeats uint64 `json:"maxSeatsPerRequest"`
 	// EstimatorCap is, for a level without MaxSeats (a Reject level: no
-	// hand), the work estimator's own cap of the release replayed: the
-	// most a LIST can take there (Release.MaxListSeats); 0 unknown.
+	// hand) or with MaxSeats above it, the work estimator's own cap of the
+	// release replayed, which then holds: the most a LIST can take there
+	// (Release.MaxListSeats); 0 when MaxSeats holds.
 	EstimatorCap uint64 `json:"estimatorCapSeats,omitempty"`
 	// Queue configuration, for queuing levels.
 	Queues           int32 `json:"queues,omitempty"`
