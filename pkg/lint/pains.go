@@ -178,9 +178,9 @@ func (c *checker) checkSeatStarvation() {
 		if pl.Spec.Limited == nil || !c.getsLists(used[name]) || l.NominalCL == 0 {
 			continue
 		}
-		// A queuing level caps one request at MaxSeats; a Reject level
-		// at the work estimator's global cap for a LIST.
-		maxSeats := l.MaxSeats
+		// A queuing level caps one request at MaxSeats, within the work
+		// estimator's global cap for a LIST; a Reject level at that cap.
+		maxSeats := min(l.MaxSeats, rel.MaxListSeats())
 		if !l.Queuing {
 			maxSeats = rel.MaxListSeats()
 		}
