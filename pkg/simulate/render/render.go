@@ -387,7 +387,11 @@ func printWindow(w io.Writer, rep *simulate.Result) {
 	case e.Cut:
 		fmt.Fprintf(w, ": only those are replayed; the %d before and %d after, none answered 429, are not the load the evidence saw (--since/--until choose another window).\n", e.Before, e.After)
 	case e.Requests < e.Total && e.RejectedOutside > 0:
-		fmt.Fprintf(w, "; %d recorded 429s lie outside it.\n", e.RejectedOutside)
+		// the flags that replay the covered part alone, to the second,
+		// the window widened to whole seconds
+		from, to := e.Metrics.From.UTC().Truncate(time.Second), e.Metrics.To.UTC().Add(time.Second-1).Truncate(time.Second)
+		fmt.Fprintf(w, "; %d recorded 429s lie outside it, which it did not see (--since %s --until %s replays the part it covers).\n",
+			e.RejectedOutside, from.Format(time.RFC3339), to.Format(time.RFC3339))
 	default:
 		fmt.Fprintln(w, ".")
 	}

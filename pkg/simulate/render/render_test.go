@@ -361,3 +361,19 @@ func TestMeasuredExecutions(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidenceOverPartOfTheLog: scrapes that cover part of a longer log
+// say which --since/--until replay that part, to whole seconds around the
+// scrapes (make demo's audit log of an hour, a watch of a minute: it said
+// how many 429s lay outside, and not what to do).
+func TestEvidenceOverPartOfTheLog(t *testing.T) {
+	from := time.Date(2026, 12, 6, 0, 59, 40, 12e6, time.UTC)
+	rep := &simulate.Result{Evidence: &simulate.EvidenceCoverage{Metrics: calibrate.TimeRange{From: from, To: from.Add(60156 * time.Millisecond)},
+		Scrapes: 14, Requests: 2580, Total: 23175, RejectedOutside: 7331}}
+	var b bytes.Buffer
+	printWindow(&b, rep)
+	want := "cover 2580 of the 23175 requests (11.1%); 7331 recorded 429s lie outside it, which it did not see (--since 2026-12-06T00:59:40Z --until 2026-12-06T01:00:41Z replays the part it covers).\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("got %q, want it to end %q", b.String(), want)
+	}
+}
