@@ -130,6 +130,12 @@ func splitNotes(files *workload.Files, res *reconstruct.Result) []string {
 	return notes
 }
 
+// goodAgreement is the share of agreeing fates below which the
+// reconstruction is not the server's: simulate's fit asks as much of a good
+// reproduction (calibrate.Params.GoodAgreement, a layer this one does not
+// import).
+const goodAgreement = 0.8
+
 // agreementNotes say how far the reconstruction agrees with the log:
 // nothing when no request was compared (a share of none is no figure).
 func agreementNotes(res *reconstruct.Result) []string {
@@ -140,6 +146,9 @@ func agreementNotes(res *reconstruct.Result) []string {
 	s := fmt.Sprintf("the reconstruction's fates agree with the log's answers on %d of %d requests (%.1f%%)", sum.Agreeing(), sum.Total(), 100*sum.Fraction())
 	if by := instanceAgreement(res); by != "" {
 		s += "; " + by
+	}
+	if f := sum.Fraction(); f < goodAgreement {
+		s += fmt.Sprintf(": below %.0f%%, the configuration replayed is likely not the server's (its FlowSchemas and levels, or its server concurrency limit), and the incidents above are what it would have done, not what the server did: read the cluster or a bundle of it (--from), or give its objects (-f) and --server-concurrency", 100*goodAgreement)
 	}
 	return []string{s}
 }
