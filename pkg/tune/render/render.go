@@ -184,8 +184,7 @@ func Explain(w io.Writer, rep *tune.Report, c *tune.Candidate) error {
 	writeCandidate(w, c)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Why it ranks #"+fmt.Sprint(c.Rank)+":")
-	fmt.Fprintf(w, "  goal met %v, verified %v; protected 429s above --max-429 %d; 429s added to others %d, p99 wait added %s; seats moved %d, objects changed %d\n",
-		c.GoalMet, c.Verified, c.Shortfall, c.Added429, secs(&c.AddedWaitSeconds), c.SeatsMoved, c.ObjectsChanged)
+	fmt.Fprintln(w, "  "+rankKeys(c))
 	if c.Rank > 1 {
 		above := rep.Candidates[c.Rank-2]
 		fmt.Fprintf(w, "  below candidate %d: %s\n", above.ID, why(above, c))
@@ -223,6 +222,26 @@ func Explain(w io.Writer, rep *tune.Report, c *tune.Candidate) error {
 }
 
 // why says what ranks above before b.
+// rankKeys says, in the ranking's order, the figures a candidate ranks
+// by (it read "goal met false, verified true; protected 429s above
+// --max-429 411; …").
+func rankKeys(c *tune.Candidate) string {
+	goal, verified := "it misses the goal", "verified"
+	if c.GoalMet {
+		goal = "it meets the goal"
+	}
+	if !c.Verified {
+		verified = "unverified"
+	}
+	left := fmt.Sprintf("the protected clients keep %s beyond --max-429", textfmt.Count(c.Shortfall, "429", "429s"))
+	if c.WaitShortfallSeconds > 0 {
+		left += fmt.Sprintf(" and %s of p99 wait beyond --max-wait", secs(&c.WaitShortfallSeconds))
+	}
+	return fmt.Sprintf("%s, %s; %s; it adds %s and %s of p99 wait to the others; it moves %s and changes %s",
+		goal, verified, left, textfmt.Count(c.Added429, "429", "429s"), secs(&c.AddedWaitSeconds),
+		textfmt.Count(c.SeatsMoved, "seat", "seats"), textfmt.Count(c.ObjectsChanged, "object", "objects"))
+}
+
 func why(a, b *tune.Candidate) string {
 	switch {
 	case b.NoEffect && !a.NoEffect && a.RedundantOf == 0:

@@ -54,3 +54,24 @@ func TestWriteGoalAndWhatBuysNothing(t *testing.T) {
 		t.Errorf("the table lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestRankKeysInWords: --explain says the keys a candidate ranks by in
+// words, counts agreeing ("goal met false, verified true; protected 429s
+// above --max-429 411" on the demo's recording).
+func TestRankKeysInWords(t *testing.T) {
+	for _, tt := range []struct {
+		c    tune.Candidate
+		want string
+	}{
+		{tune.Candidate{Verified: true, Shortfall: 411, ObjectsChanged: 1},
+			"it misses the goal, verified; the protected clients keep 411 429s beyond --max-429; it adds 0 429s and 0s of p99 wait to the others; it moves 0 seats and changes 1 object"},
+		{tune.Candidate{GoalMet: true, Added429: 1, SeatsMoved: 1, ObjectsChanged: 2},
+			"it meets the goal, unverified; the protected clients keep 0 429s beyond --max-429; it adds 1 429 and 0s of p99 wait to the others; it moves 1 seat and changes 2 objects"},
+		{tune.Candidate{Shortfall: 1, WaitShortfallSeconds: 1.5},
+			"the protected clients keep 1 429 beyond --max-429 and 1.50s of p99 wait beyond --max-wait;"},
+	} {
+		if got := rankKeys(&tt.c); !strings.Contains(got, tt.want) {
+			t.Errorf("rankKeys(%+v) = %q, want %q in it", tt.c, got, tt.want)
+		}
+	}
+}
