@@ -122,7 +122,7 @@ func NewTuneCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 	f.IntVar(&o.MaxCandidates, "max-candidates", o.MaxCandidates, "The most candidates written and replayed.")
 	f.IntVar(&o.Top, "top", o.Top, "The best candidates shown in the table.")
 	f.IntVar(&o.Explain, "explain", 0, "Explain why candidate N (its id) ranks where it does, level by level and client by client.")
-	f.IntVar(&o.Candidate, "candidate", 0, "With -o yaml: print candidate N's objects (its id) instead of the first-ranked one's.")
+	f.IntVar(&o.Candidate, "candidate", 0, "With -o yaml: print candidate N's objects (its id) instead of the first-ranked one's (--explain N -o yaml does the same).")
 	f.StringVar(&o.Progress, "progress", o.Progress, "A progress bar on stderr while searching: auto (when stderr is a terminal), always or never.")
 	o.Flags.AddFlags(f)
 	return cmd
@@ -182,6 +182,8 @@ func (o *TuneOptions) Validate() error {
 		return errors.New("--explain and --candidate take a candidate's id, 1 or more")
 	case o.Candidate > 0 && o.Output != "yaml":
 		return errors.New("--candidate says which candidate -o yaml prints: give it with -o yaml")
+	case o.Candidate > 0 && o.Explain > 0 && o.Candidate != o.Explain:
+		return fmt.Errorf("--explain %d and --candidate %d name two candidates: -o yaml prints one", o.Explain, o.Candidate)
 	case o.Progress != "auto" && o.Progress != "always" && o.Progress != "never":
 		return fmt.Errorf("--progress is auto, always or never, not %q", o.Progress)
 	}
@@ -224,9 +226,11 @@ func (o *TuneOptions) Run(ctx context.Context) error {
 		if len(rep.Candidates) == 0 {
 			return errors.New("no candidate to print: " + rep.Verdict)
 		}
-		c := rep.Candidates[0]
-		if o.Candidate > 0 {
-			if c, err = pick(o.Candidate); err != nil {
+		// --explain N -o yaml prints candidate N's objects, as
+		// --candidate N does (it printed the first-ranked one's)
+		c, id := rep.Candidates[0], max(o.Candidate, o.Explain)
+		if id > 0 {
+			if c, err = pick(id); err != nil {
 				return err
 			}
 		} else if !c.GoalMet || !c.Verified {
