@@ -7,6 +7,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 )
@@ -97,15 +98,6 @@ func TestDrillDownWithoutRequestDump(t *testing.T) {
 	} {
 		d := drillDown{level: "tiny", open: true}
 		got := strings.Join(d.View(frame{w: 120, body: 20, iv: &InstanceView{Instance: "a", Snapshot: c.s}}), "\n")
-		for _, w := range c.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: lacks %q:\n%s", c.name, w, got)
-			}
-		}
-		for _, w := range c.not {
-			if strings.Contains(got, w) {
-				t.Errorf("%s: has %q:\n%s", c.name, w, got)
-			}
-		}
+		golden.Holds(t, c.name, got, c.want, c.not)
 	}
 }

@@ -76,3 +76,20 @@ func visible(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Holds checks an output against the phrases it must hold (want) and those
+// it must not (not), for tests that pin sentences rather than a whole
+// golden file; name says which case failed.
+func Holds(t testing.TB, name, got string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: the output lacks %q:\n%s", name, w, got)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(got, n) {
+			t.Errorf("%s: the output holds %q:\n%s", name, n, got)
+		}
+	}
+}

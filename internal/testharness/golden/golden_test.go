@@ -54,3 +54,23 @@ func TestAssert(t *testing.T) {
 		t.Errorf("a missing golden file should fail and name -update: %q", missing.msg)
 	}
 }
+
+// TestHolds: a phrase missing from want, or present from not, fails; an
+// output that holds every wanted phrase and none of the others passes.
+func TestHolds(t *testing.T) {
+	const out = "0 of its 1 seat in use"
+	for _, tt := range []struct {
+		want, not []string
+		fails     bool
+	}{
+		{[]string{"1 seat in use"}, []string{"1 seats"}, false},
+		{[]string{"2 seats"}, nil, true},
+		{nil, []string{"seat in use"}, true},
+	} {
+		r := &recorder{TB: t}
+		Holds(r, "case", out, tt.want, tt.not)
+		if r.failed != tt.fails {
+			t.Errorf("want %q, not %q: failed %v (%s), want %v", tt.want, tt.not, r.failed, r.msg, tt.fails)
+		}
+	}
+}

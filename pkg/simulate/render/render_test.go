@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
@@ -346,16 +347,7 @@ func TestMeasuredExecutions(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := b.String()
-		for _, want := range c.want {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: the output lacks %q:\n%s", c.name, want, out)
-			}
-		}
-		for _, not := range c.not {
-			if strings.Contains(out, not) {
-				t.Errorf("%s: the output holds %q:\n%s", c.name, not, out)
-			}
-		}
+		golden.Holds(t, c.name, out, c.want, c.not)
 		if n := strings.Count(out, "For the check"); n > 1 {
 			t.Errorf("%s: the window to replay given %d times:\n%s", c.name, n, out)
 		}
