@@ -201,12 +201,10 @@ func levelCells(l Level, ok bool) []string {
 		return fmt.Sprint(*p)
 	}
 	maxSeats := "-"
-	switch {
-	case l.MaxSeats > 0:
-		maxSeats = fmt.Sprint(l.MaxSeats)
-	}
 	if l.EstimatorCap > 0 {
 		maxSeats = fmt.Sprintf("%d*", l.EstimatorCap)
+	} else if l.MaxSeats > 0 {
+		maxSeats = fmt.Sprint(l.MaxSeats)
 	}
 	queues, wait := "-", "-"
 	probs := []string{"-", "-", "-"}

@@ -308,7 +308,7 @@ func (ex *Explanation) SetPast(p *Past) {
 		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %s had %s in use", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "))
 		if ex.Seats != nil && p.Limit > 0 && ex.Seats.Initial > uint64(p.Limit) {
 			// queueset.go, canAccommodateSeatsLocked
-			v.Reason += fmt.Sprintf(", and it ran alone: %s", widerThanLevel(ex.Seats.Initial, p.Limit))
+			v.Reason += fmt.Sprintf(", and it ran alone: %s", widerThanLevel(ex.Seats.Initial, fmt.Sprint(p.Limit)))
 		}
 	}
 	if n := limitNote(p); n != "" {

@@ -315,13 +315,14 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 // of 0 seats admit one request at a time (kubernetes/kubernetes#134196).
 func widerThan(seats, cl float64) string {
 	n := int(seats)
-	return fmt.Sprintf("its %s %s more than the level's limit of %v, and %s, so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196", seatsText(n), textfmt.Plural(n, "is", "are"), cl, widerRule)
+	return widerThanLevel(n, fmt.Sprintf("limit of %v", cl)) + ", so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196"
 }
 
 // widerThanLevel is "its 10 seats are more than the level's 1, and
-// upstream starts …": a request wider than the level it ran in.
-func widerThanLevel[N ~int | ~uint64](seats N, limit int) string {
-	return fmt.Sprintf("its %s %s more than the level's %d, and %s", seatsText(seats), textfmt.Plural(seats, "is", "are"), limit, widerRule)
+// upstream starts …": a request wider than the level it ran in, the
+// level's limit given as words ("1", "limit of 0.5").
+func widerThanLevel[N ~int | ~uint64](seats N, limit string) string {
+	return fmt.Sprintf("its %s %s more than the level's %s, and %s", seatsText(seats), textfmt.Plural(seats, "is", "are"), limit, widerRule)
 }
 
 // widerRule is upstream's rule for a request of more seats than its
@@ -373,11 +374,7 @@ func seatsText[N ~int | ~uint64](n N) string { return textfmt.Count(n, "seat", "
 // inUseOf is "0 of its 1 seat", "2 of 3 seats": the seats in use of a
 // limit, the noun agreeing with the limit.
 func inUseOf(inUse, limit float64, its string) string {
-	noun := "seats"
-	if limit == 1 {
-		noun = "seat"
-	}
-	return fmt.Sprintf("%v of %s%v %s", inUse, its, limit, noun)
+	return fmt.Sprintf("%v of %s%v %s", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
 }
 
 // allBusy is "its 1 seat is busy", "all 3 seats are busy".

@@ -353,8 +353,9 @@ func triageLevel(c *engine.Config, row levels.Row, requestTimeout time.Duration,
 	if rejected[rejections.ReasonQueueFull] > 0 || rejected[rejections.ReasonAny] > 0 {
 		// An elephant holds half the waiting requests or more and fills
 		// queues of its hand; one whose queues the dump shows none of full
-		// is one of many flows, not what rejects the others.
-		elephant := top != nil && waiting > 1 && float64(top.Waiting*2) >= waiting && (top.Full == nil || *top.Full > 0 || len(top.Hand) == 0)
+		// is one of many flows, not what rejects the others (Full is nil
+		// without a hand or a queue dump).
+		elephant := top != nil && waiting > 1 && float64(top.Waiting*2) >= waiting && (top.Full == nil || *top.Full > 0)
 		if elephant {
 			e := rejections.Cause{Kind: rejections.CauseElephantFlow,
 				Evidence: fmt.Sprintf("flow %s/%q holds %d of the %s waiting requests of %s%s",

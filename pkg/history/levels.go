@@ -221,7 +221,7 @@ func LevelsOverWindow(ctx context.Context, q Querier, query Query, w Window) ([]
 	var t Tagged
 	t.Add("nominal", query.Gauge(metrics.NominalLimitSeats, l))
 	cur := query.Gauge(metrics.CurrentLimitSeats, l)
-	t.Add("curmin", "min_over_time(("+cur+")["+promDuration(d)+":"+promDuration(res)+"])")
+	t.Add("curmin", MinOver(cur, d, res))
 	t.Add("curmax", MaxOver(cur, d, res))
 	seats := query.Gauge(metrics.CurrentExecutingSeats, l)
 	t.Add("seatsavg", AvgOver(seats, d, res))

@@ -239,13 +239,17 @@ func (q Query) Buckets(family string, labels []string, r time.Duration, extra ..
 
 // MaxOver is the largest value of expr over the window w before each
 // evaluation, sampled every step (a subquery).
-func MaxOver(expr string, w, step time.Duration) string {
-	return "max_over_time((" + expr + ")[" + promDuration(w) + ":" + promDuration(step) + "])"
-}
+func MaxOver(expr string, w, step time.Duration) string { return overTime("max", expr, w, step) }
+
+// MinOver is the smallest value of expr over w, sampled every step.
+func MinOver(expr string, w, step time.Duration) string { return overTime("min", expr, w, step) }
 
 // AvgOver is the mean value of expr over w, sampled every step.
-func AvgOver(expr string, w, step time.Duration) string {
-	return "avg_over_time((" + expr + ")[" + promDuration(w) + ":" + promDuration(step) + "])"
+func AvgOver(expr string, w, step time.Duration) string { return overTime("avg", expr, w, step) }
+
+// overTime is the subquery agg_over_time((expr)[w:step]).
+func overTime(agg, expr string, w, step time.Duration) string {
+	return agg + "_over_time((" + expr + ")[" + promDuration(w) + ":" + promDuration(step) + "])"
 }
 
 // Tagged is a set of named expressions asked in one query: each answer

@@ -291,7 +291,7 @@ func (r *Result) rebound(src workload.Reader) error {
 		return nil
 	}
 	sts := map[string]*seatTime{}
-	limits := levelLimits(r.prep.opts)
+	limits := r.prep.limits
 	err := r.readApplied(src, "calibration", func(a *applied, w *workload.Request) {
 		x := a.x
 		if !a.ok || x.exempt || x.rejected || !x.hasExec {

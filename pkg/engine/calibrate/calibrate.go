@@ -667,8 +667,8 @@ type observer struct {
 	lagAll quantiles // of every executed request with an execution time (the same)
 }
 
-func newObserver(params *Params) *observer {
-	return &observer{levels: map[string]*levelAcc{}, params: params}
+func newObserver(params *Params, limits map[string]engine.LevelLimits) *observer {
+	return &observer{levels: map[string]*levelAcc{}, params: params, limits: limits}
 }
 
 func (o *observer) add(x *obs) {

@@ -29,8 +29,7 @@ func derive(src workload.Reader, opts Options, waits []time.Duration, prev *Resu
 	if prev != nil {
 		p.serial = prev.serialWaits
 	}
-	o := newObserver(params)
-	o.limits = levelLimits(opts)
+	o := newObserver(params, p.limits)
 	var (
 		w        workload.Request
 		x        obs
