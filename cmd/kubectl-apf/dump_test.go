@@ -105,7 +105,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--keep", "1h"}, "error: --keep is how much of a --watch's scrapes to keep: give --watch too"},
 		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--watch", "1h", "--interval", "5s", "--keep", "9s"}, "error: --keep 9s holds fewer than two scrapes 5s apart (--interval): give at least 10s"},
 		{[]string{"dump", "bundle", "--to", "b.tar.gz", "--watch", "1h", "--keep", "-1m"}, "error: --keep must not be negative, not -1m0s"},
-		{[]string{"whois", "nope"}, `error: line 1: "nope" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
+		{[]string{"whois", "nope"}, `error: "nope" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
 		{[]string{"rbac", "--serviceaccount", "x"}, `error: --serviceaccount: "x" is not NAMESPACE:NAME`},
 	}
 	for _, tt := range tests {

@@ -76,27 +76,35 @@ func NewWhoisCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 
 // Complete reads the UIDs from the arguments (or standard input for "-").
 func (o *WhoisOptions) Complete(_ *cobra.Command, args []string) error {
-	var err error
-	var text []string
+	var words []string
+	stdin := ""
 	for _, a := range args {
-		if a == "-" {
-			if o.From == dump.StdinPath {
-				return fmt.Errorf("whois - and --from - both read standard input: give the bundle or dump as a file")
-			}
-			b, err := io.ReadAll(io.LimitReader(o.In, 16<<20))
-			if err != nil {
-				return fmt.Errorf("reading standard input: %w", err)
-			}
-			text = append(text, string(b))
+		if a != "-" {
+			words = append(words, a)
 			continue
 		}
-		text = append(text, a)
-	}
-	if o.refs, err = dump.ParseUIDRefs(strings.Join(text, "\n")); err != nil {
-		if errors.Is(err, dump.ErrNoPFHeader) {
-			return explain.NoPFHeaderError(strings.Join(text, "\n"))
+		if o.From == dump.StdinPath {
+			return fmt.Errorf("whois - and --from - both read standard input: give the bundle or dump as a file")
 		}
-		return err
+		b, err := io.ReadAll(io.LimitReader(o.In, 16<<20))
+		if err != nil {
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+		stdin = string(b)
+	}
+	// the arguments are one line of words, standard input its own text
+	for _, in := range []struct{ text, where string }{{strings.Join(words, " "), ""}, {stdin, "standard input: "}} {
+		if strings.TrimSpace(in.text) == "" {
+			continue
+		}
+		refs, err := dump.ParseUIDRefs(in.text)
+		if errors.Is(err, dump.ErrNoPFHeader) {
+			return explain.NoPFHeaderError(in.text)
+		}
+		if err != nil {
+			return fmt.Errorf("%s%w", in.where, err)
+		}
+		o.refs = append(o.refs, refs...)
 	}
 	if len(o.refs) == 0 {
 		return fmt.Errorf("no UID found in the input")

@@ -68,7 +68,21 @@ func ParseUIDRefs(text string) ([]UIDRef, error) {
 		// setResponseHeaders), exempt ones included.
 		return nil, fmt.Errorf("the input is an HTTP trace that holds %w at all: its responses were not classified by API Priority and Fairness (a long-running request such as logs, exec, attach, port-forward or proxy; a server with APF off or older than 1.20), or the trace was taken below -v=8, which prints no response headers", ErrNoPFHeader)
 	}
-	for n, line := range strings.Split(text, "\n") {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	// where names a line of the input in an error: its number and text,
+	// what of them says more than the word quoted before it
+	where := func(n int, line, word string) string {
+		switch {
+		case len(lines) == 1 && line == word:
+			return ""
+		case len(lines) == 1:
+			return " in " + quoteLine(line)
+		case line == word:
+			return fmt.Sprintf(" (line %d)", n+1)
+		}
+		return fmt.Sprintf(" in line %d, %s", n+1, quoteLine(line))
+	}
+	for n, line := range lines {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
@@ -80,7 +94,7 @@ func ParseUIDRefs(text string) ([]UIDRef, error) {
 					kind = KindPriorityLevel
 				}
 				if m[2] != "" && !uidRE.MatchString(m[2]) {
-					return nil, fmt.Errorf("line %d: %q is not a UID: %s", n+1, m[2], quoteLine(line))
+					return nil, fmt.Errorf("%q is not a UID%s", m[2], where(n, line, m[2]))
 				}
 				add(UIDRef{Kind: kind, UID: strings.ToLower(m[2])})
 			}
@@ -91,7 +105,7 @@ func ParseUIDRefs(text string) ([]UIDRef, error) {
 		}
 		for _, w := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '"' || r == '\'' }) {
 			if !uidRE.MatchString(w) {
-				return nil, fmt.Errorf("line %d: %q is neither a UID nor an X-Kubernetes-PF-*-UID header: %s", n+1, w, quoteLine(line))
+				return nil, fmt.Errorf("%q is neither a UID nor an X-Kubernetes-PF-*-UID header%s", w, where(n, line, w))
 			}
 			add(UIDRef{UID: strings.ToLower(w)})
 		}

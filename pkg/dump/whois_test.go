@@ -3,6 +3,7 @@ package dump
 import (
 	"errors"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,14 +32,17 @@ I1121 14:00:00.000000  123 round_trippers.go:632]     X-Kubernetes-Pf-Priorityle
 			[]UIDRef{{KindFlowSchema, uidFS}}, ""},
 		{"curl line with empty value", "< X-Kubernetes-PF-PriorityLevel-UID: \r", []UIDRef{{KindPriorityLevel, ""}}, ""},
 		{"two bare uids on a line", uidFS + ", " + uidPL, []UIDRef{{UID: uidFS}, {UID: uidPL}}, ""},
-		{"garbage", "hello", nil, `"hello" is neither a UID nor an X-Kubernetes-PF-*-UID header`},
-		{"bad header value", "X-Kubernetes-PF-FlowSchema-UID: 1234", nil, `"1234" is not a UID`},
+		{"garbage", "hello", nil, `"hello" is neither a UID nor an X-Kubernetes-PF-\*-UID header`},
+		{"bad header value", "X-Kubernetes-PF-FlowSchema-UID: 1234", nil, `"1234" is not a UID in "X-Kubernetes-PF-FlowSchema-UID: 1234"`},
+		{"a word alone is not quoted twice", "0000", nil, `^"0000" is neither a UID nor an X-Kubernetes-PF-\*-UID header$`},
+		{"the line of a word among others", uidFS + "\n0000\n", nil, `^"0000" is neither a UID nor an X-Kubernetes-PF-\*-UID header \(line 2\)$`},
+		{"the line and its text", uidFS + "\n" + uidPL + " nope", nil, `^"nope" is neither .* in line 2, "` + uidPL + ` nope"$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseUIDRefs(tt.in)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				if err == nil || !regexp.MustCompile(tt.wantErr).MatchString(err.Error()) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
 				return
