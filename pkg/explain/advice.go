@@ -43,7 +43,12 @@ func advise(in Input, r engine.Request, ex *Explanation, cls engine.Classificati
 		if u, err := url.ParseRequestURI(r.URL); err == nil {
 			q := u.Query()
 			if q.Get("limit") == "" && q.Get("resourceVersion") == "" {
-				out = append(out, Advice{Text: "this LIST reads every object and can take many seats: paginate with ?limit=500, read from the watch cache with ?resourceVersion=0, or better keep an informer (one LIST, then a WATCH)"})
+				cost := "can take many seats"
+				if ex.Seats != nil && ex.Seats.Max == 1 {
+					// the level caps it at 1 seat: the cost is how long it holds it
+					cost = "holds its seat for as long as that takes"
+				}
+				out = append(out, Advice{Text: "this LIST reads every object and " + cost + ": paginate with ?limit=500, read from the watch cache with ?resourceVersion=0, or better keep an informer (one LIST, then a WATCH)"})
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
@@ -90,9 +91,25 @@ func TestAdviceOnCatchAllAndRejections(t *testing.T) {
 			t.Errorf("pagination advice for a paginated LIST: %+v", a)
 		}
 	}
+	// a level that caps every request at 1 seat: the LIST's cost is the
+	// time it holds that seat, not seats (the demo's apf-load)
+	ex = Explain(Input{Config: smallConfig(), ServerConcurrencyLimit: 4}, mustRequest(t, "list", "/api/v1/pods", engine.NewUserIdentity("u")), nil)
+	if ex.Seats == nil || ex.Seats.Max != 1 {
+		t.Fatalf("level q of 4 seats should cap a LIST at 1 seat: %+v", ex.Seats)
+	}
+	golden.Holds(t, "advice", adviceText(ex.Advice), []string{"this LIST reads every object and holds its seat for as long as that takes"}, []string{"many seats"})
 	cfgQ := smallConfig()
 	ex = Explain(Input{Config: cfgQ, Live: liveR(t, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), 1, 1)}, mustRequest(t, "get", "/api/v1/namespaces/d/pods/p", engine.NewUserIdentity("v")), nil)
 	if ex.Verdict.Kind != VerdictRejected || len(ex.Advice) == 0 || ex.Advice[0].YAML == "" {
 		t.Errorf("a rejected request gets isolation YAML: %+v %+v", ex.Verdict, ex.Advice)
 	}
+}
+
+// adviceText is every advice's text, a line each.
+func adviceText(as []Advice) string {
+	var b strings.Builder
+	for _, a := range as {
+		b.WriteString(a.Text + "\n")
+	}
+	return b.String()
 }
