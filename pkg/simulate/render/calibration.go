@@ -26,7 +26,7 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 	}
 	from := fmt.Sprintf("from %d stalls of about a period", m.FullPeriodStalls)
 	if m.CPULimit > 0 {
-		from = fmt.Sprintf("from the CPU limit of %g cores over GOMAXPROCS", m.CPULimit)
+		from = fmt.Sprintf("from the CPU limit of %g %s over GOMAXPROCS", m.CPULimit, textfmt.PluralFigure(&m.CPULimit, "core", "cores"))
 	}
 	fmt.Fprintf(w, "CPU model, from %s's stalls and the Go runtime's counters over the metrics' %v: CFS periods of %v starting at %v, %v of running per period while the collector marks (%s); "+
 		"a collection every %.0f dispatches (%.0f collections, %.0f dispatches), marking for %v (the mark workers' CPU per collection over GOMAXPROCS %d).\n",

@@ -56,9 +56,9 @@ func printBeyondCPU(w io.Writer, b *simulate.BeyondCPU) {
 	for _, l := range b.Levels {
 		levels = append(levels, fmt.Sprintf("%s (%d 429s, %d dispatched with the recorded execution times)", sanitize.Line(l), b.RejectedRecorded[l], b.DispatchedRecorded[l]))
 	}
-	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over %s, is %.2f of a core per execution in flight; %g cores (%s) less that cost leave the executions %.2f, which hold %.2f at once%s. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch). So the level serves no more requests a second than the cores allowed the recording: a server that serves more, or fewer, by running more at once is outside this model.\n",
+	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over %s, is %.2f of a core per execution in flight; %g %s (%s%s) less that cost leave the executions %.2f, which hold %.2f at once%s. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch). So the level serves no more requests a second than the cores allowed the recording: a server that serves more, or fewer, by running more at once is outside this model.\n",
 		strings.Join(levels, ", "), fmtDuration(time.Duration(ev.ProcessCPU)), fmtDuration(time.Duration(ev.Requests)*time.Duration(ev.RequestCost)), ev.Requests, fmtDuration(time.Duration(ev.RequestCost)), ev.Rejected,
-		sanitize.Line(simulate.ExecutionsWork(ev)), ev.PerExecution, m.Cores, simulate.CoresName(m.CoresFrom), ev.ExecutionCores, ev.ExecutionCores/ev.PerExecution, held(m), m.Capacity)
+		sanitize.Line(simulate.ExecutionsWork(ev)), ev.PerExecution, m.Cores, textfmt.PluralFigure(&m.Cores, "core", "cores"), simulate.CoresName(m.CoresFrom), limitHint(m.CoresFrom), ev.ExecutionCores, ev.ExecutionCores/ev.PerExecution, held(m), m.Capacity)
 	used, wait := "-", "-"
 	if m.Used != nil {
 		used = fmt.Sprintf("%.2f cores over the metrics' %v", *m.Used, fmtDuration(time.Duration(m.MetricsSpan)))
@@ -67,6 +67,18 @@ func printBeyondCPU(w io.Writer, b *simulate.BeyondCPU) {
 		wait = fmt.Sprintf("%v on average (%v or more shows a saturated CPU)", fmtDuration(time.Duration(*m.RunnableWait)), fmtDuration(calibrate.DefaultParams().SaturatedRunnableWait))
 	}
 	fmt.Fprintf(w, "Server CPU in the recording: process CPU used %s; goroutines waited runnable for a CPU %s.\n", used, wait)
+}
+
+// limitHint, where the cores are the Go runtime's GOMAXPROCS, says that a
+// CPU limit below it is not seen there: from Go 1.25 the runtime sets
+// GOMAXPROCS to a container's CPU limit rounded up, and to no fewer than
+// 2 (runtime/cgroup_linux.go, adjustCgroupGOMAXPROCS), and before it to the
+// node's CPUs; a kube-apiserver held to 1 CPU runs 2 Ps.
+func limitHint(from calibrate.CoresSource) string {
+	if from != calibrate.CoresGOMAXPROCS {
+		return ""
+	}
+	return "; a CPU limit below it is not seen, as Go rounds a limit up and to at least 2: give it with --cpu-limit"
 }
 
 // printServerCPU gives the server's CPU evidence of a shared-CPU model.

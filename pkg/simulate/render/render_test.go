@@ -286,13 +286,23 @@ func TestBeyondTheCoresOnTheCPUEvidence(t *testing.T) {
 		t.Errorf("team's figures after the change are not shown as resting on the CPU evidence:\n%s", out)
 	}
 	if !strings.Contains(out, "CPU beyond the recording: the change runs team (3 429s, 150 dispatched with the recorded execution times) more at once") ||
-		!strings.Contains(out, "is 0.90 of a core per execution in flight; 1 cores (--cpu-limit) less that cost leave the executions 0.95, which hold 1.06 at once") ||
+		!strings.Contains(out, "is 0.90 of a core per execution in flight; 1 core (--cpu-limit) less that cost leave the executions 0.95, which hold 1.06 at once") ||
 		!strings.Contains(out, "So the level serves no more requests a second than the cores allowed the recording: a server that serves more, or fewer, by running more at once is outside this model.") {
 		t.Errorf("the model's paragraph is missing or wrong:\n%s", out)
 	}
 	if strings.Contains(out, "not known") || strings.Contains(out, "->?") {
 		t.Errorf("a figure is shown as not known:\n%s", out)
 	}
+	golden.Holds(t, "--cpu-limit given", out, nil, []string{"a CPU limit below it"})
+
+	// the cores from GOMAXPROCS: a CPU limit below it (1 CPU runs 2 Ps)
+	// is not seen, and the paragraph says how to give it
+	model.Cores, model.CoresFrom = 2, calibrate.CoresGOMAXPROCS
+	b.Reset()
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	golden.Holds(t, "cores from GOMAXPROCS", b.String(), []string{"; 2 cores (GOMAXPROCS; a CPU limit below it is not seen, as Go rounds a limit up and to at least 2: give it with --cpu-limit) less that cost"}, nil)
 }
 
 // TestChangeThatMovesNothing: a change whose replay gives every level the
