@@ -108,7 +108,7 @@ func fieldRows() []fieldRow {
 		{name: "EKS limits with -f: catch-all is not imagined at 600", artifact: "eks-concurrency-limit.txt",
 			args:      []string{"capacity", "--from", "@", "-f", fieldPath("eks-list-events-flowschema.yaml")},
 			wantRe:    []string{`catch-all\s+Reject[^\n]*\s13\s`},
-			notWantRe: []string{`catch-all\s+Reject\s+5\s+0\s+none\s+600\s`}},
+			notWantRe: []string{`catch-all\s+Reject\s+5\s+0\s+unlimited\s+600\s`}},
 		{name: "EKS limits: --defaults beside --from", artifact: "eks-concurrency-limit.txt",
 			args:   []string{"capacity", "--defaults", "--from", "@"},
 			wantRe: []string{`workload-low\s+Queue\s+100\s`}, notWant: []string{"give one"}},
@@ -541,7 +541,7 @@ func fieldRows() []fieldRow {
 		{name: "openshift kube-apiserver operator: capacity of the new level", artifact: "openshift-kube-apiserver-operator",
 			args:   []string{"capacity", "--defaults", "-f", "@"},
 			want:   []string{"nominal limits sum to 602->605"},
-			wantRe: []string{`openshift-control-plane-operators \(new\)\s+Queue\s+10\s+0\s+none\s+24\s`, `workload-low\s+Queue\s+100\s+90\s+none\s+245->236\s`, `128/6/50`}},
+			wantRe: []string{`openshift-control-plane-operators \(new\)\s+Queue\s+10\s+0\s+unlimited\s+24\s`, `workload-low\s+Queue\s+100\s+90\s+unlimited\s+245->236\s`, `128/6/50`}},
 		// openshift-apiserver-operator alone: its FlowSchemas name levels
 		// openshift-aggregated-api-delegated-auth and
 		// openshift-control-plane-operators, defined in neither file ...

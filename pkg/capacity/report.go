@@ -194,9 +194,11 @@ func levelCells(l Level, ok bool) []string {
 	if l.LimitResponse != "" {
 		typ = l.LimitResponse
 	}
-	pct := func(p *int32) string {
+	// an unset borrowingLimitPercent is no limit on borrowing (types.go of
+	// flowcontrol/v1), which "none" read as none allowed
+	pct := func(p *int32, unset string) string {
 		if p == nil {
-			return "none"
+			return unset
 		}
 		return fmt.Sprint(*p)
 	}
@@ -217,7 +219,7 @@ func levelCells(l Level, ok bool) []string {
 			}
 		}
 	}
-	return []string{typ, fmt.Sprint(l.Shares), pct(l.LendablePercent), pct(l.BorrowingLimitPercent),
+	return []string{typ, fmt.Sprint(l.Shares), pct(l.LendablePercent, "0"), pct(l.BorrowingLimitPercent, "unlimited"),
 		fmt.Sprint(l.NominalCL), fmt.Sprint(l.LendableCL), fmt.Sprint(l.BorrowingCL), fmt.Sprint(l.LowerCL), fmt.Sprint(l.UpperCL),
 		maxSeats, queues, wait, probs[0], probs[1], probs[2]}
 }
