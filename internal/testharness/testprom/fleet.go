@@ -37,6 +37,20 @@ type Fleet struct {
 	Incidents []Incident
 	// Other429 are 429s APF did not give (apiserver_request_total only).
 	Other429 []Incident
+	// Unanswered are scrapes that read an instance's 429s behind APF's
+	// rejections: APF counts a rejection in its filter, and the 429 is
+	// counted when the handler returns (the instrumentation around it),
+	// so a scrape between the two reads the rejections of the requests
+	// whose responses are still being written.
+	Unanswered []Lag
+}
+
+// Lag is N of instance Instance's 429s not counted yet in its scrapes
+// within [From, To].
+type Lag struct {
+	Instance int
+	From, To time.Time
+	N        float64
 }
 
 // Incident is PerSecond rejections of Level/FlowSchema for Reason on the
@@ -194,6 +208,11 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 			for _, in := range append(append([]Incident{}, f.Incidents...), f.Other429...) {
 				if in.on(i) {
 					n += in.count(t)
+				}
+			}
+			for _, l := range f.Unanswered {
+				if l.Instance == i && !t.Before(l.From) && !t.After(l.To) {
+					n -= l.N
 				}
 			}
 			o.sample("apiserver_request_total", base(i, "code", "429", "verb", "LIST"), n, t)
