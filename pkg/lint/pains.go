@@ -187,14 +187,21 @@ func (c *checker) checkSeatStarvation() {
 		if maxSeats == 0 || int(maxSeats) < l.NominalCL {
 			continue
 		}
-		c.add(Finding{
+		f := Finding{
 			Rule:    RuleSeatStarvation,
 			Objects: []ObjectRef{plRef(name)},
 			Message: fmt.Sprintf("priority level %s has %s at %d server seats, and one request there may take %d: at that limit a single large LIST holds every seat (borrowing raises the limit only while other levels lend)",
 				name, nominalSeats(l.NominalCL), c.serverConcurrency(), maxSeats),
 			Why: "while it runs every other request of the level waits (or is rejected), whatever its flow",
 			Fix: fmt.Sprintf("raise %s's nominalConcurrencyShares (or let it borrow), or route large LISTs elsewhere", name),
-		})
+		}
+		if l.NominalCL == 1 {
+			// any request holds the one seat: a LIST's width says nothing more
+			f.Message = fmt.Sprintf("priority level %s has 1 nominal seat at %d server seats: any request there holds it, a large LIST for as long as it reads, so its requests run one at a time (borrowing raises the limit only while other levels lend)",
+				name, c.serverConcurrency())
+			f.Fix = fmt.Sprintf("raise %s's nominalConcurrencyShares (or let it borrow)", name)
+		}
+		c.add(f)
 	}
 	defLim := map[string]engine.LevelLimits{}
 	for _, l := range engine.ComputeLimits(rel.DefaultPriorityLevels(), c.serverConcurrency()) {

@@ -201,6 +201,22 @@ func TestSeatStarvation(t *testing.T) {
 			t.Errorf("%s: %s", tt.rel, dumpFindings(got))
 		}
 	}
+	// A level of 1 seat: any request holds it, whatever a LIST may take
+	// (make demo's apf-load, capped at 1 seat, and apf-load-reject, at 100).
+	for _, limit := range []string{"{type: Queue, queuing: {queues: 8, handSize: 2, queueLengthLimit: 3}}", "{type: Reject}"} {
+		one := strings.NewReplacer("nominalConcurrencyShares: 2", "nominalConcurrencyShares: 1", "{type: Reject}", limit).Replace(reports)
+		objs, err := config.ParseObjects([]byte(one), "one.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fss, pls := config.DefaultsFor(engine.NewestRelease)
+		fss, pls = config.Overlay(fss, pls, objs)
+		got := ofRule(Lint(Input{FlowSchemas: fss, PriorityLevels: pls, Reference: config.ReferenceFor(engine.NewestRelease), Release: engine.NewestRelease, ServerConcurrency: 15}, DefaultOptions()), RuleSeatStarvation)
+		want := "priority level reports has 1 nominal seat at 15 server seats: any request there holds it, a large LIST for as long as it reads, so its requests run one at a time"
+		if len(got) != 1 || !strings.Contains(got[0].Message, want) || strings.Contains(got[0].Fix, "route large LISTs") {
+			t.Errorf("a level of 1 seat, %s: %s", limit, dumpFindings(got))
+		}
+	}
 	// A critical level cut to a tenth of its shares.
 	system := `apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: PriorityLevelConfiguration

@@ -371,7 +371,8 @@ spec:
 		ID: RuleSeatStarvation, Severity: SeverityWarning,
 		Summary: "One request can take every seat of a level, or a critical level has fewer seats than its own traffic needs.",
 		Why: "A LIST can take up to the release's max seats (10 up to 1.33, 100 from 1.34) at a level with enough seats; at a " +
-			"level whose limit is at or below that, one large LIST holds every seat and all other requests wait. A critical level " +
+			"level whose limit is at or below that, one large LIST holds every seat and all other requests wait; a level of one seat " +
+			"runs its requests one at a time, whatever they are. A critical level " +
 			"(system, node-high, leader-election) below a few seats at the server's concurrency queues the cluster's own " +
 			"control traffic.",
 		Example: `apiVersion: flowcontrol.apiserver.k8s.io/v1
