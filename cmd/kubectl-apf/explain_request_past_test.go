@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
@@ -302,4 +303,18 @@ func TestExplainPastWiderThanItsLevel(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestExplainPastQueueFullOfOneSeat: a LIST make demo's apf-load (1
+// seat, queues 3 long) rejected as queue-full says its one seat was taken,
+// where it read "every one of apf-load's 1 seat was taken".
+func TestExplainPastQueueFullOfOneSeat(t *testing.T) {
+	dir := simulateFixture("demo-watch")
+	code, out, errOut := runPlugin("explain", "request", "--from", filepath.Join(dir, "bundle.tar.gz"), "--from-audit", filepath.Join(dir, "audit.log.gz"),
+		"--audit-id", "bb4b3ff2-22da-47d7-a93b-1ef2bd51f57d")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden.Holds(t, "explain request", out, []string{"Verdict: rejected (queue-full)", "at 00:59:55.073 apf-load's 1 seat was taken and the queues of its hand were at their length limit (3): queue 6 held 3"},
+		[]string{"every one of"})
 }

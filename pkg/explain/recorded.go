@@ -296,7 +296,11 @@ func (ex *Explanation) SetPast(p *Past) {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
 		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %s in use, %s waiting, and its hand's queues: %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"), queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "queue-full":
-		v.Reason = fmt.Sprintf("at %s every one of %s's %s was taken and the queues of its hand were at their length limit (%d): %s", at, p.Level, seatsText(p.Limit), p.QueueLengthLimit, queuesText(p.Queues))
+		taken := fmt.Sprintf("every one of %s's %s was taken", p.Level, seatsText(p.Limit))
+		if p.Limit == 1 {
+			taken = p.Level + "'s 1 seat was taken"
+		}
+		v.Reason = fmt.Sprintf("at %s %s and the queues of its hand were at their length limit (%d): %s", at, taken, p.QueueLengthLimit, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
 		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %s in use, held by %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "), flowsText(p.Holders))
 	case p.Fate == VerdictRejected && p.Reason == "time-out":
