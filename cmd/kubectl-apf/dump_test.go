@@ -295,6 +295,53 @@ func TestRBACManifest(t *testing.T) {
 	}
 }
 
+// TestRBACManifestStoreServices: --store-service adds a Role in each
+// store's namespace granting get on that Service's services/proxy (its
+// NAME:PORT as the proxy's path names it), bound to the same subjects, so
+// that --prometheus-service and --victorialogs-service work for them
+// (TestHistoryThroughServiceProxy applies it on a real apiserver).
+func TestRBACManifestStoreServices(t *testing.T) {
+	streams, out, errb := testStreams("")
+	if code := run([]string{"rbac", "--group", "sre", "--store-service", "monitoring/prometheus:9090", "--store-service", "logs/vl:9428",
+		"--store-service", "monitoring/https:thanos:web", "--store-service", "monitoring/prometheus:9090"}, streams); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	if len(docs) != 6 {
+		t.Fatalf("want the ClusterRole, its binding and a Role and RoleBinding in each of 2 namespaces, got %d documents:\n%s", len(docs), out)
+	}
+	for i, want := range []struct{ ns, names string }{{"monitoring", "prometheus:9090 https:thanos:web"}, {"logs", "vl:9428"}} {
+		var role rbacv1.Role
+		var binding rbacv1.RoleBinding
+		if err := yaml.UnmarshalStrict([]byte(docs[2+2*i]), &role); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict([]byte(docs[3+2*i]), &binding); err != nil {
+			t.Fatal(err)
+		}
+		if len(role.Rules) != 1 {
+			t.Fatalf("role %+v", role)
+		}
+		r := role.Rules[0]
+		if role.Namespace != want.ns || strings.Join(r.ResourceNames, " ") != want.names || strings.Join(r.Resources, " ") != "services/proxy" || strings.Join(r.Verbs, " ") != "get" || len(r.APIGroups) != 1 || r.APIGroups[0] != "" {
+			t.Errorf("role in %s: %+v", want.ns, role)
+		}
+		if binding.Namespace != want.ns || binding.RoleRef.Kind != "Role" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "sre" {
+			t.Errorf("binding in %s: %+v", want.ns, binding)
+		}
+	}
+	// without subjects: the Roles alone
+	streams, out, _ = testStreams("")
+	if code := run([]string{"rbac", "--store-service", "logs/vl:9428"}, streams); code != 0 || strings.Count(out.String(), "\n---\n") != 1 || !strings.Contains(out.String(), "kind: Role\n") {
+		t.Errorf("rbac --store-service alone:\n%s", out)
+	}
+	// a flag that is not NAMESPACE/NAME:PORT is refused in one line
+	streams, _, errb = testStreams("")
+	if code := run([]string{"rbac", "--store-service", "prometheus"}, streams); code != 1 || errb.String() != "error: --store-service \"prometheus\": want NAMESPACE/NAME:PORT, such as monitoring/prometheus:9090\n" {
+		t.Errorf("exit %d: %q", code, errb)
+	}
+}
+
 // TestRBACManifestQuotesNames: subject names that YAML would read as
 // something else (a mapping, a list item, a number, a comment) come back
 // as the same strings, since the manifest is marshalled, not formatted.

@@ -292,12 +292,7 @@ func queueOf(q *int) string {
 // apf-load-reject had 0 of its 1 seat in use" beside "this request takes
 // 10 seats".
 func TestExplainPastWiderThanItsLevel(t *testing.T) {
-	dir := simulateFixture("demo-watch")
-	code, out, errOut := runPlugin("explain", "request", "--from", filepath.Join(dir, "bundle.tar.gz"), "--from-audit", filepath.Join(dir, "audit.log.gz"),
-		"--audit-id", "c4ec7752-ba41-4e10-b35d-b9a2fc539d46")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out := explainDemoWatch(t, "c4ec7752-ba41-4e10-b35d-b9a2fc539d46")
 	for _, want := range []string{"this request takes 10 seats", "Verdict: runs", "dispatched at once: apf-load-reject had 0 of its 1 seat in use, and it ran alone: its 10 seats are more than the level's 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
@@ -309,12 +304,20 @@ func TestExplainPastWiderThanItsLevel(t *testing.T) {
 // seat, queues 3 long) rejected as queue-full says its one seat was taken,
 // where it read "every one of apf-load's 1 seat was taken".
 func TestExplainPastQueueFullOfOneSeat(t *testing.T) {
+	out := explainDemoWatch(t, "bb4b3ff2-22da-47d7-a93b-1ef2bd51f57d")
+	golden.Holds(t, "explain request", out, []string{"Verdict: rejected (queue-full)", "at 00:59:55.073 apf-load's 1 seat was taken and the queues of its hand were at their length limit (3): queue 6 held 3"},
+		[]string{"every one of"})
+}
+
+// explainDemoWatch is explain request's answer on the request of auditID in
+// make demo's recording (testdata/simulate/demo-watch): its bundle and
+// audit log.
+func explainDemoWatch(t *testing.T, auditID string) string {
+	t.Helper()
 	dir := simulateFixture("demo-watch")
-	code, out, errOut := runPlugin("explain", "request", "--from", filepath.Join(dir, "bundle.tar.gz"), "--from-audit", filepath.Join(dir, "audit.log.gz"),
-		"--audit-id", "bb4b3ff2-22da-47d7-a93b-1ef2bd51f57d")
+	code, out, errOut := runPlugin("explain", "request", "--from", filepath.Join(dir, "bundle.tar.gz"), "--from-audit", filepath.Join(dir, "audit.log.gz"), "--audit-id", auditID)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	golden.Holds(t, "explain request", out, []string{"Verdict: rejected (queue-full)", "at 00:59:55.073 apf-load's 1 seat was taken and the queues of its hand were at their length limit (3): queue 6 held 3"},
-		[]string{"every one of"})
+	return out
 }

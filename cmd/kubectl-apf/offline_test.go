@@ -133,6 +133,8 @@ func TestHelpNamesOnlyItsFlags(t *testing.T) {
 		"kubectl apf explain 429 --from-message":                true, // explain request's
 		"kubectl apf explain 429 --watch":                       true, // dump bundle's
 		"kubectl apf rbac --all-apiservers":                     true, // the other commands'
+		"kubectl apf rbac --prometheus-service":                 true,
+		"kubectl apf rbac --victorialogs-service":               true,
 		"kubectl apf simulate --metrics-interval":               true, // dump bundle's
 		"kubectl apf top --watch":                               true, // its subcommands'
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,10 @@ type RBACOptions struct {
 	Users           []string
 	Groups          []string
 	ServiceAccounts []string
+	// StoreServices are the stores read through the apiserver's service
+	// proxy, NAMESPACE/NAME:PORT each: a Role of each namespace grants get
+	// on their services/proxy.
+	StoreServices []string
 	genericiooptions.IOStreams
 }
 
@@ -29,13 +34,18 @@ func NewRBACCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `Print the smallest ClusterRole that lets kubectl apf read everything it uses:
 the APF debug dumps and /metrics (non-resource URLs, verb get), FlowSchemas and
 PriorityLevelConfigurations (get, list, watch), and the apiserver EndpointSlices
-for --all-apiservers. Nothing in it writes. kubectl apf only prints it: review
-it, then apply it yourself.`,
+for --all-apiservers. With --store-service, a Role in each store's namespace
+grants get on services/proxy of that Service alone, which the other commands'
+--prometheus-service and --victorialogs-service need. Nothing in it writes. kubectl apf only prints
+it: review it, then apply it yourself.`,
 		Example: `  # Print the ClusterRole
   kubectl apf rbac
 
   # With a binding for a group, applied by an admin
-  kubectl apf rbac --group sre | kubectl apply -f -`,
+  kubectl apf rbac --group sre | kubectl apply -f -
+
+  # And the in-cluster Prometheus that --prometheus-service reads
+  kubectl apf rbac --group sre --store-service monitoring/prometheus-k8s:9090`,
 		Args: noArgs("bind the role with --user NAME or --group NAME"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -53,6 +63,7 @@ it, then apply it yourself.`,
 	cmd.Flags().StringSliceVar(&o.Users, "user", o.Users, "Bind the role to these users.")
 	cmd.Flags().StringSliceVar(&o.Groups, "group", o.Groups, "Bind the role to these groups.")
 	cmd.Flags().StringSliceVar(&o.ServiceAccounts, "serviceaccount", o.ServiceAccounts, "Bind the role to these service accounts (NAMESPACE:NAME).")
+	cmd.Flags().StringArrayVar(&o.StoreServices, "store-service", o.StoreServices, "A store read through the apiserver's service proxy, NAMESPACE/NAME:PORT as --prometheus-service or --victorialogs-service takes it (repeatable): add a Role in its namespace granting get on that Service's services/proxy.")
 	return cmd
 }
 
@@ -66,7 +77,28 @@ func (o *RBACOptions) Validate() error {
 			return fmt.Errorf("--serviceaccount: %q is not NAMESPACE:NAME", sa)
 		}
 	}
-	return nil
+	_, _, err := o.storeServices()
+	return err
+}
+
+// storeServices are the --store-service Services' names (NAME:PORT, as
+// the proxy's path and so RBAC name them) by namespace, in the order the
+// namespaces were first given.
+func (o *RBACOptions) storeServices() (namespaces []string, names map[string][]string, err error) {
+	names = map[string][]string{}
+	for _, s := range o.StoreServices {
+		svc, err := fetch.ParseService("--store-service", "monitoring/prometheus:9090", s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := names[svc.Namespace]; !ok {
+			namespaces = append(namespaces, svc.Namespace)
+		}
+		if n := svc.Name + ":" + svc.Port; !slices.Contains(names[svc.Namespace], n) {
+			names[svc.Namespace] = append(names[svc.Namespace], n)
+		}
+	}
+	return namespaces, names, nil
 }
 
 // Manifest returns the YAML of the ClusterRole and, when subjects are
@@ -76,18 +108,36 @@ func (o *RBACOptions) Manifest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := fetch.ReaderRBACComment + string(role)
-	if len(o.Users)+len(o.Groups)+len(o.ServiceAccounts) == 0 {
-		return out, nil
-	}
+	docs := []string{fetch.ReaderRBACComment + string(role)}
+	bound := len(o.Users)+len(o.Groups)+len(o.ServiceAccounts) > 0
 	var sas [][2]string
 	for _, sa := range o.ServiceAccounts {
 		ns, n, _ := strings.Cut(sa, ":")
 		sas = append(sas, [2]string{ns, n})
 	}
-	binding, err := yaml.Marshal(fetch.ReaderBinding(o.Name, o.Users, o.Groups, sas))
+	add := func(comment string, obj any) error {
+		y, err := yaml.Marshal(obj)
+		docs = append(docs, comment+string(y))
+		return err
+	}
+	if bound {
+		if err := add("", fetch.ReaderBinding(o.Name, o.Users, o.Groups, sas)); err != nil {
+			return "", err
+		}
+	}
+	namespaces, names, err := o.storeServices()
 	if err != nil {
 		return "", err
 	}
-	return out + "---\n" + string(binding), nil
+	for _, ns := range namespaces {
+		if err := add(fetch.StoreProxyComment, fetch.StoreProxyRole(o.Name, ns, names[ns])); err != nil {
+			return "", err
+		}
+		if bound {
+			if err := add("", fetch.StoreProxyBinding(o.Name, ns, o.Users, o.Groups, sas)); err != nil {
+				return "", err
+			}
+		}
+	}
+	return strings.Join(docs, "---\n"), nil
 }

@@ -50,9 +50,10 @@ func Forbidden(what, remedy string) error {
 // ServiceProxyForbidden is the 403 of a store read through the
 // apiserver's service proxy (--prometheus-service,
 // --victorialogs-service): the kubectl identity lacks get on
-// services/proxy. where names the store.
-func ServiceProxyForbidden(where string) error {
-	return Forbidden(where, "the kubectl identity needs get on services/proxy in that namespace")
+// services/proxy. where names the store, service is the flag's
+// NAMESPACE/NAME:PORT, for the command that prints the Role.
+func ServiceProxyForbidden(where, service string) error {
+	return Forbidden(where, fmt.Sprintf("the kubectl identity needs get on services/proxy in that namespace; %q prints a Role that grants it", RBACHintCommand+" --store-service "+service))
 }
 
 // ExplainFetchError turns the error of a GET of path on instance into one

@@ -340,7 +340,7 @@ func (c *Client) explain(err error) error {
 			return fmt.Errorf("%s refused the credentials (401): check --prometheus-token, --prometheus-username or the client certificate", c.where)
 		case ae.Type == v1.ErrClient && strings.Contains(ae.Msg, "403"):
 			if c.opts.Service != "" {
-				return fetch.ServiceProxyForbidden(c.where)
+				return fetch.ServiceProxyForbidden(c.where, c.opts.Service)
 			}
 			return fetch.Forbidden(c.where, "check the credentials and, for Mimir or Cortex, --prometheus-header X-Scope-OrgID=TENANT")
 		case ae.Type == v1.ErrClient && strings.Contains(ae.Msg, "404"):

@@ -251,7 +251,7 @@ func (c *Client) explain(err error) error {
 	case errors.As(err, &se):
 		switch {
 		case se.code == http.StatusForbidden && c.opts.Service != "":
-			return fetch.ServiceProxyForbidden(c.where)
+			return fetch.ServiceProxyForbidden(c.where, c.opts.Service)
 		case se.code == http.StatusUnauthorized || se.code == http.StatusForbidden:
 			return fmt.Errorf("%s: %s (HTTP %d): check the credentials", c.where, http.StatusText(se.code), se.code)
 		case se.code == http.StatusBadRequest && strings.Contains(se.msg, "unsupported path"):

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -296,36 +297,7 @@ func TestForbiddenIdentityGetsRBACHint(t *testing.T) {
 		t.Errorf("error is not one line:\n%s", errs)
 	}
 
-	manifest := mustApf(t, "rbac", "--user", "carol", "--name", "e2e-carol-apf-reader")
-	admin := c.Client(testcluster.Admin)
-	docs := strings.Split(manifest, "\n---\n")
-	if len(docs) != 2 {
-		t.Fatalf("rbac printed %d documents:\n%s", len(docs), manifest)
-	}
-	var role rbacv1.ClusterRole
-	var binding rbacv1.ClusterRoleBinding
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), &binding); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range role.Rules {
-		for _, v := range r.Verbs {
-			if v != "get" && v != "list" && v != "watch" {
-				t.Errorf("the role grants %q", v)
-			}
-		}
-	}
-	ctx := context.Background()
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+	applyPrinted(t, c, mustApf(t, "rbac", "--user", "carol", "--name", "e2e-carol-apf-reader"))
 	// RBAC changes reach the authorizer through an informer: retry briefly.
 	for i := 0; ; i++ {
 		code, out, errs = apf(t, "", "top", "levels", "--kubeconfig", kc, "--context", "apf-local-carol", "--rate-window", "0")
@@ -344,6 +316,64 @@ func TestForbiddenIdentityGetsRBACHint(t *testing.T) {
 	// as kubectl get's NotFound), not a refusal to read.
 	if code, _, errs := apf(t, "", "whois", "00000000-0000-0000-0000-000000000000", "--kubeconfig", kc, "--context", "apf-local-carol"); code != 1 || !strings.Contains(errs, "the UID names no FlowSchema or PriorityLevelConfiguration of") {
 		t.Errorf("with the printed role, whois: exit %d: %s", code, errs)
+	}
+}
+
+// applyPrinted creates, as the admin, the objects "kubectl apf rbac"
+// printed (its ClusterRole, Roles and their bindings; those that exist are
+// kept), after checking that they grant nothing but reads, and deletes them
+// when the test ends.
+func applyPrinted(t *testing.T, c *testcluster.Cluster, manifest string) {
+	t.Helper()
+	admin := c.Client(testcluster.Admin)
+	ctx := context.Background()
+	for _, doc := range strings.Split(manifest, "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		var rules []rbacv1.PolicyRule
+		switch meta.Kind {
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				rules = o.Rules
+				_, err = admin.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
+				t.Cleanup(func() { admin.RbacV1().ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+			}
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+				t.Cleanup(func() { admin.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+			}
+		case "Role":
+			var o rbacv1.Role
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				rules = o.Rules
+				_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+				t.Cleanup(func() { admin.RbacV1().Roles(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+			}
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, &o, metav1.CreateOptions{})
+				t.Cleanup(func() { admin.RbacV1().RoleBindings(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+			}
+		default:
+			t.Fatalf("rbac printed a %q:\n%s", meta.Kind, doc)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: %v", meta.Kind, err)
+		}
+		for _, r := range rules {
+			for _, v := range r.Verbs {
+				if v != "get" && v != "list" && v != "watch" {
+					t.Errorf("the %s grants %q", meta.Kind, v)
+				}
+			}
+		}
 	}
 }
 

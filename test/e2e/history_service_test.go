@@ -146,4 +146,39 @@ func TestHistoryThroughServiceProxy(t *testing.T) {
 		t.Errorf("the text output lacks %s:\n%s", loadgen.Level, text)
 	}
 	t.Logf("explain 429 --prometheus-service %s/%s:9090:\n%s", ns, name, text)
+
+	// A user bound to what "kubectl apf rbac" prints: without
+	// --store-service the proxy refuses, and the error names the command
+	// that prints the Role; with it, the user gets the admin's answer.
+	kc := kubeconfig(t, c)
+	service := ns + "/" + name + ":9090"
+	asCarol := append(append([]string{"explain", "429", "-o", "json", "--kubeconfig", kc, "--context", "apf-local-carol"}, window...), proxied...)
+	applyPrinted(t, c, mustApf(t, "rbac", "--user", "carol", "--name", "e2e-carol-store"))
+	code, _, errs := retryApf(t, asCarol, func(code int, errs string) bool { return strings.Contains(errs, "services/proxy") })
+	if want := `"kubectl apf rbac --store-service ` + service + `" prints a Role that grants it`; code != 1 || !strings.Contains(errs, "forbidden (403)") || !strings.Contains(errs, want) {
+		t.Fatalf("without --store-service: exit %d, want 1 and %q: %s", code, want, errs)
+	}
+	applyPrinted(t, c, mustApf(t, "rbac", "--user", "carol", "--name", "e2e-carol-store", "--store-service", service))
+	code, out, errs := retryApf(t, asCarol, func(code int, _ string) bool { return code == 0 })
+	if code != 0 {
+		t.Fatalf("with the Role of --store-service: exit %d: %s", code, errs)
+	}
+	adminCode, want, adminErrs := runLintPlugin(t, c, append(append([]string{"explain", "429", "-o", "json"}, window...), proxied...)...)
+	if adminCode != 0 || out != string(want) {
+		t.Errorf("carol's answer through the proxy differs from the admin's (exit %d, %s):\n%s\n---\n%s", adminCode, adminErrs, out, want)
+	}
+}
+
+// retryApf runs the plugin with args until done holds of its exit code and
+// stderr, or for 5 s: RBAC changes reach the authorizer through an
+// informer.
+func retryApf(t *testing.T, args []string, done func(code int, errs string) bool) (int, string, string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		code, out, errs := apf(t, "", args...)
+		if done(code, errs) || i == 20 {
+			return code, out, errs
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
