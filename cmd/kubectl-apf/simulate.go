@@ -88,8 +88,11 @@ counters, throttle the server to the start of each period, and the replay
 runs once per phase of the collections. Without that model, a change that
 has a server short of CPU execute more requests is warned about: every
 execution would stall more often, which keeping the recorded execution
-times does not show. See docs/simulate.md for what the replay is checked
-against.`
+times does not show. The change is replayed again on a server 10% faster
+and 10% slower (two runs of one server differ about so): a level whose
+429s then leave 0.75-1.25 of the prediction is named under the table
+("Server speed: ..."), its figure not known closer than that. See
+docs/simulate.md for what the replay is checked against.`
 
 // simulateWindowHelp is the window of simulate's log and of its evidence.
 const simulateWindowHelp = logWindowHelp + `

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -337,6 +338,7 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 			agrees = runsWithin(lo, hi, w.Runs, l)
 			line += fmt.Sprintf("; simulate cannot choose: bound %d–%d (every re-run in it: %v)", lo, hi, agrees)
 		}
+		line += spreadOf(t, wi, l)
 		report = append(report, line)
 		// from the audit log alone
 		ap := rejected(audit, true, l)
@@ -345,7 +347,7 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 			aAgrees = runsWithin(lo, hi, w.Runs, l)
 			report = append(report, fmt.Sprintf("      from the audit log alone: simulate cannot choose: bound %d–%d (every re-run in it: %v)", lo, hi, aAgrees))
 		} else {
-			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)", ap, float64(ap)/float64(max(real, 1))))
+			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)%s", ap, float64(ap)/float64(max(real, 1)), spreadOf(t, audit, l)))
 		}
 		if slices.Contains(whatIfReportedOnly, name) {
 			report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", agrees))
@@ -390,6 +392,36 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		}
 	}
 	return report
+}
+
+// spreadOf is the report's note of level's speed spread in res (simulate's
+// SpeedSpread), checked: a server 10% faster rejects no more than the
+// prediction, and one 10% slower no fewer (to within the replay's own
+// noise, 2% and 2 requests: a CPU model's phases), and Steep is the band's
+// verdict on them.
+func spreadOf(t *testing.T, res *Result, level string) string {
+	t.Helper()
+	if res.SpeedSpread == nil {
+		return ""
+	}
+	for _, l := range res.SpeedSpread.Levels {
+		if l.Level != level {
+			continue
+		}
+		slack := int64(math.Ceil(0.02*float64(l.Rejected))) + 2
+		if l.Faster > l.Rejected+slack || l.Slower < l.Rejected-slack {
+			t.Errorf("%s: %d 429s after the change, %d on a faster server and %d on a slower one: not monotone in the server's speed", level, l.Rejected, l.Faster, l.Slower)
+		}
+		if l.Steep != SpreadBeyondBand(l.Rejected, min(l.Faster, l.Slower), max(l.Faster, l.Slower)) {
+			t.Errorf("%s: steep %v for %+v", level, l.Steep, l)
+		}
+		steep := ""
+		if l.Steep {
+			steep = ", beyond the band: simulate says it is not known closer"
+		}
+		return fmt.Sprintf("; at ±%.0f%% speed %d-%d%s", 100*res.SpeedSpread.Margin, l.Faster, l.Slower, steep)
+	}
+	return ""
 }
 
 // TestSimulateRecordings replays each overload recorded on the local control

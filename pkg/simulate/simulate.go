@@ -159,6 +159,10 @@ type Result struct {
 	// did beyond what the cores allow, says that its figures after the
 	// change rest on the CPU evidence's model (WarnCPUEvidence).
 	BeyondCPU *BeyondCPU `json:"beyondCPU,omitempty"`
+	// SpeedSpread is every level's rejections after the change on a
+	// server RangeMargin faster and slower (a single instance's replay);
+	// its Steep levels are not known closer than that.
+	SpeedSpread *SpeedSpread `json:"speedSpread,omitempty"`
 	// Notes say what of the input could not be used as given, "note: ..."
 	// each, for stderr (the state's own notes are the state's).
 	Notes []string `json:"-"`
@@ -273,6 +277,9 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 		return nil, err
 	}
 	res.NotKnown = NotKnownLevels(res.Warnings)
+	if res.SpeedSpread, err = speedSpread(ctx, res, cal, rc, cfg.params()); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

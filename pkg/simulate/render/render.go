@@ -142,6 +142,7 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		fmt.Fprintln(w, "(CPU evidence): the change runs the level more at once than the recording did, beyond what the server's cores allow; its figures")
 		fmt.Fprintln(w, "after the change rest on the CPU evidence's model of how its executions stretch (see the warning and CPU beyond the recording).")
 	}
+	printSpeedSpread(w, rep.SpeedSpread)
 	printBeyondCPU(w, rep.BeyondCPU)
 	if err := printCPUComparison(w, rep.CPUComparison); err != nil {
 		return err
@@ -153,6 +154,16 @@ func Write(w io.Writer, rep *simulate.Result, maxFlows int) error {
 		return err
 	}
 	return printInstances(w, rep)
+}
+
+// printSpeedSpread says which levels' figures after the change follow the
+// server's speed beyond a prediction's band (simulate.SpeedSpread), and
+// how far.
+func printSpeedSpread(w io.Writer, s *simulate.SpeedSpread) {
+	for _, l := range s.Steep() {
+		fmt.Fprintf(w, "Server speed: %s's %s after the change become %d on a server %.0f%% faster and %d on one %.0f%% slower, beyond a prediction's band (0.75-1.25): near its capacity the level follows the server's speed, which the recording fixes for its own day only (two runs of one server differ about so); it is not known closer than %d-%d.\n",
+			sanitize.Line(l.Level), textfmt.Count(l.Rejected, "429", "429s"), l.Faster, 100*s.Margin, l.Slower, 100*s.Margin, min(l.Faster, l.Slower), max(l.Faster, l.Slower))
+	}
 }
 
 // printInstances says, for a workload of several apiserver instances, what

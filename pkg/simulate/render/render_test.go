@@ -379,3 +379,23 @@ func TestEvidenceOverPartOfTheLog(t *testing.T) {
 		t.Errorf("got %q, want it to end %q", b.String(), want)
 	}
 }
+
+// TestSpeedSpreadLine: a level whose figures after the change follow the
+// server's speed beyond the band gets a line that says how far; one within
+// it gets none.
+func TestSpeedSpreadLine(t *testing.T) {
+	rep := &simulate.Result{
+		Report: &fairqueue.Report{
+			Result: fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "tiny", Dispatched: 600, Rejected: map[string]int64{"queue-full": 379}}, {Name: "wide", Dispatched: 900, Rejected: map[string]int64{"queue-full": 392}}}},
+			After:  &fairqueue.Result{Levels: []fairqueue.LevelResult{{Name: "tiny", Dispatched: 917, Rejected: map[string]int64{"queue-full": 62}}, {Name: "wide", Dispatched: 897, Rejected: map[string]int64{"queue-full": 395}}}},
+		},
+		SpeedSpread: &simulate.SpeedSpread{Margin: 0.1, Levels: []simulate.SpeedSpreadLevel{
+			{Level: "tiny", Rejected: 62, Faster: 48, Slower: 78, Steep: true}, {Level: "wide", Rejected: 395, Faster: 372, Slower: 418}}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 0); err != nil {
+		t.Fatal(err)
+	}
+	golden.Holds(t, "simulate", b.String(), []string{"Server speed: tiny's 62 429s after the change become 48 on a server 10% faster and 78 on one 10% slower, beyond a prediction's band (0.75-1.25)", "it is not known closer than 48-78.\n"},
+		[]string{"Server speed: wide"})
+}
