@@ -260,7 +260,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	if !known || !hasDumps(in.Live) {
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
 			Reason: fmt.Sprintf("without live state: the request runs at once if %s has a free seat and nobody waits; otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when %s and that queue already holds %d requests",
-				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, allBusy(cl), q.QueueLengthLimit)}
+				pl.Name, len(ex.Queues.Hand), waitLimit, ReasonQueueFull, allSeats(cl, "")+" busy", q.QueueLengthLimit)}
 	}
 	waiting := 0
 	for _, row := range queuesOf(in.Live, pl.Name) {
@@ -377,19 +377,16 @@ func inUseOf(inUse, limit float64, its string) string {
 	return fmt.Sprintf("%v of %s%v %s", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
 }
 
-// allBusy is "its 1 seat is busy", "all 3 seats are busy".
-func allBusy(cl float64) string {
-	if cl == 1 {
-		return "its 1 seat is busy"
-	}
-	return fmt.Sprintf("all %v seats are busy", cl)
-}
-
-// allSeats is "all n seats of level are", "the 1 seat of level is" for
-// one.
+// allSeats is "the 1 seat of level is", "all 3 seats of level are";
+// without a level, "its 1 seat is", "all 3 seats are".
 func allSeats(n float64, level string) string {
-	if n == 1 {
+	switch {
+	case n == 1 && level == "":
+		return "its 1 seat is"
+	case n == 1:
 		return "the 1 seat of " + level + " is"
+	case level == "":
+		return fmt.Sprintf("all %v seats are", n)
 	}
 	return fmt.Sprintf("all %v seats of %s are", n, level)
 }

@@ -41,7 +41,7 @@ func TestSeatsText(t *testing.T) {
 	if seatsText(1) != "1 seat" || seatsText(2) != "2 seats" || seatsText(0) != "0 seats" {
 		t.Errorf("seatsText: %q %q %q", seatsText(1), seatsText(2), seatsText(0))
 	}
-	if allSeats(1, "l") != "the 1 seat of l is" || allSeats(3, "l") != "all 3 seats of l are" {
-		t.Errorf("allSeats: %q %q", allSeats(1, "l"), allSeats(3, "l"))
+	if allSeats(1, "l") != "the 1 seat of l is" || allSeats(3, "l") != "all 3 seats of l are" || allSeats(1, "") != "its 1 seat is" || allSeats(3, "") != "all 3 seats are" {
+		t.Errorf("allSeats: %q %q %q %q", allSeats(1, "l"), allSeats(3, "l"), allSeats(1, ""), allSeats(3, ""))
 	}
 }
