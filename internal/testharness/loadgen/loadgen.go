@@ -52,6 +52,11 @@ type SetupOptions struct {
 	// Zero means 100 ConfigMaps of 32 KiB.
 	ConfigMaps     int
 	ConfigMapBytes int
+	// KeepEdits creates the priority levels and FlowSchemas that are
+	// missing and leaves those that exist as they are: make demo's load,
+	// run again after a user changed its configuration to see the change
+	// at work, used to put the configuration back first.
+	KeepEdits bool
 }
 
 // Setup creates (or updates) the priority levels, FlowSchemas, namespace,
@@ -64,7 +69,7 @@ func Setup(ctx context.Context, admin kubernetes.Interface, o SetupOptions) erro
 		o.ConfigMapBytes = 32 << 10
 	}
 	pls, fss := SetupObjects(o)
-	if err := Apply(ctx, admin, pls, fss); err != nil {
+	if err := applyObjects(ctx, admin, pls, fss, !o.KeepEdits); err != nil {
 		return err
 	}
 
@@ -160,9 +165,15 @@ func SetupObjects(o SetupOptions) ([]*flowcontrolv1.PriorityLevelConfiguration, 
 
 // Apply creates or updates priority levels and FlowSchemas (their specs).
 func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1.PriorityLevelConfiguration, fss []*flowcontrolv1.FlowSchema) error {
+	return applyObjects(ctx, admin, pls, fss, true)
+}
+
+// applyObjects creates priority levels and FlowSchemas and, with update,
+// updates the specs of those that exist.
+func applyObjects(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1.PriorityLevelConfiguration, fss []*flowcontrolv1.FlowSchema, update bool) error {
 	fc := admin.FlowcontrolV1()
 	for _, pl := range pls {
-		if err := apply(ctx, pl.Name, func() error {
+		if err := apply(update, func() error {
 			_, err := fc.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{})
 			return err
 		}, func() error {
@@ -179,7 +190,7 @@ func Apply(ctx context.Context, admin kubernetes.Interface, pls []*flowcontrolv1
 		}
 	}
 	for _, fs := range fss {
-		if err := apply(ctx, fs.Name, func() error {
+		if err := apply(update, func() error {
 			_, err := fc.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{})
 			return err
 		}, func() error {
@@ -210,10 +221,15 @@ func mergeAnnotations(m *metav1.ObjectMeta, a map[string]string) {
 	}
 }
 
-func apply(ctx context.Context, name string, create, update func() error) error {
+// apply creates an object and, where it exists, updates it with update,
+// or leaves it as it is.
+func apply(update bool, create, updateFn func() error) error {
 	err := create()
 	if apierrors.IsAlreadyExists(err) {
-		err = update()
+		err = nil
+		if update {
+			err = updateFn()
+		}
 	}
 	return err
 }

@@ -221,7 +221,9 @@ func load(ctx context.Context, args []string) error {
 	// The last load identity goes to a Reject level, so that concurrency-limit
 	// rejections show too.
 	rejectUser := testcluster.LoadUserName(testcluster.NumLoadUsers)
-	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser}); err != nil {
+	// a change the user made to the demo's levels or FlowSchemas is kept:
+	// running the load again is how one sees it at work
+	if err := loadgen.Setup(ctx, admin, loadgen.SetupOptions{RejectUser: rejectUser, KeepEdits: true}); err != nil {
 		return err
 	}
 	names, err := loadgen.Names(ctx, admin)
