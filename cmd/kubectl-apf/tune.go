@@ -57,7 +57,11 @@ recorded configuration gives it. --protect names the clients instead (a user,
 service account, group, FlowSchema or level), --max-429 and --max-wait bound
 them, and --ignore names other clients the goal does not judge (the noisy
 client a remedy may queue longer). When no candidate meets the goal, tune says so and why (on a server
-short of CPU, more seats buy nothing).
+short of CPU, more seats buy nothing). Each of the candidates shown that meets
+the goal is replayed again on a server 10% slower (two runs of one server
+differ about so), and says whether it meets the goal there too; when the
+first meets it at the recorded speed alone, the verdict names the first that
+also meets it there.
 
 tune only reads: -o yaml prints the objects of a candidate, for
 kubectl diff -f - and kubectl apply -f - (server-side apply too). docs/tune.md

@@ -205,18 +205,24 @@ func (p *Prepared) Records() int64 { return p.prepared.Len() }
 // the replay the result shows is returned. Replays may run at the same
 // time.
 func (p *Prepared) Replay(ctx context.Context, c *engine.Config, newObserver func() Observer) (*Result, Observer, error) {
-	return p.replay(ctx, c, newObserver, false)
+	return p.replay(ctx, c, newObserver, false, 1)
+}
+
+// ReplayAt is Replay on a server that runs at speed against the recorded
+// one (Config.ServerSpeed: 1/1.1 is a server 10% slower).
+func (p *Prepared) ReplayAt(ctx context.Context, c *engine.Config, speed float64, newObserver func() Observer) (*Result, Observer, error) {
+	return p.replay(ctx, c, newObserver, false, speed)
 }
 
 // ReplayTape is Replay reading every request from the prepared tape again,
 // as Replay did before the workload was compiled: what Replay gives must
 // be what it gives (the tests compare them).
 func (p *Prepared) ReplayTape(ctx context.Context, c *engine.Config, newObserver func() Observer) (*Result, Observer, error) {
-	return p.replay(ctx, c, newObserver, true)
+	return p.replay(ctx, c, newObserver, true, 1)
 }
 
-func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver func() Observer, tape bool) (*Result, Observer, error) {
-	res, obs, err := p.replayOn(ctx, c, newObserver, tape, false)
+func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver func() Observer, tape bool, speed float64) (*Result, Observer, error) {
+	res, obs, err := p.replayOn(ctx, c, newObserver, tape, false, speed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +232,7 @@ func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver fun
 	if b == nil {
 		return res, obs, nil
 	}
-	on, obs, err := p.replayOn(ctx, c, newObserver, tape, true)
+	on, obs, err := p.replayOn(ctx, c, newObserver, tape, true, speed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,9 +242,12 @@ func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver fun
 }
 
 // replayOn is replay's replay of c, on the CPU evidence's model with
-// beyond (calibrate.Result.ServerBeyond), with its warnings.
-func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver func() Observer, tape, beyond bool) (*Result, Observer, error) {
+// beyond (calibrate.Result.ServerBeyond), at speed, with its warnings.
+func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver func() Observer, tape, beyond bool, speed float64) (*Result, Observer, error) {
 	a := replayConfig(p.st, p.cfg, c)
+	if speed != 1 {
+		a.Speed = speed
+	}
 	if p.cfg.Calibrate {
 		a.Work = calibrate.Work(p.st.Release, p.recorded, c, p.st.ServerConcurrency, p.counts)
 		a.SameWork = calibrate.SameWork(p.recorded, c, p.st.ServerConcurrency)
@@ -256,7 +265,7 @@ func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver f
 	for i := range phases {
 		rc := a
 		if p.cal != nil {
-			rc.CPU, rc.Unstretch = brc.afterServer(p.cal, i, 1)
+			rc.CPU, rc.Unstretch = brc.afterServer(p.cal, i, speed)
 		}
 		var obs Observer
 		var opts fairqueue.ReplayOptions

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
@@ -91,4 +94,23 @@ func (r *rec) search(t testing.TB, opts Options) *Report {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// candidateFile writes c's objects to a YAML file, as -o yaml prints
+// them for kubectl apply, and returns its path: simulate's -f.
+func candidateFile(t testing.TB, c *Candidate) string {
+	t.Helper()
+	var b strings.Builder
+	for _, o := range c.RuntimeObjects() {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n" + string(y))
+	}
+	path := filepath.Join(t.TempDir(), "candidate.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -2,12 +2,8 @@ package tune
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
@@ -54,18 +50,7 @@ func TestFirstCandidateOnRecordings(t *testing.T) {
 				t.Fatalf("protected 429s %d → %d", protBefore, first.Protected.RejectedAfter)
 			}
 			// simulate, from the files, with the candidate as -f
-			var b strings.Builder
-			for _, o := range first.RuntimeObjects() {
-				y, err := yaml.Marshal(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b.WriteString("---\n" + string(y))
-			}
-			change := filepath.Join(t.TempDir(), "candidate.yaml")
-			if err := os.WriteFile(change, []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			change := candidateFile(t, first)
 			st, _ := loadState(t, r.bundle, []string{change})
 			res, err := simulate.Run(context.Background(), st, r.cfg)
 			if err != nil {

@@ -22,6 +22,9 @@ import (
 // (simulate.Prepared).
 type Replayer interface {
 	Replay(ctx context.Context, c *engine.Config, newObserver func() simulate.Observer) (*simulate.Result, simulate.Observer, error)
+	// ReplayAt is Replay on a server that runs at speed against the
+	// recorded one.
+	ReplayAt(ctx context.Context, c *engine.Config, speed float64, newObserver func() simulate.Observer) (*simulate.Result, simulate.Observer, error)
 	Baseline() *simulate.Result
 }
 
@@ -131,8 +134,51 @@ func Search(ctx context.Context, rp Replayer, in Input, opts Options) (*Report, 
 		return nil, err
 	}
 	rank(rep.Candidates)
+	if err := checkSlower(ctx, rp, rep.Candidates, sc, opts); err != nil {
+		return nil, err
+	}
 	rep.Verdict, rep.Why = verdict(rep, w, rp.Baseline(), sc)
 	return rep, nil
+}
+
+// SlowerServer is how a candidate that meets the goal does on a server
+// Margin slower than the recorded one: a recording fixes the server's
+// speed on its own day, and two runs of one server differ about so
+// (simulate.Params.RangeMargin). A candidate that meets the goal there
+// too has that much room; one that misses it met the goal only at the
+// recorded speed.
+type SlowerServer struct {
+	Margin  float64 `json:"margin"`
+	GoalMet bool    `json:"goalMet"`
+	// Shortfall, WaitShortfallSeconds, Added429 and AddedWaitSeconds are
+	// the candidate's figures of the same names on that server.
+	Shortfall            int64   `json:"shortfall"`
+	WaitShortfallSeconds float64 `json:"waitShortfallSeconds"`
+	Added429             int64   `json:"added429"`
+	AddedWaitSeconds     float64 `json:"addedWaitSeconds"`
+	// ProtectedRejected is the protected clients' 429s there.
+	ProtectedRejected int64 `json:"protectedRejected"`
+}
+
+// checkSlower replays each of the first opts.Show ranked candidates that
+// meet the goal on a server simulate's RangeMargin slower, and says how it
+// does there (Candidate.Slower).
+func checkSlower(ctx context.Context, rp Replayer, ranked []*Candidate, sc *scorer, opts Options) error {
+	margin := simulate.DefaultParams().RangeMargin
+	for _, c := range ranked[:min(opts.Show, len(ranked))] {
+		if !c.GoalMet {
+			continue
+		}
+		res, obs, err := rp.ReplayAt(ctx, c.config, 1/(1+margin), func() simulate.Observer { return newTally(sc.cen) })
+		if err != nil {
+			return fmt.Errorf("candidate %d on a slower server: %w", c.ID, err)
+		}
+		there := &Candidate{config: c.config, touched: c.touched}
+		sc.score(there, res, obs.(*tally))
+		c.Slower = &SlowerServer{Margin: margin, GoalMet: there.GoalMet, Shortfall: there.Shortfall, WaitShortfallSeconds: there.WaitShortfallSeconds,
+			Added429: there.Added429, AddedWaitSeconds: there.AddedWaitSeconds, ProtectedRejected: there.Protected.RejectedAfter}
+	}
+	return nil
 }
 
 func joinTargets(ts []Target) string {

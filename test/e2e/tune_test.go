@@ -168,6 +168,10 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 				RejectedBefore int64 `json:"rejectedBefore"`
 				RejectedAfter  int64 `json:"rejectedAfter"`
 			} `json:"protected"`
+			Slower *struct {
+				GoalMet           bool  `json:"goalMet"`
+				ProtectedRejected int64 `json:"protectedRejected"`
+			} `json:"slowerServer"`
 			Levels []struct {
 				Name              string `json:"name"`
 				NominalSeatsAfter *int   `json:"nominalSeatsAfter"`
@@ -183,6 +187,12 @@ func TestTuneFirstCandidateHoldsInARerun(t *testing.T) {
 	}
 	first := rep.Candidates[0]
 	t.Logf("tune: %s; candidate %d: %s (protected 429s %d → %d)", rep.Verdict, first.ID, strings.Join(first.Changes, "; "), first.Protected.RejectedBefore, first.Protected.RejectedAfter)
+	// a candidate that meets the goal is checked on a server 10% slower
+	if first.Slower == nil {
+		t.Errorf("candidate %d meets the goal and was not checked on a slower server", first.ID)
+	} else {
+		t.Logf("on a server 10%% slower: goal met %v, the protected clients' 429s %d", first.Slower.GoalMet, first.Slower.ProtectedRejected)
+	}
 	id := strconv.Itoa(first.ID)
 	code, y, errOut := runLintPlugin(t, kubeconfig, append(args, "-o", "yaml", "--candidate", id, "--max-candidates", id)...)
 	if code != 0 {

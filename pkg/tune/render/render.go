@@ -139,6 +139,28 @@ func writeCandidate(w io.Writer, c *tune.Candidate) {
 	for _, u := range c.Unverified {
 		fmt.Fprintln(w, "    unverified: "+sanitize.Line(u))
 	}
+	if s := c.Slower; s != nil {
+		fmt.Fprintf(w, "    on a server %.0f%% slower: %s\n", 100*s.Margin, slowerText(s))
+	}
+}
+
+// slowerText says how a candidate does on a slower server (the goal's
+// words: rankKeys').
+func slowerText(s *tune.SlowerServer) string {
+	if s.GoalMet {
+		return "meets the goal too"
+	}
+	var miss []string
+	if s.Shortfall > 0 {
+		miss = append(miss, fmt.Sprintf("the protected clients keep %d 429s beyond --max-429 (%d in all)", s.Shortfall, s.ProtectedRejected))
+	}
+	if s.WaitShortfallSeconds > 0 {
+		miss = append(miss, fmt.Sprintf("their p99 waits pass --max-wait by %s", secs(&s.WaitShortfallSeconds)))
+	}
+	if s.Added429 > 0 || s.AddedWaitSeconds > 0 {
+		miss = append(miss, fmt.Sprintf("it adds %d 429s and %s of p99 wait to the others", s.Added429, secs(&s.AddedWaitSeconds)))
+	}
+	return "misses the goal: " + strings.Join(miss, "; ") + "; it meets it only at the recorded speed"
 }
 
 // buyNothing counts the candidates ranked after the rest: those that

@@ -75,3 +75,34 @@ func TestRankKeysInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowerServerLine: a candidate checked on a server 10% slower says
+// how it does there, in the goal's words; one not checked says nothing.
+func TestSlowerServerLine(t *testing.T) {
+	rep := &tune.Report{
+		Clients: []tune.ClientFigures{{Name: "load-1", Protected: true}},
+		Candidates: []*tune.Candidate{
+			{ID: 3, Rank: 1, Verified: true, GoalMet: true, Changes: []string{"apf-list: queueLengthLimit 2→4"},
+				Slower: &tune.SlowerServer{Margin: 0.1, Shortfall: 11, ProtectedRejected: 11}},
+			{ID: 5, Rank: 2, Verified: true, GoalMet: true, Changes: []string{"apf-list: queueLengthLimit 2→8"},
+				Slower: &tune.SlowerServer{Margin: 0.1, GoalMet: true}},
+			{ID: 7, Rank: 3, Verified: true, Changes: []string{"apf-list: queues 8→16"}},
+		},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rep, 5); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"    on a server 10% slower: misses the goal: the protected clients keep 11 429s beyond --max-429 (11 in all); it meets it only at the recorded speed\n",
+		"    on a server 10% slower: meets the goal too\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "on a server 10% slower") != 2 {
+		t.Errorf("a candidate not checked says how it does on a slower server:\n%s", out)
+	}
+}
