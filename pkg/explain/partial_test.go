@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/levels"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 	rejrender "github.com/kubectl-apf/kubectl-apf/pkg/rejections/render"
@@ -179,6 +180,12 @@ apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",pr
 	}
 	if strings.Contains(ev, "not full now") {
 		t.Errorf("the moment's 25%% contradicts the interval's use: %q", ev)
+	}
+	// a level of one seat (make demo's apf-load): its seat in use, once,
+	// where "the seats were 31% in use on average, every seat 31% of the
+	// time" said it twice
+	if got := utilisationOver(levels.Row{CurrentLimit: 1, MeanUtilisation: 0.31, FullFraction: 0.31, HasRates: true}); got != "; over the interval its seat was in use 31% of the time (apiserver_flowcontrol_priority_level_seat_utilization)" {
+		t.Errorf("one seat: %q", got)
 	}
 	st := tr.Incidents[0].State
 	if st.MeanUtilisation == nil || *st.MeanUtilisation != 0.9 || st.FullFraction == nil || *st.FullFraction != 0.8 {

@@ -428,6 +428,10 @@ func utilisationOver(row levels.Row) string {
 	if row.HasRates {
 		over = "over the interval"
 	}
+	if row.CurrentLimit == 1 {
+		// one seat: in use on average is every seat in use
+		return fmt.Sprintf("; %s its seat was in use %.0f%% of the time (%s)", over, 100*row.MeanUtilisation, metrics.SeatUtilization)
+	}
 	s := fmt.Sprintf("; %s the seats were %.0f%% in use on average", over, 100*row.MeanUtilisation)
 	if !math.IsNaN(row.FullFraction) {
 		s += fmt.Sprintf(", every seat %.0f%% of the time", 100*row.FullFraction)
