@@ -162,19 +162,12 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			}
 		}
 		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide}
-		speed := rc.after.Speed
-		if speed == 0 {
-			speed = 1
-		}
+		speed := rc.afterSpeed()
 		for _, end := range []struct {
 			speed float64
 			into  map[string]fairqueue.LevelResult
 		}{{speed * (1 + c.Bound.Margin), low}, {speed / (c.Bound.Stretch * (1 + c.Bound.Margin)), high}} {
-			erc := rc
-			a := *rc.after
-			a.Speed = end.speed
-			erc.after = &a
-			r, err := replayOnce(ctx, plain.Apply(logs.Cancellable(ctx, rc.tape.Reader())), plain, erc)
+			r, err := replayAfterAt(ctx, plain, rc, end.speed)
 			if err != nil {
 				return nil, err
 			}

@@ -245,9 +245,7 @@ func (p *Prepared) replay(ctx context.Context, c *engine.Config, newObserver fun
 // beyond (calibrate.Result.ServerBeyond), at speed, with its warnings.
 func (p *Prepared) replayOn(ctx context.Context, c *engine.Config, newObserver func() Observer, tape, beyond bool, speed float64) (*Result, Observer, error) {
 	a := replayConfig(p.st, p.cfg, c)
-	if speed != 1 {
-		a.Speed = speed
-	}
+	a.Speed = speed
 	if p.cfg.Calibrate {
 		a.Work = calibrate.Work(p.st.Release, p.recorded, c, p.st.ServerConcurrency, p.counts)
 		a.SameWork = calibrate.SameWork(p.recorded, c, p.st.ServerConcurrency)

@@ -71,16 +71,9 @@ func speedSpread(ctx context.Context, res *Result, cal *calibrate.Result, rc rep
 		return nil, nil
 	}
 	rc.beyond = res.BeyondCPU != nil
-	speed := rc.after.Speed
-	if speed <= 0 {
-		speed = 1
-	}
+	speed := rc.afterSpeed()
 	at := func(s float64) (map[string]int64, error) {
-		erc := rc
-		a := *rc.after
-		a.Speed = s
-		erc.after = &a
-		r, err := replayOnce(ctx, cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), cal, erc)
+		r, err := replayAfterAt(ctx, cal, rc, s)
 		if err != nil {
 			return nil, err
 		}
@@ -117,4 +110,22 @@ func speedSpread(ctx context.Context, res *Result, cal *calibrate.Result, rc rep
 		return nil, nil
 	}
 	return s, nil
+}
+
+// afterSpeed is the speed of the change's server (ReplayConfig.Speed: 0
+// is the recorded server's, 1).
+func (rc replayConfigs) afterSpeed() float64 {
+	if rc.after.Speed <= 0 {
+		return 1
+	}
+	return rc.after.Speed
+}
+
+// replayAfterAt replays rc, prepared by cal, with the change's server at
+// speed: the bound's ends and the speed spread.
+func replayAfterAt(ctx context.Context, cal *calibrate.Result, rc replayConfigs, speed float64) (*Result, error) {
+	a := *rc.after
+	a.Speed = speed
+	rc.after = &a
+	return replayOnce(ctx, cal.Apply(logs.Cancellable(ctx, rc.tape.Reader())), cal, rc)
 }
