@@ -41,3 +41,16 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryOne: one of a noun is named alone, more each of them (explain's
+// and reconstruct's "every one of its 3 seats taken").
+func TestEveryOne(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{1, "apf-load's 1 seat"}, {3, "every one of apf-load's 3 seats"}} {
+		if got := EveryOne("apf-load's", c.n, "seat", "seats"); got != c.want {
+			t.Errorf("EveryOne(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -29,6 +29,15 @@ func Count[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 	return fmt.Sprintf("%d %s", n, Plural(n, one, many))
 }
 
+// EveryOne is "its 1 seat", "every one of its 3 seats": whose n of a
+// noun, each of them, for a phrase such as "… taken".
+func EveryOne(whose string, n int, one, many string) string {
+	if n == 1 {
+		return whose + " 1 " + one
+	}
+	return fmt.Sprintf("every one of %s %d %s", whose, n, many)
+}
+
 // PluralFigure is one when the figure v is present and 1, else many: the
 // noun after a figure that may be absent ("1 seat", "- seats").
 func PluralFigure(v *float64, one, many string) string {

@@ -296,11 +296,7 @@ func (ex *Explanation) SetPast(p *Past) {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
 		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %s in use, %s waiting, and its hand's queues: %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"), queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "queue-full":
-		taken := fmt.Sprintf("every one of %s's %s was taken", p.Level, seatsText(p.Limit))
-		if p.Limit == 1 {
-			taken = p.Level + "'s 1 seat was taken"
-		}
-		v.Reason = fmt.Sprintf("at %s %s and the queues of its hand were at their length limit (%d): %s", at, taken, p.QueueLengthLimit, queuesText(p.Queues))
+		v.Reason = fmt.Sprintf("at %s %s was taken and the queues of its hand were at their length limit (%d): %s", at, textfmt.EveryOne(p.Level+"'s", p.Limit, "seat", "seats"), p.QueueLengthLimit, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
 		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %s in use, held by %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "), flowsText(p.Holders))
 	case p.Fate == VerdictRejected && p.Reason == "time-out":

@@ -363,8 +363,5 @@ func allTaken(whose string, n int) string {
 
 // everyTaken is "its 1 seat taken", "every one of its 3 seats taken".
 func everyTaken(whose string, n int) string {
-	if n == 1 {
-		return whose + " 1 seat taken"
-	}
-	return fmt.Sprintf("every one of %s %d seats taken", whose, n)
+	return textfmt.EveryOne(whose, n, "seat", "seats") + " taken"
 }
