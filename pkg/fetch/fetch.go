@@ -102,8 +102,14 @@ func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string,
 	if err != nil {
 		return nil, ExplainFetchError("the cluster", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", 0, err)
 	}
+	if len(list.Items) == 0 {
+		// kube-apiserver --endpoint-reconciler-type=none keeps no endpoints
+		// for the Service; neither is there a list to read nor one to wait for.
+		return nil, fmt.Errorf("the cluster has no EndpointSlice for the default/kubernetes Service (its apiservers' endpoint reconciler is off); name the instances with --apiserver-urls, or drop --all-apiservers to read the kubeconfig's server alone")
+	}
 	seen := map[string]bool{}
 	var urls []string
+	notReady := 0
 	for _, es := range list.Items {
 		port := int32(443)
 		for _, p := range es.Ports {
@@ -113,6 +119,7 @@ func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string,
 		}
 		for _, ep := range es.Endpoints {
 			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				notReady++
 				continue
 			}
 			for _, a := range ep.Addresses {
@@ -126,7 +133,7 @@ func DiscoverAPIServers(ctx context.Context, cs kubernetes.Interface) ([]string,
 	}
 	sort.Strings(urls)
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("the default/kubernetes EndpointSlice lists no ready apiserver; name the instances with --apiserver-urls")
+		return nil, fmt.Errorf("the default/kubernetes EndpointSlice lists no ready apiserver (%d not ready); name the instances with --apiserver-urls", notReady)
 	}
 	return urls, nil
 }
