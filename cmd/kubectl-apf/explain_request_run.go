@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -37,6 +38,9 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, ReleaseFrom: st.ReleaseFrom}
 	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
+	if o.From != "" && len(st.Live) > 0 {
+		ex.StateFrom = capturedIn(o.From, st.Live[0])
+	}
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)
 		if o.recorded.Request == nil && !o.Probe {
@@ -70,4 +74,21 @@ func (o *ExplainRequestOptions) probe(ctx context.Context, r engine.Request, ex 
 	}
 	ex.CompareUIDs("probe", res.FlowSchemaUID, res.PriorityLevelUID, res.Present, res.Status, names)
 	return nil
+}
+
+// capturedIn names the --from input a snapshot was read from and when it
+// was captured (and, for a raw dump, where that time comes from).
+func capturedIn(from string, s *dump.Snapshot) string {
+	name := from
+	if from == dump.StdinPath {
+		name = "standard input"
+	}
+	if s.CapturedAt.IsZero() {
+		return name
+	}
+	at := name + ", captured " + s.CapturedAt.UTC().Format(time.RFC3339)
+	if s.CapturedAtFrom != "" {
+		at += " (" + s.CapturedAtFrom + ")"
+	}
+	return at
 }

@@ -78,8 +78,14 @@ func TestRawInputs(t *testing.T) {
 		// a bundle of metrics alone: "live state of" beside "without live
 		// state", and "all 1 seats are busy"
 		{name: "explain request over a bundle without dumps", args: []string{"explain", "request", "--from", filepath.Join("..", "..", "testdata", "simulate", "recordings", "crowded-30", "bundle.tar.gz"), "--user-name", "load-1", "list", "configmaps", "-n", "apf-load"},
-			want:    []string{"state of https://127.0.0.1:24740: its metrics and objects, no debug dump (the seats in use and the queues are not known)", "gets 429 (queue-full) when its 1 seat is busy and that queue already holds 2 requests"},
+			want: []string{"state of https://127.0.0.1:24740 in " + filepath.Join("..", "..", "testdata", "simulate", "recordings", "crowded-30", "bundle.tar.gz") + ", captured 20",
+				": its metrics and objects, no debug dump (the seats in use and the queues are not known)", "gets 429 (queue-full) when its 1 seat is busy and that queue already holds 2 requests"},
 			notWant: []string{"live state of", "all 1 seats"}},
+		// a watch's bundle with dumps said "live state of" the apiserver it
+		// was taken from hours before
+		{name: "explain request over a bundle says when it was captured", args: []string{"explain", "request", "--from", filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz"), "--user-name", "load-1", "--group", "apf-load", "list", "configmaps", "-n", "apf-load"},
+			want:    []string{"  state of https://127.0.0.1:25029 in " + filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz") + ", captured 2026-12-06T01:00:40Z\n"},
+			notWant: []string{"live state of"}},
 		// top flows of metrics alone printed a bare header and exited 0
 		{name: "top flows of an input without a request dump", args: []string{"top", "flows", "--from", fieldPath("eks-concurrency-limit.txt")}, wantCode: 1,
 			want: []string{"holds no dump_requests: give a bundle that holds it (kubectl apf dump bundle takes every dump)"}, notWant: []string{"LEVEL"}},

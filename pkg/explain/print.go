@@ -65,7 +65,9 @@ func WriteText(w io.Writer, ex *Explanation) error {
 	}
 	switch {
 	case ex.Instance != "" && ex.NoDumps:
-		p.f("  state of %s: its metrics and objects, no debug dump (the seats in use and the queues are not known)\n", sanitize.Line(ex.Instance))
+		p.f("  state of %s%s: its metrics and objects, no debug dump (the seats in use and the queues are not known)\n", sanitize.Line(ex.Instance), stateFrom(ex))
+	case ex.Instance != "" && ex.StateFrom != "":
+		p.f("  state of %s%s\n", sanitize.Line(ex.Instance), stateFrom(ex))
 	case ex.Instance != "":
 		p.f("  live state of %s\n", sanitize.Line(ex.Instance))
 	}
@@ -294,4 +296,13 @@ func WriteMessageText(w io.Writer, m *Message) error {
 	}
 	p.f("  %s\n", sanitize.Line(m.Explanation))
 	return p.err
+}
+
+// stateFrom is " in " the input the state was read from, when that was
+// not the cluster now.
+func stateFrom(ex *Explanation) string {
+	if ex.StateFrom == "" {
+		return ""
+	}
+	return " in " + sanitize.Line(ex.StateFrom)
 }

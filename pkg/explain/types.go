@@ -80,6 +80,11 @@ type Explanation struct {
 	Past *Past `json:"past,omitempty"`
 	// Instance names the apiserver whose live state was used.
 	Instance string `json:"instance,omitempty"`
+	// StateFrom names the input that state was read from, and when it
+	// was captured, when that was not the cluster now (--from: "bundle
+	// apf.tar.gz, captured 2026-11-23T03:10:00Z"); empty for the live
+	// state read now.
+	StateFrom string `json:"stateFrom,omitempty"`
 	// NoDumps says that its state held no debug dump (a bundle or an
 	// input of metrics and objects alone): the seats in use and the
 	// queues are not known, and the verdict says what the request's fate
