@@ -131,7 +131,7 @@ func (o *CapacityOptions) Validate() error {
 // Run computes and prints the tables.
 func (o *CapacityOptions) Run(ctx context.Context) error {
 	st, err := o.Load(ctx, load.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
-		ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In})
+		ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, AtWatchEnd: true})
 	if err != nil {
 		return err
 	}

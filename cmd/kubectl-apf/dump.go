@@ -142,7 +142,7 @@ func (o *DumpOptions) Run(ctx context.Context) error {
 	case dumpRequests:
 		parts, file = parts|dump.PartRequests, dump.FileRequests
 	}
-	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts}, liveHint(o.Options))
+	c, err := captureOrFail(ctx, o.Source, dump.CaptureOptions{Parts: parts, AtWatchEnd: true}, liveHint(o.Options))
 	if err != nil {
 		return err
 	}

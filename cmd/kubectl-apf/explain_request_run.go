@@ -28,7 +28,7 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 		return err
 	}
 	st, err := o.Load(ctx, load.Request{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics,
-		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "requests cannot be classified"})
+		ConfigOnlyFallback: true, ServerConcurrency: o.Server.Concurrency, InferConcurrency: true, Stdin: o.In, NeedObjects: "requests cannot be classified", AtWatchEnd: true})
 	if err != nil {
 		return err
 	}

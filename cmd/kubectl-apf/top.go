@@ -173,12 +173,12 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	if o.UsesStore() {
 		return o.runStore(ctx)
 	}
-	opts := dump.CaptureOptions{Parts: dump.PartRequests}
+	opts := dump.CaptureOptions{Parts: dump.PartRequests, AtWatchEnd: true}
 	if o.Kind == "levels" {
 		// The dumps and two scrapes for the first print (pkg/levels takes
 		// each figure from the best of them); later prints of --watch take
 		// one scrape and pair it with the previous print's.
-		opts = dump.CaptureOptions{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics, MetricsInterval: o.RateWindow}
+		opts = dump.CaptureOptions{Parts: dump.PartPriorityLevels | dump.PartQueues | dump.PartRequests | dump.PartMetrics, MetricsInterval: o.RateWindow, AtWatchEnd: true}
 	}
 	var every time.Duration
 	if o.Watch {

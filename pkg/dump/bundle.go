@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
 
 // BundleFormat is the version of the bundle layout written by WriteBundle.
@@ -273,6 +275,11 @@ func (b *BundleSource) Capture(ctx context.Context, opts CaptureOptions) (*Captu
 	if note != "" {
 		c.Notes = append(c.Notes, note)
 	}
+	if opts.AtWatchEnd && pick == nil && !opts.AllScrapes {
+		if n := b.watchEndNote(opts.Parts); n != "" {
+			c.Notes = append(c.Notes, n)
+		}
+	}
 	if n := elidedRows(b.in.bundle.held, opts.Parts); n > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("note: %s: skipped %s in its dumps: the rows they stand for are not in it", b.in.name, plural(n, "elision line")))
 	}
@@ -386,6 +393,8 @@ func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions, pick map[stri
 			ks := scrapeIndexes(names)
 			if p, ok := pick[mi.Dir]; ok {
 				ks = p
+			} else if !opts.AllScrapes && len(ks) > 2 {
+				ks = f.latestPair(mi, ks)
 			}
 			if err := readScrapes(f, mi.Dir, ks, opts.AllScrapes, s); err != nil {
 				return nil, err
@@ -449,4 +458,33 @@ func wanted(name string, p Parts) bool {
 		return p&PartMetrics != 0
 	}
 	return true
+}
+
+// watchEndNote says that a watch's bundle (more than two scrapes of an
+// instance) is shown at its end (CaptureOptions.AtWatchEnd); empty for
+// another bundle.
+func (b *BundleSource) watchEndNote(parts Parts) string {
+	var lead ManifestInstance
+	var ks []int
+	for _, mi := range b.in.manifest.Instances {
+		if k := scrapeIndexes(instanceNames(mi, b.in.bundle)); len(k) > len(ks) {
+			lead, ks = mi, k
+		}
+	}
+	if len(ks) <= 2 {
+		return ""
+	}
+	at := b.in.bundle.scrapeTimes(lead, ks)
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	shown := "the dumps taken then"
+	if parts&PartMetrics != 0 {
+		i, j := metrics.LatestPair(at)
+		shown += fmt.Sprintf(" and the rates over its last %v of scrapes (%s to %s)", at[j].Sub(at[i]).Round(time.Second/10), stamp(at[i]), stamp(at[j]))
+	}
+	path := b.Path
+	if path == StdinPath {
+		path = "-"
+	}
+	return fmt.Sprintf("note: %s is a watch of %d scrapes of each apiserver, from %s to %s: shown is its end, %s; 'kubectl apf explain 429 --from %s' explains the largest burst of 429s it recorded, and 'kubectl apf top --from %s' in a terminal steps through every scrape",
+		b.in.name, len(ks), stamp(at[0]), stamp(at[len(at)-1]), shown, path, path)
 }

@@ -42,6 +42,8 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 		mi ManifestInstance
 		ks []int
 		at []time.Time
+		// half is half the median interval of its scrapes
+		half time.Duration
 	}
 	var insts []inst
 	for _, mi := range m.Instances {
@@ -49,7 +51,8 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 		if len(ks) < 2 {
 			continue
 		}
-		insts = append(insts, inst{mi: mi, ks: ks, at: f.scrapeTimes(mi, ks)})
+		at := f.scrapeTimes(mi, ks)
+		insts = append(insts, inst{mi: mi, ks: ks, at: at, half: metrics.MedianGap(at) / 2})
 	}
 	if len(insts) == 0 {
 		return nil, "", nil
@@ -80,9 +83,13 @@ func (b *BundleSource) WatchFrames() ([]WatchFrame, string, error) {
 		at := lead.at[from+s]
 		for _, it := range insts {
 			i, _ := metrics.Bracket(it.at, at, at)
-			j := max(i, 1) // the pair ending at its latest scrape at the step
-			pairs[s] = append(pairs[s], [2]int{it.ks[j-1], it.ks[j]})
-			for _, k := range []int{it.ks[j-1], it.ks[j]} {
+			// the pair ending at its latest scrape at the step, from one
+			// at least half an interval before (not the watch's end's,
+			// milliseconds after its last)
+			j := max(i, 1)
+			k0 := metrics.PairStart(it.at, j, it.half)
+			pairs[s] = append(pairs[s], [2]int{it.ks[k0], it.ks[j]})
+			for _, k := range []int{it.ks[k0], it.ks[j]} {
 				if n := path.Join(it.mi.Dir, MetricsFile(k)); !seen[n] {
 					seen[n] = true
 					names = append(names, n)

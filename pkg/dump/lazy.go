@@ -292,6 +292,13 @@ func (f *bundleFiles) scrapeTimes(mi ManifestInstance, ks []int) []time.Time {
 	return at
 }
 
+// latestPair are, of the instance's scrapes ks (more than two), the two
+// whose rates stand for its end (metrics.LatestPair).
+func (f *bundleFiles) latestPair(mi ManifestInstance, ks []int) []int {
+	i, j := metrics.LatestPair(f.scrapeTimes(mi, ks))
+	return []int{ks[i], ks[j]}
+}
+
 // InstanceScrapes are the scrapes a bundle holds of one apiserver instance
 // around a window (BundleSource.ScrapesAround).
 type InstanceScrapes struct {

@@ -244,3 +244,50 @@ func FuzzBundleManifest(f *testing.F) {
 		}
 	})
 }
+
+// TestWatchEndRates: a real watch's bundle (make demo's, testdata
+// simulate/demo-watch) ends with a scrape taken with its end's dumps, 80 ms
+// after the last of its 5 s interval. Read at its end, its rates are over
+// the last interval (the scrape 5 s before the end's), not those 80 ms, and
+// with AtWatchEnd a note says what is shown; the played-back frames pair
+// each scrape the same way.
+func TestWatchEndRates(t *testing.T) {
+	p := filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz")
+	src := &BundleSource{Path: p}
+	c, err := src.Capture(context.Background(), CaptureOptions{Parts: PartMetrics, AtWatchEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := times(c.Snapshots[0])
+	if len(ts) != 2 {
+		t.Fatalf("%d scrapes read, want 2", len(ts))
+	}
+	if gap := ts[1].Sub(ts[0]); gap < 4*time.Second || gap > 6*time.Second {
+		t.Errorf("rates over %v (%v to %v), want the last 5 s interval", gap, ts[0], ts[1])
+	}
+	want := "note: bundle " + p + " is a watch of 14 scrapes of each apiserver, from 2026-12-06T00:59:40Z to 2026-12-06T01:00:40Z: shown is its end, the dumps taken then and the rates over its last 5.1s of scrapes (2026-12-06T01:00:35Z to 2026-12-06T01:00:40Z); 'kubectl apf explain 429 --from " + p + "'"
+	if len(c.Notes) == 0 || !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+		t.Errorf("notes %q, want one starting %q", c.Notes, want)
+	}
+	plain, err := src.Capture(context.Background(), CaptureOptions{Parts: PartMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(plain.Notes, func(n string) bool { return strings.Contains(n, "is a watch") }) {
+		t.Errorf("a capture without AtWatchEnd notes %q", plain.Notes)
+	}
+	frames, _, err := src.WatchFrames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		back, _, err := CaptureFromFiles(f.Files, CaptureOptions{Parts: PartMetrics, AllScrapes: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := times(back.Snapshots[0])
+		if gap := ts[len(ts)-1].Sub(ts[0]); gap < 2*time.Second {
+			t.Errorf("the frame at %v has rates over %v", f.At, gap)
+		}
+	}
+}

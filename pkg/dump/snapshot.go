@@ -66,6 +66,14 @@ type CaptureOptions struct {
 	// debug dumps (the watch's start's and end's, not the burst's). explain
 	// 429 explains the incident the watch recorded.
 	LargestBurst bool
+	// AtWatchEnd says, of a bundle that holds more than two scrapes of an
+	// instance and is read at its end (neither LargestBurst nor
+	// AllScrapes), that what is shown is the watch's end: the dumps taken
+	// then and the rates of its latest two scrapes, and which commands
+	// read the rest. For the commands that show the moment a bundle holds
+	// (top, dump, explain request); simulate reads the scrapes around its
+	// window instead, and says which.
+	AtWatchEnd bool
 }
 
 // InstanceError is why one instance could not be read.

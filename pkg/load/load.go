@@ -224,6 +224,9 @@ type Request struct {
 	// LargestBurst explains the largest burst of 429s a long bundle
 	// recorded when its latest scrapes show none (dump.CaptureOptions).
 	LargestBurst bool
+	// AtWatchEnd notes that a watch's bundle is shown at its end
+	// (dump.CaptureOptions.AtWatchEnd).
+	AtWatchEnd bool
 	// ConfigOnlyFallback: when the live parts cannot be read, read the
 	// objects alone and say so in a note, instead of failing.
 	ConfigOnlyFallback bool
@@ -309,7 +312,7 @@ func (o *Options) capture(ctx context.Context, req Request, st *state.State) err
 	}
 	src := o.Source
 	configOnly := dump.PartObjects | dump.PartVersion
-	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval, LargestBurst: req.LargestBurst}
+	opts := dump.CaptureOptions{Parts: req.Parts | configOnly, MetricsInterval: req.MetricsInterval, LargestBurst: req.LargestBurst, AtWatchEnd: req.AtWatchEnd}
 	if req.ServerConcurrency == 0 && req.InferConcurrency {
 		opts.Parts |= dump.PartMetrics
 	}

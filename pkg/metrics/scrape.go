@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -315,6 +316,45 @@ func Inside(times []time.Time, from, to time.Time) (i, j int, ok bool) {
 		}
 	}
 	return i, j, i >= 0 && j > i
+}
+
+// MedianGap is the median time between consecutive scrapes taken at times
+// (oldest first), to 10 ms (a recorder's jitter of a few milliseconds is
+// not its interval); 0 for fewer than three scrapes, whose one or two gaps
+// are the moments a capture was taken, not an interval.
+func MedianGap(times []time.Time) time.Duration {
+	if len(times) < 3 {
+		return 0
+	}
+	gaps := make([]time.Duration, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i].Sub(times[i-1]))
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2].Round(10 * time.Millisecond)
+}
+
+// LatestPair are the indexes of the scrapes taken at times (oldest first)
+// whose rates stand for the end of a watch of more than two: the last, and
+// the latest before it at least half the watch's median interval earlier
+// (PairStart). A watch's last scrape comes with its end's dumps, a few
+// milliseconds after the last of its interval: rates over that gap are
+// noise. For two scrapes or fewer, the latest two.
+func LatestPair(times []time.Time) (i, j int) {
+	j = len(times) - 1
+	return PairStart(times, j, MedianGap(times)/2), j
+}
+
+// PairStart is the index of the scrape whose rates up to the j-th (j > 0)
+// stand for that moment: the latest at least minGap before it, else the
+// one just before it.
+func PairStart(times []time.Time, j int, minGap time.Duration) int {
+	for k := j - 1; k >= 0; k-- {
+		if times[j].Sub(times[k]) >= minGap {
+			return k
+		}
+	}
+	return max(j-1, 0)
 }
 
 // Bracket are the indexes of the scrapes taken at times (oldest first) that

@@ -191,7 +191,7 @@ func withRecorded(sources []instanceScrapes, rec []RecordedScrapes) []instanceSc
 	for _, r := range rec {
 		for i := range sources {
 			if sources[i].instance == r.Instance {
-				sources[i] = instanceScrapes{instance: r.Instance, scrapes: r.Scrapes, total: len(r.Times), interval: medianGapOf(r.Times)}
+				sources[i] = instanceScrapes{instance: r.Instance, scrapes: r.Scrapes, total: len(r.Times), interval: metrics.MedianGap(r.Times)}
 			}
 		}
 	}

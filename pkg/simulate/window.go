@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -196,7 +195,7 @@ func coverEvidence(p calibrate.Params, m serverMetrics, a *arrivals, win *Replay
 // interval); 0 for fewer than three scrapes, whose one or two gaps are the
 // moments a capture was taken, not an interval.
 func medianGap(ms []*metrics.Scrape) time.Duration {
-	return medianGapOf(scrapeTimes(ms))
+	return metrics.MedianGap(scrapeTimes(ms))
 }
 
 // scrapeTimes are the times of the scrapes ms.
@@ -206,17 +205,4 @@ func scrapeTimes(ms []*metrics.Scrape) []time.Time {
 		times[i] = m.Time
 	}
 	return times
-}
-
-// medianGapOf is medianGap over the scrapes' times.
-func medianGapOf(times []time.Time) time.Duration {
-	if len(times) < 3 {
-		return 0
-	}
-	gaps := make([]time.Duration, 0, len(times)-1)
-	for i := 1; i < len(times); i++ {
-		gaps = append(gaps, times[i].Sub(times[i-1]))
-	}
-	slices.Sort(gaps)
-	return gaps[len(gaps)/2].Round(10 * time.Millisecond)
 }
