@@ -98,11 +98,20 @@ func (r *replayModel) sparkData(instance, level string) []float64 {
 	return r.cur.history[histKey(instance, level)]
 }
 
-// View is the replay's status in the header: the step, the time of the
+// View is the replay's status in the header: the recording's step (the
+// time between its frames: a watch's scrape interval, the live view's
+// refresh), how often a frame is shown when that differs, the time of the
 // frame and its place in the recording, and a frame that failed when it
 // was recorded.
 func (r *replayModel) View(_ time.Time, st Styles, _ *InstanceView) []string {
-	parts := []string{"step " + r.interval.String()}
+	var parts []string
+	step := r.rec.Header.Interval.Round(time.Second / 10)
+	if step > 0 {
+		parts = append(parts, "step "+step.String())
+	}
+	if r.interval != step {
+		parts = append(parts, "shown every "+r.interval.String())
+	}
 	if r.cur.last != nil {
 		parts = append(parts, "at "+r.cur.last.At.UTC().Format("15:04:05"))
 	}

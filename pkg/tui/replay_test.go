@@ -40,7 +40,7 @@ func TestReplay(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	m.Init()
 	_, cmd := m.Update(frameMsg{i: 0})
-	if cmd == nil || !strings.Contains(content(m), "REPLAY 1/4") {
+	if cmd == nil || !strings.Contains(content(m), "REPLAY 1/4") || strings.Contains(content(m), "shown every") {
 		t.Fatalf("replay does not start playing:\n%s", content(m))
 	}
 	press(m, "right", "right")
@@ -65,7 +65,9 @@ func TestReplay(t *testing.T) {
 	}
 	// + slows the replay down; p resumes it from the next frame.
 	press(m, "+")
-	if frame := content(m); !strings.Contains(frame, "step 2s") || !strings.Contains(frame, "REPLAY 1/4 (paused)") {
+	// the header keeps the recording's step, and says how often a frame is
+	// shown (the watch of make demo's read "step 1s" for scrapes 2 s apart)
+	if frame := content(m); !strings.Contains(frame, "step 1s · shown every 2s") || !strings.Contains(frame, "REPLAY 1/4 (paused)") {
 		t.Errorf("+ in a paused replay:\n%s", frame)
 	}
 	cmd = press(m, "p")
