@@ -217,7 +217,7 @@ func NewExplainRequestCommand(configFlags *genericclioptions.ConfigFlags, stream
 	f.StringVar(&o.FromAudit, "from-audit", "", "An audit log file (JSON lines); the request (--audit-id, or the last one) is replayed with its user and groups.")
 	f.StringVar(&o.AuditID, "audit-id", "", "The audit ID of the request in --from-audit or --from-log.")
 	o.VLogs.addFlags(f, configFlags)
-	f.StringArrayVar(&o.Workloads, "workload", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
+	f.StringArrayVarP(&o.Workloads, "workload", "w", nil, "More log files (httplog, audit) of the time of the --from-log/--from-audit request: its moment is reconstructed from them with the files those flags name.")
 	o.Instances.addFlags(f)
 	o.Window.addFlags(f, "--from-log, --from-audit or --workload files")
 	f.StringVar(&o.FromMessage, "from-message", "", "A pasted client-go log line, 429 error text, or kubectl -v=8 trace or curl -i/-v output of a 429 (or of any response with X-Kubernetes-PF-* headers, compared with the replay) to explain; '-' reads it from standard input.")

@@ -95,7 +95,7 @@ func (o *Explain429Options) validateLogConfig() error {
 }
 
 func (w *workload429Flags) addFlags(f *pflag.FlagSet) {
-	f.StringArrayVar(&w.Files, "workload", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
+	f.StringArrayVarP(&w.Files, "workload", "w", nil, "Explain the 429s of these apiserver logs (httplog lines, audit events; repeatable) instead of the state now.")
 	f.DurationVar(&w.Gap, "incident-gap", 10*time.Second, "With --workload: an incident ends after this long without a 429.")
 	w.Instances.addFlags(f)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,6 +229,26 @@ func TestSimulateWrappedWorkload(t *testing.T) {
 		}
 		if got := simulate(path); got != want {
 			t.Errorf("%s: simulate's answer differs from the raw file's:\n%s\nwant\n%s", f.Name, got, want)
+		}
+	}
+}
+
+// TestWorkloadShorthand: -w is --workload on explain 429 and explain
+// request, as on simulate and tune (explain 429 -w answered "unknown
+// shorthand flag").
+func TestWorkloadShorthand(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "quiet"))
+	bundle := filepath.Join(dir, recording.BundleFile)
+	audit := filepath.Join(dir, recording.AuditLogFile)
+	for _, args := range [][]string{
+		{"explain", "429", "--from", bundle, "-o", "json"},
+		{"explain", "request", "--from", bundle, "--from-audit", audit, "-o", "json"},
+	} {
+		long, short := append(slices.Clone(args), "--workload", audit), append(slices.Clone(args), "-w", audit)
+		c1, o1, e1 := runPlugin(long...)
+		c2, o2, e2 := runPlugin(short...)
+		if c1 != 0 || c2 != 0 || o1 != o2 {
+			t.Errorf("%v: --workload exit %d (%s), -w exit %d (%s), outputs equal %v", args[:2], c1, e1, c2, e2, o1 == o2)
 		}
 	}
 }
