@@ -294,18 +294,18 @@ func (ex *Explanation) SetPast(p *Past) {
 	at := p.At.Time.UTC().Format("15:04:05.000")
 	switch {
 	case p.Fate == VerdictRejected && p.Reconstructed != VerdictRejected:
-		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %s in use, %s waiting, and its hand's queues: %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"), queuesText(p.Queues))
+		v.Reason = fmt.Sprintf("at %s the server answered 429; %s had %s, %s waiting, and its hand's queues: %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"), queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "queue-full":
 		v.Reason = fmt.Sprintf("at %s %s was taken and the queues of its hand were at their length limit (%d): %s", at, textfmt.EveryOne(p.Level+"'s", p.Limit, "seat", "seats"), p.QueueLengthLimit, queuesText(p.Queues))
 	case p.Fate == VerdictRejected && p.Reason == "concurrency-limit":
-		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %s in use, held by %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "), flowsText(p.Holders))
+		v.Reason = fmt.Sprintf("at %s %s, a level without queues, had %s, held by %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "), flowsText(p.Holders))
 	case p.Fate == VerdictRejected && p.Reason == "time-out":
 		v.Reason = fmt.Sprintf("at %s it waited in queue %s of %s for its whole wait limit (%v) with every seat taken", at, queueText(p.Queue), p.Level, time.Duration(p.WaitLimit))
 	case p.Fate == VerdictQueued:
 		v.ExpectedWait = p.Wait
-		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %s in use and %s waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"))
+		v.Reason = fmt.Sprintf("at %s it waited %v (%s) in queue %s of %s, with %s and %s waiting in the level", at, time.Duration(*p.Wait), p.WaitFrom, queueText(p.Queue), p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), ""), textfmt.Count(p.Waiting, "request", "requests"))
 	default:
-		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %s had %s in use", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "))
+		v.Reason = fmt.Sprintf("at %s it was dispatched at once: %s had %s", at, p.Level, inUseOf(float64(p.SeatsInUse), float64(p.Limit), "its "))
 		if ex.Seats != nil && p.Limit > 0 && ex.Seats.Initial > uint64(p.Limit) {
 			// queueset.go, canAccommodateSeatsLocked
 			v.Reason += fmt.Sprintf(", and it ran alone: %s", widerThanLevel(ex.Seats.Initial, fmt.Sprint(p.Limit)))
@@ -398,7 +398,7 @@ func writePast(p *printer, past *Past) {
 	if past.NominalLimit != 0 && past.Limit != past.NominalLimit {
 		limit = fmt.Sprintf(" (current limit; nominal %d)", past.NominalLimit)
 	}
-	p.f("  %s: %s in use%s, %d waiting\n", sanitize.Line(past.Level), inUseOf(float64(past.SeatsInUse), float64(past.Limit), ""), limit, past.Waiting)
+	p.f("  %s: %s%s, %d waiting\n", sanitize.Line(past.Level), inUseOf(float64(past.SeatsInUse), float64(past.Limit), ""), limit, past.Waiting)
 	for _, q := range past.Queues {
 		mark := " "
 		if q.Chosen {

@@ -246,10 +246,10 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues and nothing executes there, so the request runs at once, alone (%s)", pl.Name, widerThan(seats, cl))}
 		}
 		if inUse == 0 || inUse+seats <= cl {
-			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues, with %s in use, so the %s of this request %s and it runs at once", pl.Name, inUseOf(inUse, cl, "its "), seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("%s has no queues, with %s, so the %s of this request %s and it runs at once", pl.Name, inUseOf(inUse, cl, "its "), seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
 		}
 		return Verdict{Kind: VerdictRejected, RejectReason: ReasonConcurrencyLimit,
-			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject), with %s in use: the request would get 429 at once (%s)", pl.Name, inUseOf(inUse, cl, "its "), ReasonConcurrencyLimit)}
+			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject), with %s: the request would get 429 at once (%s)", pl.Name, inUseOf(inUse, cl, "its "), ReasonConcurrencyLimit)}
 	}
 	q := lim.LimitResponse.Queuing
 	if (!known || !hasDumps(in.Live)) && seats > cl {
@@ -272,7 +272,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		if seats > cl {
 			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s and nothing executes there, so the request is dispatched at once, alone (%s)", pl.Name, widerThan(seats, cl))}
 		}
-		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s, with %s in use, so the request is dispatched at once", pl.Name, inUseOf(inUse, cl, "its "))}
+		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("nobody waits in %s, with %s, so the request is dispatched at once", pl.Name, inUseOf(inUse, cl, "its "))}
 	}
 	cand := ex.Queues.Candidates
 	if len(cand) == 0 {
@@ -294,7 +294,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		return v
 	}
 	v.Kind = VerdictQueued
-	v.Reason = fmt.Sprintf("%s in %s, with %s in use: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
+	v.Reason = fmt.Sprintf("%s in %s, with %s: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
 		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUseOf(inUse, cl, ""), chosen, textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
 	if w, ok := expectedWait(in.Live, lm, pl.Name, st.Waiting, cl); ok {
 		d := Duration(w)
@@ -371,10 +371,17 @@ func currentOutsideNote(pl *PriorityLevelView) string {
 // seatsText is n seats, "1 seat" for one.
 func seatsText[N ~int | ~uint64](n N) string { return textfmt.Count(n, "seat", "seats") }
 
-// inUseOf is "0 of its 1 seat", "2 of 3 seats": the seats in use of a
-// limit, the noun agreeing with the limit.
+// inUseOf is "0 of its 1 seat in use", "2 of 3 seats in use": the seats
+// in use of a limit, the noun agreeing with the limit. More in use than
+// the limit is a request wider than the limit, which upstream's queueset
+// dispatches when nothing else executes (canAccommodateSeatsLocked): a
+// LIST of 10 seats in a Reject level of 1 (make demo's apf-load-reject)
+// read "10 of its 1 seat in use".
 func inUseOf(inUse, limit float64, its string) string {
-	return fmt.Sprintf("%v of %s%v %s", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
+	if inUse > limit && limit > 0 {
+		return fmt.Sprintf("%v seats in use, more than %s%v %s (a request wider than the limit runs when nothing else does)", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
+	}
+	return fmt.Sprintf("%v of %s%v %s in use", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
 }
 
 // allSeats is "the 1 seat of level is", "all 3 seats of level are";
