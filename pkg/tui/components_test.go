@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -99,5 +100,24 @@ func TestDrillDownWithoutRequestDump(t *testing.T) {
 		d := drillDown{level: "tiny", open: true}
 		got := strings.Join(d.View(frame{w: 120, body: 20, iv: &InstanceView{Instance: "a", Snapshot: c.s}}), "\n")
 		golden.Holds(t, c.name, got, c.want, c.not)
+	}
+}
+
+// TestSeatBarIsTheIntervalsMean: the SEATS bar draws the seats' mean use
+// over the interval where the metrics give it, USE/LIM the moment. make
+// demo's apf-load (1 seat, in bursts) rejected 17/s beside an empty bar:
+// its scrapes fell between bursts, while its seat was 35% in use.
+func TestSeatBarIsTheIntervalsMean(t *testing.T) {
+	cols, _ := levelColumns(80)
+	f := frame{st: PlainStyles()}
+	row := levels.Row{Name: "apf-load", SeatsInUse: 0, CurrentLimit: 1, NominalLimit: 1, MeanUtilisation: 0.5,
+		Waiting: 0, WaitingSeats: math.NaN(), DispatchedPerSec: 19.4, HasRates: true, WaitP99: math.NaN()}
+	cells := (&levelTable{}).cells(f, row, false, cols)
+	if bar, use := cells[2], cells[3]; bar != "████░░░░" || use != "0/1" {
+		t.Errorf("bar %q, USE/LIM %q; want half the bar full beside 0/1", bar, use)
+	}
+	row.MeanUtilisation = math.NaN() // no seat_utilization: the moment's
+	if bar := (&levelTable{}).cells(f, row, false, cols)[2]; bar != "░░░░░░░░" {
+		t.Errorf("without the mean, bar %q; want the moment's, empty", bar)
 	}
 }

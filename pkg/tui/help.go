@@ -46,11 +46,12 @@ func (h *helpView) View(w int) []string {
 	text := h.model.FullHelpView(groups)
 	lines := []string{h.st.paint(h.st.Header, "keys (any key closes this help)"), ""}
 	lines = append(lines, strings.Split(text, "\n")...)
-	return append(lines, "", "columns: SEATS in use of the current limit (after borrowing); NOM nominal limit;",
-		"± seats borrowed (+) or lent (-); WAIT waiting requests/seats; DISP/S dispatched",
-		"per second; REJ/S rejected per second (full = queue full, limit = concurrency",
-		"limit, timeout = waited too long); P99 wait time p99 over the last interval;",
-		"! marks a level rejecting right now.")
+	return append(lines, "", "columns: SEATS mean use of the seats over the last interval (where the metrics",
+		"give it); USE/LIM in use now, of the current limit (after borrowing); NOM",
+		"nominal limit; ± seats borrowed (+) or lent (-); WAIT waiting requests/seats;",
+		"DISP/S dispatched per second; REJ/S rejected per second (full = queue full,",
+		"limit = concurrency limit, timeout = waited too long); P99 wait time p99 over",
+		"the last interval; ! marks a level rejecting right now.")
 }
 
 // Short is the footer's key line, w columns wide.

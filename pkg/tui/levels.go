@@ -85,7 +85,16 @@ func (t *levelTable) cells(f frame, l levels.Row, wide bool, cols []column) []st
 		mark += " "
 	}
 	use := num(l.SeatsInUse) + "/" + num(l.CurrentLimit)
-	bar := f.st.bar(l.SeatsInUse, l.CurrentLimit, cols[2].width)
+	// The bar is the seats' mean use over the interval where the scrapes
+	// give it (seat_utilization): a level that dispatches in bursts shows
+	// its load, where the moment of a scrape often falls between bursts
+	// (make demo's apf-load rejected 17/s beside an empty bar). USE/LIM
+	// stays the moment's.
+	barUse := l.SeatsInUse
+	if !math.IsNaN(l.MeanUtilisation) && !math.IsNaN(l.CurrentLimit) {
+		barUse = l.MeanUtilisation * l.CurrentLimit
+	}
+	bar := f.st.bar(barUse, l.CurrentLimit, cols[2].width)
 	lend := "0"
 	borrowed, lent := l.Lending()
 	switch {
