@@ -476,15 +476,27 @@ func (b *BundleSource) watchEndNote(parts Parts) string {
 	}
 	at := b.in.bundle.scrapeTimes(lead, ks)
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	shown := "the dumps taken then"
+	i, j := metrics.LatestPair(at)
+	var shown []string
+	if parts&(PartPriorityLevels|PartQueues|PartRequests) != 0 {
+		// a watch that was killed (its .partial directory) holds its
+		// start's dumps alone, of the instance's capture time
+		if lead.CapturedAt.Before(at[i]) {
+			shown = append(shown, fmt.Sprintf("its start's dumps (%s; it ended without taking its end's)", stamp(lead.CapturedAt)))
+		} else {
+			shown = append(shown, "the dumps taken at its end")
+		}
+	}
 	if parts&PartMetrics != 0 {
-		i, j := metrics.LatestPair(at)
-		shown += fmt.Sprintf(" and the rates over its last %v of scrapes (%s to %s)", at[j].Sub(at[i]).Round(time.Second/10), stamp(at[i]), stamp(at[j]))
+		shown = append(shown, fmt.Sprintf("the rates over its last %v of scrapes (%s to %s)", at[j].Sub(at[i]).Round(time.Second/10), stamp(at[i]), stamp(at[j])))
+	}
+	if len(shown) == 0 {
+		return ""
 	}
 	path := b.Path
 	if path == StdinPath {
 		path = "-"
 	}
-	return fmt.Sprintf("note: %s is a watch of %d scrapes of each apiserver, from %s to %s: shown is its end, %s; 'kubectl apf explain 429 --from %s' explains the largest burst of 429s it recorded, and 'kubectl apf top --from %s' in a terminal steps through every scrape",
-		b.in.name, len(ks), stamp(at[0]), stamp(at[len(at)-1]), shown, path, path)
+	return fmt.Sprintf("note: %s is a watch of %d scrapes of each apiserver, from %s to %s: shown are %s; 'kubectl apf explain 429 --from %s' explains the largest burst of 429s it recorded, and 'kubectl apf top --from %s' in a terminal steps through every scrape",
+		b.in.name, len(ks), stamp(at[0]), stamp(at[len(at)-1]), strings.Join(shown, " and "), path, path)
 }

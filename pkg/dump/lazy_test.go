@@ -1,7 +1,11 @@
 package dump
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -265,9 +269,17 @@ func TestWatchEndRates(t *testing.T) {
 	if gap := ts[1].Sub(ts[0]); gap < 4*time.Second || gap > 6*time.Second {
 		t.Errorf("rates over %v (%v to %v), want the last 5 s interval", gap, ts[0], ts[1])
 	}
-	want := "note: bundle " + p + " is a watch of 14 scrapes of each apiserver, from 2026-12-06T00:59:40Z to 2026-12-06T01:00:40Z: shown is its end, the dumps taken then and the rates over its last 5.1s of scrapes (2026-12-06T01:00:35Z to 2026-12-06T01:00:40Z); 'kubectl apf explain 429 --from " + p + "'"
+	want := "note: bundle " + p + " is a watch of 14 scrapes of each apiserver, from 2026-12-06T00:59:40Z to 2026-12-06T01:00:40Z: shown are the rates over its last 5.1s of scrapes (2026-12-06T01:00:35Z to 2026-12-06T01:00:40Z); 'kubectl apf explain 429 --from " + p + "'"
 	if len(c.Notes) == 0 || !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
 		t.Errorf("notes %q, want one starting %q", c.Notes, want)
+	}
+	// with the dumps, those of its end
+	all, err := src.Capture(context.Background(), CaptureOptions{Parts: PartAll, AtWatchEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(all.Notes, func(n string) bool { return strings.Contains(n, ": shown are the dumps taken at its end and the rates over its last 5.1s") }) {
+		t.Errorf("with its dumps: notes %q", all.Notes)
 	}
 	plain, err := src.Capture(context.Background(), CaptureOptions{Parts: PartMetrics})
 	if err != nil {
@@ -288,6 +300,78 @@ func TestWatchEndRates(t *testing.T) {
 		ts := times(back.Snapshots[0])
 		if gap := ts[len(ts)-1].Sub(ts[0]); gap < 2*time.Second {
 			t.Errorf("the frame at %v has rates over %v", f.At, gap)
+		}
+	}
+}
+
+// TestWatchEndNoteOfAKilledWatch: a killed watch's directory holds its
+// start's dumps alone (the instance's capture time is the start's); the
+// note says so, where it said "the dumps taken then" of its end.
+func TestWatchEndNoteOfAKilledWatch(t *testing.T) {
+	dir := t.TempDir()
+	untarFixture(t, filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz"), dir)
+	mb, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(mb, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Instances[0].CapturedAt = time.Date(2026, 12, 6, 0, 59, 40, 0, time.UTC)
+	if mb, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, manifestFile), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll, AtWatchEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "shown are its start's dumps (2026-12-06T00:59:40Z; it ended without taking its end's) and the rates over its last 5.1s of scrapes"
+	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+		t.Errorf("notes %q, want one that says %q", c.Notes, want)
+	}
+}
+
+// untarFixture extracts a gzipped tarball into dir.
+func untarFixture(t *testing.T, tarball, dir string) {
+	t.Helper()
+	f, err := os.Open(tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
