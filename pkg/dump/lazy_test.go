@@ -1,11 +1,7 @@
 package dump
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -278,7 +274,9 @@ func TestWatchEndRates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(all.Notes, func(n string) bool { return strings.Contains(n, ": shown are the dumps taken at its end and the rates over its last 5.1s") }) {
+	if !slices.ContainsFunc(all.Notes, func(n string) bool {
+		return strings.Contains(n, ": shown are the dumps taken at its end and the rates over its last 5.1s")
+	}) {
 		t.Errorf("with its dumps: notes %q", all.Notes)
 	}
 	plain, err := src.Capture(context.Background(), CaptureOptions{Parts: PartMetrics})
@@ -308,21 +306,15 @@ func TestWatchEndRates(t *testing.T) {
 // start's dumps alone (the instance's capture time is the start's); the
 // note says so, where it said "the dumps taken then" of its end.
 func TestWatchEndNoteOfAKilledWatch(t *testing.T) {
-	dir := t.TempDir()
-	untarFixture(t, filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz"), dir)
-	mb, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	p := filepath.Join("..", "..", "testdata", "simulate", "demo-watch", "bundle.tar.gz")
+	all, err := (&BundleSource{Path: p}).Capture(context.Background(), CaptureOptions{Parts: PartAll, AllScrapes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(mb, &m); err != nil {
-		t.Fatal(err)
-	}
-	m.Instances[0].CapturedAt = time.Date(2026, 12, 6, 0, 59, 40, 0, time.UTC)
-	if mb, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, manifestFile), mb, 0o644); err != nil {
+	// the watch's first scrape's time, as a killed watch's manifest keeps
+	all.Snapshots[0].CapturedAt = time.Date(2026, 12, 6, 0, 59, 40, 0, time.UTC)
+	dir := filepath.Join(t.TempDir(), "watch.tar.gz.partial")
+	if err := WriteBundle(dir, all, Manifest{CreatedAt: all.Snapshots[0].CapturedAt}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := (&BundleSource{Path: dir}).Capture(context.Background(), CaptureOptions{Parts: PartAll, AtWatchEnd: true})
@@ -332,46 +324,5 @@ func TestWatchEndNoteOfAKilledWatch(t *testing.T) {
 	want := "shown are its start's dumps (2026-12-06T00:59:40Z; it ended without taking its end's) and the rates over its last 5.1s of scrapes"
 	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 		t.Errorf("notes %q, want one that says %q", c.Notes, want)
-	}
-}
-
-// untarFixture extracts a gzipped tarball into dir.
-func untarFixture(t *testing.T, tarball, dir string) {
-	t.Helper()
-	f, err := os.Open(tarball)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
