@@ -224,7 +224,8 @@ func Explain(w io.Writer, rep *tune.Report, c *tune.Candidate) error {
 			fmt.Sprintf("%d → %d", l.RejectedBefore, l.RejectedAfter), secs(l.WaitP99Before)+" → "+secs(l.WaitP99After))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-40s %-24s %-10s %14s %18s  %s\n", "CLIENT", "LEVEL (RECORDED)", "PROTECTED", "429s", "P99 WAIT", "")
+	row := func(format string, a ...any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf(format, a...), " ")) }
+	row("%-40s %-24s %-10s %14s %18s", "CLIENT", "LEVEL (RECORDED)", "PROTECTED", "429s", "P99 WAIT")
 	for i, cl := range rep.Clients {
 		if i >= len(c.ClientsAfter) {
 			break
@@ -237,7 +238,11 @@ func Explain(w io.Writer, rep *tune.Report, c *tune.Candidate) error {
 		case !cl.Protected && a.Rejected > cl.Rejected:
 			mark = "more 429s"
 		}
-		fmt.Fprintf(w, "%-40s %-24s %-10v %14s %18s  %s\n", sanitize.Line(cl.Name), sanitize.Line(cl.Level), cl.Protected,
+		protected := "no"
+		if cl.Protected {
+			protected = "yes"
+		}
+		row("%-40s %-24s %-10s %14s %18s  %s", sanitize.Line(cl.Name), sanitize.Line(cl.Level), protected,
 			fmt.Sprintf("%d → %d", cl.Rejected, a.Rejected), secs(cl.WaitP99Seconds)+" → "+secs(a.WaitP99Seconds), mark)
 	}
 	return nil

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -104,5 +105,39 @@ func TestSlowerServerLine(t *testing.T) {
 	}
 	if strings.Count(out, "on a server 10% slower") != 2 {
 		t.Errorf("a candidate not checked says how it does on a slower server:\n%s", out)
+	}
+}
+
+// TestExplainClients: --explain's client table says whether a client is
+// protected in words, marks those the candidate leaves rejected, and ends
+// no line in spaces (it printed "true"/"false" and padded every row to
+// an empty last column).
+func TestExplainClients(t *testing.T) {
+	rep := &tune.Report{Clients: []tune.ClientFigures{{Name: "load-8", Level: "apf-load-reject", Protected: true}, {Name: "admin", Level: "exempt"}}}
+	rep.Clients[0].Rejected = 384
+	var c tune.Candidate
+	if err := json.Unmarshal([]byte(`{"id":5,"rank":1,"verified":true,"clientsAfter":[{"rejected":384},{"rejected":0}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	rep.Candidates = []*tune.Candidate{&c}
+	var b bytes.Buffer
+	if err := Explain(&b, rep, &c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("a line ends in spaces: %q", l)
+		}
+	}
+	for _, want := range []string{
+		// the figures right-aligned under 429s and P99 WAIT
+		"PROTECTED            429s           P99 WAIT\n",
+		"load-8                                   apf-load-reject          yes             384 → 384              - → -  still rejected\n",
+		"admin                                    exempt                   no                  0 → 0              - → -\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
 	}
 }
