@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
@@ -18,6 +20,16 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/explain"
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
+
+// starvedRecording gunzips the starved recording's httplog and audit log
+// into a temporary directory, and names its bundle.
+func starvedRecording(t *testing.T) (httplog, audit, bundle string) {
+	t.Helper()
+	dir := simulateFixture(filepath.Join("recordings", "starved"))
+	tmp := t.TempDir()
+	return fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp), fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp),
+		filepath.Join(dir, recording.BundleFile)
+}
 
 var auditIDOf = regexp.MustCompile(`audit-ID="([^"]+)"`)
 
@@ -50,11 +62,7 @@ func recordedLines(t *testing.T, httplog, level, status string) []string {
 // the fate is compared with the server's answer, and a served request gets
 // a served verdict.
 func TestExplainRequestFromTheLog(t *testing.T) {
-	dir := simulateFixture(filepath.Join("recordings", "starved"))
-	tmp := t.TempDir()
-	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
-	bundle := filepath.Join(dir, recording.BundleFile)
+	httplog, audit, bundle := starvedRecording(t)
 	rejected, served := recordedLines(t, httplog, "apf-load", "429"), recordedLines(t, httplog, "apf-load", "200")
 	if len(rejected) < 100 || len(served) < 100 {
 		t.Fatalf("the recording has %d 429s and %d served requests on apf-load", len(rejected), len(served))
@@ -99,13 +107,10 @@ func TestExplainRequestFromTheLog(t *testing.T) {
 // 429 source, whose rejected clients and counts are those counted straight
 // from the audit log's 429s.
 func TestExplain429FromTheLog(t *testing.T) {
-	dir := simulateFixture(filepath.Join("recordings", "starved"))
-	tmp := t.TempDir()
-	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	httplog, audit, bundle := starvedRecording(t)
 	want := rejectedByUser(t, audit)
 	for _, files := range [][]string{{httplog, audit}, {audit}} {
-		args := []string{"explain", "429", "--from", filepath.Join(dir, recording.BundleFile), "-o", "json"}
+		args := []string{"explain", "429", "--from", bundle, "-o", "json"}
 		for _, f := range files {
 			args = append(args, "--workload", f)
 		}
@@ -320,4 +325,76 @@ func explainDemoWatch(t *testing.T, auditID string) string {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	return out
+}
+
+// TestExplainRequestOfOneEventPasted: one audit event pasted from a log
+// search, pretty-printed, holds nothing of what its request met: its moment
+// is not reconstructed and no fate disagrees (it read "the server answered
+// 429 but the reconstruction found room for it", on make demo's
+// apf-load-reject); a log that starts two seconds before the request is
+// reconstructed, and says that it starts late.
+func TestExplainRequestOfOneEventPasted(t *testing.T) {
+	tmp := t.TempDir()
+	httplog, audit, bundle := starvedRecording(t)
+	id := recordedLines(t, httplog, "apf-load", "429")[50]
+	var events [][]byte
+	var at []time.Time
+	var target int
+	for _, l := range strings.Split(strings.TrimSpace(string(mustRead(t, audit))), "\n") {
+		var ev struct {
+			AuditID         string    `json:"auditID"`
+			RequestReceived time.Time `json:"requestReceivedTimestamp"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.AuditID == id {
+			target = len(events)
+		}
+		events, at = append(events, []byte(l)), append(at, ev.RequestReceived)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, events[target], "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	one := filepath.Join(tmp, "event.json")
+	if err := os.WriteFile(one, pretty.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPlugin("explain", "request", "--from", bundle, "--from-audit", one, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ex explain.Explanation
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Past != nil || ex.Recorded == nil || ex.Recorded.FateAgrees != nil || ex.Recorded.Status != 429 ||
+		!slices.ContainsFunc(ex.Notes, func(n string) bool {
+			return strings.HasPrefix(n, "the log holds no request that arrived before this one")
+		}) {
+		t.Errorf("one event: past %v, recorded %+v, notes %q; want no moment, no fate compared, and a note that says why", ex.Past, ex.Recorded, ex.Notes)
+	}
+	// the events of the two seconds before it, and it
+	first := target
+	for first > 0 && at[target].Sub(at[first-1]) <= 2*time.Second {
+		first--
+	}
+	short := filepath.Join(tmp, "short.log")
+	if err := os.WriteFile(short, append(bytes.Join(events[first:target+1], []byte("\n")), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runPlugin("explain", "request", "--from", bundle, "--from-audit", short, "--audit-id", id, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	ex = explain.Explanation{}
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Past == nil || target-first < 2 || !slices.ContainsFunc(ex.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "the log starts ") && strings.HasSuffix(n, " before this request: requests that arrived earlier and still waited or ran then are not in it, so its level may have been fuller than reconstructed")
+	}) {
+		t.Errorf("a log from %d events before it: past %v, notes %q; want its moment and a note that the log starts late", target-first, ex.Past, ex.Notes)
+	}
 }

@@ -315,7 +315,12 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 // of 0 seats admit one request at a time (kubernetes/kubernetes#134196).
 func widerThan(seats, cl float64) string {
 	n := int(seats)
-	return widerThanLevel(n, fmt.Sprintf("limit of %v", cl)) + ", so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196"
+	text := widerThanLevel(n, fmt.Sprintf("limit of %v", cl))
+	if cl < 1 {
+		// a level of 1 seat or more said it too, of a level of 0
+		text += ", so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196"
+	}
+	return text
 }
 
 // widerThanLevel is "its 10 seats are more than the level's 1, and
@@ -379,7 +384,7 @@ func seatsText[N ~int | ~uint64](n N) string { return textfmt.Count(n, "seat", "
 // read "10 of its 1 seat in use".
 func inUseOf(inUse, limit float64, its string) string {
 	if inUse > limit && limit > 0 {
-		return fmt.Sprintf("%v seats in use, more than %s%v %s (a request wider than the limit runs when nothing else does)", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
+		return fmt.Sprintf("%v seats in use, more than %s%v %s (%s)", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"), widerRule)
 	}
 	return fmt.Sprintf("%v of %s%v %s in use", inUse, its, limit, textfmt.PluralFigure(&limit, "seat", "seats"))
 }

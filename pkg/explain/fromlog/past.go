@@ -16,6 +16,11 @@ import (
 
 // noteCaptureTime is said when a logged request's fate is the state read
 // now's, not its own moment's.
+// minLead is how long before a request a log must start for its moment to
+// be reconstructed without a note, at least: a level's requests wait up to
+// its wait limit (15 s by default) and run after it.
+const minLead = 15 * time.Second
+
 const noteCaptureTime = "the fate shown is that of the state read now, not of the logged request's moment: give the log as a file (--from-log FILE, --from-audit FILE, or --workload FILE...) to reconstruct it"
 
 // Recorded is a request read from a log (ReadRecorded), and where its
@@ -137,6 +142,21 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 			return true, nil
 		}
 		return false, nil
+	}
+	// the requests ahead of it in the level arrived before it: a log that
+	// holds none (one audit event pasted from a search) cannot say what it
+	// met. A reconstruction of the level empty that disagrees with the
+	// server's answer (a 429 "with room for it", on make demo's
+	// apf-load-reject) is that blindness, not a finding: no moment then
+	lead := found.At.Sub(res.Start)
+	switch first := found.Index == 0 || lead <= 0; {
+	case first && !found.Agrees:
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the log holds no request that arrived before this one (at %s): the requests it met are not in it, so its moment is not reconstructed and the fate shown is that of the state read now; give the log of the minutes before it (--workload FILE)", found.At.UTC().Format("15:04:05.000")))
+		return true, nil
+	case first:
+		ex.Notes = append(ex.Notes, "the log holds no request that arrived before this one: its moment is reconstructed from the log alone, which starts with it (requests that arrived earlier and still waited or ran then are not in it)")
+	case lead < max(found.WaitLimit, minLead):
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the log starts %v before this request: requests that arrived earlier and still waited or ran then are not in it, so its level may have been fuller than reconstructed", lead.Round(time.Millisecond)))
 	}
 	if rec.VLogs == nil && len(res.InstancesRead) > 1 {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("note: apiserver instance %s served the request: its moment is reconstructed from that instance's requests alone, with its own calibration and limit (the log holds %d instances)", instance, len(res.InstancesRead)))
