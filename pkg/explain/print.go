@@ -164,7 +164,14 @@ func WriteText(w io.Writer, ex *Explanation) error {
 			}
 		}
 	}
-	p.f("\nVerdict: %s", ex.Verdict.Kind)
+	p.f("\nVerdict")
+	if ex.Recorded != nil && ex.Past == nil && ex.Recorded.Source != "probe" && ex.Recorded.Source != "trace" {
+		// a logged request whose moment is not reconstructed: the verdict is
+		// the state's read (or the configuration's), beside the server's
+		// answer to it then (a logged 429 read "Verdict: runs")
+		p.f(" (not of the logged request's moment)")
+	}
+	p.f(": %s", ex.Verdict.Kind)
 	if ex.Verdict.RejectReason != "" {
 		p.f(" (%s)", ex.Verdict.RejectReason)
 	}
