@@ -226,7 +226,12 @@ func writeRecorded(p *printer, r *Recorded) {
 	writeFate(p, r)
 	if r.InitialSeats != nil {
 		p.f("  the server estimated %s", seatsText(*r.InitialSeats))
-		if r.FinalSeats != nil && r.AdditionalLatency != nil {
+		switch {
+		case r.FinalSeats != nil && *r.FinalSeats == 0:
+			// apf_fseats=0 apf_additionalLatency=0s: nothing held after
+			// the execution (it read "then 0 final seats for 0s")
+			p.f(", and no final seats")
+		case r.FinalSeats != nil && r.AdditionalLatency != nil:
 			p.f(", then %s for %v", textfmt.Count(*r.FinalSeats, "final seat", "final seats"), time.Duration(*r.AdditionalLatency))
 		}
 		p.f("\n")

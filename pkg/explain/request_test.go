@@ -1,8 +1,10 @@
 package explain
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInUseOf: the seats in use of a limit, the noun agreeing with the
@@ -36,5 +38,28 @@ func TestWiderThan(t *testing.T) {
 	}
 	if got := widerThan(1, 0); !strings.Contains(got, "so a level of 0 seats admits one request at a time: kubernetes/kubernetes#134196") {
 		t.Errorf("widerThan(1, 0) = %q", got)
+	}
+}
+
+// TestServersWorkEstimate: the server's estimate from an httplog line says
+// its final seats and how long they were held, or that there were none
+// (apf_fseats=0 apf_additionalLatency=0s read "then 0 final seats for 0s").
+func TestServersWorkEstimate(t *testing.T) {
+	u := func(n uint64) *uint64 { return &n }
+	d := func(v time.Duration) *Duration { x := Duration(v); return &x }
+	for _, tt := range []struct {
+		r    Recorded
+		want string
+	}{
+		{Recorded{Source: "httplog", InitialSeats: u(1), FinalSeats: u(0), AdditionalLatency: d(0)}, "  the server estimated 1 seat, and no final seats\n"},
+		{Recorded{Source: "httplog", InitialSeats: u(1), FinalSeats: u(3), AdditionalLatency: d(15 * time.Millisecond)}, "  the server estimated 1 seat, then 3 final seats for 15ms\n"},
+		{Recorded{Source: "httplog", InitialSeats: u(10)}, "  the server estimated 10 seats\n"},
+	} {
+		var b bytes.Buffer
+		p := &printer{w: &b}
+		writeRecorded(p, &tt.r)
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("got:\n%s\nwant %q in it", b.String(), tt.want)
+		}
 	}
 }
