@@ -219,6 +219,28 @@ func clientName(c rejections.ClientShare) string {
 	return c.FlowSchema + " (" + c.UserAgent + ")"
 }
 
+// topHolder is the client, by name, that held the largest share of the
+// seat-seconds, and that share: the rows of one name (a user's requests
+// under several user agents) summed. The top row alone read "load-8 held
+// 95%" where load-8's kubectl held the other 5%.
+func topHolder(held []rejections.ClientShare) (name string, share float64) {
+	by := map[string]float64{}
+	var order []string
+	for _, c := range held {
+		n := clientName(c)
+		if _, ok := by[n]; !ok {
+			order = append(order, n)
+		}
+		by[n] += c.Share
+	}
+	for _, n := range order {
+		if by[n] > share {
+			name, share = n, by[n]
+		}
+	}
+	return name, share
+}
+
 // topFlow is the flow of the largest count, and the count (the lowest
 // flow index on a tie; -1 for no count): the flow that held most of a
 // rejected request's hand, or crowded most rejected requests out.
@@ -264,9 +286,8 @@ const heavyFactor = 1.5
 func (s *state) diagnose(l *level, inc *incidentAcc, cl *rejections.Clients, seatSec map[int32]float64) (string, []rejections.Cause) {
 	var causes []rejections.Cause
 	var summary []string
-	if len(cl.HeldSeats) > 0 {
-		top := cl.HeldSeats[0]
-		summary = append(summary, fmt.Sprintf("%s held %.0f%% of %s's seat-seconds", clientName(top), 100*top.Share, l.name))
+	if name, share := topHolder(cl.HeldSeats); name != "" {
+		summary = append(summary, fmt.Sprintf("%s held %.0f%% of %s's seat-seconds", name, 100*share, l.name))
 	}
 	switch {
 	case l.queues == nil && !l.exempt:
