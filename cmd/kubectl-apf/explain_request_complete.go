@@ -195,6 +195,14 @@ func (o *ExplainRequestOptions) completeResource() error {
 		return fmt.Errorf("--from-message names %s %s, the arguments %s %s (%s): give one request", m.Method, m.Path, o.Resource.Verb, o.resourceArg(), path)
 	}
 	o.verb, o.path = verb, path
+	if verb == "watch" {
+		// kubectl get --watch (and an informer) LISTs first and watches
+		// from the LIST's resourceVersion: a WATCH of 1 seat, where one from
+		// no resourceVersion starts with every object and is estimated as
+		// a LIST ("as kubectl sends it" said otherwise)
+		o.resourceNotes = append(notes, fmt.Sprintf("note: %s %s is WATCH %s?watch=1 from no resourceVersion, which starts with every object; kubectl get --watch and informers LIST first and watch from that LIST's resourceVersion (1 seat): give the path with ?watch=1&resourceVersion=N for that WATCH", o.Resource.Verb, o.resourceArg(), path))
+		return nil
+	}
 	o.resourceNotes = append(notes, fmt.Sprintf("note: %s %s is %s %s, as kubectl sends it", o.Resource.Verb, o.resourceArg(), strings.ToUpper(verb), path))
 	return nil
 }

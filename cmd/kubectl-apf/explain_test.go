@@ -164,6 +164,14 @@ func TestExplainRequestResourceArgs(t *testing.T) {
 	if errOut != "note: get deploy is LIST /apis/apps/v1/namespaces/dev/deployments?limit=500, as kubectl sends it\n" {
 		t.Errorf("stderr %q", errOut)
 	}
+	// kubectl never WATCHes from no resourceVersion (get --watch LISTs
+	// first): the note says what was explained and how to explain
+	// kubectl's WATCH, where it said "as kubectl sends it"
+	_, _, errOut = runPlugin("explain", "request", "--defaults", "--user-name", "alice", "watch", "pods", "-n", "dev")
+	if !strings.HasPrefix(errOut, "note: watch pods is WATCH /api/v1/namespaces/dev/pods?watch=1 from no resourceVersion, which starts with every object; kubectl get --watch and informers LIST first") ||
+		strings.Contains(errOut, "as kubectl sends it") {
+		t.Errorf("watch: stderr %q", errOut)
+	}
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	const cfg = `apiVersion: v1
