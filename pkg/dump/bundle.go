@@ -358,8 +358,8 @@ func instanceNames(mi ManifestInstance, f *bundleFiles) []string {
 }
 
 // captureFrom rebuilds a capture from a bundle's files and its manifest m.
-// Of each instance's scrapes, it reads those opts asks for (the latest two,
-// or every one with AllScrapes), or those pick names by the instance's
+// Of each instance's scrapes, it reads those opts asks for (the pair of its
+// end, metrics.LatestPair, or every one with AllScrapes), or those pick names by the instance's
 // directory, numbered from 0 in the snapshot's Raw; noDumps leaves the
 // debug dumps out (they are not of the scrapes picked).
 func captureFrom(f *bundleFiles, m *Manifest, opts CaptureOptions, pick map[string][]int, noDumps bool) (*Capture, error) {

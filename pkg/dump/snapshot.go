@@ -56,8 +56,9 @@ type CaptureOptions struct {
 	MetricsInterval time.Duration
 	// AllScrapes reads every scrape a bundle holds of each instance (dump
 	// bundle --from writes them all again). Without it a bundle gives the
-	// latest two, which give the rates: a watch's thousands are read only
-	// around a window (BundleSource.ScrapesAround).
+	// two that give the rates of its end: its last and the latest at least
+	// half an interval before it (metrics.LatestPair); a watch's thousands
+	// are read only around a window (BundleSource.ScrapesAround).
 	AllScrapes bool
 	// LargestBurst reads, of a bundle that holds more than two scrapes of
 	// an instance (dump bundle --watch), the scrapes around a burst of

@@ -14,13 +14,13 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
 
-// noteCaptureTime is said when a logged request's fate is the state read
-// now's, not its own moment's.
 // minLead is how long before a request a log must start for its moment to
 // be reconstructed without a note, at least: a level's requests wait up to
 // its wait limit (15 s by default) and run after it.
 const minLead = 15 * time.Second
 
+// noteCaptureTime is said when a logged request's fate is the state read
+// now's, not its own moment's.
 const noteCaptureTime = "the fate shown is that of the state read now, not of the logged request's moment: give the log as a file (--from-log FILE, --from-audit FILE, or --workload FILE...) to reconstruct it"
 
 // Recorded is a request read from a log (ReadRecorded), and where its
