@@ -192,15 +192,38 @@ type LevelWindow struct {
 	NominalLimit    Float `json:"nominalLimit"`
 	CurrentLimitMin Float `json:"currentLimitMin"`
 	CurrentLimitMax Float `json:"currentLimitMax"`
-	SeatsInUseAvg   Float `json:"seatsInUseAvg"`
-	SeatsInUseMax   Float `json:"seatsInUseMax"`
-	WaitingMax      Float `json:"waitingRequestsMax"`
+	// SeatsInUseAvg is the mean seats in use (meanSeats); SeatsInUseMax the
+	// most a sample read, NaN where that is below the mean (the samples
+	// missed the peak).
+	SeatsInUseAvg Float `json:"seatsInUseAvg"`
+	SeatsInUseMax Float `json:"seatsInUseMax"`
+	WaitingMax    Float `json:"waitingRequestsMax"`
 	// Dispatched counts the requests dispatched in the window; Rejected the
 	// rejections by reason.
 	Dispatched     Float              `json:"dispatched"`
 	Rejected       map[string]float64 `json:"rejected"`
 	RejectedTotal  float64            `json:"rejectedTotal"`
 	WaitP99Seconds Float              `json:"waitP99Seconds"`
+}
+
+// meanSeats is the seats in use of each level over the window d before the
+// evaluation, summed by level (and instance with PerInstance): per
+// instance, the time-weighted mean of its seat utilization (the timing
+// ratio histogram priority_level_seat_utilization, which sees every
+// request, however short) times its mean current limit, else the mean of
+// the current_executing_seats gauge sampled every res, which misses the
+// requests that run between two samples (make demo's apf-load-reject,
+// requests of milliseconds, read 0 seats over half an hour of them).
+func meanSeats(query Query, d, res time.Duration) string {
+	qi := query
+	qi.PerInstance = true
+	l := []string{LabelLevel}
+	by := "sum by (" + LabelLevel + ", " + qi.instance() + ") "
+	rng := "[" + promDuration(d) + "]"
+	ratio := "(" + by + "(increase(" + query.sel(metrics.SeatUtilization+"_sum") + rng + ")) / " +
+		by + "(increase(" + query.sel(metrics.SeatUtilization+"_count") + rng + ")))"
+	integrated := "(" + ratio + " * " + AvgOver(qi.Gauge(metrics.CurrentLimitSeats, l), d, res) + ")"
+	return query.by(l...) + "(" + integrated + " or " + AvgOver(qi.Gauge(metrics.CurrentExecutingSeats, l), d, res) + ")"
 }
 
 // LevelsOverWindow asks the store, in one instant query at the window's
@@ -224,7 +247,7 @@ func LevelsOverWindow(ctx context.Context, q Querier, query Query, w Window) ([]
 	t.Add("curmin", MinOver(cur, d, res))
 	t.Add("curmax", MaxOver(cur, d, res))
 	seats := query.Gauge(metrics.CurrentExecutingSeats, l)
-	t.Add("seatsavg", AvgOver(seats, d, res))
+	t.Add("seatsavg", meanSeats(query, d, res))
 	t.Add("seatsmax", MaxOver(seats, d, res))
 	t.Add("waitmax", MaxOver(query.Gauge(metrics.CurrentInqueueRequests, l), d, res))
 	t.Add("dispatched", query.ExactCount(familyDispatched, l, d))
@@ -282,6 +305,17 @@ func LevelsOverWindow(ctx context.Context, q Querier, query Query, w Window) ([]
 	}
 	out := make([]LevelWindow, 0, len(rows))
 	for _, r := range rows {
+		if float64(r.SeatsInUseAvg) == 0 && math.IsNaN(float64(r.SeatsInUseMax)) {
+			// no gauge series, and a mean of none, which the seat
+			// utilization would have seen: none at most
+			r.SeatsInUseMax = 0
+		}
+		if float64(r.SeatsInUseMax) < float64(r.SeatsInUseAvg) {
+			// the samples missed the peak the seat utilization integrates
+			// (make demo's apf-load-reject: requests of milliseconds, a peak
+			// of 0 beside a mean of 0.005): not known
+			r.SeatsInUseMax = Float(math.NaN())
+		}
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -50,6 +50,15 @@ func TestAgainstRealPrometheus(t *testing.T) {
 		// written): not 429s of another cause when it catches up.
 		Unanswered: []testprom.Lag{{Instance: 0, From: start.Add(31*time.Minute + 15*time.Second), To: start.Add(33*time.Minute + 15*time.Second), N: 5}},
 	}
+	// The new instance's seat utilization sees half a seat more than its
+	// gauge reads at each scrape outside an incident: requests that run
+	// between two scrapes.
+	fleet.SeatUtilization = func(l string, i int, t time.Time) float64 {
+		if l == "workload-low" && i == 0 && !t.Before(start.Add(30*time.Minute+7*time.Second)) && t.Before(start.Add(40*time.Minute)) {
+			return 1
+		}
+		return 0.25
+	}
 	dir := t.TempDir()
 	ctx := context.Background()
 	if _, err := fleet.CreateBlocks(ctx, dir, filepath.Join(dir, "data")); err != nil {
@@ -213,6 +222,14 @@ func TestAgainstRealPrometheus(t *testing.T) {
 		truth := fleet.Rejected("workload-low", fleet.Start, fleet.End)
 		if math.Abs(rows[0].RejectedTotal-truth) > 0.02*truth || rows[0].SeatsInUseMax != 20 {
 			t.Errorf("workload-low: %+v; want %v rejections and 20 seats at most", rows[0], truth)
+		}
+		// the mean seats: the new instance's from its seat utilization,
+		// the old one's from its gauge (it exports no utilization)
+		for _, r := range rows {
+			want := fleet.MeanSeats(r.Name, w.Start, w.End)
+			if got := float64(r.SeatsInUseAvg); math.Abs(got-want) > 0.02*want {
+				t.Errorf("%s: mean seats %v, want %v", r.Name, got, want)
+			}
 		}
 	})
 	if posts.Load() != 0 || gets.Load() == 0 || c.Stats.Queries.Load() != gets.Load() || c.Stats.Bytes.Load() == 0 {

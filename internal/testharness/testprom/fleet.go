@@ -37,6 +37,13 @@ type Fleet struct {
 	Incidents []Incident
 	// Other429 are 429s APF did not give (apiserver_request_total only).
 	Other429 []Incident
+	// SeatUtilization, when set, is the time-weighted ratio of seats in use
+	// to the limit that the new-name instances' timing histogram
+	// priority_level_seat_utilization integrates: it sees the short
+	// requests that the current_executing_seats gauge, read once a scrape,
+	// misses (a level whose requests take milliseconds reads 0 at every
+	// scrape). nil: no such family.
+	SeatUtilization func(level string, i int, t time.Time) float64
 	// Unanswered are scrapes that read an instance's 429s behind APF's
 	// rejections: APF counts a rejection in its filter, and the 429 is
 	// counted when the handler returns (the instrumentation around it),
@@ -97,6 +104,44 @@ func (f *Fleet) Rejected(level string, from, to time.Time) float64 {
 		}
 	}
 	return n
+}
+
+// gaugeSeats is the current_executing_seats every scrape reads: 10 of the
+// nominal 10 during an incident of the level on the instance, 2 otherwise.
+func (f *Fleet) gaugeSeats(level string, i int, t time.Time) float64 {
+	for _, in := range f.Incidents {
+		if in.Level == level && in.on(i) && !t.Before(in.Start) && t.Before(in.End) {
+			return 10
+		}
+	}
+	return 2
+}
+
+// MeanSeats is the truth: the mean seats in use of the level over (from,
+// to], summed over the instances, each from its seat utilization (times
+// the limit of 10) where it exports one, else from its gauge, as sampled.
+func (f *Fleet) MeanSeats(level string, from, to time.Time) float64 {
+	total := 0.0
+	for i := 0; i < f.Instances; i++ {
+		var sum, n float64
+		last := f.Start
+		for t := f.Start; !t.After(f.End); t = t.Add(f.Interval) {
+			d := t.Sub(last).Seconds()
+			last = t
+			if !t.After(from) || t.After(to) {
+				continue
+			}
+			if f.SeatUtilization != nil && (f.OldNames == nil || !f.OldNames(i)) {
+				sum, n = sum+10*d*f.SeatUtilization(level, i, t), n+d
+			} else {
+				sum, n = sum+f.gaugeSeats(level, i, t), n+1
+			}
+		}
+		if n > 0 {
+			total += sum / n
+		}
+	}
+	return total
 }
 
 type om struct {
@@ -162,12 +207,7 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 		}
 	}
 	ten := func(string, int, time.Time) float64 { return 10 }
-	seats := func(l string, i int, t time.Time) float64 {
-		if busy(l, i, t) {
-			return 10
-		}
-		return 2
-	}
+	seats := f.gaugeSeats
 	gauge("nominal_limit_seats", true, false, ten)
 	gauge("request_concurrency_limit", false, false, ten)
 	gauge("current_limit_seats", true, false, ten)
@@ -182,6 +222,28 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 		return 0
 	})
 
+	if f.SeatUtilization != nil {
+		// a timing ratio histogram: its count grows by the seconds passed,
+		// its sum by the ratio times them (its one bucket, +Inf, is the
+		// count)
+		o.family(p+"priority_level_seat_utilization", "histogram")
+		for i := 0; i < f.Instances; i++ {
+			if old(i) {
+				continue
+			}
+			for _, l := range f.Levels {
+				var sum, count float64
+				last := f.Start
+				times(func(t time.Time) {
+					d := t.Sub(last).Seconds()
+					sum, count, last = sum+d*f.SeatUtilization(l, i, t), count+d, t
+					o.sample(p+"priority_level_seat_utilization_bucket", base(i, "priority_level", l, "phase", "executing", "le", "+Inf"), count, t)
+					o.sample(p+"priority_level_seat_utilization_count", base(i, "priority_level", l, "phase", "executing"), count, t)
+					o.sample(p+"priority_level_seat_utilization_sum", base(i, "priority_level", l, "phase", "executing"), sum, t)
+				})
+			}
+		}
+	}
 	o.family(p+"dispatched_requests", "counter")
 	for i := 0; i < f.Instances; i++ {
 		for _, l := range f.Levels {
