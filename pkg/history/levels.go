@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -31,6 +33,13 @@ type InstanceScrapes struct {
 	Pairs [][2]*metrics.Scrape
 }
 
+// utilSum and utilCount tag the seat utilization's sum and count in a
+// Scrapes query.
+const (
+	utilSum   = "seat_utilization_sum"
+	utilCount = "seat_utilization_count"
+)
+
 // levelGauges are the gauges of the level table, by canonical name.
 var levelGauges = []string{metrics.NominalLimitSeats, metrics.CurrentLimitSeats, metrics.CurrentExecutingSeats,
 	metrics.CurrentInqueueRequests, metrics.CurrentInqueueSeats, metrics.CurrentExecutingRequests}
@@ -53,6 +62,12 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 	t.Add(familyDispatched, query.Count(familyDispatched, l, rateWindow))
 	t.Add(familyRejected, query.Count(familyRejected, []string{LabelLevel, LabelReason}, rateWindow))
 	t.Add(metrics.RequestWaitDurationSecond, query.Buckets(metrics.RequestWaitDurationSecond, l, rateWindow))
+	// the seat utilization's sum and count over the window: its mean, the
+	// seats' use over the interval (the live view's bar), which the gauges
+	// at one instant miss between bursts
+	rng := "[" + promDuration(rateWindow) + "]"
+	t.Add(utilSum, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_sum")+rng+"))")
+	t.Add(utilCount, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_count")+rng+"))")
 	ans, err := q.QueryRange(ctx, t.String(), start, end, step)
 	if err != nil {
 		return nil, fmt.Errorf("querying the priority levels: %w", err)
@@ -63,6 +78,7 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 	}
 	cells := map[cell]map[string][]*dto.Metric{}
 	hists := map[cell]map[string]*dto.Histogram{}
+	utils := map[cell]map[string]*dto.Histogram{}
 	for _, s := range ans {
 		fam := s.Labels[LabelSeries]
 		inst := MergedInstance
@@ -80,6 +96,22 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 				continue
 			}
 			c := cell{inst, p.T.UnixMilli()}
+			if fam == utilSum || fam == utilCount {
+				if utils[c] == nil {
+					utils[c] = map[string]*dto.Histogram{}
+				}
+				h := utils[c][s.Labels[LabelLevel]]
+				if h == nil {
+					h = &dto.Histogram{SampleSum: proto.Float64(0), SampleCount: proto.Uint64(0)}
+					utils[c][s.Labels[LabelLevel]] = h
+				}
+				if fam == utilSum {
+					h.SampleSum = proto.Float64(math.Max(0, p.V))
+				} else {
+					h.SampleCount = proto.Uint64(uint64(math.Round(math.Max(0, p.V))))
+				}
+				continue
+			}
 			if fam == metrics.RequestWaitDurationSecond {
 				le, err := strconv.ParseFloat(s.Labels["le"], 64)
 				if err != nil {
@@ -153,6 +185,13 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 				mf.Metric = append(mf.Metric, &dto.Metric{Label: []*dto.LabelPair{{Name: proto.String(LabelLevel), Value: proto.String(lvl)}}, Histogram: h})
 			}
 			cur.Families[metrics.RequestWaitDurationSecond] = mf
+		}
+		if us := utils[c]; len(us) > 0 && cells[c] != nil {
+			mf := &dto.MetricFamily{Name: proto.String(metrics.SeatUtilization), Type: dto.MetricType_HISTOGRAM.Enum()}
+			for _, lvl := range slices.Sorted(maps.Keys(us)) {
+				mf.Metric = append(mf.Metric, &dto.Metric{Label: []*dto.LabelPair{{Name: proto.String(LabelLevel), Value: proto.String(lvl)}}, Histogram: us[lvl]})
+			}
+			cur.Families[metrics.SeatUtilization] = mf
 		}
 		prev := &metrics.Scrape{Time: at.Add(-rateWindow), Families: map[string]*dto.MetricFamily{}}
 		is := byInst[c.inst]

@@ -207,6 +207,15 @@ func TestAgainstRealPrometheus(t *testing.T) {
 				if !(wl.WaitP99 > 1 && wl.WaitP99 <= 2) {
 					t.Errorf("%s: wait p99 %v, want between 1 and 2 s during the incident", is.Instance, wl.WaitP99)
 				}
+				// the seat utilization over the rate window: the new
+				// instance's, full in its incident; the old one exports none
+				wantUtil := 1.0
+				if is.Instance == testprom.InstanceName(1) {
+					wantUtil = math.NaN()
+				}
+				if got := wl.MeanUtilisation; math.IsNaN(wantUtil) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-wantUtil) > 0.01 {
+					t.Errorf("%s: mean utilisation %v, want %v", is.Instance, got, wantUtil)
+				}
 			}
 		}
 	})
