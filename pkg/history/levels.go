@@ -38,6 +38,8 @@ type InstanceScrapes struct {
 const (
 	utilSum   = "seat_utilization_sum"
 	utilCount = "seat_utilization_count"
+	// utilBelowFull is its bucket le="0.99": the time not full
+	utilBelowFull = "seat_utilization_below_full"
 )
 
 // levelGauges are the gauges of the level table, by canonical name.
@@ -68,6 +70,8 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 	rng := "[" + promDuration(rateWindow) + "]"
 	t.Add(utilSum, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_sum")+rng+"))")
 	t.Add(utilCount, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_count")+rng+"))")
+	// and the time below 99%: FULL, the share of the interval it was full
+	t.Add(utilBelowFull, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_bucket", `le="0.99"`)+rng+"))")
 	ans, err := q.QueryRange(ctx, t.String(), start, end, step)
 	if err != nil {
 		return nil, fmt.Errorf("querying the priority levels: %w", err)
@@ -96,7 +100,7 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 				continue
 			}
 			c := cell{inst, p.T.UnixMilli()}
-			if fam == utilSum || fam == utilCount {
+			if fam == utilSum || fam == utilCount || fam == utilBelowFull {
 				if utils[c] == nil {
 					utils[c] = map[string]*dto.Histogram{}
 				}
@@ -105,10 +109,14 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 					h = &dto.Histogram{SampleSum: proto.Float64(0), SampleCount: proto.Uint64(0)}
 					utils[c][s.Labels[LabelLevel]] = h
 				}
-				if fam == utilSum {
+				n := uint64(math.Round(math.Max(0, p.V)))
+				switch fam {
+				case utilSum:
 					h.SampleSum = proto.Float64(math.Max(0, p.V))
-				} else {
-					h.SampleCount = proto.Uint64(uint64(math.Round(math.Max(0, p.V))))
+				case utilCount:
+					h.SampleCount = proto.Uint64(n)
+				default:
+					h.Bucket = []*dto.Bucket{{UpperBound: proto.Float64(0.99), CumulativeCount: proto.Uint64(n)}}
 				}
 				continue
 			}

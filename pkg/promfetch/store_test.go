@@ -216,6 +216,10 @@ func TestAgainstRealPrometheus(t *testing.T) {
 				if got := wl.MeanUtilisation; math.IsNaN(wantUtil) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-wantUtil) > 0.01 {
 					t.Errorf("%s: mean utilisation %v, want %v", is.Instance, got, wantUtil)
 				}
+				// full all the rate window: the time below 99% is none
+				if got := wl.FullFraction; math.IsNaN(wantUtil) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-1) > 0.01 {
+					t.Errorf("%s: full %v of the time, want all of it", is.Instance, got)
+				}
 			}
 		}
 	})

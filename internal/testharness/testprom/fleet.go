@@ -224,19 +224,24 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 
 	if f.SeatUtilization != nil {
 		// a timing ratio histogram: its count grows by the seconds passed,
-		// its sum by the ratio times them (its one bucket, +Inf, is the
-		// count)
+		// its sum by the ratio times them, its bucket le="0.99" by those
+		// seconds when the level was not full (+Inf is the count)
 		o.family(p+"priority_level_seat_utilization", "histogram")
 		for i := 0; i < f.Instances; i++ {
 			if old(i) {
 				continue
 			}
 			for _, l := range f.Levels {
-				var sum, count float64
+				var sum, count, below float64
 				last := f.Start
 				times(func(t time.Time) {
 					d := t.Sub(last).Seconds()
-					sum, count, last = sum+d*f.SeatUtilization(l, i, t), count+d, t
+					r := f.SeatUtilization(l, i, t)
+					sum, count, last = sum+d*r, count+d, t
+					if r <= 0.99 {
+						below += d
+					}
+					o.sample(p+"priority_level_seat_utilization_bucket", base(i, "priority_level", l, "phase", "executing", "le", "0.99"), below, t)
 					o.sample(p+"priority_level_seat_utilization_bucket", base(i, "priority_level", l, "phase", "executing", "le", "+Inf"), count, t)
 					o.sample(p+"priority_level_seat_utilization_count", base(i, "priority_level", l, "phase", "executing"), count, t)
 					o.sample(p+"priority_level_seat_utilization_sum", base(i, "priority_level", l, "phase", "executing"), sum, t)
