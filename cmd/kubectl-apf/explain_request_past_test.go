@@ -332,7 +332,8 @@ func explainDemoWatch(t *testing.T, auditID string) string {
 // is not reconstructed and no fate disagrees (it read "the server answered
 // 429 but the reconstruction found room for it", on make demo's
 // apf-load-reject); a log that starts two seconds before the request is
-// reconstructed, and says that it starts late.
+// reconstructed, and says that it starts late. Given beside the log it
+// came from, the event's moment is the log's.
 func TestExplainRequestOfOneEventPasted(t *testing.T) {
 	tmp := t.TempDir()
 	httplog, audit, bundle := starvedRecording(t)
@@ -357,23 +358,25 @@ func TestExplainRequestOfOneEventPasted(t *testing.T) {
 	if err := json.Indent(&pretty, events[target], "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	one := filepath.Join(tmp, "event.json")
+	// named to be read before the log when both are given (instances
+	// are taken in name order)
+	one := filepath.Join(tmp, "0-event.json")
 	if err := os.WriteFile(one, pretty.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runPlugin("explain", "request", "--from", bundle, "--from-audit", one, "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var ex explain.Explanation
-	if err := json.Unmarshal([]byte(out), &ex); err != nil {
-		t.Fatal(err)
-	}
+	ex := explainRequestJSON(t, "--from", bundle, "--from-audit", one)
 	if ex.Past != nil || ex.Recorded == nil || ex.Recorded.FateAgrees != nil || ex.Recorded.Status != 429 ||
 		!slices.ContainsFunc(ex.Notes, func(n string) bool {
 			return strings.HasPrefix(n, "the log holds no request that arrived before this one")
 		}) {
 		t.Errorf("one event: past %v, recorded %+v, notes %q; want no moment, no fate compared, and a note that says why", ex.Past, ex.Recorded, ex.Notes)
+	}
+	// the same event beside the log it came from (each file read as an
+	// instance): its moment is the log's, where the event's own file, first,
+	// gave none
+	ex = explainRequestJSON(t, "--from", bundle, "--from-audit", one, "--workload", audit)
+	if ex.Past == nil || ex.Recorded == nil || ex.Recorded.FateAgrees == nil || !*ex.Recorded.FateAgrees {
+		t.Errorf("the event beside its log: past %v, recorded %+v, notes %q; want the log's moment, agreeing", ex.Past, ex.Recorded, ex.Notes)
 	}
 	// the events of the two seconds before it, and it
 	first := target
@@ -384,17 +387,25 @@ func TestExplainRequestOfOneEventPasted(t *testing.T) {
 	if err := os.WriteFile(short, append(bytes.Join(events[first:target+1], []byte("\n")), '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = runPlugin("explain", "request", "--from", bundle, "--from-audit", short, "--audit-id", id, "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	ex = explain.Explanation{}
-	if err := json.Unmarshal([]byte(out), &ex); err != nil {
-		t.Fatal(err)
-	}
+	ex = explainRequestJSON(t, "--from", bundle, "--from-audit", short, "--audit-id", id)
 	if ex.Past == nil || target-first < 2 || !slices.ContainsFunc(ex.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "the log starts ") && strings.HasSuffix(n, " before this request: requests that arrived earlier and still waited or ran then are not in it, so its level may have been fuller than reconstructed")
 	}) {
 		t.Errorf("a log from %d events before it: past %v, notes %q; want its moment and a note that the log starts late", target-first, ex.Past, ex.Notes)
 	}
+}
+
+// explainRequestJSON runs explain request -o json with args and reads its
+// explanation.
+func explainRequestJSON(t *testing.T, args ...string) explain.Explanation {
+	t.Helper()
+	code, out, errOut := runPlugin(append(append([]string{"explain", "request"}, args...), "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ex explain.Explanation
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	return ex
 }

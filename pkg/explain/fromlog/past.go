@@ -102,15 +102,20 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 		}
 		return w.Arrival.Equal(r.Arrival) && w.URI == r.URI
 	}
-	var found *reconstruct.Fate
-	var instance string
+	// the request's fate in each instance that holds it: one, unless a
+	// file given twice over holds it too (one event pasted into a file
+	// beside the log it came from, each file read as an instance)
+	type seen struct {
+		fate     *reconstruct.Fate
+		instance string
+	}
+	var fates []seen
 	opts := reconstruct.Options{Focus: match, Identify: identifyLike(id, r, match),
 		OnFate: func(f *reconstruct.Fate) {
-			if found == nil && f.Snapshot != nil {
-				instance = f.Record.Instance
+			if f.Snapshot != nil && !slices.ContainsFunc(fates, func(s seen) bool { return s.instance == f.Record.Instance }) {
 				g := *f
 				g.Record, g.Hand = nil, slices.Clone(f.Hand)
-				found = &g
+				fates = append(fates, seen{&g, f.Record.Instance})
 			}
 		}}
 	var res *reconstruct.Result
@@ -136,6 +141,21 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 	default:
 		return false, nil
 	}
+	// of several, the instance whose log starts longest before the request
+	var found *reconstruct.Fate
+	var instance string
+	var start time.Time
+	for _, s := range fates {
+		st := res.Start
+		for _, ir := range res.Instances {
+			if ir.Name == s.instance && ir.Result != nil {
+				st = ir.Start
+			}
+		}
+		if found == nil || s.fate.At.Sub(st) > found.At.Sub(start) {
+			found, instance, start = s.fate, s.instance, st
+		}
+	}
 	if found == nil {
 		if reconstruct.AnsweredBeforeAPF(r) {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("the server answered %d ahead of APF (authentication, or a refused impersonation), which never saw this request", r.Status))
@@ -148,7 +168,7 @@ func explainPast(ctx context.Context, ex *explain.Explanation, rec Recorded, c C
 	// met. A reconstruction of the level empty that disagrees with the
 	// server's answer (a 429 "with room for it", on make demo's
 	// apf-load-reject) is that blindness, not a finding: no moment then
-	lead := found.At.Sub(res.Start)
+	lead := found.At.Sub(start)
 	switch first := found.Index == 0 || lead <= 0; {
 	case first && !found.Agrees:
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the log holds no request that arrived before this one (at %s): the requests it met are not in it, so its moment is not reconstructed and the fate shown is that of the state read now; give the log of the minutes before it (--workload FILE)", found.At.UTC().Format("15:04:05.000")))
