@@ -32,6 +32,11 @@ func TestTuneExplainYAML(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, header) {
 			t.Errorf("%s %d -o yaml: exit %d, stderr %q, output starts %q; want %q", flag, second, code, errOut, out[:min(len(out), 80)], header)
 		}
+		// objects to apply, without the API types' empty status (it wrote
+		// "status: {}" on each)
+		if !strings.Contains(out, "\nspec:\n") || strings.Contains(out, "status:") || strings.Contains(out, "creationTimestamp") {
+			t.Errorf("%s %d -o yaml:\n%s\nwant objects without status or creationTimestamp", flag, second, out)
+		}
 	}
 	code, _, errOut = runPlugin(append(args, "--explain", "1", "--candidate", "2", "-o", "yaml")...)
 	if code != 1 || !strings.Contains(errOut, "--explain 1 and --candidate 2 name two candidates") {

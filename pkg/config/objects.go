@@ -380,3 +380,26 @@ func goKind(t string) string {
 	}
 	return "a mapping"
 }
+
+// CleanYAML writes an object as YAML for a user to apply, without the
+// empty status and creationTimestamp that the API types always serialize
+// (explain's advice, tune's candidates: "status: {}" on each).
+func CleanYAML(obj any) (string, error) {
+	j, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("writing YAML: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(j, &m); err != nil {
+		return "", fmt.Errorf("writing YAML: %w", err)
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("writing YAML: %w", err)
+	}
+	return string(out), nil
+}

@@ -9,8 +9,8 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 )
 
@@ -138,37 +138,15 @@ func IsolationYAML(r engine.Request, winnerPrecedence int32) (string, error) {
 			},
 		},
 	}
-	a, err := marshalClean(&fs)
+	a, err := config.CleanYAML(&fs)
 	if err != nil {
 		return "", err
 	}
-	b, err := marshalClean(&pl)
+	b, err := config.CleanYAML(&pl)
 	if err != nil {
 		return "", err
 	}
 	return a + "---\n" + b, nil
-}
-
-// marshalClean marshals an object to YAML without the empty status and
-// creationTimestamp that the API types always serialize.
-func marshalClean(obj any) (string, error) {
-	j, err := yaml.Marshal(obj)
-	if err != nil {
-		return "", fmt.Errorf("marshalling advice: %w", err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(j, &m); err != nil {
-		return "", fmt.Errorf("marshalling advice: %w", err)
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	out, err := yaml.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("marshalling advice: %w", err)
-	}
-	return string(out), nil
 }
 
 func rsName(resource, sub string) string {

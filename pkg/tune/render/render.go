@@ -9,10 +9,9 @@ import (
 	"io"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubectl-apf/kubectl-apf/internal/sanitize"
 	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
+	"github.com/kubectl-apf/kubectl-apf/pkg/config"
 	"github.com/kubectl-apf/kubectl-apf/pkg/tune"
 )
 
@@ -305,12 +304,12 @@ func YAML(w io.Writer, c *tune.Candidate) error {
 		fmt.Fprintln(w, "#   "+sanitize.Line(ch))
 	}
 	for _, o := range c.RuntimeObjects() {
-		b, err := yaml.Marshal(o)
+		b, err := config.CleanYAML(o)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(w, "---")
-		if _, err := w.Write(b); err != nil {
+		if _, err := io.WriteString(w, b); err != nil {
 			return err
 		}
 	}
