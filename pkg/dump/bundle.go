@@ -464,13 +464,7 @@ func wanted(name string, p Parts) bool {
 // instance) is shown at its end (CaptureOptions.AtWatchEnd); empty for
 // another bundle.
 func (b *BundleSource) watchEndNote(parts Parts) string {
-	var lead ManifestInstance
-	var ks []int
-	for _, mi := range b.in.manifest.Instances {
-		if k := scrapeIndexes(instanceNames(mi, b.in.bundle)); len(k) > len(ks) {
-			lead, ks = mi, k
-		}
-	}
+	lead, ks := b.longestInstance()
 	if len(ks) <= 2 {
 		return ""
 	}

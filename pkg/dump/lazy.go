@@ -321,11 +321,19 @@ func (b *BundleSource) MostScrapes() int {
 	if b.load() != nil || b.in.bundle == nil {
 		return 0
 	}
-	most := 0
+	_, ks := b.longestInstance()
+	return len(ks)
+}
+
+// longestInstance is the loaded bundle's instance of the most scrapes (the
+// first of a tie), and their indexes.
+func (b *BundleSource) longestInstance() (lead ManifestInstance, ks []int) {
 	for _, mi := range b.in.manifest.Instances {
-		most = max(most, len(scrapeIndexes(instanceNames(mi, b.in.bundle))))
+		if k := scrapeIndexes(instanceNames(mi, b.in.bundle)); len(k) > len(ks) {
+			lead, ks = mi, k
+		}
 	}
-	return most
+	return lead, ks
 }
 
 // ScrapesAround reads the bundle's scrapes of each instance around the

@@ -67,11 +67,10 @@ func Scrapes(ctx context.Context, q Querier, query Query, start, end time.Time, 
 	// the seat utilization's sum and count over the window: its mean, the
 	// seats' use over the interval (the live view's bar), which the gauges
 	// at one instant miss between bursts
-	rng := "[" + promDuration(rateWindow) + "]"
-	t.Add(utilSum, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_sum")+rng+"))")
-	t.Add(utilCount, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_count")+rng+"))")
+	t.Add(utilSum, query.Increase(metrics.SeatUtilization+"_sum", l, rateWindow))
+	t.Add(utilCount, query.Increase(metrics.SeatUtilization+"_count", l, rateWindow))
 	// and the time below 99%: FULL, the share of the interval it was full
-	t.Add(utilBelowFull, query.by(l...)+"(increase("+query.sel(metrics.SeatUtilization+"_bucket", `le="0.99"`)+rng+"))")
+	t.Add(utilBelowFull, query.Increase(metrics.SeatUtilization+"_bucket", l, rateWindow, `le="0.99"`))
 	ans, err := q.QueryRange(ctx, t.String(), start, end, step)
 	if err != nil {
 		return nil, fmt.Errorf("querying the priority levels: %w", err)
@@ -265,10 +264,7 @@ func meanSeats(query Query, d, res time.Duration) string {
 	qi := query
 	qi.PerInstance = true
 	l := []string{LabelLevel}
-	by := "sum by (" + LabelLevel + ", " + qi.instance() + ") "
-	rng := "[" + promDuration(d) + "]"
-	ratio := "(" + by + "(increase(" + query.sel(metrics.SeatUtilization+"_sum") + rng + ")) / " +
-		by + "(increase(" + query.sel(metrics.SeatUtilization+"_count") + rng + ")))"
+	ratio := "(" + qi.Increase(metrics.SeatUtilization+"_sum", l, d) + " / " + qi.Increase(metrics.SeatUtilization+"_count", l, d) + ")"
 	integrated := "(" + ratio + " * " + AvgOver(qi.Gauge(metrics.CurrentLimitSeats, l), d, res) + ")"
 	return query.by(l...) + "(" + integrated + " or " + AvgOver(qi.Gauge(metrics.CurrentExecutingSeats, l), d, res) + ")"
 }

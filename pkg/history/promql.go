@@ -234,7 +234,14 @@ func (q Query) Quantile(phi float64, family string, labels []string, r time.Dura
 // Buckets is the increase of a histogram family's buckets over r, by labels
 // and le.
 func (q Query) Buckets(family string, labels []string, r time.Duration, extra ...string) string {
-	return q.by(append(append([]string{}, labels...), "le")...) + "(increase(" + q.sel(family+"_bucket", extra...) + "[" + promDuration(r) + "]))"
+	return q.Increase(family+"_bucket", append(append([]string{}, labels...), "le"), r, extra...)
+}
+
+// Increase is the increase of a series over r, summed by labels (and the
+// instance with PerInstance), without Count's extrapolation of a series
+// born in the range: for histograms' buckets, sums and counts.
+func (q Query) Increase(series string, labels []string, r time.Duration, extra ...string) string {
+	return q.by(labels...) + "(increase(" + q.sel(series, extra...) + "[" + promDuration(r) + "]))"
 }
 
 // MaxOver is the largest value of expr over the window w before each

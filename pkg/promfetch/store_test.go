@@ -54,7 +54,7 @@ func TestAgainstRealPrometheus(t *testing.T) {
 	// gauge reads at each scrape outside an incident: requests that run
 	// between two scrapes.
 	fleet.SeatUtilization = func(l string, i int, t time.Time) float64 {
-		if l == "workload-low" && i == 0 && !t.Before(start.Add(30*time.Minute+7*time.Second)) && t.Before(start.Add(40*time.Minute)) {
+		if fleet.Busy(l, i, t) {
 			return 1
 		}
 		return 0.25

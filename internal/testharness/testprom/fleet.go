@@ -109,12 +109,20 @@ func (f *Fleet) Rejected(level string, from, to time.Time) float64 {
 // gaugeSeats is the current_executing_seats every scrape reads: 10 of the
 // nominal 10 during an incident of the level on the instance, 2 otherwise.
 func (f *Fleet) gaugeSeats(level string, i int, t time.Time) float64 {
-	for _, in := range f.Incidents {
-		if in.Level == level && in.on(i) && !t.Before(in.Start) && t.Before(in.End) {
-			return 10
-		}
+	if f.Busy(level, i, t) {
+		return 10
 	}
 	return 2
+}
+
+// Busy reports whether an incident of the level holds instance i at t.
+func (f *Fleet) Busy(level string, i int, t time.Time) bool {
+	for _, in := range f.Incidents {
+		if in.Level == level && in.on(i) && !t.Before(in.Start) && t.Before(in.End) {
+			return true
+		}
+	}
+	return false
 }
 
 // MeanSeats is the truth: the mean seats in use of the level over (from,
@@ -185,14 +193,6 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 			each(t)
 		}
 	}
-	busy := func(level string, i int, t time.Time) bool {
-		for _, in := range f.Incidents {
-			if in.Level == level && in.on(i) && !t.Before(in.Start) && t.Before(in.End) {
-				return true
-			}
-		}
-		return false
-	}
 	// gauge writes a family of every instance (both), of the new ones only
 	// (newNames), or of the old ones only.
 	gauge := func(name string, newNames, both bool, v func(level string, i int, t time.Time) float64) {
@@ -216,7 +216,7 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 	gauge("current_executing_seats", true, false, seats)
 	gauge("request_concurrency_in_use", false, false, seats)
 	gauge("current_inqueue_requests", true, true, func(l string, i int, t time.Time) float64 {
-		if busy(l, i, t) {
+		if f.Busy(l, i, t) {
 			return 50
 		}
 		return 0
@@ -295,7 +295,7 @@ func (f *Fleet) WriteOpenMetrics(out io.Writer) error {
 			last := f.Start
 			times(func(t time.Time) {
 				d := t.Sub(last).Seconds() * 5
-				if busy(l, i, t) {
+				if f.Busy(l, i, t) {
 					slow += d
 				} else {
 					fast += d
