@@ -37,9 +37,19 @@ func (o *ExplainRequestOptions) Run(ctx context.Context) error {
 	}
 	in := explain.Input{Config: st.Config(), ServerConcurrencyLimit: st.ServerConcurrency, ServerRequestTimeout: o.Server.RequestTimeout,
 		Release: st.Release, ReleaseFrom: st.ReleaseFrom}
-	ex := explain.ExplainOnEach(in, st.Live, r, o.givenGroups)
-	if o.From != "" && len(st.Live) > 0 {
-		ex.StateFrom = capturedIn(o.From, st.Live[0])
+	lives := st.Live
+	if len(lives) == 0 {
+		// a dump_requests alone (a paste from an issue) is state too: the
+		// requests waiting and executing in the request's level
+		for _, s := range st.Snapshots {
+			if len(s.RequestDump) > 0 {
+				lives = append(lives, s)
+			}
+		}
+	}
+	ex := explain.ExplainOnEach(in, lives, r, o.givenGroups)
+	if o.From != "" && len(lives) > 0 {
+		ex.StateFrom = capturedIn(o.From, lives[0])
 	}
 	if o.message != nil {
 		ex.Notes = append(ex.Notes, o.message.Explanation)

@@ -98,6 +98,15 @@ func TestRawInputs(t *testing.T) {
 		{name: "explain request refuses to classify without FlowSchemas", args: []string{"explain", "request", "--from", fieldPath("docs-dump_requests-details.txt"),
 			"--service-account", "default/loadtest", "list", "/api/v1/namespaces/kube-stress/configmaps"}, wantCode: 1,
 			want: []string{"holds no FlowSchemas or PriorityLevelConfigurations, so requests cannot be classified", "FlowSchema exempt, service-accounts"}, notWant: []string{"catch-all"}},
+		// a dump_requests pasted alone read "without live state", its
+		// two waiting loadtest LISTs beside it; this paste (the docs'
+		// example) lists no executing request beside them, which a whole
+		// dump never does
+		{name: "explain request over a dump_requests alone reads its rows", args: []string{"explain", "request", "--from", fieldPath("docs-dump_requests-details.txt"), "--defaults",
+			"--service-account", "default/loadtest", "list", "configmaps", "-n", "kube-stress"},
+			want: []string{"  state of " + fieldPath("docs-dump_requests-details.txt") + ", captured 2023-07-18T00:13:09Z (the newest arrival or start in its dump_requests): its dump_requests alone",
+				"dump_requests shows 2 requests waiting in workload-low and none executing, which a whole dump never shows", "queue 14 holds 2 and queues 74, 109, 18, 115 and 113 of its hand hold none"},
+			notWant: []string{"without live state", " in " + fieldPath("docs-dump_requests-details.txt")}},
 		{name: "capacity says the input has no objects, and reads the metrics' levels", args: []string{"capacity", "--from", fieldPath("eks-concurrency-limit.txt")},
 			want:    []string{"no FlowSchemas or PriorityLevelConfigurations", "workload-low", "245", "No configured limits: the input holds no PriorityLevelConfigurations"},
 			notWant: []string{"Server concurrency limit: 600", "catch-all  Reject"}},

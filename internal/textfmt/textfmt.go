@@ -93,3 +93,11 @@ func Num(f float64, decimals int) string {
 	}
 	return strconv.FormatFloat(f, 'f', decimals, 64)
 }
+
+// JoinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func JoinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

@@ -68,3 +68,38 @@ func queuesOf(l *dump.Snapshot, name string) map[int]dump.QueueRow {
 
 // hasDumps reports whether the dumps were read.
 func hasDumps(l *dump.Snapshot) bool { return l != nil && l.PriorityLevelDump != nil }
+
+// requestsOnly is what a dump_requests read without dump_priority_levels
+// (a paste from an issue) tells of one level: since 1.28 it lists every
+// waiting and executing request of every level (apf_controller_debug.go,
+// dumpRequests), so the level's waiting requests per queue and the seats
+// its requests execute with are known, while its current limit and its
+// queues' work are not. ok is false where there is no such dump: none
+// read, the dumps of the levels read beside it (the full answer), a layout
+// before 1.28 (waiting requests only), or no row at all.
+type requestsOnly struct {
+	byQueue map[int]int
+	waiting int
+	inUse   int
+}
+
+func requestsOnlyOf(l *dump.Snapshot, level string) (requestsOnly, bool) {
+	if l == nil || hasDumps(l) || len(l.RequestDump) == 0 {
+		return requestsOnly{}, false
+	}
+	ro := requestsOnly{byQueue: map[int]int{}}
+	for _, r := range l.RequestDump {
+		if r.WaitingOnly {
+			return requestsOnly{}, false
+		}
+		switch {
+		case r.PriorityLevel != level:
+		case r.Executing():
+			ro.inUse += r.Seats()
+		default:
+			ro.byQueue[r.QueueIndex]++
+			ro.waiting++
+		}
+	}
+	return ro, true
+}

@@ -64,6 +64,8 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		p.f("\n")
 	}
 	switch {
+	case ex.Instance != "" && ex.RequestsOnly:
+		p.f("  state of %s%s: its dump_requests alone (the requests waiting and executing are known; the levels' current limits and the queues' work are not)\n", sanitize.Line(ex.Instance), stateFrom(ex))
 	case ex.Instance != "" && ex.NoDumps:
 		p.f("  state of %s%s: its metrics and objects, no debug dump (the seats in use and the queues are not known)\n", sanitize.Line(ex.Instance), stateFrom(ex))
 	case ex.Instance != "" && ex.StateFrom != "":
@@ -315,6 +317,11 @@ func WriteMessageText(w io.Writer, m *Message) error {
 func stateFrom(ex *Explanation) string {
 	if ex.StateFrom == "" {
 		return ""
+	}
+	if rest, ok := strings.CutPrefix(ex.StateFrom, ex.Instance); ok && ex.Instance != "" {
+		// a raw file is its own instance: "state of FILE, captured …",
+		// not "state of FILE in FILE, captured …"
+		return sanitize.Line(rest)
 	}
 	return " in " + sanitize.Line(ex.StateFrom)
 }

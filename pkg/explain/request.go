@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -30,6 +31,8 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}, Release: in.Release.String(), ReleaseFrom: in.ReleaseFrom}
 	if in.Live != nil {
 		ex.Instance, ex.NoDumps = in.Live.Instance, !hasDumps(in.Live)
+		_, ex.RequestsOnly = requestsOnlyOf(in.Live, "")
+		ex.NoDumps = ex.NoDumps && !ex.RequestsOnly
 	}
 	cls := in.Config.ClassifyWithTrace(r)
 	if cls.Bypass != "" {
@@ -236,6 +239,9 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	lim := pl.Spec.Limited
 	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue {
 		// Reject level: queueset.go:StartRequest step 0, canAccommodateSeatsLocked.
+		if ro, ok := requestsOnlyOf(in.Live, pl.Name); !known && ok {
+			return ro.rejectVerdict(pl.Name, seats, cl)
+		}
 		if !known && seats > cl {
 			return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("without live state: %s has no queues, so the request runs at once only when nothing else executes there (%s), and gets 429 (%s) at once otherwise", pl.Name, widerThan(seats, cl), ReasonConcurrencyLimit)}
 		}
@@ -252,6 +258,9 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 			Reason: fmt.Sprintf("%s has no queues (limitResponse Reject), with %s: the request would get 429 at once (%s)", pl.Name, inUseOf(inUse, cl, "its "), ReasonConcurrencyLimit)}
 	}
 	q := lim.LimitResponse.Queuing
+	if ro, ok := requestsOnlyOf(in.Live, pl.Name); ok {
+		return ro.queueVerdict(pl.Name, seats, cl, q.QueueLengthLimit, ex.Queues, waitLimit)
+	}
 	if (!known || !hasDumps(in.Live)) && seats > cl {
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit),
 			Reason: fmt.Sprintf("without live state: the request runs at once if nothing executes in %s and nobody waits (%s); otherwise it waits in the least loaded of its %d queues for up to %v, or gets 429 (%s) when that queue already holds %d requests",
@@ -294,8 +303,12 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 		return v
 	}
 	v.Kind = VerdictQueued
-	v.Reason = fmt.Sprintf("%s in %s, with %s: the request joins queue %d behind %s (%s, %.3f seat-seconds of work)",
-		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUseOf(inUse, cl, ""), chosen, textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
+	behind := "nobody"
+	if st.Waiting > 0 {
+		behind = fmt.Sprintf("%s (%s, %.3f seat-seconds of work)", textfmt.Count(st.Waiting, "request", "requests"), seatsText(int(st.WaitingSeats)), st.WaitingWork)
+	}
+	v.Reason = fmt.Sprintf("%s in %s, with %s: the request joins queue %d behind %s",
+		textfmt.Count(waiting, "request waits", "requests wait"), pl.Name, inUseOf(inUse, cl, ""), chosen, behind)
 	if w, ok := expectedWait(in.Live, lm, pl.Name, st.Waiting, cl); ok {
 		d := Duration(w)
 		v.ExpectedWait = &d
@@ -401,4 +414,102 @@ func allSeats(n float64, level string) string {
 		return fmt.Sprintf("all %v seats are", n)
 	}
 	return fmt.Sprintf("all %v seats of %s are", n, level)
+}
+
+// currentLimitUnknown says what a dump_requests alone does not give: the
+// level's current limit, which borrowing moves from the configuration's.
+func currentLimitUnknown(cl float64) string {
+	return fmt.Sprintf("its current limit, which the configuration puts at %v %s and borrowing moves, is in dump_priority_levels or the metrics", cl, textfmt.PluralFigure(&cl, "seat", "seats"))
+}
+
+// rejectVerdict is the verdict in a Reject level (no queues) from a
+// dump_requests alone: the seats executing there are known, its current
+// limit is not.
+func (ro requestsOnly) rejectVerdict(level string, seats, cl float64) Verdict {
+	if ro.inUse == 0 {
+		if seats > cl {
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("dump_requests shows nothing executing in %s, which has no queues, so the request runs at once, alone (%s)", level, widerThan(seats, cl))}
+		}
+		return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("dump_requests shows nothing executing in %s, which has no queues, so the request runs at once", level)}
+	}
+	return Verdict{Kind: VerdictUnknown, Reason: fmt.Sprintf("dump_requests shows %s executing in %s, which has no queues: the request runs at once if its %s %s beside them under the level's current limit, and gets 429 (%s) at once otherwise; %s",
+		seatsText(ro.inUse), level, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"), ReasonConcurrencyLimit, currentLimitUnknown(cl))}
+}
+
+// queueVerdict is the verdict in a queuing level from a dump_requests
+// alone. Upstream enqueues a request whenever another waits in its level
+// (queueset.go, StartRequest, then dispatchAsMuchAsPossibleLocked), and
+// puts it in the queue of its hand with the least waiting work
+// (shuffleShardLocked): an empty queue has none, so the candidates are
+// known where the hand has one. A queue-full 429 needs that queue at its
+// length limit and every seat of the level in use.
+func (ro requestsOnly) queueVerdict(level string, seats, cl float64, lengthLimit int32, qv *QueuesView, waitLimit time.Duration) Verdict {
+	executing := fmt.Sprintf("%s executing", seatsText(ro.inUse))
+	if ro.waiting == 0 {
+		if ro.inUse == 0 {
+			if seats > cl {
+				return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("dump_requests shows nothing waiting or executing in %s, so the request is dispatched at once, alone (%s)", level, widerThan(seats, cl))}
+			}
+			return Verdict{Kind: VerdictRuns, Reason: fmt.Sprintf("dump_requests shows nothing waiting or executing in %s, so the request is dispatched at once", level)}
+		}
+		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("dump_requests shows nobody waiting in %s and %s: the request is dispatched at once if its %s %s beside them under the level's current limit, and otherwise waits in one of its hand's queues, all empty; %s",
+			level, executing, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"), currentLimitUnknown(cl))}
+	}
+	waits := fmt.Sprintf("dump_requests shows %s in %s and %s", textfmt.Count(ro.waiting, "request waiting", "requests waiting"), level, executing)
+	if ro.inUse == 0 {
+		// upstream dispatches a waiting request whenever nothing executes
+		// in its level: a whole dump shows executing requests beside
+		// waiting ones, and one that does not is cut
+		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("dump_requests shows %s in %s and none executing, which a whole dump never shows (the server dispatches whenever nothing executes in a level): it is likely cut, and the level's state is not known from it; in the rows it has, %s",
+			textfmt.Count(ro.waiting, "request waiting", "requests waiting"), level, ro.handRows(qv))}
+	}
+	if qv == nil || len(qv.Hand) == 0 {
+		return Verdict{Kind: VerdictUnknown, Reason: waits + ": the request is queued (another waits), and the hand of queues is unknown"}
+	}
+	least, cand := -1, []int(nil)
+	for _, s := range qv.Hand {
+		n := ro.byQueue[s.Index]
+		switch {
+		case least < 0 || n < least:
+			least, cand = n, []int{s.Index}
+		case n == least:
+			cand = append(cand, s.Index)
+		}
+	}
+	v := Verdict{Kind: VerdictQueued, WaitLimit: Duration(waitLimit)}
+	switch {
+	case least == 0 && len(cand) == 1:
+		v.Queue, v.Ahead = &cand[0], 0
+		v.Reason = fmt.Sprintf("%s: the request is queued (another waits), in queue %d, the one empty queue of its hand, behind nobody; when it is dispatched depends on the level's current limit and the other queues' work, which dump_priority_levels, dump_queues or the metrics give", waits, cand[0])
+	case least == 0:
+		v.Reason = fmt.Sprintf("%s: the request is queued (another waits), in one of the empty queues %v of its hand, behind nobody; when it is dispatched depends on the level's current limit and the other queues' work, which dump_priority_levels, dump_queues or the metrics give", waits, cand)
+	case int32(least) < lengthLimit:
+		v.Reason = fmt.Sprintf("%s: the request is queued (another waits) in the queue of its hand with the least waiting work, each of which holds %d or more of its %d; which one, and when it is dispatched, dump_queues and dump_priority_levels tell", waits, least, lengthLimit)
+	default:
+		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("%s: every queue of its hand holds its length limit of %d or more, so the request gets 429 (%s) if every seat of the level is in use, and is queued otherwise; %s",
+			waits, lengthLimit, ReasonQueueFull, currentLimitUnknown(cl))}
+	}
+	return v
+}
+
+// handRows says how many requests the rows of a dump_requests put in each
+// queue of the hand: "queue 14 holds 2 of them and queues 74, 109, 18, 115
+// and 113 none".
+func (ro requestsOnly) handRows(qv *QueuesView) string {
+	if qv == nil || len(qv.Hand) == 0 {
+		return "the hand of queues is unknown"
+	}
+	var held, empty []string
+	for _, s := range qv.Hand {
+		if n := ro.byQueue[s.Index]; n > 0 {
+			held = append(held, fmt.Sprintf("queue %d holds %d", s.Index, n))
+		} else {
+			empty = append(empty, strconv.Itoa(s.Index))
+		}
+	}
+	parts := held
+	if len(empty) > 0 {
+		parts = append(parts, textfmt.Plural(len(empty), "queue", "queues")+" "+textfmt.JoinAnd(empty)+" of its hand "+textfmt.Plural(len(empty), "holds", "hold")+" none")
+	}
+	return textfmt.JoinAnd(parts)
 }

@@ -90,6 +90,10 @@ type Explanation struct {
 	// queues are not known, and the verdict says what the request's fate
 	// depends on.
 	NoDumps bool `json:"noDumps,omitempty"`
+	// RequestsOnly says that its state was a dump_requests alone (a paste
+	// from an issue): the requests waiting and executing are known, the
+	// levels' current limits and the queues' work are not.
+	RequestsOnly bool `json:"requestsOnly,omitempty"`
 	// Instances holds the verdict on every apiserver read, when more than
 	// one was (each has its own limits, queues and load; the configuration
 	// is shared). Verdict and Queues above are those of the first.

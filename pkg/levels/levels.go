@@ -40,6 +40,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/textfmt"
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
@@ -471,7 +472,7 @@ func Missing(s *dump.Snapshot, rows []Row) string {
 		if len(absent) == 1 {
 			show = "it shows"
 		}
-		out = append(out, fmt.Sprintf("its metrics are part of a scrape (%s), without the families of %s: %s as -", familiesOf(cur), joinAnd(absent), show))
+		out = append(out, fmt.Sprintf("its metrics are part of a scrape (%s), without the families of %s: %s as -", familiesOf(cur), textfmt.JoinAnd(absent), show))
 	}
 	if prev == nil {
 		out = append(out, "DISPATCHED/S and REJECTED/S need two timed scrapes (the cluster, or a bundle)")
@@ -501,7 +502,7 @@ func NoFigure(s *dump.Snapshot, rows []Row) string {
 		names = append(names, r.Name)
 	}
 	const shown = 5
-	what := "levels " + joinAnd(names)
+	what := "levels " + textfmt.JoinAnd(names)
 	switch {
 	case len(names) == 0:
 		what = "no priority level"
@@ -541,13 +542,5 @@ func familiesOf(cur *metrics.Scrape) string {
 	case len(fams) > shown:
 		return strings.Join(fams[:shown], ", ") + fmt.Sprintf(" and %d more APF families", len(fams)-shown)
 	}
-	return joinAnd(fams)
-}
-
-// joinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
-func joinAnd(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+	return textfmt.JoinAnd(fams)
 }
