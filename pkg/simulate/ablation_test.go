@@ -147,6 +147,21 @@ func scoreOf(fs []figure, held bool) score {
 // and are judged against the server like the rest.
 var readsWhatHTTPLogRecords = map[calibrate.Rule]bool{calibrate.RuleSerialEnds: true, calibrate.RuleRooms: true, calibrate.RuleMeasured: true}
 
+// pendingVerdicts are the rules of the audit log alone that the study
+// says go, by their target, whose removal waits on what it takes out of
+// the band: reported with the reason, and an error where the rule earns
+// its place again, so that the list says no more than it must.
+var pendingVerdicts = map[calibrate.Rule]string{
+	// since a recorded 429 of an audit log executes in a change for its
+	// own level's mean (fairqueue's replayer, 2026-12-06), not every
+	// request's: without the serial ends the held-out figures of the
+	// audit log alone come nearer httplog + audit's, and starved's (a
+	// development recording) queues 4 long from the audit log alone
+	// leaves its band (48 for the re-runs' 78), which its CFS model,
+	// read from the serial ends' stalls, held
+	calibrate.RuleSerialEnds: "without them starved's audit-alone queues 4 long leaves its band (48 for the re-runs' 78): docs/simulate.md, the ablation study",
+}
+
 // madeKnown compares, over one set, the audit log alone's figures that a
 // rule makes known (not known without it) with httplog + audit's same
 // figures: how many of each lie within their band. A rule that turns
@@ -299,7 +314,13 @@ func TestEveryRuleEarnsItsPlace(t *testing.T) {
 			verdict = fmt.Sprintf("kept: it reads what httplog records, and the %s figures of the audit log alone are further from httplog + audit's without it (mean |log| %.4f, with it %.4f)", set, without, with)
 			if without <= with+1e-12 {
 				verdict = fmt.Sprintf("it reads what httplog records, and the %s figures of the audit log alone are no further from httplog + audit's without it (mean |log| %.4f, with it %.4f)", set, without, with)
+				if why, ok := pendingVerdicts[r]; ok {
+					verdict += ": it goes, pending: " + why
+					break
+				}
 				t.Errorf("without the %s: %s: it goes", r, verdict)
+			} else if _, ok := pendingVerdicts[r]; ok {
+				t.Errorf("without the %s: %s: no longer pending (remove it from pendingVerdicts)", r, verdict)
 			}
 		case changedHeld && !held.worse(baseHeld):
 			verdict = "the held-out recordings are no worse without it"

@@ -414,8 +414,8 @@ type replayer struct {
 	parsed engine.RequestCache
 	id     int64
 	start  time.Time
-	// svc is the running mean execution time of the recorded requests so
-	// far, levelSvc that of each recorded level's
+	// svc is the running mean execution time of the recorded requests of
+	// limited levels so far, levelSvc that of each recorded level's
 	svc         runningMean
 	levelSvc    map[string]*runningMean
 	defaultWait time.Duration
@@ -539,18 +539,53 @@ func (rp *replayer) add(w *workload.Request) error {
 	return nil
 }
 
+// recordedLevel is the level the recorded configuration (the first run's)
+// gives the record: the one it names (httplog's apf_pl), else its
+// classification. An audit log names none: its 429s executed, in a
+// change, for the running mean of every recorded request, exempt ones
+// included, and not of their own level's, which the replay now reads so.
+func (rp *replayer) recordedLevel(w *workload.Request, er *engine.Request) string {
+	if w.PriorityLevel != "" || len(rp.runs) == 0 {
+		return w.PriorityLevel
+	}
+	ru := rp.runs[0]
+	rf, err := ClassifyRecordedMemo(&ru.classes, ru.cfg.Config, w, er)
+	if err != nil {
+		return ""
+	}
+	return rf.PriorityLevel
+}
+
+// exempt reports whether level is an exempt level of the recorded
+// configuration (the first run's).
+func (rp *replayer) exempt(level string) bool {
+	if len(rp.runs) == 0 {
+		return false
+	}
+	ru := rp.runs[0]
+	i, ok := ru.levelIx[level]
+	return ok && ru.limits[i].Exempt
+}
+
 // serviceTime is the execution time a record's request is replayed with.
 func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Duration {
 	switch {
 	case w.HasServiceTime:
-		rp.svc.add(w.ServiceTime)
+		level := rp.recordedLevel(w, er)
+		if !rp.exempt(level) {
+			// the fallback of a level none of whose executions came yet
+			// is the limited levels': an exempt one holds no seat, and
+			// its /metrics scrapes are no measure of a limited level's
+			// work (crowded-30-seed18: one of 825 ms at the load's start)
+			rp.svc.add(w.ServiceTime)
+		}
 		if rp.levelSvc == nil {
 			rp.levelSvc = map[string]*runningMean{}
 		}
-		m := rp.levelSvc[w.PriorityLevel]
+		m := rp.levelSvc[level]
 		if m == nil {
 			m = &runningMean{}
-			rp.levelSvc[w.PriorityLevel] = m
+			rp.levelSvc[level] = m
 		}
 		m.add(w.ServiceTime)
 		return w.ServiceTime
@@ -561,13 +596,13 @@ func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Du
 		return w.Latency
 	case rp.opts.DefaultServiceTime > 0:
 		return rp.opts.DefaultServiceTime
-	case rp.levelSvc[w.PriorityLevel] != nil:
+	case rp.levelSvc[rp.recordedLevel(w, er)] != nil:
 		// a 429 executes, in a change, as its own level's requests
 		// did, not as every level's: crowded-30's 1-seat tiny LISTs
 		// took 7.2 ms beside 3-seat wide's 11.4 ms and exempt GETs'
 		// 32 ms, and the mean of all made a change that queues its
 		// 429s predict 89 where re-runs got 52
-		return rp.levelSvc[w.PriorityLevel].value()
+		return rp.levelSvc[rp.recordedLevel(w, er)].value()
 	case rp.svc.n > 0:
 		return rp.svc.value()
 	default:

@@ -338,3 +338,52 @@ func TestReplayUnstretch(t *testing.T) {
 		t.Errorf("the compiled replay unstretched differs:\n%+v\n%+v", got, unstretched)
 	}
 }
+
+// TestReplay429sExecuteAsTheirOwnLevel: in a change, a recorded 429 runs
+// for the running mean of its own level's executions. A workload that
+// names no level (an audit log, which has no apf_pl) put every record
+// under "", so its 429s ran for the mean of every request recorded so
+// far, exempt ones included: a /metrics scrape of 825 ms at a load's
+// start gave a one-seat level's first 429s 54 ms each where its LISTs
+// took 6 (crowded-30-seed18), and the change that queued them predicted
+// 92 429s for the re-runs' 58. The exempt request's time must not reach
+// the limited level, with the level named or not.
+func TestReplay429sExecuteAsTheirOwnLevel(t *testing.T) {
+	workloadOf := func(exempt string, named bool) string {
+		level := func(l string) string {
+			if !named {
+				return ""
+			}
+			return fmt.Sprintf(`,"priorityLevel":%q`, l)
+		}
+		var b strings.Builder
+		// an exempt scrape at the start, then a burst of alice's GETs
+		// the recorded server rejected, then her executed ones
+		fmt.Fprintf(&b, `{"offset":0,"user":"admin","groups":["system:masters"],"verb":"get","path":"/metrics","serviceTime":%q%s}`+"\n", exempt, level("exempt"))
+		for i := range 20 {
+			fmt.Fprintf(&b, `{"offset":%g,"user":"alice","groups":["system:authenticated"],"verb":"get","path":"/api/v1/namespaces/default/configmaps/c%d","status":429%s}`+"\n", 0.01+float64(i)/1000, i, level("global-default"))
+		}
+		for i := range 20 {
+			fmt.Fprintf(&b, `{"offset":%g,"user":"alice","groups":["system:authenticated"],"verb":"get","path":"/api/v1/namespaces/default/configmaps/d%d","serviceTime":"5ms"%s}`+"\n", 0.5+float64(i)/100, i, level("global-default"))
+		}
+		return b.String()
+	}
+	replay := func(exempt string, named bool) fairqueue.LevelResult {
+		t.Helper()
+		rep, err := fairqueue.Replay(input.NewJSONLReader(strings.NewReader(workloadOf(exempt, named)), "w", input.Options{}, nil),
+			fairqueue.ReplayConfig{Config: squeezedGlobalDefault()}, &fairqueue.ReplayConfig{Config: engine.DefaultConfig()}, fairqueue.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return levelByName(rep.After, "global-default")
+	}
+	for _, named := range []bool{true, false} {
+		short, long := replay("1ms", named), replay("800ms", named)
+		if !reflect.DeepEqual(short, long) {
+			t.Errorf("named %v: the exempt scrape's time reached global-default's 429s:\nwith 1 ms:   %+v\nwith 800 ms: %+v", named, short, long)
+		}
+	}
+	if named, unnamed := replay("800ms", true), replay("800ms", false); !reflect.DeepEqual(named, unnamed) {
+		t.Errorf("the level named and not:\n%+v\n%+v", named, unnamed)
+	}
+}
