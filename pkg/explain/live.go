@@ -74,23 +74,27 @@ func hasDumps(l *dump.Snapshot) bool { return l != nil && l.PriorityLevelDump !=
 // waiting and executing request of every level (apf_controller_debug.go,
 // dumpRequests), so the level's waiting requests per queue and the seats
 // its requests execute with are known, while its current limit and its
-// queues' work are not. ok is false where there is no such dump: none
-// read, the dumps of the levels read beside it (the full answer), a layout
-// before 1.28 (waiting requests only), or no row at all.
+// queues' work are not; a layout before 1.28 lists the waiting requests
+// alone (inUseKnown false). ok is false where there is no such dump: none
+// read, the dumps of the levels read beside it (the full answer), or no
+// row at all.
 type requestsOnly struct {
-	byQueue map[int]int
-	waiting int
-	inUse   int
+	byQueue    map[int]int
+	waiting    int
+	inUse      int
+	inUseKnown bool
+	// widest is the most seats a waiting request asks for
+	widest int
 }
 
 func requestsOnlyOf(l *dump.Snapshot, level string) (requestsOnly, bool) {
 	if l == nil || hasDumps(l) || len(l.RequestDump) == 0 {
 		return requestsOnly{}, false
 	}
-	ro := requestsOnly{byQueue: map[int]int{}}
+	ro := requestsOnly{byQueue: map[int]int{}, inUseKnown: true}
 	for _, r := range l.RequestDump {
 		if r.WaitingOnly {
-			return requestsOnly{}, false
+			ro.inUseKnown = false
 		}
 		switch {
 		case r.PriorityLevel != level:
@@ -99,6 +103,7 @@ func requestsOnlyOf(l *dump.Snapshot, level string) (requestsOnly, bool) {
 		default:
 			ro.byQueue[r.QueueIndex]++
 			ro.waiting++
+			ro.widest = max(ro.widest, r.Seats())
 		}
 	}
 	return ro, true

@@ -64,6 +64,8 @@ func WriteText(w io.Writer, ex *Explanation) error {
 		p.f("\n")
 	}
 	switch {
+	case ex.Instance != "" && ex.RequestsOnly && ex.RequestsWaitingOnly:
+		p.f("  state of %s%s: its dump_requests alone, of a layout before 1.28 (the requests waiting are known; those executing, the levels' current limits and the queues' work are not)\n", sanitize.Line(ex.Instance), stateFrom(ex))
 	case ex.Instance != "" && ex.RequestsOnly:
 		p.f("  state of %s%s: its dump_requests alone (the requests waiting and executing are known; the levels' current limits and the queues' work are not)\n", sanitize.Line(ex.Instance), stateFrom(ex))
 	case ex.Instance != "" && ex.NoDumps:

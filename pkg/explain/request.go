@@ -31,7 +31,9 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}, Release: in.Release.String(), ReleaseFrom: in.ReleaseFrom}
 	if in.Live != nil {
 		ex.Instance, ex.NoDumps = in.Live.Instance, !hasDumps(in.Live)
-		_, ex.RequestsOnly = requestsOnlyOf(in.Live, "")
+		var ro requestsOnly
+		ro, ex.RequestsOnly = requestsOnlyOf(in.Live, "")
+		ex.RequestsWaitingOnly = ex.RequestsOnly && !ro.inUseKnown
 		ex.NoDumps = ex.NoDumps && !ex.RequestsOnly
 	}
 	cls := in.Config.ClassifyWithTrace(r)
@@ -218,9 +220,21 @@ func seatsInUse(live *dump.Snapshot, lm levelMetrics, level string) (float64, bo
 		return 0, false
 	}
 	n := 0
+	waitingOnly := false
 	for _, r := range live.RequestDump {
+		waitingOnly = waitingOnly || r.WaitingOnly
 		if r.PriorityLevel == level && r.Executing() {
 			n += max(r.InitialSeats, 1)
+		}
+	}
+	if waitingOnly {
+		// a dump_requests before 1.28 lists no executing request: the
+		// levels' dump counts them (requests, one seat each at least),
+		// where its rows read "0 of 1 seat in use" beside 17 waiting
+		for _, pl := range live.PriorityLevelDump {
+			if pl.Name == level {
+				n = max(n, pl.ExecutingRequests)
+			}
 		}
 	}
 	return float64(n), true
@@ -239,7 +253,7 @@ func verdict(in Input, r engine.Request, ex *Explanation, pl *flowcontrolv1.Prio
 	lim := pl.Spec.Limited
 	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue {
 		// Reject level: queueset.go:StartRequest step 0, canAccommodateSeatsLocked.
-		if ro, ok := requestsOnlyOf(in.Live, pl.Name); !known && ok {
+		if ro, ok := requestsOnlyOf(in.Live, pl.Name); !known && ok && ro.inUseKnown {
 			return ro.rejectVerdict(pl.Name, seats, cl)
 		}
 		if !known && seats > cl {
@@ -445,6 +459,13 @@ func (ro requestsOnly) rejectVerdict(level string, seats, cl float64) Verdict {
 // length limit and every seat of the level in use.
 func (ro requestsOnly) queueVerdict(level string, seats, cl float64, lengthLimit int32, qv *QueuesView, waitLimit time.Duration) Verdict {
 	executing := fmt.Sprintf("%s executing", seatsText(ro.inUse))
+	if !ro.inUseKnown {
+		executing = "its executing requests not listed (a layout before 1.28 lists the waiting ones alone)"
+		if ro.waiting == 0 {
+			return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("dump_requests shows nobody waiting in %s, and, of a layout before 1.28, not the requests executing: the request is dispatched at once if its %s %s beside them under the level's current limit, and otherwise waits in one of its hand's queues, all empty",
+				level, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"))}
+		}
+	}
 	if ro.waiting == 0 {
 		if ro.inUse == 0 {
 			if seats > cl {
@@ -456,7 +477,7 @@ func (ro requestsOnly) queueVerdict(level string, seats, cl float64, lengthLimit
 			level, executing, seatsText(int(seats)), textfmt.Plural(int(seats), "fits", "fit"), currentLimitUnknown(cl))}
 	}
 	waits := fmt.Sprintf("dump_requests shows %s in %s and %s", textfmt.Count(ro.waiting, "request waiting", "requests waiting"), level, executing)
-	if ro.inUse == 0 {
+	if ro.inUse == 0 && ro.inUseKnown {
 		// upstream dispatches a waiting request whenever nothing executes
 		// in its level: a whole dump shows executing requests beside
 		// waiting ones, and one that does not is cut
@@ -485,6 +506,13 @@ func (ro requestsOnly) queueVerdict(level string, seats, cl float64, lengthLimit
 		v.Reason = fmt.Sprintf("%s: the request is queued (another waits), in one of the empty queues %v of its hand, behind nobody; when it is dispatched depends on the level's current limit and the other queues' work, which dump_priority_levels, dump_queues or the metrics give", waits, cand)
 	case int32(least) < lengthLimit:
 		v.Reason = fmt.Sprintf("%s: the request is queued (another waits) in the queue of its hand with the least waiting work, each of which holds %d or more of its %d; which one, and when it is dispatched, dump_queues and dump_priority_levels tell", waits, least, lengthLimit)
+	case ro.widest == 1:
+		// queueset.go: a request of one seat waits only while no seat is
+		// free (dispatchAsMuchAsPossibleLocked dispatches the head of the
+		// queue it picks while canAccommodateSeatsLocked), and the dump
+		// reads a level under its lock, at one moment
+		return Verdict{Kind: VerdictRejected, RejectReason: ReasonQueueFull, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("%s, each asking 1 seat, which the server dispatches while a seat is free: every seat of %s is in use, and every queue of its hand holds its length limit of %d or more: 429 (%s)",
+			waits, level, lengthLimit, ReasonQueueFull)}
 	default:
 		return Verdict{Kind: VerdictUnknown, WaitLimit: Duration(waitLimit), Reason: fmt.Sprintf("%s: every queue of its hand holds its length limit of %d or more, so the request gets 429 (%s) if every seat of the level is in use, and is queued otherwise; %s",
 			waits, lengthLimit, ReasonQueueFull, currentLimitUnknown(cl))}

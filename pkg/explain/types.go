@@ -94,6 +94,9 @@ type Explanation struct {
 	// from an issue): the requests waiting and executing are known, the
 	// levels' current limits and the queues' work are not.
 	RequestsOnly bool `json:"requestsOnly,omitempty"`
+	// RequestsWaitingOnly says that dump_requests is of a layout before
+	// 1.28, which lists the waiting requests alone.
+	RequestsWaitingOnly bool `json:"requestsWaitingOnly,omitempty"`
 	// Instances holds the verdict on every apiserver read, when more than
 	// one was (each has its own limits, queues and load; the configuration
 	// is shared). Verdict and Queues above are those of the first.
