@@ -35,7 +35,33 @@ func resolveRelease(kubeVersion string, snaps []*dump.Snapshot) (rel engine.Rele
 		}
 		return r, "server " + gv, n, nil
 	}
+	if layout := oldLayout(snaps); layout != "" {
+		return engine.NewestRelease, state.ReleaseFromDefault, fmt.Sprintf("note: the input's dumps are of %s, from a server older than any release the engine replays (%s to %s); replaying %s, whose behaviour may differ from the server's (--kube-version %s is the nearest)", layout, engine.OldestRelease, engine.NewestRelease, engine.NewestRelease, engine.OldestRelease), nil
+	}
 	return engine.NewestRelease, state.ReleaseFromDefault, "", nil
+}
+
+// oldLayout names the layout of a snapshot's dumps that only a server
+// before 1.28 writes, "" for none: a dump_requests without StartTime (the
+// waiting requests alone, before 1.28), a dump_priority_levels without
+// the cumulative counters (before 1.27).
+func oldLayout(snaps []*dump.Snapshot) string {
+	for _, s := range snaps {
+		if s == nil {
+			continue
+		}
+		for _, pl := range s.PriorityLevelDump {
+			if !pl.HasCounters {
+				return "a layout before 1.27 (dump_priority_levels without its counters)"
+			}
+		}
+		for _, r := range s.RequestDump {
+			if r.WaitingOnly {
+				return "a layout before 1.28 (dump_requests of the waiting requests alone)"
+			}
+		}
+	}
+	return ""
 }
 
 // printable keeps a server-provided version to one line of printable text.
