@@ -111,6 +111,18 @@ type Source interface {
 	Describe() string
 }
 
+// RequestsWaitingOnly reports whether the snapshot's dump_requests is of a
+// layout before 1.28, which lists the waiting requests alone: how many
+// execute is not in it (RequestRow.WaitingOnly).
+func (s *Snapshot) RequestsWaitingOnly() bool {
+	for _, r := range s.RequestDump {
+		if r.WaitingOnly {
+			return true
+		}
+	}
+	return false
+}
+
 // Objects returns pointers to the snapshot's FlowSchemas and priority
 // levels, in the snapshot's order, as engine.NewConfig takes them.
 func (s *Snapshot) Objects() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {

@@ -87,15 +87,18 @@ type requestsOnly struct {
 	widest int
 }
 
+// hasRequestsOnly reports whether l's state is a dump_requests without
+// the dumps of the levels.
+func hasRequestsOnly(l *dump.Snapshot) bool {
+	return l != nil && !hasDumps(l) && len(l.RequestDump) > 0
+}
+
 func requestsOnlyOf(l *dump.Snapshot, level string) (requestsOnly, bool) {
-	if l == nil || hasDumps(l) || len(l.RequestDump) == 0 {
+	if !hasRequestsOnly(l) {
 		return requestsOnly{}, false
 	}
-	ro := requestsOnly{byQueue: map[int]int{}, inUseKnown: true}
+	ro := requestsOnly{byQueue: map[int]int{}, inUseKnown: !l.RequestsWaitingOnly()}
 	for _, r := range l.RequestDump {
-		if r.WaitingOnly {
-			ro.inUseKnown = false
-		}
 		switch {
 		case r.PriorityLevel != level:
 		case r.Executing():

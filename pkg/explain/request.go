@@ -31,9 +31,8 @@ func Explain(in Input, r engine.Request, givenGroups []string) *Explanation {
 	ex := &Explanation{Request: requestView(r, givenGroups), Trace: []TraceEntry{}, Release: in.Release.String(), ReleaseFrom: in.ReleaseFrom}
 	if in.Live != nil {
 		ex.Instance, ex.NoDumps = in.Live.Instance, !hasDumps(in.Live)
-		var ro requestsOnly
-		ro, ex.RequestsOnly = requestsOnlyOf(in.Live, "")
-		ex.RequestsWaitingOnly = ex.RequestsOnly && !ro.inUseKnown
+		ex.RequestsOnly = hasRequestsOnly(in.Live)
+		ex.RequestsWaitingOnly = ex.RequestsOnly && in.Live.RequestsWaitingOnly()
 		ex.NoDumps = ex.NoDumps && !ex.RequestsOnly
 	}
 	cls := in.Config.ClassifyWithTrace(r)
@@ -220,14 +219,12 @@ func seatsInUse(live *dump.Snapshot, lm levelMetrics, level string) (float64, bo
 		return 0, false
 	}
 	n := 0
-	waitingOnly := false
 	for _, r := range live.RequestDump {
-		waitingOnly = waitingOnly || r.WaitingOnly
 		if r.PriorityLevel == level && r.Executing() {
 			n += max(r.InitialSeats, 1)
 		}
 	}
-	if waitingOnly {
+	if live.RequestsWaitingOnly() {
 		// a dump_requests before 1.28 lists no executing request: the
 		// levels' dump counts them (requests, one seat each at least),
 		// where its rows read "0 of 1 seat in use" beside 17 waiting

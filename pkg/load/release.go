@@ -55,10 +55,8 @@ func oldLayout(snaps []*dump.Snapshot) string {
 				return "a layout before 1.27 (dump_priority_levels without its counters)"
 			}
 		}
-		for _, r := range s.RequestDump {
-			if r.WaitingOnly {
-				return "a layout before 1.28 (dump_requests of the waiting requests alone)"
-			}
+		if s.RequestsWaitingOnly() {
+			return "a layout before 1.28 (dump_requests of the waiting requests alone)"
 		}
 	}
 	return ""

@@ -66,11 +66,8 @@ func (f FlowRow) ExecutingCell(v int) string {
 func UnlistedExecuting(snaps []*dump.Snapshot) []string {
 	var out []string
 	for _, s := range snaps {
-		for _, r := range s.RequestDump {
-			if r.WaitingOnly {
-				out = append(out, s.Instance)
-				break
-			}
+		if s.RequestsWaitingOnly() {
+			out = append(out, s.Instance)
 		}
 	}
 	return out

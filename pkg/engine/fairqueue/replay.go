@@ -596,18 +596,18 @@ func (rp *replayer) serviceTime(w *workload.Request, er *engine.Request) time.Du
 		return w.Latency
 	case rp.opts.DefaultServiceTime > 0:
 		return rp.opts.DefaultServiceTime
-	case rp.levelSvc[rp.recordedLevel(w, er)] != nil:
-		// a 429 executes, in a change, as its own level's requests
-		// did, not as every level's: crowded-30's 1-seat tiny LISTs
-		// took 7.2 ms beside 3-seat wide's 11.4 ms and exempt GETs'
-		// 32 ms, and the mean of all made a change that queues its
-		// 429s predict 89 where re-runs got 52
-		return rp.levelSvc[rp.recordedLevel(w, er)].value()
-	case rp.svc.n > 0:
-		return rp.svc.value()
-	default:
-		return 10 * time.Millisecond
 	}
+	// a 429 executes, in a change, as its own level's requests did, not
+	// as every level's: crowded-30's 1-seat tiny LISTs took 7.2 ms beside
+	// 3-seat wide's 11.4 ms and exempt GETs' 32 ms, and the mean of all
+	// made a change that queues its 429s predict 89 where re-runs got 52
+	if m := rp.levelSvc[rp.recordedLevel(w, er)]; m != nil {
+		return m.value()
+	}
+	if rp.svc.n > 0 {
+		return rp.svc.value()
+	}
+	return 10 * time.Millisecond
 }
 
 // classify converts the record into p's request for every run, counting the
