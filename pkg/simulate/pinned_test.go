@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/golden"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
 // TestRecordingsPinned pins, for every kept recording
@@ -167,6 +168,9 @@ type keptRecording struct {
 	// speed, when set, is the changed server's speed (--server-speed):
 	// the machine's in a what-if's re-runs (rerunSpeed)
 	speed float64
+	// calibrated, when set, is given each calibration and its workload's
+	// tape (Config.calibrated)
+	calibrated func(cal *calibrate.Result, tape *workload.Tape) error
 }
 
 func openRecording(t *testing.T, dir string) keptRecording {
@@ -205,7 +209,7 @@ func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, c
 	}
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
-	cfg.Calibration = kr.calibration
+	cfg.Calibration, cfg.calibrated = kr.calibration, kr.calibrated
 	if kr.speed != 0 {
 		cfg.ServerSpeed = kr.speed
 	}
@@ -224,7 +228,7 @@ var replays sync.Map
 // recording's own logs with the default calibration are named (shared):
 // a test's own files or Params are its alone.
 func (kr keptRecording) replayKey(files []string, calibrate bool, changes []string) (string, bool) {
-	if kr.calibration != nil {
+	if kr.calibration != nil || kr.calibrated != nil {
 		return "", false
 	}
 	var b strings.Builder

@@ -47,7 +47,7 @@ func rejected(r *Result, after bool, level string) int64 {
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -120,6 +120,11 @@ var knownMisses = map[string]string{
 	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "audit"):         queuesSixLong,
 	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"): queuesSixLong,
 	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "audit"):         queuesSixLong,
+	// recorded after the ablation study's criterion for the rules of the
+	// audit log alone became their executions (2026-12-06), held out and
+	// read once
+	knownMiss("crowded-30-seed21", "tiny with queues 6 long instead of 2", "tiny", "audit"):                                  "43 429s predicted, the re-runs 47, 75 and 63, which ran at 1.30× the recorded run's speed: the speed spread (29–67) leaves the band, and simulate says the figure is not known closer; httplog + audit 48 (0.77)",
+	knownMiss("crowded-30-seed21", boundMiss+"tiny with 60 shares (3 seats) instead of 1 (1 seat)", "wide", "httplog+audit"): "one re-run got 447 429s, under the low end of 460, the other two 564 and 491: the re-runs of one change spread 0.89–1.13 of their mean",
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
 	// server moves more than the band (docs/simulate.md, noisy-pages-heavy)
 	knownMiss("noisy-pages-heavy-seed6", noisySeats, "apf-team", "httplog+audit"): "one of the three re-runs got 718 429s, 0.59 of the other two's mean, as the repeat of the recorded run got 867 against its 1,385: the machine's speed moved that much between runs with nothing changed; against the other two the prediction is 1.13",

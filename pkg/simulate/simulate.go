@@ -93,6 +93,12 @@ type Config struct {
 	// Calibration are the calibration's thresholds; nil runs with
 	// calibrate.DefaultParams.
 	Calibration *calibrate.Params
+
+	// calibrated, where a test sets it, is called with each instance's
+	// calibration and the tape of its workload, before the tape is
+	// closed: the ablation study reads the executions it gives
+	// (calibrate.Result.Executions).
+	calibrated func(cal *calibrate.Result, tape *workload.Tape) error
 }
 
 // calibration are the calibrate.Params cfg runs with.
@@ -251,6 +257,11 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	}
 	if rc.tape != nil {
 		defer rc.tape.Close()
+	}
+	if cfg.calibrated != nil && cal != nil {
+		if err := cfg.calibrated(cal, rc.tape); err != nil {
+			return nil, err
+		}
 	}
 	res, err := replay(ctx, src, cal, rc)
 	if err != nil {

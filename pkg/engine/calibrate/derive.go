@@ -78,6 +78,24 @@ func (r *Result) Apply(src workload.Reader) workload.Reader {
 	return &applied{src: src, p: p, r: r, params: r.params}
 }
 
+// Executions calls f with each record of src (the records Derive read)
+// that the replay executes (neither a 429 nor exempt) and the execution
+// time the replay of the recorded configuration gives it, as Apply
+// prepares it: the recorded one, else its estimate, with its stretch or
+// stall taken out where a CPU model is to place them. A rule that reads
+// from an audit log alone what httplog records is judged by these
+// against httplog + audit's (pkg/simulate's ablation study). The counts
+// of the last Apply stay as they were.
+func (r *Result) Executions(src workload.Reader, f func(w *workload.Request, exec time.Duration)) error {
+	est, dt := r.Estimated, r.DispatchTimes
+	defer func() { r.Estimated, r.DispatchTimes = est, dt }()
+	return r.readApplied(src, "its executions", func(a *applied, w *workload.Request) {
+		if a.ok && a.x.hasExec && !a.x.rejected && !a.x.exempt && w.HasServiceTime {
+			f(w, w.ServiceTime)
+		}
+	})
+}
+
 // readApplied reads src as Apply prepares it for the replay, calling f
 // with each record and the reader, whose x, er, ok and idx are the
 // record's; what names the reading in an error.

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -216,6 +217,24 @@ func TestOneSeatExecutionsFromTheirEnds(t *testing.T) {
 			}
 			if off > 0 {
 				t.Errorf("%d of %d executions more than the filters (%v) away from their time", off, len(reqs), filters)
+			}
+			// Executions gives each executed record the execution the
+			// replay read, and leaves the counts of the last Apply
+			var want, gave []time.Duration
+			for i, r := range reqs {
+				if r.Status != 429 {
+					want = append(want, got[i])
+				}
+			}
+			est := res.Estimated
+			if err := res.Executions(&sliceReader{reqs: reqs}, func(_ *workload.Request, exec time.Duration) { gave = append(gave, exec) }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(gave, want) {
+				t.Errorf("Executions gave %d executions, the replay read %d: they differ", len(gave), len(want))
+			}
+			if res.Estimated != est {
+				t.Errorf("Executions changed the counts of the last Apply: %+v, were %+v", res.Estimated, est)
 			}
 			if !withinBand(slow.Predicted, slow.Recorded) {
 				t.Errorf("the replay of the recorded configuration: %d 429s, the server answered %d", slow.Predicted, slow.Recorded)
