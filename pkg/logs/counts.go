@@ -17,13 +17,22 @@ func ObjectCounts(st *state.State, source string) (engine.ObjectCounts, error) {
 		return nil, fmt.Errorf("%s gave no metrics", source)
 	}
 	_, cur := st.Snapshots[0].LatestMetrics()
-	oc := metrics.ObjectCounts(cur)
-	if oc == nil {
+	out := CountsOf(cur)
+	if out == nil {
 		return nil, fmt.Errorf("the metrics of %s have neither %s nor %s: LISTs that record no seats get 1", source, metrics.FamilyResourceObjects, metrics.FamilyStorageObjects)
+	}
+	return out, nil
+}
+
+// CountsOf are the object counts of one scrape, nil where it has none.
+func CountsOf(sc *metrics.Scrape) engine.ObjectCounts {
+	oc := metrics.ObjectCounts(sc)
+	if oc == nil {
+		return nil
 	}
 	out := engine.ObjectCounts{}
 	for k, c := range oc {
 		out[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
 	}
-	return out, nil
+	return out
 }

@@ -24,8 +24,9 @@ import (
 // every recording under testdata/simulate/recordings, from httplog + audit
 // and from the audit log alone, to what the recording itself says:
 //
-//   - per level, the seat time the calibrated holds imply (Σ seats ×
-//     (execution + overhead) over the executed requests, read as the replay
+//   - per level, the seat time the calibrated holds imply (Σ seats, at
+//     most the level's, × (execution + overhead) over the executed
+//     requests, read as the replay
 //     reads them, after the calibration prepared them) fits in the level's
 //     most seats over the time it had a request in the server (the union
 //     of arrival to arrival + latency, computed here from the records);
@@ -129,7 +130,11 @@ func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy 
 		if l == "" || exempt[l] || w.Status == 429 || !w.HasServiceTime || w.Latency <= 0 {
 			continue
 		}
-		implied[l] += time.Duration(max(w.InitialSeats, 1)) * (w.ServiceTime + w.QueuedOverhead)
+		// a request wider than its level runs alone, holding the
+		// level's seats (docs/simulate.md, seat time): starved-seed2's
+		// audit log alone estimates apf-load-reject's LISTs at 2 seats
+		// from the bundle's object counts, on a level of 1
+		implied[l] += time.Duration(min(max(w.InitialSeats, 1), uint64(max(limits[l], 1)))) * (w.ServiceTime + w.QueuedOverhead)
 		a := w.Arrival.Sub(first)
 		spans[l] = append(spans[l], [2]time.Duration{a, a + max(w.Latency, w.ServiceTime)})
 	}

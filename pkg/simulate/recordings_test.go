@@ -47,7 +47,7 @@ func rejected(r *Result, after bool, level string) int64 {
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11", "starved-seed2"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -123,8 +123,9 @@ var knownMisses = map[string]string{
 	// recorded after the ablation study's criterion for the rules of the
 	// audit log alone became their executions (2026-12-06), held out and
 	// read once
-	knownMiss("crowded-30-seed21", "tiny with queues 6 long instead of 2", "tiny", "audit"):                                  "43 429s predicted, the re-runs 47, 75 and 63, which ran at 1.30× the recorded run's speed: the speed spread (29–67) leaves the band, and simulate says the figure is not known closer; httplog + audit 48 (0.77)",
-	knownMiss("crowded-30-seed21", boundMiss+"tiny with 60 shares (3 seats) instead of 1 (1 seat)", "wide", "httplog+audit"): "one re-run got 447 429s, under the low end of 460, the other two 564 and 491: the re-runs of one change spread 0.89–1.13 of their mean",
+	knownMiss("crowded-30-seed21", "tiny with queues 6 long instead of 2", "tiny", "audit"): "43 429s predicted, the re-runs 47, 75 and 63, which ran at 1.30× the recorded run's speed: the speed spread (29–67) leaves the band, and simulate says the figure is not known closer; httplog + audit 48 (0.77)",
+	// the CFS model's first held-out recording (2026-12-06), read once
+	knownMiss("starved-seed2", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "78 429s predicted, the five re-runs 146, 87, 142, 112 and 79 (mean 113): whether a burst meets the garbage collector's mark is chance on this server, the re-runs spread 0.70–1.29 of their mean, and the speed spread (64–102) leaves the band, so simulate says the figure is not known closer; the audit log alone 101 (0.89)",
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
 	// server moves more than the band (docs/simulate.md, noisy-pages-heavy)
 	knownMiss("noisy-pages-heavy-seed6", noisySeats, "apf-team", "httplog+audit"): "one of the three re-runs got 718 429s, 0.59 of the other two's mean, as the repeat of the recorded run got 867 against its 1,385: the machine's speed moved that much between runs with nothing changed; against the other two the prediction is 1.13",
@@ -139,7 +140,7 @@ var knownMisses = map[string]string{
 	knownMiss("noisy-pages-heavy-seed7", noisySeats, "apf-team", "audit"):     noisyServedLess,
 	knownMiss("noisy-pages-heavy-seed7", noisyIsolated, "apf-noisy", "audit"): noisyServedLess,
 	// recorded after the correction on an idle machine, held out
-	knownMiss("noisy-pages-heavy-seed9", boundMiss+noisySeats, "apf-team", "audit"): "every re-run over the high end of 583, which the repeat of the recorded run on the unchanged configuration passed already (608 429s against the recorded 379)",
+	knownMiss("noisy-pages-heavy-seed9", boundMiss+noisySeats, "apf-team", "audit"): "every re-run over the high end of 589, which the repeat of the recorded run on the unchanged configuration passed already (608 429s against the recorded 379)",
 	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "httplog+audit"):   seed9Slower,
 	knownMiss("noisy-pages-heavy-seed9", noisySeats, "apf-team", "audit"):           seed9Slower,
 	// recorded after the measured executions of the audit log alone
@@ -151,7 +152,7 @@ var knownMisses = map[string]string{
 	knownMiss("noisy-pages-heavy-seed11", noisyIsolated, "apf-noisy", "httplog+audit"):       seed11Slower,
 	knownMiss("noisy-pages-heavy-seed11", noisyIsolated, "apf-noisy", "audit"):               seed11Slower,
 	knownMiss("noisy-pages-heavy-seed11", boundMiss+noisySeats, "apf-team", "httplog+audit"): "two re-runs over the high end of 432: " + seed11Slower,
-	knownMiss("noisy-pages-heavy-seed11", boundMiss+noisySeats, "apf-team", "audit"):         "two re-runs over the high end of 471: " + seed11Slower,
+	knownMiss("noisy-pages-heavy-seed11", boundMiss+noisySeats, "apf-team", "audit"):         "two re-runs over the high end of 478: " + seed11Slower,
 	knownMiss("noisy-pages-heavy-seed9", noisyIsolated, "apf-noisy", "audit"):                "the replay dispatched 4,638 of the change's requests where the re-runs did 4,398 and httplog + audit's replay 4,482: the audit log's executions, each its kind's mean at APF's total, leave 5% more dispatched, which is 42% of so small a remainder (332 429s predicted, 572 on average in the re-runs, 488 from httplog + audit)",
 }
 
@@ -609,7 +610,7 @@ func TestSimulateRecordings(t *testing.T) {
 // apf_iseats): the "lists" recording has LISTs of 2, 4 and 5 seats.
 func TestListSeatsMatchTheServer(t *testing.T) {
 	dirs := recordingDirs(t)
-	var total, agree int
+	var total, agree, undetermined int
 	bySeats := map[uint64]int{}
 	for _, dir := range dirs {
 		bundle := filepath.Join(dir, recording.BundleFile)
@@ -618,9 +619,18 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := loadState(t, stateInput{from: bundle}, Config{Calibrate: true})
-		counts, err := logs.ObjectCounts(st, bundle)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
+		// every scrape's counts: starved-seed2's first scrape counts 0
+		// ConfigMaps and its second 101, and the server's LISTs of
+		// apf-load-reject took 1 seat until 34 s into the load, then 2,
+		// when its own count refreshed
+		var counts []engine.ObjectCounts
+		for _, sc := range st.Snapshots[0].Metrics {
+			if c := logs.CountsOf(sc); c != nil {
+				counts = append(counts, c)
+			}
+		}
+		if len(counts) == 0 {
+			t.Fatalf("%s: the bundle's metrics hold no object counts", dir)
 		}
 		sc, err := recording.ScenarioOf(dir)
 		if err != nil {
@@ -631,7 +641,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total, agree = total+res.Total, agree+res.Agree
+		total, agree, undetermined = total+res.Total, agree+res.Agree, undetermined+res.Undetermined
 		for s, n := range res.ByServerSeats {
 			bySeats[s] += n
 		}
@@ -641,7 +651,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v)", agree, total, bySeats)
+	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v); %d of them sized differently by the counts of the bundle's scrapes, each agreeing with one scrape's", agree, total, bySeats, undetermined)
 	if total == 0 || agree != total {
 		t.Errorf("estimated seats agree on %d of %d LISTs", agree, total)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -16,7 +17,11 @@ import (
 type ListSeatsResult struct {
 	// Total LISTs compared (served, with logged seats and a known count),
 	// Agree of them with the same seats, Wide of them logged above 1 seat.
-	Total, Agree, Wide int
+	// Undetermined of them the counts of the scrapes size differently
+	// (the resource's count changed between them, and the server, whose
+	// count refreshes on its own period, may have used either): each of
+	// those agrees where the server's seats are one scrape's.
+	Total, Agree, Wide, Undetermined int
 	// ByServerSeats counts the compared LISTs by the seats the server logged.
 	ByServerSeats map[uint64]int
 	// Disagreements describe the LISTs whose seats differ.
@@ -38,8 +43,10 @@ func LevelLimits(snap *dump.Snapshot, serverCL int) map[string]engine.LevelLimit
 // CompareListSeats sizes every LIST of the httplog file that the server
 // served with the seats upstream's LIST estimator of rel gives it from
 // counts (engine.ListSeats, capped by its level's max seats in limits) and
-// compares them with the seats the server logged (apf_iseats).
-func CompareListSeats(httplog string, rel engine.Release, counts engine.ObjectCounts, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
+// compares them with the seats the server logged (apf_iseats). counts are
+// the object counts of each scrape around the log, in order; a LIST they
+// size differently is Undetermined.
+func CompareListSeats(httplog string, rel engine.Release, counts []engine.ObjectCounts, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
 	res := ListSeatsResult{ByServerSeats: map[uint64]int{}}
 	files, err := input.OpenFiles([]string{httplog}, input.Options{})
 	if err != nil {
@@ -62,9 +69,30 @@ func CompareListSeats(httplog string, rel engine.Release, counts engine.ObjectCo
 		if err != nil || er.Info.Verb != "list" {
 			continue
 		}
-		got, ok := engine.ListSeats(rel, er, counts, limits[w.PriorityLevel].MaxSeats)
+		var (
+			sizes []uint64
+			got   uint64
+			ok    bool
+		)
+		for _, c := range counts {
+			s, known := engine.ListSeats(rel, er, c, limits[w.PriorityLevel].MaxSeats)
+			if !known {
+				ok = false
+				break
+			}
+			got, ok = s, true
+			if !slices.Contains(sizes, s) {
+				sizes = append(sizes, s)
+			}
+		}
 		if !ok {
 			continue
+		}
+		if len(sizes) > 1 {
+			res.Undetermined++
+			if slices.Contains(sizes, w.InitialSeats) {
+				got = w.InitialSeats
+			}
 		}
 		res.Total++
 		res.ByServerSeats[w.InitialSeats]++
