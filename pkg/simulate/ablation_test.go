@@ -295,7 +295,7 @@ func (s score) String() string {
 // (nearness) is reported beside. It logs the table docs/simulate.md gives.
 //
 // It replays every recording ten times, with every rule and without each of
-// the nine, and reads the executions of each calibration (about six
+// the nine, and reads the executions of each calibration (about seven
 // minutes on two cores): "make ablation" runs it, not "make test".
 func TestEveryRuleEarnsItsPlace(t *testing.T) {
 	if os.Getenv("KUBECTL_APF_ABLATION") == "" {
