@@ -95,8 +95,9 @@ type Config struct {
 	Calibration *calibrate.Params
 
 	// calibrated, where a test sets it, is called with each instance's
-	// calibration and the tape of its workload, before the tape is
-	// closed: the ablation study reads the executions it gives
+	// calibration, as the replay of the recorded configuration last read
+	// it, and the tape of its workload, before the tape is closed: the
+	// ablation study reads the executions it gives
 	// (calibrate.Result.Executions).
 	calibrated func(cal *calibrate.Result, tape *workload.Tape) error
 }
@@ -258,14 +259,16 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	if rc.tape != nil {
 		defer rc.tape.Close()
 	}
+	res, err := replay(ctx, src, cal, rc)
+	if err != nil {
+		return nil, err
+	}
+	// after the dispatch check, which may scale the estimated executions
+	// and replay again: the calibration as the fit's replay read it
 	if cfg.calibrated != nil && cal != nil {
 		if err := cfg.calibrated(cal, rc.tape); err != nil {
 			return nil, err
 		}
-	}
-	res, err := replay(ctx, src, cal, rc)
-	if err != nil {
-		return nil, err
 	}
 	if res.Workload.Records == 0 {
 		return res, nil
