@@ -23,7 +23,12 @@ func Open(ctx context.Context, spec logs.Spec) (*logs.Workload, error) {
 	opts := Options{Lenient: !spec.Strict, Instances: spec.Instances}
 	var known bool
 	if spec.FindYear {
-		opts.Year, known = Year(spec.Paths)
+		// where the files tell none, an audit log read through a pipe
+		// still gives its year (OpenFiles), and spec.Year stands in only
+		// after it
+		if opts.Year, known = Year(spec.Paths); !known {
+			opts.FallbackYear = spec.Year
+		}
 	}
 	if len(spec.Paths) != 1 || spec.Paths[0] != "-" || spec.Stdin == nil {
 		files, err := OpenFiles(spec.Paths, opts)

@@ -24,9 +24,14 @@ func twoStrings(buf *[]byte, a, b []byte) (string, string) {
 type Options struct {
 	// Year completes klog text timestamps, which have none. OpenFiles takes
 	// it from the first audit event when an audit log is given; otherwise
-	// the default is 2000 (only differences between times matter to the
-	// replay). A log that spans New Year's Eve is not supported.
+	// the default is FallbackYear, or 2000 without it (only differences
+	// between times matter to the replay). A log that spans New Year's Eve
+	// is not supported.
 	Year int
+	// FallbackYear stands in for Year where neither it nor an audit log
+	// gives one (logs.Spec.Year: the year the metrics given with the log
+	// were read).
+	FallbackYear int
 	// Location of klog text timestamps (default UTC).
 	Location *time.Location
 	// ReorderWindow is how far back in time a completed request may have
@@ -111,6 +116,9 @@ func (t tuning) lines() int {
 }
 
 func (o *Options) defaults() {
+	if o.Year == 0 {
+		o.Year = o.FallbackYear
+	}
 	if o.Year == 0 {
 		o.Year = 2000
 	}

@@ -24,10 +24,16 @@ const yearPeek = 1 << 20
 // "2025-03-05T22:40:41.977203895Z stderr F", kubectl logs --timestamps').
 // klog's text header alone ("I0305 22:40:41.976983") has no year: known is
 // false, and the readers' default year stands in, which only the
-// differences between times may rest on.
+// differences between times may rest on. A pipe is not read (the readers
+// read it once): its year is not known here.
 func Year(paths []string) (year int, known bool) {
 	for _, p := range paths {
 		if p == "" || p == "-" {
+			continue
+		}
+		// a pipe (<(zcat audit.log.gz)) is read once, by the readers:
+		// peeking at it here would take its first lines from them
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() && !fi.IsDir() {
 			continue
 		}
 		// an audit log, or audit events in a cloud's or a pipeline's

@@ -22,9 +22,15 @@ type Spec struct {
 	// otherwise such lines are skipped and counted (Notes).
 	Strict bool
 	// FindYear completes klog's text headers with the year the files tell
-	// (Year), when one does; otherwise the readers' default year stands
-	// in.
+	// (Year), when one does; otherwise Year, or the readers' default year
+	// where it is 0, stands in.
 	FindYear bool
+	// Year is, with FindYear, the year of the times of klog's headers when
+	// the files tell none (an httplog alone): the year the metrics given
+	// with the log were read (MetricsYear), so that the log's times line
+	// up with theirs. A log from before a New Year read with metrics from
+	// after it is placed a year late.
+	Year int
 }
 
 // Opener opens the recorded logs a Spec names: package input's Logs,

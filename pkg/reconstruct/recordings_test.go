@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/input"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
@@ -33,7 +34,7 @@ type fixture struct {
 	dir      string
 	config   *engine.Config
 	scl      int
-	counts   engine.ObjectCounts
+	counts   engine.CountsSeries
 	rejected map[[2]string]float64 // level, reason
 }
 
@@ -61,12 +62,7 @@ func loadFixture(t testing.TB, dir string) fixture {
 	for k, v := range cur {
 		f.rejected[k] = v - prev[k]
 	}
-	if oc := metrics.ObjectCounts(last); oc != nil {
-		f.counts = engine.ObjectCounts{}
-		for k, c := range oc {
-			f.counts[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
-		}
-	}
+	f.counts = logs.SeriesOf(snap.Metrics)
 	return f
 }
 

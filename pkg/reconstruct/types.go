@@ -21,8 +21,9 @@ type Options struct {
 	// Release is the recorded server's release (borrowing, LIST sizes);
 	// zero means engine.NewestRelease.
 	Release engine.Release
-	// Counts are the object counts, for the seats of LISTs that record none.
-	Counts engine.ObjectCounts
+	// Counts are the object counts of the recorded server's scrapes, for
+	// the seats of LISTs that record none (calibrate.Options.Counts).
+	Counts engine.CountsSeries
 	// NoBorrowing keeps every level at its nominal limit.
 	NoBorrowing bool
 	// Calibration, if set, is used instead of deriving one.

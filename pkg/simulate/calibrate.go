@@ -17,9 +17,9 @@ import (
 
 // serverMetrics is what the calibration reads from the server's metrics.
 type serverMetrics struct {
-	// counts are the object counts of the latest scrape (nil when
+	// counts are the object counts of the scrapes read (nil when
 	// unknown), for the seats of LISTs that record none.
-	counts engine.ObjectCounts
+	counts engine.CountsSeries
 	// evidence is what the Go runtime and the process of the one instance
 	// with two scrapes or more counted between the first and the latest,
 	// and the window between them: the CPU models' evidence (none
@@ -108,6 +108,15 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 			sources = nil
 		} else {
 			sources = withRecorded(sources, rec)
+			// and the object counts of its scrapes read around the
+			// window, where the state holds its latest two
+			if len(st.Snapshots) > 0 {
+				for _, r := range rec {
+					if c := logs.SeriesOf(r.Scrapes); r.Instance == st.Snapshots[0].Instance && c != nil {
+						m.counts = c
+					}
+				}
+			}
 		}
 	}
 	if cfg.Store != nil {

@@ -82,7 +82,7 @@ func preparedSeatTime(t *testing.T, st *state.State, cfg Config) (implied, busy 
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := openWorkload(ctx, cfg)
+	files, _, err := openWorkload(ctx, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

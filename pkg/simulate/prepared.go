@@ -35,7 +35,9 @@ type Prepared struct {
 	st       *state.State
 	cfg      Config
 	recorded *engine.Config
-	counts   engine.ObjectCounts
+	counts   engine.CountsSeries
+	// yearNote says the year the log's times were given (openWorkload)
+	yearNote string
 	cal      *calibrate.Result
 	// raw is the workload as read, calTape its copy for the calibration,
 	// prepared the requests as the calibration prepared them (or as read,
@@ -77,7 +79,7 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 			prep.Close()
 		}
 	}()
-	if p.files, err = openWorkload(ctx, cfg); err != nil {
+	if p.files, p.yearNote, err = openWorkload(ctx, st, cfg); err != nil {
 		return nil, err
 	}
 	sp, err := splitInstances(ctx, logs.Cancellable(ctx, p.files.Reader), p.files)
@@ -166,6 +168,9 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 	}
 	res.Join = p.files.Join
 	res.Notes = slices.Concat(m.notes, workloadNotes(res.Report, p.files))
+	if p.yearNote != "" {
+		res.Notes = append([]string{p.yearNote}, res.Notes...)
+	}
 	p.baseline = res
 	return p, nil
 }

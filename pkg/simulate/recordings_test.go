@@ -611,7 +611,7 @@ func TestSimulateRecordings(t *testing.T) {
 // apf_iseats): the "lists" recording has LISTs of 2, 4 and 5 seats.
 func TestListSeatsMatchTheServer(t *testing.T) {
 	dirs := recordingDirs(t)
-	var total, agree, undetermined int
+	var total, agree, undetermined, before int
 	bySeats := map[uint64]int{}
 	for _, dir := range dirs {
 		bundle := filepath.Join(dir, recording.BundleFile)
@@ -624,12 +624,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		// ConfigMaps and its second 101, and the server's LISTs of
 		// apf-load-reject took 1 seat until 34 s into the load, then 2,
 		// when its own count refreshed
-		var counts []engine.ObjectCounts
-		for _, sc := range st.Snapshots[0].Metrics {
-			if c := logs.CountsOf(sc); c != nil {
-				counts = append(counts, c)
-			}
-		}
+		counts := logs.SeriesOf(st.Snapshots[0].Metrics)
 		if len(counts) == 0 {
 			t.Fatalf("%s: the bundle's metrics hold no object counts", dir)
 		}
@@ -642,7 +637,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total, agree, undetermined = total+res.Total, agree+res.Agree, undetermined+res.Undetermined
+		total, agree, undetermined, before = total+res.Total, agree+res.Agree, undetermined+res.Undetermined, before+res.BeforeAgree
 		for s, n := range res.ByServerSeats {
 			bySeats[s] += n
 		}
@@ -652,7 +647,7 @@ func TestListSeatsMatchTheServer(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v); %d of them sized differently by the counts of the bundle's scrapes, each agreeing with one scrape's", agree, total, bySeats, undetermined)
+	t.Logf("LIST seats from object counts agree with the server's on %d of %d LISTs (server's seats: %v); %d of them sized differently by the counts of the scrapes around them, each agreeing with one scrape's, %d with the scrape before's", agree, total, bySeats, undetermined, before)
 	if total == 0 || agree != total {
 		t.Errorf("estimated seats agree on %d of %d LISTs", agree, total)
 	}

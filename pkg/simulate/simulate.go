@@ -194,11 +194,14 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		// the server's speed is the change
 		after = before
 	}
-	files, err := openWorkload(ctx, cfg)
+	files, yearNote, err := openWorkload(ctx, st, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer files.Close()
+	if yearNote != "" {
+		notes = append(notes, yearNote)
+	}
 	src := logs.Cancellable(ctx, files.Reader)
 	split, err := splitInstances(ctx, src, files)
 	if err != nil {
@@ -451,7 +454,7 @@ func (rc replayConfigs) afterServer(cal *calibrate.Result, i int, speed float64)
 }
 
 // newReplayConfigs returns the replays of before and, if not nil, after.
-func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config, counts engine.ObjectCounts) replayConfigs {
+func newReplayConfigs(st *state.State, cfg Config, before, after *engine.Config, counts engine.CountsSeries) replayConfigs {
 	rc := replayConfigs{before: replayConfig(st, cfg, before), calibration: cfg.calibration()}
 	if after != nil {
 		a := replayConfig(st, cfg, after)

@@ -12,21 +12,35 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/fairqueue"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
+	"github.com/kubectl-apf/kubectl-apf/pkg/state"
 )
 
-// openWorkload opens the workload files (cfg.Logs), or cfg.Open's.
-func openWorkload(ctx context.Context, cfg Config) (*workload.Files, error) {
+// openWorkload opens the workload files (cfg.Logs), or cfg.Open's. klog's
+// headers carry no year: where the files tell none (an httplog alone), the
+// year the state's metrics were read stands in, so that the log's times
+// line up with the metrics' scrapes (the CPU evidence, the object counts),
+// and the note says so.
+func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.Files, string, error) {
 	if cfg.Open != nil {
-		return cfg.Open()
+		files, err := cfg.Open()
+		return files, "", err
 	}
 	if cfg.Logs == nil {
-		return nil, errors.New("simulate: no opener of the workload files (Config.Logs)")
+		return nil, "", errors.New("simulate: no opener of the workload files (Config.Logs)")
 	}
-	w, err := cfg.Logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict})
+	year := logs.MetricsYear(st)
+	w, err := cfg.Logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict, FindYear: true, Year: year})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return w.Files, nil
+	note := ""
+	formats := slices.Collect(maps.Values(w.Files.Formats))
+	// an audit log read through a pipe gave its year when it was opened
+	audit := slices.ContainsFunc(formats, func(f workload.Format) bool { return f == workload.FormatAudit || workload.Wrapped(f) })
+	if !w.YearKnown && year > 0 && !audit && slices.Contains(formats, workload.FormatHTTPLog) {
+		note = fmt.Sprintf("note: the log's klog headers carry no year: its times are taken to be of %d, the year its metrics were read", year)
+	}
+	return w.Files, note, nil
 }
 
 // clampedNotes say, per file, how many long-running requests arrived

@@ -1,9 +1,13 @@
 package simulate
 
 import (
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
+	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
 
@@ -31,6 +35,44 @@ func TestClampedNotes(t *testing.T) {
 	} {
 		if got := clampedNotes(c.files); !slices.Equal(got, c.want) {
 			t.Errorf("%s:\ngot  %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestHTTPLogAloneTakesItsMetricsYear: klog's headers carry no year, and
+// an httplog given alone used to be read in the readers' default year
+// (2000), so that a bundle whose scrapes span its load was "not evidence
+// of the workload replayed" and the CPU model of starved-seed2's throttled
+// server was lost. Its times now take the year its metrics were read, and
+// a note says so; with the audit log, which tells the year, no note.
+func TestHTTPLogAloneTakesItsMetricsYear(t *testing.T) {
+	dir := fixture.Path("simulate", "recordings", "starved-seed2")
+	tmp := t.TempDir()
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
+	audit := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
+	in := stateInput{from: filepath.Join(dir, recording.BundleFile)}
+	const note = "note: the log's klog headers carry no year: its times are taken to be of 2026, the year its metrics were read"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		note  bool
+	}{
+		{"httplog alone", []string{httplog}, true},
+		{"httplog and audit", []string{httplog, audit}, false},
+	} {
+		cfg := commandDefaults()
+		cfg.Workloads = tc.files
+		res := simulateT(t, in, cfg)
+		if got := slices.Contains(res.Notes, note); got != tc.note {
+			t.Errorf("%s: the year's note %v, want %v; notes: %q", tc.name, got, tc.note, res.Notes)
+		}
+		for _, n := range res.Notes {
+			if strings.Contains(n, "are not evidence of the workload replayed") {
+				t.Errorf("%s: %s", tc.name, n)
+			}
+		}
+		if res.Calibration == nil || res.Calibration.CPU == nil {
+			t.Errorf("%s: no CPU model of the throttled server", tc.name)
 		}
 	}
 }

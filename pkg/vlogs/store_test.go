@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/input"
-	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 	"github.com/kubectl-apf/kubectl-apf/pkg/vlogs"
 )
@@ -45,12 +45,7 @@ func options(t testing.TB, dir string) reconstruct.Options {
 		t.Fatal(err)
 	}
 	o.ServerConcurrencyLimit = sc.Inflight + sc.Mutating
-	if oc := metrics.ObjectCounts(snap.Metrics[len(snap.Metrics)-1]); oc != nil {
-		o.Counts = engine.ObjectCounts{}
-		for k, c := range oc {
-			o.Counts[k] = engine.ObjectStats{Count: int64(c.Count), AvgSize: c.AverageSize()}
-		}
-	}
+	o.Counts = logs.SeriesOf(snap.Metrics)
 	return o
 }
 

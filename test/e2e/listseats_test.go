@@ -104,7 +104,7 @@ func TestListSeatsAgreeWithServer(t *testing.T) {
 	if err := recording.CopyTail(logFile, logFrom, tail); err != nil {
 		t.Fatal(err)
 	}
-	res, err := recording.CompareListSeats(tail, rel, []engine.ObjectCounts{counts}, recording.LevelLimits(snap, inflight+mutating))
+	res, err := recording.CompareListSeats(tail, rel, engine.Unchanging(counts), recording.LevelLimits(snap, inflight+mutating))
 	if err != nil {
 		t.Fatal(err)
 	}

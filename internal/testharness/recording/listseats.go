@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/dump"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
@@ -20,8 +19,10 @@ type ListSeatsResult struct {
 	// Undetermined of them the counts of the scrapes size differently
 	// (the resource's count changed between them, and the server, whose
 	// count refreshes on its own period, may have used either): each of
-	// those agrees where the server's seats are one scrape's.
-	Total, Agree, Wide, Undetermined int
+	// those agrees where the server's seats are one scrape's; BeforeAgree
+	// of them where they are the scrape before's, which simulate and
+	// explain size them from.
+	Total, Agree, Wide, Undetermined, BeforeAgree int
 	// ByServerSeats counts the compared LISTs by the seats the server logged.
 	ByServerSeats map[uint64]int
 	// Disagreements describe the LISTs whose seats differ.
@@ -42,13 +43,20 @@ func LevelLimits(snap *dump.Snapshot, serverCL int) map[string]engine.LevelLimit
 
 // CompareListSeats sizes every LIST of the httplog file that the server
 // served with the seats upstream's LIST estimator of rel gives it from
-// counts (engine.ListSeats, capped by its level's max seats in limits) and
-// compares them with the seats the server logged (apf_iseats). counts are
-// the object counts of each scrape around the log, in order; a LIST they
-// size differently is Undetermined.
-func CompareListSeats(httplog string, rel engine.Release, counts []engine.ObjectCounts, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
+// the counts of the scrape before it (engine.ListSeatsAt, capped by its
+// level's max seats in limits) and compares them with the seats the server
+// logged (apf_iseats). counts are the object counts of the scrapes around
+// the log; a LIST the scrapes around it size differently is Undetermined.
+func CompareListSeats(httplog string, rel engine.Release, counts engine.CountsSeries, limits map[string]engine.LevelLimits) (ListSeatsResult, error) {
 	res := ListSeatsResult{ByServerSeats: map[uint64]int{}}
-	files, err := input.OpenFiles([]string{httplog}, input.Options{})
+	// the year of klog's headers, for the times the scrapes are compared
+	// with: where the log tells none, the scrapes' (as simulate takes it,
+	// logs.Spec.Year)
+	year, known := input.Year([]string{httplog})
+	if n := len(counts); !known && n > 0 {
+		year = counts[n-1].At.Year()
+	}
+	files, err := input.OpenFiles([]string{httplog}, input.Options{Year: year})
 	if err != nil {
 		return res, err
 	}
@@ -69,29 +77,19 @@ func CompareListSeats(httplog string, rel engine.Release, counts []engine.Object
 		if err != nil || er.Info.Verb != "list" {
 			continue
 		}
-		var (
-			sizes []uint64
-			got   uint64
-			ok    bool
-		)
-		for _, c := range counts {
-			s, known := engine.ListSeats(rel, er, c, limits[w.PriorityLevel].MaxSeats)
-			if !known {
-				ok = false
-				break
-			}
-			got, ok = s, true
-			if !slices.Contains(sizes, s) {
-				sizes = append(sizes, s)
-			}
-		}
+		maxSeats := limits[w.PriorityLevel].MaxSeats
+		got, ok, between := engine.ListSeatsAt(rel, er, counts, w.Arrival, maxSeats)
 		if !ok {
 			continue
 		}
-		if len(sizes) > 1 {
+		if between {
 			res.Undetermined++
-			if slices.Contains(sizes, w.InitialSeats) {
-				got = w.InitialSeats
+			if got == w.InitialSeats {
+				res.BeforeAgree++
+			} else if _, after := counts.Around(w.Arrival); after != nil {
+				if s, _ := engine.ListSeats(rel, er, after, maxSeats); s == w.InitialSeats {
+					got = s
+				}
 			}
 		}
 		res.Total++

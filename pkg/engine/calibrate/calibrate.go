@@ -107,9 +107,10 @@ type Options struct {
 	ServerConcurrencyLimit int
 	// RequestTimeout of the recorded server (default 1 minute).
 	RequestTimeout time.Duration
-	// Counts are the object counts per resource, for the seats of LISTs
-	// that record none; nil when unknown.
-	Counts engine.ObjectCounts
+	// Counts are the object counts per resource of the recorded server's
+	// scrapes, for the seats of LISTs that record none, each from the
+	// scrape before it (engine.ListSeatsAt); nil when unknown.
+	Counts engine.CountsSeries
 	// Release is the recorded server's release, whose LIST estimator sizes
 	// LISTs from Counts (engine.ListSeats); zero means engine.NewestRelease.
 	Release engine.Release
@@ -272,6 +273,10 @@ type Estimated struct {
 	ExecutionFromEnds int64 `json:"executionFromEnds,omitempty"`
 	// SeatsFromObjectCounts: LISTs and WATCHes sized from object counts.
 	SeatsFromObjectCounts int64 `json:"seatsFromObjectCounts"`
+	// SeatsBetweenCounts: of those, the ones the scrapes around them size
+	// differently (the server's count refreshed between them): each is
+	// sized from the scrape before it.
+	SeatsBetweenCounts int64 `json:"seatsBetweenCounts,omitempty"`
 	// SeatsAssumedOne: requests without a recorded estimate given 1 seat
 	// (no object count, or a write whose watch count is not exposed).
 	SeatsAssumedOne int64 `json:"seatsAssumedOne"`
@@ -1269,9 +1274,12 @@ func (p *preparer) estimateSeats(w *workload.Request, er engine.Request, lim eng
 	switch er.Info.Verb {
 	case "list", "watch":
 		if p.opts.Counts != nil {
-			if s, ok := engine.ListSeats(p.opts.Release, er, p.opts.Counts, lim.MaxSeats); ok {
+			if s, ok, between := engine.ListSeatsAt(p.opts.Release, er, p.opts.Counts, w.Arrival, lim.MaxSeats); ok {
 				w.InitialSeats, w.HasSeats = s, true
 				p.est.SeatsFromObjectCounts++
+				if between {
+					p.est.SeatsBetweenCounts++
+				}
 				return
 			}
 		}

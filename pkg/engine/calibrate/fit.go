@@ -154,15 +154,16 @@ const maximumMutatingSeats = 10
 // Work returns a fairqueue.ReplayConfig.Work for the changed
 // configuration after of a workload recorded under before. A request whose
 // level's seat cap is not the one it had under before
-// (engine.LevelLimits.MaxSeats) is sized again: the seats of a LIST or WATCH are estimated from the
-// object counts with the new cap; without counts, recorded seats above the
-// new cap are cut to it, as upstream's estimators clamp them. Final seats
-// of writes above the cap are cut and their additional latency stretched
-// to keep the same work (mutating_work_estimator.go). Requests whose cap
-// did not change keep their recorded estimate. The function it returns
-// memoizes the classification under before (engine.ClassifyMemo): it is
-// not safe for concurrent use.
-func Work(rel engine.Release, before, after *engine.Config, scl int, counts engine.ObjectCounts) func(*workload.Request, *engine.Request, string, *fairqueue.Request) {
+// (engine.LevelLimits.MaxSeats) is sized again: the seats of a LIST or
+// WATCH are estimated from the object counts of the scrape before it
+// (engine.ListSeatsAt) with the new cap; without counts, recorded seats
+// above the new cap are cut to it, as upstream's estimators clamp them.
+// Final seats of writes above the cap are cut and their additional
+// latency stretched to keep the same work (mutating_work_estimator.go).
+// Requests whose cap did not change keep their recorded estimate. The
+// function it returns memoizes the classification under before
+// (engine.ClassifyMemo): it is not safe for concurrent use.
+func Work(rel engine.Release, before, after *engine.Config, scl int, counts engine.CountsSeries) func(*workload.Request, *engine.Request, string, *fairqueue.Request) {
 	beforeCaps, afterCaps := seatCaps(before, scl), seatCaps(after, scl)
 	var memo engine.ClassifyMemo
 	return func(w *workload.Request, er *engine.Request, level string, sr *fairqueue.Request) {
@@ -177,7 +178,7 @@ func Work(rel engine.Release, before, after *engine.Config, scl int, counts engi
 		switch er.Info.Verb {
 		case "list", "watch":
 			if counts != nil {
-				if s, ok := engine.ListSeats(rel, *er, counts, maxSeats); ok {
+				if s, ok, _ := engine.ListSeatsAt(rel, *er, counts, w.Arrival, maxSeats); ok {
 					sr.InitialSeats = s
 					return
 				}

@@ -119,7 +119,11 @@ func printCalibration(w io.Writer, rep *simulate.Result) error {
 		est = append(est, textfmt.Count(n, "execution time", "execution times")+" of a level of one seat from its ends (each from when it arrived or the one before it ended, whichever was later)")
 	}
 	if n := e.SeatsFromObjectCounts; n > 0 {
-		est = append(est, "seats of "+textfmt.Count(n, "LIST or WATCH", "LISTs and WATCHes")+" from object counts")
+		s := "seats of " + textfmt.Count(n, "LIST or WATCH", "LISTs and WATCHes") + " from object counts"
+		if b := e.SeatsBetweenCounts; b > 0 {
+			s += fmt.Sprintf(", each from the scrape before it (%d of them between two scrapes that size them differently: the server's own count refreshed in between, about once a minute, and may have sized %s as the later scrape does)", b, textfmt.Plural(b, "it", "them"))
+		}
+		est = append(est, s)
 	}
 	if n := e.SeatsAssumedOne; n > 0 {
 		est = append(est, textfmt.Count(n, "request", "requests")+" without a seat estimate given 1 seat")
