@@ -116,10 +116,11 @@ func servedAfter(wi *Result, level string, real int64) (a fairqueue.LevelResult,
 // the list does not depend on the machine.
 var knownMisses = map[string]string{
 	// recorded after the model's last change, held out
-	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"): queuesSixLong,
-	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "audit"):         queuesSixLong,
-	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"): queuesSixLong,
-	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "audit"):         queuesSixLong,
+	// (their re-runs' speed read since 2026-12-06: the recorded run's
+	// executions alone from its log, the re-runs' from recording.json)
+	knownMiss("crowded-30-seed8", "tiny with queues 6 long instead of 2", "tiny", "audit"):         "170 429s predicted, the re-runs 105, 159 and 134, which ran at 1.16× the recorded run's speed: the speed spread (120–219) leaves the band, and simulate says the figure is not known closer; httplog + audit 145 (1.09); " + queuesSixLong,
+	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "httplog+audit"): "193 429s predicted, the re-runs 160, 139 and 164, which ran at 0.83× the recorded run's speed: the speed spread (144–248) leaves the band, and simulate says the figure is not known closer; " + queuesSixLong,
+	knownMiss("crowded-30-seed9", "tiny with queues 6 long instead of 2", "tiny", "audit"):         "196 429s predicted, the re-runs 160, 139 and 164, which ran at 0.83× the recorded run's speed: the speed spread (149–256) leaves the band, and simulate says the figure is not known closer; " + queuesSixLong,
 	// recorded after the ablation study's criterion for the rules of the
 	// audit log alone became their executions (2026-12-06), held out and
 	// read once
@@ -211,10 +212,12 @@ func knownMiss(recording, about, level, mode string) string {
 // rerunSpeed is the machine's speed in w's re-runs against the recorded
 // run (recording.RerunSpeed), and how it was measured; "" where the
 // recording cannot tell it. A recording made since the runs' AtOnce holds
-// it for every what-if in recording.json; one made before keeps the log of
-// one re-run, its first what-if's first (recording.WhatIfHTTPLogFile), and
-// that one re-run's speed stands for the first what-if's, the other
-// what-ifs getting none.
+// it for every what-if in recording.json. One made before keeps the log
+// of one re-run, its first what-if's first (recording.WhatIfHTTPLogFile),
+// and that one re-run's speed stands for the first what-if's; the other
+// what-ifs' re-runs hold their executions alone in recording.json, where
+// the recorded run's are not, and those are read from its log (a change
+// that keeps every level's concurrency: recording.Speed).
 func (kr keptRecording) rerunSpeed(t *testing.T, w recording.WhatIfRuns) (float64, string) {
 	t.Helper()
 	key := kr.dir + "|" + w.File
@@ -245,6 +248,12 @@ func (kr keptRecording) rerunSpeed(t *testing.T, w recording.WhatIfRuns) (float6
 			t.Fatal(err)
 		}
 		runs = []recording.Run{rerun}
+	case recorded.Alone == nil && slices.ContainsFunc(runs, func(r recording.Run) bool { return r.Alone != nil }):
+		// the re-runs' executions alone are in recording.json, the
+		// recorded run's were not yet kept: read them from its log
+		if err := recorded.ReadExecutions(kr.logFile, 0); err != nil {
+			t.Fatal(err)
+		}
 	default:
 		return 1, ""
 	}
