@@ -98,7 +98,7 @@ func (o *ExplainRequestOptions) completeRequest(args []string) error {
 		return err
 	}
 	if o.FromLog != "" || o.FromAudit != "" {
-		r, skipped, err := input.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In, o.from, o.to)
+		r, skipped, err := input.ReadRecorded(o.FromLog, o.FromAudit, o.AuditID, o.pastFiles(), o.In, o.from, o.to, o.Window.Year())
 		if err != nil {
 			return err
 		}

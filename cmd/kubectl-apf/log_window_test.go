@@ -17,7 +17,7 @@ import (
 )
 
 // windowNote is the note of the window a command read.
-var windowNote = regexp.MustCompile(`note: read the window (\S+) of the log \(--since/--until\): (\d+) of its (\d+) requests`)
+var windowNote = regexp.MustCompile(`note: read the window (\S+) \(--since/--until\): (\d+) of the log's (\d+) requests`)
 
 // TestLogWindowOnExplain cuts the starved recording's audit log (1,757
 // requests over 45 s) with --since/--until on explain 429 --workload and
@@ -156,4 +156,39 @@ func firstAuditID(t *testing.T, path string) string {
 	}
 	t.Fatal("no audit event")
 	return ""
+}
+
+// TestLogWindowOnAnHTTPLogAlone: klog's text headers carry no year, and an
+// httplog read alone (no audit log, no metrics: --defaults) took the year
+// 2000, so that an absolute --since/--until held none of it. Its times now
+// take the window's year.
+func TestLogWindowOnAnHTTPLogAlone(t *testing.T) {
+	dir := simulateFixture(filepath.Join("recordings", "starved-seed2"))
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir())
+	code, out, errOut := runPlugin("explain", "429", "--defaults", "--workload", httplog, "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z", "-o", "json")
+	if code != 0 {
+		t.Fatalf("explain 429: exit %d: %s", code, errOut)
+	}
+	var rep rejections.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var m []string
+	for _, n := range rep.Notes {
+		if m = windowNote.FindStringSubmatch(n); m != nil {
+			break
+		}
+	}
+	if m == nil {
+		t.Fatalf("no note of the window read: %q", rep.Notes)
+	}
+	kept, _ := strconv.Atoi(m[2])
+	if of, _ := strconv.Atoi(m[3]); kept == 0 || kept >= of {
+		t.Errorf("the window held %d of the log's %d requests; want some", kept, of)
+	}
+	// explain request finds its request in the window, and its moment
+	code, out, errOut = runPlugin("explain", "request", "--defaults", "--from-log", httplog, "--user-name", "u", "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z")
+	if code != 0 || !strings.Contains(out, "fate AGREES") {
+		t.Errorf("explain request --from-log in the window: exit %d, %s%s", code, out, errOut)
+	}
 }

@@ -33,12 +33,16 @@ import (
 // past are the files the request's moment is reconstructed from: the year
 // they tell (Year) completes klog's text headers, as the
 // reconstruction reads them, so that the request is found among them by
-// its arrival (none: the readers' default year).
+// its arrival (none: fallbackYear, the year of an absolute --since/--until
+// (logs.Window.Year), else the readers' default year).
 //
 // from and to, when not zero, are the window of --since/--until: only the
 // requests that arrived inside it are searched (a zero bound is open).
-func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader, from, to time.Time) (r *workload.Request, skipped map[string]string, err error) {
-	year, _ := Year(past)
+func ReadRecorded(fromLog, fromAudit, auditID string, past []string, stdin io.Reader, from, to time.Time, fallbackYear int) (r *workload.Request, skipped map[string]string, err error) {
+	year, known := Year(past)
+	if !known {
+		year = fallbackYear
+	}
 	var logRd, auditRd workload.Reader
 	var logName, auditName string
 	// the readers' counts, by value, with the name each reads

@@ -17,7 +17,7 @@ import (
 // field test).
 func TestReadRecordedLineForms(t *testing.T) {
 	kubeProxy := `"HTTP" verb="GET" URI="/api/v1/nodes?limit=500" latency="1.36583ms" userAgent="kube-proxy/v1.23.0" apf_pl="global-default" apf_fs="global-default" apf_fd="system:kube-proxy" resp=200`
-	r, _, err := ReadRecorded(kubeProxy, "", "", nil, nil, time.Time{}, time.Time{})
+	r, _, err := ReadRecorded(kubeProxy, "", "", nil, nil, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +25,11 @@ func TestReadRecordedLineForms(t *testing.T) {
 		t.Errorf("request %+v", r)
 	}
 	k3s := `Sep 23 20:01:07 pi04 k3s[2957]: I0923 20:01:07.329494    2957 httplog.go:90] verb="GET" URI="/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cloud-controller-manager" latency=19.205301ms resp=200 UserAgent="k3s/v1.18.8+k3s1 (linux/arm) kubernetes/6b59531/leader-election" srcIP="127.0.0.1:50946":`
-	_, _, err = ReadRecorded(k3s, "", "", nil, nil, time.Time{}, time.Time{})
+	_, _, err = ReadRecorded(k3s, "", "", nil, nil, time.Time{}, time.Time{}, 0)
 	if err == nil || strings.Contains(err.Error(), "no such file") || !strings.Contains(err.Error(), "the line given: it is an httplog line of the form before 1.22") {
 		t.Errorf("1.18 line: %v", err)
 	}
-	_, _, err = ReadRecorded("no-such-file.log", "", "", nil, nil, time.Time{}, time.Time{})
+	_, _, err = ReadRecorded("no-such-file.log", "", "", nil, nil, time.Time{}, time.Time{}, 0)
 	if err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("a missing file: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestReadRecordedSaysACauseOnce(t *testing.T) {
 	if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{})
+	_, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{}, 0)
 	if err == nil {
 		t.Fatal("read")
 	}
@@ -84,7 +84,7 @@ func TestReadRecordedPrettyPrintedEvent(t *testing.T) {
 	if err := os.WriteFile(p, []byte(ev), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{})
+	r, _, err := ReadRecorded("", p, "", nil, nil, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

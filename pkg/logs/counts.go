@@ -51,6 +51,17 @@ func CountsOf(sc *metrics.Scrape) engine.ObjectCounts {
 	return out
 }
 
+// FallbackYear is the year of the times of a log whose klog headers carry
+// none (Spec.Year): the year of the window's absolute bound, which says
+// when the log is (--since/--until), else the year the state's metrics were
+// read (MetricsYear); 0 without either.
+func FallbackYear(w Window, st *state.State) int {
+	if y := w.Year(); y > 0 {
+		return y
+	}
+	return MetricsYear(st)
+}
+
 // MetricsYear is the year the state's metrics were read (its first
 // snapshot's latest scrape), for the times of a log whose klog headers
 // carry none (Spec.Year); 0 without metrics.

@@ -37,6 +37,19 @@ func (w Window) Relative() bool {
 	return !isAbsolute(w.Until) || w.Since != "" && !isAbsolute(w.Since)
 }
 
+// Year is the year of the window's absolute bound (--until's, else
+// --since's), 0 when it gives none: the year of a log whose klog headers
+// carry none, read with it (Spec.Year), so that the window cuts the log
+// the user meant.
+func (w Window) Year() int {
+	for _, s := range []string{w.Until, w.Since} {
+		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(s)); err == nil {
+			return t.Year()
+		}
+	}
+	return 0
+}
+
 // isAbsolute says whether s is an RFC 3339 time.
 func isAbsolute(s string) bool {
 	_, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
@@ -208,7 +221,7 @@ func FormatBounds(from, to time.Time) string {
 // Note says which window of the log a command read, and how many of the
 // log's requests it held.
 func (c *Cut) Note() string {
-	n := fmt.Sprintf("note: read the window %s of the log (--since/--until): %d of its %d requests", FormatBounds(c.From, c.To), c.Kept, c.Kept+c.Outside)
+	n := fmt.Sprintf("note: read the window %s (--since/--until): %d of the log's %d requests", FormatBounds(c.From, c.To), c.Kept, c.Kept+c.Outside)
 	if c.NoTime > 0 {
 		n += fmt.Sprintf(" (%d without a time left out)", c.NoTime)
 	}

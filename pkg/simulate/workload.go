@@ -17,9 +17,10 @@ import (
 
 // openWorkload opens the workload files (cfg.Logs), or cfg.Open's. klog's
 // headers carry no year: where the files tell none (an httplog alone), the
-// year the state's metrics were read stands in, so that the log's times
-// line up with the metrics' scrapes (the CPU evidence, the object counts),
-// and the note says so.
+// year of an absolute --since/--until, else the year the state's metrics
+// were read, stands in (logs.FallbackYear), so that the window and the
+// metrics' scrapes (the CPU evidence, the object counts) line up with the
+// log's times, and the note says so.
 func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.Files, string, error) {
 	if cfg.Open != nil {
 		files, err := cfg.Open()
@@ -28,7 +29,7 @@ func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.F
 	if cfg.Logs == nil {
 		return nil, "", errors.New("simulate: no opener of the workload files (Config.Logs)")
 	}
-	year := logs.MetricsYear(st)
+	year := logs.FallbackYear(cfg.Window, st)
 	w, err := cfg.Logs.Open(ctx, logs.Spec{Paths: cfg.Workloads, Stdin: cfg.Stdin, Instances: cfg.Instances, Strict: cfg.Strict, FindYear: true, Year: year})
 	if err != nil {
 		return nil, "", err
@@ -38,7 +39,11 @@ func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.F
 	// an audit log read through a pipe gave its year when it was opened
 	audit := slices.ContainsFunc(formats, func(f workload.Format) bool { return f == workload.FormatAudit || workload.Wrapped(f) })
 	if !w.YearKnown && year > 0 && !audit && slices.Contains(formats, workload.FormatHTTPLog) {
-		note = fmt.Sprintf("note: the log's klog headers carry no year: its times are taken to be of %d, the year its metrics were read", year)
+		why := "the year its metrics were read"
+		if cfg.Window.Year() > 0 {
+			why = "the year of --since/--until"
+		}
+		note = fmt.Sprintf("note: the log's klog headers carry no year: its times are taken to be of %d, %s", year, why)
 	}
 	return w.Files, note, nil
 }

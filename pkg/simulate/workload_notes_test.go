@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
+	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 )
 
 // TestClampedNotes: joined files that each record the same long-running
@@ -74,5 +76,28 @@ func TestHTTPLogAloneTakesItsMetricsYear(t *testing.T) {
 		if res.Calibration == nil || res.Calibration.CPU == nil {
 			t.Errorf("%s: no CPU model of the throttled server", tc.name)
 		}
+	}
+}
+
+// TestHTTPLogAloneTakesItsWindowsYear: without metrics (--defaults), an
+// absolute --since/--until over an httplog alone cut none of it, its times
+// read in the year 2000; they now take the window's year, which says when
+// the log is.
+func TestHTTPLogAloneTakesItsWindowsYear(t *testing.T) {
+	dir := fixture.Path("simulate", "recordings", "starved-seed2")
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir())
+	cfg := commandDefaults()
+	cfg.Workloads = []string{httplog}
+	cfg.Window = logs.Window{Since: "2026-12-06T11:44:30Z", Until: "2026-12-06T11:44:50Z"}
+	res, err := simulateE(context.Background(), stateInput{defaults: true}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Window; w == nil || w.Requests == 0 || w.Requests >= w.Of || w.From.Year() != 2026 {
+		t.Errorf("window %+v: want part of the log's requests, in 2026", w)
+	}
+	const note = "note: the log's klog headers carry no year: its times are taken to be of 2026, the year of --since/--until"
+	if !slices.Contains(res.Notes, note) {
+		t.Errorf("no note of the year; notes: %q", res.Notes)
 	}
 }

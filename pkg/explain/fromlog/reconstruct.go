@@ -52,9 +52,10 @@ func (c Config) options(opts reconstruct.Options) reconstruct.Options {
 // them; nil without a window), and the first note says so.
 func reconstructFiles(ctx context.Context, c Config, spec logs.Spec, opts reconstruct.Options) (res *reconstruct.Result, notes []string, yearKnown bool, cut *logs.Cut, err error) {
 	// klog's headers carry no year: where the files tell none, the year
-	// the state's metrics were read stands in, for the object counts of
+	// of an absolute --since/--until, else the year the state's metrics
+	// were read, stands in, for the window and for the object counts of
 	// the scrapes around each request
-	spec.FindYear, spec.Year = true, logs.MetricsYear(c.State)
+	spec.FindYear, spec.Year = true, logs.FallbackYear(c.Window, c.State)
 	if c.Logs == nil {
 		return nil, nil, false, nil, errors.New("fromlog: no opener of the log's files (Config.Logs)")
 	}
