@@ -16,6 +16,20 @@ import (
 	"github.com/kubectl-apf/kubectl-apf/pkg/rejections"
 )
 
+// explain429Window runs explain 429 -o json with args (explain429JSON),
+// and returns its report and the submatches of its note of the window
+// read (nil without).
+func explain429Window(t *testing.T, args ...string) (*rejections.Report, []string) {
+	t.Helper()
+	rep := explain429JSON(t, args...)
+	for _, n := range rep.Notes {
+		if m := windowNote.FindStringSubmatch(n); m != nil {
+			return rep, m
+		}
+	}
+	return rep, nil
+}
+
 // windowNote is the note of the window a command read.
 var windowNote = regexp.MustCompile(`note: read the window (\S+) \(--since/--until\): (\d+) of the log's (\d+) requests`)
 
@@ -34,21 +48,7 @@ func TestLogWindowOnExplain(t *testing.T) {
 	bundle := filepath.Join(dir, recording.BundleFile)
 	report := func(args ...string) (*rejections.Report, []string) {
 		t.Helper()
-		code, out, errOut := runPlugin(append([]string{"explain", "429", "--from", bundle, "--workload", audit, "-o", "json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("explain 429 %v: exit %d: %s", args, code, errOut)
-		}
-		var rep rejections.Report
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
-		var m []string
-		for _, n := range rep.Notes {
-			if m = windowNote.FindStringSubmatch(n); m != nil {
-				break
-			}
-		}
-		return &rep, m
+		return explain429Window(t, append([]string{"--from", bundle, "--workload", audit}, args...)...)
 	}
 	total := func(rep *rejections.Report) (n float64) {
 		for _, v := range rep.Rejected {
@@ -165,20 +165,7 @@ func firstAuditID(t *testing.T, path string) string {
 func TestLogWindowOnAnHTTPLogAlone(t *testing.T) {
 	dir := simulateFixture(filepath.Join("recordings", "starved-seed2"))
 	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir())
-	code, out, errOut := runPlugin("explain", "429", "--defaults", "--workload", httplog, "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z", "-o", "json")
-	if code != 0 {
-		t.Fatalf("explain 429: exit %d: %s", code, errOut)
-	}
-	var rep rejections.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	var m []string
-	for _, n := range rep.Notes {
-		if m = windowNote.FindStringSubmatch(n); m != nil {
-			break
-		}
-	}
+	rep, m := explain429Window(t, "--defaults", "--workload", httplog, "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z")
 	if m == nil {
 		t.Fatalf("no note of the window read: %q", rep.Notes)
 	}
@@ -187,7 +174,7 @@ func TestLogWindowOnAnHTTPLogAlone(t *testing.T) {
 		t.Errorf("the window held %d of the log's %d requests; want some", kept, of)
 	}
 	// explain request finds its request in the window, and its moment
-	code, out, errOut = runPlugin("explain", "request", "--defaults", "--from-log", httplog, "--user-name", "u", "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z")
+	code, out, errOut := runPlugin("explain", "request", "--defaults", "--from-log", httplog, "--user-name", "u", "--since", "2026-12-06T11:44:30Z", "--until", "2026-12-06T11:44:50Z")
 	if code != 0 || !strings.Contains(out, "fate AGREES") {
 		t.Errorf("explain request --from-log in the window: exit %d, %s%s", code, out, errOut)
 	}
