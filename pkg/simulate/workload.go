@@ -20,7 +20,8 @@ import (
 // year of an absolute --since/--until, else the year the state's metrics
 // were read, stands in (logs.FallbackYear), so that the window and the
 // metrics' scrapes (the CPU evidence, the object counts) line up with the
-// log's times, and the note says so.
+// log's times, and the note says so. With neither, a store (--prometheus)
+// cannot be read for the log's times: that is an error.
 func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.Files, string, error) {
 	if cfg.Open != nil {
 		files, err := cfg.Open()
@@ -34,18 +35,26 @@ func openWorkload(ctx context.Context, st *state.State, cfg Config) (*workload.F
 	if err != nil {
 		return nil, "", err
 	}
-	note := ""
 	formats := slices.Collect(maps.Values(w.Files.Formats))
 	// an audit log read through a pipe gave its year when it was opened
 	audit := slices.ContainsFunc(formats, func(f workload.Format) bool { return f == workload.FormatAudit || workload.Wrapped(f) })
-	if !w.YearKnown && year > 0 && !audit && slices.Contains(formats, workload.FormatHTTPLog) {
-		why := "the year its metrics were read"
-		if cfg.Window.Year() > 0 {
-			why = "the year of --since/--until"
-		}
-		note = fmt.Sprintf("note: the log's klog headers carry no year: its times are taken to be of %d, %s", year, why)
+	if w.YearKnown || audit || !slices.Contains(formats, workload.FormatHTTPLog) {
+		return w.Files, "", nil
 	}
-	return w.Files, note, nil
+	if year == 0 {
+		if cfg.Store != nil {
+			// the store's samples are found by their time, the year
+			// included
+			w.Close()
+			return nil, "", fmt.Errorf("--prometheus: the log's klog headers carry no year, so its times cannot be matched with the store's samples: give --since/--until with a date (RFC 3339), the audit log beside the log, or a bundle (--from) captured with it")
+		}
+		return w.Files, "", nil
+	}
+	why := "the year its metrics were read"
+	if cfg.Window.Year() > 0 {
+		why = "the year of --since/--until"
+	}
+	return w.Files, fmt.Sprintf("note: the log's klog headers carry no year: its times are taken to be of %d, %s", year, why), nil
 }
 
 // clampedNotes say, per file, how many long-running requests arrived

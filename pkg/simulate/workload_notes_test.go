@@ -101,3 +101,27 @@ func TestHTTPLogAloneTakesItsWindowsYear(t *testing.T) {
 		t.Errorf("no note of the year; notes: %q", res.Notes)
 	}
 }
+
+// TestHTTPLogAloneWithAStoreNeedsItsYear: an httplog alone, with neither
+// an absolute --since/--until nor metrics to give its year, cannot be
+// matched with a store's samples, which are found by their time: one
+// actionable error, and the store is not asked; with a date in the window
+// the store is asked for the log's own times.
+func TestHTTPLogAloneWithAStoreNeedsItsYear(t *testing.T) {
+	dir := fixture.Path("simulate", "recordings", "starved-seed2")
+	httplog := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), t.TempDir())
+	store := &fakeStore{}
+	cfg := commandDefaults()
+	cfg.Workloads, cfg.Store = []string{httplog}, store
+	_, err := simulateE(context.Background(), stateInput{defaults: true}, cfg)
+	if err == nil || !strings.Contains(err.Error(), "--prometheus: the log's klog headers carry no year") || len(store.asked) > 0 {
+		t.Errorf("error %v, the store asked %v: want the year's error and no question", err, store.asked)
+	}
+	cfg.Window = logs.Window{Since: "2026-12-06T11:44:30Z", Until: "2026-12-06T11:44:50Z"}
+	if _, err := simulateE(context.Background(), stateInput{defaults: true}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.asked) == 0 || store.asked[0][0].Year() != 2026 {
+		t.Errorf("the store was asked for %v, want the window's times in 2026", store.asked)
+	}
+}
