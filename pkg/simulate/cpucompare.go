@@ -42,9 +42,21 @@ type CPUComparison struct {
 // a CPU already saturated, so that the added seats serve nothing more)
 // on a server Margin slower. Each end is then widened by the level's
 // FitError, what the replay itself missed on the recorded configuration.
+//
+// On a server held to a CPU quota the bound has no high end but every
+// request of the level rejected (NoHigh says why): running more at once
+// on a quota can cost CPU per request, so that
+// a level given more seats serves fewer requests than it did, which
+// nothing recorded at the recorded concurrency tells (the re-runs of
+// noisy-pages-heavy seeds 7, 9 and 11, and of starved-seed4, got more 429s
+// than the high end on the servers, held to 1 and 0.2 CPU, that served 4–15%
+// fewer requests a second with more at once).
 type Bound struct {
 	Stretch float64 `json:"stretch"`
 	Margin  float64 `json:"margin"`
+	// NoHigh, where set, says why the bound's high end is every request
+	// of the level: the server is held to a CPU quota (quotaHeld).
+	NoHigh string `json:"noHigh,omitempty"`
 	// Wide is Params.RangeWide: a level whose high end is more than this
 	// factor of its low end is marked (CPUComparisonLevel.Wide).
 	Wide float64 `json:"wide"`
@@ -75,7 +87,8 @@ type CPUComparisonLevel struct {
 	// the fewest rejections of every prediction and of the recorded
 	// execution times on a faster server, and the most of every
 	// prediction and of every execution stretched as far as the change
-	// could stretch it on a slower one.
+	// could stretch it on a slower one, or every request the level holds
+	// where the server is held to a CPU quota (Bound.NoHigh).
 	RejectedLow  *int64 `json:"rejectedLow,omitempty"`
 	RejectedHigh *int64 `json:"rejectedHigh,omitempty"`
 	// FitError is the factor by which the replay of the recorded
@@ -120,7 +133,7 @@ func (c *CPUComparison) RangeOf(level string) (lo, hi int64, ok bool) {
 // workload's window tells the server's CPU, the change is replayed with
 // the CPU assumed saturated, and the two ends of the bound (Bound) are
 // replayed.
-func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int, p Params) (*CPUComparison, error) {
+func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int, p Params, cpuLimit float64, cp calibrate.Params) (*CPUComparison, error) {
 	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil {
 		return nil, nil
 	}
@@ -161,12 +174,16 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 				sat[l.Name] = l
 			}
 		}
-		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide}
+		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide, NoHigh: quotaHeld(cal, cpuLimit, cp)}
 		speed := rc.afterSpeed()
-		for _, end := range []struct {
+		ends := []struct {
 			speed float64
 			into  map[string]fairqueue.LevelResult
-		}{{speed * (1 + c.Bound.Margin), low}, {speed / (c.Bound.Stretch * (1 + c.Bound.Margin)), high}} {
+		}{{speed * (1 + c.Bound.Margin), low}, {speed / (c.Bound.Stretch * (1 + c.Bound.Margin)), high}}
+		if c.Bound.NoHigh != "" {
+			ends = ends[:1]
+		}
+		for _, end := range ends {
 			r, err := replayAfterAt(ctx, plain, rc, end.speed)
 			if err != nil {
 				return nil, err
@@ -195,14 +212,37 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 			}
 			cl.FitError = fitError(res.Fit, l.Name, p.RangeFitRecorded)
 			lo, hi = int64(math.Floor(float64(lo)/cl.FitError)), int64(math.Ceil(float64(hi)*cl.FitError))
-			// no level rejects more than the requests it holds
-			hi = min(hi, l.Dispatched+total(l.Rejected))
+			// no level rejects more than the requests it holds, which
+			// is the high end on a CPU quota (Bound.NoHigh) of a level
+			// that can reject (exempt has no limit)
+			held := l.Dispatched + total(l.Rejected)
+			hi = min(hi, held)
+			if c.Bound.NoHigh != "" && after[l.Name] > 0 {
+				hi = held
+			}
 			cl.RejectedLow, cl.RejectedHigh = &lo, &hi
 			cl.Wide = float64(hi) > p.RangeWide*float64(max(lo, 1))
 		}
 		c.Levels = append(c.Levels, cl)
 	}
 	return c, nil
+}
+
+// quotaHeld says why the recorded server is taken to be held to a CPU
+// quota, "" where nothing says it is: --cpu-limit, or a level whose stalls
+// end at one phase of the 100 ms CFS period (the CPU model's test,
+// calibrate.Params.MinThrottledStalls and AtBoundaryThrottled), which the
+// log itself shows.
+func quotaHeld(cal *calibrate.Result, cpuLimit float64, cp calibrate.Params) string {
+	if cpuLimit > 0 {
+		return fmt.Sprintf("the server is held to %g CPU (--cpu-limit)", cpuLimit)
+	}
+	for _, l := range cal.Levels {
+		if l.Stalls >= cp.MinThrottledStalls && l.StallsAtPeriodStart >= cp.AtBoundaryThrottled {
+			return fmt.Sprintf("%s's stalled executions end at one phase of the 100 ms CFS period: a CPU quota throttled the server", l.Level)
+		}
+	}
+	return ""
 }
 
 // boundStretch is the most a change stretches an execution where the CPU

@@ -35,3 +35,33 @@ func TestCPUEvidenceDecides(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaHeld: the bound loses its high end on a server held to a CPU
+// quota, which --cpu-limit says, or a level whose stalls end at one phase
+// of the CFS period (as the CPU model reads them); stalls spread over the
+// period, or too few, say nothing of a quota.
+func TestQuotaHeld(t *testing.T) {
+	p := calibrate.DefaultParams()
+	cal := func(levels ...calibrate.Level) *calibrate.Result {
+		return &calibrate.Result{Report: calibrate.Report{Levels: levels}}
+	}
+	throttled := calibrate.Level{Level: "apf-load", Stalls: p.MinThrottledStalls, StallsAtPeriodStart: 1}
+	spread := calibrate.Level{Level: "apf-list", Stalls: 30, StallsAtPeriodStart: 0.27}
+	few := calibrate.Level{Level: "tiny", Stalls: 1, StallsAtPeriodStart: 1}
+	for _, c := range []struct {
+		name  string
+		cal   *calibrate.Result
+		limit float64
+		want  string
+	}{
+		{"--cpu-limit", cal(spread), 0.2, "the server is held to 0.2 CPU (--cpu-limit)"},
+		{"stalls at one phase", cal(spread, throttled), 0, "apf-load's stalled executions end at one phase of the 100 ms CFS period"},
+		{"stalls spread over the period", cal(spread), 0, ""},
+		{"too few stalls", cal(few), 0, ""},
+	} {
+		got := quotaHeld(c.cal, c.limit, p)
+		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -276,7 +276,7 @@ func runOne(ctx context.Context, st *state.State, cfg Config, before, after *eng
 	if res.Workload.Records == 0 {
 		return res, nil
 	}
-	if res.CPUComparison, err = compareCPU(ctx, res, cal, rc, st.ServerConcurrency, cfg.params()); err != nil {
+	if res.CPUComparison, err = compareCPU(ctx, res, cal, rc, st.ServerConcurrency, cfg.params(), cfg.CPULimit, cfg.calibration()); err != nil {
 		return nil, err
 	}
 	res.ServerConcurrencyLimit, res.ServerConcurrencySource = st.ServerConcurrency, ConcurrencyFrom{Source: st.ServerConcurrencySource}

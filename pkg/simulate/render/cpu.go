@@ -155,7 +155,7 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 		ds = append(ds, fmt.Sprint(l.DispatchedWithout))
 		row += fmt.Sprintf("\t%d", l.RejectedWithout)
 		if c.Bound != nil {
-			if lo, hi, ok := l.Range(); ok && l.RejectedLow != nil {
+			if lo, hi, ok := l.Range(); ok {
 				row += fmt.Sprintf("\t%d–%d", lo, hi)
 			} else {
 				row += "\t-"
@@ -171,8 +171,11 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 		if c.Model == "" {
 			shown = "the prediction with the recorded execution times"
 		}
-		if b := c.Bound; b != nil {
-			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It runs from the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, to the most of them and of every execution stretched %.2f× (the most the change raises the seats at once, as if the CPU were saturated and the added seats served nothing more) on a server %.0f%% slower; each end is then widened by what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s). It bounds the answer as far as the server runs as it did within that margin; it is not an estimate.%s %s\n",
+		if b := c.Bound; b != nil && b.NoHigh != "" {
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It gives the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, divided by what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s), and no high end but every request of the level rejected: %s, and on a CPU quota more executions at once can cost CPU per request, so that a level given more seats may serve fewer requests than it did, which nothing recorded at the recorded concurrency tells.%s %s\n",
+				c.Why, shown, 100*b.Margin, fitErrors(c.Levels), b.NoHigh, wideBounds(c.Levels, b.Wide), settleCPU)
+		} else if b != nil {
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It runs from the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, to the most of them and of every execution stretched %.2f× (the most the change raises the seats at once, as if the CPU were saturated and the added seats served nothing more) on a server %.0f%% slower; each end is then widened by what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s). It bounds the answer as far as the server runs as it did within that margin (a server held to a CPU quota may serve fewer requests with more at once: give --cpu-limit, and the bound has no high end); it is not an estimate.%s %s\n",
 				c.Why, shown, 100*b.Margin, b.Stretch, 100*b.Margin, fitErrors(c.Levels), wideBounds(c.Levels, b.Wide), settleCPU)
 		} else {
 			fmt.Fprintf(w, "Simulate cannot choose: %s. It cannot bound the answer; the tables above show %s. %s\n", c.Why, shown, settleCPU)

@@ -161,6 +161,24 @@ func TestCPUComparisonRange(t *testing.T) {
 	if _, _, ok := c.Levels[2].Range(); ok {
 		t.Error("a level without a bound has a range")
 	}
+	// on a CPU quota the high end is every request of the level: the text
+	// says so and why, and does not claim a stretch or a slower server
+	c.Bound.NoHigh = "the server is held to 0.2 CPU (--cpu-limit)"
+	b.Reset()
+	if err := printCPUComparison(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out = b.String()
+	for _, want := range []string{"read BOUND instead", "10% faster", "(tiny ×1.01; wide ×1.12)", "no high end but every request of the level rejected: the server is held to 0.2 CPU (--cpu-limit)", "can cost CPU per request", "The bound of tiny (496–1105) spans more than 2-fold"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the comparison on a CPU quota lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"stretched 3.00×", "10% slower"} {
+		if strings.Contains(out, not) {
+			t.Errorf("the comparison on a CPU quota says %q:\n%s", not, out)
+		}
+	}
 }
 
 // TestUnreproducedLevelIsNotShownAsHeld: a level whose replay of the
