@@ -34,13 +34,12 @@ func Unchanging(c ObjectCounts) CountsSeries {
 // Around returns the counts of the scrapes around t: before, the latest
 // scrape's at or before t (the first scrape's when t precedes them all),
 // and after, the next scrape's (nil when there is none). A request whose
-// input records no time (zero), or no year (klog's headers read without
-// a file that tells it: year 0), takes the latest scrape's.
+// input records no time (zero) takes the latest scrape's.
 func (s CountsSeries) Around(t time.Time) (before, after ObjectCounts) {
 	if len(s) == 0 {
 		return nil, nil
 	}
-	if t.IsZero() || t.Year() == 0 {
+	if t.IsZero() {
 		return s[len(s)-1].Counts, nil
 	}
 	// the first scrape after t

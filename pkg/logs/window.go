@@ -43,7 +43,7 @@ func (w Window) Relative() bool {
 // the user meant.
 func (w Window) Year() int {
 	for _, s := range []string{w.Until, w.Since} {
-		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(s)); err == nil {
+		if t, ok := absolute(s); ok {
 			return t.Year()
 		}
 	}
@@ -52,8 +52,14 @@ func (w Window) Year() int {
 
 // isAbsolute says whether s is an RFC 3339 time.
 func isAbsolute(s string) bool {
-	_, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
-	return err == nil
+	_, ok := absolute(s)
+	return ok
+}
+
+// absolute is s read as an RFC 3339 time; ok is false where it is not one.
+func absolute(s string) (t time.Time, ok bool) {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	return t, err == nil
 }
 
 // Validate checks the flags' syntax without the log: one actionable
