@@ -129,11 +129,14 @@ func (c *CPUComparison) RangeOf(level string) (lo, hi int64, ok bool) {
 // compareCPU replays the change once more without the calibration's CPU
 // models and returns the comparison, or nil when there is no change, no
 // CPU model and no recorded execution to assume a saturated CPU from, or
-// the change adds no concurrency to any level. Where no evidence over the
-// workload's window tells the server's CPU, the change is replayed with
-// the CPU assumed saturated, and the two ends of the bound (Bound) are
-// replayed.
-func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int, p Params, cpuLimit float64, cp calibrate.Params) (*CPUComparison, error) {
+// the change adds no concurrency to any level. Its figures with the CPU
+// model are res's, the change's replay as the tables show it (on the CPU
+// evidence's model where replayBeyond replayed it so). Where no evidence
+// over the workload's window tells the server's CPU, the change is
+// replayed with the CPU assumed saturated, and the two ends of the bound
+// (Bound) are replayed; cfg gives the bound's margins and the CPU limit.
+func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc replayConfigs, scl int, cfg Config) (*CPUComparison, error) {
+	p := cfg.params()
 	if res.After == nil || rc.after == nil || cal == nil || rc.tape == nil {
 		return nil, nil
 	}
@@ -174,7 +177,7 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 				sat[l.Name] = l
 			}
 		}
-		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide, NoHigh: quotaHeld(cal, cpuLimit, cp)}
+		c.Bound = &Bound{Stretch: boundStretch(res, before, after), Margin: p.RangeMargin, Wide: p.RangeWide, NoHigh: quotaHeld(cal, cfg.CPULimit, cfg.calibration())}
 		speed := rc.afterSpeed()
 		ends := []struct {
 			speed float64

@@ -263,12 +263,12 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			out = append(out, warnf(WarnCPUEvidence, l.Name, "warning: %s: runs up to %d seats at once instead of %d, more than the server's cores hold by its CPU evidence: "+
 				"the recording ran up to %d at once, and %s, about %.1f at once, which need about %.1f cores, more than the %g it has. "+
 				"So "+cpuEvidencePhrase+": the process used %v of CPU, of which its %d requests cost %v each before APF (the median latency of its %d 429s), "+
-				"and the rest over %s is %.2f of a core for each execution in flight; the %.2f cores that cost leaves hold, with no fewer than the recorded executions ran at once on average, %.2f executions at once, "+
+				"and the rest over %s is %.2f of a core for each execution in flight; the %.2f cores%s that cost leaves hold, with no fewer than the recorded executions ran at once on average, %.2f executions at once, "+
 				"beyond which each runs in proportion slower (the recorded executions did not stretch, so their times hold at the recorded concurrency alone). "+
-				"The replay with the recorded execution times gives %s %d 429s",
+				"The replay with the recorded execution times%s gives %s %d 429s",
 				l.Name, l.PeakSeatsInUse, peak[l.Name], p0, how, atOnce, need, h.Cores,
 				time.Duration(ev.ProcessCPU).Round(time.Millisecond), ev.Requests, time.Duration(ev.RequestCost), ev.Rejected,
-				ExecutionsWork(ev), ev.PerExecution, ev.ExecutionCores, m.Capacity, l.Name, total(l.Rejected)))
+				ExecutionsWork(ev), ev.PerExecution, ev.ExecutionCores, withinPeriod(m), m.Capacity, OnCFSModel(cal.CPU != nil), l.Name, total(l.Rejected)))
 			continue
 		}
 		if h.Estimated > 0 {
@@ -289,6 +289,27 @@ func beyondCores(params Params, rep *fairqueue.Report, cal *calibrate.Report, ex
 			l.Name, l.PeakSeatsInUse, peak[l.Name], h.Used, h.InFlight, h.PerExecution, p0, how, atOnce, need, h.Cores, l.Name))
 	}
 	return out
+}
+
+// withinPeriod says, of a model whose cores are GOMAXPROCS's within a CFS
+// period (calibrate.CoresWithinPeriod), where they come from and what holds
+// the executions to the quota; nothing of another.
+func withinPeriod(m *calibrate.SharedCPU) string {
+	if m.CoresFrom != calibrate.CoresWithinPeriod {
+		return ""
+	}
+	return fmt.Sprintf(" (of GOMAXPROCS's %g, which run side by side within a CFS period: the CPU model spends its quota and stalls them when it is spent)", m.Cores)
+}
+
+// OnCFSModel names, where the recorded execution times were replayed on
+// the CFS model (calibrate.CPUModel), that they were: the stalls it places
+// are not the recorded times, and the figure is not the one without any
+// CPU model (CPUComparison's RECORDED-EXECUTION-TIMES).
+func OnCFSModel(cfs bool) string {
+	if !cfs {
+		return ""
+	}
+	return " on the CFS model"
 }
 
 // ExecutionsWork names the executions' time the CPU evidence's model

@@ -94,6 +94,12 @@ const (
 	CoresGOMAXPROCS CoresSource = "GOMAXPROCS"
 	// CoresCPULimit: the CPU limit the caller gave (Options.CPULimit).
 	CoresCPULimit CoresSource = "cpu-limit"
+	// CoresWithinPeriod: the Go runtime's GOMAXPROCS, from the metrics,
+	// on a server whose CFS quota the CPU model (CPUModel) spends period
+	// by period: its Ps run side by side until a period's quota is spent,
+	// and the CPU model then stalls them, so the quota is not counted as
+	// cores too (cpuEvidenceShared).
+	CoresWithinPeriod CoresSource = "GOMAXPROCS within a CFS period"
 )
 
 // words names the source in a sentence of the engine's own.

@@ -54,7 +54,7 @@ func printBeyondCPU(w io.Writer, b *simulate.BeyondCPU) {
 	m, ev := b.Model, b.Model.CPUEvidence
 	var levels []string
 	for _, l := range b.Levels {
-		levels = append(levels, fmt.Sprintf("%s (%d 429s, %d dispatched with the recorded execution times)", sanitize.Line(l), b.RejectedRecorded[l], b.DispatchedRecorded[l]))
+		levels = append(levels, fmt.Sprintf("%s (%d 429s, %d dispatched with the recorded execution times%s)", sanitize.Line(l), b.RejectedRecorded[l], b.DispatchedRecorded[l], simulate.OnCFSModel(b.OnCFS)))
 	}
 	fmt.Fprintf(w, "CPU beyond the recording: the change runs %s more at once than the recording did, beyond what the cores allow; its figures after the change come from the CPU evidence: the process's %v of CPU less %v for its %d requests before APF (%v each, the median latency of its %d 429s), over %s, is %.2f of a core per execution in flight; %g %s (%s%s) less that cost leave the executions %.2f, which hold %.2f at once%s. Beyond that, an execution of the change runs in flight / %.2f times as long as recorded; at the recorded concurrency, as recorded (its executions did not stretch). So the level serves no more requests a second than the cores allowed the recording: a server that serves more, or fewer, by running more at once is outside this model.\n",
 		strings.Join(levels, ", "), fmtDuration(time.Duration(ev.ProcessCPU)), fmtDuration(time.Duration(ev.Requests)*time.Duration(ev.RequestCost)), ev.Requests, fmtDuration(time.Duration(ev.RequestCost)), ev.Rejected,
@@ -171,12 +171,20 @@ func printCPUComparison(w io.Writer, c *simulate.CPUComparison) error {
 		if c.Model == "" {
 			shown = "the prediction with the recorded execution times"
 		}
-		if b := c.Bound; b != nil && b.NoHigh != "" {
-			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It gives the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, divided by what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s), and no high end but every request of the level rejected: %s, and on a CPU quota more executions at once can cost CPU per request, so that a level given more seats may serve fewer requests than it did, which nothing recorded at the recorded concurrency tells.%s %s\n",
-				c.Why, shown, 100*b.Margin, fitErrors(c.Levels), b.NoHigh, wideBounds(c.Levels, b.Wide), settleCPU)
-		} else if b != nil {
-			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. It runs from the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one, to the most of them and of every execution stretched %.2f× (the most the change raises the seats at once, as if the CPU were saturated and the added seats served nothing more) on a server %.0f%% slower; each end is then widened by what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s). It bounds the answer as far as the server runs as it did within that margin (a server held to a CPU quota may serve fewer requests with more at once: give --cpu-limit, and the bound has no high end); it is not an estimate.%s %s\n",
-				c.Why, shown, 100*b.Margin, b.Stretch, 100*b.Margin, fitErrors(c.Levels), wideBounds(c.Levels, b.Wide), settleCPU)
+		if b := c.Bound; b != nil {
+			// the low end, and what each end is widened by, alike
+			// with a high end and without
+			low := fmt.Sprintf("the fewest rejections of every prediction here and of the recorded execution times on a server %.0f%% faster than the recorded one", 100*b.Margin)
+			missed := fmt.Sprintf("what the replay missed of the level's recorded 429s, at least 1 + 1/√n of its n (%s)", fitErrors(c.Levels))
+			var how string
+			if b.NoHigh != "" {
+				how = fmt.Sprintf("It gives %s, divided by %s, and no high end but every request of the level rejected: %s, and on a CPU quota more executions at once can cost CPU per request, so that a level given more seats may serve fewer requests than it did, which nothing recorded at the recorded concurrency tells.",
+					low, missed, b.NoHigh)
+			} else {
+				how = fmt.Sprintf("It runs from %s, to the most of them and of every execution stretched %.2f× (the most the change raises the seats at once, as if the CPU were saturated and the added seats served nothing more) on a server %.0f%% slower; each end is then widened by %s. It bounds the answer as far as the server runs as it did within that margin (a server held to a CPU quota may serve fewer requests with more at once: give --cpu-limit, and the bound has no high end); it is not an estimate.",
+					low, b.Stretch, 100*b.Margin, missed)
+			}
+			fmt.Fprintf(w, "Simulate cannot choose: %s. The tables above show %s; read BOUND instead, not one figure. %s%s %s\n", c.Why, shown, how, wideBounds(c.Levels, b.Wide), settleCPU)
 		} else {
 			fmt.Fprintf(w, "Simulate cannot choose: %s. It cannot bound the answer; the tables above show %s. %s\n", c.Why, shown, settleCPU)
 		}
