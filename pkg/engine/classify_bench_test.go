@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -49,16 +50,24 @@ func largeFlowSchemas(n int) []*flowcontrolv1.FlowSchema {
 	return fss
 }
 
+// benchSchemas are the FlowSchemas the classification benchmarks run on:
+// the defaults, and the defaults with 200 extra schemas.
+func benchSchemas() []struct {
+	name string
+	fss  []*flowcontrolv1.FlowSchema
+} {
+	return []struct {
+		name string
+		fss  []*flowcontrolv1.FlowSchema
+	}{{"defaults", DefaultFlowSchemas()}, {"200-flowschemas", largeFlowSchemas(200)}}
+}
+
 // BenchmarkClassify measures classifications per second: the engine's fast
 // path, its trace path, and upstream's controller (Handle on a no-restraint
 // queue set, which includes classification, flow hashing and the filter's
 // bookkeeping) in the same run, on the defaults and with 200 extra schemas.
 func BenchmarkClassify(b *testing.B) {
-	configs := []struct {
-		name string
-		fss  []*flowcontrolv1.FlowSchema
-	}{{"defaults", DefaultFlowSchemas()}, {"200-flowschemas", largeFlowSchemas(200)}}
-	for _, c := range configs {
+	for _, c := range benchSchemas() {
 		cfg := NewConfig(c.fss, DefaultPriorityLevels())
 		reqs := benchRequests(b)
 		b.Run(c.name+"/engine-fast", func(b *testing.B) {
@@ -99,6 +108,49 @@ func BenchmarkClassify(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "classifications/s")
 			_ = fsName
+		})
+	}
+}
+
+// BenchmarkClassifyMemo measures the replayers' memoized classification
+// (ClassifyMemo, which fairqueue's replay, the calibration, tune and the
+// reconstruction classify through) against Config.Classify in the same
+// run, on the same stream: the typical requests, each for 128 objects of
+// its own (a name classification does not read, so the memo answers them
+// from one entry), on the defaults and with 200 extra schemas. It reports
+// each one's classifications a second and memo-speedup, their ratio.
+func BenchmarkClassifyMemo(b *testing.B) {
+	for _, c := range benchSchemas() {
+		cfg := NewConfig(c.fss, DefaultPriorityLevels())
+		var stream []Request
+		for _, r := range benchRequests(b) {
+			for i := range 128 {
+				r.Info.Name = fmt.Sprintf("object-%d", i)
+				stream = append(stream, r)
+			}
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var plain, memo time.Duration
+			var m ClassifyMemo
+			for b.Loop() {
+				start := time.Now()
+				for i := range stream {
+					if cfg.Classify(stream[i]).PriorityLevel == nil {
+						b.Fatal("no level")
+					}
+				}
+				mid := time.Now()
+				for i := range stream {
+					if m.Classify(cfg, &stream[i]).PriorityLevel == nil {
+						b.Fatal("no level")
+					}
+				}
+				plain, memo = plain+mid.Sub(start), memo+time.Since(mid)
+			}
+			n := float64(b.N * len(stream))
+			b.ReportMetric(n/plain.Seconds(), "classify/s")
+			b.ReportMetric(n/memo.Seconds(), "memo/s")
+			b.ReportMetric(plain.Seconds()/memo.Seconds(), "memo-speedup")
 		})
 	}
 }
