@@ -50,16 +50,16 @@ func largeFlowSchemas(n int) []*flowcontrolv1.FlowSchema {
 	return fss
 }
 
-// benchSchemas are the FlowSchemas the classification benchmarks run on:
-// the defaults, and the defaults with 200 extra schemas.
-func benchSchemas() []struct {
+// benchSchema is a named set of FlowSchemas a benchmark classifies with.
+type benchSchema struct {
 	name string
 	fss  []*flowcontrolv1.FlowSchema
-} {
-	return []struct {
-		name string
-		fss  []*flowcontrolv1.FlowSchema
-	}{{"defaults", DefaultFlowSchemas()}, {"200-flowschemas", largeFlowSchemas(200)}}
+}
+
+// benchSchemas are the FlowSchemas the classification benchmarks run on:
+// the defaults, and the defaults with 200 extra schemas.
+func benchSchemas() []benchSchema {
+	return []benchSchema{{"defaults", DefaultFlowSchemas()}, {"200-flowschemas", largeFlowSchemas(200)}}
 }
 
 // BenchmarkClassify measures classifications per second: the engine's fast

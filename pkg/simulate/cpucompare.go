@@ -234,14 +234,13 @@ func compareCPU(ctx context.Context, res *Result, cal *calibrate.Result, rc repl
 // quotaHeld says why the recorded server is taken to be held to a CPU
 // quota, "" where nothing says it is: --cpu-limit, or a level whose stalls
 // end at one phase of the 100 ms CFS period (the CPU model's test,
-// calibrate.Params.MinThrottledStalls and AtBoundaryThrottled), which the
-// log itself shows.
+// calibrate.Params.Throttled), which the log itself shows.
 func quotaHeld(cal *calibrate.Result, cpuLimit float64, cp calibrate.Params) string {
 	if cpuLimit > 0 {
 		return fmt.Sprintf("the server is held to %g CPU (--cpu-limit)", cpuLimit)
 	}
-	for _, l := range cal.Levels {
-		if l.Stalls >= cp.MinThrottledStalls && l.StallsAtPeriodStart >= cp.AtBoundaryThrottled {
+	for i := range cal.Levels {
+		if l := &cal.Levels[i]; cp.Throttled(l) {
 			return fmt.Sprintf("%s's stalled executions end at one phase of the 100 ms CFS period: a CPU quota throttled the server", l.Level)
 		}
 	}

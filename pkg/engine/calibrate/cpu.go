@@ -110,6 +110,15 @@ type CPUModel struct {
 // maxLong bounds the long executions kept per level for RunPerPeriod.
 const maxLong = 1 << 16
 
+// Throttled says whether the stalls of level l tell a CFS quota's
+// throttling: MinThrottledStalls of them or more, AtBoundaryThrottled of
+// them ending at one phase of the period. The CPU model is built from such
+// a level (cpuModel), and simulate takes its server to be held to a CPU
+// quota.
+func (p *Params) Throttled(l *Level) bool {
+	return l.Stalls >= p.MinThrottledStalls && l.StallsAtPeriodStart >= p.AtBoundaryThrottled
+}
+
 // cpuModel derives the model from the level whose stalls tell a CFS
 // quota's throttling (the one with the most stalls), or says why there is
 // none; both are empty when no level was throttled so. The level need not
@@ -120,7 +129,7 @@ func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Run
 	var lv *Level
 	for i := range levels {
 		l := &levels[i]
-		if l.Stalls >= params.MinThrottledStalls && l.StallsAtPeriodStart >= params.AtBoundaryThrottled && (lv == nil || l.Stalls > lv.Stalls) {
+		if params.Throttled(l) && (lv == nil || l.Stalls > lv.Stalls) {
 			lv = l
 		}
 	}

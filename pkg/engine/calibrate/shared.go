@@ -465,8 +465,10 @@ func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, re
 	// to 0.2 CPU, given 3: its LISTs took 2.2 ms alone and about 3 ms at
 	// three at once in the re-runs, where 0.2 cores as the cores stretch
 	// them three times; docs/simulate.md)
-	if opts.CPULimit > 0 && (m.Cores == 0 || opts.CPULimit < m.Cores) {
-		if cfs != nil && m.Cores > 0 {
+	// (evidence gave the limit as the cores where the metrics tell no
+	// GOMAXPROCS)
+	if opts.CPULimit > 0 && opts.CPULimit < m.Cores {
+		if cfs != nil {
 			m.CoresFrom = CoresWithinPeriod
 		} else {
 			m.Cores, m.CoresFrom = opts.CPULimit, CoresCPULimit
