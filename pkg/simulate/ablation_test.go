@@ -294,8 +294,8 @@ func (s score) String() string {
 // does not judge it. How near its figures come to httplog + audit's
 // (nearness) is reported beside. It logs the table docs/simulate.md gives.
 //
-// It replays every recording ten times, with every rule and without each of
-// the nine, and reads the executions of each calibration (about seven
+// It replays every recording eleven times, with every rule and without each
+// of the ten, and reads the executions of each calibration (about nine
 // minutes on two cores): "make ablation" runs it, not "make test".
 func TestEveryRuleEarnsItsPlace(t *testing.T) {
 	if os.Getenv("KUBECTL_APF_ABLATION") == "" {

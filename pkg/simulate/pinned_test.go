@@ -99,8 +99,8 @@ func pinResult(out *strings.Builder, r *Result) {
 			p("  shared CPU: none (%s)", c.SharedWhy)
 		}
 		if m := c.CPU; m != nil {
-			p("  CFS model: level %s, period %v, phase %v, run per period %v, quota %v, mark %v, every %.3f dispatches, CPU per work %.6f, background %.6f",
-				m.Level, time.Duration(m.Period), time.Duration(m.Phase), time.Duration(m.RunPerPeriod), time.Duration(m.Quota), time.Duration(m.Mark), m.ExecutionsPerCollection, m.CPUPerWork, m.Background)
+			p("  CFS model: level %s, period %v, phase %v, run per period %v, quota %v, mark %v, every %.3f dispatches, CPU per work %.6f, background %.6f, a request %v",
+				m.Level, time.Duration(m.Period), time.Duration(m.Phase), time.Duration(m.RunPerPeriod), time.Duration(m.Quota), time.Duration(m.Mark), m.ExecutionsPerCollection, m.CPUPerWork, m.Background, time.Duration(m.RequestCost))
 		} else {
 			p("  CFS model: none (%s)", c.CPUWhy)
 		}

@@ -105,6 +105,13 @@ type CPUModel struct {
 	// work.
 	CPUPerWork float64 `json:"cpuPerWork,omitempty"`
 	Background float64 `json:"background,omitempty"`
+	// RequestCost is what a request costs before APF (the median latency
+	// of the recorded 429s: authentication and the answer), which the
+	// replay spends from the period's quota when the request arrives
+	// (fairqueue.ArrivalCPU); Background is the rest of the server
+	// without it. 0 without 429s or where the rest is smaller: Background
+	// then holds it all.
+	RequestCost Duration `json:"requestCost,omitempty"`
 }
 
 // maxLong bounds the long executions kept per level for RunPerPeriod.
@@ -201,13 +208,15 @@ func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Run
 	}, "", NeedNothing
 }
 
-// setCPUSpent sets CPUPerWork and Background from the process's CPU u:
-// its mean over the metrics' span, less the marks' (which spend the quota
-// whole, Quota per Period, Collections × Mark in all), over the time the
-// workload ran (span, from its first arrival to its last end, at most the
-// metrics' span), against the executions' work in it.
-func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration) {
-	m.CPUPerWork, m.Background = 0, 0
+// setCPUSpent sets CPUPerWork, Background and RequestCost from the
+// process's CPU u: its mean over the metrics' span, less the marks' (which
+// spend the quota whole, Quota per Period, Collections × Mark in all),
+// over the time the workload ran (span, from its first arrival to its last
+// end, at most the metrics' span), against the executions' work in it; of
+// the rest, the workload's requests cost cost each before APF, at their
+// arrivals (RequestCost), as far as the rest holds them.
+func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration, requests int, cost time.Duration) {
+	m.CPUPerWork, m.Background, m.RequestCost = 0, 0, 0
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 || m.MetricsSpan <= 0 || m.Period <= 0 {
 		return
 	}
@@ -220,6 +229,11 @@ func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration) {
 	}
 	m.CPUPerWork = min(spent/work.Seconds(), 1)
 	m.Background = (spent - m.CPUPerWork*work.Seconds()) / span.Seconds()
+	if requests > 0 && cost > 0 && m.Background > 0 {
+		arrivals := min(float64(requests)*cost.Seconds()/span.Seconds(), m.Background)
+		m.RequestCost = Duration(time.Duration(arrivals * float64(span) / float64(requests)))
+		m.Background -= arrivals
+	}
 }
 
 // Server returns the model's CPU for the i-th of CPUPhases replays.
@@ -241,6 +255,26 @@ type throttled struct {
 	// spent is the quota the executions spent, by period (its index since
 	// Phase), from the period of the latest start on
 	spent map[int64]time.Duration
+}
+
+// Arrive implements fairqueue.ArrivalCPU: the request's cost before APF
+// is spent from the quota of the period it arrives in, and what that
+// period has no more of from the next.
+func (t *throttled) Arrive(at time.Duration) {
+	c := time.Duration(t.m.RequestCost)
+	P, phase, quota := time.Duration(t.m.Period), time.Duration(t.m.Phase), time.Duration(t.m.Quota)
+	if c <= 0 || P <= 0 || quota <= 0 {
+		return
+	}
+	if t.spent == nil {
+		t.spent = map[int64]time.Duration{}
+	}
+	ps := at - ((at-phase)%P+P)%P
+	for k := int64((ps - phase) / P); c > 0; k++ {
+		d := min(c, max(quota-t.spent[k], 0))
+		t.spent[k] += d
+		c -= d
+	}
 }
 
 // End implements fairqueue.CPU: dispatches count towards the next

@@ -168,18 +168,63 @@ func TestCPUSpentFromTheProcessCPU(t *testing.T) {
 	for _, c := range []struct {
 		u                 *metrics.CPUUse
 		work, span        time.Duration
+		requests          int
+		cost              time.Duration
 		perWork, backgrnd float64
+		requestCost       time.Duration
 	}{
-		{u, 4 * time.Second, 50 * time.Second, 1, 0.012},
-		{u, 6 * time.Second, 50 * time.Second, 4.6 / 6, 0},
-		{u, 4 * time.Second, 2 * time.Minute, 1, (0.092*60 - 4) / 60},
-		{nil, 4 * time.Second, 50 * time.Second, 0, 0},
-		{u, 0, 50 * time.Second, 0, 0},
+		{u, 4 * time.Second, 50 * time.Second, 0, 0, 1, 0.012, 0},
+		{u, 6 * time.Second, 50 * time.Second, 0, 0, 4.6 / 6, 0, 0},
+		{u, 4 * time.Second, 2 * time.Minute, 0, 0, 1, (0.092*60 - 4) / 60, 0},
+		{nil, 4 * time.Second, 50 * time.Second, 0, 0, 0, 0, 0},
+		{u, 0, 50 * time.Second, 0, 0, 0, 0, 0},
+		// 1,000 requests at 200 µs before APF: 0.2 s of the rest's 0.6 s
+		// spent at their arrivals, 0.4 s (0.008 cores) at an even pace
+		{u, 4 * time.Second, 50 * time.Second, 1000, 200 * time.Microsecond, 1, 0.008, 200 * time.Microsecond},
+		// at 1 ms each they would cost more than the rest: the rest is
+		// theirs, 0.6 ms each
+		{u, 4 * time.Second, 50 * time.Second, 1000, time.Millisecond, 1, 0, 600 * time.Microsecond},
+		// no rest: nothing to spend at the arrivals
+		{u, 6 * time.Second, 50 * time.Second, 1000, 200 * time.Microsecond, 4.6 / 6, 0, 0},
 	} {
-		m.setCPUSpent(c.u, c.work, c.span)
-		if math.Abs(m.CPUPerWork-c.perWork) > 1e-9 || math.Abs(m.Background-c.backgrnd) > 1e-9 {
-			t.Errorf("work %v over %v: CPU per work %g and background %g cores, want %g and %g", c.work, c.span, m.CPUPerWork, m.Background, c.perWork, c.backgrnd)
+		m.setCPUSpent(c.u, c.work, c.span, c.requests, c.cost)
+		if math.Abs(m.CPUPerWork-c.perWork) > 1e-9 || math.Abs(m.Background-c.backgrnd) > 1e-9 || (time.Duration(m.RequestCost)-c.requestCost).Abs() > time.Microsecond {
+			t.Errorf("work %v over %v, %d requests at %v: CPU per work %g, background %g cores and %v a request, want %g, %g and %v", c.work, c.span, c.requests, c.cost, m.CPUPerWork, m.Background, time.Duration(m.RequestCost), c.perWork, c.backgrnd, c.requestCost)
 		}
+	}
+}
+
+// TestArrivalsSpendTheQuota: a request's cost before APF is spent from
+// the quota of the period it arrives in, and from the next one's where
+// that is spent; an execution after a burst of arrivals then runs on what
+// they left of the period.
+func TestArrivalsSpendTheQuota(t *testing.T) {
+	m := &CPUModel{Period: Duration(100 * ms), Quota: Duration(20 * ms), RunPerPeriod: Duration(10 * ms), ExecutionsPerCollection: 1e9, Mark: Duration(100 * ms), CPUPerWork: 1, RequestCost: Duration(ms)}
+	srv := m.Server(0).(*throttled)
+	for range 15 {
+		srv.Arrive(10 * ms)
+	}
+	if srv.spent[0] != 15*ms {
+		t.Fatalf("15 arrivals at 1 ms spent %v of the period's quota, want 15ms", srv.spent[0])
+	}
+	// 5 ms of quota left: an execution of 8 ms of work runs 5 ms, waits
+	// for the next period (at 100 ms) and runs its last 3 ms there
+	if end := srv.End(20*ms, 8*ms, 8*ms); end != 103*ms {
+		t.Errorf("an execution of 8 ms after the arrivals ends at %v, want 103ms", end)
+	}
+	// 20 more arrivals in the second period spend its 17 ms left and 3 ms
+	// of the third's
+	for range 20 {
+		srv.Arrive(150 * ms)
+	}
+	if srv.spent[1] != 20*ms || srv.spent[2] != 3*ms {
+		t.Errorf("the second and third periods spent %v and %v, want 20ms and 3ms", srv.spent[1], srv.spent[2])
+	}
+	// without a cost, nothing is spent
+	idle := (&CPUModel{Period: Duration(100 * ms), Quota: Duration(20 * ms), ExecutionsPerCollection: 1e9}).Server(0).(*throttled)
+	idle.Arrive(10 * ms)
+	if len(idle.spent) != 0 {
+		t.Errorf("an arrival without a cost spent %v", idle.spent)
 	}
 }
 

@@ -196,10 +196,14 @@ const (
 	// between the metrics' scrapes, and takes them to it in the replay of
 	// a change on that model (measured.go).
 	RuleMeasured
+	// RuleArrivals: the CFS model spends each request's cost before APF
+	// from the quota of the period it arrives in (CPUModel.RequestCost),
+	// not at the even pace of the rest of the server.
+	RuleArrivals
 )
 
 // Rules are every Rule, in the order of their constants.
-var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured}
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured, RuleArrivals}
 
 // String names the rule as docs/simulate.md does.
 func (r Rule) String() string {
@@ -222,6 +226,8 @@ func (r Rule) String() string {
 		return "rooms"
 	case RuleMeasured:
 		return "measured executions"
+	case RuleArrivals:
+		return "arrivals' cost"
 	}
 	return "rules"
 }

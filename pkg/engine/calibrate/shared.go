@@ -266,7 +266,11 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 		return err
 	}
 	if r.CPU != nil {
-		r.CPU.setCPUSpent(r.prep.opts.CPUUse, work, to-from)
+		cost := medianOf(rejections)
+		if !r.params.runs(RuleArrivals) {
+			cost = 0
+		}
+		r.CPU.setCPUSpent(r.prep.opts.CPUUse, work, to-from, requests, cost)
 	}
 	replayed -= oneSeatExecutions(execs, caps, recorded)
 	smp := sampleOf(execs, inFlight(execs, caps))
@@ -444,11 +448,7 @@ func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, re
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 {
 		return nil
 	}
-	var cost time.Duration
-	if len(rejections) > 0 {
-		sorted := slices.Sorted(slices.Values(rejections))
-		cost = sorted[len(sorted)/2]
-	}
+	cost := medianOf(rejections)
 	before := float64(requests) * float64(cost)
 	execCPU := float64(u.ProcessCPU) - before
 	if execCPU <= 0 {
@@ -495,6 +495,16 @@ func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, re
 	m.Capacity = max(ev.ExecutionCores/ev.PerExecution, held, 1)
 	m.CPUEvidence = ev
 	return m
+}
+
+// medianOf is the median of ds (the upper of the two middle ones), 0 of
+// none.
+func medianOf(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(ds))
+	return sorted[len(sorted)/2]
 }
 
 // refuseEstimated drops the CPU evidence's model where more than
@@ -990,6 +1000,7 @@ func (r *Result) serverOf(m *SharedCPU, i int, speed float64) fairqueue.CPU {
 		c := *cpu
 		c.Mark = Duration(max(time.Duration(float64(c.Mark)/speed), time.Duration(c.Period)))
 		c.Background /= speed
+		c.RequestCost = Duration(time.Duration(float64(c.RequestCost) / speed))
 		cpu = &c
 	}
 	switch {
@@ -1036,6 +1047,14 @@ func (s *sharedServer) End(start, hold, work time.Duration) time.Duration {
 	}
 	heap.Push(&s.ends, end)
 	return end
+}
+
+// Arrive implements fairqueue.ArrivalCPU: the CFS model spends the
+// request's cost before APF.
+func (s *sharedServer) Arrive(at time.Duration) {
+	if a, ok := s.next.(fairqueue.ArrivalCPU); ok {
+		a.Arrive(at)
+	}
 }
 
 type endHeap []time.Duration

@@ -181,6 +181,17 @@ type CPU interface {
 	End(start, hold, work time.Duration) time.Duration
 }
 
+// ArrivalCPU is a CPU that also spends what a request costs the server
+// before APF (authentication, a 429's answer) when it arrives: the
+// simulator tells it of every arrival, in time order, before the
+// arrival's dispatch. Requests come in bursts, and what they cost then is
+// spent when the executions of the burst need the CPU, not at the even
+// pace of the rest of the server.
+type ArrivalCPU interface {
+	CPU
+	Arrive(at time.Duration)
+}
+
 // maxDuration bounds the times and durations of a request (2^60 ns, about
 // 36 years).
 const maxDuration = time.Duration(1 << 60)
@@ -247,6 +258,8 @@ type Simulator struct {
 	quietPasses   int
 	// ps is the processor sharing of a SharedCPU; nil otherwise
 	ps *sharing
+	// arrivals is opts.CPU where it is told of every arrival
+	arrivals ArrivalCPU
 }
 
 // idleConverged is the number of quiet borrowing passes (no event in
@@ -265,6 +278,7 @@ func NewSimulator(levels []LevelConfig, opts Options) (*Simulator, error) {
 	if sc, ok := opts.CPU.(SharedCPU); ok {
 		s.ps = &sharing{cpu: sc}
 	}
+	s.arrivals, _ = opts.CPU.(ArrivalCPU)
 	for i, c := range levels {
 		if err := c.Validate(); err != nil {
 			return nil, err
@@ -332,6 +346,9 @@ func (s *Simulator) Add(in *Request) error {
 	}
 	s.runUntil(t, evArrival)
 	s.now = t
+	if s.arrivals != nil {
+		s.arrivals.Arrive(time.Duration(t))
+	}
 	s.requests++
 	s.changes++
 	r := s.alloc()

@@ -288,3 +288,40 @@ func TestSimulatorAsksTheCPUWhenAnExecutionEnds(t *testing.T) {
 		}
 	}
 }
+
+// arrivalCPU records the arrivals and executions it is told of, in order.
+type arrivalCPU struct{ events []string }
+
+func (c *arrivalCPU) End(start, hold, _ time.Duration) time.Duration {
+	c.events = append(c.events, fmt.Sprintf("exec@%v", start))
+	return start + hold
+}
+
+func (c *arrivalCPU) Arrive(at time.Duration) {
+	c.events = append(c.events, fmt.Sprintf("arrive@%v", at))
+}
+
+// TestSimulatorTellsTheCPUOfArrivals: a CPU that spends what a request
+// costs before APF (fairqueue.ArrivalCPU) hears of every arrival, the
+// rejected ones too, in time order, before the arrival's dispatch and
+// after the events before it (the first execution's end frees the seat
+// the third takes).
+func TestSimulatorTellsTheCPUOfArrivals(t *testing.T) {
+	level := fairqueue.LevelConfig{Name: "q", Queues: 1, HandSize: 1, QueueLengthLimit: 1, ConcurrencyLimit: 1}
+	reqs := []fairqueue.Request{req(0, 10*ms), req(2*ms, 10*ms), req(4*ms, 10*ms), req(30*ms, 10*ms)}
+	for i := range reqs {
+		reqs[i].ID = int64(i)
+	}
+	cpu := &arrivalCPU{}
+	sim, err := fairqueue.NewSimulator([]fairqueue.LevelConfig{level}, fairqueue.Options{CPU: cpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(&sliceSource{reqs: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	want := "arrive@0s exec@0s arrive@2ms arrive@4ms exec@10ms arrive@30ms exec@30ms"
+	if got := strings.Join(cpu.events, " "); got != want {
+		t.Errorf("the CPU heard %s, want %s", got, want)
+	}
+}

@@ -35,7 +35,11 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 	if m.Quota > 0 {
 		spent := "the metrics do not tell the process's CPU (two scrapes do): an execution spends its work"
 		if m.CPUPerWork > 0 {
-			spent = fmt.Sprintf("an execution spends %.0f%% of its work, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, m.Background)
+			arrivals := ""
+			if m.RequestCost > 0 {
+				arrivals = fmt.Sprintf(", a request %v from the period it arrives in (its cost before APF: the median latency of the recorded 429s, at most what the process's CPU beyond the executions holds)", fmtDuration(time.Duration(m.RequestCost)))
+			}
+			spent = fmt.Sprintf("an execution spends %.0f%% of its work%s, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, arrivals, m.Background)
 		}
 		fmt.Fprintf(w, "Outside the marks the server spends its quota of %v per period as it runs, and waits for the next period once it is spent: %s.\n", fmtDuration(time.Duration(m.Quota)), spent)
 	}

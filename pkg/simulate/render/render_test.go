@@ -48,6 +48,28 @@ func TestPrintCalibrationSaysWhatWasRefused(t *testing.T) {
 	}
 }
 
+// TestCPUModelSaysWhatTheQuotaPays: the CFS model's paragraph says what
+// an execution, a request's arrival and the rest of the server spend of
+// the quota, and leaves the arrivals out where the model spends none.
+func TestCPUModelSaysWhatTheQuotaPays(t *testing.T) {
+	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
+	for _, c := range []struct {
+		cost       calibrate.Duration
+		background float64
+		want       string
+	}{
+		{ms(0.2), 0.004, "an execution spends 100% of its work, a request 200µs from the period it arrives in (its cost before APF: the median latency of the recorded 429s, at most what the process's CPU beyond the executions holds), the rest of the server 0.004 cores"},
+		{0, 0.012, "an execution spends 100% of its work, the rest of the server 0.012 cores"},
+	} {
+		cal := &calibrate.Report{CPU: &calibrate.CPUModel{Level: "apf-load", Period: ms(100), Quota: ms(20), CPUPerWork: 1, Background: c.background, RequestCost: c.cost}}
+		var b bytes.Buffer
+		printCPUModel(&b, cal, nil)
+		if out := b.String(); !strings.Contains(out, "Outside the marks the server spends its quota of 20ms per period as it runs, and waits for the next period once it is spent: "+c.want+" (the process's CPU over the metrics' span, less the marks').") {
+			t.Errorf("request cost %v: the CFS paragraph does not say %q:\n%s", time.Duration(c.cost), c.want, out)
+		}
+	}
+}
+
 // TestDispatchTimesOfAnUnannotatedLog: an audit log whose slow requests
 // carry no latency annotation (kube-apiserver 1.34) says why the
 // annotated count is 0; one with annotations does not.
