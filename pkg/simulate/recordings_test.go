@@ -52,7 +52,7 @@ var spared = map[string]bool{"starved-seed8": true}
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11", "starved-seed2", "starved-seed3", "starved-seed6", "starved-seed7", "starved-seed8", "starved-seed9", "starved-seed10"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11", "starved-seed2", "starved-seed3", "starved-seed6", "starved-seed7", "starved-seed8", "starved-seed9", "starved-seed10", "starved-seed11", "starved-seed12"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -133,6 +133,8 @@ var knownMisses = map[string]string{
 	// recorded after the CPU evidence's cores on a CFS quota (2026-12-06),
 	// held out, read once
 	knownMiss("starved-seed8", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "38 429s predicted, the five re-runs 64, 57, 64, 51 and 51 (mean 57, 0.67), which ran at 1.10× the recorded run's speed: the collector spared the recorded run (8 stalled executions, 25% of the level's execution time; 366 429s where the other starved seeds recorded 410–524), so the CFS model has little of the quota's stalls to place where the re-runs of queues 4 long met more of them; the audit log alone 50 (0.88)",
+	// recorded after the arrivals' cost (2026-12-06), held out, read once
+	knownMiss("starved-seed12", "apf-load with 50 shares (3 seats) instead of 1 (1 seat)", "apf-load", "audit"): "147 429s predicted, the re-runs 203, 209 and 232 (mean 215, 0.68); httplog + audit 180 (0.84), and 141 before the arrivals' cost: the audit log's estimated executions of apf-load came to 1.40 times the time APF measured for them (the most of any starved seed, 1.14–1.30), and, a hypothesis not yet tested, the replay of the change on the CPU evidence's model takes them down to that time (the measured executions) where the CFS model was fitted with the estimates; the replay with the recorded execution times on the CFS model gives 179",
 	// the CFS model's first held-out recording (2026-12-06), read once
 	knownMiss("starved-seed2", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "82 429s predicted, the five re-runs 146, 87, 142, 112 and 79 (mean 113, 0.73): whether a burst meets the garbage collector's mark is chance on this server, the re-runs spread 0.70–1.29 of their mean, and the speed spread (64–102) reaches the band's edge; the audit log alone 102 (0.90)",
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
