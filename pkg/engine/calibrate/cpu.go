@@ -257,20 +257,27 @@ type throttled struct {
 	spent map[int64]time.Duration
 }
 
+// period is the index (since Phase) and the start of the CFS period at.
+func (t *throttled) period(at time.Duration) (int64, time.Duration) {
+	P, phase := time.Duration(t.m.Period), time.Duration(t.m.Phase)
+	ps := at - ((at-phase)%P+P)%P
+	return int64((ps - phase) / P), ps
+}
+
 // Arrive implements fairqueue.ArrivalCPU: the request's cost before APF
 // is spent from the quota of the period it arrives in, and what that
 // period has no more of from the next.
 func (t *throttled) Arrive(at time.Duration) {
 	c := time.Duration(t.m.RequestCost)
-	P, phase, quota := time.Duration(t.m.Period), time.Duration(t.m.Phase), time.Duration(t.m.Quota)
-	if c <= 0 || P <= 0 || quota <= 0 {
+	quota := time.Duration(t.m.Quota)
+	if c <= 0 || t.m.Period <= 0 || quota <= 0 {
 		return
 	}
 	if t.spent == nil {
 		t.spent = map[int64]time.Duration{}
 	}
-	ps := at - ((at-phase)%P+P)%P
-	for k := int64((ps - phase) / P); c > 0; k++ {
+	k, _ := t.period(at)
+	for ; c > 0; k++ {
 		d := min(c, max(quota-t.spent[k], 0))
 		t.spent[k] += d
 		c -= d
@@ -293,12 +300,8 @@ func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 		i++
 	}
 	t.marks = t.marks[i:]
-	P, run, phase, quota := time.Duration(t.m.Period), time.Duration(t.m.RunPerPeriod), time.Duration(t.m.Phase), time.Duration(t.m.Quota)
-	period := func(at time.Duration) (int64, time.Duration) {
-		ps := at - ((at-phase)%P+P)%P
-		return int64((ps - phase) / P), ps
-	}
-	if k, _ := period(start); len(t.spent) > 64 {
+	P, run, quota := time.Duration(t.m.Period), time.Duration(t.m.RunPerPeriod), time.Duration(t.m.Quota)
+	if k, _ := t.period(start); len(t.spent) > 64 {
 		for j := range t.spent {
 			if j < k {
 				delete(t.spent, j)
@@ -330,7 +333,7 @@ func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 				break
 			}
 		}
-		k, ps := period(now)
+		k, ps := t.period(now)
 		if in {
 			// runs until ps+run, throttled until ps+P
 			if now < ps+run {
