@@ -129,8 +129,8 @@ bench-vlogs: binaries ## Benchmark "explain 429 --victorialogs --since 24h" on a
 	KUBECTL_APF_BENCH_VLOGS=1 $(GO) test -run '^$$' -bench BenchmarkFleetDay -benchtime 1x -timeout 180m -v ./pkg/vlogs
 
 .PHONY: ablation
-ablation: ## The ablation study of simulate's calibration: every kept recording predicted with every rule of the model, then without each in turn; a rule stays only where its removal makes the held-out recordings worse, or, for a rule that reads what httplog records, takes the executions the audit log alone gives the replay further from httplog + audit's, request by request (about nine minutes; not part of make test).
-	KUBECTL_APF_ABLATION=1 $(GO) test -count=1 -timeout 30m -run TestEveryRuleEarnsItsPlace -v ./pkg/simulate
+ablation: ## The ablation study of simulate's calibration: every kept recording predicted with every rule of the model, then without each in turn; a rule stays only where its removal makes the held-out recordings worse, or, for a rule that reads what httplog records, takes the executions the audit log alone gives the replay further from httplog + audit's, request by request (about twenty minutes on 2 cores; not part of make test).
+	KUBECTL_APF_ABLATION=1 $(GO) test -count=1 -timeout 60m -run TestEveryRuleEarnsItsPlace -v ./pkg/simulate
 
 .PHONY: e2e-tune
 e2e-tune: binaries ## tune's proof on a real server alone (make test runs it): record a fresh overload (a controller starved by two users' storms of LISTs), run tune, apply its first candidate to a fresh control plane and re-run the load (about a minute and a half; needs root and the cgroup v1 cpu controller).
