@@ -135,6 +135,10 @@ var knownMisses = map[string]string{
 	knownMiss("starved-seed8", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "38 429s predicted, the five re-runs 64, 57, 64, 51 and 51 (mean 57, 0.67), which ran at 1.10× the recorded run's speed: the collector spared the recorded run (8 stalled executions, 25% of the level's execution time; 366 429s where the other starved seeds recorded 410–524), so the CFS model has little of the quota's stalls to place where the re-runs of queues 4 long met more of them; the audit log alone 50 (0.88)",
 	// recorded after the arrivals' cost (2026-12-06), held out, read once
 	knownMiss("starved-seed12", "apf-load with 50 shares (3 seats) instead of 1 (1 seat)", "apf-load", "audit"): "147 429s predicted, the re-runs 203, 209 and 232 (mean 215, 0.68); httplog + audit 180 (0.84), and 141 before the arrivals' cost: the audit log's estimated executions of apf-load came to 1.40 times the time APF measured for them (the most of any starved seed, 1.14–1.30), and the CPU evidence's model divides the executions by that ratio after the CFS model has replaced the stalled ones by the level's median (readApplied), which took most of the estimates' excess off already: it reads 1.787 s of executions where httplog records 2.559 s for the same ones (calibrate.DeriveShared's mwork), where the estimates as replayed, 2.416 s, were within 6% of it before the division: the ratio is computed on the estimates before the replacement (Measured.Estimated). A cause found on this held-out recording, not fixed: dividing by the replayed executions' ratio instead (at least 1) brought it to 0.90 but raised every other starved seed's by 10–20% and read the held-out starved-seed13 at 1.27; the estimates held to APF's histogram of the same executions (ratio 1.22; httplog's outside the stalls 1.15) brought it to 0.80, but read the held-out starved-seed14 to -seed17 no better (docs/simulate.md): not kept; the replay with the recorded execution times on the CFS model gives 179",
+	// held out, read once (2026-12-06): the quota read from the stalls
+	knownMiss("starved-seed14", dispatchMiss, "apf-load-reject", "httplog+audit"): "52 dispatched for the server's 42: without --cpu-limit the CFS model reads the quota from apf-load's stalls, 16.3 ms of running a period while the collector marks and 32.7 ms outside, where the 0.2 CPU limit gives 10 ms and 20 ms, so its server runs 1.6 times too fast (docs/simulate.md, the quota read from the stalls); with --cpu-limit 0.2 (TestSimulateRecordings) the fit holds",
+	knownMiss("starved-seed15", dispatchMiss, "apf-load", "httplog+audit"):        "1,007 dispatched for the server's 879: the CFS model reads the quota from the stalls at 15.5 ms a period while marking and 30.9 ms outside, where the 0.2 CPU limit gives 10 ms and 20 ms (docs/simulate.md, the quota read from the stalls); with --cpu-limit 0.2 it dispatches 954 (fit 0.89)",
+	knownMiss("starved-seed17", dispatchMiss, "apf-load", "httplog+audit"):        "1,049 dispatched for the server's 928: the CFS model reads the quota from the stalls at 16.1 ms a period while marking and 32.1 ms outside, where the 0.2 CPU limit gives 10 ms and 20 ms (docs/simulate.md, the quota read from the stalls); with --cpu-limit 0.2 the fit holds (0.95)",
 	// the CFS model's first held-out recording (2026-12-06), read once
 	knownMiss("starved-seed2", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "82 429s predicted, the five re-runs 146, 87, 142, 112 and 79 (mean 113, 0.73): whether a burst meets the garbage collector's mark is chance on this server, the re-runs spread 0.70–1.29 of their mean, and the speed spread (64–102) reaches the band's edge; the audit log alone 102 (0.90)",
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
@@ -182,6 +186,10 @@ const (
 const (
 	fitMiss   = "the fit"
 	boundMiss = "the bound without evidence: "
+	// dispatchMiss: the recorded configuration's replay, as a user runs
+	// it without --cpu-limit, dispatches more than 10% from the server
+	// (TestCalibrationNeverContradictsTheRecordings)
+	dispatchMiss = "the recorded configuration's dispatches"
 )
 
 // modeKey is the mode of knownMisses' keys for the name of an input the
