@@ -73,9 +73,12 @@ func TestLargestBurst(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// the burst's note, by words of its own: a note that
+				// names the bundle holds its temporary path, whose
+				// random digits can hold "429"
 				var note string
 				for _, n := range c.Notes {
-					if strings.Contains(n, "429") {
+					if strings.Contains(n, "429s between the scrapes") {
 						note += n
 					}
 				}
