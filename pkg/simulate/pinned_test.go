@@ -209,6 +209,11 @@ func (kr keptRecording) simulate(t *testing.T, files []string, calibrate bool, c
 	}
 	cfg := commandDefaults()
 	cfg.Workloads, cfg.Calibrate, cfg.CPULimit = files, calibrate, kr.rec.APIServerCPUs
+	if os.Getenv("KUBECTL_APF_RECORDINGS_CPU_LIMIT") == "none" {
+		// a report of the replays without the limit, as a user who does
+		// not know it runs them (the CFS model reads it from the stalls)
+		cfg.CPULimit = 0
+	}
 	cfg.Calibration, cfg.calibrated = kr.calibration, kr.calibrated
 	if kr.speed != 0 {
 		cfg.ServerSpeed = kr.speed

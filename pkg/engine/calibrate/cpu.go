@@ -35,15 +35,25 @@ type Runtime struct {
 //   - Period is the CFS period (100 ms unless the node changed it); Phase
 //     is where its boundaries fall (since the workload's start), read from
 //     the ends of the stalled executions, less the median execution;
-//   - RunPerPeriod: an execution stalled at the quota's end resumes at the
-//     next boundary and finishes the rest, so a stall that started before
-//     the quota ran out lasts Period − RunPerPeriod + its own execution:
-//     RunPerPeriod = Period + median − the median of such stalls
-//     (FullPeriodStalls, those between half a period and a period and a
-//     median long); where the server's CPU limit is known (CPULimit, in
-//     cores), it is the time GOMAXPROCS busy Ps take to burn the quota:
-//     CPULimit × Period / GOMAXPROCS, exact while the collector's workers
-//     fill every P, and the stalls are not needed;
+//   - RunPerPeriod: an execution stalled where its period's quota ran out,
+//     q into the period, resumes at the next boundary and finishes the
+//     rest, so it lasts Period − q + its own execution: q = Period +
+//     median − the stall. While a collection marks, its workers fill
+//     every P and the quota runs out at RunPerPeriod; outside the marks
+//     fewer Ps burn it, and it runs out later (up to Quota into the
+//     period, later still after idle time). Every stall's q is at least
+//     RunPerPeriod, and about half the stalls fall in the marks: it is
+//     read from the middle of the longest RunStallShare of the stalls of
+//     about a period (FullPeriodStalls, those between half a period and a
+//     period and a median long), not from the middle of them all, which
+//     mixes in the stalls outside the marks (on the starved recordings,
+//     up to 2.9 times the 0.2 CPU limit's 10 ms); of a handful, from the
+//     middle of the longest RunStallsAtLeast (a handful's quarter is an
+//     execution longer than the median, not the quota). Where the server's CPU
+//     limit is known (CPULimit, in cores), it is the time GOMAXPROCS busy
+//     Ps take to burn the quota: CPULimit × Period / GOMAXPROCS, exact
+//     while the collector's workers fill every P, and the stalls are not
+//     needed;
 //   - ExecutionsPerCollection and Mark: from the Runtime counters, the
 //     requests dispatched per collection, and the mark workers' CPU per
 //     collection over GOMAXPROCS (every P the server's goroutines leave
@@ -175,8 +185,11 @@ func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Run
 	case len(full) < params.MinFullPeriodStalls:
 		return nil, fmt.Sprintf("none of %s's stalls lasted about one CFS period, which would tell how long the server ran in each period (the server's CPU limit, when given, tells it)", lv.Level), NeedCPULimit
 	default:
+		// the stall at the middle of the longest RunStallShare of them,
+		// and of at least RunStallsAtLeast
 		slices.Sort(full)
-		run = min(max(P+med-full[len(full)/2], params.MinRunPerPeriod), P/2)
+		k := max(int(params.RunStallShare*float64(len(full))), min(len(full), params.RunStallsAtLeast))
+		run = min(max(P+med-full[max(len(full)-1-k/2, 0)], params.MinRunPerPeriod), P/2)
 	}
 	phase := (time.Duration(lv.PeriodPhase) - med) % P
 	if phase < 0 {

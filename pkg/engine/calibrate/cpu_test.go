@@ -400,3 +400,51 @@ func TestCPUModelFromTheCPULimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUModelRunFromTheMarksStalls: of 40 stalls of about a period, 16
+// are the marks' (the quota ran out 10 ms into the period, every P
+// busy: 90 ms + the execution) and 24 fall outside them (one P burned
+// it, 12 to 47 ms in): the model reads the 10 ms from the longest half,
+// where the middle of them all reads an outside one's. Of a handful of
+// 6, three the marks', one outside (30 ms in) and two of executions 7 ms
+// longer than the median, it reads the 10 ms from the middle of the 8
+// longest (all 6), where the longest half's middle reads 3 ms.
+func TestCPUModelRunFromTheMarksStalls(t *testing.T) {
+	cfg := config(t, 1)
+	const work = 2500 * time.Microsecond // the executions' median, about
+	stall := func(q, longer time.Duration) time.Duration { return params.CFSPeriod - q + work + longer }
+	var many []time.Duration
+	for j := range 40 {
+		q := 10 * ms
+		if j%5 < 3 {
+			q = 12*ms + time.Duration(j%8)*5*ms
+		}
+		many = append(many, stall(q, 0))
+	}
+	handful := []time.Duration{stall(10*ms, 0), stall(30*ms, 0), stall(10*ms, 7*ms), stall(10*ms, 0), stall(10*ms, 7*ms), stall(10*ms, 0)}
+	for _, tt := range []struct {
+		name     string
+		longs    []time.Duration
+		share    float64
+		atLeast  int
+		min, max time.Duration
+	}{
+		{"40, the longest half", many, DefaultParams().RunStallShare, DefaultParams().RunStallsAtLeast, 9 * ms, 11 * ms},
+		{"40, the middle of them all", many, 1, 0, 12 * ms, 50 * ms},
+		{"6, at least the 8 longest", handful, DefaultParams().RunStallShare, DefaultParams().RunStallsAtLeast, 9 * ms, 11 * ms},
+		{"6, the longest half", handful, DefaultParams().RunStallShare, 0, 0, 4 * ms},
+	} {
+		p := DefaultParams()
+		p.RunStallShare, p.RunStallsAtLeast = tt.share, tt.atLeast
+		res, err := Derive(&sliceReader{reqs: stallsRecording(1000, tt.longs, endsAtBoundary)}, Options{Config: cfg, ServerConcurrencyLimit: 6, Params: &p, Evidence: Evidence{Runtime: runtime8}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CPU == nil {
+			t.Fatalf("%s: no CPU model: %s", tt.name, res.CPUWhy)
+		}
+		if got := time.Duration(res.CPU.RunPerPeriod); res.CPU.FullPeriodStalls != len(tt.longs) || got < tt.min || got > tt.max {
+			t.Errorf("%s: runs %v per period from %d stalls, want %v to %v from %d", tt.name, got, res.CPU.FullPeriodStalls, tt.min, tt.max, len(tt.longs))
+		}
+	}
+}

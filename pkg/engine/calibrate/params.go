@@ -80,6 +80,12 @@ type Params struct {
 	// MinFullPeriodStalls is the fewest stalls of about a period the CFS
 	// model's running per period is read from.
 	MinFullPeriodStalls int
+	// RunStallShare is the share of those stalls, the longest, and
+	// RunStallsAtLeast the fewest of them, the CFS model's running per
+	// period is read from where its CPU limit is not given: the stall at
+	// their middle (cpuModel).
+	RunStallShare    float64
+	RunStallsAtLeast int
 	// MinRunPerPeriod bounds the CFS model's running per period from
 	// below.
 	MinRunPerPeriod time.Duration
@@ -263,6 +269,8 @@ func DefaultParams() Params {
 		AtBoundaryThrottled: 0.5,
 		MinThrottledStalls:  5,
 		MinFullPeriodStalls: 1,
+		RunStallShare:       0.5,
+		RunStallsAtLeast:    8,
 		MinRunPerPeriod:     100 * time.Microsecond,
 		CPUPhases:           8,
 

@@ -12,6 +12,16 @@ import (
 // 2–3 ms each, of which stalled ones run for long instead, ending at
 // offsets drawn by end (from the start of the recording).
 func stallRecording(n, stalled int, long time.Duration, end func(i int, rng *rand.Rand) time.Duration) []workload.Request {
+	longs := make([]time.Duration, stalled)
+	for i := range longs {
+		longs[i] = long
+	}
+	return stallsRecording(n, longs, end)
+}
+
+// stallsRecording is stallRecording with the j-th stall longs[j] long.
+func stallsRecording(n int, longs []time.Duration, end func(i int, rng *rand.Rand) time.Duration) []workload.Request {
+	stalled := len(longs)
 	rng := rand.New(rand.NewPCG(3, 9))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var reqs []workload.Request
@@ -19,7 +29,7 @@ func stallRecording(n, stalled int, long time.Duration, end func(i int, rng *ran
 		exec := 2*time.Millisecond + time.Duration(rng.IntN(1000))*time.Microsecond
 		at := time.Duration(i) * 37 * time.Millisecond
 		if i%(n/stalled) == 0 && i/(n/stalled) < stalled {
-			exec = long
+			exec = longs[i/(n/stalled)]
 			at = end(i, rng) - exec
 		}
 		reqs = append(reqs, workload.Request{Arrival: start.Add(at), User: "alice", Groups: []string{"load", "system:authenticated"}, UserKnown: true,
