@@ -24,7 +24,7 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 		}
 		return
 	}
-	from := fmt.Sprintf("from %d stalls of about a period", m.FullPeriodStalls)
+	from := fmt.Sprintf("read from its %d stalls of about a period, the longest (the marks'): 9–13.4ms where the limit gave 10ms on the project's recordings, and the what-ifs follow it closely; the server's CPU limit (--cpu-limit) gives it exactly", m.FullPeriodStalls)
 	if m.CPULimit > 0 {
 		from = fmt.Sprintf("from the CPU limit of %g %s over GOMAXPROCS", m.CPULimit, textfmt.PluralFigure(&m.CPULimit, "core", "cores"))
 	}

@@ -70,6 +70,30 @@ func TestCPUModelSaysWhatTheQuotaPays(t *testing.T) {
 	}
 }
 
+// TestCPUModelSaysWhereItsRunningComesFrom: a running per period read
+// from the stalls says how far to trust it and names --cpu-limit; one
+// from the limit says so, and does not.
+func TestCPUModelSaysWhereItsRunningComesFrom(t *testing.T) {
+	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
+	for _, c := range []struct {
+		limit     float64
+		run       calibrate.Duration
+		want      string
+		wantLimit bool
+	}{
+		{0, ms(10.9), "10.9ms of running per period while the collector marks (read from its 91 stalls of about a period, the longest (the marks'): 9–13.4ms where the limit gave 10ms on the project's recordings", true},
+		{0.2, ms(10), "10ms of running per period while the collector marks (from the CPU limit of 0.2 cores over GOMAXPROCS)", false},
+	} {
+		cal := &calibrate.Report{CPU: &calibrate.CPUModel{Level: "apf-load", Period: ms(100), RunPerPeriod: c.run, CPULimit: c.limit, FullPeriodStalls: 91, GOMAXPROCS: 2}}
+		var b bytes.Buffer
+		printCPUModel(&b, cal, nil)
+		out := b.String()
+		if !strings.Contains(out, c.want) || strings.Contains(out, "--cpu-limit") != c.wantLimit {
+			t.Errorf("limit %g: the CFS paragraph does not say %q (naming --cpu-limit: %v):\n%s", c.limit, c.want, c.wantLimit, out)
+		}
+	}
+}
+
 // TestDispatchTimesOfAnUnannotatedLog: an audit log whose slow requests
 // carry no latency annotation (kube-apiserver 1.34) says why the
 // annotated count is 0; one with annotations does not.
