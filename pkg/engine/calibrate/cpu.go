@@ -49,11 +49,11 @@ type Runtime struct {
 //     mixes in the stalls outside the marks (on the starved recordings,
 //     up to 2.9 times the 0.2 CPU limit's 10 ms); of a handful, from the
 //     middle of the longest RunStallsAtLeast (a handful's quarter is an
-//     execution longer than the median, not the quota). Where the server's CPU
-//     limit is known (CPULimit, in cores), it is the time GOMAXPROCS busy
-//     Ps take to burn the quota: CPULimit × Period / GOMAXPROCS, exact
-//     while the collector's workers fill every P, and the stalls are not
-//     needed;
+//     execution longer than the median, not the quota). Where the
+//     server's CPU limit is known (CPULimit, in cores), it is the time
+//     GOMAXPROCS busy Ps take to burn the quota: CPULimit × Period /
+//     GOMAXPROCS, exact while the collector's workers fill every P, and
+//     the stalls are not needed;
 //   - ExecutionsPerCollection and Mark: from the Runtime counters, the
 //     requests dispatched per collection, and the mark workers' CPU per
 //     collection over GOMAXPROCS (every P the server's goroutines leave
