@@ -37,6 +37,10 @@ var (
 	// evidenceSums are histograms read by their sum and count alone: the
 	// executions APF measured per level (metrics.ExecutionsBetween)
 	evidenceSums = []string{metrics.RequestExecutionSeconds}
+	// scrapeDuration is the series a Prometheus (or VictoriaMetrics)
+	// writes of each scrape, how long it took, stamped like its samples
+	// when it started: the server gathered them within it (Scrape.Took)
+	scrapeDuration = "scrape_duration_seconds"
 )
 
 // InstanceEvidence is what a store holds of one apiserver instance around
@@ -112,7 +116,7 @@ func Evidence(ctx context.Context, q RawQuerier, query Query, from, to time.Time
 	// every family of the scrapes picked, by time (instances scraped at
 	// the same moment share a query)
 	names2 := append(append(append([]string{}, evidenceCounters...), evidenceGauges...),
-		evidenceHistogram+"_bucket", evidenceHistogram+"_sum", evidenceHistogram+"_count")
+		evidenceHistogram+"_bucket", evidenceHistogram+"_sum", evidenceHistogram+"_count", scrapeDuration)
 	for _, f := range evidenceSums {
 		names2 = append(names2, f+"_sum", f+"_count")
 	}
@@ -197,6 +201,12 @@ func evidenceScrape(ss []Series, instLabel, instance string, t time.Time) *metri
 		name := s.Labels["__name__"]
 		sf, part := sumFamily(name)
 		switch {
+		case name == scrapeDuration:
+			// the store's own series of the scrape: not a family of the
+			// server's
+			if v > 0 {
+				sc.Took = time.Duration(v * float64(time.Second))
+			}
 		case name == evidenceHistogram+"_bucket":
 			le, err := strconv.ParseFloat(s.Labels["le"], 64)
 			if err != nil || math.IsInf(le, 1) {

@@ -49,7 +49,8 @@ func (r *rawStore) RawSamples(_ context.Context, selector string, start, end tim
 // counters, APF's dispatched requests, the scheduler's latency histogram
 // and the sums and counts of APF's execution histogram by level), which
 // metrics.CPUUseBetween, GCActivityBetween and ExecutionsBetween read as
-// they read a bundle's scrapes; and the instance's scrape interval.
+// they read a bundle's scrapes; the time each scrape took; and the
+// instance's scrape interval.
 func TestEvidence(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &rawStore{}
@@ -72,6 +73,8 @@ func TestEvidence(t *testing.T) {
 		for _, f := range []string{metrics.FamilyGCMarkAssistCPU, metrics.FamilyGCMarkDedicated, metrics.FamilyGCMarkIdleCPU} {
 			add(f, nil, func(k int) float64 { return 0.01 * float64(k) })
 		}
+		// the store's own series of each scrape: the k-th took k ms
+		add("scrape_duration_seconds", nil, func(k int) float64 { return 0.001 * float64(k) })
 		add(metrics.DispatchedRequestsTotal, map[string]string{"priority_level": "a"}, func(k int) float64 { return 10 * float64(k) })
 		add(metrics.DispatchedRequestsTotal, map[string]string{"priority_level": "b"}, func(k int) float64 { return 5 * float64(k) })
 		// runnable goroutines waited 2 ms each, 100 a second
@@ -119,6 +122,12 @@ func TestEvidence(t *testing.T) {
 		inFrom, inTo := wantFrom.Add(time.Second), wantTo.Add(-time.Second)
 		if len(ev.Scrapes) != 4 || !ev.Scrapes[0].Time.Equal(wantFrom) || !ev.Scrapes[1].Time.Equal(inFrom) || !ev.Scrapes[2].Time.Equal(inTo) || !ev.Scrapes[3].Time.Equal(wantTo) {
 			t.Fatalf("%s: scrapes %v, want at %v, %v, %v and %v", ev.Instance, ev.Scrapes, wantFrom, inFrom, inTo, wantTo)
+		}
+		for _, sc := range ev.Scrapes {
+			k := sc.Time.Sub(t0.Add(offset)).Round(time.Second) / time.Second
+			if sc.Took != time.Duration(k)*time.Millisecond || sc.Families["scrape_duration_seconds"] != nil {
+				t.Errorf("%s: the scrape at %v took %v (a family of it: %v), want %dms from scrape_duration_seconds, not a family", ev.Instance, sc.Time, sc.Took, sc.Families["scrape_duration_seconds"] != nil, k)
+			}
 		}
 		if ev.Interval != time.Second {
 			t.Errorf("%s: interval %v, want 1s", ev.Instance, ev.Interval)

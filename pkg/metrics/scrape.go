@@ -16,8 +16,13 @@ import (
 
 // Scrape is the APF view of one /metrics body, taken at one time.
 type Scrape struct {
-	// Time is when the body was read (the client's clock).
+	// Time is when the body was read (the client's clock); a store's
+	// sample is stamped when its scrape started instead.
 	Time time.Time
+	// Took is how long the scrape took, where known (a store's
+	// scrape_duration_seconds): the server gathered the figures at a
+	// moment within Took of Time, not at Time itself. 0 where not known.
+	Took time.Duration
 	// Families holds the kept families by name.
 	Families map[string]*dto.MetricFamily
 	// Unknown are, by family, the priority levels the family does not

@@ -161,6 +161,7 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		m.evidence.Executions = ex
 		if ex != nil {
 			m.evidence.ExecutionsWindow = calibrate.TimeRange{From: exFirst.Time, To: exLast.Time}
+			m.evidence.ExecutionsGathering = [2]time.Duration{exFirst.Took, exLast.Took}
 		}
 		m.scrapes, m.interval = s.total, s.interval
 		if okCPU {

@@ -151,6 +151,12 @@ type Evidence struct {
 	// the window replayed where that was cut inside the metrics'
 	// (zero: MetricsWindow).
 	ExecutionsWindow TimeRange
+	// ExecutionsGathering is how long the scrapes at ExecutionsWindow's
+	// ends took (a store's scrape_duration_seconds; 0 where not known):
+	// a store stamps a scrape when it starts, and the server counts the
+	// executions at a moment during it, so APF's count runs from a
+	// moment within the first's to one within the last's.
+	ExecutionsGathering [2]time.Duration
 	// CPULimit is the recorded server's CPU limit in cores (its CFS
 	// quota over its period). The CFS model then takes its RunPerPeriod
 	// from it instead of from the stalls, and the shared-CPU model its

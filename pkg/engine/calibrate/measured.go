@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -18,8 +17,10 @@ import (
 // the microsecond (a kept crowded recording: 11.837069 s for tiny's 620
 // executions from both). When the metrics' scrapes hold it, the
 // executions of the workload that ended between them are counted, and
-// where they are the ones APF counted (to within MeasuredCountTolerance)
-// the time the replay gives them is set beside the time APF measured.
+// where they are the ones APF counted (to within MeasuredCountTolerance,
+// and the executions that ended while a scrape at either end gathered its
+// figures, which either count may hold) the time the replay gives them is
+// set beside the time APF measured.
 //
 // The replay keeps the estimates: scaling them to APF's time was tried on
 // the kept recordings (docs/simulate.md, the measured executions) and
@@ -44,10 +45,19 @@ type Measured struct {
 	// between the scrapes; Recorded the time of those whose execution it
 	// records (httplog), Estimated the calibration's estimates of the
 	// others (as recorded, before a CPU model takes its stretch out).
-	Logged    int64    `json:"logged"`
+	Logged int64 `json:"logged"`
+	// Gathering are the workload's executions that ended while the
+	// scrape at either end gathered its figures (Evidence.
+	// ExecutionsGathering): APF counted those at the first scrape among
+	// Logged or not, those at the last one beyond Logged or not. A
+	// store's scrapes on a busy server take a few hundred milliseconds.
+	Gathering [2]int64 `json:"gathering,omitempty"`
 	Recorded  Duration `json:"recorded,omitempty"`
 	Estimated Duration `json:"estimated"`
-	// Ratio is (Recorded + Estimated) / Time; 0 when the workload's
+	// Ratio is the mean execution the replay gives the logged ones,
+	// (Recorded + Estimated) / Logged, over APF's, Time / Executions
+	// (the time in all's ratio where the counts agree, as they do but
+	// for the executions of the scrapes' gathering); 0 when the workload's
 	// executions are not APF's, and Why then says why.
 	Ratio float64 `json:"ratio,omitempty"`
 	Why   string  `json:"why,omitempty"`
@@ -62,6 +72,7 @@ type Measured struct {
 // estimated execution time (ns).
 type tally struct {
 	logged        int64
+	gathering     [2]int64
 	recorded, est float64
 }
 
@@ -70,7 +81,7 @@ type tally struct {
 // Level.Measured for each level with estimated executions that ended
 // between the metrics' scrapes.
 func measuredExecutions(r *Result, in *inputs) error {
-	ex, mw := in.opts.Executions, in.opts.ExecutionsWindow
+	ex, mw, took := in.opts.Executions, in.opts.ExecutionsWindow, in.opts.ExecutionsGathering
 	if mw.IsZero() {
 		mw = in.opts.MetricsWindow
 	}
@@ -90,13 +101,21 @@ func measuredExecutions(r *Result, in *inputs) error {
 		// x.exec is the execution as recorded or estimated, before a CPU
 		// model takes its stretch or stalls out for the replay to place
 		end := w.Arrival.Add(max(w.Latency, x.exec))
-		if end.Before(mw.From) || end.After(mw.To) {
+		if end.Before(mw.From) || end.After(mw.To.Add(took[1])) {
 			return
 		}
 		t := tallies[x.level]
 		if t == nil {
 			t = &tally{}
 			tallies[x.level] = t
+		}
+		if end.After(mw.To) {
+			// while the last scrape gathered: APF's count may hold it
+			t.gathering[1]++
+			return
+		}
+		if end.Before(mw.From.Add(took[0])) {
+			t.gathering[0]++
 		}
 		t.logged++
 		if x.execFrom == fromRecord {
@@ -119,23 +138,37 @@ func measuredExecutions(r *Result, in *inputs) error {
 		if lv == nil || t.est <= 0 || t.logged < int64(r.params.MinEvidence) {
 			continue
 		}
-		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Scrapes: mw, Logged: t.logged, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
+		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Scrapes: mw, Logged: t.logged, Gathering: t.gathering, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
+		// APF's count holds the logged executions but those that ended
+		// while the first scrape gathered, and may hold those that ended
+		// while the last one did
+		tol := r.params.MeasuredCountTolerance * float64(m.Count)
+		low, high := float64(t.logged-t.gathering[0])-tol, float64(t.logged+t.gathering[1])+tol
 		switch {
-		case math.Abs(float64(t.logged-m.Count)) > r.params.MeasuredCountTolerance*float64(m.Count):
-			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them: not the same requests", m.Count, t.logged)
+		case float64(m.Count) < low || float64(m.Count) > high:
+			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them%s: not the same requests", m.Count, t.logged, gatheringNote(t.gathering))
 			if t.logged < m.Count {
 				// a window cut inside the scrapes' where no two lie
 				// inside it: the scrapes count executions the workload
 				// does not hold
 				lv.Measured.Replay = &TimeRange{From: mw.From, To: mw.To}
 			}
-		case m.Sum <= 0:
+		case m.Sum <= 0 || m.Count <= 0:
 			lv.Measured.Why = "APF measured no execution time"
 		default:
-			lv.Measured.Ratio = (t.recorded + t.est) / float64(m.Sum)
+			lv.Measured.Ratio = (t.recorded + t.est) / float64(t.logged) / (float64(m.Sum) / float64(m.Count))
 		}
 	}
 	return nil
+}
+
+// gatheringNote says how many executions ended while the scrapes at
+// either end gathered their figures, where they took a time known.
+func gatheringNote(g [2]int64) string {
+	if g == [2]int64{} {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them while the first scrape gathered, and %d more while the last did)", g[0], g[1])
 }
 
 // measuredRatios returns, by the level indices of ids, the ratio of an
