@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
-	"github.com/kubectl-apf/kubectl-apf/internal/testharness/recording"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -34,13 +32,16 @@ import (
 //     requests within 10% of the recorded count (requests less 429s).
 func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 	var report []string
-	for _, dir := range recordingDirs(t) {
+	// the CFS models' running per period read from the stalls, by
+	// recording and mode, against what its CPU limit gives
+	var fromStalls []stallsRun
+	dirs, ran := recordingDirs(t), 0
+	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			tmp := t.TempDir()
-			logFile := fixture.Gunzip(t, filepath.Join(dir, recording.HTTPLogFile), tmp)
-			auditFile := fixture.Gunzip(t, filepath.Join(dir, recording.AuditLogFile), tmp)
-			bundle := filepath.Join(dir, recording.BundleFile)
+			kr := openRecording(t, dir)
+			logFile, auditFile, bundle := kr.logFile, kr.auditFile, kr.bundle
+			ran++
 			for _, mode := range []struct {
 				name  string
 				files []string
@@ -58,6 +59,10 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 					}
 				}
 				res := simulateT(t, stateInput{from: bundle}, cfg)
+				if m := res.Calibration.CPU; m != nil && m.CPULimit == 0 && kr.rec.APIServerCPUs > 0 && m.GOMAXPROCS > 0 {
+					limit := time.Duration(kr.rec.APIServerCPUs * float64(m.Period) / float64(m.GOMAXPROCS))
+					fromStalls = append(fromStalls, stallsRun{name + ", " + mode.name, time.Duration(m.RunPerPeriod), limit})
+				}
 				for _, f := range res.Fit {
 					rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 					report = append(report, fmt.Sprintf("%-9s %-13s %-16s dispatches recorded %5d, replayed %5d", name, mode.name, f.Level, rec, rep))
@@ -75,6 +80,48 @@ func TestCalibrationNeverContradictsTheRecordings(t *testing.T) {
 		})
 	}
 	t.Logf("calibration against the recordings:\n%s", strings.Join(report, "\n"))
+	if ran == len(dirs) {
+		checkRunFromStalls(t, fromStalls)
+	} else {
+		t.Logf("%d of the %d recordings calibrated: calibrate.RunFromStalls not checked", ran, len(dirs))
+	}
+}
+
+// stallsRun is a CFS model's running per period read from a recording's
+// stalls, and what its CPU limit gives.
+type stallsRun struct {
+	of         string
+	run, limit time.Duration
+}
+
+// checkRunFromStalls holds calibrate.RunFromStalls, which simulate prints
+// beside a running per period read from the stalls, to those of every
+// recording, in both modes.
+func checkRunFromStalls(t *testing.T, runs []stallsRun) {
+	t.Helper()
+	if len(runs) == 0 {
+		t.Errorf("no CFS model read from the stalls of any recording: calibrate.RunFromStalls, which simulate prints, speaks of none")
+		return
+	}
+	seen := calibrate.RunFromStalls
+	low, high := runs[0], runs[0]
+	var lines []string
+	for _, r := range runs {
+		lines = append(lines, fmt.Sprintf("%-40s %v (the limit gives %v)", r.of, r.run.Round(100*time.Microsecond), r.limit))
+		if r.limit != seen.Limit {
+			t.Errorf("%s: its CPU limit gives %v of running per period, calibrate.RunFromStalls says %v", r.of, r.limit, seen.Limit)
+		}
+		if r.run < low.run {
+			low = r
+		}
+		if r.run > high.run {
+			high = r
+		}
+	}
+	t.Logf("running per period read from the stalls:\n%s", strings.Join(lines, "\n"))
+	if l, h := low.run.Round(100*time.Microsecond), high.run.Round(100*time.Microsecond); l != seen.Low || h != seen.High {
+		t.Errorf("the running per period read from the stalls is %v (%s) to %v (%s) on the recordings; calibrate.RunFromStalls, which simulate prints, says %v to %v", l, low.of, h, high.of, seen.Low, seen.High)
+	}
 }
 
 // preparedSeatTime runs the calibration of Run on the workload and returns,

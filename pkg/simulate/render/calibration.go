@@ -24,7 +24,9 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 		}
 		return
 	}
-	from := fmt.Sprintf("read from its %d stalls of about a period, the longest (the marks'): 9–13.4ms where the limit gave 10ms on the project's recordings, and the what-ifs follow it closely; the server's CPU limit (--cpu-limit) gives it exactly", m.FullPeriodStalls)
+	seen := calibrate.RunFromStalls
+	from := fmt.Sprintf("read from its %d stalls of about a period, the longest (the marks'): %.3g–%s where the limit gave %s on the project's recordings, and the what-ifs follow it closely; the server's CPU limit (--cpu-limit) gives it exactly",
+		m.FullPeriodStalls, float64(seen.Low)/float64(time.Millisecond), fmtDuration(seen.High), fmtDuration(seen.Limit))
 	if m.CPULimit > 0 {
 		from = fmt.Sprintf("from the CPU limit of %g %s over GOMAXPROCS", m.CPULimit, textfmt.PluralFigure(&m.CPULimit, "core", "cores"))
 	}
