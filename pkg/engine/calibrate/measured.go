@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 )
@@ -51,9 +52,10 @@ type Measured struct {
 	// ExecutionsGathering): APF counted those at the first scrape among
 	// Logged or not, those at the last one beyond Logged or not. A
 	// store's scrapes on a busy server take a few hundred milliseconds.
-	Gathering [2]int64 `json:"gathering,omitempty"`
-	Recorded  Duration `json:"recorded,omitempty"`
-	Estimated Duration `json:"estimated"`
+	// nil where the scrapes do not tell how long they took (a bundle's).
+	Gathering *[2]int64 `json:"gathering,omitempty"`
+	Recorded  Duration  `json:"recorded,omitempty"`
+	Estimated Duration  `json:"estimated"`
 	// Ratio is the mean execution the replay gives the logged ones,
 	// (Recorded + Estimated) / Logged, over APF's, Time / Executions
 	// (the time in all's ratio where the counts agree, as they do but
@@ -138,7 +140,10 @@ func measuredExecutions(r *Result, in *inputs) error {
 		if lv == nil || t.est <= 0 || t.logged < int64(r.params.MinEvidence) {
 			continue
 		}
-		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Scrapes: mw, Logged: t.logged, Gathering: t.gathering, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
+		lv.Measured = &Measured{Executions: m.Count, Time: Duration(m.Sum), Scrapes: mw, Logged: t.logged, Recorded: Duration(t.recorded), Estimated: Duration(t.est)}
+		if took != [2]time.Duration{} {
+			lv.Measured.Gathering = &t.gathering
+		}
 		// APF's count holds the logged executions but those that ended
 		// while the first scrape gathered, and may hold those that ended
 		// while the last one did
@@ -146,7 +151,7 @@ func measuredExecutions(r *Result, in *inputs) error {
 		low, high := float64(t.logged-t.gathering[0])-tol, float64(t.logged+t.gathering[1])+tol
 		switch {
 		case float64(m.Count) < low || float64(m.Count) > high:
-			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them%s: not the same requests", m.Count, t.logged, gatheringNote(t.gathering))
+			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them%s: not the same requests", m.Count, t.logged, gatheringNote(lv.Measured.Gathering))
 			if t.logged < m.Count {
 				// a window cut inside the scrapes' where no two lie
 				// inside it: the scrapes count executions the workload
@@ -164,8 +169,8 @@ func measuredExecutions(r *Result, in *inputs) error {
 
 // gatheringNote says how many executions ended while the scrapes at
 // either end gathered their figures, where they took a time known.
-func gatheringNote(g [2]int64) string {
-	if g == [2]int64{} {
+func gatheringNote(g *[2]int64) string {
+	if g == nil {
 		return ""
 	}
 	return fmt.Sprintf(" (%d of them while the first scrape gathered, and %d more while the last did)", g[0], g[1])

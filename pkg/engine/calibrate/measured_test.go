@@ -65,6 +65,9 @@ func TestMeasuredExecutions(t *testing.T) {
 		t.Fatalf("scrapes around the load: measured %+v, want a ratio", m)
 	}
 	t.Logf("%d executions of %v; the estimates give them %v (%.3f)", n, sum, time.Duration(m.Estimated), m.Ratio)
+	if m.Gathering != nil {
+		t.Errorf("scrapes that do not tell how long they took: gathering %v, want none (not 0)", *m.Gathering)
+	}
 	if m.Executions != n || m.Logged != n || time.Duration(m.Time) != sum || m.Recorded != 0 {
 		t.Errorf("measured %+v, want %d executions of %v, all logged, none recorded", m, n, sum)
 	}
@@ -102,12 +105,15 @@ func TestMeasuredExecutions(t *testing.T) {
 		t.Errorf("the last scrape counted 300ms after its time, not told how long it took: measured %+v, want no ratio", m)
 	}
 	m = run(gatheredEx, half, 0, 500*time.Millisecond).Measured
-	if m == nil || m.Ratio == 0 || m.Logged != halfEnds || m.Gathering[1] < late.after || m.Gathering[0] != 0 {
+	if m == nil || m.Ratio == 0 || m.Logged != halfEnds || m.Gathering == nil || m.Gathering[1] < late.after || m.Gathering[0] != 0 {
 		t.Errorf("the last scrape took 500ms and counted 300ms into it: measured %+v, want a ratio, %d logged and at least %d gathering at the last scrape", m, halfEnds, late.after)
 	} else {
 		t.Logf("APF counted %d executions, %d of them in the 300ms after the half; the workload holds %d, and %d while the last scrape gathered: ratio %.3f", late.n, late.after, m.Logged, m.Gathering[1], m.Ratio)
 	}
 	// more executions than the scrape's gathering can hold: refused
+	if m == nil || m.Gathering == nil {
+		t.FailNow()
+	}
 	tooMany := map[string]metrics.Executions{"slow": {Count: late.n + m.Gathering[1] + 10, Sum: late.sum}}
 	if m := run(tooMany, half, 0, 500*time.Millisecond).Measured; m == nil || m.Ratio != 0 || !strings.Contains(m.Why, "while the last did") {
 		t.Errorf("APF counted more than the workload holds with every execution the last scrape's gathering may hold: measured %+v, want no ratio and the gathering said", m)

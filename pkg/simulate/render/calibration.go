@@ -256,8 +256,8 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 
 // gatheringSaid says how many of the log's executions ended while the
 // scrapes gathered, where any did.
-func gatheringSaid(g [2]int64) string {
-	if g == [2]int64{} {
+func gatheringSaid(g *[2]int64) string {
+	if g == nil || *g == [2]int64{} {
 		return ""
 	}
 	return fmt.Sprintf("; %d of them ended while the first scrape gathered, %d more while the last did", g[0], g[1])

@@ -410,7 +410,7 @@ func TestMeasuredExecutions(t *testing.T) {
 			{Level: "tiny", Measured: &calibrate.Measured{Executions: 620, Time: s(11.837), Scrapes: w, Logged: 620, Estimated: s(12.188), Ratio: 1.03}},
 		}, []string{"between the scrapes at 2030-01-01T00:00:00Z–00:00:30Z): tiny's 620 executions took 11.8s, the estimates give them 12.2s (1.03×)."}, []string{"replay"}},
 		{"the counts differ by the scrapes' gathering", []calibrate.Level{
-			{Level: "apf-load", Measured: &calibrate.Measured{Executions: 240, Time: s(5.152), Scrapes: w, Logged: 233, Gathering: [2]int64{2, 9}, Estimated: s(5.038), Ratio: 1.007}},
+			{Level: "apf-load", Measured: &calibrate.Measured{Executions: 240, Time: s(5.152), Scrapes: w, Logged: 233, Gathering: &[2]int64{2, 9}, Estimated: s(5.038), Ratio: 1.007}},
 		}, []string{"apf-load's 240 executions took 5.15s, the estimates give the log's 233 5.04s (1.01× per execution; 2 of them ended while the first scrape gathered, 9 more while the last did)."}, []string{"replay"}},
 		{"a window cut inside", []calibrate.Level{
 			{Level: "a", Measured: &calibrate.Measured{Executions: 855, Time: s(9), Scrapes: w, Logged: 798, Why: "APF measured 855 executions ..., the workload holds 798: not the same requests", Replay: &w}},
