@@ -37,11 +37,12 @@ var (
 	// evidenceSums are histograms read by their sum and count alone: the
 	// executions APF measured per level (metrics.ExecutionsBetween)
 	evidenceSums = []string{metrics.RequestExecutionSeconds}
-	// scrapeDuration is the series a Prometheus (or VictoriaMetrics)
-	// writes of each scrape, how long it took, stamped like its samples
-	// when it started: the server gathered them within it (Scrape.Took)
-	scrapeDuration = "scrape_duration_seconds"
 )
+
+// scrapeDuration is the series a Prometheus (or VictoriaMetrics) writes of
+// each scrape, how long it took, stamped like its samples when it started:
+// the server gathered them within it (Scrape.Took).
+const scrapeDuration = "scrape_duration_seconds"
 
 // InstanceEvidence is what a store holds of one apiserver instance around
 // a window: the samples of the scrape at or before its start (else the

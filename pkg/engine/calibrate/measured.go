@@ -151,7 +151,11 @@ func measuredExecutions(r *Result, in *inputs) error {
 		low, high := float64(t.logged-t.gathering[0])-tol, float64(t.logged+t.gathering[1])+tol
 		switch {
 		case float64(m.Count) < low || float64(m.Count) > high:
-			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them%s: not the same requests", m.Count, t.logged, gatheringNote(lv.Measured.Gathering))
+			gathering := lv.Measured.GatheringSaid()
+			if gathering != "" {
+				gathering = " (" + gathering + ")"
+			}
+			lv.Measured.Why = fmt.Sprintf("APF measured %d executions of the level between the scrapes, the workload holds %d that ended between them%s: not the same requests", m.Count, t.logged, gathering)
 			if t.logged < m.Count {
 				// a window cut inside the scrapes' where no two lie
 				// inside it: the scrapes count executions the workload
@@ -167,13 +171,14 @@ func measuredExecutions(r *Result, in *inputs) error {
 	return nil
 }
 
-// gatheringNote says how many executions ended while the scrapes at
-// either end gathered their figures, where they took a time known.
-func gatheringNote(g *[2]int64) string {
-	if g == nil {
+// GatheringSaid says how many of the logged executions ended while the
+// scrapes at either end gathered their figures (Gathering); "" where the
+// scrapes tell no time of their own.
+func (m *Measured) GatheringSaid() string {
+	if m == nil || m.Gathering == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (%d of them while the first scrape gathered, and %d more while the last did)", g[0], g[1])
+	return fmt.Sprintf("%d of them ended while the first scrape gathered, %d more while the last did", m.Gathering[0], m.Gathering[1])
 }
 
 // measuredRatios returns, by the level indices of ids, the ratio of an

@@ -240,8 +240,12 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 		}
 		// the counts differ by the executions that ended while a scrape
 		// gathered: the means are set side by side
+		gathering := ""
+		if g := m.Gathering; g != nil && *g != [2]int64{} {
+			gathering = "; " + m.GatheringSaid()
+		}
 		ms = append(ms, fmt.Sprintf("%s's %d executions took %v, the estimates give the log's %d %v (%.2f× per execution%s)",
-			name, m.Executions, fmtDuration(time.Duration(m.Time)), m.Logged, fmtDuration(time.Duration(m.Recorded+m.Estimated)), m.Ratio, gatheringSaid(m.Gathering)))
+			name, m.Executions, fmtDuration(time.Duration(m.Time)), m.Logged, fmtDuration(time.Duration(m.Recorded+m.Estimated)), m.Ratio, gathering))
 	}
 	if len(ms) > 0 {
 		fmt.Fprintf(w, "Execution times against APF's measure of them (apiserver_flowcontrol_request_execution_seconds between the scrapes at %s): %s.\n", logs.FormatWindow(between.From, between.To), strings.Join(ms, "; "))
@@ -252,15 +256,6 @@ func printMeasured(w io.Writer, cal *calibrate.Report) {
 				replay.From.UTC().Format(time.RFC3339Nano), replay.To.UTC().Format(time.RFC3339Nano))
 		}
 	}
-}
-
-// gatheringSaid says how many of the log's executions ended while the
-// scrapes gathered, where any did.
-func gatheringSaid(g *[2]int64) string {
-	if g == nil || *g == [2]int64{} {
-		return ""
-	}
-	return fmt.Sprintf("; %d of them ended while the first scrape gathered, %d more while the last did", g[0], g[1])
 }
 
 // calibrationFound reports whether a calibration rests on any evidence or
