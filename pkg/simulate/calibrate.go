@@ -33,6 +33,21 @@ type serverMetrics struct {
 	store    string
 	interval time.Duration
 	notes    []string
+	// source are the evidence's instance's scrapes read, for
+	// settleExecutions to pick APF's executions' pair again.
+	source instanceScrapes
+}
+
+// setExecutions sets the evidence of APF's executions between the
+// scrapes first and last (none where they hold no execution histogram).
+func (m *serverMetrics) setExecutions(first, last *metrics.Scrape) {
+	ex := metrics.ExecutionsBetween(first, last)
+	m.evidence.Executions = ex
+	m.evidence.ExecutionsWindow, m.evidence.ExecutionsGathering = calibrate.TimeRange{}, [2]time.Duration{}
+	if ex != nil {
+		m.evidence.ExecutionsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
+		m.evidence.ExecutionsGathering = [2]time.Duration{first.Took, last.Took}
+	}
 }
 
 // EvidenceStore is a metrics store the CPU evidence is read from
@@ -151,18 +166,15 @@ func readServerMetrics(ctx context.Context, st *state.State, cfg Config, target 
 		if seen++; seen > 1 {
 			// the workload mixes the instances: no one server's pace
 			m.notes = append(m.notes, "note: several instances' metrics have two scrapes; the CPU models read none of them")
-			m.evidence = calibrate.Evidence{}
+			m.evidence, m.source = calibrate.Evidence{}, instanceScrapes{}
 			break
 		}
 		if okGC {
 			m.evidence.Runtime = &calibrate.Runtime{Span: a.Span, GCCycles: a.Cycles, MarkCPU: a.MarkCPU, Dispatched: a.Dispatched, GOMAXPROCS: a.GOMAXPROCS}
 		}
 		m.evidence.MetricsWindow = calibrate.TimeRange{From: first.Time, To: last.Time}
-		m.evidence.Executions = ex
-		if ex != nil {
-			m.evidence.ExecutionsWindow = calibrate.TimeRange{From: exFirst.Time, To: exLast.Time}
-			m.evidence.ExecutionsGathering = [2]time.Duration{exFirst.Took, exLast.Took}
-		}
+		m.setExecutions(exFirst, exLast)
+		m.source = s
 		m.scrapes, m.interval = s.total, s.interval
 		if okCPU {
 			m.evidence.CPUUse = &u

@@ -105,7 +105,12 @@ func Prepare(ctx context.Context, st *state.State, cfg Config) (p *Prepared, err
 		return nil, err
 	}
 	p.counts = m.counts
-	if _, sp.window = coverEvidence(cfg.calibration(), m, &sp.arrivals, window); sp.window != nil {
+	_, sp.window = coverEvidence(cfg.calibration(), m, &sp.arrivals, window)
+	if err := settleExecutions(ctx, cfg, &m, &sp.arrivals, sp.window); err != nil {
+		sp.tape.Close()
+		return nil, err
+	}
+	if sp.window != nil {
 		// the window's requests alone, on a tape of their own
 		cut := workload.NewTape()
 		rd := cut.Record(sp.reader(ctx))

@@ -226,6 +226,9 @@ func Run(ctx context.Context, st *state.State, cfg Config) (*Result, error) {
 		}
 		coverage, window = coverEvidence(cfg.calibration(), m, &split.arrivals, window)
 		split.window = window
+		if err := settleExecutions(ctx, cfg, &m, &split.arrivals, window); err != nil {
+			return nil, err
+		}
 		if len(split.names) > 1 {
 			res, err := runInstances(ctx, st, cfg, before, after, notes, m, files, split)
 			if res != nil {

@@ -1,9 +1,13 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
@@ -63,6 +67,13 @@ type arrivals struct {
 	span     logs.Span
 	all      []int64
 	rejected []int64
+	// ran are, beside all, the latency of each request APF executed (not
+	// answered 429, its latency recorded, neither a watch, whose latency
+	// is the watch's and not its execution's, nor a long-running request
+	// APF does not see), to the millisecond rounded up; 0 for the others.
+	// settled reads them.
+	ran    []uint32
+	parsed engine.RequestCache
 }
 
 func (a *arrivals) add(r *workload.Request) {
@@ -75,6 +86,29 @@ func (a *arrivals) add(r *workload.Request) {
 	if r.Status == 429 && t != 0 {
 		a.rejected = append(a.rejected, t)
 	}
+	var ran uint32
+	if t != 0 && r.Status != 429 && r.Latency > 0 {
+		if er, err := a.parsed.Parse(r.Method, r.URI, engine.Identity{}); err == nil && er.Bypass == "" && er.Info.Verb != "watch" {
+			ran = uint32(min((r.Latency+time.Millisecond-1)/time.Millisecond, math.MaxUint32))
+		}
+	}
+	a.ran = append(a.ran, ran)
+}
+
+// settled is the earliest time from which every execution that ends is
+// one of a request that arrived at from or later: the latest end of the
+// executions of the requests that arrived before from, else from. A
+// window cut from a longer log lacks those requests, and APF's counters
+// between two scrapes before settled count their executions.
+func (a *arrivals) settled(from time.Time) time.Time {
+	f := from.UnixNano()
+	s := f
+	for i, t := range a.all {
+		if t != 0 && t < f && a.ran[i] > 0 {
+			s = max(s, t+int64(a.ran[i])*int64(time.Millisecond))
+		}
+	}
+	return time.Unix(0, s).In(from.Location())
 }
 
 // count counts the arrivals from from to to (both included; zero bounds
@@ -114,12 +148,13 @@ func scrapePair(ms []*metrics.Scrape, target calibrate.TimeRange) (first, last *
 // executionsPair returns the scrapes APF's executions are read between
 // for the window target: the widest pair inside it (metrics.Inside),
 // where two scrapes lie inside it (a long bundle's, a store's), else the
-// bracketing pair first, last (a bundle's two around the load). The
-// executions that ended between an inner pair are the workload's own,
-// whatever the log holds around the window: a window cut from a longer
-// log, whose bracketing scrapes also count the executions a second
-// beyond it that the workload replayed does not hold (the e2e store's,
-// 703 for the window's 610), is measured so.
+// bracketing pair first, last (a bundle's two around the load). A window
+// cut from a longer log is measured so: its bracketing scrapes also count
+// the executions a second beyond it that the workload replayed does not
+// hold (the e2e store's, 703 for the window's 610). The executions that
+// ended between an inner pair are the workload's own only where no
+// request that arrived before the window still ran at the first:
+// settleExecutions moves the pair where one did.
 func executionsPair(ms []*metrics.Scrape, target calibrate.TimeRange, first, last *metrics.Scrape) (*metrics.Scrape, *metrics.Scrape) {
 	if target.IsZero() {
 		return first, last
@@ -205,4 +240,75 @@ func scrapeTimes(ms []*metrics.Scrape) []time.Time {
 		times[i] = m.Time
 	}
 	return times
+}
+
+// settleExecutions keeps APF's executions between the scrapes (the
+// evidence's ExecutionsWindow) to executions of the workload replayed,
+// the window win of a longer log. An inner pair of scrapes (executionsPair)
+// taken while requests that arrived before the window still ran counts
+// their executions, which the workload does not hold: APF counted 216
+// where the workload held 200 on an e2e window cut 64 ms before a scrape
+// of a load whose requests waited up to 580 ms. The pair is then the
+// widest inside the window from the moment those requests ended
+// (arrivals.settled) on, read again from the evidence's source (a store's
+// or a long bundle's scrapes inside it); where no two scrapes lie there,
+// the executions are not evidence, and a note says why. A bracketing pair
+// (taken before the window) is kept: the check finds APF counting more
+// than the workload holds, and says which window to replay for it.
+func settleExecutions(ctx context.Context, cfg Config, m *serverMetrics, a *arrivals, win *ReplayWindow) error {
+	ew := m.evidence.ExecutionsWindow
+	if win == nil || m.evidence.Executions == nil || !ew.From.After(win.From) {
+		return nil
+	}
+	settled := a.settled(win.From)
+	if !ew.From.Before(settled) {
+		return nil
+	}
+	scrapes := m.source.scrapes
+	if settled.Before(win.To) {
+		more, err := scrapesInside(ctx, cfg, m.source.instance, m.store != "", settled, win.To)
+		if err != nil {
+			return err
+		}
+		scrapes = append(slices.Clone(scrapes), more...)
+		slices.SortStableFunc(scrapes, func(a, b *metrics.Scrape) int { return a.Time.Compare(b.Time) })
+	}
+	if i, j, ok := metrics.Inside(scrapeTimes(scrapes), settled, win.To); ok {
+		if m.setExecutions(scrapes[i], scrapes[j]); m.evidence.Executions != nil {
+			return nil
+		}
+	}
+	m.setExecutions(nil, nil)
+	m.notes = append(m.notes, fmt.Sprintf("note: APF's executions between the scrapes are not set beside the workload's: requests that arrived before the window replayed (%s) ran until %s, and no two scrapes that count executions lie between then and the window's end",
+		logs.FormatWindow(win.From, win.To), settled.UTC().Format(time.RFC3339Nano)))
+	return nil
+}
+
+// scrapesInside reads again, from the store (store) or the long bundle
+// the evidence came from, the instance's scrapes inside [from, to]; none
+// from the state's own scrapes, all of which are read already.
+func scrapesInside(ctx context.Context, cfg Config, instance string, store bool, from, to time.Time) ([]*metrics.Scrape, error) {
+	switch {
+	case store && cfg.Store != nil:
+		got, err := cfg.Store.Scrapes(ctx, from, to)
+		if err != nil {
+			return nil, fmt.Errorf("--prometheus: %w", err)
+		}
+		for _, g := range got {
+			if g.Instance == instance {
+				return g.Scrapes, nil
+			}
+		}
+	case !store && cfg.Recorded != nil:
+		got, err := cfg.Recorded(from, to)
+		if err != nil {
+			return nil, fmt.Errorf("the bundle's scrapes inside the window replayed cannot be read: %w", err)
+		}
+		for _, g := range got {
+			if g.Instance == instance {
+				return g.Scrapes, nil
+			}
+		}
+	}
+	return nil, nil
 }

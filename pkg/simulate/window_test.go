@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/logs"
 	"github.com/kubectl-apf/kubectl-apf/pkg/metrics"
 )
@@ -359,5 +361,107 @@ func TestMedianGap(t *testing.T) {
 		if got := medianGap(c.scrapes); got != c.want {
 			t.Errorf("medianGap of %d scrapes = %v, want %v", len(c.scrapes), got, c.want)
 		}
+	}
+}
+
+// TestSettleExecutions: a window cut from a longer log lacks the requests
+// that arrived before it, whose executions APF counted where they ended
+// after a scrape inside it. The pair of scrapes APF's executions are
+// read between moves past the end of the last of them (a watch's and a
+// 429's latency are not executions), to scrapes the evidence's store
+// holds inside the window; where none lie there, the executions are not
+// evidence, and a note says why; a pair taken before the window is kept.
+func TestSettleExecutions(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var a arrivals
+	for _, r := range []struct {
+		at, latency int
+		method, uri string
+		status      int
+	}{
+		{200, 60_000, "GET", "/api/v1/pods?watch=true", 200},          // a watch: its latency is not its execution
+		{400, 5_000, "GET", "/api/v1/namespaces/a/pods/p/log", 200},   // long-running, not APF's
+		{500, 800, "GET", "/api/v1/namespaces/a/pods", 200},           // ran until 1.3s
+		{900, 2_000, "GET", "/api/v1/namespaces/a/pods", 429},         // rejected: not an execution
+		{1_200, 3_000, "GET", "/api/v1/namespaces/a/configmaps", 200}, // inside the window
+	} {
+		a.add(&workload.Request{Arrival: at(r.at), Latency: time.Duration(r.latency) * time.Millisecond, Method: r.method, URI: r.uri, Status: r.status})
+	}
+	if got := a.settled(at(1_000)); !got.Equal(at(1_300)) {
+		t.Fatalf("settled at 1s: %v, want 1.3s: the end of the pods LIST that arrived at 0.5s", got)
+	}
+	if got := a.settled(at(100)); !got.Equal(at(100)) {
+		t.Fatalf("settled at 0.1s, before every arrival: %v", got)
+	}
+	scrape := func(ms int) *metrics.Scrape {
+		l := `{flow_schema="f",priority_level="l",type="regular"}`
+		body := fmt.Sprintf("# TYPE apiserver_flowcontrol_request_execution_seconds histogram\n"+
+			"apiserver_flowcontrol_request_execution_seconds_bucket{flow_schema=\"f\",priority_level=\"l\",type=\"regular\",le=\"+Inf\"} %d\n"+
+			"apiserver_flowcontrol_request_execution_seconds_sum%s %d\n"+
+			"apiserver_flowcontrol_request_execution_seconds_count%s %d\n", ms, l, ms/100, l, ms)
+		s, err := metrics.ParseText([]byte(body), at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	scrapes := func(ms ...int) []*metrics.Scrape {
+		var out []*metrics.Scrape
+		for _, m := range ms {
+			out = append(out, scrape(m))
+		}
+		return out
+	}
+	win := &ReplayWindow{From: at(1_000), To: at(10_000)}
+	for _, c := range []struct {
+		name     string
+		source   []*metrics.Scrape // the evidence's instance's scrapes read
+		store    []*metrics.Scrape // what the store answers for the settled window
+		first    int               // the pair read for APF's executions
+		want     [2]int            // {0, 0}: none
+		note     bool
+		storeAsk bool
+	}{
+		{"the state's scrapes, every second", scrapes(0, 1_100, 2_100, 9_100, 10_100), nil, 1_100, [2]int{2_100, 9_100}, false, false},
+		{"a store's: bracket and the widest inner pair, read again", scrapes(0, 1_100, 9_100, 10_100), scrapes(1_100, 2_100, 9_100, 10_100), 1_100, [2]int{2_100, 9_100}, false, true},
+		{"one scrape inside from then on", scrapes(0, 1_100, 9_100, 10_100), scrapes(1_100, 9_100, 10_100), 1_100, [2]int{}, true, true},
+		{"the inner pair taken after the requests ended", scrapes(0, 1_400, 9_100, 10_100), nil, 1_400, [2]int{1_400, 9_100}, false, false},
+		{"a bracketing pair", scrapes(0, 10_100), nil, 0, [2]int{0, 10_100}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cfg Config
+			var store *fakeStore
+			m := serverMetrics{source: instanceScrapes{instance: "i", scrapes: c.source}}
+			if c.store != nil {
+				store = &fakeStore{scrapes: c.store, instance: "i"}
+				cfg.Store, m.store = store, store.Describe()
+			}
+			last := c.source[len(c.source)-1]
+			if c.first != 0 {
+				last = c.source[len(c.source)-2]
+			}
+			m.setExecutions(scrape(c.first), last)
+			if err := settleExecutions(context.Background(), cfg, &m, &a, win); err != nil {
+				t.Fatal(err)
+			}
+			got := m.evidence.ExecutionsWindow
+			switch {
+			case c.want == [2]int{}:
+				if m.evidence.Executions != nil || !got.IsZero() {
+					t.Errorf("APF's executions read between %v, want none", got)
+				}
+			case !got.From.Equal(at(c.want[0])) || !got.To.Equal(at(c.want[1])):
+				t.Errorf("APF's executions read between %v, want %v–%v", got, at(c.want[0]), at(c.want[1]))
+			case m.evidence.Executions["l"].Count != int64(c.want[1]-c.want[0]):
+				t.Errorf("APF's executions: %+v, want %d", m.evidence.Executions["l"], c.want[1]-c.want[0])
+			}
+			if noted := len(m.notes) == 1 && strings.Contains(m.notes[0], "ran until 2030-01-01T00:00:01.3Z"); noted != c.note {
+				t.Errorf("notes %q, want one saying when the earlier requests ended: %v", m.notes, c.note)
+			}
+			if asked := store != nil && len(store.asked) == 1 && store.asked[0] == [2]time.Time{at(1_300), at(10_000)}; asked != c.storeAsk {
+				t.Errorf("the store was asked %v, want once for 1.3s–10s: %v", store, c.storeAsk)
+			}
+		})
 	}
 }
