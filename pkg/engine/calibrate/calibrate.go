@@ -294,9 +294,9 @@ type Estimated struct {
 	// level's mean estimated queue wait in the last iteration), for
 	// audit-only workloads.
 	FixedPointIterations int `json:"fixedPointIterations,omitempty"`
-	// StallsReplaced: executions, recorded or estimated, that stalled,
-	// given their level's median execution time because the CPU model
-	// places the stalls (Result.CPU).
+	// StallsReplaced: recorded executions that stalled, given their
+	// level's median execution time because the CPU model places the
+	// stalls (Result.CPU).
 	StallsReplaced   int64    `json:"stallsReplaced,omitempty"`
 	FixedPointChange Duration `json:"fixedPointChange,omitempty"`
 }
@@ -363,8 +363,8 @@ type Result struct {
 // (Result's exported fields).
 type working struct {
 	overhead map[string]time.Duration
-	// stallAt: per level, the execution time from which an execution
-	// stalled, and the median it is replaced with under CPU
+	// stallAt: per level, the execution time from which a recorded
+	// execution stalled, and the median it is replaced with under CPU
 	stallAt map[string][2]time.Duration
 	windows map[string]map[int64]time.Duration
 	// capped: levels whose overhead the recording bounded (Refused), which
@@ -902,9 +902,9 @@ func (r *Result) serverFigures() {
 	}
 }
 
-// stallThresholds sets, per level, the execution time from which an
-// execution (recorded or estimated) stalled and the median it is replaced
-// with under the CPU model.
+// stallThresholds sets, per level, the execution time from which a
+// recorded execution stalled and the median it is replaced with under the
+// CPU model.
 func (r *Result) stallThresholds() {
 	r.stallAt = map[string][2]time.Duration{}
 	for _, lv := range r.Levels {

@@ -148,12 +148,8 @@ func (a *applied) Next(w *workload.Request) error {
 		a.r.countWait(&a.x)
 		w.QueuedOverhead = a.r.OverheadAt(a.x.level, a.x.arrival)
 		// under a CPU model the stalls are the model's to place: a
-		// recorded or estimated one becomes its level's median execution
-		// (an estimate from the apf-queue-wait annotations or from the
-		// replay's wait keeps the stall the request's latency held as
-		// the recorded one does: starved-seed15's audit log alone kept
-		// 22 at 27–295 ms that httplog + audit replaced)
-		if s, ok := a.r.stallAt[a.x.level]; ok && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
+		// recorded one becomes its level's median execution
+		if s, ok := a.r.stallAt[a.x.level]; ok && (a.x.execFrom == fromRecord || a.x.execFrom == fromEnds) && !a.x.rejected && w.HasServiceTime && w.ServiceTime >= s[0] {
 			w.ServiceTime = s[1]
 			a.r.Estimated.StallsReplaced++
 		}
