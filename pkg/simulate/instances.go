@@ -65,6 +65,8 @@ func splitInstances(ctx context.Context, src workload.Reader, files *workload.Fi
 		raws[w.Instance] = true
 		sp.arrivals.add(&w)
 	}
+	// the paths parsed for arrivals.ran are not needed once read
+	sp.arrivals.parsed = engine.RequestCache{}
 	if len(raws) == 0 {
 		sp.tape.Close()
 		return nil, nil

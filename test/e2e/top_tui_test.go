@@ -223,7 +223,8 @@ func TestTopLiveUnderLoad(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	t.Logf("last frame:\n%s", last)
+	// The failures first, then the frame: a CI log cut after some lines
+	// keeps what failed.
 	if !sawWaiting {
 		t.Error("the view never showed a waiting apf-load request")
 	}
@@ -235,6 +236,9 @@ func TestTopLiveUnderLoad(t *testing.T) {
 	}
 	if !sawOwnLoad {
 		t.Errorf("the header never shows the view's own load on the apiserver")
+	}
+	if t.Failed() {
+		t.Logf("last frame:\n%s", last)
 	}
 	// The drill-down lists the load identities' waiting requests.
 	tm.key("Enter")
