@@ -23,7 +23,10 @@ import (
 //     level's requests within DispatchTolerance of the recorded count
 //     (requests less 429s). When it dispatches fewer, the hold is too long:
 //     the overhead is scaled so that the replay's throughput meets the
-//     recorded one (CheckDispatches), and the replay is run again.
+//     recorded one (CheckDispatches), and the replay is run again. When
+//     the CFS model's level dispatches more, the model's CPU per work,
+//     which the process's CPU reads from below, is raised towards 1 until
+//     it dispatches as many (fitPerWork).
 //
 // The first check needs no replay and catches the grossest estimates (an
 // overhead read from a waiting time that also holds the filters ahead of
@@ -206,7 +209,9 @@ func (r *Result) scale(lv *Level, f float64) {
 // too few of while the calibration gave it an overhead, refuses that
 // overhead for the one under which the replay's throughput would meet the
 // recorded one (its hold scaled by replayed / recorded dispatches; none
-// when that is not enough), unless refuse is false. It returns whether it
+// when that is not enough), unless refuse is false; for the CFS model's
+// level, it fits the model's CPU per work to the recorded dispatches
+// (fitPerWork). It returns whether it
 // changed an overhead: the replay should then be run again.
 func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 	if r == nil || !r.Enabled {
@@ -221,6 +226,10 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
 		lv.Dispatch = dispatchVerdict(r.params, rec, rep)
+		if refuse && r.CPU != nil && r.CPU.Level == lv.Level && rec >= int64(r.params.MinEvidence) && r.fitPerWork(rec, rep) {
+			changed = true
+			continue
+		}
 		if es, ok := r.execScale[lv.Level]; ok && refuse && lv.Refused != nil && rec >= int64(r.params.MinEvidence) && float64(rep) < (1-r.params.ScaledDispatchTolerance)*float64(rec) {
 			// its throughput meets the recorded one with each hold
 			// shorter by the replay's shortfall

@@ -121,9 +121,17 @@ type CPUModel struct {
 	// most 1), and Background the cores the rest of the server spent
 	// outside the marks; both 0 where the metrics do not tell (the
 	// process's CPU needs two scrapes), and an execution then spends its
-	// work.
+	// work. The dispatch check may raise CPUPerWork (fitPerWork).
 	CPUPerWork float64 `json:"cpuPerWork,omitempty"`
 	Background float64 `json:"background,omitempty"`
+	// CPUPerWorkRead, where the dispatch check raised CPUPerWork, is what
+	// the process's CPU read (fitPerWork): a floor, as the marks it is
+	// read without count the stalls outside them as theirs.
+	CPUPerWorkRead float64 `json:"cpuPerWorkRead,omitempty"`
+	// PerWorkDispatches are the replay of the recorded configuration's
+	// dispatches of Level beyond the server's, as a share of the
+	// server's, at CPUPerWorkRead and at 1, where fitPerWork raised it.
+	PerWorkDispatches [2]float64 `json:"perWorkDispatches,omitzero"`
 	// RequestCost is what a request costs before APF (the median latency
 	// of the recorded 429s: authentication and the answer), which the
 	// replay spends from the period's quota when the request arrives
@@ -394,4 +402,45 @@ func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 		}
 	}
 	return now
+}
+
+// perWorkTrial is one replay of the recorded configuration under the CPU
+// model: its CPU per work, and the share of the server's dispatches of the
+// model's level it dispatched beyond them.
+type perWorkTrial struct{ perWork, excess float64 }
+
+// fitPerWork holds the CPU model's CPU per work to the dispatches of its
+// level, from the replays of the recorded configuration (CheckDispatches;
+// rec the server's dispatches, rep the replay's). The process's CPU reads
+// it from below: the marks' CPU it is read without counts every recorded
+// stall as theirs (Mark), and half of a quota-bound server's stalls fall
+// outside them, where the executions spent the quota. And a goroutine
+// runs on one core at a time: at most 1. Where the replay at the figure
+// read dispatches more than CFSDispatchTolerance beyond the server, the
+// executions spent more of the quota than that: the replay is run again
+// at 1, and, where that dispatches fewer than the server, at the figure
+// between the two where the dispatches meet the server's (linear between
+// the two replays). It returns whether it changed the figure.
+func (r *Result) fitPerWork(rec, rep int64) bool {
+	m := r.CPU
+	if m == nil || rec <= 0 || m.CPUPerWork <= 0 || !r.params.runs(RulePerWorkFit) || len(r.perWorkTrials) > 1 {
+		return false
+	}
+	r.perWorkTrials = append(r.perWorkTrials, perWorkTrial{m.CPUPerWork, float64(rep-rec) / float64(rec)})
+	t := r.perWorkTrials
+	if len(t) == 1 {
+		if m.CPUPerWork >= 1 || t[0].excess <= r.params.CFSDispatchTolerance {
+			r.perWorkTrials = append(r.perWorkTrials, t[0]) // held: no more trials
+			return false
+		}
+		m.CPUPerWorkRead, m.CPUPerWork = m.CPUPerWork, 1
+		m.Background, m.RequestCost = 0, 0
+		return true
+	}
+	m.PerWorkDispatches = [2]float64{t[0].excess, t[1].excess}
+	if t[1].excess >= 0 {
+		return false
+	}
+	m.CPUPerWork = t[0].perWork + (t[1].perWork-t[0].perWork)*t[0].excess/(t[0].excess-t[1].excess)
+	return true
 }

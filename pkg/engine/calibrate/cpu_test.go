@@ -448,3 +448,73 @@ func TestCPUModelRunFromTheMarksStalls(t *testing.T) {
 		}
 	}
 }
+
+// TestPerWorkFitMeetsTheDispatches: where the replay of the recorded
+// configuration dispatches the CPU model's level more than
+// CFSDispatchTolerance beyond the server at the CPU per work the process's
+// CPU read, the dispatch check raises it to 1, and, where the replay at 1
+// dispatches fewer than the server, to the figure between the two where a
+// line through the two replays meets the server's dispatches; then it
+// stops. The rest of the server, which the figure read left, goes with it.
+func TestPerWorkFitMeetsTheDispatches(t *testing.T) {
+	calibration := func(perWork float64, without Rule) *Result {
+		p := DefaultParams()
+		p.Without = without
+		return &Result{params: &p, Report: Report{Enabled: true,
+			Levels: []Level{{Level: "load", Source: SourceSaturated}, {Level: "other", Source: SourceSaturated}},
+			CPU:    &CPUModel{Level: "load", CPUPerWork: perWork, Background: 0.01, RequestCost: Duration(time.Millisecond)}}}
+	}
+	// the server dispatched 1000 of 2000 requests of each level
+	fit := func(level string, dispatched int64) []LevelFit {
+		return []LevelFit{{Level: level, Requests: 2000, Recorded: 1000, Predicted: 2000 - dispatched}}
+	}
+	type step struct {
+		dispatched int64
+		changed    bool
+		perWork    float64
+	}
+	for _, c := range []struct {
+		name    string
+		perWork float64
+		without Rule
+		level   string
+		steps   []step
+		read    float64
+	}{
+		{name: "met between the two", perWork: 0.8, level: "load", read: 0.8,
+			steps: []step{{1050, true, 1}, {980, true, 0.8 + 0.2*0.05/0.07}, {1001, false, 0.8 + 0.2*0.05/0.07}}},
+		{name: "more even at 1", perWork: 0.8, level: "load", read: 0.8,
+			steps: []step{{1050, true, 1}, {1010, false, 1}}},
+		{name: "met at 1", perWork: 0.8, level: "load", read: 0.8,
+			steps: []step{{1050, true, 1}, {1000, false, 1}}},
+		{name: "within the tolerance", perWork: 0.8, level: "load",
+			steps: []step{{1005, false, 0.8}, {1050, false, 0.8}}},
+		{name: "fewer", perWork: 0.8, level: "load",
+			steps: []step{{950, false, 0.8}}},
+		{name: "read at 1", perWork: 1, level: "load",
+			steps: []step{{1100, false, 1}}},
+		{name: "the process's CPU not known", perWork: 0, level: "load",
+			steps: []step{{1100, false, 0}}},
+		{name: "another level", perWork: 0.8, level: "other",
+			steps: []step{{1050, false, 0.8}}},
+		{name: "the rule off", perWork: 0.8, without: RulePerWorkFit, level: "load",
+			steps: []step{{1050, false, 0.8}}},
+	} {
+		r := calibration(c.perWork, c.without)
+		for i, s := range c.steps {
+			changed := r.CheckDispatches(fit(c.level, s.dispatched), true)
+			if changed != s.changed || math.Abs(r.CPU.CPUPerWork-s.perWork) > 1e-9 {
+				t.Errorf("%s, replay %d dispatching %d of the server's 1000: changed %v, CPU per work %g; want %v, %g", c.name, i+1, s.dispatched, changed, r.CPU.CPUPerWork, s.changed, s.perWork)
+			}
+		}
+		if r.CPU.CPUPerWorkRead != c.read {
+			t.Errorf("%s: CPU per work read %g, want %g", c.name, r.CPU.CPUPerWorkRead, c.read)
+		}
+		if raised := c.read > 0; raised != (r.CPU.PerWorkDispatches[0] == float64(c.steps[0].dispatched-1000)/1000) {
+			t.Errorf("%s: the replays' dispatches beyond the server's kept as %v", c.name, r.CPU.PerWorkDispatches)
+		}
+		if raised := c.read > 0; raised != (r.CPU.Background == 0 && r.CPU.RequestCost == 0) {
+			t.Errorf("%s: background %g cores and %v a request left where the figure was raised: %v", c.name, r.CPU.Background, time.Duration(r.CPU.RequestCost), raised)
+		}
+	}
+}

@@ -107,6 +107,10 @@ type Params struct {
 	// for a level whose estimated execution times were already scaled to
 	// the seat time the recording allows.
 	DispatchTolerance, ScaledDispatchTolerance float64
+	// CFSDispatchTolerance is how far beyond the server the replay of the
+	// recorded configuration may dispatch the CPU model's level before
+	// its CPU per work is fitted to the server's dispatches (fitPerWork).
+	CFSDispatchTolerance float64
 	// ReboundPasses bounds the passes of the seat-time check after the
 	// execution times were scaled.
 	ReboundPasses int
@@ -206,10 +210,15 @@ const (
 	// from the quota of the period it arrives in (CPUModel.RequestCost),
 	// not at the even pace of the rest of the server.
 	RuleArrivals
+	// RulePerWorkFit: the CFS model's CPU per work, which the process's
+	// CPU reads from below, raised towards 1 until the replay of the
+	// recorded configuration dispatches the model's level as the server
+	// did (fitPerWork).
+	RulePerWorkFit
 )
 
 // Rules are every Rule, in the order of their constants.
-var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured, RuleArrivals}
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured, RuleArrivals, RulePerWorkFit}
 
 // String names the rule as docs/simulate.md does.
 func (r Rule) String() string {
@@ -234,6 +243,8 @@ func (r Rule) String() string {
 		return "measured executions"
 	case RuleArrivals:
 		return "arrivals' cost"
+	case RulePerWorkFit:
+		return "CPU per work fitted"
 	}
 	return "rules"
 }
@@ -282,6 +293,7 @@ func DefaultParams() Params {
 
 		DispatchTolerance:       0.10,
 		ScaledDispatchTolerance: 0.01,
+		CFSDispatchTolerance:    0.005,
 		ReboundPasses:           3,
 		ConvergedChange:         time.Millisecond,
 		ConvergedShare:          0.02,

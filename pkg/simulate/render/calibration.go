@@ -42,6 +42,10 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 				arrivals = fmt.Sprintf(", a request %v from the period it arrives in (its cost before APF: the median latency of the recorded 429s, at most what the process's CPU beyond the executions holds)", fmtDuration(time.Duration(m.RequestCost)))
 			}
 			spent = fmt.Sprintf("an execution spends %.0f%% of its work%s, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, arrivals, m.Background)
+			if m.CPUPerWorkRead > 0 {
+				spent = fmt.Sprintf("an execution spends %.0f%% of its work, the rest of the server none: the process's CPU over the metrics' span, less the marks', read %.0f%%, a floor (the marks are counted with every recorded stall, and some fell outside them), at which the replay of the recorded configuration dispatched %s's requests %+.1f%% against the server, and %+.1f%% at 100%%; the figure is where the line through the two meets the server's dispatches (100%% where even that dispatched more)",
+					100*m.CPUPerWork, 100*m.CPUPerWorkRead, sanitize.Line(m.Level), 100*m.PerWorkDispatches[0], 100*m.PerWorkDispatches[1])
+			}
 		}
 		fmt.Fprintf(w, "Outside the marks the server spends its quota of %v per period as it runs, and waits for the next period once it is spent: %s.\n", fmtDuration(time.Duration(m.Quota)), spent)
 	}

@@ -70,6 +70,20 @@ func TestCPUModelSaysWhatTheQuotaPays(t *testing.T) {
 	}
 }
 
+// TestCPUModelSaysItsCPUPerWorkWasFitted: where the dispatch check raised
+// the CPU per work, the paragraph gives the figure read, both replays'
+// dispatches and the figure fitted.
+func TestCPUModelSaysItsCPUPerWorkWasFitted(t *testing.T) {
+	ms := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Millisecond)) }
+	cal := &calibrate.Report{CPU: &calibrate.CPUModel{Level: "apf-load", Period: ms(100), Quota: ms(20), CPUPerWork: 0.93, CPUPerWorkRead: 0.78, PerWorkDispatches: [2]float64{0.0774, -0.021}}}
+	var b bytes.Buffer
+	printCPUModel(&b, cal, nil)
+	want := "an execution spends 93% of its work, the rest of the server none: the process's CPU over the metrics' span, less the marks', read 78%, a floor (the marks are counted with every recorded stall, and some fell outside them), at which the replay of the recorded configuration dispatched apf-load's requests +7.7% against the server, and -2.1% at 100%; the figure is where the line through the two meets the server's dispatches"
+	if out := b.String(); !strings.Contains(out, want) {
+		t.Errorf("the CFS paragraph does not say %q:\n%s", want, out)
+	}
+}
+
 // TestCPUModelSaysWhereItsRunningComesFrom: a running per period read
 // from the stalls says how far to trust it and names --cpu-limit; one
 // from the limit says so, and does not.
