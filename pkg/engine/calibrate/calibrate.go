@@ -373,10 +373,10 @@ type working struct {
 	// execScale: per level, the factor its estimated execution times are
 	// scaled by (Refusal.ExecutionScale)
 	execScale map[string]float64
-	// perWorkTrials are the replays of the recorded configuration the
-	// CPU model's CPU per work was fitted over (fitPerWork)
-	perWorkTrials []perWorkTrial
-	prep          *preparer
+	// perWorkDone: the CPU model's CPU per work is fitted, or held as
+	// read (fitPerWork)
+	perWorkDone bool
+	prep        *preparer
 	// serialWaits: by record index, the waits the ends of a level of one
 	// seat tell its audit-only records (placeSerial), which the
 	// derivations after the first give them instead of the replay's

@@ -404,43 +404,44 @@ func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 	return now
 }
 
-// perWorkTrial is one replay of the recorded configuration under the CPU
-// model: its CPU per work, and the share of the server's dispatches of the
-// model's level it dispatched beyond them.
-type perWorkTrial struct{ perWork, excess float64 }
-
 // fitPerWork holds the CPU model's CPU per work to the dispatches of its
 // level, from the replays of the recorded configuration (CheckDispatches;
-// rec the server's dispatches, rep the replay's). The process's CPU reads
-// it from below: the marks' CPU it is read without counts every recorded
-// stall as theirs (Mark), and half of a quota-bound server's stalls fall
-// outside them, where the executions spent the quota. And a goroutine
-// runs on one core at a time: at most 1. Where the replay at the figure
-// read dispatches more than CFSDispatchTolerance beyond the server, the
-// executions spent more of the quota than that: the replay is run again
-// at 1, and, where that dispatches fewer than the server, at the figure
-// between the two where the dispatches meet the server's (linear between
-// the two replays). It returns whether it changed the figure.
-func (r *Result) fitPerWork(rec, rep int64) bool {
+// rec the server's dispatches of level, rep the replay's). The process's
+// CPU reads it from below: the marks' CPU it is read without counts every
+// recorded stall as theirs (Mark), and half of a quota-bound server's
+// stalls fall outside them, where the executions spent the quota. And a
+// goroutine runs on one core at a time: at most 1. Where the replay at the
+// figure read dispatches more than CFSDispatchTolerance beyond the server,
+// the executions spent more of the quota than that: the replay is run
+// again at 1, and, where that dispatches fewer than the server, at the
+// figure between the two where the dispatches meet the server's (linear
+// between the two replays). Its progress is the model's own figures:
+// CPUPerWorkRead is set once it raised the figure, PerWorkDispatches as
+// each replay is read. It returns whether it changed the figure.
+func (r *Result) fitPerWork(level string, rec, rep int64) bool {
 	m := r.CPU
-	if m == nil || rec <= 0 || m.CPUPerWork <= 0 || !r.params.runs(RulePerWorkFit) || len(r.perWorkTrials) > 1 {
+	if m == nil || m.Level != level || rec < int64(r.params.MinEvidence) || m.CPUPerWork <= 0 || !r.params.runs(RulePerWorkFit) || r.perWorkDone {
 		return false
 	}
-	r.perWorkTrials = append(r.perWorkTrials, perWorkTrial{m.CPUPerWork, float64(rep-rec) / float64(rec)})
-	t := r.perWorkTrials
-	if len(t) == 1 {
-		if m.CPUPerWork >= 1 || t[0].excess <= r.params.CFSDispatchTolerance {
-			r.perWorkTrials = append(r.perWorkTrials, t[0]) // held: no more trials
+	excess := float64(rep-rec) / float64(rec)
+	if m.CPUPerWorkRead == 0 {
+		// the replay at the figure the process's CPU read
+		if m.CPUPerWork >= 1 || excess <= r.params.CFSDispatchTolerance {
+			r.perWorkDone = true
 			return false
 		}
 		m.CPUPerWorkRead, m.CPUPerWork = m.CPUPerWork, 1
 		m.Background, m.RequestCost = 0, 0
+		m.PerWorkDispatches[0] = excess
 		return true
 	}
-	m.PerWorkDispatches = [2]float64{t[0].excess, t[1].excess}
-	if t[1].excess >= 0 {
+	// the replay at 1
+	r.perWorkDone = true
+	m.PerWorkDispatches[1] = excess
+	if excess >= 0 {
 		return false
 	}
-	m.CPUPerWork = t[0].perWork + (t[1].perWork-t[0].perWork)*t[0].excess/(t[0].excess-t[1].excess)
+	first := m.PerWorkDispatches[0]
+	m.CPUPerWork = m.CPUPerWorkRead + (1-m.CPUPerWorkRead)*first/(first-excess)
 	return true
 }

@@ -35,17 +35,19 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 		sanitize.Line(m.Level), fmtDuration(time.Duration(m.MetricsSpan)), fmtDuration(time.Duration(m.Period)), fmtDuration(time.Duration(m.Phase)), fmtDuration(time.Duration(m.RunPerPeriod)), from,
 		m.ExecutionsPerCollection, m.Collections, m.Dispatched, fmtDuration(time.Duration(m.Mark)), m.GOMAXPROCS)
 	if m.Quota > 0 {
-		spent := "the metrics do not tell the process's CPU (two scrapes do): an execution spends its work"
-		if m.CPUPerWork > 0 {
+		var spent string
+		switch {
+		case m.CPUPerWorkRead > 0:
+			spent = fmt.Sprintf("an execution spends %.0f%% of its work, the rest of the server none: the process's CPU over the metrics' span, less the marks', read %.0f%%, a floor (the marks are counted with every recorded stall, and some fell outside them), at which the replay of the recorded configuration dispatched %s's requests %+.1f%% against the server, and %+.1f%% at 100%%; the figure is where the line through the two meets the server's dispatches (100%% where even that dispatched more)",
+				100*m.CPUPerWork, 100*m.CPUPerWorkRead, sanitize.Line(m.Level), 100*m.PerWorkDispatches[0], 100*m.PerWorkDispatches[1])
+		case m.CPUPerWork > 0:
 			arrivals := ""
 			if m.RequestCost > 0 {
 				arrivals = fmt.Sprintf(", a request %v from the period it arrives in (its cost before APF: the median latency of the recorded 429s, at most what the process's CPU beyond the executions holds)", fmtDuration(time.Duration(m.RequestCost)))
 			}
 			spent = fmt.Sprintf("an execution spends %.0f%% of its work%s, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, arrivals, m.Background)
-			if m.CPUPerWorkRead > 0 {
-				spent = fmt.Sprintf("an execution spends %.0f%% of its work, the rest of the server none: the process's CPU over the metrics' span, less the marks', read %.0f%%, a floor (the marks are counted with every recorded stall, and some fell outside them), at which the replay of the recorded configuration dispatched %s's requests %+.1f%% against the server, and %+.1f%% at 100%%; the figure is where the line through the two meets the server's dispatches (100%% where even that dispatched more)",
-					100*m.CPUPerWork, 100*m.CPUPerWorkRead, sanitize.Line(m.Level), 100*m.PerWorkDispatches[0], 100*m.PerWorkDispatches[1])
-			}
+		default:
+			spent = "the metrics do not tell the process's CPU (two scrapes do): an execution spends its work"
 		}
 		fmt.Fprintf(w, "Outside the marks the server spends its quota of %v per period as it runs, and waits for the next period once it is spent: %s.\n", fmtDuration(time.Duration(m.Quota)), spent)
 	}
