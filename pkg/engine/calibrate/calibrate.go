@@ -376,7 +376,9 @@ type working struct {
 	// perWorkDone: the CPU model's CPU per work is fitted, or held as
 	// read (fitPerWork)
 	perWorkDone bool
-	prep        *preparer
+	// costStep: how far fitCost has gone
+	costStep costStep
+	prep     *preparer
 	// serialWaits: by record index, the waits the ends of a level of one
 	// seat tell its audit-only records (placeSerial), which the
 	// derivations after the first give them instead of the replay's

@@ -137,8 +137,17 @@ type CPUModel struct {
 	// replay spends from the period's quota when the request arrives
 	// (fairqueue.ArrivalCPU); Background is the rest of the server
 	// without it. 0 without 429s or where the rest is smaller: Background
-	// then holds it all.
+	// then holds it all. The dispatch check may raise it (fitCost).
 	RequestCost Duration `json:"requestCost,omitempty"`
+	// RejectedLatency is the median latency of the recorded 429s, the
+	// most RequestCost is raised to.
+	RejectedLatency Duration `json:"rejectedLatency,omitempty"`
+	// RequestCostRead, where the dispatch check raised RequestCost, is
+	// what the process's CPU held of it (fitCost), and CostDispatches the
+	// replays' dispatches of Level beyond the server's, as a share of the
+	// server's, at RequestCostRead and at RejectedLatency.
+	RequestCostRead Duration   `json:"requestCostRead,omitempty"`
+	CostDispatches  [2]float64 `json:"costDispatches,omitzero"`
 }
 
 // maxLong bounds the long executions kept per level for RunPerPeriod.
@@ -246,7 +255,7 @@ func cpuModel(params *Params, levels []Level, accs map[string]*levelAcc, rt *Run
 // the rest, the workload's requests cost cost each before APF, at their
 // arrivals (RequestCost), as far as the rest holds them.
 func (m *CPUModel) setCPUSpent(u *metrics.CPUUse, work, span time.Duration, requests int, cost time.Duration) {
-	m.CPUPerWork, m.Background, m.RequestCost = 0, 0, 0
+	m.CPUPerWork, m.Background, m.RequestCost, m.RejectedLatency = 0, 0, 0, Duration(max(cost, 0))
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 || m.MetricsSpan <= 0 || m.Period <= 0 {
 		return
 	}
@@ -437,11 +446,77 @@ func (r *Result) fitPerWork(level string, rec, rep int64) bool {
 	}
 	// the replay at 1
 	r.perWorkDone = true
-	m.PerWorkDispatches[1] = excess
-	if excess >= 0 {
+	if !fewerAtCeiling(&m.PerWorkDispatches, excess) {
 		return false
 	}
-	first := m.PerWorkDispatches[0]
-	m.CPUPerWork = m.CPUPerWorkRead + (1-m.CPUPerWorkRead)*first/(first-excess)
+	m.CPUPerWork = between(m.CPUPerWorkRead, 1, m.PerWorkDispatches)
 	return true
 }
+
+// fewerAtCeiling keeps the dispatches beyond the server's of a fit's
+// replay at its ceiling (excess, as d[1]; d[0] the replay's at the figure
+// read) and says whether it dispatched fewer than the server: the figure
+// then lies between the two (between).
+func fewerAtCeiling(d *[2]float64, excess float64) bool {
+	d[1] = excess
+	return excess < 0
+}
+
+// between is the figure where the line through a fit's two replays meets
+// the server's dispatches: d their dispatches beyond the server's, at the
+// figure read, lo, and at the ceiling, hi.
+func between(lo, hi float64, d [2]float64) float64 {
+	return lo + (hi-lo)*d[0]/(d[0]-d[1])
+}
+
+// fitCost holds the arrivals' cost to the dispatches of the CPU model's
+// level where the process's CPU read that an execution spends all its work
+// (CPUPerWork 1 as read, not fitted by fitPerWork: the executions do not
+// take all the process's CPU), from the replays of the recorded
+// configuration (CheckDispatches; rec the server's dispatches of level,
+// rep the replay's). setCPUSpent cuts RequestCost to what the process's
+// CPU beyond the executions' work, less the marks', holds; the marks are
+// counted with every recorded stall, some of which fell outside them
+// (fitPerWork), so the cut reads it from below. Where the replay
+// dispatches more than CFSDispatchTolerance beyond the server, it is run
+// again with each request costing the median latency of the recorded 429s
+// (RejectedLatency, what setCPUSpent would give without the cut), and,
+// where that dispatches fewer than the server, at the cost between the two
+// where the dispatches meet the server's (linear between the two
+// replays). It returns whether it changed the cost.
+func (r *Result) fitCost(level string, rec, rep int64) bool {
+	m := r.CPU
+	if m == nil || m.Level != level || rec < int64(r.params.MinEvidence) || m.CPUPerWork < 1 || m.CPUPerWorkRead > 0 || !r.params.runs(RuleCostFit) || !r.params.runs(RuleArrivals) || r.costStep == costDone {
+		return false
+	}
+	excess := float64(rep-rec) / float64(rec)
+	if r.costStep == costRead {
+		// the replay at the cost the process's CPU held
+		r.costStep = costDone
+		if m.RequestCost >= m.RejectedLatency || excess <= r.params.CFSDispatchTolerance {
+			return false
+		}
+		m.RequestCostRead, m.RequestCost = m.RequestCost, m.RejectedLatency
+		m.Background = 0
+		m.CostDispatches[0] = excess
+		r.costStep = costRaised
+		return true
+	}
+	// the replay at the median latency of the 429s
+	r.costStep = costDone
+	if !fewerAtCeiling(&m.CostDispatches, excess) {
+		return false
+	}
+	m.RequestCost = Duration(between(float64(m.RequestCostRead), float64(m.RejectedLatency), m.CostDispatches))
+	return true
+}
+
+// costStep is how far fitCost has gone: the replay at the cost read comes
+// first, then, where it raised the cost, the one at the 429s' latency.
+type costStep uint8
+
+const (
+	costRead costStep = iota
+	costRaised
+	costDone
+)

@@ -191,6 +191,9 @@ func TestCPUSpentFromTheProcessCPU(t *testing.T) {
 		if math.Abs(m.CPUPerWork-c.perWork) > 1e-9 || math.Abs(m.Background-c.backgrnd) > 1e-9 || (time.Duration(m.RequestCost)-c.requestCost).Abs() > time.Microsecond {
 			t.Errorf("work %v over %v, %d requests at %v: CPU per work %g, background %g cores and %v a request, want %g, %g and %v", c.work, c.span, c.requests, c.cost, m.CPUPerWork, m.Background, time.Duration(m.RequestCost), c.perWork, c.backgrnd, c.requestCost)
 		}
+		if time.Duration(m.RejectedLatency) != c.cost {
+			t.Errorf("work %v over %v, %d requests at %v: the 429s' latency kept as %v (the most fitCost raises the cost to)", c.work, c.span, c.requests, c.cost, time.Duration(m.RejectedLatency))
+		}
 	}
 }
 
@@ -515,6 +518,80 @@ func TestPerWorkFitMeetsTheDispatches(t *testing.T) {
 		}
 		if raised := c.read > 0; raised != (r.CPU.Background == 0 && r.CPU.RequestCost == 0) {
 			t.Errorf("%s: background %g cores and %v a request left where the figure was raised: %v", c.name, r.CPU.Background, time.Duration(r.CPU.RequestCost), raised)
+		}
+	}
+}
+
+// TestCostFitMeetsTheDispatches: where the process's CPU read an
+// execution's CPU per work at 1 and the replay of the recorded
+// configuration dispatches the CPU model's level more than
+// CFSDispatchTolerance beyond the server at the arrivals' cost the rest of
+// the process's CPU held, the dispatch check raises the cost to the median
+// latency of the recorded 429s, and, where the replay at that cost
+// dispatches fewer than the server, to the cost between the two where a
+// line through the two replays meets the server's dispatches; then it
+// stops. Where the CPU per work was fitted (the executions took all the
+// process's CPU), the cost stays as it is.
+func TestCostFitMeetsTheDispatches(t *testing.T) {
+	const us = time.Microsecond
+	calibration := func(perWork float64, cost time.Duration, without Rule) *Result {
+		p := DefaultParams()
+		p.Without = without
+		return &Result{params: &p, Report: Report{Enabled: true,
+			Levels: []Level{{Level: "load", Source: SourceSaturated}, {Level: "other", Source: SourceSaturated}},
+			CPU:    &CPUModel{Level: "load", CPUPerWork: perWork, RequestCost: Duration(cost), RejectedLatency: Duration(250 * us)}}}
+	}
+	// the server dispatched 1000 of 2000 requests of each level
+	fit := func(level string, dispatched int64) []LevelFit {
+		return []LevelFit{{Level: level, Requests: 2000, Recorded: 1000, Predicted: 2000 - dispatched}}
+	}
+	type step struct {
+		dispatched int64
+		changed    bool
+		cost       time.Duration
+	}
+	ratio := 0.05 / 0.07
+	between := 100*us + time.Duration(150*float64(us)*ratio)
+	for _, c := range []struct {
+		name    string
+		perWork float64
+		cost    time.Duration
+		without Rule
+		level   string
+		steps   []step
+		read    time.Duration
+	}{
+		{name: "met between the two", perWork: 1, cost: 100 * us, level: "load", read: 100 * us,
+			steps: []step{{1050, true, 250 * us}, {980, true, between}, {1001, false, between}}},
+		{name: "more even at the 429s' latency", perWork: 1, cost: 100 * us, level: "load", read: 100 * us,
+			steps: []step{{1050, true, 250 * us}, {1010, false, 250 * us}}},
+		{name: "within the tolerance", perWork: 1, cost: 100 * us, level: "load",
+			steps: []step{{1005, false, 100 * us}, {1050, false, 100 * us}}},
+		{name: "fewer", perWork: 1, cost: 100 * us, level: "load",
+			steps: []step{{950, false, 100 * us}}},
+		{name: "not cut", perWork: 1, cost: 250 * us, level: "load",
+			steps: []step{{1100, false, 250 * us}}},
+		{name: "CPU per work fitted", perWork: 0.8, cost: 0, level: "load",
+			steps: []step{{1050, true, 0}, {1050, false, 0}, {1050, false, 0}}},
+		{name: "another level", perWork: 1, cost: 100 * us, level: "other",
+			steps: []step{{1050, false, 100 * us}}},
+		{name: "the rule off", perWork: 1, cost: 100 * us, without: RuleCostFit, level: "load",
+			steps: []step{{1050, false, 100 * us}}},
+		{name: "the arrivals' cost off", perWork: 1, cost: 100 * us, without: RuleArrivals, level: "load",
+			steps: []step{{1050, false, 100 * us}}},
+	} {
+		r := calibration(c.perWork, c.cost, c.without)
+		for i, s := range c.steps {
+			changed := r.CheckDispatches(fit(c.level, s.dispatched), true)
+			if got := time.Duration(r.CPU.RequestCost); changed != s.changed || (got-s.cost).Abs() > time.Nanosecond {
+				t.Errorf("%s, replay %d dispatching %d of the server's 1000: changed %v, cost %v; want %v, %v", c.name, i+1, s.dispatched, changed, got, s.changed, s.cost)
+			}
+		}
+		if time.Duration(r.CPU.RequestCostRead) != c.read {
+			t.Errorf("%s: cost read %v, want %v", c.name, time.Duration(r.CPU.RequestCostRead), c.read)
+		}
+		if raised := c.read > 0; raised != (r.CPU.CostDispatches[0] == float64(c.steps[0].dispatched-1000)/1000) {
+			t.Errorf("%s: the replays' dispatches beyond the server's kept as %v", c.name, r.CPU.CostDispatches)
 		}
 	}
 }

@@ -215,10 +215,16 @@ const (
 	// recorded configuration dispatches the model's level as the server
 	// did (fitPerWork).
 	RulePerWorkFit
+	// RuleCostFit: the CFS model's arrivals' cost, which the process's CPU
+	// holds from below, raised towards the median latency of the recorded
+	// 429s once an execution spends all its work, until the replay of the
+	// recorded configuration dispatches the model's level as the server
+	// did (fitCost).
+	RuleCostFit
 )
 
 // Rules are every Rule, in the order of their constants.
-var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured, RuleArrivals, RulePerWorkFit}
+var Rules = []Rule{RuleSaturated, RuleFitted, RuleCFS, RuleStalledGaps, RuleSerialEnds, RuleLevelOverhead, RuleSeatTime, RuleRooms, RuleMeasured, RuleArrivals, RulePerWorkFit, RuleCostFit}
 
 // String names the rule as docs/simulate.md does.
 func (r Rule) String() string {
@@ -245,6 +251,8 @@ func (r Rule) String() string {
 		return "arrivals' cost"
 	case RulePerWorkFit:
 		return "CPU per work fitted"
+	case RuleCostFit:
+		return "arrivals' cost fitted"
 	}
 	return "rules"
 }

@@ -42,7 +42,11 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 				100*m.CPUPerWork, 100*m.CPUPerWorkRead, sanitize.Line(m.Level), 100*m.PerWorkDispatches[0], 100*m.PerWorkDispatches[1])
 		case m.CPUPerWork > 0:
 			arrivals := ""
-			if m.RequestCost > 0 {
+			switch {
+			case m.CostDispatches[0] > 0:
+				arrivals = fmt.Sprintf(", a request %v from the period it arrives in (its cost before APF: the process's CPU beyond the executions, less the marks', held %v of it, a floor, at which the replay of the recorded configuration dispatched %s's requests %+.1f%% against the server, and %+.1f%% at the median latency of the recorded 429s, %v; the cost is where the line through the two meets the server's dispatches, the 429s' latency where even that dispatched more)",
+					fmtDuration(time.Duration(m.RequestCost)), fmtDuration(time.Duration(m.RequestCostRead)), sanitize.Line(m.Level), 100*m.CostDispatches[0], 100*m.CostDispatches[1], fmtDuration(time.Duration(m.RejectedLatency)))
+			case m.RequestCost > 0:
 				arrivals = fmt.Sprintf(", a request %v from the period it arrives in (its cost before APF: the median latency of the recorded 429s, at most what the process's CPU beyond the executions holds)", fmtDuration(time.Duration(m.RequestCost)))
 			}
 			spent = fmt.Sprintf("an execution spends %.0f%% of its work%s, the rest of the server %.3f cores (the process's CPU over the metrics' span, less the marks')", 100*m.CPUPerWork, arrivals, m.Background)

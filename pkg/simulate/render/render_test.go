@@ -84,6 +84,22 @@ func TestCPUModelSaysItsCPUPerWorkWasFitted(t *testing.T) {
 	}
 }
 
+// TestCPUModelSaysItsArrivalsCostWasFitted: where the dispatch check
+// raised the arrivals' cost, the paragraph gives the cost the process's
+// CPU held, both replays' dispatches, the 429s' latency and the cost
+// fitted.
+func TestCPUModelSaysItsArrivalsCostWasFitted(t *testing.T) {
+	us := func(f float64) calibrate.Duration { return calibrate.Duration(f * float64(time.Microsecond)) }
+	cal := &calibrate.Report{CPU: &calibrate.CPUModel{Level: "apf-load", Period: us(100e3), Quota: us(20e3), CPUPerWork: 1,
+		RequestCost: us(210), RequestCostRead: us(167), RejectedLatency: us(239), CostDispatches: [2]float64{0.0227, -0.0009}}}
+	var b bytes.Buffer
+	printCPUModel(&b, cal, nil)
+	want := "an execution spends 100% of its work, a request 210µs from the period it arrives in (its cost before APF: the process's CPU beyond the executions, less the marks', held 167µs of it, a floor, at which the replay of the recorded configuration dispatched apf-load's requests +2.3% against the server, and -0.1% at the median latency of the recorded 429s, 239µs; the cost is where the line through the two meets the server's dispatches"
+	if out := b.String(); !strings.Contains(out, want) {
+		t.Errorf("the CFS paragraph does not say %q:\n%s", want, out)
+	}
+}
+
 // TestCPUModelSaysWhereItsRunningComesFrom: a running per period read
 // from the stalls says how far to trust it and names --cpu-limit; one
 // from the limit says so, and does not.
