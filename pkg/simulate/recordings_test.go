@@ -142,7 +142,6 @@ var knownMisses = map[string]string{
 	knownMiss("starved-seed13", dispatchMiss, "apf-load-reject", "audit"):         "34 dispatched for the server's 38 (35 from the middle of all the stalls), and 34 with --cpu-limit 0.2 as well: 4 requests of the level's 117, its 429s' fit holds",
 	// recorded unread, held out, read once for the CPU per work fitted (2026-12-07)
 	knownMiss("starved-seed22", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "167 429s predicted, the five re-runs 248, 276, 214, 317 and 137 (mean 238, 0.70), which ran at 1.12× the recorded run's speed: at the recorded run's speed the prediction is 230 (0.97), and ±10% of it spreads 135–213, beyond the band, so simulate says the figure is not known closer; 142 (0.60) before the CPU per work was fitted (176 at the recorded run's speed); the audit log alone 199 (0.84)",
-	// the CFS model's first held-out recording (2026-12-06), read once
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'
 	// server moves more than the band (docs/simulate.md, noisy-pages-heavy)
 	knownMiss("noisy-pages-heavy-seed6", noisySeats, "apf-team", "httplog+audit"): "one of the three re-runs got 718 429s, 0.59 of the other two's mean, as the repeat of the recorded run got 867 against its 1,385: the machine's speed moved that much between runs with nothing changed; against the other two the prediction is 1.13",

@@ -226,7 +226,7 @@ func (r *Result) CheckDispatches(fit []LevelFit, refuse bool) bool {
 		rec, rep := f.Requests-f.Recorded, f.Requests-f.Predicted
 		lv.RecordedDispatches, lv.ReplayedDispatches = rec, rep
 		lv.Dispatch = dispatchVerdict(r.params, rec, rep)
-		if refuse && (r.fitPerWork(lv.Level, rec, rep) || r.fitCost(lv.Level, rec, rep)) {
+		if excess, ok := r.cfsExcess(lv.Level, rec, rep); refuse && ok && (r.fitPerWork(excess) || r.fitCost(excess)) {
 			changed = true
 			continue
 		}

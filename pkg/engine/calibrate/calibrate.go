@@ -373,12 +373,9 @@ type working struct {
 	// execScale: per level, the factor its estimated execution times are
 	// scaled by (Refusal.ExecutionScale)
 	execScale map[string]float64
-	// perWorkDone: the CPU model's CPU per work is fitted, or held as
-	// read (fitPerWork)
-	perWorkDone bool
-	// costStep: how far fitCost has gone
-	costStep costStep
-	prep     *preparer
+	// perWorkStep and costStep: how far fitPerWork and fitCost have gone
+	perWorkStep, costStep fitStep
+	prep                  *preparer
 	// serialWaits: by record index, the waits the ends of a level of one
 	// seat tell its audit-only records (placeSerial), which the
 	// derivations after the first give them instead of the replay's

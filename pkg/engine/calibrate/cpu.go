@@ -413,39 +413,59 @@ func (t *throttled) End(start, hold, work time.Duration) time.Duration {
 	return now
 }
 
+// cfsExcess is how far beyond the server's dispatches rec of level, as a
+// share of them, the replay of the recorded configuration dispatched (rep),
+// where level is the CPU model's and the server dispatched MinEvidence or
+// more: what fitPerWork and fitCost fit to.
+func (r *Result) cfsExcess(level string, rec, rep int64) (float64, bool) {
+	if r.CPU == nil || r.CPU.Level != level || rec < int64(r.params.MinEvidence) {
+		return 0, false
+	}
+	return float64(rep-rec) / float64(rec), true
+}
+
+// fitStep is how far a fit of the CPU model to the recorded dispatches
+// (fitPerWork, fitCost) has gone: the replay at the figure read comes
+// first, then, where the fit raised the figure, the one at its ceiling.
+type fitStep uint8
+
+const (
+	fitRead fitStep = iota
+	fitRaised
+	fitDone
+)
+
 // fitPerWork holds the CPU model's CPU per work to the dispatches of its
 // level, from the replays of the recorded configuration (CheckDispatches;
-// rec the server's dispatches of level, rep the replay's). The process's
-// CPU reads it from below: the marks' CPU it is read without counts every
-// recorded stall as theirs (Mark), and half of a quota-bound server's
-// stalls fall outside them, where the executions spent the quota. And a
-// goroutine runs on one core at a time: at most 1. Where the replay at the
-// figure read dispatches more than CFSDispatchTolerance beyond the server,
-// the executions spent more of the quota than that: the replay is run
-// again at 1, and, where that dispatches fewer than the server, at the
+// excess the replay's dispatches beyond the server's, cfsExcess). The
+// process's CPU reads it from below: the marks' CPU it is read without
+// counts every recorded stall as theirs (Mark), and half of a quota-bound
+// server's stalls fall outside them, where the executions spent the quota.
+// And a goroutine runs on one core at a time: at most 1. Where the replay
+// at the figure read dispatches more than CFSDispatchTolerance beyond the
+// server, the executions spent more of the quota than that: the replay is
+// run again at 1, and, where that dispatches fewer than the server, at the
 // figure between the two where the dispatches meet the server's (linear
-// between the two replays). Its progress is the model's own figures:
-// CPUPerWorkRead is set once it raised the figure, PerWorkDispatches as
-// each replay is read. It returns whether it changed the figure.
-func (r *Result) fitPerWork(level string, rec, rep int64) bool {
+// between the two replays). It returns whether it changed the figure.
+func (r *Result) fitPerWork(excess float64) bool {
 	m := r.CPU
-	if m == nil || m.Level != level || rec < int64(r.params.MinEvidence) || m.CPUPerWork <= 0 || !r.params.runs(RulePerWorkFit) || r.perWorkDone {
+	if m.CPUPerWork <= 0 || !r.params.runs(RulePerWorkFit) || r.perWorkStep == fitDone {
 		return false
 	}
-	excess := float64(rep-rec) / float64(rec)
-	if m.CPUPerWorkRead == 0 {
+	if r.perWorkStep == fitRead {
 		// the replay at the figure the process's CPU read
+		r.perWorkStep = fitDone
 		if m.CPUPerWork >= 1 || excess <= r.params.CFSDispatchTolerance {
-			r.perWorkDone = true
 			return false
 		}
 		m.CPUPerWorkRead, m.CPUPerWork = m.CPUPerWork, 1
 		m.Background, m.RequestCost = 0, 0
 		m.PerWorkDispatches[0] = excess
+		r.perWorkStep = fitRaised
 		return true
 	}
 	// the replay at 1
-	r.perWorkDone = true
+	r.perWorkStep = fitDone
 	if !fewerAtCeiling(&m.PerWorkDispatches, excess) {
 		return false
 	}
@@ -473,8 +493,8 @@ func between(lo, hi float64, d [2]float64) float64 {
 // level where the process's CPU read that an execution spends all its work
 // (CPUPerWork 1 as read, not fitted by fitPerWork: the executions do not
 // take all the process's CPU), from the replays of the recorded
-// configuration (CheckDispatches; rec the server's dispatches of level,
-// rep the replay's). setCPUSpent cuts RequestCost to what the process's
+// configuration (CheckDispatches; excess the replay's dispatches beyond the
+// server's, cfsExcess). setCPUSpent cuts RequestCost to what the process's
 // CPU beyond the executions' work, less the marks', holds; the marks are
 // counted with every recorded stall, some of which fell outside them
 // (fitPerWork), so the cut reads it from below. Where the replay
@@ -484,39 +504,28 @@ func between(lo, hi float64, d [2]float64) float64 {
 // where that dispatches fewer than the server, at the cost between the two
 // where the dispatches meet the server's (linear between the two
 // replays). It returns whether it changed the cost.
-func (r *Result) fitCost(level string, rec, rep int64) bool {
+func (r *Result) fitCost(excess float64) bool {
 	m := r.CPU
-	if m == nil || m.Level != level || rec < int64(r.params.MinEvidence) || m.CPUPerWork < 1 || m.CPUPerWorkRead > 0 || !r.params.runs(RuleCostFit) || !r.params.runs(RuleArrivals) || r.costStep == costDone {
+	if m.CPUPerWork < 1 || m.CPUPerWorkRead > 0 || !r.params.runs(RuleCostFit) || !r.params.runs(RuleArrivals) || r.costStep == fitDone {
 		return false
 	}
-	excess := float64(rep-rec) / float64(rec)
-	if r.costStep == costRead {
+	if r.costStep == fitRead {
 		// the replay at the cost the process's CPU held
-		r.costStep = costDone
+		r.costStep = fitDone
 		if m.RequestCost >= m.RejectedLatency || excess <= r.params.CFSDispatchTolerance {
 			return false
 		}
 		m.RequestCostRead, m.RequestCost = m.RequestCost, m.RejectedLatency
 		m.Background = 0
 		m.CostDispatches[0] = excess
-		r.costStep = costRaised
+		r.costStep = fitRaised
 		return true
 	}
 	// the replay at the median latency of the 429s
-	r.costStep = costDone
+	r.costStep = fitDone
 	if !fewerAtCeiling(&m.CostDispatches, excess) {
 		return false
 	}
 	m.RequestCost = Duration(between(float64(m.RequestCostRead), float64(m.RejectedLatency), m.CostDispatches))
 	return true
 }
-
-// costStep is how far fitCost has gone: the replay at the cost read comes
-// first, then, where it raised the cost, the one at the 429s' latency.
-type costStep uint8
-
-const (
-	costRead costStep = iota
-	costRaised
-	costDone
-)
