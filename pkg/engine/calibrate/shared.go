@@ -265,8 +265,9 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	if err != nil {
 		return err
 	}
+	rej := rejectedOf(rejections)
 	if r.CPU != nil {
-		cost := medianOf(rejections)
+		cost := rej.latency
 		if !r.params.runs(RuleArrivals) {
 			cost = 0
 		}
@@ -286,7 +287,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 	for l := range caps {
 		present[l] = caps[l] > 0 && !recorded[l]
 	}
-	if m, ok := saturatedShared(r.params, execs, func() sample { return sampleOf(execs, inFlightPresent(execs, caps, present)) }, requests, rejections, r.prep.opts); ok {
+	if m, ok := saturatedShared(r.params, execs, func() sample { return sampleOf(execs, inFlightPresent(execs, caps, present)) }, requests, rej, r.prep.opts); ok {
 		r.Shared = m
 		return nil
 	}
@@ -322,7 +323,7 @@ func (r *Result) DeriveShared(src workload.Reader) error {
 					unmeasured--
 				}
 			}
-			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, r.CPU, mwork, to-from, requests, rejections, held)
+			r.Headroom.Shared = cpuEvidenceShared(r.prep.opts, r.CPU, mwork, to-from, requests, rej, held)
 			r.Headroom.refuseEstimated(unmeasured, len(execs), r.params.MaxEstimatedShare)
 			if m := r.Headroom.Shared; m != nil {
 				// an execution that ran with more in flight than the
@@ -443,12 +444,12 @@ type CPUEvidence struct {
 // by what they allow. nil where the evidence does not tell: no process
 // CPU, no cores, no execution, or requests whose cost before APF takes
 // all the CPU the process used or all the cores.
-func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, requests int, rejections []time.Duration, held float64) *SharedCPU {
+func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, requests int, rej rejected, held float64) *SharedCPU {
 	u := opts.CPUUse
 	if u == nil || u.Span <= 0 || u.ProcessCPU <= 0 || work <= 0 || span <= 0 {
 		return nil
 	}
-	cost := medianOf(rejections)
+	cost := rej.latency
 	before := float64(requests) * float64(cost)
 	execCPU := float64(u.ProcessCPU) - before
 	if execCPU <= 0 {
@@ -477,7 +478,7 @@ func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, re
 	if m.Cores <= 0 {
 		return nil
 	}
-	ev := &CPUEvidence{ProcessCPU: Duration(u.ProcessCPU), Work: Duration(work), Span: Duration(span), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}
+	ev := &CPUEvidence{ProcessCPU: Duration(u.ProcessCPU), Work: Duration(work), Span: Duration(span), Requests: requests, Rejected: rej.n, RequestCost: Duration(cost)}
 	ev.PerExecution = min(execCPU/float64(work), 1)
 	ev.ExecutionCores = m.Cores - before/float64(span)
 	if ev.ExecutionCores <= 0 {
@@ -497,14 +498,21 @@ func cpuEvidenceShared(opts Options, cfs *CPUModel, work, span time.Duration, re
 	return m
 }
 
-// medianOf is the median of ds (the upper of the two middle ones), 0 of
-// none.
-func medianOf(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
+// rejected is what the recorded 429s tell of a request's cost before APF
+// (authentication and the answer): how many there were, and their median
+// latency (the upper of the two middle ones), 0 without any.
+type rejected struct {
+	n       int
+	latency time.Duration
+}
+
+// rejectedOf is rejected of the recorded 429s' latencies.
+func rejectedOf(latencies []time.Duration) rejected {
+	if len(latencies) == 0 {
+		return rejected{}
 	}
-	sorted := slices.Sorted(slices.Values(ds))
-	return sorted[len(sorted)/2]
+	sorted := slices.Sorted(slices.Values(latencies))
+	return rejected{n: len(sorted), latency: sorted[len(sorted)/2]}
 }
 
 // refuseEstimated drops the CPU evidence's model where more than
@@ -1104,7 +1112,7 @@ func (k kind) String() string {
 // is taken out). A change runs them on the same capacity: more at
 // once each run slower, fewer faster. ok is false where the metrics do not
 // show it, or leave the executions no CPU.
-func saturatedShared(params *Params, execs []execution, sampled func() sample, requests int, rejections []time.Duration, opts Options) (*SharedCPU, bool) {
+func saturatedShared(params *Params, execs []execution, sampled func() sample, requests int, rej rejected, opts Options) (*SharedCPU, bool) {
 	u := opts.CPUUse
 	if u == nil || !params.runs(RuleSaturated) || !u.HasRunnableWait || u.RunnableWait < params.SaturatedRunnableWait || u.ProcessCPU <= 0 || u.Span <= 0 || len(execs) == 0 {
 		return nil, false
@@ -1114,17 +1122,13 @@ func saturatedShared(params *Params, execs []execution, sampled func() sample, r
 		return nil, false
 	}
 	// without a 429, nothing tells the cost: none is taken out
-	var cost time.Duration
-	if len(rejections) > 0 {
-		slices.Sort(rejections)
-		cost = rejections[len(rejections)/2]
-	}
+	cost := rej.latency
 	left := float64(u.ProcessCPU) - float64(requests)*float64(cost)
 	if left <= 0 {
 		return nil, false
 	}
 	m := &SharedCPU{From: SharedFromSaturated, Share: 1, Capacity: left / float64(busy),
-		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: len(rejections), RequestCost: Duration(cost)}}
+		Saturated: &Saturated{RunnableWait: Duration(u.RunnableWait), Busy: Duration(busy), ProcessCPU: Duration(u.ProcessCPU), Requests: requests, Rejected: rej.n, RequestCost: Duration(cost)}}
 	m.evidence(opts)
 	m.setAll(execs, sampled())
 	return m, true

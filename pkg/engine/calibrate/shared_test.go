@@ -438,7 +438,7 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	if got := busyTime(&params, execs); got != 12*time.Second {
 		t.Fatalf("busy %v, want 12s (0–6 s and 7–13 s)", got)
 	}
-	m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: use}})
+	m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rejectedOf(rej), Options{Evidence: Evidence{CPUUse: use}})
 	if !ok {
 		t.Fatal("no model")
 	}
@@ -449,10 +449,10 @@ func TestSaturatedSharedTakesOutTheRequestsCost(t *testing.T) {
 	// the metrics' span bounds the busy time
 	short := *use
 	short.Span = 10 * time.Second
-	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rej, Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 1000, rejectedOf(rej), Options{Evidence: Evidence{CPUUse: &short}}); !ok || math.Abs(m.Capacity-0.7) > 1e-9 {
 		t.Errorf("over a 10 s span: %+v, %v", m, ok)
 	}
-	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 8000, rej, Options{Evidence: Evidence{CPUUse: use}}); ok {
+	if m, ok := saturatedShared(&params, execs, func() sample { return smp }, 8000, rejectedOf(rej), Options{Evidence: Evidence{CPUUse: use}}); ok {
 		t.Errorf("8,000 requests of 1 ms in 8 s of CPU left the executions %v cores", m.Capacity)
 	}
 }
@@ -553,7 +553,7 @@ func TestCPUEvidenceShared(t *testing.T) {
 	use := &metrics.CPUUse{Span: 12 * time.Second, ProcessCPU: 9500 * ms, GOMAXPROCS: 2}
 	rejections := []time.Duration{ms, ms / 2, ms / 4} // median 0.5 ms
 	opts := Options{Evidence: Evidence{CPUUse: use, CPULimit: 1}}
-	m := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, rejections, 0)
+	m := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 0)
 	if m == nil || m.CPUEvidence == nil {
 		t.Fatal("no model from 9.5 s of process CPU over 10 s of executions")
 	}
@@ -568,22 +568,22 @@ func TestCPUEvidenceShared(t *testing.T) {
 	if !near(m.Capacity, 0.95/0.9) || !near(m.Stretch(1), 1) || !near(m.Stretch(3), 3*0.9/0.95) {
 		t.Errorf("capacity %g, stretch at 1 and 3 in flight %g and %g: want %g, 1 and %g", m.Capacity, m.Stretch(1), m.Stretch(3), 0.95/0.9, 3*0.9/0.95)
 	}
-	if got := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, nil, 0); got == nil || !near(got.CPUEvidence.PerExecution, 0.95) || !near(got.CPUEvidence.ExecutionCores, 1) {
+	if got := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, rejected{}, 0); got == nil || !near(got.CPUEvidence.PerExecution, 0.95) || !near(got.CPUEvidence.ExecutionCores, 1) {
 		t.Errorf("without 429s: %+v, want 0.95 of a core each on the whole core", got)
 	}
-	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use}}, nil, 10*time.Second, 10*time.Second, 1000, rejections, 0); got == nil || got.Cores != 2 || got.CoresFrom != CoresGOMAXPROCS || !near(got.Capacity, 1.95/0.9) {
+	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use}}, nil, 10*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 0); got == nil || got.Cores != 2 || got.CoresFrom != CoresGOMAXPROCS || !near(got.Capacity, 1.95/0.9) {
 		t.Errorf("without a CPU limit: %+v, want GOMAXPROCS's 2 cores, %g at once", got, 1.95/0.9)
 	}
-	if got := cpuEvidenceShared(opts, nil, 5*time.Second, 10*time.Second, 1000, rejections, 0); got == nil || got.CPUEvidence.PerExecution != 1 {
+	if got := cpuEvidenceShared(opts, nil, 5*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 0); got == nil || got.CPUEvidence.PerExecution != 1 {
 		t.Errorf("9 s of CPU over 5 s of executions: %+v, want at most one core each", got)
 	}
-	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use, CPULimit: 0.5}}, nil, 10*time.Second, 10*time.Second, 1000, rejections, 0); got == nil || got.Capacity != 1 {
+	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use, CPULimit: 0.5}}, nil, 10*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 0); got == nil || got.Capacity != 1 {
 		t.Errorf("half a core: %+v, want one execution at once (an execution alone ran as recorded)", got)
 	}
 	// the CPU model spends half a core's quota period by period and
 	// stalls the executions when it is spent: within a period they share
 	// GOMAXPROCS's 2 Ps, not the limit's half core as well
-	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use, CPULimit: 0.5}}, &CPUModel{}, 10*time.Second, 10*time.Second, 1000, rejections, 0); got == nil || got.Cores != 2 || got.CoresFrom != CoresWithinPeriod || !near(got.Capacity, 1.95/0.9) {
+	if got := cpuEvidenceShared(Options{Evidence: Evidence{CPUUse: use, CPULimit: 0.5}}, &CPUModel{}, 10*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 0); got == nil || got.Cores != 2 || got.CoresFrom != CoresWithinPeriod || !near(got.Capacity, 1.95/0.9) {
 		t.Errorf("half a core with the CPU model: %+v, want GOMAXPROCS's 2 cores within a period, %g at once", got, 1.95/0.9)
 	}
 	// the recorded executions ran 1.9 at once on average and did not
@@ -591,7 +591,7 @@ func TestCPUEvidenceShared(t *testing.T) {
 	// 0.9 each, and stretches only beyond (noisy-neighbours' LISTs on a
 	// level of 2 seats; without the floor it ran them 1.2 times as long
 	// as recorded at the recorded concurrency)
-	if got := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, rejections, 1.9); got == nil || !near(got.Capacity, 1.9) || !near(got.Stretch(2), 2/1.9) || !near(got.Stretch(5), 5/1.9) || !near(got.CPUEvidence.InFlight, 1.9) {
+	if got := cpuEvidenceShared(opts, nil, 10*time.Second, 10*time.Second, 1000, rejectedOf(rejections), 1.9); got == nil || !near(got.Capacity, 1.9) || !near(got.Stretch(2), 2/1.9) || !near(got.Stretch(5), 5/1.9) || !near(got.CPUEvidence.InFlight, 1.9) {
 		t.Errorf("1.9 in flight recorded: %+v, want 1.9 at once without stretching (2 at once 2 / 1.9 as long, not 1.9 times), 5 at once 5 / 1.9 times as long", got)
 	}
 	for name, c := range map[string]struct {
@@ -606,7 +606,7 @@ func TestCPUEvidenceShared(t *testing.T) {
 		"requests that cost all its CPU":   {opts, 10 * time.Second, 100 * time.Second, 19000},
 		"requests that cost all the cores": {opts, 10 * time.Second, time.Second, 2000},
 	} {
-		if got := cpuEvidenceShared(c.opts, nil, c.work, c.span, c.requests, rejections, 0); got != nil {
+		if got := cpuEvidenceShared(c.opts, nil, c.work, c.span, c.requests, rejectedOf(rejections), 0); got != nil {
 			t.Errorf("%s: %+v, want no model", name, got)
 		}
 	}
