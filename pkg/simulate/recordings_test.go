@@ -313,7 +313,7 @@ func whatIfLevels(runs []recording.Run, recorded recording.Run) []string {
 // checkWhatIf predicts a what-if from the recording (httplog + audit,
 // calibrated) and holds it to the mean of its re-runs, returning the
 // report's lines.
-func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.WhatIfRuns) []string {
+func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.WhatIfRuns, nf noiseFloor) []string {
 	t.Helper()
 	rec := kr.rec
 	report := []string{fmt.Sprintf("  what-if: %s", w.About)}
@@ -385,6 +385,18 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 		} else {
 			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)%s", ap, float64(ap)/float64(max(real, 1)), spreadOf(t, audit, l)))
 		}
+		// the figures simulate gives, for the re-runs' noise floor
+		var runs []int64
+		for _, r := range w.Runs {
+			runs = append(runs, int64(r.Rejected429[l]))
+		}
+		given := func(res *Result, n int64) int64 {
+			if _, _, bound := res.CPUComparison.RangeOf(l); bound || slices.Contains(res.NotKnown, l) {
+				return 0
+			}
+			return n
+		}
+		nf.add(name, w.About, l, runs, given(wi, pred), given(audit, ap))
 		if slices.Contains(whatIfReportedOnly, name) {
 			report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", agrees))
 			continue
@@ -493,6 +505,7 @@ func TestSimulateRecordings(t *testing.T) {
 		t.Fatal("no recordings under testdata/simulate/recordings")
 	}
 	var report []string
+	floor := noiseFloor{}
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
@@ -598,7 +611,7 @@ func TestSimulateRecordings(t *testing.T) {
 			whatIfs := []recording.WhatIfRuns{{About: rec.WhatIfAbout, File: recording.WhatIfFile, Runs: append([]recording.Run{*rec.WhatIf}, rec.WhatIfMore...)}}
 			whatIfs = append(whatIfs, rec.MoreWhatIfs...)
 			for _, w := range whatIfs {
-				report = append(report, checkWhatIf(t, kr, dir, name, w)...)
+				report = append(report, checkWhatIf(t, kr, dir, name, w, floor)...)
 			}
 			// a bundle captured before the load: its one scrape is no
 			// evidence of the recorded run's CPU, which simulate must say
@@ -632,6 +645,7 @@ func TestSimulateRecordings(t *testing.T) {
 			}
 		})
 	}
+	report = append(report, floor.report()...)
 	t.Logf("recordings:\n%s", strings.Join(report, "\n"))
 	if p := os.Getenv("KUBECTL_APF_RECORDINGS_REPORT"); p != "" {
 		_ = os.WriteFile(p, []byte(strings.Join(report, "\n")+"\n"), 0o644)
