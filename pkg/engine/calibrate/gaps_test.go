@@ -13,9 +13,12 @@ import (
 // started 80.2 ms after (the quota ran out as they were woken). Its
 // saturated time gave an overhead of the gaps' mean, 4.24 ms; the stalled
 // gaps' 400 ms beyond the median come off it, leaving the median gap, in
-// the level's figure and in the window that held them. A level of two
-// seats, one whose overhead is the server's, and one without recorded
-// executions keep theirs.
+// the level's figure and in the window that held them. Where the
+// saturated time gave less than the stalled gaps' excess (1 ms for their
+// 4.04 ms a dispatch), the overhead is the median gap all the same, not 0:
+// every dispatch from a queue waited that long for its execution. A level
+// of two seats, one whose overhead is the server's, and one without
+// recorded executions keep theirs.
 func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 	la := &levelAcc{name: "slow", params: &params}
 	at := time.Duration(0)
@@ -40,28 +43,33 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 	if over < 4*ms || over > 5*ms {
 		t.Fatalf("the gaps' mean is %v, want about 4.24 ms", over)
 	}
-	newResult := func(source LevelSource, seats int) (*Result, map[string]engine.LevelLimits) {
+	newResultOver := func(source LevelSource, seats int, over time.Duration) (*Result, map[string]engine.LevelLimits) {
 		r := &Result{params: &params, working: working{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}}
 		r.Levels = []Level{{Level: "slow", Source: source, Seats: 99, Overhead: Duration(over), MeanExecution: Duration(2 * ms),
 			Windows: []WindowOverhead{{Start: 0, Overhead: Duration(over), Seats: 99}}}}
 		return r, map[string]engine.LevelLimits{"slow": {Name: "slow", Queuing: true, NominalCL: seats}}
 	}
+	newResult := func(source LevelSource, seats int) (*Result, map[string]engine.LevelLimits) {
+		return newResultOver(source, seats, over)
+	}
 
-	r, limits := newResult("saturated", 1)
-	r.stalledGaps(la, limits)
-	lv := r.Levels[0]
-	want := 200 * time.Microsecond
-	if d := time.Duration(lv.Overhead) - want; d < -time.Microsecond || d > time.Microsecond || r.overhead["slow"] != time.Duration(lv.Overhead) {
-		t.Errorf("overhead %v (the replay's %v), want the median gap %v", time.Duration(lv.Overhead), r.overhead["slow"], want)
-	}
-	if lv.StalledGaps != 5 || time.Duration(lv.StalledGapTime) != 400*ms {
-		t.Errorf("%d stalled gaps, %v beyond the median, want 5 and 400ms", lv.StalledGaps, time.Duration(lv.StalledGapTime))
-	}
-	if w := r.windows["slow"][0]; w != time.Duration(lv.Windows[0].Overhead) || w-want < -time.Microsecond || w-want > time.Microsecond {
-		t.Errorf("window 0's overhead %v (the level's entry %v), want %v", w, time.Duration(lv.Windows[0].Overhead), want)
-	}
-	if lv.HoldTime != lv.MeanExecution+lv.Overhead {
-		t.Errorf("hold %v, want the execution and the overhead, %v", time.Duration(lv.HoldTime), time.Duration(lv.MeanExecution+lv.Overhead))
+	for _, saturated := range []time.Duration{over, ms} {
+		r, limits := newResultOver("saturated", 1, saturated)
+		r.stalledGaps(la, limits)
+		lv := r.Levels[0]
+		want := 200 * time.Microsecond
+		if d := time.Duration(lv.Overhead) - want; d < -time.Microsecond || d > time.Microsecond || r.overhead["slow"] != time.Duration(lv.Overhead) {
+			t.Errorf("saturated overhead %v: overhead %v (the replay's %v), want the median gap %v", saturated, time.Duration(lv.Overhead), r.overhead["slow"], want)
+		}
+		if lv.StalledGaps != 5 || time.Duration(lv.StalledGapTime) != 400*ms {
+			t.Errorf("%d stalled gaps, %v beyond the median, want 5 and 400ms", lv.StalledGaps, time.Duration(lv.StalledGapTime))
+		}
+		if w := r.windows["slow"][0]; w != time.Duration(lv.Windows[0].Overhead) || w-want < -time.Microsecond || w-want > time.Microsecond {
+			t.Errorf("saturated overhead %v: window 0's overhead %v (the level's entry %v), want %v", saturated, w, time.Duration(lv.Windows[0].Overhead), want)
+		}
+		if lv.HoldTime != lv.MeanExecution+lv.Overhead {
+			t.Errorf("hold %v, want the execution and the overhead, %v", time.Duration(lv.HoldTime), time.Duration(lv.MeanExecution+lv.Overhead))
+		}
 	}
 
 	for _, c := range []struct {
