@@ -52,7 +52,7 @@ var spared = map[string]bool{"starved-seed8": true}
 // stretch, margin and fit widening were fixed, read only to report them.
 // The ablation (TestEveryRuleEarnsItsPlace) and the range
 // (TestRangeHoldsWithoutEvidence) both read this one list.
-var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11", "starved-seed2", "starved-seed3", "starved-seed6", "starved-seed7", "starved-seed8", "starved-seed9", "starved-seed10", "starved-seed11", "starved-seed12", "starved-seed13", "starved-seed14", "starved-seed15", "starved-seed16", "starved-seed17", "starved-seed18", "starved-seed19", "starved-seed20", "starved-seed21", "starved-seed22", "starved-seed23", "starved-seed24", "starved-seed25"}
+var heldOut = []string{"crowded-30", "crowded-30-seed7", "crowded-30-seed8", "crowded-30-seed9", "crowded-30-seed14", "crowded-30-seed19", "crowded-30-seed21", "crowded-60", "crowded-60-seed2", "crowded-95-seed2", "noisy-pages-heavy-seed7", "noisy-pages-heavy-seed8", "noisy-pages-heavy-seed9", "noisy-pages-heavy-seed10", "noisy-pages-heavy-seed11", "starved-seed2", "starved-seed3", "starved-seed6", "starved-seed7", "starved-seed8", "starved-seed9", "starved-seed10", "starved-seed11", "starved-seed12", "starved-seed13", "starved-seed14", "starved-seed15", "starved-seed16", "starved-seed17", "starved-seed18", "starved-seed19", "starved-seed20", "starved-seed21", "starved-seed22", "starved-seed23", "starved-seed24", "starved-seed25", "starved-seed26", "starved-seed27"}
 
 // TestHeldOutAreKept: every recording named held out is kept, so that a
 // misspelt or removed name cannot move a recording into the development
@@ -139,6 +139,9 @@ var knownMisses = map[string]string{
 	// (TestCalibrationNeverContradictsTheRecordings), from the running per
 	// period read from the marks' stalls (2026-12-07)
 	knownMiss("starved-seed14", dispatchMiss, "apf-load-reject", "httplog+audit"): "49 dispatched for the server's 42 (52 from the middle of all the stalls, 2026-12-06), and 51 with --cpu-limit 0.2: not the quota read from the stalls but a level whose 160 requests the server mostly rejected (118), where 7 more dispatched are 4% of its requests; its 429s' fit holds (0.94)",
+	// recorded unread, held out, read once for the median gap as the
+	// overhead's floor (2026-12-07)
+	knownMiss("starved-seed27", dispatchMiss, "apf-load-reject", "httplog+audit"): "37 dispatched for the server's 42 (39 before the median gap became the overhead's floor), and 40 with --cpu-limit 0.2: a level whose 136 requests the server mostly rejected (94), where 5 fewer dispatched are 4% of its requests; its 429s' fit holds (1.02)",
 	knownMiss("starved-seed13", dispatchMiss, "apf-load-reject", "audit"):         "34 dispatched for the server's 38 (35 from the middle of all the stalls), and 34 with --cpu-limit 0.2 as well: 4 requests of the level's 117, its 429s' fit holds",
 	// recorded unread, held out, read once for the CPU per work fitted (2026-12-07)
 	knownMiss("starved-seed22", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "167 429s predicted, the five re-runs 248, 276, 214, 317 and 137 (mean 238, 0.70), which ran at 1.12× the recorded run's speed: at the recorded run's speed the prediction is 230 (0.97), and ±10% of it spreads 135–213, beyond the band, so simulate says the figure is not known closer; 142 (0.60) before the CPU per work was fitted (176 at the recorded run's speed); the audit log alone 199 (0.84)",

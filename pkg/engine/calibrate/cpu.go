@@ -25,11 +25,11 @@ type Runtime struct {
 // RunFromStalls is how far the running per period the CFS model reads
 // from the stalls (no CPU limit given) came from the limit's on the
 // project's recordings: the starved ones, whose 0.2 cores over GOMAXPROCS
-// 2 give 10ms of each 100ms period, from httplog + audit (7.4-13.4ms) and
-// from the audit log alone (7.6-12.1ms). simulate says it beside the figure;
+// 2 give 10ms of each 100ms period, from httplog + audit (7.4-13.6ms) and
+// from the audit log alone (7.6-12.9ms). simulate says it beside the figure;
 // TestCalibrationNeverContradictsTheRecordings, which calibrates every
 // recording without its limit, holds it to what they read.
-var RunFromStalls = struct{ Low, High, Limit time.Duration }{7400 * time.Microsecond, 13400 * time.Microsecond, 10 * time.Millisecond}
+var RunFromStalls = struct{ Low, High, Limit time.Duration }{7400 * time.Microsecond, 13600 * time.Microsecond, 10 * time.Millisecond}
 
 // CPUModel is the replay's model of a server whose CPU limit throttles it
 // while Go's garbage collector marks. The collector's idle mark workers

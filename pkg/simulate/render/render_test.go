@@ -111,7 +111,7 @@ func TestCPUModelSaysWhereItsRunningComesFrom(t *testing.T) {
 		want      string
 		wantLimit bool
 	}{
-		{0, ms(10.9), "10.9ms of running per period while the collector marks (read from its 91 stalls of about a period, the longest (the marks'): 7.4–13.4ms where the limit gave 10ms on the project's recordings", true},
+		{0, ms(10.9), "10.9ms of running per period while the collector marks (read from its 91 stalls of about a period, the longest (the marks'): 7.4–13.6ms where the limit gave 10ms on the project's recordings", true},
 		{0.2, ms(10), "10ms of running per period while the collector marks (from the CPU limit of 0.2 cores over GOMAXPROCS)", false},
 	} {
 		cal := &calibrate.Report{CPU: &calibrate.CPUModel{Level: "apf-load", Period: ms(100), RunPerPeriod: c.run, CPULimit: c.limit, FullPeriodStalls: 91, GOMAXPROCS: 2}}
