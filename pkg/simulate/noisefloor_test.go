@@ -1,16 +1,17 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // noiseFloor gathers the what-if figures of the kept recordings by
-// scenario (a recording's name without its -seedN), what-if and level, to
+// scenario (recording.Result.Scenario, the seeds of one scenario
+// together), what-if and level, to
 // say how close the re-runs' own noise lets a prediction come: a what-if
 // re-run on fresh servers gives another count each time (the garbage
 // collector's timing, the machine's speed), and a prediction that knew
@@ -31,10 +32,8 @@ type noiseFigure struct {
 	pred, audit int64
 }
 
-var seedSuffix = regexp.MustCompile(`-seed\d+$`)
-
-func (nf noiseFloor) add(recording, whatIf, level string, runs []int64, pred, audit int64) {
-	k := noiseKey{seedSuffix.ReplaceAllString(recording, ""), whatIf, level}
+func (nf noiseFloor) add(scenario, whatIf, level string, runs []int64, pred, audit int64) {
+	k := noiseKey{scenario, whatIf, level}
 	nf[k] = append(nf[k], noiseFigure{runs: runs, pred: pred, audit: audit})
 }
 
@@ -87,7 +86,7 @@ func (nf noiseFloor) rows() []noiseRow {
 			floor: math.Sqrt(2/math.Pi) * spread / math.Sqrt(reruns), fromBoth: obs / float64(n), fromAudit: aud / float64(n)})
 	}
 	slices.SortFunc(out, func(a, b noiseRow) int {
-		return strings.Compare(a.scenario+"\x00"+a.whatIf+"\x00"+a.level, b.scenario+"\x00"+b.whatIf+"\x00"+b.level)
+		return cmp.Or(strings.Compare(a.scenario, b.scenario), strings.Compare(a.whatIf, b.whatIf), strings.Compare(a.level, b.level))
 	})
 	return out
 }
@@ -112,9 +111,9 @@ func (nf noiseFloor) report() []string {
 func TestNoiseFloorOfTwoRecordings(t *testing.T) {
 	nf := noiseFloor{}
 	nf.add("starved", "queues", "apf-load", []int64{100, 121}, 110, 100)
-	nf.add("starved-seed2", "queues", "apf-load", []int64{121, 100}, 100, 110)
-	nf.add("starved-seed3", "queues", "apf-load", []int64{100}, 100, 100)
-	nf.add("starved-seed4", "queues", "apf-load", []int64{0, 100}, 50, 50)
+	nf.add("starved", "queues", "apf-load", []int64{121, 100}, 100, 110)
+	nf.add("starved", "queues", "apf-load", []int64{100}, 100, 100)
+	nf.add("starved", "queues", "apf-load", []int64{0, 100}, 50, 50)
 	nf.add("crowded", "queues", "tiny", []int64{100, 121}, 110, 110)
 	rows := nf.rows()
 	if len(rows) != 1 {

@@ -350,12 +350,15 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 	for _, l := range whatIfLevels(w.Runs, rec.Recorded) {
 		real, pred := w.Real(l), rejected(wi, true, l)
 		ratio := float64(pred) / float64(max(real, 1))
+		// the re-runs' 429s, for the line and the re-runs' noise floor
+		var runs []int64
+		var each []string
+		for _, r := range w.Runs {
+			runs = append(runs, int64(r.Rejected429[l]))
+			each = append(each, fmt.Sprint(r.Rejected429[l]))
+		}
 		got := fmt.Sprintf("re-run got %5d 429s", real)
 		if len(w.Runs) > 1 {
-			var each []string
-			for _, r := range w.Runs {
-				each = append(each, fmt.Sprint(r.Rejected429[l]))
-			}
 			got = fmt.Sprintf("re-runs got %s 429s, mean %d", strings.Join(each, ", "), real)
 		}
 		line := fmt.Sprintf("    %-16s %s (recorded run %5d)  predicted %5d (ratio %.2f)", l, got, rec.Recorded.Rejected429[l], pred, ratio)
@@ -389,17 +392,13 @@ func checkWhatIf(t *testing.T, kr keptRecording, dir, name string, w recording.W
 			report = append(report, fmt.Sprintf("      from the audit log alone: predicted %5d (ratio %.2f)%s", ap, float64(ap)/float64(max(real, 1)), spreadOf(t, audit, l)))
 		}
 		// the figures simulate gives, for the re-runs' noise floor
-		var runs []int64
-		for _, r := range w.Runs {
-			runs = append(runs, int64(r.Rejected429[l]))
-		}
 		given := func(res *Result, n int64) int64 {
 			if _, _, bound := res.CPUComparison.RangeOf(l); bound || slices.Contains(res.NotKnown, l) {
 				return 0
 			}
 			return n
 		}
-		nf.add(name, w.About, l, runs, given(wi, pred), given(audit, ap))
+		nf.add(rec.Scenario, w.About, l, runs, given(wi, pred), given(audit, ap))
 		if slices.Contains(whatIfReportedOnly, name) {
 			report = append(report, fmt.Sprintf("      reported, not checked (whatIfReportedOnly; agrees with the band: %v)", agrees))
 			continue

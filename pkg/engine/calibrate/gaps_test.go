@@ -43,18 +43,15 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 	if over < 4*ms || over > 5*ms {
 		t.Fatalf("the gaps' mean is %v, want about 4.24 ms", over)
 	}
-	newResultOver := func(source LevelSource, seats int, over time.Duration) (*Result, map[string]engine.LevelLimits) {
+	newResult := func(source LevelSource, seats int, over time.Duration) (*Result, map[string]engine.LevelLimits) {
 		r := &Result{params: &params, working: working{overhead: map[string]time.Duration{"slow": over}, windows: map[string]map[int64]time.Duration{"slow": {0: over}}}}
 		r.Levels = []Level{{Level: "slow", Source: source, Seats: 99, Overhead: Duration(over), MeanExecution: Duration(2 * ms),
 			Windows: []WindowOverhead{{Start: 0, Overhead: Duration(over), Seats: 99}}}}
 		return r, map[string]engine.LevelLimits{"slow": {Name: "slow", Queuing: true, NominalCL: seats}}
 	}
-	newResult := func(source LevelSource, seats int) (*Result, map[string]engine.LevelLimits) {
-		return newResultOver(source, seats, over)
-	}
 
 	for _, saturated := range []time.Duration{over, ms} {
-		r, limits := newResultOver("saturated", 1, saturated)
+		r, limits := newResult("saturated", 1, saturated)
 		r.stalledGaps(la, limits)
 		lv := r.Levels[0]
 		want := 200 * time.Microsecond
@@ -82,7 +79,7 @@ func TestStalledGapsComeOffTheOverhead(t *testing.T) {
 		{"a level without saturated time of its own", SourceUnmeasured, 1, la},
 		{"no recorded executions (an audit log alone)", "saturated", 1, &levelAcc{name: "slow", params: &params}},
 	} {
-		r, limits := newResult(c.source, c.seats)
+		r, limits := newResult(c.source, c.seats, over)
 		r.stalledGaps(c.la, limits)
 		if lv := r.Levels[0]; time.Duration(lv.Overhead) != over || lv.StalledGaps != 0 || r.windows["slow"][0] != over {
 			t.Errorf("%s: overhead %v, %d stalled gaps, want %v kept", c.name, time.Duration(lv.Overhead), lv.StalledGaps, over)
