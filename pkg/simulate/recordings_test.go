@@ -142,7 +142,6 @@ var knownMisses = map[string]string{
 	// recorded unread, held out, read once for the median gap as the
 	// overhead's floor (2026-12-07)
 	knownMiss("starved-seed27", dispatchMiss, "apf-load-reject", "httplog+audit"): "37 dispatched for the server's 42 (39 before the median gap became the overhead's floor), and 40 with --cpu-limit 0.2: a level whose 136 requests the server mostly rejected (94), where 5 fewer dispatched are 4% of its requests; its 429s' fit holds (1.02)",
-	knownMiss("starved-seed13", dispatchMiss, "apf-load-reject", "audit"):         "34 dispatched for the server's 38 (35 from the middle of all the stalls), and 34 with --cpu-limit 0.2 as well: 4 requests of the level's 117, its 429s' fit holds",
 	// recorded unread, held out, read once for the CPU per work fitted (2026-12-07)
 	knownMiss("starved-seed22", "apf-load with queues 4 long instead of 2", "apf-load", "httplog+audit"): "167 429s predicted, the five re-runs 248, 276, 214, 317 and 137 (mean 238, 0.70), which ran at 1.12× the recorded run's speed: at the recorded run's speed the prediction is 230 (0.97), and ±10% of it spreads 135–213, beyond the band, so simulate says the figure is not known closer; 142 (0.60) before the CPU per work was fitted (176 at the recorded run's speed); the audit log alone 199 (0.84)",
 	// the noisy-neighbour storm on a server held to 1 CPU: its re-runs'

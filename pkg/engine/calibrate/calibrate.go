@@ -1231,15 +1231,20 @@ func (p *preparer) prepare(idx int, w *workload.Request, x *obs) (er engine.Requ
 
 // kind is a kind of request whose audit-only execution times are pooled:
 // its level, verb, resource and query (a LIST's limit, selectors), and
-// whether it names an object.
+// whether it names an object; a request for no resource, its path (a
+// /metrics scrape is not an /openapi/v3 GET).
 type kind struct {
-	level, verb, group, resource, subresource, query string
-	named                                            bool
+	level, verb, group, resource, subresource, query, path string
+	named                                                  bool
 }
 
 func kindOf(level string, er *engine.Request, uri string) kind {
 	_, q, _ := strings.Cut(uri, "?")
-	return kind{level: level, verb: er.Info.Verb, group: er.Info.APIGroup, resource: er.Info.Resource, subresource: er.Info.Subresource, query: q, named: er.Info.Name != ""}
+	k := kind{level: level, verb: er.Info.Verb, group: er.Info.APIGroup, resource: er.Info.Resource, subresource: er.Info.Subresource, query: q, named: er.Info.Name != ""}
+	if !er.Info.IsResourceRequest {
+		k.path = er.Info.Path
+	}
+	return k
 }
 
 // maxKinds bounds the kinds pooled; requests of further kinds keep their
