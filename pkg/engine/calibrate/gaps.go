@@ -79,13 +79,18 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 		return
 	}
 	lv.StalledGapTime = Duration(excess)
-	lv.Overhead = Duration(max(time.Duration(lv.Overhead)-excess/time.Duration(lv.Seats), med))
+	// an overhead less the stalled gaps' excess over its seats, down to
+	// the median gap
+	less := func(o Duration, excess time.Duration, seats int64) Duration {
+		return Duration(max(time.Duration(o)-excess/time.Duration(seats), med))
+	}
+	lv.Overhead = less(lv.Overhead, excess, lv.Seats)
 	r.overhead[lv.Level] = time.Duration(lv.Overhead)
 	for i := range lv.Windows {
 		w := &lv.Windows[i]
 		k := int64(time.Duration(w.Start) / r.params.Window)
 		if e := windows[k]; e > 0 && w.Seats > 0 {
-			w.Overhead = Duration(max(time.Duration(w.Overhead)-e/time.Duration(w.Seats), med))
+			w.Overhead = less(w.Overhead, e, w.Seats)
 			r.windows[lv.Level][k] = time.Duration(w.Overhead)
 		}
 	}
