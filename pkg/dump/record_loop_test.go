@@ -17,11 +17,14 @@ func TestWatchLoop(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	t.Run("ends after the duration", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(start)
-		scraped := make(chan struct{})
+		// handled is told once the loop has done with a tick: after it
+		// warned or told its progress, which reads the clock. Told from
+		// the scrape instead, the test stepped the clock before the
+		// loop read it, and a slow machine saw the first scrape at 10s
+		handled := make(chan struct{})
 		calls := 0
 		scrape := func(context.Context) error {
 			calls++
-			defer func() { scraped <- struct{}{} }()
 			if calls == 2 {
 				return errors.New("connection refused")
 			}
@@ -32,13 +35,13 @@ func TestWatchLoop(t *testing.T) {
 		done := make(chan int)
 		go func() {
 			done <- watchLoop(context.Background(), clk, 22*time.Second, 5*time.Second, scrape,
-				func(err error) { warned = append(warned, err) },
-				func(n int, e time.Duration) { elapsed = append(elapsed, e) })
+				func(err error) { warned = append(warned, err); handled <- struct{}{} },
+				func(n int, e time.Duration) { elapsed = append(elapsed, e); handled <- struct{}{} })
 		}()
 		for range 4 { // 5s, 10s, 15s, 20s
 			waitForWaiters(t, clk)
 			clk.Step(5 * time.Second)
-			<-scraped
+			<-handled
 		}
 		waitForWaiters(t, clk)
 		clk.Step(2 * time.Second) // 22s: the end, before the next tick
@@ -56,16 +59,16 @@ func TestWatchLoop(t *testing.T) {
 	t.Run("Ctrl-C ends it", func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(start)
 		ctx, cancel := context.WithCancel(context.Background())
-		scraped := make(chan struct{})
+		handled := make(chan struct{})
 		done := make(chan int)
 		go func() {
-			done <- watchLoop(ctx, clk, time.Hour, time.Second, func(context.Context) error { scraped <- struct{}{}; return nil },
-				func(error) {}, func(int, time.Duration) {})
+			done <- watchLoop(ctx, clk, time.Hour, time.Second, func(context.Context) error { return nil },
+				func(error) {}, func(int, time.Duration) { handled <- struct{}{} })
 		}()
 		for range 3 {
 			waitForWaiters(t, clk)
 			clk.Step(time.Second)
-			<-scraped
+			<-handled
 		}
 		cancel()
 		if n := <-done; n != 3 {
@@ -74,8 +77,9 @@ func TestWatchLoop(t *testing.T) {
 	})
 }
 
-// waitForWaiters waits until the loop waits on the fake clock's ticker and
-// timer (it has started, or taken its last scrape).
+// waitForWaiters waits until the loop has set its ticker and timer on the
+// fake clock (it has started); a tick stepped while the loop is between
+// two selects waits in the ticker's channel.
 func waitForWaiters(t *testing.T, clk *clocktesting.FakeClock) {
 	t.Helper()
 	for range 10000 {
