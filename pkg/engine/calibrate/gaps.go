@@ -81,8 +81,8 @@ func (r *Result) stalledGaps(la *levelAcc, limits map[string]engine.LevelLimits)
 	lv.StalledGapTime = Duration(excess)
 	// an overhead less the stalled gaps' excess over its seats, down to
 	// the median gap
-	less := func(o Duration, excess time.Duration, seats int64) Duration {
-		return Duration(max(time.Duration(o)-excess/time.Duration(seats), med))
+	less := func(o Duration, e time.Duration, seats int64) Duration {
+		return Duration(max(time.Duration(o)-e/time.Duration(seats), med))
 	}
 	lv.Overhead = less(lv.Overhead, excess, lv.Seats)
 	r.overhead[lv.Level] = time.Duration(lv.Overhead)

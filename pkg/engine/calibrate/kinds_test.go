@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +29,8 @@ func TestRequestsForNoResourcePoolByPath(t *testing.T) {
 	for i := range 10 {
 		extra = append(extra, monitor(time.Duration(2+i)*time.Second, "/openapi/v3", time.Millisecond))
 	}
-	all := mergeByArrival(reqs, extra)
+	all := slices.Concat(reqs, extra)
+	slices.SortStableFunc(all, func(a, b workload.Request) int { return a.Arrival.Compare(b.Arrival) })
 	opts := Options{Config: rc.Config, ServerConcurrencyLimit: rc.ServerConcurrencyLimit}
 	res, err := DeriveAuditOnly(func() (workload.Reader, error) { return &sliceReader{reqs: all}, nil }, rc, opts, 10)
 	if err != nil {
@@ -55,17 +57,4 @@ func TestRequestsForNoResourcePoolByPath(t *testing.T) {
 			t.Errorf("an /openapi/v3 GET of 1 ms executes for %v", e)
 		}
 	}
-}
-
-// mergeByArrival merges two workloads, each in arrival order, into one.
-func mergeByArrival(a, b []workload.Request) []workload.Request {
-	out := make([]workload.Request, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		if len(b) == 0 || (len(a) > 0 && !b[0].Arrival.Before(a[0].Arrival)) {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
-		}
-	}
-	return out
 }
