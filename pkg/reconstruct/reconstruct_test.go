@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
@@ -210,6 +211,49 @@ func TestUnmeasuredThresholdKeepsNoIdleWait(t *testing.T) {
 	}
 	if q := fates["q"]; q.Wait < 8*time.Millisecond {
 		t.Errorf("q waited %v, want about 9 ms: the seat was p's", q.Wait)
+	}
+}
+
+// TestShortWaitOnIdleLevelDispatchedAtOnce: τ measured (twenty requests,
+// each alone on tiny, start executing 0.1 ms after they reach APF: τ is
+// 500µs), a request that reaches the idle level and starts executing under
+// twice τ after it was dispatched at once (upstream dispatches it in the
+// StartRequest that enqueues it, and its goroutine woke late); one whose
+// recorded wait is longer still waited, for a queue the log does not show.
+func TestShortWaitOnIdleLevelDispatchedAtOnce(t *testing.T) {
+	var reqs []workload.Request
+	for i := range 20 {
+		reqs = append(reqs, logged("m"+string(rune('a'+i)), "alice", float64(i)*20, 5.1, 5, 200))
+	}
+	reqs = append(reqs,
+		logged("s", "alice", 500, 5.8, 5, 200), // 0.8 ms between APF and its execution, under 2τ
+		logged("w", "bob", 600, 6.5, 5, 200),   // 1.5 ms, above 2τ
+	)
+	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
+		RequestTimeout: engine.DefaultServerRequestTimeout, NoCPUModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(cal.Threshold) != 500*time.Microsecond || cal.ThresholdFrom == calibrate.ThresholdUnmeasured {
+		t.Fatalf("τ %v (%s): the test wants a measured τ of 500µs", time.Duration(cal.Threshold), cal.ThresholdFrom)
+	}
+	fates := map[string]reconstruct.Fate{}
+	_, err = reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, Calibration: cal,
+		OnFate: func(f *reconstruct.Fate) {
+			g := *f
+			g.Record = nil
+			fates[f.Record.AuditID] = g
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fates["s"]; s.Wait != 0 || s.SeatsInUse != 0 || s.Waiting != 0 {
+		t.Errorf("s waited %v with %d seats in use and %d waiting; want no wait on an idle level", s.Wait, s.SeatsInUse, s.Waiting)
+	}
+	if w := fates["w"]; w.Wait < time.Millisecond {
+		t.Errorf("w waited %v, want its recorded 1.5 ms: above twice τ", w.Wait)
 	}
 }
 

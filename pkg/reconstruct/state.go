@@ -940,12 +940,18 @@ func (s *state) arrive(p *pending) {
 		s.decided(f, r, true)
 		return
 	}
-	if r.waiting && !r.estimated && s.tauUnmeasured && l.queues != nil && l.canAccommodate(r.seats) && l.waiting == 0 {
-		// τ rests on no measured lag (too few requests with an execution
-		// time), so a wait above it may be the filters' own time: with a
-		// seat free and nothing waiting, upstream dispatches the request
-		// in the same StartRequest that enqueues it
-		// (queueset.go:dispatchAsMuchAsPossibleLocked), so it did not wait
+	if r.waiting && !r.estimated && l.queues != nil && l.canAccommodate(r.seats) && l.waiting == 0 &&
+		(s.tauUnmeasured || l.seatsInUse == 0 && r.start-r.apfAt < 2*int64(s.cal.Threshold)) {
+		// with a seat free and nothing waiting, upstream dispatches the
+		// request in the same StartRequest that enqueues it
+		// (queueset.go:dispatchAsMuchAsPossibleLocked), so it did not
+		// wait, whatever the filters' lag after it. Its recorded wait is
+		// read as that lag where τ rests on no measured lag (too few
+		// requests with an execution time), or where the level was idle
+		// and the wait under twice τ: the first request of a burst on a
+		// server short of CPU starts executing a few milliseconds after
+		// its dispatch. A longer wait, or one beside a seat in use, shows
+		// a queue the reconstruction does not see more often than not.
 		r.waiting, r.waitShown = false, false
 		r.dispatch = s.now
 		f.Execution += f.Wait
