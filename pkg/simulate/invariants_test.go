@@ -103,7 +103,7 @@ func checkRunFromStalls(t *testing.T, runs []stallsRun) {
 		t.Errorf("no CFS model read from the stalls of any recording: calibrate.RunFromStalls, which simulate prints, speaks of none")
 		return
 	}
-	seen := calibrate.RunFromStalls
+	seen := calibrate.RunFromStalls()
 	low, high := runs[0], runs[0]
 	var lines []string
 	for _, r := range runs {

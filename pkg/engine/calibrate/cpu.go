@@ -29,7 +29,13 @@ type Runtime struct {
 // from the audit log alone (7.6-12.9ms). simulate says it beside the figure;
 // TestCalibrationNeverContradictsTheRecordings, which calibrates every
 // recording without its limit, holds it to what they read.
-var RunFromStalls = struct{ Low, High, Limit time.Duration }{7400 * time.Microsecond, 13600 * time.Microsecond, 10 * time.Millisecond}
+func RunFromStalls() RunRange {
+	return RunRange{Low: 7400 * time.Microsecond, High: 13600 * time.Microsecond, Limit: 10 * time.Millisecond}
+}
+
+// RunRange is a range of running per period (RunFromStalls): from Low to
+// High where the CPU limit gave Limit.
+type RunRange struct{ Low, High, Limit time.Duration }
 
 // CPUModel is the replay's model of a server whose CPU limit throttles it
 // while Go's garbage collector marks. The collector's idle mark workers

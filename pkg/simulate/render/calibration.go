@@ -24,7 +24,7 @@ func printCPUModel(w io.Writer, cal *calibrate.Report, reps *simulate.CPUReplays
 		}
 		return
 	}
-	seen := calibrate.RunFromStalls
+	seen := calibrate.RunFromStalls()
 	from := fmt.Sprintf("read from its %d stalls of about a period, the longest (the marks'): %.3g–%s where the limit gave %s on the project's recordings, and the what-ifs follow it closely; the server's CPU limit (--cpu-limit) gives it exactly",
 		m.FullPeriodStalls, float64(seen.Low)/float64(time.Millisecond), fmtDuration(seen.High), fmtDuration(seen.Limit))
 	if m.CPULimit > 0 {
