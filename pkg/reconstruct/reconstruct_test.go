@@ -229,26 +229,16 @@ func TestShortWaitOnIdleLevelDispatchedAtOnce(t *testing.T) {
 		logged("s", "alice", 500, 5.8, 5, 200), // 0.8 ms between APF and its execution, under 2τ
 		logged("w", "bob", 600, 6.5, 5, 200),   // 1.5 ms, above 2τ
 	)
+	// the premise: τ as reconstructAt calibrates it is measured
 	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
-		RequestTimeout: engine.DefaultServerRequestTimeout, NoCPUModel: true})
+		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if time.Duration(cal.Threshold) != 500*time.Microsecond || cal.ThresholdFrom == calibrate.ThresholdUnmeasured {
 		t.Fatalf("τ %v (%s): the test wants a measured τ of 500µs", time.Duration(cal.Threshold), cal.ThresholdFrom)
 	}
-	fates := map[string]reconstruct.Fate{}
-	_, err = reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
-		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true, Calibration: cal,
-		OnFate: func(f *reconstruct.Fate) {
-			g := *f
-			g.Record = nil
-			fates[f.Record.AuditID] = g
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fates := reconstructAt(t, reqs, 0, "")
 	if s := fates["s"]; s.Wait != 0 || s.SeatsInUse != 0 || s.Waiting != 0 {
 		t.Errorf("s waited %v with %d seats in use and %d waiting; want no wait on an idle level", s.Wait, s.SeatsInUse, s.Waiting)
 	}
