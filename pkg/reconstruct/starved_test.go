@@ -135,3 +135,30 @@ func TestServedFullWaitsForRoom(t *testing.T) {
 		t.Errorf("g: rejected %v agrees %v class %q, want queue-full (e enqueued when b was dispatched)", g.Rejected, g.Agrees, g.Class)
 	}
 }
+
+// TestWaitedIntoFullQueueDispatchesTheWaiting: a request that the log
+// says waited (c), whose queue the reconstruction holds full while tiny's
+// seat is free, shows the state upstream never leaves (a seat free beside
+// a request waiting): the request waiting (b, queued on an idle level, its
+// execution starting 35 ms late on a server short of CPU) had been
+// dispatched, and c took its place in the queue. A 429 after them (d)
+// finds the seat taken and the queue full, as the server did; without the
+// rule b still waits, c stands past the queue's length limit, and d finds
+// the seat free.
+func TestWaitedIntoFullQueueDispatchesTheWaiting(t *testing.T) {
+	reqs := []workload.Request{
+		logged("a", "alice", 0, 10, 10, 200), // holds the seat to 10 ms
+		logged("b", "bob", 12, 40, 5, 200),   // the level idle; its execution starts at 47 ms
+		logged("c", "alice", 20, 40, 5, 200), // waited to 55 ms: b's queue is the one queue
+		logged("d", "bob", 25, 0.1, 0, 429),  // queue-full
+	}
+	fates := reconstructAt(t, reqs, time.Millisecond, "d")
+	if c := fates["c"]; c.SeatsInUse != 0 || c.Waiting != 1 || c.Queue != 0 {
+		t.Fatalf("c found %d seats in use and %d waiting, went to queue %d; the test wants the seat free and b waiting, queue 0", c.SeatsInUse, c.Waiting, c.Queue)
+	}
+	d := fates["d"]
+	if !d.Rejected || d.Reason != "queue-full" || !d.Agrees || d.SeatsInUse != 1 || d.Snapshot == nil || d.Snapshot.Queues[0].Length != 1 {
+		t.Errorf("d: rejected %v reason %q agrees %v class %q, %d seats in use, snapshot %+v; want queue-full with b executing and c in the queue",
+			d.Rejected, d.Reason, d.Agrees, d.Class, d.SeatsInUse, d.Snapshot)
+	}
+}

@@ -981,6 +981,18 @@ func (s *state) arrive(p *pending) {
 	queued := r.waiting && l.queues != nil
 	s.decided(f, r, !queued)
 	if queued {
+		if f.WaitFrom == WaitHTTPLog && l.queues[f.Queue].length >= l.qll && l.seatsInUse < l.limit {
+			// the log says it waited and the server enqueued it, so its
+			// queue had room, and its level every seat taken; the
+			// reconstruction has the queue full and a seat free beside
+			// requests waiting, which upstream never leaves
+			// (dispatchAsMuchAsPossibleLocked dispatches on every release
+			// and arrival): the waiting requests the seats allow were
+			// dispatched already, their executions starting late on a
+			// server short of CPU. They are dispatched now, in the order
+			// the log dispatched them.
+			s.dispatchFreed(l)
+		}
 		if s.holdBack(p) {
 			return
 		}
