@@ -3,12 +3,14 @@ package reconstruct_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
+	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
@@ -108,5 +110,50 @@ func TestBorrowingPhaseFromTheFirstLimitedRequest(t *testing.T) {
 	}
 	if l := fates["late"]; l.Limit != first["hi"] || !l.LimitFromLog {
 		t.Errorf("11 s into the burst hi's limit is %d (from the log: %v), want %d, the pass 10 s after its start", l.Limit, l.LimitFromLog, first["hi"])
+	}
+}
+
+// TestShortWaitBelowTheCeilingQueues: on a server whose filters lag by more
+// than a slot takes to open (τ 200 ms), a request whose latency less its
+// execution is under τ, arriving when every seat of its level's current
+// limit is taken, waited in its queue (upstream dispatches only what the
+// seats allow), though the level could borrow more seats at a later pass:
+// the limit is fixed between the passes, and a wait split from a latency
+// around τ does not correct it (learnLimit). It does not take a seat past
+// the limit.
+func TestShortWaitBelowTheCeilingQueues(t *testing.T) {
+	const scl = 30
+	config := borrowConfig()
+	idle := engine.AllocateCurrentLimitsFor(engine.NewestRelease, config.Limits(scl), nil, nil, scl).CurrentCL["hi"]
+	var reqs []workload.Request
+	for i := range idle {
+		reqs = append(reqs, logged(fmt.Sprint("a", i), "alice", 1, 100, 100, 200)) // hi's every seat to 101 ms
+	}
+	reqs = append(reqs, logged("s", "alice", 10, 95.5, 5, 200)) // 90.5 ms outside its execution, under τ
+	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: config, ServerConcurrencyLimit: scl,
+		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Threshold, cal.ThresholdFrom = calibrate.Duration(200*time.Millisecond), "set by the test"
+	fates := map[string]reconstruct.Fate{}
+	if _, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+		Config: config, ServerConcurrencyLimit: scl, Calibration: cal,
+		OnFate: func(f *reconstruct.Fate) { fates[f.Record.AuditID] = *f },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := fates["s"]
+	var upper int
+	for _, l := range config.Limits(scl) {
+		if l.Name == "hi" {
+			upper = l.UpperCL
+		}
+	}
+	if s.Limit != idle || s.Limit >= upper || s.SeatsInUse != idle {
+		t.Fatalf("s found %d seats in use, limit %d (upper %d); the test wants hi's %d seats taken, below its upper limit", s.SeatsInUse, s.Limit, upper, idle)
+	}
+	if s.Wait < 90*time.Millisecond || s.Queue < 0 {
+		t.Errorf("s waited %v in queue %d, want its 90.5 ms in a queue: the seats of the limit were taken", s.Wait, s.Queue)
 	}
 }

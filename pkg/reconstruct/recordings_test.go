@@ -104,8 +104,7 @@ func reasonAgreement(res *reconstruct.Result, server map[[2]string]float64) (mat
 // the httplog joined to the audit log and from the audit log alone. The
 // goal is that the reconstructed fate of at least 95% (joined) and 90%
 // (audit alone) of the requests is what the server answered, on every
-// recording (borrowing-starved from httplog + audit is the closest, at
-// 0.952 when this was written: see docs/reconstruct.md).
+// recording (docs/reconstruct.md names the closest).
 // Every reconstructed reason must be one the server counted (no level and
 // reason reconstructed more often than
 // apiserver_flowcontrol_rejected_requests_total{reason} rose between the

@@ -957,13 +957,16 @@ func (s *state) arrive(p *pending) {
 		f.Execution += f.Wait
 		f.Wait = 0
 	}
-	if !r.waiting && !r.estimated && l.queues != nil && r.start > r.apfAt && s.atCeiling(l) && !l.canAccommodate(r.seats) {
-		// its wait was under τ, but it found every seat taken that the
-		// level can have: upstream enqueues it (StartRequest dispatches
-		// only what the seats allow), so it waited, in its queue, at the
-		// latest until its recorded execution began. τ is the lag of the
-		// filters around APF, which on a CPU-starved server exceeds the
-		// time a slot takes to open; the level's seats tell here.
+	if !r.waiting && !r.estimated && l.queues != nil && r.start > r.apfAt && (s.atCeiling(l) || !r.exact) && !l.canAccommodate(r.seats) {
+		// its wait was under τ, but it found every seat taken: upstream
+		// enqueues it (StartRequest dispatches only what the seats
+		// allow), so it waited, in its queue, at the latest until its
+		// recorded execution began. τ is the lag of the filters around
+		// APF, which on a CPU-starved server exceeds the time a slot
+		// takes to open; the level's seats tell here. Below the level's
+		// ceiling that holds for a wait split from a latency around τ,
+		// which does not correct the limit (learnLimit); an exact one
+		// (the audit's apf-queue-wait) tells the limit instead.
 		r.waiting, r.waitShown = true, true
 		r.dispatch = r.start
 		f.Wait, f.Execution = time.Duration(r.start-r.apfAt), time.Duration(r.end-r.start)
