@@ -84,14 +84,7 @@ func TestBorrowingPhaseFromTheFirstLimitedRequest(t *testing.T) {
 		reqs = append(reqs, logged(fmt.Sprint("a", i), "alice", 5001, 9000, 9000, 200))
 	}
 	reqs = append(reqs, logged("early", "alice", 12001, 10, 10, 200), logged("late", "alice", 16001, 10, 10, 200))
-	fates := map[string]reconstruct.Fate{}
-	_, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
-		Config: borrowConfig(), ServerConcurrencyLimit: scl,
-		OnFate: func(f *reconstruct.Fate) { fates[f.Record.AuditID] = *f },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fates, _ := fatesOf(t, reqs, reconstruct.Options{Config: borrowConfig(), ServerConcurrencyLimit: scl})
 	if fates["admin"].Level != "exempt" {
 		t.Fatalf("admin's request is on level %q, want exempt", fates["admin"].Level)
 	}
@@ -136,13 +129,7 @@ func TestShortWaitBelowTheCeilingQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	cal.Threshold, cal.ThresholdFrom = calibrate.Duration(200*time.Millisecond), "set by the test"
-	fates := map[string]reconstruct.Fate{}
-	if _, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
-		Config: config, ServerConcurrencyLimit: scl, Calibration: cal,
-		OnFate: func(f *reconstruct.Fate) { fates[f.Record.AuditID] = *f },
-	}); err != nil {
-		t.Fatal(err)
-	}
+	fates, _ := fatesOf(t, reqs, reconstruct.Options{Config: config, ServerConcurrencyLimit: scl, Calibration: cal})
 	s := fates["s"]
 	var upper int
 	for _, l := range config.Limits(scl) {

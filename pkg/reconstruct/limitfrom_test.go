@@ -18,14 +18,7 @@ import (
 func TestFateLimitFrom(t *testing.T) {
 	const scl = 30
 	reqs := []workload.Request{logged("early", "alice", 1, 10, 10, 200), logged("late", "alice", 15000, 10, 10, 200)}
-	fates := map[string]reconstruct.Fate{}
-	_, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
-		Config: borrowConfig(), ServerConcurrencyLimit: scl,
-		OnFate: func(f *reconstruct.Fate) { fates[f.Record.AuditID] = *f },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fates, _ := fatesOf(t, reqs, reconstruct.Options{Config: borrowConfig(), ServerConcurrencyLimit: scl})
 	lims := borrowConfig().Limits(scl)
 	idle := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, nil, nil, scl).CurrentCL
 	var nominal int

@@ -77,6 +77,24 @@ func logged(id, user string, ms, latency, exec float64, status int) workload.Req
 	return r
 }
 
+// fatesOf reconstructs reqs with opts and returns the fates by audit ID,
+// with their Record dropped and their Hand copied (both are reused after
+// OnFate), and the result.
+func fatesOf(t *testing.T, reqs []workload.Request, opts reconstruct.Options) (map[string]reconstruct.Fate, *reconstruct.Result) {
+	t.Helper()
+	fates := map[string]reconstruct.Fate{}
+	opts.OnFate = func(f *reconstruct.Fate) {
+		g := *f
+		g.Record, g.Hand = nil, slices.Clone(f.Hand)
+		fates[f.Record.AuditID] = g
+	}
+	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fates, res
+}
+
 func TestReconstructDecidesFromTheState(t *testing.T) {
 	reqs := []workload.Request{
 		logged("a", "alice", 0, 10, 10, 200),        // dispatched at once, holds the seat to 10 ms
@@ -93,19 +111,10 @@ func TestReconstructDecidesFromTheState(t *testing.T) {
 		logged("l", "bob", 2000, 20000, 20000, 200), // holds tiny's seat for 20 s
 		logged("t", "alice", 300, 15000, 0, 429),    // waits its whole wait limit (15 s): time-out
 	}
-	fates := map[string]reconstruct.Fate{}
-	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
+	fates, res := fatesOf(t, reqs, reconstruct.Options{
 		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true,
 		Focus: func(w *workload.Request) bool { return w.AuditID == "c" },
-		OnFate: func(f *reconstruct.Fate) {
-			g := *f
-			g.Record = nil
-			fates[f.Record.AuditID] = g
-		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]struct {
 		rejected bool
 		reason   string
@@ -191,18 +200,7 @@ func TestUnmeasuredThresholdKeepsNoIdleWait(t *testing.T) {
 		logged("p", "alice", 0, 10.6, 10, 200), // 0.6 ms outside its execution, tiny idle
 		logged("q", "bob", 1, 19, 9, 200),      // arrives while p holds the one seat: waits to 10 ms
 	}
-	fates := map[string]reconstruct.Fate{}
-	res, err := reconstruct.Run(func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }, reconstruct.Options{
-		Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true,
-		OnFate: func(f *reconstruct.Fate) {
-			g := *f
-			g.Record = nil
-			fates[f.Record.AuditID] = g
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fates, res := fatesOf(t, reqs, reconstruct.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7, NoBorrowing: true})
 	if res.Threshold != 500*time.Microsecond {
 		t.Fatalf("τ %v: the test wants the unmeasured τ of 500µs, below p's 0.6 ms", res.Threshold)
 	}

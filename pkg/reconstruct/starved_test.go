@@ -1,7 +1,6 @@
 package reconstruct_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +23,6 @@ func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, foc
 // seats.
 func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
 	t.Helper()
-	open := func() (workload.Reader, error) { return &sliceReader{reqs: reqs}, nil }
 	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: config, ServerConcurrencyLimit: scl,
 		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
 	if err != nil {
@@ -33,18 +31,10 @@ func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []worklo
 	if tau > 0 {
 		cal.Threshold, cal.ThresholdFrom = calibrate.Duration(tau), "set by the test"
 	}
-	fates := map[string]reconstruct.Fate{}
-	if _, err := reconstruct.Run(open, reconstruct.Options{
+	fates, _ := fatesOf(t, reqs, reconstruct.Options{
 		Config: config, ServerConcurrencyLimit: scl, NoBorrowing: true, Calibration: cal,
 		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
-		OnFate: func(f *reconstruct.Fate) {
-			g := *f
-			g.Record, g.Hand = nil, slices.Clone(f.Hand)
-			fates[f.Record.AuditID] = g
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return fates
 }
 
