@@ -4,6 +4,10 @@ import (
 	"testing"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -150,5 +154,53 @@ func TestWaitedIntoFullQueueDispatchesTheWaiting(t *testing.T) {
 	if !d.Rejected || d.Reason != "queue-full" || !d.Agrees || d.SeatsInUse != 1 || d.Snapshot == nil || d.Snapshot.Queues[0].Length != 1 {
 		t.Errorf("d: rejected %v reason %q agrees %v class %q, %d seats in use, snapshot %+v; want queue-full with b executing and c in the queue",
 			d.Rejected, d.Reason, d.Agrees, d.Class, d.SeatsInUse, d.Snapshot)
+	}
+}
+
+// pairConfig is a level "pair" of 1 seat and two queues of one request,
+// every flow's hand holding both, with a FlowSchema for each of alice, bob
+// and carol.
+func pairConfig() *engine.Config {
+	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "pair"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
+				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 2, HandSize: 2, QueueLengthLimit: 1}}}}}
+	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("pair-alice", "pair", "alice"), userSchema("pair-bob", "pair", "bob"), userSchema("pair-carol", "pair", "carol")},
+		[]*flowcontrolv1.PriorityLevelConfiguration{pl})
+}
+
+// TestWaitedIntoFullQueueTakesTheRoomMade: when the waiting request the
+// free seat is given to (TestWaitedIntoFullQueueDispatchesTheWaiting) stood
+// in the other queue of the hand than the one the waited request (e) was
+// chosen for, e goes to the queue with room: the server enqueued it, so its
+// queue had room. Both orders of b's and c's recorded dispatches are run,
+// so that the request dispatched first stands once in each queue. A 429
+// after them (d) finds the seat taken and both queues full, as the server
+// did; pushed past its chosen queue's limit, e left the other queue empty
+// for d.
+func TestWaitedIntoFullQueueTakesTheRoomMade(t *testing.T) {
+	for _, bFirst := range []bool{true, false} {
+		bLat, cLat := 40.0, 45.0 // b's execution starts at 47 ms, c's at 54 ms
+		if !bFirst {
+			bLat, cLat = 50.0, 35.0 // b's at 57 ms, c's at 44 ms
+		}
+		reqs := []workload.Request{
+			logged("a", "alice", 0, 10, 10, 200),   // holds the seat to 10 ms
+			logged("b", "bob", 12, bLat, 5, 200),   // the level idle: one queue
+			logged("c", "carol", 14, cLat, 5, 200), // the other queue
+			logged("e", "alice", 20, 40, 5, 200),   // waited to 55 ms: both queues full, the seat free
+			logged("d", "bob", 25, 0.1, 0, 429),    // queue-full
+		}
+		fates := reconstructWith(t, pairConfig(), 6, reqs, time.Millisecond, "d") // 6 seats: pair 1 of 6 shares with catch-all
+		if e := fates["e"]; e.SeatsInUse != 0 || e.Waiting != 2 {
+			t.Fatalf("b first %v: e found %d seats in use and %d waiting; the test wants the seat free and both queues full", bFirst, e.SeatsInUse, e.Waiting)
+		}
+		d := fates["d"]
+		if !d.Rejected || !d.Agrees || d.SeatsInUse != 1 || d.Snapshot == nil || len(d.Snapshot.Queues) != 2 ||
+			d.Snapshot.Queues[0].Length != 1 || d.Snapshot.Queues[1].Length != 1 {
+			t.Errorf("b first %v: d rejected %v agrees %v class %q, %d seats in use, snapshot %+v; want queue-full with the seat taken and one request in each queue",
+				bFirst, d.Rejected, d.Agrees, d.Class, d.SeatsInUse, d.Snapshot)
+		}
 	}
 }

@@ -624,6 +624,9 @@ func (s *state) dispatch(r *req) {
 // dispatch.
 func (s *state) holdBack(p *pending) bool {
 	r, l := p.r, p.r.lv
+	if q := l.queueWithRoom(p.fate.Queue, p.fate.Hand); q >= 0 {
+		p.fate.Queue = q
+	}
 	if r.dispatch <= s.now || l.hasRoom(p.fate.Hand) {
 		return false
 	}
@@ -651,6 +654,21 @@ func (l *level) hasRoom(hand []int) bool {
 		}
 	}
 	return false
+}
+
+// queueWithRoom is chosen when it is shorter than the queue length limit,
+// else the queue of hand with room and the least waiting work, else -1.
+func (l *level) queueWithRoom(chosen int, hand []int) int {
+	if l.queues[chosen].length < l.qll {
+		return chosen
+	}
+	best := -1
+	for _, q := range hand {
+		if l.queues[q].length < l.qll && (best < 0 || l.queues[q].work < l.queues[best].work) {
+			best = q
+		}
+	}
+	return best
 }
 
 // makeRoom moves a waiting request of a full queue of hand (the one
