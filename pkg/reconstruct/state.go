@@ -621,7 +621,11 @@ func (s *state) dispatch(r *req) {
 // was full without it, and leave the one it went to looking shorter than
 // it was, to the requests after it. It is enqueued when a queue of its hand
 // has room or a seat frees (roomFreed), at the latest at its recorded
-// dispatch.
+// dispatch. Before that, for the same reason, a request whose chosen queue
+// is full goes to the queue of its hand with room and the least waiting
+// work (queueWithRoom), as after a seat free beside waiting requests was
+// given to them (arrive): the room is then often in the queue the request
+// dispatched first stood in.
 func (s *state) holdBack(p *pending) bool {
 	r, l := p.r, p.r.lv
 	if q := l.queueWithRoom(p.fate.Queue, p.fate.Hand); q >= 0 {
