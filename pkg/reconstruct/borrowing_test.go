@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
-	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
 	"github.com/kubectl-apf/kubectl-apf/pkg/reconstruct"
 )
@@ -28,6 +27,18 @@ func borrowConfig() *engine.Config {
 	}
 	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("hi", "hi", "alice"), userSchema("lo", "lo", "bob")},
 		[]*flowcontrolv1.PriorityLevelConfiguration{level("hi", 0, 300), level("lo", 100, 0)})
+}
+
+// limitsOf is the level's limits among lims.
+func limitsOf(t *testing.T, lims []engine.LevelLimits, level string) engine.LevelLimits {
+	t.Helper()
+	for _, l := range lims {
+		if l.Name == level {
+			return l
+		}
+	}
+	t.Fatalf("no limits for level %q", level)
+	return engine.LevelLimits{}
 }
 
 // TestBorrowingKeepsTheSmoothedDemand: a level that borrowed for a burst
@@ -123,20 +134,10 @@ func TestShortWaitBelowTheCeilingQueues(t *testing.T) {
 		reqs = append(reqs, logged(fmt.Sprint("a", i), "alice", 1, 100, 100, 200)) // hi's every seat to 101 ms
 	}
 	reqs = append(reqs, logged("s", "alice", 10, 95.5, 5, 200)) // 90.5 ms outside its execution, under τ
-	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: config, ServerConcurrencyLimit: scl,
-		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cal.Threshold, cal.ThresholdFrom = calibrate.Duration(200*time.Millisecond), "set by the test"
+	cal := calibrationAt(t, config, scl, reqs, 200*time.Millisecond)
 	fates, _ := fatesOf(t, reqs, reconstruct.Options{Config: config, ServerConcurrencyLimit: scl, Calibration: cal})
 	s := fates["s"]
-	var upper int
-	for _, l := range config.Limits(scl) {
-		if l.Name == "hi" {
-			upper = l.UpperCL
-		}
-	}
+	upper := limitsOf(t, config.Limits(scl), "hi").UpperCL
 	if s.Limit != idle || s.Limit >= upper || s.SeatsInUse != idle {
 		t.Fatalf("s found %d seats in use, limit %d (upper %d); the test wants hi's %d seats taken, below its upper limit", s.SeatsInUse, s.Limit, upper, idle)
 	}

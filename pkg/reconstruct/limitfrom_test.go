@@ -21,12 +21,7 @@ func TestFateLimitFrom(t *testing.T) {
 	fates, _ := fatesOf(t, reqs, reconstruct.Options{Config: borrowConfig(), ServerConcurrencyLimit: scl})
 	lims := borrowConfig().Limits(scl)
 	idle := engine.AllocateCurrentLimitsFor(engine.NewestRelease, lims, nil, nil, scl).CurrentCL
-	var nominal int
-	for _, l := range lims {
-		if l.Name == "hi" {
-			nominal = l.NominalCL
-		}
-	}
+	nominal := limitsOf(t, lims, "hi").NominalCL
 	early, late := fates["early"], fates["late"]
 	if early.NominalLimit != nominal || early.Limit != idle["hi"] || early.LimitFromLog {
 		t.Errorf("early: limit %d nominal %d from log %v, want %d, %d, false", early.Limit, early.NominalLimit, early.LimitFromLog, idle["hi"], nominal)

@@ -8,7 +8,6 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/workload"
@@ -19,11 +18,7 @@ import (
 // hands of two, its flows by user, on a server of 6 seats (catch-all
 // takes 5).
 func fanConfig() *engine.Config {
-	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "fan"},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
-				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 3, HandSize: 2, QueueLengthLimit: 1}}}}}
+	pl := oneShareLevel("fan", &flowcontrolv1.QueuingConfiguration{Queues: 3, HandSize: 2, QueueLengthLimit: 1})
 	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "fan"},
 		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "fan"}, MatchingPrecedence: 100,
 			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},

@@ -36,18 +36,20 @@ func (s *sliceReader) Next(r *workload.Request) error {
 // takes 5), each with a FlowSchema for its user (a level of one queue
 // computes no flow distinguisher: flows are named by FlowSchema).
 func tinyConfig() *engine.Config {
-	level := func(name string, queuing bool) *flowcontrolv1.PriorityLevelConfiguration {
-		lr := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
-		if queuing {
-			lr = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
-				Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 1}}
-		}
-		return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
-				Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), LimitResponse: lr}}}
-	}
 	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("tiny", "tiny", "alice"), userSchema("tiny-bob", "tiny", "bob"), userSchema("rej", "rej", "carol")},
-		[]*flowcontrolv1.PriorityLevelConfiguration{level("tiny", true), level("rej", false)})
+		[]*flowcontrolv1.PriorityLevelConfiguration{oneShareLevel("tiny", &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 1}), oneShareLevel("rej", nil)})
+}
+
+// oneShareLevel is a level of 1 share that lends nothing, queuing as q
+// says, or rejecting when q is nil.
+func oneShareLevel(name string, q *flowcontrolv1.QueuingConfiguration) *flowcontrolv1.PriorityLevelConfiguration {
+	lr := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
+	if q != nil {
+		lr = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue, Queuing: q}
+	}
+	return &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), LimitResponse: lr}}}
 }
 
 // userSchema routes user to level, by user.
@@ -228,12 +230,7 @@ func TestShortWaitOnIdleLevelDispatchedAtOnce(t *testing.T) {
 		logged("w", "bob", 600, 6.5, 5, 200),   // 1.5 ms, above 2τ
 	)
 	// the premise: τ as reconstructAt calibrates it is measured
-	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: tinyConfig(), ServerConcurrencyLimit: 7,
-		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if time.Duration(cal.Threshold) != 500*time.Microsecond || cal.ThresholdFrom == calibrate.ThresholdUnmeasured {
+	if cal := calibrationAt(t, tinyConfig(), 7, reqs, 0); time.Duration(cal.Threshold) != 500*time.Microsecond || cal.ThresholdFrom == calibrate.ThresholdUnmeasured {
 		t.Fatalf("τ %v (%s): the test wants a measured τ of 500µs", time.Duration(cal.Threshold), cal.ThresholdFrom)
 	}
 	fates := reconstructAt(t, reqs, 0, "")

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine"
 	"github.com/kubectl-apf/kubectl-apf/pkg/engine/calibrate"
@@ -27,6 +25,19 @@ func reconstructAt(t *testing.T, reqs []workload.Request, tau time.Duration, foc
 // seats.
 func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []workload.Request, tau time.Duration, focus string) map[string]reconstruct.Fate {
 	t.Helper()
+	cal := calibrationAt(t, config, scl, reqs, tau)
+	fates, _ := fatesOf(t, reqs, reconstruct.Options{
+		Config: config, ServerConcurrencyLimit: scl, NoBorrowing: true, Calibration: cal,
+		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
+	})
+	return fates
+}
+
+// calibrationAt is the calibration the requests give against config on a
+// server of scl seats, without the CPU model, but τ set to tau (0: as
+// calibrated).
+func calibrationAt(t *testing.T, config *engine.Config, scl int, reqs []workload.Request, tau time.Duration) *calibrate.Result {
+	t.Helper()
 	cal, err := calibrate.Derive(&sliceReader{reqs: reqs}, calibrate.Options{Config: config, ServerConcurrencyLimit: scl,
 		RequestTimeout: time.Minute, Release: engine.NewestRelease, NoCPUModel: true})
 	if err != nil {
@@ -35,11 +46,7 @@ func reconstructWith(t *testing.T, config *engine.Config, scl int, reqs []worklo
 	if tau > 0 {
 		cal.Threshold, cal.ThresholdFrom = calibrate.Duration(tau), "set by the test"
 	}
-	fates, _ := fatesOf(t, reqs, reconstruct.Options{
-		Config: config, ServerConcurrencyLimit: scl, NoBorrowing: true, Calibration: cal,
-		Focus: func(w *workload.Request) bool { return w.AuditID == focus },
-	})
-	return fates
+	return cal
 }
 
 // TestShortWaitWithNoSeatQueues: on a server whose filters lag by more
@@ -161,13 +168,8 @@ func TestWaitedIntoFullQueueDispatchesTheWaiting(t *testing.T) {
 // every flow's hand holding both, with a FlowSchema for each of alice, bob
 // and carol.
 func pairConfig() *engine.Config {
-	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "pair"},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
-				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 2, HandSize: 2, QueueLengthLimit: 1}}}}}
 	return engine.NewConfig([]*flowcontrolv1.FlowSchema{userSchema("pair-alice", "pair", "alice"), userSchema("pair-bob", "pair", "bob"), userSchema("pair-carol", "pair", "carol")},
-		[]*flowcontrolv1.PriorityLevelConfiguration{pl})
+		[]*flowcontrolv1.PriorityLevelConfiguration{oneShareLevel("pair", &flowcontrolv1.QueuingConfiguration{Queues: 2, HandSize: 2, QueueLengthLimit: 1})})
 }
 
 // TestWaitedIntoFullQueueTakesTheRoomMade: when the waiting request the
