@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,9 @@ import (
 
 // refJoin is the join as it was written first, by lookups of the pending
 // map alone (its eviction looks every audit ID up, taken or not): the
-// reference that Join must equal, duplicate audit IDs included.
+// reference that Join must equal, duplicate audit IDs included, once its
+// requests are sorted by arrival (a joined request takes its audit event's
+// arrival where that is earlier).
 type refJoin struct {
 	logs, audits workload.Reader
 	slack        time.Duration
@@ -84,6 +88,12 @@ func (j *refJoin) Next(r *workload.Request) error {
 	}
 	if a, ok := j.pending[r.AuditID]; ok && r.AuditID != "" {
 		delete(j.pending, r.AuditID)
+		if a.arrival.Before(r.Arrival) && !a.arrival.Before(r.Arrival.Add(-j.slack)) {
+			if r.Arrival.Sub(a.arrival) > time.Microsecond {
+				j.stats.Earlier++
+			}
+			r.Arrival = a.arrival
+		}
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
 		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
@@ -121,6 +131,9 @@ func TestJoinAsReference(t *testing.T) {
 		}
 		return rs
 	}
+	// rounds whose joined requests the audit events' arrivals put out of
+	// the httplog's order
+	reordered := 0
 	for round := range 300 {
 		ids := 1 + rng.IntN(200)
 		spread := time.Duration(1+rng.IntN(3000)) * time.Millisecond
@@ -140,22 +153,94 @@ func TestJoinAsReference(t *testing.T) {
 				lr, ar = lp, ap
 			}
 			got := Join(lr, ar, slack, &stats)
-			for i := 0; ; i++ {
-				var w, g workload.Request
-				werr, gerr := want.Next(&w), got.Next(&g)
-				if (werr == nil) != (gerr == nil) || werr != nil && !errors.Is(gerr, werr) {
-					t.Fatalf("round %d (prefetched %v), request %d: error %v, want %v", round, ahead, i, gerr, werr)
-				}
-				if werr != nil {
+			var wants []workload.Request
+			for {
+				var w workload.Request
+				if err := want.Next(&w); err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatal(err)
+					}
 					break
 				}
-				if !reflect.DeepEqual(g, w) {
-					t.Fatalf("round %d (prefetched %v), request %d:\n got %+v\nwant %+v", round, ahead, i, g, w)
+				wants = append(wants, w)
+			}
+			if !slices.IsSortedFunc(wants, func(a, b workload.Request) int { return a.Arrival.Compare(b.Arrival) }) {
+				reordered++
+			}
+			slices.SortStableFunc(wants, func(a, b workload.Request) int { return a.Arrival.Compare(b.Arrival) })
+			for i := 0; ; i++ {
+				var g workload.Request
+				gerr := got.Next(&g)
+				if i == len(wants) {
+					if !errors.Is(gerr, io.EOF) {
+						t.Fatalf("round %d (prefetched %v): request %d after the %d wanted (error %v)", round, ahead, i, len(wants), gerr)
+					}
+					break
+				}
+				if gerr != nil {
+					t.Fatalf("round %d (prefetched %v), request %d of %d: error %v", round, ahead, i, len(wants), gerr)
+				}
+				if !reflect.DeepEqual(g, wants[i]) {
+					t.Fatalf("round %d (prefetched %v), request %d:\n got %+v\nwant %+v", round, ahead, i, g, wants[i])
 				}
 			}
 			if stats != want.stats {
 				t.Fatalf("round %d (prefetched %v): stats %+v, want %+v", round, ahead, stats, want.stats)
 			}
 		}
+	}
+	if reordered == 0 {
+		t.Fatal("no round's audit arrivals put its requests out of the httplog's order: the test does not exercise the join's reordering")
+	}
+	t.Logf("%d of 600 joins reordered", reordered)
+}
+
+// TestJoinTakesTheAuditArrival: a request whose httplog line was written
+// 100 ms after its latency was measured (a goroutine stalled on a server
+// short of CPU) arrives by its line's time less its latency after a
+// request that came in 50 ms after it. Joined, it takes its audit event's
+// requestReceivedTimestamp (the time httplog's latency is measured from)
+// and comes first; its latency, and so its answer, stays the line's.
+func TestJoinTakesTheAuditArrival(t *testing.T) {
+	line := func(at, latency, id string) string {
+		return `I1121 ` + at + `       1 httplog.go:134] "HTTP" verb="GET" URI="/api/v1/namespaces/default/pods/p" latency="` + latency +
+			`" userAgent="kubectl/v1.37.1" audit-ID="` + id + `" srcIP="127.0.0.1:53422" apf_pl="global-default" apf_fs="global-default" apf_iseats=1 apf_fseats=0 apf_additionalLatency="0s" apf_execution_time="1ms" resp=200` + "\n"
+	}
+	event := func(received, id string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/pods/p","verb":"get","user":{"username":"alice","groups":["system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.37.1","objectRef":{"resource":"pods","namespace":"default","name":"p","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-21T` + received + `Z","stageTimestamp":"2026-11-21T` + received + `Z"}` + "\n"
+	}
+	// a: received 14:15:10.000, answered 50 ms later, its line written at
+	// 10.150; b: received 10.050, answered and logged at 10.080
+	logs := line("14:15:10.080000", "30ms", "b") + line("14:15:10.150000", "50ms", "a")
+	audits := event("14:15:10.000000", "a") + event("14:15:10.050000", "b")
+	opts := Options{Year: 2026}
+	var stats workload.JoinStats
+	j := Join(NewHTTPLogReader(strings.NewReader(logs), "log", opts, nil), NewAuditReader(strings.NewReader(audits), "audit", opts, nil), 0, &stats)
+	at := func(s string) time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, "2026-11-21T"+s+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	want := []struct {
+		id      string
+		arrival time.Time
+		latency time.Duration
+	}{{"a", at("14:15:10"), 50 * time.Millisecond}, {"b", at("14:15:10.05"), 30 * time.Millisecond}}
+	for i, w := range want {
+		var r workload.Request
+		if err := j.Next(&r); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if r.AuditID != w.id || !r.Arrival.Equal(w.arrival) || r.Latency != w.latency || !r.UserKnown {
+			t.Errorf("request %d: %s arrived %s, latency %s (user known %v); want %s at %s, %s", i, r.AuditID, r.Arrival.Format(time.StampMicro), r.Latency, r.UserKnown, w.id, w.arrival.Format(time.StampMicro), w.latency)
+		}
+	}
+	if err := j.Next(&workload.Request{}); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the two requests: %v, want EOF", err)
+	}
+	if want := (workload.JoinStats{Matched: 2, Earlier: 1}); stats != want {
+		t.Errorf("stats %+v, want %+v", stats, want)
 	}
 }

@@ -337,6 +337,11 @@ type joined struct {
 	// lastPair is the pair counted last, and lastCount its count
 	lastPair  [2]string
 	lastCount *int64
+	// ordered puts the joined requests back in arrival order: a request
+	// joined to its audit event takes the event's arrival, earlier than
+	// its httplog line's by up to slack
+	ordered      *reorder
+	orderedStats workload.Stats
 }
 
 // pendingID is an audit ID's entry in a join's pending map.
@@ -363,6 +368,17 @@ type identity struct {
 // time between the audit filter and the logging filter, microseconds to
 // milliseconds. Audit events without an httplog line are dropped and
 // counted.
+//
+// A joined request arrives when its audit event says
+// (requestReceivedTimestamp), where that is earlier than its httplog line
+// says. Both read the same received timestamp (httplog's latency is
+// measured from it), but the line's time is taken when the line is
+// written, after the latency was measured: on a server short of CPU, a
+// goroutine can stall between the two, for tens of milliseconds, and the
+// line's time less its latency is then that much late. The audit event's
+// time is truncated to the microsecond, the line's too, so where the two
+// differ by less, they are the same. The joined requests are put back in
+// arrival order over slack, the most a matched event can precede its line.
 func Join(httplog, audit workload.Reader, slack time.Duration, stats *workload.JoinStats) workload.Reader {
 	if slack <= 0 {
 		slack = 10 * time.Second
@@ -371,10 +387,21 @@ func Join(httplog, audit workload.Reader, slack time.Duration, stats *workload.J
 		stats = &workload.JoinStats{}
 	}
 	ref, _ := audit.(workload.RefReader)
-	return &joined{logs: httplog, audits: audit, ref: ref, slack: slack, pending: map[string]*pendingID{}, stats: stats}
+	j := &joined{logs: httplog, audits: audit, ref: ref, slack: slack, pending: map[string]*pendingID{}, stats: stats}
+	j.ordered = &reorder{src: j.match, window: slack, q: arrivalQueue{maxHeld: DefaultMaxHeld}, stats: &j.orderedStats}
+	return j
 }
 
 func (j *joined) Next(r *workload.Request) error {
+	err := j.ordered.Next(r)
+	j.stats.Clamped = j.orderedStats.Clamped
+	return err
+}
+
+// match reads the next httplog request and joins it to its audit event;
+// it returns the request's httplog arrival, which orders the requests
+// read (ordered's horizon).
+func (j *joined) match(r *workload.Request) (time.Time, error) {
 	if err := j.logs.Next(r); err != nil {
 		if errors.Is(err, io.EOF) {
 			j.stats.AuditOnly += int64(j.npresent)
@@ -391,13 +418,13 @@ func (j *joined) Next(r *workload.Request) error {
 				case errors.Is(err, io.EOF):
 					j.auditDone = true
 				case err != nil:
-					return err
+					return time.Time{}, err
 				default:
 					j.stats.AuditOnly++
 				}
 			}
 		}
-		return err
+		return time.Time{}, err
 	}
 	// read audit events up to r.Arrival+slack
 	for !j.auditDone {
@@ -408,7 +435,7 @@ func (j *joined) Next(r *workload.Request) error {
 				break
 			}
 			if err != nil {
-				return err
+				return time.Time{}, err
 			}
 			j.head, j.haveHead = a, true
 		}
@@ -461,8 +488,17 @@ func (j *joined) Next(r *workload.Request) error {
 			j.free = append(j.free, p)
 		}
 	}
+	logged := r.Arrival
 	if p := j.pending[r.AuditID]; p != nil && p.present && r.AuditID != "" {
 		a := p.identity
+		// held events can be older than slack where an audit ID repeats
+		// (an entry of order is evicted by its ID's latest event)
+		if a.arrival.Before(r.Arrival) && !a.arrival.Before(r.Arrival.Add(-j.slack)) {
+			r.Arrival = a.arrival
+			if logged.Sub(a.arrival) > time.Microsecond {
+				j.stats.Earlier++
+			}
+		}
 		j.take(p)
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
@@ -473,7 +509,7 @@ func (j *joined) Next(r *workload.Request) error {
 	} else {
 		j.stats.Unmatched++
 	}
-	return nil
+	return logged, nil
 }
 
 // nextAudit reads the next audit event, by reference where the reader

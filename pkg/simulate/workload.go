@@ -93,6 +93,10 @@ func workloadNotes(rep *fairqueue.Report, files *workload.Files) []string {
 		notes = append(notes, fmt.Sprintf("note: %d audit %s had no httplog line with %s audit ID and %s not replayed (the httplog is the record of what the server served)",
 			j.AuditOnly, textfmt.Plural(j.AuditOnly, "event", "events"), textfmt.Plural(j.AuditOnly, "its", "their"), textfmt.Plural(j.AuditOnly, "was", "were")))
 	}
+	if j := files.Join; j != nil && j.Clamped > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d joined %s arrived, by %s audit %s, before requests already read (more than 65,536 requests in the join's 10 s) and %s replayed with them",
+			j.Clamped, textfmt.Plural(j.Clamped, "request", "requests"), textfmt.Plural(j.Clamped, "its", "their"), textfmt.Plural(j.Clamped, "event", "events"), textfmt.Plural(j.Clamped, "was", "were")))
+	}
 	if ws.Skipped > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d %s could not be replayed; the first: %s", ws.Skipped, textfmt.Plural(ws.Skipped, "record", "records"), ws.FirstSkip))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-apf/kubectl-apf/internal/testharness/fixture"
 	"github.com/kubectl-apf/kubectl-apf/pkg/simulate"
@@ -104,18 +105,26 @@ func TestCrowdedMoreSeatsBuyNothing(t *testing.T) {
 // recording on which main's CI failed on 2026-12-02), moving the
 // controller off the flood's level leaves the flood's p99 wait longer in
 // the replay (the re-runs of the move on two other recordings saw it
-// longer too), so that no candidate meets the default goal for the
-// controller; with the flood ignored (--ignore user=load-1) the move does,
-// and ranks first: it changes one object and adds the flood no 429 beyond
-// the tolerance. The controller's 429s are judged either way, and an
-// --ignore that names no client, or only a protected one, is an error.
+// longer too). Judged to the microsecond, no candidate then meets the
+// goal for the controller; with the flood ignored (--ignore user=load-1)
+// the move does, and with the default tolerance too, and ranks first: it
+// changes one object and adds the flood no 429 beyond the tolerance. The
+// controller's 429s are judged either way, and an --ignore that names no
+// client, or only a protected one, is an error.
+//
+// By the default tolerance (5% and 5 ms) the move's lengthening is near
+// the edge on this recording (160 → 190 ms with the httplog's arrivals,
+// 160 → 169 ms since the join takes the audit events' earlier ones, seven
+// of them by more than a millisecond: testdata/tune/README.md), so the
+// test does not rest on which side of it the replay falls.
 func TestIgnoredClientIsNotJudged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays the recording some hundred times")
 	}
 	r := openRecAt(t, fixture.Path("tune", "noisy-wait"))
 	ctrl := []Target{{TargetUser, "load-7"}}
-	plain := r.search(t, Options{Goal: Goal{Protect: ctrl}})
+	strict := WaitTolerance{Absolute: time.Microsecond}
+	plain := r.search(t, Options{Goal: Goal{Protect: ctrl, WaitTolerance: strict}})
 	for _, c := range plain.Candidates {
 		if c.GoalMet && c.Verified {
 			t.Fatalf("candidate %d (%s) meets the goal without --ignore: the flood's wait is judged (%s)", c.ID, strings.Join(c.Changes, "; "), plain.Verdict)
@@ -131,19 +140,21 @@ func TestIgnoredClientIsNotJudged(t *testing.T) {
 	if move == nil || move.AddedWaitSeconds == 0 || move.Protected.RejectedAfter != 0 {
 		t.Fatalf("without --ignore, the move: %+v", move)
 	}
-	rep := r.search(t, Options{Goal: Goal{Protect: ctrl, Ignore: []Target{{TargetUser, "load-1"}}}})
-	if len(rep.Candidates) == 0 {
-		t.Fatalf("no candidate: %s", rep.Verdict)
-	}
-	first := rep.Candidates[0]
-	if !first.GoalMet || !first.Verified || first.Protected.RejectedAfter != 0 || first.Added429 != 0 || first.AddedWaitSeconds != 0 {
-		t.Fatalf("with --ignore user=load-1 the first candidate: %s: %+v (%s %v)", strings.Join(first.Changes, "; "), first, rep.Verdict, rep.Why)
-	}
-	if len(first.Changes) != 1 || !strings.HasPrefix(first.Changes[0], "move FlowSchema apf-ctrl ") {
-		t.Errorf("with --ignore user=load-1 the first candidate is %q, want the move of apf-ctrl", first.Changes)
-	}
-	if !strings.Contains(rep.Verdict, "but those --ignore names") {
-		t.Errorf("the verdict does not say that the ignored clients were not judged: %s", rep.Verdict)
+	for _, tol := range []WaitTolerance{strict, DefaultWaitTolerance} {
+		rep := r.search(t, Options{Goal: Goal{Protect: ctrl, Ignore: []Target{{TargetUser, "load-1"}}, WaitTolerance: tol}})
+		if len(rep.Candidates) == 0 {
+			t.Fatalf("tolerance %+v: no candidate: %s", tol, rep.Verdict)
+		}
+		first := rep.Candidates[0]
+		if !first.GoalMet || !first.Verified || first.Protected.RejectedAfter != 0 || first.Added429 != 0 || first.AddedWaitSeconds != 0 {
+			t.Fatalf("tolerance %+v: with --ignore user=load-1 the first candidate: %s: %+v (%s %v)", tol, strings.Join(first.Changes, "; "), first, rep.Verdict, rep.Why)
+		}
+		if len(first.Changes) != 1 || !strings.HasPrefix(first.Changes[0], "move FlowSchema apf-ctrl ") {
+			t.Errorf("tolerance %+v: with --ignore user=load-1 the first candidate is %q, want the move of apf-ctrl", tol, first.Changes)
+		}
+		if !strings.Contains(rep.Verdict, "but those --ignore names") {
+			t.Errorf("tolerance %+v: the verdict does not say that the ignored clients were not judged: %s", tol, rep.Verdict)
+		}
 	}
 	for _, g := range []Goal{
 		{Protect: ctrl, Ignore: []Target{{TargetUser, "nobody"}}},

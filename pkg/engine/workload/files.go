@@ -62,6 +62,13 @@ type JoinStats struct {
 	// AuditOnly audit events had no httplog line; they are dropped (their
 	// request is in the httplog if the server logged it at -v=3).
 	AuditOnly int64
+	// Earlier matched lines took their audit event's arrival, more than a
+	// microsecond (the two times' precision) before their line's time less
+	// their latency.
+	Earlier int64
+	// Clamped joined requests arrived before requests already read, by
+	// more than the join could put back in order; they arrive with those.
+	Clamped int64
 }
 
 // InstanceOptions say which apiserver instance served the requests of each

@@ -104,5 +104,11 @@ func PickJoined(httplog, audit Reader, auditID string) (*Request, error) {
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}
 	rec.User, rec.Groups, rec.UserKnown = ev.User, ev.Groups, ev.UserKnown
+	// the audit event's requestReceivedTimestamp is the time httplog's
+	// latency is measured from; the line's time less its latency is later
+	// by as long as the line took to be written (the join's rule)
+	if ev.Arrival.Before(rec.Arrival) {
+		rec.Arrival = ev.Arrival
+	}
 	return rec, nil
 }
