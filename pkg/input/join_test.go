@@ -69,7 +69,7 @@ func (j *refJoin) Next(r *workload.Request) error {
 			break
 		}
 		if a := &j.head; a.AuditID != "" {
-			j.pending[a.AuditID] = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
+			j.pending[a.AuditID] = identity{arrival: a.Arrival, latency: a.Latency, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			j.order = append(j.order, a.AuditID)
 		}
@@ -93,6 +93,9 @@ func (j *refJoin) Next(r *workload.Request) error {
 				j.stats.Earlier++
 			}
 			r.Arrival = a.arrival
+		}
+		if end := a.arrival.Add(a.latency); !end.Before(r.Arrival) {
+			r.AuditLatency, r.HasAuditLatency = end.Sub(r.Arrival), true
 		}
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
@@ -127,6 +130,7 @@ func TestJoinAsReference(t *testing.T) {
 				rs[i].Instance = fmt.Sprintf("i%d", rng.IntN(3))
 				rs[i].QueueWait, rs[i].HasQueueWait = time.Duration(i), i%2 == 0
 				rs[i].PreAPF, rs[i].TotalLatency, rs[i].HasLatencyAnnotations = time.Duration(2*i), time.Duration(3*i), i%3 == 0
+				rs[i].Latency = time.Duration(rng.Int64N(int64(spread)))
 			}
 		}
 		return rs
@@ -200,19 +204,21 @@ func TestJoinAsReference(t *testing.T) {
 // short of CPU) arrives by its line's time less its latency after a
 // request that came in 50 ms after it. Joined, it takes its audit event's
 // requestReceivedTimestamp (the time httplog's latency is measured from)
-// and comes first; its latency, and so its answer, stays the line's.
+// and comes first; its latency stays the line's, and its audit latency
+// runs to its audit event's ResponseComplete stage.
 func TestJoinTakesTheAuditArrival(t *testing.T) {
 	line := func(at, latency, id string) string {
 		return `I1121 ` + at + `       1 httplog.go:134] "HTTP" verb="GET" URI="/api/v1/namespaces/default/pods/p" latency="` + latency +
 			`" userAgent="kubectl/v1.37.1" audit-ID="` + id + `" srcIP="127.0.0.1:53422" apf_pl="global-default" apf_fs="global-default" apf_iseats=1 apf_fseats=0 apf_additionalLatency="0s" apf_execution_time="1ms" resp=200` + "\n"
 	}
-	event := func(received, id string) string {
-		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/pods/p","verb":"get","user":{"username":"alice","groups":["system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.37.1","objectRef":{"resource":"pods","namespace":"default","name":"p","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-21T` + received + `Z","stageTimestamp":"2026-11-21T` + received + `Z"}` + "\n"
+	event := func(received, stage, id string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/pods/p","verb":"get","user":{"username":"alice","groups":["system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.37.1","objectRef":{"resource":"pods","namespace":"default","name":"p","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-21T` + received + `Z","stageTimestamp":"2026-11-21T` + stage + `Z"}` + "\n"
 	}
-	// a: received 14:15:10.000, answered 50 ms later, its line written at
-	// 10.150; b: received 10.050, answered and logged at 10.080
+	// a: received 14:15:10.000, its audit event stamped 40 ms later, its
+	// latency 50 ms, its line written at 10.150; b: received 10.050,
+	// stamped, answered and logged at 10.080
 	logs := line("14:15:10.080000", "30ms", "b") + line("14:15:10.150000", "50ms", "a")
-	audits := event("14:15:10.000000", "a") + event("14:15:10.050000", "b")
+	audits := event("14:15:10.000000", "14:15:10.040000", "a") + event("14:15:10.050000", "14:15:10.080000", "b")
 	opts := Options{Year: 2026}
 	var stats workload.JoinStats
 	j := Join(NewHTTPLogReader(strings.NewReader(logs), "log", opts, nil), NewAuditReader(strings.NewReader(audits), "audit", opts, nil), 0, &stats)
@@ -224,10 +230,10 @@ func TestJoinTakesTheAuditArrival(t *testing.T) {
 		return tm
 	}
 	want := []struct {
-		id      string
-		arrival time.Time
-		latency time.Duration
-	}{{"a", at("14:15:10"), 50 * time.Millisecond}, {"b", at("14:15:10.05"), 30 * time.Millisecond}}
+		id                    string
+		arrival               time.Time
+		latency, auditLatency time.Duration
+	}{{"a", at("14:15:10"), 50 * time.Millisecond, 40 * time.Millisecond}, {"b", at("14:15:10.05"), 30 * time.Millisecond, 30 * time.Millisecond}}
 	for i, w := range want {
 		var r workload.Request
 		if err := j.Next(&r); err != nil {
@@ -235,6 +241,9 @@ func TestJoinTakesTheAuditArrival(t *testing.T) {
 		}
 		if r.AuditID != w.id || !r.Arrival.Equal(w.arrival) || r.Latency != w.latency || !r.UserKnown {
 			t.Errorf("request %d: %s arrived %s, latency %s (user known %v); want %s at %s, %s", i, r.AuditID, r.Arrival.Format(time.StampMicro), r.Latency, r.UserKnown, w.id, w.arrival.Format(time.StampMicro), w.latency)
+		}
+		if !r.HasAuditLatency || r.AuditLatency != w.auditLatency {
+			t.Errorf("request %d: audit latency %s (known %v), want %s", i, r.AuditLatency, r.HasAuditLatency, w.auditLatency)
 		}
 	}
 	if err := j.Next(&workload.Request{}); !errors.Is(err, io.EOF) {

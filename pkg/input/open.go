@@ -355,6 +355,7 @@ type pendingID struct {
 // identity is what a join takes from an audit event.
 type identity struct {
 	arrival                    time.Time
+	latency                    time.Duration
 	user, instance             string
 	groups                     []string
 	queueWait, preAPF, total   time.Duration
@@ -457,7 +458,7 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 				p.present = true
 				j.npresent++
 			}
-			p.identity = identity{arrival: a.Arrival, user: a.User, instance: a.Instance, groups: a.Groups,
+			p.identity = identity{arrival: a.Arrival, latency: a.Latency, user: a.User, instance: a.Instance, groups: a.Groups,
 				queueWait: a.QueueWait, preAPF: a.PreAPF, total: a.TotalLatency, hasQueueWait: a.HasQueueWait, hasLatencies: a.HasLatencyAnnotations}
 			p.refs++
 			if len(j.order) == cap(j.order) && j.first >= len(j.order)/2 {
@@ -500,6 +501,10 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 			}
 		}
 		j.take(p)
+		r.AuditLatency, r.HasAuditLatency = 0, false
+		if end := a.arrival.Add(a.latency); !end.Before(r.Arrival) {
+			r.AuditLatency, r.HasAuditLatency = end.Sub(r.Arrival), true
+		}
 		r.User, r.Groups, r.UserKnown = a.user, a.groups, true
 		r.QueueWait, r.HasQueueWait = a.queueWait, a.hasQueueWait
 		r.PreAPF, r.TotalLatency, r.HasLatencyAnnotations = a.preAPF, a.total, a.hasLatencies
@@ -507,6 +512,7 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 		r.Instance = a.instance
 		j.stats.Matched++
 	} else {
+		r.AuditLatency, r.HasAuditLatency = 0, false
 		j.stats.Unmatched++
 	}
 	return logged, nil

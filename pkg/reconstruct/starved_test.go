@@ -1,6 +1,7 @@
 package reconstruct_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -203,6 +204,43 @@ func TestWaitedIntoFullQueueTakesTheRoomMade(t *testing.T) {
 			d.Snapshot.Queues[0].Length != 1 || d.Snapshot.Queues[1].Length != 1 {
 			t.Errorf("b first %v: d rejected %v agrees %v class %q, %d seats in use, snapshot %+v; want queue-full with the seat taken and one request in each queue",
 				bFirst, d.Rejected, d.Agrees, d.Class, d.SeatsInUse, d.Snapshot)
+		}
+	}
+}
+
+// TestAnsweredAtTheAuditStamp: httplog's latency runs on past the audit
+// event's ResponseComplete stamp, through the filters outside the audit
+// filter (the event's write among them), by a varying time on a server
+// short of CPU. The seat is released at the stamp. Here c, a 429, was
+// rejected at 9.6 ms with the queue full (b waiting for a's seat), but
+// its httplog line was written 1 ms later, and b's 0.3 ms after its
+// stamp: by httplog's latencies alone c is decided at 10.6 ms, after b's
+// dispatch at 10.3 ms, and finds the queue empty. By the audit stamps, a
+// ends and b starts at 10 ms, after c: c finds the queue full, as the
+// server did.
+func TestAnsweredAtTheAuditStamp(t *testing.T) {
+	stamped := func(r workload.Request, auditMs float64) workload.Request {
+		r.AuditLatency, r.HasAuditLatency = time.Duration(auditMs*float64(time.Millisecond)), true
+		return r
+	}
+	reqs := []workload.Request{
+		stamped(logged("a", "alice", 0, 10.3, 10, 200), 10),  // holds the one seat to 10 ms
+		stamped(logged("b", "bob", 1, 19.3, 10, 200), 19),    // waits in the one queue to 10 ms
+		stamped(logged("c", "alice", 9.5, 1.1, 0, 429), 0.1), // the queue full: queue-full
+	}
+	for _, audit := range []bool{true, false} {
+		rs := slices.Clone(reqs)
+		if !audit {
+			for i := range rs {
+				rs[i].AuditLatency, rs[i].HasAuditLatency = 0, false
+			}
+		}
+		c := reconstructWith(t, tinyConfig(), 7, rs, time.Millisecond, "c")["c"]
+		switch {
+		case audit && (!c.Agrees || c.Reason != "queue-full"):
+			t.Errorf("by the audit stamps, c: %s (%s), %d waiting; want queue-full, as the server answered", c.Class, c.Reason, c.Waiting)
+		case !audit && c.Agrees:
+			t.Errorf("by httplog's latencies alone, c agrees (%s, %d waiting): the test does not show the audit stamps' part", c.Reason, c.Waiting)
 		}
 	}
 }

@@ -178,6 +178,7 @@ const (
 	tGroupsNil
 	tUUID
 	tSourceNumbered
+	tHasAuditLatency
 )
 
 func (t *Tape) append(r *Request) error {
@@ -190,7 +191,7 @@ func (t *Tape) append(r *Request) error {
 		on  bool
 		bit uint64
 	}{{r.UserKnown, tUserKnown}, {r.HasServiceTime, tHasServiceTime}, {r.HasSeats, tHasSeats}, {r.HasQueueWait, tHasQueueWait},
-		{r.HasLatencyAnnotations, tHasLatencyAnnotations}, {r.Groups == nil, tGroupsNil}} {
+		{r.HasLatencyAnnotations, tHasLatencyAnnotations}, {r.Groups == nil, tGroupsNil}, {r.HasAuditLatency, tHasAuditLatency}} {
 		if f.on {
 			flags |= f.bit
 		}
@@ -229,6 +230,9 @@ func (t *Tape) append(r *Request) error {
 	b = binary.AppendUvarint(b, r.InitialSeats)
 	b = binary.AppendUvarint(b, r.FinalSeats)
 	b = binary.AppendVarint(b, int64(r.Status))
+	if r.HasAuditLatency {
+		b = binary.AppendVarint(b, int64(r.AuditLatency))
+	}
 	t.scratch = b
 	t.n++
 	limit := t.MemoryLimit
@@ -460,6 +464,10 @@ func (tr *tapeReader) decode(r *Request) error {
 	}
 	r.InitialSeats, r.FinalSeats = d.uv(), d.uv()
 	r.Status = int(d.sv())
+	r.AuditLatency, r.HasAuditLatency = 0, flags&tHasAuditLatency != 0
+	if r.HasAuditLatency {
+		r.AuditLatency = time.Duration(d.sv())
+	}
 	r.UserKnown = flags&tUserKnown != 0
 	r.HasServiceTime = flags&tHasServiceTime != 0
 	r.HasSeats = flags&tHasSeats != 0

@@ -75,7 +75,7 @@ func FuzzTape(f *testing.F) {
 		rs := []Request{
 			{Arrival: time.Unix(sec, 123).In(loc), AuditID: id, User: user, Groups: []string{user, "g"}, UserKnown: true, Method: "GET", Verb: "LIST", URI: uri,
 				Source: At(source), Latency: time.Duration(d), ServiceTime: time.Duration(-d), HasServiceTime: true, InitialSeats: seats, FinalSeats: seats / 2,
-				HasSeats: true, Status: status, QueueWait: time.Duration(d / 3), HasQueueWait: true, QueuedOverhead: 7},
+				HasSeats: true, Status: status, QueueWait: time.Duration(d / 3), HasQueueWait: true, QueuedOverhead: 7, AuditLatency: time.Duration(d / 2), HasAuditLatency: true},
 			{Arrival: time.Unix(sec/2, 0).UTC(), AuditID: id[:len(id)/2], Groups: []string{}, URI: uri + "?x", Source: Where{source, int64(seats%1_000_000_007) + 1}, FlowSchema: user, PriorityLevel: id},
 		}
 		// with full tables too: the strings and lists in the records

@@ -59,6 +59,14 @@ type Request struct {
 	// .../total.
 	PreAPF       time.Duration
 	TotalLatency time.Duration
+	// AuditLatency, valid when HasAuditLatency, is the time from Arrival to
+	// the ResponseComplete stage of the request's audit event, which a join
+	// of an httplog line with its audit event sets (package input's Join).
+	// The audit filter stamps that stage as its inner handler, APF's among
+	// them, returns: nearer the seat's release than httplog's latency, which
+	// the filters outside the audit filter lengthen (the audit event's own
+	// write among them; DefaultBuildHandlerChain).
+	AuditLatency time.Duration
 	// QueuedOverhead is not read from any input: a calibration (package
 	// calibrate) sets it to the extra time the recorded server held a seat
 	// for a request dispatched from a queue.
@@ -88,6 +96,7 @@ type Request struct {
 	// (Options.Headerless): Arrival is zero, when it was logged unknown.
 	TimeUnknown                         bool
 	HasQueueWait, HasLatencyAnnotations bool
+	HasAuditLatency                     bool
 }
 
 // Where names where a request was read: a line of an input (Line > 0), or
