@@ -490,6 +490,7 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 		}
 	}
 	logged := r.Arrival
+	r.AuditLatency, r.HasAuditLatency = 0, false
 	if p := j.pending[r.AuditID]; p != nil && p.present && r.AuditID != "" {
 		a := p.identity
 		// held events can be older than slack where an audit ID repeats
@@ -501,7 +502,6 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 			}
 		}
 		j.take(p)
-		r.AuditLatency, r.HasAuditLatency = 0, false
 		if end := a.arrival.Add(a.latency); !end.Before(r.Arrival) {
 			r.AuditLatency, r.HasAuditLatency = end.Sub(r.Arrival), true
 		}
@@ -512,7 +512,6 @@ func (j *joined) match(r *workload.Request) (time.Time, error) {
 		r.Instance = a.instance
 		j.stats.Matched++
 	} else {
-		r.AuditLatency, r.HasAuditLatency = 0, false
 		j.stats.Unmatched++
 	}
 	return logged, nil
